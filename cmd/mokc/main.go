@@ -1,0 +1,44 @@
+// Command mokc builds, runs, benchmarks and inspects MoE megakernels.
+//
+//	mokc build   --model NAME|--hf-config FILE --target sm_90a [--emit ptx|llvm|manifest] -o FILE
+//	mokc run     (GPU) execute a layer and check it against the float64 reference
+//	mokc bench   (GPU) time a layer against the roofline
+//	mokc inspect --model NAME|--hf-config FILE   print the layer and the schedule per target
+//	mokc inspect layout ...                      print a tile's layout and descriptor
+//
+// Errors exit non-zero with a one-line reason.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/urfave/cli/v2"
+)
+
+// commands is filled by the init functions of this package's files, one file
+// per command. The constructors run in main, after every init, so a command
+// may gather parts registered by other files.
+var commands []func() *cli.Command
+
+func main() {
+	app := &cli.App{
+		Name:     "mokc",
+		Usage:    "a compiler and runtime for Mixture-of-Experts megakernels",
+		Commands: build(commands),
+		// Errors are printed once, by main, as one line.
+		ExitErrHandler: func(*cli.Context, error) {},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintf(os.Stderr, "mokc: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func build(ctors []func() *cli.Command) []*cli.Command {
+	out := make([]*cli.Command, len(ctors))
+	for i, f := range ctors {
+		out[i] = f()
+	}
+	return out
+}

@@ -1,0 +1,134 @@
+package toolchain
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Environment variables that override where the tools are found.
+const (
+	EnvPtxas      = "MOKC_PTXAS"         // ptxas 12.x, for sm_80 and sm_90a
+	EnvPtxasSM100 = "MOKC_PTXAS_SM100"   // ptxas from CUDA >= 12.8, for sm_100a
+	EnvLLC        = "MOKC_LLC"           // llc from LLVM 19
+	EnvRequire    = "MOKC_REQUIRE_TOOLS" // "1": tests fail instead of skipping when a tool is absent (CI sets it)
+	toolchainDir  = ".toolchain"
+)
+
+// Root returns the repository root: the nearest directory at or above the
+// working directory that holds go.mod.
+func Root() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("toolchain: no go.mod at or above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func find(env string, candidates ...string) (string, error) {
+	if p := os.Getenv(env); p != "" {
+		if _, err := os.Stat(p); err != nil {
+			return "", fmt.Errorf("toolchain: %s=%s: %v", env, p, err)
+		}
+		return p, nil
+	}
+	root, _ := Root()
+	for _, c := range candidates {
+		if !filepath.IsAbs(c) && !strings.Contains(c, "/") {
+			if p, err := exec.LookPath(c); err == nil {
+				return p, nil
+			}
+			continue
+		}
+		if !filepath.IsAbs(c) {
+			if root == "" {
+				continue
+			}
+			c = filepath.Join(root, c)
+		}
+		if _, err := os.Stat(c); err == nil {
+			return c, nil
+		}
+	}
+	return "", fmt.Errorf("toolchain: not found (set %s or run `make toolchain`); looked for %s", env, strings.Join(candidates, ", "))
+}
+
+// Ptxas returns the ptxas that assembles PTX for target ("sm_80", "sm_90a",
+// "sm_100a"). sm_100a needs CUDA 12.8 or newer; the others use ptxas 12.x.
+func Ptxas(target string) (string, error) {
+	if target == "sm_100a" {
+		return find(EnvPtxasSM100, toolchainDir+"/nvcc/bin/ptxas")
+	}
+	return find(EnvPtxas, toolchainDir+"/cuda/bin/ptxas")
+}
+
+// LLC returns llc from LLVM 19 (Debian package llvm-19).
+func LLC() (string, error) {
+	return find(EnvLLC, toolchainDir+"/llvm/bin/llc", "llc-19", "/usr/lib/llvm-19/bin/llc")
+}
+
+// Assemble runs ptxas on ptxText for target and returns ptxas's log in the
+// error when it refuses the input. The cubin is discarded.
+func Assemble(ptxText, target string) error {
+	ptxas, err := Ptxas(target)
+	if err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "mokc-ptxas")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	in := filepath.Join(dir, "in.ptx")
+	if err := os.WriteFile(in, []byte(ptxText), 0o644); err != nil {
+		return err
+	}
+	var out bytes.Buffer
+	cmd := exec.Command(ptxas, "-arch="+target, "-o", filepath.Join(dir, "out.cubin"), in)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("ptxas -arch=%s: %v\n%s", target, err, out.String())
+	}
+	return nil
+}
+
+// Need returns the path of a tool for a test, or skips the test with a
+// message when it is absent. When MOKC_REQUIRE_TOOLS=1 (set by CI) an absent
+// tool fails the test instead.
+func Need(t testing.TB, lookup func() (string, error)) string {
+	t.Helper()
+	p, err := lookup()
+	if err != nil {
+		if os.Getenv(EnvRequire) == "1" {
+			t.Fatalf("%v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	return p
+}
+
+// NeedPtxas is Need for the ptxas of target.
+func NeedPtxas(t testing.TB, target string) string {
+	t.Helper()
+	return Need(t, func() (string, error) { return Ptxas(target) })
+}
+
+// NeedLLC is Need for llc-19.
+func NeedLLC(t testing.TB) string {
+	t.Helper()
+	return Need(t, LLC)
+}
