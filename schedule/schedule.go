@@ -1,0 +1,420 @@
+package schedule
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Target is the GPU architecture a schedule is compiled for.
+type Target int
+
+const (
+	// SM80 is Ampere (A100): mma.sync + ldmatrix + cp.async.
+	SM80 Target = iota
+	// SM90a is Hopper (H100/H200): TMA + wgmma + mbarrier.
+	SM90a
+	// SM100a is Blackwell (B200): TMA + tcgen05 + TMEM.
+	SM100a
+)
+
+var targetNames = []string{"sm_80", "sm_90a", "sm_100a"}
+
+// Targets lists every target in order: sm_80, sm_90a, sm_100a.
+func Targets() []Target { return []Target{SM80, SM90a, SM100a} }
+
+// String returns the PTX spelling: "sm_80", "sm_90a" or "sm_100a".
+func (t Target) String() string {
+	if t >= 0 && int(t) < len(targetNames) {
+		return targetNames[t]
+	}
+	return fmt.Sprintf("Target(%d)", int(t))
+}
+
+// ParseTarget reads "sm_80", "sm_90a" or "sm_100a" (also "80", "90a",
+// "100a"). The error names the accepted spellings.
+func ParseTarget(s string) (Target, error) {
+	v := strings.ToLower(strings.TrimSpace(s))
+	if !strings.HasPrefix(v, "sm_") {
+		v = "sm_" + v
+	}
+	for i, n := range targetNames {
+		if v == n {
+			return Target(i), nil
+		}
+	}
+	return 0, fmt.Errorf("unknown target %q (want sm_80, sm_90a or sm_100a)", s)
+}
+
+// SharedMemoryLimit is the largest dynamic shared memory per CTA in bytes
+// (opt-in through cuFuncSetAttribute): 163 KB on sm_80 (A100), 227 KB on
+// sm_90a and sm_100a (CUDA C Programming Guide, compute capability tables).
+func (t Target) SharedMemoryLimit() int {
+	if t == SM80 {
+		return 163 * 1024
+	}
+	return 227 * 1024
+}
+
+// SMs is the streaming-multiprocessor count of the reference part of the
+// target (A100 108, H100/H200 SXM 132, B200 148); a persistent grid with
+// GridCTAs = 0 uses the count of the actual device at launch.
+func (t Target) SMs() int {
+	switch t {
+	case SM80:
+		return 108
+	case SM90a:
+		return 132
+	default:
+		return 148
+	}
+}
+
+// Tile is a CTA tile of a grouped GEMM: M rows (routed tokens of one
+// expert), N output columns, K reduction elements per pipeline stage.
+// For FC1, N counts gate and up columns together (N/2 of each for the same
+// intermediate indices, so the activation epilogue is local to the tile); the
+// reduction is over H. For FC2, N counts columns of H and the reduction is
+// over I.
+type Tile struct{ M, N, K int }
+
+// String formats the tile as MxNxK.
+func (t Tile) String() string { return fmt.Sprintf("%dx%dx%d", t.M, t.N, t.K) }
+
+// WarpRoles is the number of warps in each role of a CTA.
+//   - Producer: warps that only load (TMA on sm_90a: one warpgroup of 4
+//     with reduced registers; sm_100a: 1 TMA warp). 0 on sm_80, where the
+//     MMA warps issue their own cp.async.
+//   - MMA: warps issuing MMAs (sm_80: mma.sync warps; sm_90a: consumer
+//     warpgroups x 4, each warpgroup owning 64 rows per wgmma; sm_100a: 1,
+//     one thread issues tcgen05.mma).
+//   - Epilogue: warps that only run the epilogue (sm_100a: 4, one per TMEM
+//     lane quadrant); 0 on sm_80/sm_90a, where the MMA warps run it.
+type WarpRoles struct{ Producer, MMA, Epilogue int }
+
+// Total is the number of warps of a CTA.
+func (w WarpRoles) Total() int { return w.Producer + w.MMA + w.Epilogue }
+
+// Schedule says HOW a layer runs on one target: CTA tiles of the two grouped
+// GEMMs, the depth of the shared-memory pipeline, warp roles, and the grid.
+type Schedule struct {
+	Target Target
+	FC1    Tile // tile of the FC1 grouped GEMM (and of the shared FC1)
+	FC2    Tile // tile of the FC2 grouped GEMM (and of the shared FC2)
+	// Stages is the number of shared-memory pipeline stages (buffers of one
+	// K block of A and B each).
+	Stages int
+	Warps  WarpRoles
+	// Persistent: a fixed grid of GridCTAs CTAs loops over the tiles
+	// (MoK's megakernel design); otherwise one CTA per tile.
+	Persistent bool
+	// GridCTAs is the persistent grid size; 0 = one CTA per SM of the
+	// device at launch. Must be 0 when not Persistent.
+	GridCTAs int
+	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_100a
+	// (cta_group::2: the pair computes a 2M x N tile, each CTA holding M rows
+	// of A and N/2 rows of B).
+	Cluster int
+}
+
+// String is a one-line summary of the schedule.
+func (s Schedule) String() string {
+	grid := "one CTA per tile"
+	if s.Persistent {
+		grid = "persistent, one CTA per SM"
+		if s.GridCTAs > 0 {
+			grid = fmt.Sprintf("persistent, %d CTAs", s.GridCTAs)
+		}
+	}
+	return fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
+		s.Target, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, grid)
+}
+
+// operandBytes is the size of one element of the GEMM operands: 2 (bf16) or
+// 1 (e4m3 for mxfp8; both operands are quantized, as tensor cores need).
+func operandBytes(l Layer) int {
+	if l.Precision == MXFP8 {
+		return 1
+	}
+	return 2
+}
+
+// SharedMemoryBytes is the shared memory one CTA of the schedule needs for
+// GEMM tile t (the larger of FC1 and FC2 is what counts): Stages buffers of
+// A (M x K) and B (N x K) operands, their UE8M0 scales for mxfp8 (one byte
+// per 32 K elements per row), a full and an empty mbarrier per stage (8
+// bytes each), and on sm_90a a bf16 staging tile for the TMA store of the
+// epilogue (M x N/2 for FC1, whose activation halves the width, M x N for
+// FC2). With Cluster = 2 each CTA holds N/2 rows of B. It is the budget
+// codegen must stay within.
+func (s Schedule) SharedMemoryBytes(l Layer, t Tile, fc1 bool) int {
+	eb := operandBytes(l)
+	bRows := t.N
+	if s.Cluster == 2 {
+		bRows = t.N / 2
+	}
+	stage := (t.M*t.K + bRows*t.K) * eb
+	if l.Precision == MXFP8 {
+		stage += (t.M + bRows) * ((t.K + 31) / 32)
+	}
+	total := s.Stages*stage + 2*s.Stages*8
+	if s.Target == SM90a {
+		n := t.N
+		if fc1 {
+			n /= 2
+		}
+		total += t.M * n * 2
+	}
+	return total
+}
+
+// TMEMColumns is the number of tensor-memory columns (of 128 lanes x 32
+// bits) an sm_100a CTA allocates for tile t: the fp32 accumulator (N
+// columns) plus, for mxfp8, the scale factors of every stage in flight (4
+// columns for A's 128 rows and 4 per 128 columns of B per K block of 128),
+// rounded up to a power of two >= 32 as tcgen05.alloc requires. 0 on other
+// targets.
+func (s Schedule) TMEMColumns(l Layer, t Tile) int {
+	if s.Target != SM100a {
+		return 0
+	}
+	cols := t.N
+	if l.Precision == MXFP8 {
+		kb := (t.K + 127) / 128
+		cols += s.Stages * kb * (4 + 4*((t.N+127)/128))
+	}
+	p := 32
+	for p < cols {
+		p *= 2
+	}
+	return p
+}
+
+// Validate checks the schedule against the layer it runs and returns the
+// first broken rule as a *FieldError naming the field, its value and the
+// rule (MMA shape multiples, warp-role counts, shared-memory and TMEM
+// budgets of the target). The layer itself is validated first. It never
+// panics.
+func (s Schedule) Validate(l Layer) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if s.Target < SM80 || s.Target > SM100a {
+		return fieldErr("Schedule.Target", s.Target, "must be sm_80, sm_90a or sm_100a")
+	}
+	if l.Precision == MXFP8 && s.Target == SM80 {
+		return fieldErr("Schedule.Target", s.Target, "mxfp8 weights need sm_90a or sm_100a (sm_80 has no fp8 MMA)")
+	}
+	if s.Stages < 2 || s.Stages > 16 {
+		return fieldErr("Schedule.Stages", s.Stages, "must be in 2..16")
+	}
+	if s.Cluster != 1 && !(s.Cluster == 2 && s.Target == SM100a) {
+		return fieldErr("Schedule.Cluster", s.Cluster, "must be 1 (or 2 on sm_100a)")
+	}
+	if s.GridCTAs < 0 {
+		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be >= 0 (0 = one CTA per SM)")
+	}
+	if !s.Persistent && s.GridCTAs != 0 {
+		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be 0 unless Schedule.Persistent")
+	}
+	if s.Persistent && s.GridCTAs%s.Cluster != 0 {
+		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be a multiple of Schedule.Cluster (%d)", s.Cluster)
+	}
+	if err := s.validateWarps(); err != nil {
+		return err
+	}
+	eb := operandBytes(l)
+	for _, c := range []struct {
+		name string
+		t    Tile
+		fc1  bool
+	}{{"Schedule.FC1", s.FC1, true}, {"Schedule.FC2", s.FC2, false}} {
+		if err := s.validateTile(l, c.name, c.t, c.fc1, eb); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s Schedule) validateWarps() error {
+	w := s.Warps
+	if w.Producer < 0 || w.MMA < 1 || w.Epilogue < 0 {
+		return fieldErr("Schedule.Warps", w, "needs Producer >= 0, MMA >= 1, Epilogue >= 0")
+	}
+	if w.Total() > 32 {
+		return fieldErr("Schedule.Warps", w, "%d warps exceed 1024 threads per CTA", w.Total())
+	}
+	switch s.Target {
+	case SM80:
+		if w.Producer != 0 || w.Epilogue != 0 {
+			return fieldErr("Schedule.Warps", w, "sm_80 has no producer or epilogue warps (MMA warps issue cp.async and run the epilogue)")
+		}
+	case SM90a:
+		if w.Producer != 4 {
+			return fieldErr("Schedule.Warps.Producer", w.Producer, "sm_90a needs one producer warpgroup (4 warps; setmaxnreg acts per warpgroup)")
+		}
+		if w.MMA%4 != 0 || w.MMA > 12 {
+			return fieldErr("Schedule.Warps.MMA", w.MMA, "sm_90a needs 1 to 3 whole consumer warpgroups (4, 8 or 12 warps)")
+		}
+		if w.Epilogue != 0 {
+			return fieldErr("Schedule.Warps.Epilogue", w.Epilogue, "must be 0 on sm_90a (consumer warpgroups run the epilogue)")
+		}
+	case SM100a:
+		if w.Producer < 1 {
+			return fieldErr("Schedule.Warps.Producer", w.Producer, "sm_100a needs at least one TMA producer warp")
+		}
+		if w.MMA != 1 {
+			return fieldErr("Schedule.Warps.MMA", w.MMA, "sm_100a issues tcgen05.mma from exactly one warp")
+		}
+		if w.Epilogue == 0 || w.Epilogue%4 != 0 {
+			return fieldErr("Schedule.Warps.Epilogue", w.Epilogue, "sm_100a needs a multiple of 4 epilogue warps (warp w reads TMEM lanes 32*(w%%4)..+31)")
+		}
+	}
+	return nil
+}
+
+func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) error {
+	if t.M <= 0 || t.N <= 0 || t.K <= 0 {
+		return fieldErr(name, t, "M, N and K must be > 0")
+	}
+	if fc1 && t.N%16 != 0 {
+		return fieldErr(name+".N", t.N, "FC1 tiles hold N/2 gate and N/2 up columns: N must be a multiple of 16")
+	}
+	mmaK := 16
+	if eb == 1 {
+		mmaK = 32
+	}
+	switch s.Target {
+	case SM80:
+		// mma.sync.m16n8k16 bf16 per warp.
+		if t.M%16 != 0 {
+			return fieldErr(name+".M", t.M, "must be a multiple of 16 (mma.sync m16n8k16)")
+		}
+		if t.N%8 != 0 {
+			return fieldErr(name+".N", t.N, "must be a multiple of 8 (mma.sync m16n8k16)")
+		}
+		if t.K%16 != 0 {
+			return fieldErr(name+".K", t.K, "must be a multiple of 16 (mma.sync m16n8k16)")
+		}
+		if (t.M/16)*(t.N/8)%s.Warps.MMA != 0 {
+			return fieldErr("Schedule.Warps.MMA", s.Warps.MMA, "must divide the %d m16n8 fragments of %s %v", (t.M/16)*(t.N/8), name, t)
+		}
+	case SM90a:
+		wg := s.Warps.MMA / 4
+		if t.M%(64*wg) != 0 {
+			return fieldErr(name+".M", t.M, "must be a multiple of 64 x %d consumer warpgroups (wgmma m64)", wg)
+		}
+		if t.N%8 != 0 || t.N > 256 {
+			return fieldErr(name+".N", t.N, "must be a multiple of 8 up to 256 (wgmma m64nNk%d)", mmaK)
+		}
+		if t.K%mmaK != 0 || (t.K*eb)%128 != 0 {
+			return fieldErr(name+".K", t.K, "must span whole 128-byte swizzle rows (a multiple of %d elements)", 128/eb)
+		}
+	case SM100a:
+		if t.M != 128 && !(t.M == 64 && eb == 2) {
+			return fieldErr(name+".M", t.M, "must be 128 (or 64 for bf16) per CTA (tcgen05.mma cta_group::1; block-scaled needs 128)")
+		}
+		step := 16
+		if t.M == 64 {
+			step = 8
+		}
+		if t.N%step != 0 || t.N < step || t.N > 256 {
+			return fieldErr(name+".N", t.N, "must be a multiple of %d in %d..256 (tcgen05.mma M=%d)", step, step, t.M)
+		}
+		if s.Cluster == 2 && t.N%32 != 0 {
+			return fieldErr(name+".N", t.N, "must be a multiple of 32 with Cluster = 2 (each CTA holds N/2 rows of B)")
+		}
+		if t.K%mmaK != 0 || (t.K*eb)%128 != 0 {
+			return fieldErr(name+".K", t.K, "must span whole 128-byte swizzle rows (a multiple of %d elements)", 128/eb)
+		}
+		if l.Precision == MXFP8 && t.K%128 != 0 {
+			return fieldErr(name+".K", t.K, "must be a multiple of 128 with mxfp8 (4 scale blocks per 512-byte scale-factor tile)")
+		}
+		if c := s.TMEMColumns(l, t); c > 512 {
+			return fieldErr(name, t, "needs %d TMEM columns, more than the 512 of a CTA", c)
+		}
+	}
+	if sm, lim := s.SharedMemoryBytes(l, t, fc1), s.Target.SharedMemoryLimit(); sm > lim {
+		return fieldErr(name, t, "with %d stages needs %d bytes of shared memory, more than the %d of %v", s.Stages, sm, lim, s.Target)
+	}
+	return nil
+}
+
+// pickN chooses the tile width among candidates (largest first) that
+// wastes the fewest padded columns of an output dimension of n columns,
+// preferring the larger tile on ties.
+func pickN(n int, candidates []int) int {
+	best, bestWaste := candidates[0], -1
+	for _, c := range candidates {
+		waste := (n+c-1)/c*c - n
+		if bestWaste < 0 || waste < bestWaste {
+			best, bestWaste = c, waste
+		}
+	}
+	return best
+}
+
+// DefaultSchedule returns the schedule mokc chooses for layer l on target:
+//   - sm_80: 128x128x32 tiles, 3 stages, 4 MMA warps (64x64 warp tiles).
+//   - sm_90a: 128xN x64 (bf16) / 128xN x128 (mxfp8) tiles, one producer
+//     warpgroup and two consumer warpgroups, 4 stages (fewer if shared
+//     memory does not allow).
+//   - sm_100a: 128xN tiles with K block 64 (bf16) / 128 (mxfp8), 1 TMA warp,
+//     1 MMA warp, 4 epilogue warps, up to 6 stages as shared memory allows.
+//
+// N is chosen per GEMM from {256, 192, 128} (sm_90a, sm_100a) to waste the
+// fewest padded columns of the GEMM's output (2I for FC1, H for FC2; e.g.
+// H = 2880 = 15 x 192). Every schedule is persistent with one CTA per SM.
+// The result is validated; an invalid layer or an impossible combination
+// (mxfp8 on sm_80) is an error.
+func DefaultSchedule(l Layer, target Target) (Schedule, error) {
+	if err := l.Validate(); err != nil {
+		return Schedule{}, err
+	}
+	s := Schedule{Target: target, Persistent: true, Cluster: 1}
+	switch target {
+	case SM80:
+		s.FC1 = Tile{128, 128, 32}
+		s.FC2 = Tile{128, 128, 32}
+		s.Stages = 3
+		s.Warps = WarpRoles{MMA: 4}
+	case SM90a, SM100a:
+		k := 64
+		if l.Precision == MXFP8 {
+			k = 128
+		}
+		cands := []int{256, 192, 128}
+		s.FC1 = Tile{128, pickN(2*l.Intermediate, cands), k}
+		s.FC2 = Tile{128, pickN(l.Hidden, cands), k}
+		maxStages := 6
+		if target == SM90a {
+			s.Warps = WarpRoles{Producer: 4, MMA: 8}
+			maxStages = 4
+		} else {
+			s.Warps = WarpRoles{Producer: 1, MMA: 1, Epilogue: 4}
+		}
+		s.Stages = maxStages
+		for s.Stages > 2 && !s.fits(l) {
+			s.Stages--
+		}
+		// Narrow the tiles if even 2 stages do not fit.
+		for _, t := range []*Tile{&s.FC1, &s.FC2} {
+			for t.N > 128 && !s.fits(l) {
+				t.N = 128
+			}
+		}
+	default:
+		return Schedule{}, fieldErr("Schedule.Target", target, "must be sm_80, sm_90a or sm_100a")
+	}
+	if err := s.Validate(l); err != nil {
+		return Schedule{}, fmt.Errorf("default schedule for %v: %w", target, err)
+	}
+	return s, nil
+}
+
+// fits reports whether both GEMM tiles fit the target's shared memory and
+// TMEM with the current stage count.
+func (s Schedule) fits(l Layer) bool {
+	lim := s.Target.SharedMemoryLimit()
+	return s.SharedMemoryBytes(l, s.FC1, true) <= lim && s.SharedMemoryBytes(l, s.FC2, false) <= lim &&
+		s.TMEMColumns(l, s.FC1) <= 512 && s.TMEMColumns(l, s.FC2) <= 512
+}
