@@ -1,0 +1,146 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// EpilogueArgs are the per-block values an engine hands to NewEpilogue.
+type EpilogueArgs struct {
+	// C is a global byte pointer (GPtr) to C[0, 0]: bf16 [rows, N] row-major.
+	C value.Value
+	// Bias is a global byte pointer to the fp32 bias row [BRows] of the
+	// block's expert (B row order), or nil when the spec has no bias.
+	Bias value.Value
+	// RowEnd (i32) is the exclusive bound of the rows this block may store
+	// (the end of its expert's segment, or M for ADense).
+	RowEnd value.Value
+}
+
+// Epilogue turns fp32 accumulator values into stored bf16 outputs. It is
+// the one implementation of bias, activation, rounding and predicated
+// stores that every engine uses, so targets agree bit for bit given equal
+// accumulators.
+type Epilogue struct {
+	spec GemmSpec
+	args EpilogueArgs
+}
+
+// NewEpilogue returns the epilogue of spec for one block.
+func NewEpilogue(spec GemmSpec, args EpilogueArgs) *Epilogue {
+	return &Epilogue{spec: spec, args: args}
+}
+
+// Emit stores a run of outputs of row row (i32, absolute row of C) starting
+// at output column col (i32; a multiple of the run length), at b's current
+// block, predicated on row < RowEnd and col < N (N is a multiple of 8, so a
+// run of 1, 2, 4 or 8 is either wholly inside or wholly outside).
+//
+//   - EpiStore: vals are the accumulators of columns col, col+1, ... (1, 2,
+//     4 or 8 of them); C[row, col+i] = bf16(vals[i] + bias[col+i]).
+//   - EpiGated: vals are pairs (gate, up) of columns col, col+1, ... (2, 4,
+//     8 or 16 values); C[row, col+i] = bf16(act(g_i + bias_g, u_i + bias_u)).
+//
+// The bf16 rounding is round-to-nearest-even (cvt.rn.bf16.f32).
+func (e *Epilogue) Emit(b *Builder, row, col value.Value, vals []value.Value) error {
+	n := len(vals)
+	if e.spec.Epilogue == EpiGated {
+		if n%2 != 0 {
+			return fmt.Errorf("codegen: %s: gated epilogue needs (gate, up) pairs, got %d values", e.spec.Name, n)
+		}
+		n /= 2
+	}
+	if n != 1 && n != 2 && n != 4 && n != 8 {
+		return fmt.Errorf("codegen: %s: epilogue run of %d outputs (want 1, 2, 4 or 8)", e.spec.Name, n)
+	}
+	ok := b.And(b.Cmp("slt", row, e.args.RowEnd), b.Cmp("slt", col, I32c(int64(e.spec.N))))
+	b.If(ok, func() {
+		outs := make([]value.Value, n)
+		for i := 0; i < n; i++ {
+			if e.spec.Epilogue == EpiGated {
+				outs[i] = e.gated(b, col, i, vals[2*i], vals[2*i+1])
+			} else {
+				v := vals[i]
+				if e.spec.Bias {
+					v = b.FAdd(v, e.bias(b, b.AddI(col, int64(i))))
+				}
+				outs[i] = v
+			}
+		}
+		e.store(b, row, col, outs)
+	})
+	return nil
+}
+
+// bias loads the fp32 bias of B row r (i32).
+func (e *Epilogue) bias(b *Builder, r value.Value) value.Value {
+	return b.Load(F32, b.GEP(e.args.Bias, b.MulI(b.Wide(r), 4)), 4)
+}
+
+// gated applies bias and activation to output column col+i.
+func (e *Epilogue) gated(b *Builder, col value.Value, i int, g, u value.Value) value.Value {
+	if e.spec.Bias {
+		c := b.AddI(col, int64(i))
+		var rg, ru value.Value
+		if e.spec.Gate == GateInterleaved {
+			rg = b.MulI(c, 2)
+			ru = b.AddI(rg, 1)
+		} else {
+			rg = c
+			ru = b.AddI(c, int64(e.spec.N))
+		}
+		g = b.FAdd(g, e.bias(b, rg))
+		u = b.FAdd(u, e.bias(b, ru))
+	}
+	return Activate(b, e.spec.Act, g, u)
+}
+
+// Activate emits h = act(g, u) in fp32 (formulas: FACTS.md "Activations
+// (exact)"; silu(x) = x * sigmoid(x), sigmoid with ex2.approx and an IEEE
+// division).
+func Activate(b *Builder, a Activation, g, u value.Value) value.Value {
+	switch a.Kind {
+	case ActClampedSwiGLU:
+		l := F32c(a.Limit)
+		g = b.FMin(g, l)
+		u = b.FMax(b.FMin(u, l), F32c(-a.Limit))
+		return b.FMul(b.FMul(g, b.Sigmoid(g)), u)
+	case ActGPTOSS:
+		l := F32c(a.Limit)
+		g = b.FMin(g, l)
+		u = b.FMax(b.FMin(u, l), F32c(-a.Limit))
+		s := b.Sigmoid(b.FMul(g, F32c(a.Alpha)))
+		return b.FMul(b.FMul(g, s), b.FAdd(u, F32c(1)))
+	default:
+		return b.FMul(b.FMul(g, b.Sigmoid(g)), u)
+	}
+}
+
+// store writes outs (1, 2, 4 or 8 fp32) as bf16 to C[row, col..] with one
+// aligned store.
+func (e *Epilogue) store(b *Builder, row, col value.Value, outs []value.Value) {
+	off := b.MulI(b.Add(b.MulI(b.Wide(row), int64(e.spec.N)), b.Wide(col)), 2)
+	p := b.GEP(e.args.C, off)
+	StoreBF16(b, p, outs)
+}
+
+// StoreBF16 rounds 1, 2, 4 or 8 fp32 values to bf16 and stores them at the
+// byte pointer p (aligned to 2*len(vals)) with a single store.
+func StoreBF16(b *Builder, p value.Value, vals []value.Value) {
+	switch len(vals) {
+	case 1:
+		b.Store(b.ToBF16(vals[0]), p, 2)
+	case 2:
+		b.Store(b.PackBF16(vals[0], vals[1]), p, 4)
+	default:
+		n := len(vals) / 2
+		vt := types.NewVector(uint64(n), types.I32)
+		var v value.Value = undefVec(vt)
+		for i := 0; i < n; i++ {
+			v = b.B.NewInsertElement(v, b.PackBF16(vals[2*i], vals[2*i+1]), I32c(int64(i)))
+		}
+		b.Store(v, p, 2*len(vals))
+	}
+}
