@@ -1,0 +1,57 @@
+# mokc build, test and tool targets. Every recipe that needs the external tools sources
+# scripts/env.sh (CGO_CFLAGS/CGO_LDFLAGS for gorgonia.org/cu, MOKC_PTXAS, MOKC_PTXAS_SM100,
+# MOKC_LLC); those targets depend on `toolchain`, which takes well under a second once
+# the tools are installed.
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := test
+
+ENV := . scripts/env.sh &&
+GO ?= go
+# Packages whose -tags cuda test binaries are carried to a GPU machine.
+DEVICE_PKGS := ./runtime/... ./codegen/...
+CARRY := .carry
+
+.PHONY: toolchain test vet build golden device-bins clean distclean
+
+## toolchain: install cuda.h, the libcuda stub, ptxas 12.5, ptxas 12.9 (sm_100a), llc-19
+toolchain:
+	bash scripts/toolchain.sh
+
+## vet: go vet, with and without the cuda build tag
+vet: toolchain
+	$(ENV) $(GO) vet ./...
+	$(ENV) $(GO) vet -tags cuda ./...
+
+## test: vet, then every package's tests; a missing tool fails a test instead of skipping it
+test: vet
+	$(ENV) MOKC_REQUIRE_TOOLS=1 $(GO) test ./...
+
+## build: build everything, with and without the cuda build tag
+build: toolchain
+	$(ENV) $(GO) build ./...
+	$(ENV) $(GO) build -tags cuda ./...
+
+## golden: rewrite the golden PTX files from the current compiler
+golden: toolchain
+	$(ENV) MOKC_REQUIRE_TOOLS=1 $(GO) test ./golden/... ./ptx/... -update
+
+## device-bins: -tags cuda test binaries of $(DEVICE_PKGS) and the mokc CLI, in .carry/
+## (stripped, to stay small), for running on a GPU machine; packages without tests are skipped
+device-bins: toolchain
+	rm -rf $(CARRY) && mkdir -p $(CARRY)
+	$(ENV) for p in $$($(GO) list -tags cuda -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(DEVICE_PKGS)); do \
+		name=$$(echo "$${p#github.com/mokc/mokc/}" | tr / _); \
+		echo "$(CARRY)/$$name.test  <- $$p"; \
+		$(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o "$(CARRY)/$$name.test" "$$p"; \
+	done
+	$(ENV) $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o $(CARRY)/mokc ./cmd/mokc
+	@du -sh $(CARRY)
+
+## clean: remove build outputs (keeps .toolchain; `make distclean` removes that too)
+clean:
+	rm -rf $(CARRY) bin
+	$(GO) clean -testcache
+
+distclean: clean
+	rm -rf .toolchain
