@@ -83,7 +83,7 @@ ok_cuda_headers() {
 		grep -qE '^#define CUDA_VERSION 12[0-9]{3}$' "$TC/cuda/include/cuda.h"
 }
 ok_ptxas() { # ok_ptxas PATH VERSION-REGEX
-	[[ -x $1 ]] && "$1" --version 2>/dev/null | grep -qE "release $2"
+	[[ -x $1 ]] && "$1" --version 2>/dev/null | grep -E "release $2" >/dev/null
 }
 ok_ptxas12() { ok_ptxas "$TC/cuda/bin/ptxas" '12\.'; }
 ok_ptxas_sm100() { ok_ptxas "$TC/nvcc/bin/ptxas" '12\.(8|9|[1-9][0-9])'; }
@@ -153,11 +153,11 @@ add_experimental_source() {
 		APT_UPDATED=0
 	fi
 	# apt-get update only when apt does not know the suite's packages yet.
-	if ! apt-cache madison "$CUDA_TK_PKG" 2>/dev/null | grep -q "$DEB_SUITE/non-free"; then
+	if ! apt-cache madison "$CUDA_TK_PKG" 2>/dev/null | grep "$DEB_SUITE/non-free" >/dev/null; then
 		need_root "apt-get update"
 		apt_update
 	fi
-	apt-cache madison "$CUDA_TK_PKG" | grep -q "$DEB_SUITE/non-free" ||
+	apt-cache madison "$CUDA_TK_PKG" | grep "$DEB_SUITE/non-free" >/dev/null ||
 		die "$CUDA_TK_PKG is not in Debian $DEB_SUITE non-free after apt-get update (see $APT_SOURCE)"
 }
 
@@ -227,7 +227,7 @@ install_debs() {
 	if [[ -n $pid_tk ]]; then
 		wait "$pid_tk" || die "extracting ptxas from $CUDA_TK_PKG"
 		# ptxas links only libc, libm and libpthread; a missing library shows up here.
-		if ldd "$WORK/tk/usr/bin/ptxas" | grep -q 'not found'; then
+		if ldd "$WORK/tk/usr/bin/ptxas" | grep 'not found' >/dev/null; then
 			ldd "$WORK/tk/usr/bin/ptxas" >&2
 			die "ptxas from $CUDA_TK_PKG needs shared libraries that are not on this machine"
 		fi
@@ -278,7 +278,7 @@ install_llvm() {
 	DEBIAN_FRONTEND=noninteractive "${SUDO[@]}" apt-get install -y -q --no-install-recommends "$LLVM_PKG" >"$WORK/apt-llvm.log" 2>&1 ||
 		{ tail -30 "$WORK/apt-llvm.log" >&2; die "apt-get install $LLVM_PKG"; }
 	ok_llc || die "$LLVM_PKG is installed but neither /usr/lib/llvm-19/bin/llc nor llc-19 is there"
-	"$(find_llc)" --version | grep -q nvptx64 || die "$(find_llc) has no nvptx64 target"
+	"$(find_llc)" --version | grep nvptx64 >/dev/null || die "$(find_llc) has no nvptx64 target"
 	log "installed $(find_llc) ($(dpkg-query -W -f '${Package} ${Version}' "$LLVM_PKG"))"
 }
 
