@@ -492,3 +492,50 @@ func asmLines(lines ...string) string { return strings.Join(lines, "\n\t") }
 
 // undefVec is an undef vector of type t.
 func undefVec(t *types.VectorType) value.Value { return constant.NewUndef(t) }
+
+// IfVals emits `if cond { vals = then() }` and returns the values after the
+// join: then()'s results when cond holds, else the given defaults (phi nodes).
+func (b *Builder) IfVals(cond value.Value, defaults []value.Value, then func() []value.Value) []value.Value {
+	pre := b.B
+	tb, join := b.Block("then"), b.Block("endif")
+	pre.NewCondBr(cond, tb, join)
+	b.B = tb
+	got := then()
+	tEnd := b.B
+	tEnd.NewBr(join)
+	b.B = join
+	out := make([]value.Value, len(defaults))
+	for i := range defaults {
+		out[i] = join.NewPhi(llir.NewIncoming(got[i], tEnd), llir.NewIncoming(defaults[i], pre))
+	}
+	return out
+}
+
+// DynSmem returns the module's dynamic shared memory as a shared byte
+// pointer, declaring `@moe_smem = external addrspace(3) global [0 x i8],
+// align 16` on first use (PTX `.extern .shared .align 16 .b8 moe_smem[];`).
+func (b *Builder) DynSmem() value.Value {
+	const name = "moe_smem"
+	var g *llir.Global
+	for _, x := range b.M.Globals {
+		if x.Name() == name {
+			g = x
+		}
+	}
+	if g == nil {
+		g = b.M.NewGlobal(name, types.NewArray(0, types.I8))
+		g.Linkage = enum.LinkageExternal
+		g.AddrSpace = ASShared
+		g.Align = llir.Align(16)
+		pt := types.NewPointer(g.ContentType)
+		pt.AddrSpace = ASShared
+		g.Typ = pt
+	}
+	return b.B.NewBitCast(g, SPtr)
+}
+
+// LaneWarp returns (lane, warp) of the current thread from threadIdx.x.
+func (b *Builder) LaneWarp() (lane, warp value.Value) {
+	t := b.Tid()
+	return b.And(t, I32c(31)), b.LShr(t, I32c(5))
+}

@@ -90,7 +90,12 @@ type Tile struct {
 	BN     int `json:"bn"`     // output columns per block (for EpiGated: columns of h; the B tile then has 2*BN rows)
 	BK     int `json:"bk"`     // reduction elements per pipeline stage
 	Stages int `json:"stages"` // pipeline depth
-	Warps  int `json:"warps"`  // warps per block (engines may add producer warps; KernelInfo.Block is authoritative)
+	Warps  int `json:"warps"`  // MMA (consumer) warps per block (schedule.WarpRoles.MMA)
+	// ProducerWarps and EpilogueWarps are schedule.WarpRoles.Producer and
+	// .Epilogue (0 on sm_80). KernelInfo.Block is authoritative.
+	ProducerWarps int `json:"producer_warps,omitempty"`
+	EpilogueWarps int `json:"epilogue_warps,omitempty"`
+	Cluster       int `json:"cluster,omitempty"` // CTAs per cluster (schedule.Schedule.Cluster; 0 or 1: none)
 }
 
 // GemmSpec describes one grouped GEMM of the MoE forward:

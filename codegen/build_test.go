@@ -1,0 +1,71 @@
+package codegen
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/schedule"
+)
+
+// llcPTX compiles the module text through llc-19 for target.
+func llcPTX(t *testing.T, text, target string) string {
+	t.Helper()
+	llc := toolchain.NeedLLC(t)
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.ll")
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out.ptx")
+	attr := "+ptx78"
+	if target != "sm_80" {
+		attr = "+ptx80"
+	}
+	cmd := exec.Command(llc, "-mtriple=nvptx64-nvidia-cuda", "-mcpu="+target, "-mattr="+attr, "-O2", "-o", out, in)
+	msg, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("llc: %v\n%s", err, msg)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
+func TestBuildPresetsLLC(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		t.Run(name, func(t *testing.T) {
+			l, err := schedule.Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := schedule.DefaultSchedule(l, schedule.SM80)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Build(l, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text, err := ir.LLVM19Text(p.Module)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptx := llcPTX(t, text, "sm_80")
+			if os.Getenv("MOKC_DUMP") != "" {
+				os.WriteFile("/tmp/cg/"+name+".ll", []byte(text), 0o644)
+				os.WriteFile("/tmp/cg/"+name+".ptx", []byte(ptx), 0o644)
+			}
+			toolchain.NeedPtxas(t, "sm_80")
+			if err := toolchain.Assemble(ptx, "sm_80"); err != nil {
+				t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+			}
+		})
+	}
+}

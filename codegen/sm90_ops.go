@@ -1,0 +1,285 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/metadata"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+)
+
+// Inline PTX for the asynchronous machinery shared by the sm_90a and
+// sm_100a engines: mbarriers, TMA (cp.async.bulk.tensor), proxy fences,
+// wgmma and setmaxnreg. Every shared-memory operand is a 32-bit address in
+// the shared window (what `cvta.to.shared` gives, and what ptrtoint of an
+// addrspace(3) pointer truncated to i32 is); tensor-map operands are the
+// 64-bit generic address of a byval kernel parameter (TensorMapParam).
+// Sources: PTX ISA 8.x, sections "Parallel Synchronization and
+// Communication Instructions: mbarrier", "Data Movement: cp.async.bulk.tensor",
+// "Asynchronous Warpgroup Level Matrix Multiply-Accumulate (wgmma)",
+// "membar/fence" (fence.proxy.async, fence.mbarrier_init) and "setmaxnreg".
+
+// TensorMapParam returns a kernel parameter holding a CUtensorMap by value
+// (128 bytes, 64-byte aligned): `[128 x i8]* byval([128 x i8]) align 64`.
+// Call MarkGridConstant on the kernel afterwards so the pointer is the
+// parameter's own generic address (PTX: mov.b64 + cvta.param.u64), which is
+// what TMA needs; this is the same IR pattern as ir.TensorMapParam.
+func TensorMapParam(name string) *llir.Param {
+	p := llir.NewParam(name, types.NewPointer(ir.TensorMapType))
+	p.Attrs = append(p.Attrs, llir.Byval{Typ: ir.TensorMapType}, llir.Align(64))
+	return p
+}
+
+// MarkGridConstant lists the tensor-map parameters of kernel f (those built
+// by TensorMapParam) under "grid_constant" in !nvvm.annotations (1-based
+// parameter indices, as LLVM NVPTX and package ir expect), and adds
+// "minctasm" = minBlocks when minBlocks > 0 (PTX .minnctapersm).
+func MarkGridConstant(m *llir.Module, f *llir.Func, minBlocks int) {
+	nd, ok := m.NamedMetadataDefs["nvvm.annotations"]
+	if !ok {
+		nd = &metadata.NamedDef{Name: "nvvm.annotations"}
+		m.NamedMetadataDefs["nvvm.annotations"] = nd
+	}
+	var idx []metadata.Field
+	for i, p := range f.Params {
+		for _, a := range p.Attrs {
+			if bv, ok := a.(llir.Byval); ok && bv.Typ.Equal(ir.TensorMapType) {
+				idx = append(idx, I32c(int64(i+1)))
+			}
+		}
+	}
+	add := func(fields ...metadata.Field) {
+		t := &metadata.Tuple{MetadataID: metadata.MetadataID(len(m.MetadataDefs)), Fields: append([]metadata.Field{f}, fields...)}
+		m.MetadataDefs = append(m.MetadataDefs, t)
+		nd.Nodes = append(nd.Nodes, t)
+	}
+	if len(idx) > 0 {
+		inner := &metadata.Tuple{MetadataID: metadata.MetadataID(len(m.MetadataDefs)), Fields: idx}
+		m.MetadataDefs = append(m.MetadataDefs, inner)
+		add(&metadata.String{Value: "grid_constant"}, inner)
+	}
+	if minBlocks > 0 {
+		add(&metadata.String{Value: "minctasm"}, I32c(int64(minBlocks)))
+	}
+}
+
+// TensorMapAddr is the 64-bit generic address of a tensor-map parameter.
+func (b *Builder) TensorMapAddr(p value.Value) value.Value {
+	return b.B.NewPtrToInt(p, types.I64)
+}
+
+// SharedBase1024 returns the dynamic shared memory base rounded up to 1024
+// bytes, as a 32-bit shared-window address. 128-byte swizzled tiles must
+// start 1024-byte aligned (the swizzle XORs address bits [4,7) with [7,10));
+// kernels that use it request 1024 extra bytes of dynamic shared memory.
+func (b *Builder) SharedBase1024() value.Value {
+	a := b.Trunc(b.SharedAddr(b.DynSmem()), I32)
+	return b.And(b.AddI(a, 1023), I32c(-1024))
+}
+
+// MbarInit initialises the mbarrier at shared address bar (8 bytes, 8-byte
+// aligned) with an expected arrival count.
+func (b *Builder) MbarInit(bar value.Value, count int) {
+	b.Asm(types.Void, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", bar, I32c(int64(count)))
+}
+
+// FenceMbarInit makes initialised mbarriers visible to the async proxy and
+// other threads (fence.mbarrier_init.release.cluster), followed by
+// fence.proxy.async.shared::cta; a barrier (bar.sync) must follow before
+// other threads use them.
+func (b *Builder) FenceMbarInit() {
+	b.Asm(types.Void, "fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;", "~{memory}")
+}
+
+// FenceProxyAsync orders this thread's generic-proxy shared-memory accesses
+// before later async-proxy accesses (TMA, wgmma, tcgen05) and vice versa
+// (fence.proxy.async.shared::cta).
+func (b *Builder) FenceProxyAsync() {
+	b.Asm(types.Void, "fence.proxy.async.shared::cta;", "~{memory}")
+}
+
+// MbarArriveExpectTx arrives once on bar and adds bytes to the barrier's
+// expected transaction count (the bytes TMA will deliver in this phase).
+func (b *Builder) MbarArriveExpectTx(bar value.Value, bytes int) {
+	b.Asm(types.Void, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", bar, I32c(int64(bytes)))
+}
+
+// MbarArrive arrives once on bar (release semantics, CTA scope).
+func (b *Builder) MbarArrive(bar value.Value) {
+	b.Asm(types.Void, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", bar)
+}
+
+// MbarArriveIf arrives once on bar when pred (i32) is nonzero.
+func (b *Builder) MbarArriveIf(bar, pred value.Value) {
+	b.Asm(types.Void, "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, $1, 0;\n\t@p mbarrier.arrive.shared::cta.b64 _, [$0];\n\t}", "r,r,~{memory}", bar, pred)
+}
+
+// MbarWait spins until the phase of bar with parity parity (i32, 0 or 1)
+// has completed (mbarrier.try_wait.parity in a loop; acquire semantics, CTA
+// scope). The loop's labels are local to the asm's braces.
+func (b *Builder) MbarWait(bar, parity value.Value) {
+	b.Asm(types.Void, asmLines(
+		"{",
+		".reg .pred p;",
+		"MBAR_WAIT:",
+		"mbarrier.try_wait.parity.shared::cta.b64 p, [$0], $1;",
+		"@!p bra MBAR_WAIT;",
+		"}"), "r,r,~{memory}", bar, parity)
+}
+
+// PrefetchTensorMap prefetches the tensor map at generic address tmap (i64).
+func (b *Builder) PrefetchTensorMap(tmap value.Value) {
+	b.Asm(types.Void, "prefetch.tensormap [$0];", "l,~{memory}", tmap)
+}
+
+// TMALoad issues a tiled TMA load of one box of the tensor map at generic
+// address tmap (i64) into shared address dst (i32; 128-byte aligned, 1024 for
+// 128-byte swizzle), completing on mbarrier bar with complete_tx::bytes.
+// coords are i32 element coordinates, innermost first (1 to 5 of them).
+// Elements outside the tensor are filled with zeros and still count toward
+// the transaction bytes (the whole box is always delivered).
+func (b *Builder) TMALoad(tmap, dst, bar value.Value, coords ...value.Value) error {
+	n := len(coords)
+	if n < 1 || n > 5 {
+		return fmt.Errorf("codegen: TMA load with %d coordinates (want 1..5)", n)
+	}
+	cs := make([]string, n)
+	for i := range cs {
+		cs[i] = fmt.Sprintf("$%d", 3+i)
+	}
+	text := fmt.Sprintf("cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {%s}], [$2];",
+		n, strings.Join(cs, ", "))
+	cons := "r,l,r" + strings.Repeat(",r", n) + ",~{memory}"
+	args := append([]value.Value{dst, tmap, bar}, coords...)
+	b.Asm(types.Void, text, cons, args...)
+	return nil
+}
+
+// WGMMAFence is wgmma.fence.sync.aligned: orders register accesses to the
+// accumulators (and smem writes) before the following wgmma.mma_async.
+func (b *Builder) WGMMAFence() { b.Asm(types.Void, "wgmma.fence.sync.aligned;", "~{memory}") }
+
+// WGMMACommit is wgmma.commit_group.sync.aligned.
+func (b *Builder) WGMMACommit() { b.Asm(types.Void, "wgmma.commit_group.sync.aligned;", "~{memory}") }
+
+// WGMMAWait is wgmma.wait_group.sync.aligned n: waits until at most n
+// committed wgmma groups of the warpgroup are pending. acc are the
+// accumulator values the pending groups write; they pass through the asm
+// (tied "+f") so no use of them can move above the wait.
+func (b *Builder) WGMMAWait(n int, acc []value.Value) []value.Value {
+	if len(acc) == 0 {
+		b.Asm(types.Void, fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", n), "~{memory}")
+		return nil
+	}
+	cons := make([]string, 0, 2*len(acc)+1)
+	for range acc {
+		cons = append(cons, "=f")
+	}
+	for i := range acc {
+		cons = append(cons, fmt.Sprint(i))
+	}
+	cons = append(cons, "~{memory}")
+	r := b.Asm(Struct(F32, len(acc)), fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", n), strings.Join(cons, ","), acc...)
+	out := make([]value.Value, len(acc))
+	for i := range out {
+		out[i] = b.Extract(r, i)
+	}
+	return out
+}
+
+// WGMMABF16 issues ksteps consecutive
+// `wgmma.mma_async.sync.aligned.m64n<n>k16.f32.bf16.bf16` instructions as
+// one asm statement, preceded by wgmma.fence and followed by
+// wgmma.commit_group (one group). descA and descB (i64) are the shared
+// memory matrix descriptors of the first k16 step; step s uses
+// descA + s*strideA and descB + s*strideB (in descriptor units of 16 bytes,
+// i.e. +2 per k16 step inside a 128-byte swizzle row). acc holds the n/2 f32
+// accumulators of each thread (fragment layout of PTX ISA "wgmma D matrix,
+// m64nNk16": register 4j+i holds row 16*warp + lane/4 + 8*(i/2), column
+// 8j + 2*(lane%4) + i%2); they are accumulated into (scale-d = 1) and the
+// new values returned. K-major A and B (no transpose), scale-a = scale-b = 1.
+func (b *Builder) WGMMABF16(n int, acc []value.Value, descA, descB value.Value, ksteps, strideA, strideB int) ([]value.Value, error) {
+	if n < 8 || n > 256 || n%8 != 0 {
+		return nil, fmt.Errorf("codegen: wgmma m64n%dk16: N must be a multiple of 8 in 8..256", n)
+	}
+	if len(acc) != n/2 {
+		return nil, fmt.Errorf("codegen: wgmma m64n%dk16 needs %d accumulators per thread, got %d", n, n/2, len(acc))
+	}
+	if ksteps < 1 {
+		return nil, fmt.Errorf("codegen: wgmma with %d k steps", ksteps)
+	}
+	na := n / 2
+	regs := make([]string, na)
+	for i := range regs {
+		regs[i] = fmt.Sprintf("$%d", i)
+	}
+	dlist := "{" + strings.Join(regs, ", ") + "}"
+	ia, ib := fmt.Sprintf("$%d", na), fmt.Sprintf("$%d", na+1)
+	lines := []string{"{", ".reg .b64 da, db;", "wgmma.fence.sync.aligned;"}
+	for s := 0; s < ksteps; s++ {
+		a, bb := ia, ib
+		if s > 0 {
+			lines = append(lines,
+				fmt.Sprintf("add.s64 da, %s, %d;", ia, s*strideA),
+				fmt.Sprintf("add.s64 db, %s, %d;", ib, s*strideB))
+			a, bb = "da", "db"
+		}
+		lines = append(lines, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 %s, %s, %s, 1, 1, 1, 0, 0;", n, dlist, a, bb))
+	}
+	lines = append(lines, "wgmma.commit_group.sync.aligned;", "}")
+	cons := make([]string, 0, 2*na+3)
+	for i := 0; i < na; i++ {
+		cons = append(cons, "=f")
+	}
+	cons = append(cons, "l", "l")
+	for i := 0; i < na; i++ {
+		cons = append(cons, fmt.Sprint(i))
+	}
+	cons = append(cons, "~{memory}")
+	args := append([]value.Value{descA, descB}, acc...)
+	r := b.Asm(Struct(F32, na), asmLines(lines...), strings.Join(cons, ","), args...)
+	out := make([]value.Value, na)
+	for i := range out {
+		out[i] = b.Extract(r, i)
+	}
+	return out, nil
+}
+
+// SetMaxNReg is setmaxnreg.{inc,dec}.sync.aligned.u32 n: the executing
+// warpgroup requests (inc) or releases (dec) registers so each thread has n
+// (24..256, a multiple of 8). All warps of the warpgroup must execute it.
+func (b *Builder) SetMaxNReg(inc bool, n int) {
+	op := "dec"
+	if inc {
+		op = "inc"
+	}
+	b.Asm(types.Void, fmt.Sprintf("setmaxnreg.%s.sync.aligned.u32 %d;", op, n), "~{memory}")
+}
+
+// SM90DescHi is the address-independent part of an sm_90 shared-memory
+// matrix descriptor (PTX ISA 9.7.15.5.1 "Matrix Descriptor Format"; FACTS.md
+// "Hopper"): leading byte offset lbo and stride byte offset sbo (bytes,
+// multiples of 16), base offset 0, and the swizzle mode in bits [62,64)
+// (0 none, 1 128B, 2 64B, 3 32B). OR the start address field ((addr >> 4) &
+// 0x3FFF) into it with SM90Desc.
+func SM90DescHi(lbo, sbo, swizzle int) uint64 {
+	return uint64((lbo>>4)&0x3FFF)<<16 | uint64((sbo>>4)&0x3FFF)<<32 | uint64(swizzle&3)<<62
+}
+
+// SM90DescK128B is SM90DescHi for the K-major 128-byte-swizzled bf16 tiles
+// TMA writes with CU_TENSOR_MAP_SWIZZLE_128B: 8-row core-matrix groups 1024
+// bytes apart (SBO), LBO unused by swizzled K-major layouts (set to 16 bytes,
+// field value 1), swizzle mode 1.
+var SM90DescK128B = SM90DescHi(16, 1024, 1)
+
+// SM90Desc returns hi | ((addr >> 4) & 0x3FFF) as an i64 descriptor for the
+// tile at 32-bit shared address addr.
+func (b *Builder) SM90Desc(addr value.Value, hi uint64) value.Value {
+	lo := b.ZExt(b.And(b.LShr(addr, I32c(4)), I32c(0x3FFF)), I64)
+	return b.Or(lo, constant.NewInt(types.I64, int64(hi)))
+}
