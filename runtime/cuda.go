@@ -1,0 +1,796 @@
+//go:build cuda
+
+package runtime
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../.toolchain/cuda/include
+#cgo LDFLAGS: -ldl
+#include <stdlib.h>
+#include "cuda_shim.h"
+*/
+import "C"
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"unsafe"
+)
+
+// The driver is opened (dlopen of libcuda.so.1) and initialized (cuInit) once,
+// at the first call that needs it.
+var driver struct {
+	once sync.Once
+	err  error
+}
+
+// noDevice wraps the reason no device can be used; errors.Is(err,
+// ErrNoDevice) holds, and errors.As reaches the DriverError of cuInit.
+type noDevice struct{ cause error }
+
+func (e *noDevice) Error() string {
+	return "mokc runtime: no CUDA device: " + strings.TrimPrefix(e.cause.Error(), "mokc runtime: ")
+}
+func (e *noDevice) Is(target error) bool { return target == ErrNoDevice }
+func (e *noDevice) Unwrap() error        { return e.cause }
+
+func initDriver() error {
+	driver.once.Do(func() {
+		var msg [512]C.char
+		if C.mk_load(&msg[0], C.size_t(len(msg))) != 0 {
+			driver.err = &noDevice{errors.New(C.GoString(&msg[0]))}
+			return
+		}
+		if r := C.mk_init(); r != C.CUDA_SUCCESS {
+			driver.err = &noDevice{driverError("cuInit", r)}
+		}
+	})
+	return driver.err
+}
+
+// driverError returns nil for CUDA_SUCCESS and a *DriverError otherwise.
+func driverError(call string, r C.CUresult) error {
+	if r == C.CUDA_SUCCESS {
+		return nil
+	}
+	var name, msg *C.char
+	C.mk_errorName(r, &name, &msg)
+	e := &DriverError{Call: call, Code: int(r), Name: fmt.Sprintf("CUresult(%d)", int(r))}
+	if name != nil {
+		e.Name = C.GoString(name)
+	}
+	if msg != nil {
+		e.Message = C.GoString(msg)
+	}
+	return e
+}
+
+// Available reports whether the driver loads, initializes and has at least
+// one device.
+func Available() bool {
+	n, err := DeviceCount()
+	return err == nil && n > 0
+}
+
+// DeviceCount returns the number of CUDA devices (cuDeviceGetCount). Without
+// a usable driver it returns an error that is ErrNoDevice.
+func DeviceCount() (int, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	var n C.int
+	if err := driverError("cuDeviceGetCount", C.mk_deviceGetCount(&n)); err != nil {
+		return 0, err
+	}
+	return int(n), nil
+}
+
+// DriverVersion returns the CUDA version the driver supports, as
+// 1000*major + 10*minor (e.g. 12040 for 12.4), from cuDriverGetVersion.
+func DriverVersion() (int, error) {
+	if err := initDriver(); err != nil {
+		return 0, err
+	}
+	var v C.int
+	if err := driverError("cuDriverGetVersion", C.mk_driverGetVersion(&v)); err != nil {
+		return 0, err
+	}
+	return int(v), nil
+}
+
+// Context is an open device: the device's primary context, retained by Open
+// and released by Close. Every method makes the context current on the
+// calling OS thread, so a Context may be used from any goroutine; the driver
+// serializes what needs serializing.
+type Context struct {
+	ctx    C.CUcontext
+	dev    C.CUdevice
+	props  DeviceProps
+	closed atomic.Bool
+}
+
+var errClosed = errors.New("mokc runtime: context is closed")
+
+// Open retains the primary context of device deviceOrdinal (0-based) and
+// reads its properties. Contexts opened on the same device share the primary
+// context and so their allocations and modules. Without a usable driver or
+// device the error is ErrNoDevice (errors.Is).
+func Open(deviceOrdinal int) (*Context, error) {
+	n, err := DeviceCount()
+	if err != nil {
+		return nil, err
+	}
+	if n == 0 {
+		return nil, &noDevice{errors.New("cuDeviceGetCount reports 0 devices")}
+	}
+	if deviceOrdinal < 0 || deviceOrdinal >= n {
+		return nil, fmt.Errorf("mokc runtime: device ordinal %d out of range: %d device(s)", deviceOrdinal, n)
+	}
+	c := &Context{}
+	if err := driverError("cuDeviceGet", C.mk_deviceGet(&c.dev, C.int(deviceOrdinal))); err != nil {
+		return nil, err
+	}
+	if err := c.readProps(deviceOrdinal); err != nil {
+		return nil, err
+	}
+	if err := driverError("cuDevicePrimaryCtxRetain", C.mk_primaryCtxRetain(&c.ctx, c.dev)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *Context) readProps(ordinal int) error {
+	p := &c.props
+	p.Ordinal = ordinal
+	var name [256]C.char
+	if err := driverError("cuDeviceGetName", C.mk_deviceGetName(&name[0], C.int(len(name)), c.dev)); err != nil {
+		return err
+	}
+	p.Name = C.GoString(&name[0])
+	attrs := []struct {
+		attr C.int
+		dst  *int
+	}{
+		{C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &p.ComputeMajor},
+		{C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &p.ComputeMinor},
+		{C.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &p.SMCount},
+		{C.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &p.MaxThreadsPerBlock},
+		{C.CU_DEVICE_ATTRIBUTE_WARP_SIZE, &p.WarpSize},
+		{C.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, &p.MaxSharedBytesPerBlock},
+		{C.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &p.MaxSharedBytesPerBlockOptin},
+		{C.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, &p.MaxSharedBytesPerSM},
+		{C.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, &p.MaxRegistersPerBlock},
+		{C.CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &p.L2Bytes},
+		{C.CU_DEVICE_ATTRIBUTE_CLOCK_RATE, &p.ClockKHz},
+		{C.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &p.MemoryClockKHz},
+		{C.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &p.MemoryBusWidthBits},
+	}
+	for _, a := range attrs {
+		var v C.int
+		if err := driverError("cuDeviceGetAttribute", C.mk_deviceGetAttribute(&v, a.attr, c.dev)); err != nil {
+			return err
+		}
+		*a.dst = int(v)
+	}
+	var total C.size_t
+	if err := driverError("cuDeviceTotalMem", C.mk_deviceTotalMem(&total, c.dev)); err != nil {
+		return err
+	}
+	p.TotalMemBytes = int(total)
+	return nil
+}
+
+func (c *Context) live() error {
+	if c == nil || c.closed.Load() {
+		return errClosed
+	}
+	return nil
+}
+
+// Close releases the primary context (cuDevicePrimaryCtxRelease). When the
+// last Context of the device closes, the driver destroys the primary context
+// and with it every allocation, stream, event and module made through it.
+// Closing twice is a no-op.
+func (c *Context) Close() error {
+	if c == nil || c.closed.Swap(true) {
+		return nil
+	}
+	return driverError("cuDevicePrimaryCtxRelease", C.mk_primaryCtxRelease(c.dev))
+}
+
+// Device returns the properties read by Open.
+func (c *Context) Device() DeviceProps { return c.props }
+
+// Synchronize waits until all work in the context has finished
+// (cuCtxSynchronize); an asynchronous kernel fault surfaces here.
+func (c *Context) Synchronize() error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	return driverError("cuCtxSynchronize", C.mk_ctxSynchronize(c.ctx))
+}
+
+// Alloc allocates bytes (> 0) of device memory (cuMemAlloc; 256-byte aligned
+// or better). The memory is not initialized: poison it with Memset when a
+// test must notice unwritten bytes.
+func (c *Context) Alloc(bytes int) (DevicePtr, error) {
+	if err := c.live(); err != nil {
+		return 0, err
+	}
+	if bytes <= 0 {
+		return 0, fmt.Errorf("mokc runtime: Alloc(%d): size must be > 0 bytes", bytes)
+	}
+	var p C.CUdeviceptr
+	if err := driverError("cuMemAlloc", C.mk_memAlloc(c.ctx, &p, C.size_t(bytes))); err != nil {
+		return 0, err
+	}
+	return DevicePtr(p), nil
+}
+
+// Free releases memory from Alloc (cuMemFree).
+func (c *Context) Free(ptr DevicePtr) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	return driverError("cuMemFree", C.mk_memFree(c.ctx, C.CUdeviceptr(ptr)))
+}
+
+// Memset sets bytes bytes at ptr to value (cuMemsetD8), synchronously with
+// respect to the host for pageable semantics: it is ordered after all earlier
+// work on the legacy default stream.
+func (c *Context) Memset(ptr DevicePtr, value byte, bytes int) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	if bytes < 0 {
+		return fmt.Errorf("mokc runtime: Memset: negative size %d", bytes)
+	}
+	return driverError("cuMemsetD8", C.mk_memsetD8(c.ctx, C.CUdeviceptr(ptr), C.uchar(value), C.size_t(bytes)))
+}
+
+// MemsetAsync is Memset on stream (cuMemsetD8Async; nil: the default stream).
+func (c *Context) MemsetAsync(ptr DevicePtr, value byte, bytes int, stream *Stream) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	s, err := stream.handle()
+	if err != nil {
+		return err
+	}
+	if bytes < 0 {
+		return fmt.Errorf("mokc runtime: MemsetAsync: negative size %d", bytes)
+	}
+	return driverError("cuMemsetD8Async", C.mk_memsetD8Async(c.ctx, C.CUdeviceptr(ptr), C.uchar(value), C.size_t(bytes), s))
+}
+
+// CopyToDevice copies the whole host slice src to dst (cuMemcpyHtoD),
+// len(src)*element-size bytes. src is a slice of a fixed-size numeric type
+// ([]byte, []uint16, []int32, []float32, ..., or a named type over one, such
+// as a bf16 type over uint16). The call returns when src may be reused.
+func (c *Context) CopyToDevice(dst DevicePtr, src any) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	p, n, err := hostBytes(src)
+	if err != nil || n == 0 {
+		return err
+	}
+	return driverError("cuMemcpyHtoD", C.mk_memcpyHtoD(c.ctx, C.CUdeviceptr(dst), p, C.size_t(n)))
+}
+
+// CopyFromDevice fills the whole host slice dst from src (cuMemcpyDtoH),
+// len(dst)*element-size bytes; dst as for CopyToDevice. It returns when the
+// data is in dst.
+func (c *Context) CopyFromDevice(dst any, src DevicePtr) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	p, n, err := hostBytes(dst)
+	if err != nil || n == 0 {
+		return err
+	}
+	return driverError("cuMemcpyDtoH", C.mk_memcpyDtoH(c.ctx, p, C.CUdeviceptr(src), C.size_t(n)))
+}
+
+// CopyToDeviceAsync is CopyToDevice ordered on stream (cuMemcpyHtoDAsync).
+// Go slices are pageable memory, so the driver stages src before returning
+// and src may be reused at once; the transfer itself may still be in flight.
+func (c *Context) CopyToDeviceAsync(dst DevicePtr, src any, stream *Stream) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	s, err := stream.handle()
+	if err != nil {
+		return err
+	}
+	p, n, err := hostBytes(src)
+	if err != nil || n == 0 {
+		return err
+	}
+	return driverError("cuMemcpyHtoDAsync", C.mk_memcpyHtoDAsync(c.ctx, C.CUdeviceptr(dst), p, C.size_t(n), s))
+}
+
+// CopyFromDeviceAsync is CopyFromDevice ordered on stream
+// (cuMemcpyDtoHAsync). Into pageable Go memory the driver completes the copy
+// before returning, so dst is filled when the call returns.
+func (c *Context) CopyFromDeviceAsync(dst any, src DevicePtr, stream *Stream) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	s, err := stream.handle()
+	if err != nil {
+		return err
+	}
+	p, n, err := hostBytes(dst)
+	if err != nil || n == 0 {
+		return err
+	}
+	return driverError("cuMemcpyDtoHAsync", C.mk_memcpyDtoHAsync(c.ctx, p, C.CUdeviceptr(src), C.size_t(n), s))
+}
+
+// CopyDeviceToDevice copies bytes bytes from src to dst (cuMemcpyDtoD).
+func (c *Context) CopyDeviceToDevice(dst, src DevicePtr, bytes int) error {
+	if err := c.live(); err != nil {
+		return err
+	}
+	if bytes < 0 {
+		return fmt.Errorf("mokc runtime: CopyDeviceToDevice: negative size %d", bytes)
+	}
+	if bytes == 0 {
+		return nil
+	}
+	return driverError("cuMemcpyDtoD", C.mk_memcpyDtoD(c.ctx, C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(bytes)))
+}
+
+// Stream is a CUDA stream (cuStreamCreate with CU_STREAM_DEFAULT: it
+// synchronizes with the legacy default stream). A nil *Stream passed to any
+// call means the legacy default stream.
+type Stream struct {
+	ctx       *Context
+	s         C.CUstream
+	destroyed bool
+}
+
+var errStreamDestroyed = errors.New("mokc runtime: stream is destroyed")
+
+func (s *Stream) handle() (C.CUstream, error) {
+	if s == nil {
+		return nil, nil
+	}
+	if s.destroyed {
+		return nil, errStreamDestroyed
+	}
+	return s.s, s.ctx.live()
+}
+
+// NewStream creates a stream.
+func (c *Context) NewStream() (*Stream, error) {
+	if err := c.live(); err != nil {
+		return nil, err
+	}
+	s := &Stream{ctx: c}
+	if err := driverError("cuStreamCreate", C.mk_streamCreate(c.ctx, &s.s)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Synchronize waits until all work on the stream has finished
+// (cuStreamSynchronize); nil waits on the default stream.
+func (s *Stream) Synchronize() error {
+	h, err := s.handle()
+	if err != nil {
+		return err
+	}
+	if s == nil {
+		return errors.New("mokc runtime: Synchronize on a nil stream: use Context.Synchronize")
+	}
+	return driverError("cuStreamSynchronize", C.mk_streamSynchronize(s.ctx.ctx, h))
+}
+
+// Destroy destroys the stream (cuStreamDestroy); work already queued still
+// completes.
+func (s *Stream) Destroy() error {
+	h, err := s.handle()
+	if err != nil || s == nil {
+		return err
+	}
+	s.destroyed = true
+	return driverError("cuStreamDestroy", C.mk_streamDestroy(s.ctx.ctx, h))
+}
+
+// Event is a CUDA event with timing enabled (cuEventCreate,
+// CU_EVENT_DEFAULT).
+type Event struct {
+	ctx       *Context
+	e         C.CUevent
+	destroyed bool
+}
+
+func (e *Event) live() error {
+	if e == nil || e.destroyed {
+		return errors.New("mokc runtime: event is nil or destroyed")
+	}
+	return e.ctx.live()
+}
+
+// NewEvent creates an event.
+func (c *Context) NewEvent() (*Event, error) {
+	if err := c.live(); err != nil {
+		return nil, err
+	}
+	e := &Event{ctx: c}
+	if err := driverError("cuEventCreate", C.mk_eventCreate(c.ctx, &e.e)); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Record records the event on stream (cuEventRecord; nil: the default
+// stream): it completes when all work queued on stream before it has.
+func (e *Event) Record(stream *Stream) error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	s, err := stream.handle()
+	if err != nil {
+		return err
+	}
+	return driverError("cuEventRecord", C.mk_eventRecord(e.ctx.ctx, e.e, s))
+}
+
+// Synchronize waits until the event has completed (cuEventSynchronize).
+func (e *Event) Synchronize() error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	return driverError("cuEventSynchronize", C.mk_eventSynchronize(e.ctx.ctx, e.e))
+}
+
+// Destroy destroys the event (cuEventDestroy).
+func (e *Event) Destroy() error {
+	if err := e.live(); err != nil {
+		return err
+	}
+	e.destroyed = true
+	return driverError("cuEventDestroy", C.mk_eventDestroy(e.ctx.ctx, e.e))
+}
+
+// ElapsedMs waits for end and returns the time between the two recorded
+// events in milliseconds (cuEventElapsedTime; resolution about 0.5 us).
+func ElapsedMs(start, end *Event) (float32, error) {
+	if err := start.live(); err != nil {
+		return 0, err
+	}
+	if err := end.Synchronize(); err != nil {
+		return 0, err
+	}
+	var ms C.float
+	if err := driverError("cuEventElapsedTime", C.mk_eventElapsedTime(end.ctx.ctx, &ms, start.e, end.e)); err != nil {
+		return 0, err
+	}
+	return float32(ms), nil
+}
+
+// Module is a module JIT-compiled from PTX by the driver.
+type Module struct {
+	ctx      *Context
+	mod      C.CUmodule
+	info     string
+	unloaded bool
+}
+
+// jitLogBytes is the size of each JIT log buffer.
+const jitLogBytes = 1 << 16
+
+// LoadModule JIT-compiles PTX text and loads it (cuModuleLoadDataEx with
+// CU_JIT_ERROR_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER and CU_JIT_LOG_VERBOSE).
+// When the JIT refuses the PTX the error is a *DriverError (usually
+// CUDA_ERROR_INVALID_PTX) whose Log, also printed by Error(), holds ptxas's
+// messages with PTX line numbers. On success InfoLog returns the verbose log
+// (registers, shared memory, spills per kernel).
+func (c *Context) LoadModule(ptx string) (*Module, error) {
+	if err := c.live(); err != nil {
+		return nil, err
+	}
+	if strings.IndexByte(ptx, 0) >= 0 {
+		return nil, errors.New("mokc runtime: LoadModule: PTX text contains a NUL byte")
+	}
+	img := C.CString(ptx)
+	defer C.free(unsafe.Pointer(img))
+	errLog := (*C.char)(C.calloc(jitLogBytes, 1))
+	defer C.free(unsafe.Pointer(errLog))
+	infoLog := (*C.char)(C.calloc(jitLogBytes, 1))
+	defer C.free(unsafe.Pointer(infoLog))
+	m := &Module{ctx: c}
+	r := C.mk_moduleLoad(c.ctx, &m.mod, img, errLog, jitLogBytes, infoLog, jitLogBytes)
+	info := strings.TrimSpace(cBuffer(infoLog, jitLogBytes))
+	if err := driverError("cuModuleLoadDataEx", r); err != nil {
+		de := err.(*DriverError)
+		de.Log = strings.TrimSpace(cBuffer(errLog, jitLogBytes))
+		if de.Log == "" {
+			de.Log = info
+		}
+		return nil, de
+	}
+	m.info = info
+	return m, nil
+}
+
+// cBuffer returns the NUL-terminated string in a C buffer of n bytes.
+func cBuffer(p *C.char, n int) string {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(p)), n)
+	if i := strings.IndexByte(string(b), 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// InfoLog returns the JIT's verbose log of the load.
+func (m *Module) InfoLog() string { return m.info }
+
+func (m *Module) live() error {
+	if m == nil || m.unloaded {
+		return errors.New("mokc runtime: module is nil or unloaded")
+	}
+	return m.ctx.live()
+}
+
+// Function looks up the kernel (.entry) called name (cuModuleGetFunction).
+func (m *Module) Function(name string) (*Function, error) {
+	if err := m.live(); err != nil {
+		return nil, err
+	}
+	cname := C.CString(name)
+	defer C.free(unsafe.Pointer(cname))
+	f := &Function{ctx: m.ctx, mod: m, name: name}
+	if err := driverError("cuModuleGetFunction", C.mk_moduleGetFunction(m.ctx.ctx, &f.fn, m.mod, cname)); err != nil {
+		var de *DriverError
+		if errors.As(err, &de) {
+			de.Message += ": kernel " + name
+		}
+		return nil, err
+	}
+	return f, nil
+}
+
+// Unload unloads the module (cuModuleUnload); its Functions become invalid.
+func (m *Module) Unload() error {
+	if err := m.live(); err != nil {
+		return err
+	}
+	m.unloaded = true
+	return driverError("cuModuleUnload", C.mk_moduleUnload(m.ctx.ctx, m.mod))
+}
+
+// Function is a kernel of a loaded Module.
+type Function struct {
+	ctx  *Context
+	mod  *Module
+	fn   C.CUfunction
+	name string
+
+	paramsOnce sync.Once
+	params     []int
+	paramsErr  error
+}
+
+func (f *Function) live() error {
+	if f == nil {
+		return errors.New("mokc runtime: nil function")
+	}
+	return f.mod.live()
+}
+
+// Name returns the kernel's name.
+func (f *Function) Name() string { return f.name }
+
+// Attributes reads the kernel's resource usage (cuFuncGetAttribute).
+func (f *Function) Attributes() (FuncAttributes, error) {
+	var a FuncAttributes
+	if err := f.live(); err != nil {
+		return a, err
+	}
+	list := []struct {
+		attr C.int
+		dst  *int
+	}{
+		{C.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &a.MaxThreadsPerBlock},
+		{C.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &a.StaticSharedBytes},
+		{C.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, &a.ConstBytes},
+		{C.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, &a.LocalBytes},
+		{C.CU_FUNC_ATTRIBUTE_NUM_REGS, &a.NumRegs},
+		{C.CU_FUNC_ATTRIBUTE_PTX_VERSION, &a.PTXVersion},
+		{C.CU_FUNC_ATTRIBUTE_BINARY_VERSION, &a.BinaryVersion},
+		{C.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &a.MaxDynamicSharedBytes},
+	}
+	for _, x := range list {
+		var v C.int
+		if err := driverError("cuFuncGetAttribute", C.mk_funcGetAttribute(f.ctx.ctx, &v, x.attr, f.fn)); err != nil {
+			return a, err
+		}
+		*x.dst = int(v)
+	}
+	return a, nil
+}
+
+// maxParams bounds the parameter scan (kernel parameter space is at most
+// 32764 bytes since CUDA 12.1).
+const maxParams = 32764
+
+// ParamSizes returns the size in bytes of each of the kernel's parameters,
+// in order, from cuFuncGetParamInfo (driver 12.4+; with an older driver the
+// error is a *DriverError CUDA_ERROR_NOT_SUPPORTED).
+func (f *Function) ParamSizes() ([]int, error) {
+	if err := f.live(); err != nil {
+		return nil, err
+	}
+	f.paramsOnce.Do(func() {
+		if C.mk_has_param_info() == 0 {
+			f.paramsErr = driverError("cuFuncGetParamInfo", C.CUDA_ERROR_NOT_SUPPORTED)
+			return
+		}
+		sizes := []int{}
+		for i := 0; i < maxParams; i++ {
+			var off, size C.size_t
+			r := C.mk_funcGetParamInfo(f.ctx.ctx, f.fn, C.size_t(i), &off, &size)
+			if r == C.CUDA_ERROR_INVALID_VALUE {
+				break // past the last parameter
+			}
+			if err := driverError("cuFuncGetParamInfo", r); err != nil {
+				f.paramsErr = err
+				return
+			}
+			sizes = append(sizes, int(size))
+		}
+		f.params = sizes
+	})
+	return append([]int(nil), f.params...), f.paramsErr
+}
+
+// SetMaxDynamicSharedBytes lets launches of the kernel request up to n bytes
+// of dynamic shared memory (cuFuncSetAttribute
+// CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). It is required above
+// 48 KiB; n plus the static shared memory must not exceed
+// DeviceProps.MaxSharedBytesPerBlockOptin.
+func (f *Function) SetMaxDynamicSharedBytes(n int) error {
+	if err := f.live(); err != nil {
+		return err
+	}
+	if n < 0 {
+		return fmt.Errorf("mokc runtime: SetMaxDynamicSharedBytes(%d): negative size", n)
+	}
+	return driverError("cuFuncSetAttribute", C.mk_funcSetAttribute(f.ctx.ctx, f.fn,
+		C.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, C.int(n)))
+}
+
+// SetNonPortableClusterSizeAllowed allows clusters of more than 8 blocks
+// (up to 16 on H100/H200) for the kernel (cuFuncSetAttribute
+// CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED).
+func (f *Function) SetNonPortableClusterSizeAllowed(allowed bool) error {
+	if err := f.live(); err != nil {
+		return err
+	}
+	v := C.int(0)
+	if allowed {
+		v = 1
+	}
+	return driverError("cuFuncSetAttribute", C.mk_funcSetAttribute(f.ctx.ctx, f.fn,
+		C.CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, v))
+}
+
+// Launch queues the kernel on stream (nil: the legacy default stream) with
+// grid blocks of block threads and sharedBytes bytes of dynamic shared memory
+// (cuLaunchKernel). Each argument is passed with exactly its size in Args;
+// when the driver reports the kernel's parameter list (cuFuncGetParamInfo)
+// a count or size mismatch is an error before launch. The launch is
+// asynchronous: execution faults surface at the next synchronizing call.
+func (f *Function) Launch(grid, block Dim3, sharedBytes int, stream *Stream, args *Args) error {
+	return f.launch(false, LaunchConfig{Grid: grid, Block: block, SharedBytes: sharedBytes, Stream: stream}, args)
+}
+
+// LaunchEx is Launch through cuLaunchKernelEx, with the launch attributes
+// of cfg (a thread-block cluster size when cfg.Cluster is set).
+func (f *Function) LaunchEx(cfg LaunchConfig, args *Args) error {
+	return f.launch(true, cfg, args)
+}
+
+func (f *Function) launch(ex bool, cfg LaunchConfig, args *Args) error {
+	if err := f.live(); err != nil {
+		return err
+	}
+	s, err := cfg.Stream.handle()
+	if err != nil {
+		return err
+	}
+	if err := checkLaunch(cfg.Grid, cfg.Block, cfg.SharedBytes, cfg.Cluster); err != nil {
+		return fmt.Errorf("%w (kernel %s)", err, f.name)
+	}
+	if err := args.Err(); err != nil {
+		return err
+	}
+	if want, err := f.ParamSizes(); err == nil {
+		if err := checkParamSizes(f.name, want, args); err != nil {
+			return err
+		}
+	}
+	g, b := cfg.Grid.normalized(), cfg.Block.normalized()
+	var c [3]int
+	if cfg.Cluster != (Dim3{}) {
+		c = cfg.Cluster.normalized()
+	}
+	var blob unsafe.Pointer
+	var offs *C.uint64_t
+	n := args.Len()
+	if n > 0 {
+		blob = unsafe.Pointer(&args.buf[0])
+		offs = (*C.uint64_t)(unsafe.Pointer(&args.offs[0]))
+	}
+	exFlag, call := C.int(0), "cuLaunchKernel"
+	if ex {
+		exFlag, call = 1, "cuLaunchKernelEx"
+	}
+	r := C.mk_launch(f.ctx.ctx, f.fn, exFlag,
+		C.uint(g[0]), C.uint(g[1]), C.uint(g[2]),
+		C.uint(b[0]), C.uint(b[1]), C.uint(b[2]),
+		C.uint(c[0]), C.uint(c[1]), C.uint(c[2]),
+		C.uint(cfg.SharedBytes), s,
+		blob, C.size_t(len(argsBuf(args))), offs, C.int(n))
+	if err := driverError(call, r); err != nil {
+		var de *DriverError
+		if errors.As(err, &de) {
+			de.Message += ": kernel " + f.name
+		}
+		return err
+	}
+	return nil
+}
+
+func argsBuf(a *Args) []byte {
+	if a == nil {
+		return nil
+	}
+	return a.buf
+}
+
+// EncodeTensorMapTiled encodes a TMA tensor map (cuTensorMapEncodeTiled) for
+// a tensor at globalAddr and returns its 128 bytes, to be passed by value with
+// Args.Bytes to a kernel parameter `.param .align 64 .b8 name[128]`.
+// Dimension 0 is the innermost (contiguous) one; globalDims are in elements,
+// globalStrides (rank-1 entries, dimensions 1..rank-1) in bytes, boxDims in
+// elements; elementStrides may be nil for all 1. The arguments are first
+// validated by CheckTensorMapTiled, whose error names the violated rule; a
+// refusal by the driver is a *DriverError. The driver needs no context, but
+// the tensor map is only usable on sm_90 or newer.
+func EncodeTensorMapTiled(dtype TensorMapDataType, rank int, globalAddr DevicePtr, globalDims, globalStrides []uint64,
+	boxDims, elementStrides []uint32, interleave TensorMapInterleave, swizzle TensorMapSwizzle,
+	l2Promotion TensorMapL2Promotion, oobFill TensorMapOOBFill) ([TensorMapBytes]byte, error) {
+	var out [TensorMapBytes]byte
+	if err := CheckTensorMapTiled(dtype, rank, globalAddr, globalDims, globalStrides, boxDims, elementStrides,
+		interleave, swizzle, l2Promotion, oobFill); err != nil {
+		return out, err
+	}
+	if err := initDriver(); err != nil {
+		return out, err
+	}
+	if elementStrides == nil {
+		elementStrides = make([]uint32, rank)
+		for i := range elementStrides {
+			elementStrides[i] = 1
+		}
+	}
+	strides := append([]uint64(nil), globalStrides...)
+	if len(strides) == 0 {
+		strides = []uint64{0} // rank 1: the driver reads no stride
+	}
+	r := C.mk_tensorMapEncodeTiled(unsafe.Pointer(&out[0]), C.int(dtype), C.uint(rank), C.uint64_t(globalAddr),
+		(*C.cuuint64_t)(unsafe.Pointer(&globalDims[0])), (*C.cuuint64_t)(unsafe.Pointer(&strides[0])),
+		(*C.cuuint32_t)(unsafe.Pointer(&boxDims[0])), (*C.cuuint32_t)(unsafe.Pointer(&elementStrides[0])),
+		C.int(interleave), C.int(swizzle), C.int(l2Promotion), C.int(oobFill))
+	if err := driverError("cuTensorMapEncodeTiled", r); err != nil {
+		return out, err
+	}
+	return out, nil
+}

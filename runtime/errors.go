@@ -1,0 +1,45 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+)
+
+// ErrNoCUDA is returned by every call that needs a GPU when the package was
+// built without the "cuda" build tag.
+var ErrNoCUDA = errors.New("mokc runtime: built without CUDA support (rebuild with -tags cuda)")
+
+// ErrNoDevice is returned (wrapped, test it with errors.Is) when the package
+// was built with the "cuda" tag but no usable GPU is present: libcuda cannot
+// be loaded, cuInit fails (for example with CUDA_ERROR_STUB_LIBRARY or
+// CUDA_ERROR_NO_DEVICE), or the device count is 0. Tests skip on it.
+var ErrNoDevice = errors.New("mokc runtime: no CUDA device")
+
+// DriverError is a failed CUDA driver API call.
+//
+// Call is the driver entry point as documented (without the _v2 suffix the
+// headers map it to), Code the CUresult value, Name its cuGetErrorName
+// spelling (for example "CUDA_ERROR_INVALID_PTX") and Message its
+// cuGetErrorString description. Log holds the JIT error log of a failed
+// cuModuleLoadDataEx (ptxas's messages, with PTX line numbers); it is empty
+// for other calls.
+type DriverError struct {
+	Call    string
+	Code    int
+	Name    string
+	Message string
+	Log     string
+}
+
+// Error formats the error as "mokc runtime: <call>: <name> (<message>)",
+// followed by the JIT log on its own lines when there is one.
+func (e *DriverError) Error() string {
+	s := fmt.Sprintf("mokc runtime: %s: %s", e.Call, e.Name)
+	if e.Message != "" {
+		s += " (" + e.Message + ")"
+	}
+	if e.Log != "" {
+		s += "\nJIT log:\n" + e.Log
+	}
+	return s
+}
