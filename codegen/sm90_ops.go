@@ -38,12 +38,49 @@ func TensorMapParam(name string) *llir.Param {
 // MarkGridConstant lists the tensor-map parameters of kernel f (those built
 // by TensorMapParam) under "grid_constant" in !nvvm.annotations (1-based
 // parameter indices, as LLVM NVPTX and package ir expect), and adds
-// "minctasm" = minBlocks when minBlocks > 0 (PTX .minnctapersm).
+// "minctasm" = minBlocks when minBlocks > 0 (PTX .minnctapersm). The keys go
+// into f's !{f, !"kernel", i32 1, ...} tuple; other tuples of f are merged
+// into it, so the kernel has exactly one annotation tuple (ir.Check's rule).
 func MarkGridConstant(m *llir.Module, f *llir.Func, minBlocks int) {
 	nd, ok := m.NamedMetadataDefs["nvvm.annotations"]
 	if !ok {
 		nd = &metadata.NamedDef{Name: "nvvm.annotations"}
 		m.NamedMetadataDefs["nvvm.annotations"] = nd
+	}
+	var main *metadata.Tuple
+	var fields []metadata.Field
+	drop := map[metadata.Node]bool{}
+	var keep []metadata.Node
+	for _, n := range nd.Nodes {
+		t, ok := n.(*metadata.Tuple)
+		if !ok || len(t.Fields) == 0 || t.Fields[0] != metadata.Field(f) {
+			keep = append(keep, n)
+			continue
+		}
+		if main == nil {
+			main = t
+			keep = append(keep, n)
+		} else {
+			drop[n] = true
+		}
+		fields = append(fields, t.Fields[1:]...)
+	}
+	if main == nil {
+		main = &metadata.Tuple{MetadataID: -1}
+		m.MetadataDefs = append(m.MetadataDefs, main)
+		keep = append(keep, main)
+		fields = append(fields, &metadata.String{Value: "kernel"}, I32c(1))
+	}
+	nd.Nodes = keep
+	if len(drop) > 0 {
+		var defs []metadata.Definition
+		for _, d := range m.MetadataDefs {
+			if n, ok := d.(metadata.Node); ok && drop[n] {
+				continue
+			}
+			defs = append(defs, d)
+		}
+		m.MetadataDefs = defs
 	}
 	var idx []metadata.Field
 	for i, p := range f.Params {
@@ -53,19 +90,15 @@ func MarkGridConstant(m *llir.Module, f *llir.Func, minBlocks int) {
 			}
 		}
 	}
-	add := func(fields ...metadata.Field) {
-		t := &metadata.Tuple{MetadataID: metadata.MetadataID(len(m.MetadataDefs)), Fields: append([]metadata.Field{f}, fields...)}
-		m.MetadataDefs = append(m.MetadataDefs, t)
-		nd.Nodes = append(nd.Nodes, t)
-	}
 	if len(idx) > 0 {
-		inner := &metadata.Tuple{MetadataID: metadata.MetadataID(len(m.MetadataDefs)), Fields: idx}
+		inner := &metadata.Tuple{MetadataID: -1, Fields: idx}
 		m.MetadataDefs = append(m.MetadataDefs, inner)
-		add(&metadata.String{Value: "grid_constant"}, inner)
+		fields = append(fields, &metadata.String{Value: "grid_constant"}, inner)
 	}
 	if minBlocks > 0 {
-		add(&metadata.String{Value: "minctasm"}, I32c(int64(minBlocks)))
+		fields = append(fields, &metadata.String{Value: "minctasm"}, I32c(int64(minBlocks)))
 	}
+	main.Fields = append([]metadata.Field{f}, fields...)
 }
 
 // TensorMapAddr is the 64-bit generic address of a tensor-map parameter.
@@ -192,26 +225,28 @@ func (b *Builder) WGMMAWait(n int, acc []value.Value) []value.Value {
 	return out
 }
 
-// WGMMABF16 issues ksteps consecutive
+// WGMMABF16 issues len(offA) consecutive
 // `wgmma.mma_async.sync.aligned.m64n<n>k16.f32.bf16.bf16` instructions as
 // one asm statement, preceded by wgmma.fence and followed by
-// wgmma.commit_group (one group). descA and descB (i64) are the shared
-// memory matrix descriptors of the first k16 step; step s uses
-// descA + s*strideA and descB + s*strideB (in descriptor units of 16 bytes,
-// i.e. +2 per k16 step inside a 128-byte swizzle row). acc holds the n/2 f32
-// accumulators of each thread (fragment layout of PTX ISA "wgmma D matrix,
-// m64nNk16": register 4j+i holds row 16*warp + lane/4 + 8*(i/2), column
-// 8j + 2*(lane%4) + i%2); they are accumulated into (scale-d = 1) and the
-// new values returned. K-major A and B (no transpose), scale-a = scale-b = 1.
-func (b *Builder) WGMMABF16(n int, acc []value.Value, descA, descB value.Value, ksteps, strideA, strideB int) ([]value.Value, error) {
+// wgmma.commit_group (one group). descA and descB (i64) are shared-memory
+// matrix descriptors; step s uses descA + offA[s] and descB + offB[s]
+// (descriptor units of 16 bytes in the start-address field: +2 per k16 step
+// inside a 128-byte swizzle row, + rows*8 to the next 64-wide K atom of a
+// tile of rows rows). acc holds the n/2 f32 accumulators of each thread
+// (PTX ISA "wgmma D matrix, m64nNk16": register 4j+i holds row
+// 16*(warp%4) + lane/4 + 8*(i/2), column 8j + 2*(lane%4) + i%2); they are
+// accumulated into (scale-d = 1) and the new values returned. A and B are
+// K-major (no transpose), scale-a = scale-b = 1. The results are only valid
+// after a WGMMAWait that covers this group.
+func (b *Builder) WGMMABF16(n int, acc []value.Value, descA, descB value.Value, offA, offB []int) ([]value.Value, error) {
 	if n < 8 || n > 256 || n%8 != 0 {
 		return nil, fmt.Errorf("codegen: wgmma m64n%dk16: N must be a multiple of 8 in 8..256", n)
 	}
 	if len(acc) != n/2 {
 		return nil, fmt.Errorf("codegen: wgmma m64n%dk16 needs %d accumulators per thread, got %d", n, n/2, len(acc))
 	}
-	if ksteps < 1 {
-		return nil, fmt.Errorf("codegen: wgmma with %d k steps", ksteps)
+	if len(offA) < 1 || len(offA) != len(offB) {
+		return nil, fmt.Errorf("codegen: wgmma with %d A and %d B descriptor offsets", len(offA), len(offB))
 	}
 	na := n / 2
 	regs := make([]string, na)
@@ -221,13 +256,15 @@ func (b *Builder) WGMMABF16(n int, acc []value.Value, descA, descB value.Value, 
 	dlist := "{" + strings.Join(regs, ", ") + "}"
 	ia, ib := fmt.Sprintf("$%d", na), fmt.Sprintf("$%d", na+1)
 	lines := []string{"{", ".reg .b64 da, db;", "wgmma.fence.sync.aligned;"}
-	for s := 0; s < ksteps; s++ {
+	for s := range offA {
 		a, bb := ia, ib
-		if s > 0 {
-			lines = append(lines,
-				fmt.Sprintf("add.s64 da, %s, %d;", ia, s*strideA),
-				fmt.Sprintf("add.s64 db, %s, %d;", ib, s*strideB))
-			a, bb = "da", "db"
+		if offA[s] != 0 {
+			lines = append(lines, fmt.Sprintf("add.s64 da, %s, %d;", ia, offA[s]))
+			a = "da"
+		}
+		if offB[s] != 0 {
+			lines = append(lines, fmt.Sprintf("add.s64 db, %s, %d;", ib, offB[s]))
+			bb = "db"
 		}
 		lines = append(lines, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 %s, %s, %s, 1, 1, 1, 0, 0;", n, dlist, a, bb))
 	}
