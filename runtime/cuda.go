@@ -60,11 +60,29 @@ func driverError(call string, r C.CUresult) error {
 	e := &DriverError{Call: call, Code: int(r), Name: fmt.Sprintf("CUresult(%d)", int(r))}
 	if name != nil {
 		e.Name = C.GoString(name)
+	} else if n, ok := initErrorNames[int(r)]; ok {
+		e.Name = n
 	}
 	if msg != nil {
 		e.Message = C.GoString(msg)
 	}
 	return e
+}
+
+// initErrorNames names the results cuInit can return when cuGetErrorName
+// cannot be asked (the toolkit's stub libcuda answers every call with
+// CUDA_ERROR_STUB_LIBRARY). Values from cuda.h.
+var initErrorNames = map[int]string{
+	int(C.CUDA_ERROR_INVALID_VALUE):                  "CUDA_ERROR_INVALID_VALUE",
+	int(C.CUDA_ERROR_OUT_OF_MEMORY):                  "CUDA_ERROR_OUT_OF_MEMORY",
+	int(C.CUDA_ERROR_NOT_INITIALIZED):                "CUDA_ERROR_NOT_INITIALIZED",
+	int(C.CUDA_ERROR_STUB_LIBRARY):                   "CUDA_ERROR_STUB_LIBRARY",
+	int(C.CUDA_ERROR_NO_DEVICE):                      "CUDA_ERROR_NO_DEVICE",
+	int(C.CUDA_ERROR_DEVICE_UNAVAILABLE):             "CUDA_ERROR_DEVICE_UNAVAILABLE",
+	int(C.CUDA_ERROR_SYSTEM_DRIVER_MISMATCH):         "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+	int(C.CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE): "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+	int(C.CUDA_ERROR_NOT_SUPPORTED):                  "CUDA_ERROR_NOT_SUPPORTED",
+	int(C.CUDA_ERROR_UNKNOWN):                        "CUDA_ERROR_UNKNOWN",
 }
 
 // Available reports whether the driver loads, initializes and has at least

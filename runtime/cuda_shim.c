@@ -52,11 +52,11 @@ static mk_funcGetParamInfo_t p_cuFuncGetParamInfo;
 
 int mk_load(char *msg, size_t msglen) {
 	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-	if (!h) h = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
 	if (!h) {
 		const char *e = dlerror();
-		snprintf(msg, msglen, "dlopen libcuda.so.1: %s", e ? e : "not found");
-		return 1;
+		snprintf(msg, msglen, "%s", e ? e : "dlopen libcuda.so.1 failed");
+		h = dlopen("libcuda.so", RTLD_NOW | RTLD_LOCAL);
+		if (!h) return 1;
 	}
 #define MK_LOAD(name)                                                                  \
 	p_##name = (__typeof__(p_##name))dlsym(h, MK_STR(name));                           \
