@@ -12,7 +12,7 @@ GO ?= go
 DEVICE_PKGS := ./runtime/... ./codegen/...
 CARRY := .carry
 
-.PHONY: toolchain test vet build golden device-bins clean distclean
+.PHONY: toolchain test test-cuda vet build golden device-bins clean distclean
 
 ## toolchain: install cuda.h, the libcuda stub, ptxas 12.5, ptxas 12.9 (sm_100a), llc-19
 toolchain:
@@ -26,6 +26,10 @@ vet: toolchain
 ## test: vet, then every package's tests; a missing tool fails a test instead of skipping it
 test: vet
 	$(ENV) MOKC_REQUIRE_TOOLS=1 $(GO) test ./...
+
+## test-cuda: the -tags cuda tests of $(DEVICE_PKGS); without a GPU their device tests skip
+test-cuda: toolchain
+	$(ENV) MOKC_REQUIRE_TOOLS=1 $(GO) test -tags cuda $(DEVICE_PKGS)
 
 ## build: build everything, with and without the cuda build tag
 build: toolchain

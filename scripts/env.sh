@@ -2,7 +2,7 @@
 # the tools that `make toolchain` (scripts/toolchain.sh) installs under .toolchain/.
 #
 #   CGO_CFLAGS        -O2 -g -I$REPO/.toolchain/cuda/include   (cuda.h, CUDA 12.5)
-#   CGO_LDFLAGS       -O2 -g -L$REPO/.toolchain/cuda/lib       (link-time libcuda.so stub)
+#   CGO_LDFLAGS       -O2 -g -L$REPO/.toolchain/cuda/lib       (link-time libcuda.so stub, for -lcuda)
 #   MOKC_PTXAS        ptxas 12.x, for sm_80 and sm_90a
 #   MOKC_PTXAS_SM100  ptxas 12.9, for sm_100a
 #   MOKC_LLC          llc from LLVM 19
