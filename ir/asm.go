@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 )
@@ -266,4 +267,9 @@ func (f *Func) E4M3x2ToF32x2(v value.Value) (hi, lo value.Value) {
 		"\tcvt.f32.f16 $0, %mokc_hi;\n\tcvt.f32.f16 $1, %mokc_lo;\n}",
 		"=f,=f,h", []types.Type{types.Float, types.Float}, v)
 	return out[0], out[1]
+}
+
+func isConstInt(v value.Value) bool {
+	_, ok := v.(*constant.Int)
+	return ok
 }

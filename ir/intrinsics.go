@@ -53,8 +53,8 @@ func init() {
 	intrinsicSigs["llvm.minnum.f32"] = sig(f32, f32, f32)
 	intrinsicSigs["llvm.fabs.f32"] = sig(f32, f32)
 	intrinsicSigs["llvm.sqrt.f32"] = sig(f32, f32)
-	intrinsicSigs["llvm.nvvm.ex2.approx.f32"] = sig(f32, f32)
-	intrinsicSigs["llvm.nvvm.ex2.approx.ftz.f32"] = sig(f32, f32)
+	intrinsicSigs["llvm.nvvm.ex2.approx.f"] = sig(f32, f32)
+	intrinsicSigs["llvm.nvvm.ex2.approx.ftz.f"] = sig(f32, f32)
 	intrinsicSigs["llvm.nvvm.rcp.rn.f"] = sig(f32, f32)
 	intrinsicSigs["llvm.nvvm.fmax.f"] = sig(f32, f32, f32)
 	intrinsicSigs["llvm.nvvm.fmin.f"] = sig(f32, f32, f32)
@@ -74,4 +74,14 @@ func Intrinsics() []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// IntrinsicSignature returns the return and parameter types of intrinsic
+// name, and false when it is not in the subset.
+func IntrinsicSignature(name string) (ret types.Type, params []types.Type, ok bool) {
+	s, ok := intrinsicSigs[name]
+	if !ok {
+		return nil, nil, false
+	}
+	return s.ret, append([]types.Type(nil), s.params...), true
 }

@@ -1,6 +1,7 @@
 package ir
 
 import (
+	"bytes"
 	"fmt"
 	"strings"
 
@@ -117,6 +118,11 @@ func typeStart(b []byte, end int) (int, error) {
 	}
 	switch c := b[i-1]; c {
 	case ')':
+		// An already rewritten "ptr addrspace(N)".
+		if j := bytes.LastIndex(b[:i], []byte("ptr addrspace(")); j >= 0 && allDigits(b[j+len("ptr addrspace("):i-1]) &&
+			(j == 0 || !isIdentByte(b[j-1])) {
+			return j, nil
+		}
 		// Function type: ret (params). Match the parenthesis, then the
 		// return type.
 		open, err := matchOpen(b, i-1, '(', ')')
@@ -191,4 +197,16 @@ func matchOpen(b []byte, close int, open, closeCh byte) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("unbalanced %c%c in type", open, closeCh)
+}
+
+func allDigits(b []byte) bool {
+	if len(b) == 0 {
+		return false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return false
+		}
+	}
+	return true
 }

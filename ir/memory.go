@@ -177,8 +177,10 @@ func (f *Func) Call(g *Func, args ...value.Value) value.Value {
 	})
 }
 
-// callIntrinsic calls intrinsic name (declared on first use) with args.
-func (f *Func) callIntrinsic(name string, args ...value.Value) value.Value {
+// CallIntrinsic calls intrinsic name, one of Intrinsics(), declared in the
+// module on first use, with args of the listed parameter types; the result
+// is nil for void intrinsics.
+func (f *Func) CallIntrinsic(name string, args ...value.Value) value.Value {
 	decl := f.M.intrinsic(name)
 	s := intrinsicSigs[name]
 	if len(args) != len(s.params) {
