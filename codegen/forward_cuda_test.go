@@ -1,0 +1,404 @@
+//go:build cuda
+
+package codegen
+
+import (
+	"embed"
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/schedule"
+)
+
+//go:embed testdata/forward/*.llc.ptx
+var forwardPTX embed.FS
+
+// ourPTX compiles a program's module with mokc's own backend; nil until the
+// test can reach it (the llc-19 PTX runs regardless).
+var ourPTX func(p *Program) (string, error)
+
+// executor runs a Program on the GPU: the small host-side loop that
+// runtime.Layer is meant to provide (see Program's doc).
+type executor struct {
+	ctx   *runtime.Context
+	mod   *runtime.Module
+	p     *Program
+	funcs map[string]*runtime.Function
+}
+
+func newExecutor(ctx *runtime.Context, p *Program, ptx string) (*executor, error) {
+	mod, err := ctx.LoadModule(ptx)
+	if err != nil {
+		return nil, err
+	}
+	ex := &executor{ctx: ctx, mod: mod, p: p, funcs: map[string]*runtime.Function{}}
+	for _, k := range p.Kernels {
+		f, err := mod.Function(k.Name)
+		if err != nil {
+			return nil, err
+		}
+		if k.SharedBytes > 48*1024 {
+			if err := f.SetMaxDynamicSharedBytes(k.SharedBytes); err != nil {
+				return nil, fmt.Errorf("%s: %w", k.Name, err)
+			}
+		}
+		ex.funcs[k.Name] = f
+	}
+	return ex, nil
+}
+
+// run launches every kernel for T tokens with the given buffers (every
+// buffer of the program must be present) and waits for the device.
+func (ex *executor) run(T int, bufs map[string]runtime.DevicePtr) error {
+	for _, k := range ex.p.Kernels {
+		if T == 0 && k.SkipIfZeroT {
+			continue
+		}
+		args := runtime.NewArgs()
+		for _, prm := range k.Params {
+			switch prm.Type {
+			case ParamPtr:
+				d, ok := bufs[prm.Buffer]
+				if !ok {
+					return fmt.Errorf("%s: no buffer %q", k.Name, prm.Buffer)
+				}
+				args.Ptr(d)
+			case ParamI32:
+				args.I32(int32(prm.Value.Eval(int64(T))))
+			default:
+				return fmt.Errorf("%s: parameter %s of type %s", k.Name, prm.Name, prm.Type)
+			}
+		}
+		grid := runtime.Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
+		if err := ex.funcs[k.Name].Launch(grid, runtime.Dim3{X: k.Block, Y: 1, Z: 1}, k.SharedBytes, nil, args); err != nil {
+			return fmt.Errorf("%s: %w", k.Name, err)
+		}
+	}
+	return ex.ctx.Synchronize()
+}
+
+func openGPU(t *testing.T) *runtime.Context {
+	t.Helper()
+	ctx, err := runtime.Open(0)
+	if err != nil {
+		if errors.Is(err, runtime.ErrNoDevice) || errors.Is(err, runtime.ErrNoCUDA) {
+			t.Skipf("no GPU: %v", err)
+		}
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ctx.Close() })
+	return ctx
+}
+
+func bf16Bits(v []float32) []uint16 {
+	out := make([]uint16, len(v))
+	for i, x := range v {
+		out[i] = uint16(math.Float32bits(schedule.RoundBF16(x)) >> 16)
+	}
+	return out
+}
+
+func bf16Vals(b []uint16) []float32 {
+	out := make([]float32, len(b))
+	for i, x := range b {
+		out[i] = math.Float32frombits(uint32(x) << 16)
+	}
+	return out
+}
+
+// device helpers that fail the test.
+type dev struct {
+	t     *testing.T
+	ctx   *runtime.Context
+	alloc []runtime.DevicePtr
+}
+
+func (d *dev) put(v any, bytes int) runtime.DevicePtr {
+	d.t.Helper()
+	if bytes == 0 {
+		bytes = 16
+	}
+	p, err := d.ctx.Alloc(bytes)
+	if err != nil {
+		d.t.Fatal(err)
+	}
+	d.alloc = append(d.alloc, p)
+	if v != nil {
+		if err := d.ctx.CopyToDevice(p, v); err != nil {
+			d.t.Fatal(err)
+		}
+	} else if err := d.ctx.Memset(p, 0xFF, bytes); err != nil { // poison
+		d.t.Fatal(err)
+	}
+	return p
+}
+
+func (d *dev) free() {
+	for _, p := range d.alloc {
+		d.ctx.Free(p)
+	}
+	d.alloc = nil
+}
+
+func concat(xs [][]float32) []float32 {
+	var out []float32
+	for _, x := range xs {
+		out = append(out, x...)
+	}
+	return out
+}
+
+// sharedPacked stacks S shared experts' FC1 [2I_s, H] as one [2*S*I_s, H]
+// matrix: all gate rows (expert by expert), then all up rows.
+func sharedPacked(l schedule.Layer, w schedule.Weights) []float32 {
+	H, Is := l.Hidden, l.SharedIntermediate
+	var gate, up []float32
+	for _, m := range w.SharedFC1 {
+		gate = append(gate, m[:Is*H]...)
+		up = append(up, m[Is*H:]...)
+	}
+	return append(gate, up...)
+}
+
+// sharedFC2Packed concatenates S shared FC2 [H, I_s] along I: [H, S*I_s].
+func sharedFC2Packed(l schedule.Layer, w schedule.Weights) []float32 {
+	H, Is, S := l.Hidden, l.SharedIntermediate, l.SharedExperts
+	out := make([]float32, 0, H*S*Is)
+	for h := 0; h < H; h++ {
+		for s := 0; s < S; s++ {
+			out = append(out, w.SharedFC2[s][h*Is:(h+1)*Is]...)
+		}
+	}
+	return out
+}
+
+func TestForwardSM80(t *testing.T) {
+	ctx := openGPU(t)
+	if cc := ctx.Device().ComputeCapability(); cc < 80 {
+		t.Skipf("compute capability %d < 80", cc)
+	}
+	for _, c := range forwardCases(t) {
+		t.Run(c.name, func(t *testing.T) { testForward(t, ctx, c) })
+	}
+}
+
+func testForward(t *testing.T, ctx *runtime.Context, c fwdCase) {
+	l := c.layer
+	p := buildCase(t, c)
+	type variant struct {
+		name string
+		ex   *executor
+	}
+	var vs []variant
+	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.name + ".llc.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := newExecutor(ctx, p, string(llc))
+	if err != nil {
+		t.Fatalf("llc PTX: %v", err)
+	}
+	vs = append(vs, variant{"llc", ex})
+	if ourPTX != nil {
+		ptx, err := ourPTX(p)
+		if err != nil {
+			t.Fatalf("ptx.Compile: %v", err)
+		}
+		ex, err := newExecutor(ctx, p, ptx)
+		if err != nil {
+			t.Fatalf("our PTX: %v", err)
+		}
+		vs = append(vs, variant{"ours", ex})
+	}
+
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	w, err := schedule.RandomWeights(l, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	H, I, E, K := l.Hidden, l.Intermediate, l.Experts, l.TopK
+	d := &dev{t: t, ctx: ctx}
+	defer d.free()
+	weights := map[string]runtime.DevicePtr{}
+	if l.Storage == schedule.PerExpertWeights {
+		t1, t2 := make([]uint64, E), make([]uint64, E)
+		for e := 0; e < E; e++ {
+			t1[e] = uint64(d.put(bf16Bits(w.FC1[e]), 2*2*I*H))
+			t2[e] = uint64(d.put(bf16Bits(w.FC2[e]), 2*H*I))
+		}
+		weights["fc1_table"] = d.put(t1, 8*E)
+		weights["fc2_table"] = d.put(t2, 8*E)
+	} else {
+		weights["fc1"] = d.put(bf16Bits(concat(w.FC1)), 2*E*2*I*H)
+		weights["fc2"] = d.put(bf16Bits(concat(w.FC2)), 2*E*H*I)
+	}
+	if l.Biases {
+		weights["fc1_bias"] = d.put(concat(w.FC1Bias), 4*E*2*I)
+		weights["fc2_bias"] = d.put(concat(w.FC2Bias), 4*E*H)
+	}
+	if l.SharedExperts > 0 {
+		weights["shared_fc1"] = d.put(bf16Bits(sharedPacked(l, w)), 2*2*l.SharedWidth()*H)
+		weights["shared_fc2"] = d.put(bf16Bits(sharedFC2Packed(l, w)), 2*l.SharedWidth()*H)
+		if l.SharedGate {
+			weights["shared_gate"] = d.put(bf16Bits(w.SharedGate), 2*H)
+		}
+	}
+
+	for _, T := range []int{0, 1, 64, 257} {
+		x := schedule.RandomInput(T, H, seed+uint64(T))
+		r, err := schedule.GenerateRouting(l, x, seed^uint64(T))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ref []float64
+		if T > 0 {
+			ref, err = schedule.Forward(l, w, x, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		bufs := map[string]runtime.DevicePtr{}
+		for k, v := range weights {
+			bufs[k] = v
+		}
+		bufs["x"] = d.put(bf16Bits(x), 2*T*H)
+		if l.Routing == schedule.RoutingMap {
+			m := make([]uint8, T*E)
+			for i, b := range r.Map {
+				if b {
+					m[i] = 1
+				}
+			}
+			bufs["routing_map"] = d.put(m, T*E)
+			bufs["probs"] = d.put(r.Probs, 4*T*E)
+		} else {
+			bufs["ids"] = d.put(r.IDs, 4*T*K)
+			bufs["weights"] = d.put(r.Weights, 4*T*K)
+		}
+		for _, b := range p.Buffers {
+			if _, ok := bufs[b.Name]; !ok {
+				if b.Kind == BufInput {
+					t.Fatalf("input %s not provided", b.Name)
+				}
+				bufs[b.Name] = d.put(nil, int(b.Bytes.Eval(int64(T))))
+			}
+		}
+		var first []uint16
+		for _, v := range vs {
+			for run := 0; run < 3; run++ {
+				if err := ctx.Memset(bufs["y"], 0xFF, max(2*T*H, 16)); err != nil { // NaN poison
+					t.Fatal(err)
+				}
+				if err := v.ex.run(T, bufs); err != nil {
+					t.Fatalf("T=%d %s: %v", T, v.name, err)
+				}
+				y := make([]uint16, T*H)
+				var errWord [1]uint32
+				if T > 0 {
+					if err := ctx.CopyFromDevice(y, bufs["y"]); err != nil {
+						t.Fatal(err)
+					}
+				}
+				if err := ctx.CopyFromDevice(errWord[:], bufs["err"]); err != nil {
+					t.Fatal(err)
+				}
+				if errWord[0] != 0 {
+					t.Fatalf("T=%d %s: error word %#x on valid routing", T, v.name, errWord[0])
+				}
+				if first == nil {
+					first = y
+					checkClose(t, fmt.Sprintf("T=%d %s", T, v.name), bf16Vals(y), ref)
+				} else if i := firstDiff(first, y); i >= 0 {
+					t.Fatalf("T=%d %s run %d: y differs from the first run at %d: %#04x vs %#04x", T, v.name, run, i, y[i], first[i])
+				}
+			}
+		}
+		if T == 64 {
+			testBadRoutes(t, ctx, d, vs[0].ex, l, T, bufs, r)
+		}
+	}
+}
+
+func firstDiff(a, b []uint16) int {
+	for i := range a {
+		if a[i] != b[i] {
+			return i
+		}
+	}
+	return -1
+}
+
+// checkClose fails unless got has no NaN/Inf and its relative L2 error
+// against ref is at most 1e-2.
+func checkClose(t *testing.T, what string, got []float32, ref []float64) {
+	t.Helper()
+	var num, den float64
+	for i, g := range got {
+		if math.IsNaN(float64(g)) || math.IsInf(float64(g), 0) {
+			t.Fatalf("%s: y[%d] = %v", what, i, g)
+		}
+		dd := float64(g) - ref[i]
+		num += dd * dd
+		den += ref[i] * ref[i]
+	}
+	if len(got) == 0 {
+		return
+	}
+	rel := math.Sqrt(num / math.Max(den, 1e-30))
+	t.Logf("%s: relative L2 error %.3g", what, rel)
+	if rel > 1e-2 || math.IsNaN(rel) {
+		t.Fatalf("%s: relative L2 error %.3g > 1e-2", what, rel)
+	}
+}
+
+// testBadRoutes corrupts the routing and checks the error word: ids out of
+// range (ids form) or a routing-map row with more than K routes (map form).
+func testBadRoutes(t *testing.T, ctx *runtime.Context, d *dev, ex *executor, l schedule.Layer, T int, bufs map[string]runtime.DevicePtr, r schedule.Routing) {
+	E, K := l.Experts, l.TopK
+	want := uint32(ErrBadExpertID)
+	if l.Routing == schedule.RoutingMap {
+		m := make([]uint8, T*E)
+		for i, b := range r.Map {
+			if b {
+				m[i] = 1
+			}
+		}
+		for e := 0; e <= K && e < E; e++ {
+			m[5*E+e] = 1
+		}
+		if K >= E {
+			return
+		}
+		bufs["routing_map"] = d.put(m, T*E)
+		want = ErrTooManyRoute
+	} else {
+		ids := append([]int32(nil), r.IDs...)
+		ids[3*K] = int32(E)
+		ids[7*K+K-1] = -5
+		bufs["ids"] = d.put(ids, 4*T*K)
+	}
+	if err := ex.run(T, bufs); err != nil {
+		t.Fatal(err)
+	}
+	var errWord [1]uint32
+	if err := ctx.CopyFromDevice(errWord[:], bufs["err"]); err != nil {
+		t.Fatal(err)
+	}
+	if errWord[0] != want {
+		t.Fatalf("bad routing: error word %#x, want %#x", errWord[0], want)
+	}
+	y := make([]uint16, T*l.Hidden)
+	if err := ctx.CopyFromDevice(y, bufs["y"]); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range bf16Vals(y) {
+		if math.IsNaN(float64(v)) {
+			t.Fatalf("bad routing: y[%d] is NaN", i)
+		}
+	}
+}
