@@ -36,9 +36,14 @@ build: toolchain
 	$(ENV) $(GO) build ./...
 	$(ENV) $(GO) build -tags cuda ./...
 
-## golden: rewrite the golden PTX files from the current compiler
+## golden: rewrite golden files and testdata (golden PTX, llc-19 references) from the current
+## compiler: runs `go test -update` in every package whose tests define the -update flag
+## (./golden/..., ./ptx/..., ./codegen/..., ...); review the diff before committing
 golden: toolchain
-	$(ENV) MOKC_REQUIRE_TOOLS=1 $(GO) test ./golden/... ./ptx/... -update
+	$(ENV) pkgs=$$(for d in $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.Dir}}{{end}}' ./...); do \
+		if grep -l 'flag.Bool("update"' "$$d"/*_test.go >/dev/null 2>&1; then echo "$$d"; fi; done); \
+	if [[ -z $$pkgs ]]; then echo "no package defines -update"; exit 0; fi; \
+	MOKC_REQUIRE_TOOLS=1 $(GO) test $$pkgs -update
 
 ## device-bins: -tags cuda test binaries of $(DEVICE_PKGS) and the mokc CLI, in .carry/
 ## (stripped, to stay small), for running on a GPU machine; packages without tests are skipped
