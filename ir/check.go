@@ -874,7 +874,7 @@ func (c *checker) phi(phi *llir.InstPhi, bi int, preds []int) {
 			c.instErr(phi, "incoming block %%%s is not a predecessor of %%%s", pb.Name(), c.fn.Blocks[bi].Name())
 			continue
 		}
-		if prev, dup := got[pi]; dup && prev != inc.X {
+		if prev, dup := got[pi]; dup && prev != inc.X && prev.Ident() != inc.X.Ident() {
 			c.instErr(phi, "block %%%s comes in twice with different values", pb.Name())
 		}
 		got[pi] = inc.X
