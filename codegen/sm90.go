@@ -1,0 +1,415 @@
+package codegen
+
+import (
+	"fmt"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/value"
+)
+
+// sm90Engine is the sm_90a (Hopper) grouped GEMM: TMA loads into a
+// Tile.Stages deep shared-memory ring guarded by full/empty mbarriers, and
+// wgmma.mma_async m64nNk16 bf16 → fp32 from 128-byte-swizzled K-major tiles.
+// PTX ISA 8.0 sections: cp.async.bulk.tensor, mbarrier, wgmma (9.7.15),
+// matrix descriptor format (9.7.15.5.1), setmaxnreg; FACTS.md "Hopper".
+//
+// Block: one producer warpgroup (warpgroup 0; its first thread issues every
+// TMA load, the warpgroup gives registers back with setmaxnreg.dec) and
+// BM/64 consumer warpgroups (warpgroup c owns rows 64(c-1).. of the tile,
+// issues the wgmma and runs the epilogue of its rows). The grid is
+// persistent: block x walks the work items x, x+gridDim.x, ... where item
+// i = tile*nBlocks + column block, tile indexing the tile list (ATiled) or
+// the BM-row blocks of A (ADense). Producer and consumers walk the same item
+// sequence, so the ring's stage and phase simply continue from item to item.
+//
+// Shared memory (dynamic, realigned to 1024 bytes): Stages stages of
+// [A: BK/64 atoms of BM rows x 128 B][B: BK/64 atoms of NB rows x 128 B]
+// (an atom is one TMA box of 64 bf16 along K, 128-byte swizzled, so every
+// atom starts 1024-byte aligned), then Stages full and Stages empty
+// mbarriers. full[s] expects one arrival (the producer's arrive.expect_tx)
+// plus the transaction bytes of the stage; empty[s] expects one arrival per
+// consumer warp (lane 0, after wgmma.wait_group shows the warp's reads of
+// the stage are done).
+//
+// Operands through TMA (tensor maps are kernel parameters after the
+// GemmParams, see sm90TensorMaps):
+//   - A: 2D map over [rowsTotal, K] (rowsTotal = rowsPerT*T), box [BM, 64];
+//     the row coordinate is the tile's first row (segment offset + tile row
+//     from the tile list). Rows past the tensor are zero-filled by TMA; rows
+//     past the expert's segment but inside the tensor are loaded and never
+//     stored (the epilogue predicates on RowEnd).
+//   - B (BGrouped): 3D map over [E, BRows, K], box [1, rows, 64], so rows
+//     past an expert's BRows are zero-filled instead of reading the next
+//     expert. Gated halves: two boxes of BN rows (gate rows n0.., up rows
+//     N+n0..) form the NB = 2*BN row B tile (accumulator columns 0..BN-1
+//     gate, BN..2BN-1 up: one thread holds both halves of a column);
+//     interleaved: one box of 2*BN rows from row 2*n0 (accumulator column pair
+//     (2c, 2c+1) = (gate, up) of output column n0+c); plain: one box of BN rows.
+//   - K need not be a multiple of 64: the last K block reads past K and TMA
+//     fills zeros, which add nothing.
+//
+// BTable (one allocation per expert) is refused: a TMA tensor map names one
+// global address, and swapping it per expert needs tensormap.replace on a
+// global-memory copy of the map (a workspace the engine interface has no
+// buffer for yet).
+type sm90Engine struct{}
+
+func init() { RegisterEngine(TargetSM90a, func() Engine { return sm90Engine{} }) }
+
+// Target returns "sm_90a".
+func (sm90Engine) Target() string { return TargetSM90a }
+
+// sm90Persistent is the persistent grid of the sm_90a and sm_100a engines:
+// one block per SM of the reference part (H100/H200 SXM: 132). On a part
+// with fewer SMs the surplus blocks simply wait for a free SM; blocks
+// without work exit after initialising their barriers.
+const sm90Persistent = 132
+
+// sm90Layout is the derived geometry of one sm_90a GEMM kernel.
+type sm90Layout struct {
+	BM, BN, NB, BK, S int // tile rows, output columns, B-tile rows (wgmma N), K block, stages
+	WG                int // consumer warpgroups (BM/64)
+	atoms             int // 64-wide K atoms per stage (BK/64)
+	threads           int
+	aAtom, bAtom      int // bytes of one A / B atom
+	stageBytes        int
+	barOff            int // offset of the mbarriers from the aligned base
+	sharedBytes       int // dynamic shared memory requested (with 1024 of alignment slack)
+	kTiles, nBlocks   int
+	gated, interleave bool
+	prodRegs, mmaRegs int // setmaxnreg targets (0: do not rebalance)
+}
+
+func sm90Plan(s GemmSpec) (sm90Layout, error) {
+	var l sm90Layout
+	l.BM, l.BN, l.BK, l.S = s.Tile.BM, s.Tile.BN, s.Tile.BK, s.Tile.Stages
+	l.gated = s.Epilogue == EpiGated
+	l.interleave = l.gated && s.Gate == GateInterleaved
+	l.NB = l.BN
+	if l.gated {
+		l.NB = 2 * l.BN
+	}
+	switch {
+	case s.B == BTable:
+		return l, fmt.Errorf("codegen: %s: sm_90a engine does not support per-expert weight pointers (BTable) yet: a TMA tensor map names one allocation; use one grouped weight tensor (BGrouped)", s.Name)
+	case l.BM%64 != 0 || l.BM < 64 || l.BM > 192:
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d must be 64, 128 or 192 (one consumer warpgroup per 64 rows, wgmma m64)", s.Name, l.BM)
+	case l.BN%8 != 0 || l.NB > 256:
+		return l, fmt.Errorf("codegen: %s: sm_90a B tile of %d rows (BN = %d) must be a multiple of 8 up to 256 (wgmma m64nNk16; TMA box <= 256 rows)", s.Name, l.NB, l.BN)
+	case l.BK%64 != 0:
+		return l, fmt.Errorf("codegen: %s: sm_90a K block %d must be a multiple of 64 (one 128-byte swizzle row of bf16 per TMA box)", s.Name, l.BK)
+	case l.S < 2:
+		return l, fmt.Errorf("codegen: %s: sm_90a needs at least 2 pipeline stages, got %d", s.Name, l.S)
+	case s.Tile.Cluster > 1:
+		return l, fmt.Errorf("codegen: %s: sm_90a engine runs without clusters (Cluster = %d)", s.Name, s.Tile.Cluster)
+	}
+	if w := s.Tile.Warps; w != 0 && w != 4*(l.BM/64) {
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d", s.Name, l.BM, 4*(l.BM/64), w)
+	}
+	l.WG = l.BM / 64
+	l.atoms = l.BK / 64
+	l.threads = 128 * (l.WG + 1)
+	l.aAtom = l.BM * 128
+	l.bAtom = l.NB * 128
+	l.stageBytes = l.atoms * (l.aAtom + l.bAtom)
+	l.barOff = l.S * l.stageBytes
+	l.sharedBytes = 1024 + l.barOff + 16*l.S
+	if l.sharedBytes > 227*1024 {
+		return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%dx%d with %d stages needs %d bytes of shared memory (> 227 KB)", s.Name, l.BM, l.NB, l.BK, l.S, l.sharedBytes)
+	}
+	l.kTiles = (s.K + l.BK - 1) / l.BK
+	l.nBlocks = (s.N + l.BN - 1) / l.BN
+	// Registers: 65536 per SM, one block per SM. The producer warpgroup
+	// keeps 40; consumers share the rest (multiple of 8, at most 240).
+	if l.WG >= 2 {
+		l.prodRegs = 40
+		l.mmaRegs = ((65536 - 128*l.prodRegs) / (128 * l.WG)) &^ 7
+		if l.mmaRegs > 240 {
+			l.mmaRegs = 240
+		}
+	}
+	if acc := l.NB / 2; l.WG >= 2 && acc+40 > l.mmaRegs {
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d with %d accumulators per thread exceeds the %d registers of a consumer thread", s.Name, l.BM, acc, l.mmaRegs)
+	}
+	return l, nil
+}
+
+// sm90TensorMaps returns the tensor-map parameters (after GemmParams) of an
+// sm_90a / sm_100a GEMM kernel: "tmap_a" over A and "tmap_b" over B, both
+// bf16, 128-byte swizzle, boxes of 64 elements along K.
+func sm90TensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) []Param {
+	k := int64(s.K)
+	rows := PerT(rowsPerT, 0)
+	rows.Min = 1
+	br := int64(s.BRows())
+	return []Param{
+		{Name: "tmap_a", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: &TensorMap{
+			Operand: RoleA, DType: "bf16",
+			Dims:        []Expr{Const(k), rows},
+			StrideBytes: []Expr{Const(2 * k)},
+			Box:         []int{64, bm}, Swizzle: 128}},
+		{Name: "tmap_b", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: &TensorMap{
+			Operand: RoleB, DType: "bf16",
+			Dims:        []Expr{Const(k), Const(br), Const(int64(s.Experts))},
+			StrideBytes: []Expr{Const(2 * k), Const(2 * k * br)},
+			Box:         []int{64, bBoxRows, 1}, Swizzle: 128}},
+	}
+}
+
+// bBoxRows is the row count of one B TMA box.
+func (l sm90Layout) bBoxRows() int {
+	if l.gated && !l.interleave {
+		return l.BN
+	}
+	return l.NB
+}
+
+// GroupedGEMM adds the sm_90a kernel of spec to m.
+func (sm90Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
+	if err := spec.Validate(); err != nil {
+		return KernelInfo{}, err
+	}
+	l, err := sm90Plan(spec)
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	params := append(GemmParams(spec), sm90TensorMaps(spec, rowsPerT, l.BM, l.bBoxRows())...)
+	b := NewKernel(m, spec.Name, l.threads, gemmLLParams(params)...)
+	MarkGridConstant(m, b.F, 1)
+	if err := l.emit(b, spec); err != nil {
+		return KernelInfo{}, err
+	}
+	return KernelInfo{Name: spec.Name, Params: params, Block: l.threads, SharedBytes: l.sharedBytes,
+		Grid: [3]Expr{Const(sm90Persistent), Const(1), Const(1)}}, nil
+}
+
+// gemmLLParams turns a GEMM parameter list into llir parameters: pointers
+// are global byte pointers, i32 scalars i32, tensor maps byval [128 x i8].
+func gemmLLParams(params []Param) []*llir.Param {
+	lp := make([]*llir.Param, len(params))
+	for i, q := range params {
+		switch q.Type {
+		case ParamI32:
+			lp[i] = llir.NewParam(q.Name, I32)
+		case ParamTmap:
+			lp[i] = TensorMapParam(q.Name)
+		default:
+			lp[i] = llir.NewParam(q.Name, GPtr)
+		}
+	}
+	return lp
+}
+
+// gemmWork is one work item of a persistent grouped GEMM.
+type gemmWork struct {
+	e, row0, rowEnd, n0 value.Value // expert, first row, row bound, first output column (i32)
+}
+
+// gemmItems emits the work-item count of a persistent grouped GEMM with bm
+// rows per tile and nBlocks column blocks.
+func gemmItems(b *Builder, s GemmSpec, bm, nBlocks int) value.Value {
+	var tiles value.Value
+	if s.A == ATiled {
+		tiles = b.Load(I32, b.Param("ntiles"), 4)
+	} else {
+		tiles = b.UDiv(b.AddI(b.Param("rows"), int64(bm-1)), I32c(int64(bm)))
+	}
+	return b.MulI(tiles, int64(nBlocks))
+}
+
+// gemmDecode emits the decoding of work item it.
+func gemmDecode(b *Builder, s GemmSpec, it value.Value, bm, bn, nBlocks int) gemmWork {
+	t := b.UDiv(it, I32c(int64(nBlocks)))
+	nb := b.URem(it, I32c(int64(nBlocks)))
+	var w gemmWork
+	w.n0 = b.MulI(nb, int64(bn))
+	if s.A == ATiled {
+		q := b.GEP(b.Param("tiles"), b.MulI(b.Wide(t), 8))
+		w.e = b.Load(I32, q, 4)
+		w.row0 = b.Load(I32, b.GEPc(q, 4), 4)
+		w.rowEnd = b.Load(I32, b.GEP(b.Param("offsets"), b.MulI(b.Wide(b.AddI(w.e, 1)), 4)), 4)
+	} else {
+		w.e = I32c(0)
+		w.row0 = b.MulI(t, int64(bm))
+		w.rowEnd = b.Param("rows")
+	}
+	return w
+}
+
+// ringNext advances a (stage, phase) pair of an S-stage ring: the phase
+// parity flips each time the stage wraps to 0.
+func ringNext(b *Builder, stage, phase value.Value, S int) (value.Value, value.Value) {
+	n := b.AddI(stage, 1)
+	wrap := b.Cmp("eq", n, I32c(int64(S)))
+	return b.Select(wrap, I32c(0), n), b.Select(wrap, b.Xor(phase, I32c(1)), phase)
+}
+
+func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
+	tid := b.Tid()
+	wg := b.LShr(tid, I32c(7))
+	base := b.SharedBase1024()
+	bars := b.AddI(base, int64(l.barOff))
+	full := func(stage value.Value) value.Value { return b.Add(bars, b.MulI(stage, 8)) }
+	empty := func(stage value.Value) value.Value { return b.Add(bars, b.AddI(b.MulI(stage, 8), int64(8*l.S))) }
+	stageA := func(stage value.Value) value.Value { return b.Add(base, b.MulI(stage, int64(l.stageBytes))) }
+	tmA := b.TensorMapAddr(b.Param("tmap_a"))
+	tmB := b.TensorMapAddr(b.Param("tmap_b"))
+
+	b.If(b.Cmp("eq", tid, I32c(0)), func() {
+		for s := 0; s < l.S; s++ {
+			b.MbarInit(b.AddI(bars, int64(8*s)), 1)
+			b.MbarInit(b.AddI(bars, int64(8*(l.S+s))), 4*l.WG)
+		}
+		b.FenceMbarInit()
+		b.PrefetchTensorMap(tmA)
+		b.PrefetchTensorMap(tmB)
+	})
+	b.Sync()
+	items := gemmItems(b, spec, l.BM, l.nBlocks)
+	first, step := b.Ctaid("x"), b.Nctaid("x")
+	var err error
+
+	b.IfElse(b.Cmp("eq", wg, I32c(0)), func() {
+		// Producer warpgroup.
+		if l.prodRegs > 0 {
+			b.SetMaxNReg(false, l.prodRegs)
+		}
+		b.If(b.Cmp("eq", tid, I32c(0)), func() {
+			b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
+				w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
+				return b.Loop(I32c(0), I32c(int64(l.kTiles)), I32c(1), v, func(kt value.Value, v []value.Value) []value.Value {
+					stage, phase := v[0], v[1]
+					b.MbarWait(empty(stage), b.Xor(phase, I32c(1)))
+					fb := full(stage)
+					b.MbarArriveExpectTx(fb, l.stageBytes)
+					sa := stageA(stage)
+					for a := 0; a < l.atoms; a++ {
+						k0 := b.AddI(b.MulI(kt, int64(l.BK)), int64(64*a))
+						dA := b.AddI(sa, int64(a*l.aAtom))
+						dB := b.AddI(sa, int64(l.atoms*l.aAtom+a*l.bAtom))
+						if e := b.TMALoad(tmA, dA, fb, k0, w.row0); e != nil {
+							err = e
+						}
+						switch {
+						case l.gated && !l.interleave:
+							if e := b.TMALoad(tmB, dB, fb, k0, w.n0, w.e); e != nil {
+								err = e
+							}
+							if e := b.TMALoad(tmB, b.AddI(dB, int64(l.BN*128)), fb, k0, b.AddI(w.n0, int64(spec.N)), w.e); e != nil {
+								err = e
+							}
+						case l.interleave:
+							if e := b.TMALoad(tmB, dB, fb, k0, b.MulI(w.n0, 2), w.e); e != nil {
+								err = e
+							}
+						default:
+							if e := b.TMALoad(tmB, dB, fb, k0, w.n0, w.e); e != nil {
+								err = e
+							}
+						}
+					}
+					s2, p2 := ringNext(b, stage, phase, l.S)
+					return []value.Value{s2, p2}
+				})
+			})
+		})
+	}, func() {
+		// Consumer warpgroups.
+		if l.mmaRegs > 0 {
+			b.SetMaxNReg(true, l.mmaRegs)
+		}
+		c := b.AddI(wg, -1)
+		lane, warp := b.LaneWarp()
+		laneZero := b.ZExt(b.Cmp("eq", lane, I32c(0)), I32)
+		aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom
+		offA, offB := make([]int, 0, 4*l.atoms), make([]int, 0, 4*l.atoms)
+		for a := 0; a < l.atoms; a++ {
+			for k := 0; k < 4; k++ {
+				offA = append(offA, (a*l.aAtom+32*k)>>4)
+				offB = append(offB, (a*l.bAtom+32*k)>>4)
+			}
+		}
+		b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
+			w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
+			acc := make([]value.Value, l.NB/2)
+			for i := range acc {
+				acc[i] = F32c(0)
+			}
+			init := append([]value.Value{v[0], v[1]}, acc...)
+			out := b.Loop(I32c(0), I32c(int64(l.kTiles)), I32c(1), init, func(kt value.Value, v []value.Value) []value.Value {
+				stage, phase := v[0], v[1]
+				b.MbarWait(full(stage), phase)
+				sa := stageA(stage)
+				dA := b.SM90Desc(b.Add(sa, aOff), SM90DescK128B)
+				dB := b.SM90Desc(b.AddI(sa, int64(l.atoms*l.aAtom)), SM90DescK128B)
+				acc, e := b.WGMMABF16(l.NB, v[2:], dA, dB, offA, offB)
+				if e != nil {
+					err = e
+					return v
+				}
+				// At most this stage's group pending: the previous stage's
+				// reads are done, so release it.
+				acc = b.WGMMAWait(1, acc)
+				prev := b.Select(b.Cmp("eq", stage, I32c(0)), I32c(int64(l.S-1)), b.AddI(stage, -1))
+				b.MbarArriveIf(empty(prev), b.And(laneZero, b.ZExt(b.Cmp("sgt", kt, I32c(0)), I32)))
+				s2, p2 := ringNext(b, stage, phase, l.S)
+				return append([]value.Value{s2, p2}, acc...)
+			})
+			stage, phase := out[0], out[1]
+			acc = b.WGMMAWait(0, out[2:])
+			last := b.Select(b.Cmp("eq", stage, I32c(0)), I32c(int64(l.S-1)), b.AddI(stage, -1))
+			b.MbarArriveIf(empty(last), laneZero)
+			if e := l.epilogue(b, spec, w, c, lane, warp, acc); e != nil {
+				err = e
+			}
+			return []value.Value{stage, phase}
+		})
+	})
+	b.Ret()
+	return err
+}
+
+// epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
+// through the shared Epilogue (bias, activation, bf16 rounding, predicated
+// stores). acc is the wgmma fragment (see WGMMABF16).
+func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
+	var bias value.Value
+	if spec.Bias {
+		bias = b.GEP(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
+	}
+	ep := NewEpilogue(spec, EpilogueArgs{C: b.Param("c"), Bias: bias, RowEnd: w.rowEnd})
+	wq := b.And(warp, I32c(3))
+	r0 := b.Add(b.Add(w.row0, b.MulI(c, 64)), b.Add(b.MulI(wq, 16), b.LShr(lane, I32c(2))))
+	t2 := b.MulI(b.And(lane, I32c(3)), 2)
+	for h := 0; h < 2; h++ { // rows r0 and r0+8
+		row := b.AddI(r0, int64(8*h))
+		switch {
+		case l.gated && !l.interleave:
+			up := l.BN / 8
+			for j := 0; j < l.BN/8; j++ {
+				col := b.Add(b.AddI(w.n0, int64(8*j)), t2)
+				g0, g1 := acc[4*j+2*h], acc[4*j+2*h+1]
+				u0, u1 := acc[4*(j+up)+2*h], acc[4*(j+up)+2*h+1]
+				if err := ep.Emit(b, row, col, []value.Value{g0, u0, g1, u1}); err != nil {
+					return err
+				}
+			}
+		case l.interleave:
+			t := b.And(lane, I32c(3))
+			for j := 0; j < l.NB/8; j++ {
+				col := b.Add(b.AddI(w.n0, int64(4*j)), t)
+				if err := ep.Emit(b, row, col, []value.Value{acc[4*j+2*h], acc[4*j+2*h+1]}); err != nil {
+					return err
+				}
+			}
+		default:
+			for j := 0; j < l.NB/8; j++ {
+				col := b.Add(b.AddI(w.n0, int64(8*j)), t2)
+				if err := ep.Emit(b, row, col, []value.Value{acc[4*j+2*h], acc[4*j+2*h+1]}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}

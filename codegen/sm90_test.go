@@ -1,0 +1,201 @@
+package codegen
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/schedule"
+)
+
+// sm90Specs returns the grouped-GEMM specs Build makes for preset name on
+// target (FC1, FC2 and, with a shared expert, the shared FC1/FC2).
+func sm90Specs(t *testing.T, name string, target schedule.Target) []GemmSpec {
+	t.Helper()
+	l, err := schedule.Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.DefaultSchedule(l, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tile := func(tt schedule.Tile, gated bool) Tile {
+		bn := tt.N
+		if gated {
+			bn /= 2
+		}
+		return Tile{BM: tt.M, BN: bn, BK: tt.K, Stages: s.Stages, Warps: s.Warps.MMA,
+			ProducerWarps: s.Warps.Producer, EpilogueWarps: s.Warps.Epilogue, Cluster: s.Cluster}
+	}
+	gate := GateHalves
+	if l.GateUpInterleaved {
+		gate = GateInterleaved
+	}
+	specs := []GemmSpec{
+		{Name: "moe_fc1", N: l.Intermediate, K: l.Hidden, Experts: l.Experts, A: ATiled, B: BGrouped,
+			Epilogue: EpiGated, Gate: gate, Act: Activation{Kind: ActSwiGLU}, Bias: l.Biases, Tile: tile(s.FC1, true)},
+		{Name: "moe_fc2", N: l.Hidden, K: l.Intermediate, Experts: l.Experts, A: ATiled, B: BGrouped,
+			Epilogue: EpiStore, Bias: l.Biases, Tile: tile(s.FC2, false)},
+	}
+	if is := l.SharedWidth(); is > 0 {
+		specs = append(specs,
+			GemmSpec{Name: "moe_shared_fc1", N: is, K: l.Hidden, Experts: 1, A: ADense, B: BGrouped,
+				Epilogue: EpiGated, Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: tile(s.FC1, true)},
+			GemmSpec{Name: "moe_shared_fc2", N: l.Hidden, K: is, Experts: 1, A: ADense, B: BGrouped,
+				Epilogue: EpiStore, Tile: tile(s.FC2, false)})
+	}
+	return specs
+}
+
+// TestSM90PresetsAssemble builds every preset's grouped GEMMs with the
+// sm_90a engine, compiles them with llc-19 and assembles the PTX with ptxas
+// for sm_90a.
+func TestSM90PresetsAssemble(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		t.Run(name, func(t *testing.T) {
+			eng, err := EngineFor(TargetSM90a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := ir.NewModule("sm90_" + name).IR
+			for _, s := range sm90Specs(t, name, schedule.SM90a) {
+				if _, err := eng.GroupedGEMM(m, s, 8); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ir.Check(m); err != nil {
+				t.Fatal(err)
+			}
+			text, err := ir.LLVM19Text(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptx := llcPTX(t, text, "sm_90a")
+			if d := os.Getenv("MOKC_DUMP"); d != "" {
+				os.WriteFile(d+"/"+name+".sm90.ll", []byte(text), 0o644)
+				os.WriteFile(d+"/"+name+".sm90.ptx", []byte(ptx), 0o644)
+			}
+			toolchain.NeedPtxas(t, "sm_90a")
+			if err := toolchain.Assemble(ptx, "sm_90a"); err != nil {
+				t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+			}
+		})
+	}
+}
+
+// sm90GemmCase is one grouped GEMM of the engine GPU test: a spec, the
+// rows per expert (ATiled) or the row count (ADense).
+type sm90GemmCase struct {
+	spec   GemmSpec
+	counts []int // rows per expert (ATiled); one entry, the row count M, for ADense
+}
+
+// sm90GemmCases covers ragged experts (empty, 1 row, not tile multiples,
+// more than one tile), K not a multiple of 64, N not a multiple of BN, the
+// three epilogues (plain with bias, SwiGLU over gate/up halves, GPT-OSS over
+// interleaved rows with biases), 1, 2 and 3 consumer warpgroups, and the
+// dense (shared-expert) row mode. Kernel names are prefixed by prefix.
+func sm90GemmCases(prefix string) []sm90GemmCase {
+	t := func(bm, bn, stages int) Tile { return Tile{BM: bm, BN: bn, BK: 64, Stages: stages, Warps: 4 * bm / 64} }
+	return []sm90GemmCase{
+		{GemmSpec{Name: prefix + "_store", N: 200, K: 200, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiStore,
+			Bias: true, Tile: t(128, 128, 4)}, []int{37, 0, 130, 300, 64}},
+		{GemmSpec{Name: prefix + "_swiglu", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: t(128, 128, 3)}, []int{1, 129, 250}},
+		{GemmSpec{Name: prefix + "_gptoss", N: 72, K: 256, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, Bias: true, Tile: t(64, 64, 2)},
+			[]int{70, 5, 0, 64}},
+		{GemmSpec{Name: prefix + "_dense", N: 136, K: 136, Experts: 1, A: ADense, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActClampedSwiGLU, Limit: 3}, Tile: t(192, 64, 3)}, []int{300}},
+	}
+}
+
+// sm90GemmModule builds every GEMM case of prefix with engine eng into one
+// module.
+func sm90GemmModule(t testing.TB, eng Engine, cases []sm90GemmCase) (*ir.Module, []KernelInfo) {
+	t.Helper()
+	m := ir.NewModule("gemm_" + eng.Target())
+	var infos []KernelInfo
+	for _, c := range cases {
+		ki, err := eng.GroupedGEMM(m.IR, c.spec, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos = append(infos, ki)
+	}
+	if err := ir.Check(m.IR); err != nil {
+		t.Fatal(err)
+	}
+	return m, infos
+}
+
+var sm90Update = flag.Bool("update-sm90", false, "rewrite testdata/sm90/gemm.llc.ptx from llc-19")
+
+// TestSM90GemmLLCPTX keeps testdata/sm90/gemm.llc.ptx (llc-19's PTX of the
+// engine test kernels, which the GPU test runs) in step with the generator,
+// and assembles it for sm_90a.
+func TestSM90GemmLLCPTX(t *testing.T) {
+	eng, err := EngineFor(TargetSM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := sm90GemmModule(t, eng, sm90GemmCases("sm90t"))
+	text, err := ir.LLVM19Text(m.IR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := llcPTX(t, text, "sm_90a")
+	path := filepath.Join("testdata", "sm90", "gemm.llc.ptx")
+	if *sm90Update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./codegen -run TestSM90GemmLLCPTX -update-sm90)", err)
+	}
+	if string(want) != got {
+		t.Fatalf("%s is stale: run go test ./codegen -run TestSM90GemmLLCPTX -update-sm90", path)
+	}
+	toolchain.NeedPtxas(t, "sm_90a")
+	if err := toolchain.Assemble(got, "sm_90a"); err != nil {
+		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+	}
+}
+
+// TestSM90Refusals checks the errors of unsupported specs.
+func TestSM90Refusals(t *testing.T) {
+	eng, err := EngineFor(TargetSM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := sm90GemmCases("sm90r")[0].spec
+	for name, mod := range map[string]func(s *GemmSpec){
+		"btable":  func(s *GemmSpec) { s.B = BTable },
+		"bm96":    func(s *GemmSpec) { s.Tile.BM = 96; s.Tile.Warps = 0 },
+		"bn264":   func(s *GemmSpec) { s.Tile.BN = 264 },
+		"gated":   func(s *GemmSpec) { s.Epilogue = EpiGated; s.Tile.BN = 136 },
+		"bk32":    func(s *GemmSpec) { s.Tile.BK = 32 },
+		"stages1": func(s *GemmSpec) { s.Tile.Stages = 1 },
+		"smem":    func(s *GemmSpec) { s.Tile.Stages = 5; s.Tile.BN = 256 },
+		"warps":   func(s *GemmSpec) { s.Tile.Warps = 4 },
+	} {
+		s := base
+		s.Name = "sm90r_" + name
+		mod(&s)
+		if _, err := eng.GroupedGEMM(ir.NewModule("r").IR, s, 1); err == nil {
+			t.Errorf("%s: spec accepted, want an error", name)
+		} else if !strings.Contains(err.Error(), s.Name) {
+			t.Errorf("%s: error %q does not name the kernel", name, err)
+		}
+	}
+}
