@@ -23,9 +23,14 @@ vet: toolchain
 	$(ENV) $(GO) vet ./...
 	$(ENV) $(GO) vet -tags cuda ./...
 
-## test: vet, then every package's tests; a missing tool fails a test instead of skipping it
-test: vet
-	$(ENV) MOKC_REQUIRE_TOOLS=1 $(GO) test ./...
+## test: vet (with and without -tags cuda) and every package's tests; the tests run even when
+## vet fails, and either failing fails the target; a missing tool fails a test, never skips it
+test: toolchain
+	$(ENV) rc=0; \
+	$(GO) vet ./... || rc=1; \
+	$(GO) vet -tags cuda ./... || rc=1; \
+	MOKC_REQUIRE_TOOLS=1 $(GO) test ./... || rc=1; \
+	exit $$rc
 
 ## test-cuda: the -tags cuda tests of $(DEVICE_PKGS); without a GPU their device tests skip
 test-cuda: toolchain
