@@ -39,6 +39,9 @@ func llcPTX(t *testing.T, text, target string) string {
 }
 
 func TestBuildPresetsLLC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles every preset with llc-19 and ptxas")
+	}
 	for _, name := range schedule.Presets() {
 		t.Run(name, func(t *testing.T) {
 			l, err := schedule.Preset(name)

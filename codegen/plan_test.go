@@ -1,0 +1,143 @@
+package codegen
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/schedule"
+)
+
+func TestExprEval(t *testing.T) {
+	cases := []struct {
+		e    Expr
+		T    int64
+		want int64
+	}{
+		{Const(7), 0, 7},
+		{Const(7), 1000, 7},
+		{PerT(3, 2), 5, 17},
+		{Expr{A: 8, B: 128 * 4, D: 128, Min: 1}, 0, 4},
+		{Expr{A: 8, B: 128 * 4, D: 128, Min: 1}, 17, 6}, // ceil(136/128)+4
+		{Expr{A: 1, D: 8, Min: 1}, 0, 1},
+		{Expr{A: 1, D: 8, Min: 1}, 9, 2},
+	}
+	for _, c := range cases {
+		if got := c.e.Eval(c.T); got != c.want {
+			t.Errorf("%v at T=%d = %d, want %d", c.e, c.T, got, c.want)
+		}
+	}
+}
+
+func TestGemmSpecValidate(t *testing.T) {
+	ok := GemmSpec{Name: "g", N: 64, K: 64, Experts: 2, Tile: Tile{BM: 64, BN: 64, BK: 32, Stages: 2, Warps: 4}}
+	if err := ok.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, bad := range []func(*GemmSpec){
+		func(s *GemmSpec) { s.Name = "" },
+		func(s *GemmSpec) { s.N = 12 },
+		func(s *GemmSpec) { s.K = 0 },
+		func(s *GemmSpec) { s.A = ADense },
+		func(s *GemmSpec) { s.Tile.Stages = 0 },
+	} {
+		s := ok
+		bad(&s)
+		if err := s.Validate(); err == nil {
+			t.Errorf("%+v: no error", s)
+		}
+	}
+	if _, err := EngineFor("sm_75"); err == nil || !strings.Contains(err.Error(), "sm_80") {
+		t.Errorf("EngineFor(sm_75) = %v", err)
+	}
+}
+
+// TestBuildPlan checks the launch plan of a program: every kernel exists in
+// the module, every pointer names a buffer, every buffer is used, grids and
+// sizes grow with T as the kernels need, and the plan survives JSON.
+func TestBuildPlan(t *testing.T) {
+	for _, c := range forwardCases(t) {
+		t.Run(c.name, func(t *testing.T) {
+			p := buildCase(t, c)
+			l := c.layer
+			fns := map[string]bool{}
+			for _, f := range p.Module.Funcs {
+				fns[f.Name()] = true
+			}
+			used := map[string]bool{}
+			for _, k := range p.Kernels {
+				if !fns[k.Name] {
+					t.Errorf("kernel %s not in the module", k.Name)
+				}
+				if k.Block <= 0 || k.Block > 1024 {
+					t.Errorf("%s: block %d", k.Name, k.Block)
+				}
+				for _, prm := range k.Params {
+					switch prm.Type {
+					case ParamPtr:
+						if p.Buffer(prm.Buffer) == nil {
+							t.Errorf("%s.%s: no buffer %q", k.Name, prm.Name, prm.Buffer)
+						}
+						used[prm.Buffer] = true
+					case ParamI32:
+						if prm.Value == nil {
+							t.Errorf("%s.%s: scalar without value", k.Name, prm.Name)
+						}
+					}
+				}
+			}
+			for _, b := range p.Buffers {
+				if !used[b.Name] {
+					t.Errorf("buffer %s is used by no kernel", b.Name)
+				}
+			}
+			T := int64(257)
+			H, I, K := int64(l.Hidden), int64(l.Intermediate), int64(l.TopK)
+			for name, want := range map[string]int64{"xs": 2 * T * K * H, "h": 2 * T * K * I, "y": 2 * T * H, "row_of_slot": 4 * T * K} {
+				if got := p.Buffer(name).Bytes.Eval(T); got != want {
+					t.Errorf("buffer %s: %d bytes at T=%d, want %d", name, got, T, want)
+				}
+			}
+			if got, min := p.Buffer("tiles1").Bytes.Eval(T), 8*((T*K+int64(c.layerBM()))/int64(c.layerBM())+int64(l.Experts)); got < min {
+				t.Errorf("tiles1: %d bytes < %d", got, min)
+			}
+			js, err := json.Marshal(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var back Program
+			if err := json.Unmarshal(js, &back); err != nil {
+				t.Fatal(err)
+			}
+			if len(back.Kernels) != len(p.Kernels) || back.Kernels[len(p.Kernels)-1].Name != "moe_combine" {
+				t.Errorf("JSON round trip lost kernels: %s", js)
+			}
+		})
+	}
+}
+
+func (c fwdCase) layerBM() int {
+	s, _ := schedule.DefaultSchedule(c.layer, schedule.SM80)
+	return s.FC1.M
+}
+
+func TestBuildRejects(t *testing.T) {
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.DefaultSchedule(l, schedule.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := l
+	bad.Hidden = 2050
+	if _, err := Build(bad, s); err == nil {
+		t.Error("Build accepted H = 2050")
+	}
+	s2 := s
+	s2.Stages = 1
+	if _, err := Build(l, s2); err == nil {
+		t.Error("Build accepted 1 stage")
+	}
+}
