@@ -222,7 +222,9 @@ func (c *Context) Close() error {
 func (c *Context) Device() DeviceProps { return c.props }
 
 // Synchronize waits until all work in the context has finished
-// (cuCtxSynchronize); an asynchronous kernel fault surfaces here.
+// (cuCtxSynchronize); an asynchronous kernel fault surfaces here. A kernel
+// fault (illegal address or instruction) is sticky: every later call in the
+// process fails with the same error.
 func (c *Context) Synchronize() error {
 	if err := c.live(); err != nil {
 		return err
@@ -782,6 +784,14 @@ func argsBuf(a *Args) []byte {
 // validated by CheckTensorMapTiled, whose error names the violated rule; a
 // refusal by the driver is a *DriverError. The driver needs no context, but
 // the tensor map is only usable on sm_90 or newer.
+//
+// In the kernel, take the parameter's generic address with
+// `mov.b64 %rd, name; cvta.param.u64 %rd, %rd;` (without the cvta the H200
+// faults with CUDA_ERROR_MISALIGNED_ADDRESS). Measured on the H200 (driver
+// 580): the box's inner start coordinate times the element size must be a
+// multiple of 16 bytes, else the load faults with
+// CUDA_ERROR_ILLEGAL_INSTRUCTION; outer and negative coordinates are free and
+// out-of-bounds elements read as zero with OOBFillZero.
 func EncodeTensorMapTiled(dtype TensorMapDataType, rank int, globalAddr DevicePtr, globalDims, globalStrides []uint64,
 	boxDims, elementStrides []uint32, interleave TensorMapInterleave, swizzle TensorMapSwizzle,
 	l2Promotion TensorMapL2Promotion, oobFill TensorMapOOBFill) ([TensorMapBytes]byte, error) {

@@ -375,16 +375,6 @@ func TestTensorMapTMA(t *testing.T) {
 	}
 	d := alloc(t, ctx, 2*rows*cols)
 	must(t, ctx.CopyToDevice(d, host))
-	tmap, err := EncodeTensorMapTiled(TensorMapBF16, 2, d, []uint64{cols, rows}, []uint64{2 * cols},
-		[]uint32{box, box}, nil, InterleaveNone, SwizzleNone, L2Promotion128B, OOBFillZero)
-	must(t, err)
-	nonzero := false
-	for _, b := range tmap {
-		nonzero = nonzero || b != 0
-	}
-	if !nonzero {
-		t.Fatal("tensor map is all zeros")
-	}
 	if _, err := EncodeTensorMapTiled(TensorMapBF16, 2, d.Offset(8), []uint64{cols, rows}, []uint64{2 * cols},
 		[]uint32{box, box}, nil, InterleaveNone, SwizzleNone, L2Promotion128B, OOBFillZero); err == nil ||
 		!strings.Contains(err.Error(), "16-byte aligned") {
@@ -393,21 +383,43 @@ func TestTensorMapTMA(t *testing.T) {
 
 	_, f := loadFunction(t, ctx, tmaLoadPTX, "tma_load_2d")
 	out := alloc(t, ctx, 2*box*box)
-	for _, c := range [][2]int{{64, 32}, {cols - box, rows - box/2}, {r.IntN(cols - box), r.IntN(rows - box)}} {
-		c0, c1 := c[0], c[1]
-		must(t, ctx.Memset(out, 0xCC, 2*box*box))
-		must(t, f.Launch(Dim3{X: 1}, Dim3{X: 128}, 0, nil, NewArgs().Bytes(tmap[:]).Ptr(out).I32(int32(c0)).I32(int32(c1))))
-		must(t, ctx.Synchronize())
-		got := make([]uint16, box*box)
-		must(t, ctx.CopyFromDevice(got, out))
-		for i := range box {
-			for j := range box {
-				want := uint16(0) // out of bounds: zero fill
-				if c1+i < rows && c0+j < cols {
-					want = host[(c1+i)*cols+c0+j]
-				}
-				if got[i*box+j] != want {
-					t.Fatalf("box at (%d,%d): element [%d][%d] = %#04x, want %#04x", c0, c1, i, j, got[i*box+j], want)
+	for _, swizzle := range []TensorMapSwizzle{SwizzleNone, Swizzle128B} {
+		tmap, err := EncodeTensorMapTiled(TensorMapBF16, 2, d, []uint64{cols, rows}, []uint64{2 * cols},
+			[]uint32{box, box}, nil, InterleaveNone, swizzle, L2Promotion128B, OOBFillZero)
+		must(t, err)
+		nonzero := false
+		for _, b := range tmap {
+			nonzero = nonzero || b != 0
+		}
+		if !nonzero {
+			t.Fatal("tensor map is all zeros")
+		}
+		// The box's inner start coordinate must be a multiple of 16 bytes
+		// (8 bf16): other values fault with CUDA_ERROR_ILLEGAL_INSTRUCTION on
+		// the H200. Outer coordinates and negative ones are free.
+		coords := [][2]int{{64, 32}, {cols - box, rows - box/2}, {-8, -3}, {8 * r.IntN((cols-box)/8), r.IntN(rows - box)}}
+		for _, c := range coords {
+			c0, c1 := c[0], c[1]
+			must(t, ctx.Memset(out, 0xCC, 2*box*box))
+			must(t, f.Launch(Dim3{X: 1}, Dim3{X: 128}, 0, nil, NewArgs().Bytes(tmap[:]).Ptr(out).I32(int32(c0)).I32(int32(c1))))
+			must(t, ctx.Synchronize())
+			got := make([]uint16, box*box)
+			must(t, ctx.CopyFromDevice(got, out))
+			for i := range box {
+				for j := range box {
+					want := uint16(0) // out of bounds: zero fill
+					if c1+i >= 0 && c1+i < rows && c0+j >= 0 && c0+j < cols {
+						want = host[(c1+i)*cols+c0+j]
+					}
+					// With the 128B swizzle, 16-byte chunk k of a 128-byte
+					// row r lands at chunk k ^ (r % 8).
+					pos := i*box + j
+					if swizzle == Swizzle128B {
+						pos = i*box + ((j/8)^(i%8))*8 + j%8
+					}
+					if got[pos] != want {
+						t.Fatalf("swizzle %d, box at (%d,%d): element [%d][%d] = %#04x, want %#04x", swizzle, c0, c1, i, j, got[pos], want)
+					}
 				}
 			}
 		}
