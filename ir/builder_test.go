@@ -178,6 +178,13 @@ func TestHelpersEmit(t *testing.T) {
 		}, []string{"for.head1:", "phi i32 [ 0, %entry ], [ %5, %for.body2 ]", "phi float [ 1.0, %entry ], [ %4, %for.body2 ]",
 			"icmp slt i32 %0, %n", fmt.Sprintf("add i32 %%0, %d", c1), "br label %for.head1",
 			"store float %1, float addrspace(1)* %f", "icmp slt i32 %6, 4"}},
+		{"switch", func(k *ir.Kernel) {
+			k.Switch(k.Param("n"), func() { k.SyncThreads() },
+				ir.Case{Value: c1, Body: func() { k.Store(ir.Int32(c1), k.Param("x")) }},
+				ir.Case{Value: c1 + 1, Body: func() { k.Store(ir.Float32(1), k.Param("f")) }})
+		}, []string{fmt.Sprintf("switch i32 %%n, label %%sw.default2 [\n\t\ti32 %d, label %%sw.case3\n\t\ti32 %d, label %%sw.case4\n\t]", c1, c1+1),
+			fmt.Sprintf("sw.case3:\n\tstore i32 %d, i32 addrspace(1)* %%x\n\tbr label %%sw.end1", c1),
+			"sw.default2:\n\tcall void @llvm.nvvm.barrier0()\n\tbr label %sw.end1", "sw.end1:\n\tret void"}},
 		{"loop", func(k *ir.Kernel) {
 			k.Loop(func() ir.Value {
 				return k.ICmp(enum.IPredEQ, k.LoadVolatile(k.Param("x")), ir.Int32(0))
@@ -265,6 +272,9 @@ func TestBuilderErrors(t *testing.T) {
 			g.Ret(nil)
 			k.Call(g)
 		}, "call @g: 0 arguments for 1 parameters"},
+		{"switch duplicate", func(m *ir.Module, k *ir.Kernel) {
+			k.Switch(k.Param("n"), nil, ir.Case{Value: 1, Body: func() {}}, ir.Case{Value: 1, Body: func() {}})
+		}, "switch: duplicate case 1"},
 		{"bf16 from float", func(m *ir.Module, k *ir.Kernel) { k.BF16ToF32(ir.Float32(1)) }, "bf16→f32: value is float, want i16"},
 	}
 	for _, c := range cases {

@@ -966,7 +966,10 @@ func (c *checker) inst(inst llir.Instruction, bi int) {
 		if ct := safeType(i.Cond); ct == nil || !ct.Equal(types.I1) {
 			c.instErr(i, "condition of type %s, want i1", ct)
 		}
-		c.sameTypes(i, valueType, "a value type of the subset", i.ValueTrue, i.ValueFalse)
+		c.sameTypes(i, func(t types.Type) bool {
+			_, vec := t.(*types.VectorType)
+			return valueType(t) && !vec
+		}, "a scalar or pointer", i.ValueTrue, i.ValueFalse)
 	case *llir.InstTrunc:
 		c.conv(i, i.From, i.To, func(a, b types.Type) bool { return logicInt(a) && logicInt(b) && bits(b) < bits(a) })
 	case *llir.InstZExt:

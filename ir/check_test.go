@@ -1,6 +1,7 @@
 package ir_test
 
 import (
+	"os/exec"
 	"strings"
 	"testing"
 
@@ -9,6 +10,7 @@ import (
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
+	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
 )
 
@@ -171,6 +173,8 @@ func TestCheckRejectsText(t *testing.T) {
 			"br i1 %c, label %a, label %b\na:\n%y = add i32 1, 1\nbr label %j\nb:\nbr label %j\nj:\n%p = phi i32 [ %y, %b ], [ 0, %a ]\nret void"),
 			[]string{"@k", "operand %y does not dominate this use"}},
 		{"branch to entry", kernel("", "br label %entry"), []string{"@k", "entry block cannot be a branch target"}},
+		{"select on vectors", kernel("i1 %c, <2 x i32> %a", "%s = select i1 %c, <2 x i32> %a, <2 x i32> %a\nret void"),
+			[]string{"@k", "select i1 %c", "want a scalar or pointer"}},
 		{"i128 arithmetic", kernel("i128 %a", "%b = add i128 %a, %a\nret void"), []string{"@k", "i128"}},
 		{"vector arithmetic", kernel("<2 x i32> %a", "%b = add <2 x i32> %a, %a\nret void"),
 			[]string{"@k", "add <2 x i32> %a, %a", "operands of type <2 x i32>"}},
@@ -317,7 +321,7 @@ def:
   %tb = getelementptr [128 x i8], [128 x i8]* %t, i32 0, i32 8
   %tv = load i8, i8* %tb, align 1
   %vec = insertelement <2 x half> undef, half 0xH3C00, i32 0
-  %r = call { i32, i32 } asm sideeffect "mov.b32 $0, 1;\0A\tmov.b32 $1, 2;", "=&r,=r,~{memory}"()
+  %r = call { i32, i32 } asm sideeffect "mov.b32 $0, 1;\0A\09mov.b32 $1, 2;", "=&r,=r,~{memory}"()
   %r0 = extractvalue { i32, i32 } %r, 0
   %sum = add i32 %r0, %x
   store volatile i32 %sum, i32 addrspace(1)* %p, align 4
@@ -329,5 +333,22 @@ def:
 	m := parse(t, src)
 	if err := ir.Check(m); err != nil {
 		t.Fatal(err)
+	}
+	// What the checker accepts, llc-19 must compile.
+	llc := toolchain.NeedLLC(t)
+	text, err := ir.LLVM19Text(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(llc, "-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90a", "-mattr=+ptx80", "-o", "-")
+	cmd.Stdin = strings.NewReader(text)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("llc-19: %v\n%s\n%s", err, out, text)
+	}
+	if err := toolchain.Assemble(string(out), "sm_90a"); err != nil {
+		if _, missing := toolchain.Ptxas("sm_90a"); missing == nil {
+			t.Fatalf("%v\n%s", err, out)
+		}
 	}
 }

@@ -170,3 +170,56 @@ func (f *Func) Loop(body func() value.Value) {
 	f.block("loop latch").NewCondBr(again, head, exit)
 	f.cur = f.attach(exit)
 }
+
+// Case is one arm of Switch: Body runs when the switched value equals Value.
+type Case struct {
+	Value int64
+	Body  func()
+}
+
+// Switch builds `switch x` over integer x (i8..i64) with distinct case
+// values: each arm's body, then deflt (may be nil) for all other values,
+// all joining after the switch, where the cursor ends. Use it for warp-role
+// dispatch.
+func (f *Func) Switch(x value.Value, deflt func(), cases ...Case) {
+	it, ok := typeOf(x).(*types.IntType)
+	if !ok || it.BitSize < 8 {
+		f.errorf("switch: value is %s, want i8, i16, i32 or i64", typeOf(x))
+		return
+	}
+	seen := map[int64]bool{}
+	for _, c := range cases {
+		if seen[c.Value] {
+			f.errorf("switch: duplicate case %d", c.Value)
+			return
+		}
+		seen[c.Value] = true
+	}
+	pre := f.block("switch")
+	join := f.detached("sw.end")
+	def := join
+	if deflt != nil {
+		def = f.detached("sw.default")
+	}
+	arms := make([]*llir.Block, len(cases))
+	lcs := make([]*llir.Case, len(cases))
+	for i, c := range cases {
+		arms[i] = f.detached("sw.case")
+		lcs[i] = llir.NewCase(Int(it, c.Value), arms[i])
+	}
+	pre.NewSwitch(x, def, lcs...)
+	run := func(b *llir.Block, body func()) {
+		f.cur = f.attach(b)
+		body()
+		if f.cur.Term == nil {
+			f.cur.NewBr(join)
+		}
+	}
+	for i, c := range cases {
+		run(arms[i], c.Body)
+	}
+	if deflt != nil {
+		run(def, deflt)
+	}
+	f.cur = f.attach(join)
+}

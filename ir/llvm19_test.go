@@ -173,6 +173,9 @@ var fixtures = map[string]func(m *ir.Module){
 		d := k.FPExt(h, ir.F64)
 		k.Store(k.SIToFP(k.FPToSI(d, ir.I32), ir.F32), p)
 		k.Store(k.UIToFP(k.FPToUI(v, ir.I16), ir.F32), p)
+		k.Switch(k.LShr(t, ir.Int32(5)), nil,
+			ir.Case{Value: 0, Body: func() { k.Store(ir.Float32(3), p) }},
+			ir.Case{Value: 3, Body: func() { k.Store(ir.Float32(4), p) }})
 		_ = k.Clock64()
 		_ = k.GlobalTimer()
 		_ = k.SMID()
