@@ -98,8 +98,11 @@ func (w WarpRoles) Total() int { return w.Producer + w.MMA + w.Epilogue }
 // GEMMs, the depth of the shared-memory pipeline, warp roles, and the grid.
 type Schedule struct {
 	Target Target
-	FC1    Tile // tile of the FC1 grouped GEMM (and of the shared FC1)
-	FC2    Tile // tile of the FC2 grouped GEMM (and of the shared FC2)
+	// FC1 and FC2 are the tiles of the two grouped GEMMs; the shared
+	// experts' GEMMs use the same tiles. Shared experts are BF16: with
+	// mxfp8 routed weights they use K/2 (the same bytes per stage).
+	FC1 Tile
+	FC2 Tile
 	// Stages is the number of shared-memory pipeline stages (buffers of one
 	// K block of A and B each).
 	Stages int

@@ -17,6 +17,7 @@ func init() {
 				&cli.StringFlag{Name: "model", Usage: "a preset name (see `mokc inspect --list`)"},
 				&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file"},
 				&cli.BoolFlag{Name: "list", Usage: "list the presets"},
+				&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (default: the model's, bf16)"},
 			},
 			Subcommands: inspectSubcommands,
 			Action:      inspectModel, // inspect_model.go

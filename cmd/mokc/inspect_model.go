@@ -2,12 +2,137 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"strings"
 
+	"github.com/mokc/mokc/schedule"
 	"github.com/urfave/cli/v2"
 )
 
 // inspectModel prints the layer of --model or --hf-config and the schedule
-// chosen for each target.
+// chosen for each target; --list prints the presets.
 func inspectModel(c *cli.Context) error {
-	return errors.New("inspect: not implemented yet")
+	w := c.App.Writer
+	if c.Bool("list") {
+		for _, n := range schedule.Presets() {
+			l, err := schedule.Preset(n)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(w, "%-18s %s\n", n, strings.TrimPrefix(l.String(), n+": "))
+		}
+		return nil
+	}
+	model, file := c.String("model"), c.String("hf-config")
+	var l schedule.Layer
+	var err error
+	switch {
+	case model != "" && file != "":
+		return errors.New("inspect: give --model or --hf-config, not both")
+	case model != "":
+		l, err = schedule.Preset(model)
+	case file != "":
+		l, err = schedule.LoadHFConfig(file)
+	default:
+		return errors.New("inspect: give --model NAME, --hf-config FILE or --list")
+	}
+	if err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	switch p := strings.ToLower(c.String("precision")); p {
+	case "", "bf16":
+	case "mxfp8":
+		l.Precision = schedule.MXFP8
+	default:
+		return fmt.Errorf("inspect: --precision %q: want bf16 or mxfp8", c.String("precision"))
+	}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("inspect: %w", err)
+	}
+	printLayer(w, l)
+	return nil
+}
+
+// printLayer writes the layer's fields and the default schedule per target.
+func printLayer(w io.Writer, l schedule.Layer) {
+	row := func(k string, v any) { fmt.Fprintf(w, "  %-22s %v\n", k, v) }
+	fmt.Fprintf(w, "layer %s\n", l.Name)
+	row("hidden size H", l.Hidden)
+	row("intermediate size I", l.Intermediate)
+	row("routed experts E", l.Experts)
+	row("top-k K", l.TopK)
+	if l.SharedExperts == 0 {
+		row("shared experts", "none")
+	} else {
+		s := fmt.Sprintf("%d x I_s=%d (%d), %v", l.SharedExperts, l.SharedIntermediate, l.SharedWidth(), l.SharedActivation)
+		if l.SharedActivation != schedule.SwiGLU {
+			s += fmt.Sprintf(" limit %g", l.SharedSwiGLULimit)
+		}
+		if l.SharedGate {
+			s += ", sigmoid output gate"
+		}
+		row("shared experts", s)
+	}
+	a := l.Activation.String()
+	switch l.Activation {
+	case schedule.ClampedSwiGLU:
+		a += fmt.Sprintf(" limit %g", l.SwiGLULimit)
+	case schedule.GPTOSS:
+		a += fmt.Sprintf(" limit %g alpha %g", l.SwiGLULimit, l.GPTOSSAlpha)
+	}
+	row("activation", a)
+	if l.GateUpInterleaved {
+		row("FC1 rows", "gate/up interleaved")
+	} else {
+		row("FC1 rows", "gate 0..I-1, up I..2I-1")
+	}
+	row("biases", l.Biases)
+	if l.RouterWeightOnInput {
+		row("routing weight", "scales the expert input")
+	} else {
+		row("routing weight", "scales the expert output")
+	}
+	r := l.Router
+	rs := r.Score.String()
+	if r.Normalize {
+		rs += ", top-k renormalised"
+	}
+	if r.Scale != 0 && r.Scale != 1 {
+		rs += fmt.Sprintf(", scale %g", r.Scale)
+	}
+	if r.Groups > 1 {
+		rs += fmt.Sprintf(", %d groups top-%d", r.Groups, r.TopKGroups)
+	}
+	row("router", rs)
+	row("weight precision", l.Precision)
+	row("routing input", l.Routing)
+	row("weight storage", l.Storage)
+	row("main grad", l.MainGrad)
+	fmt.Fprintln(w, "schedules")
+	for _, t := range schedule.Targets() {
+		s, err := schedule.DefaultSchedule(l, t)
+		if err != nil {
+			fmt.Fprintf(w, "  %-8s not available: %v\n", t, err)
+			continue
+		}
+		fmt.Fprintf(w, "  %-8s FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma + %d epilogue  cluster %d  %s\n",
+			t, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, gridText(s))
+		smem := max(s.SharedMemoryBytes(l, s.FC1, true), s.SharedMemoryBytes(l, s.FC2, false))
+		extra := ""
+		if t == schedule.SM100a {
+			extra = fmt.Sprintf(", TMEM %d columns", max(s.TMEMColumns(l, s.FC1), s.TMEMColumns(l, s.FC2)))
+		}
+		fmt.Fprintf(w, "  %-8s shared memory %d of %d bytes%s\n", "", smem, t.SharedMemoryLimit(), extra)
+	}
+}
+
+func gridText(s schedule.Schedule) string {
+	if !s.Persistent {
+		return "one CTA per tile"
+	}
+	if s.GridCTAs == 0 {
+		return "persistent, one CTA per SM"
+	}
+	return fmt.Sprintf("persistent, %d CTAs", s.GridCTAs)
 }

@@ -1,0 +1,464 @@
+package schedule
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+)
+
+// hfFamilies maps a config.json model_type to its reader. Keys per family
+// follow the transformers configuration classes (models/*/configuration_*.py)
+// and the released config.json files.
+var hfFamilies = map[string]func(c hfConfig) (Layer, error){
+	"qwen2_moe":   readQwenMoE(true),
+	"qwen3_moe":   readQwenMoE(false),
+	"deepseek_v2": readDeepSeek("deepseek_v2"),
+	"deepseek_v3": readDeepSeek("deepseek_v3"),
+	"deepseek_v4": readDeepSeek("deepseek_v4"),
+	"kimi_k2":     readDeepSeek("kimi_k2"),
+	"mixtral":     readMixtral,
+	"olmoe":       readOLMoE,
+	"gpt_oss":     readGPTOSS,
+	"llama4":      readLlama4,
+	"llama4_text": readLlama4Text,
+}
+
+// HFFamilies lists the Hugging Face model_type values ParseHFConfig reads.
+func HFFamilies() []string {
+	out := make([]string, 0, len(hfFamilies))
+	for k := range hfFamilies {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LoadHFConfig reads a Hugging Face config.json file with ParseHFConfig;
+// errors start with the file name.
+func LoadHFConfig(path string) (Layer, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Layer{}, err
+	}
+	l, err := ParseHFConfig(data)
+	if err != nil {
+		return Layer{}, fmt.Errorf("%s: %w", path, err)
+	}
+	if l.Name == "" {
+		l.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	return l, nil
+}
+
+// ParseHFConfig returns the MoE layer described by a Hugging Face
+// config.json of one of the families of HFFamilies: qwen2_moe, qwen3_moe,
+// deepseek_v2/v3/v4, kimi_k2, mixtral, olmoe, gpt_oss, llama4 (its nested
+// text_config) and llama4_text. Per family:
+//   - routed intermediate size: moe_intermediate_size for Qwen and
+//     DeepSeek/Kimi (their intermediate_size is the dense MLP's and is never
+//     used); intermediate_size for Mixtral, OLMoE, gpt-oss and Llama 4 (whose
+//     dense MLP is intermediate_size_mlp).
+//   - experts: num_experts (Qwen, OLMoE), n_routed_experts (DeepSeek, Kimi),
+//     num_local_experts (Mixtral, gpt-oss, Llama 4); top-k:
+//     num_experts_per_tok (gpt-oss also experts_per_token).
+//   - shared experts: Qwen2-MoE one of shared_expert_intermediate_size with
+//     the sigmoid gate; DeepSeek/Kimi n_shared_experts of
+//     moe_intermediate_size; Llama 4 one of intermediate_size.
+//   - activation: swiglu_limit makes DeepSeek-V4's routed experts clamped
+//     SwiGLU and sets gpt-oss's limit (default 7, alpha 1.702).
+//   - router: scoring_func, norm_topk_prob, routed_scaling_factor, n_group
+//     and topk_group (DeepSeek, with the family's defaults).
+//
+// The result has BF16 weights, fixed-width routing, grouped storage and an
+// fp32 main grad, and is validated. Errors say what is wrong: malformed
+// JSON, a model_type that is not an MoE family mokc reads, a missing key
+// (named), a key of the wrong type (named), a model without experts, or a
+// layer that fails Layer.Validate.
+func ParseHFConfig(data []byte) (Layer, error) {
+	c, err := parseHFObject(data)
+	if err != nil {
+		return Layer{}, err
+	}
+	mt, err := c.str("model_type")
+	if err != nil {
+		return Layer{}, err
+	}
+	read, ok := hfFamilies[mt]
+	if !ok {
+		return Layer{}, fmt.Errorf("model_type %q is not an MoE family mokc reads (supported: %s)", mt, strings.Join(HFFamilies(), ", "))
+	}
+	l, err := read(c)
+	if err != nil {
+		return Layer{}, fmt.Errorf("%s config: %w", mt, err)
+	}
+	if name, ok := c.m["_name_or_path"].(string); ok && name != "" {
+		l.Name = name
+	}
+	if err := l.Validate(); err != nil {
+		return Layer{}, fmt.Errorf("%s config describes an invalid layer: %w", mt, err)
+	}
+	return l, nil
+}
+
+// hfConfig is one JSON object of a config.json (the top level or a nested
+// text_config).
+type hfConfig struct {
+	m    map[string]any
+	path string // "" at the top level, "text_config." inside it
+}
+
+func parseHFObject(data []byte) (hfConfig, error) {
+	d := json.NewDecoder(bytes.NewReader(data))
+	d.UseNumber()
+	var v any
+	if err := d.Decode(&v); err != nil {
+		return hfConfig{}, fmt.Errorf("malformed config.json: %v", err)
+	}
+	if d.More() {
+		return hfConfig{}, fmt.Errorf("malformed config.json: data after the top-level object")
+	}
+	m, ok := v.(map[string]any)
+	if !ok {
+		return hfConfig{}, fmt.Errorf("malformed config.json: the top level is %s, want an object", jsonKind(v))
+	}
+	return hfConfig{m: m}, nil
+}
+
+func jsonKind(v any) string {
+	switch v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "a boolean"
+	case string:
+		return "a string"
+	case json.Number:
+		return "a number"
+	case []any:
+		return "an array"
+	case map[string]any:
+		return "an object"
+	}
+	return fmt.Sprintf("%T", v)
+}
+
+// has reports whether key is present and not null.
+func (c hfConfig) has(key string) bool {
+	v, ok := c.m[key]
+	return ok && v != nil
+}
+
+func (c hfConfig) missing(key string) error {
+	if _, ok := c.m[key]; ok {
+		return fmt.Errorf("key %q is null", c.path+key)
+	}
+	return fmt.Errorf("missing key %q", c.path+key)
+}
+
+// int reads a required non-negative integer.
+func (c hfConfig) int(key string) (int, error) {
+	if !c.has(key) {
+		return 0, c.missing(key)
+	}
+	return c.intValue(key)
+}
+
+func (c hfConfig) intValue(key string) (int, error) {
+	v := c.m[key]
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("key %q is %s, want an integer", c.path+key, jsonKind(v))
+	}
+	i, err := n.Int64()
+	if err != nil {
+		f, ferr := n.Float64()
+		if ferr != nil || f != math.Trunc(f) || math.Abs(f) > 1<<40 {
+			return 0, fmt.Errorf("key %q is %s, want an integer", c.path+key, n)
+		}
+		i = int64(f)
+	}
+	if i < 0 || i > 1<<40 {
+		return 0, fmt.Errorf("key %q is %d, want a non-negative integer", c.path+key, i)
+	}
+	return int(i), nil
+}
+
+// intOr reads an optional integer; absent or null gives def.
+func (c hfConfig) intOr(key string, def int) (int, error) {
+	if !c.has(key) {
+		return def, nil
+	}
+	return c.intValue(key)
+}
+
+// floatOr reads an optional finite number; absent or null gives def.
+func (c hfConfig) floatOr(key string, def float64) (float64, error) {
+	if !c.has(key) {
+		return def, nil
+	}
+	v := c.m[key]
+	n, ok := v.(json.Number)
+	if !ok {
+		return 0, fmt.Errorf("key %q is %s, want a number", c.path+key, jsonKind(v))
+	}
+	f, err := n.Float64()
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return 0, fmt.Errorf("key %q is %s, want a finite number", c.path+key, n)
+	}
+	return f, nil
+}
+
+// boolOr reads an optional boolean; absent or null gives def.
+func (c hfConfig) boolOr(key string, def bool) (bool, error) {
+	if !c.has(key) {
+		return def, nil
+	}
+	b, ok := c.m[key].(bool)
+	if !ok {
+		return false, fmt.Errorf("key %q is %s, want a boolean", c.path+key, jsonKind(c.m[key]))
+	}
+	return b, nil
+}
+
+// str reads a required string.
+func (c hfConfig) str(key string) (string, error) {
+	if !c.has(key) {
+		return "", c.missing(key)
+	}
+	s, ok := c.m[key].(string)
+	if !ok {
+		return "", fmt.Errorf("key %q is %s, want a string", c.path+key, jsonKind(c.m[key]))
+	}
+	return s, nil
+}
+
+// strOr reads an optional string.
+func (c hfConfig) strOr(key, def string) (string, error) {
+	if !c.has(key) {
+		return def, nil
+	}
+	return c.str(key)
+}
+
+// ints reads several required integers in order, stopping at the first error.
+func (c hfConfig) ints(keys ...string) ([]int, error) {
+	out := make([]int, len(keys))
+	for i, k := range keys {
+		v, err := c.int(k)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = v
+	}
+	return out, nil
+}
+
+// experts reads the expert count, reporting a config without experts as
+// not an MoE model.
+func (c hfConfig) experts(key string) (int, error) {
+	if !c.has(key) {
+		if _, ok := c.m[key]; ok {
+			return 0, fmt.Errorf("not an MoE model: %q is null", c.path+key)
+		}
+		return 0, fmt.Errorf("not an MoE model: missing key %q (the number of routed experts)", c.path+key)
+	}
+	e, err := c.intValue(key)
+	if err != nil {
+		return 0, err
+	}
+	if e == 0 {
+		return 0, fmt.Errorf("not an MoE model: %q is 0", c.path+key)
+	}
+	return e, nil
+}
+
+func readQwenMoE(shared bool) func(c hfConfig) (Layer, error) {
+	return func(c hfConfig) (Layer, error) {
+		E, err := c.experts("num_experts")
+		if err != nil {
+			return Layer{}, err
+		}
+		v, err := c.ints("hidden_size", "moe_intermediate_size", "num_experts_per_tok")
+		if err != nil {
+			return Layer{}, err
+		}
+		norm, err := c.boolOr("norm_topk_prob", false)
+		if err != nil {
+			return Layer{}, err
+		}
+		l := Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
+			Router: Router{Score: ScoreSoftmax, Normalize: norm}}
+		if shared {
+			is, err := c.int("shared_expert_intermediate_size")
+			if err != nil {
+				return Layer{}, err
+			}
+			if is > 0 {
+				l.SharedExperts, l.SharedIntermediate, l.SharedGate = 1, is, true
+			}
+		}
+		return l, nil
+	}
+}
+
+func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
+	return func(c hfConfig) (Layer, error) {
+		E, err := c.experts("n_routed_experts")
+		if err != nil {
+			return Layer{}, err
+		}
+		v, err := c.ints("hidden_size", "moe_intermediate_size", "num_experts_per_tok")
+		if err != nil {
+			return Layer{}, err
+		}
+		l := Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2]}
+		S, err := c.intOr("n_shared_experts", 0)
+		if err != nil {
+			return Layer{}, err
+		}
+		if S > 0 {
+			l.SharedExperts, l.SharedIntermediate = S, v[1]
+		}
+		// Defaults of the family's configuration class.
+		score, norm, scale := "softmax", false, 1.0
+		switch family {
+		case "deepseek_v3", "kimi_k2":
+			score, norm, scale = "sigmoid", true, 2.5
+		case "deepseek_v4":
+			score, norm, scale = "sqrtsoftplus", true, 1.5
+		}
+		if score, err = c.strOr("scoring_func", score); err != nil {
+			return Layer{}, err
+		}
+		switch strings.ReplaceAll(strings.ReplaceAll(strings.ToLower(score), "_", ""), "-", "") {
+		case "softmax":
+			l.Router.Score = ScoreSoftmax
+		case "sigmoid":
+			l.Router.Score = ScoreSigmoid
+		case "sqrtsoftplus":
+			l.Router.Score = ScoreSqrtSoftplus
+		default:
+			return Layer{}, fmt.Errorf("key %q is %q, want softmax, sigmoid or sqrtsoftplus", "scoring_func", score)
+		}
+		if l.Router.Normalize, err = c.boolOr("norm_topk_prob", norm); err != nil {
+			return Layer{}, err
+		}
+		if l.Router.Scale, err = c.floatOr("routed_scaling_factor", scale); err != nil {
+			return Layer{}, err
+		}
+		method, err := c.strOr("topk_method", "")
+		if err != nil {
+			return Layer{}, err
+		}
+		if method == "group_limited_greedy" || method == "noaux_tc" {
+			g, err := c.intOr("n_group", 1)
+			if err != nil {
+				return Layer{}, err
+			}
+			if g > 1 {
+				tg, err := c.int("topk_group")
+				if err != nil {
+					return Layer{}, err
+				}
+				l.Router.Groups, l.Router.TopKGroups = g, tg
+			}
+		}
+		lim, err := c.floatOr("swiglu_limit", 0)
+		if err != nil {
+			return Layer{}, err
+		}
+		if lim > 0 {
+			// DeepSeek-V4 clamps the routed experts only.
+			l.Activation, l.SwiGLULimit = ClampedSwiGLU, lim
+		}
+		return l, nil
+	}
+}
+
+func readMixtral(c hfConfig) (Layer, error) {
+	E, err := c.experts("num_local_experts")
+	if err != nil {
+		return Layer{}, err
+	}
+	v, err := c.ints("hidden_size", "intermediate_size", "num_experts_per_tok")
+	if err != nil {
+		return Layer{}, err
+	}
+	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
+		Router: Router{Score: ScoreSoftmax, Normalize: true}}, nil
+}
+
+func readOLMoE(c hfConfig) (Layer, error) {
+	E, err := c.experts("num_experts")
+	if err != nil {
+		return Layer{}, err
+	}
+	v, err := c.ints("hidden_size", "intermediate_size", "num_experts_per_tok")
+	if err != nil {
+		return Layer{}, err
+	}
+	norm, err := c.boolOr("norm_topk_prob", false)
+	if err != nil {
+		return Layer{}, err
+	}
+	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
+		Router: Router{Score: ScoreSoftmax, Normalize: norm}}, nil
+}
+
+func readGPTOSS(c hfConfig) (Layer, error) {
+	E, err := c.experts("num_local_experts")
+	if err != nil {
+		return Layer{}, err
+	}
+	v, err := c.ints("hidden_size", "intermediate_size")
+	if err != nil {
+		return Layer{}, err
+	}
+	kKey := "num_experts_per_tok"
+	if !c.has(kKey) && c.has("experts_per_token") {
+		kKey = "experts_per_token"
+	}
+	K, err := c.int(kKey)
+	if err != nil {
+		return Layer{}, err
+	}
+	lim, err := c.floatOr("swiglu_limit", 7)
+	if err != nil {
+		return Layer{}, err
+	}
+	l := gptOSS(E)
+	l.Hidden, l.Intermediate, l.TopK, l.SwiGLULimit = v[0], v[1], K, lim
+	return l, nil
+}
+
+func readLlama4(c hfConfig) (Layer, error) {
+	if !c.has("text_config") {
+		return Layer{}, c.missing("text_config")
+	}
+	m, ok := c.m["text_config"].(map[string]any)
+	if !ok {
+		return Layer{}, fmt.Errorf("key %q is %s, want an object", "text_config", jsonKind(c.m["text_config"]))
+	}
+	return readLlama4Text(hfConfig{m: m, path: "text_config."})
+}
+
+func readLlama4Text(c hfConfig) (Layer, error) {
+	E, err := c.experts("num_local_experts")
+	if err != nil {
+		return Layer{}, err
+	}
+	// intermediate_size is the experts' (routed and shared); the dense
+	// layers use intermediate_size_mlp.
+	v, err := c.ints("hidden_size", "intermediate_size", "num_experts_per_tok")
+	if err != nil {
+		return Layer{}, err
+	}
+	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
+		SharedExperts: 1, SharedIntermediate: v[1], RouterWeightOnInput: true,
+		Router: Router{Score: ScoreSigmoid}}, nil
+}
