@@ -115,6 +115,19 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 	}
 }
 
+// sm90PerfCases are the timing cases of the GPU test: DeepSeek-V3-sized
+// FC1 (SwiGLU, N = I = 2048, K = H = 7168) and FC2 (N = 7168, K = 2048)
+// over 8 experts of 2048 rows each (compute-bound).
+func sm90PerfCases(prefix string) []sm90GemmCase {
+	counts := []int{2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048}
+	return []sm90GemmCase{
+		{GemmSpec{Name: prefix + "_fc1", N: 2048, K: 7168, Experts: 8, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: Tile{BM: 128, BN: 128, BK: 64, Stages: 4, Warps: 8}}, counts},
+		{GemmSpec{Name: prefix + "_fc2", N: 7168, K: 2048, Experts: 8, A: ATiled, B: BGrouped, Epilogue: EpiStore,
+			Tile: Tile{BM: 128, BN: 256, BK: 64, Stages: 4, Warps: 8}}, counts},
+	}
+}
+
 // sm90GemmModule builds every GEMM case of prefix with engine eng into one
 // module.
 func sm90GemmModule(t testing.TB, eng Engine, cases []sm90GemmCase) (*ir.Module, []KernelInfo) {
@@ -144,7 +157,7 @@ func TestSM90GemmLLCPTX(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := sm90GemmModule(t, eng, sm90GemmCases("sm90t"))
+	m, _ := sm90GemmModule(t, eng, append(sm90GemmCases("sm90t"), sm90PerfCases("sm90p")...))
 	text, err := ir.LLVM19Text(m.IR)
 	if err != nil {
 		t.Fatal(err)

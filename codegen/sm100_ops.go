@@ -1,0 +1,144 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+)
+
+// Inline PTX for the sm_100a (Blackwell) tensor-core path: tensor memory
+// (TMEM) allocation, tcgen05.mma with a TMEM accumulator, its completion
+// through tcgen05.commit to an mbarrier, tcgen05.ld into registers, and the
+// tcgen05 thread-sync fences. PTX ISA 8.7/8.8 section "TensorCore 5th
+// Generation Family Instructions" (tcgen05); FACTS.md "Blackwell". These
+// need `.version 8.8` and `.target sm_100a`.
+//
+// TMEM addresses are 32 bits: lane << 16 | column. A CTA has 128 lanes x 512
+// columns of 32 bits; warp w may access lanes 32*(w%4) .. 32*(w%4)+31 only.
+
+// TMEMAlloc allocates ncols TMEM columns (a power of two, 32..512) for the
+// CTA and writes the TMEM base address to the shared word at dst (i32 shared
+// address). Executed by one whole warp (.sync.aligned); the same warp must
+// later TMEMDealloc.
+func (b *Builder) TMEMAlloc(dst value.Value, ncols int) error {
+	if ncols < 32 || ncols > 512 || ncols&(ncols-1) != 0 {
+		return fmt.Errorf("codegen: tcgen05.alloc of %d columns (want a power of two in 32..512)", ncols)
+	}
+	b.Asm(types.Void, "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$0], $1;", "r,r,~{memory}", dst, I32c(int64(ncols)))
+	return nil
+}
+
+// TMEMRelinquish gives up the CTA's right to allocate more TMEM, so that
+// other CTAs on the SM are not kept waiting (warp-wide).
+func (b *Builder) TMEMRelinquish() {
+	b.Asm(types.Void, "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;", "~{memory}")
+}
+
+// TMEMDealloc frees ncols TMEM columns at taddr (warp-wide; the warp that
+// allocated them).
+func (b *Builder) TMEMDealloc(taddr value.Value, ncols int) {
+	b.Asm(types.Void, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, $1;", "r,r,~{memory}", taddr, I32c(int64(ncols)))
+}
+
+// TCGen05FenceBefore is tcgen05.fence::before_thread_sync: orders this
+// thread's prior tcgen05 operations before a following thread sync
+// (bar.sync, mbarrier arrive).
+func (b *Builder) TCGen05FenceBefore() {
+	b.Asm(types.Void, "tcgen05.fence::before_thread_sync;", "~{memory}")
+}
+
+// TCGen05FenceAfter is tcgen05.fence::after_thread_sync: orders this
+// thread's later tcgen05 operations after a preceding thread sync (bar.sync,
+// mbarrier wait).
+func (b *Builder) TCGen05FenceAfter() {
+	b.Asm(types.Void, "tcgen05.fence::after_thread_sync;", "~{memory}")
+}
+
+// TCGen05MMAF16 issues one `tcgen05.mma.cta_group::1.kind::f16` (one thread
+// issues it for the CTA): D[taddr] (+)= A(adesc) * B(bdesc)^T with the
+// instruction descriptor idesc (TCGen05IDescF16); accumulate (i32) nonzero
+// adds into D, zero overwrites it (the first MMA of a tile).
+func (b *Builder) TCGen05MMAF16(taddr, adesc, bdesc value.Value, idesc uint32, accumulate value.Value) {
+	b.Asm(types.Void, asmLines(
+		"{",
+		".reg .pred p;",
+		"setp.ne.b32 p, $4, 0;",
+		"tcgen05.mma.cta_group::1.kind::f16 [$0], $1, $2, $3, p;",
+		"}"), "r,l,l,r,r,~{memory}", taddr, adesc, bdesc, I32c(int64(idesc)), accumulate)
+}
+
+// TCGen05Commit makes the mbarrier at bar (i32 shared address) receive one
+// arrival once every tcgen05 operation this thread issued before has
+// completed (tcgen05.commit.cta_group::1.mbarrier::arrive::one; it implies
+// tcgen05.fence::before_thread_sync).
+func (b *Builder) TCGen05Commit(bar value.Value) {
+	b.Asm(types.Void, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];", "r,~{memory}", bar)
+}
+
+// TCGen05Load32x32b loads n (1, 2, 4, 8, 16, 32, 64 or 128) consecutive
+// 32-bit TMEM columns starting at taddr for the warp's 32 lanes
+// (tcgen05.ld.sync.aligned.32x32b.x<n>.b32): thread l of the warp gets lane
+// (taddr>>16) + l, and value i is column (taddr & 0xFFFF) + i. It waits for
+// completion (tcgen05.wait::ld) in the same statement, so the results are
+// ready. Warp-wide; lanes must be the warp's own quarter.
+func (b *Builder) TCGen05Load32x32b(taddr value.Value, n int) ([]value.Value, error) {
+	switch n {
+	case 1, 2, 4, 8, 16, 32, 64, 128:
+	default:
+		return nil, fmt.Errorf("codegen: tcgen05.ld 32x32b.x%d (want a power of two up to 128)", n)
+	}
+	regs := make([]string, n)
+	cons := make([]string, 0, n+2)
+	for i := range regs {
+		regs[i] = fmt.Sprintf("$%d", i)
+		cons = append(cons, "=f")
+	}
+	cons = append(cons, "r", "~{memory}")
+	text := asmLines(
+		fmt.Sprintf("tcgen05.ld.sync.aligned.32x32b.x%d.b32 {%s}, [$%d];", n, strings.Join(regs, ", "), n),
+		"tcgen05.wait::ld.sync.aligned;")
+	r := b.Asm(Struct(F32, n), text, strings.Join(cons, ","), taddr)
+	out := make([]value.Value, n)
+	for i := range out {
+		out[i] = b.Extract(r, i)
+	}
+	return out, nil
+}
+
+// SM100DescHi is the address-independent part of an sm_100 shared-memory
+// matrix descriptor (PTX ISA "tcgen05 Shared Memory Descriptor"; FACTS.md
+// "Blackwell"): [16,30) LBO>>4, [32,46) SBO>>4, [46,49) = 0b001 (fixed
+// version field), [49,52) base offset 0, bit 52 LBO mode 0, [61,64) swizzle
+// (0 none, 1 128B with 32B atomicity, 2 128B, 4 64B, 6 32B). OR in the start
+// address field ((addr >> 4) & 0x3FFF) with SM100Desc.
+func SM100DescHi(lbo, sbo, swizzle int) uint64 {
+	return uint64((lbo>>4)&0x3FFF)<<16 | uint64((sbo>>4)&0x3FFF)<<32 | 1<<46 | uint64(swizzle&7)<<61
+}
+
+// SM100DescK128B is SM100DescHi for K-major 128-byte-swizzled bf16 tiles
+// written by TMA with CU_TENSOR_MAP_SWIZZLE_128B: SBO 1024 (8-row groups),
+// LBO 0 (unused by swizzled K-major layouts), swizzle mode 2 (128B).
+var SM100DescK128B = SM100DescHi(0, 1024, 2)
+
+// SM100Desc returns hi | ((addr >> 4) & 0x3FFF) as an i64 descriptor for
+// the tile at 32-bit shared address addr.
+func (b *Builder) SM100Desc(addr value.Value, hi uint64) value.Value {
+	lo := b.ZExt(b.And(b.LShr(addr, I32c(4)), I32c(0x3FFF)), I64)
+	return b.Or(lo, constant.NewInt(types.I64, int64(hi)))
+}
+
+// TCGen05IDescF16 is the 32-bit instruction descriptor of
+// tcgen05.mma.kind::f16 for bf16 x bf16 -> f32, both operands K-major, no
+// negation, M x N (PTX ISA "Instruction descriptor" for .kind::f16; FACTS.md
+// "Blackwell": [4,6) D type F32 = 1, [7,10) A type BF16 = 1, [10,13) B type
+// BF16 = 1, 15/16 transpose A/B = 0, [17,23) N>>3, [24,29) M>>4). M is 64
+// or 128 and N a multiple of 16 (M = 128) or 8 (M = 64) up to 256.
+func TCGen05IDescF16(m, n int) (uint32, error) {
+	if (m != 64 && m != 128) || n < 8 || n > 256 || n%8 != 0 || (m == 128 && n%16 != 0) {
+		return 0, fmt.Errorf("codegen: tcgen05.mma kind::f16 shape M=%d N=%d is not valid for cta_group::1", m, n)
+	}
+	return 1<<4 | 1<<7 | 1<<10 | uint32(n>>3)<<17 | uint32(m>>4)<<24, nil
+}
