@@ -1,0 +1,124 @@
+//go:build cuda
+
+package codegen
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"testing"
+
+	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/schedule"
+)
+
+// TestForwardTimingSM80 times every kernel of the sm_80 forward of
+// qwen3-30b-a3b at T tokens (MOKC_TIMING_T, default 4096) and logs the
+// GEMMs' throughput. It checks nothing but that the launches succeed; it
+// is skipped with -short.
+func TestForwardTimingSM80(t *testing.T) {
+	if testing.Short() {
+		t.Skip("timing")
+	}
+	ctx := openGPU(t)
+	T := 4096
+	if v, err := strconv.Atoi(os.Getenv("MOKC_TIMING_T")); err == nil && v > 0 {
+		T = v
+	}
+	c := forwardCases(t)[0]
+	l := c.layer
+	p := buildCase(t, c)
+	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.name + ".llc.ptx")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// MOKC_TIMING_SCHED=stages,warps,bk with MOKC_TIMING_PTX=file times a
+	// schedule variant (PTX compiled elsewhere from the same variant).
+	if v := os.Getenv("MOKC_TIMING_SCHED"); v != "" {
+		s, err := timingSchedule(l, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p, err = Build(l, s); err != nil {
+			t.Fatal(err)
+		}
+		if llc, err = os.ReadFile(os.Getenv("MOKC_TIMING_PTX")); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("schedule %v", s)
+	}
+	ex, err := newExecutor(ctx, p, string(llc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	H, I, E, K := l.Hidden, l.Intermediate, l.Experts, l.TopK
+	d := &dev{t: t, ctx: ctx}
+	defer d.free()
+	r := rand.New(rand.NewPCG(rand.Uint64(), 9))
+	rnd := func(n int, scale float32) []uint16 {
+		v := make([]float32, n)
+		for i := range v {
+			v[i] = (r.Float32()*2 - 1) * scale
+		}
+		return bf16Bits(v)
+	}
+	x := schedule.RandomInput(T, H, 7)
+	rt, err := schedule.GenerateRouting(l, x, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bufs := map[string]runtime.DevicePtr{
+		"x":       d.put(bf16Bits(x), 2*T*H),
+		"ids":     d.put(rt.IDs, 4*T*K),
+		"weights": d.put(rt.Weights, 4*T*K),
+		"fc1":     d.put(rnd(E*2*I*H, 0.05), 2*E*2*I*H),
+		"fc2":     d.put(rnd(E*H*I, 0.05), 2*E*H*I),
+	}
+	for _, b := range p.Buffers {
+		if _, ok := bufs[b.Name]; !ok {
+			bufs[b.Name] = d.put(nil, int(b.Bytes.Eval(int64(T))))
+		}
+	}
+	if err := ex.run(T, bufs); err != nil { // warm-up
+		t.Fatal(err)
+	}
+	evs := make([]*runtime.Event, len(p.Kernels)+1)
+	for i := range evs {
+		if evs[i], err = ctx.NewEvent(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Launch kernel by kernel with events in between.
+	saved := ex.p.Kernels
+	for i, k := range saved {
+		if err := evs[i].Record(nil); err != nil {
+			t.Fatal(err)
+		}
+		ex.p.Kernels = []Kernel{k}
+		if err := ex.run(T, bufs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ex.p.Kernels = saved
+	if err := evs[len(saved)].Record(nil); err != nil {
+		t.Fatal(err)
+	}
+	var total float32
+	for i, k := range saved {
+		ms, err := runtime.ElapsedMs(evs[i], evs[i+1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		total += ms
+		extra := ""
+		switch k.Name {
+		case "moe_fc1":
+			extra = fmt.Sprintf("  %.0f TFLOP/s", 2*float64(T*K)*float64(2*I)*float64(H)/float64(ms)/1e9)
+		case "moe_fc2":
+			extra = fmt.Sprintf("  %.0f TFLOP/s", 2*float64(T*K)*float64(H)*float64(I)/float64(ms)/1e9)
+		}
+		t.Logf("%-16s %8.3f ms%s", k.Name, ms, extra)
+	}
+	t.Logf("T=%d total %.3f ms (kernels launched one at a time, synchronised)", T, total)
+}
