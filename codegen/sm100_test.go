@@ -1,0 +1,158 @@
+package codegen
+
+import (
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/schedule"
+)
+
+// sm100Retarget turns llc-19's sm_90a PTX of an sm_100a module into sm_100a
+// PTX (llc-19 knows no sm_100a): the tcgen05 instructions are inline PTX
+// that llc copies verbatim, so only the .version and .target lines change.
+func sm100Retarget(t *testing.T, text string) string {
+	t.Helper()
+	v := regexp.MustCompile(`(?m)^\.version [0-9.]+$`)
+	tg := regexp.MustCompile(`(?m)^\.target sm_90a$`)
+	if !v.MatchString(text) || !tg.MatchString(text) {
+		t.Fatal("llc output lacks .version / .target sm_90a lines")
+	}
+	return tg.ReplaceAllString(v.ReplaceAllString(text, ".version 8.8"), ".target sm_100a")
+}
+
+// TestSM100PresetsAssemble builds every preset's grouped GEMMs with the
+// sm_100a engine under the preset's default sm_100a schedule, compiles them
+// with llc-19 (as sm_90a, then retargeted) and assembles the PTX with the
+// CUDA >= 12.8 ptxas for sm_100a.
+func TestSM100PresetsAssemble(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		t.Run(name, func(t *testing.T) {
+			eng, err := EngineFor(TargetSM100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := ir.NewModule("sm100_" + name).IR
+			for _, s := range sm90Specs(t, name, schedule.SM100a) {
+				if _, err := eng.GroupedGEMM(m, s, 8); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ir.Check(m); err != nil {
+				t.Fatal(err)
+			}
+			text, err := ir.LLVM19Text(m)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ptx := sm100Retarget(t, llcPTX(t, text, "sm_90a"))
+			if d := os.Getenv("MOKC_DUMP"); d != "" {
+				os.WriteFile(d+"/"+name+".sm100.ptx", []byte(ptx), 0o644)
+			}
+			for _, want := range []string{".target sm_100a", "tcgen05.alloc", "tcgen05.mma.cta_group::1.kind::f16",
+				"tcgen05.commit", "tcgen05.ld.sync.aligned.32x32b", "tcgen05.dealloc", "cp.async.bulk.tensor.3d"} {
+				if !strings.Contains(ptx, want) {
+					t.Errorf("PTX lacks %q", want)
+				}
+			}
+			toolchain.NeedPtxas(t, "sm_100a")
+			if err := toolchain.Assemble(ptx, "sm_100a"); err != nil {
+				t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+			}
+		})
+	}
+}
+
+// TestSM100GemmCasesAssemble assembles the engine test shapes (odd N and K,
+// the three epilogues, dense rows) and 8 epilogue warps for sm_100a.
+func TestSM100GemmCasesAssemble(t *testing.T) {
+	eng, err := EngineFor(TargetSM100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cases []sm90GemmCase
+	for _, c := range sm90GemmCases("sm100t") {
+		c.spec.Tile.BM, c.spec.Tile.Warps, c.spec.Tile.EpilogueWarps = 128, 1, 4
+		cases = append(cases, c)
+	}
+	c8 := cases[0]
+	c8.spec.Name, c8.spec.Tile.EpilogueWarps = "sm100t_store8", 8
+	cases = append(cases, c8)
+	m, _ := sm90GemmModule(t, eng, cases)
+	text, err := ir.LLVM19Text(m.IR)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ptx := sm100Retarget(t, llcPTX(t, text, "sm_90a"))
+	toolchain.NeedPtxas(t, "sm_100a")
+	if err := toolchain.Assemble(ptx, "sm_100a"); err != nil {
+		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+	}
+}
+
+// TestSM100Descriptors pins the descriptor encoders to the values FACTS.md
+// gives (computed with CUTLASS's bitfield structs): ptxas does not check
+// descriptors, so a wrong bit would only show on hardware.
+func TestSM100Descriptors(t *testing.T) {
+	for _, c := range []struct {
+		m, n int
+		want uint32
+	}{{128, 256, 0x08400490}, {128, 128, 0x08200490}} {
+		got, err := TCGen05IDescF16(c.m, c.n)
+		if err != nil || got != c.want {
+			t.Errorf("TCGen05IDescF16(%d, %d) = %#x, %v; want %#x", c.m, c.n, got, err, c.want)
+		}
+	}
+	for _, bad := range [][2]int{{128, 8}, {128, 264}, {96, 128}, {64, 4}} {
+		if _, err := TCGen05IDescF16(bad[0], bad[1]); err == nil {
+			t.Errorf("TCGen05IDescF16(%d, %d) accepted", bad[0], bad[1])
+		}
+	}
+	// Smem descriptor of the tile at 0x400, 128B swizzle, SBO 1024.
+	if got := SM100DescK128B | 0x400>>4; got != 0x4000404000000040 {
+		t.Errorf("sm_100 descriptor = %#x, want 0x4000404000000040", got)
+	}
+	// The kernel's runtime OR of the address field gives the same bits.
+	if SM100DescK128B&0x3FFF != 0 || SM90DescK128B&0x3FFF != 0 {
+		t.Error("descriptor constants overlap the start-address field")
+	}
+	// sm_90 descriptor: swizzle 128B = 1 in bits 62-63, SBO 1024 (64 at bit 32), LBO 16 (1 at bit 16).
+	if got := SM90DescK128B | 0x400>>4; got != 1<<62|64<<32|1<<16|0x40 {
+		t.Errorf("sm_90 descriptor = %#x", got)
+	}
+}
+
+// TestSM100Refusals checks the errors of unsupported sm_100a specs.
+func TestSM100Refusals(t *testing.T) {
+	eng, err := EngineFor(TargetSM100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := sm90GemmCases("sm100r")[0].spec
+	base.Tile = Tile{BM: 128, BN: 128, BK: 64, Stages: 4, Warps: 1, ProducerWarps: 1, EpilogueWarps: 4}
+	if _, err := eng.GroupedGEMM(ir.NewModule("ok").IR, base, 1); err != nil {
+		t.Fatalf("base spec refused: %v", err)
+	}
+	for name, mod := range map[string]func(s *GemmSpec){
+		"btable":  func(s *GemmSpec) { s.B = BTable },
+		"bm64":    func(s *GemmSpec) { s.Tile.BM = 64 },
+		"cluster": func(s *GemmSpec) { s.Tile.Cluster = 2 },
+		"n264":    func(s *GemmSpec) { s.Tile.BN = 264 },
+		"n24":     func(s *GemmSpec) { s.Tile.BN = 24 },
+		"epi6":    func(s *GemmSpec) { s.Tile.EpilogueWarps = 6 },
+		"mma2":    func(s *GemmSpec) { s.Tile.Warps = 2 },
+		"smem":    func(s *GemmSpec) { s.Tile.Stages = 6; s.Tile.BN = 256 },
+	} {
+		s := base
+		s.Name = "sm100r_" + name
+		mod(&s)
+		if _, err := eng.GroupedGEMM(ir.NewModule("r").IR, s, 1); err == nil {
+			t.Errorf("%s: spec accepted, want an error", name)
+		} else if !strings.Contains(err.Error(), s.Name) {
+			t.Errorf("%s: error %q does not name the kernel", name, err)
+		}
+	}
+}
