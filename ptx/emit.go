@@ -183,9 +183,6 @@ func (c *compilation) globalDecl(g *llir.Global) (string, globalLayout, error) {
 	switch g.Init.(type) {
 	case *constant.ZeroInitializer, *constant.Undef, *constant.Poison:
 	default:
-		if g.AddrSpace == asShared {
-			return fail("shared memory cannot have an initializer (use zeroinitializer or undef)")
-		}
 		bytes = make([]byte, 0, size)
 		if bytes, err = initBytes(bytes, g.Init); err != nil {
 			return fail("%v", err)
@@ -201,6 +198,8 @@ func (c *compilation) globalDecl(g *llir.Global) (string, globalLayout, error) {
 		}
 		if zero {
 			bytes = nil
+		} else if g.AddrSpace == asShared {
+			return fail("shared memory cannot have a non-zero initializer")
 		}
 	}
 	if g.AddrSpace == asShared {

@@ -396,6 +396,9 @@ func (s *sel) constExpr(e constant.Expression) ([]string, error) {
 	case *constant.ExprGetElementPtr:
 		idx := make([]value.Value, len(e.Indices))
 		for i, x := range e.Indices {
+			if ix, ok := x.(*constant.Index); ok {
+				x = ix.Constant
+			}
 			idx[i] = x
 		}
 		r, err := s.gep(e.ElemType, e.Src, idx)
