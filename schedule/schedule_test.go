@@ -1,0 +1,305 @@
+package schedule
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// factsPresets is the preset column of FACTS.md's table.
+var factsPresets = []string{
+	"deepseek-v3", "deepseek-v2-lite", "deepseek-v4-flash", "dsv4-pro-proxy", "kimi-k2",
+	"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen2-57b-a14b", "mixtral-8x7b", "olmoe-1b-7b",
+	"gpt-oss-120b", "gpt-oss-20b", "llama4-scout",
+}
+
+func TestPresetsCoverFacts(t *testing.T) {
+	got := Presets()
+	want := slices.Clone(factsPresets)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Fatalf("Presets() = %v, want %v", got, want)
+	}
+	// Sizes from FACTS.md: H, I, E, K, S, I_s.
+	sizes := map[string][6]int{
+		"deepseek-v3": {7168, 2048, 256, 8, 1, 2048}, "deepseek-v2-lite": {2048, 1408, 64, 6, 2, 1408},
+		"deepseek-v4-flash": {4096, 2048, 256, 6, 1, 2048}, "dsv4-pro-proxy": {7168, 3072, 384, 6, 1, 3072},
+		"kimi-k2": {7168, 2048, 384, 8, 1, 2048}, "qwen3-30b-a3b": {2048, 768, 128, 8, 0, 0},
+		"qwen3-235b-a22b": {4096, 1536, 128, 8, 0, 0}, "qwen2-57b-a14b": {3584, 2560, 64, 8, 1, 20480},
+		"mixtral-8x7b": {4096, 14336, 8, 2, 0, 0}, "olmoe-1b-7b": {2048, 1024, 64, 8, 0, 0},
+		"gpt-oss-120b": {2880, 2880, 128, 4, 0, 0}, "gpt-oss-20b": {2880, 2880, 32, 4, 0, 0},
+		"llama4-scout": {5120, 8192, 16, 1, 1, 8192},
+	}
+	for _, n := range factsPresets {
+		l, err := Preset(strings.ToUpper(n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l.Name != n {
+			t.Errorf("Preset(%q).Name = %q", n, l.Name)
+		}
+		s := sizes[n]
+		got := [6]int{l.Hidden, l.Intermediate, l.Experts, l.TopK, l.SharedExperts, l.SharedIntermediate}
+		if got != s {
+			t.Errorf("%s sizes = %v, want %v", n, got, s)
+		}
+		if err := l.Validate(); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	for n, check := range map[string]func(Layer) bool{
+		"qwen2-57b-a14b": func(l Layer) bool { return l.SharedGate },
+		"llama4-scout":   func(l Layer) bool { return l.RouterWeightOnInput && l.Router.Score == ScoreSigmoid },
+		"gpt-oss-20b": func(l Layer) bool {
+			return l.Activation == GPTOSS && l.SwiGLULimit == 7 && l.GPTOSSAlpha == 1.702 && l.Biases && l.GateUpInterleaved
+		},
+		"deepseek-v4-flash": func(l Layer) bool {
+			return l.Activation == ClampedSwiGLU && l.SwiGLULimit == 10 && l.SharedActivation == SwiGLU && l.Router.Scale == 1.5
+		},
+		"deepseek-v3":   func(l Layer) bool { return l.Router.Groups == 8 && l.Router.TopKGroups == 4 && l.Router.Scale == 2.5 },
+		"kimi-k2":       func(l Layer) bool { return l.Router.Scale == 2.827 && l.Router.Score == ScoreSigmoid },
+		"olmoe-1b-7b":   func(l Layer) bool { return !l.Router.Normalize },
+		"qwen3-30b-a3b": func(l Layer) bool { return l.Router.Normalize },
+	} {
+		if l, _ := Preset(n); !check(l) {
+			t.Errorf("%s: family details wrong: %v", n, l)
+		}
+	}
+	if _, err := Preset("llama-3-8b"); err == nil || !strings.Contains(err.Error(), "qwen3-30b-a3b") {
+		t.Errorf("unknown preset error should list the presets, got %v", err)
+	}
+}
+
+func TestDefaultScheduleEveryPresetAndTarget(t *testing.T) {
+	for _, n := range Presets() {
+		for _, prec := range []Precision{BF16, MXFP8} {
+			l, _ := Preset(n)
+			l.Precision = prec
+			for _, tg := range Targets() {
+				s, err := DefaultSchedule(l, tg)
+				if prec == MXFP8 && tg == SM80 {
+					if err == nil {
+						t.Errorf("%s mxfp8 on sm_80: want an error", n)
+					}
+					continue
+				}
+				if err != nil {
+					t.Errorf("%s %v %v: %v", n, prec, tg, err)
+					continue
+				}
+				if s.Target != tg || s.Validate(l) != nil {
+					t.Errorf("%s %v: invalid default %v", n, tg, s)
+				}
+				for _, tile := range []Tile{s.FC1, s.FC2} {
+					if sm := s.SharedMemoryBytes(l, tile, true); sm > tg.SharedMemoryLimit() {
+						t.Errorf("%s %v: %d bytes of shared memory", n, tg, sm)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestDefaultScheduleChoices(t *testing.T) {
+	q, _ := Preset("qwen3-30b-a3b")
+	s80, _ := DefaultSchedule(q, SM80)
+	if s80.FC1 != (Tile{128, 128, 32}) || s80.Stages != 3 || s80.Warps != (WarpRoles{MMA: 4}) {
+		t.Errorf("sm_80 default: %v", s80)
+	}
+	s90, _ := DefaultSchedule(q, SM90a)
+	if s90.FC1.M != 128 || s90.FC1.K != 64 || s90.Warps != (WarpRoles{Producer: 4, MMA: 8}) {
+		t.Errorf("sm_90a default: %v", s90)
+	}
+	s100, _ := DefaultSchedule(q, SM100a)
+	if s100.FC1 != (Tile{128, 256, 64}) || s100.Warps != (WarpRoles{1, 1, 4}) {
+		t.Errorf("sm_100a default: %v", s100)
+	}
+	// H = 2880 = 15 x 192: no padded columns.
+	g, _ := Preset("gpt-oss-120b")
+	for _, tg := range []Target{SM90a, SM100a} {
+		s, _ := DefaultSchedule(g, tg)
+		if s.FC2.N != 192 || s.FC1.N != 192 {
+			t.Errorf("gpt-oss %v: tiles %v %v, want N = 192", tg, s.FC1, s.FC2)
+		}
+	}
+	// Per-rank I = 176 under tensor parallelism: 2I = 352 fits 2 x 192.
+	l := q
+	l.Intermediate = 176
+	if s, err := DefaultSchedule(l, SM90a); err != nil || s.FC1.N != 192 {
+		t.Errorf("I = 176: %v %v", s, err)
+	}
+	if _, err := DefaultSchedule(Layer{}, SM90a); err == nil {
+		t.Error("DefaultSchedule of an empty layer: want an error")
+	}
+	if _, err := DefaultSchedule(q, Target(7)); err == nil {
+		t.Error("DefaultSchedule for Target(7): want an error")
+	}
+}
+
+// wantFieldErr checks that err is a *FieldError naming field, whose text
+// contains the value and the rule fragment.
+func wantFieldErr(t *testing.T, what string, err error, field, rule string) {
+	t.Helper()
+	var fe *FieldError
+	if !errors.As(err, &fe) {
+		t.Errorf("%s: error %v is not a *FieldError", what, err)
+		return
+	}
+	if fe.Field != field {
+		t.Errorf("%s: field %q, want %q (%v)", what, fe.Field, field, err)
+	}
+	if !strings.Contains(err.Error(), fmt.Sprint(fe.Value)) || !strings.Contains(err.Error(), field) {
+		t.Errorf("%s: message %q does not name field and value", what, err)
+	}
+	if !strings.Contains(err.Error(), rule) {
+		t.Errorf("%s: message %q lacks %q", what, err, rule)
+	}
+}
+
+func TestLayerValidateErrors(t *testing.T) {
+	base, _ := Preset("qwen3-30b-a3b")
+	shared, _ := Preset("deepseek-v3")
+	cases := []struct {
+		name  string
+		from  Layer
+		edit  func(*Layer)
+		field string
+		rule  string
+	}{
+		{"zero hidden", base, func(l *Layer) { l.Hidden = 0 }, "Layer.Hidden", "> 0"},
+		{"negative I", base, func(l *Layer) { l.Intermediate = -768 }, "Layer.Intermediate", "> 0"},
+		{"huge E", base, func(l *Layer) { l.Experts = 1 << 30 }, "Layer.Experts", "<="},
+		{"top-k > E", base, func(l *Layer) { l.TopK = 200 }, "Layer.TopK", "Layer.Experts"},
+		{"H not x8", base, func(l *Layer) { l.Hidden = 2044 }, "Layer.Hidden", "multiple of 8"},
+		{"I mxfp8", base, func(l *Layer) { l.Intermediate = 776; l.Precision = MXFP8 }, "Layer.Intermediate", "multiple of 32"},
+		{"shared I without experts", base, func(l *Layer) { l.SharedIntermediate = 64 }, "Layer.SharedIntermediate", "must be 0"},
+		{"gate without shared", base, func(l *Layer) { l.SharedGate = true }, "Layer.SharedGate", "SharedExperts > 0"},
+		{"negative shared", base, func(l *Layer) { l.SharedExperts = -1 }, "Layer.SharedExperts", "0..64"},
+		{"shared I zero", shared, func(l *Layer) { l.SharedIntermediate = 0 }, "Layer.SharedIntermediate", "> 0"},
+		{"shared gpt-oss", shared, func(l *Layer) { l.SharedActivation = GPTOSS }, "Layer.SharedActivation", "swiglu or clamped"},
+		{"shared clamp no limit", shared, func(l *Layer) { l.SharedActivation = ClampedSwiGLU }, "Layer.SharedSwiGLULimit", "> 0"},
+		{"limit on swiglu", base, func(l *Layer) { l.SwiGLULimit = 7 }, "Layer.SwiGLULimit", "must be 0"},
+		{"clamp without limit", base, func(l *Layer) { l.Activation = ClampedSwiGLU }, "Layer.SwiGLULimit", "> 0"},
+		{"gpt-oss without alpha", base, func(l *Layer) { l.Activation = GPTOSS; l.SwiGLULimit = 7 }, "Layer.GPTOSSAlpha", "> 0"},
+		{"alpha on swiglu", base, func(l *Layer) { l.GPTOSSAlpha = 1.7 }, "Layer.GPTOSSAlpha", "gpt-oss"},
+		{"bad activation", base, func(l *Layer) { l.Activation = 9 }, "Layer.Activation", "swiglu"},
+		{"bad precision", base, func(l *Layer) { l.Precision = -1 }, "Layer.Precision", "bf16 or mxfp8"},
+		{"bad routing", base, func(l *Layer) { l.Routing = 5 }, "Layer.Routing", "ids or map"},
+		{"bad storage", base, func(l *Layer) { l.Storage = 5 }, "Layer.Storage", "grouped"},
+		{"bad main grad", base, func(l *Layer) { l.MainGrad = 5 }, "Layer.MainGrad", "fp32 or bf16"},
+		{"bad score", base, func(l *Layer) { l.Router.Score = 4 }, "Layer.Router.Score", "softmax"},
+		{"negative scale", base, func(l *Layer) { l.Router.Scale = -2 }, "Layer.Router.Scale", ">= 0"},
+		{"groups not dividing", base, func(l *Layer) { l.Router.Groups = 3; l.Router.TopKGroups = 1 }, "Layer.Router.Groups", "divide"},
+		{"topk groups", shared, func(l *Layer) { l.Router.TopKGroups = 9 }, "Layer.Router.TopKGroups", "1..Layer.Router.Groups"},
+		{"too few kept", shared, func(l *Layer) { l.Router.TopKGroups = 0 }, "Layer.Router.TopKGroups", "1..Layer.Router.Groups"},
+	}
+	for _, c := range cases {
+		l := c.from
+		c.edit(&l)
+		wantFieldErr(t, c.name, l.Validate(), c.field, c.rule)
+	}
+	if err := (Layer{}).Validate(); err == nil {
+		t.Error("zero Layer validates")
+	}
+}
+
+func TestScheduleValidateErrors(t *testing.T) {
+	l, _ := Preset("qwen3-30b-a3b")
+	def := func(tg Target) Schedule { s, _ := DefaultSchedule(l, tg); return s }
+	cases := []struct {
+		name  string
+		s     Schedule
+		edit  func(*Schedule)
+		field string
+		rule  string
+	}{
+		{"stages", def(SM80), func(s *Schedule) { s.Stages = 1 }, "Schedule.Stages", "2..16"},
+		{"cluster on sm_90a", def(SM90a), func(s *Schedule) { s.Cluster = 2 }, "Schedule.Cluster", "sm_100a"},
+		{"grid without persistent", def(SM90a), func(s *Schedule) { s.Persistent = false; s.GridCTAs = 100 }, "Schedule.GridCTAs", "Persistent"},
+		{"negative grid", def(SM90a), func(s *Schedule) { s.GridCTAs = -1 }, "Schedule.GridCTAs", ">= 0"},
+		{"sm80 M", def(SM80), func(s *Schedule) { s.FC1.M = 120 }, "Schedule.FC1.M", "m16n8k16"},
+		{"sm80 K", def(SM80), func(s *Schedule) { s.FC2.K = 40 }, "Schedule.FC2.K", "m16n8k16"},
+		{"sm80 producer", def(SM80), func(s *Schedule) { s.Warps.Producer = 1 }, "Schedule.Warps", "no producer"},
+		{"sm80 smem", def(SM80), func(s *Schedule) { s.FC1 = Tile{256, 256, 64}; s.Stages = 4 }, "Schedule.FC1", "shared memory"},
+		{"fc1 N odd half", def(SM90a), func(s *Schedule) { s.FC1.N = 200 }, "Schedule.FC1.N", "multiple of 16"},
+		{"sm90 N too big", def(SM90a), func(s *Schedule) { s.FC2.N = 264 }, "Schedule.FC2.N", "up to 256"},
+		{"sm90 M per warpgroups", def(SM90a), func(s *Schedule) { s.FC1.M = 64 }, "Schedule.FC1.M", "warpgroups"},
+		{"sm90 K swizzle", def(SM90a), func(s *Schedule) { s.FC1.K = 48 }, "Schedule.FC1.K", "128-byte"},
+		{"sm90 producer", def(SM90a), func(s *Schedule) { s.Warps.Producer = 1 }, "Schedule.Warps.Producer", "warpgroup"},
+		{"sm90 consumers", def(SM90a), func(s *Schedule) { s.Warps.MMA = 6 }, "Schedule.Warps.MMA", "warpgroups"},
+		{"sm90 smem", def(SM90a), func(s *Schedule) { s.Stages = 8 }, "Schedule.FC1", "shared memory"},
+		{"sm100 M", def(SM100a), func(s *Schedule) { s.FC2.M = 256 }, "Schedule.FC2.M", "128"},
+		{"sm100 N", def(SM100a), func(s *Schedule) { s.FC2.N = 264 }, "Schedule.FC2.N", "multiple of 16"},
+		{"sm100 mma warps", def(SM100a), func(s *Schedule) { s.Warps.MMA = 2 }, "Schedule.Warps.MMA", "one warp"},
+		{"sm100 epilogue", def(SM100a), func(s *Schedule) { s.Warps.Epilogue = 3 }, "Schedule.Warps.Epilogue", "multiple of 4"},
+		{"too many warps", def(SM100a), func(s *Schedule) { s.Warps.Epilogue = 32 }, "Schedule.Warps", "1024 threads"},
+		{"bad target", def(SM80), func(s *Schedule) { s.Target = 3 }, "Schedule.Target", "sm_80"},
+	}
+	for _, c := range cases {
+		s := c.s
+		c.edit(&s)
+		wantFieldErr(t, c.name, s.Validate(l), c.field, c.rule)
+	}
+	// mxfp8 on sm_100a: K must hold whole 128-element scale tiles and the
+	// scales must fit TMEM.
+	m := l
+	m.Precision = MXFP8
+	s, err := DefaultSchedule(m, SM100a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.FC1.K = 64
+	wantFieldErr(t, "mxfp8 K", s.Validate(m), "Schedule.FC1.K", "128")
+	s, _ = DefaultSchedule(m, SM100a)
+	s.Stages = 16
+	s.FC1.K, s.FC2.K = 128, 128
+	if err := s.Validate(m); err == nil || !strings.Contains(err.Error(), "TMEM") && !strings.Contains(err.Error(), "shared memory") {
+		t.Errorf("16 mxfp8 stages: %v", err)
+	}
+	// A schedule is validated with its layer.
+	bad := l
+	bad.TopK = 0
+	wantFieldErr(t, "layer through schedule", def(SM90a).Validate(bad), "Layer.TopK", "> 0")
+}
+
+func TestParseTarget(t *testing.T) {
+	for in, want := range map[string]Target{"sm_80": SM80, "90a": SM90a, " SM_100A ": SM100a} {
+		if got, err := ParseTarget(in); err != nil || got != want {
+			t.Errorf("ParseTarget(%q) = %v, %v", in, got, err)
+		}
+	}
+	for _, bad := range []string{"sm_90", "sm_100", "", "sm_89"} {
+		if _, err := ParseTarget(bad); err == nil {
+			t.Errorf("ParseTarget(%q): want an error", bad)
+		}
+	}
+	for _, tg := range Targets() {
+		if back, _ := ParseTarget(tg.String()); back != tg {
+			t.Errorf("round trip of %v", tg)
+		}
+	}
+	if SM80.SharedMemoryLimit() != 166912 || SM90a.SharedMemoryLimit() != 232448 || SM100a.SharedMemoryLimit() != 232448 {
+		t.Error("shared memory limits differ from 163 KB / 227 KB")
+	}
+}
+
+func TestEnumStrings(t *testing.T) {
+	for _, c := range []struct {
+		got, want string
+	}{
+		{SwiGLU.String(), "swiglu"}, {GPTOSS.String(), "gpt-oss"}, {MXFP8.String(), "mxfp8"},
+		{RoutingMap.String(), "map"}, {PerExpertWeights.String(), "per-expert"}, {GradBF16.String(), "bf16"},
+		{ScoreSqrtSoftplus.String(), "sqrt-softplus"}, {SM100a.String(), "sm_100a"}, {Activation(9).String(), "Activation(9)"},
+		{Target(-1).String(), "Target(-1)"},
+	} {
+		if c.got != c.want {
+			t.Errorf("%q, want %q", c.got, c.want)
+		}
+	}
+	l, _ := Preset("qwen2-57b-a14b")
+	if s := l.String(); !strings.Contains(s, "H=3584") || !strings.Contains(s, "shared=1x20480+sigmoid-gate") {
+		t.Errorf("Layer.String() = %q", s)
+	}
+}
