@@ -216,7 +216,7 @@ func TestQuantizeEdgeCases(t *testing.T) {
 				if math.IsInf(float64(v), 0) || v != v {
 					t.Fatalf("%v amax %g: element %d dequantizes to %g", rule, mag, i, v)
 				}
-				want := float64(F32FromE4M3(e4m3Oracle(float32(float64(vals[i]) * math.Ldexp(1, 127))))) * math.Ldexp(1, -127)
+				want := float64(F32FromE4M3(e4m3Oracle(float32(float64(vals[i])*math.Ldexp(1, 127))))) * math.Ldexp(1, -127)
 				if float64(v) != want {
 					t.Fatalf("%v amax %g: element %d = %g dequantizes to %g, want %g", rule, mag, i, vals[i], v, want)
 				}
