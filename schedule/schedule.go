@@ -94,6 +94,9 @@ type WarpRoles struct{ Producer, MMA, Epilogue int }
 // Total is the number of warps of a CTA.
 func (w WarpRoles) Total() int { return w.Producer + w.MMA + w.Epilogue }
 
+// Threads is the number of threads of a CTA (32 per warp).
+func (s Schedule) Threads() int { return 32 * s.Warps.Total() }
+
 // Schedule says HOW a layer runs on one target: CTA tiles of the two grouped
 // GEMMs, the depth of the shared-memory pipeline, warp roles, and the grid.
 type Schedule struct {
@@ -278,6 +281,9 @@ func (s Schedule) validateWarps() error {
 func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) error {
 	if t.M <= 0 || t.N <= 0 || t.K <= 0 {
 		return fieldErr(name, t, "M, N and K must be > 0")
+	}
+	if t.M > 1024 || t.N > 1024 || t.K > 1024 {
+		return fieldErr(name, t, "M, N and K must be <= 1024")
 	}
 	if fc1 && t.N%16 != 0 {
 		return fieldErr(name+".N", t.N, "FC1 tiles hold N/2 gate and N/2 up columns: N must be a multiple of 16")

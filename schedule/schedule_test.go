@@ -3,6 +3,8 @@ package schedule
 import (
 	"errors"
 	"fmt"
+	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"testing"
@@ -301,5 +303,42 @@ func TestEnumStrings(t *testing.T) {
 	l, _ := Preset("qwen2-57b-a14b")
 	if s := l.String(); !strings.Contains(s, "H=3584") || !strings.Contains(s, "shared=1x20480+sigmoid-gate") {
 		t.Errorf("Layer.String() = %q", s)
+	}
+}
+
+// TestValidateNeverPanics feeds random field values, including extreme
+// ones, to the validators and the default schedule.
+func TestValidateNeverPanics(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	pick := func() int {
+		v := []int{0, -1, 1, 2, 3, 4, 8, 16, 64, 128, 192, 256, 2880, 1 << 20, 1 << 31, math.MaxInt, math.MinInt}
+		return v[rng.IntN(len(v))]
+	}
+	pf := func() float64 {
+		v := []float64{0, -1, 1.5, 7, math.NaN(), math.Inf(1), math.Inf(-1)}
+		return v[rng.IntN(len(v))]
+	}
+	for i := 0; i < 20000; i++ {
+		l := Layer{Hidden: pick(), Intermediate: pick(), Experts: pick(), TopK: pick(),
+			SharedExperts: pick(), SharedIntermediate: pick(), SharedGate: rng.IntN(2) == 0,
+			SharedActivation: Activation(pick() % 5), SharedSwiGLULimit: pf(),
+			Activation: Activation(pick() % 5), SwiGLULimit: pf(), GPTOSSAlpha: pf(),
+			Precision: Precision(pick() % 3), Routing: RoutingForm(pick() % 3), Storage: WeightStorage(pick() % 3),
+			MainGrad: GradDType(pick() % 3),
+			Router:   Router{Score: RouterScore(pick() % 4), Scale: pf(), Groups: pick(), TopKGroups: pick()}}
+		if i%2 == 0 {
+			l, _ = Preset(Presets()[i%len(Presets())])
+		}
+		_ = l.Validate()
+		_ = l.String()
+		s := Schedule{Target: Target(pick() % 4), FC1: Tile{pick(), pick(), pick()}, FC2: Tile{pick(), pick(), pick()},
+			Stages: pick(), Warps: WarpRoles{pick(), pick(), pick()}, Persistent: rng.IntN(2) == 0, GridCTAs: pick(), Cluster: pick()}
+		_ = s.Validate(l)
+		_ = s.String()
+		for _, tg := range Targets() {
+			if d, err := DefaultSchedule(l, tg); err == nil && d.Validate(l) != nil {
+				t.Fatalf("DefaultSchedule returned an invalid schedule for %v", l)
+			}
+		}
 	}
 }
