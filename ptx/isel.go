@@ -281,12 +281,12 @@ func (s *sel) constLanes(c constant.Constant, ks []kind) ([]string, error) {
 			}
 			out = append(out, imm)
 		case *constant.Null, *constant.ZeroInitializer, *constant.Undef, *constant.Poison:
-			n, err := laneTypes(c.Type())
+			n, err := laneKinds(c.Type())
 			if err != nil {
 				return err
 			}
-			for range n {
-				out = append(out, "0")
+			for _, k := range n {
+				out = append(out, zeroImm(k))
 			}
 		case *constant.Vector:
 			for _, e := range c.Elems {
@@ -322,6 +322,20 @@ func (s *sel) constLanes(c constant.Constant, ks []kind) ([]string, error) {
 		return nil, s.fail("internal: constant %s: %d lanes for %d kinds", c.Ident(), len(out), len(ks))
 	}
 	return out, nil
+}
+
+// zeroImm is the immediate of a zero of kind k (undef and poison lanes are
+// zero too).
+func zeroImm(k kind) string {
+	switch k {
+	case kF32:
+		return "0f00000000"
+	case kF64:
+		return "0d0000000000000000"
+	case kHalf:
+		return "0x0000"
+	}
+	return "0"
 }
 
 // immInt is the immediate of integer constant x for lane i: its value at the
@@ -527,9 +541,12 @@ func (s *sel) lowerTerm(b *mblock, next *mblock) error {
 			s.branch(tt, next)
 			return nil
 		}
-		c, _, err := s.op1(t.Cond)
+		c, ck, err := s.op1(t.Cond)
 		if err != nil {
 			return err
+		}
+		if ck != kPred {
+			return s.fail("branch condition is not i1")
 		}
 		if !isReg(c) {
 			if c == "0" {

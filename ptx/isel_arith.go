@@ -314,6 +314,13 @@ func (s *sel) selectInst(inst *llir.InstSelect) error {
 	if err != nil {
 		return err
 	}
+	_, cks, err := s.ops(inst.Cond)
+	if err != nil {
+		return err
+	}
+	if cks[0] != kPred {
+		return s.fail("select condition is not i1")
+	}
 	res := make([]string, len(ts))
 	for i := range ts {
 		c := cs[0]
@@ -814,7 +821,8 @@ func (s *sel) aggregate(inst llir.Instruction) error {
 				}
 				out[i] = all[j]
 			default: // undef lane
-				out[i] = "0"
+				ks, _ := laneKinds(inst.Typ)
+				out[i] = zeroImm(ks[i])
 			}
 		}
 		return s.define(inst, out)

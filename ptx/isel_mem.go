@@ -594,6 +594,13 @@ func (s *sel) cmpxchg(inst *llir.InstCmpXchg) error {
 	old, ok := s.reg(k), s.reg(kPred)
 	s.emit("atom%s%s.cas.b%d \t%s, [%s], %s, %s;", sem, space, w, old, p, cmp, nv)
 	s.emit("setp.eq.s%d \t%s, %s, %s;", w, ok, old, cmp)
+	// llir's text parser types the result { T, i8 } (LLVM: { T, i1 }); give
+	// the flag the declared type so every use sees consistent registers.
+	if ks, err := laneKinds(inst.Type()); err == nil && len(ks) == 2 && ks[1] == kI8 {
+		b := s.reg(kI8)
+		s.emit("selp.u16 \t%s, 1, 0, %s;", b, ok)
+		ok = b
+	}
 	return s.define(inst, []string{old, ok})
 }
 
