@@ -9,6 +9,7 @@ import (
 
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -38,7 +39,9 @@ func llcPTX(t *testing.T, text, target string) string {
 	return string(b)
 }
 
-func TestBuildPresetsLLC(t *testing.T) {
+// TestBuildPresetsAssemble builds the sm_80 forward of every preset and
+// assembles both our PTX (package ptx) and llc-19's with ptxas.
+func TestBuildPresetsAssemble(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles every preset with llc-19 and ptxas")
 	}
@@ -60,13 +63,20 @@ func TestBuildPresetsLLC(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ptx := llcPTX(t, text, "sm_80")
-			if os.Getenv("MOKC_DUMP") != "" {
-				os.WriteFile("/tmp/cg/"+name+".ll", []byte(text), 0o644)
-				os.WriteFile("/tmp/cg/"+name+".ptx", []byte(ptx), 0o644)
+			ours, err := ptx.Compile(p.Module, ptx.SM80)
+			if err != nil {
+				t.Fatalf("ptx.Compile: %v", err)
 			}
 			toolchain.NeedPtxas(t, "sm_80")
-			if err := toolchain.Assemble(ptx, "sm_80"); err != nil {
+			if err := toolchain.Assemble(ours, "sm_80"); err != nil {
+				t.Fatalf("our PTX: %v", strings.SplitN(err.Error(), "\n", 20))
+			}
+			llc := llcPTX(t, text, "sm_80")
+			if os.Getenv("MOKC_DUMP") != "" {
+				os.WriteFile("/tmp/cg/"+name+".ll", []byte(text), 0o644)
+				os.WriteFile("/tmp/cg/"+name+".ptx", []byte(llc), 0o644)
+			}
+			if err := toolchain.Assemble(llc, "sm_80"); err != nil {
 				t.Fatal(strings.SplitN(err.Error(), "\n", 20))
 			}
 		})

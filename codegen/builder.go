@@ -86,8 +86,11 @@ func I64c(v int64) *constant.Int { return constant.NewInt(types.I64, v) }
 // I16c is an i16 constant.
 func I16c(v int64) *constant.Int { return constant.NewInt(types.I16, v) }
 
-// F32c is a float constant.
-func F32c(v float64) *constant.Float { return constant.NewFloat(types.Float, v) }
+// F32c is a float constant: v rounded to float32 first (round to nearest
+// even), so the in-memory constant is exactly the float that llir prints
+// (llir's text truncates a float64 that is not a float32) and every backend
+// sees the same value.
+func F32c(v float64) *constant.Float { return constant.NewFloat(types.Float, float64(float32(v))) }
 
 // True and False are i1 constants.
 var (

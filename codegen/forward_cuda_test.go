@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 )
@@ -17,9 +18,8 @@ import (
 //go:embed testdata/forward/*.llc.ptx
 var forwardPTX embed.FS
 
-// ourPTX compiles a program's module with mokc's own backend; nil until the
-// test can reach it (the llc-19 PTX runs regardless).
-var ourPTX func(p *Program) (string, error)
+// ourPTX compiles a program's module with mokc's own backend (package ptx).
+var ourPTX = func(p *Program) (string, error) { return ptx.Compile(p.Module, ptx.SM80) }
 
 // executor runs a Program on the GPU: the small host-side loop that
 // runtime.Layer is meant to provide (see Program's doc).
@@ -318,6 +318,11 @@ func testForward(t *testing.T, ctx *runtime.Context, c fwdCase) {
 				}
 			}
 		}
+		names := ""
+		for _, v := range vs {
+			names += " " + v.name
+		}
+		t.Logf("T=%d: PTX variants%s agree bit for bit over 3 runs each", T, names)
 		if T == 64 {
 			testBadRoutes(t, ctx, d, vs[0].ex, l, T, bufs, r)
 		}

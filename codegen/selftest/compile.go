@@ -1,20 +1,21 @@
 package selftest
 
-import llir "github.com/llir/llvm/ir"
+import (
+	llir "github.com/llir/llvm/ir"
+
+	"github.com/mokc/mokc/ptx"
+)
 
 // ourCompiler lowers a module to PTX for a target with mokc's backend
-// (package ptx); nil while that backend is not wired in, in which case only
-// llc-19's PTX is checked.
-var ourCompiler func(m *llir.Module, target string) (string, error)
+// (package ptx).
+var ourCompiler = func(m *llir.Module, target string) (string, error) {
+	return ptx.Compile(m, ptx.Target(target))
+}
 
-// CompileOurs returns the PTX of c from mokc's backend, or "" when it is not
-// wired in.
+// CompileOurs returns the PTX of c from mokc's backend.
 func CompileOurs(c Case) (string, error) { return compileOurs(c) }
 
 func compileOurs(c Case) (string, error) {
-	if ourCompiler == nil {
-		return "", nil
-	}
 	m, err := c.Build()
 	if err != nil {
 		return "", err
