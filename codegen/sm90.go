@@ -48,6 +48,13 @@ import (
 //   - K need not be a multiple of 64: the last K block reads past K and TMA
 //     fills zeros, which add nothing.
 //
+// Each consumer's K loop over one work item is a single inline-PTX statement
+// (WGMMAMainloop): the accumulators are outputs of that statement only, so
+// no register copy can land between a wgmma and the wait_group covering it
+// whatever the backend's register allocation (ptxas would otherwise inject
+// warpgroup.wait and serialise the tensor-core pipeline). The loop keeps one
+// wgmma group in flight (wait_group 1) and releases the previous stage.
+//
 // BTable (one allocation per expert) is refused: a TMA tensor map names one
 // global address, and swapping it per expert needs tensormap.replace on a
 // global-memory copy of the map (a workspace the engine interface has no
@@ -329,36 +336,15 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 				offB = append(offB, (a*l.bAtom+32*k)>>4)
 			}
 		}
+		ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
+			OffA: offA, OffB: offB, DescHi: SM90DescK128B}
 		b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
 			w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
-			acc := make([]value.Value, l.NB/2)
-			for i := range acc {
-				acc[i] = F32c(0)
+			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], I32c(int64(l.kTiles)), bars, base, aOff, laneZero)
+			if e != nil {
+				err = e
+				return v
 			}
-			init := append([]value.Value{v[0], v[1]}, acc...)
-			out := b.Loop(I32c(0), I32c(int64(l.kTiles)), I32c(1), init, func(kt value.Value, v []value.Value) []value.Value {
-				stage, phase := v[0], v[1]
-				b.MbarWait(full(stage), phase)
-				sa := stageA(stage)
-				dA := b.SM90Desc(b.Add(sa, aOff), SM90DescK128B)
-				dB := b.SM90Desc(b.AddI(sa, int64(l.atoms*l.aAtom)), SM90DescK128B)
-				acc, e := b.WGMMABF16(l.NB, v[2:], dA, dB, offA, offB)
-				if e != nil {
-					err = e
-					return v
-				}
-				// At most this stage's group pending: the previous stage's
-				// reads are done, so release it.
-				acc = b.WGMMAWait(1, acc)
-				prev := b.Select(b.Cmp("eq", stage, I32c(0)), I32c(int64(l.S-1)), b.AddI(stage, -1))
-				b.MbarArriveIf(empty(prev), b.And(laneZero, b.ZExt(b.Cmp("sgt", kt, I32c(0)), I32)))
-				s2, p2 := ringNext(b, stage, phase, l.S)
-				return append([]value.Value{s2, p2}, acc...)
-			})
-			stage, phase := out[0], out[1]
-			acc = b.WGMMAWait(0, out[2:])
-			last := b.Select(b.Cmp("eq", stage, I32c(0)), I32c(int64(l.S-1)), b.AddI(stage, -1))
-			b.MbarArriveIf(empty(last), laneZero)
 			if e := l.epilogue(b, spec, w, c, lane, warp, acc); e != nil {
 				err = e
 			}

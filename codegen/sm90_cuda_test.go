@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"math"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"testing"
 
@@ -286,6 +287,15 @@ func TestSM90GemmGPU(t *testing.T) {
 			t.Fatalf("ptx backend: %v", err)
 		}
 	}
+	if p := os.Getenv("MOKC_SM90_PTX"); p != "" {
+		// A PTX file of the same kernels from elsewhere (e.g. an experimental
+		// backend build) to compare against llc-19's.
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ours = string(b)
+	}
 	r := rand.New(rand.NewPCG(rand.Uint64(), 90))
 	for i, c := range cases {
 		t.Run(c.spec.Name, func(t *testing.T) {
@@ -325,6 +335,14 @@ func TestSM90GemmPerf(t *testing.T) {
 	}
 	all := append(sm90GemmCases("sm90t"), sm90PerfCases("sm90p")...)
 	_, infos := sm90GemmModule(t, eng, all)
+	variants := []struct{ name, text string }{{"llc-19", sm90GemmLLC}}
+	if p := os.Getenv("MOKC_SM90_PTX"); p != "" {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		variants = append(variants, struct{ name, text string }{p, string(b)})
+	}
 	r := rand.New(rand.NewPCG(rand.Uint64(), 91))
 	for i, c := range all {
 		if !strings.HasPrefix(c.spec.Name, "sm90p") {
@@ -332,42 +350,44 @@ func TestSM90GemmPerf(t *testing.T) {
 		}
 		ki := infos[i]
 		d := sm90MakeData(r, c)
-		f := sm90Function(t, ctx, sm90GemmLLC, ki)
 		bufs := sm90GemmBuffers(t, ctx, c, d, 0)
 		args := sm90GemmArgs(t, ki, bufs, d.rows)
 		T := int64(d.rows)
 		grid := runtime.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
-		launch := func() {
-			if err := f.Launch(grid, runtime.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
+		for _, v := range variants {
+			f := sm90Function(t, ctx, v.text, ki)
+			launch := func() {
+				if err := f.Launch(grid, runtime.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for w := 0; w < 3; w++ {
+				launch()
+			}
+			e0, _ := ctx.NewEvent()
+			e1, _ := ctx.NewEvent()
+			const iters = 20
+			e0.Record(nil)
+			for w := 0; w < iters; w++ {
+				launch()
+			}
+			e1.Record(nil)
+			if err := e1.Synchronize(); err != nil {
 				t.Fatal(err)
 			}
+			ms, err := runtime.ElapsedMs(e0, e1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			flops := 2 * float64(d.rows) * float64(c.spec.K) * float64(c.spec.BRows())
+			t.Logf("%s (%s): rows %d K %d B rows %d: %.3f ms, %.0f TFLOP/s", c.spec.Name, v.name, d.rows, c.spec.K, c.spec.BRows(),
+				float64(ms)/iters, flops*iters/(float64(ms)*1e-3)/1e12)
+			got := make([]uint16, d.rows*c.spec.N)
+			if err := ctx.CopyFromDevice(got, bufs[RoleC]); err != nil {
+				t.Fatal(err)
+			}
+			sm90SpotCheck(t, c, d, got, r)
 		}
-		for w := 0; w < 3; w++ {
-			launch()
-		}
-		e0, _ := ctx.NewEvent()
-		e1, _ := ctx.NewEvent()
-		const iters = 20
-		e0.Record(nil)
-		for w := 0; w < iters; w++ {
-			launch()
-		}
-		e1.Record(nil)
-		if err := e1.Synchronize(); err != nil {
-			t.Fatal(err)
-		}
-		ms, err := runtime.ElapsedMs(e0, e1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		flops := 2 * float64(d.rows) * float64(c.spec.K) * float64(c.spec.BRows())
-		t.Logf("%s: rows %d K %d B rows %d: %.3f ms, %.0f TFLOP/s", c.spec.Name, d.rows, c.spec.K, c.spec.BRows(),
-			float64(ms)/iters, flops*iters/(float64(ms)*1e-3)/1e12)
-		got := make([]uint16, d.rows*c.spec.N)
-		if err := ctx.CopyFromDevice(got, bufs[RoleC]); err != nil {
-			t.Fatal(err)
-		}
-		sm90SpotCheck(t, c, d, got, r)
 	}
 }
 

@@ -320,3 +320,146 @@ func (b *Builder) SM90Desc(addr value.Value, hi uint64) value.Value {
 	lo := b.ZExt(b.And(b.LShr(addr, I32c(4)), I32c(0x3FFF)), I64)
 	return b.Or(lo, constant.NewInt(types.I64, int64(hi)))
 }
+
+// WGMMAMainloop describes the consumer K loop of an sm_90a GEMM work item,
+// emitted as one inline-PTX statement by (*Builder).WGMMAMainloop.
+type WGMMAMainloop struct {
+	N          int    // wgmma N (B-tile rows), 8..256
+	Stages     int    // ring depth S
+	StageBytes int    // bytes of one ring stage (A atoms, then B atoms)
+	BOffset    int    // offset of the B atoms inside a stage
+	OffA, OffB []int  // per k16 step: descriptor offsets (16-byte units) from the stage's A / B descriptors
+	DescHi     uint64 // address-independent descriptor bits (SM90DescK128B)
+}
+
+// WGMMAMainloop emits the whole K loop of one work item of a consumer
+// warpgroup as a single asm statement, so no register copy of the
+// accumulators can fall between a wgmma and the wgmma.wait_group that
+// covers it, however the backend allocates registers (ptxas would otherwise
+// inject warpgroup.wait and serialise the pipeline). Per K tile kt of
+// ktiles: wait on full[stage] with parity phase (try_wait loop); wgmma.fence;
+// len(OffA) wgmma m64nNk16 from descriptors of the stage (A at smem + stage*
+// StageBytes + aOff, B at + BOffset); commit; wait_group 1; then, for
+// kt > 0, lane 0 of each warp (lead != 0) arrives on empty[previous stage];
+// advance (stage, phase). After the loop: wait_group 0 and release the last
+// stage. The accumulators start at zero. bars is the shared address of
+// full[0] (full[s] at bars + 8s, empty[s] at bars + 8(S+s)); smem the
+// ring's base. Returns the N/2 accumulators (fragment layout of WGMMABF16)
+// and the advanced stage and phase.
+func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, smem, aOff, lead value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
+	n := ml.N
+	if n < 8 || n > 256 || n%8 != 0 {
+		return nil, nil, nil, fmt.Errorf("codegen: wgmma m64n%dk16: N must be a multiple of 8 in 8..256", n)
+	}
+	if len(ml.OffA) == 0 || len(ml.OffA) != len(ml.OffB) || ml.Stages < 2 {
+		return nil, nil, nil, fmt.Errorf("codegen: wgmma mainloop with %d/%d steps and %d stages", len(ml.OffA), len(ml.OffB), ml.Stages)
+	}
+	na := n / 2
+	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) } // inputs after the outputs
+	inStage, inPhase, inKT, inBars, inSmem, inAOff, inLead := in(0), in(1), in(2), in(3), in(4), in(5), in(6)
+	regs := make([]string, na)
+	for i := range regs {
+		regs[i] = fmt.Sprintf("$%d", i)
+	}
+	dlist := "{" + strings.Join(regs, ", ") + "}"
+	S := ml.Stages
+	L := []string{
+		"{",
+		".reg .pred P, Q;",
+		".reg .b32 s, ph, kt, bar, sa, t;",
+		".reg .b64 d0a, d0b, da, db;",
+		"mov.b32 s, " + inStage + ";",
+		"mov.b32 ph, " + inPhase + ";",
+		"mov.b32 kt, 0;",
+	}
+	for i := 0; i < na; i++ {
+		L = append(L, fmt.Sprintf("mov.f32 $%d, 0f00000000;", i))
+	}
+	desc := func(dst, addr string) []string {
+		return []string{
+			"shr.u32 t, " + addr + ", 4;",
+			"and.b32 t, t, 16383;",
+			"cvt.u64.u32 " + dst + ", t;",
+			fmt.Sprintf("or.b64 %s, %s, %d;", dst, dst, int64(ml.DescHi)),
+		}
+	}
+	release := func(pred string) []string {
+		return []string{
+			"setp.eq.s32 Q, s, 0;",
+			"add.s32 t, s, -1;",
+			fmt.Sprintf("selp.b32 t, %d, t, Q;", S-1),
+			fmt.Sprintf("mad.lo.s32 bar, t, 8, %s;", inBars),
+			fmt.Sprintf("add.s32 bar, bar, %d;", 8*S),
+			"@" + pred + " mbarrier.arrive.shared::cta.b64 _, [bar];",
+		}
+	}
+	L = append(L,
+		"WGML_LOOP:",
+		"setp.ge.s32 P, kt, "+inKT+";",
+		"@P bra WGML_DONE;",
+		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", inBars),
+		"WGML_WAIT:",
+		"mbarrier.try_wait.parity.shared::cta.b64 Q, [bar], ph;",
+		"@!Q bra WGML_WAIT;",
+		fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", ml.StageBytes, inSmem),
+		"add.s32 bar, sa, "+inAOff+";",
+	)
+	L = append(L, desc("d0a", "bar")...)
+	L = append(L, fmt.Sprintf("add.s32 bar, sa, %d;", ml.BOffset))
+	L = append(L, desc("d0b", "bar")...)
+	L = append(L, "wgmma.fence.sync.aligned;")
+	for s := range ml.OffA {
+		a, bb := "d0a", "d0b"
+		if ml.OffA[s] != 0 {
+			L = append(L, fmt.Sprintf("add.s64 da, d0a, %d;", ml.OffA[s]))
+			a = "da"
+		}
+		if ml.OffB[s] != 0 {
+			L = append(L, fmt.Sprintf("add.s64 db, d0b, %d;", ml.OffB[s]))
+			bb = "db"
+		}
+		L = append(L, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 %s, %s, %s, 1, 1, 1, 0, 0;", n, dlist, a, bb))
+	}
+	L = append(L,
+		"wgmma.commit_group.sync.aligned;",
+		"wgmma.wait_group.sync.aligned 1;",
+		"setp.gt.s32 P, kt, 0;",
+		"setp.ne.b32 Q, "+inLead+", 0;",
+		"and.pred P, P, Q;",
+	)
+	L = append(L, release("P")...)
+	L = append(L,
+		"add.s32 s, s, 1;",
+		fmt.Sprintf("setp.eq.s32 Q, s, %d;", S),
+		"@Q mov.b32 s, 0;",
+		"@Q xor.b32 ph, ph, 1;",
+		"add.s32 kt, kt, 1;",
+		"bra.uni WGML_LOOP;",
+		"WGML_DONE:",
+		"wgmma.wait_group.sync.aligned 0;",
+		"setp.gt.s32 P, kt, 0;",
+		"setp.ne.b32 Q, "+inLead+", 0;",
+		"and.pred P, P, Q;",
+	)
+	L = append(L, release("P")...)
+	L = append(L,
+		fmt.Sprintf("mov.b32 $%d, s;", na),
+		fmt.Sprintf("mov.b32 $%d, ph;", na+1),
+		"}")
+	cons := make([]string, 0, na+10)
+	for i := 0; i < na; i++ {
+		cons = append(cons, "=f")
+	}
+	cons = append(cons, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "~{memory}")
+	fields := make([]types.Type, 0, na+2)
+	for i := 0; i < na; i++ {
+		fields = append(fields, F32)
+	}
+	fields = append(fields, I32, I32)
+	r := b.Asm(types.NewStruct(fields...), asmLines(L...), strings.Join(cons, ","), stage, phase, ktiles, bars, smem, aOff, lead)
+	acc = make([]value.Value, na)
+	for i := range acc {
+		acc[i] = b.Extract(r, i)
+	}
+	return acc, b.Extract(r, na), b.Extract(r, na+1), nil
+}
