@@ -1,0 +1,77 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mokc/mokc/compiler"
+)
+
+func init() {
+	commands = append(commands, func() *cli.Command {
+		return &cli.Command{
+			Name:      "build",
+			Usage:     "emit the forward kernels of a layer as PTX, LLVM IR or a launch manifest",
+			UsageText: "mokc build --model qwen3-30b-a3b --target sm_90a [--emit ptx|llvm|manifest] -o moe.ptx",
+			Flags: append(layerFlags(),
+				targetFlag("sm_90a"),
+				&cli.StringFlag{Name: "emit", Value: "ptx", Usage: "ptx, llvm (LLVM 19 text) or manifest (JSON)"},
+				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default: standard output)"},
+			),
+			Action: buildAction,
+		}
+	})
+}
+
+func buildAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("build: unexpected argument %q", c.Args().First())
+	}
+	l, err := loadLayer(c)
+	if err != nil {
+		return err
+	}
+	target, err := loadTarget(c)
+	if err != nil {
+		return err
+	}
+	emit := c.String("emit")
+	switch emit {
+	case "ptx", "llvm", "manifest":
+	default:
+		return fmt.Errorf("--emit %q: want ptx, llvm or manifest", emit)
+	}
+	a, err := compiler.CompileDefault(l, target)
+	if err != nil {
+		return err
+	}
+	var out []byte
+	switch emit {
+	case "ptx":
+		out = []byte(a.PTX.Text)
+	case "llvm":
+		s, err := a.LLVMText()
+		if err != nil {
+			return err
+		}
+		out = []byte(s)
+	case "manifest":
+		if out, err = a.ManifestJSON(); err != nil {
+			return err
+		}
+		out = append(out, '\n')
+	}
+	var w io.Writer = os.Stdout
+	if path := c.String("output"); path != "" && path != "-" {
+		if err := os.WriteFile(path, out, 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(os.Stderr, "mokc: wrote %s (%s, %s, %d kernels, %d bytes)\n", path, l.Name, target, len(a.Program.Kernels), len(out))
+		return nil
+	}
+	_, err = w.Write(out)
+	return err
+}

@@ -1,0 +1,170 @@
+package golden
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/schedule"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden PTX files from the current compiler")
+
+// file is the golden file of preset p for target t.
+func file(p string, t schedule.Target) string {
+	return filepath.Join("testdata", fmt.Sprintf("%s.%s.ptx", p, t))
+}
+
+type result struct {
+	name string
+	ptx  string
+	err  error
+}
+
+// compileAll compiles every preset for every target, in parallel.
+func compileAll(t *testing.T) []result {
+	t.Helper()
+	type job struct {
+		preset string
+		target schedule.Target
+	}
+	var jobs []job
+	for _, p := range schedule.Presets() {
+		for _, tg := range schedule.Targets() {
+			jobs = append(jobs, job{p, tg})
+		}
+	}
+	res := make([]result, len(jobs))
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i, j := range jobs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			res[i].name = file(j.preset, j.target)
+			l, err := schedule.Preset(j.preset)
+			if err != nil {
+				res[i].err = err
+				return
+			}
+			a, err := compiler.CompileDefault(l, j.target)
+			if err != nil {
+				res[i].err = err
+				return
+			}
+			res[i].ptx = a.PTX.Text
+		}()
+	}
+	wg.Wait()
+	return res
+}
+
+// TestGolden compiles every preset for every target and diffs the PTX
+// against testdata/<preset>.<target>.ptx. With -update it rewrites the files
+// (review the diff before committing).
+func TestGolden(t *testing.T) {
+	if testing.Short() {
+		t.Skip("compiles every preset for every target")
+	}
+	res := compileAll(t)
+	seen := map[string]bool{}
+	for _, r := range res {
+		seen[filepath.Base(r.name)] = true
+		if r.err != nil {
+			t.Errorf("%s: %v", r.name, r.err)
+			continue
+		}
+		if *update {
+			if err := os.WriteFile(r.name, []byte(r.ptx), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(r.name)
+		if err != nil {
+			t.Errorf("%s: %v (run `go test ./golden -update`)", r.name, err)
+			continue
+		}
+		if d := cmp.Diff(string(want), r.ptx); d != "" {
+			t.Errorf("%s differs from the compiler's output (-golden +now); if intended, run `go test ./golden -update` and review:\n%s", r.name, truncate(d, 4000))
+		}
+	}
+	// No stale golden files.
+	entries, _ := os.ReadDir("testdata")
+	for _, e := range entries {
+		if strings.HasSuffix(e.Name(), ".ptx") && !seen[e.Name()] {
+			if *update {
+				os.Remove(filepath.Join("testdata", e.Name()))
+				continue
+			}
+			t.Errorf("testdata/%s belongs to no preset and target (run -update)", e.Name())
+		}
+	}
+}
+
+// TestGoldenAssembles runs ptxas on every golden file for its target: 12.x
+// for sm_80 and sm_90a, CUDA >= 12.8 for sm_100a.
+func TestGoldenAssembles(t *testing.T) {
+	if testing.Short() {
+		t.Skip("assembles every golden file")
+	}
+	files, err := filepath.Glob("testdata/*.ptx")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files (%v)", err)
+	}
+	sort.Strings(files)
+	byTarget := map[string][]string{}
+	for _, f := range files {
+		parts := strings.Split(filepath.Base(f), ".")
+		tg := parts[len(parts)-2]
+		byTarget[tg] = append(byTarget[tg], f)
+	}
+	for _, tg := range schedule.Targets() {
+		toolchain.NeedPtxas(t, tg.String())
+		if len(byTarget[tg.String()]) != len(schedule.Presets()) {
+			t.Errorf("%s: %d golden files, want one per preset (%d)", tg, len(byTarget[tg.String()]), len(schedule.Presets()))
+		}
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	errs := make([]error, len(files))
+	for i, f := range files {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			parts := strings.Split(filepath.Base(f), ".")
+			text, err := os.ReadFile(f)
+			if err == nil {
+				err = toolchain.Assemble(string(text), parts[len(parts)-2])
+			}
+			errs[i] = err
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("%s: %v", files[i], truncate(err.Error(), 3000))
+		}
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "\n... (truncated)"
+}
