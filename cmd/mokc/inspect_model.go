@@ -24,19 +24,10 @@ func inspectModel(c *cli.Context) error {
 		}
 		return nil
 	}
-	model, file := c.String("model"), c.String("hf-config")
-	var l schedule.Layer
-	var err error
-	switch {
-	case model != "" && file != "":
-		return errors.New("inspect: give --model or --hf-config, not both")
-	case model != "":
-		l, err = schedule.Preset(model)
-	case file != "":
-		l, err = schedule.LoadHFConfig(file)
-	default:
+	if c.String("model") == "" && c.String("hf-config") == "" {
 		return errors.New("inspect: give --model NAME, --hf-config FILE or --list")
 	}
+	l, err := loadLayer(c)
 	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
