@@ -1,0 +1,545 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/mokc/mokc/schedule"
+)
+
+// Layer is one MoE layer compiled for one target and loaded on a device:
+// the executor of a compiled forward program (compiler.Manifest). Forward
+// queues the whole forward (routing, dispatch, the grouped GEMMs, the shared
+// expert, combine) on a stream without host synchronisation; CheckErrors
+// waits for it and reports the program's error word.
+//
+// The Layer owns its module, its workspace (the program's scratch buffers,
+// sized from T and grown as needed) and its error word; the caller owns
+// every tensor of ForwardArgs. A Layer may be used from several goroutines
+// (calls are serialised), but its workspace is shared by all calls, so the
+// forwards of one Layer must run in order on one stream: two Forwards queued
+// on different streams may overlap on the device and race on the
+// workspace. Use one Layer per stream for concurrency.
+type Layer struct {
+	ctx   *Context
+	layer schedule.Layer
+	sched schedule.Schedule
+	plan  *plan
+	ptx   string
+	mod   *Module
+	funcs []*Function
+
+	mu     sync.Mutex
+	closed bool
+	errPtr DevicePtr // the error word, u32 (16 bytes allocated)
+
+	// workspace: one allocation holding every scratch buffer, laid out for
+	// wsT tokens (valid for every T <= wsT: buffer sizes grow with T).
+	ws      DevicePtr
+	wsBytes int
+	wsT     int
+	wsOff   []int // offset of each scratch buffer (by plan buffer index), -1 otherwise
+
+	// launch cache: the arguments of the last Forward, reused while T and
+	// every buffer address stay the same.
+	lastT    int
+	lastBind []DevicePtr
+	args     []*Args // per kernel; nil for a kernel not launched at lastT
+	tmaps    map[[2]int]tmapEntry
+}
+
+// tmapEntry is an encoded tensor map and what it was encoded for.
+type tmapEntry struct {
+	ptr     DevicePtr
+	dims    []uint64
+	strides []uint64
+	enc     [TensorMapBytes]byte
+}
+
+// ErrLayerClosed is returned by the methods of a closed Layer.
+var ErrLayerClosed = errors.New("mokc runtime: layer is closed")
+
+// NewLayer compiles layer l with schedule s (through the compiler set by
+// RegisterCompiler, behind the compiled-module cache: in memory per process
+// and on disk, see CacheDirEnv; the key is the compiler version and
+// executable, l, s, the target and the driver version) and loads it on ctx
+// with LoadLayer.
+//
+// Errors: an invalid layer or schedule (the FieldError of schedule), a
+// target the device cannot run (see CheckTarget), ErrNoCompiler, compile
+// errors, and everything LoadLayer reports. Without the cuda build tag the
+// error is ErrNoCUDA.
+func NewLayer(ctx *Context, l schedule.Layer, s schedule.Schedule) (*Layer, error) {
+	if err := preflight(ctx, l, s); err != nil {
+		return nil, err
+	}
+	drv, err := DriverVersion()
+	if err != nil {
+		return nil, err
+	}
+	c, err := compileCached(l, s, drv)
+	if err != nil {
+		return nil, err
+	}
+	return LoadLayer(ctx, l, s, c.ptx, c.manifest)
+}
+
+// preflight checks what NewLayer and LoadLayer can check before compiling or
+// loading anything.
+func preflight(ctx *Context, l schedule.Layer, s schedule.Schedule) error {
+	if _, err := DeviceCount(); err != nil {
+		return err // ErrNoCUDA without the cuda tag, ErrNoDevice without a GPU
+	}
+	if ctx == nil {
+		return errors.New("mokc runtime: NewLayer: nil Context")
+	}
+	if err := l.Validate(); err != nil {
+		return fmt.Errorf("mokc runtime: layer %s: %w", l.Name, err)
+	}
+	if err := s.Validate(l); err != nil {
+		return fmt.Errorf("mokc runtime: layer %s: %w", l.Name, err)
+	}
+	return CheckTarget(s.Target.String(), ctx.Device().ComputeCapability())
+}
+
+// LoadLayer loads an already compiled layer: PTX text and its launch
+// manifest (compiler.Manifest as JSON, as written by `mokc build --emit
+// manifest` or returned by a CompileFunc), for layer l with schedule s. It
+// checks the manifest against l and s, that the device's compute capability
+// fits the target (CheckTarget), JIT-loads the module (a *DriverError with
+// ptxas's log on refusal), resolves every kernel, checks each kernel's block
+// size against the registers the JIT gave it and its shared memory against
+// the device's opt-in limit, raises the dynamic shared memory limit of the
+// kernels that need more than the default 48 KiB, and allocates the error
+// word. No workspace is allocated until the first Forward.
+func LoadLayer(ctx *Context, l schedule.Layer, s schedule.Schedule, ptx string, manifest []byte) (*Layer, error) {
+	if err := preflight(ctx, l, s); err != nil {
+		return nil, err
+	}
+	p, err := parsePlan(manifest, l)
+	if err != nil {
+		return nil, err
+	}
+	if p.Target != s.Target.String() {
+		return nil, fmt.Errorf("mokc runtime: layer %s: manifest is for %s, the schedule for %s", l.Name, p.Target, s.Target)
+	}
+	if !strings.Contains(ptx, ".target "+p.Target) {
+		return nil, fmt.Errorf("mokc runtime: layer %s: the PTX has no \".target %s\" directive", l.Name, p.Target)
+	}
+	dev := ctx.Device()
+	mod, err := ctx.LoadModule(ptx)
+	if err != nil {
+		return nil, fmt.Errorf("mokc runtime: layer %s (%s): %w", l.Name, p.Target, err)
+	}
+	ly := &Layer{ctx: ctx, layer: l, sched: s, plan: p, ptx: ptx, mod: mod, lastT: -1, tmaps: map[[2]int]tmapEntry{}}
+	fail := func(err error) (*Layer, error) {
+		mod.Unload()
+		return nil, err
+	}
+	for _, k := range p.Kernels {
+		f, err := mod.Function(k.Name)
+		if err != nil {
+			return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
+		}
+		attr, err := f.Attributes()
+		if err != nil {
+			return fail(err)
+		}
+		if k.Block > attr.MaxThreadsPerBlock {
+			return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s launches %d threads per block, but with %d registers per thread the device allows %d",
+				l.Name, k.Name, k.Block, attr.NumRegs, attr.MaxThreadsPerBlock))
+		}
+		if total := k.SharedBytes + attr.StaticSharedBytes; total > dev.MaxSharedBytesPerBlockOptin {
+			return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s needs %d bytes of shared memory (%d dynamic + %d static); %s allows %d per block",
+				l.Name, k.Name, total, k.SharedBytes, attr.StaticSharedBytes, dev.Name, dev.MaxSharedBytesPerBlockOptin))
+		}
+		if k.SharedBytes > attr.MaxDynamicSharedBytes {
+			if err := f.SetMaxDynamicSharedBytes(k.SharedBytes); err != nil {
+				return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
+			}
+		}
+		ly.funcs = append(ly.funcs, f)
+	}
+	if ly.errPtr, err = ctx.Alloc(16); err != nil {
+		return fail(err)
+	}
+	if err := ctx.Memset(ly.errPtr, 0, 16); err != nil {
+		ctx.Free(ly.errPtr)
+		return fail(err)
+	}
+	return ly, nil
+}
+
+// Layer returns the layer description the Layer was built for.
+func (ly *Layer) Layer() schedule.Layer { return ly.layer }
+
+// Schedule returns the schedule the Layer was built with.
+func (ly *Layer) Schedule() schedule.Schedule { return ly.sched }
+
+// PTX returns the loaded PTX text.
+func (ly *Layer) PTX() string { return ly.ptx }
+
+// InfoLog returns the JIT's verbose log of the module (registers, shared
+// memory and spills per kernel).
+func (ly *Layer) InfoLog() string { return ly.mod.InfoLog() }
+
+// Kernels returns the kernel names in launch order.
+func (ly *Layer) Kernels() []string {
+	out := make([]string, len(ly.plan.Kernels))
+	for i, k := range ly.plan.Kernels {
+		out[i] = k.Name
+	}
+	return out
+}
+
+// WorkspaceBytes returns the bytes of device memory the workspace holds now
+// (0 before the first Forward with T > 0).
+func (ly *Layer) WorkspaceBytes() int {
+	ly.mu.Lock()
+	defer ly.mu.Unlock()
+	return ly.wsBytes
+}
+
+// WorkspaceBytesFor returns the workspace a Forward of T tokens needs: the
+// program's scratch buffers at T, each rounded up to 256 bytes. Pure Go.
+func (ly *Layer) WorkspaceBytesFor(T int) int {
+	_, total := ly.plan.scratchLayout(T)
+	return total
+}
+
+// scratchLayout returns the offset of each scratch buffer (-1 for the
+// others) and the total bytes, for T tokens: each buffer gets
+// max(1, Bytes(T)) bytes rounded up to 256 (cuMemAlloc's alignment).
+func (p *plan) scratchLayout(T int) ([]int, int) {
+	off := make([]int, len(p.Buffers))
+	total := 0
+	for i, b := range p.Buffers {
+		off[i] = -1
+		if b.Kind != bufScratch {
+			continue
+		}
+		n := max(b.Bytes.eval(int64(T)), 1)
+		off[i] = total
+		total += int((n + 255) &^ 255)
+	}
+	return off, total
+}
+
+// grow makes the workspace hold the scratch buffers of T tokens. A larger
+// workspace is laid out for max(T, 5/4 of the current size) tokens so that
+// slowly growing T does not reallocate every call. Replacing the workspace
+// synchronises the context first (forwards still running may use the old
+// one): the only host synchronisation Forward ever does.
+func (ly *Layer) grow(T int) error {
+	if ly.ws != 0 && T <= ly.wsT {
+		return nil
+	}
+	newT := T
+	if ly.ws != 0 {
+		newT = max(T, ly.wsT+ly.wsT/4)
+	}
+	off, total := ly.plan.scratchLayout(newT)
+	if ly.ws != 0 {
+		if err := ly.ctx.Synchronize(); err != nil {
+			return err
+		}
+		if err := ly.ctx.Free(ly.ws); err != nil {
+			return err
+		}
+		ly.ws, ly.wsBytes, ly.wsT = 0, 0, 0
+	}
+	ws, err := ly.ctx.Alloc(total)
+	if err != nil {
+		return fmt.Errorf("mokc runtime: layer %s: workspace of %d bytes for T = %d: %w", ly.layer.Name, total, newT, err)
+	}
+	ly.ws, ly.wsBytes, ly.wsT, ly.wsOff = ws, total, newT, off
+	ly.lastT = -1 // addresses changed
+	return nil
+}
+
+// Forward queues the forward of the layer for the T = args.X.Shape[0]
+// tokens of args on args.Stream and returns without waiting: y =
+// shared(x) + sum over the routed slots of w * expert(x), in bf16 (fp32
+// accumulation). Every kernel of the program is launched in order; at T = 0
+// nothing is read or written, only the kernels that reset the program's
+// state (the error word) run.
+//
+// Forward validates every tensor first (dtype, shape at T, bytes, 16-byte
+// alignment, a set field the layer does not read, y overlapping an input)
+// and returns an error before launching anything. Launch errors (and
+// asynchronous faults of earlier work) are returned as *DriverError.
+//
+// Faults on the device and the program's error word (an expert id out of
+// range, too many routes in a routing-map row) are reported by CheckErrors,
+// which synchronises; Forward never does, except when the workspace grows
+// (see Layer). Callers call CheckErrors when they want the verdict, e.g.
+// once after a batch of Forwards.
+func (ly *Layer) Forward(args ForwardArgs) error {
+	ly.mu.Lock()
+	defer ly.mu.Unlock()
+	if ly.closed {
+		return ErrLayerClosed
+	}
+	p := ly.plan
+	T, bind, err := p.bind(&args)
+	if err != nil {
+		return err
+	}
+	if err := ly.grow(T); err != nil {
+		return err
+	}
+	for i, b := range p.Buffers {
+		switch {
+		case b.Name == errBuffer:
+			bind[i] = ly.errPtr
+		case b.Kind == bufScratch:
+			bind[i] = ly.ws.Offset(ly.wsOff[i])
+		}
+	}
+	if T != ly.lastT || !slices.Equal(bind, ly.lastBind) {
+		if err := ly.buildArgs(T, bind); err != nil {
+			return err
+		}
+	}
+	for i, k := range p.Kernels {
+		a := ly.args[i]
+		if a == nil {
+			continue
+		}
+		grid := Dim3{X: int(k.Grid[0].eval(int64(T))), Y: int(k.Grid[1].eval(int64(T))), Z: int(k.Grid[2].eval(int64(T)))}
+		if err := ly.funcs[i].Launch(grid, Dim3{X: k.Block}, k.SharedBytes, args.Stream, a); err != nil {
+			return fmt.Errorf("mokc runtime: layer %s: T = %d: %w", ly.layer.Name, T, err)
+		}
+	}
+	return nil
+}
+
+// launched reports whether kernel k runs at T: not when it is skipped at
+// T = 0 or its grid is empty.
+func launched(k planKernel, T int) bool {
+	if T == 0 && k.SkipIfZeroT {
+		return false
+	}
+	for _, g := range k.Grid {
+		if g.eval(int64(T)) <= 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// buildArgs packs every launched kernel's arguments for T tokens and the
+// buffer addresses bind, encoding tensor maps whose address or extents
+// changed.
+func (ly *Layer) buildArgs(T int, bind []DevicePtr) error {
+	p := ly.plan
+	sizes := ly.bufferBytes(T)
+	ly.args = make([]*Args, len(p.Kernels))
+	for i, k := range p.Kernels {
+		if !launched(k, T) {
+			continue
+		}
+		a := NewArgs()
+		for j, prm := range k.Params {
+			switch prm.Type {
+			case paramPtr:
+				a.Ptr(bind[p.bufIndex[prm.Buffer]])
+			case paramI32:
+				a.I32(int32(prm.Value.eval(int64(T))))
+			case paramI64:
+				a.I64(prm.Value.eval(int64(T)))
+			case paramTmap:
+				bi := p.bufIndex[prm.Buffer]
+				enc, err := ly.tensorMap([2]int{i, j}, prm, bind[bi], sizes[bi], T)
+				if err != nil {
+					return fmt.Errorf("mokc runtime: layer %s: kernel %s parameter %s (buffer %s): %w", ly.layer.Name, k.Name, prm.Name, prm.Buffer, err)
+				}
+				a.Bytes(enc[:])
+			default:
+				return fmt.Errorf("mokc runtime: layer %s: kernel %s parameter %s: type %q", ly.layer.Name, k.Name, prm.Name, prm.Type)
+			}
+		}
+		ly.args[i] = a
+	}
+	ly.lastT, ly.lastBind = T, bind
+	return nil
+}
+
+// bufferBytes returns the bytes each buffer is known to hold at T: the
+// shape's bytes for caller buffers (what Forward validated), the allocated
+// bytes for scratch buffers and the error word.
+func (ly *Layer) bufferBytes(T int) []int64 {
+	p := ly.plan
+	out := make([]int64, len(p.Buffers))
+	for i, b := range p.Buffers {
+		switch {
+		case b.Name == errBuffer:
+			out[i] = 16
+		case b.Kind == bufScratch:
+			out[i] = max(b.Bytes.eval(int64(T)), 1)
+		default:
+			n := int64(dtypeSize(DType(b.DType)))
+			for _, e := range b.Shape {
+				n *= e.eval(int64(T))
+			}
+			out[i] = n
+		}
+	}
+	return out
+}
+
+// tensorMap returns the encoded tensor map of parameter prm over the buffer
+// at ptr (bufBytes long) at T tokens, from the cache when nothing changed.
+func (ly *Layer) tensorMap(key [2]int, prm planParam, ptr DevicePtr, bufBytes int64, T int) ([TensorMapBytes]byte, error) {
+	dtype, dims, strides, box, swz, err := tensorMapArgs(prm.TensorMap, ptr, bufBytes, T)
+	if err != nil {
+		return [TensorMapBytes]byte{}, err
+	}
+	if e, ok := ly.tmaps[key]; ok && e.ptr == ptr && slices.Equal(e.dims, dims) && slices.Equal(e.strides, strides) {
+		return e.enc, nil
+	}
+	enc, err := EncodeTensorMapTiled(dtype, len(dims), ptr, dims, strides, box, nil,
+		InterleaveNone, swz, L2Promotion256B, OOBFillZero)
+	if err != nil {
+		return enc, err
+	}
+	ly.tmaps[key] = tmapEntry{ptr: ptr, dims: dims, strides: strides, enc: enc}
+	return enc, nil
+}
+
+// tensorMapArgs evaluates a tensor map description at T and checks it
+// (CheckTensorMapTiled, and that the mapped extent lies inside the buffer's
+// bufBytes so TMA can never read or write past it). Pure Go.
+func tensorMapArgs(tm *planTensorMap, ptr DevicePtr, bufBytes int64, T int) (TensorMapDataType, []uint64, []uint64, []uint32, TensorMapSwizzle, error) {
+	dtype, err := tensorMapDType(tm.DType)
+	if err != nil {
+		return 0, nil, nil, nil, 0, err
+	}
+	swz, err := tensorMapSwizzle(tm.Swizzle)
+	if err != nil {
+		return 0, nil, nil, nil, 0, err
+	}
+	dims := make([]uint64, len(tm.Dims))
+	for i, e := range tm.Dims {
+		v := e.eval(int64(T))
+		if v <= 0 {
+			return 0, nil, nil, nil, 0, fmt.Errorf("tensor map dimension %d is %d at T = %d", i, v, T)
+		}
+		dims[i] = uint64(v)
+	}
+	strides := make([]uint64, len(tm.StrideBytes))
+	for i, e := range tm.StrideBytes {
+		v := e.eval(int64(T))
+		if v <= 0 {
+			return 0, nil, nil, nil, 0, fmt.Errorf("tensor map stride %d is %d bytes at T = %d", i, v, T)
+		}
+		strides[i] = uint64(v)
+	}
+	box := make([]uint32, len(tm.Box))
+	for i, b := range tm.Box {
+		box[i] = uint32(b)
+	}
+	if err := CheckTensorMapTiled(dtype, len(dims), ptr, dims, strides, box, nil,
+		InterleaveNone, swz, L2Promotion256B, OOBFillZero); err != nil {
+		return 0, nil, nil, nil, 0, err
+	}
+	// The last byte addressed is sum (dims[i]-1)*stride[i] over the outer
+	// dimensions plus the innermost row.
+	extent := dims[0] * uint64(dtype.Size())
+	for i, s := range strides {
+		extent += (dims[i+1] - 1) * s
+	}
+	if extent > uint64(bufBytes) {
+		return 0, nil, nil, nil, 0, fmt.Errorf("tensor map spans %d bytes (dims %v, strides %v) but the buffer holds %d at T = %d", extent, dims, strides, bufBytes, T)
+	}
+	return dtype, dims, strides, box, swz, nil
+}
+
+// CheckErrors waits for the work queued on stream (nil: the whole context)
+// and returns the first device fault as a *DriverError, or the error word
+// of the most recent Forward as a *RoutingError, and then clears the word.
+// The word is reset by every Forward, so a caller that wants the verdict of
+// each Forward calls CheckErrors after each one; the mokc CLI and the tests
+// always do.
+func (ly *Layer) CheckErrors(stream *Stream) error {
+	ly.mu.Lock()
+	defer ly.mu.Unlock()
+	if ly.closed {
+		return ErrLayerClosed
+	}
+	var err error
+	if stream != nil {
+		err = stream.Synchronize()
+	} else {
+		err = ly.ctx.Synchronize()
+	}
+	if err != nil {
+		return fmt.Errorf("mokc runtime: layer %s: %w", ly.layer.Name, err)
+	}
+	var word [1]uint32
+	if err := ly.ctx.CopyFromDevice(word[:], ly.errPtr); err != nil {
+		return err
+	}
+	if word[0] == 0 {
+		return nil
+	}
+	if err := ly.ctx.Memset(ly.errPtr, 0, 4); err != nil {
+		return err
+	}
+	return &RoutingError{Layer: ly.layer.Name, Code: word[0], Experts: ly.layer.Experts, TopK: ly.layer.TopK}
+}
+
+// RoutingError is the error word of a forward program: the OR of the codes
+// of every problem any thread found in the routing input. The word records
+// which kinds of problem occurred, not in which token or slot (the kernels
+// set it with an atomic OR, which keeps them free of any ordering).
+type RoutingError struct {
+	Layer   string
+	Code    uint32 // bit 0: expert id out of range; bit 1: too many routes in a routing-map row
+	Experts int    // E
+	TopK    int    // K
+}
+
+// BadExpertID reports an id outside -1..E-1 in ids (the slot was treated
+// as -1: it contributed nothing).
+func (e *RoutingError) BadExpertID() bool { return e.Code&errCodeBadExpertID != 0 }
+
+// TooManyRoutes reports a routing-map row with more than K routed experts
+// (the first K in increasing expert order were kept).
+func (e *RoutingError) TooManyRoutes() bool { return e.Code&errCodeTooManyRoute != 0 }
+
+func (e *RoutingError) Error() string {
+	var parts []string
+	if e.BadExpertID() {
+		parts = append(parts, fmt.Sprintf("expert id out of range [-1, %d) in at least one slot of ids (treated as -1: no contribution)", e.Experts))
+	}
+	if e.TooManyRoutes() {
+		parts = append(parts, fmt.Sprintf("more than K = %d routes in at least one routing-map row (the first %d in expert order were kept)", e.TopK, e.TopK))
+	}
+	if rest := e.Code &^ (errCodeBadExpertID | errCodeTooManyRoute); rest != 0 {
+		parts = append(parts, fmt.Sprintf("unknown error bits %#x", rest))
+	}
+	return fmt.Sprintf("mokc runtime: layer %s: routing: %s (error word %#x)", e.Layer, strings.Join(parts, "; "), e.Code)
+}
+
+// Close waits for the device, frees the workspace and the error word and
+// unloads the module. The caller's tensors are untouched. Closing twice is
+// not an error.
+func (ly *Layer) Close() error {
+	ly.mu.Lock()
+	defer ly.mu.Unlock()
+	if ly.closed {
+		return nil
+	}
+	ly.closed = true
+	errs := []error{ly.ctx.Synchronize()}
+	if ly.ws != 0 {
+		errs = append(errs, ly.ctx.Free(ly.ws))
+	}
+	errs = append(errs, ly.ctx.Free(ly.errPtr), ly.mod.Unload())
+	ly.ws, ly.errPtr, ly.args = 0, 0, nil
+	return errors.Join(errs...)
+}

@@ -1,0 +1,490 @@
+package runtime
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/schedule"
+)
+
+// These tests run without a GPU: the manifest reader, argument validation,
+// tensor-map checks, the workspace layout and the compiled-module cache are
+// pure Go. The manifests come from codegen.Build, serialised the way
+// package compiler writes them (compiler.Manifest: codegen.Kernel embedded
+// in each kernel entry, plus the PTX parameter layout, absent here).
+
+type testManifestKernel struct {
+	codegen.Kernel
+	ParamBytes        int `json:"param_bytes"`
+	StaticSharedBytes int `json:"static_shared_bytes"`
+}
+
+type testManifest struct {
+	Mokc       string               `json:"mokc"`
+	Layer      string               `json:"layer"`
+	Target     string               `json:"target"`
+	PTXVersion string               `json:"ptx_version"`
+	Shape      planShape            `json:"shape"`
+	Kernels    []testManifestKernel `json:"kernels"`
+	Buffers    []codegen.Buffer     `json:"buffers"`
+	Schedule   string               `json:"schedule"`
+}
+
+// manifestFor builds l for target with its default schedule and returns the
+// schedule and the manifest JSON.
+func manifestFor(t testing.TB, l schedule.Layer, target schedule.Target) (schedule.Schedule, []byte) {
+	t.Helper()
+	s, err := schedule.DefaultSchedule(l, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := codegen.Build(l, s)
+	if err != nil {
+		t.Fatalf("%s %s: %v", l.Name, target, err)
+	}
+	m := testManifest{Mokc: "test", Layer: l.Name, Target: target.String(), PTXVersion: "8.0",
+		Shape:   planShape{Hidden: l.Hidden, Intermediate: l.Intermediate, Experts: l.Experts, TopK: l.TopK, SharedWidth: l.SharedWidth()},
+		Buffers: p.Buffers, Schedule: s.String()}
+	for _, k := range p.Kernels {
+		m.Kernels = append(m.Kernels, testManifestKernel{Kernel: k})
+	}
+	b, err := json.Marshal(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, b
+}
+
+// testLayers are the layers of the validation tests: two presets with and
+// without shared experts and biases, and two small layers with the dense
+// routing map, per-expert weight tables and the shared gate (codegen's
+// forward test cases).
+func testLayers(t testing.TB) []schedule.Layer {
+	var ls []schedule.Layer
+	for _, n := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite"} {
+		l, err := schedule.Preset(n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ls = append(ls, l)
+	}
+	return append(ls,
+		schedule.Layer{Name: "small-odd", Hidden: 192, Intermediate: 96, Experts: 8, TopK: 2,
+			SharedExperts: 2, SharedIntermediate: 40, SharedGate: true,
+			Activation: schedule.ClampedSwiGLU, SwiGLULimit: 3,
+			Routing: schedule.RoutingMap, Storage: schedule.PerExpertWeights,
+			Router: schedule.Router{Score: schedule.ScoreSoftmax, Normalize: true}},
+		schedule.Layer{Name: "small-input-weight", Hidden: 136, Intermediate: 72, Experts: 6, TopK: 3,
+			SharedExperts: 1, SharedIntermediate: 64, RouterWeightOnInput: true,
+			Router: schedule.Router{Score: schedule.ScoreSigmoid}})
+}
+
+// fakeArgs returns valid ForwardArgs for plan p at T tokens with distinct,
+// 256-byte aligned, non-overlapping fake addresses.
+func fakeArgs(p *plan, T int) ForwardArgs {
+	var a ForwardArgs
+	next := DevicePtr(1 << 40)
+	for _, name := range argOrder {
+		i, ok := p.bufIndex[name]
+		if !ok || p.Buffers[i].Kind == bufScratch {
+			continue
+		}
+		b := p.Buffers[i]
+		shape := make([]int, len(b.Shape))
+		n := dtypeSize(DType(b.DType))
+		for j, e := range b.Shape {
+			shape[j] = int(e.eval(int64(T)))
+			n *= shape[j]
+		}
+		*argFields[name].get(&a) = NewTensor(next, n, DType(b.DType), shape...)
+		next = next.Offset((n + 4096) &^ 255)
+	}
+	return a
+}
+
+func TestLayerPlanFromCodegen(t *testing.T) {
+	for _, l := range testLayers(t) {
+		for _, target := range []schedule.Target{schedule.SM80, schedule.SM90a, schedule.SM100a} {
+			s, m := manifestFor(t, l, target)
+			p, err := parsePlan(m, l)
+			if err != nil {
+				t.Fatalf("%s %s: %v", l.Name, target, err)
+			}
+			if p.Target != s.Target.String() {
+				t.Fatalf("%s: target %q", l.Name, p.Target)
+			}
+			// Every tensor map of every kernel is encodable and inside its
+			// buffer at these T, with the caller's and the workspace's sizes.
+			for _, T := range []int{1, 63, 64, 4096} {
+				a := fakeArgs(p, T)
+				gotT, bind, err := p.bind(&a)
+				if err != nil || gotT != T {
+					t.Fatalf("%s %s T=%d: bind: T=%d %v", l.Name, target, T, gotT, err)
+				}
+				off, _ := p.scratchLayout(T)
+				for i, b := range p.Buffers {
+					if b.Kind == bufScratch || b.Name == errBuffer {
+						bind[i] = DevicePtr(1 << 44).Offset(max(off[i], 0))
+					}
+				}
+				ly := &Layer{plan: p, layer: l}
+				sizes := ly.bufferBytes(T)
+				for _, k := range p.Kernels {
+					for _, prm := range k.Params {
+						if prm.Type != paramTmap {
+							continue
+						}
+						bi := p.bufIndex[prm.Buffer]
+						if _, _, _, _, _, err := tensorMapArgs(prm.TensorMap, bind[bi], sizes[bi], T); err != nil {
+							t.Errorf("%s %s T=%d kernel %s %s: %v", l.Name, target, T, k.Name, prm.Name, err)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestLayerPlanRejects(t *testing.T) {
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, good := manifestFor(t, l, schedule.SM90a)
+	edit := func(f func(m map[string]any)) []byte {
+		var m map[string]any
+		if err := json.Unmarshal(good, &m); err != nil {
+			t.Fatal(err)
+		}
+		f(m)
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	kernel := func(m map[string]any, i int) map[string]any { return m["kernels"].([]any)[i].(map[string]any) }
+	param := func(m map[string]any, k, i int) map[string]any {
+		return kernel(m, k)["params"].([]any)[i].(map[string]any)
+	}
+	cases := []struct {
+		name, want string
+		manifest   []byte
+	}{
+		{"not json", "layer manifest", []byte("{")},
+		{"unknown field", "unknown field", edit(func(m map[string]any) { kernel(m, 0)["cluster"] = 2 })},
+		{"shape", "does not match the layer", edit(func(m map[string]any) { m["shape"].(map[string]any)["top_k"] = 4 })},
+		{"target", "unknown target", edit(func(m map[string]any) { m["target"] = "sm_75" })},
+		{"missing buffer", "lacks", edit(func(m map[string]any) { param(m, 0, 0)["buffer"] = "nowhere" })},
+		{"param type", "unknown parameter type", edit(func(m map[string]any) { param(m, 0, 0)["type"] = "f16" })},
+		{"no err", "error word", edit(func(m map[string]any) {
+			for _, b := range m["buffers"].([]any) {
+				if b.(map[string]any)["name"] == "err" {
+					b.(map[string]any)["kind"] = "scratch"
+				}
+			}
+		})},
+		{"unknown input", "no ForwardArgs field", edit(func(m map[string]any) {
+			m["buffers"] = append(m["buffers"].([]any), map[string]any{"name": "scales", "kind": "input", "dtype": "u8",
+				"shape": []any{}, "bytes": map[string]any{"a": 0, "b": 4, "d": 1, "min": 0}, "doc": ""})
+		})},
+		{"block", "block of", edit(func(m map[string]any) { kernel(m, 0)["block"] = 2048 })},
+		{"scalar without value", "without a value", edit(func(m map[string]any) {
+			for _, k := range m["kernels"].([]any) {
+				for _, p := range k.(map[string]any)["params"].([]any) {
+					if p.(map[string]any)["type"] == "i32" {
+						delete(p.(map[string]any), "value")
+					}
+				}
+			}
+		})},
+	}
+	if _, err := parsePlan(good, l); err != nil {
+		t.Fatalf("unedited manifest: %v", err)
+	}
+	for _, c := range cases {
+		_, err := parsePlan(c.manifest, l)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestForwardArgsValidation(t *testing.T) {
+	ls := testLayers(t)
+	q, odd := ls[0], ls[3]
+	_, mq := manifestFor(t, q, schedule.SM80)
+	pq, err := parsePlan(mq, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, mo := manifestFor(t, odd, schedule.SM80)
+	po, err := parsePlan(mo, odd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, T := range []int{0, 1, 64} {
+		for _, p := range []*plan{pq, po} {
+			a := fakeArgs(p, T)
+			if got, _, err := p.bind(&a); err != nil || got != T {
+				t.Fatalf("%s T=%d: %d %v", p.Layer, T, got, err)
+			}
+		}
+	}
+	// T = 0: null pointers are fine.
+	a0 := ForwardArgs{
+		X: NewTensor(0, 0, BF16, 0, q.Hidden), IDs: NewTensor(0, 0, I32, 0, q.TopK), RouteWeights: NewTensor(0, 0, F32, 0, q.TopK),
+		Y: NewTensor(0, 0, BF16, 0, q.Hidden)}
+	fa := fakeArgs(pq, 0)
+	a0.FC1, a0.FC2 = fa.FC1, fa.FC2
+	if _, _, err := pq.bind(&a0); err != nil {
+		t.Fatalf("T=0 with null pointers: %v", err)
+	}
+
+	const T = 64
+	cases := []struct {
+		name, want string
+		p          *plan
+		edit       func(a *ForwardArgs)
+	}{
+		{"x rank", "ForwardArgs.X: shape", pq, func(a *ForwardArgs) { a.X.Shape = []int{T * q.Hidden} }},
+		{"negative T", "negative", pq, func(a *ForwardArgs) { a.X.Shape = []int{-1, q.Hidden} }},
+		{"x hidden", "ForwardArgs.X: shape [64 1024]; want [64 2048]", pq, func(a *ForwardArgs) { a.X.Shape = []int{T, 1024} }},
+		{"x dtype", "ForwardArgs.X: dtype \"f32\"", pq, func(a *ForwardArgs) { a.X.DType = F32 }},
+		{"x bytes", "ForwardArgs.X: 100 bytes", pq, func(a *ForwardArgs) { a.X.Bytes = 100 }},
+		{"x null", "ForwardArgs.X: null pointer", pq, func(a *ForwardArgs) { a.X.Ptr = 0 }},
+		{"x misaligned", "not 16-byte aligned", pq, func(a *ForwardArgs) { a.X.Ptr += 8 }},
+		{"ids rows", "ForwardArgs.IDs: shape [63 8]; want [64 8]", pq, func(a *ForwardArgs) { a.IDs.Shape = []int{T - 1, q.TopK} }},
+		{"ids dtype", "ForwardArgs.IDs: dtype \"u32\"", pq, func(a *ForwardArgs) { a.IDs.DType = U32 }},
+		{"weights missing", "ForwardArgs.RouteWeights is not set", pq, func(a *ForwardArgs) { a.RouteWeights = Tensor{} }},
+		{"map on ids layer", "ForwardArgs.RoutingMap is set, but this layer does not read it (routing ids", pq, func(a *ForwardArgs) {
+			a.RoutingMap = NewTensor(1<<30, T*q.Experts, U8, T, q.Experts)
+		}},
+		{"table on grouped layer", "ForwardArgs.FC1Table is set", pq, func(a *ForwardArgs) { a.FC1Table = NewTensor(1<<30, 8*q.Experts, U64, q.Experts) }},
+		{"bias on bias-free layer", "ForwardArgs.FC1Bias is set", pq, func(a *ForwardArgs) { a.FC1Bias = a.FC1 }},
+		{"shared on layer without", "ForwardArgs.SharedFC1 is set", pq, func(a *ForwardArgs) { a.SharedFC1 = a.FC1 }},
+		{"fc1 shape", "ForwardArgs.FC1: shape", pq, func(a *ForwardArgs) { a.FC1.Shape = []int{q.Experts, q.Intermediate, q.Hidden} }},
+		{"fc2 transposed", "ForwardArgs.FC2: shape", pq, func(a *ForwardArgs) { a.FC2.Shape = []int{q.Experts, q.Intermediate, q.Hidden} }},
+		{"y overlaps x", "ForwardArgs.Y", pq, func(a *ForwardArgs) { a.Y.Ptr = a.X.Ptr.Offset(256) }},
+		{"y is ids", "overlaps ForwardArgs.IDs", pq, func(a *ForwardArgs) { a.Y.Ptr = a.IDs.Ptr }},
+		{"y missing", "ForwardArgs.Y is not set", pq, func(a *ForwardArgs) { a.Y = Tensor{} }},
+		{"ids on map layer", "ForwardArgs.IDs is set, but this layer does not read it (routing map", po, func(a *ForwardArgs) {
+			a.IDs = NewTensor(1<<30, 4*T*odd.TopK, I32, T, odd.TopK)
+		}},
+		{"map dtype", "ForwardArgs.RoutingMap: dtype", po, func(a *ForwardArgs) { a.RoutingMap.DType = I32 }},
+		{"grouped on per-expert layer", "ForwardArgs.FC1 is set", po, func(a *ForwardArgs) { a.FC1 = a.FC1Table }},
+		{"table length", "ForwardArgs.FC2Table: shape", po, func(a *ForwardArgs) { a.FC2Table.Shape = []int{odd.Experts - 1} }},
+		{"shared gate missing", "ForwardArgs.SharedGate is not set", po, func(a *ForwardArgs) { a.SharedGate = Tensor{} }},
+		{"shared fc1 shape", "ForwardArgs.SharedFC1: shape", po, func(a *ForwardArgs) { a.SharedFC1.Shape = []int{2 * 40, odd.Hidden} }},
+	}
+	for _, c := range cases {
+		a := fakeArgs(c.p, T)
+		c.edit(&a)
+		_, _, err := c.p.bind(&a)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestScratchLayout(t *testing.T) {
+	for _, l := range testLayers(t)[:3] {
+		_, m := manifestFor(t, l, schedule.SM90a)
+		p, err := parsePlan(m, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A workspace laid out for wsT holds every buffer of any T <= wsT in
+		// its slot, 256-byte aligned, without overlap.
+		for _, wsT := range []int{1, 100, 4096} {
+			off, total := p.scratchLayout(wsT)
+			for _, T := range []int{0, 1, wsT / 2, wsT} {
+				end := 0
+				for i, b := range p.Buffers {
+					if b.Kind != bufScratch {
+						if off[i] != -1 {
+							t.Fatalf("%s: non-scratch %s has offset %d", l.Name, b.Name, off[i])
+						}
+						continue
+					}
+					if off[i]%256 != 0 || off[i] < end {
+						t.Fatalf("%s: %s at %d (previous end %d)", l.Name, b.Name, off[i], end)
+					}
+					end = off[i] + int(max(b.Bytes.eval(int64(T)), 1))
+					if end > total {
+						t.Fatalf("%s wsT=%d T=%d: %s ends at %d > %d", l.Name, wsT, T, b.Name, end, total)
+					}
+				}
+			}
+		}
+	}
+}
+
+func TestTensorMapArgsRejects(t *testing.T) {
+	tm := &planTensorMap{Operand: "a", DType: "bf16", Dims: []planExpr{{B: 2048, D: 1, Min: 2048}, {A: 8, D: 1, Min: 1}},
+		StrideBytes: []planExpr{{B: 4096, D: 1, Min: 4096}}, Box: []int{64, 128}, Swizzle: 128}
+	const T = 10
+	need := int64(8 * T * 4096)
+	if _, dims, _, _, _, err := tensorMapArgs(tm, 1<<20, need, T); err != nil || dims[1] != 8*T {
+		t.Fatalf("valid map: %v %v", dims, err)
+	}
+	for _, c := range []struct {
+		name, want string
+		ptr        DevicePtr
+		bytes      int64
+		edit       func(tm *planTensorMap)
+	}{
+		{"small buffer", "buffer holds", 1 << 20, need - 2, nil},
+		{"misaligned", "aligned", 1<<20 + 8, need, nil},
+		{"swizzle", "swizzle", 1 << 20, need, func(tm *planTensorMap) { tm.Swizzle = 16 }},
+		{"box too wide for swizzle", "swizzle span", 1 << 20, need, func(tm *planTensorMap) { tm.Box[0] = 128 }},
+		{"dtype", "dtype", 1 << 20, need, func(tm *planTensorMap) { tm.DType = "e4m3x" }},
+	} {
+		m := *tm
+		m.Box = append([]int(nil), tm.Box...)
+		if c.edit != nil {
+			c.edit(&m)
+		}
+		_, _, _, _, _, err := tensorMapArgs(&m, c.ptr, c.bytes, T)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestCheckTarget(t *testing.T) {
+	for _, c := range []struct {
+		target string
+		cc     int
+		ok     bool
+		want   string
+	}{
+		{"sm_80", 80, true, ""}, {"sm_80", 86, true, ""}, {"sm_80", 90, true, ""}, {"sm_80", 100, true, ""},
+		{"sm_80", 75, false, "none of mokc's targets"},
+		{"sm_90a", 90, true, ""}, {"sm_90a", 89, false, "use --target sm_80"}, {"sm_90a", 100, false, "exactly 9.0"},
+		{"sm_100a", 100, true, ""}, {"sm_100a", 90, false, "use --target sm_80 or sm_90a"}, {"sm_100a", 120, false, "exactly 10.0"},
+		{"sm_70", 90, false, "unknown target"},
+	} {
+		err := CheckTarget(c.target, c.cc)
+		if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("CheckTarget(%s, %d) = %v; want ok=%v containing %q", c.target, c.cc, err, c.ok, c.want)
+		}
+	}
+}
+
+func TestRoutingError(t *testing.T) {
+	e := &RoutingError{Layer: "q", Code: 3, Experts: 128, TopK: 8}
+	if !e.BadExpertID() || !e.TooManyRoutes() {
+		t.Fatal(e)
+	}
+	s := e.Error()
+	for _, w := range []string{"expert id out of range [-1, 128)", "more than K = 8 routes", "0x3"} {
+		if !strings.Contains(s, w) {
+			t.Errorf("%q lacks %q", s, w)
+		}
+	}
+	if s := (&RoutingError{Code: 8}).Error(); !strings.Contains(s, "unknown error bits 0x8") {
+		t.Error(s)
+	}
+}
+
+func TestCompileCache(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(CacheDirEnv, dir)
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s80, m80 := manifestFor(t, l, schedule.SM80)
+	s90, m90 := manifestFor(t, l, schedule.SM90a)
+	calls := 0
+	fake := func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
+		calls++
+		if s.Target == schedule.SM80 {
+			return ".target sm_80 // " + fmt.Sprint(calls), m80, nil
+		}
+		return ".target sm_90a // " + fmt.Sprint(calls), m90, nil
+	}
+	defer RegisterCompiler("", nil)
+	RegisterCompiler("v1", fake)
+	c1, err := compileCached(l, s80, 12040)
+	if err != nil || calls != 1 {
+		t.Fatalf("first compile: %d calls, %v", calls, err)
+	}
+	if c2, err := compileCached(l, s80, 12040); err != nil || calls != 1 || c2.ptx != c1.ptx {
+		t.Fatalf("memory cache: %d calls, %v", calls, err)
+	}
+	if exeHash() == "" {
+		t.Skip("cannot hash the test executable; disk cache disabled")
+	}
+	if n := len(cacheFiles(dir)); n != 2 {
+		t.Fatalf("disk cache holds %d files, want 2: %v", n, cacheFiles(dir))
+	}
+	// A new process (the memory cache emptied by registering again) reads
+	// the disk cache.
+	RegisterCompiler("v1", fake)
+	if c3, err := compileCached(l, s80, 12040); err != nil || calls != 1 || c3.ptx != c1.ptx || string(c3.manifest) != string(m80) {
+		t.Fatalf("disk cache: %d calls, %v", calls, err)
+	}
+	// Every part of the key matters.
+	s80b := s80
+	s80b.Stages++
+	l2 := l
+	l2.TopK = 4
+	for i, f := range []func() (compiledLayer, error){
+		func() (compiledLayer, error) { return compileCached(l, s90, 12040) },
+		func() (compiledLayer, error) { return compileCached(l, s80, 12080) },
+		func() (compiledLayer, error) { return compileCached(l, s80b, 12040) },
+		func() (compiledLayer, error) { return compileCached(l2, s80, 12040) },
+		func() (compiledLayer, error) { RegisterCompiler("v2", fake); return compileCached(l, s80, 12040) },
+	} {
+		before := calls
+		if _, err := f(); err != nil || calls != before+1 {
+			t.Fatalf("key change %d: %d calls (was %d), %v", i, calls, before, err)
+		}
+	}
+	// A failing compiler's error comes back; nothing is cached.
+	RegisterCompiler("v3", func(schedule.Layer, schedule.Schedule) (string, []byte, error) {
+		return "", nil, errors.New("ptx: in function @moe_fc1: unsupported")
+	})
+	if _, err := compileCached(l, s80, 12040); err == nil || !strings.Contains(err.Error(), "unsupported") {
+		t.Fatalf("failing compiler: %v", err)
+	}
+	RegisterCompiler("", nil)
+	if _, err := compileCached(l, s80, 12040); !errors.Is(err, ErrNoCompiler) {
+		t.Fatalf("no compiler: %v", err)
+	}
+	t.Setenv(CacheDirEnv, "off")
+	if cacheDir() != "" {
+		t.Fatal("MOKC_CACHE_DIR=off does not disable the disk cache")
+	}
+}
+
+// TestNewLayerWithoutDevice checks that NewLayer fails cleanly where no GPU
+// can be used: ErrNoCUDA without the cuda tag, ErrNoDevice on a machine
+// without a driver or device.
+func TestNewLayerWithoutDevice(t *testing.T) {
+	if Available() {
+		t.Skip("a device is present")
+	}
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.DefaultSchedule(l, schedule.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = NewLayer(nil, l, s)
+	if !errors.Is(err, ErrNoCUDA) && !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("NewLayer without a device: %v", err)
+	}
+	_, err = LoadLayer(&Context{}, l, s, "", nil)
+	if !errors.Is(err, ErrNoCUDA) && !errors.Is(err, ErrNoDevice) {
+		t.Fatalf("LoadLayer without a device: %v", err)
+	}
+}
