@@ -53,7 +53,7 @@ type Builder struct {
 // maxntidx = threads) and returns a Builder at its entry block.
 func NewKernel(m *llir.Module, name string, threads int, params ...*llir.Param) *Builder {
 	f := m.NewFunc(name, types.Void, params...)
-	annotateKernel(m, f, threads)
+	kernelAnnotate(m, f, threads)
 	b := &Builder{M: m, F: f}
 	b.B = f.NewBlock("entry")
 	return b
@@ -484,15 +484,6 @@ func (b *Builder) Sigmoid(x value.Value) value.Value {
 	return b.FDiv(F32c(1), b.FAdd(F32c(1), e))
 }
 
-// annotateKernel adds f to !nvvm.annotations as a kernel with maxntidx.
-func annotateKernel(m *llir.Module, f *llir.Func, threads int) {
-	kernelAnnotate(m, f, threads)
-}
-
-// asmEscape quotes nothing; PTX strings go through llir's quoting. It is
-// here to keep every multi-line asm string built the same way.
-func asmLines(lines ...string) string { return strings.Join(lines, "\n\t") }
-
 // undefVec is an undef vector of type t.
 func undefVec(t *types.VectorType) value.Value { return constant.NewUndef(t) }
 
@@ -542,3 +533,7 @@ func (b *Builder) LaneWarp() (lane, warp value.Value) {
 	t := b.Tid()
 	return b.And(t, I32c(31)), b.LShr(t, I32c(5))
 }
+
+// asmLines joins lines of a multi-line inline PTX template with "\n\t" (the
+// layout llc uses), so every multi-line asm string is built the same way.
+func asmLines(lines ...string) string { return strings.Join(lines, "\n\t") }

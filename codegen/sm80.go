@@ -165,11 +165,11 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 	// fixed for the whole K loop. For each: smem offset within a stage,
 	// global address at k = 0, row validity, and the chunk's k offset.
 	type chunk struct {
-		sOff    value.Value // i64 byte offset inside the stage
-		gAddr   value.Value // i64 global address of the chunk at kt = 0
-		rowOK   value.Value // i1
-		kOff    int64       // elements: this chunk covers k in [kt*BK + kOff, +8)
-		fallbck value.Value // i64 an in-bounds address for masked chunks
+		sOff     value.Value // i64 byte offset inside the stage
+		gAddr    value.Value // i64 global address of the chunk at kt = 0
+		rowOK    value.Value // i1: the chunk's row exists
+		kElem    value.Value // i32 first k of the chunk inside a K block
+		fallback value.Value // i64 an in-bounds address for masked chunks
 	}
 	var chunks []chunk
 	cpr := int64(l.chunksPerRow)
@@ -184,16 +184,14 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 		c := b.AddI(tid, int64(idx*l.threads))
 		r := b.UDiv(c, I32c(cpr))
 		kc := b.URem(c, I32c(cpr))
-		var ch chunk
-		// The k offset of a chunk depends on kc, a function of tid: keep it
-		// symbolic through kOffV below; kOff is unused (0).
 		kByte := b.MulI(b.Wide(kc), 16)
+		ch := chunk{kElem: b.MulI(kc, 8)}
 		if isA {
 			ch.sOff = b.Add(b.MulI(b.Wide(r), int64(l.rowBytes)), kByte)
 			grow := b.Add(row0, r)
 			ch.rowOK = b.Cmp("slt", grow, rowEnd)
-			ch.gAddr = b.Add(b.B.NewPtrToInt(aGlobal, I64), b.Add(b.MulI(b.Wide(grow), K*2), kByte))
-			ch.fallbck = aFallback
+			ch.gAddr = b.Add(aFallback, b.Add(b.MulI(b.Wide(grow), K*2), kByte))
+			ch.fallback = aFallback
 		} else {
 			ch.sOff = b.Add(I64c(int64(l.aBytes)), b.Add(b.MulI(b.Wide(r), int64(l.rowBytes)), kByte))
 			var grow value.Value
@@ -211,20 +209,9 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 				ch.rowOK = b.Cmp("slt", j, I32c(int64(l.n)))
 			}
 			ch.gAddr = b.Add(bFallback, b.Add(b.MulI(b.Wide(grow), K*2), kByte))
-			ch.fallbck = bFallback
+			ch.fallback = bFallback
 		}
-		ch.kOff = 0
 		chunks = append(chunks, ch)
-		_ = kc
-	}
-	// kElem[i]: the k element offset of chunk i inside a K block (i32).
-	kElem := make([]value.Value, len(chunks))
-	for i := range chunks {
-		idx := i
-		if i >= l.aChunks {
-			idx = i - l.aChunks
-		}
-		kElem[i] = b.MulI(b.URem(b.AddI(tid, int64(idx*l.threads)), I32c(cpr)), 8)
 	}
 
 	// load issues the cp.async of K block kt (i32) into stage st (i32).
@@ -232,9 +219,9 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 		stBase := b.Add(smemAddr, b.MulI(b.Wide(st), int64(l.stageBytes)))
 		kByte := b.MulI(b.Wide(kt), int64(l.BK)*2)
 		kFirst := b.MulI(kt, int64(l.BK))
-		for i, ch := range chunks {
-			ok := b.And(ch.rowOK, b.Cmp("slt", b.Add(kFirst, kElem[i]), I32c(K)))
-			src := b.Select(ok, b.Add(ch.gAddr, kByte), ch.fallbck)
+		for _, ch := range chunks {
+			ok := b.And(ch.rowOK, b.Cmp("slt", b.Add(kFirst, ch.kElem), I32c(K)))
+			src := b.Select(ok, b.Add(ch.gAddr, kByte), ch.fallback)
 			size := b.Select(ok, I32c(16), I32c(0))
 			b.Asm(types.Void, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "l,l,r,~{memory}",
 				b.Add(stBase, ch.sOff), src, size)
