@@ -107,7 +107,7 @@ func TestDefaultScheduleEveryPresetAndTarget(t *testing.T) {
 func TestDefaultScheduleChoices(t *testing.T) {
 	q, _ := Preset("qwen3-30b-a3b")
 	s80, _ := DefaultSchedule(q, SM80)
-	if s80.FC1 != (Tile{128, 128, 32}) || s80.Stages != 3 || s80.Warps != (WarpRoles{MMA: 4}) {
+	if s80.FC1 != (Tile{128, 128, 64}) || s80.Stages != 3 || s80.Warps != (WarpRoles{MMA: 4}) {
 		t.Errorf("sm_80 default: %v", s80)
 	}
 	s90, _ := DefaultSchedule(q, SM90a)
