@@ -55,6 +55,11 @@ func parseAnnotations(m *llir.Module) (map[*llir.Func]*annotations, error) {
 			if !ok {
 				return nil, &Error{Func: f.Name(), Msg: "malformed !nvvm.annotations entry (key is not a string): " + tup.String()}
 			}
+			if !knownAnnotations[key.Value] {
+				// e.g. "grid_constant" (a tuple of parameter indices): the
+				// backend always addresses byval kernel parameters in place.
+				continue
+			}
 			ci, ok := tup.Fields[i+1].(*constant.Int)
 			if !ok {
 				return nil, &Error{Func: f.Name(), Msg: fmt.Sprintf("!nvvm.annotations %q: value is not an integer constant", key.Value)}
@@ -94,6 +99,12 @@ func parseAnnotations(m *llir.Module) (map[*llir.Func]*annotations, error) {
 		}
 	}
 	return out, nil
+}
+
+var knownAnnotations = map[string]bool{
+	"kernel": true, "maxntidx": true, "maxntidy": true, "maxntidz": true,
+	"reqntidx": true, "reqntidy": true, "reqntidz": true, "minctasm": true, "maxnreg": true,
+	"cluster_dim_x": true, "cluster_dim_y": true, "cluster_dim_z": true, "cluster_max_blocks": true,
 }
 
 func annotatedFunc(f metadata.Field) *llir.Func {
