@@ -1,0 +1,372 @@
+//go:build cuda
+
+package runtime_test
+
+import (
+	"errors"
+	"math"
+	"math/rand/v2"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/schedule"
+)
+
+// The GPU tests of runtime.Layer: the full forward of real presets through
+// compiler → PTX → Layer against schedule's float64 reference. They skip
+// without a device (fail with MOKC_REQUIRE_GPU=1). Build with
+// `go test -c -tags cuda ./runtime` (or `make device-bins`) and run on the
+// GPU machine from the runtime directory.
+
+var registerOnce sync.Once
+
+func useCompiler() {
+	registerOnce.Do(func() {
+		runtime.RegisterCompiler(compiler.Version, func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
+			a, err := compiler.Compile(l, s)
+			if err != nil {
+				return "", nil, err
+			}
+			m, err := a.ManifestJSON()
+			return a.PTX.Text, m, err
+		})
+	})
+}
+
+func openGPU(t *testing.T) *runtime.Context {
+	t.Helper()
+	ctx, err := runtime.Open(0)
+	if errors.Is(err, runtime.ErrNoDevice) {
+		if os.Getenv("MOKC_REQUIRE_GPU") == "1" {
+			t.Fatalf("MOKC_REQUIRE_GPU=1 but: %v", err)
+		}
+		t.Skipf("skipping: %v", err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ctx.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return ctx
+}
+
+// gpuTargets are the targets the device runs: sm_80 from compute
+// capability 8.0 on, sm_90a on 9.0 exactly, sm_100a on 10.0 exactly.
+func gpuTargets(cc int) []schedule.Target {
+	var ts []schedule.Target
+	for _, t := range schedule.Targets() {
+		if runtime.CheckTarget(t.String(), cc) == nil {
+			ts = append(ts, t)
+		}
+	}
+	return ts
+}
+
+// yStats compares y (bf16 bits) with the reference: the relative L2 error
+// sqrt(sum (y-ref)^2 / sum ref^2) over the finite elements, the count of
+// elements still holding the 0xFFFF poison, and of other NaN or Inf values.
+func yStats(y []uint16, ref []float64) (rel float64, unwritten, nonFinite int) {
+	var num, den float64
+	for i, b := range y {
+		if b == 0xFFFF {
+			unwritten++
+			continue
+		}
+		v := float64(math.Float32frombits(uint32(b) << 16))
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			nonFinite++
+			continue
+		}
+		d := v - ref[i]
+		num += d * d
+		den += ref[i] * ref[i]
+	}
+	return math.Sqrt(num / math.Max(den, 1e-300)), unwritten, nonFinite
+}
+
+// runChecked runs the forward of args three times on stream, poisoning y
+// (0xFF bytes, a bf16 NaN) before each run, and checks each run: no device
+// fault, the error word as wantErr says (nil: no error; else wantErr must
+// accept CheckErrors' error), every element written, no NaN/Inf, the
+// relative L2 error against ref at most 1e-2, and bitwise-identical output
+// across runs. It returns y of the first run.
+func runChecked(t *testing.T, ctx *runtime.Context, ly *runtime.Layer, args runtime.ForwardArgs, ref []float64, what string, wantErr func(error) bool) []uint16 {
+	t.Helper()
+	n := 1
+	for _, d := range args.Y.Shape {
+		n *= d
+	}
+	var first []uint16
+	for run := 0; run < 3; run++ {
+		if n > 0 {
+			if err := ctx.MemsetAsync(args.Y.Ptr, 0xFF, 2*n, args.Stream); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := ly.Forward(args); err != nil {
+			t.Fatalf("%s run %d: Forward: %v", what, run, err)
+		}
+		err := ly.CheckErrors(args.Stream)
+		if wantErr == nil && err != nil {
+			t.Fatalf("%s run %d: CheckErrors: %v", what, run, err)
+		}
+		if wantErr != nil && (err == nil || !wantErr(err)) {
+			t.Fatalf("%s run %d: CheckErrors = %v, not the expected error", what, run, err)
+		}
+		y := make([]uint16, n)
+		if n > 0 {
+			if err := ctx.CopyFromDevice(y, args.Y.Ptr); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rel, unwritten, nonFinite := yStats(y, ref)
+		if unwritten > 0 || nonFinite > 0 {
+			t.Fatalf("%s run %d: %d of %d elements not written, %d NaN/Inf", what, run, unwritten, n, nonFinite)
+		}
+		if run == 0 {
+			if n > 0 {
+				t.Logf("%s: relative L2 error %.3g", what, rel)
+			}
+			if !(rel <= 1e-2) && n > 0 {
+				t.Fatalf("%s: relative L2 error %.3g > 1e-2", what, rel)
+			}
+			first = y
+			continue
+		}
+		for i := range y {
+			if y[i] != first[i] {
+				t.Fatalf("%s run %d: y[%d] = %#04x, first run %#04x: not deterministic", what, run, i, y[i], first[i])
+			}
+		}
+	}
+	return first
+}
+
+// caseData is one input of a test: x, its routing and the reference.
+type caseData struct {
+	x   []float32
+	r   schedule.Routing
+	ref []float64
+	in  *runtime.DeviceTensors
+}
+
+func newCase(t *testing.T, ctx *runtime.Context, l schedule.Layer, w schedule.Weights, T int, seed uint64) caseData {
+	t.Helper()
+	x := schedule.RandomInput(T, l.Hidden, seed)
+	r, err := schedule.GenerateRouting(l, x, seed^0x5851f42d4c957f2d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ref []float64
+	if T > 0 {
+		if ref, err = schedule.Forward(l, w, x, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in, err := runtime.UploadInputs(ctx, l, x, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { in.Free() })
+	return caseData{x, r, ref, in}
+}
+
+func argsOf(weights, in *runtime.DeviceTensors, stream *runtime.Stream) runtime.ForwardArgs {
+	var a runtime.ForwardArgs
+	weights.SetIn(&a)
+	in.SetIn(&a)
+	a.Stream = stream
+	return a
+}
+
+func TestLayerForward(t *testing.T) {
+	ctx := openGPU(t)
+	t.Setenv(runtime.CacheDirEnv, t.TempDir())
+	useCompiler()
+	targets := gpuTargets(ctx.Device().ComputeCapability())
+	if len(targets) == 0 {
+		t.Skipf("compute capability %d runs none of the targets", ctx.Device().ComputeCapability())
+	}
+	stream, err := ctx.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Destroy()
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite"} {
+		t.Run(name, func(t *testing.T) {
+			l, err := schedule.Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seed := rand.Uint64()
+			t.Logf("seed %d", seed)
+			w, err := schedule.RandomWeights(l, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			dw, err := runtime.UploadWeights(ctx, l, w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dw.Free()
+			for _, target := range targets {
+				t.Run(target.String(), func(t *testing.T) {
+					testLayerTarget(t, ctx, stream, l, w, dw, target, seed)
+					if name == "qwen3-30b-a3b" {
+						lm := l
+						lm.Routing = schedule.RoutingMap
+						t.Run("routing-map", func(t *testing.T) {
+							testLayerMap(t, ctx, stream, lm, w, dw, target, seed)
+						})
+					}
+				})
+			}
+		})
+	}
+}
+
+func testLayerTarget(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l schedule.Layer, w schedule.Weights,
+	dw *runtime.DeviceTensors, target schedule.Target, seed uint64) {
+	s, err := schedule.DefaultSchedule(l, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ly, err := runtime.NewLayer(ctx, l, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ly.Close()
+	K, E := l.TopK, l.Experts
+	name := l.Name + " " + target.String()
+	// T = 1 again after 64: a smaller T in the grown workspace, with new
+	// addresses for x and y.
+	for i, T := range []int{0, 1, 64, 1} {
+		c := newCase(t, ctx, l, w, T, seed+uint64(i+1)*7919)
+		runChecked(t, ctx, ly, argsOf(dw, c.in, stream), c.ref, name+" T="+strconv.Itoa(T), nil)
+		if T == 64 && ly.WorkspaceBytes() < ly.WorkspaceBytesFor(64) {
+			t.Fatalf("workspace %d bytes < %d needed at T = 64", ly.WorkspaceBytes(), ly.WorkspaceBytesFor(64))
+		}
+	}
+
+	// Out-of-range ids are reported by CheckErrors and their slots count
+	// as -1 (no contribution); the next valid forward reports nothing.
+	const T = 64
+	c := newCase(t, ctx, l, w, T, seed^0xbad)
+	bad := c.r
+	bad.IDs = append([]int32(nil), c.r.IDs...)
+	badSlots := []int{3 * K, 7*K + K - 1, 9*K + 1}
+	bad.IDs[badSlots[0]] = int32(E)
+	bad.IDs[badSlots[1]] = -5
+	bad.IDs[badSlots[2]] = math.MaxInt32
+	asNone := bad
+	asNone.IDs = append([]int32(nil), bad.IDs...)
+	for _, i := range badSlots {
+		asNone.IDs[i] = -1
+	}
+	ref, err := schedule.Forward(l, w, c.x, asNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := runtime.UploadInputs(ctx, l, c.x, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Free()
+	runChecked(t, ctx, ly, argsOf(dw, in, stream), ref, name+" ids out of range", func(err error) bool {
+		var re *runtime.RoutingError
+		return errors.As(err, &re) && re.BadExpertID() && !re.TooManyRoutes() && strings.Contains(err.Error(), "expert id out of range")
+	})
+	runChecked(t, ctx, ly, argsOf(dw, c.in, stream), c.ref, name+" valid after invalid", nil)
+
+	// A wrong argument is refused before anything runs.
+	args := argsOf(dw, c.in, stream)
+	args.IDs.Shape = []int{T, K + 1}
+	if err := ly.Forward(args); err == nil || !strings.Contains(err.Error(), "ForwardArgs.IDs: shape") {
+		t.Fatalf("Forward with a wrong ids shape: %v", err)
+	}
+}
+
+// testLayerMap runs the dense-routing form at T = 64: a valid map, then a
+// map with a row of K+1 routes (reported; the first K in expert order kept).
+func testLayerMap(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l schedule.Layer, w schedule.Weights,
+	dw *runtime.DeviceTensors, target schedule.Target, seed uint64) {
+	s, err := schedule.DefaultSchedule(l, target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ly, err := runtime.NewLayer(ctx, l, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ly.Close()
+	const T = 64
+	E, K := l.Experts, l.TopK
+	name := l.Name + " " + target.String() + " map"
+	c := newCase(t, ctx, l, w, T, seed^0x3a9)
+	runChecked(t, ctx, ly, argsOf(dw, c.in, stream), c.ref, name, nil)
+
+	bad := schedule.Routing{Map: append([]bool(nil), c.r.Map...), Probs: append([]float32(nil), c.r.Probs...)}
+	const row = 5
+	for e := 0; e <= K; e++ {
+		if !bad.Map[row*E+e] {
+			bad.Map[row*E+e] = true
+			bad.Probs[row*E+e] = 0.05 * float32(e+1)
+		}
+	}
+	kept := schedule.Routing{Map: append([]bool(nil), bad.Map...), Probs: bad.Probs}
+	n := 0
+	for e := 0; e < E; e++ {
+		if kept.Map[row*E+e] {
+			n++
+			if n > K {
+				kept.Map[row*E+e] = false
+			}
+		}
+	}
+	ref, err := schedule.Forward(l, w, c.x, kept)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := runtime.UploadInputs(ctx, l, c.x, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Free()
+	runChecked(t, ctx, ly, argsOf(dw, in, stream), ref, name+" too many routes", func(err error) bool {
+		var re *runtime.RoutingError
+		return errors.As(err, &re) && re.TooManyRoutes() && !re.BadExpertID()
+	})
+}
+
+// TestLayerTargetMismatch checks that a target the device cannot run is
+// refused by NewLayer with CheckTarget's error, before compiling.
+func TestLayerTargetMismatch(t *testing.T) {
+	ctx := openGPU(t)
+	useCompiler()
+	cc := ctx.Device().ComputeCapability()
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range schedule.Targets() {
+		if runtime.CheckTarget(target.String(), cc) == nil {
+			continue
+		}
+		s, err := schedule.DefaultSchedule(l, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = runtime.NewLayer(ctx, l, s)
+		if err == nil || !strings.Contains(err.Error(), "compute capability") {
+			t.Fatalf("%s on compute capability %d: %v", target, cc, err)
+		}
+	}
+}

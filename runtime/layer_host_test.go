@@ -1,0 +1,108 @@
+package runtime
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/schedule"
+)
+
+func TestBF16RoundTrip(t *testing.T) {
+	r := rand.New(rand.NewPCG(rand.Uint64(), 1))
+	v := make([]float32, 1000)
+	for i := range v {
+		v[i] = float32(r.NormFloat64() * 3)
+	}
+	got := FromBF16(ToBF16(v))
+	for i := range v {
+		if want := schedule.RoundBF16(v[i]); got[i] != want {
+			t.Fatalf("%v -> %v, want %v", v[i], got[i], want)
+		}
+		if math.Abs(float64(got[i]-v[i])) > math.Abs(float64(v[i]))/128 {
+			t.Fatalf("%v -> %v: more than half an ulp of bf16", v[i], got[i])
+		}
+	}
+	if b := ToBF16([]float32{1, -2}); b[0] != 0x3F80 || b[1] != 0xC000 {
+		t.Fatalf("ToBF16(1, -2) = %#04x", b)
+	}
+}
+
+func TestPackWeights(t *testing.T) {
+	l := schedule.Layer{Name: "pack", Hidden: 16, Intermediate: 8, Experts: 3, TopK: 2,
+		SharedExperts: 2, SharedIntermediate: 8, SharedGate: true,
+		Activation: schedule.GPTOSS, SwiGLULimit: 7, GPTOSSAlpha: 1.702, GateUpInterleaved: true, Biases: true}
+	w, err := schedule.RandomWeights(l, rand.Uint64())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hts, err := packWeights(l, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byField := map[string]hostTensor{}
+	for _, h := range hts {
+		n := 0
+		for _, p := range h.parts {
+			n += partBytes(p)
+		}
+		want := h.dtype.Size()
+		for _, d := range h.shape {
+			want *= d
+		}
+		if n != want {
+			t.Fatalf("%s: %d bytes for %s %v (%d)", h.field, n, h.dtype, h.shape, want)
+		}
+		byField[h.field] = h
+	}
+	for _, f := range []string{"fc1", "fc2", "fc1_bias", "fc2_bias", "shared_fc1", "shared_fc2", "shared_gate"} {
+		if _, ok := byField[f]; !ok {
+			t.Fatalf("no %s", f)
+		}
+	}
+	H, Is, S := l.Hidden, l.SharedIntermediate, l.SharedExperts
+	bf := func(v float32) uint16 { return ToBF16([]float32{v})[0] }
+	// Expert e's FC1 is part e, row-major [2I, H].
+	if got := byField["fc1"].parts[2].([]uint16)[5*H+3]; got != bf(w.FC1[2][5*H+3]) {
+		t.Fatalf("fc1[2][5][3] = %#04x", got)
+	}
+	// Shared FC1: gate rows of expert 0, of expert 1, then up rows of 0, 1.
+	var s1 []uint16
+	for _, p := range byField["shared_fc1"].parts {
+		s1 = append(s1, p.([]uint16)...)
+	}
+	for _, c := range []struct{ row, s, srcRow int }{{0, 0, 0}, {Is + 2, 1, 2}, {S*Is + 1, 0, Is + 1}, {S*Is + Is + 7, 1, Is + 7}} {
+		for h := 0; h < H; h++ {
+			if s1[c.row*H+h] != bf(w.SharedFC1[c.s][c.srcRow*H+h]) {
+				t.Fatalf("shared_fc1 row %d col %d is not row %d of shared expert %d", c.row, h, c.srcRow, c.s)
+			}
+		}
+	}
+	// Shared FC2 [H, S*I_s]: column s*I_s + j of row h is FC2_s[h, j].
+	s2 := byField["shared_fc2"].parts[0].([]uint16)
+	for h := 0; h < H; h++ {
+		for s := 0; s < S; s++ {
+			for j := 0; j < Is; j++ {
+				if s2[h*S*Is+s*Is+j] != bf(w.SharedFC2[s][h*Is+j]) {
+					t.Fatalf("shared_fc2[%d][%d]", h, s*Is+j)
+				}
+			}
+		}
+	}
+	if got := byField["fc2_bias"].parts[1].([]float32)[H-1]; got != w.FC2Bias[1][H-1] {
+		t.Fatalf("fc2_bias[1][H-1] = %v", got)
+	}
+
+	bad := w
+	bad.FC2 = append([][]float32(nil), w.FC2...)
+	bad.FC2[1] = bad.FC2[1][:10]
+	if _, err := packWeights(l, bad); err == nil || !strings.Contains(err.Error(), "FC2[1] has 10 values") {
+		t.Fatalf("short FC2[1]: %v", err)
+	}
+	bad = w
+	bad.SharedGate = nil
+	if _, err := packWeights(l, bad); err == nil || !strings.Contains(err.Error(), "SharedGate") {
+		t.Fatalf("no shared gate: %v", err)
+	}
+}
