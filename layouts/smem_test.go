@@ -1,0 +1,290 @@
+package layouts
+
+import (
+	"fmt"
+	"testing"
+)
+
+func TestSmemTileShapes(t *testing.T) {
+	tl, err := NewSmemTile(TargetSM90a, OperandA, DTypeBF16, 64, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tl.Swizzle != Swizzle128B || tl.Layout.String() != "((8,8),(64,1)):((64,512),(1,4096))" ||
+		tl.ElemSwizzle != (Swizzle{3, 3, 3}) || tl.Bytes() != 8192 {
+		t.Fatalf("sm_90a A bf16 64x64 = %v", tl)
+	}
+	fp8, _ := NewSmemTile(TargetSM100a, OperandB, DTypeE4M3, 256, 128)
+	if fp8.Swizzle != Swizzle128B || fp8.Layout.String() != "((8,32),(128,1)):((128,1024),(1,32768))" || fp8.ElemSwizzle != (Swizzle{3, 4, 3}) {
+		t.Fatalf("sm_100a B e4m3 256x128 = %v", fp8)
+	}
+	for _, c := range []struct {
+		k    int
+		want SwizzleMode
+	}{{64, Swizzle128B}, {32, Swizzle64B}, {16, Swizzle32B}, {192, Swizzle128B}, {48, Swizzle32B}} {
+		if tl, err := NewSmemTile(TargetSM80, OperandA, DTypeBF16, 32, c.k); err != nil || tl.Swizzle != c.want {
+			t.Errorf("sm_80 bf16 K=%d: %v, %v (want %v)", c.k, tl, err, c.want)
+		}
+	}
+	for _, bad := range []struct {
+		t      Target
+		op     Operand
+		d      DType
+		rows   int
+		k      int
+		swzl   SwizzleMode
+		reason string
+	}{
+		{TargetSM80, OperandA, DTypeE4M3, 64, 64, Swizzle128B, "e4m3 on sm_80"},
+		{TargetSM90a, OperandA, DTypeBF16, 48, 64, Swizzle128B, "A rows not a multiple of 64"},
+		{TargetSM80, OperandA, DTypeBF16, 8, 64, Swizzle128B, "sm_80 A rows not a multiple of 16"},
+		{TargetSM90a, OperandB, DTypeBF16, 12, 64, Swizzle128B, "B rows not a multiple of 8"},
+		{TargetSM90a, OperandB, DTypeBF16, 64, 24, SwizzleNone, "K not a multiple of MMA K"},
+		{TargetSM90a, OperandB, DTypeBF16, 64, 32, Swizzle128B, "K below the atom"},
+		{TargetSM100a, OperandB, DTypeBF16, 64, 64, Swizzle128BAtom32B, "unmodelled swizzle"},
+		{TargetSM100a, OperandA, DTypeBF16, 1024, 128, Swizzle128B, "too large"},
+		{Target("sm_70"), OperandA, DTypeBF16, 64, 64, Swizzle128B, "unknown target"},
+	} {
+		if _, err := NewSmemTileSwizzle(bad.t, bad.op, bad.d, bad.rows, bad.k, bad.swzl); err == nil {
+			t.Errorf("accepted: %s", bad.reason)
+		}
+	}
+}
+
+func allTiles(t *testing.T) []*SmemTile {
+	var out []*SmemTile
+	for _, tg := range []Target{TargetSM80, TargetSM90a, TargetSM100a} {
+		for _, d := range []DType{DTypeBF16, DTypeE4M3} {
+			for _, op := range []Operand{OperandA, OperandB} {
+				for _, sw := range []SwizzleMode{SwizzleNone, Swizzle32B, Swizzle64B, Swizzle128B} {
+					for _, rows := range []int{64, 128} {
+						for _, kb := range []int{128, 256} { // K bytes
+							tl, err := NewSmemTileSwizzle(tg, op, d, rows, kb/d.Bytes(), sw)
+							if tg == TargetSM80 && d == DTypeE4M3 {
+								continue
+							}
+							if err != nil {
+								t.Fatalf("%s %v %v %dx%d %v: %v", tg, op, d, rows, kb/d.Bytes(), sw, err)
+							}
+							out = append(out, tl)
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
+}
+
+// TestSmemTilesAreBijective: every tile maps its elements one to one onto
+// its bytes, and a 16-byte chunk of a row stays contiguous (the swizzle
+// moves whole chunks).
+func TestSmemTilesAreBijective(t *testing.T) {
+	for _, tl := range allTiles(t) {
+		b := tl.DType.Bytes()
+		seen := make([]bool, tl.Bytes())
+		for r := 0; r < tl.Rows; r++ {
+			for k := 0; k < tl.K; k++ {
+				o, err := tl.ByteOffset(r, k)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if r%7 == 0 || k%5 == 0 { // the direct formula is the layout
+					lo, _ := tl.Swizzled().OffsetAt(r, k)
+					if lo*b != o {
+						t.Fatalf("%v: (%d,%d) at %d, layout says %d", tl, r, k, o, lo*b)
+					}
+				}
+				if o%b != 0 || o < 0 || o >= tl.Bytes() || seen[o] {
+					t.Fatalf("%v: (%d,%d) -> %d (repeated or out of the tile)", tl, r, k, o)
+				}
+				seen[o] = true
+				if k%(16/b) != 0 {
+					first, _ := tl.ByteOffset(r, k-k%(16/b))
+					if o != first+(k%(16/b))*b {
+						t.Fatalf("%v: 16-byte chunk of (%d,%d) is split", tl, r, k)
+					}
+				}
+			}
+		}
+	}
+}
+
+// emulateDescriptor computes the shared-memory byte address an MMA reads for
+// row `row` (relative to the descriptor's first row) and byte kb (0..31) of
+// the K slice, from the decoded descriptor alone, following the canonical
+// K-major layouts of PTX ISA 9.7.16.3 (in 16-byte units T):
+//
+//	no swizzle: ((8,m),(T,2k)) : ((1T,SBO),(1,LBO))
+//	swizzled:   ((8,m),(T,2k)) : ((sT,SBO),(1,T)), s = swizzle bytes / 16,
+//	            then the swizzle applied to the address bits (pattern
+//	            anchored at address 0; base offset 0).
+func emulateDescriptor(d SmemDescriptor, row, kb int) int {
+	if d.Swizzle == SwizzleNone {
+		return int(d.Start) + (row%8)*16 + (row/8)*int(d.SBO) + (kb/16)*int(d.LBO) + kb%16
+	}
+	a := int(d.Start) + (row%8)*d.Swizzle.Bytes() + (row/8)*int(d.SBO) + kb
+	p, _ := d.Swizzle.Pattern()
+	return p.Apply(a)
+}
+
+// TestTileDescriptorsAddressTheTile: the descriptor a tile gives for each
+// (row group, k-step), read the way the tensor core reads it, addresses
+// exactly the bytes where the tile layout put the elements.
+func TestTileDescriptorsAddressTheTile(t *testing.T) {
+	const base = 0x6000 // a multiple of 1024
+	for _, tl := range allTiles(t) {
+		if tl.Target == TargetSM80 {
+			if _, err := tl.Descriptor(base, 0, 0); err == nil {
+				t.Fatal("sm_80 tile gave a descriptor")
+			}
+			continue
+		}
+		mk, _ := MMAK(tl.Target, tl.DType)
+		b := tl.DType.Bytes()
+		mmaRows := tl.Rows // B: the whole N; A: one warpgroup / tcgen05 M of 64
+		if tl.Operand == OperandA {
+			mmaRows = 64
+		}
+		for row0 := 0; row0 < tl.Rows; row0 += mmaRows {
+			for ks := 0; ks < tl.K/mk; ks++ {
+				v, err := tl.Descriptor(base, row0, ks)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var d SmemDescriptor
+				if tl.Target == TargetSM100a {
+					d, err = DecodeSM100SmemDescriptor(v)
+				} else {
+					d, err = DecodeSM90SmemDescriptor(v)
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				for r := 0; r < mmaRows; r++ {
+					for kb := 0; kb < 32; kb += b {
+						want, _ := tl.ByteOffset(row0+r, ks*mk+kb/b)
+						if got := emulateDescriptor(d, r, kb); got != base+want {
+							t.Fatalf("%v: descriptor %v (row0 %d, k-step %d) reads row %d byte %d at 0x%x, element is at 0x%x",
+								tl, d, row0, ks, r, kb, got, base+want)
+						}
+					}
+				}
+			}
+		}
+	}
+	// Pinned values (by hand): sm_90a A bf16 64x64 at 0x400, k-step 1:
+	// start 0x420 -> 0x42, LBO 16 -> 1, SBO 1024 -> 0x40, 128B.
+	tl, _ := NewSmemTile(TargetSM90a, OperandA, DTypeBF16, 64, 64)
+	if v, err := tl.Descriptor(0x400, 0, 1); err != nil || v != 0x4000004000010042 {
+		t.Errorf("sm_90a k-step 1 = 0x%016x, %v", v, err)
+	}
+	tl, _ = NewSmemTile(TargetSM100a, OperandB, DTypeE4M3, 256, 256)
+	// k-step 4 is K 128: the second atom column, 256 rows x 128 bytes on.
+	if v, err := tl.Descriptor(0, 0, 4); err != nil || v != 0x4000404000010800 {
+		t.Errorf("sm_100a k-step 4 = 0x%016x, %v", v, err)
+	}
+	// The rows 64..127 of an A tile: 8 row groups of 1024 bytes on.
+	tl, _ = NewSmemTile(TargetSM100a, OperandA, DTypeBF16, 128, 64)
+	if v, err := tl.Descriptor(0x8000, 64, 0); err != nil || v != 0x4000404000010A00 {
+		t.Errorf("sm_100a rows 64.. = 0x%016x, %v", v, err)
+	}
+	if _, err := tl.Descriptor(0x8200, 0, 0); err == nil {
+		t.Error("base not aligned to 1024 accepted")
+	}
+	if _, err := tl.Descriptor(0x8000, 4, 0); err == nil {
+		t.Error("row 4 accepted")
+	}
+	if _, err := tl.Descriptor(0x8000, 0, 4); err == nil {
+		t.Error("k-step beyond K accepted")
+	}
+}
+
+// bankGroups returns whether the 8 addresses of each ldmatrix phase (lanes
+// 8j..8j+7) fall into 8 different 16-byte bank groups ((addr/16) mod 8):
+// then the phase reads all 32 banks once, without conflicts.
+func conflictFree(offs [32]int) bool {
+	for j := 0; j < 4; j++ {
+		var seen [8]bool
+		for l := 8 * j; l < 8*j+8; l++ {
+			g := (offs[l] / 16) % 8
+			if seen[g] {
+				return false
+			}
+			seen[g] = true
+		}
+	}
+	return true
+}
+
+func TestSM80LdmatrixConflictFree(t *testing.T) {
+	for _, k := range []int{16, 32, 64, 128} {
+		for _, op := range []Operand{OperandA, OperandB} {
+			tl, err := NewSmemTile(TargetSM80, op, DTypeBF16, 64, k)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for r0 := 0; r0 < 64; r0 += 16 {
+				for k0 := 0; k0 < k; k0 += 16 {
+					offs, err := tl.LdmatrixX4Offsets(r0, k0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !conflictFree(offs) {
+						t.Fatalf("%v: ldmatrix at (%d,%d) has bank conflicts: %v", tl, r0, k0, offs)
+					}
+					for l := 0; l < 32; l++ {
+						m := l / 8
+						r, kk := r0+l%8+8*(m%2), k0+8*(m/2)
+						if op == OperandB {
+							r, kk = r0+l%8+8*(m/2), k0+8*(m%2)
+						}
+						for i := 0; i < 8; i++ {
+							if o, _ := tl.ByteOffset(r, kk+i); o != offs[l]+2*i {
+								t.Fatalf("%v lane %d: element (%d,%d) at %d, row address %d", tl, l, r, kk+i, o, offs[l])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	// Without the swizzle, 128-byte rows put all 8 rows of a phase in the
+	// same bank group: the check above would fail.
+	tl, _ := NewSmemTileSwizzle(TargetSM80, OperandA, DTypeBF16, 64, 64, SwizzleNone)
+	plain, _ := RowMajor(Ints(64, 64))
+	var offs [32]int
+	for l := range offs {
+		o, _ := plain.OffsetAt(l%8, 0)
+		offs[l] = 2 * o
+	}
+	if conflictFree(offs) {
+		t.Fatal("row-major 128-byte rows reported conflict-free")
+	}
+	if _, err := tl.LdmatrixX4Offsets(56, 0); err == nil {
+		t.Fatal("ldmatrix block past the tile accepted")
+	}
+	fp8, _ := NewSmemTile(TargetSM90a, OperandB, DTypeE4M3, 64, 128)
+	if _, err := fp8.LdmatrixX4Offsets(0, 0); err == nil {
+		t.Fatal("ldmatrix .b16 on an e4m3 tile accepted")
+	}
+}
+
+func TestParseNames(t *testing.T) {
+	for s, want := range map[string]Target{"sm_80": TargetSM80, "sm_90a": TargetSM90a, "SM_100A": TargetSM100a, "sm_100": TargetSM100a} {
+		if got, err := ParseTarget(s); err != nil || got != want {
+			t.Errorf("ParseTarget(%q) = %v, %v", s, got, err)
+		}
+	}
+	if _, err := ParseTarget("sm_75"); err == nil {
+		t.Error("sm_75 accepted")
+	}
+	for s, want := range map[string]SwizzleMode{"128B": Swizzle128B, "64": Swizzle64B, "32b": Swizzle32B, "none": SwizzleNone} {
+		if got, err := ParseSwizzleMode(s); err != nil || got != want || (fmt.Sprint(got) == "") {
+			t.Errorf("ParseSwizzleMode(%q) = %v, %v", s, got, err)
+		}
+	}
+	if _, err := ParseDType("fp16"); err == nil {
+		t.Error("fp16 accepted")
+	}
+}
