@@ -204,7 +204,9 @@ func (t *SmemTile) Bytes() int { return t.Rows * t.K * t.DType.Bytes() }
 
 // Swizzled returns the tile as a CuTe composed layout in element units
 // (ElemSwizzle o Layout).
-func (t *SmemTile) Swizzled() SwizzledLayout { return SwizzledLayout{Sw: t.ElemSwizzle, Layout: t.Layout} }
+func (t *SmemTile) Swizzled() SwizzledLayout {
+	return SwizzledLayout{Sw: t.ElemSwizzle, Layout: t.Layout}
+}
 
 // String prints e.g. "sm_90a A bf16 64x64: Sw<3,3,3> o
 // ((8,8),(64,1)):((64,512),(1,4096)) (elements; 128B swizzle; 8192 bytes)".
