@@ -315,3 +315,30 @@ func TestRoundUpRuleDivisionEqualsTEMultiply(t *testing.T) {
 		}
 	}
 }
+
+// TestScaleCodeFastPath checks the quantizer's integer scale computation
+// against ScaleFromAmax, the definition, for both rules: every exponent
+// with edge mantissas, and random amax values; with MOKC_LONG=1 every f32.
+func TestScaleCodeFastPath(t *testing.T) {
+	r := newRand(t)
+	check := func(a uint32) {
+		for _, rule := range []ScaleRule{ScaleRoundUp, ScaleOCPFloor} {
+			if got, want := scaleCode(a, rule), ScaleFromAmax(math.Float32frombits(a), rule); got != want {
+				t.Fatalf("%v amax 0x%08x: fast %d, ScaleFromAmax %d", rule, a, got, want)
+			}
+		}
+	}
+	for e := uint32(0); e < 256; e++ {
+		for _, m := range []uint32{0, 1, 0x400000, 0x5FFFFF, 0x600000, 0x600001, 0x7FFFFE, 0x7FFFFF} {
+			check(e<<23 | m)
+		}
+	}
+	for i := 0; i < 1000000; i++ {
+		check(r.Uint32() & 0x7FFFFFFF)
+	}
+	if os.Getenv("MOKC_LONG") == "1" {
+		for a := uint32(0); a <= 0x7FFFFFFF; a++ {
+			check(a)
+		}
+	}
+}

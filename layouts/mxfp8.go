@@ -368,17 +368,35 @@ func (q *MXFP8) quantRange(e, lo, hi int, src source) {
 }
 
 // quantRowF32 quantizes one row along its length (the hot loop of weight
-// packing).
+// packing): full blocks through fixed-size arrays (no bounds checks, four
+// independent amax chains), then the partial block.
 func quantRowF32(dst, sc []uint8, src []float32, rule ScaleRule, t *[1 << 16]uint8) {
-	for b := 0; b < len(src); b += MXBlockSize {
-		blk := src[b:min(b+MXBlockSize, len(src))]
-		out := dst[b:][:len(blk)]
+	nb := len(src) / MXBlockSize
+	for b := 0; b < nb; b++ {
+		blk := (*[MXBlockSize]float32)(src[b*MXBlockSize:])
+		out := (*[MXBlockSize]uint8)(dst[b*MXBlockSize:])
+		var m0, m1, m2, m3 uint32
+		for i := 0; i < MXBlockSize; i += 4 {
+			m0 = max(m0, math.Float32bits(blk[i])&0x7FFFFFFF)
+			m1 = max(m1, math.Float32bits(blk[i+1])&0x7FFFFFFF)
+			m2 = max(m2, math.Float32bits(blk[i+2])&0x7FFFFFFF)
+			m3 = max(m3, math.Float32bits(blk[i+3])&0x7FFFFFFF)
+		}
+		code := scaleCode(max(max(m0, m1), max(m2, m3)), rule)
+		sc[b] = code
+		inv := ue8m0Reciprocal(code)
+		for i := 0; i < MXBlockSize; i++ {
+			out[i] = e4m3Fast(t, math.Float32bits(blk[i]*inv))
+		}
+	}
+	if b := nb * MXBlockSize; b < len(src) {
+		blk, out := src[b:], dst[b:len(src)]
 		var amax uint32
 		for _, v := range blk {
 			amax = max(amax, math.Float32bits(v)&0x7FFFFFFF)
 		}
-		code := scaleFromAmaxBits(amax, rule)
-		sc[b/MXBlockSize] = code
+		code := scaleCode(amax, rule)
+		sc[nb] = code
 		inv := ue8m0Reciprocal(code)
 		for i, v := range blk {
 			out[i] = e4m3Fast(t, math.Float32bits(v*inv))
@@ -391,15 +409,32 @@ func quantRowF32(dst, sc []uint8, src []float32, rule ScaleRule, t *[1 << 16]uin
 // subnormal, which encodes as zero either way, so the sticky bit is not
 // needed.
 func quantRowBF16(dst, sc []uint8, src []uint16, rule ScaleRule, t *[1 << 16]uint8) {
-	for b := 0; b < len(src); b += MXBlockSize {
-		blk := src[b:min(b+MXBlockSize, len(src))]
-		out := dst[b:][:len(blk)]
+	nb := len(src) / MXBlockSize
+	for b := 0; b < nb; b++ {
+		blk := (*[MXBlockSize]uint16)(src[b*MXBlockSize:])
+		out := (*[MXBlockSize]uint8)(dst[b*MXBlockSize:])
+		var m0, m1, m2, m3 uint16
+		for i := 0; i < MXBlockSize; i += 4 {
+			m0 = max(m0, blk[i]&0x7FFF)
+			m1 = max(m1, blk[i+1]&0x7FFF)
+			m2 = max(m2, blk[i+2]&0x7FFF)
+			m3 = max(m3, blk[i+3]&0x7FFF)
+		}
+		code := scaleCode(uint32(max(max(m0, m1), max(m2, m3)))<<16, rule)
+		sc[b] = code
+		inv := ue8m0Reciprocal(code)
+		for i := 0; i < MXBlockSize; i++ {
+			out[i] = t[uint16(math.Float32bits(math.Float32frombits(uint32(blk[i])<<16)*inv)>>16)]
+		}
+	}
+	if b := nb * MXBlockSize; b < len(src) {
+		blk, out := src[b:], dst[b:len(src)]
 		var amax uint16
 		for _, v := range blk {
 			amax = max(amax, v&0x7FFF)
 		}
-		code := scaleFromAmaxBits(uint32(amax)<<16, rule)
-		sc[b/MXBlockSize] = code
+		code := scaleCode(uint32(amax)<<16, rule)
+		sc[nb] = code
 		inv := ue8m0Reciprocal(code)
 		for i, v := range blk {
 			out[i] = t[uint16(math.Float32bits(math.Float32frombits(uint32(v)<<16)*inv)>>16)]
@@ -407,10 +442,24 @@ func quantRowBF16(dst, sc []uint8, src []uint16, rule ScaleRule, t *[1 << 16]uin
 	}
 }
 
-// scaleFromAmaxBits is ScaleFromAmax of the f32 with bits a (sign clear).
-// Comparing sign-cleared bit patterns as integers orders every NaN above
-// Inf above the finite values, so a NaN anywhere in a block is its amax.
-func scaleFromAmaxBits(a uint32, rule ScaleRule) uint8 {
+// scaleCode is ScaleFromAmax of the f32 with bits a (sign clear), with an
+// integer fast path for the common range. Comparing sign-cleared bit
+// patterns as integers orders every NaN above Inf above the finite values,
+// so a NaN anywhere in a block is its amax. Fast path, for amax a normal
+// f32 with biased exponent e in [16, 254] (amax/448 is then a normal f32):
+// amax = 1.m * 2^(e-127) and amax/448 = (1.m/1.75) * 2^(e-135), so the
+// round-up code is e-8, plus 1 when 1.m > 1.75 (mantissa field >
+// 0x600000); the OCP floor code is e-8. TestScaleCodeFastPath checks it
+// against ScaleFromAmax.
+func scaleCode(a uint32, rule ScaleRule) uint8 {
+	e := a >> 23
+	if e >= 16 && e < 255 {
+		c := e - 8
+		if rule == ScaleRoundUp && a&0x7FFFFF > 0x600000 {
+			c++
+		}
+		return uint8(c)
+	}
 	return ScaleFromAmax(math.Float32frombits(a), rule)
 }
 
@@ -425,7 +474,7 @@ func (q *MXFP8) quantColsTransposed(e, lo, hi int, src source, t *[1 << 16]uint8
 			for c := c0; c < c1; c++ {
 				amax = max(amax, src.bits(r*q.Cols+c)&0x7FFFFFFF)
 			}
-			code := scaleFromAmaxBits(amax, q.Rule)
+			code := scaleCode(amax, q.Rule)
 			q.Scales[(e*nsf+b)*q.Rows+r] = code
 			inv := ue8m0Reciprocal(code)
 			for c := c0; c < c1; c++ {
@@ -456,7 +505,7 @@ func (q *MXFP8) quantRows(e, lo, hi int, src source, t *[1 << 16]uint8) {
 				}
 			}
 			for c := c0; c < c1; c++ {
-				code := scaleFromAmaxBits(amax[c-c0], q.Rule)
+				code := scaleCode(amax[c-c0], q.Rule)
 				inv[c-c0] = ue8m0Reciprocal(code)
 				if q.Transposed {
 					q.Scales[(e*q.Cols+c)*ng+g] = code

@@ -1,0 +1,170 @@
+package layouts
+
+import (
+	"math"
+	"os"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+)
+
+// The routed FC1 of one DeepSeek-V3 layer: E = 256 experts, [2I, H] =
+// [4096, 7168] each (FACTS.md: H 7168, I 2048), quantized along H (K).
+const (
+	dsv3Experts = 256
+	dsv3Rows    = 4096
+	dsv3K       = 7168
+)
+
+// fillExpert writes n pseudo-random weights (roughly normal, std 0.02,
+// per-row scale varying 1..4x) for expert e into dst via set, in parallel.
+// A xorshift generator keeps this cheap next to the quantizer.
+func fillExpert(e, rows, cols int, set func(i int, v float32)) {
+	w := runtime.GOMAXPROCS(0)
+	var wg sync.WaitGroup
+	for p := 0; p < w; p++ {
+		lo, hi := p*rows/w, (p+1)*rows/w
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s := uint64(e)*0x9E3779B97F4A7C15 + uint64(lo)*0xBF58476D1CE4E5B9 + 1
+			for r := lo; r < hi; r++ {
+				scale := float32(0.02 * float64(1+r%4))
+				for c := 0; c < cols; c++ {
+					s ^= s << 13
+					s ^= s >> 7
+					s ^= s << 17
+					// Sum of four 16-bit uniforms: a cheap bell shape.
+					u := float32(s&0xFFFF) + float32(s>>16&0xFFFF) + float32(s>>32&0xFFFF) + float32(s>>48)
+					set(r*cols+c, (u/65536-2)*scale)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// TestDeepSeekV3FC1PackingSpeed quantizes and swizzles the routed FC1 of one
+// DeepSeek-V3 layer (256 x 4096 x 7168, 7.5e9 elements), one expert at a
+// time: the weights are generated per expert (never the 15 GB bf16 tensor
+// at once), then quantized (blocks of 32 along K, round-up scales) into a
+// per-expert MXFP8 buffer and its scales refreshed into the sm_100 tile
+// layout. Only quantize + swizzle is timed. Run with MOKC_BENCH=1 (about a
+// minute on 2 cores); MOKC_BENCH_F32=1 also times an f32 source.
+func TestDeepSeekV3FC1PackingSpeed(t *testing.T) {
+	if os.Getenv("MOKC_BENCH") != "1" {
+		t.Skip("benchmark; set MOKC_BENCH=1")
+	}
+	experts := dsv3Experts
+	run := func(name string, useF32 bool) {
+		n := dsv3Rows * dsv3K
+		var srcB []uint16
+		var srcF []float32
+		if useF32 {
+			srcF = make([]float32, n)
+		} else {
+			srcB = make([]uint16, n)
+		}
+		q, err := NewMXFP8(1, dsv3Rows, dsv3K, QuantizeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		sfl, _ := NewSFLayout([]int{dsv3Rows}, dsv3K)
+		sf := make([]uint8, sfl.Size)
+		var quant, swz, gen time.Duration
+		for e := 0; e < experts; e++ {
+			t0 := time.Now()
+			if useF32 {
+				fillExpert(e, dsv3Rows, dsv3K, func(i int, v float32) { srcF[i] = v })
+			} else {
+				fillExpert(e, dsv3Rows, dsv3K, func(i int, v float32) { srcB[i] = BF16FromF32(v) })
+			}
+			t1 := time.Now()
+			if useF32 {
+				err = q.QuantizeExpert(0, srcF)
+			} else {
+				err = q.QuantizeExpertBF16(0, srcB)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			t2 := time.Now()
+			if err := sfl.Refresh(sf, q.Scales); err != nil {
+				t.Fatal(err)
+			}
+			t3 := time.Now()
+			gen += t1.Sub(t0)
+			quant += t2.Sub(t1)
+			swz += t3.Sub(t2)
+			if e == 0 {
+				// Spot check: the first expert dequantizes close to its source.
+				var maxRel float64
+				for i := 0; i < n; i += 997 {
+					v, _ := q.At(0, i/dsv3K, i%dsv3K)
+					x := float64(F32FromBF16(BF16FromF32(0)))
+					if useF32 {
+						x = float64(srcF[i])
+					} else {
+						x = float64(F32FromBF16(srcB[i]))
+					}
+					if x != 0 {
+						maxRel = math.Max(maxRel, math.Abs(float64(v)-x)/math.Abs(x))
+					}
+				}
+				if maxRel > 0.5 {
+					t.Fatalf("dequantized weights off by %.3g relative", maxRel)
+				}
+			}
+		}
+		elems := float64(experts) * float64(n)
+		t.Logf("%s: %d experts x %d x %d on %d cores: quantize %.2f s + swizzle %.3f s = %.2f s (%.2f ns/element/core); generating the input took %.2f s (not counted)",
+			name, experts, dsv3Rows, dsv3K, runtime.GOMAXPROCS(0), quant.Seconds(), swz.Seconds(), (quant + swz).Seconds(),
+			quant.Seconds()*1e9*float64(runtime.GOMAXPROCS(0))/elems, gen.Seconds())
+	}
+	run("bf16 source", false)
+	if os.Getenv("MOKC_BENCH_F32") == "1" {
+		run("f32 source", true)
+	}
+}
+
+// BenchmarkQuantizeExpertBF16 quantizes one DeepSeek-V3 FC1 expert
+// (4096 x 7168 bf16) per iteration.
+func BenchmarkQuantizeExpertBF16(b *testing.B) {
+	src := make([]uint16, dsv3Rows*dsv3K)
+	fillExpert(0, dsv3Rows, dsv3K, func(i int, v float32) { src[i] = BF16FromF32(v) })
+	q, _ := NewMXFP8(1, dsv3Rows, dsv3K, QuantizeOptions{})
+	b.SetBytes(int64(len(src)) * 2)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := q.QuantizeExpertBF16(0, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkQuantizeExpertF32 is BenchmarkQuantizeExpertBF16 with an f32
+// source.
+func BenchmarkQuantizeExpertF32(b *testing.B) {
+	src := make([]float32, dsv3Rows*dsv3K)
+	fillExpert(0, dsv3Rows, dsv3K, func(i int, v float32) { src[i] = v })
+	q, _ := NewMXFP8(1, dsv3Rows, dsv3K, QuantizeOptions{})
+	b.SetBytes(int64(len(src)) * 4)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if err := q.QuantizeExpert(0, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkSFRefreshExpert swizzles one expert's scales (4096 x 224).
+func BenchmarkSFRefreshExpert(b *testing.B) {
+	l, _ := NewSFLayout([]int{dsv3Rows}, dsv3K)
+	src := make([]uint8, dsv3Rows*l.NSF)
+	dst := make([]uint8, l.Size)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		_ = l.Refresh(dst, src)
+	}
+}
