@@ -1,0 +1,547 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	goruntime "runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/schedule"
+)
+
+func init() {
+	commands = append(commands, func() *cli.Command {
+		return &cli.Command{
+			Name:  "bench",
+			Usage: "(GPU) time a layer's forward against the roofline",
+			UsageText: "mokc bench --model qwen3-30b-a3b --target sm_90a --tokens 4096 [--iters 100] [--json]\n\n" +
+				"Times Layer.Forward with CUDA events on one stream (median of --iters after --warmup runs), rotating\n" +
+				"among several input sets when one set's data fits in L2. FLOPs count every routed and shared GEMM\n" +
+				"executed: routes*(2I*H + H*I)*2 + T*(2I_s*H + H*I_s)*2; bytes count the weights of the experts that\n" +
+				"received tokens (and the shared weights) once, plus x, y and the routing input. The roofline time is\n" +
+				"max(FLOPs/peak, bytes/bandwidth).",
+			Flags: append(layerFlags(),
+				targetFlag("sm_90a"),
+				&cli.IntFlag{Name: "tokens", Aliases: []string{"T"}, Value: 4096, Usage: "token count T"},
+				&cli.IntFlag{Name: "iters", Value: 100, Usage: "timed iterations"},
+				&cli.IntFlag{Name: "warmup", Value: 10, Usage: "untimed iterations first"},
+				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random inputs, weights and routing"},
+				&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids or map"},
+				&cli.IntFlag{Name: "sets", Usage: "input sets to rotate among", DefaultText: "2, or enough to cover twice the L2 when one set fits in it"},
+				&cli.Float64Flag{Name: "peak-tflops", Value: 750, Usage: "peak dense BF16 throughput for the roofline, TFLOP/s"},
+				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
+				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
+				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+			),
+			Action: benchAction,
+		}
+	})
+}
+
+// benchReport is the result of `mokc bench` (the --json output). Times are
+// in milliseconds, rates in TFLOP/s and GB/s (10^12 and 10^9).
+type benchReport struct {
+	Model      string  `json:"model"`
+	Target     string  `json:"target"`
+	Device     string  `json:"device"`
+	SMs        int     `json:"sms"`
+	L2Bytes    int     `json:"l2_bytes"`
+	Tokens     int     `json:"tokens"`
+	Routing    string  `json:"routing"`
+	Seed       uint64  `json:"seed"`
+	Iters      int     `json:"iters"`
+	Warmup     int     `json:"warmup"`
+	Sets       int     `json:"sets"`
+	Kernels    int     `json:"kernels"`
+	Workspace  int     `json:"workspace_bytes"`
+	CompileSec float64 `json:"compile_s"`
+
+	MedianMs float64 `json:"median_ms"`
+	MinMs    float64 `json:"min_ms"`
+	MeanMs   float64 `json:"mean_ms"`
+	P90Ms    float64 `json:"p90_ms"`
+
+	Routes        float64 `json:"routes"`         // valid (token, slot) routes per forward, mean over sets
+	ActiveExperts float64 `json:"active_experts"` // experts with at least one route, mean over sets
+	FLOPs         float64 `json:"flops"`          // per forward, mean over sets
+	Bytes         float64 `json:"bytes"`          // per forward, mean over sets
+	TFLOPs        float64 `json:"tflops"`         // FLOPs / median
+	GBs           float64 `json:"gbs"`            // Bytes / median
+	PeakTFLOPs    float64 `json:"peak_tflops"`
+	PeakGBs       float64 `json:"peak_gbs"`
+	RooflineMs    float64 `json:"roofline_ms"`       // max(FLOPs/peak, Bytes/bandwidth)
+	Bound         string  `json:"bound"`             // "compute" or "memory"
+	RooflineFrac  float64 `json:"roofline_fraction"` // roofline / median
+	ErrorWord     string  `json:"error_word"`
+}
+
+// benchCost is the work of one forward on one input set.
+type benchCost struct {
+	routes, active int
+	flops, bytes   float64
+}
+
+// forwardCost counts the GEMM FLOPs and the compulsory bytes of one forward
+// of l on T tokens with the given routing: each valid route runs FC1 (2I x H)
+// and FC2 (H x I), 2 FLOPs per multiply-add; the shared experts run on every
+// token. Bytes: the weights (and biases) of every expert with at least one
+// route and the shared weights, read once; x and y (bf16); the routing
+// input (ids i32 + weights f32 per slot, or map u8 + probs f32 per expert).
+func forwardCost(l schedule.Layer, T int, r schedule.Routing) benchCost {
+	H, I, E, K, Is := float64(l.Hidden), float64(l.Intermediate), l.Experts, l.TopK, float64(l.SharedWidth())
+	used := make([]bool, E)
+	var c benchCost
+	if l.Routing == schedule.RoutingMap {
+		for i, m := range r.Map {
+			if m {
+				c.routes++
+				used[i%E] = true
+			}
+		}
+	} else {
+		for _, id := range r.IDs {
+			if id >= 0 && int(id) < E {
+				c.routes++
+				used[id] = true
+			}
+		}
+	}
+	for _, u := range used {
+		if u {
+			c.active++
+		}
+	}
+	c.flops = float64(c.routes)*(2*I*H+H*I)*2 + float64(T)*(2*Is*H+H*Is)*2
+	expert := (2*I*H + H*I) * 2
+	if l.Biases {
+		expert += (2*I + H) * 4
+	}
+	c.bytes = float64(c.active)*expert + (2*Is*H+H*Is)*2 + 2*float64(T)*H*2
+	if l.SharedGate {
+		c.bytes += H * 2
+	}
+	if l.Routing == schedule.RoutingMap {
+		c.bytes += float64(T*E) * 5
+	} else {
+		c.bytes += float64(T*K) * 8
+	}
+	return c
+}
+
+// benchSets returns how many input sets to rotate among: when the data one
+// forward touches (perSet bytes) fits in the L2, enough sets that the
+// rotation covers twice the L2 (so a set is evicted before it comes back),
+// at most 16; otherwise 2 (different x and routing per iteration).
+func benchSets(perSet float64, l2Bytes int) int {
+	if l2Bytes <= 0 || perSet > float64(l2Bytes) {
+		return 2
+	}
+	n := int(math.Ceil(2*float64(l2Bytes)/perSet)) + 1
+	return min(max(n, 2), 16)
+}
+
+// roofline returns max(flops/peak, bytes/bandwidth) in seconds and which
+// term bounds it.
+func roofline(flops, bytes, peakTFLOPs, peakGBs float64) (float64, string) {
+	tc, tm := flops/(peakTFLOPs*1e12), bytes/(peakGBs*1e9)
+	if tc >= tm {
+		return tc, "compute"
+	}
+	return tm, "memory"
+}
+
+// percentile returns the q-quantile (0..1) of sorted v, nearest rank.
+func percentile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(math.Ceil(q*float64(len(sorted)))) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// median returns the median of sorted v (mean of the middle two for even n).
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n == 0 {
+		return 0
+	}
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
+}
+
+// fillRandom writes n random values to the device at p, generated on the
+// host in parallel chunks: bf16 uniform in (-scale, scale) (dtype BF16) or
+// f32 uniform in (-scale, scale) (dtype F32). The values only need to be
+// realistic in magnitude (no denormals, no overflow) for timing.
+func fillRandom(ctx *runtime.Context, p runtime.DevicePtr, n int, dtype runtime.DType, scale float64, seed uint64) error {
+	const chunk = 1 << 22
+	workers := max(goruntime.GOMAXPROCS(0), 1)
+	for base := 0; base < n; base += chunk * workers {
+		parts := make([]any, workers)
+		var wg sync.WaitGroup
+		for wi := 0; wi < workers; wi++ {
+			lo := base + wi*chunk
+			if lo >= n {
+				break
+			}
+			hi := min(lo+chunk, n)
+			wg.Add(1)
+			go func(wi, lo, hi int) {
+				defer wg.Done()
+				r := rand.New(rand.NewPCG(seed, uint64(lo)))
+				if dtype == runtime.F32 {
+					v := make([]float32, hi-lo)
+					for i := range v {
+						v[i] = float32((2*r.Float64() - 1) * scale)
+					}
+					parts[wi] = v
+					return
+				}
+				v := make([]uint16, hi-lo)
+				for i := range v {
+					v[i] = uint16(math.Float32bits(float32((2*r.Float64()-1)*scale)) >> 16)
+				}
+				parts[wi] = v
+			}(wi, lo, hi)
+		}
+		wg.Wait()
+		for wi, part := range parts {
+			if part == nil {
+				continue
+			}
+			lo := base + wi*chunk
+			if err := ctx.CopyToDevice(p.Offset(lo*dtype.Size()), part); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// benchWeights allocates and fills random weights for l in the layouts of
+// ForwardArgs, straight into device memory (no float32 host copy, so large
+// models fit): FC1 and shared FC1 scaled by 1/sqrt(H), FC2 by 1/sqrt(I)
+// (shared: 1/sqrt(S*I_s)), biases and the shared gate small.
+func benchWeights(ctx *runtime.Context, l schedule.Layer, seed uint64, args *runtime.ForwardArgs) (free func(), err error) {
+	var allocs []runtime.DevicePtr
+	free = func() {
+		for _, p := range allocs {
+			ctx.Free(p)
+		}
+	}
+	alloc := func(dtype runtime.DType, scale float64, seed uint64, shape ...int) (runtime.Tensor, error) {
+		n := 1
+		for _, d := range shape {
+			n *= d
+		}
+		bytes := n * dtype.Size()
+		p, err := ctx.Alloc(max(bytes, 16))
+		if err != nil {
+			return runtime.Tensor{}, fmt.Errorf("weights: %d bytes: %w", bytes, err)
+		}
+		allocs = append(allocs, p)
+		if err := fillRandom(ctx, p, n, dtype, scale, seed); err != nil {
+			return runtime.Tensor{}, err
+		}
+		return runtime.NewTensor(p, bytes, dtype, shape...), nil
+	}
+	H, I, E := l.Hidden, l.Intermediate, l.Experts
+	s1, s2 := 1/math.Sqrt(float64(H)), 1/math.Sqrt(float64(I))
+	defer func() {
+		if err != nil {
+			free()
+		}
+	}()
+	if l.Storage == schedule.PerExpertWeights {
+		t1, t2 := make([]uint64, E), make([]uint64, E)
+		for e := 0; e < E; e++ {
+			a, err := alloc(runtime.BF16, s1, seed+uint64(2*e), 2*I, H)
+			if err != nil {
+				return free, err
+			}
+			b, err := alloc(runtime.BF16, s2, seed+uint64(2*e+1), H, I)
+			if err != nil {
+				return free, err
+			}
+			t1[e], t2[e] = uint64(a.Ptr), uint64(b.Ptr)
+		}
+		for i, tab := range [][]uint64{t1, t2} {
+			p, err := ctx.Alloc(8 * E)
+			if err != nil {
+				return free, err
+			}
+			allocs = append(allocs, p)
+			if err := ctx.CopyToDevice(p, tab); err != nil {
+				return free, err
+			}
+			t := runtime.NewTensor(p, 8*E, runtime.U64, E)
+			if i == 0 {
+				args.FC1Table = t
+			} else {
+				args.FC2Table = t
+			}
+		}
+	} else {
+		if args.FC1, err = alloc(runtime.BF16, s1, seed, E, 2*I, H); err != nil {
+			return free, err
+		}
+		if args.FC2, err = alloc(runtime.BF16, s2, seed+1, E, H, I); err != nil {
+			return free, err
+		}
+	}
+	if l.Biases {
+		if args.FC1Bias, err = alloc(runtime.F32, 0.5, seed+2, E, 2*I); err != nil {
+			return free, err
+		}
+		if args.FC2Bias, err = alloc(runtime.F32, 0.5, seed+3, E, H); err != nil {
+			return free, err
+		}
+	}
+	if w := l.SharedWidth(); w > 0 {
+		if args.SharedFC1, err = alloc(runtime.BF16, s1, seed+4, 2*w, H); err != nil {
+			return free, err
+		}
+		if args.SharedFC2, err = alloc(runtime.BF16, 1/math.Sqrt(float64(w)), seed+5, H, w); err != nil {
+			return free, err
+		}
+		if l.SharedGate {
+			if args.SharedGate, err = alloc(runtime.BF16, s1, seed+6, H); err != nil {
+				return free, err
+			}
+		}
+	}
+	return free, nil
+}
+
+func benchAction(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("bench: unexpected argument %q", c.Args().First())
+	}
+	T, iters, warmup := c.Int("tokens"), c.Int("iters"), c.Int("warmup")
+	switch {
+	case T <= 0:
+		return fmt.Errorf("bench: --tokens %d: must be > 0", T)
+	case iters <= 0:
+		return fmt.Errorf("bench: --iters %d: must be > 0", iters)
+	case warmup < 0:
+		return fmt.Errorf("bench: --warmup %d: must be >= 0", warmup)
+	case !(c.Float64("peak-tflops") > 0) || !(c.Float64("peak-gbs") > 0):
+		return fmt.Errorf("bench: --peak-tflops and --peak-gbs must be > 0")
+	case c.Int("sets") < 0:
+		return fmt.Errorf("bench: --sets %d: must be >= 0", c.Int("sets"))
+	}
+	ctx, err := openDevice("bench", c.Int("device"))
+	if err != nil {
+		return err
+	}
+	defer ctx.Close()
+	l, s, err := gpuLayer(c)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	seed := c.Uint64("seed")
+	dev := ctx.Device()
+	rep := benchReport{Model: l.Name, Target: s.Target.String(), Device: fmt.Sprintf("%s (compute capability %d.%d)", dev.Name, dev.ComputeMajor, dev.ComputeMinor),
+		SMs: dev.SMCount, L2Bytes: dev.L2Bytes, Tokens: T, Routing: l.Routing.String(), Seed: seed, Iters: iters, Warmup: warmup,
+		PeakTFLOPs: c.Float64("peak-tflops"), PeakGBs: c.Float64("peak-gbs")}
+	logf := func(format string, a ...any) {
+		if !c.Bool("json") {
+			fmt.Fprintf(c.App.ErrWriter, format+"\n", a...)
+		}
+	}
+
+	useCompiler()
+	t0 := time.Now()
+	ly, err := runtime.NewLayer(ctx, l, s)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer ly.Close()
+	rep.CompileSec = time.Since(t0).Seconds()
+	rep.Kernels = len(ly.Kernels())
+
+	// One set's inputs decide how many sets to rotate among.
+	type set struct {
+		in   *runtime.DeviceTensors
+		args runtime.ForwardArgs
+		cost benchCost
+	}
+	var base runtime.ForwardArgs
+	freeW, err := benchWeights(ctx, l, seed, &base)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer freeW()
+	stream, err := ctx.NewStream()
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
+	defer stream.Destroy()
+	newSet := func(i int, args runtime.ForwardArgs) (set, error) {
+		x := schedule.RandomInput(T, l.Hidden, seed+100+uint64(i))
+		r, err := schedule.GenerateRouting(l, x, seed+200+uint64(i))
+		if err != nil {
+			return set{}, err
+		}
+		in, err := runtime.UploadInputs(ctx, l, x, r)
+		if err != nil {
+			return set{}, err
+		}
+		in.SetIn(&args)
+		args.Stream = stream
+		return set{in: in, args: args, cost: forwardCost(l, T, r)}, nil
+	}
+	var sets []set
+	defer func() {
+		for _, st := range sets {
+			st.in.Free()
+		}
+	}()
+	first, err := newSet(0, base)
+	if err != nil {
+		return fmt.Errorf("bench: inputs: %w", err)
+	}
+	sets = append(sets, first)
+	n := c.Int("sets")
+	if n == 0 {
+		n = benchSets(first.cost.bytes, dev.L2Bytes)
+	}
+	// When a set fits in L2, each set gets its own copy of the weights too.
+	ownWeights := first.cost.bytes <= float64(dev.L2Bytes)
+	for i := 1; i < n; i++ {
+		args := base
+		if ownWeights {
+			var wargs runtime.ForwardArgs
+			freeI, err := benchWeights(ctx, l, seed+1000*uint64(i), &wargs)
+			if err != nil {
+				return fmt.Errorf("bench: %w", err)
+			}
+			defer freeI()
+			args = wargs
+		}
+		st, err := newSet(i, args)
+		if err != nil {
+			return fmt.Errorf("bench: inputs: %w", err)
+		}
+		sets = append(sets, st)
+	}
+	rep.Sets = len(sets)
+	logf("mokc bench: %s on %s, T=%d: %d kernels, %d input sets, %d warm-up + %d timed iterations", l.Name, s.Target, T, rep.Kernels, len(sets), warmup, iters)
+
+	for i := 0; i < warmup; i++ {
+		if err := ly.Forward(sets[i%len(sets)].args); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	if err := ly.CheckErrors(stream); err != nil {
+		return fmt.Errorf("bench: warm-up: %w", err)
+	}
+	rep.Workspace = ly.WorkspaceBytes()
+
+	start, end := make([]*runtime.Event, iters), make([]*runtime.Event, iters)
+	defer func() {
+		for _, e := range append(start, end...) {
+			if e != nil {
+				e.Destroy()
+			}
+		}
+	}()
+	for i := range start {
+		if start[i], err = ctx.NewEvent(); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		if end[i], err = ctx.NewEvent(); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+	}
+	var flops, bytes, routes, active float64
+	for i := 0; i < iters; i++ {
+		st := sets[i%len(sets)]
+		if err := start[i].Record(stream); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		if err := ly.Forward(st.args); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		if err := end[i].Record(stream); err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		flops += st.cost.flops
+		bytes += st.cost.bytes
+		routes += float64(st.cost.routes)
+		active += float64(st.cost.active)
+	}
+	rep.ErrorWord = "ok"
+	if err := ly.CheckErrors(stream); err != nil {
+		var re *runtime.RoutingError
+		if !errors.As(err, &re) {
+			return fmt.Errorf("bench: %w", err)
+		}
+		rep.ErrorWord = err.Error()
+	}
+	ms := make([]float64, iters)
+	for i := range ms {
+		v, err := runtime.ElapsedMs(start[i], end[i])
+		if err != nil {
+			return fmt.Errorf("bench: %w", err)
+		}
+		ms[i] = float64(v)
+	}
+	slices.Sort(ms)
+	rep.MedianMs, rep.MinMs, rep.P90Ms = median(ms), ms[0], percentile(ms, 0.9)
+	for _, v := range ms {
+		rep.MeanMs += v / float64(iters)
+	}
+	k := float64(iters)
+	rep.FLOPs, rep.Bytes, rep.Routes, rep.ActiveExperts = flops/k, bytes/k, routes/k, active/k
+	sec := rep.MedianMs / 1e3
+	rep.TFLOPs = rep.FLOPs / sec / 1e12
+	rep.GBs = rep.Bytes / sec / 1e9
+	roof, bound := roofline(rep.FLOPs, rep.Bytes, rep.PeakTFLOPs, rep.PeakGBs)
+	rep.RooflineMs, rep.Bound = roof*1e3, bound
+	rep.RooflineFrac = roof / sec
+	if err := writeBenchReport(c.App.Writer, rep, c.Bool("json")); err != nil {
+		return err
+	}
+	if rep.ErrorWord != "ok" {
+		return fmt.Errorf("bench: %s", rep.ErrorWord)
+	}
+	return nil
+}
+
+func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
+	if asJSON {
+		b, err := json.Marshal(rep)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(w, "%s\n", b)
+		return err
+	}
+	row := func(k string, format string, a ...any) {
+		fmt.Fprintf(w, "  %-20s "+format+"\n", append([]any{k}, a...)...)
+	}
+	fmt.Fprintf(w, "mokc bench %s %s T=%d routing=%s\n", rep.Model, rep.Target, rep.Tokens, rep.Routing)
+	row("device", "%s, %d SMs, L2 %d MiB", rep.Device, rep.SMs, rep.L2Bytes>>20)
+	row("iterations", "%d timed after %d warm-up, %d input sets", rep.Iters, rep.Warmup, rep.Sets)
+	row("time", "median %.4f ms  (min %.4f, mean %.4f, p90 %.4f)", rep.MedianMs, rep.MinMs, rep.MeanMs, rep.P90Ms)
+	row("routes", "%.0f (%.1f active experts)", rep.Routes, rep.ActiveExperts)
+	row("work", "%.4g GFLOP, %.4g MB", rep.FLOPs/1e9, rep.Bytes/1e6)
+	row("throughput", "%.1f TFLOP/s, %.0f GB/s", rep.TFLOPs, rep.GBs)
+	row("roofline", "%.4f ms (%s-bound at %.0f TFLOP/s, %.0f GB/s): %.1f%% of it", rep.RooflineMs, rep.Bound, rep.PeakTFLOPs, rep.PeakGBs, 100*rep.RooflineFrac)
+	row("workspace", "%d MiB", rep.Workspace>>20)
+	row("compile + load", "%.2f s", rep.CompileSec)
+	row("error word", "%s", rep.ErrorWord)
+	return nil
+}
