@@ -56,6 +56,13 @@ func RegisterCompiler(version string, f CompileFunc) {
 	memCache.Unlock()
 }
 
+// registeredCompiler returns the registered version and compiler (nil if none).
+func registeredCompiler() (string, CompileFunc) {
+	compilerMu.RLock()
+	defer compilerMu.RUnlock()
+	return compilerVersion, compileFn
+}
+
 // compiledLayer is a cache entry: the PTX and the manifest.
 type compiledLayer struct {
 	ptx      string
@@ -125,9 +132,7 @@ func cacheKey(version, exe string, l schedule.Layer, s schedule.Schedule, driver
 // stores the result in both). Disk cache failures are not errors: the cache
 // is only an optimisation.
 func compileCached(l schedule.Layer, s schedule.Schedule, driver int) (compiledLayer, error) {
-	compilerMu.RLock()
-	version, f := compilerVersion, compileFn
-	compilerMu.RUnlock()
+	version, f := registeredCompiler()
 	if f == nil {
 		return compiledLayer{}, ErrNoCompiler
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/compiler"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -409,7 +410,9 @@ func TestCompileCache(t *testing.T) {
 		}
 		return ".target sm_90a // " + fmt.Sprint(calls), m90, nil
 	}
-	defer RegisterCompiler("", nil)
+	// Tests of this binary share the registry: restore what was there.
+	prevVersion, prevCompile := registeredCompiler()
+	defer RegisterCompiler(prevVersion, prevCompile)
 	RegisterCompiler("v1", fake)
 	c1, err := compileCached(l, s80, 12040)
 	if err != nil || calls != 1 {
@@ -486,5 +489,38 @@ func TestNewLayerWithoutDevice(t *testing.T) {
 	_, err = LoadLayer(&Context{}, l, s, "", nil)
 	if !errors.Is(err, ErrNoCUDA) && !errors.Is(err, ErrNoDevice) {
 		t.Fatalf("LoadLayer without a device: %v", err)
+	}
+}
+
+// TestLayerPlanFromCompiler reads the manifests package compiler writes
+// (with the PTX entries' parameter layouts) for the presets of the GPU
+// tests on every target.
+func TestLayerPlanFromCompiler(t *testing.T) {
+	for _, l := range testLayers(t)[:3] {
+		for _, target := range schedule.Targets() {
+			a, err := compiler.CompileDefault(l, target)
+			if err != nil {
+				t.Fatalf("%s %s: %v", l.Name, target, err)
+			}
+			m, err := a.ManifestJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := parsePlan(m, l)
+			if err != nil {
+				t.Fatalf("%s %s: %v", l.Name, target, err)
+			}
+			if !strings.Contains(a.PTX.Text, ".target "+p.Target) {
+				t.Fatalf("%s %s: the PTX lacks \".target %s\"", l.Name, target, p.Target)
+			}
+			for _, k := range p.Kernels {
+				if len(k.ParamLayout) != len(k.Params) {
+					t.Fatalf("%s %s: kernel %s: %d parameters, layout of %d", l.Name, target, k.Name, len(k.Params), len(k.ParamLayout))
+				}
+				if !strings.Contains(a.PTX.Text, ".entry "+k.Name+"(") {
+					t.Fatalf("%s %s: kernel %s is not an entry of the PTX", l.Name, target, k.Name)
+				}
+			}
+		}
 	}
 }
