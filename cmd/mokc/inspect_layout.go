@@ -1,0 +1,127 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mokc/mokc/layouts"
+	"github.com/urfave/cli/v2"
+)
+
+// `mokc inspect layout` prints a shared-memory operand tile (layout in
+// shape:stride notation, swizzle, descriptors) or, with --scales, the sm_100
+// scale-factor layout.
+//
+//	mokc inspect layout --target sm_90a --operand A --tile 64x64 --dtype bf16
+//	mokc inspect layout --target sm_100a --operand B --tile 256x128 --dtype e4m3 --n 256
+//	mokc inspect layout --target sm_100a --scales --rows 129 --k 2880
+//	mokc inspect layout --target sm_100a --scales --rows 1,127,128,129 --k 2880
+func init() {
+	inspectSubcommands = append(inspectSubcommands, &cli.Command{
+		Name:  "layout",
+		Usage: "print a tile's shared-memory layout and descriptor, or the sm_100 scale-factor layout (--scales)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "target", Usage: "sm_80, sm_90a or sm_100a", Required: true},
+			&cli.StringFlag{Name: "operand", Value: "A", Usage: "A (M x K) or B (N x K)"},
+			&cli.StringFlag{Name: "tile", Value: "64x64", Usage: "rows x K in elements, e.g. 128x64"},
+			&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "bf16 or e4m3"},
+			&cli.StringFlag{Name: "swizzle", Usage: "none, 32B, 64B or 128B (default: the widest that fits a row)"},
+			&cli.StringFlag{Name: "addr", Value: "0", Usage: "shared-memory address of the tile (decimal or 0x hex)"},
+			&cli.IntFlag{Name: "n", Usage: "sm_100a: also print the instruction descriptor of an M x N MMA"},
+			&cli.BoolFlag{Name: "scales", Usage: "print the sm_100a scale-factor layout instead of a tile"},
+			&cli.StringFlag{Name: "rows", Usage: "--scales: rows per expert, comma-separated (e.g. 1,127,128,129)"},
+			&cli.IntFlag{Name: "k", Usage: "--scales: reduction length K in elements"},
+		},
+		Action: inspectLayout,
+	})
+}
+
+func inspectLayout(c *cli.Context) error {
+	if c.NArg() > 0 {
+		return fmt.Errorf("inspect layout: unexpected argument %q", c.Args().First())
+	}
+	target, err := layouts.ParseTarget(c.String("target"))
+	if err != nil {
+		return fmt.Errorf("inspect layout: %w", err)
+	}
+	addr, err := strconv.ParseUint(c.String("addr"), 0, 32)
+	if err != nil {
+		return fmt.Errorf("inspect layout: --addr %q: not an address", c.String("addr"))
+	}
+	if c.Bool("scales") {
+		if target != layouts.TargetSM100a {
+			return fmt.Errorf("inspect layout: --scales describes the sm_100a layout, not %s", target)
+		}
+		rows, err := parseInts(c.String("rows"))
+		if err != nil {
+			return fmt.Errorf("inspect layout: --rows: %w", err)
+		}
+		l, err := layouts.NewSFLayout(rows, c.Int("k"))
+		if err != nil {
+			return fmt.Errorf("inspect layout: %w", err)
+		}
+		s, err := l.Describe(uint32(addr))
+		if err != nil {
+			return fmt.Errorf("inspect layout: %w", err)
+		}
+		fmt.Fprint(c.App.Writer, s)
+		return nil
+	}
+	var op layouts.Operand
+	switch strings.ToUpper(c.String("operand")) {
+	case "A":
+		op = layouts.OperandA
+	case "B":
+		op = layouts.OperandB
+	default:
+		return fmt.Errorf("inspect layout: --operand %q: want A or B", c.String("operand"))
+	}
+	dt, err := layouts.ParseDType(c.String("dtype"))
+	if err != nil {
+		return fmt.Errorf("inspect layout: %w", err)
+	}
+	dims := strings.Split(strings.ToLower(c.String("tile")), "x")
+	if len(dims) != 2 {
+		return fmt.Errorf("inspect layout: --tile %q: want ROWSxK, e.g. 64x64", c.String("tile"))
+	}
+	rk, err := parseInts(dims[0] + "," + dims[1])
+	if err != nil {
+		return fmt.Errorf("inspect layout: --tile %q: %w", c.String("tile"), err)
+	}
+	var t *layouts.SmemTile
+	if s := c.String("swizzle"); s != "" {
+		sw, err := layouts.ParseSwizzleMode(s)
+		if err != nil {
+			return fmt.Errorf("inspect layout: %w", err)
+		}
+		t, err = layouts.NewSmemTileSwizzle(target, op, dt, rk[0], rk[1], sw)
+		if err != nil {
+			return fmt.Errorf("inspect layout: %w", err)
+		}
+	} else if t, err = layouts.NewSmemTile(target, op, dt, rk[0], rk[1]); err != nil {
+		return fmt.Errorf("inspect layout: %w", err)
+	}
+	s, err := t.Describe(uint32(addr), c.Int("n"))
+	if err != nil {
+		return fmt.Errorf("inspect layout: %w", err)
+	}
+	fmt.Fprint(c.App.Writer, s)
+	return nil
+}
+
+// parseInts parses a comma-separated list of non-negative integers.
+func parseInts(s string) ([]int, error) {
+	if strings.TrimSpace(s) == "" {
+		return nil, fmt.Errorf("empty list")
+	}
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		v, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%q is not a non-negative integer", f)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
