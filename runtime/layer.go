@@ -49,6 +49,10 @@ type Layer struct {
 	lastBind []DevicePtr
 	args     []*Args // per kernel; nil for a kernel not launched at lastT
 	tmaps    map[[2]int]tmapEntry
+	// encode encodes a tensor map; nil means EncodeTensorMapTiled (tests
+	// of the argument packing substitute a pure-Go stand-in).
+	encode func(TensorMapDataType, int, DevicePtr, []uint64, []uint64, []uint32, []uint32,
+		TensorMapInterleave, TensorMapSwizzle, TensorMapL2Promotion, TensorMapOOBFill) ([TensorMapBytes]byte, error)
 }
 
 // tmapEntry is an encoded tensor map and what it was encoded for.
@@ -263,9 +267,9 @@ func (ly *Layer) grow(T int) error {
 // Forward queues the forward of the layer for the T = args.X.Shape[0]
 // tokens of args on args.Stream and returns without waiting: y =
 // shared(x) + sum over the routed slots of w * expert(x), in bf16 (fp32
-// accumulation). Every kernel of the program is launched in order; at T = 0
-// nothing is read or written, only the kernels that reset the program's
-// state (the error word) run.
+// accumulation). Every kernel of the program is launched in order. T = 0 is
+// valid and does nothing: no kernel runs and no tensor is read or written
+// (null pointers are fine); only the error word is cleared.
 //
 // Forward validates every tensor first (dtype, shape at T, bytes, 16-byte
 // alignment, a set field the layer does not read, y overlapping an input)
@@ -288,17 +292,19 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 	if err != nil {
 		return err
 	}
+	if T == 0 {
+		// Nothing to compute: no launch, no workspace; only the error word
+		// is cleared, as the program's first kernel does, so CheckErrors
+		// reports this (empty) forward.
+		if err := ly.ctx.MemsetAsync(ly.errPtr, 0, 4, args.Stream); err != nil {
+			return fmt.Errorf("mokc runtime: layer %s: T = 0: %w", ly.layer.Name, err)
+		}
+		return nil
+	}
 	if err := ly.grow(T); err != nil {
 		return err
 	}
-	for i, b := range p.Buffers {
-		switch {
-		case b.Name == errBuffer:
-			bind[i] = ly.errPtr
-		case b.Kind == bufScratch:
-			bind[i] = ly.ws.Offset(ly.wsOff[i])
-		}
-	}
+	ly.bindOwn(bind)
 	if T != ly.lastT || !slices.Equal(bind, ly.lastBind) {
 		if err := ly.buildArgs(T, bind); err != nil {
 			return err
@@ -315,6 +321,19 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 		}
 	}
 	return nil
+}
+
+// bindOwn fills the addresses of the buffers the Layer owns: the error word
+// and the scratch buffers in the workspace.
+func (ly *Layer) bindOwn(bind []DevicePtr) {
+	for i, b := range ly.plan.Buffers {
+		switch {
+		case b.Name == errBuffer:
+			bind[i] = ly.errPtr
+		case b.Kind == bufScratch:
+			bind[i] = ly.ws.Offset(ly.wsOff[i])
+		}
+	}
 }
 
 // launched reports whether kernel k runs at T: not when it is skipped at
@@ -401,7 +420,11 @@ func (ly *Layer) tensorMap(key [2]int, prm planParam, ptr DevicePtr, bufBytes in
 	if e, ok := ly.tmaps[key]; ok && e.ptr == ptr && slices.Equal(e.dims, dims) && slices.Equal(e.strides, strides) {
 		return e.enc, nil
 	}
-	enc, err := EncodeTensorMapTiled(dtype, len(dims), ptr, dims, strides, box, nil,
+	encode := ly.encode
+	if encode == nil {
+		encode = EncodeTensorMapTiled
+	}
+	enc, err := encode(dtype, len(dims), ptr, dims, strides, box, nil,
 		InterleaveNone, swz, L2Promotion256B, OOBFillZero)
 	if err != nil {
 		return enc, err

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -523,4 +524,133 @@ func TestLayerPlanFromCompiler(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestLayerArgsPacking packs the kernel arguments of real compiled layers
+// (package compiler's manifests, with the PTX parameter layouts) with a
+// stand-in tensor-map encoder, and checks every argument: its size against
+// the PTX entry, pointers against the bound buffers, scalars against their
+// Exprs at T, tensor maps encoded for the bound buffer and the dims at T;
+// and that tensor maps are re-encoded only when an address or T changes.
+func TestLayerArgsPacking(t *testing.T) {
+	type call struct {
+		addr DevicePtr
+		dims string
+	}
+	var calls []call
+	fake := func(dtype TensorMapDataType, rank int, addr DevicePtr, dims, strides []uint64, box, es []uint32,
+		il TensorMapInterleave, sw TensorMapSwizzle, l2 TensorMapL2Promotion, oob TensorMapOOBFill) ([TensorMapBytes]byte, error) {
+		var enc [TensorMapBytes]byte
+		if err := CheckTensorMapTiled(dtype, rank, addr, dims, strides, box, es, il, sw, l2, oob); err != nil {
+			return enc, err
+		}
+		calls = append(calls, call{addr, fmt.Sprint(dims)})
+		copy(enc[:], fmt.Sprintf("%x %v", uint64(addr), dims))
+		return enc, nil
+	}
+	for _, l := range testLayers(t)[:3] {
+		for _, target := range schedule.Targets() {
+			a, err := compiler.CompileDefault(l, target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := a.ManifestJSON()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := parsePlan(m, l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ly := &Layer{plan: p, layer: l, lastT: -1, tmaps: map[[2]int]tmapEntry{}, encode: fake,
+				errPtr: 1 << 45, ws: 1 << 46}
+			ly.wsOff, _ = p.scratchLayout(4096)
+			ly.wsT = 4096
+			what := l.Name + " " + target.String()
+			// extents returns a tensor map's dims and strides at T.
+			extents := func(tm *planTensorMap, T int) string {
+				var v []int64
+				for _, e := range append(append([]planExpr(nil), tm.Dims...), tm.StrideBytes...) {
+					v = append(v, e.eval(int64(T)))
+				}
+				return fmt.Sprint(v)
+			}
+			var prev []DevicePtr
+			prevT := -1
+			for step, T := range []int{64, 64, 100, 100} {
+				fa := fakeArgs(p, T)
+				if step == 3 {
+					// A new address for x: the maps over x are re-encoded.
+					fa.X.Ptr = fa.X.Ptr.Offset(1 << 20)
+				}
+				_, bind, err := p.bind(&fa)
+				if err != nil {
+					t.Fatal(err)
+				}
+				ly.bindOwn(bind)
+				// The maps whose address or extents changed since the last step.
+				want := 0
+				for _, k := range p.Kernels {
+					for _, prm := range k.Params {
+						if prm.Type != paramTmap {
+							continue
+						}
+						bi := p.bufIndex[prm.Buffer]
+						if prev == nil || bind[bi] != prev[bi] || extents(prm.TensorMap, T) != extents(prm.TensorMap, prevT) {
+							want++
+						}
+					}
+				}
+				calls = calls[:0]
+				if T == ly.lastT && slices.Equal(bind, ly.lastBind) {
+					// Forward skips buildArgs: nothing changed.
+				} else if err := ly.buildArgs(T, bind); err != nil {
+					t.Fatalf("%s T=%d: %v", what, T, err)
+				}
+				if len(calls) != want {
+					t.Fatalf("%s step %d (T=%d): %d tensor maps encoded, %d changed", what, step, T, len(calls), want)
+				}
+				if step == 1 && want != 0 {
+					t.Fatalf("%s: the test changed nothing but expects %d encodings", what, want)
+				}
+				prev, prevT = bind, T
+				for i, k := range p.Kernels {
+					args := ly.args[i]
+					if args == nil {
+						t.Fatalf("%s T=%d: kernel %s has no arguments", what, T, k.Name)
+					}
+					sizes := args.Sizes()
+					for j, prm := range k.Params {
+						if sizes[j] != k.ParamLayout[j].Size {
+							t.Fatalf("%s: kernel %s parameter %s: %d bytes, PTX %d", what, k.Name, prm.Name, sizes[j], k.ParamLayout[j].Size)
+						}
+						v := args.Value(j)
+						switch prm.Type {
+						case paramPtr:
+							if got := DevicePtr(leU64(v)); got != bind[p.bufIndex[prm.Buffer]] {
+								t.Fatalf("%s: kernel %s parameter %s = %v, buffer %s is at %v", what, k.Name, prm.Name, got, prm.Buffer, bind[p.bufIndex[prm.Buffer]])
+							}
+						case paramI32:
+							if got := int64(int32(leU64(append(v, 0, 0, 0, 0)))); got != prm.Value.eval(int64(T)) {
+								t.Fatalf("%s: kernel %s parameter %s = %d at T = %d", what, k.Name, prm.Name, got, T)
+							}
+						case paramTmap:
+							addr := bind[p.bufIndex[prm.Buffer]]
+							if !strings.HasPrefix(string(v), fmt.Sprintf("%x ", uint64(addr))) {
+								t.Fatalf("%s: kernel %s %s is not encoded over %s at %v: %q", what, k.Name, prm.Name, prm.Buffer, addr, v[:40])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+func leU64(b []byte) uint64 {
+	var v uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
 }
