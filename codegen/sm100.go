@@ -34,8 +34,13 @@ import (
 // data path layout). Grid: persistent, one block per SM of a B200 (148);
 // work items as on sm_90a.
 //
+// BTable (one allocation per expert): the 32 lanes of the TMA warp copy the
+// B tile with cp.async into the swizzled layout (as on sm_90a, see
+// sm90Engine), full barriers expect 1 + 32 arrivals, and the MMA thread
+// issues fence.proxy.async.shared::cta after each full-barrier wait.
+//
 // Not yet supported (refused with an error): M = 64 tiles, 2-CTA clusters
-// (cta_group::2), per-expert weight pointers (BTable).
+// (cta_group::2).
 type sm100Engine struct{}
 
 func init() { RegisterEngine(TargetSM100, func() Engine { return sm100Engine{} }) }
@@ -77,8 +82,6 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 		l.epiWarps = 4
 	}
 	switch {
-	case s.B == BTable:
-		return l, fmt.Errorf("codegen: %s: sm_100a engine does not support per-expert weight pointers (BTable) yet: a TMA tensor map names one allocation; use one grouped weight tensor (BGrouped)", s.Name)
 	case l.BM != 128:
 		return l, fmt.Errorf("codegen: %s: sm_100a tile BM = %d: only M = 128 (tcgen05.mma cta_group::1, one TMEM lane per row) is implemented", s.Name, l.BM)
 	case s.Tile.Cluster > 1:
@@ -134,6 +137,9 @@ func (sm100Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (K
 		bBox = l.BN
 	}
 	params := append(GemmParams(spec), sm90TensorMaps(spec, rowsPerT, l.BM, bBox)...)
+	if spec.B == BTable {
+		params = params[:len(params)-1] // B comes through cp.async: no tensor map
+	}
 	b := NewKernel(m, spec.Name, l.threads, gemmLLParams(params)...)
 	MarkGridConstant(m, b.F, 1)
 	if err := l.emit(b, spec); err != nil {
@@ -172,12 +178,19 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 	tmemSlot := b.AddI(bars, int64(16*l.S+32))
 	stageA := func(stage value.Value) value.Value { return b.Add(base, b.MulI(stage, int64(l.stageBytes))) }
 	tmA := b.TensorMapAddr(b.Param("tmap_a"))
-	tmB := b.TensorMapAddr(b.Param("tmap_b"))
+	var tmB value.Value
+	fullCount := 1
+	table := spec.B == BTable
+	if table {
+		fullCount += 32 // one cp.async arrival per lane of the TMA warp
+	} else {
+		tmB = b.TensorMapAddr(b.Param("tmap_b"))
+	}
 	var err error
 
 	b.If(b.Cmp("eq", tid, I32c(0)), func() {
 		for s := 0; s < l.S; s++ {
-			b.MbarInit(b.AddI(bars, int64(8*s)), 1)
+			b.MbarInit(b.AddI(bars, int64(8*s)), fullCount)
 			b.MbarInit(b.AddI(bars, int64(8*(l.S+s))), 1)
 		}
 		for i := 0; i < 2; i++ {
@@ -186,7 +199,9 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 		}
 		b.FenceMbarInit()
 		b.PrefetchTensorMap(tmA)
-		b.PrefetchTensorMap(tmB)
+		if tmB != nil {
+			b.PrefetchTensorMap(tmB)
+		}
 	})
 	isMMA := b.Cmp("eq", warp, I32c(int64(l.mmaWarp)))
 	b.If(isMMA, func() {
@@ -207,35 +222,13 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 	b.IfElse(b.Cmp("slt", warp, I32c(int64(l.epiWarps))), func() {
 		err = joinErr(err, l.epilogueWarps(b, spec, lane, warp, tmem, items, first, step, tmemFull, tmemEmpty))
 	}, func() {
-		b.If(b.And(b.Cmp("eq", warp, I32c(int64(l.tmaWarp))), isLead), func() {
-			// TMA producer: the same loads as sm_90a.
-			b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
-				w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
-				return b.Loop(I32c(0), I32c(int64(l.kTiles)), I32c(1), v, func(kt value.Value, v []value.Value) []value.Value {
-					stage, phase := v[0], v[1]
-					b.MbarWait(empty(stage), b.Xor(phase, I32c(1)))
-					fb := full(stage)
-					b.MbarArriveExpectTx(fb, l.stageBytes)
-					sa := stageA(stage)
-					for a := 0; a < l.atoms; a++ {
-						k0 := b.AddI(b.MulI(kt, int64(l.BK)), int64(64*a))
-						dA := b.AddI(sa, int64(a*l.aAtom))
-						dB := b.AddI(sa, int64(l.atoms*l.aAtom+a*l.bAtom))
-						err = joinErr(err, b.TMALoad(tmA, dA, fb, k0, w.row0))
-						switch {
-						case l.gated && !l.interleave:
-							err = joinErr(err, b.TMALoad(tmB, dB, fb, k0, w.n0, w.e))
-							err = joinErr(err, b.TMALoad(tmB, b.AddI(dB, int64(l.BN*128)), fb, k0, b.AddI(w.n0, int64(spec.N)), w.e))
-						case l.interleave:
-							err = joinErr(err, b.TMALoad(tmB, dB, fb, k0, b.MulI(w.n0, 2), w.e))
-						default:
-							err = joinErr(err, b.TMALoad(tmB, dB, fb, k0, w.n0, w.e))
-						}
-					}
-					s2, p2 := ringNext(b, stage, phase, l.S)
-					return []value.Value{s2, p2}
-				})
-			})
+		b.If(b.Cmp("eq", warp, I32c(int64(l.tmaWarp))), func() {
+			// TMA producer warp: the same loads as sm_90a (lane 0; all 32
+			// lanes copy B with cp.async for BTable).
+			pr := gemmProducer{spec: spec, BM: l.BM, BN: l.BN, NB: l.NB, BK: l.BK, S: l.S, atoms: l.atoms,
+				aAtom: l.aAtom, bAtom: l.bAtom, stageBytes: l.stageBytes, kTiles: l.kTiles, nBlocks: l.nBlocks,
+				gated: l.gated, interleave: l.interleave, threads: 32, base: base, bars: bars, tmA: tmA, tmB: tmB}
+			err = joinErr(err, pr.emit(b, lane, first, items, step))
 		})
 		b.If(b.And(isMMA, isLead), func() {
 			// MMA issuer: ring (stage, phase) and accumulator buffer (buf, bphase).
@@ -248,6 +241,11 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 				ring := b.Loop(I32c(0), I32c(int64(l.kTiles)), I32c(1), v[:2], func(kt value.Value, v []value.Value) []value.Value {
 					stage, phase := v[0], v[1]
 					b.MbarWait(full(stage), phase)
+					if table {
+						// B was written by cp.async (generic proxy); tcgen05.mma reads
+						// through the async proxy.
+						b.FenceProxyAsync()
+					}
 					b.TCGen05FenceAfter()
 					sa := stageA(stage)
 					dA := b.SM100Desc(sa, SM100DescK128B)

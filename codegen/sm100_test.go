@@ -137,7 +137,6 @@ func TestSM100Refusals(t *testing.T) {
 		t.Fatalf("base spec refused: %v", err)
 	}
 	for name, mod := range map[string]func(s *GemmSpec){
-		"btable":  func(s *GemmSpec) { s.B = BTable },
 		"bm64":    func(s *GemmSpec) { s.Tile.BM = 64 },
 		"cluster": func(s *GemmSpec) { s.Tile.Cluster = 2 },
 		"n264":    func(s *GemmSpec) { s.Tile.BN = 264 },

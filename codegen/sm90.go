@@ -55,10 +55,17 @@ import (
 // warpgroup.wait and serialise the tensor-core pipeline). The loop keeps one
 // wgmma group in flight (wait_group 1) and releases the previous stage.
 //
-// BTable (one allocation per expert) is refused: a TMA tensor map names one
-// global address, and swapping it per expert needs tensormap.replace on a
+// BTable (one allocation per expert): a TMA tensor map names one global
+// address, and swapping it per expert would need tensormap.replace on a
 // global-memory copy of the map (a workspace the engine interface has no
-// buffer for yet).
+// buffer for). Instead all 128 producer threads copy the B tile with
+// cp.async (16-byte chunks, src-size 0 zero-fill out of range) into the same
+// 128-byte swizzled layout TMA writes, and arrive on the stage's full
+// barrier with cp.async.mbarrier.arrive.noinc (full then expects 1 + 128
+// arrivals: thread 0's arrive.expect_tx for A's TMA bytes, and one per
+// thread); consumers issue fence.proxy.async.shared::cta after the wait so
+// the generic-proxy writes are visible to wgmma's async-proxy reads. A still
+// comes through TMA.
 type sm90Engine struct{}
 
 func init() { RegisterEngine(TargetSM90a, func() Engine { return sm90Engine{} }) }
@@ -85,6 +92,7 @@ type sm90Layout struct {
 	kTiles, nBlocks   int
 	gated, interleave bool
 	prodRegs, mmaRegs int // setmaxnreg targets (0: do not rebalance)
+	launchRegs        int // registers per thread at launch (.maxnreg) when rebalancing
 }
 
 func sm90Plan(s GemmSpec) (sm90Layout, error) {
@@ -97,8 +105,6 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		l.NB = 2 * l.BN
 	}
 	switch {
-	case s.B == BTable:
-		return l, fmt.Errorf("codegen: %s: sm_90a engine does not support per-expert weight pointers (BTable) yet: a TMA tensor map names one allocation; use one grouped weight tensor (BGrouped)", s.Name)
 	case l.BM%64 != 0 || l.BM < 64 || l.BM > 192:
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d must be 64, 128 or 192 (one consumer warpgroup per 64 rows, wgmma m64)", s.Name, l.BM)
 	case l.BN%8 != 0 || l.NB > 256:
@@ -126,11 +132,19 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	}
 	l.kTiles = (s.K + l.BK - 1) / l.BK
 	l.nBlocks = (s.N + l.BN - 1) / l.BN
-	// Registers: 65536 per SM, one block per SM. The producer warpgroup
-	// keeps 40; consumers share the rest (multiple of 8, at most 240).
+	// Registers: 65536 per SM, one block per SM. The kernel starts with
+	// launchRegs = 65536/threads per thread (pinned with .maxnreg, as
+	// setmaxnreg requires); the producer warpgroup drops to prodRegs (40, or
+	// 64 when it copies B itself) and the consumers take what it frees:
+	// setmaxnreg.inc blocks until the registers are in the pool, so the
+	// consumers' target must not exceed launchRegs + freed/(128*WG).
 	if l.WG >= 2 {
+		l.launchRegs = (65536 / l.threads) &^ 7
 		l.prodRegs = 40
-		l.mmaRegs = ((65536 - 128*l.prodRegs) / (128 * l.WG)) &^ 7
+		if s.B == BTable {
+			l.prodRegs = 64 // address arithmetic of the cp.async copies of B
+		}
+		l.mmaRegs = ((l.launchRegs*l.threads - 128*l.prodRegs) / (128 * l.WG)) &^ 7
 		if l.mmaRegs > 240 {
 			l.mmaRegs = 240
 		}
@@ -181,8 +195,14 @@ func (sm90Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (Ke
 		return KernelInfo{}, err
 	}
 	params := append(GemmParams(spec), sm90TensorMaps(spec, rowsPerT, l.BM, l.bBoxRows())...)
+	if spec.B == BTable {
+		params = params[:len(params)-1] // B comes through cp.async: no tensor map
+	}
 	b := NewKernel(m, spec.Name, l.threads, gemmLLParams(params)...)
 	MarkGridConstant(m, b.F, 1)
+	if l.launchRegs > 0 {
+		AnnotateKernel(m, b.F, "maxnreg", l.launchRegs)
+	}
 	if err := l.emit(b, spec); err != nil {
 		return KernelInfo{}, err
 	}
@@ -256,20 +276,25 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	wg := b.LShr(tid, I32c(7))
 	base := b.SharedBase1024()
 	bars := b.AddI(base, int64(l.barOff))
-	full := func(stage value.Value) value.Value { return b.Add(bars, b.MulI(stage, 8)) }
-	empty := func(stage value.Value) value.Value { return b.Add(bars, b.AddI(b.MulI(stage, 8), int64(8*l.S))) }
-	stageA := func(stage value.Value) value.Value { return b.Add(base, b.MulI(stage, int64(l.stageBytes))) }
 	tmA := b.TensorMapAddr(b.Param("tmap_a"))
-	tmB := b.TensorMapAddr(b.Param("tmap_b"))
+	var tmB value.Value
+	fullCount := 1
+	if spec.B == BTable {
+		fullCount += 128 // one cp.async arrival per producer thread
+	} else {
+		tmB = b.TensorMapAddr(b.Param("tmap_b"))
+	}
 
 	b.If(b.Cmp("eq", tid, I32c(0)), func() {
 		for s := 0; s < l.S; s++ {
-			b.MbarInit(b.AddI(bars, int64(8*s)), 1)
+			b.MbarInit(b.AddI(bars, int64(8*s)), fullCount)
 			b.MbarInit(b.AddI(bars, int64(8*(l.S+s))), 4*l.WG)
 		}
 		b.FenceMbarInit()
 		b.PrefetchTensorMap(tmA)
-		b.PrefetchTensorMap(tmB)
+		if tmB != nil {
+			b.PrefetchTensorMap(tmB)
+		}
 	})
 	b.Sync()
 	items := gemmItems(b, spec, l.BM, l.nBlocks)
@@ -281,45 +306,10 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		if l.prodRegs > 0 {
 			b.SetMaxNReg(false, l.prodRegs)
 		}
-		b.If(b.Cmp("eq", tid, I32c(0)), func() {
-			b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
-				w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
-				return b.Loop(I32c(0), I32c(int64(l.kTiles)), I32c(1), v, func(kt value.Value, v []value.Value) []value.Value {
-					stage, phase := v[0], v[1]
-					b.MbarWait(empty(stage), b.Xor(phase, I32c(1)))
-					fb := full(stage)
-					b.MbarArriveExpectTx(fb, l.stageBytes)
-					sa := stageA(stage)
-					for a := 0; a < l.atoms; a++ {
-						k0 := b.AddI(b.MulI(kt, int64(l.BK)), int64(64*a))
-						dA := b.AddI(sa, int64(a*l.aAtom))
-						dB := b.AddI(sa, int64(l.atoms*l.aAtom+a*l.bAtom))
-						if e := b.TMALoad(tmA, dA, fb, k0, w.row0); e != nil {
-							err = e
-						}
-						switch {
-						case l.gated && !l.interleave:
-							if e := b.TMALoad(tmB, dB, fb, k0, w.n0, w.e); e != nil {
-								err = e
-							}
-							if e := b.TMALoad(tmB, b.AddI(dB, int64(l.BN*128)), fb, k0, b.AddI(w.n0, int64(spec.N)), w.e); e != nil {
-								err = e
-							}
-						case l.interleave:
-							if e := b.TMALoad(tmB, dB, fb, k0, b.MulI(w.n0, 2), w.e); e != nil {
-								err = e
-							}
-						default:
-							if e := b.TMALoad(tmB, dB, fb, k0, w.n0, w.e); e != nil {
-								err = e
-							}
-						}
-					}
-					s2, p2 := ringNext(b, stage, phase, l.S)
-					return []value.Value{s2, p2}
-				})
-			})
-		})
+		pr := gemmProducer{spec: spec, BM: l.BM, BN: l.BN, NB: l.NB, BK: l.BK, S: l.S, atoms: l.atoms,
+			aAtom: l.aAtom, bAtom: l.bAtom, stageBytes: l.stageBytes, kTiles: l.kTiles, nBlocks: l.nBlocks,
+			gated: l.gated, interleave: l.interleave, threads: 128, base: base, bars: bars, tmA: tmA, tmB: tmB}
+		err = joinErr(err, pr.emit(b, tid, first, items, step))
 	}, func() {
 		// Consumer warpgroups.
 		if l.mmaRegs > 0 {
@@ -337,7 +327,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			}
 		}
 		ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
-			OffA: offA, OffB: offB, DescHi: SM90DescK128B}
+			OffA: offA, OffB: offB, DescHi: SM90DescK128B, ProxyFence: spec.B == BTable}
 		b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
 			w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
 			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], I32c(int64(l.kTiles)), bars, base, aOff, laneZero)
@@ -398,4 +388,87 @@ func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, war
 		}
 	}
 	return nil
+}
+
+// gemmProducer emits the load side of the TMA ring shared by the sm_90a and
+// sm_100a engines: for every work item and K block, wait for the stage to
+// be empty, then fill it (A with TMA; B with TMA, or with cp.async from the
+// expert's allocation for BTable) and arrive on its full barrier.
+type gemmProducer struct {
+	spec                        GemmSpec
+	BM, BN, NB, BK, S           int
+	atoms, aAtom, bAtom         int
+	stageBytes, kTiles, nBlocks int
+	gated, interleave           bool
+	threads                     int // producer threads (BTable copies use all of them)
+	base, bars, tmA, tmB        value.Value
+}
+
+// emit emits the producer loop for the calling thread (tid in
+// 0..threads-1). Without BTable only tid 0 works; the other threads return.
+func (p gemmProducer) emit(b *Builder, tid, first, items, step value.Value) error {
+	var err error
+	spec := p.spec
+	table := spec.B == BTable
+	full := func(stage value.Value) value.Value { return b.Add(p.bars, b.MulI(stage, 8)) }
+	empty := func(stage value.Value) value.Value { return b.Add(p.bars, b.AddI(b.MulI(stage, 8), int64(8*p.S))) }
+	lead := b.Cmp("eq", tid, I32c(0))
+	bt := bTableLoad{NB: p.NB, BN: p.BN, BK: p.BK, atoms: p.atoms, bAtom: p.bAtom, N: spec.N, K: spec.K,
+		BRows: spec.BRows(), gated: p.gated, interleave: p.interleave, threads: p.threads}
+	aBytes := p.atoms * p.aAtom
+	body := func() {
+		b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
+			w := gemmDecode(b, spec, it, p.BM, p.BN, p.nBlocks)
+			var ptrE value.Value
+			if table {
+				ptrE = b.Load(I64, b.GEP(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
+			}
+			return b.Loop(I32c(0), I32c(int64(p.kTiles)), I32c(1), v, func(kt value.Value, v []value.Value) []value.Value {
+				stage, phase := v[0], v[1]
+				b.MbarWait(empty(stage), b.Xor(phase, I32c(1)))
+				fb := full(stage)
+				sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
+				tma := func() {
+					if table {
+						b.MbarArriveExpectTx(fb, aBytes)
+					} else {
+						b.MbarArriveExpectTx(fb, p.stageBytes)
+					}
+					for a := 0; a < p.atoms; a++ {
+						k0 := b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a))
+						dA := b.AddI(sa, int64(a*p.aAtom))
+						dB := b.AddI(sa, int64(aBytes+a*p.bAtom))
+						err = joinErr(err, b.TMALoad(p.tmA, dA, fb, k0, w.row0))
+						if table {
+							continue
+						}
+						switch {
+						case p.gated && !p.interleave:
+							err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, w.n0, w.e))
+							err = joinErr(err, b.TMALoad(p.tmB, b.AddI(dB, int64(p.BN*128)), fb, k0, b.AddI(w.n0, int64(spec.N)), w.e))
+						case p.interleave:
+							err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, b.MulI(w.n0, 2), w.e))
+						default:
+							err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, w.n0, w.e))
+						}
+					}
+				}
+				if table {
+					b.If(lead, tma)
+					bt.emit(b, tid, b.AddI(sa, int64(aBytes)), kt, w.n0, ptrE)
+					b.CpAsyncMbarArrive(fb)
+				} else {
+					tma()
+				}
+				s2, p2 := ringNext(b, stage, phase, p.S)
+				return []value.Value{s2, p2}
+			})
+		})
+	}
+	if table {
+		body()
+	} else {
+		b.If(lead, body)
+	}
+	return err
 }

@@ -139,8 +139,18 @@ func sm90GemmBuffers(t *testing.T, ctx *runtime.Context, c sm90GemmCase, d sm90G
 	}
 	bufs := map[string]runtime.DevicePtr{
 		RoleA: put(d.a, 2*len(d.a)),
-		RoleB: put(d.b, 2*len(d.b)),
 		RoleC: put(nil, 2*(d.rows+canary)*s.N),
+	}
+	if s.B == BTable {
+		// One allocation per expert, listed in a device pointer table.
+		per := s.BRows() * s.K
+		table := make([]uint64, s.Experts)
+		for e := s.Experts - 1; e >= 0; e-- {
+			table[e] = uint64(put(d.b[e*per:(e+1)*per], 2*per))
+		}
+		bufs[RoleB] = put(table, 8*len(table))
+	} else {
+		bufs[RoleB] = put(d.b, 2*len(d.b))
 	}
 	if s.Bias {
 		bufs[RoleBias] = put(d.bias, 4*len(d.bias))

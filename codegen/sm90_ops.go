@@ -101,6 +101,22 @@ func MarkGridConstant(m *llir.Module, f *llir.Func, minBlocks int) {
 	main.Fields = append([]metadata.Field{f}, fields...)
 }
 
+// AnnotateKernel adds key = value (an i32) to kernel f's
+// !nvvm.annotations tuple (e.g. "maxnreg" → PTX .maxnreg, "minctasm" →
+// .minnctapersm). Call it after MarkGridConstant, which merges f's tuples.
+func AnnotateKernel(m *llir.Module, f *llir.Func, key string, value int) {
+	if nd, ok := m.NamedMetadataDefs["nvvm.annotations"]; ok {
+		for _, n := range nd.Nodes {
+			if t, ok := n.(*metadata.Tuple); ok && len(t.Fields) > 0 && t.Fields[0] == metadata.Field(f) {
+				t.Fields = append(t.Fields, &metadata.String{Value: key}, I32c(int64(value)))
+				return
+			}
+		}
+	}
+	MarkGridConstant(m, f, 0)
+	AnnotateKernel(m, f, key, value)
+}
+
 // TensorMapAddr is the 64-bit generic address of a tensor-map parameter.
 func (b *Builder) TensorMapAddr(p value.Value) value.Value {
 	return b.B.NewPtrToInt(p, types.I64)
@@ -330,6 +346,10 @@ type WGMMAMainloop struct {
 	BOffset    int    // offset of the B atoms inside a stage
 	OffA, OffB []int  // per k16 step: descriptor offsets (16-byte units) from the stage's A / B descriptors
 	DescHi     uint64 // address-independent descriptor bits (SM90DescK128B)
+	// ProxyFence adds fence.proxy.async.shared::cta after each full-barrier
+	// wait: needed when (part of) the stage was written by generic-proxy
+	// stores or cp.async rather than TMA.
+	ProxyFence bool
 }
 
 // WGMMAMainloop emits the whole K loop of one work item of a consumer
@@ -401,6 +421,11 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 		"WGML_WAIT:",
 		"mbarrier.try_wait.parity.shared::cta.b64 Q, [bar], ph;",
 		"@!Q bra WGML_WAIT;",
+	)
+	if ml.ProxyFence {
+		L = append(L, "fence.proxy.async.shared::cta;")
+	}
+	L = append(L,
 		fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", ml.StageBytes, inSmem),
 		"add.s32 bar, sa, "+inAOff+";",
 	)
@@ -462,4 +487,69 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 		acc[i] = b.Extract(r, i)
 	}
 	return acc, b.Extract(r, na), b.Extract(r, na+1), nil
+}
+
+// CpAsync16 copies 16 bytes from global address src (i64) to shared
+// address dst (i32) with cp.async.cg (L2 only), reading srcBytes (i32, 16
+// or 0) bytes and zero-filling the rest (PTX ISA "cp.async": src-size).
+func (b *Builder) CpAsync16(dst, src, srcBytes value.Value) {
+	b.Asm(types.Void, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", dst, src, srcBytes)
+}
+
+// CpAsyncMbarArrive makes the mbarrier at bar receive one arrival (counted
+// against its expected arrivals: .noinc) once every cp.async this thread
+// issued before has completed.
+func (b *Builder) CpAsyncMbarArrive(bar value.Value) {
+	b.Asm(types.Void, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}", bar)
+}
+
+// bTableLoad describes the B tile of one ring stage loaded with cp.async
+// from a per-expert weight allocation (BTable), for engines whose TMA
+// tensor maps cannot follow a pointer table.
+type bTableLoad struct {
+	NB, BN, BK, atoms, bAtom int // B-tile rows, output columns, K block, 64-wide atoms, bytes per atom
+	N, K, BRows              int
+	gated, interleave        bool
+	threads                  int // threads sharing the copy (tid in 0..threads-1)
+}
+
+// emit issues this thread's 16-byte chunks of the B tile of K block kt into
+// the stage at shared address dst, in the 128-byte swizzled K-major layout
+// TMA's CU_TENSOR_MAP_SWIZZLE_128B produces (16-byte chunk c of row j of an
+// atom at j*128 + ((c ^ j%8) * 16), atoms 1024-byte aligned). Rows past BRows
+// and K past K are zero-filled (src-size 0, nothing read). ptrE is expert
+// e's B allocation (i64), n0 the first output column.
+func (t bTableLoad) emit(b *Builder, tid, dst, kt, n0, ptrE value.Value) {
+	c := b.And(tid, I32c(7))
+	jb := b.LShr(tid, I32c(3))
+	perPass := t.threads / 8
+	cx := b.Shl(c, I32c(4))
+	for a := 0; a < t.atoms; a++ {
+		k := b.Add(b.AddI(b.MulI(kt, int64(t.BK)), int64(64*a)), b.MulI(c, 8))
+		kOK := b.Cmp("slt", k, I32c(int64(t.K)))
+		for p := 0; p*perPass < t.NB; p++ {
+			j := b.AddI(jb, int64(p*perPass))
+			var grow value.Value
+			switch {
+			case t.gated && !t.interleave:
+				up := b.Cmp("sge", j, I32c(int64(t.BN)))
+				grow = b.Add(n0, b.Select(up, b.AddI(j, int64(t.N-t.BN)), j))
+			case t.interleave:
+				grow = b.Add(b.MulI(n0, 2), j)
+			default:
+				grow = b.Add(n0, j)
+			}
+			ok := b.And(b.And(kOK, b.Cmp("slt", grow, I32c(int64(t.BRows)))), b.Cmp("slt", j, I32c(int64(t.NB))))
+			src := b.Add(ptrE, b.MulI(b.Add(b.MulI(b.Wide(grow), int64(t.K)), b.Wide(k)), 2))
+			src = b.Select(ok, src, ptrE)
+			sw := b.Xor(cx, b.Shl(b.And(j, I32c(7)), I32c(4)))
+			d := b.Add(b.AddI(dst, int64(a*t.bAtom)), b.Add(b.MulI(j, 128), sw))
+			n := b.Select(ok, I32c(16), I32c(0))
+			if (p+1)*perPass > t.NB {
+				b.If(b.Cmp("slt", j, I32c(int64(t.NB))), func() { b.CpAsync16(d, src, n) })
+			} else {
+				b.CpAsync16(d, src, n)
+			}
+		}
+	}
 }

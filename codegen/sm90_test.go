@@ -3,7 +3,10 @@ package codegen
 import (
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -112,6 +115,12 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 			[]int{70, 5, 0, 64}},
 		{GemmSpec{Name: prefix + "_dense", N: 136, K: 136, Experts: 1, A: ADense, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActClampedSwiGLU, Limit: 3}, Tile: t(192, 64, 3)}, []int{300}},
+		// Per-expert weight allocations (B through cp.async).
+		{GemmSpec{Name: prefix + "_table_swiglu", N: 80, K: 392, Experts: 3, A: ATiled, B: BTable, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: t(128, 64, 3)}, []int{3, 0, 200}},
+		{GemmSpec{Name: prefix + "_table_gptoss", N: 136, K: 128, Experts: 2, A: ATiled, B: BTable, Epilogue: EpiGated,
+			Gate: GateInterleaved, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, Bias: true, Tile: t(128, 128, 4)},
+			[]int{65, 130}},
 	}
 }
 
@@ -193,7 +202,6 @@ func TestSM90Refusals(t *testing.T) {
 	}
 	base := sm90GemmCases("sm90r")[0].spec
 	for name, mod := range map[string]func(s *GemmSpec){
-		"btable":  func(s *GemmSpec) { s.B = BTable },
 		"bm96":    func(s *GemmSpec) { s.Tile.BM = 96; s.Tile.Warps = 0 },
 		"bn264":   func(s *GemmSpec) { s.Tile.BN = 264 },
 		"gated":   func(s *GemmSpec) { s.Epilogue = EpiGated; s.Tile.BN = 136 },
@@ -209,6 +217,80 @@ func TestSM90Refusals(t *testing.T) {
 			t.Errorf("%s: spec accepted, want an error", name)
 		} else if !strings.Contains(err.Error(), s.Name) {
 			t.Errorf("%s: error %q does not name the kernel", name, err)
+		}
+	}
+}
+
+// TestSM90RegisterBalance checks that setmaxnreg.inc can always be
+// satisfied: the consumers' extra registers must not exceed what the
+// producer warpgroup frees (setmaxnreg.inc waits for them otherwise, for
+// ever), for every tile shape the engine accepts.
+func TestSM90RegisterBalance(t *testing.T) {
+	for _, bm := range []int{64, 128, 192} {
+		for _, bn := range []int{64, 96, 128, 192, 256} {
+			for _, gated := range []bool{false, true} {
+				for _, bt := range []BMode{BGrouped, BTable} {
+					s := GemmSpec{Name: "bal", N: 512, K: 512, Experts: 2, B: bt, Tile: Tile{BM: bm, BN: bn, BK: 64, Stages: 2}}
+					if gated {
+						s.Epilogue = EpiGated
+					}
+					l, err := sm90Plan(s)
+					if err != nil || l.mmaRegs == 0 {
+						continue
+					}
+					need := (l.mmaRegs - l.launchRegs) * 128 * l.WG
+					freed := (l.launchRegs - l.prodRegs) * 128
+					if need > freed || l.launchRegs*l.threads > 65536 || l.mmaRegs%8 != 0 || l.prodRegs%8 != 0 {
+						t.Errorf("BM %d BN %d gated %v B %v: launch %d, producer %d, consumers %d: need %d registers, %d freed",
+							bm, bn, gated, bt, l.launchRegs, l.prodRegs, l.mmaRegs, need, freed)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestSM90LaunchRegisters assembles the engine test kernels with ptxas -v
+// and checks that every kernel that rebalances registers is compiled with
+// exactly its .maxnreg (the count setmaxnreg's budget assumes) and spills
+// nothing.
+func TestSM90LaunchRegisters(t *testing.T) {
+	ptxas := toolchain.NeedPtxas(t, "sm_90a")
+	text, err := os.ReadFile(filepath.Join("testdata", "sm90", "gemm.llc.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.ptx")
+	if err := os.WriteFile(in, text, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(ptxas, "-arch=sm_90a", "-v", "-o", filepath.Join(dir, "out.cubin"), in).CombinedOutput()
+	if err != nil {
+		t.Fatalf("ptxas: %v\n%s", err, out)
+	}
+	maxnreg := map[string]int{}
+	re := regexp.MustCompile(`(?m)^\.maxnreg (\d+)\s+// @(\w+)`)
+	for _, m := range re.FindAllStringSubmatch(string(text), -1) {
+		n, _ := strconv.Atoi(m[1])
+		maxnreg[m[2]] = n
+	}
+	if len(maxnreg) == 0 {
+		t.Fatal("no .maxnreg in the test kernels")
+	}
+	fn := ""
+	for _, line := range strings.Split(string(out), "\n") {
+		if m := regexp.MustCompile(`entry function '(\w+)'`).FindStringSubmatch(line); m != nil {
+			fn = m[1]
+		}
+		if strings.Contains(line, "spill stores") && !strings.Contains(line, " 0 bytes spill stores") {
+			t.Errorf("%s: %s", fn, strings.TrimSpace(line))
+		}
+		if m := regexp.MustCompile(`Used (\d+) registers`).FindStringSubmatch(line); m != nil {
+			n, _ := strconv.Atoi(m[1])
+			if want, ok := maxnreg[fn]; ok && n != want {
+				t.Errorf("%s: ptxas used %d registers, .maxnreg is %d", fn, n, want)
+			}
 		}
 	}
 }
