@@ -66,6 +66,7 @@ type sm100Layout struct {
 	kTiles, nBlocks   int
 	gated, interleave bool
 	idesc             uint32
+	descHi            uint64 // smem descriptor bits of the K-major 128B-swizzled atoms
 }
 
 func sm100Plan(s GemmSpec) (sm100Layout, error) {
@@ -118,6 +119,9 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	l.nBlocks = (s.N + l.BN - 1) / l.BN
 	var err error
 	if l.idesc, err = TCGen05IDescF16(l.BM, l.NB); err != nil {
+		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
+	}
+	if l.descHi, err = SM100DescK128B(); err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	return l, nil
@@ -248,8 +252,8 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 					}
 					b.TCGen05FenceAfter()
 					sa := stageA(stage)
-					dA := b.SM100Desc(sa, SM100DescK128B)
-					dB := b.SM100Desc(b.AddI(sa, int64(l.atoms*l.aAtom)), SM100DescK128B)
+					dA := b.SM100Desc(sa, l.descHi)
+					dB := b.SM100Desc(b.AddI(sa, int64(l.atoms*l.aAtom)), l.descHi)
 					notFirst := b.ZExt(b.Cmp("sgt", kt, I32c(0)), I32)
 					for a := 0; a < l.atoms; a++ {
 						for k := 0; k < 4; k++ {

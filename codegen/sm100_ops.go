@@ -7,6 +7,8 @@ import (
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/layouts"
 )
 
 // Inline PTX for the sm_100a (Blackwell) tensor-core path: tensor memory
@@ -108,20 +110,15 @@ func (b *Builder) TCGen05Load32x32b(taddr value.Value, n int) ([]value.Value, er
 	return out, nil
 }
 
-// SM100DescHi is the address-independent part of an sm_100 shared-memory
-// matrix descriptor (PTX ISA "tcgen05 Shared Memory Descriptor"; FACTS.md
-// "Blackwell"): [16,30) LBO>>4, [32,46) SBO>>4, [46,49) = 0b001 (fixed
-// version field), [49,52) base offset 0, bit 52 LBO mode 0, [61,64) swizzle
-// (0 none, 1 128B with 32B atomicity, 2 128B, 4 64B, 6 32B). OR in the start
-// address field ((addr >> 4) & 0x3FFF) with SM100Desc.
-func SM100DescHi(lbo, sbo, swizzle int) uint64 {
-	return uint64((lbo>>4)&0x3FFF)<<16 | uint64((sbo>>4)&0x3FFF)<<32 | 1<<46 | uint64(swizzle&7)<<61
+// SM100DescK128B returns the address-independent bits of the tcgen05
+// shared memory descriptor (layouts.SM100SmemDescriptor with start address
+// 0) of K-major 128-byte-swizzled bf16 tiles written by TMA with
+// CU_TENSOR_MAP_SWIZZLE_128B: SBO 1024 (8-row groups), LBO 0 (unused by
+// swizzled K-major layouts), version bits 0b001, swizzle code 2 (128B).
+// OR in the start address with SM100Desc.
+func SM100DescK128B() (uint64, error) {
+	return layouts.SM100SmemDescriptor(layouts.SmemDescriptor{SBO: 1024, Swizzle: layouts.Swizzle128B})
 }
-
-// SM100DescK128B is SM100DescHi for K-major 128-byte-swizzled bf16 tiles
-// written by TMA with CU_TENSOR_MAP_SWIZZLE_128B: SBO 1024 (8-row groups),
-// LBO 0 (unused by swizzled K-major layouts), swizzle mode 2 (128B).
-var SM100DescK128B = SM100DescHi(0, 1024, 2)
 
 // SM100Desc returns hi | ((addr >> 4) & 0x3FFF) as an i64 descriptor for
 // the tile at 32-bit shared address addr.
@@ -131,14 +128,10 @@ func (b *Builder) SM100Desc(addr value.Value, hi uint64) value.Value {
 }
 
 // TCGen05IDescF16 is the 32-bit instruction descriptor of
-// tcgen05.mma.kind::f16 for bf16 x bf16 -> f32, both operands K-major, no
-// negation, M x N (PTX ISA "Instruction descriptor" for .kind::f16; FACTS.md
-// "Blackwell": [4,6) D type F32 = 1, [7,10) A type BF16 = 1, [10,13) B type
-// BF16 = 1, 15/16 transpose A/B = 0, [17,23) N>>3, [24,29) M>>4). M is 64
-// or 128 and N a multiple of 16 (M = 128) or 8 (M = 64) up to 256.
+// tcgen05.mma.cta_group::1.kind::f16 for bf16 x bf16 -> f32, both operands
+// K-major, no negation, shape M x N (layouts.TCGen05InstrDescF16; pinned in
+// the tests to FACTS.md's known-good values).
 func TCGen05IDescF16(m, n int) (uint32, error) {
-	if (m != 64 && m != 128) || n < 8 || n > 256 || n%8 != 0 || (m == 128 && n%16 != 0) {
-		return 0, fmt.Errorf("codegen: tcgen05.mma kind::f16 shape M=%d N=%d is not valid for cta_group::1", m, n)
-	}
-	return 1<<4 | 1<<7 | 1<<10 | uint32(n>>3)<<17 | uint32(m>>4)<<24, nil
+	return layouts.TCGen05InstrDescF16(layouts.TCGen05InstrF16{M: m, N: n, CTAGroup: 1,
+		AType: layouts.TCGen05BF16, BType: layouts.TCGen05BF16, F32Accum: true})
 }

@@ -91,8 +91,9 @@ type sm90Layout struct {
 	sharedBytes       int // dynamic shared memory requested (with 1024 of alignment slack)
 	kTiles, nBlocks   int
 	gated, interleave bool
-	prodRegs, mmaRegs int // setmaxnreg targets (0: do not rebalance)
-	launchRegs        int // registers per thread at launch (.maxnreg) when rebalancing
+	prodRegs, mmaRegs int    // setmaxnreg targets (0: do not rebalance)
+	launchRegs        int    // registers per thread at launch (.maxnreg) when rebalancing
+	descHi            uint64 // wgmma smem descriptor bits of the K-major 128B-swizzled atoms
 }
 
 func sm90Plan(s GemmSpec) (sm90Layout, error) {
@@ -132,6 +133,10 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	}
 	l.kTiles = (s.K + l.BK - 1) / l.BK
 	l.nBlocks = (s.N + l.BN - 1) / l.BN
+	var err error
+	if l.descHi, err = SM90DescK128B(); err != nil {
+		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
+	}
 	// Registers: 65536 per SM, one block per SM. The kernel starts with
 	// launchRegs = 65536/threads per thread (pinned with .maxnreg, as
 	// setmaxnreg requires); the producer warpgroup drops to prodRegs (40, or
@@ -327,7 +332,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			}
 		}
 		ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
-			OffA: offA, OffB: offB, DescHi: SM90DescK128B, ProxyFence: spec.B == BTable}
+			OffA: offA, OffB: offB, DescHi: l.descHi, ProxyFence: spec.B == BTable}
 		b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
 			w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
 			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], I32c(int64(l.kTiles)), bars, base, aOff, laneZero)

@@ -11,6 +11,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
 )
 
 // Inline PTX for the asynchronous machinery shared by the sm_90a and
@@ -314,21 +315,15 @@ func (b *Builder) SetMaxNReg(inc bool, n int) {
 	b.Asm(types.Void, fmt.Sprintf("setmaxnreg.%s.sync.aligned.u32 %d;", op, n), "~{memory}")
 }
 
-// SM90DescHi is the address-independent part of an sm_90 shared-memory
-// matrix descriptor (PTX ISA 9.7.15.5.1 "Matrix Descriptor Format"; FACTS.md
-// "Hopper"): leading byte offset lbo and stride byte offset sbo (bytes,
-// multiples of 16), base offset 0, and the swizzle mode in bits [62,64)
-// (0 none, 1 128B, 2 64B, 3 32B). OR the start address field ((addr >> 4) &
-// 0x3FFF) into it with SM90Desc.
-func SM90DescHi(lbo, sbo, swizzle int) uint64 {
-	return uint64((lbo>>4)&0x3FFF)<<16 | uint64((sbo>>4)&0x3FFF)<<32 | uint64(swizzle&3)<<62
+// SM90DescK128B returns the address-independent bits of the wgmma shared
+// memory descriptor (layouts.SM90SmemDescriptor with start address 0) of
+// the K-major 128-byte-swizzled bf16 tiles TMA writes with
+// CU_TENSOR_MAP_SWIZZLE_128B: 8-row groups 1024 bytes apart (SBO), LBO 16
+// (unused by swizzled K-major layouts, "assumed 1"), base offset 0 (tiles
+// are 1024-byte aligned). OR in the start address with SM90Desc.
+func SM90DescK128B() (uint64, error) {
+	return layouts.SM90SmemDescriptor(layouts.SmemDescriptor{LBO: 16, SBO: 1024, Swizzle: layouts.Swizzle128B})
 }
-
-// SM90DescK128B is SM90DescHi for the K-major 128-byte-swizzled bf16 tiles
-// TMA writes with CU_TENSOR_MAP_SWIZZLE_128B: 8-row core-matrix groups 1024
-// bytes apart (SBO), LBO unused by swizzled K-major layouts (set to 16 bytes,
-// field value 1), swizzle mode 1.
-var SM90DescK128B = SM90DescHi(16, 1024, 1)
 
 // SM90Desc returns hi | ((addr >> 4) & 0x3FFF) as an i64 descriptor for the
 // tile at 32-bit shared address addr.

@@ -99,8 +99,12 @@ func AddWGMMA(m *llir.Module) error {
 	})
 	b.Sync()
 
-	descA := b.SM90Desc(sA, codegen.SM90DescK128B)
-	descB := b.SM90Desc(sB, codegen.SM90DescK128B)
+	hi, err := codegen.SM90DescK128B()
+	if err != nil {
+		return err
+	}
+	descA := b.SM90Desc(sA, hi)
+	descB := b.SM90Desc(sB, hi)
 	acc := make([]value.Value, WGMMAN/2)
 	for i := range acc {
 		acc[i] = codegen.F32c(0)
