@@ -8,6 +8,7 @@ import (
 
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
+	mptx "github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -26,8 +27,9 @@ func sm100Retarget(t *testing.T, text string) string {
 
 // TestSM100PresetsAssemble builds every preset's grouped GEMMs with the
 // sm_100a engine under the preset's default sm_100a schedule, compiles them
-// with llc-19 (as sm_90a, then retargeted) and assembles the PTX with the
-// CUDA >= 12.8 ptxas for sm_100a.
+// with mokc's ptx backend (.version 8.8, .target sm_100a) and with llc-19
+// (as sm_90a, then retargeted), and assembles both with the CUDA >= 12.8
+// ptxas for sm_100a.
 func TestSM100PresetsAssemble(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		t.Run(name, func(t *testing.T) {
@@ -60,7 +62,17 @@ func TestSM100PresetsAssemble(t *testing.T) {
 			}
 			toolchain.NeedPtxas(t, "sm_100a")
 			if err := toolchain.Assemble(ptx, "sm_100a"); err != nil {
-				t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+				t.Fatal("llc-19 (retargeted):", strings.SplitN(err.Error(), "\n", 20))
+			}
+			ours, err := mptx.Compile(m, mptx.SM100a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(ours, ".version 8.8") || !strings.Contains(ours, ".target sm_100a") {
+				t.Error("mokc ptx output is not .version 8.8 / .target sm_100a")
+			}
+			if err := toolchain.Assemble(ours, "sm_100a"); err != nil {
+				t.Fatal("mokc ptx:", strings.SplitN(err.Error(), "\n", 20))
 			}
 		})
 	}
@@ -89,7 +101,14 @@ func TestSM100GemmCasesAssemble(t *testing.T) {
 	ptx := sm100Retarget(t, llcPTX(t, text, "sm_90a"))
 	toolchain.NeedPtxas(t, "sm_100a")
 	if err := toolchain.Assemble(ptx, "sm_100a"); err != nil {
-		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+		t.Fatal("llc-19 (retargeted):", strings.SplitN(err.Error(), "\n", 20))
+	}
+	ours, err := mptx.Compile(m.IR, mptx.SM100a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := toolchain.Assemble(ours, "sm_100a"); err != nil {
+		t.Fatal("mokc ptx:", strings.SplitN(err.Error(), "\n", 20))
 	}
 }
 

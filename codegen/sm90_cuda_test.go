@@ -11,15 +11,15 @@ import (
 	"testing"
 
 	"github.com/mokc/mokc/ir"
+	mptx "github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/runtime"
 )
 
 //go:embed testdata/sm90/gemm.llc.ptx
 var sm90GemmLLC string
 
-// sm90OurPTX compiles a module with mokc's own ptx backend for sm_90a; nil
-// until the test can reach the backend (the llc-19 PTX runs regardless).
-var sm90OurPTX func(m *ir.Module) (string, error)
+// sm90OurPTX compiles a module with mokc's own ptx backend for sm_90a.
+var sm90OurPTX = func(m *ir.Module) (string, error) { return mptx.Compile(m.IR, mptx.SM90a) }
 
 // sm90GemmData is the host side of one grouped GEMM run.
 type sm90GemmData struct {
@@ -299,7 +299,7 @@ func TestSM90GemmGPU(t *testing.T) {
 	}
 	if p := os.Getenv("MOKC_SM90_PTX"); p != "" {
 		// A PTX file of the same kernels from elsewhere (e.g. an experimental
-		// backend build) to compare against llc-19's.
+		// backend build) to compare against llc-19's instead of ptx.Compile's.
 		b, err := os.ReadFile(p)
 		if err != nil {
 			t.Fatal(err)
@@ -344,8 +344,13 @@ func TestSM90GemmPerf(t *testing.T) {
 		t.Fatal(err)
 	}
 	all := append(sm90GemmCases("sm90t"), sm90PerfCases("sm90p")...)
-	_, infos := sm90GemmModule(t, eng, all)
+	m, infos := sm90GemmModule(t, eng, all)
 	variants := []struct{ name, text string }{{"llc-19", sm90GemmLLC}}
+	ours, err := sm90OurPTX(m)
+	if err != nil {
+		t.Fatalf("ptx backend: %v", err)
+	}
+	variants = append(variants, struct{ name, text string }{"mokc ptx", ours})
 	if p := os.Getenv("MOKC_SM90_PTX"); p != "" {
 		b, err := os.ReadFile(p)
 		if err != nil {

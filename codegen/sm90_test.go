@@ -12,6 +12,7 @@ import (
 
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
+	mptx "github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -56,8 +57,8 @@ func sm90Specs(t *testing.T, name string, target schedule.Target) []GemmSpec {
 }
 
 // TestSM90PresetsAssemble builds every preset's grouped GEMMs with the
-// sm_90a engine, compiles them with llc-19 and assembles the PTX with ptxas
-// for sm_90a.
+// sm_90a engine, compiles them with llc-19 and with mokc's ptx backend, and
+// assembles both with ptxas for sm_90a.
 func TestSM90PresetsAssemble(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		t.Run(name, func(t *testing.T) {
@@ -85,7 +86,14 @@ func TestSM90PresetsAssemble(t *testing.T) {
 			}
 			toolchain.NeedPtxas(t, "sm_90a")
 			if err := toolchain.Assemble(ptx, "sm_90a"); err != nil {
-				t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+				t.Fatal("llc-19:", strings.SplitN(err.Error(), "\n", 20))
+			}
+			ours, err := mptx.Compile(m, mptx.SM90a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := toolchain.Assemble(ours, "sm_90a"); err != nil {
+				t.Fatal("mokc ptx:", strings.SplitN(err.Error(), "\n", 20))
 			}
 		})
 	}

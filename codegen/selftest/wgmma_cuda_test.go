@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/runtime"
 )
 
@@ -18,8 +19,8 @@ import (
 var wgmmaLLCPTX string
 
 // wgmmaOurPTX compiles the self-test module with mokc's ptx backend for
-// sm_90a; nil until the test can reach the backend.
-var wgmmaOurPTX func(m *llir.Module) (string, error)
+// sm_90a.
+var wgmmaOurPTX = func(m *llir.Module) (string, error) { return ptx.Compile(m, ptx.SM90a) }
 
 // wgmmaRun runs the self-test kernel of ptxText on A, B (bf16 bits, [64, k])
 // and returns C (fp32 [64, 64]); C is poisoned with NaN bytes before the
