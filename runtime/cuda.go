@@ -595,6 +595,9 @@ type Function struct {
 	paramsOnce sync.Once
 	params     []int
 	paramsErr  error
+
+	leadMu sync.Mutex
+	lead   []int // sizes of the first parameters, as far as launches asked
 }
 
 func (f *Function) live() error {
@@ -670,6 +673,33 @@ func (f *Function) ParamSizes() ([]int, error) {
 	return append([]int(nil), f.params...), f.paramsErr
 }
 
+// leadingParamSizes returns the sizes of the kernel's first n parameters
+// (cuFuncGetParamInfo), or of all of them when it has fewer. Unlike
+// ParamSizes it never asks past the n-th parameter, so a launch with the
+// right argument count makes no failing driver call (compute-sanitizer
+// reports every failing call). A kernel with more than n parameters is not
+// detected here; mokc's launch plans carry the exact parameter layout of
+// the PTX (ptx.KernelInfo).
+func (f *Function) leadingParamSizes(n int) ([]int, error) {
+	if C.mk_has_param_info() == 0 {
+		return nil, driverError("cuFuncGetParamInfo", C.CUDA_ERROR_NOT_SUPPORTED)
+	}
+	f.leadMu.Lock()
+	defer f.leadMu.Unlock()
+	for i := len(f.lead); i < n; i++ {
+		var off, size C.size_t
+		r := C.mk_funcGetParamInfo(f.ctx.ctx, f.fn, C.size_t(i), &off, &size)
+		if r == C.CUDA_ERROR_INVALID_VALUE {
+			return append([]int(nil), f.lead...), nil // the kernel has i parameters
+		}
+		if err := driverError("cuFuncGetParamInfo", r); err != nil {
+			return nil, err
+		}
+		f.lead = append(f.lead, int(size))
+	}
+	return append([]int(nil), f.lead[:n]...), nil
+}
+
 // SetMaxDynamicSharedBytes lets launches of the kernel request up to n bytes
 // of dynamic shared memory (cuFuncSetAttribute
 // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES). It is required above
@@ -731,7 +761,7 @@ func (f *Function) launch(ex bool, cfg LaunchConfig, args *Args) error {
 	if err := args.Err(); err != nil {
 		return err
 	}
-	if want, err := f.ParamSizes(); err == nil {
+	if want, err := f.leadingParamSizes(args.Len()); err == nil {
 		if err := checkParamSizes(f.name, want, args); err != nil {
 			return err
 		}
