@@ -22,8 +22,9 @@ import (
 // 128B-swizzled smem descriptors, start address advanced by 32 bytes per
 // step), commits and waits. The accumulator fragment is stored directly.
 const (
-	// WGMMAKernel is the kernel symbol.
-	WGMMAKernel = "wgmma_selftest"
+	// WGMMAKernel is the kernel symbol and the self-test case name
+	// (testdata/llc/st_wgmma.ptx holds llc-19's PTX of it).
+	WGMMAKernel = "st_wgmma"
 	// WGMMAM, WGMMAN are the tile rows and columns; WGMMABK is the K block.
 	WGMMAM  = 64
 	WGMMAN  = 64
@@ -35,6 +36,10 @@ const (
 	// mbarrier.
 	WGMMASharedBytes = 1024 + 2*8192 + 16
 )
+
+func init() {
+	register(Case{Name: WGMMAKernel, Target: "sm_90a", Block: WGMMAThreads, SharedBytes: WGMMASharedBytes, Build: WGMMAModule})
+}
 
 // WGMMAParams describes the kernel parameters in order: the tensor maps of A
 // and B (128-byte CUtensorMap by value), the fp32 output C, and the number of

@@ -3,24 +3,12 @@
 package selftest
 
 import (
-	_ "embed"
-
-	"errors"
-	llir "github.com/llir/llvm/ir"
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/runtime"
 )
-
-//go:embed testdata/wgmma_llc.ptx
-var wgmmaLLCPTX string
-
-// wgmmaOurPTX compiles the self-test module with mokc's ptx backend for
-// sm_90a.
-var wgmmaOurPTX = func(m *llir.Module) (string, error) { return ptx.Compile(m, ptx.SM90a) }
 
 // wgmmaRun runs the self-test kernel of ptxText on A, B (bf16 bits, [64, k])
 // and returns C (fp32 [64, 64]); C is poisoned with NaN bytes before the
@@ -99,26 +87,13 @@ func wgmmaRandom(r *rand.Rand, n int) []uint16 {
 // match the float64 reference (relative L2 error <= 1e-2; fp32 accumulation
 // of exact bf16 products is in fact accurate to ~1e-6) and be bit-identical.
 func TestWGMMAGPU(t *testing.T) {
-	ctx, err := runtime.Open(0)
-	if err != nil {
-		if errors.Is(err, runtime.ErrNoDevice) || errors.Is(err, runtime.ErrNoCUDA) {
-			t.Skipf("no GPU: %v", err)
-		}
-		t.Fatal(err)
-	}
-	defer ctx.Close()
+	ctx := openGPU(t)
 	if cc := ctx.Device().ComputeCapability(); cc != 90 {
 		t.Skipf("wgmma needs sm_90a (compute capability 9.0), device has %d", cc)
 	}
-	m, err := WGMMAModule()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ours string
-	if wgmmaOurPTX != nil {
-		if ours, err = wgmmaOurPTX(m); err != nil {
-			t.Fatalf("ptx backend: %v", err)
-		}
+	vs := variants(t, WGMMAKernel) // llc-19's (testdata/llc) and mokc's PTX
+	if vs["ours"] == "" {
+		t.Fatal("mokc ptx backend produced no PTX")
 	}
 
 	for _, kblocks := range []int{1, 3} {
@@ -147,13 +122,9 @@ func TestWGMMAGPU(t *testing.T) {
 				t.Errorf("%s k=%d: relative L2 error %.3g: fp32 accumulation should be near-exact (fragment or swizzle mix-up?)", name, k, rel)
 			}
 		}
-		cl := wgmmaRun(t, ctx, wgmmaLLCPTX, a, bm, k)
+		cl := wgmmaRun(t, ctx, vs["llc"], a, bm, k)
 		check("llc-19", cl)
-		if ours == "" {
-			t.Logf("k=%d: mokc ptx backend not wired in yet: llc-19 PTX checked only", k)
-			continue
-		}
-		co := wgmmaRun(t, ctx, ours, a, bm, k)
+		co := wgmmaRun(t, ctx, vs["ours"], a, bm, k)
 		check("mokc ptx", co)
 		for i := range co {
 			if math.Float32bits(co[i]) != math.Float32bits(cl[i]) {
