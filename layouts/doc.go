@@ -2,5 +2,79 @@
 // into and out of them on the host, bit-exactly: CuTe-style shape:stride
 // layouts and swizzles, BF16 tiles and shared-memory matrix descriptors for
 // sm_80, sm_90a and sm_100a, MXFP8 (E4M3 data with UE8M0 block-32 scales, OCP
-// Microscaling v1.0) and the sm_100 scale-factor tile layout.
+// Microscaling v1.0) and the sm_100 scale-factor tile layout. Codegen, the
+// runtime (host packing of caller weights) and the CPU reference rely on
+// it; it is pure Go and needs no GPU.
+//
+// # Layout algebra (CuTe)
+//
+// IntTuple, Layout (Shape:Stride, printed "(2,(2,2)):(4,(2,1))", parsed by
+// ParseLayout), ColMajor, RowMajor, Layout.Offset / OffsetAt / OffsetCoord /
+// Coord; Coalesce, Composition, Complement, RightInverse, LogicalDivide,
+// ZippedDivide, LogicalProduct, BlockedProduct, RakedProduct, TileToShape,
+// LocalTile, LocalPartition. Swizzle is CuTe's Swizzle<B,M,S>;
+// SwizzleMode names the hardware modes (none, 32B, 64B, 128B) and
+// SwizzleMode.Pattern gives their byte patterns (Sw<1,4,3>, Sw<2,4,3>,
+// Sw<3,4,3>). Sources: CUTLASS cute/layout.hpp, cute/swizzle.hpp,
+// media/docs/cpp/cute; PTX ISA 9.7.15.5.1 (swizzling modes).
+//
+// # BF16
+//
+// BF16FromF32 / F32FromBF16 and BF16FromF32Slice / F32FromBF16Slice: bf16
+// travels as its uint16 bit pattern; f32 -> bf16 rounds to nearest even
+// like cvt.rn.bf16.f32, every NaN becomes 0x7FFF.
+//
+// # Shared-memory operand tiles and descriptors
+//
+// NewSmemTile(target, operand, dtype, rows, K) gives the K-major tile of an
+// MMA operand (A: M x K, B: N x K) for TargetSM80 (ldmatrix-friendly XOR
+// swizzle; SmemTile.LdmatrixX4Offsets), TargetSM90a (wgmma canonical
+// K-major, 128B swizzle when a row is a multiple of 128 bytes) and
+// TargetSM100a (tcgen05, same canonical layouts): SmemTile.Layout in CuTe
+// notation, SmemTile.ByteOffset, and SmemTile.Descriptor / DescriptorFields
+// for each (row group, k-step). The descriptor encoders are separate
+// functions codegen calls directly: SM90SmemDescriptor (wgmma, PTX ISA
+// 9.7.15.5.1.2.2) and SM100SmemDescriptor (tcgen05, PTX ISA 9.7.16.4.1),
+// which differ in bits 46-48 (0b001 on sm_100) and the swizzle field, with
+// their decoders; TCGen05InstrDescF16 and TCGen05InstrDescMXF8F6F4 encode
+// the 32-bit tcgen05.mma instruction descriptors (PTX ISA 9.7.16.4.2). All
+// are pinned by the known-good values of FACTS.md and by values worked out
+// from the ISA bit tables.
+//
+// # MXFP8
+//
+// E4M3FromF32 (the semantics of cvt.rn.satfinite.e4m3x2.f32: RNE, |x| > 448
+// -> +-448, NaN -> 0x7F) and F32FromE4M3; UE8M0RoundUp (Transformer
+// Engine's integer fallback = cvt.rp.satfinite.ue8m0x2), UE8M0RoundDown,
+// F32FromUE8M0 (code 0 is 2^-127, 0xFF is NaN); ScaleFromAmax with
+// ScaleRoundUp (default) or ScaleOCPFloor. Quantize / QuantizeBF16 turn an
+// [E, rows, cols] tensor into an MXFP8 value (Data: E4M3 codes, Scales:
+// UE8M0 codes) with blocks of 32 along cols (AlongCols) or rows
+// (AlongRows), optionally stored transposed (the K-major copy a weight
+// gradient needs: AlongRows + Transpose); MXFP8.QuantizeExpert streams one
+// expert at a time; MXFP8.At / Dequantize go back to f32. Quantization runs
+// on all cores with plain goroutines.
+//
+// # sm_100 scale-factor layout
+//
+// SFOffset is the FACTS.md formula for the 128x4 tiles of 512 bytes;
+// SFAtomLayout / SFOperandLayout give it as CuTe layouts. SFLayout pads
+// each expert's scales to whole tiles (rows per expert need not be
+// multiples of 128, K need not be a multiple of 128): SFLayout.Pack,
+// Unpack, Refresh (in place into a caller-owned buffer, same address, so
+// captured CUDA graphs stay valid) and RefreshExpert; DequantizeSF reads
+// values through the packed layout; padding bytes are SFPadByte (1.0, never
+// NaN) and never reach a value. SM100ScaleTileDescriptor gives the
+// tcgen05.cp source descriptor of one tile.
+//
+// # Units and conventions
+//
+// Layout offsets are in the unit of their strides (SmemTile.Layout: elements;
+// SFOperandLayout: bytes). Byte addresses in descriptors are shared::cta
+// addresses below 2^18, multiples of 16. Tensors are row-major unless a
+// doc comment says otherwise. Bad input gives an error, never a panic.
+//
+// `mokc inspect layout` prints a tile's layout, swizzle and descriptors for
+// a target, or the scale-factor layout (SmemTile.Describe,
+// SFLayout.Describe).
 package layouts

@@ -120,10 +120,11 @@ func e4m3Lookup() *[1 << 16]uint8 {
 	return e4m3Table
 }
 
-// e4m3Fast encodes like E4M3FromF32 through the table.
+// e4m3Fast encodes like E4M3FromF32 through the table. (b&0xFFFF)+0xFFFF
+// reaches bit 16 exactly when a low bit is set, and stays below bit 17, so
+// ORing it into b sets the sticky bit and leaves the upper 16 bits alone.
 func e4m3Fast(t *[1 << 16]uint8, b uint32) uint8 {
-	sticky := (b&0xFFFF + 0xFFFF) >> 16 // 1 if any low bit is set
-	return t[uint16(b>>16|sticky)]
+	return t[uint16((b|(b&0xFFFF+0xFFFF))>>16)]
 }
 
 // UE8M0 (OCP MX "E8M0" shared scale): 8 exponent bits, bias 127, no sign,
