@@ -107,12 +107,12 @@ func (l *SFLayout) Describe(addr uint32) (string, error) {
 	fmt.Fprintf(&b, "offset   ((r/128)*%d + c/4)*512 + (r%%32)*16 + ((r%%128)/32)*4 + c%%4\n", l.KTiles)
 	real := 0
 	for e, rows := range l.Rows {
-		lay, _ := l.ExpertLayout(e)
-		size := l.RowTiles[e] * l.KTiles * SFTileBytes
 		if rows == 0 {
 			fmt.Fprintf(&b, "expert %d: 0 rows, no tiles\n", e)
 			continue
 		}
+		lay, _ := l.ExpertLayout(e)
+		size := l.RowTiles[e] * l.KTiles * SFTileBytes
 		fmt.Fprintf(&b, "expert %d: %d rows -> %d row tile(s), bytes [%d, %d), layout %v\n", e, rows, l.RowTiles[e], l.Base[e], l.Base[e]+size, lay)
 		real += rows * l.NSF
 	}

@@ -227,8 +227,10 @@ func (q *MXFP8) Dequantize() []float32 {
 // x/X rounded once). A NaN in a block makes its scale NaN (0xFF) and every
 // code of the block 0x7F; an Inf makes the scale 2^127 and stores the Inf as
 // +-448 (it dequantizes to +-Inf, 448*2^127 overflowing f32) and the finite
-// elements as their (mostly zero) quotients. Errors: a src length that is
-// not e*rows*cols, or bad options.
+// elements as their (mostly zero) quotients. Huge finite inputs keep E4M3
+// precision, except that values within 2^-5 (relative) of the largest f32
+// round up to 256*2^120 = 2^128 and dequantize to +-Inf in f32. Errors: a
+// src length that is not e*rows*cols, or bad options.
 func Quantize(src []float32, e, rows, cols int, opt QuantizeOptions) (*MXFP8, error) {
 	q, err := NewMXFP8(e, rows, cols, opt)
 	if err != nil {

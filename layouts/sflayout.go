@@ -47,7 +47,8 @@ func SFOperandLayout(rowTiles, kTiles int) (Layout, error) {
 		Tuple(Ints(16, 4, kTiles*SFTileBytes), Ints(1, SFTileBytes)))
 }
 
-// SFLayout is the packed scale-factor buffer of a grouped operand: expert e
+// SFLayout is the packed scale-factor buffer of a grouped operand (its
+// fields are read-only; make a new one for other sizes): expert e
 // has Rows[e] rows (tokens routed to it, or N of its weight), each with NSF
 // = ceil(K/32) scales; each expert is padded to whole 128x4 tiles and the
 // experts' tile regions follow each other. The unpacked source is the
@@ -112,12 +113,15 @@ func (l *SFLayout) Offset(e, r, c int) (int, error) {
 // ExpertLayout returns expert e's region as a CuTe layout from (row, scale
 // column) to byte offset within the region (see SFOperandLayout); add
 // Base[e] for the buffer offset. Its domain includes the padding rows and
-// columns.
+// columns. An expert with no rows has no region (error).
 func (l *SFLayout) ExpertLayout(e int) (Layout, error) {
 	if e < 0 || e >= len(l.Rows) {
 		return Layout{}, fmt.Errorf("layouts: expert %d out of range [0, %d)", e, len(l.Rows))
 	}
-	return SFOperandLayout(max(l.RowTiles[e], 1), l.KTiles)
+	if l.RowTiles[e] == 0 {
+		return Layout{}, fmt.Errorf("layouts: expert %d has no rows, so no scale-factor tiles", e)
+	}
+	return SFOperandLayout(l.RowTiles[e], l.KTiles)
 }
 
 // IsPadding reports whether byte off of the buffer holds no real scale.

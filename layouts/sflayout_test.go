@@ -88,6 +88,12 @@ func TestSFLayoutPackUnpack(t *testing.T) {
 	if real != 707*90 || real+pad != l.Size {
 		t.Fatalf("%d real + %d padding bytes, size %d", real, pad, l.Size)
 	}
+	if _, err := l.ExpertLayout(4); err == nil {
+		t.Fatal("layout of an expert with no rows")
+	}
+	if el, err := l.ExpertLayout(3); err != nil || el.Size() != 2*128*92 {
+		t.Fatalf("expert 3 layout %v, %v", el, err)
+	}
 	for _, bad := range [][3]int{{4, 0, 0}, {0, 1, 0}, {3, 0, 90}, {8, 0, 0}, {-1, 0, 0}} {
 		if _, err := l.Offset(bad[0], bad[1], bad[2]); err == nil {
 			t.Fatalf("Offset%v accepted", bad)

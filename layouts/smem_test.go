@@ -142,9 +142,14 @@ func TestTileDescriptorsAddressTheTile(t *testing.T) {
 		}
 		mk, _ := MMAK(tl.Target, tl.DType)
 		b := tl.DType.Bytes()
-		mmaRows := tl.Rows // B: the whole N; A: one warpgroup / tcgen05 M of 64
+		// The rows one MMA reads: B its whole N; A a warpgroup's 64 rows
+		// (wgmma) or tcgen05's M (up to 128).
+		mmaRows := tl.Rows
 		if tl.Operand == OperandA {
 			mmaRows = 64
+			if tl.Target == TargetSM100a {
+				mmaRows = min(tl.Rows, 128)
+			}
 		}
 		for row0 := 0; row0 < tl.Rows; row0 += mmaRows {
 			for ks := 0; ks < tl.K/mk; ks++ {
