@@ -232,7 +232,8 @@ func DecodeTCGen05InstrDescF16(v uint32) (TCGen05InstrF16, error) {
 }
 
 // TCGen05F8F6F4Type is the A/B element type of tcgen05.mma
-// kind::mxf8f6f4 (PTX ISA Table 42/43 "atype"/"btype").
+// kind::mxf8f6f4 (PTX ISA 9.7.16.4.2, the block-scaled instruction
+// descriptor table, "atype"/"btype").
 type TCGen05F8F6F4Type int
 
 // Element types of kind::mxf8f6f4.
@@ -256,7 +257,8 @@ type TCGen05InstrMXF8F6F4 struct {
 }
 
 // TCGen05InstrDescMXF8F6F4 encodes a kind::mxf8f6f4 instruction descriptor
-// (PTX ISA 9.7.16.4.2 Table 43; CUTLASS UMMA::InstrDescriptorBlockScaled):
+// (PTX ISA 9.7.16.4.2, block-scaled kinds; CUTLASS
+// UMMA::InstrDescriptorBlockScaled):
 // [4,6) B scale-factor id, [7,10) A type, [10,13) B type, 13/14 negate
 // A/B, 15/16 transpose A/B, [17,23) N>>3, 23 scale type (UE8M0 = 1),
 // [27,29) M>>7, [29,31) A scale-factor id; no D-type field; bits 3, 6,

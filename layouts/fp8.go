@@ -9,7 +9,7 @@ import (
 // bit, 4 exponent bits with bias 7, 3 mantissa bits; no infinities; only
 // S.1111.111 (0x7F, 0xFF) is NaN, so 0x7E = 1.75*2^8 = 448 is the largest
 // finite value; subnormals are m/8 * 2^-6, the smallest 2^-9.
-// Source: OCP Microscaling Formats (MX) v1.0, section 5.3.1; PTX ISA
+// Source: OCP Microscaling Formats (MX) v1.0 (element formats); PTX ISA
 // "Alternate floating-point data formats".
 const (
 	E4M3Max    = 448.0 // largest finite E4M3 value
@@ -18,7 +18,7 @@ const (
 )
 
 // E4M3FromF32 encodes f as E4M3 (code in the low 8 bits) with the semantics
-// of PTX cvt.rn.satfinite.e4m3x2.f32 (PTX ISA 9.7.9.21, cvt): round to
+// of PTX cvt.rn.satfinite.e4m3x2.f32 (PTX ISA, cvt): round to
 // nearest, ties to even, directly from f32 (no intermediate rounding);
 // |f| > 448 (Inf included) saturates to +-448 (0x7E/0xFE); |f| <= 2^-10
 // (half the smallest subnormal) gives a signed zero (0x00/0x80); the sign of
@@ -130,7 +130,7 @@ func e4m3Fast(t *[1 << 16]uint8, b uint32) uint8 {
 // UE8M0 (OCP MX "E8M0" shared scale): 8 exponent bits, bias 127, no sign,
 // no mantissa: code e means 2^(e-127) for e in 0..254 (code 0 is 2^-127, an
 // f32 subnormal, not 0); 0xFF is NaN. Source: OCP Microscaling Formats (MX)
-// v1.0, section 5.4.1.
+// v1.0 (scale format E8M0).
 const UE8M0NaN = 0xFF
 
 // F32FromUE8M0 decodes a UE8M0 scale: 2^(c-127) exactly (code 0 gives

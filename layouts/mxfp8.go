@@ -9,7 +9,7 @@ import (
 
 // MXBlockSize is the number of consecutive elements along the reduction (K)
 // dimension that share one UE8M0 scale in MXFP8 (OCP Microscaling Formats
-// v1.0, section 5: block size 32).
+// v1.0: block size 32).
 const MXBlockSize = 32
 
 // ScaleRule chooses the shared scale X = 2^k of a block from its amax (the
@@ -25,7 +25,7 @@ const (
 	// exhaustively by TestRoundUpRuleDivisionEqualsTEMultiply with
 	// MOKC_LONG=1). No element saturates.
 	ScaleRoundUp ScaleRule = iota
-	// ScaleOCPFloor (OCP MX v1.0 section 6.3 reference): k =
+	// ScaleOCPFloor (the OCP MX v1.0 reference conversion): k =
 	// floor(log2(amax)) - 8 (8 = emax of E4M3), clamped to [-127, 127].
 	// Elements with |x|/X > 448 saturate to +-448 (a block with amax 960
 	// stores 957 as 896).

@@ -290,7 +290,7 @@ func (t *SmemTile) Descriptor(base uint32, row0, kStep int) (uint64, error) {
 // the tile base) of the 16-byte row that lane supplies to
 // ldmatrix.sync.aligned.m8n8.x4.shared.b16 loading the 16x16 bf16 block at
 // (row0, k0) (multiples of 8, in range), in the fragment order of
-// mma.sync.m16n8k16 (PTX ISA 9.7.14.5.8): for operand A the four 8x8
+// mma.sync.m16n8k16 (PTX ISA, warp-level MMA fragments): for operand A the four 8x8
 // matrices are (rows 0-7, k 0-7), (rows 8-15, k 0-7), (rows 0-7, k 8-15),
 // (rows 8-15, k 8-15) of the block; for operand B (N x K) they are
 // (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15), the

@@ -14,9 +14,9 @@ import (
 // S >= B (the source and target bit ranges do not overlap). The unit of x
 // is whatever the layout it is composed with produces (bytes for the
 // hardware patterns of SwizzleMode.Pattern). Source: CUTLASS
-// cute/swizzle.hpp; the hardware patterns are those of PTX ISA 9.7.15.5.1
-// ("Shared Memory Matrix Layout", swizzling modes) and 5.5.8 (tensor
-// swizzling for TMA).
+// cute/swizzle.hpp; the hardware patterns are those of PTX ISA
+// 9.7.15.5.1.2 ("Shared Memory Matrix Layout", swizzling modes) and of the
+// TMA tensor swizzling modes.
 type Swizzle struct {
 	B int // number of bits XORed (0 = identity)
 	M int // lowest target bit (log2 of the unit that moves as a whole)
