@@ -74,6 +74,34 @@ func (e *Epilogue) Emit(b *Builder, row, col value.Value, vals []value.Value) er
 	return nil
 }
 
+// Values computes in fp32 the outputs that Emit would store for the run at
+// column col (bias, then activation for EpiGated; the same instructions, so
+// the same bits), without predication or stores, for engines that stage the
+// tile in shared memory and store it later. The caller must only use it for
+// col < N (it reads the bias of those columns).
+func (e *Epilogue) Values(b *Builder, col value.Value, vals []value.Value) ([]value.Value, error) {
+	n := len(vals)
+	if e.spec.Epilogue == EpiGated {
+		if n%2 != 0 {
+			return nil, fmt.Errorf("codegen: %s: gated epilogue needs (gate, up) pairs, got %d values", e.spec.Name, n)
+		}
+		n /= 2
+	}
+	outs := make([]value.Value, n)
+	for i := 0; i < n; i++ {
+		if e.spec.Epilogue == EpiGated {
+			outs[i] = e.gated(b, col, i, vals[2*i], vals[2*i+1])
+		} else {
+			v := vals[i]
+			if e.spec.Bias {
+				v = b.FAdd(v, e.bias(b, b.AddI(col, int64(i))))
+			}
+			outs[i] = v
+		}
+	}
+	return outs, nil
+}
+
 // bias loads the fp32 bias of B row r (i32).
 func (e *Epilogue) bias(b *Builder, r value.Value) value.Value {
 	return b.Load(F32, b.GEP(e.args.Bias, b.MulI(b.Wide(r), 4)), 4)

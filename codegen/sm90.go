@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 )
 
@@ -55,6 +56,16 @@ import (
 // warpgroup.wait and serialise the tensor-core pipeline). The loop keeps one
 // wgmma group in flight (wait_group 1) and releases the previous stage.
 //
+// Staged epilogue (when a BM x BN bf16 staging tile fits next to the ring,
+// and B is not a pointer table): consumers compute the outputs with the
+// shared Epilogue (Epilogue.Values: bias, activation), round them to bf16
+// into the staging tile and arrive on staging-full, then go straight on to
+// the next work item's K loop; warps 1-3 of the producer warpgroup store
+// the staged tile to C with coalesced, predicated 16-byte stores (rows
+// below RowEnd, columns below N) and arrive on staging-empty. The global
+// stores thus overlap the next tile's wgmma. Otherwise the consumers store
+// directly through Epilogue.Emit.
+//
 // BTable (one allocation per expert): a TMA tensor map names one global
 // address, and swapping it per expert would need tensormap.replace on a
 // global-memory copy of the map (a workspace the engine interface has no
@@ -87,8 +98,10 @@ type sm90Layout struct {
 	threads           int
 	aAtom, bAtom      int // bytes of one A / B atom
 	stageBytes        int
-	barOff            int // offset of the mbarriers from the aligned base
-	sharedBytes       int // dynamic shared memory requested (with 1024 of alignment slack)
+	barOff            int  // offset of the mbarriers from the aligned base
+	sharedBytes       int  // dynamic shared memory requested (with 1024 of alignment slack)
+	staged            bool // staged epilogue (see sm90Engine)
+	stgOff, stgStride int  // staging tile offset and row stride (bytes)
 	kTiles, nBlocks   int
 	gated, interleave bool
 	prodRegs, mmaRegs int    // setmaxnreg targets (0: do not rebalance)
@@ -128,6 +141,16 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	l.stageBytes = l.atoms * (l.aAtom + l.bAtom)
 	l.barOff = l.S * l.stageBytes
 	l.sharedBytes = 1024 + l.barOff + 16*l.S
+	// Staged epilogue when the staging tile fits (not with BTable, whose
+	// producer warps are busy copying B).
+	if s.B != BTable {
+		stride := 2*l.BN + 16 // padded rows: the 8 rows of a fragment store hit distinct banks
+		if sb := 1024 + l.barOff + l.BM*stride + 16*l.S + 16; sb <= 227*1024 {
+			l.staged, l.stgOff, l.stgStride = true, l.barOff, stride
+			l.barOff += l.BM * stride
+			l.sharedBytes = sb
+		}
+	}
 	if l.sharedBytes > 227*1024 {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%dx%d with %d stages needs %d bytes of shared memory (> 227 KB)", s.Name, l.BM, l.NB, l.BK, l.S, l.sharedBytes)
 	}
@@ -139,15 +162,19 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	}
 	// Registers: 65536 per SM, one block per SM. The kernel starts with
 	// launchRegs = 65536/threads per thread (pinned with .maxnreg, as
-	// setmaxnreg requires); the producer warpgroup drops to prodRegs (40, or
-	// 64 when it copies B itself) and the consumers take what it frees:
+	// setmaxnreg requires); the producer warpgroup drops to prodRegs (40; 48
+	// with the staged epilogue's store warps; 64 when it copies B itself)
+	// and the consumers take what it frees:
 	// setmaxnreg.inc blocks until the registers are in the pool, so the
 	// consumers' target must not exceed launchRegs + freed/(128*WG).
 	if l.WG >= 2 {
 		l.launchRegs = (65536 / l.threads) &^ 7
 		l.prodRegs = 40
-		if s.B == BTable {
+		switch {
+		case s.B == BTable:
 			l.prodRegs = 64 // address arithmetic of the cp.async copies of B
+		case l.staged:
+			l.prodRegs = 48 // the store warps' copy loop
 		}
 		l.mmaRegs = ((l.launchRegs*l.threads - 128*l.prodRegs) / (128 * l.WG)) &^ 7
 		if l.mmaRegs > 240 {
@@ -295,6 +322,10 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			b.MbarInit(b.AddI(bars, int64(8*s)), fullCount)
 			b.MbarInit(b.AddI(bars, int64(8*(l.S+s))), 4*l.WG)
 		}
+		if l.staged {
+			b.MbarInit(b.AddI(bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
+			b.MbarInit(b.AddI(bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
+		}
 		b.FenceMbarInit()
 		b.PrefetchTensorMap(tmA)
 		if tmB != nil {
@@ -314,7 +345,15 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		pr := gemmProducer{spec: spec, BM: l.BM, BN: l.BN, NB: l.NB, BK: l.BK, S: l.S, atoms: l.atoms,
 			aAtom: l.aAtom, bAtom: l.bAtom, stageBytes: l.stageBytes, kTiles: l.kTiles, nBlocks: l.nBlocks,
 			gated: l.gated, interleave: l.interleave, threads: 128, base: base, bars: bars, tmA: tmA, tmB: tmB}
-		err = joinErr(err, pr.emit(b, tid, first, items, step))
+		if l.staged {
+			b.IfElse(b.Cmp("ult", tid, I32c(32)), func() {
+				err = joinErr(err, pr.emit(b, tid, first, items, step))
+			}, func() {
+				l.storeWarps(b, spec, b.AddI(tid, -32), base, bars, first, items, step)
+			})
+		} else {
+			err = joinErr(err, pr.emit(b, tid, first, items, step))
+		}
 	}, func() {
 		// Consumer warpgroups.
 		if l.mmaRegs > 0 {
@@ -333,17 +372,21 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		}
 		ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
 			OffA: offA, OffB: offB, DescHi: l.descHi, ProxyFence: spec.B == BTable}
-		b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
+		b.Loop(first, items, step, []value.Value{I32c(0), I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
 			w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
 			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], I32c(int64(l.kTiles)), bars, base, aOff, laneZero)
 			if e != nil {
 				err = e
 				return v
 			}
-			if e := l.epilogue(b, spec, w, c, lane, warp, acc); e != nil {
+			sph := v[2]
+			if l.staged {
+				err = joinErr(err, l.stageOut(b, spec, w, c, lane, warp, acc, base, bars, sph))
+				sph = b.Xor(sph, I32c(1))
+			} else if e := l.epilogue(b, spec, w, c, lane, warp, acc); e != nil {
 				err = e
 			}
-			return []value.Value{stage, phase}
+			return []value.Value{stage, phase, sph}
 		})
 	})
 	b.Ret()
@@ -476,4 +519,100 @@ func (p gemmProducer) emit(b *Builder, tid, first, items, step value.Value) erro
 		b.If(lead, body)
 	}
 	return err
+}
+
+// stageOut is the consumer side of the staged epilogue: wait until the
+// store warps have drained the staging tile (parity sph^1), compute this
+// warpgroup's outputs with the shared Epilogue (Values: bias, activation),
+// round them to bf16 into the staging tile (row-major, BN columns, rows
+// padded by 16 bytes), and arrive on staging-full. Columns at or past N are
+// skipped (their bias would be out of range); rows past the segment are
+// written and never stored.
+func (l sm90Layout) stageOut(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value, base, bars, sph value.Value) error {
+	var err error
+	stgFull, stgEmpty := b.AddI(bars, int64(16*l.S)), b.AddI(bars, int64(16*l.S+8))
+	b.MbarWait(stgEmpty, b.Xor(sph, I32c(1)))
+	var bias value.Value
+	if spec.Bias {
+		bias = b.GEP(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
+	}
+	ep := NewEpilogue(spec, EpilogueArgs{C: b.Param("c"), Bias: bias, RowEnd: w.rowEnd})
+	wq := b.And(warp, I32c(3))
+	rl := b.Add(b.MulI(c, 64), b.Add(b.MulI(wq, 16), b.LShr(lane, I32c(2)))) // tile row
+	t := b.And(lane, I32c(3))
+	t2 := b.MulI(t, 2)
+	stg := b.AddI(base, int64(l.stgOff))
+	put := func(row value.Value, lc value.Value, vals []value.Value) {
+		col := b.Add(w.n0, lc)
+		b.If(b.Cmp("slt", col, I32c(int64(spec.N))), func() {
+			outs, e := ep.Values(b, col, vals)
+			if e != nil {
+				err = joinErr(err, e)
+				return
+			}
+			addr := b.Add(b.Add(stg, b.MulI(row, int64(l.stgStride))), b.MulI(lc, 2))
+			p := b.B.NewIntToPtr(b.ZExt(addr, I64), SPtr)
+			if len(outs) == 2 {
+				b.Store(b.PackBF16(outs[0], outs[1]), p, 4)
+			} else {
+				b.Store(b.ToBF16(outs[0]), p, 2)
+			}
+		})
+	}
+	for h := 0; h < 2; h++ {
+		row := b.AddI(rl, int64(8*h))
+		switch {
+		case l.gated && !l.interleave:
+			up := l.BN / 8
+			for j := 0; j < l.BN/8; j++ {
+				g0, g1 := acc[4*j+2*h], acc[4*j+2*h+1]
+				u0, u1 := acc[4*(j+up)+2*h], acc[4*(j+up)+2*h+1]
+				put(row, b.AddI(t2, int64(8*j)), []value.Value{g0, u0, g1, u1})
+			}
+		case l.interleave:
+			for j := 0; j < l.NB/8; j++ {
+				put(row, b.AddI(t, int64(4*j)), []value.Value{acc[4*j+2*h], acc[4*j+2*h+1]})
+			}
+		default:
+			for j := 0; j < l.NB/8; j++ {
+				put(row, b.AddI(t2, int64(8*j)), []value.Value{acc[4*j+2*h], acc[4*j+2*h+1]})
+			}
+		}
+	}
+	b.MbarArrive(stgFull)
+	return err
+}
+
+// storeWarps emits the store side of the staged epilogue, run by warps 1-3
+// of the producer warpgroup (t = 0..95): for every work item, wait for
+// staging-full, copy the tile's rows below RowEnd and columns below N to C
+// in 16-byte chunks (consecutive threads take consecutive chunks of a row:
+// coalesced), and arrive on staging-empty.
+func (l sm90Layout) storeWarps(b *Builder, spec GemmSpec, t, base, bars, first, items, step value.Value) {
+	stgFull, stgEmpty := b.AddI(bars, int64(16*l.S)), b.AddI(bars, int64(16*l.S+8))
+	stg := b.AddI(base, int64(l.stgOff))
+	cpr := l.BN / 8 // 16-byte chunks per staging row
+	total := l.BM * cpr
+	v4 := types.NewVector(4, I32)
+	b.Loop(first, items, step, []value.Value{I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
+		w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
+		sph := v[0]
+		b.MbarWait(stgFull, sph)
+		b.Loop(t, I32c(int64(total)), I32c(96), nil, func(q value.Value, _ []value.Value) []value.Value {
+			r := b.UDiv(q, I32c(int64(cpr)))
+			ch := b.URem(q, I32c(int64(cpr)))
+			row := b.Add(w.row0, r)
+			col := b.Add(w.n0, b.MulI(ch, 8))
+			ok := b.And(b.Cmp("slt", row, w.rowEnd), b.Cmp("slt", col, I32c(int64(spec.N))))
+			b.If(ok, func() {
+				src := b.Add(b.Add(stg, b.MulI(r, int64(l.stgStride))), b.MulI(ch, 16))
+				val := b.Load(v4, b.B.NewIntToPtr(b.ZExt(src, I64), SPtr), 16)
+				off := b.MulI(b.Add(b.MulI(b.Wide(row), int64(spec.N)), b.Wide(col)), 2)
+				b.Store(val, b.GEP(b.Param("c"), off), 16)
+			})
+			return nil
+		})
+		b.MbarArrive(stgEmpty)
+		return []value.Value{b.Xor(sph, I32c(1))}
+	})
 }

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -115,7 +116,10 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 	t := func(bm, bn, stages int) Tile { return Tile{BM: bm, BN: bn, BK: 64, Stages: stages, Warps: 4 * bm / 64} }
 	return []sm90GemmCase{
 		{GemmSpec{Name: prefix + "_store", N: 200, K: 200, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiStore,
-			Bias: true, Tile: t(128, 128, 4)}, []int{37, 0, 130, 300, 64}},
+			Bias: true, Tile: t(128, 128, 3)}, []int{37, 0, 130, 300, 64}},
+		// 4 stages leave no room for the staging tile: direct stores.
+		{GemmSpec{Name: prefix + "_direct", N: 200, K: 200, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiStore,
+			Bias: true, Tile: t(128, 256, 4)}, []int{37, 0, 130, 300, 64}},
 		{GemmSpec{Name: prefix + "_swiglu", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: t(128, 128, 3)}, []int{1, 129, 250}},
 		{GemmSpec{Name: prefix + "_gptoss", N: 72, K: 256, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiGated,
@@ -134,15 +138,20 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 
 // sm90PerfCases are the timing cases of the GPU test: DeepSeek-V3-sized
 // FC1 (SwiGLU, N = I = 2048, K = H = 7168) and FC2 (N = 7168, K = 2048)
-// over 8 experts of 2048 rows each (compute-bound).
+// over 8 experts of 2048 rows each (compute-bound), with 3 stages (staged
+// epilogue) and 4 stages (no room for staging: direct stores).
 func sm90PerfCases(prefix string) []sm90GemmCase {
 	counts := []int{2048, 2048, 2048, 2048, 2048, 2048, 2048, 2048}
-	return []sm90GemmCase{
-		{GemmSpec{Name: prefix + "_fc1", N: 2048, K: 7168, Experts: 8, A: ATiled, B: BGrouped, Epilogue: EpiGated,
-			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: Tile{BM: 128, BN: 128, BK: 64, Stages: 4, Warps: 8}}, counts},
-		{GemmSpec{Name: prefix + "_fc2", N: 7168, K: 2048, Experts: 8, A: ATiled, B: BGrouped, Epilogue: EpiStore,
-			Tile: Tile{BM: 128, BN: 256, BK: 64, Stages: 4, Warps: 8}}, counts},
+	var cs []sm90GemmCase
+	for _, st := range []int{3, 4} { // 3: staged epilogue; 4: direct stores
+		cs = append(cs,
+			sm90GemmCase{GemmSpec{Name: fmt.Sprintf("%s_fc1_s%d", prefix, st), N: 2048, K: 7168, Experts: 8, A: ATiled, B: BGrouped,
+				Epilogue: EpiGated, Gate: GateHalves, Act: Activation{Kind: ActSwiGLU},
+				Tile: Tile{BM: 128, BN: 128, BK: 64, Stages: st, Warps: 8}}, counts},
+			sm90GemmCase{GemmSpec{Name: fmt.Sprintf("%s_fc2_s%d", prefix, st), N: 7168, K: 2048, Experts: 8, A: ATiled, B: BGrouped,
+				Epilogue: EpiStore, Tile: Tile{BM: 128, BN: 256, BK: 64, Stages: st, Warps: 8}}, counts})
 	}
+	return cs
 }
 
 // sm90GemmModule builds every GEMM case of prefix with engine eng into one
