@@ -466,29 +466,40 @@ func scaleCode(a uint32, rule ScaleRule) uint8 {
 }
 
 // quantColsTransposed: blocks along cols, stored [E][Cols][Rows] with
-// scales [E][ceil(Cols/32)][Rows]. Units are rows.
+// scales [E][ceil(Cols/32)][Rows]. Units are rows, taken 64 at a time so
+// that the transposed writes of one column are contiguous.
 func (q *MXFP8) quantColsTransposed(e, lo, hi int, src source, t *[1 << 16]uint8) {
+	const chunk = 64
+	var inv [chunk]float32
 	nsf := ceilDiv(q.Cols, MXBlockSize)
-	for r := lo; r < hi; r++ {
+	for r0 := lo; r0 < hi; r0 += chunk {
+		r1 := min(r0+chunk, hi)
 		for b := 0; b < nsf; b++ {
 			c0, c1 := b*MXBlockSize, min((b+1)*MXBlockSize, q.Cols)
-			var amax uint32
-			for c := c0; c < c1; c++ {
-				amax = max(amax, src.bits(r*q.Cols+c)&0x7FFFFFFF)
+			for r := r0; r < r1; r++ {
+				var amax uint32
+				for c := c0; c < c1; c++ {
+					amax = max(amax, src.bits(r*q.Cols+c)&0x7FFFFFFF)
+				}
+				code := scaleCode(amax, q.Rule)
+				q.Scales[(e*nsf+b)*q.Rows+r] = code
+				inv[r-r0] = ue8m0Reciprocal(code)
 			}
-			code := scaleCode(amax, q.Rule)
-			q.Scales[(e*nsf+b)*q.Rows+r] = code
-			inv := ue8m0Reciprocal(code)
 			for c := c0; c < c1; c++ {
-				v := math.Float32frombits(src.bits(r*q.Cols+c)) * inv
-				q.Data[(e*q.Cols+c)*q.Rows+r] = e4m3Fast(t, math.Float32bits(v))
+				out := q.Data[(e*q.Cols+c)*q.Rows:]
+				for r := r0; r < r1; r++ {
+					v := math.Float32frombits(src.bits(r*q.Cols+c)) * inv[r-r0]
+					out[r] = e4m3Fast(t, math.Float32bits(v))
+				}
 			}
 		}
 	}
 }
 
 // quantRows: blocks along rows. Units are 32-row groups; columns are
-// processed in strips so the per-column amax and reciprocal stay local.
+// processed in strips so the per-column amax and reciprocal stay local, and
+// the writes run along the stored rows (along c untransposed, along r
+// transposed).
 func (q *MXFP8) quantRows(e, lo, hi int, src source, t *[1 << 16]uint8) {
 	const strip = 64
 	var amax [strip]uint32
@@ -515,15 +526,21 @@ func (q *MXFP8) quantRows(e, lo, hi int, src source, t *[1 << 16]uint8) {
 					q.Scales[(e*ng+g)*q.Cols+c] = code
 				}
 			}
+			if q.Transposed {
+				for c := c0; c < c1; c++ {
+					out := q.Data[(e*q.Cols+c)*q.Rows:]
+					for r := r0; r < r1; r++ {
+						v := math.Float32frombits(src.bits(r*q.Cols+c)) * inv[c-c0]
+						out[r] = e4m3Fast(t, math.Float32bits(v))
+					}
+				}
+				continue
+			}
 			for r := r0; r < r1; r++ {
+				out := q.Data[(e*q.Rows+r)*q.Cols:]
 				for c := c0; c < c1; c++ {
 					v := math.Float32frombits(src.bits(r*q.Cols+c)) * inv[c-c0]
-					code := e4m3Fast(t, math.Float32bits(v))
-					if q.Transposed {
-						q.Data[(e*q.Cols+c)*q.Rows+r] = code
-					} else {
-						q.Data[(e*q.Rows+r)*q.Cols+c] = code
-					}
+					out[c] = e4m3Fast(t, math.Float32bits(v))
 				}
 			}
 		}
