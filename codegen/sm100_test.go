@@ -31,8 +31,9 @@ func sm100Retarget(t *testing.T, text string) string {
 // (as sm_90a, then retargeted), and assembles both with the CUDA >= 12.8
 // ptxas for sm_100a.
 func TestSM100PresetsAssemble(t *testing.T) {
-	for _, name := range schedule.Presets() {
+	for _, name := range presetsUnderTest() {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			eng, err := EngineFor(TargetSM100)
 			if err != nil {
 				t.Fatal(err)
