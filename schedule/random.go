@@ -604,13 +604,23 @@ func (g *WeightGen) ForwardRows(x []float32, r Routing, rows []int) ([]float64, 
 	le.SharedActivation, le.SharedSwiGLULimit = SwiGLU, 0
 	le.Router = Router{Score: l.Router.Score}
 	out := make([]float64, n*K*H) // unweighted output of each routed slot
+	// One expert's weights at a time, in buffers reused from expert to
+	// expert (zeroing fresh ones would be a serial pass over each expert).
+	I := l.Intermediate
+	fc1, fc2 := make([]float32, 2*I*H), make([]float32, H*I)
+	var b1, b2 []float32
+	if l.Biases {
+		b1, b2 = make([]float32, 2*I), make([]float32, H)
+	}
 	for e, slots := range by {
 		if len(slots) == 0 {
 			continue
 		}
-		fc1, fc2, b1, b2, err := g.Routed(e)
-		if err != nil {
-			return nil, err
+		g.fillF32(fc1, hashFC1, e)
+		g.fillF32(fc2, hashFC2, e)
+		if l.Biases {
+			g.fillF32(b1, hashFC1Bias, e)
+			g.fillF32(b2, hashFC2Bias, e)
 		}
 		w := Weights{FC1: make([][]float32, E), FC2: make([][]float32, E)}
 		w.FC1[e], w.FC2[e] = fc1, fc2

@@ -7,7 +7,9 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -25,26 +27,35 @@ import (
 // fp32 accumulation.
 const runTolerance = 1e-2
 
+// runDefaultSample is the number of tokens checked against the reference
+// when T is larger (all tokens up to it).
+const runDefaultSample = 256
+
 func init() {
 	commands = append(commands, func() *cli.Command {
 		return &cli.Command{
 			Name:  "run",
 			Usage: "(GPU) run a layer's forward on random inputs and check it against the float64 reference",
-			UsageText: "mokc run --model qwen3-30b-a3b --target sm_90a --tokens 4096 [--seed N] [--routing ids|map] [--sample N] [--json]\n\n" +
-				"Random bf16 inputs and weights (scaled by 1/sqrt(fan-in)), routing from softmax(x·Wr) and top-k as the\n" +
-				"model's router does; y is poisoned (0xFF bytes) before each of 3 runs. Prints the relative L2 error\n" +
-				"against schedule's float64 reference (on --sample tokens when T is large), the max abs error, NaN and\n" +
-				"unwritten counts, determinism over the runs and the error-word verdict. Exits non-zero when the\n" +
-				"relative L2 error exceeds 1e-2 or any check fails. Holds the layer's weights in host memory as\n" +
-				"float32 (12*E*I*H bytes) for the reference.",
+			UsageText: "mokc run --model NAME|all --target sm_80,sm_90a --tokens 0,1,64,4096 [--repeat N] [--seed N] [--routing ids|map] [--sample N] [--json]\n\n" +
+				"For each model (--model all: every preset, one after another), the weights are generated one expert at a\n" +
+				"time from a counter-based hash (bf16, scaled by 1/sqrt(fan-in); schedule.WeightGen) and uploaded once;\n" +
+				"then, for each target, the layer is compiled and, for each token count T, run --repeat times on random bf16\n" +
+				"inputs with routing from the model's router rule (softmax/sigmoid scores and top-k), y poisoned (0xFF bytes)\n" +
+				"before each run. One line per (model, target, T): the relative L2 error against schedule's float64\n" +
+				"reference on --sample tokens (which regenerates only the experts those tokens route to, and runs on the\n" +
+				"CPU while the GPU works), the max abs error, NaN and unwritten counts, bitwise determinism over the runs\n" +
+				"and the error word; then a verdict. Exits non-zero when any relative L2 error exceeds 1e-2 or any check\n" +
+				"fails. Device memory is freed between models; host memory holds two experts' bf16 weights for the\n" +
+				"upload and one expert's float32 weights for the reference, never a whole layer.",
 			Flags: append(layerFlags(),
-				targetFlag("sm_90a"),
-				&cli.IntFlag{Name: "tokens", Aliases: []string{"T"}, Value: 256, Usage: "token count T (0 is valid)"},
+				&cli.StringFlag{Name: "target", Value: "sm_90a", Usage: "comma-separated targets: sm_80, sm_90a, sm_100a"},
+				&cli.StringFlag{Name: "tokens", Aliases: []string{"T"}, Value: "256", Usage: "comma-separated token counts T (0 is valid)"},
+				&cli.IntFlag{Name: "repeat", Value: 3, Usage: "runs per (target, T), compared bitwise"},
 				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random inputs, weights and routing"},
 				&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids (fixed-width ids + weights) or map (dense routing map + probs)"},
 				&cli.IntFlag{Name: "sample", Usage: "tokens checked against the reference", DefaultText: "all when T <= 256, else 256"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
-				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
+				&cli.BoolFlag{Name: "json", Usage: "print one JSON object per (model, target, T) on stdout"},
 			),
 			Action: runAction,
 		}
@@ -82,20 +93,26 @@ func openDevice(cmd string, ordinal int) (*runtime.Context, error) {
 	return ctx, nil
 }
 
-// gpuLayer reads the layer, target and routing flags shared by run and
-// bench and returns the layer and its default schedule.
+// routingForm parses --routing.
+func routingForm(c *cli.Context) (schedule.RoutingForm, error) {
+	switch r := strings.ToLower(c.String("routing")); r {
+	case "", "ids":
+		return schedule.RoutingIDs, nil
+	case "map":
+		return schedule.RoutingMap, nil
+	}
+	return 0, fmt.Errorf("--routing %q: want ids or map", c.String("routing"))
+}
+
+// gpuLayer reads the layer, target and routing flags of bench and returns
+// the layer and its default schedule.
 func gpuLayer(c *cli.Context) (schedule.Layer, schedule.Schedule, error) {
 	l, err := loadLayer(c)
 	if err != nil {
 		return l, schedule.Schedule{}, err
 	}
-	switch r := strings.ToLower(c.String("routing")); r {
-	case "", "ids":
-		l.Routing = schedule.RoutingIDs
-	case "map":
-		l.Routing = schedule.RoutingMap
-	default:
-		return l, schedule.Schedule{}, fmt.Errorf("--routing %q: want ids or map", c.String("routing"))
+	if l.Routing, err = routingForm(c); err != nil {
+		return l, schedule.Schedule{}, err
 	}
 	if err := l.Validate(); err != nil {
 		return l, schedule.Schedule{}, err
@@ -111,26 +128,33 @@ func gpuLayer(c *cli.Context) (schedule.Layer, schedule.Schedule, error) {
 	return l, s, nil
 }
 
-// runReport is the result of `mokc run` (the --json output).
+// runReport is the result of one (model, target, T) of `mokc run` (one
+// line of the --json output).
 type runReport struct {
-	Model          string   `json:"model"`
-	Target         string   `json:"target"`
-	Device         string   `json:"device"`
-	Tokens         int      `json:"tokens"`
-	Seed           uint64   `json:"seed"`
-	Routing        string   `json:"routing"`
-	CheckedTokens  int      `json:"checked_tokens"`
-	RelL2          float64  `json:"rel_l2"`
-	MaxAbsErr      float64  `json:"max_abs_err"`
-	RefRMS         float64  `json:"ref_rms"`
-	NaNCount       int      `json:"nan_count"`
-	Unwritten      int      `json:"unwritten"`
-	AllWritten     bool     `json:"all_written"`
-	Runs           int      `json:"runs"`
+	Model         string  `json:"model"`
+	Target        string  `json:"target"`
+	Device        string  `json:"device"`
+	Tokens        int     `json:"tokens"`
+	Seed          uint64  `json:"seed"`
+	Routing       string  `json:"routing"`
+	CheckedTokens int     `json:"checked_tokens"`
+	RelL2         float64 `json:"rel_l2"`
+	MaxAbsErr     float64 `json:"max_abs_err"`
+	RefRMS        float64 `json:"ref_rms"`
+	NaNCount      int     `json:"nan_count"`
+	Unwritten     int     `json:"unwritten"`
+	AllWritten    bool    `json:"all_written"`
+	Runs          int     `json:"runs"`
+	// IdenticalRuns counts the runs whose y equals the first run's bit for
+	// bit (the first included): Runs when deterministic.
+	IdenticalRuns  int      `json:"identical_runs"`
 	Deterministic  bool     `json:"deterministic"`
 	ErrorWord      string   `json:"error_word"` // "ok" or CheckErrors' message
 	Tolerance      float64  `json:"tolerance"`
-	CompileSeconds float64  `json:"compile_s"`
+	CompileSeconds float64  `json:"compile_s"`   // compile and load for this target
+	UploadSeconds  float64  `json:"upload_s"`    // generate and upload the model's weights
+	RefSeconds     float64  `json:"reference_s"` // the model's float64 reference, every T at once
+	RunSeconds     float64  `json:"run_s"`       // the runs of this (target, T), copies of y included
 	Pass           bool     `json:"pass"`
 	Failures       []string `json:"failures,omitempty"`
 }
@@ -140,7 +164,7 @@ type runReport struct {
 // the default: all rows up to 256 tokens, else 256.
 func sampleRows(T, n int, seed uint64) []int {
 	if n <= 0 {
-		n = min(T, 256)
+		n = min(T, runDefaultSample)
 	}
 	if n >= T {
 		rows := make([]int, T)
@@ -208,145 +232,601 @@ func poisonCounts(y []uint16) (unwritten, nonFinite int) {
 	return
 }
 
-func runAction(c *cli.Context) error {
+// runConfig is what `mokc run` checks, from its flags.
+type runConfig struct {
+	models  []string // preset names, or empty with layer set (--hf-config)
+	layer   schedule.Layer
+	routing schedule.RoutingForm
+	targets []schedule.Target
+	tokens  []int
+	repeat  int
+	sample  int
+	seed    uint64
+	json    bool
+}
+
+// runPresetLayer returns a preset's layer; tests substitute smaller layers.
+var runPresetLayer = schedule.Preset
+
+// parseTokenList parses --tokens: comma-separated token counts >= 0, no
+// repeats.
+func parseTokenList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		T, err := strconv.Atoi(f)
+		switch {
+		case err != nil:
+			return nil, fmt.Errorf("--tokens %s: %q is not an integer", s, f)
+		case T < 0:
+			return nil, fmt.Errorf("--tokens %s: token counts must be >= 0", s)
+		case slices.Contains(out, T):
+			return nil, fmt.Errorf("--tokens %s: %d given twice", s, T)
+		}
+		out = append(out, T)
+	}
+	return out, nil
+}
+
+// parseTargetList parses --target: comma-separated targets, no repeats.
+func parseTargetList(s string) ([]schedule.Target, error) {
+	var out []schedule.Target
+	for _, f := range strings.Split(s, ",") {
+		t, err := schedule.ParseTarget(f)
+		if err != nil {
+			return nil, fmt.Errorf("--target %s: %w", s, err)
+		}
+		if slices.Contains(out, t) {
+			return nil, fmt.Errorf("--target %s: %s given twice", s, t)
+		}
+		out = append(out, t)
+	}
+	return out, nil
+}
+
+// parseRunFlags reads and checks every flag of `mokc run`; it opens no
+// device.
+func parseRunFlags(c *cli.Context) (runConfig, error) {
+	cfg := runConfig{repeat: c.Int("repeat"), sample: c.Int("sample"), seed: c.Uint64("seed"), json: c.Bool("json")}
 	if c.NArg() > 0 {
-		return fmt.Errorf("run: unexpected argument %q", c.Args().First())
+		return cfg, fmt.Errorf("unexpected argument %q", c.Args().First())
 	}
-	T := c.Int("tokens")
-	if T < 0 {
-		return fmt.Errorf("run: --tokens %d: must be >= 0", T)
+	var err error
+	if cfg.tokens, err = parseTokenList(c.String("tokens")); err != nil {
+		return cfg, err
 	}
-	ctx, err := openDevice("run", c.Int("device"))
+	if cfg.targets, err = parseTargetList(c.String("target")); err != nil {
+		return cfg, err
+	}
+	if cfg.repeat < 1 {
+		return cfg, fmt.Errorf("--repeat %d: must be >= 1", cfg.repeat)
+	}
+	if cfg.sample < 0 {
+		return cfg, fmt.Errorf("--sample %d: must be >= 0 (0: the default)", cfg.sample)
+	}
+	if cfg.routing, err = routingForm(c); err != nil {
+		return cfg, err
+	}
+	if strings.EqualFold(strings.TrimSpace(c.String("model")), "all") {
+		if c.String("hf-config") != "" {
+			return cfg, errors.New("give --model or --hf-config, not both")
+		}
+		cfg.models = schedule.Presets()
+	} else if c.String("model") != "" && c.String("hf-config") == "" {
+		cfg.models = []string{c.String("model")}
+	} else if cfg.layer, err = loadLayer(c); err != nil {
+		return cfg, err
+	}
+	// Every layer must exist and be valid before anything runs.
+	for _, m := range cfg.models {
+		if _, err := cfg.modelLayer(m); err != nil {
+			return cfg, err
+		}
+	}
+	if cfg.models == nil {
+		cfg.layer.Routing = cfg.routing
+		if err := cfg.layer.Validate(); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
+}
+
+// modelLayer returns the layer of a preset with the routing form of
+// --routing.
+func (cfg runConfig) modelLayer(name string) (schedule.Layer, error) {
+	l, err := runPresetLayer(name)
+	if err != nil {
+		return l, err
+	}
+	l.Routing = cfg.routing
+	return l, l.Validate()
+}
+
+// runBackend is the device side of `mokc run`: the GPU (cudaBackend), or a
+// host stand-in in tests. One model's weights are loaded at a time.
+type runBackend interface {
+	// describe names the device.
+	describe() string
+	// loadWeights uploads the weights src generates for l, replacing none:
+	// the previous model's weights must have been freed.
+	loadWeights(l schedule.Layer, src runtime.WeightSource) error
+	// freeWeights releases the loaded weights.
+	freeWeights() error
+	// loadInputs uploads an input x [T*H] with its routing and allocates
+	// y [T, H].
+	loadInputs(l schedule.Layer, x []float32, r schedule.Routing) (runInputs, error)
+	// compile compiles and loads l with schedule s.
+	compile(l schedule.Layer, s schedule.Schedule) (runKernel, error)
+}
+
+// runInputs are one input set on the device.
+type runInputs interface{ Free() error }
+
+// runKernel is one compiled layer on the device.
+type runKernel interface {
+	// forward poisons y on the device with 0xFF bytes, runs the forward on
+	// the loaded weights and the inputs, waits, and copies y [T*H] bf16
+	// bits to the host. word is the error word's message ("" when clear);
+	// err is a failure of the device (a fault, a launch error).
+	forward(in runInputs, y []uint16) (word string, err error)
+	close() error
+}
+
+// cudaBackend runs on the GPU through package runtime.
+type cudaBackend struct {
+	ctx     *runtime.Context
+	stream  *runtime.Stream
+	weights *runtime.DeviceTensors
+}
+
+func (b *cudaBackend) describe() string {
+	dev := b.ctx.Device()
+	return fmt.Sprintf("%s (compute capability %d.%d)", dev.Name, dev.ComputeMajor, dev.ComputeMinor)
+}
+
+func (b *cudaBackend) loadWeights(l schedule.Layer, src runtime.WeightSource) error {
+	if b.weights != nil {
+		return errors.New("weights of the previous model still loaded")
+	}
+	d, err := runtime.UploadWeightSource(b.ctx, l, src)
 	if err != nil {
 		return err
 	}
-	defer ctx.Close()
-	l, s, err := gpuLayer(c)
+	b.weights = d
+	return nil
+}
+
+func (b *cudaBackend) freeWeights() error {
+	err := b.weights.Free()
+	b.weights = nil
+	return err
+}
+
+func (b *cudaBackend) loadInputs(l schedule.Layer, x []float32, r schedule.Routing) (runInputs, error) {
+	return runtime.UploadInputs(b.ctx, l, x, r)
+}
+
+func (b *cudaBackend) compile(l schedule.Layer, s schedule.Schedule) (runKernel, error) {
+	ly, err := runtime.NewLayer(b.ctx, l, s)
 	if err != nil {
-		return fmt.Errorf("run: %w", err)
+		return nil, err
 	}
-	seed := c.Uint64("seed")
-	dev := ctx.Device()
-	rep := runReport{Model: l.Name, Target: s.Target.String(), Device: fmt.Sprintf("%s (compute capability %d.%d)", dev.Name, dev.ComputeMajor, dev.ComputeMinor),
-		Tokens: T, Seed: seed, Routing: l.Routing.String(), Runs: 3, Tolerance: runTolerance}
-	logf := func(format string, a ...any) {
-		if !c.Bool("json") {
-			fmt.Fprintf(c.App.ErrWriter, format+"\n", a...)
+	return &cudaKernel{b: b, ly: ly}, nil
+}
+
+type cudaKernel struct {
+	b  *cudaBackend
+	ly *runtime.Layer
+}
+
+func (k *cudaKernel) forward(in runInputs, y []uint16) (string, error) {
+	d, ok := in.(*runtime.DeviceTensors)
+	if !ok || k.b.weights == nil {
+		return "", errors.New("no weights or inputs loaded")
+	}
+	var args runtime.ForwardArgs
+	k.b.weights.SetIn(&args)
+	d.SetIn(&args)
+	args.Stream = k.b.stream
+	ctx := k.b.ctx
+	if len(y) > 0 {
+		if err := ctx.MemsetAsync(args.Y.Ptr, 0xFF, 2*len(y), args.Stream); err != nil {
+			return "", err
 		}
 	}
+	if err := k.ly.Forward(args); err != nil {
+		return "", err
+	}
+	word := ""
+	if err := k.ly.CheckErrors(args.Stream); err != nil {
+		var re *runtime.RoutingError
+		if !errors.As(err, &re) {
+			return "", err // a device fault: nothing more to check
+		}
+		word = err.Error()
+	}
+	if len(y) > 0 {
+		if err := ctx.CopyFromDevice(y, args.Y.Ptr); err != nil {
+			return "", err
+		}
+	}
+	return word, nil
+}
 
-	useCompiler()
-	t0 := time.Now()
-	ly, err := runtime.NewLayer(ctx, l, s)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	defer ly.Close()
-	rep.CompileSeconds = time.Since(t0).Seconds()
-	logf("mokc run: %s on %s: compiled and loaded %d kernels in %.2f s", l.Name, s.Target, len(ly.Kernels()), rep.CompileSeconds)
+func (k *cudaKernel) close() error { return k.ly.Close() }
 
-	w, err := schedule.RandomWeights(l, seed)
+// openRunBackend opens the device `mokc run` checks on and returns it with
+// the function that releases it; tests substitute a host stand-in.
+var openRunBackend = func(device int) (runBackend, func(), error) {
+	ctx, err := openDevice("run", device)
 	if err != nil {
-		return fmt.Errorf("run: weights: %w", err)
+		return nil, nil, err
 	}
-	dw, err := runtime.UploadWeights(ctx, l, w)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	defer dw.Free()
-	x := schedule.RandomInput(T, l.Hidden, seed+1)
-	r, err := schedule.GenerateRouting(l, x, seed+2)
-	if err != nil {
-		return fmt.Errorf("run: routing: %w", err)
-	}
-	in, err := runtime.UploadInputs(ctx, l, x, r)
-	if err != nil {
-		return fmt.Errorf("run: %w", err)
-	}
-	defer in.Free()
 	stream, err := ctx.NewStream()
 	if err != nil {
+		ctx.Close()
+		return nil, nil, fmt.Errorf("run: %w", err)
+	}
+	useCompiler()
+	b := &cudaBackend{ctx: ctx, stream: stream}
+	return b, func() {
+		if b.weights != nil {
+			b.freeWeights()
+		}
+		stream.Destroy()
+		ctx.Close()
+	}, nil
+}
+
+func runAction(c *cli.Context) error {
+	cfg, err := parseRunFlags(c)
+	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	defer stream.Destroy()
-	var args runtime.ForwardArgs
-	dw.SetIn(&args)
-	in.SetIn(&args)
-	args.Stream = stream
-
-	H := l.Hidden
-	var first []uint16
-	rep.Deterministic = true
-	rep.ErrorWord = "ok"
-	for run := 0; run < rep.Runs; run++ {
-		if T > 0 {
-			if err := ctx.MemsetAsync(args.Y.Ptr, 0xFF, 2*T*H, stream); err != nil {
-				return fmt.Errorf("run: %w", err)
-			}
-		}
-		if err := ly.Forward(args); err != nil {
-			return fmt.Errorf("run: %w", err)
-		}
-		if err := ly.CheckErrors(stream); err != nil {
-			var re *runtime.RoutingError
-			if !errors.As(err, &re) {
-				return fmt.Errorf("run: %w", err) // a device fault: nothing more to check
-			}
-			rep.ErrorWord = err.Error()
-		}
-		y := make([]uint16, T*H)
-		if T > 0 {
-			if err := ctx.CopyFromDevice(y, args.Y.Ptr); err != nil {
-				return fmt.Errorf("run: %w", err)
-			}
-		}
-		unwritten, nonFinite := poisonCounts(y)
-		rep.Unwritten = max(rep.Unwritten, unwritten)
-		rep.NaNCount = max(rep.NaNCount, nonFinite)
-		if first == nil {
-			first = y
-		} else if !slices.Equal(first, y) {
-			rep.Deterministic = false
-		}
-	}
-	rep.AllWritten = rep.Unwritten == 0
-
-	rows := sampleRows(T, c.Int("sample"), seed)
-	rep.CheckedTokens = len(rows)
-	if len(rows) > 0 {
-		logf("mokc run: float64 reference on %d of %d tokens", len(rows), T)
-		ref, err := schedule.ForwardRows(l, w, x, r, rows)
-		if err != nil {
-			return fmt.Errorf("run: reference: %w", err)
-		}
-		rep.RelL2, rep.MaxAbsErr, rep.RefRMS = compareRows(first, H, rows, ref)
-	}
-
-	if !(rep.RelL2 <= runTolerance) {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("relative L2 error %.3g > %g", rep.RelL2, runTolerance))
-	}
-	if rep.NaNCount > 0 {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("%d NaN/Inf values", rep.NaNCount))
-	}
-	if !rep.AllWritten {
-		rep.Failures = append(rep.Failures, fmt.Sprintf("%d elements of y not written", rep.Unwritten))
-	}
-	if !rep.Deterministic {
-		rep.Failures = append(rep.Failures, "y differs between runs")
-	}
-	if rep.ErrorWord != "ok" {
-		rep.Failures = append(rep.Failures, "error word: "+rep.ErrorWord)
-	}
-	rep.Pass = len(rep.Failures) == 0
-	if err := writeRunReport(c.App.Writer, rep, c.Bool("json")); err != nil {
+	b, release, err := openRunBackend(c.Int("device"))
+	if err != nil {
 		return err
 	}
-	if !rep.Pass {
-		return fmt.Errorf("run: %s %s T=%d: FAIL: %s", l.Name, s.Target, T, strings.Join(rep.Failures, "; "))
+	defer release()
+	return runAll(cfg, b, c.App.Writer, c.App.ErrWriter)
+}
+
+// runAll checks every model of cfg on b, one after another, writing one
+// report per (model, target, T) to out and progress to logw, then the
+// verdict; the error lists the failed checks.
+func runAll(cfg runConfig, b runBackend, out, logw io.Writer) error {
+	start := time.Now()
+	total := 0
+	var failed []string
+	layers := []schedule.Layer{cfg.layer}
+	if cfg.models != nil {
+		layers = nil
+		for _, m := range cfg.models {
+			l, err := cfg.modelLayer(m)
+			if err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
+			layers = append(layers, l)
+		}
+	}
+	for _, l := range layers {
+		for _, rep := range runModel(cfg, b, l, logw) {
+			total++
+			if !rep.Pass {
+				failed = append(failed, fmt.Sprintf("%s %s T=%d (%s)", rep.Model, rep.Target, rep.Tokens, strings.Join(rep.Failures, "; ")))
+			}
+			if err := writeRunReport(out, rep, cfg.json); err != nil {
+				return err
+			}
+		}
+		debug.FreeOSMemory() // the next model starts from a small heap
+	}
+	verdict := fmt.Sprintf("mokc run: PASS: %d checks (%d models x %d targets x %d token counts, %d runs each) in %.1f s",
+		total, len(layers), len(cfg.targets), len(cfg.tokens), cfg.repeat, time.Since(start).Seconds())
+	if len(failed) > 0 {
+		verdict = fmt.Sprintf("mokc run: FAIL: %d of %d checks failed in %.1f s", len(failed), total, time.Since(start).Seconds())
+	}
+	if cfg.json {
+		fmt.Fprintln(logw, verdict)
+	} else {
+		fmt.Fprintln(out, verdict)
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("run: %d of %d checks failed: %s", len(failed), total, strings.Join(failed, ", "))
 	}
 	return nil
 }
 
+// tokenSet is one token count's inputs and what is checked of them.
+type tokenSet struct {
+	T    int
+	x    []float32
+	r    schedule.Routing
+	rows []int     // sampled token rows
+	ref  []float64 // the reference on rows, [len(rows)*H]
+	in   runInputs
+}
+
+// inputSeeds returns the seeds of x and of the routing for T tokens.
+func inputSeeds(seed uint64, T int) (uint64, uint64) {
+	s := seed + 1 + uint64(T)<<20
+	return s, s + 1
+}
+
+// runResult is what the runs of one (target, T) found.
+type runResult struct {
+	sample         []uint16 // the sampled rows of the first run's y, [len(rows)*H]
+	unwritten, nan int      // the most over the runs
+	identical      int
+	word           string
+	err            error
+	seconds        float64
+}
+
+// runModel checks one model on every target and token count of cfg and
+// returns its reports, in target-major order. The float64 reference of
+// every token count (their sampled rows joined into one problem, so that
+// each expert is generated once) runs on the CPU while the weights are
+// uploaded and the GPU runs.
+func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) []runReport {
+	logf := func(format string, a ...any) { fmt.Fprintf(logw, "mokc run: "+format+"\n", a...) }
+	H := l.Hidden
+	reports := make([]runReport, 0, len(cfg.targets)*len(cfg.tokens))
+	for _, tg := range cfg.targets {
+		for _, T := range cfg.tokens {
+			reports = append(reports, runReport{Model: l.Name, Target: tg.String(), Device: b.describe(), Tokens: T,
+				Seed: cfg.seed, Routing: l.Routing.String(), Runs: cfg.repeat, Tolerance: runTolerance, ErrorWord: "ok"})
+		}
+	}
+	report := func(ti, si int) *runReport { return &reports[ti*len(cfg.tokens)+si] }
+	failAll := func(err error) []runReport {
+		for i := range reports {
+			reports[i].Failures = append(reports[i].Failures, err.Error())
+		}
+		return reports
+	}
+	gen, err := schedule.NewWeightGen(l, cfg.seed)
+	if err != nil {
+		return failAll(err)
+	}
+	sets := make([]*tokenSet, len(cfg.tokens))
+	for i, T := range cfg.tokens {
+		xs, rs := inputSeeds(cfg.seed, T)
+		x := schedule.RandomInput(T, H, xs)
+		r, err := schedule.GenerateRouting(l, x, rs)
+		if err != nil {
+			return failAll(fmt.Errorf("routing: %w", err))
+		}
+		sets[i] = &tokenSet{T: T, x: x, r: r, rows: sampleRows(T, cfg.sample, cfg.seed)}
+	}
+
+	refDone := make(chan error, 1)
+	var refSeconds float64
+	go func() {
+		t0 := time.Now()
+		err := referenceRows(gen, sets)
+		refSeconds = time.Since(t0).Seconds()
+		refDone <- err
+	}()
+
+	results := make([][]runResult, len(cfg.targets))
+	deviceErr := func() error {
+		t0 := time.Now()
+		if err := b.loadWeights(l, gen); err != nil {
+			return fmt.Errorf("weights: %w", err)
+		}
+		upload := time.Since(t0).Seconds()
+		n := 3*l.Experts*l.Intermediate*H + 3*l.SharedWidth()*H
+		logf("%s: %.3g weights (%.1f GB bf16) generated and uploaded in %.1f s", l.Name, float64(n), float64(2*n)/1e9, upload)
+		for i := range reports {
+			reports[i].UploadSeconds = upload
+		}
+		for _, st := range sets {
+			if st.in, err = b.loadInputs(l, st.x, st.r); err != nil {
+				return fmt.Errorf("inputs (T = %d): %w", st.T, err)
+			}
+		}
+		for ti, tg := range cfg.targets {
+			res, compileSeconds, err := runTarget(cfg, b, l, tg, sets)
+			if err != nil {
+				for si := range sets {
+					report(ti, si).Failures = append(report(ti, si).Failures, err.Error())
+				}
+				continue
+			}
+			logf("%s %s: compiled and loaded in %.2f s; %d runs of each T in %.2f s", l.Name, tg, compileSeconds, cfg.repeat, sumSeconds(res))
+			for si := range sets {
+				report(ti, si).CompileSeconds = compileSeconds
+			}
+			results[ti] = res
+		}
+		return nil
+	}()
+	for _, st := range sets {
+		if st.in != nil {
+			st.in.Free()
+		}
+	}
+	if err := b.freeWeights(); err != nil && deviceErr == nil {
+		deviceErr = fmt.Errorf("free weights: %w", err)
+	}
+	if deviceErr != nil {
+		failAll(deviceErr)
+	}
+
+	refErr := <-refDone
+	checked := 0
+	for _, st := range sets {
+		checked += len(st.rows)
+	}
+	if refErr == nil {
+		logf("%s: float64 reference on %d tokens in %.1f s", l.Name, checked, refSeconds)
+	}
+	for ti := range cfg.targets {
+		for si, st := range sets {
+			rep := report(ti, si)
+			rep.RefSeconds = refSeconds
+			rep.CheckedTokens = len(st.rows)
+			if refErr != nil {
+				rep.Failures = append(rep.Failures, fmt.Sprintf("reference: %v", refErr))
+			} else if results[ti] != nil {
+				applyResult(rep, results[ti][si], st, H)
+			}
+			rep.Pass = len(rep.Failures) == 0
+		}
+	}
+	return reports
+}
+
+func sumSeconds(res []runResult) float64 {
+	var s float64
+	for _, r := range res {
+		s += r.seconds
+	}
+	return s
+}
+
+// applyResult fills a report from the runs' result and the token set's
+// reference, and lists its failures.
+func applyResult(rep *runReport, res runResult, st *tokenSet, H int) {
+	rep.RunSeconds = res.seconds
+	if res.err != nil {
+		rep.Failures = append(rep.Failures, res.err.Error())
+		return
+	}
+	if n := len(st.rows); n > 0 {
+		idx := make([]int, n)
+		for i := range idx {
+			idx[i] = i
+		}
+		rep.RelL2, rep.MaxAbsErr, rep.RefRMS = compareRows(res.sample, H, idx, st.ref)
+	}
+	rep.Unwritten, rep.NaNCount = res.unwritten, res.nan
+	rep.AllWritten = res.unwritten == 0
+	rep.IdenticalRuns = res.identical
+	rep.Deterministic = res.identical == rep.Runs
+	if res.word != "" {
+		rep.ErrorWord = res.word
+	}
+	if !(rep.RelL2 <= runTolerance) {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("relative L2 error %.3g > %g", rep.RelL2, runTolerance))
+	}
+	if !rep.AllWritten {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("%d elements of y not written", rep.Unwritten))
+	}
+	if rep.NaNCount > 0 {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("%d NaN/Inf values", rep.NaNCount))
+	}
+	if !rep.Deterministic {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("y differs between runs (%d of %d identical to the first)", res.identical, rep.Runs))
+	}
+	if rep.ErrorWord != "ok" {
+		rep.Failures = append(rep.Failures, "error word: "+rep.ErrorWord)
+	}
+}
+
+// runTarget compiles l for tg and runs every token set cfg.repeat times.
+// A device error during the runs of one set is recorded in its result.
+func runTarget(cfg runConfig, b runBackend, l schedule.Layer, tg schedule.Target, sets []*tokenSet) ([]runResult, float64, error) {
+	s, err := schedule.DefaultSchedule(l, tg)
+	if err != nil {
+		return nil, 0, fmt.Errorf("schedule for %s: %w", tg, err)
+	}
+	t0 := time.Now()
+	k, err := b.compile(l, s)
+	if err != nil {
+		return nil, 0, err
+	}
+	compileSeconds := time.Since(t0).Seconds()
+	defer k.close()
+	res := make([]runResult, len(sets))
+	for i, st := range sets {
+		res[i] = runRepeats(k, st, l.Hidden, cfg.repeat)
+	}
+	return res, compileSeconds, nil
+}
+
+// runRepeats runs one token set repeat times, comparing every y with the
+// first bit for bit, and keeps the first run's sampled rows.
+func runRepeats(k runKernel, st *tokenSet, H, repeat int) runResult {
+	t0 := time.Now()
+	var res runResult
+	first, cur := make([]uint16, st.T*H), make([]uint16, st.T*H)
+	for run := 0; run < repeat; run++ {
+		y := cur
+		if run == 0 {
+			y = first
+		}
+		word, err := k.forward(st.in, y)
+		if err != nil {
+			res.err = fmt.Errorf("run %d: %w", run+1, err)
+			break
+		}
+		if word != "" && res.word == "" {
+			res.word = word
+		}
+		u, n := poisonCounts(y)
+		res.unwritten, res.nan = max(res.unwritten, u), max(res.nan, n)
+		if run == 0 || slices.Equal(first, cur) {
+			res.identical++
+		}
+	}
+	res.sample = make([]uint16, len(st.rows)*H)
+	for i, t := range st.rows {
+		copy(res.sample[i*H:(i+1)*H], first[t*H:(t+1)*H])
+	}
+	res.seconds = time.Since(t0).Seconds()
+	return res
+}
+
+// referenceRows computes the float64 reference on the sampled rows of
+// every token set as one problem (the sets' rows joined; a token's output
+// depends only on its own input and routing, so this equals each set's
+// schedule.ForwardRows bit for bit) through the generator's lazy
+// reference, which generates each routed expert once.
+func referenceRows(gen *schedule.WeightGen, sets []*tokenSet) error {
+	l := gen.Layer()
+	H, E, K := l.Hidden, l.Experts, l.TopK
+	n := 0
+	for _, st := range sets {
+		n += len(st.rows)
+	}
+	if n == 0 {
+		return nil
+	}
+	x := make([]float32, 0, n*H)
+	var r schedule.Routing
+	for _, st := range sets {
+		for _, t := range st.rows {
+			x = append(x, st.x[t*H:(t+1)*H]...)
+			if l.Routing == schedule.RoutingMap {
+				r.Map = append(r.Map, st.r.Map[t*E:(t+1)*E]...)
+				r.Probs = append(r.Probs, st.r.Probs[t*E:(t+1)*E]...)
+			} else {
+				r.IDs = append(r.IDs, st.r.IDs[t*K:(t+1)*K]...)
+				r.Weights = append(r.Weights, st.r.Weights[t*K:(t+1)*K]...)
+			}
+		}
+	}
+	rows := make([]int, n)
+	for i := range rows {
+		rows[i] = i
+	}
+	ref, err := gen.ForwardRows(x, r, rows)
+	if err != nil {
+		return err
+	}
+	off := 0
+	for _, st := range sets {
+		st.ref = ref[off*H : (off+len(st.rows))*H]
+		off += len(st.rows)
+	}
+	return nil
+}
+
+// writeRunReport writes one report: a JSON object on one line, or one line
+// of text.
 func writeRunReport(w io.Writer, rep runReport, asJSON bool) error {
 	if asJSON {
 		b, err := json.Marshal(rep)
@@ -358,21 +838,10 @@ func writeRunReport(w io.Writer, rep runReport, asJSON bool) error {
 	}
 	verdict := "PASS"
 	if !rep.Pass {
-		verdict = "FAIL"
+		verdict = "FAIL: " + strings.Join(rep.Failures, "; ")
 	}
-	row := func(k string, v any) { fmt.Fprintf(w, "  %-22s %v\n", k, v) }
-	fmt.Fprintf(w, "mokc run %s %s T=%d seed=%d routing=%s: %s\n", rep.Model, rep.Target, rep.Tokens, rep.Seed, rep.Routing, verdict)
-	row("device", rep.Device)
-	row("checked tokens", fmt.Sprintf("%d of %d", rep.CheckedTokens, rep.Tokens))
-	row("relative L2 error", fmt.Sprintf("%.3e (tolerance %g)", rep.RelL2, rep.Tolerance))
-	row("max abs error", fmt.Sprintf("%.3e (reference RMS %.3e)", rep.MaxAbsErr, rep.RefRMS))
-	row("NaN/Inf", rep.NaNCount)
-	row("every element written", rep.AllWritten)
-	row("deterministic", fmt.Sprintf("%v (%d runs, bitwise)", rep.Deterministic, rep.Runs))
-	row("error word", rep.ErrorWord)
-	row("compile + load", fmt.Sprintf("%.2f s", rep.CompileSeconds))
-	for _, f := range rep.Failures {
-		row("failure", f)
-	}
-	return nil
+	_, err := fmt.Fprintf(w, "%-18s %-7s T=%-5d checked %3d  rel_l2 %.2e  max_abs %.2e (ref rms %.2e)  nan %d  unwritten %d  identical %d/%d  error word %s  %s\n",
+		rep.Model, rep.Target, rep.Tokens, rep.CheckedTokens, rep.RelL2, rep.MaxAbsErr, rep.RefRMS, rep.NaNCount, rep.Unwritten,
+		rep.IdenticalRuns, rep.Runs, rep.ErrorWord, verdict)
+	return err
 }

@@ -2,11 +2,15 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"math"
+	goruntime "runtime"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -58,6 +62,16 @@ func TestGPUCommandsFlagErrors(t *testing.T) {
 	}{
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--tokens", "-1"}, "--tokens -1"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "extra"}, "unexpected argument"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--tokens", "0,1,1"}, "1 given twice"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--tokens", "0,,4"}, "is not an integer"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--target", "sm_80,sm_70"}, "--target sm_80,sm_70"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--target", "sm_90a,SM_90A"}, "given twice"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--repeat", "0"}, "--repeat 0"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--sample", "-2"}, "--sample -2"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--routing", "dense"}, "--routing"},
+		{[]string{"run", "--model", "all", "--hf-config", "x.json"}, "not both"},
+		{[]string{"run", "--model", "qwen4"}, "unknown preset"},
+		{[]string{"run"}, "name a layer"},
 		{[]string{"bench", "--model", "qwen3-30b-a3b", "--tokens", "0"}, "--tokens 0"},
 		{[]string{"bench", "--model", "qwen3-30b-a3b", "--iters", "0"}, "--iters 0"},
 		{[]string{"bench", "--model", "qwen3-30b-a3b", "--peak-gbs", "0"}, "--peak-gbs"},
@@ -171,5 +185,313 @@ func TestBenchHelpers(t *testing.T) {
 	v := []float64{1, 2, 3, 4}
 	if median(v) != 2.5 || median(v[:3]) != 2 || percentile(v, 0.9) != 4 || percentile(v, 0.5) != 2 {
 		t.Fatal("median/percentile")
+	}
+}
+
+func TestParseRunLists(t *testing.T) {
+	T, err := parseTokenList("0, 1,64,4096")
+	if err != nil || !slices.Equal(T, []int{0, 1, 64, 4096}) {
+		t.Fatalf("tokens: %v %v", T, err)
+	}
+	tg, err := parseTargetList("sm_80,sm_90a")
+	if err != nil || !slices.Equal(tg, []schedule.Target{schedule.SM80, schedule.SM90a}) {
+		t.Fatalf("targets: %v %v", tg, err)
+	}
+	for _, bad := range []string{"", "1,", "-1", "1.5", "2,2"} {
+		if _, err := parseTokenList(bad); err == nil {
+			t.Errorf("--tokens %q: want an error", bad)
+		}
+	}
+	for _, bad := range []string{"", "sm_80,", "sm_75", "sm_80,80"} {
+		if _, err := parseTargetList(bad); err == nil {
+			t.Errorf("--target %q: want an error", bad)
+		}
+	}
+}
+
+// fakeMode makes the stand-in device misbehave in one way.
+type fakeMode int
+
+const (
+	fakeExact       fakeMode = iota // y = bf16(reference)
+	fakeZeros                       // y = 0 (no computation)
+	fakeWrong                       // one element far off
+	fakeUnwritten                   // one element left unwritten
+	fakeNaN                         // one element NaN
+	fakeFlaky                       // run 3 differs in one bit
+	fakeWord                        // the error word is set
+	fakeCompileFail                 // sm_80 does not compile
+)
+
+// fakeBackend is a host stand-in for the GPU: it generates the weights
+// through runtime.GenerateWeights (as the upload does) and answers each
+// forward from the lazy float64 reference rounded to bf16, or misbehaves as
+// its mode says. It checks that a model's device memory is freed before the
+// next model's is loaded.
+type fakeBackend struct {
+	t         *testing.T
+	mode      fakeMode
+	gen       *schedule.WeightGen
+	inputs    int // input sets loaded
+	models    []string
+	generated int64 // weights handed out by GenerateWeights
+}
+
+type fakeInputs struct {
+	b *fakeBackend
+	x []float32
+	r schedule.Routing
+	y []uint16 // bf16 of the reference, computed on first use
+}
+
+func (in *fakeInputs) Free() error { in.b.inputs--; return nil }
+
+type fakeKernel struct {
+	b      *fakeBackend
+	target schedule.Target
+	runs   map[*fakeInputs]int
+}
+
+func (b *fakeBackend) describe() string { return "host stand-in" }
+
+func (b *fakeBackend) loadWeights(l schedule.Layer, src runtime.WeightSource) error {
+	if b.gen != nil || b.inputs != 0 {
+		b.t.Errorf("%s: the previous model's weights (%v) or %d input sets are still loaded", l.Name, b.gen != nil, b.inputs)
+	}
+	b.models = append(b.models, l.Name)
+	if err := runtime.GenerateWeights(l, src, func(p runtime.WeightPart) error {
+		switch d := p.Data.(type) {
+		case []uint16:
+			b.generated += int64(len(d))
+		case []float32:
+			b.generated += int64(len(d))
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	b.gen = src.(*schedule.WeightGen)
+	return nil
+}
+
+func (b *fakeBackend) freeWeights() error { b.gen = nil; return nil }
+
+func (b *fakeBackend) loadInputs(l schedule.Layer, x []float32, r schedule.Routing) (runInputs, error) {
+	b.inputs++
+	return &fakeInputs{b: b, x: x, r: r}, nil
+}
+
+func (b *fakeBackend) compile(l schedule.Layer, s schedule.Schedule) (runKernel, error) {
+	if b.mode == fakeCompileFail && s.Target == schedule.SM80 {
+		return nil, errors.New("fake compile error")
+	}
+	return &fakeKernel{b: b, target: s.Target, runs: map[*fakeInputs]int{}}, nil
+}
+
+func (k *fakeKernel) close() error { return nil }
+
+func (k *fakeKernel) forward(in runInputs, y []uint16) (string, error) {
+	fi := in.(*fakeInputs)
+	k.runs[fi]++
+	for i := range y {
+		y[i] = 0xFFFF // the poison
+	}
+	if len(y) == 0 {
+		return "", nil
+	}
+	if k.b.mode == fakeZeros {
+		clear(y)
+		return "", nil
+	}
+	if fi.y == nil {
+		H := k.b.gen.Layer().Hidden
+		rows := make([]int, len(fi.x)/H)
+		for i := range rows {
+			rows[i] = i
+		}
+		ref, err := k.b.gen.ForwardRows(fi.x, fi.r, rows)
+		if err != nil {
+			return "", err
+		}
+		fi.y = make([]uint16, len(ref))
+		for i, v := range ref {
+			fi.y[i] = runtime.ToBF16([]float32{float32(v)})[0]
+		}
+	}
+	copy(y, fi.y)
+	last := len(y) - 1
+	switch k.b.mode {
+	case fakeWrong:
+		y[last] = runtime.ToBF16([]float32{1e4})[0]
+	case fakeUnwritten:
+		y[last] = 0xFFFF
+	case fakeNaN:
+		y[last] = 0x7FC0
+	case fakeFlaky:
+		if k.runs[fi] == 3 {
+			y[last] ^= 1
+		}
+	case fakeWord:
+		return "routing: expert id out of range", nil
+	}
+	return "", nil
+}
+
+// smallPreset is a preset shrunk to H = 64, I = I_s = 32, with E, K, the
+// activation, biases, shared experts, gate and router kept.
+func smallPreset(name string) (schedule.Layer, error) {
+	l, err := schedule.Preset(name)
+	if err != nil {
+		return l, err
+	}
+	l.Hidden, l.Intermediate = 64, 32
+	if l.SharedExperts > 0 {
+		l.SharedIntermediate = 32
+	}
+	return l, nil
+}
+
+// withFake runs the mokc CLI with the stand-in device, with the presets
+// shrunk (smallPreset) when shrink is set; it returns stdout, stderr and
+// the error.
+func withFake(t *testing.T, b *fakeBackend, shrink bool, args ...string) (string, string, error) {
+	t.Helper()
+	oldOpen, oldPreset := openRunBackend, runPresetLayer
+	defer func() { openRunBackend, runPresetLayer = oldOpen, oldPreset }()
+	openRunBackend = func(int) (runBackend, func(), error) { return b, func() {}, nil }
+	if shrink {
+		runPresetLayer = smallPreset
+	}
+	var out, errw bytes.Buffer
+	app := &cli.App{Name: "mokc", Commands: build(commands), Writer: &out, ErrWriter: &errw,
+		ExitErrHandler: func(*cli.Context, error) {}}
+	err := app.Run(append([]string{"mokc"}, args...))
+	return out.String(), errw.String(), err
+}
+
+// TestRunAllModels runs `mokc run --model all` over both targets and four
+// token counts (one above the sample size) on the stand-in device: one
+// passing JSON object per (model, target, T), every model's device memory
+// freed before the next, the weights generated once per model.
+func TestRunAllModels(t *testing.T) {
+	b := &fakeBackend{t: t}
+	out, logs, err := withFake(t, b, true, "run", "--model", "all", "--target", "sm_80,sm_90a", "--tokens", "0,1,5,300",
+		"--repeat", "4", "--json")
+	if err != nil {
+		t.Fatalf("%v\n%s", err, logs)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	presets := schedule.Presets()
+	if len(lines) != len(presets)*2*4 {
+		t.Fatalf("%d JSON lines, want %d", len(lines), len(presets)*2*4)
+	}
+	var wantGenerated int64
+	for i, line := range lines {
+		var rep runReport
+		if err := json.Unmarshal([]byte(line), &rep); err != nil {
+			t.Fatalf("line %d: %v", i, err)
+		}
+		m, tg, T := presets[i/8], []string{"sm_80", "sm_90a"}[i/4%2], []int{0, 1, 5, 300}[i%4]
+		if rep.Model != m || rep.Target != tg || rep.Tokens != T {
+			t.Fatalf("line %d is %s %s T=%d, want %s %s T=%d", i, rep.Model, rep.Target, rep.Tokens, m, tg, T)
+		}
+		if !rep.Pass || rep.Runs != 4 || rep.IdenticalRuns != 4 || !rep.AllWritten || rep.ErrorWord != "ok" {
+			t.Errorf("%s %s T=%d: %+v", m, tg, T, rep)
+		}
+		if want := min(T, runDefaultSample); rep.CheckedTokens != want {
+			t.Errorf("%s %s T=%d: %d tokens checked, want %d", m, tg, T, rep.CheckedTokens, want)
+		}
+		if T > 0 && !(rep.RelL2 > 0 && rep.RelL2 < 4e-3 && rep.RefRMS > 0.1) {
+			t.Errorf("%s %s T=%d: rel L2 %v (ref RMS %v): want the bf16 rounding of a non-trivial output", m, tg, T, rep.RelL2, rep.RefRMS)
+		}
+		if i%8 == 0 {
+			l, _ := smallPreset(m)
+			wantGenerated += int64(3*l.Experts*l.Intermediate*l.Hidden + 3*l.SharedWidth()*l.Hidden)
+			if l.Biases {
+				wantGenerated += int64(l.Experts * (2*l.Intermediate + l.Hidden))
+			}
+			if l.SharedGate {
+				wantGenerated += int64(l.Hidden)
+			}
+		}
+	}
+	if !slices.Equal(b.models, presets) || b.generated != wantGenerated {
+		t.Errorf("weights loaded for %v (%d values), want each preset once (%d values)", b.models, b.generated, wantGenerated)
+	}
+	if !strings.Contains(logs, "mokc run: PASS: 104 checks") {
+		t.Errorf("no verdict on stderr:\n%s", logs)
+	}
+}
+
+// TestRunDetectsFailures checks that each kind of wrong output fails its
+// (target, T) with the right reason and makes mokc run exit non-zero.
+func TestRunDetectsFailures(t *testing.T) {
+	for _, c := range []struct {
+		mode fakeMode
+		want string
+	}{
+		{fakeZeros, "relative L2 error 1 > 0.01"},
+		{fakeWrong, "relative L2 error"},
+		{fakeUnwritten, "1 elements of y not written"},
+		{fakeNaN, "1 NaN/Inf values"},
+		{fakeFlaky, "y differs between runs (4 of 5 identical to the first)"},
+		{fakeWord, "error word: routing: expert id out of range"},
+		{fakeCompileFail, "fake compile error"},
+	} {
+		b := &fakeBackend{t: t, mode: c.mode}
+		out, _, err := withFake(t, b, true, "run", "--model", "gpt-oss-20b", "--target", "sm_80,sm_90a", "--tokens", "0,300",
+			"--repeat", "5", "--sample", "40")
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("mode %d: %v, want %q", c.mode, err, c.want)
+			continue
+		}
+		// T = 0 writes nothing and passes, except where compiling fails:
+		// two lines fail either way, and the verdict.
+		if n := strings.Count(out, "FAIL:"); n != 3 || !strings.Contains(out, "checked  40") {
+			t.Errorf("mode %d: %d failed lines, want 2:\n%s", c.mode, n-1, out)
+		}
+	}
+}
+
+// TestRunMemoryBounded runs a full-size preset (qwen3-30b-a3b: 0.6e9
+// weights, 2.4 GB as float32, 1.2 GB as bf16) through the whole host side
+// of mokc run, weights generated for the upload and the reference on 65
+// tokens, and checks that the Go heap never holds more than a small part
+// of the layer.
+func TestRunMemoryBounded(t *testing.T) {
+	if testing.Short() {
+		t.Skip("full-size layer (-short)")
+	}
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var ms goruntime.MemStats
+		for {
+			goruntime.ReadMemStats(&ms)
+			if ms.HeapAlloc > peak.Load() {
+				peak.Store(ms.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-time.After(2 * time.Millisecond):
+			}
+		}
+	}()
+	b := &fakeBackend{t: t, mode: fakeZeros}
+	_, logs, err := withFake(t, b, false, "run", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--tokens", "0,1,64")
+	close(stop)
+	<-done
+	if err == nil || !strings.Contains(err.Error(), "relative L2 error 1 > 0.01") {
+		t.Fatalf("zero output: %v\n%s", err, logs)
+	}
+	if b.generated != 3*128*768*2048 {
+		t.Errorf("%d weights generated", b.generated)
+	}
+	t.Logf("peak Go heap %.0f MB\n%s", float64(peak.Load())/1e6, logs)
+	if p := peak.Load(); p > 400<<20 {
+		t.Errorf("peak Go heap %.0f MB: the layer is 1.2 GB as bf16, 2.4 GB as float32; want < 400 MB", float64(p)/1e6)
 	}
 }
