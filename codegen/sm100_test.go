@@ -1,7 +1,9 @@
 package codegen
 
 import (
+	"flag"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -79,13 +81,11 @@ func TestSM100PresetsAssemble(t *testing.T) {
 	}
 }
 
-// TestSM100GemmCasesAssemble assembles the engine test shapes (odd N and K,
-// the three epilogues, dense rows) and 8 epilogue warps for sm_100a.
-func TestSM100GemmCasesAssemble(t *testing.T) {
-	eng, err := EngineFor(TargetSM100)
-	if err != nil {
-		t.Fatal(err)
-	}
+// sm100GemmCases are the engine test shapes for sm_100a: the sm_90a cases
+// (odd N and K, the three epilogues, dense rows, BTable) with M = 128 tiles
+// and one MMA warp, plus 8 epilogue warps (two column groups per TMEM lane
+// quarter).
+func sm100GemmCases() []sm90GemmCase {
 	var cases []sm90GemmCase
 	for _, c := range sm90GemmCases("sm100t") {
 		c.spec.Tile.BM, c.spec.Tile.Warps, c.spec.Tile.EpilogueWarps = 128, 1, 4
@@ -93,13 +93,42 @@ func TestSM100GemmCasesAssemble(t *testing.T) {
 	}
 	c8 := cases[0]
 	c8.spec.Name, c8.spec.Tile.EpilogueWarps = "sm100t_store8", 8
-	cases = append(cases, c8)
-	m, _ := sm90GemmModule(t, eng, cases)
+	return append(cases, c8)
+}
+
+var sm100Update = flag.Bool("update-sm100", false, "rewrite testdata/sm100/gemm.llc.ptx from llc-19")
+
+// TestSM100GemmCasesAssemble keeps testdata/sm100/gemm.llc.ptx (llc-19's
+// PTX of the engine test kernels, retargeted to sm_100a; the Blackwell GPU
+// test runs it next to mokc's) in step with the generator, and assembles it
+// and mokc's PTX of the same module for sm_100a.
+func TestSM100GemmCasesAssemble(t *testing.T) {
+	eng, err := EngineFor(TargetSM100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := sm90GemmModule(t, eng, sm100GemmCases())
 	text, err := ir.LLVM19Text(m.IR)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ptx := sm100Retarget(t, llcPTX(t, text, "sm_90a"))
+	path := filepath.Join("testdata", "sm100", "gemm.llc.ptx")
+	if *sm100Update {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(ptx), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./codegen -run TestSM100GemmCasesAssemble -update-sm100)", err)
+	}
+	if string(want) != ptx {
+		t.Fatalf("%s is stale: run go test ./codegen -run TestSM100GemmCasesAssemble -update-sm100", path)
+	}
 	toolchain.NeedPtxas(t, "sm_100a")
 	if err := toolchain.Assemble(ptx, "sm_100a"); err != nil {
 		t.Fatal("llc-19 (retargeted):", strings.SplitN(err.Error(), "\n", 20))
