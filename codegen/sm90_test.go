@@ -139,6 +139,13 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 			[]int{70, 5, 0, 64}},
 		{GemmSpec{Name: prefix + "_dense", N: 136, K: 136, Experts: 1, A: ADense, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActClampedSwiGLU, Limit: 3}, Tile: t(192, 64, 3)}, []int{300}},
+		// Two 64-wide K atoms per stage (BK = 128), the last K block mostly
+		// out of range.
+		{GemmSpec{Name: prefix + "_bk128", N: 64, K: 328, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiStore,
+			Tile: Tile{BM: 128, BN: 64, BK: 128, Stages: 3, Warps: 8}}, []int{150, 77}},
+		{GemmSpec{Name: prefix + "_table_bk128", N: 48, K: 200, Experts: 2, A: ATiled, B: BTable, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: Tile{BM: 64, BN: 48, BK: 128, Stages: 2, Warps: 4}},
+			[]int{9, 100}},
 		// Per-expert weight allocations (B through cp.async).
 		{GemmSpec{Name: prefix + "_table_swiglu", N: 80, K: 392, Experts: 3, A: ATiled, B: BTable, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: t(128, 64, 3)}, []int{3, 0, 200}},
