@@ -510,8 +510,14 @@ func runAll(cfg runConfig, b runBackend, out, logw io.Writer) error {
 			layers = append(layers, l)
 		}
 	}
-	for _, l := range layers {
-		for _, rep := range runModel(cfg, b, l, logw) {
+	// The float64 reference of one model finishes while the next model
+	// runs on the device: at most two models' references are in flight.
+	var pending func() []runReport
+	flush := func() error {
+		if pending == nil {
+			return nil
+		}
+		for _, rep := range pending() {
 			total++
 			if !rep.Pass {
 				failed = append(failed, fmt.Sprintf("%s %s T=%d (%s)", rep.Model, rep.Target, rep.Tokens, strings.Join(rep.Failures, "; ")))
@@ -520,7 +526,19 @@ func runAll(cfg runConfig, b runBackend, out, logw io.Writer) error {
 				return err
 			}
 		}
-		debug.FreeOSMemory() // the next model starts from a small heap
+		pending = nil
+		debug.FreeOSMemory() // return the finished model's host memory
+		return nil
+	}
+	for _, l := range layers {
+		finish := runModel(cfg, b, l, logw)
+		if err := flush(); err != nil {
+			return err
+		}
+		pending = finish
+	}
+	if err := flush(); err != nil {
+		return err
 	}
 	verdict := fmt.Sprintf("mokc run: PASS: %d checks (%d models x %d targets x %d token counts, %d runs each) in %.1f s",
 		total, len(layers), len(cfg.targets), len(cfg.tokens), cfg.repeat, time.Since(start).Seconds())
@@ -564,12 +582,14 @@ type runResult struct {
 	seconds        float64
 }
 
-// runModel checks one model on every target and token count of cfg and
-// returns its reports, in target-major order. The float64 reference of
-// every token count (their sampled rows joined into one problem, so that
-// each expert is generated once) runs on the CPU while the weights are
-// uploaded and the GPU runs.
-func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) []runReport {
+// runModel checks one model on every target and token count of cfg: it
+// runs everything on the device, frees the model's device memory and
+// returns a function that waits for the float64 reference and returns the
+// reports, in target-major order. The reference of every token count
+// (their sampled rows joined into one problem, so that each expert is
+// generated once) runs on the CPU from the start, while the weights are
+// uploaded and the GPU runs, and after runModel returns.
+func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) func() []runReport {
 	logf := func(format string, a ...any) { fmt.Fprintf(logw, "mokc run: "+format+"\n", a...) }
 	H := l.Hidden
 	reports := make([]runReport, 0, len(cfg.targets)*len(cfg.tokens))
@@ -588,7 +608,7 @@ func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) []r
 	}
 	gen, err := schedule.NewWeightGen(l, cfg.seed)
 	if err != nil {
-		return failAll(err)
+		return func() []runReport { return failAll(err) }
 	}
 	sets := make([]*tokenSet, len(cfg.tokens))
 	for i, T := range cfg.tokens {
@@ -596,16 +616,17 @@ func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) []r
 		x := schedule.RandomInput(T, H, xs)
 		r, err := schedule.GenerateRouting(l, x, rs)
 		if err != nil {
-			return failAll(fmt.Errorf("routing: %w", err))
+			return func() []runReport { return failAll(fmt.Errorf("routing: %w", err)) }
 		}
 		sets[i] = &tokenSet{T: T, x: x, r: r, rows: sampleRows(T, cfg.sample, cfg.seed)}
 	}
 
 	refDone := make(chan error, 1)
 	var refSeconds float64
+	xr, rr, n := joinRows(l, sets)
 	go func() {
 		t0 := time.Now()
-		err := referenceRows(gen, sets)
+		err := referenceRows(gen, xr, rr, n, sets)
 		refSeconds = time.Since(t0).Seconds()
 		refDone <- err
 	}()
@@ -617,15 +638,17 @@ func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) []r
 			return fmt.Errorf("weights: %w", err)
 		}
 		upload := time.Since(t0).Seconds()
-		n := 3*l.Experts*l.Intermediate*H + 3*l.SharedWidth()*H
-		logf("%s: %.3g weights (%.1f GB bf16) generated and uploaded in %.1f s", l.Name, float64(n), float64(2*n)/1e9, upload)
+		nw := 3*l.Experts*l.Intermediate*H + 3*l.SharedWidth()*H
+		logf("%s: %.3g weights (%.1f GB bf16) generated and uploaded in %.1f s", l.Name, float64(nw), float64(2*nw)/1e9, upload)
 		for i := range reports {
 			reports[i].UploadSeconds = upload
 		}
 		for _, st := range sets {
-			if st.in, err = b.loadInputs(l, st.x, st.r); err != nil {
+			in, err := b.loadInputs(l, st.x, st.r)
+			if err != nil {
 				return fmt.Errorf("inputs (T = %d): %w", st.T, err)
 			}
+			st.in = in
 		}
 		for ti, tg := range cfg.targets {
 			res, compileSeconds, err := runTarget(cfg, b, l, tg, sets)
@@ -647,6 +670,7 @@ func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) []r
 		if st.in != nil {
 			st.in.Free()
 		}
+		st.in, st.x, st.r = nil, nil, schedule.Routing{} // the reference has its own copy of the sampled rows
 	}
 	if err := b.freeWeights(); err != nil && deviceErr == nil {
 		deviceErr = fmt.Errorf("free weights: %w", err)
@@ -655,28 +679,26 @@ func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) []r
 		failAll(deviceErr)
 	}
 
-	refErr := <-refDone
-	checked := 0
-	for _, st := range sets {
-		checked += len(st.rows)
-	}
-	if refErr == nil {
-		logf("%s: float64 reference on %d tokens in %.1f s", l.Name, checked, refSeconds)
-	}
-	for ti := range cfg.targets {
-		for si, st := range sets {
-			rep := report(ti, si)
-			rep.RefSeconds = refSeconds
-			rep.CheckedTokens = len(st.rows)
-			if refErr != nil {
-				rep.Failures = append(rep.Failures, fmt.Sprintf("reference: %v", refErr))
-			} else if results[ti] != nil {
-				applyResult(rep, results[ti][si], st, H)
-			}
-			rep.Pass = len(rep.Failures) == 0
+	return func() []runReport {
+		refErr := <-refDone
+		if refErr == nil {
+			logf("%s: float64 reference on %d tokens in %.1f s", l.Name, n, refSeconds)
 		}
+		for ti := range cfg.targets {
+			for si, st := range sets {
+				rep := report(ti, si)
+				rep.RefSeconds = refSeconds
+				rep.CheckedTokens = len(st.rows)
+				if refErr != nil {
+					rep.Failures = append(rep.Failures, fmt.Sprintf("reference: %v", refErr))
+				} else if results[ti] != nil {
+					applyResult(rep, results[ti][si], st, H)
+				}
+				rep.Pass = len(rep.Failures) == 0
+			}
+		}
+		return reports
 	}
-	return reports
 }
 
 func sumSeconds(res []runResult) float64 {
@@ -780,23 +802,24 @@ func runRepeats(k runKernel, st *tokenSet, H, repeat int) runResult {
 	return res
 }
 
-// referenceRows computes the float64 reference on the sampled rows of
-// every token set as one problem (the sets' rows joined; a token's output
-// depends only on its own input and routing, so this equals each set's
-// schedule.ForwardRows bit for bit) through the generator's lazy
-// reference, which generates each routed expert once.
-func referenceRows(gen *schedule.WeightGen, sets []*tokenSet) error {
-	l := gen.Layer()
+// joinRows joins the sampled rows of every token set into one problem: x
+// [n*H] and its routing in l's form. A token's output depends only on its
+// own input and routing, so the reference of the joined problem equals each
+// set's schedule.ForwardRows bit for bit, and each expert is generated once
+// for all of them.
+func joinRows(l schedule.Layer, sets []*tokenSet) ([]float32, schedule.Routing, int) {
 	H, E, K := l.Hidden, l.Experts, l.TopK
 	n := 0
 	for _, st := range sets {
 		n += len(st.rows)
 	}
-	if n == 0 {
-		return nil
-	}
 	x := make([]float32, 0, n*H)
 	var r schedule.Routing
+	if l.Routing == schedule.RoutingMap {
+		r.Map, r.Probs = make([]bool, 0, n*E), make([]float32, 0, n*E)
+	} else {
+		r.IDs, r.Weights = make([]int32, 0, n*K), make([]float32, 0, n*K)
+	}
 	for _, st := range sets {
 		for _, t := range st.rows {
 			x = append(x, st.x[t*H:(t+1)*H]...)
@@ -809,6 +832,16 @@ func referenceRows(gen *schedule.WeightGen, sets []*tokenSet) error {
 			}
 		}
 	}
+	return x, r, n
+}
+
+// referenceRows computes the float64 reference of the joined problem (x,
+// r: n rows, from joinRows) through the generator's lazy reference and
+// hands each token set its rows (tokenSet.ref).
+func referenceRows(gen *schedule.WeightGen, x []float32, r schedule.Routing, n int, sets []*tokenSet) error {
+	if n == 0 {
+		return nil
+	}
 	rows := make([]int, n)
 	for i := range rows {
 		rows[i] = i
@@ -817,6 +850,7 @@ func referenceRows(gen *schedule.WeightGen, sets []*tokenSet) error {
 	if err != nil {
 		return err
 	}
+	H := gen.Layer().Hidden
 	off := 0
 	for _, st := range sets {
 		st.ref = ref[off*H : (off+len(st.rows))*H]
