@@ -6,10 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
-	goruntime "runtime"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -180,148 +177,21 @@ func median(sorted []float64) float64 {
 	return (sorted[n/2-1] + sorted[n/2]) / 2
 }
 
-// fillRandom writes n random values to the device at p, generated on the
-// host in parallel chunks: bf16 uniform in (-scale, scale) (dtype BF16) or
-// f32 uniform in (-scale, scale) (dtype F32). The values only need to be
-// realistic in magnitude (no denormals, no overflow) for timing.
-func fillRandom(ctx *runtime.Context, p runtime.DevicePtr, n int, dtype runtime.DType, scale float64, seed uint64) error {
-	const chunk = 1 << 22
-	workers := max(goruntime.GOMAXPROCS(0), 1)
-	for base := 0; base < n; base += chunk * workers {
-		parts := make([]any, workers)
-		var wg sync.WaitGroup
-		for wi := 0; wi < workers; wi++ {
-			lo := base + wi*chunk
-			if lo >= n {
-				break
-			}
-			hi := min(lo+chunk, n)
-			wg.Add(1)
-			go func(wi, lo, hi int) {
-				defer wg.Done()
-				r := rand.New(rand.NewPCG(seed, uint64(lo)))
-				if dtype == runtime.F32 {
-					v := make([]float32, hi-lo)
-					for i := range v {
-						v[i] = float32((2*r.Float64() - 1) * scale)
-					}
-					parts[wi] = v
-					return
-				}
-				v := make([]uint16, hi-lo)
-				for i := range v {
-					v[i] = uint16(math.Float32bits(float32((2*r.Float64()-1)*scale)) >> 16)
-				}
-				parts[wi] = v
-			}(wi, lo, hi)
-		}
-		wg.Wait()
-		for wi, part := range parts {
-			if part == nil {
-				continue
-			}
-			lo := base + wi*chunk
-			if err := ctx.CopyToDevice(p.Offset(lo*dtype.Size()), part); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// benchWeights allocates and fills random weights for l in the layouts of
-// ForwardArgs, straight into device memory (no float32 host copy, so large
-// models fit): FC1 and shared FC1 scaled by 1/sqrt(H), FC2 by 1/sqrt(I)
-// (shared: 1/sqrt(S*I_s)), biases and the shared gate small.
+// benchWeights uploads random weights for l (schedule.WeightGen: bf16 scaled
+// by 1/sqrt(fan-in), generated one expert at a time on the host, so large
+// models need no whole-layer host copy; the same generator as `mokc run`) and
+// sets them in args. free releases them.
 func benchWeights(ctx *runtime.Context, l schedule.Layer, seed uint64, args *runtime.ForwardArgs) (free func(), err error) {
-	var allocs []runtime.DevicePtr
-	free = func() {
-		for _, p := range allocs {
-			ctx.Free(p)
-		}
+	g, err := schedule.NewWeightGen(l, seed)
+	if err != nil {
+		return nil, err
 	}
-	alloc := func(dtype runtime.DType, scale float64, seed uint64, shape ...int) (runtime.Tensor, error) {
-		n := 1
-		for _, d := range shape {
-			n *= d
-		}
-		bytes := n * dtype.Size()
-		p, err := ctx.Alloc(max(bytes, 16))
-		if err != nil {
-			return runtime.Tensor{}, fmt.Errorf("weights: %d bytes: %w", bytes, err)
-		}
-		allocs = append(allocs, p)
-		if err := fillRandom(ctx, p, n, dtype, scale, seed); err != nil {
-			return runtime.Tensor{}, err
-		}
-		return runtime.NewTensor(p, bytes, dtype, shape...), nil
+	w, err := runtime.UploadWeightSource(ctx, l, g)
+	if err != nil {
+		return nil, err
 	}
-	H, I, E := l.Hidden, l.Intermediate, l.Experts
-	s1, s2 := 1/math.Sqrt(float64(H)), 1/math.Sqrt(float64(I))
-	defer func() {
-		if err != nil {
-			free()
-		}
-	}()
-	if l.Storage == schedule.PerExpertWeights {
-		t1, t2 := make([]uint64, E), make([]uint64, E)
-		for e := 0; e < E; e++ {
-			a, err := alloc(runtime.BF16, s1, seed+uint64(2*e), 2*I, H)
-			if err != nil {
-				return free, err
-			}
-			b, err := alloc(runtime.BF16, s2, seed+uint64(2*e+1), H, I)
-			if err != nil {
-				return free, err
-			}
-			t1[e], t2[e] = uint64(a.Ptr), uint64(b.Ptr)
-		}
-		for i, tab := range [][]uint64{t1, t2} {
-			p, err := ctx.Alloc(8 * E)
-			if err != nil {
-				return free, err
-			}
-			allocs = append(allocs, p)
-			if err := ctx.CopyToDevice(p, tab); err != nil {
-				return free, err
-			}
-			t := runtime.NewTensor(p, 8*E, runtime.U64, E)
-			if i == 0 {
-				args.FC1Table = t
-			} else {
-				args.FC2Table = t
-			}
-		}
-	} else {
-		if args.FC1, err = alloc(runtime.BF16, s1, seed, E, 2*I, H); err != nil {
-			return free, err
-		}
-		if args.FC2, err = alloc(runtime.BF16, s2, seed+1, E, H, I); err != nil {
-			return free, err
-		}
-	}
-	if l.Biases {
-		if args.FC1Bias, err = alloc(runtime.F32, 0.5, seed+2, E, 2*I); err != nil {
-			return free, err
-		}
-		if args.FC2Bias, err = alloc(runtime.F32, 0.5, seed+3, E, H); err != nil {
-			return free, err
-		}
-	}
-	if w := l.SharedWidth(); w > 0 {
-		if args.SharedFC1, err = alloc(runtime.BF16, s1, seed+4, 2*w, H); err != nil {
-			return free, err
-		}
-		if args.SharedFC2, err = alloc(runtime.BF16, 1/math.Sqrt(float64(w)), seed+5, H, w); err != nil {
-			return free, err
-		}
-		if l.SharedGate {
-			if args.SharedGate, err = alloc(runtime.BF16, s1, seed+6, H); err != nil {
-				return free, err
-			}
-		}
-	}
-	return free, nil
+	w.SetIn(args)
+	return func() { w.Free() }, nil
 }
 
 func benchAction(c *cli.Context) error {
