@@ -189,7 +189,20 @@ func withMemoryClobber(c string) string {
 // or a struct for several outputs (see AsmCallN). Constraints are described
 // above (h r l f d n, =X outputs, tied digits); text names operands $0, $1...
 func (f *Func) AsmCall(text, constraints string, ret types.Type, args ...value.Value) value.Value {
-	c := withMemoryClobber(constraints)
+	return f.asmCall(text, withMemoryClobber(constraints), ret, args)
+}
+
+// AsmCallNoMemory is AsmCall without the ~{memory} clobber (unless
+// constraints names it): the asm stays sideeffect, so it is neither dropped
+// nor reordered with other side-effecting instructions, but ordinary loads
+// and stores may move across it. For register-only PTX (cvt, ex2, vote,
+// mma.sync) and reads of memory that barriers already order (ldmatrix after
+// bar.sync).
+func (f *Func) AsmCallNoMemory(text, constraints string, ret types.Type, args ...value.Value) value.Value {
+	return f.asmCall(text, constraints, ret, args)
+}
+
+func (f *Func) asmCall(text, c string, ret types.Type, args []value.Value) value.Value {
 	if err := checkAsm(text, c, ret, args); err != nil {
 		return f.bad(ret, "inline asm %q: %v", text, err)
 	}

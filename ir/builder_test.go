@@ -138,6 +138,21 @@ func TestHelpersEmit(t *testing.T) {
 			"addrspacecast float addrspace(3)* %4 to float*", "addrspacecast float* %6 to float addrspace(3)*",
 			"load <4 x i32>, <4 x i32> addrspace(1)* %9, align 16", "extractelement <4 x i32> %10, i32 3",
 			"insertelement <4 x i32> %10, i32 %11, i32 0"}},
+		{"byte offsets", func(k *ir.Kernel) {
+			bp := k.Cast(k.Param("x"), ir.I8)
+			p := k.ByteOffset(bp, k.Param("n"))
+			q := k.ByteOffset(p, ir.Int64(c1))
+			k.Store(k.LoadVolatileAlign(k.Cast(q, ir.I32), 4), k.Cast(p, ir.I32))
+		}, []string{"bitcast i32 addrspace(1)* %x to i8 addrspace(1)*", "sext i32 %n to i64",
+			"getelementptr i8, i8 addrspace(1)* %0, i64 %1",
+			fmt.Sprintf("getelementptr i8, i8 addrspace(1)* %%2, i64 %d", c1),
+			"load volatile i32, i32 addrspace(1)* %4, align 4"}},
+		{"inline asm without the memory clobber", func(k *ir.Kernel) {
+			f := k.Load(k.Param("f"))
+			h := k.AsmCallNoMemory("cvt.rn.bf16.f32 $0, $1;", "=h,f", ir.I16, f)
+			k.AsmCallNoMemory("st.u32 [$0], $1;", "l,r,~{memory}", ir.Void, k.Param("x"), k.ZExt(h, ir.I32))
+		}, []string{`call i16 asm sideeffect "cvt.rn.bf16.f32 $0, $1;", "=h,f"(float %0)`,
+			`call void asm sideeffect "st.u32 [$0], $1;", "l,r,~{memory}"(i32 addrspace(1)* %x, i32 %2)`}},
 		{"inline asm", func(k *ir.Kernel) {
 			outs := k.AsmCallN("mov.b32 $0, $2;\n\tmov.b32 $1, $2;", "=r,=r,r", []ir.Type{ir.I32, ir.I32}, k.Param("n"))
 			k.Store(k.AsmCall("add.u32 $0, $0, $1;", "=r,0,r", ir.I32, outs[0], outs[1]), k.Param("x"))
@@ -275,6 +290,9 @@ func TestBuilderErrors(t *testing.T) {
 		{"switch duplicate", func(m *ir.Module, k *ir.Kernel) {
 			k.Switch(k.Param("n"), nil, ir.Case{Value: 1, Body: func() {}}, ir.Case{Value: 1, Body: func() {}})
 		}, "switch: duplicate case 1"},
+		{"byte offset of an i32 pointer", func(m *ir.Module, k *ir.Kernel) { k.ByteOffset(k.Param("x"), ir.Int64(4)) }, "byte offset: base i32 addrspace(1)* is not an i8 pointer"},
+		{"byte offset by i16", func(m *ir.Module, k *ir.Kernel) { k.ByteOffset(k.Cast(k.Param("x"), ir.I8), ir.Int16(4)) }, "byte offset: offset i16 is not i32 or i64"},
+		{"asm without clobber checks constraints", func(m *ir.Module, k *ir.Kernel) { k.AsmCallNoMemory("mov.u32 $0, 1;", "=r", ir.I64) }, "constraint =r does not fit i64"},
 		{"bf16 from float", func(m *ir.Module, k *ir.Kernel) { k.BF16ToF32(ir.Float32(1)) }, "bf16→f32: value is float, want i16"},
 	}
 	for _, c := range cases {

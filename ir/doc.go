@@ -34,7 +34,13 @@
 // (wgmma, mma.sync, ldmatrix, cp.async, cp.async.bulk.tensor, mbarrier,
 // tcgen05, setmaxnreg, elect.sync, stmatrix, ld.acquire, red.release, ...)
 // is inline PTX through AsmCall/AsmCallN/Asm, which always mark the asm
-// sideeffect and append a ~{memory} clobber.
+// sideeffect and append a ~{memory} clobber (AsmCallNoMemory leaves the
+// clobber out, for register-only PTX such as cvt, ex2 or mma.sync).
+//
+// Memory is addressed with typed pointers (GEP, Index, Load/Store and their
+// Align/Volatile forms, LoadVolatileAlign) or, for code that keeps byte
+// pointers, with ByteOffset (`getelementptr i8` by a byte count, not
+// inbounds) and Cast to the element type before a load or store.
 //
 // # The subset (what Check accepts and the ptx backend lowers)
 //

@@ -30,6 +30,27 @@ func (f *Func) GEP(p value.Value, idx ...value.Value) value.Value {
 // Index returns &p[i] for pointer p and integer index i (one GEP index).
 func (f *Func) Index(p, i value.Value) value.Value { return f.GEP(p, i) }
 
+// ByteOffset returns the address off bytes past the byte pointer p (i8 in
+// any address space): `getelementptr i8, p, i64 off`, without inbounds, so
+// the address may leave the object p points into (a row past the end that
+// is computed but never dereferenced). off is an i64, or an i32 that is
+// sign-extended to i64 first (sext), so the address arithmetic is 64-bit.
+func (f *Func) ByteOffset(p, off value.Value) value.Value {
+	pt, ok := ptrType(typeOf(p))
+	if !ok || !pt.ElemType.Equal(types.I8) {
+		return f.bad(GenericPtr(types.I8), "byte offset: base %s is not an i8 pointer", typeOf(p))
+	}
+	switch {
+	case isInt(typeOf(off), 32):
+		off = f.SExt(off, types.I64)
+	case !isInt(typeOf(off), 64):
+		return f.bad(p.Type(), "byte offset: offset %s is not i32 or i64", typeOf(off))
+	}
+	return f.try("getelementptr", p.Type(), func(b *llir.Block) value.Value {
+		return b.NewGetElementPtr(types.I8, p, off)
+	})
+}
+
 // Load returns *p (natural alignment).
 func (f *Func) Load(p value.Value) value.Value { return f.load(p, 0, false) }
 
@@ -40,6 +61,12 @@ func (f *Func) LoadAlign(p value.Value, align int) value.Value { return f.load(p
 // LoadVolatile returns *p with a volatile load (PTX ld.volatile): re-read
 // every time, e.g. for flags polled in a loop.
 func (f *Func) LoadVolatile(p value.Value) value.Value { return f.load(p, 0, true) }
+
+// LoadVolatileAlign is LoadVolatile with alignment align bytes (a power of
+// two).
+func (f *Func) LoadVolatileAlign(p value.Value, align int) value.Value {
+	return f.load(p, align, true)
+}
 
 func (f *Func) load(p value.Value, align int, volatile bool) value.Value {
 	pt, ok := ptrType(typeOf(p))
