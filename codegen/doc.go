@@ -20,4 +20,8 @@
 // Engines implement the Engine interface (engine.go) for grouped GEMMs over
 // the tile list and share the Epilogue (epilogue.go), so bias, activation
 // and bf16 rounding are the same on every target.
+//
+// Every kernel is built with a Builder (builder.go): package ir's kernel
+// builder with mokc's byte-addressing, control-flow and bf16 conventions
+// and the inline PTX of the sm_90a and sm_100a engines on top.
 package codegen

@@ -5,7 +5,7 @@ import (
 	"sort"
 	"sync"
 
-	llir "github.com/llir/llvm/ir"
+	"github.com/mokc/mokc/ir"
 )
 
 // Targets mokc generates code for (PTX `.target` names).
@@ -187,6 +187,24 @@ func GemmParams(s GemmSpec) []Param {
 	return ps
 }
 
+// gemmIRParams turns a GEMM parameter list into kernel parameters: pointers
+// are global byte pointers (GPtr), i32 scalars i32, tensor maps
+// ir.TensorMapParam (byval [128 x i8], listed under "grid_constant").
+func gemmIRParams(params []Param) []ir.Param {
+	ps := make([]ir.Param, len(params))
+	for i, q := range params {
+		switch q.Type {
+		case ParamI32:
+			ps[i] = ir.P(q.Name, ir.I32)
+		case ParamTmap:
+			ps[i] = ir.TensorMapParam(q.Name)
+		default:
+			ps[i] = ir.P(q.Name, GPtr)
+		}
+	}
+	return ps
+}
+
 // GemmGrid is the default grid of a grouped GEMM: x = row tiles (an upper
 // bound for ATiled: ceil(rowsMax/BM) + E, where rowsMax = RowsPerT*T; surplus
 // blocks exit when x >= *ntiles), y = ceil(N/BN) column blocks.
@@ -213,13 +231,15 @@ type KernelInfo struct {
 //
 // GroupedGEMM adds one kernel (a function annotated as a kernel, plus any
 // helpers) named spec.Name to m, taking GemmParams(spec) (then any tensor-map
-// parameters), and returns its launch shape. rowsPerT is how many A rows there
+// parameters), and returns its launch shape. m is the program's one
+// ir.Module (the kernels share its intrinsic declarations and dynamic shared
+// memory); builder errors surface from m.Finish. rowsPerT is how many A rows there
 // are per token (K for routed GEMMs, 1 for the shared expert), for the grid.
 // Every engine computes the epilogue with type Epilogue (epilogue.go) so the
 // numerics are identical across targets.
 type Engine interface {
 	Target() string
-	GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
+	GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
 }
 
 var (

@@ -3,8 +3,10 @@ package codegen
 import (
 	"fmt"
 
-	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
 )
 
 // EpilogueArgs are the per-block values an engine hands to NewEpilogue.
@@ -45,32 +47,15 @@ func NewEpilogue(spec GemmSpec, args EpilogueArgs) *Epilogue {
 //
 // The bf16 rounding is round-to-nearest-even (cvt.rn.bf16.f32).
 func (e *Epilogue) Emit(b *Builder, row, col value.Value, vals []value.Value) error {
-	n := len(vals)
-	if e.spec.Epilogue == EpiGated {
-		if n%2 != 0 {
-			return fmt.Errorf("codegen: %s: gated epilogue needs (gate, up) pairs, got %d values", e.spec.Name, n)
-		}
-		n /= 2
+	n, err := e.outputs(len(vals))
+	if err != nil {
+		return err
 	}
 	if n != 1 && n != 2 && n != 4 && n != 8 {
 		return fmt.Errorf("codegen: %s: epilogue run of %d outputs (want 1, 2, 4 or 8)", e.spec.Name, n)
 	}
-	ok := b.And(b.Cmp("slt", row, e.args.RowEnd), b.Cmp("slt", col, I32c(int64(e.spec.N))))
-	b.If(ok, func() {
-		outs := make([]value.Value, n)
-		for i := 0; i < n; i++ {
-			if e.spec.Epilogue == EpiGated {
-				outs[i] = e.gated(b, col, i, vals[2*i], vals[2*i+1])
-			} else {
-				v := vals[i]
-				if e.spec.Bias {
-					v = b.FAdd(v, e.bias(b, b.AddI(col, int64(i))))
-				}
-				outs[i] = v
-			}
-		}
-		e.store(b, row, col, outs)
-	})
+	ok := b.And(b.ICmp(enum.IPredSLT, row, e.args.RowEnd), b.ICmp(enum.IPredSLT, col, ir.Int32(int64(e.spec.N))))
+	b.If(ok, func() { e.store(b, row, col, e.values(b, col, vals, n)) })
 	return nil
 }
 
@@ -80,13 +65,28 @@ func (e *Epilogue) Emit(b *Builder, row, col value.Value, vals []value.Value) er
 // tile in shared memory and store it later. The caller must only use it for
 // col < N (it reads the bias of those columns).
 func (e *Epilogue) Values(b *Builder, col value.Value, vals []value.Value) ([]value.Value, error) {
-	n := len(vals)
-	if e.spec.Epilogue == EpiGated {
-		if n%2 != 0 {
-			return nil, fmt.Errorf("codegen: %s: gated epilogue needs (gate, up) pairs, got %d values", e.spec.Name, n)
-		}
-		n /= 2
+	n, err := e.outputs(len(vals))
+	if err != nil {
+		return nil, err
 	}
+	return e.values(b, col, vals, n), nil
+}
+
+// outputs is the number of outputs of a run of nv accumulator values: nv,
+// or nv/2 (gate, up) pairs for EpiGated.
+func (e *Epilogue) outputs(nv int) (int, error) {
+	if e.spec.Epilogue != EpiGated {
+		return nv, nil
+	}
+	if nv%2 != 0 {
+		return 0, fmt.Errorf("codegen: %s: gated epilogue needs (gate, up) pairs, got %d values", e.spec.Name, nv)
+	}
+	return nv / 2, nil
+}
+
+// values emits the n outputs of the run at column col: bias, then the
+// activation for EpiGated.
+func (e *Epilogue) values(b *Builder, col value.Value, vals []value.Value, n int) []value.Value {
 	outs := make([]value.Value, n)
 	for i := 0; i < n; i++ {
 		if e.spec.Epilogue == EpiGated {
@@ -99,12 +99,12 @@ func (e *Epilogue) Values(b *Builder, col value.Value, vals []value.Value) ([]va
 			outs[i] = v
 		}
 	}
-	return outs, nil
+	return outs
 }
 
 // bias loads the fp32 bias of B row r (i32).
 func (e *Epilogue) bias(b *Builder, r value.Value) value.Value {
-	return b.Load(F32, b.GEP(e.args.Bias, b.MulI(b.Wide(r), 4)), 4)
+	return b.LoadAt(ir.F32, b.ByteOffset(e.args.Bias, b.MulI(b.Wide(r), 4)), 4)
 }
 
 // gated applies bias and activation to output column col+i.
@@ -131,16 +131,16 @@ func (e *Epilogue) gated(b *Builder, col value.Value, i int, g, u value.Value) v
 func Activate(b *Builder, a Activation, g, u value.Value) value.Value {
 	switch a.Kind {
 	case ActClampedSwiGLU:
-		l := F32c(a.Limit)
+		l := ir.Float32(a.Limit)
 		g = b.FMin(g, l)
-		u = b.FMax(b.FMin(u, l), F32c(-a.Limit))
+		u = b.FMax(b.FMin(u, l), ir.Float32(-a.Limit))
 		return b.FMul(b.FMul(g, b.Sigmoid(g)), u)
 	case ActGPTOSS:
-		l := F32c(a.Limit)
+		l := ir.Float32(a.Limit)
 		g = b.FMin(g, l)
-		u = b.FMax(b.FMin(u, l), F32c(-a.Limit))
-		s := b.Sigmoid(b.FMul(g, F32c(a.Alpha)))
-		return b.FMul(b.FMul(g, s), b.FAdd(u, F32c(1)))
+		u = b.FMax(b.FMin(u, l), ir.Float32(-a.Limit))
+		s := b.Sigmoid(b.FMul(g, ir.Float32(a.Alpha)))
+		return b.FMul(b.FMul(g, s), b.FAdd(u, ir.Float32(1)))
 	default:
 		return b.FMul(b.FMul(g, b.Sigmoid(g)), u)
 	}
@@ -150,7 +150,7 @@ func Activate(b *Builder, a Activation, g, u value.Value) value.Value {
 // aligned store.
 func (e *Epilogue) store(b *Builder, row, col value.Value, outs []value.Value) {
 	off := b.MulI(b.Add(b.MulI(b.Wide(row), int64(e.spec.N)), b.Wide(col)), 2)
-	p := b.GEP(e.args.C, off)
+	p := b.ByteOffset(e.args.C, off)
 	StoreBF16(b, p, outs)
 }
 
@@ -159,16 +159,15 @@ func (e *Epilogue) store(b *Builder, row, col value.Value, outs []value.Value) {
 func StoreBF16(b *Builder, p value.Value, vals []value.Value) {
 	switch len(vals) {
 	case 1:
-		b.Store(b.ToBF16(vals[0]), p, 2)
+		b.StoreAt(b.ToBF16(vals[0]), p, 2)
 	case 2:
-		b.Store(b.PackBF16(vals[0], vals[1]), p, 4)
+		b.StoreAt(b.PackBF16(vals[0], vals[1]), p, 4)
 	default:
 		n := len(vals) / 2
-		vt := types.NewVector(uint64(n), types.I32)
-		var v value.Value = undefVec(vt)
+		var v value.Value = ir.Undef(ir.Vec(n, ir.I32))
 		for i := 0; i < n; i++ {
-			v = b.B.NewInsertElement(v, b.PackBF16(vals[2*i], vals[2*i+1]), I32c(int64(i)))
+			v = b.InsertElement(v, b.PackBF16(vals[2*i], vals[2*i+1]), i)
 		}
-		b.Store(v, p, 2*len(vals))
+		b.StoreAt(v, p, 2*len(vals))
 	}
 }

@@ -1,10 +1,10 @@
 package codegen
 
 import (
-	llir "github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/constant"
-	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
 )
 
 // dims are the compile-time sizes of the routing and dispatch kernels.
@@ -26,8 +26,9 @@ const (
 	countPerBlock = utilThreads
 )
 
-func p(name string) *llir.Param  { return llir.NewParam(name, GPtr) }
-func pi(name string) *llir.Param { return llir.NewParam(name, I32) }
+// p and pi are kernel parameters: a global byte pointer, an i32.
+func p(name string) ir.Param  { return ir.P(name, GPtr) }
+func pi(name string) ir.Param { return ir.P(name, ir.I32) }
 
 // ptrParam / i32Param build plan parameters.
 func ptrParam(name, buffer string) Param {
@@ -40,19 +41,19 @@ func tParam(name string, a int64) Param {
 
 // elemPtr is base + i*size bytes.
 func (b *Builder) elemPtr(base, i value.Value, size int64) value.Value {
-	return b.GEP(base, b.MulI(b.Wide(i), size))
+	return b.ByteOffset(base, b.MulI(b.Wide(i), size))
 }
 
 // emitInit: zero counts[E] and the error word. Grid 1, 256 threads.
-func emitInit(m *llir.Module, d dims) Kernel {
+func emitInit(m *ir.Module, d dims) Kernel {
 	b := NewKernel(m, "moe_init", utilThreads, p("counts"), p("err"))
-	tid := b.Tid()
-	b.Loop(tid, I32c(int64(d.E)), I32c(utilThreads), nil, func(i value.Value, _ []value.Value) []value.Value {
-		b.Store(I32c(0), b.elemPtr(b.Param("counts"), i, 4), 4)
+	tid := b.ThreadIdx(ir.X)
+	b.Loop(tid, ir.Int32(int64(d.E)), ir.Int32(utilThreads), nil, func(i value.Value, _ []value.Value) []value.Value {
+		b.StoreAt(ir.Int32(0), b.elemPtr(b.Param("counts"), i, 4), 4)
 		return nil
 	})
-	b.If(b.Cmp("eq", tid, I32c(0)), func() { b.Store(I32c(0), b.Param("err"), 4) })
-	b.Ret()
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() { b.StoreAt(ir.Int32(0), b.Param("err"), 4) })
+	b.Ret(nil)
 	return Kernel{Name: "moe_init", Block: utilThreads, Grid: [3]Expr{Const(1), Const(1), Const(1)},
 		Params: []Param{ptrParam("counts", "counts"), ptrParam("err", "err")}}
 }
@@ -61,44 +62,44 @@ func emitInit(m *llir.Module, d dims) Kernel {
 // i32 (increasing expert order, -1 padding) and weights [T, K] f32 (0
 // padding). A row with more than K routes keeps the first K and sets
 // ErrTooManyRoute. One warp per token.
-func emitRoute(m *llir.Module, d dims) Kernel {
+func emitRoute(m *ir.Module, d dims) Kernel {
 	b := NewKernel(m, "moe_route", utilThreads, p("map"), p("probs"), p("ids"), p("weights"), p("err"), pi("T"))
 	lane, warp := b.LaneWarp()
-	t := b.Add(b.MulI(b.Ctaid("x"), routeTokens), warp)
-	b.ReturnIf(b.Cmp("sge", t, b.Param("T")))
+	t := b.Add(b.MulI(b.BlockIdx(ir.X), routeTokens), warp)
+	b.ReturnIf(b.ICmp(enum.IPredSGE, t, b.Param("T")))
 	E, K := int64(d.E), int64(d.K)
-	ltMask := b.Sub(b.Shl(I32c(1), lane), I32c(1))
-	rowMap := b.GEP(b.Param("map"), b.MulI(b.Wide(t), E))
-	rowProb := b.GEP(b.Param("probs"), b.MulI(b.Wide(t), 4*E))
-	ids := b.GEP(b.Param("ids"), b.MulI(b.Wide(t), 4*K))
-	ws := b.GEP(b.Param("weights"), b.MulI(b.Wide(t), 4*K))
-	res := b.Loop(I32c(0), I32c(E), I32c(32), []value.Value{I32c(0)}, func(c value.Value, v []value.Value) []value.Value {
+	ltMask := b.Sub(b.Shl(ir.Int32(1), lane), ir.Int32(1))
+	rowMap := b.ByteOffset(b.Param("map"), b.MulI(b.Wide(t), E))
+	rowProb := b.ByteOffset(b.Param("probs"), b.MulI(b.Wide(t), 4*E))
+	ids := b.ByteOffset(b.Param("ids"), b.MulI(b.Wide(t), 4*K))
+	ws := b.ByteOffset(b.Param("weights"), b.MulI(b.Wide(t), 4*K))
+	res := b.Loop(ir.Int32(0), ir.Int32(E), ir.Int32(32), []value.Value{ir.Int32(0)}, func(c value.Value, v []value.Value) []value.Value {
 		running := v[0]
 		e := b.Add(c, lane)
-		inE := b.Cmp("slt", e, I32c(E))
-		flag := b.IfVals(inE, []value.Value{False}, func() []value.Value {
-			return []value.Value{b.Cmp("ne", b.Load(I8, b.GEP(rowMap, e), 1), constI8(0))}
+		inE := b.ICmp(enum.IPredSLT, e, ir.Int32(E))
+		flag := b.IfVals(inE, []value.Value{ir.Bool(false)}, func() []value.Value {
+			return []value.Value{b.ICmp(enum.IPredNE, b.LoadAt(ir.I8, b.ByteOffset(rowMap, e), 1), ir.Int8(0))}
 		})[0]
-		mask := b.Ballot(flag)
+		mask := b.ballot(flag)
 		rank := b.Add(running, b.Popc(b.And(mask, ltMask)))
-		b.If(b.And(flag, b.Cmp("slt", rank, I32c(K))), func() {
-			b.Store(e, b.elemPtr(ids, rank, 4), 4)
-			b.Store(b.Load(F32, b.elemPtr(rowProb, e, 4), 4), b.elemPtr(ws, rank, 4), 4)
+		b.If(b.And(flag, b.ICmp(enum.IPredSLT, rank, ir.Int32(K))), func() {
+			b.StoreAt(e, b.elemPtr(ids, rank, 4), 4)
+			b.StoreAt(b.LoadAt(ir.F32, b.elemPtr(rowProb, e, 4), 4), b.elemPtr(ws, rank, 4), 4)
 		})
 		return []value.Value{b.Add(running, b.Popc(mask))}
 	})
 	n := res[0]
-	b.If(b.And(b.Cmp("sgt", n, I32c(K)), b.Cmp("eq", lane, I32c(0))), func() {
-		b.AtomicOr(b.Param("err"), I32c(ErrTooManyRoute))
+	b.If(b.And(b.ICmp(enum.IPredSGT, n, ir.Int32(K)), b.ICmp(enum.IPredEQ, lane, ir.Int32(0))), func() {
+		b.atomicOr(b.Param("err"), ir.Int32(ErrTooManyRoute))
 	})
-	b.Loop(lane, I32c(K), I32c(32), nil, func(k value.Value, _ []value.Value) []value.Value {
-		b.If(b.Cmp("sge", k, n), func() {
-			b.Store(I32c(-1), b.elemPtr(ids, k, 4), 4)
-			b.Store(F32c(0), b.elemPtr(ws, k, 4), 4)
+	b.Loop(lane, ir.Int32(K), ir.Int32(32), nil, func(k value.Value, _ []value.Value) []value.Value {
+		b.If(b.ICmp(enum.IPredSGE, k, n), func() {
+			b.StoreAt(ir.Int32(-1), b.elemPtr(ids, k, 4), 4)
+			b.StoreAt(ir.Float32(0), b.elemPtr(ws, k, 4), 4)
 		})
 		return nil
 	})
-	b.Ret()
+	b.Ret(nil)
 	return Kernel{Name: "moe_route", Block: utilThreads, SkipIfZeroT: true,
 		Grid: [3]Expr{{A: 1, D: routeTokens, Min: 1}, Const(1), Const(1)},
 		Params: []Param{ptrParam("map", "routing_map"), ptrParam("probs", "probs"), ptrParam("ids", "ids"),
@@ -108,20 +109,20 @@ func emitRoute(m *llir.Module, d dims) Kernel {
 // emitCount: validate ids (out of range → ErrBadExpertID, treated as -1),
 // counts[e] += 1 per slot with id e (integer atomics: order-free), and
 // row_of_slot[s] = -1 for slots without a valid expert.
-func emitCount(m *llir.Module, d dims) Kernel {
+func emitCount(m *ir.Module, d dims) Kernel {
 	b := NewKernel(m, "moe_count", utilThreads, p("ids"), p("counts"), p("row_of_slot"), p("err"), pi("T"))
-	s := b.Add(b.MulI(b.Ctaid("x"), countPerBlock), b.Tid())
-	b.ReturnIf(b.Cmp("sge", s, b.MulI(b.Param("T"), int64(d.K))))
-	id := b.Load(I32, b.elemPtr(b.Param("ids"), s, 4), 4)
-	bad := b.Or(b.Cmp("slt", id, I32c(-1)), b.Cmp("sge", id, I32c(int64(d.E))))
-	b.If(bad, func() { b.AtomicOr(b.Param("err"), I32c(ErrBadExpertID)) })
-	valid := b.And(b.Cmp("sge", id, I32c(0)), b.Cmp("slt", id, I32c(int64(d.E))))
+	s := b.Add(b.MulI(b.BlockIdx(ir.X), countPerBlock), b.ThreadIdx(ir.X))
+	b.ReturnIf(b.ICmp(enum.IPredSGE, s, b.MulI(b.Param("T"), int64(d.K))))
+	id := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
+	bad := b.Or(b.ICmp(enum.IPredSLT, id, ir.Int32(-1)), b.ICmp(enum.IPredSGE, id, ir.Int32(int64(d.E))))
+	b.If(bad, func() { b.atomicOr(b.Param("err"), ir.Int32(ErrBadExpertID)) })
+	valid := b.And(b.ICmp(enum.IPredSGE, id, ir.Int32(0)), b.ICmp(enum.IPredSLT, id, ir.Int32(int64(d.E))))
 	b.IfElse(valid, func() {
-		b.AtomicAdd(b.elemPtr(b.Param("counts"), id, 4), I32c(1))
+		b.AtomicAdd(b.Cast(b.elemPtr(b.Param("counts"), id, 4), ir.I32), ir.Int32(1))
 	}, func() {
-		b.Store(I32c(-1), b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
+		b.StoreAt(ir.Int32(-1), b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
 	})
-	b.Ret()
+	b.Ret(nil)
 	return Kernel{Name: "moe_count", Block: utilThreads, SkipIfZeroT: true,
 		Grid: [3]Expr{{A: int64(d.K), D: countPerBlock, Min: 1}, Const(1), Const(1)},
 		Params: []Param{ptrParam("ids", "ids"), ptrParam("counts", "counts"), ptrParam("row_of_slot", "row_of_slot"),
@@ -138,31 +139,31 @@ func (b *Builder) blockScan(smem value.Value, xs []value.Value) (excl, total []v
 	incl := make([]value.Value, len(xs))
 	copy(incl, xs)
 	for dd := int64(1); dd < 32; dd *= 2 {
-		ge := b.Cmp("sge", lane, I32c(dd))
+		ge := b.ICmp(enum.IPredSGE, lane, ir.Int32(dd))
 		for j := range incl {
-			y := b.ShflUp(incl[j], dd)
+			y := b.ShflUp(ir.FullMask, incl[j], ir.Int32(dd))
 			incl[j] = b.Select(ge, b.Add(incl[j], y), incl[j])
 		}
 	}
-	b.If(b.Cmp("eq", lane, I32c(31)), func() {
+	b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(31)), func() {
 		for j := range incl {
-			b.Store(incl[j], b.elemPtr(smem, b.AddI(b.MulI(warp, nv), int64(j)), 4), 4)
+			b.StoreAt(incl[j], b.elemPtr(smem, b.AddI(b.MulI(warp, nv), int64(j)), 4), 4)
 		}
 	})
-	b.Sync()
+	b.SyncThreads()
 	excl = make([]value.Value, len(xs))
 	total = make([]value.Value, len(xs))
 	for j := range xs {
-		var pre, tot value.Value = I32c(0), I32c(0)
+		var pre, tot value.Value = ir.Int32(0), ir.Int32(0)
 		for w := int64(0); w < utilThreads/32; w++ {
-			v := b.LoadVolatile(I32, b.GEPc(smem, 4*(w*nv+int64(j))), 4)
-			pre = b.Add(pre, b.Select(b.Cmp("slt", I32c(w), warp), v, I32c(0)))
+			v := b.LoadVolatileAt(ir.I32, b.ByteOffsetC(smem, 4*(w*nv+int64(j))), 4)
+			pre = b.Add(pre, b.Select(b.ICmp(enum.IPredSLT, ir.Int32(w), warp), v, ir.Int32(0)))
 			tot = b.Add(tot, v)
 		}
 		excl[j] = b.Add(pre, b.Sub(incl[j], xs[j]))
 		total[j] = tot
 	}
-	b.Sync()
+	b.SyncThreads()
 	return excl, total
 }
 
@@ -170,15 +171,15 @@ func (b *Builder) blockScan(smem value.Value, xs []value.Value) (excl, total []v
 // = total rows); tile lists for the FC1 and FC2 GEMMs: for each expert,
 // ceil(count/BM) tiles (expert, first row), in expert order; ntiles = their
 // number.
-func emitScan(m *llir.Module, d dims) Kernel {
+func emitScan(m *ir.Module, d dims) Kernel {
 	two := d.BM2 != d.BM1
-	params := []*llir.Param{p("counts"), p("offsets"), p("tiles1"), p("ntiles1")}
+	params := []ir.Param{p("counts"), p("offsets"), p("tiles1"), p("ntiles1")}
 	if two {
 		params = append(params, p("tiles2"), p("ntiles2"))
 	}
 	b := NewKernel(m, "moe_scan", utilThreads, params...)
 	smem := b.DynSmem()
-	tid := b.Tid()
+	tid := b.ThreadIdx(ir.X)
 	E := int64(d.E)
 	bms := []int64{int64(d.BM1)}
 	lists := []string{"tiles1"}
@@ -186,27 +187,27 @@ func emitScan(m *llir.Module, d dims) Kernel {
 		bms = append(bms, int64(d.BM2))
 		lists = append(lists, "tiles2")
 	}
-	init := []value.Value{I32c(0), I32c(0), I32c(0)}[:1+len(bms)]
-	res := b.Loop(I32c(0), I32c(E), I32c(utilThreads), init, func(c value.Value, base []value.Value) []value.Value {
+	init := []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}[:1+len(bms)]
+	res := b.Loop(ir.Int32(0), ir.Int32(E), ir.Int32(utilThreads), init, func(c value.Value, base []value.Value) []value.Value {
 		e := b.Add(c, tid)
-		inE := b.Cmp("slt", e, I32c(E))
-		cnt := b.IfVals(inE, []value.Value{I32c(0)}, func() []value.Value {
-			return []value.Value{b.Load(I32, b.elemPtr(b.Param("counts"), e, 4), 4)}
+		inE := b.ICmp(enum.IPredSLT, e, ir.Int32(E))
+		cnt := b.IfVals(inE, []value.Value{ir.Int32(0)}, func() []value.Value {
+			return []value.Value{b.LoadAt(ir.I32, b.elemPtr(b.Param("counts"), e, 4), 4)}
 		})[0]
 		xs := []value.Value{cnt}
 		for _, bm := range bms {
-			xs = append(xs, b.UDiv(b.AddI(cnt, bm-1), I32c(bm)))
+			xs = append(xs, b.UDiv(b.AddI(cnt, bm-1), ir.Int32(bm)))
 		}
 		excl, total := b.blockScan(smem, xs)
 		off := b.Add(base[0], excl[0])
-		b.If(inE, func() { b.Store(off, b.elemPtr(b.Param("offsets"), e, 4), 4) })
+		b.If(inE, func() { b.StoreAt(off, b.elemPtr(b.Param("offsets"), e, 4), 4) })
 		for li, bm := range bms {
 			first := b.Add(base[1+li], excl[1+li])
 			list := b.Param(lists[li])
-			b.Loop(I32c(0), xs[1+li], I32c(1), nil, func(j value.Value, _ []value.Value) []value.Value {
+			b.Loop(ir.Int32(0), xs[1+li], ir.Int32(1), nil, func(j value.Value, _ []value.Value) []value.Value {
 				q := b.elemPtr(list, b.MulI(b.Add(first, j), 2), 4)
-				b.Store(e, q, 4)
-				b.Store(b.Add(off, b.MulI(j, bm)), b.GEPc(q, 4), 4)
+				b.StoreAt(e, q, 4)
+				b.StoreAt(b.Add(off, b.MulI(j, bm)), b.ByteOffsetC(q, 4), 4)
 				return nil
 			})
 		}
@@ -216,14 +217,14 @@ func emitScan(m *llir.Module, d dims) Kernel {
 		}
 		return next
 	})
-	b.If(b.Cmp("eq", tid, I32c(0)), func() {
-		b.Store(res[0], b.GEPc(b.Param("offsets"), 4*E), 4)
-		b.Store(res[1], b.Param("ntiles1"), 4)
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+		b.StoreAt(res[0], b.ByteOffsetC(b.Param("offsets"), 4*E), 4)
+		b.StoreAt(res[1], b.Param("ntiles1"), 4)
 		if two {
-			b.Store(res[2], b.Param("ntiles2"), 4)
+			b.StoreAt(res[2], b.Param("ntiles2"), 4)
 		}
 	})
-	b.Ret()
+	b.Ret(nil)
 	ps := []Param{ptrParam("counts", "counts"), ptrParam("offsets", "offsets"), ptrParam("tiles1", "tiles1"), ptrParam("ntiles1", "ntiles1")}
 	if two {
 		ps = append(ps, ptrParam("tiles2", "tiles2"), ptrParam("ntiles2", "ntiles2"))
@@ -235,28 +236,28 @@ func emitScan(m *llir.Module, d dims) Kernel {
 // emitPermute: one block per expert e. The rank of slot s = t*K+k among the
 // slots with id e, in increasing s (stable, deterministic), gives its row
 // offsets[e] + rank: row_of_slot[s] = row, src_slot[row] = s.
-func emitPermute(m *llir.Module, d dims) Kernel {
+func emitPermute(m *ir.Module, d dims) Kernel {
 	b := NewKernel(m, "moe_permute", utilThreads, p("ids"), p("offsets"), p("row_of_slot"), p("src_slot"), pi("T"))
 	smem := b.DynSmem()
-	e := b.Ctaid("x")
+	e := b.BlockIdx(ir.X)
 	offs := b.Param("offsets")
-	base := b.Load(I32, b.elemPtr(offs, e, 4), 4)
-	end := b.Load(I32, b.elemPtr(offs, b.AddI(e, 1), 4), 4)
-	b.ReturnIf(b.Cmp("sge", base, end))
+	base := b.LoadAt(ir.I32, b.elemPtr(offs, e, 4), 4)
+	end := b.LoadAt(ir.I32, b.elemPtr(offs, b.AddI(e, 1), 4), 4)
+	b.ReturnIf(b.ICmp(enum.IPredSGE, base, end))
 	tk := b.MulI(b.Param("T"), int64(d.K))
-	tid := b.Tid()
+	tid := b.ThreadIdx(ir.X)
 	const V = permuteSlots
-	b.Loop(I32c(0), tk, I32c(utilThreads*V), []value.Value{I32c(0)}, func(c value.Value, run []value.Value) []value.Value {
+	b.Loop(ir.Int32(0), tk, ir.Int32(utilThreads*V), []value.Value{ir.Int32(0)}, func(c value.Value, run []value.Value) []value.Value {
 		s0 := b.Add(c, b.MulI(tid, V))
 		flags := make([]value.Value, V)
-		cnt := value.Value(I32c(0))
+		cnt := value.Value(ir.Int32(0))
 		for j := 0; j < V; j++ {
 			s := b.AddI(s0, int64(j))
-			in := b.Cmp("slt", s, tk)
-			flags[j] = b.IfVals(in, []value.Value{False}, func() []value.Value {
-				return []value.Value{b.Cmp("eq", b.Load(I32, b.elemPtr(b.Param("ids"), s, 4), 4), e)}
+			in := b.ICmp(enum.IPredSLT, s, tk)
+			flags[j] = b.IfVals(in, []value.Value{ir.Bool(false)}, func() []value.Value {
+				return []value.Value{b.ICmp(enum.IPredEQ, b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4), e)}
 			})[0]
-			cnt = b.Add(cnt, b.ZExt(flags[j], I32))
+			cnt = b.Add(cnt, b.ZExt(flags[j], ir.I32))
 		}
 		excl, total := b.blockScan(smem, []value.Value{cnt})
 		r := b.Add(b.Add(base, run[0]), excl[0])
@@ -264,14 +265,14 @@ func emitPermute(m *llir.Module, d dims) Kernel {
 			s := b.AddI(s0, int64(j))
 			row := r
 			b.If(flags[j], func() {
-				b.Store(row, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
-				b.Store(s, b.elemPtr(b.Param("src_slot"), row, 4), 4)
+				b.StoreAt(row, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
+				b.StoreAt(s, b.elemPtr(b.Param("src_slot"), row, 4), 4)
 			})
-			r = b.Add(r, b.ZExt(flags[j], I32))
+			r = b.Add(r, b.ZExt(flags[j], ir.I32))
 		}
 		return []value.Value{b.Add(run[0], total[0])}
 	})
-	b.Ret()
+	b.Ret(nil)
 	return Kernel{Name: "moe_permute", Block: utilThreads, SharedBytes: scanScratchB, SkipIfZeroT: true,
 		Grid: [3]Expr{Const(int64(d.E)), Const(1), Const(1)},
 		Params: []Param{ptrParam("ids", "ids"), ptrParam("offsets", "offsets"), ptrParam("row_of_slot", "row_of_slot"),
@@ -281,43 +282,43 @@ func emitPermute(m *llir.Module, d dims) Kernel {
 // emitGather: xs[row, :] = x[src_slot[row] / K, :] for row < offsets[E]
 // (times the routing weight, rounded to bf16, when the weight scales the
 // input). One warp per row, 16-byte vectors.
-func emitGather(m *llir.Module, d dims) Kernel {
-	ps := []*llir.Param{p("x"), p("src_slot"), p("offsets"), p("xs")}
+func emitGather(m *ir.Module, d dims) Kernel {
+	ps := []ir.Param{p("x"), p("src_slot"), p("offsets"), p("xs")}
 	if d.WeightOnInput {
 		ps = append(ps, p("weights"))
 	}
 	b := NewKernel(m, "moe_gather", utilThreads, ps...)
 	lane, warp := b.LaneWarp()
-	row := b.Add(b.MulI(b.Ctaid("x"), gatherRows), warp)
-	total := b.Load(I32, b.GEPc(b.Param("offsets"), 4*int64(d.E)), 4)
-	b.ReturnIf(b.Cmp("sge", row, total))
-	s := b.Load(I32, b.elemPtr(b.Param("src_slot"), row, 4), 4)
-	t := b.UDiv(s, I32c(int64(d.K)))
+	row := b.Add(b.MulI(b.BlockIdx(ir.X), gatherRows), warp)
+	total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
+	b.ReturnIf(b.ICmp(enum.IPredSGE, row, total))
+	s := b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), row, 4), 4)
+	t := b.UDiv(s, ir.Int32(int64(d.K)))
 	H := int64(d.H)
-	src := b.GEP(b.Param("x"), b.MulI(b.Wide(t), 2*H))
-	dst := b.GEP(b.Param("xs"), b.MulI(b.Wide(row), 2*H))
+	src := b.ByteOffset(b.Param("x"), b.MulI(b.Wide(t), 2*H))
+	dst := b.ByteOffset(b.Param("xs"), b.MulI(b.Wide(row), 2*H))
 	var w value.Value
 	if d.WeightOnInput {
-		w = b.Load(F32, b.elemPtr(b.Param("weights"), s, 4), 4)
+		w = b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)
 	}
-	v4 := types.NewVector(4, I32)
-	b.Loop(lane, I32c(H/8), I32c(32), nil, func(c value.Value, _ []value.Value) []value.Value {
+	v4 := ir.Vec(4, ir.I32)
+	b.Loop(lane, ir.Int32(H/8), ir.Int32(32), nil, func(c value.Value, _ []value.Value) []value.Value {
 		off := b.MulI(b.Wide(c), 16)
-		v := b.Load(v4, b.GEP(src, off), 16)
+		v := b.LoadAt(v4, b.ByteOffset(src, off), 16)
 		if w != nil {
 			vals := make([]value.Value, 8)
 			for i := 0; i < 4; i++ {
-				x := b.B.NewExtractElement(v, I32c(int64(i)))
+				x := b.ExtractElement(v, i)
 				vals[2*i] = b.FMul(b.BF16Lo(x), w)
 				vals[2*i+1] = b.FMul(b.BF16Hi(x), w)
 			}
-			StoreBF16(b, b.GEP(dst, off), vals)
+			StoreBF16(b, b.ByteOffset(dst, off), vals)
 		} else {
-			b.Store(v, b.GEP(dst, off), 16)
+			b.StoreAt(v, b.ByteOffset(dst, off), 16)
 		}
 		return nil
 	})
-	b.Ret()
+	b.Ret(nil)
 	kp := []Param{ptrParam("x", "x"), ptrParam("src_slot", "src_slot"), ptrParam("offsets", "offsets"), ptrParam("xs", "xs")}
 	if d.WeightOnInput {
 		kp = append(kp, ptrParam("weights", "weights"))
@@ -333,8 +334,8 @@ func emitGather(m *llir.Module, d dims) Kernel {
 // in fp32 in that fixed order (fma), rounded once to bf16; g_t =
 // sigmoid(x[t]·gate) with the shared output gate, else 1; w = 1 when the
 // weight scaled the input. A slot without a route reads nothing.
-func emitCombine(m *llir.Module, d dims) Kernel {
-	ps := []*llir.Param{p("out_rows"), p("row_of_slot"), p("weights"), p("y")}
+func emitCombine(m *ir.Module, d dims) Kernel {
+	ps := []ir.Param{p("out_rows"), p("row_of_slot"), p("weights"), p("y")}
 	kp := []Param{ptrParam("out_rows", "out_rows"), ptrParam("row_of_slot", "row_of_slot"), ptrParam("weights", "weights"), ptrParam("y", "y")}
 	if d.Is > 0 {
 		ps = append(ps, p("shared_out"))
@@ -345,25 +346,25 @@ func emitCombine(m *llir.Module, d dims) Kernel {
 		}
 	}
 	b := NewKernel(m, "moe_combine", utilThreads, ps...)
-	t := b.Ctaid("x")
-	tid := b.Tid()
+	t := b.BlockIdx(ir.X)
+	tid := b.ThreadIdx(ir.X)
 	H, K := int64(d.H), int64(d.K)
-	v4 := types.NewVector(4, I32)
+	v4 := ir.Vec(4, ir.I32)
 	row8 := func(base value.Value, r, c value.Value) []value.Value {
-		v := b.Load(v4, b.GEP(base, b.Add(b.MulI(b.Wide(r), 2*H), b.MulI(b.Wide(c), 16))), 16)
+		v := b.LoadAt(v4, b.ByteOffset(base, b.Add(b.MulI(b.Wide(r), 2*H), b.MulI(b.Wide(c), 16))), 16)
 		out := make([]value.Value, 8)
 		for i := 0; i < 4; i++ {
-			x := b.B.NewExtractElement(v, I32c(int64(i)))
+			x := b.ExtractElement(v, i)
 			out[2*i], out[2*i+1] = b.BF16Lo(x), b.BF16Hi(x)
 		}
 		return out
 	}
-	var gate value.Value = F32c(1)
+	var gate value.Value = ir.Float32(1)
 	if d.Is > 0 && d.SharedGate {
 		smem := b.DynSmem()
-		part := b.Loop(tid, I32c(H/8), I32c(utilThreads), []value.Value{F32c(0)}, func(c value.Value, acc []value.Value) []value.Value {
+		part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
 			xv := row8(b.Param("x"), t, c)
-			gv := row8(b.Param("shared_gate"), I32c(0), c)
+			gv := row8(b.Param("shared_gate"), ir.Int32(0), c)
 			a := acc[0]
 			for i := 0; i < 8; i++ {
 				a = b.FMA(xv[i], gv[i], a)
@@ -376,16 +377,16 @@ func emitCombine(m *llir.Module, d dims) Kernel {
 	wts := make([]value.Value, K)
 	for k := int64(0); k < K; k++ {
 		s := b.AddI(b.MulI(t, K), k)
-		slots[k] = b.Load(I32, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
+		slots[k] = b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
 		if d.WeightOnInput {
-			wts[k] = F32c(1)
+			wts[k] = ir.Float32(1)
 		} else {
-			wts[k] = b.IfVals(b.Cmp("sge", slots[k], I32c(0)), []value.Value{F32c(0)}, func() []value.Value {
-				return []value.Value{b.Load(F32, b.elemPtr(b.Param("weights"), s, 4), 4)}
+			wts[k] = b.IfVals(b.ICmp(enum.IPredSGE, slots[k], ir.Int32(0)), []value.Value{ir.Float32(0)}, func() []value.Value {
+				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)}
 			})[0]
 		}
 	}
-	b.Loop(tid, I32c(H/8), I32c(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
+	b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
 		acc := make([]value.Value, 8)
 		if d.Is > 0 {
 			sv := row8(b.Param("shared_out"), t, c)
@@ -394,12 +395,12 @@ func emitCombine(m *llir.Module, d dims) Kernel {
 			}
 		} else {
 			for i := range acc {
-				acc[i] = F32c(0)
+				acc[i] = ir.Float32(0)
 			}
 		}
 		for k := int64(0); k < K; k++ {
 			r, w := slots[k], wts[k]
-			acc = b.IfVals(b.Cmp("sge", r, I32c(0)), acc, func() []value.Value {
+			acc = b.IfVals(b.ICmp(enum.IPredSGE, r, ir.Int32(0)), acc, func() []value.Value {
 				ov := row8(b.Param("out_rows"), r, c)
 				n := make([]value.Value, 8)
 				for i := range n {
@@ -408,10 +409,10 @@ func emitCombine(m *llir.Module, d dims) Kernel {
 				return n
 			})
 		}
-		StoreBF16(b, b.GEP(b.Param("y"), b.Add(b.MulI(b.Wide(t), 2*H), b.MulI(b.Wide(c), 16))), acc)
+		StoreBF16(b, b.ByteOffset(b.Param("y"), b.Add(b.MulI(b.Wide(t), 2*H), b.MulI(b.Wide(c), 16))), acc)
 		return nil
 	})
-	b.Ret()
+	b.Ret(nil)
 	sb := 0
 	if d.Is > 0 && d.SharedGate {
 		sb = 8 * 4
@@ -425,16 +426,26 @@ func emitCombine(m *llir.Module, d dims) Kernel {
 func (b *Builder) blockSumF32(smem value.Value, x value.Value) value.Value {
 	lane, warp := b.LaneWarp()
 	for dd := int64(16); dd >= 1; dd /= 2 {
-		x = b.FAdd(x, b.ShflBfly(x, dd))
+		x = b.FAdd(x, b.ShflBfly(ir.FullMask, x, ir.Int32(dd)))
 	}
-	b.If(b.Cmp("eq", lane, I32c(0)), func() { b.Store(x, b.elemPtr(smem, warp, 4), 4) })
-	b.Sync()
-	var s value.Value = F32c(0)
+	b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() { b.StoreAt(x, b.elemPtr(smem, warp, 4), 4) })
+	b.SyncThreads()
+	var s value.Value = ir.Float32(0)
 	for w := int64(0); w < utilThreads/32; w++ {
-		s = b.FAdd(s, b.LoadVolatile(F32, b.GEPc(smem, 4*w), 4))
+		s = b.FAdd(s, b.LoadVolatileAt(ir.F32, b.ByteOffsetC(smem, 4*w), 4))
 	}
-	b.Sync()
+	b.SyncThreads()
 	return s
 }
 
-func constI8(v int64) value.Value { return constant.NewInt(types.I8, v) }
+// ballot is vote.sync.ballot.b32 of pred (i1) over the full warp (inline
+// PTX on the predicate as a 32-bit value).
+func (b *Builder) ballot(pred value.Value) value.Value {
+	return b.AsmCallNoMemory("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, $1, 0;\n\tvote.sync.ballot.b32 $0, p, 0xffffffff;\n\t}", "=r,r",
+		ir.I32, b.ZExt(pred, ir.I32))
+}
+
+// atomicOr is atomicrmw or (monotonic) of the i32 v at byte pointer p.
+func (b *Builder) atomicOr(p, v value.Value) value.Value {
+	return b.AtomicRMW(enum.AtomicOpOr, b.Cast(p, ir.I32), v)
+}

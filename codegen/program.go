@@ -42,9 +42,9 @@ func (p *Program) Buffer(name string) *Buffer {
 
 // Build generates the BF16 forward of layer l with schedule s: it validates
 // both, emits the routing, dispatch, GEMM and combine kernels into one
-// module through the target's GEMM engine, checks the module with ir.Check,
-// and returns it with its launch plan. MXFP8 layers are an error (not built
-// yet).
+// module through the target's GEMM engine, finishes the module
+// (ir.Module.Finish: builder errors, then ir.Check), and returns it with its
+// launch plan. MXFP8 layers are an error (not built yet).
 //
 // Inputs (buffer names): x bf16 [T,H]; ids i32 [T,K] + weights f32 [T,K]
 // (RoutingIDs) or routing_map u8 [T,E] + probs f32 [T,E] (RoutingMap);
@@ -68,8 +68,8 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 	d := dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK, Is: l.SharedWidth(),
 		BM1: s.FC1.M, BM2: s.FC2.M, Map: l.Routing == schedule.RoutingMap,
 		WeightOnInput: l.RouterWeightOnInput, SharedGate: l.SharedGate}
-	mod := ir.NewModule("moe_" + l.Name).IR
-	prog := &Program{Layer: l.Name, Target: s.Target.String(), Module: mod}
+	mod := ir.NewModule("moe_" + l.Name)
+	prog := &Program{Layer: l.Name, Target: s.Target.String(), Module: mod.IR}
 	prog.Buffers = buffers(l, d)
 
 	add := func(k Kernel) { prog.Kernels = append(prog.Kernels, k) }
@@ -163,7 +163,7 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 			}
 		}
 	}
-	if err := ir.Check(mod); err != nil {
+	if _, err := mod.Finish(); err != nil {
 		return nil, fmt.Errorf("codegen: %s: %w", l.Name, err)
 	}
 	return prog, nil

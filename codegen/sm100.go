@@ -3,8 +3,10 @@ package codegen
 import (
 	"fmt"
 
-	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
 )
 
 // sm100Engine is the sm_100a (Blackwell) grouped GEMM: TMA loads into a
@@ -128,7 +130,7 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 }
 
 // GroupedGEMM adds the sm_100a kernel of spec to m.
-func (sm100Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
+func (sm100Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
 	if err := spec.Validate(); err != nil {
 		return KernelInfo{}, err
 	}
@@ -144,8 +146,8 @@ func (sm100Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (K
 	if spec.B == BTable {
 		params = params[:len(params)-1] // B comes through cp.async: no tensor map
 	}
-	b := NewKernel(m, spec.Name, l.threads, gemmLLParams(params)...)
-	MarkGridConstant(m, b.F, 1)
+	b := NewKernel(m, spec.Name, l.threads, gemmIRParams(params)...)
+	b.MinBlocksPerSM(1)
 	if err := l.emit(b, spec); err != nil {
 		return KernelInfo{}, err
 	}
@@ -171,7 +173,7 @@ func sm100Chunks(w int) []sm100Chunk {
 }
 
 func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
-	tid := b.Tid()
+	tid := b.ThreadIdx(ir.X)
 	lane, warp := b.LaneWarp()
 	base := b.SharedBase1024()
 	bars := b.AddI(base, int64(l.barOff))
@@ -181,18 +183,18 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 	tmemEmpty := func(buf value.Value) value.Value { return b.Add(bars, b.AddI(b.MulI(buf, 8), int64(16*l.S+16))) }
 	tmemSlot := b.AddI(bars, int64(16*l.S+32))
 	stageA := func(stage value.Value) value.Value { return b.Add(base, b.MulI(stage, int64(l.stageBytes))) }
-	tmA := b.TensorMapAddr(b.Param("tmap_a"))
+	tmA := b.PtrToInt(b.Param("tmap_a"))
 	var tmB value.Value
 	fullCount := 1
 	table := spec.B == BTable
 	if table {
 		fullCount += 32 // one cp.async arrival per lane of the TMA warp
 	} else {
-		tmB = b.TensorMapAddr(b.Param("tmap_b"))
+		tmB = b.PtrToInt(b.Param("tmap_b"))
 	}
 	var err error
 
-	b.If(b.Cmp("eq", tid, I32c(0)), func() {
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
 		for s := 0; s < l.S; s++ {
 			b.MbarInit(b.AddI(bars, int64(8*s)), fullCount)
 			b.MbarInit(b.AddI(bars, int64(8*(l.S+s))), 1)
@@ -207,7 +209,7 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 			b.PrefetchTensorMap(tmB)
 		}
 	})
-	isMMA := b.Cmp("eq", warp, I32c(int64(l.mmaWarp)))
+	isMMA := b.ICmp(enum.IPredEQ, warp, ir.Int32(int64(l.mmaWarp)))
 	b.If(isMMA, func() {
 		if e := b.TMEMAlloc(tmemSlot, l.tmemCols); e != nil {
 			err = e
@@ -215,18 +217,18 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 		b.TMEMRelinquish()
 	})
 	b.TCGen05FenceBefore()
-	b.Sync()
+	b.SyncThreads()
 	b.TCGen05FenceAfter()
-	tmem := b.Load(I32, b.B.NewIntToPtr(b.ZExt(tmemSlot, I64), SPtr), 4)
+	tmem := b.LoadAt(ir.I32, b.IntToPtr(b.ZExt(tmemSlot, ir.I64), SPtr), 4)
 
 	items := gemmItems(b, spec, l.BM, l.nBlocks)
-	first, step := b.Ctaid("x"), b.Nctaid("x")
-	isLead := b.Cmp("eq", lane, I32c(0))
+	first, step := b.BlockIdx(ir.X), b.GridDim(ir.X)
+	isLead := b.ICmp(enum.IPredEQ, lane, ir.Int32(0))
 
-	b.IfElse(b.Cmp("slt", warp, I32c(int64(l.epiWarps))), func() {
+	b.IfElse(b.ICmp(enum.IPredSLT, warp, ir.Int32(int64(l.epiWarps))), func() {
 		err = joinErr(err, l.epilogueWarps(b, spec, lane, warp, tmem, items, first, step, tmemFull, tmemEmpty))
 	}, func() {
-		b.If(b.Cmp("eq", warp, I32c(int64(l.tmaWarp))), func() {
+		b.If(b.ICmp(enum.IPredEQ, warp, ir.Int32(int64(l.tmaWarp))), func() {
 			// TMA producer warp: the same loads as sm_90a (lane 0; all 32
 			// lanes copy B with cp.async for BTable).
 			pr := gemmProducer{spec: spec, BM: l.BM, BN: l.BN, NB: l.NB, BK: l.BK, S: l.S, atoms: l.atoms,
@@ -236,13 +238,13 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 		})
 		b.If(b.And(isMMA, isLead), func() {
 			// MMA issuer: ring (stage, phase) and accumulator buffer (buf, bphase).
-			init := []value.Value{I32c(0), I32c(0), I32c(0), I32c(0)}
+			init := []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0), ir.Int32(0)}
 			b.Loop(first, items, step, init, func(it value.Value, v []value.Value) []value.Value {
 				buf, bphase := v[2], v[3]
-				b.MbarWait(tmemEmpty(buf), b.Xor(bphase, I32c(1)))
+				b.MbarWait(tmemEmpty(buf), b.Xor(bphase, ir.Int32(1)))
 				b.TCGen05FenceAfter()
 				d := b.Add(tmem, b.MulI(buf, int64(l.NB)))
-				ring := b.Loop(I32c(0), I32c(int64(l.kTiles)), I32c(1), v[:2], func(kt value.Value, v []value.Value) []value.Value {
+				ring := b.Loop(ir.Int32(0), ir.Int32(int64(l.kTiles)), ir.Int32(1), v[:2], func(kt value.Value, v []value.Value) []value.Value {
 					stage, phase := v[0], v[1]
 					b.MbarWait(full(stage), phase)
 					if table {
@@ -254,10 +256,10 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 					sa := stageA(stage)
 					dA := b.SM100Desc(sa, l.descHi)
 					dB := b.SM100Desc(b.AddI(sa, int64(l.atoms*l.aAtom)), l.descHi)
-					notFirst := b.ZExt(b.Cmp("sgt", kt, I32c(0)), I32)
+					notFirst := b.ZExt(b.ICmp(enum.IPredSGT, kt, ir.Int32(0)), ir.I32)
 					for a := 0; a < l.atoms; a++ {
 						for k := 0; k < 4; k++ {
-							acc := value.Value(I32c(1))
+							acc := value.Value(ir.Int32(1))
 							if a == 0 && k == 0 {
 								acc = notFirst
 							}
@@ -280,10 +282,10 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 	// MMA has completed (the epilogue waited on its commit), so the MMA warp
 	// frees the tensor memory.
 	b.TCGen05FenceBefore()
-	b.Sync()
+	b.SyncThreads()
 	b.TCGen05FenceAfter()
 	b.If(isMMA, func() { b.TMEMDealloc(tmem, l.tmemCols) })
-	b.Ret()
+	b.Ret(nil)
 	return err
 }
 
@@ -293,24 +295,24 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 func (l sm100Layout) epilogueWarps(b *Builder, spec GemmSpec, lane, warp, tmem, items, first, step value.Value,
 	tmemFull, tmemEmpty func(value.Value) value.Value) error {
 	var err error
-	quarter := b.And(warp, I32c(3))
-	group := b.LShr(warp, I32c(2))
-	laneBase := b.Shl(b.MulI(quarter, 32), I32c(16)) // TMEM lane field of this warp's quarter
-	isLead := b.ZExt(b.Cmp("eq", lane, I32c(0)), I32)
+	quarter := b.And(warp, ir.Int32(3))
+	group := b.LShr(warp, ir.Int32(2))
+	laneBase := b.Shl(b.MulI(quarter, 32), ir.Int32(16)) // TMEM lane field of this warp's quarter
+	isLead := b.ZExt(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), ir.I32)
 	// Chunks over the output columns of the tile (h columns for gated).
 	units := l.NB
 	if l.gated {
 		units = l.BN
 	}
 	chunks := sm100Chunks(units)
-	b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
+	b.Loop(first, items, step, []value.Value{ir.Int32(0), ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
 		buf, bphase := v[0], v[1]
 		w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
 		b.MbarWait(tmemFull(buf), bphase)
 		b.TCGen05FenceAfter()
 		var bias value.Value
 		if spec.Bias {
-			bias = b.GEP(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
+			bias = b.ByteOffset(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
 		}
 		ep := NewEpilogue(spec, EpilogueArgs{C: b.Param("c"), Bias: bias, RowEnd: w.rowEnd})
 		row := b.Add(w.row0, b.Add(b.MulI(quarter, 32), lane))
@@ -361,7 +363,7 @@ func (l sm100Layout) epilogueWarps(b *Builder, spec GemmSpec, lane, warp, tmem, 
 			if l.groups == 1 {
 				emit()
 			} else {
-				b.If(b.Cmp("eq", group, I32c(int64(g))), emit)
+				b.If(b.ICmp(enum.IPredEQ, group, ir.Int32(int64(g))), emit)
 			}
 		}
 		b.TCGen05FenceBefore()

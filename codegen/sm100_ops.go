@@ -4,10 +4,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llir/llvm/ir/constant"
-	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
+	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/layouts"
 )
 
@@ -29,34 +28,34 @@ func (b *Builder) TMEMAlloc(dst value.Value, ncols int) error {
 	if ncols < 32 || ncols > 512 || ncols&(ncols-1) != 0 {
 		return fmt.Errorf("codegen: tcgen05.alloc of %d columns (want a power of two in 32..512)", ncols)
 	}
-	b.Asm(types.Void, "tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$0], $1;", "r,r,~{memory}", dst, I32c(int64(ncols)))
+	b.Asm("tcgen05.alloc.cta_group::1.sync.aligned.shared::cta.b32 [$0], $1;", "r,r,~{memory}", dst, ir.Int32(int64(ncols)))
 	return nil
 }
 
 // TMEMRelinquish gives up the CTA's right to allocate more TMEM, so that
 // other CTAs on the SM are not kept waiting (warp-wide).
 func (b *Builder) TMEMRelinquish() {
-	b.Asm(types.Void, "tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;", "~{memory}")
+	b.Asm("tcgen05.relinquish_alloc_permit.cta_group::1.sync.aligned;", "~{memory}")
 }
 
 // TMEMDealloc frees ncols TMEM columns at taddr (warp-wide; the warp that
 // allocated them).
 func (b *Builder) TMEMDealloc(taddr value.Value, ncols int) {
-	b.Asm(types.Void, "tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, $1;", "r,r,~{memory}", taddr, I32c(int64(ncols)))
+	b.Asm("tcgen05.dealloc.cta_group::1.sync.aligned.b32 $0, $1;", "r,r,~{memory}", taddr, ir.Int32(int64(ncols)))
 }
 
 // TCGen05FenceBefore is tcgen05.fence::before_thread_sync: orders this
 // thread's prior tcgen05 operations before a following thread sync
 // (bar.sync, mbarrier arrive).
 func (b *Builder) TCGen05FenceBefore() {
-	b.Asm(types.Void, "tcgen05.fence::before_thread_sync;", "~{memory}")
+	b.Asm("tcgen05.fence::before_thread_sync;", "~{memory}")
 }
 
 // TCGen05FenceAfter is tcgen05.fence::after_thread_sync: orders this
 // thread's later tcgen05 operations after a preceding thread sync (bar.sync,
 // mbarrier wait).
 func (b *Builder) TCGen05FenceAfter() {
-	b.Asm(types.Void, "tcgen05.fence::after_thread_sync;", "~{memory}")
+	b.Asm("tcgen05.fence::after_thread_sync;", "~{memory}")
 }
 
 // TCGen05MMAF16 issues one `tcgen05.mma.cta_group::1.kind::f16` (one thread
@@ -64,12 +63,12 @@ func (b *Builder) TCGen05FenceAfter() {
 // instruction descriptor idesc (TCGen05IDescF16); accumulate (i32) nonzero
 // adds into D, zero overwrites it (the first MMA of a tile).
 func (b *Builder) TCGen05MMAF16(taddr, adesc, bdesc value.Value, idesc uint32, accumulate value.Value) {
-	b.Asm(types.Void, asmLines(
+	b.Asm(asmLines(
 		"{",
 		".reg .pred p;",
 		"setp.ne.b32 p, $4, 0;",
 		"tcgen05.mma.cta_group::1.kind::f16 [$0], $1, $2, $3, p;",
-		"}"), "r,l,l,r,r,~{memory}", taddr, adesc, bdesc, I32c(int64(idesc)), accumulate)
+		"}"), "r,l,l,r,r,~{memory}", taddr, adesc, bdesc, ir.Int32(int64(idesc)), accumulate)
 }
 
 // TCGen05Commit makes the mbarrier at bar (i32 shared address) receive one
@@ -77,7 +76,7 @@ func (b *Builder) TCGen05MMAF16(taddr, adesc, bdesc value.Value, idesc uint32, a
 // completed (tcgen05.commit.cta_group::1.mbarrier::arrive::one; it implies
 // tcgen05.fence::before_thread_sync).
 func (b *Builder) TCGen05Commit(bar value.Value) {
-	b.Asm(types.Void, "tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];", "r,~{memory}", bar)
+	b.Asm("tcgen05.commit.cta_group::1.mbarrier::arrive::one.shared::cluster.b64 [$0];", "r,~{memory}", bar)
 }
 
 // TCGen05Load32x32b loads n (1, 2, 4, 8, 16, 32, 64 or 128) consecutive
@@ -102,12 +101,7 @@ func (b *Builder) TCGen05Load32x32b(taddr value.Value, n int) ([]value.Value, er
 	text := asmLines(
 		fmt.Sprintf("tcgen05.ld.sync.aligned.32x32b.x%d.b32 {%s}, [$%d];", n, strings.Join(regs, ", "), n),
 		"tcgen05.wait::ld.sync.aligned;")
-	r := b.Asm(Struct(F32, n), text, strings.Join(cons, ","), taddr)
-	out := make([]value.Value, n)
-	for i := range out {
-		out[i] = b.Extract(r, i)
-	}
-	return out, nil
+	return b.AsmCallN(text, strings.Join(cons, ","), f32s(n), taddr), nil
 }
 
 // SM100DescK128B returns the address-independent bits of the tcgen05
@@ -123,8 +117,8 @@ func SM100DescK128B() (uint64, error) {
 // SM100Desc returns hi | ((addr >> 4) & 0x3FFF) as an i64 descriptor for
 // the tile at 32-bit shared address addr.
 func (b *Builder) SM100Desc(addr value.Value, hi uint64) value.Value {
-	lo := b.ZExt(b.And(b.LShr(addr, I32c(4)), I32c(0x3FFF)), I64)
-	return b.Or(lo, constant.NewInt(types.I64, int64(hi)))
+	lo := b.ZExt(b.And(b.LShr(addr, ir.Int32(4)), ir.Int32(0x3FFF)), ir.I64)
+	return b.Or(lo, ir.Int64(int64(hi)))
 }
 
 // TCGen05IDescF16 is the 32-bit instruction descriptor of

@@ -40,13 +40,14 @@ func TestSM100PresetsAssemble(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := ir.NewModule("sm100_" + name).IR
+			im := ir.NewModule("sm100_" + name)
 			for _, s := range sm90Specs(t, name, schedule.SM100a) {
-				if _, err := eng.GroupedGEMM(m, s, 8); err != nil {
+				if _, err := eng.GroupedGEMM(im, s, 8); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := ir.Check(m); err != nil {
+			m, err := im.Finish()
+			if err != nil {
 				t.Fatal(err)
 			}
 			text, err := ir.LLVM19Text(m)
@@ -190,7 +191,7 @@ func TestSM100Refusals(t *testing.T) {
 	}
 	base := sm90GemmCases("sm100r")[0].spec
 	base.Tile = Tile{BM: 128, BN: 128, BK: 64, Stages: 4, Warps: 1, ProducerWarps: 1, EpilogueWarps: 4}
-	if _, err := eng.GroupedGEMM(ir.NewModule("ok").IR, base, 1); err != nil {
+	if _, err := eng.GroupedGEMM(ir.NewModule("ok"), base, 1); err != nil {
 		t.Fatalf("base spec refused: %v", err)
 	}
 	for name, mod := range map[string]func(s *GemmSpec){
@@ -205,7 +206,7 @@ func TestSM100Refusals(t *testing.T) {
 		s := base
 		s.Name = "sm100r_" + name
 		mod(&s)
-		if _, err := eng.GroupedGEMM(ir.NewModule("r").IR, s, 1); err == nil {
+		if _, err := eng.GroupedGEMM(ir.NewModule("r"), s, 1); err == nil {
 			t.Errorf("%s: spec accepted, want an error", name)
 		} else if !strings.Contains(err.Error(), s.Name) {
 			t.Errorf("%s: error %q does not name the kernel", name, err)

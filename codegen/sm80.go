@@ -3,9 +3,10 @@ package codegen
 import (
 	"fmt"
 
-	llir "github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
 )
 
 // sm80Engine is the sm_80 grouped GEMM: mma.sync.aligned.m16n8k16 bf16 with
@@ -96,7 +97,7 @@ func sm80Plan(s GemmSpec) (sm80Layout, error) {
 }
 
 // GroupedGEMM adds the sm_80 kernel of spec to m.
-func (sm80Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
+func (sm80Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
 	if err := spec.Validate(); err != nil {
 		return KernelInfo{}, err
 	}
@@ -105,15 +106,7 @@ func (sm80Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (Ke
 		return KernelInfo{}, err
 	}
 	params := GemmParams(spec)
-	lp := make([]*llir.Param, len(params))
-	for i, q := range params {
-		t := types.Type(GPtr)
-		if q.Type == ParamI32 {
-			t = I32
-		}
-		lp[i] = llir.NewParam(q.Name, t)
-	}
-	b := NewKernel(m, spec.Name, l.threads, lp...)
+	b := NewKernel(m, spec.Name, l.threads, gemmIRParams(params)...)
 	if err := l.emit(b, spec); err != nil {
 		return KernelInfo{}, err
 	}
@@ -122,43 +115,43 @@ func (sm80Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (Ke
 }
 
 func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
-	tid := b.Tid()
+	tid := b.ThreadIdx(ir.X)
 	lane, warp := b.LaneWarp()
 	K := int64(l.k)
 
 	// Block → (expert, first row, end of the expert's rows).
 	var e, row0, rowEnd value.Value
 	if spec.A == ATiled {
-		tile := b.Ctaid("x")
-		nt := b.Load(I32, b.Param("ntiles"), 4)
-		b.ReturnIf(b.Cmp("sge", tile, nt))
+		tile := b.BlockIdx(ir.X)
+		nt := b.LoadAt(ir.I32, b.Param("ntiles"), 4)
+		b.ReturnIf(b.ICmp(enum.IPredSGE, tile, nt))
 		q := b.elemPtr(b.Param("tiles"), b.MulI(tile, 2), 4)
-		e = b.Load(I32, q, 4)
-		row0 = b.Load(I32, b.GEPc(q, 4), 4)
-		rowEnd = b.Load(I32, b.elemPtr(b.Param("offsets"), b.AddI(e, 1), 4), 4)
+		e = b.LoadAt(ir.I32, q, 4)
+		row0 = b.LoadAt(ir.I32, b.ByteOffsetC(q, 4), 4)
+		rowEnd = b.LoadAt(ir.I32, b.elemPtr(b.Param("offsets"), b.AddI(e, 1), 4), 4)
 	} else {
-		e = I32c(0)
-		row0 = b.MulI(b.Ctaid("x"), int64(l.BM))
+		e = ir.Int32(0)
+		row0 = b.MulI(b.BlockIdx(ir.X), int64(l.BM))
 		rowEnd = b.Param("rows")
-		b.ReturnIf(b.Cmp("sge", row0, rowEnd))
+		b.ReturnIf(b.ICmp(enum.IPredSGE, row0, rowEnd))
 	}
-	n0 := b.MulI(b.Ctaid("y"), int64(spec.Tile.BN)) // first output column
+	n0 := b.MulI(b.BlockIdx(ir.Y), int64(spec.Tile.BN)) // first output column
 
 	// Expert e's B matrix and bias row.
 	var bBase value.Value
 	if spec.B == BTable {
-		addr := b.Load(I64, b.elemPtr(b.Param("b"), e, 8), 8)
-		bBase = b.B.NewIntToPtr(addr, GPtr)
+		addr := b.LoadAt(ir.I64, b.elemPtr(b.Param("b"), e, 8), 8)
+		bBase = b.IntToPtr(addr, GPtr)
 	} else {
-		bBase = b.GEP(b.Param("b"), b.MulI(b.Wide(e), int64(l.brows)*K*2))
+		bBase = b.ByteOffset(b.Param("b"), b.MulI(b.Wide(e), int64(l.brows)*K*2))
 	}
 	var biasRow value.Value
 	if spec.Bias {
-		biasRow = b.GEP(b.Param("bias"), b.MulI(b.Wide(e), int64(l.brows)*4))
+		biasRow = b.ByteOffset(b.Param("bias"), b.MulI(b.Wide(e), int64(l.brows)*4))
 	}
 
 	smem := b.DynSmem()
-	smemAddr := b.SharedAddr(smem)
+	smemAddr := b.PtrToInt(smem)
 	aGlobal := b.Param("a")
 
 	// Loader: each thread owns aChunks + bChunks 16-byte chunks per stage,
@@ -173,8 +166,8 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 	}
 	var chunks []chunk
 	cpr := int64(l.chunksPerRow)
-	aFallback := b.B.NewPtrToInt(aGlobal, I64)
-	bFallback := b.B.NewPtrToInt(bBase, I64)
+	aFallback := b.PtrToInt(aGlobal)
+	bFallback := b.PtrToInt(bBase)
 	for i := 0; i < l.aChunks+l.bChunks; i++ {
 		isA := i < l.aChunks
 		idx := i
@@ -182,31 +175,31 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 			idx = i - l.aChunks
 		}
 		c := b.AddI(tid, int64(idx*l.threads))
-		r := b.UDiv(c, I32c(cpr))
-		kc := b.URem(c, I32c(cpr))
+		r := b.UDiv(c, ir.Int32(cpr))
+		kc := b.URem(c, ir.Int32(cpr))
 		kByte := b.MulI(b.Wide(kc), 16)
 		ch := chunk{kElem: b.MulI(kc, 8)}
 		if isA {
 			ch.sOff = b.Add(b.MulI(b.Wide(r), int64(l.rowBytes)), kByte)
 			grow := b.Add(row0, r)
-			ch.rowOK = b.Cmp("slt", grow, rowEnd)
+			ch.rowOK = b.ICmp(enum.IPredSLT, grow, rowEnd)
 			ch.gAddr = b.Add(aFallback, b.Add(b.MulI(b.Wide(grow), K*2), kByte))
 			ch.fallback = aFallback
 		} else {
-			ch.sOff = b.Add(I64c(int64(l.aBytes)), b.Add(b.MulI(b.Wide(r), int64(l.rowBytes)), kByte))
+			ch.sOff = b.Add(ir.Int64(int64(l.aBytes)), b.Add(b.MulI(b.Wide(r), int64(l.rowBytes)), kByte))
 			var grow value.Value
 			switch {
 			case !l.gated:
 				grow = b.Add(n0, r)
-				ch.rowOK = b.Cmp("slt", grow, I32c(int64(l.n)))
+				ch.rowOK = b.ICmp(enum.IPredSLT, grow, ir.Int32(int64(l.n)))
 			case l.interleaved:
 				grow = b.Add(b.MulI(n0, 2), r)
-				ch.rowOK = b.Cmp("slt", grow, I32c(int64(2*l.n)))
+				ch.rowOK = b.ICmp(enum.IPredSLT, grow, ir.Int32(int64(2*l.n)))
 			default: // halves: smem row 2j gate, 2j+1 up
-				j := b.Add(n0, b.LShr(r, I32c(1)))
-				odd := b.And(r, I32c(1))
+				j := b.Add(n0, b.LShr(r, ir.Int32(1)))
+				odd := b.And(r, ir.Int32(1))
 				grow = b.Add(j, b.MulI(odd, int64(l.n)))
-				ch.rowOK = b.Cmp("slt", j, I32c(int64(l.n)))
+				ch.rowOK = b.ICmp(enum.IPredSLT, j, ir.Int32(int64(l.n)))
 			}
 			ch.gAddr = b.Add(bFallback, b.Add(b.MulI(b.Wide(grow), K*2), kByte))
 			ch.fallback = bFallback
@@ -220,83 +213,85 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 		kByte := b.MulI(b.Wide(kt), int64(l.BK)*2)
 		kFirst := b.MulI(kt, int64(l.BK))
 		for _, ch := range chunks {
-			ok := b.And(ch.rowOK, b.Cmp("slt", b.Add(kFirst, ch.kElem), I32c(K)))
+			ok := b.And(ch.rowOK, b.ICmp(enum.IPredSLT, b.Add(kFirst, ch.kElem), ir.Int32(K)))
 			src := b.Select(ok, b.Add(ch.gAddr, kByte), ch.fallback)
-			size := b.Select(ok, I32c(16), I32c(0))
-			b.Asm(types.Void, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "l,l,r,~{memory}",
+			size := b.Select(ok, ir.Int32(16), ir.Int32(0))
+			b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", "l,l,r,~{memory}",
 				b.Add(stBase, ch.sOff), src, size)
 		}
 	}
-	commit := func() { b.Asm(types.Void, "cp.async.commit_group;", "~{memory}") }
-	waitGroup := func(n int) { b.Asm(types.Void, fmt.Sprintf("cp.async.wait_group %d;", n), "~{memory}") }
+	commit := func() { b.Asm("cp.async.commit_group;", "~{memory}") }
+	waitGroup := func(n int) { b.Asm(fmt.Sprintf("cp.async.wait_group %d;", n), "~{memory}") }
 
 	// Prologue: K blocks 0..S-2.
 	for s := 0; s < l.S-1; s++ {
 		if s < l.kTiles {
-			load(I32c(int64(s)), I32c(int64(s)))
+			load(ir.Int32(int64(s)), ir.Int32(int64(s)))
 		}
 		commit()
 	}
 
 	// Warp tile origin and per-lane ldmatrix offsets.
-	wm := b.UDiv(warp, I32c(int64(l.WN)))
-	wn := b.URem(warp, I32c(int64(l.WN)))
+	wm := b.UDiv(warp, ir.Int32(int64(l.WN)))
+	wn := b.URem(warp, ir.Int32(int64(l.WN)))
 	mRow0 := b.MulI(wm, int64(l.MT)) // first A row of the warp tile
 	nRow0 := b.MulI(wn, int64(l.NT)) // first B row of the warp tile
 	rb := int64(l.rowBytes)
 	// A: lane l addresses row (l%16), k 8*(l/16).
-	aLane := b.Add(b.MulI(b.Wide(b.Add(mRow0, b.And(lane, I32c(15)))), rb), b.MulI(b.Wide(b.LShr(lane, I32c(4))), 16))
+	aLane := b.Add(b.MulI(b.Wide(b.Add(mRow0, b.And(lane, ir.Int32(15)))), rb), b.MulI(b.Wide(b.LShr(lane, ir.Int32(4))), 16))
 	// B: lane l addresses row 8*(l/16) + l%8, k 8*((l/8)%2).
-	bRowL := b.Add(nRow0, b.Add(b.MulI(b.LShr(lane, I32c(4)), 8), b.And(lane, I32c(7))))
-	bLane := b.Add(I64c(int64(l.aBytes)), b.Add(b.MulI(b.Wide(bRowL), rb), b.MulI(b.Wide(b.And(b.LShr(lane, I32c(3)), I32c(1))), 16)))
+	bRowL := b.Add(nRow0, b.Add(b.MulI(b.LShr(lane, ir.Int32(4)), 8), b.And(lane, ir.Int32(7))))
+	bLane := b.Add(ir.Int64(int64(l.aBytes)), b.Add(b.MulI(b.Wide(bRowL), rb), b.MulI(b.Wide(b.And(b.LShr(lane, ir.Int32(3)), ir.Int32(1))), 16)))
 
 	mFr, nFr := l.MT/16, l.NT/8
 	nAcc := mFr * nFr * 4
 	init := make([]value.Value, nAcc)
 	for i := range init {
-		init[i] = F32c(0)
+		init[i] = ir.Float32(0)
 	}
-	i4 := Struct(I32, 4)
-	f4 := Struct(F32, 4)
-	acc := b.Loop(I32c(0), I32c(int64(l.kTiles)), I32c(1), init, func(kt value.Value, acc []value.Value) []value.Value {
+	// ldmatrix and mma.sync touch registers (ldmatrix reads stages that
+	// cp.async.wait_group and bar.sync order): no memory clobber.
+	i4 := ir.Struct(ir.I32, ir.I32, ir.I32, ir.I32)
+	f4 := ir.Struct(ir.F32, ir.F32, ir.F32, ir.F32)
+	acc := b.Loop(ir.Int32(0), ir.Int32(int64(l.kTiles)), ir.Int32(1), init, func(kt value.Value, acc []value.Value) []value.Value {
 		waitGroup(l.S - 2)
-		b.Sync()
-		st := b.URem(kt, I32c(int64(l.S)))
+		b.SyncThreads()
+		st := b.URem(kt, ir.Int32(int64(l.S)))
 		stBase := b.Add(smemAddr, b.MulI(b.Wide(st), int64(l.stageBytes)))
 		out := make([]value.Value, nAcc)
 		copy(out, acc)
 		for kk := 0; kk < l.BK/16; kk++ {
 			aFr := make([][4]value.Value, mFr)
 			for mi := 0; mi < mFr; mi++ {
-				addr := b.Add(stBase, b.Add(aLane, I64c(int64(mi*16)*rb+int64(kk*32))))
-				r := b.Asm(i4, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l", addr)
+				addr := b.Add(stBase, b.Add(aLane, ir.Int64(int64(mi*16)*rb+int64(kk*32))))
+				r := b.AsmCallNoMemory("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l", i4, addr)
 				for j := 0; j < 4; j++ {
-					aFr[mi][j] = b.Extract(r, j)
+					aFr[mi][j] = b.ExtractValue(r, j)
 				}
 			}
 			bFr := make([][2]value.Value, nFr)
 			for nj := 0; nj < nFr; nj += 2 {
-				addr := b.Add(stBase, b.Add(bLane, I64c(int64(nj*8)*rb+int64(kk*32))))
-				r := b.Asm(i4, "ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l", addr)
-				bFr[nj] = [2]value.Value{b.Extract(r, 0), b.Extract(r, 1)}
-				bFr[nj+1] = [2]value.Value{b.Extract(r, 2), b.Extract(r, 3)}
+				addr := b.Add(stBase, b.Add(bLane, ir.Int64(int64(nj*8)*rb+int64(kk*32))))
+				r := b.AsmCallNoMemory("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l", i4, addr)
+				bFr[nj] = [2]value.Value{b.ExtractValue(r, 0), b.ExtractValue(r, 1)}
+				bFr[nj+1] = [2]value.Value{b.ExtractValue(r, 2), b.ExtractValue(r, 3)}
 			}
 			for mi := 0; mi < mFr; mi++ {
 				for nj := 0; nj < nFr; nj++ {
 					base := (mi*nFr + nj) * 4
-					r := b.Asm(f4, "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
-						"=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f",
+					r := b.AsmCallNoMemory("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
+						"=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", f4,
 						aFr[mi][0], aFr[mi][1], aFr[mi][2], aFr[mi][3], bFr[nj][0], bFr[nj][1],
 						out[base], out[base+1], out[base+2], out[base+3])
 					for j := 0; j < 4; j++ {
-						out[base+j] = b.Extract(r, j)
+						out[base+j] = b.ExtractValue(r, j)
 					}
 				}
 			}
 		}
 		next := b.AddI(kt, int64(l.S-1))
-		b.If(b.Cmp("slt", next, I32c(int64(l.kTiles))), func() {
-			load(next, b.URem(next, I32c(int64(l.S))))
+		b.If(b.ICmp(enum.IPredSLT, next, ir.Int32(int64(l.kTiles))), func() {
+			load(next, b.URem(next, ir.Int32(int64(l.S))))
 		})
 		commit()
 		return out
@@ -306,8 +301,8 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 	// Epilogue: fragment (mi, nj) holds rows g, g+8 (g = lane/4) and B-tile
 	// columns 2*(lane%4), +1 of the m16n8 block.
 	ep := NewEpilogue(spec, EpilogueArgs{C: b.Param("c"), Bias: biasRow, RowEnd: rowEnd})
-	g := b.LShr(lane, I32c(2))
-	q := b.And(lane, I32c(3))
+	g := b.LShr(lane, ir.Int32(2))
+	q := b.And(lane, ir.Int32(3))
 	for mi := 0; mi < mFr; mi++ {
 		r0 := b.Add(row0, b.Add(mRow0, b.AddI(g, int64(mi*16))))
 		r1 := b.AddI(r0, 8)
@@ -316,7 +311,7 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 			colB := b.Add(nRow0, b.AddI(b.MulI(q, 2), int64(nj*8))) // B-tile column of c0
 			var col value.Value
 			if l.gated {
-				col = b.Add(n0, b.LShr(colB, I32c(1)))
+				col = b.Add(n0, b.LShr(colB, ir.Int32(1)))
 			} else {
 				col = b.Add(n0, colB)
 			}
@@ -328,6 +323,6 @@ func (l sm80Layout) emit(b *Builder, spec GemmSpec) error {
 			}
 		}
 	}
-	b.Ret()
+	b.Ret(nil)
 	return nil
 }

@@ -3,9 +3,10 @@ package codegen
 import (
 	"fmt"
 
-	llir "github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
 )
 
 // sm90Engine is the sm_90a (Hopper) grouped GEMM: TMA loads into a
@@ -218,7 +219,7 @@ func (l sm90Layout) bBoxRows() int {
 }
 
 // GroupedGEMM adds the sm_90a kernel of spec to m.
-func (sm90Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
+func (sm90Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
 	if err := spec.Validate(); err != nil {
 		return KernelInfo{}, err
 	}
@@ -230,33 +231,16 @@ func (sm90Engine) GroupedGEMM(m *llir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	if spec.B == BTable {
 		params = params[:len(params)-1] // B comes through cp.async: no tensor map
 	}
-	b := NewKernel(m, spec.Name, l.threads, gemmLLParams(params)...)
-	MarkGridConstant(m, b.F, 1)
+	b := NewKernel(m, spec.Name, l.threads, gemmIRParams(params)...)
+	b.MinBlocksPerSM(1)
 	if l.launchRegs > 0 {
-		AnnotateKernel(m, b.F, "maxnreg", l.launchRegs)
+		b.MaxRegisters(l.launchRegs)
 	}
 	if err := l.emit(b, spec); err != nil {
 		return KernelInfo{}, err
 	}
 	return KernelInfo{Name: spec.Name, Params: params, Block: l.threads, SharedBytes: l.sharedBytes,
 		Grid: [3]Expr{Const(sm90Persistent), Const(1), Const(1)}}, nil
-}
-
-// gemmLLParams turns a GEMM parameter list into llir parameters: pointers
-// are global byte pointers, i32 scalars i32, tensor maps byval [128 x i8].
-func gemmLLParams(params []Param) []*llir.Param {
-	lp := make([]*llir.Param, len(params))
-	for i, q := range params {
-		switch q.Type {
-		case ParamI32:
-			lp[i] = llir.NewParam(q.Name, I32)
-		case ParamTmap:
-			lp[i] = TensorMapParam(q.Name)
-		default:
-			lp[i] = llir.NewParam(q.Name, GPtr)
-		}
-	}
-	return lp
 }
 
 // gemmWork is one work item of a persistent grouped GEMM.
@@ -269,26 +253,26 @@ type gemmWork struct {
 func gemmItems(b *Builder, s GemmSpec, bm, nBlocks int) value.Value {
 	var tiles value.Value
 	if s.A == ATiled {
-		tiles = b.Load(I32, b.Param("ntiles"), 4)
+		tiles = b.LoadAt(ir.I32, b.Param("ntiles"), 4)
 	} else {
-		tiles = b.UDiv(b.AddI(b.Param("rows"), int64(bm-1)), I32c(int64(bm)))
+		tiles = b.UDiv(b.AddI(b.Param("rows"), int64(bm-1)), ir.Int32(int64(bm)))
 	}
 	return b.MulI(tiles, int64(nBlocks))
 }
 
 // gemmDecode emits the decoding of work item it.
 func gemmDecode(b *Builder, s GemmSpec, it value.Value, bm, bn, nBlocks int) gemmWork {
-	t := b.UDiv(it, I32c(int64(nBlocks)))
-	nb := b.URem(it, I32c(int64(nBlocks)))
+	t := b.UDiv(it, ir.Int32(int64(nBlocks)))
+	nb := b.URem(it, ir.Int32(int64(nBlocks)))
 	var w gemmWork
 	w.n0 = b.MulI(nb, int64(bn))
 	if s.A == ATiled {
-		q := b.GEP(b.Param("tiles"), b.MulI(b.Wide(t), 8))
-		w.e = b.Load(I32, q, 4)
-		w.row0 = b.Load(I32, b.GEPc(q, 4), 4)
-		w.rowEnd = b.Load(I32, b.GEP(b.Param("offsets"), b.MulI(b.Wide(b.AddI(w.e, 1)), 4)), 4)
+		q := b.ByteOffset(b.Param("tiles"), b.MulI(b.Wide(t), 8))
+		w.e = b.LoadAt(ir.I32, q, 4)
+		w.row0 = b.LoadAt(ir.I32, b.ByteOffsetC(q, 4), 4)
+		w.rowEnd = b.LoadAt(ir.I32, b.ByteOffset(b.Param("offsets"), b.MulI(b.Wide(b.AddI(w.e, 1)), 4)), 4)
 	} else {
-		w.e = I32c(0)
+		w.e = ir.Int32(0)
 		w.row0 = b.MulI(t, int64(bm))
 		w.rowEnd = b.Param("rows")
 	}
@@ -299,25 +283,25 @@ func gemmDecode(b *Builder, s GemmSpec, it value.Value, bm, bn, nBlocks int) gem
 // parity flips each time the stage wraps to 0.
 func ringNext(b *Builder, stage, phase value.Value, S int) (value.Value, value.Value) {
 	n := b.AddI(stage, 1)
-	wrap := b.Cmp("eq", n, I32c(int64(S)))
-	return b.Select(wrap, I32c(0), n), b.Select(wrap, b.Xor(phase, I32c(1)), phase)
+	wrap := b.ICmp(enum.IPredEQ, n, ir.Int32(int64(S)))
+	return b.Select(wrap, ir.Int32(0), n), b.Select(wrap, b.Xor(phase, ir.Int32(1)), phase)
 }
 
 func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
-	tid := b.Tid()
-	wg := b.LShr(tid, I32c(7))
+	tid := b.ThreadIdx(ir.X)
+	wg := b.LShr(tid, ir.Int32(7))
 	base := b.SharedBase1024()
 	bars := b.AddI(base, int64(l.barOff))
-	tmA := b.TensorMapAddr(b.Param("tmap_a"))
+	tmA := b.PtrToInt(b.Param("tmap_a"))
 	var tmB value.Value
 	fullCount := 1
 	if spec.B == BTable {
 		fullCount += 128 // one cp.async arrival per producer thread
 	} else {
-		tmB = b.TensorMapAddr(b.Param("tmap_b"))
+		tmB = b.PtrToInt(b.Param("tmap_b"))
 	}
 
-	b.If(b.Cmp("eq", tid, I32c(0)), func() {
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
 		for s := 0; s < l.S; s++ {
 			b.MbarInit(b.AddI(bars, int64(8*s)), fullCount)
 			b.MbarInit(b.AddI(bars, int64(8*(l.S+s))), 4*l.WG)
@@ -332,12 +316,12 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			b.PrefetchTensorMap(tmB)
 		}
 	})
-	b.Sync()
+	b.SyncThreads()
 	items := gemmItems(b, spec, l.BM, l.nBlocks)
-	first, step := b.Ctaid("x"), b.Nctaid("x")
+	first, step := b.BlockIdx(ir.X), b.GridDim(ir.X)
 	var err error
 
-	b.IfElse(b.Cmp("eq", wg, I32c(0)), func() {
+	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
 		// Producer warpgroup.
 		if l.prodRegs > 0 {
 			b.SetMaxNReg(false, l.prodRegs)
@@ -346,7 +330,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			aAtom: l.aAtom, bAtom: l.bAtom, stageBytes: l.stageBytes, kTiles: l.kTiles, nBlocks: l.nBlocks,
 			gated: l.gated, interleave: l.interleave, threads: 128, base: base, bars: bars, tmA: tmA, tmB: tmB}
 		if l.staged {
-			b.IfElse(b.Cmp("ult", tid, I32c(32)), func() {
+			b.IfElse(b.ICmp(enum.IPredULT, tid, ir.Int32(32)), func() {
 				err = joinErr(err, pr.emit(b, tid, first, items, step))
 			}, func() {
 				l.storeWarps(b, spec, b.AddI(tid, -32), base, bars, first, items, step)
@@ -361,7 +345,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		}
 		c := b.AddI(wg, -1)
 		lane, warp := b.LaneWarp()
-		laneZero := b.ZExt(b.Cmp("eq", lane, I32c(0)), I32)
+		laneZero := b.ZExt(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), ir.I32)
 		aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom
 		offA, offB := make([]int, 0, 4*l.atoms), make([]int, 0, 4*l.atoms)
 		for a := 0; a < l.atoms; a++ {
@@ -372,9 +356,9 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		}
 		ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
 			OffA: offA, OffB: offB, DescHi: l.descHi, ProxyFence: spec.B == BTable}
-		b.Loop(first, items, step, []value.Value{I32c(0), I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
+		b.Loop(first, items, step, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
 			w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
-			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], I32c(int64(l.kTiles)), bars, base, aOff, laneZero)
+			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], ir.Int32(int64(l.kTiles)), bars, base, aOff, laneZero)
 			if e != nil {
 				err = e
 				return v
@@ -382,14 +366,14 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			sph := v[2]
 			if l.staged {
 				err = joinErr(err, l.stageOut(b, spec, w, c, lane, warp, acc, base, bars, sph))
-				sph = b.Xor(sph, I32c(1))
+				sph = b.Xor(sph, ir.Int32(1))
 			} else if e := l.epilogue(b, spec, w, c, lane, warp, acc); e != nil {
 				err = e
 			}
 			return []value.Value{stage, phase, sph}
 		})
 	})
-	b.Ret()
+	b.Ret(nil)
 	return err
 }
 
@@ -399,12 +383,12 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	var bias value.Value
 	if spec.Bias {
-		bias = b.GEP(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
+		bias = b.ByteOffset(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
 	}
 	ep := NewEpilogue(spec, EpilogueArgs{C: b.Param("c"), Bias: bias, RowEnd: w.rowEnd})
-	wq := b.And(warp, I32c(3))
-	r0 := b.Add(b.Add(w.row0, b.MulI(c, 64)), b.Add(b.MulI(wq, 16), b.LShr(lane, I32c(2))))
-	t2 := b.MulI(b.And(lane, I32c(3)), 2)
+	wq := b.And(warp, ir.Int32(3))
+	r0 := b.Add(b.Add(w.row0, b.MulI(c, 64)), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2))))
+	t2 := b.MulI(b.And(lane, ir.Int32(3)), 2)
 	for h := 0; h < 2; h++ { // rows r0 and r0+8
 		row := b.AddI(r0, int64(8*h))
 		switch {
@@ -419,7 +403,7 @@ func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, war
 				}
 			}
 		case l.interleave:
-			t := b.And(lane, I32c(3))
+			t := b.And(lane, ir.Int32(3))
 			for j := 0; j < l.NB/8; j++ {
 				col := b.Add(b.AddI(w.n0, int64(4*j)), t)
 				if err := ep.Emit(b, row, col, []value.Value{acc[4*j+2*h], acc[4*j+2*h+1]}); err != nil {
@@ -460,20 +444,20 @@ func (p gemmProducer) emit(b *Builder, tid, first, items, step value.Value) erro
 	table := spec.B == BTable
 	full := func(stage value.Value) value.Value { return b.Add(p.bars, b.MulI(stage, 8)) }
 	empty := func(stage value.Value) value.Value { return b.Add(p.bars, b.AddI(b.MulI(stage, 8), int64(8*p.S))) }
-	lead := b.Cmp("eq", tid, I32c(0))
+	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
 	bt := bTableLoad{NB: p.NB, BN: p.BN, BK: p.BK, atoms: p.atoms, bAtom: p.bAtom, N: spec.N, K: spec.K,
 		BRows: spec.BRows(), gated: p.gated, interleave: p.interleave, threads: p.threads}
 	aBytes := p.atoms * p.aAtom
 	body := func() {
-		b.Loop(first, items, step, []value.Value{I32c(0), I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
+		b.Loop(first, items, step, []value.Value{ir.Int32(0), ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
 			w := gemmDecode(b, spec, it, p.BM, p.BN, p.nBlocks)
 			var ptrE value.Value
 			if table {
-				ptrE = b.Load(I64, b.GEP(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
+				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
 			}
-			return b.Loop(I32c(0), I32c(int64(p.kTiles)), I32c(1), v, func(kt value.Value, v []value.Value) []value.Value {
+			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
 				stage, phase := v[0], v[1]
-				b.MbarWait(empty(stage), b.Xor(phase, I32c(1)))
+				b.MbarWait(empty(stage), b.Xor(phase, ir.Int32(1)))
 				fb := full(stage)
 				sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
 				tma := func() {
@@ -531,31 +515,31 @@ func (p gemmProducer) emit(b *Builder, tid, first, items, step value.Value) erro
 func (l sm90Layout) stageOut(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value, base, bars, sph value.Value) error {
 	var err error
 	stgFull, stgEmpty := b.AddI(bars, int64(16*l.S)), b.AddI(bars, int64(16*l.S+8))
-	b.MbarWait(stgEmpty, b.Xor(sph, I32c(1)))
+	b.MbarWait(stgEmpty, b.Xor(sph, ir.Int32(1)))
 	var bias value.Value
 	if spec.Bias {
-		bias = b.GEP(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
+		bias = b.ByteOffset(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
 	}
 	ep := NewEpilogue(spec, EpilogueArgs{C: b.Param("c"), Bias: bias, RowEnd: w.rowEnd})
-	wq := b.And(warp, I32c(3))
-	rl := b.Add(b.MulI(c, 64), b.Add(b.MulI(wq, 16), b.LShr(lane, I32c(2)))) // tile row
-	t := b.And(lane, I32c(3))
+	wq := b.And(warp, ir.Int32(3))
+	rl := b.Add(b.MulI(c, 64), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // tile row
+	t := b.And(lane, ir.Int32(3))
 	t2 := b.MulI(t, 2)
 	stg := b.AddI(base, int64(l.stgOff))
 	put := func(row value.Value, lc value.Value, vals []value.Value) {
 		col := b.Add(w.n0, lc)
-		b.If(b.Cmp("slt", col, I32c(int64(spec.N))), func() {
+		b.If(b.ICmp(enum.IPredSLT, col, ir.Int32(int64(spec.N))), func() {
 			outs, e := ep.Values(b, col, vals)
 			if e != nil {
 				err = joinErr(err, e)
 				return
 			}
 			addr := b.Add(b.Add(stg, b.MulI(row, int64(l.stgStride))), b.MulI(lc, 2))
-			p := b.B.NewIntToPtr(b.ZExt(addr, I64), SPtr)
+			p := b.IntToPtr(b.ZExt(addr, ir.I64), SPtr)
 			if len(outs) == 2 {
-				b.Store(b.PackBF16(outs[0], outs[1]), p, 4)
+				b.StoreAt(b.PackBF16(outs[0], outs[1]), p, 4)
 			} else {
-				b.Store(b.ToBF16(outs[0]), p, 2)
+				b.StoreAt(b.ToBF16(outs[0]), p, 2)
 			}
 		})
 	}
@@ -593,26 +577,26 @@ func (l sm90Layout) storeWarps(b *Builder, spec GemmSpec, t, base, bars, first, 
 	stg := b.AddI(base, int64(l.stgOff))
 	cpr := l.BN / 8 // 16-byte chunks per staging row
 	total := l.BM * cpr
-	v4 := types.NewVector(4, I32)
-	b.Loop(first, items, step, []value.Value{I32c(0)}, func(it value.Value, v []value.Value) []value.Value {
+	v4 := ir.Vec(4, ir.I32)
+	b.Loop(first, items, step, []value.Value{ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
 		w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
 		sph := v[0]
 		b.MbarWait(stgFull, sph)
-		b.Loop(t, I32c(int64(total)), I32c(96), nil, func(q value.Value, _ []value.Value) []value.Value {
-			r := b.UDiv(q, I32c(int64(cpr)))
-			ch := b.URem(q, I32c(int64(cpr)))
+		b.Loop(t, ir.Int32(int64(total)), ir.Int32(96), nil, func(q value.Value, _ []value.Value) []value.Value {
+			r := b.UDiv(q, ir.Int32(int64(cpr)))
+			ch := b.URem(q, ir.Int32(int64(cpr)))
 			row := b.Add(w.row0, r)
 			col := b.Add(w.n0, b.MulI(ch, 8))
-			ok := b.And(b.Cmp("slt", row, w.rowEnd), b.Cmp("slt", col, I32c(int64(spec.N))))
+			ok := b.And(b.ICmp(enum.IPredSLT, row, w.rowEnd), b.ICmp(enum.IPredSLT, col, ir.Int32(int64(spec.N))))
 			b.If(ok, func() {
 				src := b.Add(b.Add(stg, b.MulI(r, int64(l.stgStride))), b.MulI(ch, 16))
-				val := b.Load(v4, b.B.NewIntToPtr(b.ZExt(src, I64), SPtr), 16)
+				val := b.LoadAt(v4, b.IntToPtr(b.ZExt(src, ir.I64), SPtr), 16)
 				off := b.MulI(b.Add(b.MulI(b.Wide(row), int64(spec.N)), b.Wide(col)), 2)
-				b.Store(val, b.GEP(b.Param("c"), off), 16)
+				b.StoreAt(val, b.ByteOffset(b.Param("c"), off), 16)
 			})
 			return nil
 		})
 		b.MbarArrive(stgEmpty)
-		return []value.Value{b.Xor(sph, I32c(1))}
+		return []value.Value{b.Xor(sph, ir.Int32(1))}
 	})
 }

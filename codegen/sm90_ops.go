@@ -4,10 +4,7 @@ import (
 	"fmt"
 	"strings"
 
-	llir "github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/constant"
-	"github.com/llir/llvm/ir/metadata"
-	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
@@ -19,123 +16,26 @@ import (
 // wgmma and setmaxnreg. Every shared-memory operand is a 32-bit address in
 // the shared window (what `cvta.to.shared` gives, and what ptrtoint of an
 // addrspace(3) pointer truncated to i32 is); tensor-map operands are the
-// 64-bit generic address of a byval kernel parameter (TensorMapParam).
+// 64-bit generic address of a byval kernel parameter (ir.TensorMapParam;
+// ptrtoint of the parameter).
 // Sources: PTX ISA 8.x, sections "Parallel Synchronization and
 // Communication Instructions: mbarrier", "Data Movement: cp.async.bulk.tensor",
 // "Asynchronous Warpgroup Level Matrix Multiply-Accumulate (wgmma)",
 // "membar/fence" (fence.proxy.async, fence.mbarrier_init) and "setmaxnreg".
-
-// TensorMapParam returns a kernel parameter holding a CUtensorMap by value
-// (128 bytes, 64-byte aligned): `[128 x i8]* byval([128 x i8]) align 64`.
-// Call MarkGridConstant on the kernel afterwards so the pointer is the
-// parameter's own generic address (PTX: mov.b64 + cvta.param.u64), which is
-// what TMA needs; this is the same IR pattern as ir.TensorMapParam.
-func TensorMapParam(name string) *llir.Param {
-	p := llir.NewParam(name, types.NewPointer(ir.TensorMapType))
-	p.Attrs = append(p.Attrs, llir.Byval{Typ: ir.TensorMapType}, llir.Align(64))
-	return p
-}
-
-// MarkGridConstant lists the tensor-map parameters of kernel f (those built
-// by TensorMapParam) under "grid_constant" in !nvvm.annotations (1-based
-// parameter indices, as LLVM NVPTX and package ir expect), and adds
-// "minctasm" = minBlocks when minBlocks > 0 (PTX .minnctapersm). The keys go
-// into f's !{f, !"kernel", i32 1, ...} tuple; other tuples of f are merged
-// into it, so the kernel has exactly one annotation tuple (ir.Check's rule).
-func MarkGridConstant(m *llir.Module, f *llir.Func, minBlocks int) {
-	nd, ok := m.NamedMetadataDefs["nvvm.annotations"]
-	if !ok {
-		nd = &metadata.NamedDef{Name: "nvvm.annotations"}
-		m.NamedMetadataDefs["nvvm.annotations"] = nd
-	}
-	var main *metadata.Tuple
-	var fields []metadata.Field
-	drop := map[metadata.Node]bool{}
-	var keep []metadata.Node
-	for _, n := range nd.Nodes {
-		t, ok := n.(*metadata.Tuple)
-		if !ok || len(t.Fields) == 0 || t.Fields[0] != metadata.Field(f) {
-			keep = append(keep, n)
-			continue
-		}
-		if main == nil {
-			main = t
-			keep = append(keep, n)
-		} else {
-			drop[n] = true
-		}
-		fields = append(fields, t.Fields[1:]...)
-	}
-	if main == nil {
-		main = &metadata.Tuple{MetadataID: -1}
-		m.MetadataDefs = append(m.MetadataDefs, main)
-		keep = append(keep, main)
-		fields = append(fields, &metadata.String{Value: "kernel"}, I32c(1))
-	}
-	nd.Nodes = keep
-	if len(drop) > 0 {
-		var defs []metadata.Definition
-		for _, d := range m.MetadataDefs {
-			if n, ok := d.(metadata.Node); ok && drop[n] {
-				continue
-			}
-			defs = append(defs, d)
-		}
-		m.MetadataDefs = defs
-	}
-	var idx []metadata.Field
-	for i, p := range f.Params {
-		for _, a := range p.Attrs {
-			if bv, ok := a.(llir.Byval); ok && bv.Typ.Equal(ir.TensorMapType) {
-				idx = append(idx, I32c(int64(i+1)))
-			}
-		}
-	}
-	if len(idx) > 0 {
-		inner := &metadata.Tuple{MetadataID: -1, Fields: idx}
-		m.MetadataDefs = append(m.MetadataDefs, inner)
-		fields = append(fields, &metadata.String{Value: "grid_constant"}, inner)
-	}
-	if minBlocks > 0 {
-		fields = append(fields, &metadata.String{Value: "minctasm"}, I32c(int64(minBlocks)))
-	}
-	main.Fields = append([]metadata.Field{f}, fields...)
-}
-
-// AnnotateKernel adds key = value (an i32) to kernel f's
-// !nvvm.annotations tuple (e.g. "maxnreg" → PTX .maxnreg, "minctasm" →
-// .minnctapersm). Call it after MarkGridConstant, which merges f's tuples.
-func AnnotateKernel(m *llir.Module, f *llir.Func, key string, value int) {
-	if nd, ok := m.NamedMetadataDefs["nvvm.annotations"]; ok {
-		for _, n := range nd.Nodes {
-			if t, ok := n.(*metadata.Tuple); ok && len(t.Fields) > 0 && t.Fields[0] == metadata.Field(f) {
-				t.Fields = append(t.Fields, &metadata.String{Value: key}, I32c(int64(value)))
-				return
-			}
-		}
-	}
-	MarkGridConstant(m, f, 0)
-	AnnotateKernel(m, f, key, value)
-}
-
-// TensorMapAddr is the 64-bit generic address of a tensor-map parameter.
-func (b *Builder) TensorMapAddr(p value.Value) value.Value {
-	return b.B.NewPtrToInt(p, types.I64)
-}
 
 // SharedBase1024 returns the dynamic shared memory base rounded up to 1024
 // bytes, as a 32-bit shared-window address. 128-byte swizzled tiles must
 // start 1024-byte aligned (the swizzle XORs address bits [4,7) with [7,10));
 // kernels that use it request 1024 extra bytes of dynamic shared memory.
 func (b *Builder) SharedBase1024() value.Value {
-	a := b.Trunc(b.SharedAddr(b.DynSmem()), I32)
-	return b.And(b.AddI(a, 1023), I32c(-1024))
+	a := b.Trunc(b.PtrToInt(b.DynSmem()), ir.I32)
+	return b.And(b.AddI(a, 1023), ir.Int32(-1024))
 }
 
 // MbarInit initialises the mbarrier at shared address bar (8 bytes, 8-byte
 // aligned) with an expected arrival count.
 func (b *Builder) MbarInit(bar value.Value, count int) {
-	b.Asm(types.Void, "mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", bar, I32c(int64(count)))
+	b.Asm("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", bar, ir.Int32(int64(count)))
 }
 
 // FenceMbarInit makes initialised mbarriers visible to the async proxy and
@@ -143,37 +43,30 @@ func (b *Builder) MbarInit(bar value.Value, count int) {
 // fence.proxy.async.shared::cta; a barrier (bar.sync) must follow before
 // other threads use them.
 func (b *Builder) FenceMbarInit() {
-	b.Asm(types.Void, "fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;", "~{memory}")
-}
-
-// FenceProxyAsync orders this thread's generic-proxy shared-memory accesses
-// before later async-proxy accesses (TMA, wgmma, tcgen05) and vice versa
-// (fence.proxy.async.shared::cta).
-func (b *Builder) FenceProxyAsync() {
-	b.Asm(types.Void, "fence.proxy.async.shared::cta;", "~{memory}")
+	b.Asm("fence.mbarrier_init.release.cluster;\n\tfence.proxy.async.shared::cta;", "~{memory}")
 }
 
 // MbarArriveExpectTx arrives once on bar and adds bytes to the barrier's
 // expected transaction count (the bytes TMA will deliver in this phase).
 func (b *Builder) MbarArriveExpectTx(bar value.Value, bytes int) {
-	b.Asm(types.Void, "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", bar, I32c(int64(bytes)))
+	b.Asm("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", bar, ir.Int32(int64(bytes)))
 }
 
 // MbarArrive arrives once on bar (release semantics, CTA scope).
 func (b *Builder) MbarArrive(bar value.Value) {
-	b.Asm(types.Void, "mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", bar)
+	b.Asm("mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", bar)
 }
 
 // MbarArriveIf arrives once on bar when pred (i32) is nonzero.
 func (b *Builder) MbarArriveIf(bar, pred value.Value) {
-	b.Asm(types.Void, "{\n\t.reg .pred p;\n\tsetp.ne.u32 p, $1, 0;\n\t@p mbarrier.arrive.shared::cta.b64 _, [$0];\n\t}", "r,r,~{memory}", bar, pred)
+	b.Asm("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, $1, 0;\n\t@p mbarrier.arrive.shared::cta.b64 _, [$0];\n\t}", "r,r,~{memory}", bar, pred)
 }
 
 // MbarWait spins until the phase of bar with parity parity (i32, 0 or 1)
 // has completed (mbarrier.try_wait.parity in a loop; acquire semantics, CTA
 // scope). The loop's labels are local to the asm's braces.
 func (b *Builder) MbarWait(bar, parity value.Value) {
-	b.Asm(types.Void, asmLines(
+	b.Asm(asmLines(
 		"{",
 		".reg .pred p;",
 		"MBAR_WAIT:",
@@ -184,7 +77,7 @@ func (b *Builder) MbarWait(bar, parity value.Value) {
 
 // PrefetchTensorMap prefetches the tensor map at generic address tmap (i64).
 func (b *Builder) PrefetchTensorMap(tmap value.Value) {
-	b.Asm(types.Void, "prefetch.tensormap [$0];", "l,~{memory}", tmap)
+	b.Asm("prefetch.tensormap [$0];", "l,~{memory}", tmap)
 }
 
 // TMALoad issues a tiled TMA load of one box of the tensor map at generic
@@ -206,16 +99,9 @@ func (b *Builder) TMALoad(tmap, dst, bar value.Value, coords ...value.Value) err
 		n, strings.Join(cs, ", "))
 	cons := "r,l,r" + strings.Repeat(",r", n) + ",~{memory}"
 	args := append([]value.Value{dst, tmap, bar}, coords...)
-	b.Asm(types.Void, text, cons, args...)
+	b.Asm(text, cons, args...)
 	return nil
 }
-
-// WGMMAFence is wgmma.fence.sync.aligned: orders register accesses to the
-// accumulators (and smem writes) before the following wgmma.mma_async.
-func (b *Builder) WGMMAFence() { b.Asm(types.Void, "wgmma.fence.sync.aligned;", "~{memory}") }
-
-// WGMMACommit is wgmma.commit_group.sync.aligned.
-func (b *Builder) WGMMACommit() { b.Asm(types.Void, "wgmma.commit_group.sync.aligned;", "~{memory}") }
 
 // WGMMAWait is wgmma.wait_group.sync.aligned n: waits until at most n
 // committed wgmma groups of the warpgroup are pending. acc are the
@@ -223,7 +109,7 @@ func (b *Builder) WGMMACommit() { b.Asm(types.Void, "wgmma.commit_group.sync.ali
 // (tied "+f") so no use of them can move above the wait.
 func (b *Builder) WGMMAWait(n int, acc []value.Value) []value.Value {
 	if len(acc) == 0 {
-		b.Asm(types.Void, fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", n), "~{memory}")
+		b.Asm(fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", n), "~{memory}")
 		return nil
 	}
 	cons := make([]string, 0, 2*len(acc)+1)
@@ -234,12 +120,7 @@ func (b *Builder) WGMMAWait(n int, acc []value.Value) []value.Value {
 		cons = append(cons, fmt.Sprint(i))
 	}
 	cons = append(cons, "~{memory}")
-	r := b.Asm(Struct(F32, len(acc)), fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", n), strings.Join(cons, ","), acc...)
-	out := make([]value.Value, len(acc))
-	for i := range out {
-		out[i] = b.Extract(r, i)
-	}
-	return out
+	return b.AsmCallN(fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", n), strings.Join(cons, ","), f32s(len(acc)), acc...)
 }
 
 // WGMMABF16 issues len(offA) consecutive
@@ -296,12 +177,7 @@ func (b *Builder) WGMMABF16(n int, acc []value.Value, descA, descB value.Value, 
 	}
 	cons = append(cons, "~{memory}")
 	args := append([]value.Value{descA, descB}, acc...)
-	r := b.Asm(Struct(F32, na), asmLines(lines...), strings.Join(cons, ","), args...)
-	out := make([]value.Value, na)
-	for i := range out {
-		out[i] = b.Extract(r, i)
-	}
-	return out, nil
+	return b.AsmCallN(asmLines(lines...), strings.Join(cons, ","), f32s(na), args...), nil
 }
 
 // SetMaxNReg is setmaxnreg.{inc,dec}.sync.aligned.u32 n: the executing
@@ -312,7 +188,7 @@ func (b *Builder) SetMaxNReg(inc bool, n int) {
 	if inc {
 		op = "inc"
 	}
-	b.Asm(types.Void, fmt.Sprintf("setmaxnreg.%s.sync.aligned.u32 %d;", op, n), "~{memory}")
+	b.Asm(fmt.Sprintf("setmaxnreg.%s.sync.aligned.u32 %d;", op, n), "~{memory}")
 }
 
 // SM90DescK128B returns the address-independent bits of the wgmma shared
@@ -328,8 +204,8 @@ func SM90DescK128B() (uint64, error) {
 // SM90Desc returns hi | ((addr >> 4) & 0x3FFF) as an i64 descriptor for the
 // tile at 32-bit shared address addr.
 func (b *Builder) SM90Desc(addr value.Value, hi uint64) value.Value {
-	lo := b.ZExt(b.And(b.LShr(addr, I32c(4)), I32c(0x3FFF)), I64)
-	return b.Or(lo, constant.NewInt(types.I64, int64(hi)))
+	lo := b.ZExt(b.And(b.LShr(addr, ir.Int32(4)), ir.Int32(0x3FFF)), ir.I64)
+	return b.Or(lo, ir.Int64(int64(hi)))
 }
 
 // WGMMAMainloop describes the consumer K loop of an sm_90a GEMM work item,
@@ -471,31 +347,23 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 		cons = append(cons, "=f")
 	}
 	cons = append(cons, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "~{memory}")
-	fields := make([]types.Type, 0, na+2)
-	for i := 0; i < na; i++ {
-		fields = append(fields, F32)
-	}
-	fields = append(fields, I32, I32)
-	r := b.Asm(types.NewStruct(fields...), asmLines(L...), strings.Join(cons, ","), stage, phase, ktiles, bars, smem, aOff, lead)
-	acc = make([]value.Value, na)
-	for i := range acc {
-		acc[i] = b.Extract(r, i)
-	}
-	return acc, b.Extract(r, na), b.Extract(r, na+1), nil
+	outs := b.AsmCallN(asmLines(L...), strings.Join(cons, ","), append(f32s(na), ir.I32, ir.I32),
+		stage, phase, ktiles, bars, smem, aOff, lead)
+	return outs[:na], outs[na], outs[na+1], nil
 }
 
 // CpAsync16 copies 16 bytes from global address src (i64) to shared
 // address dst (i32) with cp.async.cg (L2 only), reading srcBytes (i32, 16
 // or 0) bytes and zero-filling the rest (PTX ISA "cp.async": src-size).
 func (b *Builder) CpAsync16(dst, src, srcBytes value.Value) {
-	b.Asm(types.Void, "cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", dst, src, srcBytes)
+	b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", dst, src, srcBytes)
 }
 
 // CpAsyncMbarArrive makes the mbarrier at bar receive one arrival (counted
 // against its expected arrivals: .noinc) once every cp.async this thread
 // issued before has completed.
 func (b *Builder) CpAsyncMbarArrive(bar value.Value) {
-	b.Asm(types.Void, "cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}", bar)
+	b.Asm("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}", bar)
 }
 
 // bTableLoad describes the B tile of one ring stage loaded with cp.async
@@ -515,33 +383,33 @@ type bTableLoad struct {
 // and K past K are zero-filled (src-size 0, nothing read). ptrE is expert
 // e's B allocation (i64), n0 the first output column.
 func (t bTableLoad) emit(b *Builder, tid, dst, kt, n0, ptrE value.Value) {
-	c := b.And(tid, I32c(7))
-	jb := b.LShr(tid, I32c(3))
+	c := b.And(tid, ir.Int32(7))
+	jb := b.LShr(tid, ir.Int32(3))
 	perPass := t.threads / 8
-	cx := b.Shl(c, I32c(4))
+	cx := b.Shl(c, ir.Int32(4))
 	for a := 0; a < t.atoms; a++ {
 		k := b.Add(b.AddI(b.MulI(kt, int64(t.BK)), int64(64*a)), b.MulI(c, 8))
-		kOK := b.Cmp("slt", k, I32c(int64(t.K)))
+		kOK := b.ICmp(enum.IPredSLT, k, ir.Int32(int64(t.K)))
 		for p := 0; p*perPass < t.NB; p++ {
 			j := b.AddI(jb, int64(p*perPass))
 			var grow value.Value
 			switch {
 			case t.gated && !t.interleave:
-				up := b.Cmp("sge", j, I32c(int64(t.BN)))
+				up := b.ICmp(enum.IPredSGE, j, ir.Int32(int64(t.BN)))
 				grow = b.Add(n0, b.Select(up, b.AddI(j, int64(t.N-t.BN)), j))
 			case t.interleave:
 				grow = b.Add(b.MulI(n0, 2), j)
 			default:
 				grow = b.Add(n0, j)
 			}
-			ok := b.And(b.And(kOK, b.Cmp("slt", grow, I32c(int64(t.BRows)))), b.Cmp("slt", j, I32c(int64(t.NB))))
+			ok := b.And(b.And(kOK, b.ICmp(enum.IPredSLT, grow, ir.Int32(int64(t.BRows)))), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(t.NB))))
 			src := b.Add(ptrE, b.MulI(b.Add(b.MulI(b.Wide(grow), int64(t.K)), b.Wide(k)), 2))
 			src = b.Select(ok, src, ptrE)
-			sw := b.Xor(cx, b.Shl(b.And(j, I32c(7)), I32c(4)))
+			sw := b.Xor(cx, b.Shl(b.And(j, ir.Int32(7)), ir.Int32(4)))
 			d := b.Add(b.AddI(dst, int64(a*t.bAtom)), b.Add(b.MulI(j, 128), sw))
-			n := b.Select(ok, I32c(16), I32c(0))
+			n := b.Select(ok, ir.Int32(16), ir.Int32(0))
 			if (p+1)*perPass > t.NB {
-				b.If(b.Cmp("slt", j, I32c(int64(t.NB))), func() { b.CpAsync16(d, src, n) })
+				b.If(b.ICmp(enum.IPredSLT, j, ir.Int32(int64(t.NB))), func() { b.CpAsync16(d, src, n) })
 			} else {
 				b.CpAsync16(d, src, n)
 			}

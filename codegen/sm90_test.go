@@ -79,13 +79,14 @@ func TestSM90PresetsAssemble(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m := ir.NewModule("sm90_" + name).IR
+			im := ir.NewModule("sm90_" + name)
 			for _, s := range sm90Specs(t, name, schedule.SM90a) {
-				if _, err := eng.GroupedGEMM(m, s, 8); err != nil {
+				if _, err := eng.GroupedGEMM(im, s, 8); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := ir.Check(m); err != nil {
+			m, err := im.Finish()
+			if err != nil {
 				t.Fatal(err)
 			}
 			text, err := ir.LLVM19Text(m)
@@ -180,13 +181,13 @@ func sm90GemmModule(t testing.TB, eng Engine, cases []sm90GemmCase) (*ir.Module,
 	m := ir.NewModule("gemm_" + eng.Target())
 	var infos []KernelInfo
 	for _, c := range cases {
-		ki, err := eng.GroupedGEMM(m.IR, c.spec, 1)
+		ki, err := eng.GroupedGEMM(m, c.spec, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
 		infos = append(infos, ki)
 	}
-	if err := ir.Check(m.IR); err != nil {
+	if _, err := m.Finish(); err != nil {
 		t.Fatal(err)
 	}
 	return m, infos
@@ -249,7 +250,7 @@ func TestSM90Refusals(t *testing.T) {
 		s := base
 		s.Name = "sm90r_" + name
 		mod(&s)
-		if _, err := eng.GroupedGEMM(ir.NewModule("r").IR, s, 1); err == nil {
+		if _, err := eng.GroupedGEMM(ir.NewModule("r"), s, 1); err == nil {
 			t.Errorf("%s: spec accepted, want an error", name)
 		} else if !strings.Contains(err.Error(), s.Name) {
 			t.Errorf("%s: error %q does not name the kernel", name, err)

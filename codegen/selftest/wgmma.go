@@ -5,7 +5,7 @@ import (
 	"math"
 
 	llir "github.com/llir/llvm/ir"
-	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/codegen"
@@ -65,44 +65,42 @@ func WGMMATensorMap(k int) codegen.TensorMap {
 	}
 }
 
-// WGMMAModule builds the self-test kernel into a new module and checks it
-// with ir.Check.
+// WGMMAModule builds the self-test kernel into a new module and finishes it
+// (builder errors, then ir.Check).
 func WGMMAModule() (*llir.Module, error) {
-	m := llir.NewModule()
-	m.TargetTriple = ir.Triple
-	m.DataLayout = ir.DataLayout
+	m := ir.NewModule(WGMMAKernel)
 	if err := AddWGMMA(m); err != nil {
 		return nil, err
 	}
-	if err := ir.Check(m); err != nil {
+	mod, err := m.Finish()
+	if err != nil {
 		return nil, fmt.Errorf("selftest: %s: %w", WGMMAKernel, err)
 	}
-	return m, nil
+	return mod, nil
 }
 
 // AddWGMMA adds the self-test kernel to m.
-func AddWGMMA(m *llir.Module) error {
-	cp := llir.NewParam("c", codegen.GPtr)
-	kp := llir.NewParam("kblocks", types.I32)
+func AddWGMMA(m *ir.Module) error {
 	b := codegen.NewKernel(m, WGMMAKernel, WGMMAThreads,
-		codegen.TensorMapParam("tmap_a"), codegen.TensorMapParam("tmap_b"), cp, kp)
-	codegen.MarkGridConstant(m, b.F, 1)
+		ir.TensorMapParam("tmap_a"), ir.TensorMapParam("tmap_b"), ir.P("c", codegen.GPtr), ir.P("kblocks", ir.I32))
+	b.MinBlocksPerSM(1)
+	cp, kp := b.Param("c"), b.Param("kblocks")
 
-	tmA := b.TensorMapAddr(b.Param("tmap_a"))
-	tmB := b.TensorMapAddr(b.Param("tmap_b"))
+	tmA := b.PtrToInt(b.Param("tmap_a"))
+	tmB := b.PtrToInt(b.Param("tmap_b"))
 	base := b.SharedBase1024()
 	sA := base
 	sB := b.AddI(base, 8192)
 	bar := b.AddI(base, 16384)
-	tid := b.Tid()
-	leader := b.Cmp("eq", tid, codegen.I32c(0))
+	tid := b.ThreadIdx(ir.X)
+	leader := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
 	b.If(leader, func() {
 		b.MbarInit(bar, 1)
 		b.FenceMbarInit()
 		b.PrefetchTensorMap(tmA)
 		b.PrefetchTensorMap(tmB)
 	})
-	b.Sync()
+	b.SyncThreads()
 
 	hi, err := codegen.SM90DescK128B()
 	if err != nil {
@@ -112,21 +110,21 @@ func AddWGMMA(m *llir.Module) error {
 	descB := b.SM90Desc(sB, hi)
 	acc := make([]value.Value, WGMMAN/2)
 	for i := range acc {
-		acc[i] = codegen.F32c(0)
+		acc[i] = ir.Float32(0)
 	}
 	var berr error
-	acc = b.Loop(codegen.I32c(0), kp, codegen.I32c(1), acc, func(kb value.Value, vars []value.Value) []value.Value {
+	acc = b.Loop(ir.Int32(0), kp, ir.Int32(1), acc, func(kb value.Value, vars []value.Value) []value.Value {
 		b.If(leader, func() {
 			b.MbarArriveExpectTx(bar, 2*WGMMAM*WGMMABK*2)
 			k0 := b.MulI(kb, WGMMABK)
-			if err := b.TMALoad(tmA, sA, bar, k0, codegen.I32c(0)); err != nil {
+			if err := b.TMALoad(tmA, sA, bar, k0, ir.Int32(0)); err != nil {
 				berr = err
 			}
-			if err := b.TMALoad(tmB, sB, bar, k0, codegen.I32c(0)); err != nil {
+			if err := b.TMALoad(tmB, sB, bar, k0, ir.Int32(0)); err != nil {
 				berr = err
 			}
 		})
-		b.MbarWait(bar, b.And(kb, codegen.I32c(1)))
+		b.MbarWait(bar, b.And(kb, ir.Int32(1)))
 		steps := []int{0, 2, 4, 6} // +32 bytes per k16 step inside the swizzle row
 		next, err := b.WGMMABF16(WGMMAN, vars, descA, descB, steps, steps)
 		if err != nil {
@@ -136,7 +134,7 @@ func AddWGMMA(m *llir.Module) error {
 		next = b.WGMMAWait(0, next)
 		// Every warp has finished reading the tiles before the next TMA
 		// load overwrites them.
-		b.Sync()
+		b.SyncThreads()
 		return next
 	})
 	if berr != nil {
@@ -146,17 +144,17 @@ func AddWGMMA(m *llir.Module) error {
 	// Fragment layout (PTX ISA, wgmma "Matrix D" for m64nNk16 with .f32):
 	// acc[4j+i] is row 16*warp + lane/4 + 8*(i/2), column 8j + 2*(lane%4) + i%2.
 	lane, warp := b.LaneWarp()
-	row0 := b.Add(b.MulI(warp, 16), b.LShr(lane, codegen.I32c(2)))
-	col0 := b.MulI(b.And(lane, codegen.I32c(3)), 2)
+	row0 := b.Add(b.MulI(warp, 16), b.LShr(lane, ir.Int32(2)))
+	col0 := b.MulI(b.And(lane, ir.Int32(3)), 2)
 	for j := 0; j < WGMMAN/8; j++ {
 		for i := 0; i < 4; i++ {
 			row := b.AddI(row0, int64(8*(i/2)))
 			col := b.AddI(col0, int64(8*j+i%2))
 			off := b.MulI(b.Wide(b.Add(b.MulI(row, WGMMAN), col)), 4)
-			b.Store(acc[4*j+i], b.GEP(cp, off), 4)
+			b.StoreAt(acc[4*j+i], b.ByteOffset(cp, off), 4)
 		}
 	}
-	b.Ret()
+	b.Ret(nil)
 	return nil
 }
 
