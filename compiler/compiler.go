@@ -115,7 +115,8 @@ func CompileDefault(l schedule.Layer, target schedule.Target) (*Artifact, error)
 	return Compile(l, s)
 }
 
-// StageError reports the stage that failed and a command reproducing it.
+// StageError reports the stage that failed and, for a preset layer, a
+// command reproducing it.
 type StageError struct {
 	Stage  string
 	Layer  string
@@ -124,7 +125,11 @@ type StageError struct {
 }
 
 func (e *StageError) Error() string {
-	return fmt.Sprintf("%s stage: %v (reproduce: mokc build --model %s --target %s --emit llvm)", e.Stage, e.Err, e.Layer, e.Target)
+	msg := fmt.Sprintf("%s stage: %v", e.Stage, e.Err)
+	if _, err := schedule.Preset(e.Layer); err == nil {
+		msg += fmt.Sprintf(" (reproduce: mokc build --model %s --target %s --emit llvm)", e.Layer, e.Target)
+	}
+	return msg
 }
 
 func (e *StageError) Unwrap() error { return e.Err }

@@ -96,6 +96,9 @@ func ParseHFConfig(data []byte) (Layer, error) {
 	if err != nil {
 		return Layer{}, fmt.Errorf("%s config: %w", mt, err)
 	}
+	if err := checkHiddenAct(c); err != nil {
+		return Layer{}, fmt.Errorf("%s config: %w", mt, err)
+	}
 	if name, ok := c.m["_name_or_path"].(string); ok && name != "" {
 		l.Name = name
 	}
@@ -103,6 +106,38 @@ func ParseHFConfig(data []byte) (Layer, error) {
 		return Layer{}, fmt.Errorf("%s config describes an invalid layer: %w", mt, err)
 	}
 	return l, nil
+}
+
+// checkHiddenAct refuses a hidden_act (top level or in text_config) other
+// than silu/swish: every family mokc reads gates its experts with SiLU
+// (GPT-OSS's own gate included, whose configs also say "silu"), and a layer
+// built as SwiGLU from a config that asks for another activation would be a
+// silent wrong answer.
+func checkHiddenAct(c hfConfig) error {
+	objs := []struct {
+		m    map[string]any
+		path string
+	}{{c.m, ""}}
+	if tc, ok := c.m["text_config"].(map[string]any); ok {
+		objs = append(objs, struct {
+			m    map[string]any
+			path string
+		}{tc, "text_config."})
+	}
+	for _, o := range objs {
+		v, ok := o.m["hidden_act"]
+		if !ok {
+			continue
+		}
+		a, ok := v.(string)
+		if !ok {
+			return fmt.Errorf("%shidden_act is %s, want a string", o.path, jsonKind(v))
+		}
+		if a != "silu" && a != "swish" {
+			return fmt.Errorf("%shidden_act %q: mokc builds SiLU-gated experts only (silu, swish)", o.path, a)
+		}
+	}
+	return nil
 }
 
 // hfConfig is one JSON object of a config.json (the top level or a nested

@@ -1,6 +1,7 @@
 package schedule
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -138,5 +139,20 @@ func TestHFConfigDetails(t *testing.T) {
 	}
 	if fams := HFFamilies(); len(fams) != 11 {
 		t.Errorf("HFFamilies() = %v", fams)
+	}
+}
+
+func TestHFConfigHiddenAct(t *testing.T) {
+	base := `{"model_type": "qwen3_moe", "hidden_size": 2048, "moe_intermediate_size": 768, "num_experts": 128, "num_experts_per_tok": 8, "norm_topk_prob": true, "hidden_act": %q}`
+	for _, act := range []string{"silu", "swish"} {
+		if _, err := ParseHFConfig([]byte(fmt.Sprintf(base, act))); err != nil {
+			t.Errorf("hidden_act %q: %v", act, err)
+		}
+	}
+	for _, act := range []string{"gelu", "relu"} {
+		_, err := ParseHFConfig([]byte(fmt.Sprintf(base, act)))
+		if err == nil || !strings.Contains(err.Error(), "hidden_act") || !strings.Contains(err.Error(), act) {
+			t.Errorf("hidden_act %q: got %v, want an error naming hidden_act", act, err)
+		}
 	}
 }

@@ -363,7 +363,7 @@ func pickN(n int, candidates []int) int {
 }
 
 // DefaultSchedule returns the schedule mokc chooses for layer l on target:
-//   - sm_80: 128x128x32 tiles, 3 stages, 4 MMA warps (64x64 warp tiles).
+//   - sm_80: 128x128x64 tiles, 3 stages, 4 MMA warps (64x64 warp tiles).
 //   - sm_90a: 128xN x64 (bf16) / 128xN x128 (mxfp8) tiles, one producer
 //     warpgroup and two consumer warpgroups, 4 stages (fewer if shared
 //     memory does not allow).

@@ -13,7 +13,7 @@ import (
 // config.json file.
 func layerFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.StringFlag{Name: "model", Usage: "a preset name (`mokc inspect --list` lists them)"},
+		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
 	}
 }
