@@ -425,9 +425,7 @@ func emitCombine(m *ir.Module, d dims) Kernel {
 // (butterfly within warps, then warps in order); every thread gets the sum.
 func (b *Builder) blockSumF32(smem value.Value, x value.Value) value.Value {
 	lane, warp := b.LaneWarp()
-	for dd := int64(16); dd >= 1; dd /= 2 {
-		x = b.FAdd(x, b.ShflBfly(ir.FullMask, x, ir.Int32(dd)))
-	}
+	x = b.WarpSum(x)
 	b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() { b.StoreAt(x, b.elemPtr(smem, warp, 4), 4) })
 	b.SyncThreads()
 	var s value.Value = ir.Float32(0)
