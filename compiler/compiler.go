@@ -36,7 +36,13 @@ type StageTime struct {
 // Kernels appear in launch order; a kernel's grid is evaluated from the token
 // count T with codegen.Expr's formula max(min, ceil((a*T+b)/d)).
 type Manifest struct {
-	Mokc       string           `json:"mokc"`        // Version
+	Mokc string `json:"mokc"` // Version
+	// SizeFormula is how every grid and buffer size of the manifest
+	// ({a, b, d, min}) is evaluated at T tokens.
+	SizeFormula string `json:"size_formula"`
+	// Notes are what a launcher must know beyond the tables: the inputs
+	// the caller provides, the shared-memory opt-in, tensor-map encoding.
+	Notes      []string         `json:"notes"`
 	Layer      string           `json:"layer"`       // preset or model name
 	Target     string           `json:"target"`      // sm_80, sm_90a, sm_100a
 	PTXVersion string           `json:"ptx_version"` // .version of the PTX
@@ -46,14 +52,19 @@ type Manifest struct {
 	Schedule   string           `json:"schedule"` // schedule.Schedule.String()
 }
 
-// ManifestShape holds the layer's sizes: hidden size H, intermediate size I,
-// experts E, top-k K, shared-expert width S*I_s (0 when none).
+// ManifestShape holds the layer's sizes and what decides the meaning of the
+// weights: hidden size H, intermediate size I, experts E, top-k K,
+// shared-expert width S*I_s (0 when none), the activation (schedule's
+// names) and the FC1 row order ("halves": gate rows 0..I-1 then up rows;
+// "interleaved": gate even, up odd).
 type ManifestShape struct {
-	Hidden       int `json:"hidden"`
-	Intermediate int `json:"intermediate"`
-	Experts      int `json:"experts"`
-	TopK         int `json:"top_k"`
-	SharedWidth  int `json:"shared_width"`
+	Hidden       int    `json:"hidden"`
+	Intermediate int    `json:"intermediate"`
+	Experts      int    `json:"experts"`
+	TopK         int    `json:"top_k"`
+	SharedWidth  int    `json:"shared_width"`
+	Activation   string `json:"activation"`
+	FC1Rows      string `json:"fc1_rows"`
 }
 
 // ManifestKernel is one kernel of the manifest: the launch plan's entry with
@@ -161,15 +172,29 @@ func checkPTX(a *Artifact) error {
 	return nil
 }
 
+// manifestNotes is the launch contract that the tables do not spell out.
+var manifestNotes = []string{
+	"The router is not part of the kernels: the caller provides the routing (ids [T,K] int32 with -1 for no route and weights [T,K] f32, or routing_map [T,E] u8 and probs [T,E] f32).",
+	"Launch the kernels in order on one stream; kernels with skip_if_zero_t are not launched when T = 0; no host synchronisation is needed between them.",
+	"A kernel whose shared_bytes exceed 48 KiB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.",
+	"Parameters are packed as param_layout gives (offset, size); a tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, re-encoded when T or the buffer address changes.",
+	"Workspace buffers need no initialisation; after the forward the u32 err buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",
+}
+
 func buildManifest(a *Artifact) error {
 	entries := map[string]ptx.KernelInfo{}
 	for _, k := range a.PTX.Kernels {
 		entries[k.Name] = k
 	}
+	rows := "halves"
+	if a.Layer.GateUpInterleaved {
+		rows = "interleaved"
+	}
 	m := Manifest{
-		Mokc: Version, Layer: a.Layer.Name, Target: a.Schedule.Target.String(), PTXVersion: a.PTX.Version,
+		Mokc: Version, SizeFormula: "max(min, ceil((a*T + b) / d)), d = 0 read as 1", Notes: manifestNotes,
+		Layer: a.Layer.Name, Target: a.Schedule.Target.String(), PTXVersion: a.PTX.Version,
 		Shape: ManifestShape{Hidden: a.Layer.Hidden, Intermediate: a.Layer.Intermediate, Experts: a.Layer.Experts,
-			TopK: a.Layer.TopK, SharedWidth: a.Layer.SharedWidth()},
+			TopK: a.Layer.TopK, SharedWidth: a.Layer.SharedWidth(), Activation: a.Layer.Activation.String(), FC1Rows: rows},
 		Buffers: a.Program.Buffers, Schedule: a.Schedule.String(),
 	}
 	for _, k := range a.Program.Kernels {

@@ -91,12 +91,12 @@ type KernelInfo struct {
 
 // Param is one kernel parameter.
 type Param struct {
-	Name   string // PTX parameter name
-	Type   string // PTX type of the declaration: ".u32", ".u64", ".f32", ".b8" (byte arrays: byval aggregates) ...
-	Size   int    // bytes
-	Align  int    // bytes
-	Offset int    // byte offset in the parameter buffer (aligned to Align)
-	ByVal  bool   // a byval aggregate (e.g. a 128-byte TMA tensor map) declared `.param .align A .b8 name[Size]`
+	Name   string `json:"name"`   // PTX parameter name
+	Type   string `json:"type"`   // PTX type of the declaration: ".u32", ".u64", ".f32", ".b8" (byte arrays: byval aggregates) ...
+	Size   int    `json:"size"`   // bytes
+	Align  int    `json:"align"`  // bytes
+	Offset int    `json:"offset"` // byte offset in the parameter buffer (aligned to Align)
+	ByVal  bool   `json:"byval"`  // a byval aggregate (e.g. a 128-byte TMA tensor map) declared `.param .align A .b8 name[Size]`
 }
 
 // Error is a refusal to compile: the construct is outside the supported IR

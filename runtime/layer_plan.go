@@ -62,14 +62,14 @@ type planParam struct {
 	TensorMap *planTensorMap `json:"tensor_map,omitempty"`
 }
 
-// ptxParam is ptx.Param (the PTX entry's parameter layout; no JSON tags).
+// ptxParam is ptx.Param (the PTX entry's parameter layout).
 type ptxParam struct {
-	Name   string
-	Type   string
-	Size   int
-	Align  int
-	Offset int
-	ByVal  bool
+	Name   string `json:"name"`
+	Type   string `json:"type"`
+	Size   int    `json:"size"`
+	Align  int    `json:"align"`
+	Offset int    `json:"offset"`
+	ByVal  bool   `json:"byval"`
 }
 
 // planKernel is compiler.ManifestKernel: codegen.Kernel plus the PTX
@@ -98,23 +98,37 @@ type planBuffer struct {
 
 // planShape is compiler.ManifestShape.
 type planShape struct {
-	Hidden       int `json:"hidden"`
-	Intermediate int `json:"intermediate"`
-	Experts      int `json:"experts"`
-	TopK         int `json:"top_k"`
-	SharedWidth  int `json:"shared_width"`
+	Hidden       int    `json:"hidden"`
+	Intermediate int    `json:"intermediate"`
+	Experts      int    `json:"experts"`
+	TopK         int    `json:"top_k"`
+	SharedWidth  int    `json:"shared_width"`
+	Activation   string `json:"activation"`
+	FC1Rows      string `json:"fc1_rows"`
+}
+
+// shapeOf is the manifest shape of layer l (compiler.ManifestShape).
+func shapeOf(l schedule.Layer) planShape {
+	rows := "halves"
+	if l.GateUpInterleaved {
+		rows = "interleaved"
+	}
+	return planShape{Hidden: l.Hidden, Intermediate: l.Intermediate, Experts: l.Experts, TopK: l.TopK,
+		SharedWidth: l.SharedWidth(), Activation: l.Activation.String(), FC1Rows: rows}
 }
 
 // plan is compiler.Manifest.
 type plan struct {
-	Mokc       string       `json:"mokc"`
-	Layer      string       `json:"layer"`
-	Target     string       `json:"target"`
-	PTXVersion string       `json:"ptx_version"`
-	Shape      planShape    `json:"shape"`
-	Kernels    []planKernel `json:"kernels"`
-	Buffers    []planBuffer `json:"buffers"`
-	Schedule   string       `json:"schedule"`
+	Mokc        string       `json:"mokc"`
+	SizeFormula string       `json:"size_formula"`
+	Notes       []string     `json:"notes"`
+	Layer       string       `json:"layer"`
+	Target      string       `json:"target"`
+	PTXVersion  string       `json:"ptx_version"`
+	Shape       planShape    `json:"shape"`
+	Kernels     []planKernel `json:"kernels"`
+	Buffers     []planBuffer `json:"buffers"`
+	Schedule    string       `json:"schedule"`
 
 	bufIndex map[string]int // buffer name -> index in Buffers
 }
@@ -164,7 +178,7 @@ func parsePlan(manifest []byte, l schedule.Layer) (*plan, error) {
 // tensor maps are complete, the PTX parameter layout (when present) has the
 // plan's sizes, and H, I, E, K and the shared width are those of l.
 func (p *plan) check(l schedule.Layer) error {
-	want := planShape{Hidden: l.Hidden, Intermediate: l.Intermediate, Experts: l.Experts, TopK: l.TopK, SharedWidth: l.SharedWidth()}
+	want := shapeOf(l)
 	if p.Shape != want {
 		return fmt.Errorf("shape %+v does not match the layer %+v", p.Shape, want)
 	}

@@ -49,7 +49,7 @@ func manifestFor(t testing.TB, l schedule.Layer, target schedule.Target) (schedu
 		t.Fatalf("%s %s: %v", l.Name, target, err)
 	}
 	m := testManifest{Mokc: "test", Layer: l.Name, Target: target.String(), PTXVersion: "8.0",
-		Shape:   planShape{Hidden: l.Hidden, Intermediate: l.Intermediate, Experts: l.Experts, TopK: l.TopK, SharedWidth: l.SharedWidth()},
+		Shape:   shapeOf(l),
 		Buffers: p.Buffers, Schedule: s.String()}
 	for _, k := range p.Kernels {
 		m.Kernels = append(m.Kernels, testManifestKernel{Kernel: k})

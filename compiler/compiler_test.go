@@ -1,0 +1,95 @@
+package compiler
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/schedule"
+)
+
+func TestCompileEveryTarget(t *testing.T) {
+	l, err := schedule.Preset("gpt-oss-20b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range schedule.Targets() {
+		a, err := CompileDefault(l, tg)
+		if err != nil {
+			t.Fatalf("%s: %v", tg, err)
+		}
+		if len(a.Timings) != len(Stages) {
+			t.Errorf("%s: %d stage timings, want %d", tg, len(a.Timings), len(Stages))
+		}
+		if !strings.Contains(a.PTX.Text, ".target "+tg.String()) {
+			t.Errorf("%s: PTX lacks its .target", tg)
+		}
+		toolchain.NeedPtxas(t, tg.String())
+		if err := toolchain.Assemble(a.PTX.Text, tg.String()); err != nil {
+			t.Errorf("%s: %v", tg, err)
+		}
+
+		js, err := a.ManifestJSON()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m Manifest
+		if err := json.Unmarshal(js, &m); err != nil {
+			t.Fatalf("%s: manifest does not read back: %v", tg, err)
+		}
+		if m.Target != tg.String() || m.Shape.Hidden != 2880 || m.Shape.FC1Rows != "interleaved" || m.Shape.Activation != "gpt-oss" {
+			t.Errorf("%s: manifest header %+v", tg, m.Shape)
+		}
+		if len(m.Kernels) != len(a.Program.Kernels) || len(m.Notes) == 0 || m.SizeFormula == "" {
+			t.Fatalf("%s: manifest has %d kernels (plan %d), %d notes", tg, len(m.Kernels), len(a.Program.Kernels), len(m.Notes))
+		}
+		for _, k := range m.Kernels {
+			if len(k.ParamLayout) != len(k.Params) {
+				t.Errorf("%s %s: %d params, %d in the PTX layout", tg, k.Name, len(k.Params), len(k.ParamLayout))
+				continue
+			}
+			end := 0
+			for i, p := range k.ParamLayout {
+				if p.Size != k.Params[i].Size || p.Offset < end || p.Offset%p.Align != 0 {
+					t.Errorf("%s %s param %d: layout %+v after byte %d, plan size %d", tg, k.Name, i, p, end, k.Params[i].Size)
+				}
+				end = p.Offset + p.Size
+			}
+			if end != k.ParamBytes {
+				t.Errorf("%s %s: params end at %d, param_bytes %d", tg, k.Name, end, k.ParamBytes)
+			}
+		}
+	}
+}
+
+func TestStageErrors(t *testing.T) {
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.DefaultSchedule(l, schedule.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := s
+	bad.Stages = 0
+	_, err = Compile(l, bad)
+	var se *StageError
+	if !errors.As(err, &se) || se.Stage != "validate" || !strings.Contains(err.Error(), "reproduce: mokc build --model qwen3-30b-a3b") {
+		t.Errorf("invalid schedule: %v", err)
+	}
+
+	custom := l
+	custom.Name = "my-layer"
+	custom.Precision = schedule.MXFP8
+	ms, err := schedule.DefaultSchedule(custom, schedule.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Compile(custom, ms)
+	if !errors.As(err, &se) || se.Stage != "codegen" || strings.Contains(err.Error(), "reproduce") {
+		t.Errorf("MXFP8 layer that is not a preset: %v (want a codegen-stage error without a reproduce hint)", err)
+	}
+}
