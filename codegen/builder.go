@@ -28,11 +28,13 @@ var (
 //   - byte addressing: LoadAt, StoreAt, LoadVolatileAt take a byte pointer
 //     and the element type; ByteOffsetC, AddI, MulI and Wide are the
 //     constant and 64-bit forms the address arithmetic uses;
-//   - control flow: If, IfElse, IfVals, ReturnIf and Loop take the place of
-//     ir's structured helpers of the same names. They append their blocks
-//     to the function when they start (then, endif; loop, body, endloop),
-//     so the blocks of a nested body follow the join block; every kernel's
-//     block order, and hence its PTX, rests on this layout;
+//   - control flow: If, IfElse, IfVals, ReturnIf and Loop (built from ir's
+//     NewBlock, CondBr, Br and SetBlock) take the place of ir's If, IfElse,
+//     IfElseValues, Loop and ForCarry. They append their blocks to the
+//     function when they start (then, endif; loop, body, endloop), so the
+//     blocks of a nested body follow the join block, where ir places blocks
+//     in program order; every kernel's block order, and hence its PTX,
+//     rests on this layout;
 //   - bf16 pairs, sigmoid, dynamic shared memory, lane and warp of a thread
 //     (this file) and the inline PTX of the sm_90a and sm_100a engines
 //     (sm90_ops.go, sm100_ops.go).
