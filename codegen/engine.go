@@ -96,6 +96,19 @@ type Tile struct {
 	ProducerWarps int `json:"producer_warps,omitempty"`
 	EpilogueWarps int `json:"epilogue_warps,omitempty"`
 	Cluster       int `json:"cluster,omitempty"` // CTAs per cluster (schedule.Schedule.Cluster; 0 or 1: none)
+	// Grid is the persistent grid of the engines that loop over tiles
+	// (sm_90a, sm_100a): schedule.Schedule.GridCTAs, 0 for one block per SM
+	// of the target's reference part (schedule.Target.SMs).
+	Grid int `json:"grid,omitempty"`
+}
+
+// persistentGrid is the block count of a persistent engine kernel: t.Grid, or
+// def (the target's SM count) when it is 0.
+func persistentGrid(t Tile, def int) Expr {
+	if t.Grid > 0 {
+		return Const(int64(t.Grid))
+	}
+	return Const(int64(def))
 }
 
 // GemmSpec describes one grouped GEMM of the MoE forward:

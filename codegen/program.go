@@ -88,7 +88,7 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 			bn /= 2
 		}
 		return Tile{BM: t.M, BN: bn, BK: t.K, Stages: s.Stages, Warps: s.Warps.MMA,
-			ProducerWarps: s.Warps.Producer, EpilogueWarps: s.Warps.Epilogue, Cluster: s.Cluster}
+			ProducerWarps: s.Warps.Producer, EpilogueWarps: s.Warps.Epilogue, Cluster: s.Cluster, Grid: s.GridCTAs}
 	}
 	bmode := BGrouped
 	fc1, fc2 := "fc1", "fc2"

@@ -93,3 +93,34 @@ func TestStageErrors(t *testing.T) {
 		t.Errorf("MXFP8 layer that is not a preset: %v (want a codegen-stage error without a reproduce hint)", err)
 	}
 }
+
+func TestGridCTAs(t *testing.T) {
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range []schedule.Target{schedule.SM90a, schedule.SM100a} {
+		s, err := schedule.DefaultSchedule(l, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{0, 114} {
+			s.GridCTAs = n
+			a, err := Compile(l, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := int64(n)
+			if n == 0 {
+				want = int64(tg.SMs())
+			}
+			for _, k := range a.Program.Kernels {
+				if strings.Contains(k.Name, "fc") {
+					if got := k.Grid[0].Eval(4096); got != want {
+						t.Errorf("%s GridCTAs=%d: %s grid %d, want %d", tg, n, k.Name, got, want)
+					}
+				}
+			}
+		}
+	}
+}

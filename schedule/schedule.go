@@ -57,7 +57,8 @@ func (t Target) SharedMemoryLimit() int {
 
 // SMs is the streaming-multiprocessor count of the reference part of the
 // target (A100 108, H100/H200 SXM 132, B200 148); a persistent grid with
-// GridCTAs = 0 uses the count of the actual device at launch.
+// GridCTAs = 0 has this many CTAs (on a part with fewer SMs the surplus
+// CTAs wait for a free SM).
 func (t Target) SMs() int {
 	switch t {
 	case SM80:
@@ -111,10 +112,12 @@ type Schedule struct {
 	Stages int
 	Warps  WarpRoles
 	// Persistent: a fixed grid of GridCTAs CTAs loops over the tiles
-	// (MoK's megakernel design); otherwise one CTA per tile.
+	// (MoK's megakernel design); otherwise one CTA per tile. The sm_90a and
+	// sm_100a engines are persistent; the sm_80 engine launches one CTA per
+	// tile and its default schedule says so.
 	Persistent bool
-	// GridCTAs is the persistent grid size; 0 = one CTA per SM of the
-	// device at launch. Must be 0 when not Persistent.
+	// GridCTAs is the persistent grid size; 0 = Target.SMs() (one CTA per
+	// SM of the target's reference part). Must be 0 when not Persistent.
 	GridCTAs int
 	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_100a
 	// (cta_group::2: the pair computes a 2M x N tile, each CTA holding M rows
@@ -122,15 +125,20 @@ type Schedule struct {
 	Cluster int
 }
 
+// GridText describes the grid: "one CTA per tile" or "persistent, N CTAs".
+func (s Schedule) GridText() string {
+	switch {
+	case !s.Persistent:
+		return "one CTA per tile"
+	case s.GridCTAs > 0:
+		return fmt.Sprintf("persistent, %d CTAs", s.GridCTAs)
+	}
+	return fmt.Sprintf("persistent, %d CTAs (one per SM)", s.Target.SMs())
+}
+
 // String is a one-line summary of the schedule.
 func (s Schedule) String() string {
-	grid := "one CTA per tile"
-	if s.Persistent {
-		grid = "persistent, one CTA per SM"
-		if s.GridCTAs > 0 {
-			grid = fmt.Sprintf("persistent, %d CTAs", s.GridCTAs)
-		}
-	}
+	grid := s.GridText()
 	return fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
 		s.Target, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, grid)
 }
@@ -382,6 +390,7 @@ func DefaultSchedule(l Layer, target Target) (Schedule, error) {
 	s := Schedule{Target: target, Persistent: true, Cluster: 1}
 	switch target {
 	case SM80:
+		s.Persistent = false // the sm_80 engine launches one CTA per tile
 		// K = 64: 32 KB per stage, 96 KB for 3 stages (A100: 163 KB). On
 		// the H200, qwen3-30b-a3b's GEMMs ran at 258-263 (FC1) and 229-235
 		// (FC2) TFLOP/s with K = 64 against 175-187 with K = 32

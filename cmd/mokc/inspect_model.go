@@ -108,7 +108,7 @@ func printLayer(w io.Writer, l schedule.Layer) {
 			continue
 		}
 		fmt.Fprintf(w, "  %-8s FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma + %d epilogue  cluster %d  %s\n",
-			t, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, gridText(s))
+			t, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, s.GridText())
 		smem := max(s.SharedMemoryBytes(l, s.FC1, true), s.SharedMemoryBytes(l, s.FC2, false))
 		extra := ""
 		if t == schedule.SM100a {
@@ -116,14 +116,4 @@ func printLayer(w io.Writer, l schedule.Layer) {
 		}
 		fmt.Fprintf(w, "  %-8s shared memory %d of %d bytes%s\n", "", smem, t.SharedMemoryLimit(), extra)
 	}
-}
-
-func gridText(s schedule.Schedule) string {
-	if !s.Persistent {
-		return "one CTA per tile"
-	}
-	if s.GridCTAs == 0 {
-		return "persistent, one CTA per SM"
-	}
-	return fmt.Sprintf("persistent, %d CTAs", s.GridCTAs)
 }
