@@ -218,11 +218,15 @@ func buffers(l schedule.Layer, d dims) []Buffer {
 		add("ids", BufInput, "i32", 4, "expert ids (-1 = none)", T, Const(K))
 		add("weights", BufInput, "f32", 4, "routing weights", T, Const(K))
 	}
+	fc1Rows := "gate rows 0..I-1, then up rows"
+	if l.GateUpInterleaved {
+		fc1Rows = "gate and up rows interleaved: gate even, up odd"
+	}
 	if l.Storage == schedule.PerExpertWeights {
-		add("fc1_table", BufInput, "u64", 8, "device pointers to each expert's FC1 [2I,H] bf16", Const(E))
+		add("fc1_table", BufInput, "u64", 8, "device pointers to each expert's FC1 [2I,H] bf16 ("+fc1Rows+")", Const(E))
 		add("fc2_table", BufInput, "u64", 8, "device pointers to each expert's FC2 [H,I] bf16", Const(E))
 	} else {
-		add("fc1", BufInput, "bf16", 2, "FC1 weights (gate, up rows)", Const(E), Const(2*I), Const(H))
+		add("fc1", BufInput, "bf16", 2, "FC1 weights ("+fc1Rows+")", Const(E), Const(2*I), Const(H))
 		add("fc2", BufInput, "bf16", 2, "FC2 weights", Const(E), Const(H), Const(I))
 	}
 	if l.Biases {
@@ -242,10 +246,10 @@ func buffers(l schedule.Layer, d dims) []Buffer {
 	add("counts", BufScratch, "i32", 4, "slots per expert", Const(E))
 	add("offsets", BufScratch, "i32", 4, "first row of each expert; offsets[E] = routed rows", Const(E+1))
 	maxTiles := func(bm int64) Expr { return Expr{A: K, B: E * bm, D: bm, Min: 1} }
-	add("tiles1", BufScratch, "i32", 8, "FC1 tile list (expert, first row)", maxTiles(int64(d.BM1)))
+	add("tiles1", BufScratch, "i32", 4, "FC1 tile list: (expert, first row) pairs", maxTiles(int64(d.BM1)), Const(2))
 	add("ntiles1", BufScratch, "i32", 4, "FC1 tile count", Const(1))
 	if d.BM2 != d.BM1 {
-		add("tiles2", BufScratch, "i32", 8, "FC2 tile list (expert, first row)", maxTiles(int64(d.BM2)))
+		add("tiles2", BufScratch, "i32", 4, "FC2 tile list: (expert, first row) pairs", maxTiles(int64(d.BM2)), Const(2))
 		add("ntiles2", BufScratch, "i32", 4, "FC2 tile count", Const(1))
 	}
 	add("row_of_slot", BufScratch, "i32", 4, "row of slot t*K+k (-1 = none)", TK)
