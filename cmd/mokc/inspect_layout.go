@@ -22,7 +22,7 @@ func init() {
 		Name:  "layout",
 		Usage: "print a tile's shared-memory layout and descriptor, or the sm_100 scale-factor layout (--scales)",
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "target", Usage: "sm_80, sm_90a or sm_100a", Required: true},
+			&cli.StringFlag{Name: "target", Usage: "sm_80, sm_90a or sm_100a"},
 			&cli.StringFlag{Name: "operand", Value: "A", Usage: "A (M x K) or B (N x K)"},
 			&cli.StringFlag{Name: "tile", Value: "64x64", Usage: "rows x K in elements, e.g. 128x64"},
 			&cli.StringFlag{Name: "dtype", Value: "bf16", Usage: "bf16 or e4m3"},
@@ -40,6 +40,9 @@ func init() {
 func inspectLayout(c *cli.Context) error {
 	if c.NArg() > 0 {
 		return fmt.Errorf("inspect layout: unexpected argument %q", c.Args().First())
+	}
+	if c.String("target") == "" {
+		return fmt.Errorf("inspect layout: give --target sm_80, sm_90a or sm_100a")
 	}
 	target, err := layouts.ParseTarget(c.String("target"))
 	if err != nil {
