@@ -28,6 +28,10 @@ func main() {
 		Commands: build(commands),
 		// Errors are printed once, by main, as one line.
 		ExitErrHandler: func(*cli.Context, error) {},
+		CommandNotFound: func(c *cli.Context, name string) {
+			fmt.Fprintf(os.Stderr, "mokc: unknown command %q (see mokc --help)\n", name)
+			os.Exit(1)
+		},
 	}
 	if err := app.Run(os.Args); err != nil {
 		fmt.Fprintf(os.Stderr, "mokc: %v\n", err)
