@@ -8,27 +8,6 @@ import (
 	"github.com/mokc/mokc/schedule"
 )
 
-func TestExprEval(t *testing.T) {
-	cases := []struct {
-		e    Expr
-		T    int64
-		want int64
-	}{
-		{Const(7), 0, 7},
-		{Const(7), 1000, 7},
-		{PerT(3, 2), 5, 17},
-		{Expr{A: 8, B: 128 * 4, D: 128, Min: 1}, 0, 4},
-		{Expr{A: 8, B: 128 * 4, D: 128, Min: 1}, 17, 6}, // ceil(136/128)+4
-		{Expr{A: 1, D: 8, Min: 1}, 0, 1},
-		{Expr{A: 1, D: 8, Min: 1}, 9, 2},
-	}
-	for _, c := range cases {
-		if got := c.e.Eval(c.T); got != c.want {
-			t.Errorf("%v at T=%d = %d, want %d", c.e, c.T, got, c.want)
-		}
-	}
-}
-
 func TestGemmSpecValidate(t *testing.T) {
 	ok := GemmSpec{Name: "g", N: 64, K: 64, Experts: 2, Tile: Tile{BM: 64, BN: 64, BK: 32, Stages: 2, Warps: 4}}
 	if err := ok.Validate(); err != nil {

@@ -7,6 +7,7 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
 )
@@ -21,7 +22,7 @@ type Artifact struct {
 	Schedule schedule.Schedule
 	Program  *codegen.Program // launch plan and the LLVM IR module
 	PTX      *ptx.Result      // PTX text and per-kernel metadata
-	Manifest Manifest
+	Manifest launch.Manifest
 	// Timings holds the wall time of each stage, in stage order.
 	Timings []StageTime
 }
@@ -30,51 +31,6 @@ type Artifact struct {
 type StageTime struct {
 	Stage string        `json:"stage"`
 	Time  time.Duration `json:"ns"`
-}
-
-// Manifest describes the compiled kernels for a launcher in any language.
-// Kernels appear in launch order; a kernel's grid is evaluated from the token
-// count T with codegen.Expr's formula max(min, ceil((a*T+b)/d)).
-type Manifest struct {
-	Mokc string `json:"mokc"` // Version
-	// SizeFormula is how every grid and buffer size of the manifest
-	// ({a, b, d, min}) is evaluated at T tokens.
-	SizeFormula string `json:"size_formula"`
-	// Notes are what a launcher must know beyond the tables: the inputs
-	// the caller provides, the shared-memory opt-in, tensor-map encoding.
-	Notes      []string         `json:"notes"`
-	Layer      string           `json:"layer"`       // preset or model name
-	Target     string           `json:"target"`      // sm_80, sm_90a, sm_100a
-	PTXVersion string           `json:"ptx_version"` // .version of the PTX
-	Shape      ManifestShape    `json:"shape"`
-	Kernels    []ManifestKernel `json:"kernels"`
-	Buffers    []codegen.Buffer `json:"buffers"`
-	Schedule   string           `json:"schedule"` // schedule.Schedule.String()
-}
-
-// ManifestShape holds the layer's sizes and what decides the meaning of the
-// weights: hidden size H, intermediate size I, experts E, top-k K,
-// shared-expert width S*I_s (0 when none), the activation (schedule's
-// names) and the FC1 row order ("halves": gate rows 0..I-1 then up rows;
-// "interleaved": gate even, up odd).
-type ManifestShape struct {
-	Hidden       int    `json:"hidden"`
-	Intermediate int    `json:"intermediate"`
-	Experts      int    `json:"experts"`
-	TopK         int    `json:"top_k"`
-	SharedWidth  int    `json:"shared_width"`
-	Activation   string `json:"activation"`
-	FC1Rows      string `json:"fc1_rows"`
-}
-
-// ManifestKernel is one kernel of the manifest: the launch plan's entry with
-// the parameter layout of the PTX entry (offsets and sizes in the parameter
-// buffer of cuLaunchKernel, in bytes).
-type ManifestKernel struct {
-	codegen.Kernel
-	ParamBytes        int         `json:"param_bytes"`
-	ParamLayout       []ptx.Param `json:"param_layout"`
-	StaticSharedBytes int         `json:"static_shared_bytes"`
 }
 
 // Stage is one step of the pipeline: run transforms the artifact in place;
@@ -186,23 +142,37 @@ func buildManifest(a *Artifact) error {
 	for _, k := range a.PTX.Kernels {
 		entries[k.Name] = k
 	}
-	rows := "halves"
+	rows := launch.FC1Halves
 	if a.Layer.GateUpInterleaved {
-		rows = "interleaved"
+		rows = launch.FC1Interleaved
 	}
-	m := Manifest{
-		Mokc: Version, SizeFormula: "max(min, ceil((a*T + b) / d)), d = 0 read as 1", Notes: manifestNotes,
+	m := launch.Manifest{
+		Mokc: Version, SizeFormula: launch.SizeFormula, Notes: manifestNotes,
 		Layer: a.Layer.Name, Target: a.Schedule.Target.String(), PTXVersion: a.PTX.Version,
-		Shape: ManifestShape{Hidden: a.Layer.Hidden, Intermediate: a.Layer.Intermediate, Experts: a.Layer.Experts,
+		Shape: launch.Shape{Hidden: a.Layer.Hidden, Intermediate: a.Layer.Intermediate, Experts: a.Layer.Experts,
 			TopK: a.Layer.TopK, SharedWidth: a.Layer.SharedWidth(), Activation: a.Layer.Activation.String(), FC1Rows: rows},
 		Buffers: a.Program.Buffers, Schedule: a.Schedule.String(),
 	}
 	for _, k := range a.Program.Kernels {
 		e := entries[k.Name]
-		m.Kernels = append(m.Kernels, ManifestKernel{Kernel: k, ParamBytes: e.ParamBytes, ParamLayout: e.Params, StaticSharedBytes: e.StaticSharedBytes})
+		m.Kernels = append(m.Kernels, launch.ManifestKernel{Kernel: k, ParamBytes: e.ParamBytes,
+			ParamLayout: paramLayout(e.Params), StaticSharedBytes: e.StaticSharedBytes})
 	}
 	a.Manifest = m
 	return nil
+}
+
+// paramLayout copies the PTX entry's parameter layout into the manifest's
+// type (nil stays nil, as the manifest writes it).
+func paramLayout(ps []ptx.Param) []launch.PTXParam {
+	if ps == nil {
+		return nil
+	}
+	out := make([]launch.PTXParam, len(ps))
+	for i, p := range ps {
+		out[i] = launch.PTXParam(p)
+	}
+	return out
 }
 
 // ManifestJSON returns the manifest as indented JSON.

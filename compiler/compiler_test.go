@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -35,7 +36,7 @@ func TestCompileEveryTarget(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var m Manifest
+		var m launch.Manifest
 		if err := json.Unmarshal(js, &m); err != nil {
 			t.Fatalf("%s: manifest does not read back: %v", tg, err)
 		}

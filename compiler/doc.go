@@ -4,7 +4,7 @@
 //	validate  schedule.Schedule.Validate           (the layer and schedule)
 //	codegen   codegen.Build -> LLVM IR + launch plan  (checked by ir.Check)
 //	ptx       ptx.CompileModule -> PTX text + kernel metadata
-//	manifest  the launch plan joined with the PTX kernel metadata
+//	manifest  the launch plan joined with the PTX kernel metadata (launch.Manifest)
 //
 // The result (Artifact) carries the PTX, the LLVM IR text and a JSON manifest
 // that lets any language load the PTX and launch its kernels: every kernel's

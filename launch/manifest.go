@@ -1,0 +1,67 @@
+package launch
+
+// Manifest describes the compiled kernels of one layer for a launcher in any
+// language; compiler writes it as indented JSON (`mokc build --emit
+// manifest`) and runtime reads it back. Kernels appear in launch order; a
+// kernel's grid, like every size of the manifest, is an Expr of the token
+// count T (SizeFormula).
+type Manifest struct {
+	Mokc string `json:"mokc"` // version of the code generator (compiler.Version)
+	// SizeFormula is how every grid and buffer size of the manifest
+	// ({a, b, d, min}) is evaluated at T tokens (the constant SizeFormula).
+	SizeFormula string `json:"size_formula"`
+	// Notes are what a launcher must know beyond the tables: the inputs
+	// the caller provides, the shared-memory opt-in, tensor-map encoding.
+	Notes      []string         `json:"notes"`
+	Layer      string           `json:"layer"`       // preset or model name
+	Target     string           `json:"target"`      // sm_80, sm_90a, sm_100a
+	PTXVersion string           `json:"ptx_version"` // .version of the PTX
+	Shape      Shape            `json:"shape"`
+	Kernels    []ManifestKernel `json:"kernels"`
+	Buffers    []Buffer         `json:"buffers"`
+	Schedule   string           `json:"schedule"` // schedule.Schedule.String()
+}
+
+// Shape holds the layer's sizes and what decides the meaning of the
+// weights: hidden size H, intermediate size I, experts E, top-k K,
+// shared-expert width S*I_s (0 when none), the activation (schedule's
+// names) and the FC1 row order (FC1Halves or FC1Interleaved).
+type Shape struct {
+	Hidden       int    `json:"hidden"`
+	Intermediate int    `json:"intermediate"`
+	Experts      int    `json:"experts"`
+	TopK         int    `json:"top_k"`
+	SharedWidth  int    `json:"shared_width"`
+	Activation   string `json:"activation"`
+	FC1Rows      string `json:"fc1_rows"`
+}
+
+// FC1 row orders of Shape.FC1Rows: which rows of an expert's FC1 weight
+// [2I, H] are the gate and which the up projection.
+const (
+	FC1Halves      = "halves"      // gate rows 0..I-1, then up rows I..2I-1
+	FC1Interleaved = "interleaved" // gate rows even, up rows odd (GPT-OSS)
+)
+
+// ManifestKernel is one kernel of the manifest: the launch plan's Kernel
+// with the parameter layout of its PTX entry (offsets and sizes in the
+// parameter buffer of cuLaunchKernel, in bytes) and its static shared
+// memory in bytes.
+type ManifestKernel struct {
+	Kernel
+	ParamBytes        int        `json:"param_bytes"`
+	ParamLayout       []PTXParam `json:"param_layout"`
+	StaticSharedBytes int        `json:"static_shared_bytes"`
+}
+
+// PTXParam is one parameter of a PTX .entry as laid out in the parameter
+// buffer of cuLaunchKernel (the fields of ptx.Param, which compiler copies
+// here).
+type PTXParam struct {
+	Name   string `json:"name"`   // PTX parameter name
+	Type   string `json:"type"`   // PTX type of the declaration: ".u32", ".u64", ".f32", ".b8" (byte arrays: byval aggregates) ...
+	Size   int    `json:"size"`   // bytes
+	Align  int    `json:"align"`  // bytes
+	Offset int    `json:"offset"` // byte offset in the parameter buffer (aligned to Align)
+	ByVal  bool   `json:"byval"`  // a byval aggregate (e.g. a 128-byte TMA tensor map) declared `.param .align A .b8 name[Size]`
+}

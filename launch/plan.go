@@ -1,0 +1,86 @@
+package launch
+
+// ParamType is the PTX-level type of a kernel parameter.
+type ParamType string
+
+// Kernel parameter types.
+const (
+	ParamPtr  ParamType = "ptr"  // 64-bit device address (.u64)
+	ParamI32  ParamType = "i32"  // .u32 / .s32
+	ParamI64  ParamType = "i64"  // .u64
+	ParamF32  ParamType = "f32"  // .f32
+	ParamTmap ParamType = "tmap" // 128-byte CUtensorMap passed by value (.param .align 64 .b8 [128])
+)
+
+// Param is one kernel parameter, in order. Size is in bytes (exact: the
+// runtime packs parameters at these sizes and alignments).
+type Param struct {
+	Name  string    `json:"name"`
+	Type  ParamType `json:"type"`
+	Size  int       `json:"size"`
+	Align int       `json:"align,omitempty"` // 0: Size
+	Role  string    `json:"role,omitempty"`  // GEMM operand role (codegen's engine.go), "" for other kernels
+	// Buffer names the buffer whose device address is passed (ParamPtr),
+	// or, for ParamTmap, the buffer the tensor map describes.
+	Buffer string `json:"buffer,omitempty"`
+	// Value is the argument of a scalar parameter as a function of T.
+	Value *Expr `json:"value,omitempty"`
+	// TensorMap describes the tensor map to encode (ParamTmap only).
+	TensorMap *TensorMap `json:"tensor_map,omitempty"`
+}
+
+// TensorMap describes a tiled CUtensorMap (cuTensorMapEncodeTiled) the host
+// encodes for a kernel parameter. Dims and Box are innermost first; strides
+// are in bytes for dimensions 1.. (dimension 0 is contiguous).
+type TensorMap struct {
+	Operand     string `json:"operand"`      // GEMM role (codegen.RoleA, RoleB, RoleC) before codegen.Build binds Buffer
+	DType       string `json:"dtype"`        // "bf16", "f32", "u8"
+	Dims        []Expr `json:"dims"`         // elements per dimension
+	StrideBytes []Expr `json:"stride_bytes"` // len(Dims)-1 strides
+	Box         []int  `json:"box"`          // box size per dimension
+	Swizzle     int    `json:"swizzle"`      // 0, 32, 64 or 128 (bytes)
+}
+
+// Kernel is one launch of a launch plan.
+type Kernel struct {
+	Name        string  `json:"name"`
+	Params      []Param `json:"params"`
+	Block       int     `json:"block"`        // threads per block (x only)
+	Grid        [3]Expr `json:"grid"`         // blocks per dimension, functions of T (upper bounds; surplus blocks exit)
+	SharedBytes int     `json:"shared_bytes"` // dynamic shared memory (the runtime raises the >48 KB limit)
+	// SkipIfZeroT: the launch is omitted when T = 0 (only kernels whose
+	// outputs are empty at T = 0 carry it; the init kernel always runs).
+	SkipIfZeroT bool `json:"skip_if_zero_t,omitempty"`
+}
+
+// BufferKind says who provides a buffer of a launch plan.
+type BufferKind string
+
+// Buffer kinds.
+const (
+	BufInput   BufferKind = "input"   // caller-provided input (activations, routing, weights)
+	BufOutput  BufferKind = "output"  // caller-provided output
+	BufScratch BufferKind = "scratch" // workspace the runtime allocates; contents need no initialisation
+)
+
+// Buffer is a device allocation the kernels read or write. Bytes is its
+// size as a function of T (at least 1 byte is allocated when it evaluates
+// to 0).
+type Buffer struct {
+	Name  string     `json:"name"`
+	Kind  BufferKind `json:"kind"`
+	DType string     `json:"dtype"` // "bf16", "f32", "i32", "u8", "u64"
+	Shape []Expr     `json:"shape"` // logical shape, outermost first
+	Bytes Expr       `json:"bytes"`
+	Doc   string     `json:"doc"`
+}
+
+// ErrBuffer is the name of the error word buffer (u32[1]) of every forward
+// program; the kernels OR the error codes below into it and 0 means no error.
+const ErrBuffer = "err"
+
+// Error codes of the error word (buffer ErrBuffer).
+const (
+	ErrBadExpertID  = 1 // an id >= E or < -1 (the slot is treated as -1)
+	ErrTooManyRoute = 2 // a dense routing-map row with more than K routes (the first K in expert order are kept)
+)
