@@ -7,11 +7,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
 
 // Layer is one MoE layer compiled for one target and loaded on a device:
-// the executor of a compiled forward program (compiler.Manifest). Forward
+// the executor of a compiled forward program (launch.Manifest). Forward
 // queues the whole forward (routing, dispatch, the grouped GEMMs, the shared
 // expert, combine) on a stream without host synchronisation; CheckErrors
 // waits for it and reports the program's error word.
@@ -110,7 +111,7 @@ func preflight(ctx *Context, l schedule.Layer, s schedule.Schedule) error {
 }
 
 // LoadLayer loads an already compiled layer: PTX text and its launch
-// manifest (compiler.Manifest as JSON, as written by `mokc build --emit
+// manifest (launch.Manifest as JSON, as written by `mokc build --emit
 // manifest` or returned by a CompileFunc), for layer l with schedule s. It
 // checks the manifest against l and s, that the device's compute capability
 // fits the target (CheckTarget), JIT-loads the module (a *DriverError with
@@ -222,10 +223,10 @@ func (p *plan) scratchLayout(T int) ([]int, int) {
 	total := 0
 	for i, b := range p.Buffers {
 		off[i] = -1
-		if b.Kind != bufScratch {
+		if b.Kind != launch.BufScratch {
 			continue
 		}
-		n := max(b.Bytes.eval(int64(T)), 1)
+		n := max(b.Bytes.Eval(int64(T)), 1)
 		off[i] = total
 		total += int((n + 255) &^ 255)
 	}
@@ -315,7 +316,7 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 		if a == nil {
 			continue
 		}
-		grid := Dim3{X: int(k.Grid[0].eval(int64(T))), Y: int(k.Grid[1].eval(int64(T))), Z: int(k.Grid[2].eval(int64(T)))}
+		grid := Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
 		if err := ly.funcs[i].Launch(grid, Dim3{X: k.Block}, k.SharedBytes, args.Stream, a); err != nil {
 			return fmt.Errorf("mokc runtime: layer %s: T = %d: %w", ly.layer.Name, T, err)
 		}
@@ -328,9 +329,9 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 func (ly *Layer) bindOwn(bind []DevicePtr) {
 	for i, b := range ly.plan.Buffers {
 		switch {
-		case b.Name == errBuffer:
+		case b.Name == launch.ErrBuffer:
 			bind[i] = ly.errPtr
-		case b.Kind == bufScratch:
+		case b.Kind == launch.BufScratch:
 			bind[i] = ly.ws.Offset(ly.wsOff[i])
 		}
 	}
@@ -338,12 +339,12 @@ func (ly *Layer) bindOwn(bind []DevicePtr) {
 
 // launched reports whether kernel k runs at T: not when it is skipped at
 // T = 0 or its grid is empty.
-func launched(k planKernel, T int) bool {
+func launched(k launch.ManifestKernel, T int) bool {
 	if T == 0 && k.SkipIfZeroT {
 		return false
 	}
 	for _, g := range k.Grid {
-		if g.eval(int64(T)) <= 0 {
+		if g.Eval(int64(T)) <= 0 {
 			return false
 		}
 	}
@@ -364,13 +365,13 @@ func (ly *Layer) buildArgs(T int, bind []DevicePtr) error {
 		a := NewArgs()
 		for j, prm := range k.Params {
 			switch prm.Type {
-			case paramPtr:
+			case launch.ParamPtr:
 				a.Ptr(bind[p.bufIndex[prm.Buffer]])
-			case paramI32:
-				a.I32(int32(prm.Value.eval(int64(T))))
-			case paramI64:
-				a.I64(prm.Value.eval(int64(T)))
-			case paramTmap:
+			case launch.ParamI32:
+				a.I32(int32(prm.Value.Eval(int64(T))))
+			case launch.ParamI64:
+				a.I64(prm.Value.Eval(int64(T)))
+			case launch.ParamTmap:
 				bi := p.bufIndex[prm.Buffer]
 				enc, err := ly.tensorMap([2]int{i, j}, prm, bind[bi], sizes[bi], T)
 				if err != nil {
@@ -395,14 +396,14 @@ func (ly *Layer) bufferBytes(T int) []int64 {
 	out := make([]int64, len(p.Buffers))
 	for i, b := range p.Buffers {
 		switch {
-		case b.Name == errBuffer:
+		case b.Name == launch.ErrBuffer:
 			out[i] = 16
-		case b.Kind == bufScratch:
-			out[i] = max(b.Bytes.eval(int64(T)), 1)
+		case b.Kind == launch.BufScratch:
+			out[i] = max(b.Bytes.Eval(int64(T)), 1)
 		default:
 			n := int64(dtypeSize(DType(b.DType)))
 			for _, e := range b.Shape {
-				n *= e.eval(int64(T))
+				n *= e.Eval(int64(T))
 			}
 			out[i] = n
 		}
@@ -412,7 +413,7 @@ func (ly *Layer) bufferBytes(T int) []int64 {
 
 // tensorMap returns the encoded tensor map of parameter prm over the buffer
 // at ptr (bufBytes long) at T tokens, from the cache when nothing changed.
-func (ly *Layer) tensorMap(key [2]int, prm planParam, ptr DevicePtr, bufBytes int64, T int) ([TensorMapBytes]byte, error) {
+func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr DevicePtr, bufBytes int64, T int) ([TensorMapBytes]byte, error) {
 	dtype, dims, strides, box, swz, err := tensorMapArgs(prm.TensorMap, ptr, bufBytes, T)
 	if err != nil {
 		return [TensorMapBytes]byte{}, err
@@ -436,7 +437,7 @@ func (ly *Layer) tensorMap(key [2]int, prm planParam, ptr DevicePtr, bufBytes in
 // tensorMapArgs evaluates a tensor map description at T and checks it
 // (CheckTensorMapTiled, and that the mapped extent lies inside the buffer's
 // bufBytes so TMA can never read or write past it). Pure Go.
-func tensorMapArgs(tm *planTensorMap, ptr DevicePtr, bufBytes int64, T int) (TensorMapDataType, []uint64, []uint64, []uint32, TensorMapSwizzle, error) {
+func tensorMapArgs(tm *launch.TensorMap, ptr DevicePtr, bufBytes int64, T int) (TensorMapDataType, []uint64, []uint64, []uint32, TensorMapSwizzle, error) {
 	dtype, err := tensorMapDType(tm.DType)
 	if err != nil {
 		return 0, nil, nil, nil, 0, err
@@ -447,7 +448,7 @@ func tensorMapArgs(tm *planTensorMap, ptr DevicePtr, bufBytes int64, T int) (Ten
 	}
 	dims := make([]uint64, len(tm.Dims))
 	for i, e := range tm.Dims {
-		v := e.eval(int64(T))
+		v := e.Eval(int64(T))
 		if v <= 0 {
 			return 0, nil, nil, nil, 0, fmt.Errorf("tensor map dimension %d is %d at T = %d", i, v, T)
 		}
@@ -455,7 +456,7 @@ func tensorMapArgs(tm *planTensorMap, ptr DevicePtr, bufBytes int64, T int) (Ten
 	}
 	strides := make([]uint64, len(tm.StrideBytes))
 	for i, e := range tm.StrideBytes {
-		v := e.eval(int64(T))
+		v := e.Eval(int64(T))
 		if v <= 0 {
 			return 0, nil, nil, nil, 0, fmt.Errorf("tensor map stride %d is %d bytes at T = %d", i, v, T)
 		}
@@ -528,11 +529,11 @@ type RoutingError struct {
 
 // BadExpertID reports an id outside -1..E-1 in ids (the slot was treated
 // as -1: it contributed nothing).
-func (e *RoutingError) BadExpertID() bool { return e.Code&errCodeBadExpertID != 0 }
+func (e *RoutingError) BadExpertID() bool { return e.Code&launch.ErrBadExpertID != 0 }
 
 // TooManyRoutes reports a routing-map row with more than K routed experts
 // (the first K in increasing expert order were kept).
-func (e *RoutingError) TooManyRoutes() bool { return e.Code&errCodeTooManyRoute != 0 }
+func (e *RoutingError) TooManyRoutes() bool { return e.Code&launch.ErrTooManyRoute != 0 }
 
 func (e *RoutingError) Error() string {
 	var parts []string
@@ -542,7 +543,7 @@ func (e *RoutingError) Error() string {
 	if e.TooManyRoutes() {
 		parts = append(parts, fmt.Sprintf("more than K = %d routes in at least one routing-map row (the first %d in expert order were kept)", e.TopK, e.TopK))
 	}
-	if rest := e.Code &^ (errCodeBadExpertID | errCodeTooManyRoute); rest != 0 {
+	if rest := e.Code &^ (launch.ErrBadExpertID | launch.ErrTooManyRoute); rest != 0 {
 		parts = append(parts, fmt.Sprintf("unknown error bits %#x", rest))
 	}
 	return fmt.Sprintf("mokc runtime: layer %s: routing: %s (error word %#x)", e.Layer, strings.Join(parts, "; "), e.Code)

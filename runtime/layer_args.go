@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
+
+	"github.com/mokc/mokc/launch"
 )
 
 // DType is the element type of a Tensor, spelled as in the launch manifest.
@@ -167,8 +169,8 @@ func (p *plan) bind(a *ForwardArgs) (int, []DevicePtr, error) {
 	T64 := int64(T)
 	for _, k := range p.Kernels {
 		for _, prm := range k.Params {
-			if prm.Value != nil && prm.Type == paramI32 {
-				if v := prm.Value.eval(T64); v > math.MaxInt32 || v < math.MinInt32 {
+			if prm.Value != nil && prm.Type == launch.ParamI32 {
+				if v := prm.Value.Eval(T64); v > math.MaxInt32 || v < math.MinInt32 {
 					return 0, nil, fail("T = %d: kernel %s parameter %s = %d does not fit in 32 bits", T, k.Name, prm.Name, v)
 				}
 			}
@@ -185,7 +187,7 @@ func (p *plan) bind(a *ForwardArgs) (int, []DevicePtr, error) {
 		f := argFields[name]
 		t := f.get(a)
 		i, used := p.bufIndex[name]
-		if !used || p.Buffers[i].Kind == bufScratch {
+		if !used || p.Buffers[i].Kind == launch.BufScratch {
 			if !t.IsZero() {
 				return 0, nil, fail("ForwardArgs.%s is set, but this layer does not read it (%s)", f.field, p.layerForm())
 			}
@@ -195,7 +197,7 @@ func (p *plan) bind(a *ForwardArgs) (int, []DevicePtr, error) {
 		shape := make([]int, len(b.Shape))
 		n := int64(1)
 		for j, e := range b.Shape {
-			v := e.eval(T64)
+			v := e.Eval(T64)
 			shape[j] = int(v)
 			n *= v
 		}
@@ -222,7 +224,7 @@ func (p *plan) bind(a *ForwardArgs) (int, []DevicePtr, error) {
 			if uint64(t.Ptr)+uint64(need) < uint64(t.Ptr) {
 				return 0, nil, fail("ForwardArgs.%s: address %v + %d bytes wraps around", f.field, t.Ptr, need)
 			}
-			spans = append(spans, span{f.field, uint64(t.Ptr), uint64(t.Ptr) + uint64(need), b.Kind == bufOutput})
+			spans = append(spans, span{f.field, uint64(t.Ptr), uint64(t.Ptr) + uint64(need), b.Kind == launch.BufOutput})
 		}
 		bind[i] = t.Ptr
 	}

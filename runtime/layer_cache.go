@@ -17,7 +17,7 @@ import (
 
 // CompileFunc compiles layer l with schedule s into PTX text (every kernel
 // of the forward in one module) and its launch manifest: the JSON of
-// compiler.Manifest (package compiler: codegen's launch plan joined with
+// launch.Manifest (package compiler: codegen's launch plan joined with
 // the PTX entries' parameter layouts).
 type CompileFunc func(l schedule.Layer, s schedule.Schedule) (ptx string, manifest []byte, err error)
 

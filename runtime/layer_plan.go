@@ -6,156 +6,31 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
 
-// This file reads the launch manifest of a compiled layer: the JSON that
-// package compiler writes (compiler.Manifest: codegen's launch plan joined
-// with the PTX kernel metadata). The runtime reads it rather than importing
-// codegen so that codegen's own GPU tests, which import this package, do not
-// form an import cycle; the manifest is also the on-disk cache format.
+// This file reads the launch manifest of a compiled layer: the JSON of
+// launch.Manifest that package compiler writes (codegen's launch plan joined
+// with the PTX kernel metadata); the manifest is also the on-disk cache
+// format.
 
-// planExpr is codegen.Expr: max(Min, ceil((A*T + B) / D)), D = 0 read as 1.
-type planExpr struct {
-	A   int64 `json:"a"`
-	B   int64 `json:"b"`
-	D   int64 `json:"d"`
-	Min int64 `json:"min"`
-}
-
-// eval returns the value of e at T tokens (the formula of codegen.Expr.Eval).
-func (e planExpr) eval(T int64) int64 {
-	d := e.D
-	if d <= 0 {
-		d = 1
-	}
-	n := e.A*T + e.B
-	v := (n + d - 1) / d
-	if n < 0 {
-		v = n / d
-	}
-	if v < e.Min {
-		v = e.Min
-	}
-	return v
-}
-
-// planTensorMap is codegen.TensorMap.
-type planTensorMap struct {
-	Operand     string     `json:"operand"`
-	DType       string     `json:"dtype"`
-	Dims        []planExpr `json:"dims"`
-	StrideBytes []planExpr `json:"stride_bytes"`
-	Box         []int      `json:"box"`
-	Swizzle     int        `json:"swizzle"`
-}
-
-// planParam is codegen.Param.
-type planParam struct {
-	Name      string         `json:"name"`
-	Type      string         `json:"type"`
-	Size      int            `json:"size"`
-	Align     int            `json:"align,omitempty"`
-	Role      string         `json:"role,omitempty"`
-	Buffer    string         `json:"buffer,omitempty"`
-	Value     *planExpr      `json:"value,omitempty"`
-	TensorMap *planTensorMap `json:"tensor_map,omitempty"`
-}
-
-// ptxParam is ptx.Param (the PTX entry's parameter layout).
-type ptxParam struct {
-	Name   string `json:"name"`
-	Type   string `json:"type"`
-	Size   int    `json:"size"`
-	Align  int    `json:"align"`
-	Offset int    `json:"offset"`
-	ByVal  bool   `json:"byval"`
-}
-
-// planKernel is compiler.ManifestKernel: codegen.Kernel plus the PTX
-// entry's parameter layout.
-type planKernel struct {
-	Name              string      `json:"name"`
-	Params            []planParam `json:"params"`
-	Block             int         `json:"block"`
-	Grid              [3]planExpr `json:"grid"`
-	SharedBytes       int         `json:"shared_bytes"`
-	SkipIfZeroT       bool        `json:"skip_if_zero_t,omitempty"`
-	ParamBytes        int         `json:"param_bytes"`
-	ParamLayout       []ptxParam  `json:"param_layout"`
-	StaticSharedBytes int         `json:"static_shared_bytes"`
-}
-
-// planBuffer is codegen.Buffer.
-type planBuffer struct {
-	Name  string     `json:"name"`
-	Kind  string     `json:"kind"`
-	DType string     `json:"dtype"`
-	Shape []planExpr `json:"shape"`
-	Bytes planExpr   `json:"bytes"`
-	Doc   string     `json:"doc"`
-}
-
-// planShape is compiler.ManifestShape.
-type planShape struct {
-	Hidden       int    `json:"hidden"`
-	Intermediate int    `json:"intermediate"`
-	Experts      int    `json:"experts"`
-	TopK         int    `json:"top_k"`
-	SharedWidth  int    `json:"shared_width"`
-	Activation   string `json:"activation"`
-	FC1Rows      string `json:"fc1_rows"`
-}
-
-// shapeOf is the manifest shape of layer l (compiler.ManifestShape).
-func shapeOf(l schedule.Layer) planShape {
-	rows := "halves"
-	if l.GateUpInterleaved {
-		rows = "interleaved"
-	}
-	return planShape{Hidden: l.Hidden, Intermediate: l.Intermediate, Experts: l.Experts, TopK: l.TopK,
-		SharedWidth: l.SharedWidth(), Activation: l.Activation.String(), FC1Rows: rows}
-}
-
-// plan is compiler.Manifest.
+// plan is a decoded and checked manifest, with its buffers indexed by name.
 type plan struct {
-	Mokc        string       `json:"mokc"`
-	SizeFormula string       `json:"size_formula"`
-	Notes       []string     `json:"notes"`
-	Layer       string       `json:"layer"`
-	Target      string       `json:"target"`
-	PTXVersion  string       `json:"ptx_version"`
-	Shape       planShape    `json:"shape"`
-	Kernels     []planKernel `json:"kernels"`
-	Buffers     []planBuffer `json:"buffers"`
-	Schedule    string       `json:"schedule"`
+	launch.Manifest
 
 	bufIndex map[string]int // buffer name -> index in Buffers
 }
 
-// Buffer kinds and parameter types of the manifest (codegen.BufferKind,
-// codegen.ParamType).
-const (
-	bufInput   = "input"
-	bufOutput  = "output"
-	bufScratch = "scratch"
-
-	paramPtr  = "ptr"
-	paramI32  = "i32"
-	paramI64  = "i64"
-	paramF32  = "f32"
-	paramTmap = "tmap"
-)
-
-// errBuffer is the name of the error word buffer (u32[1]) every forward
-// program has; the Layer owns it.
-const errBuffer = "err"
-
-// Error codes of the error word (codegen.ErrBadExpertID, codegen.ErrTooManyRoute).
-const (
-	errCodeBadExpertID  = 1
-	errCodeTooManyRoute = 2
-)
+// shapeOf is the manifest shape of layer l (as package compiler writes it).
+func shapeOf(l schedule.Layer) launch.Shape {
+	rows := launch.FC1Halves
+	if l.GateUpInterleaved {
+		rows = launch.FC1Interleaved
+	}
+	return launch.Shape{Hidden: l.Hidden, Intermediate: l.Intermediate, Experts: l.Experts, TopK: l.TopK,
+		SharedWidth: l.SharedWidth(), Activation: l.Activation.String(), FC1Rows: rows}
+}
 
 // parsePlan decodes a manifest strictly (an unknown field is an error: it
 // would be something this runtime does not know how to launch) and checks
@@ -164,8 +39,8 @@ func parsePlan(manifest []byte, l schedule.Layer) (*plan, error) {
 	dec := json.NewDecoder(bytes.NewReader(manifest))
 	dec.DisallowUnknownFields()
 	var p plan
-	if err := dec.Decode(&p); err != nil {
-		return nil, fmt.Errorf("mokc runtime: layer manifest: %w (a manifest field this runtime does not know is an error: update runtime/layer_plan.go with the compiler)", err)
+	if err := dec.Decode(&p.Manifest); err != nil {
+		return nil, fmt.Errorf("mokc runtime: layer manifest: %w (a manifest field this runtime does not know is refused: was the manifest written by another version of mokc?)", err)
 	}
 	if err := p.check(l); err != nil {
 		return nil, fmt.Errorf("mokc runtime: layer manifest of %s: %w", l.Name, err)
@@ -194,11 +69,11 @@ func (p *plan) check(l schedule.Layer) error {
 			return fmt.Errorf("buffer %q listed twice", b.Name)
 		}
 		switch b.Kind {
-		case bufInput, bufOutput, bufScratch:
+		case launch.BufInput, launch.BufOutput, launch.BufScratch:
 		default:
 			return fmt.Errorf("buffer %q: unknown kind %q", b.Name, b.Kind)
 		}
-		if b.Kind != bufScratch && b.Name != errBuffer {
+		if b.Kind != launch.BufScratch && b.Name != launch.ErrBuffer {
 			if _, ok := argFields[b.Name]; !ok {
 				return fmt.Errorf("%s buffer %q has no ForwardArgs field in this runtime", b.Kind, b.Name)
 			}
@@ -211,8 +86,8 @@ func (p *plan) check(l schedule.Layer) error {
 		}
 		p.bufIndex[b.Name] = i
 	}
-	if i, ok := p.bufIndex[errBuffer]; !ok || p.Buffers[i].Kind == bufScratch {
-		return fmt.Errorf("no %q output buffer (the error word)", errBuffer)
+	if i, ok := p.bufIndex[launch.ErrBuffer]; !ok || p.Buffers[i].Kind == launch.BufScratch {
+		return fmt.Errorf("no %q output buffer (the error word)", launch.ErrBuffer)
 	}
 	if _, ok := p.bufIndex["x"]; !ok {
 		return fmt.Errorf("no input buffer \"x\"")
@@ -252,19 +127,19 @@ func (p *plan) check(l schedule.Layer) error {
 	return nil
 }
 
-func (p *plan) checkParam(k planKernel, prm planParam) error {
+func (p *plan) checkParam(k launch.ManifestKernel, prm launch.Param) error {
 	where := fmt.Sprintf("kernel %s parameter %s", k.Name, prm.Name)
 	switch prm.Type {
-	case paramPtr:
+	case launch.ParamPtr:
 		if prm.Size != 8 {
 			return fmt.Errorf("%s: pointer of %d bytes", where, prm.Size)
 		}
 		if _, ok := p.bufIndex[prm.Buffer]; !ok {
 			return fmt.Errorf("%s: names buffer %q that the plan lacks", where, prm.Buffer)
 		}
-	case paramI32, paramF32, paramI64:
+	case launch.ParamI32, launch.ParamF32, launch.ParamI64:
 		want := 4
-		if prm.Type == paramI64 {
+		if prm.Type == launch.ParamI64 {
 			want = 8
 		}
 		if prm.Size != want {
@@ -273,10 +148,10 @@ func (p *plan) checkParam(k planKernel, prm planParam) error {
 		if prm.Value == nil {
 			return fmt.Errorf("%s: scalar without a value", where)
 		}
-		if prm.Type == paramF32 {
+		if prm.Type == launch.ParamF32 {
 			return fmt.Errorf("%s: f32 parameters bound to T are not supported by this runtime", where)
 		}
-	case paramTmap:
+	case launch.ParamTmap:
 		if prm.Size != TensorMapBytes {
 			return fmt.Errorf("%s: tensor map of %d bytes, want %d", where, prm.Size, TensorMapBytes)
 		}
@@ -303,7 +178,7 @@ func (p *plan) checkParam(k planKernel, prm planParam) error {
 }
 
 // buffer returns the buffer named name (nil if absent).
-func (p *plan) buffer(name string) *planBuffer {
+func (p *plan) buffer(name string) *launch.Buffer {
 	if i, ok := p.bufIndex[name]; ok {
 		return &p.Buffers[i]
 	}

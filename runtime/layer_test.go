@@ -10,31 +10,14 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
 
 // These tests run without a GPU: the manifest reader, argument validation,
 // tensor-map checks, the workspace layout and the compiled-module cache are
-// pure Go. The manifests come from codegen.Build, serialised the way
-// package compiler writes them (compiler.Manifest: codegen.Kernel embedded
-// in each kernel entry, plus the PTX parameter layout, absent here).
-
-type testManifestKernel struct {
-	codegen.Kernel
-	ParamBytes        int `json:"param_bytes"`
-	StaticSharedBytes int `json:"static_shared_bytes"`
-}
-
-type testManifest struct {
-	Mokc       string               `json:"mokc"`
-	Layer      string               `json:"layer"`
-	Target     string               `json:"target"`
-	PTXVersion string               `json:"ptx_version"`
-	Shape      planShape            `json:"shape"`
-	Kernels    []testManifestKernel `json:"kernels"`
-	Buffers    []codegen.Buffer     `json:"buffers"`
-	Schedule   string               `json:"schedule"`
-}
+// pure Go. The manifests come from codegen.Build, serialised as the
+// launch.Manifest package compiler writes, without the PTX parameter layout.
 
 // manifestFor builds l for target with its default schedule and returns the
 // schedule and the manifest JSON.
@@ -48,11 +31,11 @@ func manifestFor(t testing.TB, l schedule.Layer, target schedule.Target) (schedu
 	if err != nil {
 		t.Fatalf("%s %s: %v", l.Name, target, err)
 	}
-	m := testManifest{Mokc: "test", Layer: l.Name, Target: target.String(), PTXVersion: "8.0",
+	m := launch.Manifest{Mokc: "test", Layer: l.Name, Target: target.String(), PTXVersion: "8.0",
 		Shape:   shapeOf(l),
 		Buffers: p.Buffers, Schedule: s.String()}
 	for _, k := range p.Kernels {
-		m.Kernels = append(m.Kernels, testManifestKernel{Kernel: k})
+		m.Kernels = append(m.Kernels, launch.ManifestKernel{Kernel: k})
 	}
 	b, err := json.Marshal(m)
 	if err != nil {
@@ -92,14 +75,14 @@ func fakeArgs(p *plan, T int) ForwardArgs {
 	next := DevicePtr(1 << 40)
 	for _, name := range argOrder {
 		i, ok := p.bufIndex[name]
-		if !ok || p.Buffers[i].Kind == bufScratch {
+		if !ok || p.Buffers[i].Kind == launch.BufScratch {
 			continue
 		}
 		b := p.Buffers[i]
 		shape := make([]int, len(b.Shape))
 		n := dtypeSize(DType(b.DType))
 		for j, e := range b.Shape {
-			shape[j] = int(e.eval(int64(T)))
+			shape[j] = int(e.Eval(int64(T)))
 			n *= shape[j]
 		}
 		*argFields[name].get(&a) = NewTensor(next, n, DType(b.DType), shape...)
@@ -129,7 +112,7 @@ func TestLayerPlanFromCodegen(t *testing.T) {
 				}
 				off, _ := p.scratchLayout(T)
 				for i, b := range p.Buffers {
-					if b.Kind == bufScratch || b.Name == errBuffer {
+					if b.Kind == launch.BufScratch || b.Name == launch.ErrBuffer {
 						bind[i] = DevicePtr(1 << 44).Offset(max(off[i], 0))
 					}
 				}
@@ -137,7 +120,7 @@ func TestLayerPlanFromCodegen(t *testing.T) {
 				sizes := ly.bufferBytes(T)
 				for _, k := range p.Kernels {
 					for _, prm := range k.Params {
-						if prm.Type != paramTmap {
+						if prm.Type != launch.ParamTmap {
 							continue
 						}
 						bi := p.bufIndex[prm.Buffer]
@@ -307,7 +290,7 @@ func TestScratchLayout(t *testing.T) {
 			for _, T := range []int{0, 1, wsT / 2, wsT} {
 				end := 0
 				for i, b := range p.Buffers {
-					if b.Kind != bufScratch {
+					if b.Kind != launch.BufScratch {
 						if off[i] != -1 {
 							t.Fatalf("%s: non-scratch %s has offset %d", l.Name, b.Name, off[i])
 						}
@@ -316,7 +299,7 @@ func TestScratchLayout(t *testing.T) {
 					if off[i]%256 != 0 || off[i] < end {
 						t.Fatalf("%s: %s at %d (previous end %d)", l.Name, b.Name, off[i], end)
 					}
-					end = off[i] + int(max(b.Bytes.eval(int64(T)), 1))
+					end = off[i] + int(max(b.Bytes.Eval(int64(T)), 1))
 					if end > total {
 						t.Fatalf("%s wsT=%d T=%d: %s ends at %d > %d", l.Name, wsT, T, b.Name, end, total)
 					}
@@ -327,8 +310,8 @@ func TestScratchLayout(t *testing.T) {
 }
 
 func TestTensorMapArgsRejects(t *testing.T) {
-	tm := &planTensorMap{Operand: "a", DType: "bf16", Dims: []planExpr{{B: 2048, D: 1, Min: 2048}, {A: 8, D: 1, Min: 1}},
-		StrideBytes: []planExpr{{B: 4096, D: 1, Min: 4096}}, Box: []int{64, 128}, Swizzle: 128}
+	tm := &launch.TensorMap{Operand: "a", DType: "bf16", Dims: []launch.Expr{{B: 2048, D: 1, Min: 2048}, {A: 8, D: 1, Min: 1}},
+		StrideBytes: []launch.Expr{{B: 4096, D: 1, Min: 4096}}, Box: []int{64, 128}, Swizzle: 128}
 	const T = 10
 	need := int64(8 * T * 4096)
 	if _, dims, _, _, _, err := tensorMapArgs(tm, 1<<20, need, T); err != nil || dims[1] != 8*T {
@@ -338,13 +321,13 @@ func TestTensorMapArgsRejects(t *testing.T) {
 		name, want string
 		ptr        DevicePtr
 		bytes      int64
-		edit       func(tm *planTensorMap)
+		edit       func(tm *launch.TensorMap)
 	}{
 		{"small buffer", "buffer holds", 1 << 20, need - 2, nil},
 		{"misaligned", "aligned", 1<<20 + 8, need, nil},
-		{"swizzle", "swizzle", 1 << 20, need, func(tm *planTensorMap) { tm.Swizzle = 16 }},
-		{"box too wide for swizzle", "swizzle span", 1 << 20, need, func(tm *planTensorMap) { tm.Box[0] = 128 }},
-		{"dtype", "dtype", 1 << 20, need, func(tm *planTensorMap) { tm.DType = "e4m3x" }},
+		{"swizzle", "swizzle", 1 << 20, need, func(tm *launch.TensorMap) { tm.Swizzle = 16 }},
+		{"box too wide for swizzle", "swizzle span", 1 << 20, need, func(tm *launch.TensorMap) { tm.Box[0] = 128 }},
+		{"dtype", "dtype", 1 << 20, need, func(tm *launch.TensorMap) { tm.DType = "e4m3x" }},
 	} {
 		m := *tm
 		m.Box = append([]int(nil), tm.Box...)
@@ -568,10 +551,10 @@ func TestLayerArgsPacking(t *testing.T) {
 			ly.wsT = 4096
 			what := l.Name + " " + target.String()
 			// extents returns a tensor map's dims and strides at T.
-			extents := func(tm *planTensorMap, T int) string {
+			extents := func(tm *launch.TensorMap, T int) string {
 				var v []int64
-				for _, e := range append(append([]planExpr(nil), tm.Dims...), tm.StrideBytes...) {
-					v = append(v, e.eval(int64(T)))
+				for _, e := range append(append([]launch.Expr(nil), tm.Dims...), tm.StrideBytes...) {
+					v = append(v, e.Eval(int64(T)))
 				}
 				return fmt.Sprint(v)
 			}
@@ -592,7 +575,7 @@ func TestLayerArgsPacking(t *testing.T) {
 				want := 0
 				for _, k := range p.Kernels {
 					for _, prm := range k.Params {
-						if prm.Type != paramTmap {
+						if prm.Type != launch.ParamTmap {
 							continue
 						}
 						bi := p.bufIndex[prm.Buffer]
@@ -626,15 +609,15 @@ func TestLayerArgsPacking(t *testing.T) {
 						}
 						v := args.Value(j)
 						switch prm.Type {
-						case paramPtr:
+						case launch.ParamPtr:
 							if got := DevicePtr(leU64(v)); got != bind[p.bufIndex[prm.Buffer]] {
 								t.Fatalf("%s: kernel %s parameter %s = %v, buffer %s is at %v", what, k.Name, prm.Name, got, prm.Buffer, bind[p.bufIndex[prm.Buffer]])
 							}
-						case paramI32:
-							if got := int64(int32(leU64(append(v, 0, 0, 0, 0)))); got != prm.Value.eval(int64(T)) {
+						case launch.ParamI32:
+							if got := int64(int32(leU64(append(v, 0, 0, 0, 0)))); got != prm.Value.Eval(int64(T)) {
 								t.Fatalf("%s: kernel %s parameter %s = %d at T = %d", what, k.Name, prm.Name, got, T)
 							}
-						case paramTmap:
+						case launch.ParamTmap:
 							addr := bind[p.bufIndex[prm.Buffer]]
 							if !strings.HasPrefix(string(v), fmt.Sprintf("%x ", uint64(addr))) {
 								t.Fatalf("%s: kernel %s %s is not encoded over %s at %v: %q", what, k.Name, prm.Name, prm.Buffer, addr, v[:40])
