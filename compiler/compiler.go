@@ -156,23 +156,10 @@ func buildManifest(a *Artifact) error {
 	for _, k := range a.Program.Kernels {
 		e := entries[k.Name]
 		m.Kernels = append(m.Kernels, launch.ManifestKernel{Kernel: k, ParamBytes: e.ParamBytes,
-			ParamLayout: paramLayout(e.Params), StaticSharedBytes: e.StaticSharedBytes})
+			ParamLayout: e.Params, StaticSharedBytes: e.StaticSharedBytes})
 	}
 	a.Manifest = m
 	return nil
-}
-
-// paramLayout copies the PTX entry's parameter layout into the manifest's
-// type (nil stays nil, as the manifest writes it).
-func paramLayout(ps []ptx.Param) []launch.PTXParam {
-	if ps == nil {
-		return nil
-	}
-	out := make([]launch.PTXParam, len(ps))
-	for i, p := range ps {
-		out[i] = launch.PTXParam(p)
-	}
-	return out
 }
 
 // ManifestJSON returns the manifest as indented JSON.

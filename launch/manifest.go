@@ -55,8 +55,7 @@ type ManifestKernel struct {
 }
 
 // PTXParam is one parameter of a PTX .entry as laid out in the parameter
-// buffer of cuLaunchKernel (the fields of ptx.Param, which compiler copies
-// here).
+// buffer of cuLaunchKernel (ptx.Param is this type).
 type PTXParam struct {
 	Name   string `json:"name"`   // PTX parameter name
 	Type   string `json:"type"`   // PTX type of the declaration: ".u32", ".u64", ".f32", ".b8" (byte arrays: byval aggregates) ...

@@ -3,6 +3,8 @@ package ptx
 import (
 	"fmt"
 
+	"github.com/mokc/mokc/launch"
+
 	llir "github.com/llir/llvm/ir"
 )
 
@@ -89,15 +91,10 @@ type KernelInfo struct {
 	ClusterDim [3]int
 }
 
-// Param is one kernel parameter.
-type Param struct {
-	Name   string `json:"name"`   // PTX parameter name
-	Type   string `json:"type"`   // PTX type of the declaration: ".u32", ".u64", ".f32", ".b8" (byte arrays: byval aggregates) ...
-	Size   int    `json:"size"`   // bytes
-	Align  int    `json:"align"`  // bytes
-	Offset int    `json:"offset"` // byte offset in the parameter buffer (aligned to Align)
-	ByVal  bool   `json:"byval"`  // a byval aggregate (e.g. a 128-byte TMA tensor map) declared `.param .align A .b8 name[Size]`
-}
+// Param is one kernel parameter as laid out in the parameter buffer of
+// cuLaunchKernel: the launch manifest's type, so the compiler hands the
+// backend's layout to launchers unchanged.
+type Param = launch.PTXParam
 
 // Error is a refusal to compile: the construct is outside the supported IR
 // subset (or the IR is malformed). Func and Inst name the LLVM function and
