@@ -142,15 +142,10 @@ func buildManifest(a *Artifact) error {
 	for _, k := range a.PTX.Kernels {
 		entries[k.Name] = k
 	}
-	rows := launch.FC1Halves
-	if a.Layer.GateUpInterleaved {
-		rows = launch.FC1Interleaved
-	}
 	m := launch.Manifest{
 		Mokc: Version, SizeFormula: launch.SizeFormula, Notes: manifestNotes,
 		Layer: a.Layer.Name, Target: a.Schedule.Target.String(), PTXVersion: a.PTX.Version,
-		Shape: launch.Shape{Hidden: a.Layer.Hidden, Intermediate: a.Layer.Intermediate, Experts: a.Layer.Experts,
-			TopK: a.Layer.TopK, SharedWidth: a.Layer.SharedWidth(), Activation: a.Layer.Activation.String(), FC1Rows: rows},
+		Shape:   launch.ShapeOf(a.Layer),
 		Buffers: a.Program.Buffers, Schedule: a.Schedule.String(),
 	}
 	for _, k := range a.Program.Kernels {

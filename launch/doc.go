@@ -9,6 +9,6 @@
 // JSON back into a Manifest and launches from it. The JSON field names are
 // the manifest format; a change to them is a change of format.
 //
-// The package imports nothing from mokc, so that every other package
-// (runtime included, which codegen's GPU tests import) can import it.
+// Of mokc it imports only schedule (for ShapeOf), so that every other
+// package (runtime included, which codegen's GPU tests import) can import it.
 package launch

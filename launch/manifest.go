@@ -1,5 +1,7 @@
 package launch
 
+import "github.com/mokc/mokc/schedule"
+
 // Manifest describes the compiled kernels of one layer for a launcher in any
 // language; compiler writes it as indented JSON (`mokc build --emit
 // manifest`) and runtime reads it back. Kernels appear in launch order; a
@@ -63,4 +65,14 @@ type PTXParam struct {
 	Align  int    `json:"align"`  // bytes
 	Offset int    `json:"offset"` // byte offset in the parameter buffer (aligned to Align)
 	ByVal  bool   `json:"byval"`  // a byval aggregate (e.g. a 128-byte TMA tensor map) declared `.param .align A .b8 name[Size]`
+}
+
+// ShapeOf is the manifest shape of layer l.
+func ShapeOf(l schedule.Layer) Shape {
+	rows := FC1Halves
+	if l.GateUpInterleaved {
+		rows = FC1Interleaved
+	}
+	return Shape{Hidden: l.Hidden, Intermediate: l.Intermediate, Experts: l.Experts, TopK: l.TopK,
+		SharedWidth: l.SharedWidth(), Activation: l.Activation.String(), FC1Rows: rows}
 }

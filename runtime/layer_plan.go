@@ -22,16 +22,6 @@ type plan struct {
 	bufIndex map[string]int // buffer name -> index in Buffers
 }
 
-// shapeOf is the manifest shape of layer l (as package compiler writes it).
-func shapeOf(l schedule.Layer) launch.Shape {
-	rows := launch.FC1Halves
-	if l.GateUpInterleaved {
-		rows = launch.FC1Interleaved
-	}
-	return launch.Shape{Hidden: l.Hidden, Intermediate: l.Intermediate, Experts: l.Experts, TopK: l.TopK,
-		SharedWidth: l.SharedWidth(), Activation: l.Activation.String(), FC1Rows: rows}
-}
-
 // parsePlan decodes a manifest strictly (an unknown field is an error: it
 // would be something this runtime does not know how to launch) and checks
 // it against the layer it claims to implement.
@@ -53,7 +43,7 @@ func parsePlan(manifest []byte, l schedule.Layer) (*plan, error) {
 // tensor maps are complete, the PTX parameter layout (when present) has the
 // plan's sizes, and H, I, E, K and the shared width are those of l.
 func (p *plan) check(l schedule.Layer) error {
-	want := shapeOf(l)
+	want := launch.ShapeOf(l)
 	if p.Shape != want {
 		return fmt.Errorf("shape %+v does not match the layer %+v", p.Shape, want)
 	}

@@ -32,7 +32,7 @@ func manifestFor(t testing.TB, l schedule.Layer, target schedule.Target) (schedu
 		t.Fatalf("%s %s: %v", l.Name, target, err)
 	}
 	m := launch.Manifest{Mokc: "test", Layer: l.Name, Target: target.String(), PTXVersion: "8.0",
-		Shape:   shapeOf(l),
+		Shape:   launch.ShapeOf(l),
 		Buffers: p.Buffers, Schedule: s.String()}
 	for _, k := range p.Kernels {
 		m.Kernels = append(m.Kernels, launch.ManifestKernel{Kernel: k})
