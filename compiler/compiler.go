@@ -91,6 +91,7 @@ type StageError struct {
 	Err    error
 }
 
+// Error names the stage and, for a preset, a reproducing command.
 func (e *StageError) Error() string {
 	msg := fmt.Sprintf("%s stage: %v", e.Stage, e.Err)
 	if _, err := schedule.Preset(e.Layer); err == nil {
@@ -99,6 +100,7 @@ func (e *StageError) Error() string {
 	return msg
 }
 
+// Unwrap returns the stage's own error.
 func (e *StageError) Unwrap() error { return e.Err }
 
 // checkPTX verifies that every kernel of the launch plan is an entry of the

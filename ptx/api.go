@@ -105,6 +105,7 @@ type Error struct {
 	Msg  string
 }
 
+// Error formats the refusal as "ptx: in function @F: message: instruction".
 func (e *Error) Error() string {
 	s := "ptx: "
 	if e.Func != "" {

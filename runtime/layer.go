@@ -535,6 +535,7 @@ func (e *RoutingError) BadExpertID() bool { return e.Code&launch.ErrBadExpertID 
 // (the first K in increasing expert order were kept).
 func (e *RoutingError) TooManyRoutes() bool { return e.Code&launch.ErrTooManyRoute != 0 }
 
+// Error lists the routing problems the error word reports.
 func (e *RoutingError) Error() string {
 	var parts []string
 	if e.BadExpertID() {
