@@ -142,7 +142,11 @@ func (sm100Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ker
 	if l.gated && !l.interleave {
 		bBox = l.BN
 	}
-	params := append(GemmParams(spec), sm90TensorMaps(spec, rowsPerT, l.BM, bBox)...)
+	tmaps, err := sm90TensorMaps(spec, rowsPerT, l.BM, bBox)
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	params := append(GemmParams(spec), tmaps...)
 	if spec.B == BTable {
 		params = params[:len(params)-1] // B comes through cp.async: no tensor map
 	}

@@ -191,11 +191,30 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 // sm90TensorMaps returns the tensor-map parameters (after GemmParams) of an
 // sm_90a / sm_100a GEMM kernel: "tmap_a" over A and "tmap_b" over B, both
 // bf16, 128-byte swizzle, boxes of 64 elements along K.
-func sm90TensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) []Param {
+//
+// The constant dimensions and strides are checked against the limits of
+// cuTensorMapEncodeTiled (CUDA driver API: dimensions at most 2^32
+// elements, strides below 2^40 bytes) so that a layer too large for TMA is
+// refused when it is built, not when it is launched.
+func sm90TensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error) {
 	k := int64(s.K)
 	rows := PerT(rowsPerT, 0)
 	rows.Min = 1
 	br := int64(s.BRows())
+	for _, c := range []struct {
+		what  string
+		v     int64
+		limit int64
+	}{
+		{"K (elements)", k, 1 << 32},
+		{"B rows (elements)", br, 1 << 32},
+		{"experts", int64(s.Experts), 1 << 32},
+		{"B expert stride (bytes)", 2 * k * br, 1<<40 - 1},
+	} {
+		if c.v > c.limit {
+			return nil, fmt.Errorf("codegen: %s: %s = %d exceeds the TMA tensor-map limit %d (cuTensorMapEncodeTiled)", s.Name, c.what, c.v, c.limit)
+		}
+	}
 	return []Param{
 		{Name: "tmap_a", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: &TensorMap{
 			Operand: RoleA, DType: "bf16",
@@ -207,7 +226,7 @@ func sm90TensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) []Param {
 			Dims:        []Expr{Const(k), Const(br), Const(int64(s.Experts))},
 			StrideBytes: []Expr{Const(2 * k), Const(2 * k * br)},
 			Box:         []int{64, bBoxRows, 1}, Swizzle: 128}},
-	}
+	}, nil
 }
 
 // bBoxRows is the row count of one B TMA box.
@@ -227,7 +246,11 @@ func (sm90Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Kern
 	if err != nil {
 		return KernelInfo{}, err
 	}
-	params := append(GemmParams(spec), sm90TensorMaps(spec, rowsPerT, l.BM, l.bBoxRows())...)
+	tmaps, err := sm90TensorMaps(spec, rowsPerT, l.BM, l.bBoxRows())
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	params := append(GemmParams(spec), tmaps...)
 	if spec.B == BTable {
 		params = params[:len(params)-1] // B comes through cp.async: no tensor map
 	}

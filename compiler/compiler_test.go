@@ -125,3 +125,17 @@ func TestGridCTAs(t *testing.T) {
 		}
 	}
 }
+
+func TestTooLargeForTMA(t *testing.T) {
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Name, l.Hidden, l.Intermediate = "huge", 1<<20, 1<<20 // one expert's FC1: 2^42 bytes
+	for _, tg := range []schedule.Target{schedule.SM90a, schedule.SM100a} {
+		_, err := CompileDefault(l, tg)
+		if err == nil || !strings.Contains(err.Error(), "TMA tensor-map limit") {
+			t.Errorf("%s: %v, want a refusal naming the TMA limit", tg, err)
+		}
+	}
+}
