@@ -2,8 +2,6 @@ package codegen
 
 import (
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -16,27 +14,12 @@ import (
 // llcPTX compiles the module text through llc-19 for target.
 func llcPTX(t *testing.T, text, target string) string {
 	t.Helper()
-	llc := toolchain.NeedLLC(t)
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.ll")
-	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out := filepath.Join(dir, "out.ptx")
-	attr := "+ptx78"
-	if target != "sm_80" {
-		attr = "+ptx80"
-	}
-	cmd := exec.Command(llc, "-mtriple=nvptx64-nvidia-cuda", "-mcpu="+target, "-mattr="+attr, "-O2", "-o", out, in)
-	msg, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("llc: %v\n%s", err, msg)
-	}
-	b, err := os.ReadFile(out)
+	toolchain.NeedLLC(t)
+	ptx, err := toolchain.CompileLLC(text, target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return ptx
 }
 
 // TestBuildPresetsAssemble builds the sm_80 forward of every preset and

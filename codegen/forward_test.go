@@ -2,15 +2,15 @@ package codegen
 
 import (
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
+	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/schedule"
 )
 
-var update = flag.Bool("update", false, "rewrite codegen/testdata/forward/*.llc.ptx from llc-19")
+var update = flag.Bool("update", false, "rewrite the llc-19 reference PTX under codegen/testdata (forward, sm90, sm100)")
 
 // fwdCase is a layer of the forward GPU test.
 type fwdCase struct {
@@ -73,23 +73,8 @@ func TestForwardLLCPTX(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := llcPTX(t, text, "sm_80")
-			path := filepath.Join("testdata", "forward", c.name+".llc.ptx")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./codegen -run TestForwardLLCPTX -update)", err)
-			}
-			if string(want) != got {
-				t.Fatalf("%s is stale: run go test ./codegen -run TestForwardLLCPTX -update", path)
-			}
+			goldenfile.Check(t, filepath.Join("testdata", "forward", c.name+".llc.ptx"), got, *update,
+				"go test ./codegen -run TestForwardLLCPTX -update")
 		})
 	}
 }

@@ -1,13 +1,12 @@
 package codegen
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
 	mptx "github.com/mokc/mokc/ptx"
@@ -55,9 +54,6 @@ func TestSM100PresetsAssemble(t *testing.T) {
 				t.Fatal(err)
 			}
 			ptx := sm100Retarget(t, llcPTX(t, text, "sm_90a"))
-			if d := os.Getenv("MOKC_DUMP"); d != "" {
-				os.WriteFile(d+"/"+name+".sm100.ptx", []byte(ptx), 0o644)
-			}
 			for _, want := range []string{".target sm_100a", "tcgen05.alloc", "tcgen05.mma.cta_group::1.kind::f16",
 				"tcgen05.commit", "tcgen05.ld.sync.aligned.32x32b", "tcgen05.dealloc", "cp.async.bulk.tensor.3d"} {
 				if !strings.Contains(ptx, want) {
@@ -97,8 +93,6 @@ func sm100GemmCases() []sm90GemmCase {
 	return append(cases, c8)
 }
 
-var sm100Update = flag.Bool("update-sm100", false, "rewrite testdata/sm100/gemm.llc.ptx from llc-19")
-
 // TestSM100GemmCasesAssemble keeps testdata/sm100/gemm.llc.ptx (llc-19's
 // PTX of the engine test kernels, retargeted to sm_100a; the Blackwell GPU
 // test runs it next to mokc's) in step with the generator, and assembles it
@@ -114,22 +108,8 @@ func TestSM100GemmCasesAssemble(t *testing.T) {
 		t.Fatal(err)
 	}
 	ptx := sm100Retarget(t, llcPTX(t, text, "sm_90a"))
-	path := filepath.Join("testdata", "sm100", "gemm.llc.ptx")
-	if *sm100Update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(ptx), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./codegen -run TestSM100GemmCasesAssemble -update-sm100)", err)
-	}
-	if string(want) != ptx {
-		t.Fatalf("%s is stale: run go test ./codegen -run TestSM100GemmCasesAssemble -update-sm100", path)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "sm100", "gemm.llc.ptx"), ptx, *update,
+		"go test ./codegen -run TestSM100GemmCasesAssemble -update")
 	toolchain.NeedPtxas(t, "sm_100a")
 	if err := toolchain.Assemble(ptx, "sm_100a"); err != nil {
 		t.Fatal("llc-19 (retargeted):", strings.SplitN(err.Error(), "\n", 20))

@@ -1,7 +1,6 @@
 package codegen
 
 import (
-	"flag"
 	"fmt"
 	"os"
 	"os/exec"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
 	mptx "github.com/mokc/mokc/ptx"
@@ -94,10 +94,6 @@ func TestSM90PresetsAssemble(t *testing.T) {
 				t.Fatal(err)
 			}
 			ptx := llcPTX(t, text, "sm_90a")
-			if d := os.Getenv("MOKC_DUMP"); d != "" {
-				os.WriteFile(d+"/"+name+".sm90.ll", []byte(text), 0o644)
-				os.WriteFile(d+"/"+name+".sm90.ptx", []byte(ptx), 0o644)
-			}
 			toolchain.NeedPtxas(t, "sm_90a")
 			if err := toolchain.Assemble(ptx, "sm_90a"); err != nil {
 				t.Fatal("llc-19:", strings.SplitN(err.Error(), "\n", 20))
@@ -193,8 +189,6 @@ func sm90GemmModule(t testing.TB, eng Engine, cases []sm90GemmCase) (*ir.Module,
 	return m, infos
 }
 
-var sm90Update = flag.Bool("update-sm90", false, "rewrite testdata/sm90/gemm.llc.ptx from llc-19")
-
 // TestSM90GemmLLCPTX keeps testdata/sm90/gemm.llc.ptx (llc-19's PTX of the
 // engine test kernels, which the GPU test runs) in step with the generator,
 // and assembles it for sm_90a.
@@ -209,22 +203,8 @@ func TestSM90GemmLLCPTX(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := llcPTX(t, text, "sm_90a")
-	path := filepath.Join("testdata", "sm90", "gemm.llc.ptx")
-	if *sm90Update {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("%v (run go test ./codegen -run TestSM90GemmLLCPTX -update-sm90)", err)
-	}
-	if string(want) != got {
-		t.Fatalf("%s is stale: run go test ./codegen -run TestSM90GemmLLCPTX -update-sm90", path)
-	}
+	goldenfile.Check(t, filepath.Join("testdata", "sm90", "gemm.llc.ptx"), got, *update,
+		"go test ./codegen -run TestSM90GemmLLCPTX -update")
 	toolchain.NeedPtxas(t, "sm_90a")
 	if err := toolchain.Assemble(got, "sm_90a"); err != nil {
 		t.Fatal(strings.SplitN(err.Error(), "\n", 20))

@@ -11,9 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
-
 	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/schedule"
 )
@@ -86,20 +85,7 @@ func TestGolden(t *testing.T) {
 			t.Errorf("%s: %v", r.name, r.err)
 			continue
 		}
-		if *update {
-			if err := os.WriteFile(r.name, []byte(r.ptx), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(r.name)
-		if err != nil {
-			t.Errorf("%s: %v (run `go test ./golden -update`)", r.name, err)
-			continue
-		}
-		if d := cmp.Diff(string(want), r.ptx); d != "" {
-			t.Errorf("%s differs from the compiler's output (-golden +now); if intended, run `go test ./golden -update` and review:\n%s", r.name, truncate(d, 4000))
-		}
+		goldenfile.Check(t, r.name, r.ptx, *update, "go test ./golden -update")
 	}
 	// No stale golden files.
 	entries, _ := os.ReadDir("testdata")

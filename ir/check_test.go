@@ -1,7 +1,6 @@
 package ir_test
 
 import (
-	"os/exec"
 	"strings"
 	"testing"
 
@@ -10,6 +9,7 @@ import (
 	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/metadata"
 	"github.com/llir/llvm/ir/types"
+
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
 )
@@ -335,18 +335,16 @@ def:
 		t.Fatal(err)
 	}
 	// What the checker accepts, llc-19 must compile.
-	llc := toolchain.NeedLLC(t)
+	toolchain.NeedLLC(t)
 	text, err := ir.LLVM19Text(m)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(llc, "-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90a", "-mattr=+ptx80", "-o", "-")
-	cmd.Stdin = strings.NewReader(text)
-	out, err := cmd.CombinedOutput()
+	out, err := toolchain.CompileLLC(text, "sm_90a")
 	if err != nil {
-		t.Fatalf("llc-19: %v\n%s\n%s", err, out, text)
+		t.Fatalf("%v\n%s", err, text)
 	}
-	if err := toolchain.Assemble(string(out), "sm_90a"); err != nil {
+	if err := toolchain.Assemble(out, "sm_90a"); err != nil {
 		if _, missing := toolchain.Ptxas("sm_90a"); missing == nil {
 			t.Fatalf("%v\n%s", err, out)
 		}

@@ -2,14 +2,12 @@ package ir_test
 
 import (
 	"math/rand/v2"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/llir/llvm/ir/enum"
+
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
 )
@@ -260,21 +258,14 @@ func TestFixturesPassCheck(t *testing.T) {
 // TestLLC compiles every fixture with llc-19 for sm_90a and assembles the
 // result with ptxas.
 func TestLLC(t *testing.T) {
-	llc := toolchain.NeedLLC(t)
-	dir := t.TempDir()
+	toolchain.NeedLLC(t)
 	for name := range fixtures {
 		t.Run(name, func(t *testing.T) {
 			text := buildFixture(t, name)
-			in := filepath.Join(dir, name+".ll")
-			if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			out, err := exec.Command(llc, "-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90a", "-mattr=+ptx80",
-				"-o", "-", in).CombinedOutput()
+			ptx, err := toolchain.CompileLLC(text, "sm_90a")
 			if err != nil {
-				t.Fatalf("llc-19: %v\n%s\n--- input ---\n%s", err, out, text)
+				t.Fatalf("%v\n--- input ---\n%s", err, text)
 			}
-			ptx := string(out)
 			if !strings.Contains(ptx, ".entry") {
 				t.Fatalf("no .entry in llc output:\n%s", ptx)
 			}
@@ -297,7 +288,7 @@ func TestLLC(t *testing.T) {
 // TestLLCRandomConstants checks that constants reach llc's PTX: a kernel
 // stores fresh random constants, which must appear in the output.
 func TestLLCRandomConstants(t *testing.T) {
-	llc := toolchain.NeedLLC(t)
+	toolchain.NeedLLC(t)
 	m := ir.NewModule("consts")
 	k := m.Kernel("consts", ir.P("y", ir.GlobalPtr(ir.I32)))
 	vals := make([]int64, 4)
@@ -313,14 +304,12 @@ func TestLLCRandomConstants(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(llc, "-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90a", "-mattr=+ptx80", "-o", "-")
-	cmd.Stdin = strings.NewReader(text)
-	out, err := cmd.CombinedOutput()
+	out, err := toolchain.CompileLLC(text, "sm_90a")
 	if err != nil {
-		t.Fatalf("llc-19: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	for _, v := range vals {
-		if !strings.Contains(string(out), strconv.FormatInt(v, 10)) {
+		if !strings.Contains(out, strconv.FormatInt(v, 10)) {
 			t.Errorf("constant %d missing from PTX:\n%s", v, out)
 		}
 	}

@@ -5,16 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/llir/llvm/asm"
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/types"
 
+	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	mokcir "github.com/mokc/mokc/ir"
 )
@@ -115,22 +114,8 @@ func TestGolden(t *testing.T) {
 				if err != nil {
 					t.Fatalf("Compile: %v", err)
 				}
-				golden := filepath.Join("testdata", "golden", tc.name+"."+string(target)+".ptx")
-				if *update {
-					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run go test ./ptx -run TestGolden -update)", err)
-				}
-				if d := cmp.Diff(string(want), got); d != "" {
-					t.Errorf("%s differs from the golden file (-want +got):\n%s", golden, d)
-				}
+				goldenfile.Check(t, filepath.Join("testdata", "golden", tc.name+"."+string(target)+".ptx"), got, *update,
+					"go test ./ptx -run TestGolden -update")
 				// Compiling again gives the same text (deterministic names).
 				again, err := Compile(parse(t, tc.path, tc.src), target)
 				if err != nil || again != got {
@@ -168,8 +153,8 @@ func TestLLCDifferential(t *testing.T) {
 			if err != nil {
 				t.Fatalf("LLVM 19 text: %v", err)
 			}
-			llc := toolchain.NeedLLC(t)
-			theirs, err := runLLC(t, llc, text)
+			toolchain.NeedLLC(t)
+			theirs, err := toolchain.CompileLLC(text, "sm_90a")
 			if err != nil {
 				t.Fatalf("llc-19 rejects the IR: %v\n%s", err, numbered(text))
 			}
@@ -191,20 +176,6 @@ func hasTarget(ts []Target, t Target) bool {
 		}
 	}
 	return false
-}
-
-func runLLC(t *testing.T, llc, text string) (string, error) {
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "in.ll"), filepath.Join(dir, "out.ptx")
-	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-		return "", err
-	}
-	cmd := exec.Command(llc, "-mtriple=nvptx64-nvidia-cuda", "-mcpu=sm_90a", "-mattr=+ptx80", "-O2", in, "-o", out)
-	if b, err := cmd.CombinedOutput(); err != nil {
-		return "", errors.New(err.Error() + "\n" + string(b))
-	}
-	b, err := os.ReadFile(out)
-	return string(b), err
 }
 
 // TestErrors compiles each testdata/errors/*.ll, which must be refused with

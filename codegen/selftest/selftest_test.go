@@ -3,10 +3,10 @@ package selftest
 import (
 	"flag"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 
+	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
 )
@@ -16,7 +16,7 @@ var update = flag.Bool("update", false, "rewrite testdata/llc/*.ptx from llc-19"
 // llcPTX compiles case c through llc-19 (ir.LLVM19Text → llc-19).
 func llcPTX(t *testing.T, c Case) string {
 	t.Helper()
-	llc := toolchain.NeedLLC(t)
+	toolchain.NeedLLC(t)
 	m, err := c.Build()
 	if err != nil {
 		t.Fatal(err)
@@ -25,24 +25,11 @@ func llcPTX(t *testing.T, c Case) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	in, out := filepath.Join(dir, "in.ll"), filepath.Join(dir, "out.ptx")
-	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	attr := "+ptx78"
-	if c.Target != "sm_80" {
-		attr = "+ptx80"
-	}
-	msg, err := exec.Command(llc, "-mtriple=nvptx64-nvidia-cuda", "-mcpu="+c.Target, "-mattr="+attr, "-O2", "-o", out, in).CombinedOutput()
-	if err != nil {
-		t.Fatalf("llc-19: %v\n%s", err, msg)
-	}
-	b, err := os.ReadFile(out)
+	ptx, err := toolchain.CompileLLC(text, c.Target)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return string(b)
+	return ptx
 }
 
 // TestGenerateLLCPTX keeps testdata/llc/<case>.ptx, llc-19's PTX of every
@@ -52,23 +39,8 @@ func TestGenerateLLCPTX(t *testing.T) {
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) {
 			got := llcPTX(t, c)
-			path := filepath.Join("testdata", "llc", c.Name+".ptx")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatalf("%v (run go test ./codegen/selftest -run TestGenerateLLCPTX -update)", err)
-			}
-			if string(want) != got {
-				t.Fatalf("%s is stale: run go test ./codegen/selftest -run TestGenerateLLCPTX -update", path)
-			}
+			goldenfile.Check(t, filepath.Join("testdata", "llc", c.Name+".ptx"), got, *update,
+				"go test ./codegen/selftest -run TestGenerateLLCPTX -update")
 		})
 	}
 }

@@ -106,6 +106,35 @@ func Assemble(ptxText, target string) error {
 	return nil
 }
 
+// CompileLLC compiles LLVM IR text (LLVM 19 syntax, see ir.LLVM19Text) to
+// PTX for target with llc-19 (-O2; PTX ISA 7.8 for sm_80, 8.0 otherwise),
+// and returns llc's messages in the error when it refuses the input.
+func CompileLLC(llvmText, target string) (string, error) {
+	llc, err := LLC()
+	if err != nil {
+		return "", err
+	}
+	dir, err := os.MkdirTemp("", "mokc-llc")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(dir)
+	in, out := filepath.Join(dir, "in.ll"), filepath.Join(dir, "out.ptx")
+	if err := os.WriteFile(in, []byte(llvmText), 0o644); err != nil {
+		return "", err
+	}
+	attr := "+ptx80"
+	if target == "sm_80" {
+		attr = "+ptx78"
+	}
+	msg, err := exec.Command(llc, "-mtriple=nvptx64-nvidia-cuda", "-mcpu="+target, "-mattr="+attr, "-O2", "-o", out, in).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("llc-19 -mcpu=%s: %v\n%s", target, err, msg)
+	}
+	b, err := os.ReadFile(out)
+	return string(b), err
+}
+
 // Need returns the path of a tool for a test, or skips the test with a
 // message when it is absent. When MOKC_REQUIRE_TOOLS=1 (set by CI) an absent
 // tool fails the test instead.
