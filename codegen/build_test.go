@@ -1,7 +1,6 @@
 package codegen
 
 import (
-	"os"
 	"strings"
 	"testing"
 
@@ -55,10 +54,6 @@ func TestBuildPresetsAssemble(t *testing.T) {
 				t.Fatalf("our PTX: %v", strings.SplitN(err.Error(), "\n", 20))
 			}
 			llc := llcPTX(t, text, "sm_80")
-			if os.Getenv("MOKC_DUMP") != "" {
-				os.WriteFile("/tmp/cg/"+name+".ll", []byte(text), 0o644)
-				os.WriteFile("/tmp/cg/"+name+".ptx", []byte(llc), 0o644)
-			}
 			if err := toolchain.Assemble(llc, "sm_80"); err != nil {
 				t.Fatal(strings.SplitN(err.Error(), "\n", 20))
 			}
