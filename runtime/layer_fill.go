@@ -11,7 +11,7 @@ import (
 // (WeightSource, implemented by schedule.WeightGen), for layers whose
 // weights do not fit in host memory as float32 (schedule.Weights needs
 // 12*E*I*H bytes for the routed experts: 100 GB for a DeepSeek-V4-Pro-sized
-// layer). The layouts are those of UploadWeights (packWeights).
+// layer). UploadWeights uses the same path for weights held in host memory.
 
 // WeightSource generates the weights of a layer on demand, in the row
 // orders of schedule.Weights: matrices as bf16 bits (the upper 16 bits of
@@ -57,8 +57,8 @@ type WeightPart struct {
 const generatePipeline = 2
 
 // GenerateWeights generates the weights of l with src and calls put with
-// each part in the layouts of ForwardArgs (those of UploadWeights): "fc1"
-// and "fc2" of every routed expert in increasing expert order (FC1 [2I, H]
+// each part in the layouts of ForwardArgs: "fc1" and "fc2" of every routed
+// expert in increasing expert order (FC1 [2I, H]
 // and FC2 [H, I] bf16, one expert per part), then, with biases, "fc1_bias"
 // f32 [E, 2I] and "fc2_bias" f32 [E, H], then, with shared experts,
 // "shared_fc1" bf16 [2*S*I_s, H] (every shared expert's gate rows, then

@@ -18,9 +18,7 @@ import (
 // binary32 encoding.
 func ToBF16(v []float32) []uint16 {
 	out := make([]uint16, len(v))
-	for i, x := range v {
-		out[i] = uint16(math.Float32bits(schedule.RoundBF16(x)) >> 16)
-	}
+	bf16Into(out, v)
 	return out
 }
 
@@ -90,14 +88,9 @@ type hostTensor struct {
 	parts []any // []uint16 (bf16), []float32, []int32, []uint8, in order
 }
 
-// packWeights returns the weight tensors of l in ForwardArgs layouts from
-// w: FC1 [E, 2I, H] and FC2 [E, H, I] bf16 (one part per expert; per-expert
-// storage uploads each part separately and builds the pointer tables),
-// biases f32 [E, 2I] and [E, H], SharedFC1 [2*S*I_s, H] with the gate rows
-// of every shared expert first, then the up rows, SharedFC2 [H, S*I_s] (the
-// shared experts' FC2 side by side along I), SharedGate [H]. Weight values
-// are rounded to bf16. A slice of the wrong length is an error naming it.
-func packWeights(l schedule.Layer, w schedule.Weights) ([]hostTensor, error) {
+// checkWeights checks that w holds every tensor layer l needs, each of its
+// length (schedule.Weights' shapes), and names the first one that does not.
+func checkWeights(l schedule.Layer, w schedule.Weights) error {
 	H, I, E := l.Hidden, l.Intermediate, l.Experts
 	S, Is := l.SharedExperts, l.SharedIntermediate
 	check := func(name string, got [][]float32, n, each int) error {
@@ -112,63 +105,66 @@ func packWeights(l schedule.Layer, w schedule.Weights) ([]hostTensor, error) {
 		return nil
 	}
 	if err := check("FC1", w.FC1, E, 2*I*H); err != nil {
-		return nil, err
+		return err
 	}
 	if err := check("FC2", w.FC2, E, H*I); err != nil {
-		return nil, err
+		return err
 	}
-	var out []hostTensor
-	fc1 := hostTensor{field: "fc1", dtype: BF16, shape: []int{E, 2 * I, H}}
-	fc2 := hostTensor{field: "fc2", dtype: BF16, shape: []int{E, H, I}}
-	for e := 0; e < E; e++ {
-		fc1.parts = append(fc1.parts, ToBF16(w.FC1[e]))
-		fc2.parts = append(fc2.parts, ToBF16(w.FC2[e]))
-	}
-	out = append(out, fc1, fc2)
 	if l.Biases {
 		if err := check("FC1Bias", w.FC1Bias, E, 2*I); err != nil {
-			return nil, err
+			return err
 		}
 		if err := check("FC2Bias", w.FC2Bias, E, H); err != nil {
-			return nil, err
+			return err
 		}
-		b1 := hostTensor{field: "fc1_bias", dtype: F32, shape: []int{E, 2 * I}}
-		b2 := hostTensor{field: "fc2_bias", dtype: F32, shape: []int{E, H}}
-		for e := 0; e < E; e++ {
-			b1.parts = append(b1.parts, w.FC1Bias[e])
-			b2.parts = append(b2.parts, w.FC2Bias[e])
-		}
-		out = append(out, b1, b2)
 	}
 	if S > 0 {
 		if err := check("SharedFC1", w.SharedFC1, S, 2*Is*H); err != nil {
-			return nil, err
+			return err
 		}
 		if err := check("SharedFC2", w.SharedFC2, S, H*Is); err != nil {
-			return nil, err
+			return err
 		}
-		s1 := hostTensor{field: "shared_fc1", dtype: BF16, shape: []int{2 * S * Is, H}}
-		for _, m := range w.SharedFC1 {
-			s1.parts = append(s1.parts, ToBF16(m[:Is*H]))
-		}
-		for _, m := range w.SharedFC1 {
-			s1.parts = append(s1.parts, ToBF16(m[Is*H:]))
-		}
-		packed := make([]float32, 0, H*S*Is)
-		for h := 0; h < H; h++ {
-			for s := 0; s < S; s++ {
-				packed = append(packed, w.SharedFC2[s][h*Is:(h+1)*Is]...)
-			}
-		}
-		out = append(out, s1, hostTensor{field: "shared_fc2", dtype: BF16, shape: []int{H, S * Is}, parts: []any{ToBF16(packed)}})
-		if l.SharedGate {
-			if len(w.SharedGate) != H {
-				return nil, fmt.Errorf("mokc runtime: weights: SharedGate has %d values, want %d", len(w.SharedGate), H)
-			}
-			out = append(out, hostTensor{field: "shared_gate", dtype: BF16, shape: []int{H}, parts: []any{ToBF16(w.SharedGate)}})
+		if l.SharedGate && len(w.SharedGate) != H {
+			return fmt.Errorf("mokc runtime: weights: SharedGate has %d values, want %d", len(w.SharedGate), H)
 		}
 	}
-	return out, nil
+	return nil
+}
+
+// materialWeights is the WeightSource of weights held in host memory
+// (schedule.Weights, checked by checkWeights), rounded to bf16 as they are
+// handed out.
+type materialWeights struct{ w schedule.Weights }
+
+// bf16Into writes the bf16 rounding of src into dst (of the same length).
+func bf16Into(dst []uint16, src []float32) {
+	for i, x := range src {
+		dst[i] = uint16(math.Float32bits(schedule.RoundBF16(x)) >> 16)
+	}
+}
+
+func (m materialWeights) RoutedBF16(e int, fc1, fc2 []uint16) error {
+	bf16Into(fc1, m.w.FC1[e])
+	bf16Into(fc2, m.w.FC2[e])
+	return nil
+}
+
+func (m materialWeights) RoutedBias(e int, b1, b2 []float32) error {
+	copy(b1, m.w.FC1Bias[e])
+	copy(b2, m.w.FC2Bias[e])
+	return nil
+}
+
+func (m materialWeights) SharedBF16(s int, fc1, fc2 []uint16) error {
+	bf16Into(fc1, m.w.SharedFC1[s])
+	bf16Into(fc2, m.w.SharedFC2[s])
+	return nil
+}
+
+func (m materialWeights) SharedGateBF16(g []uint16) error {
+	bf16Into(g, m.w.SharedGate)
+	return nil
 }
 
 // partBytes returns the size of one host array in bytes.
@@ -214,47 +210,19 @@ func (d *DeviceTensors) upload(h hostTensor) (Tensor, error) {
 }
 
 // UploadWeights copies the weights of layer l to the device in the layouts
-// of ForwardArgs (see packWeights): grouped tensors FC1/FC2, or with
-// schedule.PerExpertWeights one allocation per expert and the pointer
+// of ForwardArgs (those of GenerateWeights): grouped tensors FC1/FC2, or
+// with schedule.PerExpertWeights one allocation per expert and the pointer
 // tables FC1Table/FC2Table; biases and shared-expert weights as the layer
-// has them. Values are rounded to bf16 (weights) or kept f32 (biases).
+// has them. Values are rounded to bf16 (weights) or kept f32 (biases). A
+// tensor of the wrong length is an error naming it.
 func UploadWeights(ctx *Context, l schedule.Layer, w schedule.Weights) (*DeviceTensors, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("mokc runtime: weights: %w", err)
 	}
-	hts, err := packWeights(l, w)
-	if err != nil {
+	if err := checkWeights(l, w); err != nil {
 		return nil, err
 	}
-	d := &DeviceTensors{ctx: ctx}
-	fail := func(err error) (*DeviceTensors, error) {
-		d.Free()
-		return nil, err
-	}
-	for _, h := range hts {
-		if l.Storage == schedule.PerExpertWeights && (h.field == "fc1" || h.field == "fc2") {
-			table := make([]uint64, len(h.parts))
-			for e, part := range h.parts {
-				t, err := d.upload(hostTensor{dtype: BF16, parts: []any{part}})
-				if err != nil {
-					return fail(err)
-				}
-				table[e] = uint64(t.Ptr)
-			}
-			t, err := d.upload(hostTensor{dtype: U64, shape: []int{len(table)}, parts: []any{table}})
-			if err != nil {
-				return fail(err)
-			}
-			*argFields[h.field+"_table"].get(&d.Args) = t
-			continue
-		}
-		t, err := d.upload(h)
-		if err != nil {
-			return fail(err)
-		}
-		*argFields[h.field].get(&d.Args) = t
-	}
-	return d, nil
+	return UploadWeightSource(ctx, l, materialWeights{w})
 }
 
 // UploadInputs copies an input x [T*H] (rounded to bf16) and its routing r

@@ -29,6 +29,40 @@ func TestBF16RoundTrip(t *testing.T) {
 	}
 }
 
+// packWeights returns the tensors UploadWeights copies for w (checkWeights,
+// then GenerateWeights over materialWeights), one part per routed expert
+// for "fc1", "fc2" and the biases, one part for the other tensors.
+func packWeights(l schedule.Layer, w schedule.Weights) ([]hostTensor, error) {
+	if err := checkWeights(l, w); err != nil {
+		return nil, err
+	}
+	var out []hostTensor
+	index := map[string]int{}
+	err := GenerateWeights(l, materialWeights{w}, func(p WeightPart) error {
+		i, ok := index[p.Field]
+		if !ok {
+			i = len(out)
+			index[p.Field] = i
+			out = append(out, hostTensor{field: p.Field, dtype: p.DType, shape: p.Shape})
+		}
+		switch d := p.Data.(type) {
+		case []uint16:
+			out[i].parts = append(out[i].parts, append([]uint16(nil), d...))
+		case []float32:
+			if p.Field == "fc1_bias" || p.Field == "fc2_bias" {
+				n := len(d) / l.Experts
+				for e := 0; e < l.Experts; e++ {
+					out[i].parts = append(out[i].parts, append([]float32(nil), d[e*n:(e+1)*n]...))
+				}
+				break
+			}
+			out[i].parts = append(out[i].parts, append([]float32(nil), d...))
+		}
+		return nil
+	})
+	return out, err
+}
+
 func TestPackWeights(t *testing.T) {
 	l := schedule.Layer{Name: "pack", Hidden: 16, Intermediate: 8, Experts: 3, TopK: 2,
 		SharedExperts: 2, SharedIntermediate: 8, SharedGate: true,
