@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -14,7 +15,7 @@ import (
 // callers that start from host memory.
 
 // ToBF16 rounds each value to the nearest bfloat16 (round to nearest even,
-// schedule.RoundBF16) and returns its 16 bits: the upper half of the IEEE
+// layouts.BF16FromF32) and returns its 16 bits: the upper half of the IEEE
 // binary32 encoding.
 func ToBF16(v []float32) []uint16 {
 	out := make([]uint16, len(v))
@@ -137,10 +138,11 @@ func checkWeights(l schedule.Layer, w schedule.Weights) error {
 // handed out.
 type materialWeights struct{ w schedule.Weights }
 
-// bf16Into writes the bf16 rounding of src into dst (of the same length).
+// bf16Into writes the bf16 rounding of src into dst (of the same length;
+// layouts.BF16FromF32).
 func bf16Into(dst []uint16, src []float32) {
 	for i, x := range src {
-		dst[i] = uint16(math.Float32bits(schedule.RoundBF16(x)) >> 16)
+		dst[i] = layouts.BF16FromF32(x)
 	}
 }
 

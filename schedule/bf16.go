@@ -1,21 +1,17 @@
 package schedule
 
-import "math"
+import (
+	"math"
+
+	"github.com/mokc/mokc/layouts"
+)
 
 // RoundBF16 rounds a float32 to the nearest bfloat16 value (round to nearest
-// even; NaN stays NaN, overflow goes to ±Inf) and returns it as a float32.
-// bfloat16 is the upper half of an IEEE binary32: 1 sign, 8 exponent and 7
-// fraction bits.
+// even; NaN stays NaN, overflow goes to ±Inf) and returns it as a float32:
+// layouts.BF16FromF32 widened back. bfloat16 is the upper half of an IEEE
+// binary32: 1 sign, 8 exponent and 7 fraction bits.
 func RoundBF16(v float32) float32 {
-	b := math.Float32bits(v)
-	if b&0x7F800000 == 0x7F800000 {
-		if b&0x007FFFFF != 0 {
-			return math.Float32frombits(b | 0x00400000) // quiet NaN
-		}
-		return v
-	}
-	b += 0x7FFF + (b>>16)&1
-	return math.Float32frombits(b &^ 0xFFFF)
+	return layouts.F32FromBF16(layouts.BF16FromF32(v))
 }
 
 // IsBF16 reports whether v is exactly representable as a bfloat16.
