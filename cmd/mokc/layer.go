@@ -27,7 +27,7 @@ func loadLayer(c *cli.Context) (schedule.Layer, error) {
 	case model != "":
 		return schedule.Preset(model)
 	case file != "":
-		return loadHFConfig(file)
+		return schedule.LoadHFConfig(file)
 	}
 	return schedule.Layer{}, errors.New("name a layer with --model NAME or --hf-config FILE")
 }
