@@ -116,9 +116,9 @@ func (a *Args) Err() error {
 	return a.err
 }
 
-// checkParamSizes compares the argument sizes with the kernel's leading
-// parameter sizes (from cuFuncGetParamInfo, at most as many as Args holds)
-// and names the first mismatch or a missing parameter.
+// checkParamSizes compares the argument sizes with the kernel's parameter
+// sizes (from cuFuncGetParamInfo) and names the first mismatch, or the
+// count when Args has more or fewer arguments than the kernel parameters.
 func checkParamSizes(kernel string, want []int, args *Args) error {
 	got := args.Sizes()
 	for i := 0; i < len(got) && i < len(want); i++ {
@@ -126,7 +126,7 @@ func checkParamSizes(kernel string, want []int, args *Args) error {
 			return fmt.Errorf("mokc runtime: launch %s: parameter %d is %d bytes in the kernel but %d bytes in Args", kernel, i, want[i], got[i])
 		}
 	}
-	if len(got) > len(want) {
+	if len(got) != len(want) {
 		return fmt.Errorf("mokc runtime: launch %s: kernel has %d parameters, Args has %d", kernel, len(want), len(got))
 	}
 	return nil

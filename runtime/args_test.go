@@ -84,6 +84,10 @@ func TestCheckParamSizes(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "kernel has 2 parameters, Args has 3") {
 		t.Fatalf("count mismatch: %v", err)
 	}
+	err = checkParamSizes("k", []int{4, 8, 128, 4}, a)
+	if err == nil || !strings.Contains(err.Error(), "kernel has 4 parameters, Args has 3") {
+		t.Fatalf("missing argument: %v", err)
+	}
 }
 
 func TestCheckLaunch(t *testing.T) {

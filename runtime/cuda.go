@@ -499,6 +499,7 @@ type Module struct {
 	ctx      *Context
 	mod      C.CUmodule
 	info     string
+	params   map[string]int // parameter count per .entry, from the PTX text
 	unloaded bool
 }
 
@@ -536,6 +537,7 @@ func (c *Context) LoadModule(ptx string) (*Module, error) {
 		return nil, de
 	}
 	m.info = info
+	m.params = ptxEntryParams(ptx)
 	return m, nil
 }
 
@@ -565,7 +567,10 @@ func (m *Module) Function(name string) (*Function, error) {
 	}
 	cname := C.CString(name)
 	defer C.free(unsafe.Pointer(cname))
-	f := &Function{ctx: m.ctx, mod: m, name: name}
+	f := &Function{ctx: m.ctx, mod: m, name: name, nParams: -1}
+	if n, ok := m.params[name]; ok {
+		f.nParams = n
+	}
 	if err := driverError("cuModuleGetFunction", C.mk_moduleGetFunction(m.ctx.ctx, &f.fn, m.mod, cname)); err != nil {
 		var de *DriverError
 		if errors.As(err, &de) {
@@ -591,13 +596,13 @@ type Function struct {
 	mod  *Module
 	fn   C.CUfunction
 	name string
+	// nParams is the kernel's parameter count from the module's PTX text,
+	// -1 when the scan did not find the entry.
+	nParams int
 
 	paramsOnce sync.Once
 	params     []int
 	paramsErr  error
-
-	leadMu sync.Mutex
-	lead   []int // sizes of the first parameters, as far as launches asked
 }
 
 func (f *Function) live() error {
@@ -645,7 +650,8 @@ const maxParams = 32764
 
 // ParamSizes returns the size in bytes of each of the kernel's parameters,
 // in order, from cuFuncGetParamInfo (driver 12.4+; with an older driver the
-// error is a *DriverError CUDA_ERROR_NOT_SUPPORTED).
+// error is a *DriverError CUDA_ERROR_NOT_SUPPORTED). The parameter count
+// comes from the module's PTX, so no call asks past the last parameter.
 func (f *Function) ParamSizes() ([]int, error) {
 	if err := f.live(); err != nil {
 		return nil, err
@@ -655,8 +661,12 @@ func (f *Function) ParamSizes() ([]int, error) {
 			f.paramsErr = driverError("cuFuncGetParamInfo", C.CUDA_ERROR_NOT_SUPPORTED)
 			return
 		}
+		limit := maxParams
+		if f.nParams >= 0 {
+			limit = f.nParams
+		}
 		sizes := []int{}
-		for i := 0; i < maxParams; i++ {
+		for i := 0; i < limit; i++ {
 			var off, size C.size_t
 			r := C.mk_funcGetParamInfo(f.ctx.ctx, f.fn, C.size_t(i), &off, &size)
 			if r == C.CUDA_ERROR_INVALID_VALUE {
@@ -671,33 +681,6 @@ func (f *Function) ParamSizes() ([]int, error) {
 		f.params = sizes
 	})
 	return append([]int(nil), f.params...), f.paramsErr
-}
-
-// leadingParamSizes returns the sizes of the kernel's first n parameters
-// (cuFuncGetParamInfo), or of all of them when it has fewer. Unlike
-// ParamSizes it never asks past the n-th parameter, so a launch with the
-// right argument count makes no failing driver call (compute-sanitizer
-// reports every failing call). A kernel with more than n parameters is not
-// detected here; mokc's launch plans carry the exact parameter layout of
-// the PTX (ptx.KernelInfo).
-func (f *Function) leadingParamSizes(n int) ([]int, error) {
-	if C.mk_has_param_info() == 0 {
-		return nil, driverError("cuFuncGetParamInfo", C.CUDA_ERROR_NOT_SUPPORTED)
-	}
-	f.leadMu.Lock()
-	defer f.leadMu.Unlock()
-	for i := len(f.lead); i < n; i++ {
-		var off, size C.size_t
-		r := C.mk_funcGetParamInfo(f.ctx.ctx, f.fn, C.size_t(i), &off, &size)
-		if r == C.CUDA_ERROR_INVALID_VALUE {
-			return append([]int(nil), f.lead...), nil // the kernel has i parameters
-		}
-		if err := driverError("cuFuncGetParamInfo", r); err != nil {
-			return nil, err
-		}
-		f.lead = append(f.lead, int(size))
-	}
-	return append([]int(nil), f.lead[:n]...), nil
 }
 
 // SetMaxDynamicSharedBytes lets launches of the kernel request up to n bytes
@@ -761,7 +744,11 @@ func (f *Function) launch(ex bool, cfg LaunchConfig, args *Args) error {
 	if err := args.Err(); err != nil {
 		return err
 	}
-	if want, err := f.leadingParamSizes(args.Len()); err == nil {
+	if f.nParams >= 0 && args.Len() != f.nParams {
+		// The driver would read f.nParams pointers from kernelParams.
+		return fmt.Errorf("mokc runtime: launch %s: kernel has %d parameters, Args has %d", f.name, f.nParams, args.Len())
+	}
+	if want, err := f.ParamSizes(); err == nil {
 		if err := checkParamSizes(f.name, want, args); err != nil {
 			return err
 		}
