@@ -71,8 +71,10 @@ func LoadHFConfig(path string) (Layer, error) {
 //     moe_intermediate_size; Llama 4 one of intermediate_size.
 //   - activation: swiglu_limit makes DeepSeek-V4's routed experts clamped
 //     SwiGLU and sets gpt-oss's limit (default 7, alpha 1.702).
-//   - router: scoring_func, norm_topk_prob, routed_scaling_factor, n_group
-//     and topk_group (DeepSeek, with the family's defaults).
+//   - router: scoring_func, norm_topk_prob, routed_scaling_factor,
+//     topk_method, n_group and topk_group (DeepSeek, Kimi); keys a config
+//     leaves out take its configuration class's defaults (deepSeekFamilies),
+//     n_shared_experts included; DeepSeek-V4 requires n_shared_experts.
 //
 // The result has BF16 weights, fixed-width routing, grouped storage and an
 // fp32 main grad, and is validated. Errors say what is wrong: malformed
@@ -341,7 +343,40 @@ func readQwenMoE(shared bool) func(c hfConfig) (Layer, error) {
 	}
 }
 
+// deepSeekDefaults are the values a DeepSeek-family configuration class
+// gives the router and shared-expert keys a config.json leaves out, so a
+// config reads as the model's own code would read it.
+type deepSeekDefaults struct {
+	score  string  // scoring_func
+	norm   bool    // norm_topk_prob
+	scale  float64 // routed_scaling_factor
+	shared int     // n_shared_experts; -1: no default, the key is required
+	method string  // topk_method
+	groups int     // n_group (1: no group-limited routing)
+	topK   int     // topk_group; 0: required when groups > 1
+}
+
+// deepSeekFamilies holds the defaults per model_type. Sources:
+// transformers DeepseekV2Config (scoring_func "softmax", norm_topk_prob
+// false, routed_scaling_factor 1.0, n_shared_experts/n_group/topk_group
+// None, topk_method "greedy") and DeepseekV3Config (sigmoid scoring,
+// norm_topk_prob true, routed_scaling_factor 2.5, n_shared_experts 1,
+// topk_method "noaux_tc", n_group 8, topk_group 4), which Kimi K2's config
+// class reuses. DeepSeek-V4 (FACTS.md: sqrt(softplus) scores, scale 1.5,
+// normalised) has no published configuration class here, so its shared
+// expert count is required rather than guessed.
+var deepSeekFamilies = map[string]deepSeekDefaults{
+	"deepseek_v2": {score: "softmax", norm: false, scale: 1.0, shared: 0, method: "greedy", groups: 1},
+	"deepseek_v3": {score: "sigmoid", norm: true, scale: 2.5, shared: 1, method: "noaux_tc", groups: 8, topK: 4},
+	"kimi_k2":     {score: "sigmoid", norm: true, scale: 2.5, shared: 1, method: "noaux_tc", groups: 8, topK: 4},
+	"deepseek_v4": {score: "sqrtsoftplus", norm: true, scale: 1.5, shared: -1, method: "", groups: 1},
+}
+
 func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
+	def, ok := deepSeekFamilies[family]
+	if !ok {
+		panic("schedule: no DeepSeek defaults for " + family)
+	}
 	return func(c hfConfig) (Layer, error) {
 		E, err := c.experts("n_routed_experts")
 		if err != nil {
@@ -352,22 +387,20 @@ func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
 			return Layer{}, err
 		}
 		l := Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2]}
-		S, err := c.intOr("n_shared_experts", 0)
+		var S int
+		if def.shared < 0 {
+			S, err = c.int("n_shared_experts")
+		} else {
+			S, err = c.intOr("n_shared_experts", def.shared)
+		}
 		if err != nil {
 			return Layer{}, err
 		}
 		if S > 0 {
 			l.SharedExperts, l.SharedIntermediate = S, v[1]
 		}
-		// Defaults of the family's configuration class.
-		score, norm, scale := "softmax", false, 1.0
-		switch family {
-		case "deepseek_v3", "kimi_k2":
-			score, norm, scale = "sigmoid", true, 2.5
-		case "deepseek_v4":
-			score, norm, scale = "sqrtsoftplus", true, 1.5
-		}
-		if score, err = c.strOr("scoring_func", score); err != nil {
+		score, err := c.strOr("scoring_func", def.score)
+		if err != nil {
 			return Layer{}, err
 		}
 		switch strings.ReplaceAll(strings.ReplaceAll(strings.ToLower(score), "_", ""), "-", "") {
@@ -380,23 +413,28 @@ func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
 		default:
 			return Layer{}, fmt.Errorf("key %q is %q, want softmax, sigmoid or sqrtsoftplus", "scoring_func", score)
 		}
-		if l.Router.Normalize, err = c.boolOr("norm_topk_prob", norm); err != nil {
+		if l.Router.Normalize, err = c.boolOr("norm_topk_prob", def.norm); err != nil {
 			return Layer{}, err
 		}
-		if l.Router.Scale, err = c.floatOr("routed_scaling_factor", scale); err != nil {
+		if l.Router.Scale, err = c.floatOr("routed_scaling_factor", def.scale); err != nil {
 			return Layer{}, err
 		}
-		method, err := c.strOr("topk_method", "")
+		method, err := c.strOr("topk_method", def.method)
 		if err != nil {
 			return Layer{}, err
 		}
 		if method == "group_limited_greedy" || method == "noaux_tc" {
-			g, err := c.intOr("n_group", 1)
+			g, err := c.intOr("n_group", def.groups)
 			if err != nil {
 				return Layer{}, err
 			}
 			if g > 1 {
-				tg, err := c.int("topk_group")
+				var tg int
+				if def.topK == 0 {
+					tg, err = c.int("topk_group")
+				} else {
+					tg, err = c.intOr("topk_group", def.topK)
+				}
 				if err != nil {
 					return Layer{}, err
 				}

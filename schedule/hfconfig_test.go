@@ -92,7 +92,8 @@ func TestHFConfigErrors(t *testing.T) {
 		{"llama4 text_config not object", `{"model_type": "llama4", "text_config": [1]}`, `key "text_config" is an array`},
 		{"llama4 text without experts", `{"model_type": "llama4", "text_config": {"hidden_size": 5120}}`, `missing key "text_config.num_local_experts"`},
 		{"bad scoring", `{"model_type": "deepseek_v3", "n_routed_experts": 256, "hidden_size": 7168, "moe_intermediate_size": 2048, "num_experts_per_tok": 8, "scoring_func": "relu"}`, `"scoring_func" is "relu"`},
-		{"groups without topk_group", `{"model_type": "deepseek_v3", "n_routed_experts": 256, "hidden_size": 7168, "moe_intermediate_size": 2048, "num_experts_per_tok": 8, "topk_method": "noaux_tc", "n_group": 8}`, `missing key "topk_group"`},
+		{"groups without topk_group", `{"model_type": "deepseek_v2", "n_routed_experts": 160, "hidden_size": 5120, "moe_intermediate_size": 1536, "num_experts_per_tok": 6, "topk_method": "group_limited_greedy", "n_group": 8}`, `missing key "topk_group"`},
+		{"deepseek_v4 without shared count", `{"model_type": "deepseek_v4", "n_routed_experts": 256, "hidden_size": 4096, "moe_intermediate_size": 2048, "num_experts_per_tok": 6}`, `missing key "n_shared_experts"`},
 		{"limit string", `{"model_type": "gpt_oss", "num_local_experts": 32, "hidden_size": 2880, "intermediate_size": 2880, "num_experts_per_tok": 4, "swiglu_limit": "seven"}`, `key "swiglu_limit" is a string, want a number`},
 		{"H not aligned", `{"model_type": "mixtral", "num_local_experts": 8, "hidden_size": 4095, "intermediate_size": 14336, "num_experts_per_tok": 2}`, "Layer.Hidden = 4095"},
 		{"qwen2 without shared size", `{"model_type": "qwen2_moe", "num_experts": 64, "hidden_size": 3584, "moe_intermediate_size": 2560, "num_experts_per_tok": 8}`, `missing key "shared_expert_intermediate_size"`},
@@ -131,6 +132,22 @@ func TestHFConfigDetails(t *testing.T) {
 	g, err := ParseHFConfig([]byte(`{"model_type": "gpt_oss", "hidden_size": 2880, "intermediate_size": 2880, "num_local_experts": 32, "experts_per_token": 4}`))
 	if err != nil || g.TopK != 4 || g.SwiGLULimit != 7 {
 		t.Errorf("gpt_oss: %+v %v", g, err)
+	}
+	// A DeepSeek-V3 config stripped to its sizes reads as DeepseekV3Config's
+	// defaults: one shared expert, sigmoid scores, 8 groups top-4, scale 2.5.
+	v3, err := ParseHFConfig([]byte(`{"model_type": "deepseek_v3", "n_routed_experts": 256, "hidden_size": 7168, "moe_intermediate_size": 2048, "num_experts_per_tok": 8}`))
+	want := Router{Score: ScoreSigmoid, Normalize: true, Scale: 2.5, Groups: 8, TopKGroups: 4}
+	if err != nil || v3.SharedExperts != 1 || v3.SharedIntermediate != 2048 || v3.Router != want {
+		t.Errorf("deepseek_v3 defaults: %+v %v", v3, err)
+	}
+	// Its preset agrees with the stripped config on everything the defaults set.
+	if p, _ := Preset("deepseek-v3"); p.Router != v3.Router || p.SharedExperts != v3.SharedExperts {
+		t.Errorf("deepseek-v3 preset %+v, defaults %+v", p.Router, v3.Router)
+	}
+	// A DeepSeek-V2 config without routing keys: softmax, no groups, no shared expert.
+	v2, err := ParseHFConfig([]byte(`{"model_type": "deepseek_v2", "n_routed_experts": 64, "hidden_size": 2048, "moe_intermediate_size": 1408, "num_experts_per_tok": 6}`))
+	if err != nil || v2.SharedExperts != 0 || v2.Router != (Router{Score: ScoreSoftmax, Scale: 1}) {
+		t.Errorf("deepseek_v2 defaults: %+v %v", v2, err)
 	}
 	// DeepSeek-V2 group-limited routing, and _name_or_path as the name.
 	d, err := ParseHFConfig([]byte(`{"_name_or_path": "deepseek-ai/DeepSeek-V2", "model_type": "deepseek_v2", "hidden_size": 5120, "moe_intermediate_size": 1536, "n_routed_experts": 160, "n_shared_experts": 2, "num_experts_per_tok": 6, "topk_method": "group_limited_greedy", "n_group": 8, "topk_group": 3, "routed_scaling_factor": 16.0}`))
