@@ -302,6 +302,10 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 		}
 		return nil
 	}
+	if args.Marks != nil && len(args.Marks) != len(p.Kernels)+1 {
+		return fmt.Errorf("mokc runtime: Forward (%s): ForwardArgs.Marks has %d events, want %d (one per kernel and one after the last)",
+			ly.layer.Name, len(args.Marks), len(p.Kernels)+1)
+	}
 	if err := ly.grow(T); err != nil {
 		return err
 	}
@@ -311,7 +315,19 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 			return err
 		}
 	}
+	mark := func(i int) error {
+		if args.Marks == nil {
+			return nil
+		}
+		if err := args.Marks[i].Record(args.Stream); err != nil {
+			return fmt.Errorf("mokc runtime: layer %s: ForwardArgs.Marks[%d]: %w", ly.layer.Name, i, err)
+		}
+		return nil
+	}
 	for i, k := range p.Kernels {
+		if err := mark(i); err != nil {
+			return err
+		}
 		a := ly.args[i]
 		if a == nil {
 			continue
@@ -321,7 +337,17 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 			return fmt.Errorf("mokc runtime: layer %s: T = %d: %w", ly.layer.Name, T, err)
 		}
 	}
-	return nil
+	return mark(len(p.Kernels))
+}
+
+// KernelNames returns the names of the program's kernels in launch order
+// (the manifest's kernels; ForwardArgs.Marks has one event more).
+func (ly *Layer) KernelNames() []string {
+	names := make([]string, len(ly.plan.Kernels))
+	for i, k := range ly.plan.Kernels {
+		names[i] = k.Name
+	}
+	return names
 }
 
 // bindOwn fills the addresses of the buffers the Layer owns: the error word

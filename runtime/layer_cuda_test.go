@@ -4,6 +4,7 @@ package runtime_test
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"os"
@@ -256,6 +257,8 @@ func testLayerTarget(t *testing.T, ctx *runtime.Context, stream *runtime.Stream,
 		}
 	}
 
+	testMarks(t, ctx, stream, ly, l, w, dw, seed, name)
+
 	// Out-of-range ids are reported by CheckErrors and their slots count
 	// as -1 (no contribution); the next valid forward reports nothing.
 	const T = 64
@@ -368,5 +371,50 @@ func TestLayerTargetMismatch(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "compute capability") {
 			t.Fatalf("%s on compute capability %d: %v", target, cc, err)
 		}
+	}
+}
+
+// testMarks times each kernel with ForwardArgs.Marks: a wrong number of
+// events is refused before any launch; with the right number the output is
+// unchanged (checked, poisoned, repeated) and the kernels' times are
+// non-negative and add up to the whole forward.
+func testMarks(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, ly *runtime.Layer, l schedule.Layer,
+	w schedule.Weights, dw *runtime.DeviceTensors, seed uint64, name string) {
+	t.Helper()
+	c := newCase(t, ctx, l, w, 64, seed+99)
+	a := argsOf(dw, c.in, stream)
+	names := ly.KernelNames()
+	marks := make([]*runtime.Event, len(names)+1)
+	for i := range marks {
+		e, err := ctx.NewEvent()
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer e.Destroy()
+		marks[i] = e
+	}
+	a.Marks = marks[:len(names)]
+	if err := ly.Forward(a); err == nil || !strings.Contains(err.Error(), "Marks has") {
+		t.Fatalf("%s: Forward with %d marks for %d kernels: %v", name, len(names), len(names), err)
+	}
+	a.Marks = marks
+	runChecked(t, ctx, ly, a, c.ref, name+" T=64 with Marks", nil)
+	var sum float64
+	var parts []string
+	for i, k := range names {
+		ms, err := runtime.ElapsedMs(marks[i], marks[i+1])
+		if err != nil || ms < 0 {
+			t.Fatalf("%s: kernel %s: %v ms, %v", name, k, ms, err)
+		}
+		sum += float64(ms)
+		parts = append(parts, fmt.Sprintf("%s %.3f", k, ms))
+	}
+	whole, err := runtime.ElapsedMs(marks[0], marks[len(names)])
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%s T=64 per kernel (ms): %s; whole %.3f", name, strings.Join(parts, ", "), whole)
+	if math.Abs(sum-float64(whole)) > 0.01 {
+		t.Errorf("%s: kernel times add up to %.4f ms, the forward took %.4f ms", name, sum, whole)
 	}
 }

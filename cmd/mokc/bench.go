@@ -37,6 +37,7 @@ func init() {
 				&cli.Float64Flag{Name: "peak-tflops", Value: 750, Usage: "peak dense BF16 throughput for the roofline, TFLOP/s"},
 				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
+				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards with an event between kernels)"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			),
 			Action: benchAction,
@@ -79,6 +80,18 @@ type benchReport struct {
 	Bound         string  `json:"bound"`             // "compute" or "memory"
 	RooflineFrac  float64 `json:"roofline_fraction"` // roofline / median
 	ErrorWord     string  `json:"error_word"`
+
+	// KernelTimes (--kernels) is each kernel's median time over a second
+	// pass of Iters forwards with an event recorded between kernels; a
+	// kernel's time includes the launch gap before it.
+	KernelTimes []kernelTime `json:"kernel_times,omitempty"`
+}
+
+// kernelTime is one kernel's share of the forward.
+type kernelTime struct {
+	Name     string  `json:"name"`
+	MedianMs float64 `json:"median_ms"`
+	Fraction float64 `json:"fraction"` // of the sum of the kernels' medians
 }
 
 // benchCost is the work of one forward on one input set.
@@ -381,6 +394,15 @@ func benchAction(c *cli.Context) error {
 	roof, bound := roofline(rep.FLOPs, rep.Bytes, rep.PeakTFLOPs, rep.PeakGBs)
 	rep.RooflineMs, rep.Bound = roof*1e3, bound
 	rep.RooflineFrac = roof / sec
+	if c.Bool("kernels") {
+		inputs := make([]runtime.ForwardArgs, len(sets))
+		for i, st := range sets {
+			inputs[i] = st.args
+		}
+		if rep.KernelTimes, err = benchKernels(ctx, ly, stream, inputs, iters); err != nil {
+			return fmt.Errorf("bench: --kernels: %w", err)
+		}
+	}
 	if err := writeBenchReport(c.App.Writer, rep, c.Bool("json")); err != nil {
 		return err
 	}
@@ -388,6 +410,66 @@ func benchAction(c *cli.Context) error {
 		return fmt.Errorf("bench: %s", rep.ErrorWord)
 	}
 	return nil
+}
+
+// benchKernels runs iters forwards with ForwardArgs.Marks and returns each
+// kernel's median time.
+func benchKernels(ctx *runtime.Context, ly *runtime.Layer, stream *runtime.Stream, sets []runtime.ForwardArgs, iters int) ([]kernelTime, error) {
+	names := ly.KernelNames()
+	marks := make([][]*runtime.Event, iters)
+	defer func() {
+		for _, m := range marks {
+			for _, e := range m {
+				if e != nil {
+					e.Destroy()
+				}
+			}
+		}
+	}()
+	for i := range marks {
+		marks[i] = make([]*runtime.Event, len(names)+1)
+		for j := range marks[i] {
+			e, err := ctx.NewEvent()
+			if err != nil {
+				return nil, err
+			}
+			marks[i][j] = e
+		}
+	}
+	for i := 0; i < iters; i++ {
+		args := sets[i%len(sets)]
+		args.Marks = marks[i]
+		if err := ly.Forward(args); err != nil {
+			return nil, err
+		}
+	}
+	if err := ly.CheckErrors(stream); err != nil {
+		var re *runtime.RoutingError
+		if !errors.As(err, &re) {
+			return nil, err
+		}
+	}
+	out := make([]kernelTime, len(names))
+	var total float64
+	for j, name := range names {
+		ms := make([]float64, iters)
+		for i := range ms {
+			v, err := runtime.ElapsedMs(marks[i][j], marks[i][j+1])
+			if err != nil {
+				return nil, err
+			}
+			ms[i] = float64(v)
+		}
+		slices.Sort(ms)
+		out[j] = kernelTime{Name: name, MedianMs: median(ms)}
+		total += out[j].MedianMs
+	}
+	for j := range out {
+		if total > 0 {
+			out[j].Fraction = out[j].MedianMs / total
+		}
+	}
+	return out, nil
 }
 
 func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
@@ -413,5 +495,8 @@ func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 	row("workspace", "%d MiB", rep.Workspace>>20)
 	row("compile + load", "%.2f s", rep.CompileSec)
 	row("error word", "%s", rep.ErrorWord)
+	for _, k := range rep.KernelTimes {
+		row("  "+k.Name, "%.4f ms  %4.1f%%", k.MedianMs, 100*k.Fraction)
+	}
 	return nil
 }
