@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Where the forward's time goes, on a GPU machine from the repository root (binaries from
+# `make device-bins`; builds nothing). Logs go to $OUT (default ./device-out).
+#   1. mokc bench --kernels: each kernel's median time, sm_90a, T = 4096, for MODELS.
+#   2. Nsight Compute (ncu, clocks not locked) Speed Of Light + memory workload of the heavy
+#      kernels of one forward of each of NCU_MODELS.
+# Usage: bash scripts/device-profile.sh
+set -u
+OUT=${OUT:-$PWD/device-out}
+mkdir -p "$OUT"
+export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/nvidia/lib64
+export MOKC_REQUIRE_GPU=1 MOKC_CACHE_DIR=off
+mokc=$PWD/.carry/mokc
+MODELS=${MODELS:-qwen3-30b-a3b gpt-oss-120b deepseek-v3}
+NCU_MODELS=${NCU_MODELS:-qwen3-30b-a3b deepseek-v3}
+TARGET=${TARGET:-sm_90a}
+for m in $MODELS; do
+	echo "=== bench --kernels $m $TARGET T=4096" >>"$OUT/kernels.log"
+	timeout 120 "$mokc" bench --model "$m" --target "$TARGET" --tokens 4096 --kernels >>"$OUT/kernels.log" 2>&1
+	echo "rc=$? bench --kernels $m" | tee -a "$OUT/summary.txt"
+done
+for m in $NCU_MODELS; do
+	# The second forward's kernels (the first is warm-up for caches and clocks).
+	echo "=== ncu $m $TARGET T=4096" >>"$OUT/ncu.log"
+	timeout 200 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis \
+		-k 'regex:moe_(shared_)?(fc1|fc2)|moe_gather|moe_permute|moe_combine' --launch-skip 7 --launch-count 7 \
+		"$mokc" bench --model "$m" --target "$TARGET" --tokens 4096 --iters 1 --warmup 2 >>"$OUT/ncu.log" 2>&1
+	echo "rc=$? ncu $m" | tee -a "$OUT/summary.txt"
+done
+grep -E "^===|moe_|median" "$OUT/kernels.log"
