@@ -381,7 +381,10 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			OffA: offA, OffB: offB, DescHi: l.descHi, ProxyFence: spec.B == BTable}
 		b.Loop(first, items, step, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
 			w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
-			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], ir.Int32(int64(l.kTiles)), bars, base, aOff, laneZero)
+			// A warpgroup whose 64 rows all lie past the expert's segment
+			// (the ragged last tile of an expert) issues no wgmma.
+			active := b.ZExt(b.ICmp(enum.IPredSLT, b.Add(w.row0, b.MulI(c, 64)), w.rowEnd), ir.I32)
+			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], ir.Int32(int64(l.kTiles)), bars, base, aOff, laneZero, active)
 			if e != nil {
 				err = e
 				return v

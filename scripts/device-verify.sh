@@ -49,7 +49,7 @@ for phase in $phases; do
 		;;
 	perf)
 		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3; do
-			step "bench $m sm_90a T=4096" 120 "$OUT/bench.log" "$mokc" bench --model $m --target sm_90a --tokens 4096 --json
+			step "bench $m sm_90a T=4096" 120 "$OUT/bench.log" "$mokc" bench --model $m --target sm_90a --tokens 4096 --kernels --json
 		done
 		step "bench qwen3-30b-a3b sm_80 T=4096" 90 "$OUT/bench.log" "$mokc" bench --model qwen3-30b-a3b --target sm_80 --tokens 4096 --json
 		step "torch baseline T=4096" 150 "$OUT/torch.log" python3 bench/torch_moe.py --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 4096 --json "$OUT/torch.json"
