@@ -133,6 +133,28 @@ func (b *Builder) IfElse(cond value.Value, then, els func()) {
 	b.Br(join)
 }
 
+// IfElseVals emits `if cond { vals = then() } else { vals = els() }` and
+// returns vals after the join (phi nodes); both branches return as many
+// values, of the same types.
+func (b *Builder) IfElseVals(cond value.Value, then, els func() []value.Value) []value.Value {
+	tb, eb, join := b.NewBlock("then"), b.NewBlock("else"), b.NewBlock("endif")
+	b.CondBr(cond, tb, eb)
+	b.SetBlock(tb)
+	tv := then()
+	tEnd := b.Block()
+	b.Br(join)
+	b.SetBlock(eb)
+	ev := els()
+	eEnd := b.Block()
+	b.Br(join)
+	b.SetBlock(join)
+	out := make([]value.Value, len(tv))
+	for i := range tv {
+		out[i] = join.NewPhi(llir.NewIncoming(tv[i], tEnd), llir.NewIncoming(ev[i], eEnd))
+	}
+	return out
+}
+
 // IfVals emits `if cond { vals = then() }` and returns the values after the
 // join: then()'s results when cond holds, else defaults (phi nodes).
 func (b *Builder) IfVals(cond value.Value, defaults []value.Value, then func() []value.Value) []value.Value {

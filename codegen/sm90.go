@@ -3,7 +3,9 @@ package codegen
 import (
 	"fmt"
 
+	"github.com/llir/llvm/ir/constant"
 	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
@@ -164,7 +166,8 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	// Registers: 65536 per SM, one block per SM. The kernel starts with
 	// launchRegs = 65536/threads per thread (pinned with .maxnreg, as
 	// setmaxnreg requires); the producer warpgroup drops to prodRegs (40; 48
-	// with the staged epilogue's store warps; 64 when it copies B itself)
+	// with the staged epilogue's store warps; 72 when it copies B itself:
+	// with 64, ptxas spilled in the GPT-OSS 128x128 pointer-table case)
 	// and the consumers take what it frees:
 	// setmaxnreg.inc blocks until the registers are in the pool, so the
 	// consumers' target must not exceed launchRegs + freed/(128*WG).
@@ -173,7 +176,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		l.prodRegs = 40
 		switch {
 		case s.B == BTable:
-			l.prodRegs = 64 // address arithmetic of the cp.async copies of B
+			l.prodRegs = 72 // address arithmetic of the cp.async copies of B
 		case l.staged:
 			l.prodRegs = 48 // the store warps' copy loop
 		}
@@ -302,6 +305,15 @@ func gemmDecode(b *Builder, s GemmSpec, it value.Value, bm, bn, nBlocks int) gem
 	return w
 }
 
+// zerosF32 returns n float 0.0 constants.
+func zerosF32(n int) []value.Value {
+	z := make([]value.Value, n)
+	for i := range z {
+		z[i] = constant.NewFloat(types.Float, 0)
+	}
+	return z
+}
+
 // ringNext advances a (stage, phase) pair of an S-stage ring: the phase
 // parity flips each time the stage wraps to 0.
 func ringNext(b *Builder, stage, phase value.Value, S int) (value.Value, value.Value) {
@@ -380,13 +392,26 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
 			OffA: offA, OffB: offB, DescHi: l.descHi, ProxyFence: spec.B == BTable}
 		b.Loop(first, items, step, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
-			w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
 			// A warpgroup whose 64 rows all lie past the expert's segment
-			// (the ragged last tile of an expert) issues no wgmma.
-			active := b.ZExt(b.ICmp(enum.IPredSLT, b.Add(w.row0, b.MulI(c, 64)), w.rowEnd), ir.I32)
-			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], ir.Int32(int64(l.kTiles)), bars, base, aOff, laneZero, active)
-			if e != nil {
-				err = e
+			// (the ragged last tile of an expert) drains the ring instead of
+			// issuing wgmma; its accumulators are zero and none of its rows
+			// is stored.
+			w := gemmDecode(b, spec, it, l.BM, l.BN, l.nBlocks)
+			active := b.ICmp(enum.IPredSLT, b.Add(w.row0, b.MulI(c, 64)), w.rowEnd)
+			kt := ir.Int32(int64(l.kTiles))
+			res := b.IfElseVals(active, func() []value.Value {
+				acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], kt, bars, base, aOff, laneZero)
+				if e != nil {
+					err = e
+					return append(zerosF32(l.NB/2), v[0], v[1])
+				}
+				return append(acc, stage, phase)
+			}, func() []value.Value {
+				stage, phase := b.WGMMADrain(ml, v[0], v[1], kt, bars, laneZero)
+				return append(zerosF32(l.NB/2), stage, phase)
+			})
+			acc, stage, phase := res[:l.NB/2], res[l.NB/2], res[l.NB/2+1]
+			if err != nil {
 				return v
 			}
 			sph := v[2]

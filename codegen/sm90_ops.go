@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
@@ -233,14 +234,11 @@ type WGMMAMainloop struct {
 // StageBytes + aOff, B at + BOffset); commit; wait_group 1; then, for
 // kt > 0, lane 0 of each warp (lead != 0) arrives on empty[previous stage];
 // advance (stage, phase). After the loop: wait_group 0 and release the last
-// stage. The accumulators start at zero. When active (i32) is 0 the
-// warpgroup takes part in the ring (waits and releases every stage) but
-// issues no wgmma, and the accumulators stay zero: a warpgroup whose 64 rows
-// all lie past the expert's segment leaves the tensor cores to the others. bars is the shared address of
+// stage. The accumulators start at zero. bars is the shared address of
 // full[0] (full[s] at bars + 8s, empty[s] at bars + 8(S+s)); smem the
 // ring's base. Returns the N/2 accumulators (fragment layout of WGMMABF16)
 // and the advanced stage and phase.
-func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, smem, aOff, lead, active value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
+func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, smem, aOff, lead value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
 	n := ml.N
 	if n < 8 || n > 256 || n%8 != 0 {
 		return nil, nil, nil, fmt.Errorf("codegen: wgmma m64n%dk16: N must be a multiple of 8 in 8..256", n)
@@ -250,7 +248,7 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 	}
 	na := n / 2
 	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) } // inputs after the outputs
-	inStage, inPhase, inKT, inBars, inSmem, inAOff, inLead, inActive := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7)
+	inStage, inPhase, inKT, inBars, inSmem, inAOff, inLead := in(0), in(1), in(2), in(3), in(4), in(5), in(6)
 	regs := make([]string, na)
 	for i := range regs {
 		regs[i] = fmt.Sprintf("$%d", i)
@@ -259,10 +257,9 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 	S := ml.Stages
 	L := []string{
 		"{",
-		".reg .pred P, Q, A;",
+		".reg .pred P, Q;",
 		".reg .b32 s, ph, kt, bar, sa, t;",
 		".reg .b64 d0a, d0b, da, db;",
-		"setp.ne.b32 A, " + inActive + ", 0;",
 		"mov.b32 s, " + inStage + ";",
 		"mov.b32 ph, " + inPhase + ";",
 		"mov.b32 kt, 0;",
@@ -301,7 +298,6 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 		L = append(L, "fence.proxy.async.shared::cta;")
 	}
 	L = append(L,
-		"@!A bra.uni WGML_SKIP;",
 		fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", ml.StageBytes, inSmem),
 		"add.s32 bar, sa, "+inAOff+";",
 	)
@@ -324,7 +320,6 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 	L = append(L,
 		"wgmma.commit_group.sync.aligned;",
 		"wgmma.wait_group.sync.aligned 1;",
-		"WGML_SKIP:",
 		"setp.gt.s32 P, kt, 0;",
 		"setp.ne.b32 Q, "+inLead+", 0;",
 		"and.pred P, P, Q;",
@@ -352,10 +347,52 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 	for i := 0; i < na; i++ {
 		cons = append(cons, "=f")
 	}
-	cons = append(cons, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "r", "~{memory}")
+	cons = append(cons, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "~{memory}")
 	outs := b.AsmCallN(asmLines(L...), strings.Join(cons, ","), append(f32s(na), ir.I32, ir.I32),
-		stage, phase, ktiles, bars, smem, aOff, lead, active)
+		stage, phase, ktiles, bars, smem, aOff, lead)
 	return outs[:na], outs[na], outs[na+1], nil
+}
+
+// WGMMADrain emits the ring side of WGMMAMainloop without the wgmma: for
+// each of ktiles K tiles, wait on full[stage] with parity phase, then lane 0
+// of each warp (lead != 0) arrives on empty[stage] at once (nothing reads
+// the stage), and (stage, phase) advance. A consumer warpgroup whose rows
+// all lie past the expert's segment runs it instead of the K loop, so the
+// other consumers have the tensor cores to themselves while the ring's
+// arrival counts stay whole. Returns the advanced stage and phase.
+func (b *Builder) WGMMADrain(ml WGMMAMainloop, stage, phase, ktiles, bars, lead value.Value) (stageOut, phaseOut value.Value) {
+	S := ml.Stages
+	L := []string{
+		"{",
+		".reg .pred P, Q;",
+		".reg .b32 s, ph, kt, bar;",
+		"mov.b32 s, $2;",
+		"mov.b32 ph, $3;",
+		"mov.b32 kt, 0;",
+		"setp.ne.b32 Q, $6, 0;",
+		"WGMD_LOOP:",
+		"setp.ge.s32 P, kt, $4;",
+		"@P bra WGMD_DONE;",
+		"mad.lo.s32 bar, s, 8, $5;",
+		"WGMD_WAIT:",
+		"mbarrier.try_wait.parity.shared::cta.b64 P, [bar], ph;",
+		"@!P bra WGMD_WAIT;",
+		fmt.Sprintf("add.s32 bar, bar, %d;", 8*S),
+		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];",
+		"add.s32 s, s, 1;",
+		fmt.Sprintf("setp.eq.s32 P, s, %d;", S),
+		"@P mov.b32 s, 0;",
+		"@P xor.b32 ph, ph, 1;",
+		"add.s32 kt, kt, 1;",
+		"bra.uni WGMD_LOOP;",
+		"WGMD_DONE:",
+		"mov.b32 $0, s;",
+		"mov.b32 $1, ph;",
+		"}",
+	}
+	outs := b.AsmCallN(asmLines(L...), "=r,=r,r,r,r,r,r,~{memory}", []types.Type{ir.I32, ir.I32},
+		stage, phase, ktiles, bars, lead)
+	return outs[0], outs[1]
 }
 
 // CpAsync16 copies 16 bytes from global address src (i64) to shared
