@@ -5,7 +5,7 @@ Pipeline (what a PyTorch user would write): sort the (token, slot) routes by
 expert, gather x, torch._grouped_mm for FC1, SwiGLU (or the model's
 activation), torch._grouped_mm for FC2, weighted combine with index_add_ in
 fp32, plus the dense shared expert. The shape table mirrors the presets of
-package schedule (sources: FACTS.md, the models' config.json files).
+package schedule (sources: the models' config.json files).
 
 Reports, per model and token count: median time over CUDA-event timings
 (triton.testing.do_bench, median), TFLOP/s, GB/s (weights read once + x read +

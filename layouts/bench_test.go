@@ -11,7 +11,8 @@ import (
 )
 
 // The routed FC1 of one DeepSeek-V3 layer: E = 256 experts, [2I, H] =
-// [4096, 7168] each (FACTS.md: H 7168, I 2048), quantized along H (K).
+// [4096, 7168] each (deepseek-ai/DeepSeek-V3 config.json: hidden_size 7168,
+// moe_intermediate_size 2048, n_routed_experts 256), quantized along H (K).
 const (
 	dsv3Experts = 256
 	dsv3Rows    = 4096

@@ -114,8 +114,9 @@ func decodeCommon(v uint64) SmemDescriptor {
 // bits [0,14) start>>4, [16,30) LBO>>4, [32,46) SBO>>4, [46,49) the fixed
 // value 0b001, [49,52) base offset, 52 LBO mode (1 = absolute), [53,61) 0,
 // [61,64) swizzle (0 none, 1 128B with 32B atomicity, 2 128B, 4 64B, 6
-// 32B). Known-good value (FACTS.md): start 0x400, SBO 1024, 128B ->
-// 0x4000404000000040. Errors: fields out of range.
+// 32B). Known-good value (CUTLASS's SmemDescriptor with the same fields):
+// start 0x400, SBO 1024, 128B -> 0x4000404000000040. Errors: fields out of
+// range.
 func SM100SmemDescriptor(d SmemDescriptor) (uint64, error) {
 	v, err := d.commonFields()
 	if err != nil {
@@ -198,9 +199,10 @@ type TCGen05InstrF16 struct {
 // UMMA::InstrDescriptor, which stores it shifted left by 32): [4,6) D type
 // (F16 0, F32 1), [7,10) A type, [10,13) B type, 13/14 negate A/B, 15/16
 // transpose A/B, [17,23) N>>3, [24,29) M>>4, other bits 0 (dense, no
-// saturate, no .ws shift). Known-good (FACTS.md): bf16 x bf16 -> f32,
-// K-major, M128 N256 = 0x08400490; N128 = 0x08200490. Errors: shapes
-// outside PTX ISA Table 39, unknown types.
+// saturate, no .ws shift). Known-good (CUTLASS's InstrDescriptor with the
+// same fields, unshifted): bf16 x bf16 -> f32, K-major, M128 N256 =
+// 0x08400490; N128 = 0x08200490. Errors: shapes outside PTX ISA Table 39,
+// unknown types.
 func TCGen05InstrDescF16(d TCGen05InstrF16) (uint32, error) {
 	if err := checkMMAShape("kind::f16", d.M, d.N, d.CTAGroup, false); err != nil {
 		return 0, err
@@ -262,9 +264,10 @@ type TCGen05InstrMXF8F6F4 struct {
 // [4,6) B scale-factor id, [7,10) A type, [10,13) B type, 13/14 negate
 // A/B, 15/16 transpose A/B, [17,23) N>>3, 23 scale type (UE8M0 = 1),
 // [27,29) M>>7, [29,31) A scale-factor id; no D-type field; bits 3, 6,
-// 24-26, 31 zero. Known-good (FACTS.md): e4m3 x e4m3, UE8M0, M128 N256,
-// ids 0 = 0x08C00000; ids 3 = 0x68C00030. Errors: bad shapes, types, ids,
-// or a transpose with a 4/6-bit type.
+// 24-26, 31 zero. Known-good (CUTLASS's InstrDescriptorBlockScaled with the
+// same fields, unshifted): e4m3 x e4m3, UE8M0, M128 N256, ids 0 =
+// 0x08C00000; ids 3 = 0x68C00030. Errors: bad shapes, types, ids, or a
+// transpose with a 4/6-bit type.
 func TCGen05InstrDescMXF8F6F4(d TCGen05InstrMXF8F6F4) (uint32, error) {
 	if err := checkMMAShape("kind::mxf8f6f4", d.M, d.N, d.CTAGroup, true); err != nil {
 		return 0, err

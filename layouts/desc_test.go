@@ -4,7 +4,9 @@ import "testing"
 
 // Values worked out by hand from the bit tables of PTX ISA 9.7.15.5.1.2.2
 // (wgmma matrix descriptor) and 9.7.16.4.1 (tcgen05 shared memory
-// descriptor); the sm_100 128B value is the known-good one of FACTS.md.
+// descriptor); the sm_100 128B value also comes out of CUTLASS's
+// UMMA::SmemDescriptor bit-field union (cute/arch/mma_sm100_desc.hpp) with
+// the same fields set.
 func TestSmemDescriptorsByHand(t *testing.T) {
 	for _, c := range []struct {
 		name string
@@ -105,7 +107,8 @@ func TestTCGen05InstrDesc(t *testing.T) {
 		d    TCGen05InstrF16
 		want uint32
 	}{
-		// FACTS.md known-good values.
+		// Known-good values: CUTLASS's UMMA::InstrDescriptor bit-field union
+		// (cute/arch/mma_sm100_desc.hpp) with the same fields set.
 		{TCGen05InstrF16{M: 128, N: 256, AType: TCGen05BF16, BType: TCGen05BF16, F32Accum: true}, 0x08400490},
 		{TCGen05InstrF16{M: 128, N: 128, AType: TCGen05BF16, BType: TCGen05BF16, F32Accum: true}, 0x08200490},
 		// By hand: f16 x f16 -> f16, M64 (4<<24) N8 (1<<17).

@@ -38,8 +38,9 @@
 // which differ in bits 46-48 (0b001 on sm_100) and the swizzle field, with
 // their decoders; TCGen05InstrDescF16 and TCGen05InstrDescMXF8F6F4 encode
 // the 32-bit tcgen05.mma instruction descriptors (PTX ISA 9.7.16.4.2). All
-// are pinned by the known-good values of FACTS.md and by values worked out
-// from the ISA bit tables.
+// are pinned by values worked out by hand from the ISA bit tables and by
+// values computed with CUTLASS's bit-field unions (cute/arch/mma_sm100_desc.hpp:
+// UMMA::SmemDescriptor, InstrDescriptor, InstrDescriptorBlockScaled).
 //
 // # MXFP8
 //
@@ -57,7 +58,9 @@
 //
 // # sm_100 scale-factor layout
 //
-// SFOffset is the FACTS.md formula for the 128x4 tiles of 512 bytes;
+// SFOffset gives the byte offset of a scale in the 128x4 tiles of 512 bytes
+// that tcgen05 block-scaled MMAs read (cuBLAS documentation, "1D Block
+// Scaling Factors Layout"; CUTLASS cutlass/detail/sm100_blockscaled_layout.hpp);
 // SFAtomLayout / SFOperandLayout give it as CuTe layouts. SFLayout pads
 // each expert's scales to whole tiles (rows per expert need not be
 // multiples of 128, K need not be a multiple of 128): SFLayout.Pack,

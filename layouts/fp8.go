@@ -164,8 +164,9 @@ func ue8m0Reciprocal(c uint8) float32 {
 // function is: NaN -> 0xFF, Inf -> 0xFE, 0 -> 0x00; otherwise e = the f32
 // biased exponent field, m = the mantissa field, and e is incremented when
 // m > 0, e != 0xFE and not (e == 0 and m <= 0x400000). The sign bit of x is
-// ignored (as the fallback's 8-bit truncation ignores it). Source: FACTS.md
-// "MXFP8"; Transformer Engine common/util/ptx.cuh float_to_e8m0.
+// ignored (as the fallback's 8-bit truncation ignores it). Sources: PTX ISA,
+// cvt (the .ue8m0x2 destination format with .rp.satfinite); Transformer
+// Engine common/util/ptx.cuh float_to_e8m0.
 func UE8M0RoundUp(x float32) uint8 {
 	b := math.Float32bits(x) & 0x7FFFFFFF
 	switch {

@@ -7,9 +7,11 @@ import "fmt"
 // ceil(K/32)) are cut into tiles of 128 rows x 4 scale columns, 512 bytes
 // each, stored tile after tile with the K-tile index fastest; inside a tile
 // row r, column c sits at (r%32)*16 + ((r%128)/32)*4 + c%4. One tile is the
-// source of one tcgen05.cp.cta_group::1.32x128b.warpx4. Source: FACTS.md
-// "MXFP8" (cuBLAS "1D block scaling factors layout"; CUTLASS
-// cute/atom/mma_traits_sm100.hpp SfAtom).
+// source of one tcgen05.cp.cta_group::1.32x128b.warpx4. Sources: the cuBLAS
+// documentation, "1D Block Scaling Factors Layout" (the layout
+// CUBLASLT_MATMUL_MATRIX_SCALE_VEC32_UE8M0 expects); CUTLASS
+// cutlass/detail/sm100_blockscaled_layout.hpp, Sm1xxBlockScaledBasicChunk
+// (SfKMajorAtom: shape ((32,4),(32,4)), stride ((16,4),(0,1)) in bytes).
 const (
 	SFTileRows  = 128 // rows of one scale-factor tile
 	SFTileCols  = 4   // scale columns (of 32 K-elements each) of one tile
@@ -26,7 +28,7 @@ const (
 //
 //	((r/128)*ceil(nSF/4) + c/4)*512 + (r%32)*16 + ((r%128)/32)*4 + c%4
 //
-// (FACTS.md formula; no range check).
+// (the layout described above; no range check).
 func SFOffset(r, c, nSF int) int {
 	return ((r/SFTileRows)*ceilDiv(nSF, SFTileCols)+c/SFTileCols)*SFTileBytes +
 		(r%32)*16 + ((r%SFTileRows)/32)*4 + c%SFTileCols
@@ -252,8 +254,12 @@ func DequantizeSF(data, packed []uint8, l *SFLayout) ([]float32, error) {
 
 // SM100ScaleTileDescriptor returns the sm_100 shared-memory descriptor of a
 // 512-byte scale-factor tile at shared address addr, the source operand of
-// tcgen05.cp.cta_group::1.32x128b.warpx4: no swizzle, SBO 128 bytes, LBO 0
-// (FACTS.md "MXFP8"). addr must be a multiple of 16 below 2^18.
+// tcgen05.cp.cta_group::1.32x128b.warpx4: no swizzle, SBO 128 bytes, LBO 0.
+// The tile is 32 rows of 16 bytes (PTX ISA, tcgen05.cp shape .32x128b), so
+// in the non-swizzled canonical layout of the tcgen05 "Shared Memory
+// Descriptor" it is four 8-row core matrices stacked 128 bytes apart, with
+// nothing along the leading dimension. addr must be a multiple of 16 below
+// 2^18.
 func SM100ScaleTileDescriptor(addr uint32) (uint64, error) {
 	return SM100SmemDescriptor(SmemDescriptor{Start: addr, SBO: 128, Swizzle: SwizzleNone})
 }

@@ -11,7 +11,8 @@ var testRows = []int{1, 127, 128, 129, 0, 255, 64, 3}
 const testK = 2880 // H of gpt-oss: not a multiple of 128; nSF = 90, not a multiple of 4
 
 func TestSFOffsetFormulaAndLayout(t *testing.T) {
-	// Worked by hand from the FACTS.md formula with nSF = 90 (23 K tiles).
+	// Worked by hand from the formula in SFOffset's doc comment with nSF = 90
+	// (23 K tiles).
 	for _, c := range []struct{ r, c, want int }{
 		{0, 0, 0}, {0, 1, 1}, {0, 3, 3}, {0, 4, 512}, {1, 0, 16}, {31, 0, 496}, {32, 0, 4}, {33, 2, 22},
 		{127, 3, 31*16 + 3*4 + 3}, {128, 0, 23 * 512}, {129, 89, (23+22)*512 + 16 + 1},

@@ -33,7 +33,8 @@ func ParseTarget(s string) (Target, error) {
 
 // Operand says which MMA operand a tile holds: A (M x K) or B (N x K). Both
 // are stored K-major (K contiguous), the layout every target supports for
-// every type (FACTS.md: fp8 wgmma takes K-major only).
+// every type (PTX ISA, wgmma.mma_async: only the .f16 and .bf16 forms take
+// the imm-trans-a / imm-trans-b operands, so e4m3/e5m2 operands are K-major).
 type Operand int
 
 // The operands.
@@ -236,12 +237,13 @@ func (t *SmemTile) ByteOffset(row, k int) (int, error) {
 // operand an MMA reads from this tile at shared address base: rows row0 ..
 // (row0 a multiple of 8; the MMA's M or N extent follows from the
 // instruction) and the kStep-th MMAK-wide slice of K. The start address
-// advances inside a swizzle atom by 32 bytes per k-step (FACTS.md), and by
-// one atom column (Rows x atom bytes) past it. Swizzled: SBO = 8 x swizzle
-// width, LBO = 16 (unused, "assumed 1"). No swizzle: SBO = 128 (8-row group
-// of core matrices), LBO = Rows x 16 (next core matrix along K). Errors:
-// sm_80 (no descriptors), base not aligned to Swizzle.RepeatBytes(), row0 or
-// kStep out of range.
+// advances inside a swizzle atom by 32 bytes per k-step (one MMA's K
+// extent: k16 of bf16 or k32 of e4m3; seen on the H200 with bf16, assumed
+// for sm_100a: docs/hardware.md), and by one atom column (Rows x atom
+// bytes) past it. Swizzled: SBO = 8 x swizzle width, LBO = 16 (unused,
+// "assumed 1"). No swizzle: SBO = 128 (8-row group of core matrices), LBO =
+// Rows x 16 (next core matrix along K). Errors: sm_80 (no descriptors), base
+// not aligned to Swizzle.RepeatBytes(), row0 or kStep out of range.
 func (t *SmemTile) DescriptorFields(base uint32, row0, kStep int) (SmemDescriptor, error) {
 	if t.Target == TargetSM80 {
 		return SmemDescriptor{}, fmt.Errorf("layouts: sm_80 reads shared memory with ldmatrix, not descriptors")

@@ -69,7 +69,10 @@ const (
 // TensorMapSwizzle is the driver's CUtensorMapSwizzle: the shared-memory
 // swizzle TMA applies to 16-byte chunks within a 32-, 64- or 128-byte span.
 // It must match the swizzle mode of the wgmma / tcgen05 shared-memory
-// descriptor that reads the tile (FACTS.md, Hopper and Blackwell sections).
+// descriptor that reads the tile (CUDA Driver API, CUtensorMapSwizzle; PTX
+// ISA, the swizzling modes of the wgmma "Matrix Descriptor Format" and of
+// the tcgen05 "Shared Memory Descriptor"); the three number the modes
+// differently (package layouts encodes the descriptors' codes).
 type TensorMapSwizzle int
 
 // Swizzle modes.
@@ -121,9 +124,9 @@ const TensorMapBytes = 128
 
 // CheckTensorMapTiled validates the arguments of EncodeTensorMapTiled against
 // the requirements documented for cuTensorMapEncodeTiled (CUDA Driver API,
-// "Tensor Map Object Management"; FACTS.md "Hopper"), without a GPU. The
-// error names the violated rule. Dimension 0 is the innermost (contiguous)
-// one: a row-major [rows, cols] matrix has globalDims {cols, rows}.
+// "Tensor Map Object Management"), without a GPU. The error names the
+// violated rule. Dimension 0 is the innermost (contiguous) one: a row-major
+// [rows, cols] matrix has globalDims {cols, rows}.
 //
 //   - rank in 1..5 (3..5 with interleave); len(globalDims) = len(boxDims) = rank,
 //     len(globalStrides) = rank-1, elementStrides nil (all 1) or of length rank

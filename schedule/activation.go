@@ -2,8 +2,8 @@ package schedule
 
 import "math"
 
-// act holds one gated activation with its constants (FACTS.md
-// "Activations").
+// act holds one gated activation with its constants (formulas and sources:
+// the Activation constants).
 type act struct {
 	kind  Activation
 	limit float64 // L (ClampedSwiGLU, GPTOSS)

@@ -13,7 +13,8 @@
 //
 // Layer.Validate and Schedule.Validate return a *FieldError naming the
 // field, its value and the broken rule; nothing in the package panics on
-// bad input. Presets lists one layer per model of FACTS.md; ParseHFConfig
+// bad input. Presets lists one layer per supported model, with the sizes of
+// the model's config.json and the router of its modeling code; ParseHFConfig
 // reads the qwen2_moe, qwen3_moe, deepseek_v2/v3/v4, kimi_k2, mixtral,
 // olmoe, gpt_oss and llama4 (nested text_config) families.
 //
@@ -24,7 +25,9 @@
 // makes values representable). Shapes are explicit row-major slices:
 // x [T*H], Weights per expert FC1 [2I*H] (gate rows then up rows, or
 // interleaved), FC2 [H*I], and Routing either ids/weights [T*K] or a routing
-// map/probs [T*E]. Semantics (DESIGN.md, FACTS.md):
+// map/probs [T*E]. Semantics, those of the models' own MoE blocks (the
+// transformers modeling files, e.g. modeling_qwen2_moe.py for the shared
+// expert's gate and modeling_llama4.py for the weight on the input):
 //
 //	y[t] = shared(x[t]) + sum over k with id[t,k] >= 0 of w[t,k] * y[t,k]
 //	y[t,k] = FC2_e act(FC1_e x[t] + b1_e) + b2_e,  e = id[t,k]

@@ -362,9 +362,10 @@ type deepSeekDefaults struct {
 // None, topk_method "greedy") and DeepseekV3Config (sigmoid scoring,
 // norm_topk_prob true, routed_scaling_factor 2.5, n_shared_experts 1,
 // topk_method "noaux_tc", n_group 8, topk_group 4), which Kimi K2's config
-// class reuses. DeepSeek-V4 (FACTS.md: sqrt(softplus) scores, scale 1.5,
-// normalised) has no published configuration class here, so its shared
-// expert count is required rather than guessed.
+// class reuses. DeepSeek-V4 (deepseek-ai/DeepSeek-V4-Flash config.json:
+// scoring_func "sqrtsoftplus", routed_scaling_factor 1.5, norm_topk_prob
+// true) has no published configuration class here, so its shared expert
+// count is required rather than guessed.
 var deepSeekFamilies = map[string]deepSeekDefaults{
 	"deepseek_v2": {score: "softmax", norm: false, scale: 1.0, shared: 0, method: "greedy", groups: 1},
 	"deepseek_v3": {score: "sigmoid", norm: true, scale: 2.5, shared: 1, method: "noaux_tc", groups: 8, topK: 4},

@@ -19,11 +19,11 @@ func sameLayer(a, b Layer) bool {
 	return a == b
 }
 
-// TestHFConfigsMatchPresets reads every config in testdata/hf (the files of
-// /work/shared/hf-configs plus configs of the other families, with the
-// released models' keys; deepseek-v4-flash.json spells DeepSeek-V4's keys
-// as the reader expects, from FACTS.md's values) and the shared directory
-// when present, and checks each against the preset of the same name.
+// TestHFConfigsMatchPresets reads every config in testdata/hf (the MoE keys
+// of the released models' config.json files; deepseek-v4-flash.json writes
+// DeepSeek-V4-Flash's values with the key names the reader expects) and the
+// configs of /work/shared/hf-configs when that directory exists, and checks
+// each against the preset of the same name.
 func TestHFConfigsMatchPresets(t *testing.T) {
 	files, _ := filepath.Glob("testdata/hf/*.json")
 	shared, _ := filepath.Glob("/work/shared/hf-configs/*.json")

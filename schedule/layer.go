@@ -8,15 +8,20 @@ import (
 
 // Activation is the gated activation applied between FC1 and FC2 of an
 // expert. FC1 produces a gate column g and an up column u per intermediate
-// index; the activation maps (g, u) to h. Formulas: FACTS.md "Activations".
+// index; the activation maps (g, u) to h. Each constant gives its formula
+// and the source that defines it.
 type Activation int
 
 const (
-	// SwiGLU is h = silu(g) * u, silu(x) = x * sigmoid(x). The zero value.
+	// SwiGLU is h = silu(g) * u, silu(x) = x * sigmoid(x) (Shazeer, "GLU
+	// Variants Improve Transformer", arXiv:2002.05202; hidden_act "silu" in
+	// the models' config.json files). The zero value.
 	SwiGLU Activation = iota
 	// ClampedSwiGLU is h = silu(min(g, L)) * clamp(u, -L, L) with L the
-	// layer's SwiGLU limit (MoK swiglu_limit, Megatron
-	// activation_func_clamp_value, DeepSeek-V4 limit 10).
+	// layer's SwiGLU limit: g is clamped from above only, u on both sides
+	// (MoK swiglu_limit, Megatron-LM TransformerConfig
+	// activation_func_clamp_value, DeepSeek-V4-Flash config.json
+	// swiglu_limit 10).
 	ClampedSwiGLU
 	// GPTOSS is the gpt-oss activation: g' = min(g, L), u' = clamp(u, -L, L),
 	// h = g' * sigmoid(alpha * g') * (u' + 1), with L = 7 and alpha = 1.702 in
@@ -41,8 +46,9 @@ const (
 	// BF16 weights: bfloat16, fp32 accumulation. The zero value.
 	BF16 Precision = iota
 	// MXFP8 weights: E4M3 data with one UE8M0 scale per 32 consecutive
-	// elements along the reduction dimension (OCP Microscaling v1.0;
-	// FACTS.md "MXFP8").
+	// elements along the reduction dimension (OCP Microscaling Formats (MX)
+	// Specification v1.0, MXFP8 in its table of concrete MX-compliant
+	// formats: E4M3 elements, E8M0 scale, block size 32).
 	MXFP8
 )
 
@@ -168,9 +174,10 @@ type Router struct {
 //
 //	y[t] = shared(x[t]) + sum over k with id[t,k] >= 0 of w[t,k] * FC2_e(act(FC1_e x[t]))
 //
-// with e = id[t,k] (DESIGN.md "What it computes"). The zero value is not a
-// valid layer; use a preset, ParseHFConfig, or fill the sizes and call
-// Validate.
+// with e = id[t,k]; the package documentation gives the complete
+// semantics (biases, the shared-expert gate, a router weight applied to the
+// expert input). The zero value is not a valid layer; use a preset,
+// ParseHFConfig, or fill the sizes and call Validate.
 type Layer struct {
 	// Name is a free-form label (the preset name for presets).
 	Name string

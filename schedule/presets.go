@@ -6,9 +6,9 @@ import (
 	"strings"
 )
 
-// presets holds one MoE layer per row of FACTS.md's table "Real MoE layers".
-// Sizes come from the models' config.json files; router rules from their
-// modeling code (transformers models/*/modeling_*.py, deepseek-ai/DeepSeek-V3
+// presets holds one MoE layer per supported model. Sizes come from the
+// models' config.json files; router rules from their modeling code
+// (transformers models/*/modeling_*.py, deepseek-ai/DeepSeek-V3
 // inference/model.py, openai/gpt-oss gpt_oss/torch/model.py).
 var presets = map[string]Layer{
 	// DeepSeek-V3: sigmoid router with 8 groups, top-4 groups, w = 2.5*s/sum(s).
@@ -25,8 +25,9 @@ var presets = map[string]Layer{
 		SharedExperts: 1, SharedIntermediate: 2048,
 		Activation: ClampedSwiGLU, SwiGLULimit: 10,
 		Router: Router{Score: ScoreSqrtSoftplus, Normalize: true, Scale: 1.5}},
-	// MoK's DeepSeek-V4-Pro-sized test shape; the limit (10) follows
-	// DeepSeek-V4-Flash (FACTS.md marks it unverified), so does the router.
+	// MoK's DeepSeek-V4-Pro-sized test shape. Its clamp limit and router are
+	// not from a published configuration: both are assumed equal to
+	// DeepSeek-V4-Flash's (limit 10, sqrt(softplus) scores, scale 1.5).
 	"dsv4-pro-proxy": {Hidden: 7168, Intermediate: 3072, Experts: 384, TopK: 6,
 		SharedExperts: 1, SharedIntermediate: 3072,
 		Activation: ClampedSwiGLU, SwiGLULimit: 10,
@@ -69,7 +70,7 @@ func gptOSS(experts int) Layer {
 		Router: Router{Score: ScoreSoftmax, Normalize: true}}
 }
 
-// Presets lists the preset names, sorted: one per model of FACTS.md's table
+// Presets lists the preset names, sorted: one per supported model
 // (lower-case, e.g. "qwen3-30b-a3b").
 func Presets() []string {
 	names := make([]string, 0, len(presets))

@@ -526,10 +526,11 @@ func chunkRows(l Layer) int {
 //	shared(x) = sigmoid(x·g) * sum over s of FC2_s act_s(FC1_s x)     (gate only with Layer.SharedGate)
 //
 // with e = id[t,k] (Layer.RouterWeightOnInput moves w[t,k] onto the
-// expert input x[t]), as in DESIGN.md, with the shared experts' outputs summed in order,
-// then the routed slots added in increasing k. Products are exact float64
-// products of the float32 inputs; sums run in float64 in a fixed order, so
-// the result does not depend on the number of cores.
+// expert input x[t]), as in the package documentation, with the shared
+// experts' outputs summed in order, then the routed slots added in
+// increasing k. Products are exact float64 products of the float32 inputs;
+// sums run in float64 in a fixed order, so the result does not depend on
+// the number of cores.
 //
 // Edge cases: T = 0 gives an empty result; a token whose slots are all -1
 // gets only the shared output (0 without shared experts); duplicate expert
@@ -583,8 +584,9 @@ func (p *problem) forwardChunked(rows []int) []float64 {
 // and accumulates dW of the routed and shared FC1/FC2 (and biases and the
 // shared gate vector) into the caller's main-grad buffers mg (nil = no
 // weight gradients). See MainGrads for the accumulation rule and Grads for
-// the router-weight gradient. Derivatives of the activations: FACTS.md
-// "Activations" (clamped inputs pass no gradient).
+// the router-weight gradient. The activations' derivatives follow from
+// their formulas (see Activation) by the chain rule; an input cut by a
+// clamp passes no gradient.
 //
 // Edge cases as in Forward. NaN/Inf in token t makes dx[t] and dw[t,*]
 // non-finite and, as the mathematics demands, the weight gradients of the

@@ -10,8 +10,8 @@ import (
 	"time"
 )
 
-// naiveAct is the activation written directly from FACTS.md, independent
-// of activation.go.
+// naiveAct is the activation written directly from the formulas in the
+// Activation constants' documentation, independent of activation.go.
 func naiveAct(kind Activation, L, alpha, g, u float64) float64 {
 	sig := func(v float64) float64 { return 1 / (1 + math.Exp(-v)) }
 	switch kind {
@@ -61,8 +61,8 @@ func naiveMLP(fc1, fc2, b1, b2 []float32, H, I int, interleaved bool, kind Activ
 	return o
 }
 
-// naiveForward computes the rows of y by the formula of DESIGN.md, token by
-// token, from fixed-width routing.
+// naiveForward computes the rows of y by the formula of the package
+// documentation, token by token, from fixed-width routing.
 func naiveForward(l Layer, w Weights, x []float32, ids []int32, wts []float32, rows []int) []float64 {
 	H, K := l.Hidden, l.TopK
 	y := make([]float64, len(rows)*H)

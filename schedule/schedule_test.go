@@ -10,21 +10,22 @@ import (
 	"testing"
 )
 
-// factsPresets is the preset column of FACTS.md's table.
-var factsPresets = []string{
+// wantPresets lists every model that has a preset.
+var wantPresets = []string{
 	"deepseek-v3", "deepseek-v2-lite", "deepseek-v4-flash", "dsv4-pro-proxy", "kimi-k2",
 	"qwen3-30b-a3b", "qwen3-235b-a22b", "qwen2-57b-a14b", "mixtral-8x7b", "olmoe-1b-7b",
 	"gpt-oss-120b", "gpt-oss-20b", "llama4-scout",
 }
 
-func TestPresetsCoverFacts(t *testing.T) {
+func TestPresetsCoverModels(t *testing.T) {
 	got := Presets()
-	want := slices.Clone(factsPresets)
+	want := slices.Clone(wantPresets)
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Fatalf("Presets() = %v, want %v", got, want)
 	}
-	// Sizes from FACTS.md: H, I, E, K, S, I_s.
+	// H, I, E, K, S, I_s from each model's config.json (dsv4-pro-proxy:
+	// MoK's test shape).
 	sizes := map[string][6]int{
 		"deepseek-v3": {7168, 2048, 256, 8, 1, 2048}, "deepseek-v2-lite": {2048, 1408, 64, 6, 2, 1408},
 		"deepseek-v4-flash": {4096, 2048, 256, 6, 1, 2048}, "dsv4-pro-proxy": {7168, 3072, 384, 6, 1, 3072},
@@ -34,7 +35,7 @@ func TestPresetsCoverFacts(t *testing.T) {
 		"gpt-oss-120b": {2880, 2880, 128, 4, 0, 0}, "gpt-oss-20b": {2880, 2880, 32, 4, 0, 0},
 		"llama4-scout": {5120, 8192, 16, 1, 1, 8192},
 	}
-	for _, n := range factsPresets {
+	for _, n := range wantPresets {
 		l, err := Preset(strings.ToUpper(n))
 		if err != nil {
 			t.Fatal(err)
