@@ -62,8 +62,8 @@ const (
 	GateInterleaved
 )
 
-// ActKind is the activation of a gated epilogue (formulas: FACTS.md,
-// "Activations (exact)").
+// ActKind is the activation of a gated epilogue (formulas and sources: the
+// constants of schedule.Activation, which the kinds mirror).
 type ActKind int
 
 const (

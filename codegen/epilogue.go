@@ -125,9 +125,9 @@ func (e *Epilogue) gated(b *Builder, col value.Value, i int, g, u value.Value) v
 	return Activate(b, e.spec.Act, g, u)
 }
 
-// Activate emits h = act(g, u) in fp32 (formulas: FACTS.md "Activations
-// (exact)"; silu(x) = x * sigmoid(x), sigmoid with ex2.approx and an IEEE
-// division).
+// Activate emits h = act(g, u) in fp32 (the formulas and their sources are
+// those of schedule.Activation's constants; silu(x) = x * sigmoid(x), sigmoid
+// with ex2.approx and an IEEE division).
 func Activate(b *Builder, a Activation, g, u value.Value) value.Value {
 	switch a.Kind {
 	case ActClampedSwiGLU:

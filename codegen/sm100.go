@@ -13,8 +13,10 @@ import (
 // Tile.Stages deep shared-memory ring (as on sm_90a, same tensor maps and
 // 128-byte swizzled K-major atoms), tcgen05.mma.cta_group::1.kind::f16 bf16 x
 // bf16 -> f32 with the accumulator in tensor memory, and epilogue warps that
-// read it back with tcgen05.ld. PTX ISA 8.8 "tcgen05" sections; FACTS.md
-// "Blackwell". The kernel is emitted for `.version 8.8 .target sm_100a`.
+// read it back with tcgen05.ld. PTX ISA 8.8 "tcgen05" sections (instruction
+// and shared-memory descriptors: package layouts); the assumptions not yet
+// checked on hardware are listed in docs/hardware.md. The kernel is emitted
+// for `.version 8.8 .target sm_100a`.
 //
 // Warps (Tile.EpilogueWarps = 4q, then one TMA warp, then one MMA warp):
 //   - epilogue warp w reads TMEM lanes 32*(w%4).. (tile rows 32*(w%4)+lane)

@@ -14,8 +14,8 @@ import (
 // (TMEM) allocation, tcgen05.mma with a TMEM accumulator, its completion
 // through tcgen05.commit to an mbarrier, tcgen05.ld into registers, and the
 // tcgen05 thread-sync fences. PTX ISA 8.7/8.8 section "TensorCore 5th
-// Generation Family Instructions" (tcgen05); FACTS.md "Blackwell". These
-// need `.version 8.8` and `.target sm_100a`.
+// Generation Family Instructions" (tcgen05). These need `.version 8.8` and
+// `.target sm_100a` (ptxas rejects tcgen05 for plain sm_100).
 //
 // TMEM addresses are 32 bits: lane << 16 | column. A CTA has 128 lanes x 512
 // columns of 32 bits; warp w may access lanes 32*(w%4) .. 32*(w%4)+31 only.
@@ -124,7 +124,7 @@ func (b *Builder) SM100Desc(addr value.Value, hi uint64) value.Value {
 // TCGen05IDescF16 is the 32-bit instruction descriptor of
 // tcgen05.mma.cta_group::1.kind::f16 for bf16 x bf16 -> f32, both operands
 // K-major, no negation, shape M x N (layouts.TCGen05InstrDescF16; pinned in
-// the tests to FACTS.md's known-good values).
+// the tests to values computed with CUTLASS's InstrDescriptor).
 func TCGen05IDescF16(m, n int) (uint32, error) {
 	return layouts.TCGen05InstrDescF16(layouts.TCGen05InstrF16{M: m, N: n, CTAGroup: 1,
 		AType: layouts.TCGen05BF16, BType: layouts.TCGen05BF16, F32Accum: true})

@@ -123,9 +123,10 @@ func TestSM100GemmCasesAssemble(t *testing.T) {
 	}
 }
 
-// TestSM100Descriptors pins the descriptor encoders to the values FACTS.md
-// gives (computed with CUTLASS's bitfield structs): ptxas does not check
-// descriptors, so a wrong bit would only show on hardware.
+// TestSM100Descriptors pins the descriptor encoders to known-good values
+// (computed with CUTLASS's bit-field unions in cute/arch/mma_sm100_desc.hpp):
+// ptxas does not check descriptors, so a wrong bit would only show on
+// hardware.
 func TestSM100Descriptors(t *testing.T) {
 	for _, c := range []struct {
 		m, n int

@@ -15,7 +15,8 @@ import (
 // Tile.Stages deep shared-memory ring guarded by full/empty mbarriers, and
 // wgmma.mma_async m64nNk16 bf16 → fp32 from 128-byte-swizzled K-major tiles.
 // PTX ISA 8.0 sections: cp.async.bulk.tensor, mbarrier, wgmma (9.7.15),
-// matrix descriptor format (9.7.15.5.1), setmaxnreg; FACTS.md "Hopper".
+// matrix descriptor format (9.7.15.5.1), setmaxnreg; what the H200 showed
+// beyond the ISA text is in docs/hardware.md.
 //
 // Block: one producer warpgroup (warpgroup 0; its first thread issues every
 // TMA load, the warpgroup gives registers back with setmaxnreg.dec) and

@@ -63,7 +63,7 @@ func sm90MakeData(r *rand.Rand, c sm90GemmCase) sm90GemmData {
 func bf(h uint16) float64 { return float64(math.Float32frombits(uint32(h) << 16)) }
 
 // sm90Reference is C in float64: the GEMM of each row with its expert's
-// weights, bias, and the activation of the spec (FACTS.md formulas).
+// weights, bias, and the activation of the spec (Activate's formulas).
 func sm90Reference(c sm90GemmCase, d sm90GemmData) []float64 {
 	out := make([]float64, d.rows*c.spec.N)
 	for row := 0; row < d.rows; row++ {
