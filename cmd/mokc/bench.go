@@ -26,7 +26,7 @@ func init() {
 				"executed: routes*(2I*H + H*I)*2 + T*(2I_s*H + H*I_s)*2; bytes count the weights of the experts that\n" +
 				"received tokens (and the shared weights) once, plus x, y and the routing input. The roofline time is\n" +
 				"max(FLOPs/peak, bytes/bandwidth).",
-			Flags: append(layerFlags(),
+			Flags: append(append(layerFlags(), scheduleFlags()...),
 				targetFlag("sm_90a"),
 				&cli.IntFlag{Name: "tokens", Aliases: []string{"T"}, Value: 4096, Usage: "token count T"},
 				&cli.IntFlag{Name: "iters", Value: 100, Usage: "timed iterations"},
@@ -59,6 +59,7 @@ type benchReport struct {
 	Iters      int     `json:"iters"`
 	Warmup     int     `json:"warmup"`
 	Sets       int     `json:"sets"`
+	Schedule   string  `json:"schedule"` // schedule.Schedule.String()
 	Kernels    int     `json:"kernels"`
 	Workspace  int     `json:"workspace_bytes"`
 	CompileSec float64 `json:"compile_s"`
@@ -224,15 +225,15 @@ func benchAction(c *cli.Context) error {
 	case c.Int("sets") < 0:
 		return fmt.Errorf("bench: --sets %d: must be >= 0", c.Int("sets"))
 	}
+	l, s, err := gpuLayer(c)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	ctx, err := openDevice("bench", c.Int("device"))
 	if err != nil {
 		return err
 	}
 	defer ctx.Close()
-	l, s, err := gpuLayer(c)
-	if err != nil {
-		return fmt.Errorf("bench: %w", err)
-	}
 	seed := c.Uint64("seed")
 	dev := ctx.Device()
 	rep := benchReport{Model: l.Name, Target: s.Target.String(), Device: fmt.Sprintf("%s (compute capability %d.%d)", dev.Name, dev.ComputeMajor, dev.ComputeMinor),
@@ -253,6 +254,7 @@ func benchAction(c *cli.Context) error {
 	defer ly.Close()
 	rep.CompileSec = time.Since(t0).Seconds()
 	rep.Kernels = len(ly.Kernels())
+	rep.Schedule = s.String()
 
 	// One set's inputs decide how many sets to rotate among.
 	type set struct {
@@ -486,6 +488,7 @@ func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 	}
 	fmt.Fprintf(w, "mokc bench %s %s T=%d routing=%s\n", rep.Model, rep.Target, rep.Tokens, rep.Routing)
 	row("device", "%s, %d SMs, L2 %d MiB", rep.Device, rep.SMs, rep.L2Bytes>>20)
+	row("schedule", "%s", rep.Schedule)
 	row("iterations", "%d timed after %d warm-up, %d input sets", rep.Iters, rep.Warmup, rep.Sets)
 	row("time", "median %.4f ms  (min %.4f, mean %.4f, p90 %.4f)", rep.MedianMs, rep.MinMs, rep.MeanMs, rep.P90Ms)
 	row("routes", "%.0f (%.1f active experts)", rep.Routes, rep.ActiveExperts)

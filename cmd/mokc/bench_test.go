@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"strings"
 	"testing"
 )
@@ -36,5 +37,38 @@ func TestWriteBenchReport(t *testing.T) {
 	writeBenchReport(&js, rep, true)
 	if strings.Contains(js.String(), "kernel_times") {
 		t.Errorf("kernel_times without --kernels: %s", js.String())
+	}
+}
+
+// The schedule flags reach the compiled kernels, and bad values are refused
+// with the reason before any device is opened.
+func TestScheduleFlags(t *testing.T) {
+	out := t.TempDir() + "/moe.ptx"
+	if _, err := runCLI("build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--fc1-tile", "192x192x64",
+		"--fc2-tile", "192x192x64", "--mma-warps", "12", "--stages", "3", "-o", out); err != nil {
+		t.Fatal(err)
+	}
+	ptx, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 12 MMA warps + one producer warpgroup = 512 threads per CTA.
+	if !strings.Contains(string(ptx), ".maxntid 512") {
+		t.Error("the 192-row tiles did not give 512-thread GEMM kernels")
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--fc1-tile", "12x256"}, "want MxNxK"},
+		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--fc1-tile", "192x192x64", "--fc2-tile", "192x256x64", "--mma-warps", "12"}, "shared memory"},
+		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--stages", "0"}, "Stages"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--target", "sm_80,sm_90a", "--stages", "4"}, "exactly one --target"},
+		{[]string{"bench", "--model", "qwen3-30b-a3b", "--fc1-tile", "64x64"}, "want MxNxK"},
+	} {
+		_, err := runCLI(c.args...)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("mokc %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
+		}
 	}
 }

@@ -16,7 +16,7 @@ func init() {
 			Name:      "build",
 			Usage:     "emit the forward kernels of a layer as PTX, LLVM IR or a launch manifest",
 			UsageText: "mokc build --model qwen3-30b-a3b --target sm_90a [--emit ptx|llvm|manifest] -o moe.ptx",
-			Flags: append(layerFlags(),
+			Flags: append(append(layerFlags(), scheduleFlags()...),
 				targetFlag("sm_90a"),
 				&cli.StringFlag{Name: "emit", Value: "ptx", Usage: "ptx, llvm (LLVM 19 text) or manifest (JSON)"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default: standard output)"},
@@ -44,7 +44,14 @@ func buildAction(c *cli.Context) error {
 	default:
 		return fmt.Errorf("--emit %q: want ptx, llvm or manifest", emit)
 	}
-	a, err := compiler.CompileDefault(l, target)
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	s, err := layerSchedule(c, l, target)
+	if err != nil {
+		return err
+	}
+	a, err := compiler.Compile(l, s)
 	if err != nil {
 		return err
 	}

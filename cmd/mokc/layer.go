@@ -45,3 +45,61 @@ func loadTarget(c *cli.Context) (schedule.Target, error) {
 	}
 	return t, nil
 }
+
+// scheduleFlags override parts of the target's default schedule, for tuning;
+// the result is validated by schedule.Schedule.Validate and by codegen,
+// whose refusals give the reason (registers, shared memory, warps).
+func scheduleFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "fc1-tile", Usage: "FC1 tile MxNxK (rows x output columns x K block)", DefaultText: "the target's default"},
+		&cli.StringFlag{Name: "fc2-tile", Usage: "FC2 tile MxNxK", DefaultText: "the target's default"},
+		&cli.IntFlag{Name: "stages", Usage: "shared-memory pipeline stages", DefaultText: "the target's default"},
+		&cli.IntFlag{Name: "mma-warps", Usage: "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", DefaultText: "the target's default"},
+		&cli.IntFlag{Name: "grid-ctas", Usage: "persistent grid size (0: one CTA per SM)", DefaultText: "the target's default"},
+	}
+}
+
+// scheduleOverridden reports whether any schedule flag is set.
+func scheduleOverridden(c *cli.Context) bool {
+	for _, f := range []string{"fc1-tile", "fc2-tile", "stages", "mma-warps", "grid-ctas"} {
+		if c.IsSet(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// layerSchedule returns target's default schedule for l with the schedule
+// flags applied, validated against l.
+func layerSchedule(c *cli.Context, l schedule.Layer, target schedule.Target) (schedule.Schedule, error) {
+	s, err := schedule.DefaultSchedule(l, target)
+	if err != nil {
+		return s, fmt.Errorf("schedule for %s: %w", target, err)
+	}
+	for _, f := range []struct {
+		name string
+		tile *schedule.Tile
+	}{{"fc1-tile", &s.FC1}, {"fc2-tile", &s.FC2}} {
+		if !c.IsSet(f.name) {
+			continue
+		}
+		var t schedule.Tile
+		if n, err := fmt.Sscanf(c.String(f.name), "%dx%dx%d", &t.M, &t.N, &t.K); err != nil || n != 3 {
+			return s, fmt.Errorf("--%s %q: want MxNxK, e.g. 128x256x64", f.name, c.String(f.name))
+		}
+		*f.tile = t
+	}
+	if c.IsSet("stages") {
+		s.Stages = c.Int("stages")
+	}
+	if c.IsSet("mma-warps") {
+		s.Warps.MMA = c.Int("mma-warps")
+	}
+	if c.IsSet("grid-ctas") {
+		s.GridCTAs = c.Int("grid-ctas")
+	}
+	if err := s.Validate(l); err != nil {
+		return s, fmt.Errorf("schedule flags: %w", err)
+	}
+	return s, nil
+}

@@ -47,7 +47,7 @@ func init() {
 				"and the error word; then a verdict. Exits non-zero when any relative L2 error exceeds 1e-2 or any check\n" +
 				"fails. Device memory is freed between models; host memory holds two experts' bf16 weights for the\n" +
 				"upload and one expert's float32 weights for the reference, never a whole layer.",
-			Flags: append(layerFlags(),
+			Flags: append(append(layerFlags(), scheduleFlags()...),
 				&cli.StringFlag{Name: "target", Value: "sm_90a", Usage: "comma-separated targets: sm_80, sm_90a, sm_100a"},
 				&cli.StringFlag{Name: "tokens", Aliases: []string{"T"}, Value: "256", Usage: "comma-separated token counts T (0 is valid)"},
 				&cli.IntFlag{Name: "repeat", Value: 3, Usage: "runs per (target, T), compared bitwise"},
@@ -104,8 +104,8 @@ func routingForm(c *cli.Context) (schedule.RoutingForm, error) {
 	return 0, fmt.Errorf("--routing %q: want ids or map", c.String("routing"))
 }
 
-// gpuLayer reads the layer, target and routing flags of bench and returns
-// the layer and its default schedule.
+// gpuLayer reads the layer, target, routing and schedule flags of bench
+// and returns the layer and its schedule.
 func gpuLayer(c *cli.Context) (schedule.Layer, schedule.Schedule, error) {
 	l, err := loadLayer(c)
 	if err != nil {
@@ -121,11 +121,8 @@ func gpuLayer(c *cli.Context) (schedule.Layer, schedule.Schedule, error) {
 	if err != nil {
 		return l, schedule.Schedule{}, err
 	}
-	s, err := schedule.DefaultSchedule(l, target)
-	if err != nil {
-		return l, s, fmt.Errorf("schedule for %s: %w", target, err)
-	}
-	return l, s, nil
+	s, err := layerSchedule(c, l, target)
+	return l, s, err
 }
 
 // runReport is the result of one (model, target, T) of `mokc run` (one
@@ -243,6 +240,9 @@ type runConfig struct {
 	sample  int
 	seed    uint64
 	json    bool
+	// schedule returns the schedule of a layer on a target: the default,
+	// or with the schedule flags applied (one target only).
+	schedule func(l schedule.Layer, t schedule.Target) (schedule.Schedule, error)
 }
 
 // runPresetLayer returns a preset's layer; tests substitute smaller layers.
@@ -306,6 +306,13 @@ func parseRunFlags(c *cli.Context) (runConfig, error) {
 	}
 	if cfg.routing, err = routingForm(c); err != nil {
 		return cfg, err
+	}
+	cfg.schedule = schedule.DefaultSchedule
+	if scheduleOverridden(c) {
+		if len(cfg.targets) != 1 {
+			return cfg, fmt.Errorf("the schedule flags need exactly one --target, not %d", len(cfg.targets))
+		}
+		cfg.schedule = func(l schedule.Layer, t schedule.Target) (schedule.Schedule, error) { return layerSchedule(c, l, t) }
 	}
 	if strings.EqualFold(strings.TrimSpace(c.String("model")), "all") {
 		if c.String("hf-config") != "" {
@@ -751,7 +758,11 @@ func applyResult(rep *runReport, res runResult, st *tokenSet, H int) {
 // runTarget compiles l for tg and runs every token set cfg.repeat times.
 // A device error during the runs of one set is recorded in its result.
 func runTarget(cfg runConfig, b runBackend, l schedule.Layer, tg schedule.Target, sets []*tokenSet) ([]runResult, float64, error) {
-	s, err := schedule.DefaultSchedule(l, tg)
+	sched := cfg.schedule
+	if sched == nil {
+		sched = schedule.DefaultSchedule
+	}
+	s, err := sched(l, tg)
 	if err != nil {
 		return nil, 0, fmt.Errorf("schedule for %s: %w", tg, err)
 	}
