@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"fmt"
+
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
@@ -12,6 +14,7 @@ type dims struct {
 	H, I, E, K    int
 	Is            int  // total shared intermediate S*I_s (0: no shared expert)
 	BM1, BM2      int  // row tiles of the FC1 / FC2 grouped GEMMs
+	BMVariant     int  // row tile of the GEMM variant (0: none)
 	Map           bool // dense routing map input
 	WeightOnInput bool // the routing weight scales the expert input (Llama 4)
 	SharedGate    bool // sigmoid output gate on the shared expert
@@ -167,26 +170,50 @@ func (b *Builder) blockScan(smem value.Value, xs []value.Value) (excl, total []v
 	return excl, total
 }
 
+// tileRows returns the distinct row tiles of the grouped GEMMs (FC1's, then
+// FC2's, then the variant's) and the index of each GEMM's tile list:
+// list i is the scratch pair tiles<i+1>, ntiles<i+1>. At most two distinct
+// row tiles fit the scan's scratch (scanScratchB).
+func (d dims) tileRows() (bms []int, fc1, fc2, variant int) {
+	index := func(bm int) int {
+		for i, b := range bms {
+			if b == bm {
+				return i
+			}
+		}
+		bms = append(bms, bm)
+		return len(bms) - 1
+	}
+	fc1, fc2, variant = index(d.BM1), index(d.BM2), -1
+	if d.BMVariant > 0 {
+		variant = index(d.BMVariant)
+	}
+	return bms, fc1, fc2, variant
+}
+
+// tileList returns the names of tile list i and its count.
+func tileList(i int) (tiles, ntiles string) {
+	return fmt.Sprintf("tiles%d", i+1), fmt.Sprintf("ntiles%d", i+1)
+}
+
 // emitScan: one block. offsets[e] = exclusive prefix of counts (offsets[E]
-// = total rows); tile lists for the FC1 and FC2 GEMMs: for each expert,
-// ceil(count/BM) tiles (expert, first row), in expert order; ntiles = their
-// number.
+// = total rows); one tile list per distinct GEMM row tile BM (tileRows):
+// for each expert, ceil(count/BM) tiles (expert, first row), in expert
+// order; ntiles = their number.
 func emitScan(m *ir.Module, d dims) Kernel {
-	two := d.BM2 != d.BM1
-	params := []ir.Param{p("counts"), p("offsets"), p("tiles1"), p("ntiles1")}
-	if two {
-		params = append(params, p("tiles2"), p("ntiles2"))
+	rows, _, _, _ := d.tileRows()
+	params := []ir.Param{p("counts"), p("offsets")}
+	var bms []int64
+	var lists, counts []string
+	for i, bm := range rows {
+		tl, nt := tileList(i)
+		params = append(params, p(tl), p(nt))
+		bms, lists, counts = append(bms, int64(bm)), append(lists, tl), append(counts, nt)
 	}
 	b := NewKernel(m, "moe_scan", utilThreads, params...)
 	smem := b.DynSmem()
 	tid := b.ThreadIdx(ir.X)
 	E := int64(d.E)
-	bms := []int64{int64(d.BM1)}
-	lists := []string{"tiles1"}
-	if two {
-		bms = append(bms, int64(d.BM2))
-		lists = append(lists, "tiles2")
-	}
 	init := []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}[:1+len(bms)]
 	res := b.Loop(ir.Int32(0), ir.Int32(E), ir.Int32(utilThreads), init, func(c value.Value, base []value.Value) []value.Value {
 		e := b.Add(c, tid)
@@ -219,15 +246,14 @@ func emitScan(m *ir.Module, d dims) Kernel {
 	})
 	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
 		b.StoreAt(res[0], b.ByteOffsetC(b.Param("offsets"), 4*E), 4)
-		b.StoreAt(res[1], b.Param("ntiles1"), 4)
-		if two {
-			b.StoreAt(res[2], b.Param("ntiles2"), 4)
+		for i, nt := range counts {
+			b.StoreAt(res[1+i], b.Param(nt), 4)
 		}
 	})
 	b.Ret(nil)
-	ps := []Param{ptrParam("counts", "counts"), ptrParam("offsets", "offsets"), ptrParam("tiles1", "tiles1"), ptrParam("ntiles1", "ntiles1")}
-	if two {
-		ps = append(ps, ptrParam("tiles2", "tiles2"), ptrParam("ntiles2", "ntiles2"))
+	ps := []Param{ptrParam("counts", "counts"), ptrParam("offsets", "offsets")}
+	for i := range lists {
+		ps = append(ps, ptrParam(lists[i], lists[i]), ptrParam(counts[i], counts[i]))
 	}
 	return Kernel{Name: "moe_scan", Block: utilThreads, SharedBytes: scanScratchB,
 		Grid: [3]Expr{Const(1), Const(1), Const(1)}, Params: ps}

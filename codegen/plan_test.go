@@ -2,9 +2,11 @@ package codegen
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -118,5 +120,69 @@ func TestBuildRejects(t *testing.T) {
 	s2.Stages = 1
 	if _, err := Build(l, s2); err == nil {
 		t.Error("Build accepted 1 stage")
+	}
+}
+
+// TestGemmVariants: where the sm_90a default schedule has a GEMM variant,
+// the program holds both shapes of FC1 and FC2, their token ranges
+// partition T >= 1 (exactly one FC1 and one FC2 run at every T, none at T =
+// 0), the variant runs exactly where T*K/E is in its rows range, and it
+// reads its own tile list.
+func TestGemmVariants(t *testing.T) {
+	variants := 0
+	for _, name := range schedule.Presets() {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := schedule.DefaultSchedule(l, schedule.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if s.Variant == nil {
+			continue
+		}
+		variants++
+		lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
+		for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, 1 << 20, launch.MaxTokens} {
+			if T < 0 {
+				continue
+			}
+			var runs []string
+			for _, k := range p.Kernels {
+				if strings.HasPrefix(k.Name, "moe_fc") && k.RunsAt(T) {
+					runs = append(runs, k.Name)
+				}
+			}
+			rows := float64(T) * float64(l.TopK) / float64(l.Experts)
+			mid := rows >= float64(s.Variant.MinRows) && rows <= float64(s.Variant.MaxRows)
+			want := []string{"moe_fc1", "moe_fc2"}
+			if mid {
+				want = []string{"moe_fc1_mid", "moe_fc2_mid"}
+			}
+			if T == 0 {
+				want = nil
+			}
+			if !slices.Equal(runs, want) {
+				t.Errorf("%s T=%d (%.1f rows per expert): %v run, want %v", name, T, rows, runs, want)
+			}
+		}
+		for _, k := range p.Kernels {
+			if k.Name != "moe_fc1_mid" {
+				continue
+			}
+			for _, prm := range k.Params {
+				if prm.Name == "tiles" && prm.Buffer == "tiles1" {
+					t.Errorf("%s: the 192-row variant reads the 128-row tile list", name)
+				}
+			}
+		}
+	}
+	if variants == 0 {
+		t.Fatal("no preset has a GEMM variant on sm_90a")
 	}
 }

@@ -2,10 +2,12 @@ package codegen
 
 import (
 	"fmt"
+	"strings"
 
 	llir "github.com/llir/llvm/ir"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -68,6 +70,16 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 	d := dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK, Is: l.SharedWidth(),
 		BM1: s.FC1.M, BM2: s.FC2.M, Map: l.Routing == schedule.RoutingMap,
 		WeightOnInput: l.RouterWeightOnInput, SharedGate: l.SharedGate}
+	vs, hasVariant := s.VariantSchedule()
+	if hasVariant {
+		if vs.FC1.M != vs.FC2.M {
+			return nil, fmt.Errorf("codegen: %s: the GEMM variant's FC1 and FC2 tiles must have the same rows (%d, %d)", l.Name, vs.FC1.M, vs.FC2.M)
+		}
+		d.BMVariant = vs.FC1.M
+	}
+	if bms, _, _, _ := d.tileRows(); len(bms) > 2 {
+		return nil, fmt.Errorf("codegen: %s: the GEMMs use %d different tile row counts %v; at most 2 are supported", l.Name, len(bms), bms)
+	}
 	mod := ir.NewModule("moe_" + l.Name)
 	prog := &Program{Layer: l.Name, Target: s.Target.String(), Module: mod.IR}
 	prog.Buffers = buffers(l, d)
@@ -82,7 +94,7 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 	add(emitPermute(mod, d))
 	add(emitGather(mod, d))
 
-	tile := func(t schedule.Tile, gated bool) Tile {
+	tileOf := func(s schedule.Schedule, t schedule.Tile, gated bool) Tile {
 		bn := t.N
 		if gated {
 			bn /= 2
@@ -90,6 +102,7 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 		return Tile{BM: t.M, BN: bn, BK: t.K, Stages: s.Stages, Warps: s.Warps.MMA,
 			ProducerWarps: s.Warps.Producer, EpilogueWarps: s.Warps.Epilogue, Cluster: s.Cluster, Grid: s.GridCTAs}
 	}
+	tile := func(t schedule.Tile, gated bool) Tile { return tileOf(s, t, gated) }
 	bmode := BGrouped
 	fc1, fc2 := "fc1", "fc2"
 	if l.Storage == schedule.PerExpertWeights {
@@ -99,36 +112,52 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 	if l.GateUpInterleaved {
 		gate = GateInterleaved
 	}
-	tiles2, ntiles2 := "tiles1", "ntiles1"
-	if d.BM2 != d.BM1 {
-		tiles2, ntiles2 = "tiles2", "ntiles2"
-	}
-	gemms := []struct {
+	_, list1, list2, listV := d.tileRows()
+	tiles1, ntiles1 := tileList(list1)
+	tiles2, ntiles2 := tileList(list2)
+	type gemm struct {
 		spec     GemmSpec
 		rowsPerT int64
 		bind     map[string]string
-	}{
-		{GemmSpec{Name: "moe_fc1", N: l.Intermediate, K: l.Hidden, Experts: l.Experts, A: ATiled, B: bmode,
-			Epilogue: EpiGated, Gate: gate, Act: activation(l.Activation, l.SwiGLULimit, l.GPTOSSAlpha), Bias: l.Biases,
-			Tile: tile(s.FC1, true)}, int64(l.TopK),
-			map[string]string{RoleA: "xs", RoleB: fc1, RoleBias: "fc1_bias", RoleC: "h", RoleTiles: "tiles1", RoleOffsets: "offsets", RoleNumTiles: "ntiles1"}},
-		{GemmSpec{Name: "moe_fc2", N: l.Hidden, K: l.Intermediate, Experts: l.Experts, A: ATiled, B: bmode,
-			Epilogue: EpiStore, Bias: l.Biases, Tile: tile(s.FC2, false)}, int64(l.TopK),
-			map[string]string{RoleA: "h", RoleB: fc2, RoleBias: "fc2_bias", RoleC: "out_rows", RoleTiles: tiles2, RoleOffsets: "offsets", RoleNumTiles: ntiles2}},
+		tokens   []launch.TokenRange
+	}
+	routed := func(suffix string, s schedule.Schedule, t1, n1, t2, n2 string, tokens []launch.TokenRange) []gemm {
+		return []gemm{
+			{GemmSpec{Name: "moe_fc1" + suffix, N: l.Intermediate, K: l.Hidden, Experts: l.Experts, A: ATiled, B: bmode,
+				Epilogue: EpiGated, Gate: gate, Act: activation(l.Activation, l.SwiGLULimit, l.GPTOSSAlpha), Bias: l.Biases,
+				Tile: tileOf(s, s.FC1, true)}, int64(l.TopK),
+				map[string]string{RoleA: "xs", RoleB: fc1, RoleBias: "fc1_bias", RoleC: "h", RoleTiles: t1, RoleOffsets: "offsets", RoleNumTiles: n1},
+				tokens},
+			{GemmSpec{Name: "moe_fc2" + suffix, N: l.Hidden, K: l.Intermediate, Experts: l.Experts, A: ATiled, B: bmode,
+				Epilogue: EpiStore, Bias: l.Biases, Tile: tileOf(s, s.FC2, false)}, int64(l.TopK),
+				map[string]string{RoleA: "h", RoleB: fc2, RoleBias: "fc2_bias", RoleC: "out_rows", RoleTiles: t2, RoleOffsets: "offsets", RoleNumTiles: n2},
+				tokens},
+		}
+	}
+	var gemms []gemm
+	if hasVariant {
+		// The variant runs for T in [lo, hi]; FC1/FC2 for every other T >= 1.
+		lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
+		var base []launch.TokenRange
+		if lo > 1 {
+			base = append(base, launch.TokenRange{Min: 1, Max: lo - 1})
+		}
+		base = append(base, launch.TokenRange{Min: hi + 1, Max: launch.MaxTokens})
+		tv, nv := tileList(listV)
+		gemms = append(routed("", s, tiles1, ntiles1, tiles2, ntiles2, base),
+			routed("_mid", vs, tv, nv, tv, nv, []launch.TokenRange{{Min: lo, Max: hi}})...)
+	} else {
+		gemms = routed("", s, tiles1, ntiles1, tiles2, ntiles2, nil)
 	}
 	if d.Is > 0 {
-		gemms = append(gemms, []struct {
-			spec     GemmSpec
-			rowsPerT int64
-			bind     map[string]string
-		}{
+		gemms = append(gemms, []gemm{
 			{GemmSpec{Name: "moe_shared_fc1", N: d.Is, K: l.Hidden, Experts: 1, A: ADense, B: BGrouped,
 				Epilogue: EpiGated, Gate: GateHalves, Act: activation(l.SharedActivation, l.SharedSwiGLULimit, 0),
 				Tile: tile(s.FC1, true)}, 1,
-				map[string]string{RoleA: "x", RoleB: "shared_fc1", RoleC: "hs"}},
+				map[string]string{RoleA: "x", RoleB: "shared_fc1", RoleC: "hs"}, nil},
 			{GemmSpec{Name: "moe_shared_fc2", N: l.Hidden, K: d.Is, Experts: 1, A: ADense, B: BGrouped,
 				Epilogue: EpiStore, Tile: tile(s.FC2, false)}, 1,
-				map[string]string{RoleA: "hs", RoleB: "shared_fc2", RoleC: "shared_out"}},
+				map[string]string{RoleA: "hs", RoleB: "shared_fc2", RoleC: "shared_out"}, nil},
 		}...)
 	}
 	for _, g := range gemms {
@@ -136,7 +165,7 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true}
+		k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: g.tokens}
 		for _, prm := range ki.Params {
 			role := prm.Role
 			if prm.Type == ParamTmap && prm.TensorMap != nil {
@@ -246,11 +275,21 @@ func buffers(l schedule.Layer, d dims) []Buffer {
 	add("counts", BufScratch, "i32", 4, "slots per expert", Const(E))
 	add("offsets", BufScratch, "i32", 4, "first row of each expert; offsets[E] = routed rows", Const(E+1))
 	maxTiles := func(bm int64) Expr { return Expr{A: K, B: E * bm, D: bm, Min: 1} }
-	add("tiles1", BufScratch, "i32", 4, "FC1 tile list: (expert, first row) pairs", maxTiles(int64(d.BM1)), Const(2))
-	add("ntiles1", BufScratch, "i32", 4, "FC1 tile count", Const(1))
-	if d.BM2 != d.BM1 {
-		add("tiles2", BufScratch, "i32", 4, "FC2 tile list: (expert, first row) pairs", maxTiles(int64(d.BM2)), Const(2))
-		add("ntiles2", BufScratch, "i32", 4, "FC2 tile count", Const(1))
+	bms, l1, l2, lv := d.tileRows()
+	for i, bm := range bms {
+		var users []string
+		for _, u := range []struct {
+			list int
+			name string
+		}{{l1, "FC1"}, {l2, "FC2"}, {lv, "the GEMM variant"}} {
+			if u.list == i {
+				users = append(users, u.name)
+			}
+		}
+		tl, nt := tileList(i)
+		who := strings.Join(users, " and ")
+		add(tl, BufScratch, "i32", 4, fmt.Sprintf("%s tile list (%d rows per tile): (expert, first row) pairs", who, bm), maxTiles(int64(bm)), Const(2))
+		add(nt, BufScratch, "i32", 4, who+" tile count", Const(1))
 	}
 	add("row_of_slot", BufScratch, "i32", 4, "row of slot t*K+k (-1 = none)", TK)
 	add("src_slot", BufScratch, "i32", 4, "slot of each row", TK)

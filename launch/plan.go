@@ -51,6 +51,47 @@ type Kernel struct {
 	// SkipIfZeroT: the launch is omitted when T = 0 (only kernels whose
 	// outputs are empty at T = 0 carry it; the init kernel always runs).
 	SkipIfZeroT bool `json:"skip_if_zero_t,omitempty"`
+	// Tokens, when not empty, limits the launch to token counts T inside
+	// one of these inclusive ranges. A program can hold variants of a GEMM
+	// with different tiles (schedule.TileVariant), each for the T where it
+	// is fastest; the ranges of the variants of one GEMM partition T >= 1,
+	// so exactly one of them runs.
+	Tokens []TokenRange `json:"tokens,omitempty"`
+}
+
+// TokenRange is an inclusive range of token counts T.
+type TokenRange struct {
+	Min int64 `json:"min"`
+	Max int64 `json:"max"`
+}
+
+// MaxTokens is the largest token count a launch plan serves (T*K and T*E
+// are held in 32-bit integers by the kernels): the upper end of an
+// open-ended TokenRange.
+const MaxTokens = 1<<31 - 1
+
+// RunsAt reports whether the kernel is launched for T tokens: not when T
+// = 0 and SkipIfZeroT, not when T is outside every range of Tokens, and
+// not when a grid dimension evaluates to 0 or less.
+func (k Kernel) RunsAt(T int64) bool {
+	if T == 0 && k.SkipIfZeroT {
+		return false
+	}
+	if len(k.Tokens) > 0 {
+		in := false
+		for _, r := range k.Tokens {
+			in = in || (r.Min <= T && T <= r.Max)
+		}
+		if !in {
+			return false
+		}
+	}
+	for _, g := range k.Grid {
+		if g.Eval(T) <= 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // BufferKind says who provides a buffer of a launch plan.

@@ -268,7 +268,9 @@ func (ly *Layer) grow(T int) error {
 // Forward queues the forward of the layer for the T = args.X.Shape[0]
 // tokens of args on args.Stream and returns without waiting: y =
 // shared(x) + sum over the routed slots of w * expert(x), in bf16 (fp32
-// accumulation). Every kernel of the program is launched in order. T = 0 is
+// accumulation). Every kernel of the program that runs at T is launched in
+// order (launch.Kernel.RunsAt: a GEMM variant runs only in its token
+// range). T = 0 is
 // valid and does nothing: no kernel runs and no tensor is read or written
 // (null pointers are fine); only the error word is cleared.
 //
@@ -363,19 +365,10 @@ func (ly *Layer) bindOwn(bind []DevicePtr) {
 	}
 }
 
-// launched reports whether kernel k runs at T: not when it is skipped at
-// T = 0 or its grid is empty.
-func launched(k launch.ManifestKernel, T int) bool {
-	if T == 0 && k.SkipIfZeroT {
-		return false
-	}
-	for _, g := range k.Grid {
-		if g.Eval(int64(T)) <= 0 {
-			return false
-		}
-	}
-	return true
-}
+// launched reports whether kernel k runs at T (launch.Kernel.RunsAt: not
+// when it is skipped at T = 0, when T is outside its token ranges, or when
+// its grid is empty).
+func launched(k launch.ManifestKernel, T int) bool { return k.RunsAt(int64(T)) }
 
 // buildArgs packs every launched kernel's arguments for T tokens and the
 // buffer addresses bind, encoding tensor maps whose address or extents

@@ -574,6 +574,9 @@ func TestLayerArgsPacking(t *testing.T) {
 				// The maps whose address or extents changed since the last step.
 				want := 0
 				for _, k := range p.Kernels {
+					if !launched(k, T) {
+						continue // a GEMM variant for other T
+					}
 					for _, prm := range k.Params {
 						if prm.Type != launch.ParamTmap {
 							continue
@@ -600,7 +603,10 @@ func TestLayerArgsPacking(t *testing.T) {
 				for i, k := range p.Kernels {
 					args := ly.args[i]
 					if args == nil {
-						t.Fatalf("%s T=%d: kernel %s has no arguments", what, T, k.Name)
+						if launched(k, T) {
+							t.Fatalf("%s T=%d: kernel %s has no arguments", what, T, k.Name)
+						}
+						continue
 					}
 					sizes := args.Sizes()
 					for j, prm := range k.Params {

@@ -16,7 +16,8 @@ func stream(seed uint64, tag, index int) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, uint64(tag)<<32|uint64(uint32(index))))
 }
 
-// fillUniform fills v with bf16 values uniform in (-a, a).
+// fillUniform fills v with values uniform in (-a, a), rounded to bf16 (so
+// |v| <= a(1 + 2^-8)).
 func fillUniform(rng *rand.Rand, v []float32, a float64) {
 	for i := range v {
 		v[i] = RoundBF16(float32((2*rng.Float64() - 1) * a))

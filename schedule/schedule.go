@@ -123,6 +123,45 @@ type Schedule struct {
 	// (cta_group::2: the pair computes a 2M x N tile, each CTA holding M rows
 	// of A and N/2 rows of B).
 	Cluster int
+	// Variant, when not nil, is a second shape of the routed-expert GEMMs
+	// that the forward runs instead of FC1/FC2 when the mean rows per
+	// expert, T*K/E, lies in [Variant.MinRows, Variant.MaxRows]: the
+	// program holds both and the runtime picks by T (launch.Kernel.Tokens).
+	// The shared-expert GEMMs always use FC1/FC2.
+	Variant *TileVariant
+}
+
+// TileVariant is a second tile shape of the routed-expert GEMMs, chosen by
+// the mean rows per expert. Its Stages and MMAWarps replace the
+// schedule's for these two kernels; everything else is the schedule's.
+type TileVariant struct {
+	FC1, FC2         Tile
+	Stages           int
+	MMAWarps         int
+	MinRows, MaxRows int // mean rows per expert T*K/E, inclusive
+}
+
+// VariantSchedule returns s with the variant's tiles, stages and MMA warps
+// and no variant (the schedule of the variant's two GEMMs). ok is false when
+// s has no variant.
+func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
+	if s.Variant == nil {
+		return s, false
+	}
+	v = s
+	v.FC1, v.FC2, v.Stages, v.Warps.MMA = s.Variant.FC1, s.Variant.FC2, s.Variant.Stages, s.Variant.MMAWarps
+	v.Variant = nil
+	return v, true
+}
+
+// VariantTokens returns the inclusive token range [lo, hi] in which the
+// variant runs for a layer with top-k k and e experts: the T with
+// MinRows <= T*k/e <= MaxRows. lo > hi when no T qualifies.
+func (v TileVariant) VariantTokens(k, e int) (lo, hi int64) {
+	K, E := int64(k), int64(e)
+	lo = (int64(v.MinRows)*E + K - 1) / K
+	hi = int64(v.MaxRows) * E / K
+	return max(lo, 1), hi
 }
 
 // GridText describes the grid: "one CTA per tile" or "persistent, N CTAs".
@@ -139,8 +178,13 @@ func (s Schedule) GridText() string {
 // String is a one-line summary of the schedule.
 func (s Schedule) String() string {
 	grid := s.GridText()
-	return fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
+	text := fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
 		s.Target, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, grid)
+	if v := s.Variant; v != nil {
+		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
+			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
+	}
+	return text
 }
 
 // operandBytes is the size of one element of the GEMM operands: 2 (bf16) or
@@ -235,6 +279,18 @@ func (s Schedule) Validate(l Layer) error {
 	}
 	if err := s.validateWarps(); err != nil {
 		return err
+	}
+	if v, ok := s.VariantSchedule(); ok {
+		vr := s.Variant
+		if vr.MinRows < 1 || vr.MaxRows < vr.MinRows {
+			return fieldErr("Schedule.Variant", *vr, "needs 1 <= MinRows <= MaxRows")
+		}
+		if s.Target == SM80 {
+			return fieldErr("Schedule.Variant", *vr, "sm_80 has one tile shape per GEMM")
+		}
+		if err := v.Validate(l); err != nil {
+			return fmt.Errorf("Schedule.Variant: %w", err)
+		}
 	}
 	eb := operandBytes(l)
 	for _, c := range []struct {
@@ -374,7 +430,9 @@ func pickN(n int, candidates []int) int {
 //   - sm_80: 128x128x64 tiles, 3 stages, 4 MMA warps (64x64 warp tiles).
 //   - sm_90a: 128xN x64 (bf16) / 128xN x128 (mxfp8) tiles, one producer
 //     warpgroup and two consumer warpgroups, 4 stages (fewer if shared
-//     memory does not allow).
+//     memory does not allow); for bf16 layers with grouped weights, a
+//     Variant of 192x192 tiles with three consumer warpgroups and 3 stages
+//     for 100..200 mean rows per expert (midRowsVariant).
 //   - sm_100a: 128xN tiles with K block 64 (bf16) / 128 (mxfp8), 1 TMA warp,
 //     1 MMA warp, 4 epilogue warps, up to 6 stages as shared memory allows.
 //
@@ -424,6 +482,9 @@ func DefaultSchedule(l Layer, target Target) (Schedule, error) {
 				t.N = 128
 			}
 		}
+		if target == SM90a && l.Storage == GroupedWeights && l.Precision == BF16 {
+			s.Variant = midRowsVariant(l, s)
+		}
 	default:
 		return Schedule{}, fieldErr("Schedule.Target", target, "must be sm_80, sm_90a or sm_100a")
 	}
@@ -431,6 +492,23 @@ func DefaultSchedule(l Layer, target Target) (Schedule, error) {
 		return Schedule{}, fmt.Errorf("default schedule for %v: %w", target, err)
 	}
 	return s, nil
+}
+
+// midRowsVariant is the sm_90a variant for 100..200 mean rows per expert:
+// 192-row tiles (three consumer warpgroups) cover such an expert in one row
+// tile, so its weights stream through L2 into shared memory once instead of
+// twice. On the H200 (docs/perf.md, device run 6) it ran deepseek-v3 and
+// gpt-oss-120b 10% faster at 128 rows per expert and 2% faster at 192,
+// while 128-row tiles were faster at 64, 85 and 256. nil when the 192x192
+// tiles do not fit the layer.
+func midRowsVariant(l Layer, s Schedule) *TileVariant {
+	v := &TileVariant{FC1: Tile{192, 192, s.FC1.K}, FC2: Tile{192, 192, s.FC2.K}, Stages: 3, MMAWarps: 12,
+		MinRows: 100, MaxRows: 200}
+	s.Variant = v
+	if vs, _ := s.VariantSchedule(); vs.Validate(l) != nil {
+		return nil
+	}
+	return v
 }
 
 // fits reports whether both GEMM tiles fit the target's shared memory and

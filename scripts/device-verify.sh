@@ -5,7 +5,7 @@
 # Usage: bash scripts/device-verify.sh [PHASE...]   (default: tests run perf)
 #   tests  the runtime driver-API + Layer tests, the self-test kernels (ours vs llc-19) and codegen's
 #          GPU tests (engine GEMM cases, the sm_80 forward)
-#   run    every preset x {sm_80, sm_90a} x T in {0, 1, 64, 4096}, 10 bitwise-compared runs each, one
+#   run    every preset x {sm_80, sm_90a} x T in TOKENS (default 0,1,64,4096), 10 bitwise-compared runs, one
 #          `mokc run` per preset so that one failure or hang costs only that preset; MODELS="a b" narrows it
 #   perf   mokc bench vs the PyTorch grouped pipeline at T = 4096, and compute-sanitizer memcheck at T = 64
 set -u
@@ -28,6 +28,7 @@ step() { # name timeout log command...
 mokc=$root/.carry/mokc
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"$summary"
 phases=${*:-tests run perf}
+TOKENS=${TOKENS:-0,1,64,4096}
 
 for phase in $phases; do
 	case $phase in
@@ -42,8 +43,8 @@ for phase in $phases; do
 		# Small layers first; one JSON line per (model, target, T) goes to run.jsonl, progress to run.log.
 		models=${MODELS:-$("$mokc" inspect --list | awk '{print $1}')}
 		for m in $models; do
-			step "run $m sm_80,sm_90a T=0,1,64,4096 x10" 200 "$OUT/run.log" \
-				bash -c "\"$mokc\" run --model $m --target sm_80,sm_90a --tokens 0,1,64,4096 --repeat 10 --json >>\"$OUT/run.jsonl\""
+			step "run $m sm_80,sm_90a T=$TOKENS x10" 200 "$OUT/run.log" \
+				bash -c "\"$mokc\" run --model $m --target sm_80,sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run.jsonl\""
 		done
 		grep -E "rel|error|FAIL|verdict" "$OUT/run.log" | tail -40
 		;;

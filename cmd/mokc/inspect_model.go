@@ -115,5 +115,10 @@ func printLayer(w io.Writer, l schedule.Layer) {
 			extra = fmt.Sprintf(", TMEM %d columns", max(s.TMEMColumns(l, s.FC1), s.TMEMColumns(l, s.FC2)))
 		}
 		fmt.Fprintf(w, "  %-8s shared memory %d of %d bytes%s\n", "", smem, t.SharedMemoryLimit(), extra)
+		if v, ok := s.VariantSchedule(); ok {
+			lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
+			fmt.Fprintf(w, "  %-8s for %d..%d rows per expert (T = %d..%d): FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma\n",
+				"", s.Variant.MinRows, s.Variant.MaxRows, lo, hi, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA)
+		}
 	}
 }
