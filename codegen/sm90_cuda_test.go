@@ -165,7 +165,7 @@ func sm90GemmBuffers(t *testing.T, ctx *runtime.Context, c sm90GemmCase, d sm90G
 
 // sm90GemmArgs packs the kernel arguments of ki (tensor maps encoded over
 // the buffers) for rows rows.
-func sm90GemmArgs(t *testing.T, ki KernelInfo, bufs map[string]runtime.DevicePtr, rows int) *runtime.Args {
+func sm90GemmArgs(t *testing.T, ctx *runtime.Context, ki KernelInfo, bufs map[string]runtime.DevicePtr, rows int) *runtime.Args {
 	t.Helper()
 	T := int64(rows) // rowsPerT = 1
 	args := runtime.NewArgs()
@@ -189,7 +189,7 @@ func sm90GemmArgs(t *testing.T, ki KernelInfo, bufs map[string]runtime.DevicePtr
 			for i, v := range tm.Box {
 				box[i] = uint32(v)
 			}
-			enc, err := runtime.EncodeTensorMapTiled(runtime.TensorMapBF16, len(dims), bufs[tm.Operand], dims, strides, box, nil,
+			enc, err := ctx.EncodeTensorMapTiled(runtime.TensorMapBF16, len(dims), bufs[tm.Operand], dims, strides, box, nil,
 				runtime.InterleaveNone, runtime.Swizzle128B, runtime.L2Promotion256B, runtime.OOBFillZero)
 			if err != nil {
 				t.Fatalf("%s: tensor map %s: %v", ki.Name, p.Name, err)
@@ -229,7 +229,7 @@ func sm90RunGemm(t *testing.T, ctx *runtime.Context, text string, c sm90GemmCase
 	t.Helper()
 	f := sm90Function(t, ctx, text, ki)
 	bufs := sm90GemmBuffers(t, ctx, c, d, canary)
-	args := sm90GemmArgs(t, ki, bufs, d.rows)
+	args := sm90GemmArgs(t, ctx, ki, bufs, d.rows)
 	T := int64(d.rows)
 	grid := runtime.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
 	if err := f.Launch(grid, runtime.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
@@ -366,7 +366,7 @@ func TestSM90GemmPerf(t *testing.T) {
 		ki := infos[i]
 		d := sm90MakeData(r, c)
 		bufs := sm90GemmBuffers(t, ctx, c, d, 0)
-		args := sm90GemmArgs(t, ki, bufs, d.rows)
+		args := sm90GemmArgs(t, ctx, ki, bufs, d.rows)
 		T := int64(d.rows)
 		grid := runtime.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
 		for _, v := range variants {

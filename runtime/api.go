@@ -8,8 +8,8 @@ var (
 	_ func() (int, error)                   = DriverVersion
 	_ func(int) (*Context, error)           = Open
 	_ func(*Event, *Event) (float32, error) = ElapsedMs
-	_ func(TensorMapDataType, int, DevicePtr, []uint64, []uint64, []uint32, []uint32,
-		TensorMapInterleave, TensorMapSwizzle, TensorMapL2Promotion, TensorMapOOBFill) ([TensorMapBytes]byte, error) = EncodeTensorMapTiled
+	_ func(*Context, TensorMapDataType, int, DevicePtr, []uint64, []uint64, []uint32, []uint32,
+		TensorMapInterleave, TensorMapSwizzle, TensorMapL2Promotion, TensorMapOOBFill) ([TensorMapBytes]byte, error) = (*Context).EncodeTensorMapTiled
 
 	_ interface {
 		Close() error

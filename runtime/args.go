@@ -79,7 +79,7 @@ func (a *Args) F64(v float64) *Args { return a.U64(math.Float64bits(v)) }
 func (a *Args) Ptr(p DevicePtr) *Args { return a.U64(uint64(p)) }
 
 // Bytes appends a by-value parameter of len(b) bytes, such as a
-// `.param .align 64 .b8 tmap[128]` tensor map from EncodeTensorMapTiled. The
+// `.param .align 64 .b8 tmap[128]` tensor map from Context.EncodeTensorMapTiled. The
 // bytes are copied. An empty b is an error reported by Err and by Launch.
 func (a *Args) Bytes(b []byte) *Args { return a.add(b) }
 

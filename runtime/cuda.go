@@ -799,8 +799,11 @@ func argsBuf(a *Args) []byte {
 // globalStrides (rank-1 entries, dimensions 1..rank-1) in bytes, boxDims in
 // elements; elementStrides may be nil for all 1. The arguments are first
 // validated by CheckTensorMapTiled, whose error names the violated rule; a
-// refusal by the driver is a *DriverError. The driver needs no context, but
-// the tensor map is only usable on sm_90 or newer.
+// refusal by the driver is a *DriverError. The context is made current on
+// the calling thread first: without a current context the driver refuses
+// the encoding (CUDA_ERROR_INVALID_CONTEXT, seen on the H200 when a
+// goroutine moved to another OS thread). The tensor map is only usable on
+// sm_90 or newer.
 //
 // In the kernel, take the parameter's generic address with
 // `mov.b64 %rd, name; cvta.param.u64 %rd, %rd;` (without the cvta the H200
@@ -809,7 +812,7 @@ func argsBuf(a *Args) []byte {
 // multiple of 16 bytes, else the load faults with
 // CUDA_ERROR_ILLEGAL_INSTRUCTION; outer and negative coordinates are free and
 // out-of-bounds elements read as zero with OOBFillZero.
-func EncodeTensorMapTiled(dtype TensorMapDataType, rank int, globalAddr DevicePtr, globalDims, globalStrides []uint64,
+func (c *Context) EncodeTensorMapTiled(dtype TensorMapDataType, rank int, globalAddr DevicePtr, globalDims, globalStrides []uint64,
 	boxDims, elementStrides []uint32, interleave TensorMapInterleave, swizzle TensorMapSwizzle,
 	l2Promotion TensorMapL2Promotion, oobFill TensorMapOOBFill) ([TensorMapBytes]byte, error) {
 	var out [TensorMapBytes]byte
@@ -817,7 +820,7 @@ func EncodeTensorMapTiled(dtype TensorMapDataType, rank int, globalAddr DevicePt
 		interleave, swizzle, l2Promotion, oobFill); err != nil {
 		return out, err
 	}
-	if err := initDriver(); err != nil {
+	if err := c.live(); err != nil {
 		return out, err
 	}
 	if elementStrides == nil {
@@ -830,7 +833,7 @@ func EncodeTensorMapTiled(dtype TensorMapDataType, rank int, globalAddr DevicePt
 	if len(strides) == 0 {
 		strides = []uint64{0} // rank 1: the driver reads no stride
 	}
-	r := C.mk_tensorMapEncodeTiled(unsafe.Pointer(&out[0]), C.int(dtype), C.uint(rank), C.uint64_t(globalAddr),
+	r := C.mk_tensorMapEncodeTiled(c.ctx, unsafe.Pointer(&out[0]), C.int(dtype), C.uint(rank), C.uint64_t(globalAddr),
 		(*C.cuuint64_t)(unsafe.Pointer(&globalDims[0])), (*C.cuuint64_t)(unsafe.Pointer(&strides[0])),
 		(*C.cuuint32_t)(unsafe.Pointer(&boxDims[0])), (*C.cuuint32_t)(unsafe.Pointer(&elementStrides[0])),
 		C.int(interleave), C.int(swizzle), C.int(l2Promotion), C.int(oobFill))

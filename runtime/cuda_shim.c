@@ -264,10 +264,11 @@ CUresult mk_launch(CUcontext c, CUfunction f, int ex,
 	return r;
 }
 
-CUresult mk_tensorMapEncodeTiled(void *out, int dtype, unsigned rank, uint64_t addr,
+CUresult mk_tensorMapEncodeTiled(CUcontext c, void *out, int dtype, unsigned rank, uint64_t addr,
                                  const cuuint64_t *dims, const cuuint64_t *strides,
                                  const cuuint32_t *box, const cuuint32_t *elemStrides,
                                  int interleave, int swizzle, int l2, int oob) {
+	MK_SET(c); // the driver checks the address against the current context
 	CUtensorMap tm; // 64-byte aligned by its declaration
 	memset(&tm, 0, sizeof tm);
 	CUresult r = p_cuTensorMapEncodeTiled(

@@ -62,7 +62,7 @@ CUresult mk_launch(CUcontext c, CUfunction f, int ex,
                    unsigned sharedBytes, CUstream s,
                    const void *blob, size_t blobLen, const uint64_t *offs, int n);
 
-CUresult mk_tensorMapEncodeTiled(void *out, int dtype, unsigned rank, uint64_t addr,
+CUresult mk_tensorMapEncodeTiled(CUcontext c, void *out, int dtype, unsigned rank, uint64_t addr,
                                  const cuuint64_t *dims, const cuuint64_t *strides,
                                  const cuuint32_t *box, const cuuint32_t *elemStrides,
                                  int interleave, int swizzle, int l2, int oob);

@@ -377,7 +377,7 @@ func TestTensorMapTMA(t *testing.T) {
 	}
 	d := alloc(t, ctx, 2*rows*cols)
 	must(t, ctx.CopyToDevice(d, host))
-	if _, err := EncodeTensorMapTiled(TensorMapBF16, 2, d.Offset(8), []uint64{cols, rows}, []uint64{2 * cols},
+	if _, err := ctx.EncodeTensorMapTiled(TensorMapBF16, 2, d.Offset(8), []uint64{cols, rows}, []uint64{2 * cols},
 		[]uint32{box, box}, nil, InterleaveNone, SwizzleNone, L2Promotion128B, OOBFillZero); err == nil ||
 		!strings.Contains(err.Error(), "16-byte aligned") {
 		t.Errorf("misaligned address: %v", err)
@@ -386,7 +386,7 @@ func TestTensorMapTMA(t *testing.T) {
 	_, f := loadFunction(t, ctx, tmaLoadPTX, "tma_load_2d")
 	out := alloc(t, ctx, 2*box*box)
 	for _, swizzle := range []TensorMapSwizzle{SwizzleNone, Swizzle128B} {
-		tmap, err := EncodeTensorMapTiled(TensorMapBF16, 2, d, []uint64{cols, rows}, []uint64{2 * cols},
+		tmap, err := ctx.EncodeTensorMapTiled(TensorMapBF16, 2, d, []uint64{cols, rows}, []uint64{2 * cols},
 			[]uint32{box, box}, nil, InterleaveNone, swizzle, L2Promotion128B, OOBFillZero)
 		must(t, err)
 		nonzero := false

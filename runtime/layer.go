@@ -50,7 +50,7 @@ type Layer struct {
 	lastBind []DevicePtr
 	args     []*Args // per kernel; nil for a kernel not launched at lastT
 	tmaps    map[[2]int]tmapEntry
-	// encode encodes a tensor map; nil means EncodeTensorMapTiled (tests
+	// encode encodes a tensor map; nil means ly.ctx.EncodeTensorMapTiled (tests
 	// of the argument packing substitute a pure-Go stand-in).
 	encode func(TensorMapDataType, int, DevicePtr, []uint64, []uint64, []uint32, []uint32,
 		TensorMapInterleave, TensorMapSwizzle, TensorMapL2Promotion, TensorMapOOBFill) ([TensorMapBytes]byte, error)
@@ -442,7 +442,7 @@ func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr DevicePtr, bufBytes
 	}
 	encode := ly.encode
 	if encode == nil {
-		encode = EncodeTensorMapTiled
+		encode = ly.ctx.EncodeTensorMapTiled
 	}
 	enc, err := encode(dtype, len(dims), ptr, dims, strides, box, nil,
 		InterleaveNone, swz, L2Promotion256B, OOBFillZero)

@@ -135,7 +135,7 @@ func (f *Function) LaunchEx(cfg LaunchConfig, args *Args) error { return ErrNoCU
 
 // EncodeTensorMapTiled returns ErrNoCUDA without the "cuda" build tag
 // (CheckTensorMapTiled validates the same arguments without a GPU).
-func EncodeTensorMapTiled(dtype TensorMapDataType, rank int, globalAddr DevicePtr, globalDims, globalStrides []uint64,
+func (c *Context) EncodeTensorMapTiled(dtype TensorMapDataType, rank int, globalAddr DevicePtr, globalDims, globalStrides []uint64,
 	boxDims, elementStrides []uint32, interleave TensorMapInterleave, swizzle TensorMapSwizzle,
 	l2Promotion TensorMapL2Promotion, oobFill TensorMapOOBFill) ([TensorMapBytes]byte, error) {
 	return [TensorMapBytes]byte{}, ErrNoCUDA

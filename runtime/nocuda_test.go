@@ -56,7 +56,7 @@ func TestNoCUDA(t *testing.T) {
 	errs["Launch"] = f.Launch(Dim3{X: 1}, Dim3{X: 32}, 0, nil, NewArgs().U32(1))
 	errs["LaunchEx"] = f.LaunchEx(LaunchConfig{Grid: Dim3{X: 2}, Block: Dim3{X: 32}, Cluster: Dim3{X: 2}}, nil)
 	a := bf16Tile()
-	_, errs["EncodeTensorMapTiled"] = EncodeTensorMapTiled(a.dtype, a.rank, a.addr, a.dims, a.strides, a.box, a.elemStr, a.interleave, a.swizzle, a.l2, a.oob)
+	_, errs["EncodeTensorMapTiled"] = (&Context{}).EncodeTensorMapTiled(a.dtype, a.rank, a.addr, a.dims, a.strides, a.box, a.elemStr, a.interleave, a.swizzle, a.l2, a.oob)
 	for name, err := range errs {
 		if !errors.Is(err, ErrNoCUDA) {
 			t.Errorf("%s: got %v, want ErrNoCUDA", name, err)

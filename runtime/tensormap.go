@@ -122,7 +122,7 @@ const (
 // to a kernel by value as `.param .align 64 .b8 name[128]`.
 const TensorMapBytes = 128
 
-// CheckTensorMapTiled validates the arguments of EncodeTensorMapTiled against
+// CheckTensorMapTiled validates the arguments of Context.EncodeTensorMapTiled against
 // the requirements documented for cuTensorMapEncodeTiled (CUDA Driver API,
 // "Tensor Map Object Management"), without a GPU. The error names the
 // violated rule. Dimension 0 is the innermost (contiguous) one: a row-major

@@ -44,7 +44,7 @@ func wgmmaRun(t *testing.T, ctx *runtime.Context, ptxText string, a, bm []uint16
 	}
 	tm := WGMMATensorMap(k)
 	enc := func(p runtime.DevicePtr) [runtime.TensorMapBytes]byte {
-		m, err := runtime.EncodeTensorMapTiled(runtime.TensorMapBF16, 2, p,
+		m, err := ctx.EncodeTensorMapTiled(runtime.TensorMapBF16, 2, p,
 			[]uint64{uint64(tm.Dims[0].Eval(0)), uint64(tm.Dims[1].Eval(0))},
 			[]uint64{uint64(tm.StrideBytes[0].Eval(0))},
 			[]uint32{uint32(tm.Box[0]), uint32(tm.Box[1])}, nil,
