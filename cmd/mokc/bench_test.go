@@ -52,9 +52,13 @@ func TestScheduleFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// 12 MMA warps + one producer warpgroup = 512 threads per CTA.
+	// 12 MMA warps + one producer warpgroup = 512 threads per CTA, and no
+	// T-dependent variant beside the tiles the flags give.
 	if !strings.Contains(string(ptx), ".maxntid 512") {
 		t.Error("the 192-row tiles did not give 512-thread GEMM kernels")
+	}
+	if strings.Contains(string(ptx), "moe_fc1_mid") || strings.Contains(string(ptx), ".maxntid 384") {
+		t.Error("the schedule flags kept the default schedule's GEMM variant")
 	}
 	for _, c := range []struct {
 		args []string

@@ -70,11 +70,16 @@ func scheduleOverridden(c *cli.Context) bool {
 }
 
 // layerSchedule returns target's default schedule for l with the schedule
-// flags applied, validated against l.
+// flags applied, validated against l. When any flag is set the schedule
+// loses its T-dependent GEMM variant: the flags describe the one shape of
+// the routed GEMMs.
 func layerSchedule(c *cli.Context, l schedule.Layer, target schedule.Target) (schedule.Schedule, error) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
 		return s, fmt.Errorf("schedule for %s: %w", target, err)
+	}
+	if scheduleOverridden(c) {
+		s.Variant = nil // the flags describe the one shape of the routed GEMMs
 	}
 	for _, f := range []struct {
 		name string
