@@ -123,7 +123,16 @@ var exeHash = sync.OnceValue(func() string {
 // not bumped. exe is "" for the in-memory key.
 func cacheKey(version, exe string, l schedule.Layer, s schedule.Schedule, driver int) string {
 	h := sha256.New()
-	fmt.Fprintf(h, "mokc %q\nexe %s\nlayer %#v\nschedule %#v\ntarget %s\ndriver %d\n", version, exe, l, s, s.Target, driver)
+	// The variant is keyed by value: %#v of the pointer would print its
+	// address.
+	var variant schedule.TileVariant
+	hasVariant := s.Variant != nil
+	if hasVariant {
+		variant = *s.Variant
+	}
+	s.Variant = nil
+	fmt.Fprintf(h, "mokc %q\nexe %s\nlayer %#v\nschedule %#v\nvariant %t %#v\ntarget %s\ndriver %d\n",
+		version, exe, l, s, hasVariant, variant, s.Target, driver)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -643,3 +643,35 @@ func leU64(b []byte) uint64 {
 	}
 	return v
 }
+
+// The cache key depends on the schedule's values, not on where its GEMM
+// variant is allocated.
+func TestCacheKeyVariantByValue(t *testing.T) {
+	l, err := schedule.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := schedule.DefaultSchedule(l, schedule.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := schedule.DefaultSchedule(l, schedule.SM90a)
+	if a.Variant == nil || a.Variant == b.Variant {
+		t.Fatal("want two default schedules with distinct variant pointers")
+	}
+	if cacheKey("v", "", l, a, 1) != cacheKey("v", "", l, b, 1) {
+		t.Error("equal schedules with distinct variant pointers have different keys")
+	}
+	c := b
+	v := *b.Variant
+	v.MaxRows++
+	c.Variant = &v
+	if cacheKey("v", "", l, a, 1) == cacheKey("v", "", l, c, 1) {
+		t.Error("a different variant has the same key")
+	}
+	d := a
+	d.Variant = nil
+	if cacheKey("v", "", l, a, 1) == cacheKey("v", "", l, d, 1) {
+		t.Error("no variant has the same key as a variant")
+	}
+}
