@@ -3,6 +3,7 @@ package compiler
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mokc/mokc/codegen"
@@ -58,14 +59,18 @@ var Stages = []Stage{
 // Compile runs every stage on layer l with schedule s.
 func Compile(l schedule.Layer, s schedule.Schedule) (*Artifact, error) {
 	a := &Artifact{Layer: l, Schedule: s}
+	fail := func(stage string, err error) error {
+		repro, _ := ReproduceCommand(l, s)
+		return &StageError{Stage: stage, Layer: l.Name, Target: s.Target.String(), Reproduce: repro, Err: err}
+	}
 	for _, st := range Stages {
 		t0 := time.Now()
 		if err := st.run(a); err != nil {
-			return nil, &StageError{Stage: st.Name, Layer: l.Name, Target: s.Target.String(), Err: err}
+			return nil, fail(st.Name, err)
 		}
 		if st.check != nil {
 			if err := st.check(a); err != nil {
-				return nil, &StageError{Stage: st.Name + " (check)", Layer: l.Name, Target: s.Target.String(), Err: err}
+				return nil, fail(st.Name+" (check)", err)
 			}
 		}
 		a.Timings = append(a.Timings, StageTime{st.Name, time.Since(t0)})
@@ -82,20 +87,71 @@ func CompileDefault(l schedule.Layer, target schedule.Target) (*Artifact, error)
 	return Compile(l, s)
 }
 
-// StageError reports the stage that failed and, for a preset layer, a
-// command reproducing it.
-type StageError struct {
-	Stage  string
-	Layer  string
-	Target string
-	Err    error
+// ReproduceCommand returns the `mokc build` command line that compiles l
+// with s: the preset named l.Name (with --routing map for a routing-map
+// layer) and the schedule flags that turn the target's default schedule
+// into s. ok is false when l is not a preset (an HF config or a layer built
+// in Go) or when s differs from the default in a way the flags cannot say.
+func ReproduceCommand(l schedule.Layer, s schedule.Schedule) (cmd string, ok bool) {
+	p, err := schedule.Preset(l.Name)
+	if err != nil {
+		return "", false
+	}
+	p.Routing = l.Routing
+	if p != l {
+		return "", false
+	}
+	def, err := schedule.DefaultSchedule(l, s.Target)
+	if err != nil {
+		return "", false
+	}
+	args := []string{"mokc build --model " + l.Name, "--target " + s.Target.String()}
+	if l.Routing == schedule.RoutingMap {
+		args = append(args, "--routing map")
+	}
+	if !sameSchedule(s, def) {
+		// Any schedule flag drops the default's GEMM variant; the flags set
+		// the rest.
+		custom := def
+		custom.Variant = nil
+		custom.FC1, custom.FC2, custom.Stages, custom.Warps.MMA, custom.GridCTAs = s.FC1, s.FC2, s.Stages, s.Warps.MMA, s.GridCTAs
+		if !sameSchedule(custom, s) {
+			return "", false
+		}
+		args = append(args, "--fc1-tile "+s.FC1.String(), "--fc2-tile "+s.FC2.String(),
+			fmt.Sprintf("--stages %d", s.Stages), fmt.Sprintf("--mma-warps %d", s.Warps.MMA))
+		if s.GridCTAs != 0 {
+			args = append(args, fmt.Sprintf("--grid-ctas %d", s.GridCTAs))
+		}
+	}
+	return strings.Join(append(args, "--emit llvm"), " "), true
 }
 
-// Error names the stage and, for a preset, a reproducing command.
+// sameSchedule compares two schedules by value (the GEMM variant too).
+func sameSchedule(a, b schedule.Schedule) bool {
+	va, vb := a.Variant, b.Variant
+	a.Variant, b.Variant = nil, nil
+	if a != b || (va == nil) != (vb == nil) {
+		return false
+	}
+	return va == nil || *va == *vb
+}
+
+// StageError reports the stage that failed and, where one exists, a
+// command reproducing it (ReproduceCommand).
+type StageError struct {
+	Stage     string
+	Layer     string
+	Target    string
+	Reproduce string // a `mokc build` command line, or "" when none reproduces it
+	Err       error
+}
+
+// Error names the stage and, when there is one, a reproducing command.
 func (e *StageError) Error() string {
 	msg := fmt.Sprintf("%s stage: %v", e.Stage, e.Err)
-	if _, err := schedule.Preset(e.Layer); err == nil {
-		msg += fmt.Sprintf(" (reproduce: mokc build --model %s --target %s --emit llvm)", e.Layer, e.Target)
+	if e.Reproduce != "" {
+		msg += " (reproduce: " + e.Reproduce + ")"
 	}
 	return msg
 }
@@ -137,6 +193,8 @@ var manifestNotes = []string{
 	"A kernel whose shared_bytes exceed 48 KiB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.",
 	"Parameters are packed as param_layout gives (offset, size); a tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, re-encoded when T or the buffer address changes.",
 	"Workspace buffers need no initialisation; after the forward the u32 err buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",
+	"Buffer shapes are outermost first (row-major); allocate bytes (an upper bound of the shape times the element size; at least 1 byte when it evaluates to 0) at a 16-byte aligned address (TMA and the 16-byte vector accesses need it); every element of y is written by the forward.",
+	"Every {a, b, d, min} is evaluated as size_formula says; tensor-map dims and box are innermost first, stride_bytes are for dims 1.., and element strides are all 1.",
 }
 
 func buildManifest(a *Artifact) error {

@@ -74,12 +74,35 @@ func TestStageErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A schedule the flags can say (as `mokc build --stages 0` makes it):
+	// the hint carries the flags.
 	bad := s
-	bad.Stages = 0
+	bad.Stages, bad.Variant = 0, nil
 	_, err = Compile(l, bad)
 	var se *StageError
-	if !errors.As(err, &se) || se.Stage != "validate" || !strings.Contains(err.Error(), "reproduce: mokc build --model qwen3-30b-a3b") {
+	if !errors.As(err, &se) || se.Stage != "validate" || !strings.Contains(err.Error(), "reproduce: mokc build --model qwen3-30b-a3b --target sm_90a --fc1-tile 128x256x64 --fc2-tile 128x256x64 --stages 0 --mma-warps 8 --emit llvm") {
 		t.Errorf("invalid schedule: %v", err)
+	}
+	// The default schedule reproduces without flags; a routing-map layer
+	// with --routing map.
+	lm := l
+	lm.Routing = schedule.RoutingMap
+	if cmd, ok := ReproduceCommand(lm, s); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --routing map --emit llvm" {
+		t.Errorf("ReproduceCommand(default schedule, routing map) = %q, %v", cmd, ok)
+	}
+	// A schedule the flags cannot say (a changed GEMM variant) and a
+	// preset name on a different layer get no hint.
+	odd := s
+	v := *s.Variant
+	v.MinRows++
+	odd.Variant = &v
+	if cmd, ok := ReproduceCommand(l, odd); ok {
+		t.Errorf("ReproduceCommand(changed variant) = %q", cmd)
+	}
+	renamed := l
+	renamed.Hidden *= 2
+	if cmd, ok := ReproduceCommand(renamed, s); ok {
+		t.Errorf("ReproduceCommand(a preset's name on another layer) = %q", cmd)
 	}
 
 	custom := l

@@ -39,7 +39,9 @@ func HFFamilies() []string {
 }
 
 // LoadHFConfig reads a Hugging Face config.json file with ParseHFConfig;
-// errors start with the file name.
+// errors start with the file name. The layer is named by the config's
+// _name_or_path, else after the file: its name, or for config.json the
+// directory holding it.
 func LoadHFConfig(path string) (Layer, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -50,9 +52,24 @@ func LoadHFConfig(path string) (Layer, error) {
 		return Layer{}, fmt.Errorf("%s: %w", path, err)
 	}
 	if l.Name == "" {
-		l.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		l.Name = hfFileName(path)
 	}
 	return l, nil
+}
+
+// hfFileName names a layer after its config file: the file name without
+// extension, or for a file called config.json (a model checkpoint's) the
+// directory that holds it ("Qwen3-30B-A3B/config.json" -> "Qwen3-30B-A3B").
+func hfFileName(path string) string {
+	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	if base == "config" {
+		if abs, err := filepath.Abs(path); err == nil {
+			if dir := filepath.Base(filepath.Dir(abs)); dir != "" && dir != "." && dir != string(filepath.Separator) {
+				return dir
+			}
+		}
+	}
+	return base
 }
 
 // ParseHFConfig returns the MoE layer described by a Hugging Face

@@ -173,3 +173,15 @@ func TestHFConfigHiddenAct(t *testing.T) {
 		}
 	}
 }
+
+func TestHFFileName(t *testing.T) {
+	for path, want := range map[string]string{
+		"models/Qwen3-30B-A3B/config.json": "Qwen3-30B-A3B",
+		"qwen3-30b-a3b.json":               "qwen3-30b-a3b",
+		"/tmp/x/deepseek.v3.json":          "deepseek.v3",
+	} {
+		if got := hfFileName(path); got != want {
+			t.Errorf("hfFileName(%q) = %q, want %q", path, got, want)
+		}
+	}
+}

@@ -131,6 +131,10 @@ type Schedule struct {
 	Variant *TileVariant
 }
 
+// maxGridCTAs bounds Schedule.GridCTAs (16 CTAs per SM of a 4096-SM part
+// would still fit).
+const maxGridCTAs = 65535
+
 // TileVariant is a second tile shape of the routed-expert GEMMs, chosen by
 // the mean rows per expert. Its Stages and MMAWarps replace the
 // schedule's for these two kernels; everything else is the schedule's.
@@ -196,33 +200,57 @@ func operandBytes(l Layer) int {
 	return 2
 }
 
-// SharedMemoryBytes is the shared memory one CTA of the schedule needs for
-// GEMM tile t (the larger of FC1 and FC2 is what counts): Stages buffers of
-// A (M x K) and B (N x K) operands, their UE8M0 scales for mxfp8 (one byte
-// per 32 K elements per row), a full and an empty mbarrier per stage (8
-// bytes each), and on sm_90a a bf16 staging tile for the TMA store of the
-// epilogue (M x N/2 for FC1, whose activation halves the width, M x N for
-// FC2). With Cluster = 2 each CTA holds N/2 rows of B. It is the budget
-// codegen must stay within.
+// SharedMemoryBytes is the dynamic shared memory one CTA of the schedule
+// allocates for GEMM tile t (the larger of FC1 and FC2 is what counts), as
+// the engines of package codegen lay it out (bf16):
+//   - sm_80: Stages buffers of A (M rows) and B (N rows), each row K
+//     elements plus 16 bytes of padding (ldmatrix without bank conflicts).
+//   - sm_90a: 1024 bytes of alignment slack, Stages buffers of A and B
+//     (128-byte swizzled), a full and an empty mbarrier per stage, and, when
+//     it fits and the weights are grouped, the staged epilogue's bf16 tile
+//     of M rows of N/2 (FC1) or N (FC2) columns plus 16 bytes of padding.
+//   - sm_100a: the same ring and mbarriers, the MMA-done mbarrier and the
+//     TMEM address slot (48 bytes). With Cluster = 2 each CTA holds N/2
+//     rows of B.
+//
+// mxfp8 (not built by codegen yet) adds one UE8M0 scale byte per 32 K
+// elements per row. Validate requires the part the engine cannot do
+// without (all but the staging tile) to fit Target.SharedMemoryLimit.
 func (s Schedule) SharedMemoryBytes(l Layer, t Tile, fc1 bool) int {
+	ring, staging := s.sharedMemoryParts(l, t, fc1)
+	if staging > 0 && ring+staging <= s.Target.SharedMemoryLimit() {
+		return ring + staging
+	}
+	return ring
+}
+
+// sharedMemoryParts returns the bytes the engine needs (ring, barriers,
+// slack) and the optional staging tile (sm_90a with grouped weights).
+func (s Schedule) sharedMemoryParts(l Layer, t Tile, fc1 bool) (need, staging int) {
 	eb := operandBytes(l)
 	bRows := t.N
 	if s.Cluster == 2 {
 		bRows = t.N / 2
 	}
-	stage := (t.M*t.K + bRows*t.K) * eb
+	if s.Target == SM80 {
+		return s.Stages * (t.M + bRows) * (t.K*eb + 16), 0
+	}
+	stage := (t.M + bRows) * t.K * eb
 	if l.Precision == MXFP8 {
 		stage += (t.M + bRows) * ((t.K + 31) / 32)
 	}
-	total := s.Stages*stage + 2*s.Stages*8
-	if s.Target == SM90a {
-		n := t.N
-		if fc1 {
-			n /= 2
-		}
-		total += t.M * n * 2
+	need = 1024 + s.Stages*stage + 16*s.Stages
+	if s.Target == SM100a {
+		return need + 48, 0
 	}
-	return total
+	if l.Storage == PerExpertWeights {
+		return need, 0 // the producer warps copy B themselves: no staging
+	}
+	n := t.N
+	if fc1 {
+		n /= 2
+	}
+	return need, t.M*(2*n+16) + 16
 }
 
 // TMEMColumns is the number of tensor-memory columns (of 128 lanes x 32
@@ -268,11 +296,11 @@ func (s Schedule) Validate(l Layer) error {
 	if s.Cluster != 1 && !(s.Cluster == 2 && s.Target == SM100a) {
 		return fieldErr("Schedule.Cluster", s.Cluster, "must be 1 (or 2 on sm_100a)")
 	}
-	if s.GridCTAs < 0 {
-		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be >= 0 (0 = one CTA per SM)")
+	if s.GridCTAs < 0 || s.GridCTAs > maxGridCTAs {
+		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be in 0..%d (0 = one CTA per SM; a persistent grid beyond a few CTAs per SM only adds idle CTAs)", maxGridCTAs)
 	}
 	if !s.Persistent && s.GridCTAs != 0 {
-		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be 0 unless Schedule.Persistent")
+		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be 0: the %v engine launches one CTA per tile (not persistent), so there is no grid size to set", s.Target)
 	}
 	if s.Persistent && s.GridCTAs%s.Cluster != 0 {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be a multiple of Schedule.Cluster (%d)", s.Cluster)
@@ -368,13 +396,24 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 		if t.K%16 != 0 {
 			return fieldErr(name+".K", t.K, "must be a multiple of 16 (mma.sync m16n8k16)")
 		}
-		if (t.M/16)*(t.N/8)%s.Warps.MMA != 0 {
-			return fieldErr("Schedule.Warps.MMA", s.Warps.MMA, "must divide the %d m16n8 fragments of %s %v", (t.M/16)*(t.N/8), name, t)
+		if t.N%16 != 0 {
+			return fieldErr(name+".N", t.N, "must be a multiple of 16 on sm_80 (ldmatrix loads B in 16-row blocks)")
+		}
+		w := s.Warps.MMA
+		grid := false
+		for wm := 1; wm <= w; wm++ {
+			grid = grid || (w%wm == 0 && (t.M/16)%wm == 0 && (t.N/16)%(w/wm) == 0)
+		}
+		if !grid {
+			return fieldErr("Schedule.Warps.MMA", w, "%d warps do not split %s %v into a grid of m16 x n16 warp tiles", w, name, t)
+		}
+		if chunks, threads := t.K*eb/16, 32*w; (t.M*chunks)%threads != 0 || (t.N*chunks)%threads != 0 {
+			return fieldErr(name, t, "the %d threads of %d MMA warps must divide the %d + %d 16-byte cp.async chunks of a stage (make M*K and N*K multiples of %d)",
+				threads, w, t.M*chunks, t.N*chunks, 8*threads)
 		}
 	case SM90a:
-		wg := s.Warps.MMA / 4
-		if t.M%(64*wg) != 0 {
-			return fieldErr(name+".M", t.M, "must be a multiple of 64 x %d consumer warpgroups (wgmma m64)", wg)
+		if wg := s.Warps.MMA / 4; t.M != 64*wg {
+			return fieldErr(name+".M", t.M, "must be 64 rows per consumer warpgroup: %d with %d MMA warps (the MMA warps must be M/16: 4, 8 or 12 for M = 64, 128 or 192, the same for FC1 and FC2)", 64*wg, s.Warps.MMA)
 		}
 		if t.N%8 != 0 || t.N > 256 {
 			return fieldErr(name+".N", t.N, "must be a multiple of 8 up to 256 (wgmma m64nNk%d)", mmaK)
@@ -383,8 +422,8 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 			return fieldErr(name+".K", t.K, "must span whole 128-byte swizzle rows (a multiple of %d elements)", 128/eb)
 		}
 	case SM100a:
-		if t.M != 128 && !(t.M == 64 && eb == 2) {
-			return fieldErr(name+".M", t.M, "must be 128 (or 64 for bf16) per CTA (tcgen05.mma cta_group::1; block-scaled needs 128)")
+		if t.M != 128 {
+			return fieldErr(name+".M", t.M, "must be 128 (the sm_100a engine implements tcgen05.mma cta_group::1 with M = 128, one TMEM lane per row)")
 		}
 		step := 16
 		if t.M == 64 {
@@ -406,8 +445,8 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 			return fieldErr(name, t, "needs %d TMEM columns, more than the 512 of a CTA", c)
 		}
 	}
-	if sm, lim := s.SharedMemoryBytes(l, t, fc1), s.Target.SharedMemoryLimit(); sm > lim {
-		return fieldErr(name, t, "with %d stages needs %d bytes of shared memory, more than the %d of %v", s.Stages, sm, lim, s.Target)
+	if sm, _ := s.sharedMemoryParts(l, t, fc1); sm > s.Target.SharedMemoryLimit() {
+		return fieldErr(name, t, "with %d stages needs %d bytes of shared memory, more than the %d of %v", s.Stages, sm, s.Target.SharedMemoryLimit(), s.Target)
 	}
 	return nil
 }
@@ -512,9 +551,18 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 }
 
 // fits reports whether both GEMM tiles fit the target's shared memory and
-// TMEM with the current stage count.
+// TMEM with the current stage count, the sm_90a staging tile included (the
+// default schedules keep the staged epilogue rather than add a stage).
 func (s Schedule) fits(l Layer) bool {
 	lim := s.Target.SharedMemoryLimit()
-	return s.SharedMemoryBytes(l, s.FC1, true) <= lim && s.SharedMemoryBytes(l, s.FC2, false) <= lim &&
-		s.TMEMColumns(l, s.FC1) <= 512 && s.TMEMColumns(l, s.FC2) <= 512
+	for _, c := range []struct {
+		t   Tile
+		fc1 bool
+	}{{s.FC1, true}, {s.FC2, false}} {
+		need, staging := s.sharedMemoryParts(l, c.t, c.fc1)
+		if need+staging > lim || s.TMEMColumns(l, c.t) > 512 {
+			return false
+		}
+	}
+	return true
 }

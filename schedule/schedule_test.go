@@ -228,7 +228,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 		{"sm80 smem", def(SM80), func(s *Schedule) { s.FC1 = Tile{256, 256, 64}; s.Stages = 4 }, "Schedule.FC1", "shared memory"},
 		{"fc1 N odd half", def(SM90a), func(s *Schedule) { s.FC1.N = 200 }, "Schedule.FC1.N", "multiple of 16"},
 		{"sm90 N too big", def(SM90a), func(s *Schedule) { s.FC2.N = 264 }, "Schedule.FC2.N", "up to 256"},
-		{"sm90 M per warpgroups", def(SM90a), func(s *Schedule) { s.FC1.M = 64 }, "Schedule.FC1.M", "warpgroups"},
+		{"sm90 M per warpgroups", def(SM90a), func(s *Schedule) { s.FC1.M = 64 }, "Schedule.FC1.M", "per consumer warpgroup"},
 		{"sm90 K swizzle", def(SM90a), func(s *Schedule) { s.FC1.K = 48 }, "Schedule.FC1.K", "128-byte"},
 		{"sm90 producer", def(SM90a), func(s *Schedule) { s.Warps.Producer = 1 }, "Schedule.Warps.Producer", "warpgroup"},
 		{"sm90 consumers", def(SM90a), func(s *Schedule) { s.Warps.MMA = 6 }, "Schedule.Warps.MMA", "warpgroups"},

@@ -18,6 +18,7 @@ func init() {
 			UsageText: "mokc build --model qwen3-30b-a3b --target sm_90a [--emit ptx|llvm|manifest] -o moe.ptx",
 			Flags: append(append(layerFlags(), scheduleFlags()...),
 				targetFlag("sm_90a"),
+				&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids (fixed-width ids + weights) or map (dense routing map + probs)"},
 				&cli.StringFlag{Name: "emit", Value: "ptx", Usage: "ptx, llvm (LLVM 19 text) or manifest (JSON)"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default: standard output)"},
 			),
@@ -43,6 +44,9 @@ func buildAction(c *cli.Context) error {
 	case "ptx", "llvm", "manifest":
 	default:
 		return fmt.Errorf("--emit %q: want ptx, llvm or manifest", emit)
+	}
+	if l.Routing, err = routingForm(c); err != nil {
+		return err
 	}
 	if err := l.Validate(); err != nil {
 		return err
