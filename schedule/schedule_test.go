@@ -221,7 +221,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 		{"stages", def(SM80), func(s *Schedule) { s.Stages = 1 }, "Schedule.Stages", "2..16"},
 		{"cluster on sm_90a", def(SM90a), func(s *Schedule) { s.Cluster = 2 }, "Schedule.Cluster", "sm_100a"},
 		{"grid without persistent", def(SM90a), func(s *Schedule) { s.Persistent = false; s.GridCTAs = 100 }, "Schedule.GridCTAs", "Persistent"},
-		{"negative grid", def(SM90a), func(s *Schedule) { s.GridCTAs = -1 }, "Schedule.GridCTAs", ">= 0"},
+		{"negative grid", def(SM90a), func(s *Schedule) { s.GridCTAs = -1 }, "Schedule.GridCTAs", "must be in 0.."},
 		{"sm80 M", def(SM80), func(s *Schedule) { s.FC1.M = 120 }, "Schedule.FC1.M", "m16n8k16"},
 		{"sm80 K", def(SM80), func(s *Schedule) { s.FC2.K = 40 }, "Schedule.FC2.K", "m16n8k16"},
 		{"sm80 producer", def(SM80), func(s *Schedule) { s.Warps.Producer = 1 }, "Schedule.Warps", "no producer"},

@@ -67,7 +67,7 @@ func TestScheduleFlags(t *testing.T) {
 		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--fc1-tile", "12x256"}, "want MxNxK"},
 		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--stages", "5"}, "shared memory"},
 		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--mma-warps", "12"}, "64 rows per consumer warpgroup"},
-		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_80", "--grid-ctas", "64"}, "not persistent"},
+		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_80", "--grid-ctas", "64"}, "sm_80 engine is not persistent"},
 		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--grid-ctas", "4294967297"}, "must be in 0..65535"},
 		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--fc1-tile", "192x192x64", "--fc2-tile", "192x256x64", "--mma-warps", "12"},
 			"reproduce: mokc build --model qwen3-30b-a3b --target sm_90a --fc1-tile 192x192x64 --fc2-tile 192x256x64 --stages 3 --mma-warps 12"},
