@@ -15,10 +15,10 @@ const SizeFormula = "max(min, ceil((a*T + b) / d)), d = 0 read as 1"
 // Exprs so the host can size everything from T alone, without reading
 // anything back from the device.
 type Expr struct {
-	A   int64 `json:"a"`
-	B   int64 `json:"b"`
-	D   int64 `json:"d"`
-	Min int64 `json:"min"`
+	A   int64 `json:"a"`   // coefficient of T
+	B   int64 `json:"b"`   // constant term
+	D   int64 `json:"d"`   // divisor of the ceiling division (0 read as 1)
+	Min int64 `json:"min"` // lower bound of the value
 }
 
 // Const is the Expr that is c for every T.

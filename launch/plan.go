@@ -43,10 +43,14 @@ type TensorMap struct {
 
 // Kernel is one launch of a launch plan.
 type Kernel struct {
-	Name        string  `json:"name"`
-	Params      []Param `json:"params"`
-	Block       int     `json:"block"`        // threads per block (x only)
-	Grid        [3]Expr `json:"grid"`         // blocks per dimension, functions of T (upper bounds; surplus blocks exit)
+	Name   string  `json:"name"`
+	Params []Param `json:"params"`
+	Block  int     `json:"block"` // threads per block (x only)
+	// Grid is the blocks per dimension as functions of T. The data-parallel
+	// kernels size it to their work (surplus blocks exit); the persistent
+	// GEMMs loop over their tiles with a stride of gridDim.x, so any grid of
+	// at least one block is correct and one block per SM is the intent.
+	Grid        [3]Expr `json:"grid"`
 	SharedBytes int     `json:"shared_bytes"` // dynamic shared memory (the runtime raises the >48 KB limit)
 	// SkipIfZeroT: the launch is omitted when T = 0 (only kernels whose
 	// outputs are empty at T = 0 carry it; the init kernel always runs).

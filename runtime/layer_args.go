@@ -53,10 +53,10 @@ const TensorAlign = 16
 //
 // A Tensor whose shape holds no element (T = 0) may have a null Ptr.
 type Tensor struct {
-	Ptr   DevicePtr
-	Bytes int
-	DType DType
-	Shape []int
+	Ptr   DevicePtr // device address of the first element (16-byte aligned)
+	Bytes int       // size of the allocation from Ptr, in bytes (>= the shape's bytes)
+	DType DType     // element type
+	Shape []int     // dimensions, outermost first (row-major, contiguous)
 }
 
 // NewTensor returns the Tensor of a buffer of bytes bytes at ptr holding

@@ -34,7 +34,7 @@ func init() {
 				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random inputs, weights and routing"},
 				&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids or map"},
 				&cli.IntFlag{Name: "sets", Usage: "input sets to rotate among", DefaultText: "2, or enough to cover twice the L2 when one set fits in it"},
-				&cli.Float64Flag{Name: "peak-tflops", Value: 750, Usage: "peak dense BF16 throughput for the roofline, TFLOP/s"},
+				&cli.Float64Flag{Name: "peak-tflops", Value: 750, Usage: "dense BF16 throughput for the roofline, TFLOP/s (the default is a nominal H100/H200 figure; bench/torch_moe.py measures the card's)"},
 				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards with an event between kernels)"},

@@ -81,3 +81,28 @@ func TestScheduleFlags(t *testing.T) {
 		}
 	}
 }
+
+// A config with quantization_config builds, with a note that the kernels
+// take bf16 weights; the layer is named after the checkpoint's directory.
+func TestBuildNotesQuantization(t *testing.T) {
+	dir := t.TempDir() + "/DeepSeek-V3-fp8"
+	if err := os.Mkdir(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := `{"model_type": "deepseek_v3", "n_routed_experts": 256, "hidden_size": 7168, "moe_intermediate_size": 2048,
+		"num_experts_per_tok": 8, "quantization_config": {"quant_method": "fp8", "fmt": "e4m3"}}`
+	if err := os.WriteFile(dir+"/config.json", []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runCLI("build", "--hf-config", dir+"/config.json", "--emit", "manifest", "-o", dir+"/m.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "quantization_config (fp8)") || !strings.Contains(out, "bf16") {
+		t.Errorf("no quantization note in %q", out)
+	}
+	m, err := os.ReadFile(dir + "/m.json")
+	if err != nil || !strings.Contains(string(m), `"layer": "DeepSeek-V3-fp8"`) && !strings.Contains(string(m), `"layer":"DeepSeek-V3-fp8"`) {
+		t.Errorf("manifest does not name the layer DeepSeek-V3-fp8: %v", err)
+	}
+}

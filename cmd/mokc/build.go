@@ -80,7 +80,18 @@ func buildAction(c *cli.Context) error {
 		if err := os.WriteFile(path, out, 0o644); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "mokc: wrote %s (%s, %s, %d kernels, %d bytes)\n", path, l.Name, target, len(a.Program.Kernels), len(out))
+		variants := 0
+		for _, k := range a.Program.Kernels {
+			if len(k.Tokens) > 0 {
+				variants++
+			}
+		}
+		what := fmt.Sprintf("%d kernels", len(a.Program.Kernels))
+		if variants > 0 {
+			// Two shapes of each routed GEMM; one of them runs at any T.
+			what += fmt.Sprintf(", %d launched per forward (FC1 and FC2 in two tile shapes, chosen by T)", len(a.Program.Kernels)-variants/2)
+		}
+		fmt.Fprintf(os.Stderr, "mokc: wrote %s (%s, %s, %s, %d bytes)\n", path, l.Name, target, what, len(out))
 		return nil
 	}
 	_, err = w.Write(out)

@@ -101,6 +101,9 @@ func printLayer(w io.Writer, l schedule.Layer) {
 	row("weight storage", l.Storage)
 	row("main grad", l.MainGrad)
 	fmt.Fprintln(w, "schedules")
+	if l.Precision != schedule.BF16 {
+		fmt.Fprintf(w, "  (%v weights: the schedules below validate, but codegen builds bf16 layers only so far)\n", l.Precision)
+	}
 	for _, t := range schedule.Targets() {
 		s, err := schedule.DefaultSchedule(l, t)
 		if err != nil {

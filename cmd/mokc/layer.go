@@ -1,8 +1,10 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 
 	"github.com/urfave/cli/v2"
 
@@ -27,7 +29,11 @@ func loadLayer(c *cli.Context) (schedule.Layer, error) {
 	case model != "":
 		return schedule.Preset(model)
 	case file != "":
-		return schedule.LoadHFConfig(file)
+		l, err := schedule.LoadHFConfig(file)
+		if err == nil {
+			noteQuantization(c, file)
+		}
+		return l, err
 	}
 	return schedule.Layer{}, errors.New("name a layer with --model NAME or --hf-config FILE")
 }
@@ -107,4 +113,32 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target schedule.Target) (sc
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
 	return s, nil
+}
+
+// noteQuantization tells the user when a config.json describes quantized
+// weights (quantization_config, e.g. DeepSeek-V3's fp8 blocks or gpt-oss's
+// mxfp4): the kernels mokc builds take bf16 weights, so such a checkpoint
+// must be dequantized first.
+func noteQuantization(c *cli.Context, file string) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return
+	}
+	var cfg struct {
+		Quant *struct {
+			Method string `json:"quant_method"`
+		} `json:"quantization_config"`
+	}
+	if json.Unmarshal(data, &cfg) != nil || cfg.Quant == nil {
+		return
+	}
+	method := cfg.Quant.Method
+	if method == "" {
+		method = "unnamed method"
+	}
+	w := c.App.ErrWriter
+	if w == nil {
+		w = os.Stderr
+	}
+	fmt.Fprintf(w, "mokc: note: %s has quantization_config (%s); the kernels take bf16 weights, so dequantize the checkpoint's experts to bf16 first\n", file, method)
 }
