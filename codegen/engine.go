@@ -238,6 +238,9 @@ type KernelInfo struct {
 	Block       int     `json:"block"`        // threads per block (1-D)
 	SharedBytes int     `json:"shared_bytes"` // dynamic shared memory per block
 	Grid        [3]Expr `json:"grid"`         // as functions of T (upper bounds)
+	// GridPerSM: Grid[0] is one block per SM of the target's reference part
+	// (the default persistent grid); launchers may use the device's count.
+	GridPerSM bool `json:"grid_per_sm,omitempty"`
 }
 
 // Engine emits the grouped GEMM kernels of one target into an LLVM module.

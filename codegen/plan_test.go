@@ -186,3 +186,39 @@ func TestGemmVariants(t *testing.T) {
 		t.Fatal("no preset has a GEMM variant on sm_90a")
 	}
 }
+
+// The persistent GEMMs of the default schedules are marked GridPerSM (the
+// runtime launches one block per SM of the device); a schedule that sets
+// GridCTAs keeps its grid.
+func TestGridPerSM(t *testing.T) {
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, target := range []schedule.Target{schedule.SM80, schedule.SM90a, schedule.SM100a} {
+		s, err := schedule.DefaultSchedule(l, target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, grid := range []int{0, 64} {
+			if grid != 0 && !s.Persistent {
+				continue
+			}
+			s.GridCTAs = grid
+			p, err := Build(l, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, k := range p.Kernels {
+				gemm := strings.HasPrefix(k.Name, "moe_fc") || strings.HasPrefix(k.Name, "moe_shared_fc")
+				want := gemm && s.Persistent && grid == 0
+				if k.GridPerSM != want {
+					t.Errorf("%v GridCTAs=%d: kernel %s GridPerSM = %v, want %v", target, grid, k.Name, k.GridPerSM, want)
+				}
+				if gemm && grid != 0 && k.Grid[0].Eval(1) != int64(grid) {
+					t.Errorf("%v: kernel %s grid %d, want %d", target, k.Name, k.Grid[0].Eval(1), grid)
+				}
+			}
+		}
+	}
+}

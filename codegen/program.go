@@ -165,7 +165,8 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 		if err != nil {
 			return nil, err
 		}
-		k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: g.tokens}
+		k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: g.tokens,
+			GridPerSM: ki.GridPerSM}
 		for _, prm := range ki.Params {
 			role := prm.Role
 			if prm.Type == ParamTmap && prm.TensorMap != nil {

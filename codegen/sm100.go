@@ -158,7 +158,7 @@ func (sm100Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ker
 		return KernelInfo{}, err
 	}
 	return KernelInfo{Name: spec.Name, Params: params, Block: l.threads, SharedBytes: l.sharedBytes,
-		Grid: [3]Expr{persistentGrid(spec.Tile, sm100Persistent), Const(1), Const(1)}}, nil
+		Grid: [3]Expr{persistentGrid(spec.Tile, sm100Persistent), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0}, nil
 }
 
 // sm100Chunk is a run of accumulator columns one tcgen05.ld reads.

@@ -267,7 +267,7 @@ func (sm90Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Kern
 		return KernelInfo{}, err
 	}
 	return KernelInfo{Name: spec.Name, Params: params, Block: l.threads, SharedBytes: l.sharedBytes,
-		Grid: [3]Expr{persistentGrid(spec.Tile, sm90Persistent), Const(1), Const(1)}}, nil
+		Grid: [3]Expr{persistentGrid(spec.Tile, sm90Persistent), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0}, nil
 }
 
 // gemmWork is one work item of a persistent grouped GEMM.

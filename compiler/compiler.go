@@ -190,6 +190,7 @@ func checkPTX(a *Artifact) error {
 var manifestNotes = []string{
 	"The router is not part of the kernels: the caller provides the routing (ids [T,K] int32 with -1 for no route and weights [T,K] f32, or routing_map [T,E] u8 and probs [T,E] f32).",
 	"Launch the kernels in order on one stream; kernels with skip_if_zero_t are not launched when T = 0; a kernel with tokens is launched only when T lies in one of its inclusive [min, max] ranges (variants of one GEMM tuned for different rows per expert; exactly one variant runs at each T); no host synchronisation is needed between them.",
+	"A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct).",
 	"A kernel whose shared_bytes exceed 48 KiB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.",
 	"Parameters are packed as param_layout gives (offset, size); a tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, re-encoded when T or the buffer address changes.",
 	"Workspace buffers need no initialisation; after the forward the u32 err buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",

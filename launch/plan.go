@@ -52,6 +52,11 @@ type Kernel struct {
 	// at least one block is correct and one block per SM is the intent.
 	Grid        [3]Expr `json:"grid"`
 	SharedBytes int     `json:"shared_bytes"` // dynamic shared memory (the runtime raises the >48 KB limit)
+	// GridPerSM: Grid[0] is one block per SM of the target's reference part
+	// (the default grid of a persistent GEMM); launch one block per SM of
+	// the device instead. The kernel strides over its work by gridDim.x, so
+	// either is correct; the device's count fills it exactly once.
+	GridPerSM bool `json:"grid_per_sm,omitempty"`
 	// SkipIfZeroT: the launch is omitted when T = 0 (only kernels whose
 	// outputs are empty at T = 0 carry it; the init kernel always runs).
 	SkipIfZeroT bool `json:"skip_if_zero_t,omitempty"`

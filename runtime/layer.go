@@ -32,6 +32,7 @@ type Layer struct {
 	ptx   string
 	mod   *Module
 	funcs []*Function
+	sms   int // the device's SM count: the grid of GridPerSM kernels
 
 	mu     sync.Mutex
 	closed bool
@@ -139,7 +140,8 @@ func LoadLayer(ctx *Context, l schedule.Layer, s schedule.Schedule, ptx string, 
 	if err != nil {
 		return nil, fmt.Errorf("mokc runtime: layer %s (%s): %w", l.Name, p.Target, err)
 	}
-	ly := &Layer{ctx: ctx, layer: l, sched: s, plan: p, ptx: ptx, mod: mod, lastT: -1, tmaps: map[[2]int]tmapEntry{}}
+	ly := &Layer{ctx: ctx, layer: l, sched: s, plan: p, ptx: ptx, mod: mod, lastT: -1, tmaps: map[[2]int]tmapEntry{},
+		sms: ctx.Device().SMCount}
 	fail := func(err error) (*Layer, error) {
 		mod.Unload()
 		return nil, err
@@ -335,6 +337,9 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 			continue
 		}
 		grid := Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
+		if k.GridPerSM && ly.sms > 0 {
+			grid.X = ly.sms // one block per SM of this device
+		}
 		if err := ly.funcs[i].Launch(grid, Dim3{X: k.Block}, k.SharedBytes, args.Stream, a); err != nil {
 			return fmt.Errorf("mokc runtime: layer %s: T = %d: %w", ly.layer.Name, T, err)
 		}
