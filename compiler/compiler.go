@@ -186,16 +186,38 @@ func checkPTX(a *Artifact) error {
 	return nil
 }
 
-// manifestNotes is the launch contract that the tables do not spell out.
-var manifestNotes = []string{
-	"The router is not part of the kernels: the caller provides the routing (ids [T,K] int32 with -1 for no route and weights [T,K] f32, or routing_map [T,E] u8 and probs [T,E] f32).",
-	"Launch the kernels in order on one stream; kernels with skip_if_zero_t are not launched when T = 0; a kernel with tokens is launched only when T lies in one of its inclusive [min, max] ranges (variants of one GEMM tuned for different rows per expert; exactly one variant runs at each T); no host synchronisation is needed between them.",
-	"A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct).",
-	"A kernel whose shared_bytes exceed 48 KiB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.",
-	"Parameters are packed as param_layout gives (offset, size); a tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, re-encoded when T or the buffer address changes.",
-	"Workspace buffers need no initialisation; after the forward the u32 err buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",
-	"Buffer shapes are outermost first (row-major); allocate bytes (an upper bound of the shape times the element size; at least 1 byte when it evaluates to 0) at a 16-byte aligned address (TMA and the 16-byte vector accesses need it); every element of y is written by the forward.",
-	"Every {a, b, d, min} is evaluated as size_formula says; tensor-map dims and box are innermost first, stride_bytes are for dims 1.., and element strides are all 1.",
+// manifestNotes returns the launch contract that the tables do not spell
+// out, for the features the program uses.
+func manifestNotes(p *codegen.Program) []string {
+	var tokens, perSM, tmaps bool
+	for _, k := range p.Kernels {
+		tokens = tokens || len(k.Tokens) > 0
+		perSM = perSM || k.GridPerSM
+		for _, prm := range k.Params {
+			tmaps = tmaps || prm.Type == launch.ParamTmap
+		}
+	}
+	notes := []string{
+		"The router is not part of the kernels: the caller provides the routing (ids [T,K] int32 with -1 for no route and weights [T,K] f32, or routing_map [T,E] u8 and probs [T,E] f32).",
+		"Launch the kernels in order on one stream; kernels with skip_if_zero_t are not launched when T = 0; no host synchronisation is needed between them.",
+	}
+	if tokens {
+		notes = append(notes, "A kernel with tokens is launched only when T lies in one of its inclusive [min, max] ranges: the variants of one GEMM (same name up to a suffix such as _mid) are tuned for different rows per expert, and exactly one of them runs at each T >= 1; max 2147483647 means no upper limit.")
+	}
+	if perSM {
+		notes = append(notes, "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct).")
+	}
+	notes = append(notes,
+		"A kernel whose shared_bytes exceed 48 KiB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.",
+		"Parameters are packed as param_layout gives (offset, size); params gives each one's kind (ptr: a buffer's device address; i32, i64, f32: a value, constant or a function of T; tmap: a tensor map).")
+	if tmaps {
+		notes = append(notes,
+			"A tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, element strides all 1, re-encoded when T or the buffer address changes; dims and box are innermost first and stride_bytes are for dims 1...")
+	}
+	return append(notes,
+		"Workspace buffers need no initialisation; after the forward the u32 err buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",
+		"Buffer shapes are outermost first (row-major); allocate bytes (an upper bound of the shape times the element size; at least 1 byte when it evaluates to 0) at a 16-byte aligned address (TMA and the 16-byte vector accesses need it); every element of y is written by the forward.",
+		"Every {a, b, d, min} (grids, shapes, bytes, scalar arguments) is evaluated as size_formula says.")
 }
 
 func buildManifest(a *Artifact) error {
@@ -204,7 +226,7 @@ func buildManifest(a *Artifact) error {
 		entries[k.Name] = k
 	}
 	m := launch.Manifest{
-		Mokc: Version, SizeFormula: launch.SizeFormula, Notes: manifestNotes,
+		Mokc: Version, SizeFormula: launch.SizeFormula, Notes: manifestNotes(a.Program),
 		Layer: a.Layer.Name, Target: a.Schedule.Target.String(), PTXVersion: a.PTX.Version,
 		Shape:   launch.ShapeOf(a.Layer),
 		Buffers: a.Program.Buffers, Schedule: a.Schedule.String(),
