@@ -222,3 +222,40 @@ func TestGridPerSM(t *testing.T) {
 		}
 	}
 }
+
+// schedule.SharedMemoryBytes, which Validate and `mokc inspect` use, is
+// what the engines allocate: for every preset, target and weight storage,
+// the routed GEMM kernels' dynamic shared memory equals it.
+func TestSharedMemoryMatchesSchedule(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		for _, storage := range []schedule.WeightStorage{schedule.GroupedWeights, schedule.PerExpertWeights} {
+			l, err := schedule.Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Storage = storage
+			for _, target := range schedule.Targets() {
+				s, err := schedule.DefaultSchedule(l, target)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, err := Build(l, s)
+				if err != nil {
+					t.Fatalf("%s %v %v: %v", name, storage, target, err)
+				}
+				vs, _ := s.VariantSchedule()
+				want := map[string]int{
+					"moe_fc1":     s.SharedMemoryBytes(l, s.FC1, true),
+					"moe_fc2":     s.SharedMemoryBytes(l, s.FC2, false),
+					"moe_fc1_mid": vs.SharedMemoryBytes(l, vs.FC1, true),
+					"moe_fc2_mid": vs.SharedMemoryBytes(l, vs.FC2, false),
+				}
+				for _, k := range p.Kernels {
+					if w, ok := want[k.Name]; ok && k.SharedBytes != w {
+						t.Errorf("%s %v %v: kernel %s allocates %d bytes of shared memory, schedule says %d", name, storage, target, k.Name, k.SharedBytes, w)
+					}
+				}
+			}
+		}
+	}
+}
