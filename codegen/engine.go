@@ -79,7 +79,7 @@ const (
 
 // Activation is an ActKind with its constants.
 type Activation struct {
-	Kind  ActKind `json:"kind"`
+	Kind  ActKind `json:"kind"`            // activation function
 	Limit float64 `json:"limit,omitempty"` // clamp limit L (clamped kinds)
 	Alpha float64 `json:"alpha,omitempty"` // sigmoid slope (GPT-OSS)
 }
@@ -94,8 +94,8 @@ type Tile struct {
 	// ProducerWarps and EpilogueWarps are schedule.WarpRoles.Producer and
 	// .Epilogue (0 on sm_80). KernelInfo.Block is authoritative.
 	ProducerWarps int `json:"producer_warps,omitempty"`
-	EpilogueWarps int `json:"epilogue_warps,omitempty"`
-	Cluster       int `json:"cluster,omitempty"` // CTAs per cluster (schedule.Schedule.Cluster; 0 or 1: none)
+	EpilogueWarps int `json:"epilogue_warps,omitempty"` // schedule.WarpRoles.Epilogue
+	Cluster       int `json:"cluster,omitempty"`        // CTAs per cluster (schedule.Schedule.Cluster; 0 or 1: none)
 	// Grid is the persistent grid of the engines that loop over tiles
 	// (sm_90a, sm_100a): schedule.Schedule.GridCTAs, 0 for one block per SM
 	// of the target's reference part (schedule.Target.SMs).
@@ -131,7 +131,7 @@ type GemmSpec struct {
 	Gate     GateLayout   // EpiGated only
 	Act      Activation   // EpiGated only
 	Bias     bool         // add a per-expert fp32 bias [E, BRows()] (in B row order) before the epilogue
-	Tile     Tile
+	Tile     Tile         // block tile, pipeline depth and warps from the schedule
 }
 
 // BRows is the number of rows of each expert's B matrix: 2N for EpiGated, else N.
@@ -233,8 +233,8 @@ func GemmGrid(s GemmSpec, rowsPerT int64) [3]Expr {
 
 // KernelInfo is what an engine reports about a kernel it added to a module.
 type KernelInfo struct {
-	Name        string  `json:"name"`
-	Params      []Param `json:"params"`
+	Name        string  `json:"name"`         // kernel symbol (GemmSpec.Name)
+	Params      []Param `json:"params"`       // GemmParams(spec), then any tensor-map parameters
 	Block       int     `json:"block"`        // threads per block (1-D)
 	SharedBytes int     `json:"shared_bytes"` // dynamic shared memory per block
 	Grid        [3]Expr `json:"grid"`         // as functions of T (upper bounds)

@@ -25,11 +25,11 @@ import (
 // between launches; after the last one, y holds the output and err the
 // error word (0 = no error, else an OR of the Err* codes).
 type Program struct {
-	Layer   string       `json:"layer"`
-	Target  string       `json:"target"`
-	Kernels []Kernel     `json:"kernels"`
-	Buffers []Buffer     `json:"buffers"`
-	Module  *llir.Module `json:"-"`
+	Layer   string       `json:"layer"`   // schedule.Layer.Name
+	Target  string       `json:"target"`  // "sm_80", "sm_90a" or "sm_100a"
+	Kernels []Kernel     `json:"kernels"` // in launch order
+	Buffers []Buffer     `json:"buffers"` // inputs, outputs and scratch of the kernels
+	Module  *llir.Module `json:"-"`       // LLVM IR module holding every kernel
 }
 
 // Buffer returns the buffer named name, or nil.

@@ -19,25 +19,25 @@ const Version = "0.1.0"
 
 // Artifact is one compiled layer.
 type Artifact struct {
-	Layer    schedule.Layer
-	Schedule schedule.Schedule
-	Program  *codegen.Program // launch plan and the LLVM IR module
-	PTX      *ptx.Result      // PTX text and per-kernel metadata
-	Manifest launch.Manifest
+	Layer    schedule.Layer    // the layer compiled
+	Schedule schedule.Schedule // the schedule it was compiled with
+	Program  *codegen.Program  // launch plan and the LLVM IR module
+	PTX      *ptx.Result       // PTX text and per-kernel metadata
+	Manifest launch.Manifest   // launch manifest (the "manifest" stage)
 	// Timings holds the wall time of each stage, in stage order.
 	Timings []StageTime
 }
 
 // StageTime is the wall time one stage took.
 type StageTime struct {
-	Stage string        `json:"stage"`
-	Time  time.Duration `json:"ns"`
+	Stage string        `json:"stage"` // Stage.Name
+	Time  time.Duration `json:"ns"`    // wall time of run and check (JSON: nanoseconds)
 }
 
 // Stage is one step of the pipeline: run transforms the artifact in place;
 // check verifies what run produced.
 type Stage struct {
-	Name  string
+	Name  string // "validate", "codegen", "ptx" or "manifest"
 	run   func(*Artifact) error
 	check func(*Artifact) error
 }
@@ -140,11 +140,11 @@ func sameSchedule(a, b schedule.Schedule) bool {
 // StageError reports the stage that failed and, where one exists, a
 // command reproducing it (ReproduceCommand).
 type StageError struct {
-	Stage     string
-	Layer     string
-	Target    string
+	Stage     string // Stage.Name (plus " (check)" when its check failed), or "schedule"
+	Layer     string // schedule.Layer.Name
+	Target    string // "sm_80", "sm_90a" or "sm_100a"
 	Reproduce string // a `mokc build` command line, or "" when none reproduces it
-	Err       error
+	Err       error  // the stage's own error
 }
 
 // Error names the stage and, when there is one, a reproducing command.

@@ -173,8 +173,8 @@ func (f *Func) Loop(body func() value.Value) {
 
 // Case is one arm of Switch: Body runs when the switched value equals Value.
 type Case struct {
-	Value int64
-	Body  func()
+	Value int64  // case value, distinct across the arms of one Switch
+	Body  func() // builds the arm in its own block; falls through to the join
 }
 
 // Switch builds `switch x` over integer x (i8..i64) with distinct case

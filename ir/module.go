@@ -86,9 +86,9 @@ func (m *Module) String() string {
 // GlobalPtr(F32), ...). TensorMap marks the 128-byte byval CUtensorMap
 // parameter; build it with TensorMapParam.
 type Param struct {
-	Name      string
-	Type      types.Type
-	TensorMap bool
+	Name      string     // LLVM parameter name (kept in the PTX when it is a valid identifier)
+	Type      types.Type // parameter type; with TensorMap, ptr to TensorMapType
+	TensorMap bool       // byval 128-byte CUtensorMap, align 64
 }
 
 // P returns the parameter name of type t.

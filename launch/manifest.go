@@ -18,10 +18,10 @@ type Manifest struct {
 	Layer      string           `json:"layer"`       // preset or model name
 	Target     string           `json:"target"`      // sm_80, sm_90a, sm_100a
 	PTXVersion string           `json:"ptx_version"` // .version of the PTX
-	Shape      Shape            `json:"shape"`
-	Kernels    []ManifestKernel `json:"kernels"`
-	Buffers    []Buffer         `json:"buffers"`
-	Schedule   string           `json:"schedule"` // schedule.Schedule.String()
+	Shape      Shape            `json:"shape"`       // layer sizes and weight layout
+	Kernels    []ManifestKernel `json:"kernels"`     // in launch order
+	Buffers    []Buffer         `json:"buffers"`     // inputs, outputs and scratch of the kernels
+	Schedule   string           `json:"schedule"`    // schedule.Schedule.String()
 }
 
 // Shape holds the layer's sizes and what decides the meaning of the
@@ -29,13 +29,13 @@ type Manifest struct {
 // shared-expert width S*I_s (0 when none), the activation (schedule's
 // names) and the FC1 row order (FC1Halves or FC1Interleaved).
 type Shape struct {
-	Hidden       int    `json:"hidden"`
-	Intermediate int    `json:"intermediate"`
-	Experts      int    `json:"experts"`
-	TopK         int    `json:"top_k"`
-	SharedWidth  int    `json:"shared_width"`
-	Activation   string `json:"activation"`
-	FC1Rows      string `json:"fc1_rows"`
+	Hidden       int    `json:"hidden"`       // H, hidden size
+	Intermediate int    `json:"intermediate"` // I, routed expert intermediate size
+	Experts      int    `json:"experts"`      // E, routed experts
+	TopK         int    `json:"top_k"`        // K, routes per token
+	SharedWidth  int    `json:"shared_width"` // S*I_s, total shared-expert intermediate size; 0 = none
+	Activation   string `json:"activation"`   // routed activation: "swiglu", "clamped-swiglu" or "gpt-oss"
+	FC1Rows      string `json:"fc1_rows"`     // FC1Halves or FC1Interleaved
 }
 
 // FC1 row orders of Shape.FC1Rows: which rows of an expert's FC1 weight
@@ -51,9 +51,9 @@ const (
 // memory in bytes.
 type ManifestKernel struct {
 	Kernel
-	ParamBytes        int        `json:"param_bytes"`
-	ParamLayout       []PTXParam `json:"param_layout"`
-	StaticSharedBytes int        `json:"static_shared_bytes"`
+	ParamBytes        int        `json:"param_bytes"`         // size of the parameter buffer, bytes
+	ParamLayout       []PTXParam `json:"param_layout"`        // PTX layout of each of Params, same order
+	StaticSharedBytes int        `json:"static_shared_bytes"` // static shared memory from the PTX, bytes
 }
 
 // PTXParam is one parameter of a PTX .entry as laid out in the parameter

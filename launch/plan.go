@@ -15,9 +15,9 @@ const (
 // Param is one kernel parameter, in order. Size is in bytes (exact: the
 // runtime packs parameters at these sizes and alignments).
 type Param struct {
-	Name  string    `json:"name"`
-	Type  ParamType `json:"type"`
-	Size  int       `json:"size"`
+	Name  string    `json:"name"`            // parameter name in the kernel's signature
+	Type  ParamType `json:"type"`            // what the runtime passes: pointer, scalar or tensor map
+	Size  int       `json:"size"`            // bytes
 	Align int       `json:"align,omitempty"` // 0: Size
 	Role  string    `json:"role,omitempty"`  // GEMM operand role (codegen's engine.go), "" for other kernels
 	// Buffer names the buffer whose device address is passed (ParamPtr),
@@ -43,9 +43,9 @@ type TensorMap struct {
 
 // Kernel is one launch of a launch plan.
 type Kernel struct {
-	Name   string  `json:"name"`
-	Params []Param `json:"params"`
-	Block  int     `json:"block"` // threads per block (x only)
+	Name   string  `json:"name"`   // .entry symbol in the PTX module
+	Params []Param `json:"params"` // parameters in declaration order
+	Block  int     `json:"block"`  // threads per block (x only)
 	// Grid is the blocks per dimension as functions of T. The data-parallel
 	// kernels size it to their work (surplus blocks exit); the persistent
 	// GEMMs loop over their tiles with a stride of gridDim.x, so any grid of
@@ -70,8 +70,8 @@ type Kernel struct {
 
 // TokenRange is an inclusive range of token counts T.
 type TokenRange struct {
-	Min int64 `json:"min"`
-	Max int64 `json:"max"`
+	Min int64 `json:"min"` // smallest T, inclusive
+	Max int64 `json:"max"` // largest T, inclusive (MaxTokens when open-ended)
 }
 
 // MaxTokens is the largest token count a launch plan serves (T*K and T*E
@@ -117,12 +117,12 @@ const (
 // size as a function of T (at least 1 byte is allocated when it evaluates
 // to 0).
 type Buffer struct {
-	Name  string     `json:"name"`
-	Kind  BufferKind `json:"kind"`
+	Name  string     `json:"name"`  // name Param.Buffer and callers bind by, e.g. "x", "fc1", "y"
+	Kind  BufferKind `json:"kind"`  // who provides it
 	DType string     `json:"dtype"` // "bf16", "f32", "i32", "u8", "u64"
 	Shape []Expr     `json:"shape"` // logical shape, outermost first
-	Bytes Expr       `json:"bytes"`
-	Doc   string     `json:"doc"`
+	Bytes Expr       `json:"bytes"` // size in bytes as a function of T
+	Doc   string     `json:"doc"`   // one-line description of the contents
 }
 
 // ErrBuffer is the name of the error word buffer (u32[1]) of every forward

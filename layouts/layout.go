@@ -16,8 +16,8 @@ import (
 // Printed as CuTe prints it: "(2,(2,2)):(4,(2,1))"; a rank-1 leaf layout as
 // "8:1". Source: CUTLASS cute/layout.hpp and media/docs/cpp/cute/01_layout.md.
 type Layout struct {
-	Shape  IntTuple
-	Stride IntTuple
+	Shape  IntTuple // extent of each mode, every leaf >= 1
+	Stride IntTuple // stride of each mode, congruent with Shape, every leaf >= 0
 }
 
 // MakeLayout returns the layout shape:stride after checking that the two are

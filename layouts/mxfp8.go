@@ -110,12 +110,12 @@ type QuantizeOptions struct {
 // A block that does not fill 32 elements (Cols or Rows not a multiple of
 // 32) is quantized over the elements present.
 type MXFP8 struct {
-	E, Rows, Cols int // logical shape of the source tensor
-	Axis          BlockAxis
-	Rule          ScaleRule
-	Transposed    bool
-	Data          []uint8 // E4M3 codes, see the table above
-	Scales        []uint8 // UE8M0 codes, see the table above
+	E, Rows, Cols int       // logical shape of the source tensor
+	Axis          BlockAxis // the axis the 32-element blocks run along
+	Rule          ScaleRule // how each block's scale was chosen
+	Transposed    bool      // data and scales stored with Rows and Cols swapped
+	Data          []uint8   // E4M3 codes, see the table above
+	Scales        []uint8   // UE8M0 codes, see the table above
 	workers       int
 }
 

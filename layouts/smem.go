@@ -122,9 +122,9 @@ const MaxSmemTileBytes = 227 * 1024
 // the XOR-swizzled layout that makes every ldmatrix phase (8 rows x 16
 // bytes) hit 8 different 16-byte bank groups.
 type SmemTile struct {
-	Target      Target
-	Operand     Operand
-	DType       DType
+	Target      Target      // the architecture the tile is laid out for
+	Operand     Operand     // A (M x K) or B (N x K)
+	DType       DType       // element type
 	Rows        int         // M (A) or N (B)
 	K           int         // elements along K
 	Swizzle     SwizzleMode // the byte pattern (Pattern of the mode)

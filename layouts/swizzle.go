@@ -150,8 +150,8 @@ func (m SwizzleMode) Pattern() (Swizzle, error) {
 // SwizzledLayout is CuTe's ComposedLayout Sw o L: offset(i) =
 // Sw.Apply(L(i)), in the unit of L's strides.
 type SwizzledLayout struct {
-	Sw     Swizzle
-	Layout Layout
+	Sw     Swizzle // swizzle applied to L's offsets
+	Layout Layout  // the layout L
 }
 
 // String prints "Sw<B,M,S> o shape:stride".

@@ -81,7 +81,7 @@ type KernelInfo struct {
 	// MaxNTID is the .maxntid bound from the maxntidx/y/z annotations (zero
 	// when absent); MaxThreads is its product (threads per block).
 	MaxNTID    [3]int
-	MaxThreads int
+	MaxThreads int // product of the nonzero MaxNTID extents; 0 when absent
 	// MinBlocksPerSM is .minnctapersm from the minctasm annotation (0: none).
 	MinBlocksPerSM int
 	// MaxRegs is .maxnreg from the maxnreg annotation (0: none).
@@ -102,7 +102,7 @@ type Param = launch.PTXParam
 type Error struct {
 	Func string // LLVM function name, without '@'
 	Inst string // LLVM text of the offending instruction, global or parameter
-	Msg  string
+	Msg  string // what is unsupported or malformed
 }
 
 // Error formats the refusal as "ptx: in function @F: message: instruction".

@@ -24,11 +24,11 @@ var ErrNoDevice = errors.New("mokc runtime: no CUDA device")
 // cuModuleLoadDataEx (ptxas's messages, with PTX line numbers); it is empty
 // for other calls.
 type DriverError struct {
-	Call    string
-	Code    int
-	Name    string
-	Message string
-	Log     string
+	Call    string // driver entry point, e.g. "cuModuleLoadDataEx"
+	Code    int    // CUresult value
+	Name    string // cuGetErrorName of Code, e.g. "CUDA_ERROR_INVALID_PTX"; "CUresult(N)" if unnamed
+	Message string // cuGetErrorString of Code; may be empty
+	Log     string // JIT error log of a failed cuModuleLoadDataEx; empty otherwise
 }
 
 // Error formats the error as "mokc runtime: <call>: <name> (<message>)",

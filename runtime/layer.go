@@ -545,7 +545,7 @@ func (ly *Layer) CheckErrors(stream *Stream) error {
 // which kinds of problem occurred, not in which token or slot (the kernels
 // set it with an atomic OR, which keeps them free of any ordering).
 type RoutingError struct {
-	Layer   string
+	Layer   string // schedule.Layer.Name of the layer that ran
 	Code    uint32 // bit 0: expert id out of range; bit 1: too many routes in a routing-map row
 	Experts int    // E
 	TopK    int    // K

@@ -46,7 +46,7 @@ type WeightPart struct {
 	// DType and Shape are those of the whole tensor (ForwardArgs), e.g. BF16
 	// [E, 2I, H] for every "fc1" part.
 	DType DType
-	Shape []int
+	Shape []int // dimensions of the whole tensor, outermost first
 	// Data is the part's values: []uint16 (bf16 bits) or []float32. It is
 	// valid only during the call that receives it (buffers are reused).
 	Data any

@@ -36,7 +36,7 @@ func FromBF16(b []uint16) []float32 {
 // UploadInputs, described by the ForwardArgs fields they fill (Args; its
 // other fields are zero). Free releases them.
 type DeviceTensors struct {
-	Args  ForwardArgs
+	Args  ForwardArgs // the uploaded tensors; fields not uploaded are zero
 	ctx   *Context
 	alloc []DevicePtr
 }

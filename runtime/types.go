@@ -18,7 +18,11 @@ func (p DevicePtr) String() string { return fmt.Sprintf("0x%x", uint64(p)) }
 // Dim3 is a grid size (in thread blocks) or a block size (in threads) along
 // x, y and z. A zero Y or Z counts as 1, so Dim3{X: n} is one-dimensional; a
 // zero or negative X is an error.
-type Dim3 struct{ X, Y, Z int }
+type Dim3 struct {
+	X int // extent along x; must be >= 1
+	Y int // extent along y; 0 counts as 1
+	Z int // extent along z; 0 counts as 1
+}
 
 // Count returns X*Y*Z with zero Y and Z counted as 1.
 func (d Dim3) Count() int {

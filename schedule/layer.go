@@ -192,7 +192,7 @@ type Layer struct {
 	// S shared experts compute the same as one shared expert of
 	// intermediate size S*I_s.
 	SharedExperts      int
-	SharedIntermediate int
+	SharedIntermediate int // I_s, intermediate size of each shared expert
 	// SharedGate adds the Qwen2-MoE sigmoid output gate: the shared
 	// experts' output is multiplied by sigmoid(x[t]·g), g [H].
 	SharedGate bool
@@ -200,7 +200,7 @@ type Layer struct {
 	// ClampedSwiGLU; it may differ from the routed one, e.g. DeepSeek-V4
 	// clamps only the routed experts). SharedSwiGLULimit is its limit.
 	SharedActivation  Activation
-	SharedSwiGLULimit float64
+	SharedSwiGLULimit float64 // clamp limit of a ClampedSwiGLU shared activation; 0 for SwiGLU
 
 	// Activation of the routed experts.
 	Activation Activation
@@ -239,9 +239,9 @@ type Layer struct {
 // which breaks Rule. Every error of Layer.Validate and Schedule.Validate is
 // a *FieldError (possibly several joined by errors.Join).
 type FieldError struct {
-	Field string
-	Value any
-	Rule  string
+	Field string // the field's path, e.g. "Layer.TopK" or "Schedule.FC1.N"
+	Value any    // the field's rejected value
+	Rule  string // the broken rule, e.g. "must be > 0"
 }
 
 // Error formats the error as "FIELD = VALUE: RULE".

@@ -24,10 +24,10 @@ import (
 //
 // An expert that receives no route may have nil weights.
 type Weights struct {
-	FC1, FC2             [][]float32
-	FC1Bias, FC2Bias     [][]float32
-	SharedFC1, SharedFC2 [][]float32
-	SharedGate           []float32
+	FC1, FC2             [][]float32 // per routed expert: FC1 [2I*H], FC2 [H*I]
+	FC1Bias, FC2Bias     [][]float32 // per routed expert: [2I] and [H]; nil without Layer.Biases
+	SharedFC1, SharedFC2 [][]float32 // per shared expert: [2I_s*H] and [H*I_s]
+	SharedGate           []float32   // [H], gate vector g; nil without Layer.SharedGate
 }
 
 // Routing is the routing input of T tokens, in the form Layer.Routing names:
@@ -41,10 +41,10 @@ type Weights struct {
 //
 // The fields of the other form must be nil.
 type Routing struct {
-	IDs     []int32
-	Weights []float32
-	Map     []bool
-	Probs   []float32
+	IDs     []int32   // RoutingIDs: [T*K] expert ids, -1 = no route
+	Weights []float32 // RoutingIDs: [T*K] routing weights
+	Map     []bool    // RoutingMap: [T*E], true where token t routes to expert e
+	Probs   []float32 // RoutingMap: [T*E] probs, read where Map is true
 }
 
 // MainGrads are caller-owned main-grad buffers into which Backward
@@ -56,10 +56,10 @@ type Routing struct {
 // nil entry of an outer slice) skips that gradient; an expert with no route
 // is never touched (its gradient is exactly zero).
 type MainGrads struct {
-	FC1, FC2             [][]float32
-	FC1Bias, FC2Bias     [][]float32
-	SharedFC1, SharedFC2 [][]float32
-	SharedGate           []float32
+	FC1, FC2             [][]float32 // per routed expert: FC1 [2I*H], FC2 [H*I]
+	FC1Bias, FC2Bias     [][]float32 // per routed expert: [2I] and [H]
+	SharedFC1, SharedFC2 [][]float32 // per shared expert: [2I_s*H] and [H*I_s]
+	SharedGate           []float32   // [H]
 }
 
 // Grads are the activation and routing gradients of Backward.

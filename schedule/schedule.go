@@ -76,7 +76,11 @@ func (t Target) SMs() int {
 // intermediate indices, so the activation epilogue is local to the tile); the
 // reduction is over H. For FC2, N counts columns of H and the reduction is
 // over I.
-type Tile struct{ M, N, K int }
+type Tile struct {
+	M int // rows of A per tile (token rows; one expert's in the routed GEMMs)
+	N int // output columns per tile (FC1: N/2 gate + N/2 up)
+	K int // reduction elements per pipeline stage (one K block)
+}
 
 // String formats the tile as MxNxK.
 func (t Tile) String() string { return fmt.Sprintf("%dx%dx%d", t.M, t.N, t.K) }
@@ -90,7 +94,11 @@ func (t Tile) String() string { return fmt.Sprintf("%dx%dx%d", t.M, t.N, t.K) }
 //     one thread issues tcgen05.mma).
 //   - Epilogue: warps that only run the epilogue (sm_100a: 4, one per TMEM
 //     lane quadrant); 0 on sm_80/sm_90a, where the MMA warps run it.
-type WarpRoles struct{ Producer, MMA, Epilogue int }
+type WarpRoles struct {
+	Producer int // load-only warps (TMA); 0 on sm_80
+	MMA      int // warps that issue MMAs (sm_90a: 4 per consumer warpgroup)
+	Epilogue int // epilogue-only warps (sm_100a: 4); 0 on sm_80/sm_90a
+}
 
 // Total is the number of warps of a CTA.
 func (w WarpRoles) Total() int { return w.Producer + w.MMA + w.Epilogue }
@@ -101,16 +109,16 @@ func (s Schedule) Threads() int { return 32 * s.Warps.Total() }
 // Schedule says HOW a layer runs on one target: CTA tiles of the two grouped
 // GEMMs, the depth of the shared-memory pipeline, warp roles, and the grid.
 type Schedule struct {
-	Target Target
+	Target Target // GPU architecture the schedule is compiled for
 	// FC1 and FC2 are the tiles of the two grouped GEMMs; the shared
 	// experts' GEMMs use the same tiles. Shared experts are BF16: with
 	// mxfp8 routed weights they use K/2 (the same bytes per stage).
 	FC1 Tile
-	FC2 Tile
+	FC2 Tile // tile of FC2 (see FC1)
 	// Stages is the number of shared-memory pipeline stages (buffers of one
 	// K block of A and B each).
 	Stages int
-	Warps  WarpRoles
+	Warps  WarpRoles // warps per role of a CTA (Threads = 32 * Warps.Total())
 	// Persistent: a fixed grid of GridCTAs CTAs loops over the tiles
 	// (MoK's megakernel design); otherwise one CTA per tile. The sm_90a and
 	// sm_100a engines are persistent; the sm_80 engine launches one CTA per
@@ -139,10 +147,10 @@ const maxGridCTAs = 65535
 // the mean rows per expert. Its Stages and MMAWarps replace the
 // schedule's for these two kernels; everything else is the schedule's.
 type TileVariant struct {
-	FC1, FC2         Tile
-	Stages           int
-	MMAWarps         int
-	MinRows, MaxRows int // mean rows per expert T*K/E, inclusive
+	FC1, FC2         Tile // replace Schedule.FC1 and Schedule.FC2
+	Stages           int  // replaces Schedule.Stages
+	MMAWarps         int  // replaces Schedule.Warps.MMA
+	MinRows, MaxRows int  // mean rows per expert T*K/E, inclusive
 }
 
 // VariantSchedule returns s with the variant's tiles, stages and MMA warps
