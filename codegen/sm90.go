@@ -58,7 +58,10 @@ import (
 // no register copy can land between a wgmma and the wait_group covering it
 // whatever the backend's register allocation (ptxas would otherwise inject
 // warpgroup.wait and serialise the tensor-core pipeline). The loop keeps one
-// wgmma group in flight (wait_group 1) and releases the previous stage.
+// wgmma group in flight (wait_group 1) and releases the previous stage. A
+// consumer warpgroup whose 64 rows all lie past its expert's segment (the
+// ragged last tile of an expert) runs WGMMADrain instead: it waits for and
+// releases every stage but issues no wgmma.
 //
 // Staged epilogue (when a BM x BN bf16 staging tile fits next to the ring,
 // and B is not a pointer table): consumers compute the outputs with the
