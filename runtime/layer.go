@@ -32,7 +32,6 @@ type Layer struct {
 	ptx   string
 	mod   *Module
 	funcs []*Function
-	sms   int // the device's SM count: the grid of GridPerSM kernels
 
 	mu     sync.Mutex
 	closed bool
@@ -140,8 +139,7 @@ func LoadLayer(ctx *Context, l schedule.Layer, s schedule.Schedule, ptx string, 
 	if err != nil {
 		return nil, fmt.Errorf("mokc runtime: layer %s (%s): %w", l.Name, p.Target, err)
 	}
-	ly := &Layer{ctx: ctx, layer: l, sched: s, plan: p, ptx: ptx, mod: mod, lastT: -1, tmaps: map[[2]int]tmapEntry{},
-		sms: ctx.Device().SMCount}
+	ly := &Layer{ctx: ctx, layer: l, sched: s, plan: p, ptx: ptx, mod: mod, lastT: -1, tmaps: map[[2]int]tmapEntry{}}
 	fail := func(err error) (*Layer, error) {
 		mod.Unload()
 		return nil, err
@@ -337,24 +335,14 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 			continue
 		}
 		grid := Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
-		if k.GridPerSM && ly.sms > 0 {
-			grid.X = ly.sms // one block per SM of this device
+		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
+			grid.X = sms // one block per SM of this device
 		}
 		if err := ly.funcs[i].Launch(grid, Dim3{X: k.Block}, k.SharedBytes, args.Stream, a); err != nil {
 			return fmt.Errorf("mokc runtime: layer %s: T = %d: %w", ly.layer.Name, T, err)
 		}
 	}
 	return mark(len(p.Kernels))
-}
-
-// KernelNames returns the names of the program's kernels in launch order
-// (the manifest's kernels; ForwardArgs.Marks has one event more).
-func (ly *Layer) KernelNames() []string {
-	names := make([]string, len(ly.plan.Kernels))
-	for i, k := range ly.plan.Kernels {
-		names[i] = k.Name
-	}
-	return names
 }
 
 // bindOwn fills the addresses of the buffers the Layer owns: the error word
@@ -370,11 +358,6 @@ func (ly *Layer) bindOwn(bind []DevicePtr) {
 	}
 }
 
-// launched reports whether kernel k runs at T (launch.Kernel.RunsAt: not
-// when it is skipped at T = 0, when T is outside its token ranges, or when
-// its grid is empty).
-func launched(k launch.ManifestKernel, T int) bool { return k.RunsAt(int64(T)) }
-
 // buildArgs packs every launched kernel's arguments for T tokens and the
 // buffer addresses bind, encoding tensor maps whose address or extents
 // changed.
@@ -383,7 +366,7 @@ func (ly *Layer) buildArgs(T int, bind []DevicePtr) error {
 	sizes := ly.bufferBytes(T)
 	ly.args = make([]*Args, len(p.Kernels))
 	for i, k := range p.Kernels {
-		if !launched(k, T) {
+		if !k.RunsAt(int64(T)) {
 			continue
 		}
 		a := NewArgs()

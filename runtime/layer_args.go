@@ -117,7 +117,7 @@ type ForwardArgs struct {
 	// default stream.
 	Stream *Stream
 
-	// Marks, when not nil, times each kernel: it holds len(KernelNames())+1
+	// Marks, when not nil, times each kernel: it holds len(Layer.Kernels())+1
 	// events, and Forward records Marks[i] on Stream before kernel i and the
 	// last one after the last kernel, so ElapsedMs(Marks[i], Marks[i+1]) is
 	// kernel i's time in milliseconds, launch gap included (about 0 for a

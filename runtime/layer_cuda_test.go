@@ -383,7 +383,7 @@ func testMarks(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, ly *r
 	t.Helper()
 	c := newCase(t, ctx, l, w, 64, seed+99)
 	a := argsOf(dw, c.in, stream)
-	names := ly.KernelNames()
+	names := ly.Kernels()
 	marks := make([]*runtime.Event, len(names)+1)
 	for i := range marks {
 		e, err := ctx.NewEvent()

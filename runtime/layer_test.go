@@ -574,7 +574,7 @@ func TestLayerArgsPacking(t *testing.T) {
 				// The maps whose address or extents changed since the last step.
 				want := 0
 				for _, k := range p.Kernels {
-					if !launched(k, T) {
+					if !k.RunsAt(int64(T)) {
 						continue // a GEMM variant for other T
 					}
 					for _, prm := range k.Params {
@@ -603,7 +603,7 @@ func TestLayerArgsPacking(t *testing.T) {
 				for i, k := range p.Kernels {
 					args := ly.args[i]
 					if args == nil {
-						if launched(k, T) {
+						if k.RunsAt(int64(T)) {
 							t.Fatalf("%s T=%d: kernel %s has no arguments", what, T, k.Name)
 						}
 						continue

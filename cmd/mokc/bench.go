@@ -417,7 +417,7 @@ func benchAction(c *cli.Context) error {
 // benchKernels runs iters forwards with ForwardArgs.Marks and returns each
 // kernel's median time.
 func benchKernels(ctx *runtime.Context, ly *runtime.Layer, stream *runtime.Stream, sets []runtime.ForwardArgs, iters int) ([]kernelTime, error) {
-	names := ly.KernelNames()
+	names := ly.Kernels()
 	marks := make([][]*runtime.Event, iters)
 	defer func() {
 		for _, m := range marks {

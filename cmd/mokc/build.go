@@ -80,16 +80,17 @@ func buildAction(c *cli.Context) error {
 		if err := os.WriteFile(path, out, 0o644); err != nil {
 			return err
 		}
-		variants := 0
+		// The GEMM variants' token ranges partition T >= 1, so every T >= 1
+		// launches as many kernels as T = 1 does.
+		launched := 0
 		for _, k := range a.Program.Kernels {
-			if len(k.Tokens) > 0 {
-				variants++
+			if k.RunsAt(1) {
+				launched++
 			}
 		}
 		what := fmt.Sprintf("%d kernels", len(a.Program.Kernels))
-		if variants > 0 {
-			// Two shapes of each routed GEMM; one of them runs at any T.
-			what += fmt.Sprintf(", %d launched per forward (FC1 and FC2 in two tile shapes, chosen by T)", len(a.Program.Kernels)-variants/2)
+		if launched < len(a.Program.Kernels) {
+			what += fmt.Sprintf(", %d launched per forward (GEMMs in tile shapes chosen by T)", launched)
 		}
 		fmt.Fprintf(os.Stderr, "mokc: wrote %s (%s, %s, %s, %d bytes)\n", path, l.Name, target, what, len(out))
 		return nil

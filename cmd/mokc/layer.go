@@ -67,8 +67,8 @@ func scheduleFlags() []cli.Flag {
 
 // scheduleOverridden reports whether any schedule flag is set.
 func scheduleOverridden(c *cli.Context) bool {
-	for _, f := range []string{"fc1-tile", "fc2-tile", "stages", "mma-warps", "grid-ctas"} {
-		if c.IsSet(f) {
+	for _, f := range scheduleFlags() {
+		if c.IsSet(f.Names()[0]) {
 			return true
 		}
 	}
