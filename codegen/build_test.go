@@ -8,6 +8,7 @@ import (
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // llcPTX compiles the module text through llc-19 for target.
@@ -33,7 +34,7 @@ func TestBuildPresetsAssemble(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			s, err := schedule.DefaultSchedule(l, schedule.SM80)
+			s, err := schedule.DefaultSchedule(l, target.SM80)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -45,7 +46,7 @@ func TestBuildPresetsAssemble(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			ours, err := ptx.Compile(p.Module, ptx.SM80)
+			ours, err := ptx.Compile(p.Module, target.SM80)
 			if err != nil {
 				t.Fatalf("ptx.Compile: %v", err)
 			}

@@ -6,13 +6,7 @@ import (
 	"sync"
 
 	"github.com/mokc/mokc/ir"
-)
-
-// Targets mokc generates code for (PTX `.target` names).
-const (
-	TargetSM80  = "sm_80"   // Ampere and later: mma.sync, ldmatrix, cp.async
-	TargetSM90a = "sm_90a"  // Hopper: TMA, wgmma, mbarrier
-	TargetSM100 = "sm_100a" // Blackwell: TMA, tcgen05, TMEM
+	"github.com/mokc/mokc/target"
 )
 
 // AMode says where the rows of a grouped GEMM's A operand come from.
@@ -98,7 +92,7 @@ type Tile struct {
 	Cluster       int `json:"cluster,omitempty"`        // CTAs per cluster (schedule.Schedule.Cluster; 0 or 1: none)
 	// Grid is the persistent grid of the engines that loop over tiles
 	// (sm_90a, sm_100a): schedule.Schedule.GridCTAs, 0 for one block per SM
-	// of the target's reference part (schedule.Target.SMs).
+	// of the target's reference part (target.Target.SMs).
 	Grid int `json:"grid,omitempty"`
 }
 
@@ -254,35 +248,35 @@ type KernelInfo struct {
 // Every engine computes the epilogue with type Epilogue (epilogue.go) so the
 // numerics are identical across targets.
 type Engine interface {
-	Target() string
+	Target() target.Target
 	GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
 }
 
 var (
 	enginesMu sync.Mutex
-	engines   = map[string]func() Engine{}
+	engines   = map[target.Target]func() Engine{}
 )
 
 // RegisterEngine makes an engine constructor available to EngineFor. Engines
 // register themselves from an init function in their own file.
-func RegisterEngine(target string, mk func() Engine) {
+func RegisterEngine(t target.Target, mk func() Engine) {
 	enginesMu.Lock()
 	defer enginesMu.Unlock()
-	engines[target] = mk
+	engines[t] = mk
 }
 
-// EngineFor returns the GEMM engine of target ("sm_80", "sm_90a", "sm_100a"),
-// or an error naming the targets that have one.
-func EngineFor(target string) (Engine, error) {
+// EngineFor returns the GEMM engine of t, or an error naming the targets
+// that have one.
+func EngineFor(t target.Target) (Engine, error) {
 	enginesMu.Lock()
 	defer enginesMu.Unlock()
-	if mk, ok := engines[target]; ok {
+	if mk, ok := engines[t]; ok {
 		return mk(), nil
 	}
 	var have []string
 	for t := range engines {
-		have = append(have, t)
+		have = append(have, t.String())
 	}
 	sort.Strings(have)
-	return nil, fmt.Errorf("codegen: no GEMM engine for target %q (have %v)", target, have)
+	return nil, fmt.Errorf("codegen: no GEMM engine for target %v (have %v)", t, have)
 }

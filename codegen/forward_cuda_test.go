@@ -13,13 +13,14 @@ import (
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 //go:embed testdata/forward/*.llc.ptx
 var forwardPTX embed.FS
 
 // ourPTX compiles a program's module with mokc's own backend (package ptx).
-var ourPTX = func(p *Program) (string, error) { return ptx.Compile(p.Module, ptx.SM80) }
+var ourPTX = func(p *Program) (string, error) { return ptx.Compile(p.Module, target.SM80) }
 
 // executor runs a Program on the GPU: the small host-side loop that
 // runtime.Layer is meant to provide (see Program's doc).

@@ -8,6 +8,7 @@ import (
 	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 var update = flag.Bool("update", false, "rewrite the llc-19 reference PTX under codegen/testdata (forward, sm90, sm100)")
@@ -49,7 +50,7 @@ func forwardCases(t testing.TB) []fwdCase {
 // buildCase builds the sm_80 program of a case.
 func buildCase(t testing.TB, c fwdCase) *Program {
 	t.Helper()
-	s, err := schedule.DefaultSchedule(c.layer, schedule.SM80)
+	s, err := schedule.DefaultSchedule(c.layer, target.SM80)
 	if err != nil {
 		t.Fatal(err)
 	}

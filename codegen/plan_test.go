@@ -8,6 +8,7 @@ import (
 
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 func TestGemmSpecValidate(t *testing.T) {
@@ -28,8 +29,8 @@ func TestGemmSpecValidate(t *testing.T) {
 			t.Errorf("%+v: no error", s)
 		}
 	}
-	if _, err := EngineFor("sm_75"); err == nil || !strings.Contains(err.Error(), "sm_80") {
-		t.Errorf("EngineFor(sm_75) = %v", err)
+	if _, err := EngineFor(target.Target(99)); err == nil || !strings.Contains(err.Error(), "sm_80") {
+		t.Errorf("EngineFor(99) = %v", err)
 	}
 }
 
@@ -98,7 +99,7 @@ func TestBuildPlan(t *testing.T) {
 }
 
 func (c fwdCase) layerBM() int {
-	s, _ := schedule.DefaultSchedule(c.layer, schedule.SM80)
+	s, _ := schedule.DefaultSchedule(c.layer, target.SM80)
 	return s.FC1.M
 }
 
@@ -107,7 +108,7 @@ func TestBuildRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := schedule.DefaultSchedule(l, schedule.SM80)
+	s, err := schedule.DefaultSchedule(l, target.SM80)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +136,7 @@ func TestGemmVariants(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := schedule.DefaultSchedule(l, schedule.SM90a)
+		s, err := schedule.DefaultSchedule(l, target.SM90a)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -195,7 +196,7 @@ func TestGridPerSM(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []schedule.Target{schedule.SM80, schedule.SM90a, schedule.SM100a} {
+	for _, target := range []target.Target{target.SM80, target.SM90a, target.SM100a} {
 		s, err := schedule.DefaultSchedule(l, target)
 		if err != nil {
 			t.Fatal(err)
@@ -234,7 +235,7 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 				t.Fatal(err)
 			}
 			l.Storage = storage
-			for _, target := range schedule.Targets() {
+			for _, target := range target.All() {
 				s, err := schedule.DefaultSchedule(l, target)
 				if err != nil {
 					t.Fatal(err)

@@ -63,7 +63,7 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 	if l.Precision != schedule.BF16 {
 		return nil, fmt.Errorf("codegen: %s: precision %v is not supported by Build yet (bf16 only)", l.Name, l.Precision)
 	}
-	eng, err := EngineFor(s.Target.String())
+	eng, err := EngineFor(s.Target)
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
 )
 
 // sm100Engine is the sm_100a (Blackwell) grouped GEMM: TMA loads into a
@@ -47,13 +48,14 @@ import (
 // (cta_group::2).
 type sm100Engine struct{}
 
-func init() { RegisterEngine(TargetSM100, func() Engine { return sm100Engine{} }) }
+func init() { RegisterEngine(target.SM100a, func() Engine { return sm100Engine{} }) }
 
 // Target returns "sm_100a".
-func (sm100Engine) Target() string { return TargetSM100 }
+func (sm100Engine) Target() target.Target { return target.SM100a }
 
-// sm100Persistent is the persistent grid of the sm_100a engine (B200: 148 SMs).
-const sm100Persistent = 148
+// sm100Persistent is the persistent grid of the sm_100a engine: one block
+// per SM of the target table's reference part (B200: 148).
+var sm100Persistent = target.SM100a.SMs()
 
 // sm100Layout is the derived geometry of one sm_100a GEMM kernel.
 type sm100Layout struct {
@@ -112,8 +114,8 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	l.stageBytes = l.atoms * (l.aAtom + l.bAtom)
 	l.barOff = l.S * l.stageBytes
 	l.sharedBytes = 1024 + l.barOff + 16*l.S + 32 + 16
-	if l.sharedBytes > 227*1024 {
-		return l, fmt.Errorf("codegen: %s: sm_100a tile %dx%dx%d with %d stages needs %d bytes of shared memory (> 227 KB)", s.Name, l.BM, l.NB, l.BK, l.S, l.sharedBytes)
+	if lim := target.SM100a.SharedMemoryLimit(); l.sharedBytes > lim {
+		return l, fmt.Errorf("codegen: %s: sm_100a tile %dx%dx%d with %d stages needs %d bytes of shared memory (> %d)", s.Name, l.BM, l.NB, l.BK, l.S, l.sharedBytes, lim)
 	}
 	l.tmemCols = 32
 	for l.tmemCols < 2*l.NB {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	mptx "github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/target"
 )
 
 //go:embed testdata/sm100/gemm.llc.ptx
@@ -25,13 +26,13 @@ func TestSM100GemmGPU(t *testing.T) {
 	if cc := ctx.Device().ComputeCapability(); cc != 100 {
 		t.Skipf("the sm_100a engine needs compute capability 10.0, device has %d", cc)
 	}
-	eng, err := EngineFor(TargetSM100)
+	eng, err := EngineFor(target.SM100a)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cases := sm100GemmCases()
 	m, infos := sm90GemmModule(t, eng, cases)
-	ours, err := mptx.Compile(m.IR, mptx.SM100a)
+	ours, err := mptx.Compile(m.IR, target.SM100a)
 	if err != nil {
 		t.Fatalf("ptx backend: %v", err)
 	}

@@ -10,7 +10,7 @@ import (
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
 	mptx "github.com/mokc/mokc/ptx"
-	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // sm100Retarget turns llc-19's sm_90a PTX of an sm_100a module into sm_100a
@@ -35,12 +35,12 @@ func TestSM100PresetsAssemble(t *testing.T) {
 	for _, name := range presetsUnderTest() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, err := EngineFor(TargetSM100)
+			eng, err := EngineFor(target.SM100a)
 			if err != nil {
 				t.Fatal(err)
 			}
 			im := ir.NewModule("sm100_" + name)
-			for _, s := range sm90Specs(t, name, schedule.SM100a) {
+			for _, s := range sm90Specs(t, name, target.SM100a) {
 				if _, err := eng.GroupedGEMM(im, s, 8); err != nil {
 					t.Fatal(err)
 				}
@@ -64,7 +64,7 @@ func TestSM100PresetsAssemble(t *testing.T) {
 			if err := toolchain.Assemble(ptx, "sm_100a"); err != nil {
 				t.Fatal("llc-19 (retargeted):", strings.SplitN(err.Error(), "\n", 20))
 			}
-			ours, err := mptx.Compile(m, mptx.SM100a)
+			ours, err := mptx.Compile(m, target.SM100a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -98,7 +98,7 @@ func sm100GemmCases() []sm90GemmCase {
 // test runs it next to mokc's) in step with the generator, and assembles it
 // and mokc's PTX of the same module for sm_100a.
 func TestSM100GemmCasesAssemble(t *testing.T) {
-	eng, err := EngineFor(TargetSM100)
+	eng, err := EngineFor(target.SM100a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +114,7 @@ func TestSM100GemmCasesAssemble(t *testing.T) {
 	if err := toolchain.Assemble(ptx, "sm_100a"); err != nil {
 		t.Fatal("llc-19 (retargeted):", strings.SplitN(err.Error(), "\n", 20))
 	}
-	ours, err := mptx.Compile(m.IR, mptx.SM100a)
+	ours, err := mptx.Compile(m.IR, target.SM100a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,7 +166,7 @@ func TestSM100Descriptors(t *testing.T) {
 
 // TestSM100Refusals checks the errors of unsupported sm_100a specs.
 func TestSM100Refusals(t *testing.T) {
-	eng, err := EngineFor(TargetSM100)
+	eng, err := EngineFor(target.SM100a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
 )
 
 // sm80Engine is the sm_80 grouped GEMM: mma.sync.aligned.m16n8k16 bf16 with
@@ -26,10 +27,10 @@ import (
 // (gate, up) of one output column.
 type sm80Engine struct{}
 
-func init() { RegisterEngine(TargetSM80, func() Engine { return sm80Engine{} }) }
+func init() { RegisterEngine(target.SM80, func() Engine { return sm80Engine{} }) }
 
 // Target returns "sm_80".
-func (sm80Engine) Target() string { return TargetSM80 }
+func (sm80Engine) Target() target.Target { return target.SM80 }
 
 // sm80Layout is the derived geometry of one sm_80 GEMM kernel.
 type sm80Layout struct {

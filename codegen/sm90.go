@@ -9,6 +9,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
 )
 
 // sm90Engine is the sm_90a (Hopper) grouped GEMM: TMA loads into a
@@ -86,16 +87,16 @@ import (
 // comes through TMA.
 type sm90Engine struct{}
 
-func init() { RegisterEngine(TargetSM90a, func() Engine { return sm90Engine{} }) }
+func init() { RegisterEngine(target.SM90a, func() Engine { return sm90Engine{} }) }
 
 // Target returns "sm_90a".
-func (sm90Engine) Target() string { return TargetSM90a }
+func (sm90Engine) Target() target.Target { return target.SM90a }
 
-// sm90Persistent is the persistent grid of the sm_90a and sm_100a engines:
-// one block per SM of the reference part (H100/H200 SXM: 132). On a part
+// sm90Persistent is the persistent grid of the sm_90a engine: one block per
+// SM of the target table's reference part (H100/H200 SXM: 132). On a part
 // with fewer SMs the surplus blocks simply wait for a free SM; blocks
 // without work exit after initialising their barriers.
-const sm90Persistent = 132
+var sm90Persistent = target.SM90a.SMs()
 
 // sm90Layout is the derived geometry of one sm_90a GEMM kernel.
 type sm90Layout struct {
@@ -148,18 +149,19 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	l.stageBytes = l.atoms * (l.aAtom + l.bAtom)
 	l.barOff = l.S * l.stageBytes
 	l.sharedBytes = 1024 + l.barOff + 16*l.S
+	lim := target.SM90a.SharedMemoryLimit()
 	// Staged epilogue when the staging tile fits (not with BTable, whose
 	// producer warps are busy copying B).
 	if s.B != BTable {
 		stride := 2*l.BN + 16 // padded rows: the 8 rows of a fragment store hit distinct banks
-		if sb := 1024 + l.barOff + l.BM*stride + 16*l.S + 16; sb <= 227*1024 {
+		if sb := 1024 + l.barOff + l.BM*stride + 16*l.S + 16; sb <= lim {
 			l.staged, l.stgOff, l.stgStride = true, l.barOff, stride
 			l.barOff += l.BM * stride
 			l.sharedBytes = sb
 		}
 	}
-	if l.sharedBytes > 227*1024 {
-		return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%dx%d with %d stages needs %d bytes of shared memory (> 227 KB)", s.Name, l.BM, l.NB, l.BK, l.S, l.sharedBytes)
+	if l.sharedBytes > lim {
+		return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%dx%d with %d stages needs %d bytes of shared memory (> %d)", s.Name, l.BM, l.NB, l.BK, l.S, l.sharedBytes, lim)
 	}
 	l.kTiles = (s.K + l.BK - 1) / l.BK
 	l.nBlocks = (s.N + l.BN - 1) / l.BN

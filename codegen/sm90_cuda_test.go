@@ -13,13 +13,14 @@ import (
 	"github.com/mokc/mokc/ir"
 	mptx "github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/target"
 )
 
 //go:embed testdata/sm90/gemm.llc.ptx
 var sm90GemmLLC string
 
 // sm90OurPTX compiles a module with mokc's own ptx backend for sm_90a.
-var sm90OurPTX = func(m *ir.Module) (string, error) { return mptx.Compile(m.IR, mptx.SM90a) }
+var sm90OurPTX = func(m *ir.Module) (string, error) { return mptx.Compile(m.IR, target.SM90a) }
 
 // sm90GemmData is the host side of one grouped GEMM run.
 type sm90GemmData struct {
@@ -285,7 +286,7 @@ func TestSM90GemmGPU(t *testing.T) {
 	if cc := ctx.Device().ComputeCapability(); cc != 90 {
 		t.Skipf("the sm_90a engine needs compute capability 9.0, device has %d", cc)
 	}
-	eng, err := EngineFor(TargetSM90a)
+	eng, err := EngineFor(target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -339,7 +340,7 @@ func TestSM90GemmPerf(t *testing.T) {
 	if cc := ctx.Device().ComputeCapability(); cc != 90 {
 		t.Skipf("the sm_90a engine needs compute capability 9.0, device has %d", cc)
 	}
-	eng, err := EngineFor(TargetSM90a)
+	eng, err := EngineFor(target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,11 +15,12 @@ import (
 	"github.com/mokc/mokc/ir"
 	mptx "github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // sm90Specs returns the grouped-GEMM specs Build makes for preset name on
 // target (FC1, FC2 and, with a shared expert, the shared FC1/FC2).
-func sm90Specs(t *testing.T, name string, target schedule.Target) []GemmSpec {
+func sm90Specs(t *testing.T, name string, target target.Target) []GemmSpec {
 	t.Helper()
 	l, err := schedule.Preset(name)
 	if err != nil {
@@ -75,12 +76,12 @@ func TestSM90PresetsAssemble(t *testing.T) {
 	for _, name := range presetsUnderTest() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, err := EngineFor(TargetSM90a)
+			eng, err := EngineFor(target.SM90a)
 			if err != nil {
 				t.Fatal(err)
 			}
 			im := ir.NewModule("sm90_" + name)
-			for _, s := range sm90Specs(t, name, schedule.SM90a) {
+			for _, s := range sm90Specs(t, name, target.SM90a) {
 				if _, err := eng.GroupedGEMM(im, s, 8); err != nil {
 					t.Fatal(err)
 				}
@@ -98,7 +99,7 @@ func TestSM90PresetsAssemble(t *testing.T) {
 			if err := toolchain.Assemble(ptx, "sm_90a"); err != nil {
 				t.Fatal("llc-19:", strings.SplitN(err.Error(), "\n", 20))
 			}
-			ours, err := mptx.Compile(m, mptx.SM90a)
+			ours, err := mptx.Compile(m, target.SM90a)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,7 +175,7 @@ func sm90PerfCases(prefix string) []sm90GemmCase {
 // module.
 func sm90GemmModule(t testing.TB, eng Engine, cases []sm90GemmCase) (*ir.Module, []KernelInfo) {
 	t.Helper()
-	m := ir.NewModule("gemm_" + eng.Target())
+	m := ir.NewModule("gemm_" + eng.Target().String())
 	var infos []KernelInfo
 	for _, c := range cases {
 		ki, err := eng.GroupedGEMM(m, c.spec, 1)
@@ -193,7 +194,7 @@ func sm90GemmModule(t testing.TB, eng Engine, cases []sm90GemmCase) (*ir.Module,
 // engine test kernels, which the GPU test runs) in step with the generator,
 // and assembles it for sm_90a.
 func TestSM90GemmLLCPTX(t *testing.T) {
-	eng, err := EngineFor(TargetSM90a)
+	eng, err := EngineFor(target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +214,7 @@ func TestSM90GemmLLCPTX(t *testing.T) {
 
 // TestSM90Refusals checks the errors of unsupported specs.
 func TestSM90Refusals(t *testing.T) {
-	eng, err := EngineFor(TargetSM90a)
+	eng, err := EngineFor(target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}

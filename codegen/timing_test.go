@@ -8,12 +8,13 @@ import (
 
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // timingSchedule is the sm_80 default schedule of l with "stages,warps,bk"
 // applied (for timing experiments).
 func timingSchedule(l schedule.Layer, v string) (schedule.Schedule, error) {
-	s, err := schedule.DefaultSchedule(l, schedule.SM80)
+	s, err := schedule.DefaultSchedule(l, target.SM80)
 	if err != nil {
 		return s, err
 	}

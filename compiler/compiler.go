@@ -11,6 +11,7 @@ import (
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // Version is the version of mokc's code generator, part of every manifest
@@ -50,7 +51,7 @@ var Stages = []Stage{
 		return err
 	}, func(a *Artifact) error { return ir.Check(a.Program.Module) }},
 	{"ptx", func(a *Artifact) (err error) {
-		a.PTX, err = ptx.CompileModule(a.Program.Module, ptx.Target(a.Schedule.Target.String()))
+		a.PTX, err = ptx.CompileModule(a.Program.Module, a.Schedule.Target)
 		return err
 	}, checkPTX},
 	{"manifest", buildManifest, nil},
@@ -79,7 +80,7 @@ func Compile(l schedule.Layer, s schedule.Schedule) (*Artifact, error) {
 }
 
 // CompileDefault compiles l for target with schedule.DefaultSchedule.
-func CompileDefault(l schedule.Layer, target schedule.Target) (*Artifact, error) {
+func CompileDefault(l schedule.Layer, target target.Target) (*Artifact, error) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
 		return nil, &StageError{Stage: "schedule", Layer: l.Name, Target: target.String(), Err: err}

@@ -9,6 +9,7 @@ import (
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 func TestCompileEveryTarget(t *testing.T) {
@@ -16,7 +17,7 @@ func TestCompileEveryTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tg := range schedule.Targets() {
+	for _, tg := range target.All() {
 		a, err := CompileDefault(l, tg)
 		if err != nil {
 			t.Fatalf("%s: %v", tg, err)
@@ -70,7 +71,7 @@ func TestStageErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := schedule.DefaultSchedule(l, schedule.SM90a)
+	s, err := schedule.DefaultSchedule(l, target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +109,7 @@ func TestStageErrors(t *testing.T) {
 	custom := l
 	custom.Name = "my-layer"
 	custom.Precision = schedule.MXFP8
-	ms, err := schedule.DefaultSchedule(custom, schedule.SM90a)
+	ms, err := schedule.DefaultSchedule(custom, target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,7 @@ func TestGridCTAs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, tg := range []schedule.Target{schedule.SM90a, schedule.SM100a} {
+	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
 		s, err := schedule.DefaultSchedule(l, tg)
 		if err != nil {
 			t.Fatal(err)
@@ -155,7 +156,7 @@ func TestTooLargeForTMA(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.Name, l.Hidden, l.Intermediate = "huge", 1<<20, 1<<20 // one expert's FC1: 2^42 bytes
-	for _, tg := range []schedule.Target{schedule.SM90a, schedule.SM100a} {
+	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
 		_, err := CompileDefault(l, tg)
 		if err == nil || !strings.Contains(err.Error(), "TMA tensor-map limit") {
 			t.Errorf("%s: %v, want a refusal naming the TMA limit", tg, err)

@@ -15,12 +15,13 @@ import (
 	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden PTX files from the current compiler")
 
 // file is the golden file of preset p for target t.
-func file(p string, t schedule.Target) string {
+func file(p string, t target.Target) string {
 	return filepath.Join("testdata", fmt.Sprintf("%s.%s.ptx", p, t))
 }
 
@@ -35,11 +36,11 @@ func compileAll(t *testing.T) []result {
 	t.Helper()
 	type job struct {
 		preset string
-		target schedule.Target
+		target target.Target
 	}
 	var jobs []job
 	for _, p := range schedule.Presets() {
-		for _, tg := range schedule.Targets() {
+		for _, tg := range target.All() {
 			jobs = append(jobs, job{p, tg})
 		}
 	}
@@ -117,7 +118,7 @@ func TestGoldenAssembles(t *testing.T) {
 		tg := parts[len(parts)-2]
 		byTarget[tg] = append(byTarget[tg], f)
 	}
-	for _, tg := range schedule.Targets() {
+	for _, tg := range target.All() {
 		toolchain.NeedPtxas(t, tg.String())
 		if len(byTarget[tg.String()]) != len(schedule.Presets()) {
 			t.Errorf("%s: %d golden files, want one per preset (%d)", tg, len(byTarget[tg.String()]), len(schedule.Presets()))

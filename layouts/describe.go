@@ -3,6 +3,8 @@ package layouts
 import (
 	"fmt"
 	"strings"
+
+	"github.com/mokc/mokc/target"
 )
 
 // Describe returns a multi-line, human-readable account of the tile for
@@ -44,7 +46,7 @@ func (t *SmemTile) Describe(base uint32, n int) (string, error) {
 		}
 	}
 	switch t.Target {
-	case TargetSM80:
+	case target.SM80:
 		offs, err := t.LdmatrixX4Offsets(0, 0)
 		if err != nil {
 			return b.String(), nil
@@ -60,7 +62,7 @@ func (t *SmemTile) Describe(base uint32, n int) (string, error) {
 	default:
 		mk, _ := MMAK(t.Target, t.DType)
 		kind := "wgmma matrix descriptor (PTX ISA 9.7.15.5.1.2.2)"
-		if t.Target == TargetSM100a {
+		if t.Target == target.SM100a {
 			kind = "tcgen05 shared memory descriptor (PTX ISA 9.7.16.4.1)"
 		}
 		fmt.Fprintf(&b, "%s, tile at 0x%x, rows 0.., one per k-step of %d elements:\n", kind, base, mk)
@@ -72,7 +74,7 @@ func (t *SmemTile) Describe(base uint32, n int) (string, error) {
 			d, _ := t.DescriptorFields(base, 0, ks)
 			fmt.Fprintf(&b, "         k-step %2d: 0x%016x  %v\n", ks, v, d)
 		}
-		if t.Target == TargetSM100a && n > 0 {
+		if t.Target == target.SM100a && n > 0 {
 			m := min(t.Rows, 128)
 			var v uint32
 			var err error

@@ -3,10 +3,12 @@ package layouts
 import (
 	"strings"
 	"testing"
+
+	"github.com/mokc/mokc/target"
 )
 
 func TestDescribe(t *testing.T) {
-	tl, _ := NewSmemTile(TargetSM90a, OperandA, DTypeBF16, 64, 64)
+	tl, _ := NewSmemTile(target.SM90a, OperandA, DTypeBF16, 64, 64)
 	s, err := tl.Describe(0x400, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +25,7 @@ func TestDescribe(t *testing.T) {
 	if _, err := tl.Describe(0x100, 0); err == nil {
 		t.Error("misaligned base accepted")
 	}
-	tl, _ = NewSmemTile(TargetSM100a, OperandA, DTypeBF16, 128, 64)
+	tl, _ = NewSmemTile(target.SM100a, OperandA, DTypeBF16, 128, 64)
 	s, err = tl.Describe(0, 256)
 	if err != nil || !strings.Contains(s, "0x08400490  kind::f16 M=128 N=256 A=bf16 B=bf16 D=f32 K-major") ||
 		!strings.Contains(s, "0x4000404000010000") {
@@ -32,7 +34,7 @@ func TestDescribe(t *testing.T) {
 	if _, err := tl.Describe(0, 12); err == nil {
 		t.Error("N = 12 accepted")
 	}
-	tl, _ = NewSmemTile(TargetSM80, OperandA, DTypeBF16, 64, 32)
+	tl, _ = NewSmemTile(target.SM80, OperandA, DTypeBF16, 64, 32)
 	if s, _ = tl.Describe(0, 0); !strings.Contains(s, "lanes 16-23:    16    80   128   192") {
 		t.Errorf("sm_80 description:\n%s", s)
 	}

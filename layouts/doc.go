@@ -27,10 +27,10 @@
 // # Shared-memory operand tiles and descriptors
 //
 // NewSmemTile(target, operand, dtype, rows, K) gives the K-major tile of an
-// MMA operand (A: M x K, B: N x K) for TargetSM80 (ldmatrix-friendly XOR
-// swizzle; SmemTile.LdmatrixX4Offsets), TargetSM90a (wgmma canonical
+// MMA operand (A: M x K, B: N x K) for target.SM80 (ldmatrix-friendly XOR
+// swizzle; SmemTile.LdmatrixX4Offsets), target.SM90a (wgmma canonical
 // K-major, 128B swizzle when a row is a multiple of 128 bytes) and
-// TargetSM100a (tcgen05, same canonical layouts): SmemTile.Layout in CuTe
+// target.SM100a (tcgen05, same canonical layouts): SmemTile.Layout in CuTe
 // notation, SmemTile.ByteOffset, and SmemTile.Descriptor / DescriptorFields
 // for each (row group, k-step). The descriptor encoders are separate
 // functions codegen calls directly: SM90SmemDescriptor (wgmma, PTX ISA

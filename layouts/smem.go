@@ -4,32 +4,9 @@ import (
 	"fmt"
 	"math/bits"
 	"strings"
+
+	"github.com/mokc/mokc/target"
 )
-
-// Target is a GPU architecture mokc emits code for.
-type Target string
-
-// The targets: sm_80 (mma.sync + ldmatrix + cp.async), sm_90a (TMA + wgmma)
-// and sm_100a (TMA + tcgen05 + TMEM).
-const (
-	TargetSM80   Target = "sm_80"
-	TargetSM90a  Target = "sm_90a"
-	TargetSM100a Target = "sm_100a"
-)
-
-// ParseTarget accepts "sm_80", "sm_90a", "sm_100a" (also "sm_90",
-// "sm_100" for the same tiles).
-func ParseTarget(s string) (Target, error) {
-	switch strings.ToLower(strings.TrimSpace(s)) {
-	case "sm_80", "sm80":
-		return TargetSM80, nil
-	case "sm_90a", "sm_90", "sm90a", "sm90":
-		return TargetSM90a, nil
-	case "sm_100a", "sm_100", "sm100a", "sm100":
-		return TargetSM100a, nil
-	}
-	return "", fmt.Errorf("layouts: unknown target %q (sm_80, sm_90a, sm_100a)", s)
-}
 
 // Operand says which MMA operand a tile holds: A (M x K) or B (N x K). Both
 // are stored K-major (K contiguous), the layout every target supports for
@@ -91,19 +68,15 @@ func ParseDType(s string) (DType, error) {
 // (mma.sync m16n8k16, wgmma m64nNk16, tcgen05 kind::f16 K=16) and 32 for
 // e4m3 (wgmma m64nNk32, tcgen05 kind::f8f6f4 / mxf8f6f4 K=32); both are 32
 // bytes of K. sm_80 has no e4m3 MMA (error).
-func MMAK(t Target, d DType) (int, error) {
+func MMAK(t target.Target, d DType) (int, error) {
 	if d == DTypeE4M3 {
-		if t == TargetSM80 {
+		if t == target.SM80 {
 			return 0, fmt.Errorf("layouts: sm_80 has no e4m3 MMA")
 		}
 		return 32, nil
 	}
 	return 16, nil
 }
-
-// MaxSmemTileBytes bounds one tile: 227 KiB, the largest dynamic shared
-// memory of one CTA on sm_90/sm_100.
-const MaxSmemTileBytes = 227 * 1024
 
 // SmemTile is the shared-memory layout of one K-major operand tile of Rows
 // x K elements (Rows = M for A, N for B) on a target: CuTe's canonical
@@ -122,20 +95,20 @@ const MaxSmemTileBytes = 227 * 1024
 // the XOR-swizzled layout that makes every ldmatrix phase (8 rows x 16
 // bytes) hit 8 different 16-byte bank groups.
 type SmemTile struct {
-	Target      Target      // the architecture the tile is laid out for
-	Operand     Operand     // A (M x K) or B (N x K)
-	DType       DType       // element type
-	Rows        int         // M (A) or N (B)
-	K           int         // elements along K
-	Swizzle     SwizzleMode // the byte pattern (Pattern of the mode)
-	Layout      Layout      // (row, k) -> element offset before the swizzle
-	ElemSwizzle Swizzle     // the swizzle acting on element offsets
+	Target      target.Target // the architecture the tile is laid out for
+	Operand     Operand       // A (M x K) or B (N x K)
+	DType       DType         // element type
+	Rows        int           // M (A) or N (B)
+	K           int           // elements along K
+	Swizzle     SwizzleMode   // the byte pattern (Pattern of the mode)
+	Layout      Layout        // (row, k) -> element offset before the swizzle
+	ElemSwizzle Swizzle       // the swizzle acting on element offsets
 }
 
 // NewSmemTile returns the tile with the widest swizzle whose width divides
 // the row (K * element size bytes): 128B when K*size is a multiple of 128,
 // else 64B, 32B, none. See NewSmemTileSwizzle for the checks.
-func NewSmemTile(t Target, op Operand, d DType, rows, k int) (*SmemTile, error) {
+func NewSmemTile(t target.Target, op Operand, d DType, rows, k int) (*SmemTile, error) {
 	rowBytes := k * d.Bytes()
 	sw := SwizzleNone
 	switch {
@@ -153,10 +126,10 @@ func NewSmemTile(t Target, op Operand, d DType, rows, k int) (*SmemTile, error) 
 // unknown target; e4m3 on sm_80; Rows not a multiple of 16 for sm_80 A (m16)
 // or 64 for sm_90a/sm_100a A (a warpgroup's / tcgen05's M), or of 8 for B;
 // K not a multiple of MMAK or of the atom width; a tile above
-// MaxSmemTileBytes; Swizzle128BAtom32B (not modelled).
-func NewSmemTileSwizzle(t Target, op Operand, d DType, rows, k int, sw SwizzleMode) (*SmemTile, error) {
-	if _, err := ParseTarget(string(t)); err != nil {
-		return nil, err
+// the target's shared memory per CTA; Swizzle128BAtom32B (not modelled).
+func NewSmemTileSwizzle(t target.Target, op Operand, d DType, rows, k int, sw SwizzleMode) (*SmemTile, error) {
+	if !t.Valid() {
+		return nil, fmt.Errorf("layouts: unknown target %v (want %s)", t, target.Names())
 	}
 	mk, err := MMAK(t, d)
 	if err != nil {
@@ -168,7 +141,7 @@ func NewSmemTileSwizzle(t Target, op Operand, d DType, rows, k int, sw SwizzleMo
 	rowMul := 8
 	if op == OperandA {
 		rowMul = 64
-		if t == TargetSM80 {
+		if t == target.SM80 {
 			rowMul = 16
 		}
 	}
@@ -186,8 +159,8 @@ func NewSmemTileSwizzle(t Target, op Operand, d DType, rows, k int, sw SwizzleMo
 	if k%w != 0 {
 		return nil, fmt.Errorf("layouts: K = %d %v elements is not a multiple of the %v swizzle atom (%d elements)", k, d, sw, w)
 	}
-	if n := rows * k * d.Bytes(); n > MaxSmemTileBytes {
-		return nil, fmt.Errorf("layouts: %dx%d %v tile is %d bytes, above %d", rows, k, d, n, MaxSmemTileBytes)
+	if n, lim := rows*k*d.Bytes(), t.SharedMemoryLimit(); n > lim {
+		return nil, fmt.Errorf("layouts: %dx%d %v tile is %d bytes, above the %d of shared memory of one CTA on %v", rows, k, d, n, lim, t)
 	}
 	l, err := MakeLayout(Tuple(Ints(8, rows/8), Ints(w, k/w)), Tuple(Ints(w, 8*w), Ints(1, rows*w)))
 	if err != nil {
@@ -245,7 +218,7 @@ func (t *SmemTile) ByteOffset(row, k int) (int, error) {
 // Rows x 16 (next core matrix along K). Errors: sm_80 (no descriptors), base
 // not aligned to Swizzle.RepeatBytes(), row0 or kStep out of range.
 func (t *SmemTile) DescriptorFields(base uint32, row0, kStep int) (SmemDescriptor, error) {
-	if t.Target == TargetSM80 {
+	if t.Target == target.SM80 {
 		return SmemDescriptor{}, fmt.Errorf("layouts: sm_80 reads shared memory with ldmatrix, not descriptors")
 	}
 	if int(base)%t.Swizzle.RepeatBytes() != 0 {
@@ -282,7 +255,7 @@ func (t *SmemTile) Descriptor(base uint32, row0, kStep int) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	if t.Target == TargetSM100a {
+	if t.Target == target.SM100a {
 		return SM100SmemDescriptor(d)
 	}
 	return SM90SmemDescriptor(d)

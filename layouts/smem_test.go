@@ -3,10 +3,12 @@ package layouts
 import (
 	"fmt"
 	"testing"
+
+	"github.com/mokc/mokc/target"
 )
 
 func TestSmemTileShapes(t *testing.T) {
-	tl, err := NewSmemTile(TargetSM90a, OperandA, DTypeBF16, 64, 64)
+	tl, err := NewSmemTile(target.SM90a, OperandA, DTypeBF16, 64, 64)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -14,7 +16,7 @@ func TestSmemTileShapes(t *testing.T) {
 		tl.ElemSwizzle != (Swizzle{3, 3, 3}) || tl.Bytes() != 8192 {
 		t.Fatalf("sm_90a A bf16 64x64 = %v", tl)
 	}
-	fp8, _ := NewSmemTile(TargetSM100a, OperandB, DTypeE4M3, 256, 128)
+	fp8, _ := NewSmemTile(target.SM100a, OperandB, DTypeE4M3, 256, 128)
 	if fp8.Swizzle != Swizzle128B || fp8.Layout.String() != "((8,32),(128,1)):((128,1024),(1,32768))" || fp8.ElemSwizzle != (Swizzle{3, 4, 3}) {
 		t.Fatalf("sm_100a B e4m3 256x128 = %v", fp8)
 	}
@@ -22,12 +24,12 @@ func TestSmemTileShapes(t *testing.T) {
 		k    int
 		want SwizzleMode
 	}{{64, Swizzle128B}, {32, Swizzle64B}, {16, Swizzle32B}, {192, Swizzle128B}, {48, Swizzle32B}} {
-		if tl, err := NewSmemTile(TargetSM80, OperandA, DTypeBF16, 32, c.k); err != nil || tl.Swizzle != c.want {
+		if tl, err := NewSmemTile(target.SM80, OperandA, DTypeBF16, 32, c.k); err != nil || tl.Swizzle != c.want {
 			t.Errorf("sm_80 bf16 K=%d: %v, %v (want %v)", c.k, tl, err, c.want)
 		}
 	}
 	for _, bad := range []struct {
-		t      Target
+		t      target.Target
 		op     Operand
 		d      DType
 		rows   int
@@ -35,15 +37,15 @@ func TestSmemTileShapes(t *testing.T) {
 		swzl   SwizzleMode
 		reason string
 	}{
-		{TargetSM80, OperandA, DTypeE4M3, 64, 64, Swizzle128B, "e4m3 on sm_80"},
-		{TargetSM90a, OperandA, DTypeBF16, 48, 64, Swizzle128B, "A rows not a multiple of 64"},
-		{TargetSM80, OperandA, DTypeBF16, 8, 64, Swizzle128B, "sm_80 A rows not a multiple of 16"},
-		{TargetSM90a, OperandB, DTypeBF16, 12, 64, Swizzle128B, "B rows not a multiple of 8"},
-		{TargetSM90a, OperandB, DTypeBF16, 64, 24, SwizzleNone, "K not a multiple of MMA K"},
-		{TargetSM90a, OperandB, DTypeBF16, 64, 32, Swizzle128B, "K below the atom"},
-		{TargetSM100a, OperandB, DTypeBF16, 64, 64, Swizzle128BAtom32B, "unmodelled swizzle"},
-		{TargetSM100a, OperandA, DTypeBF16, 1024, 128, Swizzle128B, "too large"},
-		{Target("sm_70"), OperandA, DTypeBF16, 64, 64, Swizzle128B, "unknown target"},
+		{target.SM80, OperandA, DTypeE4M3, 64, 64, Swizzle128B, "e4m3 on sm_80"},
+		{target.SM90a, OperandA, DTypeBF16, 48, 64, Swizzle128B, "A rows not a multiple of 64"},
+		{target.SM80, OperandA, DTypeBF16, 8, 64, Swizzle128B, "sm_80 A rows not a multiple of 16"},
+		{target.SM90a, OperandB, DTypeBF16, 12, 64, Swizzle128B, "B rows not a multiple of 8"},
+		{target.SM90a, OperandB, DTypeBF16, 64, 24, SwizzleNone, "K not a multiple of MMA K"},
+		{target.SM90a, OperandB, DTypeBF16, 64, 32, Swizzle128B, "K below the atom"},
+		{target.SM100a, OperandB, DTypeBF16, 64, 64, Swizzle128BAtom32B, "unmodelled swizzle"},
+		{target.SM100a, OperandA, DTypeBF16, 1024, 128, Swizzle128B, "too large"},
+		{target.Target(9), OperandA, DTypeBF16, 64, 64, Swizzle128B, "unknown target"},
 	} {
 		if _, err := NewSmemTileSwizzle(bad.t, bad.op, bad.d, bad.rows, bad.k, bad.swzl); err == nil {
 			t.Errorf("accepted: %s", bad.reason)
@@ -53,14 +55,14 @@ func TestSmemTileShapes(t *testing.T) {
 
 func allTiles(t *testing.T) []*SmemTile {
 	var out []*SmemTile
-	for _, tg := range []Target{TargetSM80, TargetSM90a, TargetSM100a} {
+	for _, tg := range []target.Target{target.SM80, target.SM90a, target.SM100a} {
 		for _, d := range []DType{DTypeBF16, DTypeE4M3} {
 			for _, op := range []Operand{OperandA, OperandB} {
 				for _, sw := range []SwizzleMode{SwizzleNone, Swizzle32B, Swizzle64B, Swizzle128B} {
 					for _, rows := range []int{64, 128} {
 						for _, kb := range []int{128, 256} { // K bytes
 							tl, err := NewSmemTileSwizzle(tg, op, d, rows, kb/d.Bytes(), sw)
-							if tg == TargetSM80 && d == DTypeE4M3 {
+							if tg == target.SM80 && d == DTypeE4M3 {
 								continue
 							}
 							if err != nil {
@@ -134,7 +136,7 @@ func emulateDescriptor(d SmemDescriptor, row, kb int) int {
 func TestTileDescriptorsAddressTheTile(t *testing.T) {
 	const base = 0x6000 // a multiple of 1024
 	for _, tl := range allTiles(t) {
-		if tl.Target == TargetSM80 {
+		if tl.Target == target.SM80 {
 			if _, err := tl.Descriptor(base, 0, 0); err == nil {
 				t.Fatal("sm_80 tile gave a descriptor")
 			}
@@ -147,7 +149,7 @@ func TestTileDescriptorsAddressTheTile(t *testing.T) {
 		mmaRows := tl.Rows
 		if tl.Operand == OperandA {
 			mmaRows = 64
-			if tl.Target == TargetSM100a {
+			if tl.Target == target.SM100a {
 				mmaRows = min(tl.Rows, 128)
 			}
 		}
@@ -158,7 +160,7 @@ func TestTileDescriptorsAddressTheTile(t *testing.T) {
 					t.Fatal(err)
 				}
 				var d SmemDescriptor
-				if tl.Target == TargetSM100a {
+				if tl.Target == target.SM100a {
 					d, err = DecodeSM100SmemDescriptor(v)
 				} else {
 					d, err = DecodeSM90SmemDescriptor(v)
@@ -180,17 +182,17 @@ func TestTileDescriptorsAddressTheTile(t *testing.T) {
 	}
 	// Pinned values (by hand): sm_90a A bf16 64x64 at 0x400, k-step 1:
 	// start 0x420 -> 0x42, LBO 16 -> 1, SBO 1024 -> 0x40, 128B.
-	tl, _ := NewSmemTile(TargetSM90a, OperandA, DTypeBF16, 64, 64)
+	tl, _ := NewSmemTile(target.SM90a, OperandA, DTypeBF16, 64, 64)
 	if v, err := tl.Descriptor(0x400, 0, 1); err != nil || v != 0x4000004000010042 {
 		t.Errorf("sm_90a k-step 1 = 0x%016x, %v", v, err)
 	}
-	tl, _ = NewSmemTile(TargetSM100a, OperandB, DTypeE4M3, 256, 256)
+	tl, _ = NewSmemTile(target.SM100a, OperandB, DTypeE4M3, 256, 256)
 	// k-step 4 is K 128: the second atom column, 256 rows x 128 bytes on.
 	if v, err := tl.Descriptor(0, 0, 4); err != nil || v != 0x4000404000010800 {
 		t.Errorf("sm_100a k-step 4 = 0x%016x, %v", v, err)
 	}
 	// The rows 64..127 of an A tile: 8 row groups of 1024 bytes on.
-	tl, _ = NewSmemTile(TargetSM100a, OperandA, DTypeBF16, 128, 64)
+	tl, _ = NewSmemTile(target.SM100a, OperandA, DTypeBF16, 128, 64)
 	if v, err := tl.Descriptor(0x8000, 64, 0); err != nil || v != 0x4000404000010A00 {
 		t.Errorf("sm_100a rows 64.. = 0x%016x, %v", v, err)
 	}
@@ -225,7 +227,7 @@ func conflictFree(offs [32]int) bool {
 func TestSM80LdmatrixConflictFree(t *testing.T) {
 	for _, k := range []int{16, 32, 64, 128} {
 		for _, op := range []Operand{OperandA, OperandB} {
-			tl, err := NewSmemTile(TargetSM80, op, DTypeBF16, 64, k)
+			tl, err := NewSmemTile(target.SM80, op, DTypeBF16, 64, k)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -256,7 +258,7 @@ func TestSM80LdmatrixConflictFree(t *testing.T) {
 	}
 	// Without the swizzle, 128-byte rows put all 8 rows of a phase in the
 	// same bank group: the check above would fail.
-	tl, _ := NewSmemTileSwizzle(TargetSM80, OperandA, DTypeBF16, 64, 64, SwizzleNone)
+	tl, _ := NewSmemTileSwizzle(target.SM80, OperandA, DTypeBF16, 64, 64, SwizzleNone)
 	plain, _ := RowMajor(Ints(64, 64))
 	var offs [32]int
 	for l := range offs {
@@ -269,21 +271,13 @@ func TestSM80LdmatrixConflictFree(t *testing.T) {
 	if _, err := tl.LdmatrixX4Offsets(56, 0); err == nil {
 		t.Fatal("ldmatrix block past the tile accepted")
 	}
-	fp8, _ := NewSmemTile(TargetSM90a, OperandB, DTypeE4M3, 64, 128)
+	fp8, _ := NewSmemTile(target.SM90a, OperandB, DTypeE4M3, 64, 128)
 	if _, err := fp8.LdmatrixX4Offsets(0, 0); err == nil {
 		t.Fatal("ldmatrix .b16 on an e4m3 tile accepted")
 	}
 }
 
 func TestParseNames(t *testing.T) {
-	for s, want := range map[string]Target{"sm_80": TargetSM80, "sm_90a": TargetSM90a, "SM_100A": TargetSM100a, "sm_100": TargetSM100a} {
-		if got, err := ParseTarget(s); err != nil || got != want {
-			t.Errorf("ParseTarget(%q) = %v, %v", s, got, err)
-		}
-	}
-	if _, err := ParseTarget("sm_75"); err == nil {
-		t.Error("sm_75 accepted")
-	}
 	for s, want := range map[string]SwizzleMode{"128B": Swizzle128B, "64": Swizzle64B, "32b": Swizzle32B, "none": SwizzleNone} {
 		if got, err := ParseSwizzleMode(s); err != nil || got != want || (fmt.Sprint(got) == "") {
 			t.Errorf("ParseSwizzleMode(%q) = %v, %v", s, got, err)

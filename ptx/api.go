@@ -4,58 +4,18 @@ import (
 	"fmt"
 
 	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/target"
 
 	llir "github.com/llir/llvm/ir"
 )
 
-// Target is a PTX compilation target: the `.target` directive of the output,
-// which also fixes its `.version` (see Target.Version).
-type Target string
-
-// The targets mokc compiles for.
-const (
-	SM80   Target = "sm_80"   // Ampere (A100): PTX ISA 8.0
-	SM90a  Target = "sm_90a"  // Hopper (H100/H200) with wgmma/setmaxnreg: PTX ISA 8.0
-	SM100a Target = "sm_100a" // Blackwell (B200) with tcgen05: PTX ISA 8.8
-)
-
-// Targets lists every supported target.
-var Targets = []Target{SM80, SM90a, SM100a}
-
-// Version is the PTX ISA version emitted for t: "8.0" for sm_80 and sm_90a
-// (the lowest that has sm_90a and everything the backend emits, e.g.
-// cvta.param from PTX 7.7; accepted by every ptxas 12.x), "8.8" for sm_100a
-// (tcgen05 block-scaled MMA spellings need it; PTX ISA "Release notes").
-func (t Target) Version() (string, error) {
-	switch t {
-	case SM80, SM90a:
-		return "8.0", nil
-	case SM100a:
-		return "8.8", nil
-	}
-	return "", fmt.Errorf("ptx: unknown target %q (want sm_80, sm_90a or sm_100a)", string(t))
-}
-
-// SM is the compute capability of t times ten (80, 90, 100).
-func (t Target) SM() int {
-	switch t {
-	case SM80:
-		return 80
-	case SM90a:
-		return 90
-	case SM100a:
-		return 100
-	}
-	return 0
-}
-
 // Result is a compiled module: the PTX text and what a launcher needs to know
 // about each kernel.
 type Result struct {
-	Text    string       // the PTX module
-	Target  Target       // its .target
-	Version string       // its .version, e.g. "8.0"
-	Kernels []KernelInfo // one per .entry, in module order
+	Text    string        // the PTX module
+	Target  target.Target // its .target
+	Version string        // its .version, e.g. "8.0"
+	Kernels []KernelInfo  // one per .entry, in module order
 }
 
 // KernelInfo describes one kernel (.entry) of a compiled module.
@@ -120,8 +80,8 @@ func (e *Error) Error() string {
 
 // Compile lowers the LLVM IR module m to PTX text for target. It is
 // CompileModule without the metadata.
-func Compile(m *llir.Module, target Target) (string, error) {
-	r, err := CompileModule(m, target)
+func Compile(m *llir.Module, tg target.Target) (string, error) {
+	r, err := CompileModule(m, tg)
 	if err != nil {
 		return "", err
 	}
@@ -131,17 +91,17 @@ func Compile(m *llir.Module, target Target) (string, error) {
 // CompileModule lowers the LLVM IR module m (the subset documented in the
 // package doc) to PTX for target. Constructs outside the subset are an *Error naming the function and
 // the instruction; the module is not modified.
-func CompileModule(m *llir.Module, target Target) (*Result, error) {
-	version, err := target.Version()
-	if err != nil {
-		return nil, err
+func CompileModule(m *llir.Module, tg target.Target) (*Result, error) {
+	if !tg.Valid() {
+		return nil, fmt.Errorf("ptx: invalid target %v (want %s)", tg, target.Names())
 	}
+	version := tg.PTXVersion()
 	if m == nil {
 		return nil, fmt.Errorf("ptx: nil module")
 	}
-	c := &compilation{mod: m, target: target, version: version}
+	c := &compilation{mod: m, target: tg, version: version}
 	if err := runPasses(c, passes); err != nil {
 		return nil, err
 	}
-	return &Result{Text: c.text, Target: target, Version: version, Kernels: c.kernels}, nil
+	return &Result{Text: c.text, Target: tg, Version: version, Kernels: c.kernels}, nil
 }

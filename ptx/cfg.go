@@ -192,7 +192,7 @@ func buildCFG(c *compilation) error {
 			if _, ok := f.Sig.RetType.(*types.VoidType); !ok {
 				return mf.errorf(nil, "a kernel must return void, not %s", f.Sig.RetType)
 			}
-			if a.cluster != [3]int{} && c.target.SM() < 90 {
+			if a.cluster != [3]int{} && c.target.ComputeCapability() < 90 {
 				return mf.errorf(nil, "cluster_dim annotations need sm_90a or newer, not %s", c.target)
 			}
 		}

@@ -401,7 +401,7 @@ func checkMachineCode(c *compilation) error {
 // definition per function, balanced braces outside inline asm.
 func checkText(c *compilation) error {
 	t := c.text
-	if !strings.Contains(t, "\n.version "+c.version+"\n.target "+string(c.target)+"\n.address_size 64\n") {
+	if !strings.Contains(t, "\n.version "+c.version+"\n.target "+c.target.String()+"\n.address_size 64\n") {
 		return fmt.Errorf("missing or wrong module header")
 	}
 	for _, f := range c.funcs {

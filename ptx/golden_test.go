@@ -16,6 +16,7 @@ import (
 	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	mokcir "github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden PTX files under testdata/golden")
@@ -29,7 +30,7 @@ type testCase struct {
 	name    string
 	path    string
 	src     string
-	targets []Target
+	targets []target.Target
 	llcSkip string
 }
 
@@ -48,7 +49,7 @@ func loadCases(t *testing.T, dir string) []testCase {
 		if err != nil {
 			t.Fatal(err)
 		}
-		tc := testCase{name: strings.TrimSuffix(filepath.Base(p), ".ll"), path: p, src: string(b), targets: Targets}
+		tc := testCase{name: strings.TrimSuffix(filepath.Base(p), ".ll"), path: p, src: string(b), targets: target.All()}
 		for _, l := range strings.Split(tc.src, "\n") {
 			if !strings.HasPrefix(l, ";") {
 				break
@@ -58,7 +59,11 @@ func loadCases(t *testing.T, dir string) []testCase {
 			case strings.HasPrefix(l, "targets:"):
 				tc.targets = nil
 				for _, f := range strings.Fields(strings.TrimPrefix(l, "targets:")) {
-					tc.targets = append(tc.targets, Target(f))
+					tg, err := target.Parse(f)
+					if err != nil {
+						t.Fatal(err)
+					}
+					tc.targets = append(tc.targets, tg)
 				}
 			case strings.HasPrefix(l, "llc: skip"):
 				tc.llcSkip = strings.TrimSpace(strings.TrimPrefix(l, "llc: skip"))
@@ -108,21 +113,21 @@ func fixParsedTypes(m *llir.Module) {
 func TestGolden(t *testing.T) {
 	for _, tc := range loadCases(t, "testdata") {
 		for _, target := range tc.targets {
-			t.Run(tc.name+"/"+string(target), func(t *testing.T) {
+			t.Run(tc.name+"/"+target.String(), func(t *testing.T) {
 				m := parse(t, tc.path, tc.src)
 				got, err := Compile(m, target)
 				if err != nil {
 					t.Fatalf("Compile: %v", err)
 				}
-				goldenfile.Check(t, filepath.Join("testdata", "golden", tc.name+"."+string(target)+".ptx"), got, *update,
+				goldenfile.Check(t, filepath.Join("testdata", "golden", tc.name+"."+target.String()+".ptx"), got, *update,
 					"go test ./ptx -run TestGolden -update")
 				// Compiling again gives the same text (deterministic names).
 				again, err := Compile(parse(t, tc.path, tc.src), target)
 				if err != nil || again != got {
 					t.Errorf("second compilation differs (err %v)", err)
 				}
-				toolchain.NeedPtxas(t, string(target))
-				if err := toolchain.Assemble(got, string(target)); err != nil {
+				toolchain.NeedPtxas(t, target.String())
+				if err := toolchain.Assemble(got, target.String()); err != nil {
 					t.Errorf("ptxas rejects our PTX: %v\n%s", err, numbered(got))
 				}
 			})
@@ -141,11 +146,11 @@ func TestLLCDifferential(t *testing.T) {
 			if tc.llcSkip != "" {
 				t.Skipf("llc: skip %s", tc.llcSkip)
 			}
-			if !hasTarget(tc.targets, SM90a) {
+			if !hasTarget(tc.targets, target.SM90a) {
 				t.Skip("not compiled for sm_90a")
 			}
 			m := parse(t, tc.path, tc.src)
-			ours, err := Compile(m, SM90a)
+			ours, err := Compile(m, target.SM90a)
 			if err != nil {
 				t.Fatalf("Compile: %v", err)
 			}
@@ -158,18 +163,18 @@ func TestLLCDifferential(t *testing.T) {
 			if err != nil {
 				t.Fatalf("llc-19 rejects the IR: %v\n%s", err, numbered(text))
 			}
-			toolchain.NeedPtxas(t, string(SM90a))
-			if err := toolchain.Assemble(theirs, string(SM90a)); err != nil {
+			toolchain.NeedPtxas(t, target.SM90a.String())
+			if err := toolchain.Assemble(theirs, target.SM90a.String()); err != nil {
 				t.Errorf("ptxas rejects llc-19's PTX: %v", err)
 			}
-			if err := toolchain.Assemble(ours, string(SM90a)); err != nil {
+			if err := toolchain.Assemble(ours, target.SM90a.String()); err != nil {
 				t.Errorf("ptxas rejects our PTX: %v", err)
 			}
 		})
 	}
 }
 
-func hasTarget(ts []Target, t Target) bool {
+func hasTarget(ts []target.Target, t target.Target) bool {
 	for _, x := range ts {
 		if x == t {
 			return true

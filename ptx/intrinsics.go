@@ -123,7 +123,7 @@ func statement(op string, n int) intrinsicFn {
 
 func sreg(reg string, minSM int) intrinsicFn {
 	return func(s *sel, call *llir.InstCall) error {
-		if s.c.target.SM() < minSM {
+		if s.c.target.ComputeCapability() < minSM {
 			return s.fail("%s needs sm_%d or newer", reg, minSM)
 		}
 		k, err := s.resultKind(call)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/mokc/mokc/internal/toolchain"
 	mokcir "github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
 )
 
 // TestIRIntrinsics: every intrinsic package ir can emit is lowered, and the
@@ -45,19 +46,19 @@ func TestIRIntrinsics(t *testing.T) {
 			b.NewCall(decl, args...)
 			b.NewRet(nil)
 			markKernel(m, k)
-			for _, target := range Targets {
-				text, err := Compile(m, target)
+			for _, tg := range target.All() {
+				text, err := Compile(m, tg)
 				if err != nil {
-					t.Fatalf("%s: %v", target, err)
+					t.Fatalf("%s: %v", tg, err)
 				}
-				if _, err := toolchain.Ptxas(string(target)); err != nil {
+				if _, err := toolchain.Ptxas(tg.String()); err != nil {
 					if os.Getenv(toolchain.EnvRequire) == "1" {
 						t.Fatal(err)
 					}
 					continue
 				}
-				if err := toolchain.Assemble(text, string(target)); err != nil {
-					t.Errorf("%s: %v\n%s", target, err, numbered(text))
+				if err := toolchain.Assemble(text, tg.String()); err != nil {
+					t.Errorf("%s: %v\n%s", tg, err, numbered(text))
 				}
 			}
 		})
@@ -93,17 +94,17 @@ func TestIRBuilderKernels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range []Target{SM90a, SM100a} {
-		r, err := CompileModule(mod, target)
+	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
+		r, err := CompileModule(mod, tg)
 		if err != nil {
-			t.Fatalf("%s: %v", target, err)
+			t.Fatalf("%s: %v", tg, err)
 		}
 		if len(r.Kernels) != 2 || r.Kernels[0].MaxThreads != 256 || !r.Kernels[1].Params[0].ByVal || r.Kernels[1].Params[0].Align < 64 {
-			t.Errorf("%s: kernels %+v", target, r.Kernels)
+			t.Errorf("%s: kernels %+v", tg, r.Kernels)
 		}
-		toolchain.NeedPtxas(t, string(target))
-		if err := toolchain.Assemble(r.Text, string(target)); err != nil {
-			t.Errorf("%s: %v\n%s", target, err, numbered(r.Text))
+		toolchain.NeedPtxas(t, tg.String())
+		if err := toolchain.Assemble(r.Text, tg.String()); err != nil {
+			t.Errorf("%s: %v\n%s", tg, err, numbered(r.Text))
 		}
 	}
 }

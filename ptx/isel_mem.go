@@ -272,7 +272,7 @@ func (s *sel) syncScope(ss string) (string, error) {
 	case "block", "singlethread":
 		return ".cta", nil
 	case "cluster":
-		if s.c.target.SM() < 90 {
+		if s.c.target.ComputeCapability() < 90 {
 			return "", s.fail("syncscope(\"cluster\") needs sm_90a or newer")
 		}
 		return ".cluster", nil

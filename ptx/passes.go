@@ -5,6 +5,7 @@ import (
 
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/value"
+	"github.com/mokc/mokc/target"
 )
 
 // The backend is a fixed table of small passes over one compilation, in the
@@ -53,7 +54,7 @@ func runPasses(c *compilation, ps []pass) error {
 // compilation is the state the passes share.
 type compilation struct {
 	mod     *llir.Module
-	target  Target
+	target  target.Target
 	version string
 
 	// cfg

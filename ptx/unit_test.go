@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/mokc/mokc/target"
 )
 
 // TestSequentialize checks phi-copy sequentialization against the meaning
@@ -95,13 +97,13 @@ func TestPassCheckers(t *testing.T) {
 			broken = append(broken, p)
 		}
 	}
-	c := &compilation{mod: parse(t, "loop_phi.ll", string(src)), target: SM90a, version: "8.0"}
+	c := &compilation{mod: parse(t, "loop_phi.ll", string(src)), target: target.SM90a, version: "8.0"}
 	err = runPasses(c, broken)
 	if err == nil || !strings.Contains(err.Error(), "invariant of pass phi-elim broken") {
 		t.Fatalf("got %v, want the phi-elim checker to fire", err)
 	}
 	// And the full pipeline passes every checker.
-	c = &compilation{mod: parse(t, "loop_phi.ll", string(src)), target: SM90a, version: "8.0"}
+	c = &compilation{mod: parse(t, "loop_phi.ll", string(src)), target: target.SM90a, version: "8.0"}
 	if err := runPasses(c, passes); err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +118,7 @@ func compileBody(t *testing.T, params, body string) string {
 	t.Helper()
 	src := unitHeader + "define void @k(" + params + ") {\nentry:\n" + body + "\n  ret void\n}\n" +
 		"!nvvm.annotations = !{!0}\n!0 = !{void (" + paramTypes(params) + ")* @k, !\"kernel\", i32 1}\n"
-	out, err := Compile(parse(t, "unit.ll", src), SM90a)
+	out, err := Compile(parse(t, "unit.ll", src), target.SM90a)
 	if err != nil {
 		t.Fatalf("Compile: %v\n%s", err, src)
 	}
@@ -237,12 +239,12 @@ func TestPredicates(t *testing.T) {
 
 // TestKernelInfo checks the launch metadata of the golden kernels.
 func TestKernelInfo(t *testing.T) {
-	load := func(name string, target Target) *Result {
+	load := func(name string, tg target.Target) *Result {
 		src, err := os.ReadFile(filepath.Join("testdata", name+".ll"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		r, err := CompileModule(parse(t, name, string(src)), target)
+		r, err := CompileModule(parse(t, name, string(src)), tg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +253,7 @@ func TestKernelInfo(t *testing.T) {
 		}
 		return r
 	}
-	r := load("params", SM80)
+	r := load("params", target.SM80)
 	k := r.Kernels[0]
 	type pw struct {
 		name        string
@@ -276,20 +278,20 @@ func TestKernelInfo(t *testing.T) {
 		t.Errorf("tensor map parameter not declared/addressed as expected")
 	}
 
-	k = load("block_reduce", SM90a).Kernels[0]
+	k = load("block_reduce", target.SM90a).Kernels[0]
 	if k.StaticSharedBytes != 36 || k.DynamicShared || k.MaxThreads != 256 || k.MaxNTID != [3]int{256, 0, 0} {
 		t.Errorf("block_sum: %+v", k)
 	}
-	k = load("dyn_smem", SM90a).Kernels[0]
+	k = load("dyn_smem", target.SM90a).Kernels[0]
 	if k.StaticSharedBytes != 16 || !k.DynamicShared || k.MaxThreads != 1024 {
 		t.Errorf("dyn_reverse: %+v", k)
 	}
-	r = load("bf16_axpy", SM100a)
+	r = load("bf16_axpy", target.SM100a)
 	k = r.Kernels[0]
 	if k.MinBlocksPerSM != 2 || k.MaxRegs != 64 || r.Version != "8.8" || !strings.Contains(r.Text, ".target sm_100a") {
 		t.Errorf("bf16_axpy: %+v %s", k, r.Version)
 	}
-	k = load("tma_cluster", SM90a).Kernels[0]
+	k = load("tma_cluster", target.SM90a).Kernels[0]
 	if k.ClusterDim != [3]int{2, 1, 1} || k.StaticSharedBytes != 4096+8 {
 		t.Errorf("tma_load: %+v", k)
 	}
@@ -322,7 +324,7 @@ entry:
 !0 = !{void (i32)* @k1, !"kernel", i32 1}
 !1 = !{void (i8)* @k2, !"kernel", i32 1}
 `
-	r, err := CompileModule(parse(t, "shared.ll", src), SM80)
+	r, err := CompileModule(parse(t, "shared.ll", src), target.SM80)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +335,7 @@ entry:
 
 // TestRejectsUnknownTarget: targets other than the three are an error.
 func TestRejectsUnknownTarget(t *testing.T) {
-	if _, err := Compile(parse(t, "x.ll", unitHeader), Target("sm_75")); err == nil {
+	if _, err := Compile(parse(t, "x.ll", unitHeader), target.Target(7)); err == nil {
 		t.Fatal("sm_75 accepted")
 	}
 }

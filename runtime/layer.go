@@ -74,7 +74,7 @@ var ErrLayerClosed = errors.New("mokc runtime: layer is closed")
 // with LoadLayer.
 //
 // Errors: an invalid layer or schedule (the FieldError of schedule), a
-// target the device cannot run (see CheckTarget), ErrNoCompiler, compile
+// target the device cannot run (see target.Target.RunsOn), ErrNoCompiler, compile
 // errors, and everything LoadLayer reports. Without the cuda build tag the
 // error is ErrNoCUDA.
 func NewLayer(ctx *Context, l schedule.Layer, s schedule.Schedule) (*Layer, error) {
@@ -107,14 +107,17 @@ func preflight(ctx *Context, l schedule.Layer, s schedule.Schedule) error {
 	if err := s.Validate(l); err != nil {
 		return fmt.Errorf("mokc runtime: layer %s: %w", l.Name, err)
 	}
-	return CheckTarget(s.Target.String(), ctx.Device().ComputeCapability())
+	if err := s.Target.RunsOn(ctx.Device().ComputeCapability()); err != nil {
+		return fmt.Errorf("mokc runtime: %w", err)
+	}
+	return nil
 }
 
 // LoadLayer loads an already compiled layer: PTX text and its launch
 // manifest (launch.Manifest as JSON, as written by `mokc build --emit
 // manifest` or returned by a CompileFunc), for layer l with schedule s. It
 // checks the manifest against l and s, that the device's compute capability
-// fits the target (CheckTarget), JIT-loads the module (a *DriverError with
+// fits the target (target.Target.RunsOn), JIT-loads the module (a *DriverError with
 // ptxas's log on refusal), resolves every kernel, checks each kernel's block
 // size against the registers the JIT gave it and its shared memory against
 // the device's opt-in limit, raises the dynamic shared memory limit of the

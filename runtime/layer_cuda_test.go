@@ -16,6 +16,7 @@ import (
 	"github.com/mokc/mokc/compiler"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // The GPU tests of runtime.Layer: the full forward of real presets through
@@ -61,10 +62,10 @@ func openGPU(t *testing.T) *runtime.Context {
 
 // gpuTargets are the targets the device runs: sm_80 from compute
 // capability 8.0 on, sm_90a on 9.0 exactly, sm_100a on 10.0 exactly.
-func gpuTargets(cc int) []schedule.Target {
-	var ts []schedule.Target
-	for _, t := range schedule.Targets() {
-		if runtime.CheckTarget(t.String(), cc) == nil {
+func gpuTargets(cc int) []target.Target {
+	var ts []target.Target
+	for _, t := range target.All() {
+		if t.RunsOn(cc) == nil {
 			ts = append(ts, t)
 		}
 	}
@@ -235,7 +236,7 @@ func TestLayerForward(t *testing.T) {
 }
 
 func testLayerTarget(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l schedule.Layer, w schedule.Weights,
-	dw *runtime.DeviceTensors, target schedule.Target, seed uint64) {
+	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
 		t.Fatal(err)
@@ -300,7 +301,7 @@ func testLayerTarget(t *testing.T, ctx *runtime.Context, stream *runtime.Stream,
 // testLayerMap runs the dense-routing form at T = 64: a valid map, then a
 // map with a row of K+1 routes (reported; the first K in expert order kept).
 func testLayerMap(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l schedule.Layer, w schedule.Weights,
-	dw *runtime.DeviceTensors, target schedule.Target, seed uint64) {
+	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
 		t.Fatal(err)
@@ -350,7 +351,7 @@ func testLayerMap(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l 
 }
 
 // TestLayerTargetMismatch checks that a target the device cannot run is
-// refused by NewLayer with CheckTarget's error, before compiling.
+// refused by NewLayer with Target.RunsOn's error, before compiling.
 func TestLayerTargetMismatch(t *testing.T) {
 	ctx := openGPU(t)
 	useCompiler()
@@ -359,8 +360,8 @@ func TestLayerTargetMismatch(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, target := range schedule.Targets() {
-		if runtime.CheckTarget(target.String(), cc) == nil {
+	for _, target := range target.All() {
+		if target.RunsOn(cc) == nil {
 			continue
 		}
 		s, err := schedule.DefaultSchedule(l, target)

@@ -4,10 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // This file reads the launch manifest of a compiled layer: the JSON of
@@ -47,7 +47,7 @@ func (p *plan) check(l schedule.Layer) error {
 	if p.Shape != want {
 		return fmt.Errorf("shape %+v does not match the layer %+v", p.Shape, want)
 	}
-	if _, _, err := parseTarget(p.Target); err != nil {
+	if _, err := target.Parse(p.Target); err != nil {
 		return err
 	}
 	p.bufIndex = map[string]int{}
@@ -205,55 +205,4 @@ func tensorMapSwizzle(bytes int) (TensorMapSwizzle, error) {
 		return Swizzle128B, nil
 	}
 	return 0, fmt.Errorf("tensor map swizzle of %d bytes (want 0, 32, 64 or 128)", bytes)
-}
-
-// parseTarget returns the compute capability a PTX target is built for and
-// whether it is an architecture-specific ("a") target.
-func parseTarget(target string) (cc int, archSpecific bool, err error) {
-	switch strings.TrimSpace(target) {
-	case "sm_80":
-		return 80, false, nil
-	case "sm_90a":
-		return 90, true, nil
-	case "sm_100a":
-		return 100, true, nil
-	}
-	return 0, false, fmt.Errorf("unknown target %q (want sm_80, sm_90a or sm_100a)", target)
-}
-
-// CheckTarget reports whether PTX for target (sm_80, sm_90a or sm_100a) can
-// run on a device of compute capability cc (10*major + minor, see
-// DeviceProps.ComputeCapability). PTX for a plain target such as sm_80 is
-// JIT-compiled for any device of that capability or newer; the
-// architecture-specific targets sm_90a and sm_100a (wgmma, setmaxnreg;
-// tcgen05) run only on exactly that capability (PTX ISA, "Target ISA
-// notes": "sm_90a ... features are not forward compatible"). The error names
-// the target, the device's capability and the targets that would run.
-func CheckTarget(target string, cc int) error {
-	want, exact, err := parseTarget(target)
-	if err != nil {
-		return fmt.Errorf("mokc runtime: %w", err)
-	}
-	ok := cc >= want
-	if exact {
-		ok = cc == want
-	}
-	if ok {
-		return nil
-	}
-	var fits []string
-	for _, t := range []string{"sm_80", "sm_90a", "sm_100a"} {
-		if w, ex, _ := parseTarget(t); (ex && cc == w) || (!ex && cc >= w) {
-			fits = append(fits, t)
-		}
-	}
-	hint := "none of mokc's targets runs on it"
-	if len(fits) > 0 {
-		hint = "use --target " + strings.Join(fits, " or ")
-	}
-	rule := fmt.Sprintf("needs compute capability %d.%d or newer", want/10, want%10)
-	if exact {
-		rule = fmt.Sprintf("needs compute capability exactly %d.%d (architecture-specific PTX)", want/10, want%10)
-	}
-	return fmt.Errorf("mokc runtime: target %s %s; the device has %d.%d: %s", target, rule, cc/10, cc%10, hint)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/mokc/mokc/compiler"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // These tests run without a GPU: the manifest reader, argument validation,
@@ -21,7 +22,7 @@ import (
 
 // manifestFor builds l for target with its default schedule and returns the
 // schedule and the manifest JSON.
-func manifestFor(t testing.TB, l schedule.Layer, target schedule.Target) (schedule.Schedule, []byte) {
+func manifestFor(t testing.TB, l schedule.Layer, target target.Target) (schedule.Schedule, []byte) {
 	t.Helper()
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
@@ -93,7 +94,7 @@ func fakeArgs(p *plan, T int) ForwardArgs {
 
 func TestLayerPlanFromCodegen(t *testing.T) {
 	for _, l := range testLayers(t) {
-		for _, target := range []schedule.Target{schedule.SM80, schedule.SM90a, schedule.SM100a} {
+		for _, target := range []target.Target{target.SM80, target.SM90a, target.SM100a} {
 			s, m := manifestFor(t, l, target)
 			p, err := parsePlan(m, l)
 			if err != nil {
@@ -139,7 +140,7 @@ func TestLayerPlanRejects(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, good := manifestFor(t, l, schedule.SM90a)
+	_, good := manifestFor(t, l, target.SM90a)
 	edit := func(f func(m map[string]any)) []byte {
 		var m map[string]any
 		if err := json.Unmarshal(good, &m); err != nil {
@@ -202,12 +203,12 @@ func TestLayerPlanRejects(t *testing.T) {
 func TestForwardArgsValidation(t *testing.T) {
 	ls := testLayers(t)
 	q, odd := ls[0], ls[3]
-	_, mq := manifestFor(t, q, schedule.SM80)
+	_, mq := manifestFor(t, q, target.SM80)
 	pq, err := parsePlan(mq, q)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, mo := manifestFor(t, odd, schedule.SM80)
+	_, mo := manifestFor(t, odd, target.SM80)
 	po, err := parsePlan(mo, odd)
 	if err != nil {
 		t.Fatal(err)
@@ -278,7 +279,7 @@ func TestForwardArgsValidation(t *testing.T) {
 
 func TestScratchLayout(t *testing.T) {
 	for _, l := range testLayers(t)[:3] {
-		_, m := manifestFor(t, l, schedule.SM90a)
+		_, m := manifestFor(t, l, target.SM90a)
 		p, err := parsePlan(m, l)
 		if err != nil {
 			t.Fatal(err)
@@ -341,26 +342,6 @@ func TestTensorMapArgsRejects(t *testing.T) {
 	}
 }
 
-func TestCheckTarget(t *testing.T) {
-	for _, c := range []struct {
-		target string
-		cc     int
-		ok     bool
-		want   string
-	}{
-		{"sm_80", 80, true, ""}, {"sm_80", 86, true, ""}, {"sm_80", 90, true, ""}, {"sm_80", 100, true, ""},
-		{"sm_80", 75, false, "none of mokc's targets"},
-		{"sm_90a", 90, true, ""}, {"sm_90a", 89, false, "use --target sm_80"}, {"sm_90a", 100, false, "exactly 9.0"},
-		{"sm_100a", 100, true, ""}, {"sm_100a", 90, false, "use --target sm_80 or sm_90a"}, {"sm_100a", 120, false, "exactly 10.0"},
-		{"sm_70", 90, false, "unknown target"},
-	} {
-		err := CheckTarget(c.target, c.cc)
-		if (err == nil) != c.ok || (err != nil && !strings.Contains(err.Error(), c.want)) {
-			t.Errorf("CheckTarget(%s, %d) = %v; want ok=%v containing %q", c.target, c.cc, err, c.ok, c.want)
-		}
-	}
-}
-
 func TestRoutingError(t *testing.T) {
 	e := &RoutingError{Layer: "q", Code: 3, Experts: 128, TopK: 8}
 	if !e.BadExpertID() || !e.TooManyRoutes() {
@@ -384,12 +365,12 @@ func TestCompileCache(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s80, m80 := manifestFor(t, l, schedule.SM80)
-	s90, m90 := manifestFor(t, l, schedule.SM90a)
+	s80, m80 := manifestFor(t, l, target.SM80)
+	s90, m90 := manifestFor(t, l, target.SM90a)
 	calls := 0
 	fake := func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
 		calls++
-		if s.Target == schedule.SM80 {
+		if s.Target == target.SM80 {
 			return ".target sm_80 // " + fmt.Sprint(calls), m80, nil
 		}
 		return ".target sm_90a // " + fmt.Sprint(calls), m90, nil
@@ -462,7 +443,7 @@ func TestNewLayerWithoutDevice(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := schedule.DefaultSchedule(l, schedule.SM80)
+	s, err := schedule.DefaultSchedule(l, target.SM80)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -481,7 +462,7 @@ func TestNewLayerWithoutDevice(t *testing.T) {
 // tests on every target.
 func TestLayerPlanFromCompiler(t *testing.T) {
 	for _, l := range testLayers(t)[:3] {
-		for _, target := range schedule.Targets() {
+		for _, target := range target.All() {
 			a, err := compiler.CompileDefault(l, target)
 			if err != nil {
 				t.Fatalf("%s %s: %v", l.Name, target, err)
@@ -532,7 +513,7 @@ func TestLayerArgsPacking(t *testing.T) {
 		return enc, nil
 	}
 	for _, l := range testLayers(t)[:3] {
-		for _, target := range schedule.Targets() {
+		for _, target := range target.All() {
 			a, err := compiler.CompileDefault(l, target)
 			if err != nil {
 				t.Fatal(err)
@@ -651,11 +632,11 @@ func TestCacheKeyVariantByValue(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := schedule.DefaultSchedule(l, schedule.SM90a)
+	a, err := schedule.DefaultSchedule(l, target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, _ := schedule.DefaultSchedule(l, schedule.SM90a)
+	b, _ := schedule.DefaultSchedule(l, target.SM90a)
 	if a.Variant == nil || a.Variant == b.Variant {
 		t.Fatal("want two default schedules with distinct variant pointers")
 	}

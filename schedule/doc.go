@@ -9,7 +9,7 @@
 //
 //	l, _ := schedule.Preset("qwen3-30b-a3b")       // or schedule.LoadHFConfig("config.json")
 //	l.Precision = schedule.MXFP8
-//	s, err := schedule.DefaultSchedule(l, schedule.SM90a)
+//	s, err := schedule.DefaultSchedule(l, target.SM90a)
 //
 // Layer.Validate and Schedule.Validate return a *FieldError naming the
 // field, its value and the broken rule; nothing in the package panics on

@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/mokc/mokc/target"
 )
 
 // sameLayer compares two layers ignoring Name (a router scale of 0 means 1).
@@ -50,7 +52,7 @@ func TestHFConfigsMatchPresets(t *testing.T) {
 		if !sameLayer(l, p) {
 			t.Errorf("%s:\n parsed %+v\n preset %+v", f, l, p)
 		}
-		for _, tg := range Targets() {
+		for _, tg := range target.All() {
 			if _, err := DefaultSchedule(l, tg); err != nil {
 				t.Errorf("%s %v: %v", f, tg, err)
 			}

@@ -2,73 +2,9 @@ package schedule
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/mokc/mokc/target"
 )
-
-// Target is the GPU architecture a schedule is compiled for.
-type Target int
-
-const (
-	// SM80 is Ampere (A100): mma.sync + ldmatrix + cp.async.
-	SM80 Target = iota
-	// SM90a is Hopper (H100/H200): TMA + wgmma + mbarrier.
-	SM90a
-	// SM100a is Blackwell (B200): TMA + tcgen05 + TMEM.
-	SM100a
-)
-
-var targetNames = []string{"sm_80", "sm_90a", "sm_100a"}
-
-// Targets lists every target in order: sm_80, sm_90a, sm_100a.
-func Targets() []Target { return []Target{SM80, SM90a, SM100a} }
-
-// String returns the PTX spelling: "sm_80", "sm_90a" or "sm_100a".
-func (t Target) String() string {
-	if t >= 0 && int(t) < len(targetNames) {
-		return targetNames[t]
-	}
-	return fmt.Sprintf("Target(%d)", int(t))
-}
-
-// ParseTarget reads "sm_80", "sm_90a" or "sm_100a" (also "80", "90a",
-// "100a"). The error names the accepted spellings.
-func ParseTarget(s string) (Target, error) {
-	v := strings.ToLower(strings.TrimSpace(s))
-	if !strings.HasPrefix(v, "sm_") {
-		v = "sm_" + v
-	}
-	for i, n := range targetNames {
-		if v == n {
-			return Target(i), nil
-		}
-	}
-	return 0, fmt.Errorf("unknown target %q (want sm_80, sm_90a or sm_100a)", s)
-}
-
-// SharedMemoryLimit is the largest dynamic shared memory per CTA in bytes
-// (opt-in through cuFuncSetAttribute): 163 KB on sm_80 (A100), 227 KB on
-// sm_90a and sm_100a (CUDA C Programming Guide, compute capability tables).
-func (t Target) SharedMemoryLimit() int {
-	if t == SM80 {
-		return 163 * 1024
-	}
-	return 227 * 1024
-}
-
-// SMs is the streaming-multiprocessor count of the reference part of the
-// target (A100 108, H100/H200 SXM 132, B200 148); a persistent grid with
-// GridCTAs = 0 has this many CTAs (on a part with fewer SMs the surplus
-// CTAs wait for a free SM).
-func (t Target) SMs() int {
-	switch t {
-	case SM80:
-		return 108
-	case SM90a:
-		return 132
-	default:
-		return 148
-	}
-}
 
 // Tile is a CTA tile of a grouped GEMM: M rows (routed tokens of one
 // expert), N output columns, K reduction elements per pipeline stage.
@@ -109,7 +45,7 @@ func (s Schedule) Threads() int { return 32 * s.Warps.Total() }
 // Schedule says HOW a layer runs on one target: CTA tiles of the two grouped
 // GEMMs, the depth of the shared-memory pipeline, warp roles, and the grid.
 type Schedule struct {
-	Target Target // GPU architecture the schedule is compiled for
+	Target target.Target // GPU architecture the schedule is compiled for
 	// FC1 and FC2 are the tiles of the two grouped GEMMs; the shared
 	// experts' GEMMs use the same tiles. Shared experts are BF16: with
 	// mxfp8 routed weights they use K/2 (the same bytes per stage).
@@ -240,7 +176,7 @@ func (s Schedule) sharedMemoryParts(l Layer, t Tile, fc1 bool) (need, staging in
 	if s.Cluster == 2 {
 		bRows = t.N / 2
 	}
-	if s.Target == SM80 {
+	if s.Target == target.SM80 {
 		return s.Stages * (t.M + bRows) * (t.K*eb + 16), 0
 	}
 	stage := (t.M + bRows) * t.K * eb
@@ -248,7 +184,7 @@ func (s Schedule) sharedMemoryParts(l Layer, t Tile, fc1 bool) (need, staging in
 		stage += (t.M + bRows) * ((t.K + 31) / 32)
 	}
 	need = 1024 + s.Stages*stage + 16*s.Stages
-	if s.Target == SM100a {
+	if s.Target == target.SM100a {
 		return need + 48, 0
 	}
 	if l.Storage == PerExpertWeights {
@@ -268,7 +204,7 @@ func (s Schedule) sharedMemoryParts(l Layer, t Tile, fc1 bool) (need, staging in
 // rounded up to a power of two >= 32 as tcgen05.alloc requires. 0 on other
 // targets.
 func (s Schedule) TMEMColumns(l Layer, t Tile) int {
-	if s.Target != SM100a {
+	if s.Target != target.SM100a {
 		return 0
 	}
 	cols := t.N
@@ -292,16 +228,16 @@ func (s Schedule) Validate(l Layer) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
-	if s.Target < SM80 || s.Target > SM100a {
+	if !s.Target.Valid() {
 		return fieldErr("Schedule.Target", s.Target, "must be sm_80, sm_90a or sm_100a")
 	}
-	if l.Precision == MXFP8 && s.Target == SM80 {
+	if l.Precision == MXFP8 && s.Target == target.SM80 {
 		return fieldErr("Schedule.Target", s.Target, "mxfp8 weights need sm_90a or sm_100a (sm_80 has no fp8 MMA)")
 	}
 	if s.Stages < 2 || s.Stages > 16 {
 		return fieldErr("Schedule.Stages", s.Stages, "must be in 2..16")
 	}
-	if s.Cluster != 1 && !(s.Cluster == 2 && s.Target == SM100a) {
+	if s.Cluster != 1 && !(s.Cluster == 2 && s.Target == target.SM100a) {
 		return fieldErr("Schedule.Cluster", s.Cluster, "must be 1 (or 2 on sm_100a)")
 	}
 	if s.GridCTAs < 0 || s.GridCTAs > maxGridCTAs {
@@ -321,7 +257,7 @@ func (s Schedule) Validate(l Layer) error {
 		if vr.MinRows < 1 || vr.MaxRows < vr.MinRows {
 			return fieldErr("Schedule.Variant", *vr, "needs 1 <= MinRows <= MaxRows")
 		}
-		if s.Target == SM80 {
+		if s.Target == target.SM80 {
 			return fieldErr("Schedule.Variant", *vr, "sm_80 has one tile shape per GEMM")
 		}
 		if err := v.Validate(l); err != nil {
@@ -350,11 +286,11 @@ func (s Schedule) validateWarps() error {
 		return fieldErr("Schedule.Warps", w, "%d warps exceed 1024 threads per CTA", w.Total())
 	}
 	switch s.Target {
-	case SM80:
+	case target.SM80:
 		if w.Producer != 0 || w.Epilogue != 0 {
 			return fieldErr("Schedule.Warps", w, "sm_80 has no producer or epilogue warps (MMA warps issue cp.async and run the epilogue)")
 		}
-	case SM90a:
+	case target.SM90a:
 		if w.Producer != 4 {
 			return fieldErr("Schedule.Warps.Producer", w.Producer, "sm_90a needs one producer warpgroup (4 warps; setmaxnreg acts per warpgroup)")
 		}
@@ -364,7 +300,7 @@ func (s Schedule) validateWarps() error {
 		if w.Epilogue != 0 {
 			return fieldErr("Schedule.Warps.Epilogue", w.Epilogue, "must be 0 on sm_90a (consumer warpgroups run the epilogue)")
 		}
-	case SM100a:
+	case target.SM100a:
 		if w.Producer < 1 {
 			return fieldErr("Schedule.Warps.Producer", w.Producer, "sm_100a needs at least one TMA producer warp")
 		}
@@ -393,7 +329,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 		mmaK = 32
 	}
 	switch s.Target {
-	case SM80:
+	case target.SM80:
 		// mma.sync.m16n8k16 bf16 per warp.
 		if t.M%16 != 0 {
 			return fieldErr(name+".M", t.M, "must be a multiple of 16 (mma.sync m16n8k16)")
@@ -419,7 +355,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 			return fieldErr(name, t, "the %d threads of %d MMA warps must divide the %d + %d 16-byte cp.async chunks of a stage (make M*K and N*K multiples of %d)",
 				threads, w, t.M*chunks, t.N*chunks, 8*threads)
 		}
-	case SM90a:
+	case target.SM90a:
 		if wg := s.Warps.MMA / 4; t.M != 64*wg {
 			return fieldErr(name+".M", t.M, "must be 64 rows per consumer warpgroup: %d with %d MMA warps (the MMA warps must be M/16: 4, 8 or 12 for M = 64, 128 or 192, the same for FC1 and FC2)", 64*wg, s.Warps.MMA)
 		}
@@ -429,7 +365,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 		if t.K%mmaK != 0 || (t.K*eb)%128 != 0 {
 			return fieldErr(name+".K", t.K, "must span whole 128-byte swizzle rows (a multiple of %d elements)", 128/eb)
 		}
-	case SM100a:
+	case target.SM100a:
 		if t.M != 128 {
 			return fieldErr(name+".M", t.M, "must be 128 (the sm_100a engine implements tcgen05.mma cta_group::1 with M = 128, one TMEM lane per row)")
 		}
@@ -488,13 +424,13 @@ func pickN(n int, candidates []int) int {
 // H = 2880 = 15 x 192). Every schedule is persistent with one CTA per SM.
 // The result is validated; an invalid layer or an impossible combination
 // (mxfp8 on sm_80) is an error.
-func DefaultSchedule(l Layer, target Target) (Schedule, error) {
+func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 	if err := l.Validate(); err != nil {
 		return Schedule{}, err
 	}
-	s := Schedule{Target: target, Persistent: true, Cluster: 1}
-	switch target {
-	case SM80:
+	s := Schedule{Target: tg, Persistent: true, Cluster: 1}
+	switch tg {
+	case target.SM80:
 		s.Persistent = false // the sm_80 engine launches one CTA per tile
 		// K = 64: 32 KB per stage, 96 KB for 3 stages (A100: 163 KB). On
 		// the H200, qwen3-30b-a3b's GEMMs ran at 258-263 (FC1) and 229-235
@@ -504,7 +440,7 @@ func DefaultSchedule(l Layer, target Target) (Schedule, error) {
 		s.FC2 = Tile{128, 128, 64}
 		s.Stages = 3
 		s.Warps = WarpRoles{MMA: 4}
-	case SM90a, SM100a:
+	case target.SM90a, target.SM100a:
 		k := 64
 		if l.Precision == MXFP8 {
 			k = 128
@@ -513,7 +449,7 @@ func DefaultSchedule(l Layer, target Target) (Schedule, error) {
 		s.FC1 = Tile{128, pickN(2*l.Intermediate, cands), k}
 		s.FC2 = Tile{128, pickN(l.Hidden, cands), k}
 		maxStages := 6
-		if target == SM90a {
+		if tg == target.SM90a {
 			s.Warps = WarpRoles{Producer: 4, MMA: 8}
 			maxStages = 4
 		} else {
@@ -529,14 +465,14 @@ func DefaultSchedule(l Layer, target Target) (Schedule, error) {
 				t.N = 128
 			}
 		}
-		if target == SM90a && l.Storage == GroupedWeights && l.Precision == BF16 {
+		if tg == target.SM90a && l.Storage == GroupedWeights && l.Precision == BF16 {
 			s.Variant = midRowsVariant(l, s)
 		}
 	default:
-		return Schedule{}, fieldErr("Schedule.Target", target, "must be sm_80, sm_90a or sm_100a")
+		return Schedule{}, fieldErr("Schedule.Target", tg, "must be sm_80, sm_90a or sm_100a")
 	}
 	if err := s.Validate(l); err != nil {
-		return Schedule{}, fmt.Errorf("default schedule for %v: %w", target, err)
+		return Schedule{}, fmt.Errorf("default schedule for %v: %w", tg, err)
 	}
 	return s, nil
 }

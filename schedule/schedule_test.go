@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mokc/mokc/target"
 )
 
 // wantPresets lists every model that has a preset.
@@ -80,9 +82,9 @@ func TestDefaultScheduleEveryPresetAndTarget(t *testing.T) {
 		for _, prec := range []Precision{BF16, MXFP8} {
 			l, _ := Preset(n)
 			l.Precision = prec
-			for _, tg := range Targets() {
+			for _, tg := range target.All() {
 				s, err := DefaultSchedule(l, tg)
-				if prec == MXFP8 && tg == SM80 {
+				if prec == MXFP8 && tg == target.SM80 {
 					if err == nil {
 						t.Errorf("%s mxfp8 on sm_80: want an error", n)
 					}
@@ -107,21 +109,21 @@ func TestDefaultScheduleEveryPresetAndTarget(t *testing.T) {
 
 func TestDefaultScheduleChoices(t *testing.T) {
 	q, _ := Preset("qwen3-30b-a3b")
-	s80, _ := DefaultSchedule(q, SM80)
+	s80, _ := DefaultSchedule(q, target.SM80)
 	if s80.FC1 != (Tile{128, 128, 64}) || s80.Stages != 3 || s80.Warps != (WarpRoles{MMA: 4}) {
 		t.Errorf("sm_80 default: %v", s80)
 	}
-	s90, _ := DefaultSchedule(q, SM90a)
+	s90, _ := DefaultSchedule(q, target.SM90a)
 	if s90.FC1.M != 128 || s90.FC1.K != 64 || s90.Warps != (WarpRoles{Producer: 4, MMA: 8}) {
 		t.Errorf("sm_90a default: %v", s90)
 	}
-	s100, _ := DefaultSchedule(q, SM100a)
+	s100, _ := DefaultSchedule(q, target.SM100a)
 	if s100.FC1 != (Tile{128, 256, 64}) || s100.Warps != (WarpRoles{1, 1, 4}) {
 		t.Errorf("sm_100a default: %v", s100)
 	}
 	// H = 2880 = 15 x 192: no padded columns.
 	g, _ := Preset("gpt-oss-120b")
-	for _, tg := range []Target{SM90a, SM100a} {
+	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
 		s, _ := DefaultSchedule(g, tg)
 		if s.FC2.N != 192 || s.FC1.N != 192 {
 			t.Errorf("gpt-oss %v: tiles %v %v, want N = 192", tg, s.FC1, s.FC2)
@@ -130,14 +132,14 @@ func TestDefaultScheduleChoices(t *testing.T) {
 	// Per-rank I = 176 under tensor parallelism: 2I = 352 fits 2 x 192.
 	l := q
 	l.Intermediate = 176
-	if s, err := DefaultSchedule(l, SM90a); err != nil || s.FC1.N != 192 {
+	if s, err := DefaultSchedule(l, target.SM90a); err != nil || s.FC1.N != 192 {
 		t.Errorf("I = 176: %v %v", s, err)
 	}
-	if _, err := DefaultSchedule(Layer{}, SM90a); err == nil {
+	if _, err := DefaultSchedule(Layer{}, target.SM90a); err == nil {
 		t.Error("DefaultSchedule of an empty layer: want an error")
 	}
-	if _, err := DefaultSchedule(q, Target(7)); err == nil {
-		t.Error("DefaultSchedule for Target(7): want an error")
+	if _, err := DefaultSchedule(q, target.Target(7)); err == nil {
+		t.Error("DefaultSchedule for target.Target(7): want an error")
 	}
 }
 
@@ -210,7 +212,7 @@ func TestLayerValidateErrors(t *testing.T) {
 
 func TestScheduleValidateErrors(t *testing.T) {
 	l, _ := Preset("qwen3-30b-a3b")
-	def := func(tg Target) Schedule { s, _ := DefaultSchedule(l, tg); return s }
+	def := func(tg target.Target) Schedule { s, _ := DefaultSchedule(l, tg); return s }
 	cases := []struct {
 		name  string
 		s     Schedule
@@ -218,27 +220,27 @@ func TestScheduleValidateErrors(t *testing.T) {
 		field string
 		rule  string
 	}{
-		{"stages", def(SM80), func(s *Schedule) { s.Stages = 1 }, "Schedule.Stages", "2..16"},
-		{"cluster on sm_90a", def(SM90a), func(s *Schedule) { s.Cluster = 2 }, "Schedule.Cluster", "sm_100a"},
-		{"grid without persistent", def(SM90a), func(s *Schedule) { s.Persistent = false; s.GridCTAs = 100 }, "Schedule.GridCTAs", "Persistent"},
-		{"negative grid", def(SM90a), func(s *Schedule) { s.GridCTAs = -1 }, "Schedule.GridCTAs", "must be in 0.."},
-		{"sm80 M", def(SM80), func(s *Schedule) { s.FC1.M = 120 }, "Schedule.FC1.M", "m16n8k16"},
-		{"sm80 K", def(SM80), func(s *Schedule) { s.FC2.K = 40 }, "Schedule.FC2.K", "m16n8k16"},
-		{"sm80 producer", def(SM80), func(s *Schedule) { s.Warps.Producer = 1 }, "Schedule.Warps", "no producer"},
-		{"sm80 smem", def(SM80), func(s *Schedule) { s.FC1 = Tile{256, 256, 64}; s.Stages = 4 }, "Schedule.FC1", "shared memory"},
-		{"fc1 N odd half", def(SM90a), func(s *Schedule) { s.FC1.N = 200 }, "Schedule.FC1.N", "multiple of 16"},
-		{"sm90 N too big", def(SM90a), func(s *Schedule) { s.FC2.N = 264 }, "Schedule.FC2.N", "up to 256"},
-		{"sm90 M per warpgroups", def(SM90a), func(s *Schedule) { s.FC1.M = 64 }, "Schedule.FC1.M", "per consumer warpgroup"},
-		{"sm90 K swizzle", def(SM90a), func(s *Schedule) { s.FC1.K = 48 }, "Schedule.FC1.K", "128-byte"},
-		{"sm90 producer", def(SM90a), func(s *Schedule) { s.Warps.Producer = 1 }, "Schedule.Warps.Producer", "warpgroup"},
-		{"sm90 consumers", def(SM90a), func(s *Schedule) { s.Warps.MMA = 6 }, "Schedule.Warps.MMA", "warpgroups"},
-		{"sm90 smem", def(SM90a), func(s *Schedule) { s.Stages = 8 }, "Schedule.FC1", "shared memory"},
-		{"sm100 M", def(SM100a), func(s *Schedule) { s.FC2.M = 256 }, "Schedule.FC2.M", "128"},
-		{"sm100 N", def(SM100a), func(s *Schedule) { s.FC2.N = 264 }, "Schedule.FC2.N", "multiple of 16"},
-		{"sm100 mma warps", def(SM100a), func(s *Schedule) { s.Warps.MMA = 2 }, "Schedule.Warps.MMA", "one warp"},
-		{"sm100 epilogue", def(SM100a), func(s *Schedule) { s.Warps.Epilogue = 3 }, "Schedule.Warps.Epilogue", "multiple of 4"},
-		{"too many warps", def(SM100a), func(s *Schedule) { s.Warps.Epilogue = 32 }, "Schedule.Warps", "1024 threads"},
-		{"bad target", def(SM80), func(s *Schedule) { s.Target = 3 }, "Schedule.Target", "sm_80"},
+		{"stages", def(target.SM80), func(s *Schedule) { s.Stages = 1 }, "Schedule.Stages", "2..16"},
+		{"cluster on sm_90a", def(target.SM90a), func(s *Schedule) { s.Cluster = 2 }, "Schedule.Cluster", "sm_100a"},
+		{"grid without persistent", def(target.SM90a), func(s *Schedule) { s.Persistent = false; s.GridCTAs = 100 }, "Schedule.GridCTAs", "Persistent"},
+		{"negative grid", def(target.SM90a), func(s *Schedule) { s.GridCTAs = -1 }, "Schedule.GridCTAs", "must be in 0.."},
+		{"sm80 M", def(target.SM80), func(s *Schedule) { s.FC1.M = 120 }, "Schedule.FC1.M", "m16n8k16"},
+		{"sm80 K", def(target.SM80), func(s *Schedule) { s.FC2.K = 40 }, "Schedule.FC2.K", "m16n8k16"},
+		{"sm80 producer", def(target.SM80), func(s *Schedule) { s.Warps.Producer = 1 }, "Schedule.Warps", "no producer"},
+		{"sm80 smem", def(target.SM80), func(s *Schedule) { s.FC1 = Tile{256, 256, 64}; s.Stages = 4 }, "Schedule.FC1", "shared memory"},
+		{"fc1 N odd half", def(target.SM90a), func(s *Schedule) { s.FC1.N = 200 }, "Schedule.FC1.N", "multiple of 16"},
+		{"sm90 N too big", def(target.SM90a), func(s *Schedule) { s.FC2.N = 264 }, "Schedule.FC2.N", "up to 256"},
+		{"sm90 M per warpgroups", def(target.SM90a), func(s *Schedule) { s.FC1.M = 64 }, "Schedule.FC1.M", "per consumer warpgroup"},
+		{"sm90 K swizzle", def(target.SM90a), func(s *Schedule) { s.FC1.K = 48 }, "Schedule.FC1.K", "128-byte"},
+		{"sm90 producer", def(target.SM90a), func(s *Schedule) { s.Warps.Producer = 1 }, "Schedule.Warps.Producer", "warpgroup"},
+		{"sm90 consumers", def(target.SM90a), func(s *Schedule) { s.Warps.MMA = 6 }, "Schedule.Warps.MMA", "warpgroups"},
+		{"sm90 smem", def(target.SM90a), func(s *Schedule) { s.Stages = 8 }, "Schedule.FC1", "shared memory"},
+		{"sm100 M", def(target.SM100a), func(s *Schedule) { s.FC2.M = 256 }, "Schedule.FC2.M", "128"},
+		{"sm100 N", def(target.SM100a), func(s *Schedule) { s.FC2.N = 264 }, "Schedule.FC2.N", "multiple of 16"},
+		{"sm100 mma warps", def(target.SM100a), func(s *Schedule) { s.Warps.MMA = 2 }, "Schedule.Warps.MMA", "one warp"},
+		{"sm100 epilogue", def(target.SM100a), func(s *Schedule) { s.Warps.Epilogue = 3 }, "Schedule.Warps.Epilogue", "multiple of 4"},
+		{"too many warps", def(target.SM100a), func(s *Schedule) { s.Warps.Epilogue = 32 }, "Schedule.Warps", "1024 threads"},
+		{"bad target", def(target.SM80), func(s *Schedule) { s.Target = 3 }, "Schedule.Target", "sm_80"},
 	}
 	for _, c := range cases {
 		s := c.s
@@ -249,13 +251,13 @@ func TestScheduleValidateErrors(t *testing.T) {
 	// scales must fit TMEM.
 	m := l
 	m.Precision = MXFP8
-	s, err := DefaultSchedule(m, SM100a)
+	s, err := DefaultSchedule(m, target.SM100a)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s.FC1.K = 64
 	wantFieldErr(t, "mxfp8 K", s.Validate(m), "Schedule.FC1.K", "128")
-	s, _ = DefaultSchedule(m, SM100a)
+	s, _ = DefaultSchedule(m, target.SM100a)
 	s.Stages = 16
 	s.FC1.K, s.FC2.K = 128, 128
 	if err := s.Validate(m); err == nil || !strings.Contains(err.Error(), "TMEM") && !strings.Contains(err.Error(), "shared memory") {
@@ -264,26 +266,26 @@ func TestScheduleValidateErrors(t *testing.T) {
 	// A schedule is validated with its layer.
 	bad := l
 	bad.TopK = 0
-	wantFieldErr(t, "layer through schedule", def(SM90a).Validate(bad), "Layer.TopK", "> 0")
+	wantFieldErr(t, "layer through schedule", def(target.SM90a).Validate(bad), "Layer.TopK", "> 0")
 }
 
 func TestParseTarget(t *testing.T) {
-	for in, want := range map[string]Target{"sm_80": SM80, "90a": SM90a, " SM_100A ": SM100a} {
-		if got, err := ParseTarget(in); err != nil || got != want {
-			t.Errorf("ParseTarget(%q) = %v, %v", in, got, err)
+	for in, want := range map[string]target.Target{"sm_80": target.SM80, "90a": target.SM90a, " SM_100A ": target.SM100a} {
+		if got, err := target.Parse(in); err != nil || got != want {
+			t.Errorf("target.Parse(%q) = %v, %v", in, got, err)
 		}
 	}
 	for _, bad := range []string{"sm_90", "sm_100", "", "sm_89"} {
-		if _, err := ParseTarget(bad); err == nil {
-			t.Errorf("ParseTarget(%q): want an error", bad)
+		if _, err := target.Parse(bad); err == nil {
+			t.Errorf("target.Parse(%q): want an error", bad)
 		}
 	}
-	for _, tg := range Targets() {
-		if back, _ := ParseTarget(tg.String()); back != tg {
+	for _, tg := range target.All() {
+		if back, _ := target.Parse(tg.String()); back != tg {
 			t.Errorf("round trip of %v", tg)
 		}
 	}
-	if SM80.SharedMemoryLimit() != 166912 || SM90a.SharedMemoryLimit() != 232448 || SM100a.SharedMemoryLimit() != 232448 {
+	if target.SM80.SharedMemoryLimit() != 166912 || target.SM90a.SharedMemoryLimit() != 232448 || target.SM100a.SharedMemoryLimit() != 232448 {
 		t.Error("shared memory limits differ from 163 KB / 227 KB")
 	}
 }
@@ -294,8 +296,8 @@ func TestEnumStrings(t *testing.T) {
 	}{
 		{SwiGLU.String(), "swiglu"}, {GPTOSS.String(), "gpt-oss"}, {MXFP8.String(), "mxfp8"},
 		{RoutingMap.String(), "map"}, {PerExpertWeights.String(), "per-expert"}, {GradBF16.String(), "bf16"},
-		{ScoreSqrtSoftplus.String(), "sqrt-softplus"}, {SM100a.String(), "sm_100a"}, {Activation(9).String(), "Activation(9)"},
-		{Target(-1).String(), "Target(-1)"},
+		{ScoreSqrtSoftplus.String(), "sqrt-softplus"}, {target.SM100a.String(), "sm_100a"}, {Activation(9).String(), "Activation(9)"},
+		{target.Target(-1).String(), "Target(-1)"},
 	} {
 		if c.got != c.want {
 			t.Errorf("%q, want %q", c.got, c.want)
@@ -332,11 +334,11 @@ func TestValidateNeverPanics(t *testing.T) {
 		}
 		_ = l.Validate()
 		_ = l.String()
-		s := Schedule{Target: Target(pick() % 4), FC1: Tile{pick(), pick(), pick()}, FC2: Tile{pick(), pick(), pick()},
+		s := Schedule{Target: target.Target(pick() % 4), FC1: Tile{pick(), pick(), pick()}, FC2: Tile{pick(), pick(), pick()},
 			Stages: pick(), Warps: WarpRoles{pick(), pick(), pick()}, Persistent: rng.IntN(2) == 0, GridCTAs: pick(), Cluster: pick()}
 		_ = s.Validate(l)
 		_ = s.String()
-		for _, tg := range Targets() {
+		for _, tg := range target.All() {
 			if d, err := DefaultSchedule(l, tg); err == nil && d.Validate(l) != nil {
 				t.Fatalf("DefaultSchedule returned an invalid schedule for %v", l)
 			}

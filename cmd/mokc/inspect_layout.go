@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/target"
 	"github.com/urfave/cli/v2"
 )
 
@@ -44,7 +45,7 @@ func inspectLayout(c *cli.Context) error {
 	if c.String("target") == "" {
 		return fmt.Errorf("inspect layout: give --target sm_80, sm_90a or sm_100a")
 	}
-	target, err := layouts.ParseTarget(c.String("target"))
+	tg, err := target.Parse(c.String("target"))
 	if err != nil {
 		return fmt.Errorf("inspect layout: %w", err)
 	}
@@ -53,8 +54,8 @@ func inspectLayout(c *cli.Context) error {
 		return fmt.Errorf("inspect layout: --addr %q: not an address", c.String("addr"))
 	}
 	if c.Bool("scales") {
-		if target != layouts.TargetSM100a {
-			return fmt.Errorf("inspect layout: --scales describes the sm_100a layout, not %s", target)
+		if tg != target.SM100a {
+			return fmt.Errorf("inspect layout: --scales describes the sm_100a layout, not %s", tg)
 		}
 		rows, err := parseInts(c.String("rows"))
 		if err != nil {
@@ -98,11 +99,11 @@ func inspectLayout(c *cli.Context) error {
 		if err != nil {
 			return fmt.Errorf("inspect layout: %w", err)
 		}
-		t, err = layouts.NewSmemTileSwizzle(target, op, dt, rk[0], rk[1], sw)
+		t, err = layouts.NewSmemTileSwizzle(tg, op, dt, rk[0], rk[1], sw)
 		if err != nil {
 			return fmt.Errorf("inspect layout: %w", err)
 		}
-	} else if t, err = layouts.NewSmemTile(target, op, dt, rk[0], rk[1]); err != nil {
+	} else if t, err = layouts.NewSmemTile(tg, op, dt, rk[0], rk[1]); err != nil {
 		return fmt.Errorf("inspect layout: %w", err)
 	}
 	s, err := t.Describe(uint32(addr), c.Int("n"))

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 	"github.com/urfave/cli/v2"
 )
 
@@ -104,7 +105,7 @@ func printLayer(w io.Writer, l schedule.Layer) {
 	if l.Precision != schedule.BF16 {
 		fmt.Fprintf(w, "  (%v weights: the schedules below validate, but codegen builds bf16 layers only so far)\n", l.Precision)
 	}
-	for _, t := range schedule.Targets() {
+	for _, t := range target.All() {
 		s, err := schedule.DefaultSchedule(l, t)
 		if err != nil {
 			fmt.Fprintf(w, "  %-8s not available: %v\n", t, err)
@@ -114,7 +115,7 @@ func printLayer(w io.Writer, l schedule.Layer) {
 			t, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, s.GridText())
 		smem := max(s.SharedMemoryBytes(l, s.FC1, true), s.SharedMemoryBytes(l, s.FC2, false))
 		extra := ""
-		if t == schedule.SM100a {
+		if t == target.SM100a {
 			extra = fmt.Sprintf(", TMEM %d columns", max(s.TMEMColumns(l, s.FC1), s.TMEMColumns(l, s.FC2)))
 		}
 		fmt.Fprintf(w, "  %-8s shared memory %d of %d bytes%s\n", "", smem, t.SharedMemoryLimit(), extra)

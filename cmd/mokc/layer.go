@@ -9,6 +9,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // layerFlags are the flags that name a layer: a preset or a Hugging Face
@@ -44,8 +45,8 @@ func targetFlag(def string) cli.Flag {
 }
 
 // loadTarget parses --target.
-func loadTarget(c *cli.Context) (schedule.Target, error) {
-	t, err := schedule.ParseTarget(c.String("target"))
+func loadTarget(c *cli.Context) (target.Target, error) {
+	t, err := target.Parse(c.String("target"))
 	if err != nil {
 		return t, fmt.Errorf("--target: %w", err)
 	}
@@ -79,7 +80,7 @@ func scheduleOverridden(c *cli.Context) bool {
 // flags applied, validated against l. When any flag is set the schedule
 // loses its T-dependent GEMM variant: the flags describe the one shape of
 // the routed GEMMs.
-func layerSchedule(c *cli.Context, l schedule.Layer, target schedule.Target) (schedule.Schedule, error) {
+func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
 		return s, fmt.Errorf("schedule for %s: %w", target, err)

@@ -19,6 +19,7 @@ import (
 	"github.com/mokc/mokc/compiler"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // runTolerance is the largest relative L2 error `mokc run` accepts:
@@ -234,7 +235,7 @@ type runConfig struct {
 	models  []string // preset names, or empty with layer set (--hf-config)
 	layer   schedule.Layer
 	routing schedule.RoutingForm
-	targets []schedule.Target
+	targets []target.Target
 	tokens  []int
 	repeat  int
 	sample  int
@@ -242,7 +243,7 @@ type runConfig struct {
 	json    bool
 	// schedule returns the schedule of a layer on a target: the default,
 	// or with the schedule flags applied (one target only).
-	schedule func(l schedule.Layer, t schedule.Target) (schedule.Schedule, error)
+	schedule func(l schedule.Layer, t target.Target) (schedule.Schedule, error)
 }
 
 // runPresetLayer returns a preset's layer; tests substitute smaller layers.
@@ -269,10 +270,10 @@ func parseTokenList(s string) ([]int, error) {
 }
 
 // parseTargetList parses --target: comma-separated targets, no repeats.
-func parseTargetList(s string) ([]schedule.Target, error) {
-	var out []schedule.Target
+func parseTargetList(s string) ([]target.Target, error) {
+	var out []target.Target
 	for _, f := range strings.Split(s, ",") {
-		t, err := schedule.ParseTarget(f)
+		t, err := target.Parse(f)
 		if err != nil {
 			return nil, fmt.Errorf("--target %s: %w", s, err)
 		}
@@ -312,7 +313,7 @@ func parseRunFlags(c *cli.Context) (runConfig, error) {
 		if len(cfg.targets) != 1 {
 			return cfg, fmt.Errorf("the schedule flags need exactly one --target, not %d", len(cfg.targets))
 		}
-		cfg.schedule = func(l schedule.Layer, t schedule.Target) (schedule.Schedule, error) { return layerSchedule(c, l, t) }
+		cfg.schedule = func(l schedule.Layer, t target.Target) (schedule.Schedule, error) { return layerSchedule(c, l, t) }
 	}
 	if strings.EqualFold(strings.TrimSpace(c.String("model")), "all") {
 		if c.String("hf-config") != "" {
@@ -757,7 +758,7 @@ func applyResult(rep *runReport, res runResult, st *tokenSet, H int) {
 
 // runTarget compiles l for tg and runs every token set cfg.repeat times.
 // A device error during the runs of one set is recorded in its result.
-func runTarget(cfg runConfig, b runBackend, l schedule.Layer, tg schedule.Target, sets []*tokenSet) ([]runResult, float64, error) {
+func runTarget(cfg runConfig, b runBackend, l schedule.Layer, tg target.Target, sets []*tokenSet) ([]runResult, float64, error) {
 	sched := cfg.schedule
 	if sched == nil {
 		sched = schedule.DefaultSchedule

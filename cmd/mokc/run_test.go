@@ -16,6 +16,7 @@ import (
 
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // runCLI runs the mokc app in-process with args and returns its output and
@@ -194,7 +195,7 @@ func TestParseRunLists(t *testing.T) {
 		t.Fatalf("tokens: %v %v", T, err)
 	}
 	tg, err := parseTargetList("sm_80,sm_90a")
-	if err != nil || !slices.Equal(tg, []schedule.Target{schedule.SM80, schedule.SM90a}) {
+	if err != nil || !slices.Equal(tg, []target.Target{target.SM80, target.SM90a}) {
 		t.Fatalf("targets: %v %v", tg, err)
 	}
 	for _, bad := range []string{"", "1,", "-1", "1.5", "2,2"} {
@@ -248,7 +249,7 @@ func (in *fakeInputs) Free() error { in.b.inputs--; return nil }
 
 type fakeKernel struct {
 	b      *fakeBackend
-	target schedule.Target
+	target target.Target
 	runs   map[*fakeInputs]int
 }
 
@@ -282,7 +283,7 @@ func (b *fakeBackend) loadInputs(l schedule.Layer, x []float32, r schedule.Routi
 }
 
 func (b *fakeBackend) compile(l schedule.Layer, s schedule.Schedule) (runKernel, error) {
-	if b.mode == fakeCompileFail && s.Target == schedule.SM80 {
+	if b.mode == fakeCompileFail && s.Target == target.SM80 {
 		return nil, errors.New("fake compile error")
 	}
 	return &fakeKernel{b: b, target: s.Target, runs: map[*fakeInputs]int{}}, nil

@@ -4,12 +4,13 @@ import (
 	llir "github.com/llir/llvm/ir"
 
 	"github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/target"
 )
 
 // ourCompiler lowers a module to PTX for a target with mokc's backend
 // (package ptx).
-var ourCompiler = func(m *llir.Module, target string) (string, error) {
-	return ptx.Compile(m, ptx.Target(target))
+var ourCompiler = func(m *llir.Module, tg target.Target) (string, error) {
+	return ptx.Compile(m, tg)
 }
 
 // CompileOurs returns the PTX of c from mokc's backend.

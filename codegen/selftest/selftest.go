@@ -11,14 +11,15 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
 )
 
 // Case is one self-test kernel.
 type Case struct {
-	Name        string // kernel name, also the module name and the testdata file name
-	Target      string // lowest target it needs: "sm_80" or "sm_90a"
-	Block       int    // threads per block
-	SharedBytes int    // dynamic shared memory per block
+	Name        string        // kernel name, also the module name and the testdata file name
+	Target      target.Target // lowest target it needs: sm_80 or sm_90a
+	Block       int           // threads per block
+	SharedBytes int           // dynamic shared memory per block
 	// Build returns a fresh module holding the kernel (checked by ir).
 	Build func() (*llir.Module, error)
 }
@@ -81,10 +82,10 @@ var (
 )
 
 func init() {
-	register(Case{Name: "st_axpb", Target: "sm_80", Block: AxpbBlock, Build: buildAxpb})
-	register(Case{Name: "st_reduce", Target: "sm_80", Block: ReduceBlock, Build: buildReduce})
-	register(Case{Name: "st_bigsmem", Target: "sm_80", Block: BigSmemBlock, SharedBytes: bigSmemBytes, Build: buildBigSmem})
-	register(Case{Name: "st_mma", Target: "sm_80", Block: MMABlock, Build: buildMMA})
+	register(Case{Name: "st_axpb", Target: target.SM80, Block: AxpbBlock, Build: buildAxpb})
+	register(Case{Name: "st_reduce", Target: target.SM80, Block: ReduceBlock, Build: buildReduce})
+	register(Case{Name: "st_bigsmem", Target: target.SM80, Block: BigSmemBlock, SharedBytes: bigSmemBytes, Build: buildBigSmem})
+	register(Case{Name: "st_mma", Target: target.SM80, Block: MMABlock, Build: buildMMA})
 }
 
 // buildAxpb: y[i] = bf16(fma(a, float(x[i]), b)) for i < n; x, y bf16 [n].

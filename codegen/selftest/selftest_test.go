@@ -25,7 +25,7 @@ func llcPTX(t *testing.T, c Case) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ptx, err := toolchain.CompileLLC(text, c.Target)
+	ptx, err := toolchain.CompileLLC(text, c.Target.String())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -50,7 +50,7 @@ func TestGenerateLLCPTX(t *testing.T) {
 func TestAssemble(t *testing.T) {
 	for _, c := range Cases() {
 		t.Run(c.Name, func(t *testing.T) {
-			toolchain.NeedPtxas(t, c.Target)
+			toolchain.NeedPtxas(t, c.Target.String())
 			variants := map[string]string{}
 			if ours, err := compileOurs(c); err != nil {
 				t.Fatalf("ptx: %v", err)
@@ -63,7 +63,7 @@ func TestAssemble(t *testing.T) {
 				t.Fatal(err)
 			}
 			for name, src := range variants {
-				if err := toolchain.Assemble(src, c.Target); err != nil {
+				if err := toolchain.Assemble(src, c.Target.String()); err != nil {
 					t.Errorf("%s PTX: %v", name, err)
 				}
 			}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
 )
 
 // The sm_90a wgmma self-test: one warpgroup computes C = A * B^T for
@@ -38,7 +39,7 @@ const (
 )
 
 func init() {
-	register(Case{Name: WGMMAKernel, Target: "sm_90a", Block: WGMMAThreads, SharedBytes: WGMMASharedBytes, Build: WGMMAModule})
+	register(Case{Name: WGMMAKernel, Target: target.SM90a, Block: WGMMAThreads, SharedBytes: WGMMASharedBytes, Build: WGMMAModule})
 }
 
 // WGMMAParams describes the kernel parameters in order: the tensor maps of A
