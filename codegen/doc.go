@@ -4,12 +4,21 @@
 // wgmma, mbarrier; sm_100a: TMA, tcgen05, TMEM); routing, dispatch, activation
 // epilogues and combine are shared by every target.
 //
-// Build returns a Program: one module with every kernel of the BF16 forward
-// and its launch plan (kernels in order with parameters, grids and shared
-// memory as functions of the token count T, and the buffers they use):
+// Lower turns a moe.Program (ops over typed buffers) into a Program: one
+// module with every kernel and its launch plan (kernels in order with
+// parameters, grids and shared memory as functions of the token count T,
+// and the buffers they use). How ops become kernels is a Lowering policy;
+// PerOp gives one kernel per op (lower_gemm.go: a grouped GEMM becomes two
+// kernels split by token range when the schedule has a small-T variant):
 //
 //	moe_init → [moe_route] → moe_count → moe_scan → moe_permute → moe_gather
-//	→ moe_fc1 → moe_fc2 → [moe_shared_fc1 → moe_shared_fc2] → moe_combine
+//	→ moe_fc1 [moe_fc1_mid] → moe_fc2 [moe_fc2_mid]
+//	→ [moe_shared_fc1 → moe_shared_fc2] → moe_combine
+//
+// Kernel parameters are the ops' operands (named by role, bound to the
+// program's buffers, declared once in package moe); the lowering adds only
+// its own scratch, the GEMM work lists. Build is moe.Forward then Lower
+// with PerOp.
 //
 // No launch depends on a value read back on the host: grids are upper bounds
 // (surplus blocks exit), the tile list and row offsets stay on the device.

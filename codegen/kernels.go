@@ -1,24 +1,16 @@
 package codegen
 
 import (
-	"fmt"
-
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/moe"
 )
 
-// dims are the compile-time sizes of the routing and dispatch kernels.
-type dims struct {
-	H, I, E, K    int
-	Is            int  // total shared intermediate S*I_s (0: no shared expert)
-	BM1, BM2      int  // row tiles of the FC1 / FC2 grouped GEMMs
-	BMVariant     int  // row tile of the GEMM variant (0: none)
-	Map           bool // dense routing map input
-	WeightOnInput bool // the routing weight scales the expert input (Llama 4)
-	SharedGate    bool // sigmoid output gate on the shared expert
-}
+// dims are the compile-time sizes of the routing and dispatch kernels:
+// hidden size, intermediate size, experts, top-k.
+type dims struct{ H, I, E, K int }
 
 const (
 	utilThreads   = 256 // threads of the routing / dispatch / combine kernels
@@ -29,18 +21,29 @@ const (
 	countPerBlock = utilThreads
 )
 
-// p and pi are kernel parameters: a global byte pointer, an i32.
-func p(name string) ir.Param  { return ir.P(name, GPtr) }
-func pi(name string) ir.Param { return ir.P(name, ir.I32) }
+// opKernel starts the PerOp kernel "moe_"+op.Name() with threads per
+// block: one global pointer parameter per operand of op, then per extra
+// operand (the lowering's scratch), named by role and bound to the
+// operand's buffer, then, with withT, the i32 token count "T". It returns
+// the builder and the kernel's plan entry (name, block and parameters; the
+// caller sets the grid and shared memory).
+func opKernel(m *ir.Module, op moe.Op, threads int, withT bool, extra ...moe.Operand) (*Builder, Kernel) {
+	k := Kernel{Name: "moe_" + op.Name(), Block: threads}
+	var ps []ir.Param
+	for _, o := range append(op.Operands(), extra...) {
+		ps = append(ps, ir.P(o.Role, GPtr))
+		k.Params = append(k.Params, Param{Name: o.Role, Type: ParamPtr, Size: 8, Buffer: o.Buffer.Name})
+	}
+	if withT {
+		v := PerT(1, 0)
+		ps = append(ps, ir.P("T", ir.I32))
+		k.Params = append(k.Params, Param{Name: "T", Type: ParamI32, Size: 4, Value: &v})
+	}
+	return NewKernel(m, k.Name, threads, ps...), k
+}
 
-// ptrParam / i32Param build plan parameters.
-func ptrParam(name, buffer string) Param {
-	return Param{Name: name, Type: ParamPtr, Size: 8, Buffer: buffer}
-}
-func tParam(name string, a int64) Param {
-	v := PerT(a, 0)
-	return Param{Name: name, Type: ParamI32, Size: 4, Value: &v}
-}
+// grid1 is a grid of x blocks.
+func grid1(x Expr) [3]Expr { return [3]Expr{x, Const(1), Const(1)} }
 
 // elemPtr is base + i*size bytes.
 func (b *Builder) elemPtr(base, i value.Value, size int64) value.Value {
@@ -48,8 +51,8 @@ func (b *Builder) elemPtr(base, i value.Value, size int64) value.Value {
 }
 
 // emitInit: zero counts[E] and the error word. Grid 1, 256 threads.
-func emitInit(m *ir.Module, d dims) Kernel {
-	b := NewKernel(m, "moe_init", utilThreads, p("counts"), p("err"))
+func emitInit(m *ir.Module, d dims, op moe.Init) Kernel {
+	b, k := opKernel(m, op, utilThreads, false)
 	tid := b.ThreadIdx(ir.X)
 	b.Loop(tid, ir.Int32(int64(d.E)), ir.Int32(utilThreads), nil, func(i value.Value, _ []value.Value) []value.Value {
 		b.StoreAt(ir.Int32(0), b.elemPtr(b.Param("counts"), i, 4), 4)
@@ -57,16 +60,16 @@ func emitInit(m *ir.Module, d dims) Kernel {
 	})
 	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() { b.StoreAt(ir.Int32(0), b.Param("err"), 4) })
 	b.Ret(nil)
-	return Kernel{Name: "moe_init", Block: utilThreads, Grid: [3]Expr{Const(1), Const(1), Const(1)},
-		Params: []Param{ptrParam("counts", "counts"), ptrParam("err", "err")}}
+	k.Grid = grid1(Const(1))
+	return k
 }
 
 // emitRoute: dense routing map [T, E] u8 + probs [T, E] f32 → ids [T, K]
 // i32 (increasing expert order, -1 padding) and weights [T, K] f32 (0
 // padding). A row with more than K routes keeps the first K and sets
 // ErrTooManyRoute. One warp per token.
-func emitRoute(m *ir.Module, d dims) Kernel {
-	b := NewKernel(m, "moe_route", utilThreads, p("map"), p("probs"), p("ids"), p("weights"), p("err"), pi("T"))
+func emitRoute(m *ir.Module, d dims, op moe.Route) Kernel {
+	b, k := opKernel(m, op, utilThreads, true)
 	lane, warp := b.LaneWarp()
 	t := b.Add(b.MulI(b.BlockIdx(ir.X), routeTokens), warp)
 	b.ReturnIf(b.ICmp(enum.IPredSGE, t, b.Param("T")))
@@ -103,17 +106,15 @@ func emitRoute(m *ir.Module, d dims) Kernel {
 		return nil
 	})
 	b.Ret(nil)
-	return Kernel{Name: "moe_route", Block: utilThreads, SkipIfZeroT: true,
-		Grid: [3]Expr{{A: 1, D: routeTokens, Min: 1}, Const(1), Const(1)},
-		Params: []Param{ptrParam("map", "routing_map"), ptrParam("probs", "probs"), ptrParam("ids", "ids"),
-			ptrParam("weights", "weights"), ptrParam("err", "err"), tParam("T", 1)}}
+	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: 1, D: routeTokens, Min: 1})
+	return k
 }
 
 // emitCount: validate ids (out of range → ErrBadExpertID, treated as -1),
 // counts[e] += 1 per slot with id e (integer atomics: order-free), and
 // row_of_slot[s] = -1 for slots without a valid expert.
-func emitCount(m *ir.Module, d dims) Kernel {
-	b := NewKernel(m, "moe_count", utilThreads, p("ids"), p("counts"), p("row_of_slot"), p("err"), pi("T"))
+func emitCount(m *ir.Module, d dims, op moe.Count) Kernel {
+	b, k := opKernel(m, op, utilThreads, true)
 	s := b.Add(b.MulI(b.BlockIdx(ir.X), countPerBlock), b.ThreadIdx(ir.X))
 	b.ReturnIf(b.ICmp(enum.IPredSGE, s, b.MulI(b.Param("T"), int64(d.K))))
 	id := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
@@ -126,10 +127,8 @@ func emitCount(m *ir.Module, d dims) Kernel {
 		b.StoreAt(ir.Int32(-1), b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
 	})
 	b.Ret(nil)
-	return Kernel{Name: "moe_count", Block: utilThreads, SkipIfZeroT: true,
-		Grid: [3]Expr{{A: int64(d.K), D: countPerBlock, Min: 1}, Const(1), Const(1)},
-		Params: []Param{ptrParam("ids", "ids"), ptrParam("counts", "counts"), ptrParam("row_of_slot", "row_of_slot"),
-			ptrParam("err", "err"), tParam("T", 1)}}
+	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: int64(d.K), D: countPerBlock, Min: 1})
+	return k
 }
 
 // blockScan computes, for each of the i32 values xs of the calling thread,
@@ -170,47 +169,21 @@ func (b *Builder) blockScan(smem value.Value, xs []value.Value) (excl, total []v
 	return excl, total
 }
 
-// tileRows returns the distinct row tiles of the grouped GEMMs (FC1's, then
-// FC2's, then the variant's) and the index of each GEMM's tile list:
-// list i is the scratch pair tiles<i+1>, ntiles<i+1>. At most two distinct
-// row tiles fit the scan's scratch (scanScratchB).
-func (d dims) tileRows() (bms []int, fc1, fc2, variant int) {
-	index := func(bm int) int {
-		for i, b := range bms {
-			if b == bm {
-				return i
-			}
-		}
-		bms = append(bms, bm)
-		return len(bms) - 1
-	}
-	fc1, fc2, variant = index(d.BM1), index(d.BM2), -1
-	if d.BMVariant > 0 {
-		variant = index(d.BMVariant)
-	}
-	return bms, fc1, fc2, variant
-}
-
-// tileList returns the names of tile list i and its count.
-func tileList(i int) (tiles, ntiles string) {
-	return fmt.Sprintf("tiles%d", i+1), fmt.Sprintf("ntiles%d", i+1)
-}
-
 // emitScan: one block. offsets[e] = exclusive prefix of counts (offsets[E]
 // = total rows); one tile list per distinct GEMM row tile BM (tileRows):
 // for each expert, ceil(count/BM) tiles (expert, first row), in expert
-// order; ntiles = their number.
-func emitScan(m *ir.Module, d dims) Kernel {
-	rows, _, _, _ := d.tileRows()
-	params := []ir.Param{p("counts"), p("offsets")}
+// order; ntiles = their number. The work lists are extra operands, after
+// the op's.
+func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
+	var extra []moe.Operand
 	var bms []int64
 	var lists, counts []string
-	for i, bm := range rows {
-		tl, nt := tileList(i)
-		params = append(params, p(tl), p(nt))
-		bms, lists, counts = append(bms, int64(bm)), append(lists, tl), append(counts, nt)
+	for _, t := range tiles {
+		extra = append(extra, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
+			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
+		bms, lists, counts = append(bms, int64(t.bm)), append(lists, t.tiles.Name), append(counts, t.count.Name)
 	}
-	b := NewKernel(m, "moe_scan", utilThreads, params...)
+	b, k := opKernel(m, op, utilThreads, false, extra...)
 	smem := b.DynSmem()
 	tid := b.ThreadIdx(ir.X)
 	E := int64(d.E)
@@ -251,19 +224,15 @@ func emitScan(m *ir.Module, d dims) Kernel {
 		}
 	})
 	b.Ret(nil)
-	ps := []Param{ptrParam("counts", "counts"), ptrParam("offsets", "offsets")}
-	for i := range lists {
-		ps = append(ps, ptrParam(lists[i], lists[i]), ptrParam(counts[i], counts[i]))
-	}
-	return Kernel{Name: "moe_scan", Block: utilThreads, SharedBytes: scanScratchB,
-		Grid: [3]Expr{Const(1), Const(1), Const(1)}, Params: ps}
+	k.SharedBytes, k.Grid = scanScratchB, grid1(Const(1))
+	return k
 }
 
 // emitPermute: one block per expert e. The rank of slot s = t*K+k among the
 // slots with id e, in increasing s (stable, deterministic), gives its row
 // offsets[e] + rank: row_of_slot[s] = row, src_slot[row] = s.
-func emitPermute(m *ir.Module, d dims) Kernel {
-	b := NewKernel(m, "moe_permute", utilThreads, p("ids"), p("offsets"), p("row_of_slot"), p("src_slot"), pi("T"))
+func emitPermute(m *ir.Module, d dims, op moe.Permute) Kernel {
+	b, k := opKernel(m, op, utilThreads, true)
 	smem := b.DynSmem()
 	e := b.BlockIdx(ir.X)
 	offs := b.Param("offsets")
@@ -299,21 +268,15 @@ func emitPermute(m *ir.Module, d dims) Kernel {
 		return []value.Value{b.Add(run[0], total[0])}
 	})
 	b.Ret(nil)
-	return Kernel{Name: "moe_permute", Block: utilThreads, SharedBytes: scanScratchB, SkipIfZeroT: true,
-		Grid: [3]Expr{Const(int64(d.E)), Const(1), Const(1)},
-		Params: []Param{ptrParam("ids", "ids"), ptrParam("offsets", "offsets"), ptrParam("row_of_slot", "row_of_slot"),
-			ptrParam("src_slot", "src_slot"), tParam("T", 1)}}
+	k.SharedBytes, k.SkipIfZeroT, k.Grid = scanScratchB, true, grid1(Const(int64(d.E)))
+	return k
 }
 
 // emitGather: xs[row, :] = x[src_slot[row] / K, :] for row < offsets[E]
 // (times the routing weight, rounded to bf16, when the weight scales the
 // input). One warp per row, 16-byte vectors.
-func emitGather(m *ir.Module, d dims) Kernel {
-	ps := []ir.Param{p("x"), p("src_slot"), p("offsets"), p("xs")}
-	if d.WeightOnInput {
-		ps = append(ps, p("weights"))
-	}
-	b := NewKernel(m, "moe_gather", utilThreads, ps...)
+func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
+	b, k := opKernel(m, op, utilThreads, false)
 	lane, warp := b.LaneWarp()
 	row := b.Add(b.MulI(b.BlockIdx(ir.X), gatherRows), warp)
 	total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
@@ -324,7 +287,7 @@ func emitGather(m *ir.Module, d dims) Kernel {
 	src := b.ByteOffset(b.Param("x"), b.MulI(b.Wide(t), 2*H))
 	dst := b.ByteOffset(b.Param("xs"), b.MulI(b.Wide(row), 2*H))
 	var w value.Value
-	if d.WeightOnInput {
+	if op.Weights != nil {
 		w = b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)
 	}
 	v4 := ir.Vec(4, ir.I32)
@@ -345,12 +308,8 @@ func emitGather(m *ir.Module, d dims) Kernel {
 		return nil
 	})
 	b.Ret(nil)
-	kp := []Param{ptrParam("x", "x"), ptrParam("src_slot", "src_slot"), ptrParam("offsets", "offsets"), ptrParam("xs", "xs")}
-	if d.WeightOnInput {
-		kp = append(kp, ptrParam("weights", "weights"))
-	}
-	return Kernel{Name: "moe_gather", Block: utilThreads, SkipIfZeroT: true,
-		Grid: [3]Expr{{A: int64(d.K), D: gatherRows, Min: 1}, Const(1), Const(1)}, Params: kp}
+	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: int64(d.K), D: gatherRows, Min: 1})
+	return k
 }
 
 // emitCombine: one block per token t:
@@ -360,18 +319,9 @@ func emitGather(m *ir.Module, d dims) Kernel {
 // in fp32 in that fixed order (fma), rounded once to bf16; g_t =
 // sigmoid(x[t]·gate) with the shared output gate, else 1; w = 1 when the
 // weight scaled the input. A slot without a route reads nothing.
-func emitCombine(m *ir.Module, d dims) Kernel {
-	ps := []ir.Param{p("out_rows"), p("row_of_slot"), p("weights"), p("y")}
-	kp := []Param{ptrParam("out_rows", "out_rows"), ptrParam("row_of_slot", "row_of_slot"), ptrParam("weights", "weights"), ptrParam("y", "y")}
-	if d.Is > 0 {
-		ps = append(ps, p("shared_out"))
-		kp = append(kp, ptrParam("shared_out", "shared_out"))
-		if d.SharedGate {
-			ps = append(ps, p("x"), p("shared_gate"))
-			kp = append(kp, ptrParam("x", "x"), ptrParam("shared_gate", "shared_gate"))
-		}
-	}
-	b := NewKernel(m, "moe_combine", utilThreads, ps...)
+func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
+	b, k := opKernel(m, op, utilThreads, false)
+	shared, gated := op.SharedOut != nil, op.SharedGate != nil
 	t := b.BlockIdx(ir.X)
 	tid := b.ThreadIdx(ir.X)
 	H, K := int64(d.H), int64(d.K)
@@ -386,7 +336,7 @@ func emitCombine(m *ir.Module, d dims) Kernel {
 		return out
 	}
 	var gate value.Value = ir.Float32(1)
-	if d.Is > 0 && d.SharedGate {
+	if gated {
 		smem := b.DynSmem()
 		part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
 			xv := row8(b.Param("x"), t, c)
@@ -404,7 +354,7 @@ func emitCombine(m *ir.Module, d dims) Kernel {
 	for k := int64(0); k < K; k++ {
 		s := b.AddI(b.MulI(t, K), k)
 		slots[k] = b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
-		if d.WeightOnInput {
+		if op.WeightOnInput {
 			wts[k] = ir.Float32(1)
 		} else {
 			wts[k] = b.IfVals(b.ICmp(enum.IPredSGE, slots[k], ir.Int32(0)), []value.Value{ir.Float32(0)}, func() []value.Value {
@@ -414,7 +364,7 @@ func emitCombine(m *ir.Module, d dims) Kernel {
 	}
 	b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
 		acc := make([]value.Value, 8)
-		if d.Is > 0 {
+		if shared {
 			sv := row8(b.Param("shared_out"), t, c)
 			for i := range acc {
 				acc[i] = b.FMul(sv[i], gate)
@@ -439,12 +389,11 @@ func emitCombine(m *ir.Module, d dims) Kernel {
 		return nil
 	})
 	b.Ret(nil)
-	sb := 0
-	if d.Is > 0 && d.SharedGate {
-		sb = 8 * 4
+	if gated {
+		k.SharedBytes = 8 * 4
 	}
-	return Kernel{Name: "moe_combine", Block: utilThreads, SharedBytes: sb, SkipIfZeroT: true,
-		Grid: [3]Expr{{A: 1, D: 1, Min: 1}, Const(1), Const(1)}, Params: kp}
+	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: 1, D: 1, Min: 1})
+	return k
 }
 
 // blockSumF32 sums one f32 per thread over the block in a fixed order

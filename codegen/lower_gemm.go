@@ -1,0 +1,154 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/schedule"
+)
+
+// tileList is a GEMM work list of the PerOp lowering: (expert, first row)
+// pairs of bm-row tiles, in expert order, written by the scan.
+type tileList struct {
+	bm           int
+	tiles, count *moe.Buffer
+}
+
+// listFor returns the work list of bm-row tiles, adding it if new: list i
+// is the scratch pair tiles<i+1>, ntiles<i+1>.
+func (lw *perOp) listFor(bm int) tileList {
+	for _, t := range lw.lists {
+		if t.bm == bm {
+			return t
+		}
+	}
+	i := len(lw.lists) + 1
+	K, E, BM := int64(lw.d.K), int64(lw.d.E), int64(bm)
+	t := tileList{bm: bm,
+		tiles: &moe.Buffer{Name: fmt.Sprintf("tiles%d", i), Kind: moe.Scratch, DType: moe.I32,
+			Shape: []launch.Expr{{A: K, B: E * BM, D: BM, Min: 1}, launch.Const(2)}},
+		count: &moe.Buffer{Name: fmt.Sprintf("ntiles%d", i), Kind: moe.Scratch, DType: moe.I32,
+			Shape: []launch.Expr{launch.Const(1)}},
+	}
+	lw.lists = append(lw.lists, t)
+	lw.describeLists()
+	return t
+}
+
+// describeLists documents which GEMMs read each work list.
+func (lw *perOp) describeLists() {
+	s := lw.sched
+	for _, t := range lw.lists {
+		var users string
+		add := func(bm int, who string) {
+			if bm != t.bm {
+				return
+			}
+			if users != "" {
+				users += " and "
+			}
+			users += who
+		}
+		add(s.FC1.M, "FC1")
+		add(s.FC2.M, "FC2")
+		if lw.hasVariant {
+			add(lw.variant.FC1.M, "the GEMM variant")
+		}
+		t.tiles.Doc = fmt.Sprintf("%s tile list (%d rows per tile): (expert, first row) pairs", users, t.bm)
+		t.count.Doc = users + " tile count"
+	}
+}
+
+// lowerGEMM emits a grouped GEMM op through the target's engine: one kernel,
+// or for dispatched rows under a schedule with a GEMM variant, the base
+// kernel for T outside the variant's token range and "_mid" inside it.
+func (lw *perOp) lowerGEMM(g moe.GEMM) error {
+	s := lw.sched
+	if g.Rows == moe.Dense || !lw.hasVariant {
+		return lw.emitGEMM(g, "", s, nil)
+	}
+	lo, hi := s.Variant.VariantTokens(lw.d.K, lw.d.E)
+	var base []launch.TokenRange
+	if lo > 1 {
+		base = append(base, launch.TokenRange{Min: 1, Max: lo - 1})
+	}
+	base = append(base, launch.TokenRange{Min: hi + 1, Max: launch.MaxTokens})
+	if err := lw.emitGEMM(g, "", s, base); err != nil {
+		return err
+	}
+	return lw.emitGEMM(g, "_mid", lw.variant, []launch.TokenRange{{Min: lo, Max: hi}})
+}
+
+// emitGEMM emits one kernel of g with schedule s, launched for tokens
+// (nil: every T >= 1), binding the engine's parameter roles to g's operands
+// and the work list of its row tile.
+func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange) error {
+	spec := gemmSpec(g, s)
+	spec.Name = "moe_" + g.Name() + suffix
+	bind := map[string]string{}
+	for _, o := range g.Operands() {
+		bind[o.Role] = o.Buffer.Name
+	}
+	if g.Rows == moe.Dispatched {
+		t := lw.listFor(spec.Tile.BM)
+		bind[RoleTiles], bind[RoleNumTiles] = t.tiles.Name, t.count.Name
+	}
+	ki, err := lw.eng.GroupedGEMM(lw.mod, spec, int64(g.RowsPerToken))
+	if err != nil {
+		return err
+	}
+	k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: tokens,
+		GridPerSM: ki.GridPerSM}
+	for _, prm := range ki.Params {
+		role := prm.Role
+		if prm.Type == ParamTmap && prm.TensorMap != nil {
+			role = prm.TensorMap.Operand
+		}
+		if role == RoleRows {
+			v := PerT(1, 0)
+			prm.Value = &v
+		} else if buf, ok := bind[role]; ok {
+			prm.Buffer = buf
+		} else {
+			return fmt.Errorf("codegen: %s: parameter %s has role %q that the lowering cannot bind", ki.Name, prm.Name, role)
+		}
+		k.Params = append(k.Params, prm)
+	}
+	lw.prog.Kernels = append(lw.prog.Kernels, k)
+	return nil
+}
+
+// gemmSpec is the engine's description of g under schedule s: FC1's tile
+// for a gated GEMM, FC2's for a plain one.
+func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
+	spec := GemmSpec{N: g.N, K: g.K, Experts: g.Experts, A: ATiled, B: BGrouped, Epilogue: EpiStore, Bias: g.Bias != nil}
+	if g.Rows == moe.Dense {
+		spec.A = ADense
+	}
+	if g.Storage == moe.Table {
+		spec.B = BTable
+	}
+	t, bn := s.FC2, s.FC2.N
+	if g.Gated {
+		t, bn = s.FC1, s.FC1.N/2
+		spec.Epilogue, spec.Gate, spec.Act = EpiGated, GateHalves, activation(g.Act)
+		if g.GateUp == moe.GateUpInterleaved {
+			spec.Gate = GateInterleaved
+		}
+	}
+	spec.Tile = Tile{BM: t.M, BN: bn, BK: t.K, Stages: s.Stages, Warps: s.Warps.MMA,
+		ProducerWarps: s.Warps.Producer, EpilogueWarps: s.Warps.Epilogue, Cluster: s.Cluster, Grid: s.GridCTAs}
+	return spec
+}
+
+// activation is the epilogue's form of a moe activation.
+func activation(a moe.Activation) Activation {
+	switch a.Kind {
+	case schedule.ClampedSwiGLU:
+		return Activation{Kind: ActClampedSwiGLU, Limit: a.Limit}
+	case schedule.GPTOSS:
+		return Activation{Kind: ActGPTOSS, Limit: a.Limit, Alpha: a.Alpha}
+	}
+	return Activation{Kind: ActSwiGLU}
+}

@@ -1,0 +1,141 @@
+package moe
+
+import (
+	"fmt"
+
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/schedule"
+)
+
+// Forward is the BF16 forward of layer l. Buffers the caller binds (Input,
+// Output): x bf16 [T,H]; ids i32 [T,K] + weights f32 [T,K] (RoutingIDs) or
+// routing_map u8 [T,E] + probs f32 [T,E] (RoutingMap); fc1 bf16 [E,2I,H]
+// and fc2 bf16 [E,H,I] (GroupedWeights) or fc1_table / fc2_table u64 [E]
+// device pointers to per-expert [2I,H] / [H,I] matrices (PerExpertWeights);
+// fc1_bias f32 [E,2I] and fc2_bias f32 [E,H] (Biases, in FC1 row order);
+// shared_fc1 bf16 [2*S*I_s, H] (gate rows, then up rows), shared_fc2 bf16
+// [H, S*I_s], shared_gate bf16 [H] (SharedGate); y bf16 [T,H] and the error
+// word err u32 [1] (launch.ErrBuffer). Errors: l invalid (schedule.Layer
+// Validate) or not BF16.
+func Forward(l schedule.Layer) (*Program, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if l.Precision != schedule.BF16 {
+		return nil, fmt.Errorf("moe: %s: precision %v has no forward program yet (bf16 only)", l.Name, l.Precision)
+	}
+	p := &Program{Layer: l}
+	H, I, E, K, Is := l.Hidden, l.Intermediate, l.Experts, l.TopK, l.SharedWidth()
+	T, TK := launch.PerT(1, 0), launch.PerT(int64(K), 0)
+
+	x := p.in("x", BF16, "tokens", T, c(H))
+	ids, weights, route := p.routing()
+	fc1, fc2, storage := p.expertWeights()
+	var fc1Bias, fc2Bias *Buffer
+	if l.Biases {
+		fc1Bias = p.in("fc1_bias", F32, "FC1 bias (FC1 row order)", c(E), c(2*I))
+		fc2Bias = p.in("fc2_bias", F32, "FC2 bias", c(E), c(H))
+	}
+	var sharedFC1, sharedFC2, sharedGate *Buffer
+	if Is > 0 {
+		sharedFC1 = p.in("shared_fc1", BF16, "shared-expert FC1 (gate rows, then up rows)", c(2*Is), c(H))
+		sharedFC2 = p.in("shared_fc2", BF16, "shared-expert FC2", c(H), c(Is))
+		if l.SharedGate {
+			sharedGate = p.in("shared_gate", BF16, "shared-expert output gate vector", c(H))
+		}
+	}
+	y := p.buffer("y", Output, BF16, "layer output", T, c(H))
+	errw := p.buffer(launch.ErrBuffer, Output, U32, "error word: OR of ErrBadExpertID (1), ErrTooManyRoute (2)", c(1))
+	counts := p.scratch("counts", I32, "slots per expert", c(E))
+	offsets := p.scratch("offsets", I32, "first row of each expert; offsets[E] = routed rows", c(E+1))
+	rowOfSlot := p.scratch("row_of_slot", I32, "row of slot t*K+k (-1 = none)", TK)
+	srcSlot := p.scratch("src_slot", I32, "slot of each row", TK)
+	xs := p.scratch("xs", BF16, "routed rows of x grouped by expert", TK, c(H))
+	h := p.scratch("h", BF16, "activations of the routed rows", TK, c(I))
+	outRows := p.scratch("out_rows", BF16, "unweighted expert outputs per routed row", TK, c(H))
+
+	// Routing and dispatch.
+	p.Ops = append(p.Ops, Init{Counts: counts, Err: errw})
+	if route != nil {
+		route.Err = errw
+		p.Ops = append(p.Ops, *route)
+	}
+	var gatherWeights *Buffer
+	if l.RouterWeightOnInput {
+		gatherWeights = weights
+	}
+	p.Ops = append(p.Ops,
+		Count{IDs: ids, Counts: counts, RowOfSlot: rowOfSlot, Err: errw},
+		Scan{Counts: counts, Offsets: offsets},
+		Permute{IDs: ids, Offsets: offsets, RowOfSlot: rowOfSlot, SrcSlot: srcSlot},
+		Gather{X: x, SrcSlot: srcSlot, Offsets: offsets, XS: xs, Weights: gatherWeights})
+
+	// Routed experts: grouped GEMMs over the dispatched rows.
+	gateUp := GateUpHalves
+	if l.GateUpInterleaved {
+		gateUp = GateUpInterleaved
+	}
+	p.Ops = append(p.Ops,
+		GEMM{Op: "fc1", A: xs, B: fc1, Bias: fc1Bias, C: h, Offsets: offsets, Rows: Dispatched, Storage: storage,
+			N: I, K: H, Experts: E, RowsPerToken: K, Gated: true, GateUp: gateUp,
+			Act: Activation{Kind: l.Activation, Limit: l.SwiGLULimit, Alpha: l.GPTOSSAlpha}},
+		GEMM{Op: "fc2", A: h, B: fc2, Bias: fc2Bias, C: outRows, Offsets: offsets, Rows: Dispatched, Storage: storage,
+			N: H, K: I, Experts: E, RowsPerToken: K})
+
+	// Shared expert: dense GEMMs over every token.
+	var sharedOut, gateX *Buffer
+	if Is > 0 {
+		hs := p.scratch("hs", BF16, "shared-expert activations", T, c(Is))
+		sharedOut = p.scratch("shared_out", BF16, "shared-expert output", T, c(H))
+		p.Ops = append(p.Ops,
+			GEMM{Op: "shared_fc1", A: x, B: sharedFC1, C: hs, Rows: Dense, N: Is, K: H, Experts: 1, RowsPerToken: 1,
+				Gated: true, Act: Activation{Kind: l.SharedActivation, Limit: l.SharedSwiGLULimit}},
+			GEMM{Op: "shared_fc2", A: hs, B: sharedFC2, C: sharedOut, Rows: Dense, N: H, K: Is, Experts: 1, RowsPerToken: 1})
+		if sharedGate != nil {
+			gateX = x
+		}
+	}
+
+	// Combine: weighted sum of the expert outputs per token.
+	p.Ops = append(p.Ops, Combine{OutRows: outRows, RowOfSlot: rowOfSlot, Weights: weights, Y: y,
+		SharedOut: sharedOut, X: gateX, SharedGate: sharedGate, WeightOnInput: l.RouterWeightOnInput})
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// routing declares the routing inputs: fixed-width ids and weights, or a
+// dense routing map and probs with the Route op (Err unset) that turns them
+// into fixed-width scratch.
+func (p *Program) routing() (ids, weights *Buffer, route *Route) {
+	l := p.Layer
+	T, E, K := launch.PerT(1, 0), c(l.Experts), c(l.TopK)
+	if l.Routing != schedule.RoutingMap {
+		return p.in("ids", I32, "expert ids (-1 = none)", T, K), p.in("weights", F32, "routing weights", T, K), nil
+	}
+	m := p.in("routing_map", U8, "dense routing map (nonzero = routed)", T, E)
+	probs := p.in("probs", F32, "routing probabilities", T, E)
+	ids = p.scratch("ids", I32, "fixed-width expert ids (-1 = none), from moe_route", T, K)
+	weights = p.scratch("weights", F32, "fixed-width routing weights, from moe_route", T, K)
+	return ids, weights, &Route{Map: m, Probs: probs, IDs: ids, Weights: weights}
+}
+
+// expertWeights declares the routed experts' FC1 and FC2 weights.
+func (p *Program) expertWeights() (fc1, fc2 *Buffer, s WeightStorage) {
+	l := p.Layer
+	H, I, E := c(l.Hidden), c(2*l.Intermediate), c(l.Experts)
+	rows := "gate rows 0..I-1, then up rows"
+	if l.GateUpInterleaved {
+		rows = "gate and up rows interleaved: gate even, up odd"
+	}
+	if l.Storage == schedule.PerExpertWeights {
+		return p.in("fc1_table", U64, "device pointers to each expert's FC1 [2I,H] bf16 ("+rows+")", E),
+			p.in("fc2_table", U64, "device pointers to each expert's FC2 [H,I] bf16", E), Table
+	}
+	return p.in("fc1", BF16, "FC1 weights ("+rows+")", E, I, H),
+		p.in("fc2", BF16, "FC2 weights", E, H, c(l.Intermediate)), Stacked
+}
+
+// c is the constant dimension n.
+func c(n int) launch.Expr { return launch.Const(int64(n)) }

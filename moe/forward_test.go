@@ -1,0 +1,104 @@
+package moe
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/schedule"
+)
+
+// TestForwardPresets builds the forward of every preset and checks its
+// structure, the buffers each layer form needs and their sizes.
+func TestForwardPresets(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Forward(l)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		want := map[string]bool{"x": true, "y": true, "err": true, "xs": true, "h": true, "out_rows": true,
+			"routing_map": l.Routing == schedule.RoutingMap, "fc1_table": l.Storage == schedule.PerExpertWeights,
+			"fc1": l.Storage != schedule.PerExpertWeights, "fc1_bias": l.Biases, "shared_fc1": l.SharedWidth() > 0,
+			"shared_gate": l.SharedGate, "hs": l.SharedWidth() > 0}
+		for b, ok := range want {
+			if (p.Buffer(b) != nil) != ok {
+				t.Errorf("%s: buffer %s present = %v, want %v", name, b, p.Buffer(b) != nil, ok)
+			}
+		}
+		T := int64(37)
+		H, I, E, K := int64(l.Hidden), int64(l.Intermediate), int64(l.Experts), int64(l.TopK)
+		for b, bytes := range map[string]int64{"x": 2 * T * H, "xs": 2 * T * K * H, "h": 2 * T * K * I, "err": 4, "offsets": 4 * (E + 1)} {
+			if got := p.Buffer(b).Bytes().Eval(T); got != bytes {
+				t.Errorf("%s: %s is %d bytes at T=%d, want %d", name, b, got, T, bytes)
+			}
+		}
+		ops := p.String()
+		for _, op := range []string{"init(", "count(", "scan(", "permute(", "gather(", "fc1(", "fc2(", "combine("} {
+			if !strings.Contains(ops, op) {
+				t.Errorf("%s: the program lacks op %s:\n%s", name, op, ops)
+			}
+		}
+		if n := len(p.Ops); n < 8 || n > 11 {
+			t.Errorf("%s: %d ops", name, n)
+		}
+	}
+}
+
+// TestCheck breaks a valid program in each way Check must catch.
+func TestCheck(t *testing.T) {
+	l, _ := schedule.Preset("qwen3-30b-a3b")
+	for _, c := range []struct {
+		name   string
+		break_ func(p *Program)
+		want   string
+	}{
+		{"duplicate buffer", func(p *Program) {
+			p.Buffers = append(p.Buffers, &Buffer{Name: "x", DType: BF16, Shape: []launch.Expr{launch.Const(1)}})
+		}, "declared twice"},
+		{"unknown dtype", func(p *Program) { p.Buffer("h").DType = "f16" }, "unknown dtype"},
+		{"two T dims", func(p *Program) { b := p.Buffer("h"); b.Shape = []launch.Expr{launch.PerT(1, 0), launch.PerT(1, 0)} }, "at most one"},
+		{"undeclared operand", func(p *Program) {
+			p.Ops[0] = Init{Counts: &Buffer{Name: "counts"}, Err: p.Buffer("err")}
+		}, "does not declare"},
+		{"input written", func(p *Program) {
+			p.Ops = append([]Op{Init{Counts: p.Buffer("x"), Err: p.Buffer("err")}}, p.Ops[1:]...)
+		}, "writes input x"},
+		{"read before write", func(p *Program) { p.Ops = p.Ops[1:] }, "reads scratch counts before"},
+		{"output never written", func(p *Program) { p.Ops = p.Ops[:len(p.Ops)-1] }, "y is never written"},
+		{"op twice", func(p *Program) { p.Ops = append(p.Ops, p.Ops[len(p.Ops)-1]) }, "appears twice"},
+	} {
+		p, err := Forward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.break_(p)
+		if err := p.Check(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: Check() = %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+func TestForwardRefuses(t *testing.T) {
+	l, _ := schedule.Preset("qwen3-30b-a3b")
+	l.Precision = schedule.MXFP8
+	if _, err := Forward(l); err == nil || !strings.Contains(err.Error(), "bf16 only") {
+		t.Errorf("MXFP8: %v", err)
+	}
+	l, _ = schedule.Preset("qwen3-30b-a3b")
+	l.TopK = 0
+	if _, err := Forward(l); err == nil {
+		t.Error("TopK = 0 accepted")
+	}
+}
+
+func TestDTypeSize(t *testing.T) {
+	for d, n := range map[DType]int64{BF16: 2, F32: 4, I32: 4, U8: 1, U32: 4, U64: 8, "f16": 0} {
+		if d.Size() != n {
+			t.Errorf("%s.Size() = %d, want %d", d, d.Size(), n)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+package moe
+
+import "github.com/mokc/mokc/schedule"
+
+// Op is one step of a program. Operands lists the buffers it reads and
+// writes, in a fixed order (the PerOp lowering's kernel parameter order);
+// absent optional operands are left out.
+type Op interface {
+	// Name is the op's name in the program, unique within it, e.g. "count",
+	// "fc1" (PerOp kernels are named "moe_" + Name).
+	Name() string
+	Operands() []Operand
+}
+
+// operands lists the operands, leaving out those with a nil buffer; r, w
+// and rw are read, written and accumulated operands.
+func operands(os ...Operand) []Operand {
+	out := os[:0]
+	for _, o := range os {
+		if o.Buffer != nil {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+func r(role string, b *Buffer) Operand  { return Operand{Role: role, Buffer: b, Access: Read} }
+func w(role string, b *Buffer) Operand  { return Operand{Role: role, Buffer: b, Access: Write} }
+func rw(role string, b *Buffer) Operand { return Operand{Role: role, Buffer: b, Access: ReadWrite} }
+
+// Init zeroes the per-expert slot counts Counts i32 [E] and the error word
+// Err u32 [1].
+type Init struct{ Counts, Err *Buffer }
+
+// Route turns a dense routing map Map u8 [T,E] (nonzero = routed) and its
+// probabilities Probs f32 [T,E] into fixed-width routing: IDs i32 [T,K] in
+// increasing expert order padded with -1, Weights f32 [T,K] padded with 0.
+// A row with more than K routes keeps its first K and sets
+// launch.ErrTooManyRoute in Err.
+type Route struct{ Map, Probs, IDs, Weights, Err *Buffer }
+
+// Count validates IDs i32 [T,K] (an id outside [-1, E) sets
+// launch.ErrBadExpertID in Err and counts as -1), adds one to Counts[e] for
+// each slot routed to e, and marks unrouted slots -1 in RowOfSlot i32 [T*K].
+type Count struct{ IDs, Counts, RowOfSlot, Err *Buffer }
+
+// Scan writes Offsets i32 [E+1], the exclusive prefix sum of Counts i32
+// [E]: expert e owns the dispatched rows Offsets[e] .. Offsets[e+1]-1.
+// (Lowerings add the per-tile work lists of the grouped GEMMs here.)
+type Scan struct{ Counts, Offsets *Buffer }
+
+// Permute ranks the slots routed to each expert in slot order (stable): slot
+// s = t*K+k with id e gets row Offsets[e] + rank, written to RowOfSlot i32
+// [T*K], and SrcSlot i32 [T*K] maps the row back to s.
+type Permute struct{ IDs, Offsets, RowOfSlot, SrcSlot *Buffer }
+
+// Gather dispatches tokens: XS[row] = X[SrcSlot[row] / K] for row <
+// Offsets[E], scaled by the routing weight (rounded to bf16) when Weights
+// is set (RouterWeightOnInput layers).
+type Gather struct{ X, SrcSlot, Offsets, XS, Weights *Buffer }
+
+// Rows says where a GEMM's A rows come from.
+type Rows int
+
+const (
+	// Dispatched rows are grouped by expert: expert e owns rows
+	// Offsets[e] .. Offsets[e+1]-1 (the routed experts).
+	Dispatched Rows = iota
+	// Dense rows all belong to one expert (the shared expert).
+	Dense
+)
+
+// WeightStorage says how expert e's weight B_e is found.
+type WeightStorage int
+
+const (
+	// Stacked: one tensor [E, rows, K]; B_e starts at element e*rows*K.
+	Stacked WeightStorage = iota
+	// Table: a u64 [E] array of device pointers, one allocation per expert.
+	Table
+)
+
+// GateUp is where the gate and up rows of a gated FC1 weight [2N, K] sit.
+type GateUp int
+
+const (
+	// GateUpHalves: gate rows 0..N-1, then up rows N..2N-1 (Mixtral,
+	// DeepSeek, Qwen; Hugging Face gate_up_proj).
+	GateUpHalves GateUp = iota
+	// GateUpInterleaved: gate rows even, up rows odd (GPT-OSS, openai/gpt-oss
+	// model.py).
+	GateUpInterleaved
+)
+
+// Activation is the gated activation of an FC1 GEMM: Kind with its clamp
+// Limit and sigmoid slope Alpha (formulas and sources: schedule.Activation).
+type Activation struct {
+	Kind  schedule.Activation
+	Limit float64 // clamp limit (ClampedSwiGLU, GPTOSS)
+	Alpha float64 // sigmoid slope (GPTOSS)
+}
+
+// GEMM is a grouped GEMM with fp32 accumulation:
+//
+//	C[row, n] = epilogue( sum_k A[row, k] * B_e[n', k] ),  e = expert of row
+//
+// A bf16 [rows, K]; B_e bf16 [N, K] (plain) or [2N, K] (gated, rows in
+// GateUp order), K-major; C bf16 [rows, N]. The epilogue adds Bias f32
+// [E, rows of B_e] (when set), then for a gated GEMM applies Act to each
+// (gate, up) pair, and rounds once to bf16.
+type GEMM struct {
+	Op      string        // name: "fc1", "fc2", "shared_fc1", "shared_fc2"
+	A, B, C *Buffer       // operands (B: the weights, or their pointer table)
+	Bias    *Buffer       // optional per-expert bias
+	Offsets *Buffer       // expert row offsets i32 [E+1] (Dispatched only)
+	Rows    Rows          // A row grouping
+	Storage WeightStorage // how B_e is found
+	N, K    int           // output columns, reduction length
+	Experts int           // E (1 for Dense)
+	// RowsPerToken bounds the A rows per token: top-k for dispatched rows,
+	// 1 for dense ones.
+	RowsPerToken int
+	Gated        bool       // B has 2N rows and the epilogue applies Act
+	GateUp       GateUp     // gated only
+	Act          Activation // gated only
+}
+
+// Combine writes Y bf16 [T,H]: for each token t, in fp32 in this fixed
+// order, g_t * SharedOut[t] (when there is a shared expert; g_t =
+// sigmoid(X[t]·SharedGate) with a shared output gate, else 1) plus, for k =
+// 0..K-1 with RowOfSlot[t*K+k] >= 0, Weights[t,k] * OutRows[row] (weight 1
+// when WeightOnInput), rounded once to bf16.
+type Combine struct {
+	OutRows, RowOfSlot, Weights, Y *Buffer
+	SharedOut, X, SharedGate       *Buffer // optional: shared expert, its output gate
+	WeightOnInput                  bool    // the routing weight already scaled the expert input
+}
+
+// Name implements Op.
+func (Init) Name() string    { return "init" }
+func (Route) Name() string   { return "route" }
+func (Count) Name() string   { return "count" }
+func (Scan) Name() string    { return "scan" }
+func (Permute) Name() string { return "permute" }
+func (Gather) Name() string  { return "gather" }
+func (g GEMM) Name() string  { return g.Op }
+func (Combine) Name() string { return "combine" }
+
+// Operands implements Op.
+func (o Init) Operands() []Operand { return operands(w("counts", o.Counts), w("err", o.Err)) }
+func (o Route) Operands() []Operand {
+	return operands(r("map", o.Map), r("probs", o.Probs), w("ids", o.IDs), w("weights", o.Weights), rw("err", o.Err))
+}
+func (o Count) Operands() []Operand {
+	return operands(r("ids", o.IDs), rw("counts", o.Counts), w("row_of_slot", o.RowOfSlot), rw("err", o.Err))
+}
+func (o Scan) Operands() []Operand { return operands(r("counts", o.Counts), w("offsets", o.Offsets)) }
+func (o Permute) Operands() []Operand {
+	return operands(r("ids", o.IDs), r("offsets", o.Offsets), w("row_of_slot", o.RowOfSlot), w("src_slot", o.SrcSlot))
+}
+func (o Gather) Operands() []Operand {
+	return operands(r("x", o.X), r("src_slot", o.SrcSlot), r("offsets", o.Offsets), w("xs", o.XS), r("weights", o.Weights))
+}
+func (o GEMM) Operands() []Operand {
+	return operands(r("a", o.A), r("b", o.B), r("bias", o.Bias), w("c", o.C), r("offsets", o.Offsets))
+}
+func (o Combine) Operands() []Operand {
+	return operands(r("out_rows", o.OutRows), r("row_of_slot", o.RowOfSlot), r("weights", o.Weights), w("y", o.Y),
+		r("shared_out", o.SharedOut), r("x", o.X), r("shared_gate", o.SharedGate))
+}
