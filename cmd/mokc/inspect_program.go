@@ -1,0 +1,88 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
+)
+
+func init() {
+	inspectSubcommands = append(inspectSubcommands, &cli.Command{
+		Name:      "program",
+		Usage:     "print a layer's forward as a moe program (buffers and ops) and, with --target, its kernels",
+		UsageText: "mokc inspect program --model qwen3-30b-a3b [--routing map] [--target sm_90a]",
+		Flags: append(append(layerFlags(), scheduleFlags()...),
+			&cli.StringFlag{Name: "target", Usage: "also lower the program with the PerOp policy for this target and list its kernels"},
+			&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids or map"},
+		),
+		Action: inspectProgram,
+	})
+}
+
+// inspectProgram prints the moe program of a layer: its buffers (kind,
+// dtype, shape in T) and ops (operands as role:buffer, = written, +=
+// accumulated); with --target, each kernel of the PerOp lowering with its
+// grid and parameters.
+func inspectProgram(c *cli.Context) error {
+	l, err := loadLayer(c)
+	if err != nil {
+		return fmt.Errorf("inspect program: %w", err)
+	}
+	if l.Routing, err = routingForm(c); err != nil {
+		return err
+	}
+	p, err := moe.Forward(l)
+	if err != nil {
+		return fmt.Errorf("inspect program: %w", err)
+	}
+	w := c.App.Writer
+	fmt.Fprintf(w, "program %s forward\n%s", l.Name, p)
+	if c.String("target") == "" {
+		return nil
+	}
+	tg, err := loadTarget(c)
+	if err != nil {
+		return err
+	}
+	s, err := layerSchedule(c, l, tg)
+	if err != nil {
+		return err
+	}
+	prog, err := codegen.Lower(p, s, codegen.PerOp)
+	if err != nil {
+		return fmt.Errorf("inspect program: %w", err)
+	}
+	fmt.Fprintf(w, "\nkernels (PerOp, %v, %s)\n", tg, s)
+	for _, k := range prog.Kernels {
+		var ps []string
+		for _, prm := range k.Params {
+			switch {
+			case prm.Buffer != "":
+				ps = append(ps, prm.Name+":"+prm.Buffer)
+			case prm.Value != nil:
+				ps = append(ps, prm.Name+"="+prm.Value.String())
+			default:
+				ps = append(ps, prm.Name)
+			}
+		}
+		var ranges []string
+		for _, r := range k.Tokens {
+			if r.Max == launch.MaxTokens {
+				ranges = append(ranges, fmt.Sprintf("%d..", r.Min))
+			} else {
+				ranges = append(ranges, fmt.Sprintf("%d..%d", r.Min, r.Max))
+			}
+		}
+		when := ""
+		if len(ranges) > 0 {
+			when = " for T in " + strings.Join(ranges, ", ")
+		}
+		fmt.Fprintf(w, "%-16s grid %v block %d smem %d%s\n    (%s)\n", k.Name, k.Grid[0], k.Block, k.SharedBytes, when, strings.Join(ps, ", "))
+	}
+	return nil
+}

@@ -1,0 +1,25 @@
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestInspectProgram(t *testing.T) {
+	out, err := runCLI("inspect", "program", "--model", "gpt-oss-120b", "--routing", "map", "--target", "sm_90a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"input   routing_map u8[", "scratch ids i32[", "route(map:routing_map, probs:probs, ids=ids, weights=weights, err+=err)",
+		"fc1(a:xs, b:fc1, bias:fc1_bias, c=h, offsets:offsets)", "moe_fc1_mid", "for T in 3200..6400", "tiles:tiles",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	out, err = runCLI("inspect", "program", "--model", "deepseek-v3")
+	if err != nil || !strings.Contains(out, "shared_fc2(a:hs, b:shared_fc2, c=shared_out)") || strings.Contains(out, "kernels") {
+		t.Errorf("deepseek-v3 without --target: %v\n%s", err, out)
+	}
+}
