@@ -10,8 +10,8 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/ptx"
-	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -25,18 +25,18 @@ var ourPTX = func(p *Program) (string, error) { return ptx.Compile(p.Module, tar
 // executor runs a Program on the GPU: the small host-side loop that
 // runtime.Layer is meant to provide (see Program's doc).
 type executor struct {
-	ctx   *runtime.Context
-	mod   *runtime.Module
+	ctx   *driver.Context
+	mod   *driver.Module
 	p     *Program
-	funcs map[string]*runtime.Function
+	funcs map[string]*driver.Function
 }
 
-func newExecutor(ctx *runtime.Context, p *Program, ptx string) (*executor, error) {
+func newExecutor(ctx *driver.Context, p *Program, ptx string) (*executor, error) {
 	mod, err := ctx.LoadModule(ptx)
 	if err != nil {
 		return nil, err
 	}
-	ex := &executor{ctx: ctx, mod: mod, p: p, funcs: map[string]*runtime.Function{}}
+	ex := &executor{ctx: ctx, mod: mod, p: p, funcs: map[string]*driver.Function{}}
 	for _, k := range p.Kernels {
 		f, err := mod.Function(k.Name)
 		if err != nil {
@@ -54,12 +54,12 @@ func newExecutor(ctx *runtime.Context, p *Program, ptx string) (*executor, error
 
 // run launches every kernel for T tokens with the given buffers (every
 // buffer of the program must be present) and waits for the device.
-func (ex *executor) run(T int, bufs map[string]runtime.DevicePtr) error {
+func (ex *executor) run(T int, bufs map[string]driver.DevicePtr) error {
 	for _, k := range ex.p.Kernels {
 		if T == 0 && k.SkipIfZeroT {
 			continue
 		}
-		args := runtime.NewArgs()
+		args := driver.NewArgs()
 		for _, prm := range k.Params {
 			switch prm.Type {
 			case ParamPtr:
@@ -74,19 +74,19 @@ func (ex *executor) run(T int, bufs map[string]runtime.DevicePtr) error {
 				return fmt.Errorf("%s: parameter %s of type %s", k.Name, prm.Name, prm.Type)
 			}
 		}
-		grid := runtime.Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
-		if err := ex.funcs[k.Name].Launch(grid, runtime.Dim3{X: k.Block, Y: 1, Z: 1}, k.SharedBytes, nil, args); err != nil {
+		grid := driver.Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
+		if err := ex.funcs[k.Name].Launch(grid, driver.Dim3{X: k.Block, Y: 1, Z: 1}, k.SharedBytes, nil, args); err != nil {
 			return fmt.Errorf("%s: %w", k.Name, err)
 		}
 	}
 	return ex.ctx.Synchronize()
 }
 
-func openGPU(t *testing.T) *runtime.Context {
+func openGPU(t *testing.T) *driver.Context {
 	t.Helper()
-	ctx, err := runtime.Open(0)
+	ctx, err := driver.Open(0)
 	if err != nil {
-		if errors.Is(err, runtime.ErrNoDevice) || errors.Is(err, runtime.ErrNoCUDA) {
+		if errors.Is(err, driver.ErrNoDevice) || errors.Is(err, driver.ErrNoCUDA) {
 			t.Skipf("no GPU: %v", err)
 		}
 		t.Fatal(err)
@@ -114,11 +114,11 @@ func bf16Vals(b []uint16) []float32 {
 // device helpers that fail the test.
 type dev struct {
 	t     *testing.T
-	ctx   *runtime.Context
-	alloc []runtime.DevicePtr
+	ctx   *driver.Context
+	alloc []driver.DevicePtr
 }
 
-func (d *dev) put(v any, bytes int) runtime.DevicePtr {
+func (d *dev) put(v any, bytes int) driver.DevicePtr {
 	d.t.Helper()
 	if bytes == 0 {
 		bytes = 16
@@ -187,7 +187,7 @@ func TestForwardSM80(t *testing.T) {
 	}
 }
 
-func testForward(t *testing.T, ctx *runtime.Context, c fwdCase) {
+func testForward(t *testing.T, ctx *driver.Context, c fwdCase) {
 	l := c.layer
 	p := buildCase(t, c)
 	type variant struct {
@@ -225,7 +225,7 @@ func testForward(t *testing.T, ctx *runtime.Context, c fwdCase) {
 	H, I, E, K := l.Hidden, l.Intermediate, l.Experts, l.TopK
 	d := &dev{t: t, ctx: ctx}
 	defer d.free()
-	weights := map[string]runtime.DevicePtr{}
+	weights := map[string]driver.DevicePtr{}
 	if l.Storage == schedule.PerExpertWeights {
 		t1, t2 := make([]uint64, E), make([]uint64, E)
 		for e := 0; e < E; e++ {
@@ -263,7 +263,7 @@ func testForward(t *testing.T, ctx *runtime.Context, c fwdCase) {
 				t.Fatal(err)
 			}
 		}
-		bufs := map[string]runtime.DevicePtr{}
+		bufs := map[string]driver.DevicePtr{}
 		for k, v := range weights {
 			bufs[k] = v
 		}
@@ -364,7 +364,7 @@ func checkClose(t *testing.T, what string, got []float32, ref []float64) {
 
 // testBadRoutes corrupts the routing and checks the error word: ids out of
 // range (ids form) or a routing-map row with more than K routes (map form).
-func testBadRoutes(t *testing.T, ctx *runtime.Context, d *dev, ex *executor, l schedule.Layer, T int, bufs map[string]runtime.DevicePtr, r schedule.Routing) {
+func testBadRoutes(t *testing.T, ctx *driver.Context, d *dev, ex *executor, l schedule.Layer, T int, bufs map[string]driver.DevicePtr, r schedule.Routing) {
 	E, K := l.Experts, l.TopK
 	want := uint32(ErrBadExpertID)
 	if l.Routing == schedule.RoutingMap {

@@ -10,9 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/ir"
 	mptx "github.com/mokc/mokc/ptx"
-	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/target"
 )
 
@@ -117,10 +117,10 @@ func sm90ReferenceAt(c sm90GemmCase, d sm90GemmData, row, n int) float64 {
 
 // sm90GemmBuffers allocates and fills the device buffers of a run (C
 // poisoned, with canary rows) and returns them by GEMM role.
-func sm90GemmBuffers(t *testing.T, ctx *runtime.Context, c sm90GemmCase, d sm90GemmData, canary int) map[string]runtime.DevicePtr {
+func sm90GemmBuffers(t *testing.T, ctx *driver.Context, c sm90GemmCase, d sm90GemmData, canary int) map[string]driver.DevicePtr {
 	t.Helper()
 	s := c.spec
-	put := func(v any, bytes int) runtime.DevicePtr {
+	put := func(v any, bytes int) driver.DevicePtr {
 		if bytes < 16 {
 			bytes = 16
 		}
@@ -138,7 +138,7 @@ func sm90GemmBuffers(t *testing.T, ctx *runtime.Context, c sm90GemmCase, d sm90G
 		}
 		return p
 	}
-	bufs := map[string]runtime.DevicePtr{
+	bufs := map[string]driver.DevicePtr{
 		RoleA: put(d.a, 2*len(d.a)),
 		RoleC: put(nil, 2*(d.rows+canary)*s.N),
 	}
@@ -166,10 +166,10 @@ func sm90GemmBuffers(t *testing.T, ctx *runtime.Context, c sm90GemmCase, d sm90G
 
 // sm90GemmArgs packs the kernel arguments of ki (tensor maps encoded over
 // the buffers) for rows rows.
-func sm90GemmArgs(t *testing.T, ctx *runtime.Context, ki KernelInfo, bufs map[string]runtime.DevicePtr, rows int) *runtime.Args {
+func sm90GemmArgs(t *testing.T, ctx *driver.Context, ki KernelInfo, bufs map[string]driver.DevicePtr, rows int) *driver.Args {
 	t.Helper()
 	T := int64(rows) // rowsPerT = 1
-	args := runtime.NewArgs()
+	args := driver.NewArgs()
 	for _, p := range ki.Params {
 		switch p.Type {
 		case ParamPtr:
@@ -190,8 +190,8 @@ func sm90GemmArgs(t *testing.T, ctx *runtime.Context, ki KernelInfo, bufs map[st
 			for i, v := range tm.Box {
 				box[i] = uint32(v)
 			}
-			enc, err := ctx.EncodeTensorMapTiled(runtime.TensorMapBF16, len(dims), bufs[tm.Operand], dims, strides, box, nil,
-				runtime.InterleaveNone, runtime.Swizzle128B, runtime.L2Promotion256B, runtime.OOBFillZero)
+			enc, err := ctx.EncodeTensorMapTiled(driver.TensorMapBF16, len(dims), bufs[tm.Operand], dims, strides, box, nil,
+				driver.InterleaveNone, driver.Swizzle128B, driver.L2Promotion256B, driver.OOBFillZero)
 			if err != nil {
 				t.Fatalf("%s: tensor map %s: %v", ki.Name, p.Name, err)
 			}
@@ -205,7 +205,7 @@ func sm90GemmArgs(t *testing.T, ctx *runtime.Context, ki KernelInfo, bufs map[st
 
 // sm90Function loads module text and returns kernel ki, with its dynamic
 // shared memory limit raised.
-func sm90Function(t *testing.T, ctx *runtime.Context, text string, ki KernelInfo) *runtime.Function {
+func sm90Function(t *testing.T, ctx *driver.Context, text string, ki KernelInfo) *driver.Function {
 	t.Helper()
 	mod, err := ctx.LoadModule(text)
 	if err != nil {
@@ -226,14 +226,14 @@ func sm90Function(t *testing.T, ctx *runtime.Context, text string, ki KernelInfo
 
 // sm90RunGemm runs kernel ki of module text on d and returns C (bf16 bits)
 // with canary rows after the last row.
-func sm90RunGemm(t *testing.T, ctx *runtime.Context, text string, c sm90GemmCase, ki KernelInfo, d sm90GemmData, canary int) []uint16 {
+func sm90RunGemm(t *testing.T, ctx *driver.Context, text string, c sm90GemmCase, ki KernelInfo, d sm90GemmData, canary int) []uint16 {
 	t.Helper()
 	f := sm90Function(t, ctx, text, ki)
 	bufs := sm90GemmBuffers(t, ctx, c, d, canary)
 	args := sm90GemmArgs(t, ctx, ki, bufs, d.rows)
 	T := int64(d.rows)
-	grid := runtime.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
-	if err := f.Launch(grid, runtime.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
+	grid := driver.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
+	if err := f.Launch(grid, driver.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctx.Synchronize(); err != nil {
@@ -369,11 +369,11 @@ func TestSM90GemmPerf(t *testing.T) {
 		bufs := sm90GemmBuffers(t, ctx, c, d, 0)
 		args := sm90GemmArgs(t, ctx, ki, bufs, d.rows)
 		T := int64(d.rows)
-		grid := runtime.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
+		grid := driver.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
 		for _, v := range variants {
 			f := sm90Function(t, ctx, v.text, ki)
 			launch := func() {
-				if err := f.Launch(grid, runtime.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
+				if err := f.Launch(grid, driver.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -391,7 +391,7 @@ func TestSM90GemmPerf(t *testing.T) {
 			if err := e1.Synchronize(); err != nil {
 				t.Fatal(err)
 			}
-			ms, err := runtime.ElapsedMs(e0, e1)
+			ms, err := driver.ElapsedMs(e0, e1)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -68,7 +68,7 @@ func TestForwardTimingSM80(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bufs := map[string]runtime.DevicePtr{
+	bufs := map[string]driver.DevicePtr{
 		"x":       d.put(bf16Bits(x), 2*T*H),
 		"ids":     d.put(rt.IDs, 4*T*K),
 		"weights": d.put(rt.Weights, 4*T*K),
@@ -83,7 +83,7 @@ func TestForwardTimingSM80(t *testing.T) {
 	if err := ex.run(T, bufs); err != nil { // warm-up
 		t.Fatal(err)
 	}
-	evs := make([]*runtime.Event, len(p.Kernels)+1)
+	evs := make([]*driver.Event, len(p.Kernels)+1)
 	for i := range evs {
 		if evs[i], err = ctx.NewEvent(); err != nil {
 			t.Fatal(err)
@@ -106,7 +106,7 @@ func TestForwardTimingSM80(t *testing.T) {
 	}
 	var total float32
 	for i, k := range saved {
-		ms, err := runtime.ElapsedMs(evs[i], evs[i+1])
+		ms, err := driver.ElapsedMs(evs[i], evs[i+1])
 		if err != nil {
 			t.Fatal(err)
 		}

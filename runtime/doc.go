@@ -1,31 +1,10 @@
-// Package runtime loads mokc's PTX with the CUDA driver API and launches it
-// from Go: device and context, allocation, copies, streams, events, module
-// load with the JIT's error log in the returned error, kernel launch with
-// exact parameter sizes (cuLaunchKernel, and cuLaunchKernelEx for thread-block
-// clusters), cuFuncSetAttribute for more than 48 KiB of dynamic shared
-// memory, and cuTensorMapEncodeTiled for TMA.
+// Package runtime executes mokc's compiled MoE layers: a Layer loads the PTX
+// of a layer's forward and its launch manifest (launch.Manifest) on a device
+// and queues the whole forward on a stream (Layer.Forward), with its own
+// workspace and error word; UploadWeights, UploadWeightSource and
+// UploadInputs move host data to device tensors in the layouts the forward
+// reads.
 //
-// The GPU code is built with the build tag "cuda" and needs cuda.h from CUDA
-// 12.x at compile time (found under .toolchain/cuda/include, or through
-// CGO_CFLAGS). libcuda is not linked: it is opened with dlopen
-// ("libcuda.so.1") at the first call, so a binary or test binary built on a
-// machine without a GPU starts anywhere, and reports ErrNoDevice where the
-// driver is missing, is the toolkit's stub (cuInit fails with
-// CUDA_ERROR_STUB_LIBRARY) or sees no device. The driver entry points are
-// called directly through a small C shim rather than through gorgonia.org/cu,
-// whose package initializer calls cuInit and exits the process when it fails,
-// which would make a "no GPU here" test skip impossible; the shim also carries
-// what gorgonia.org/cu lacks (cuFuncSetAttribute, cuTensorMapEncodeTiled,
-// cuLaunchKernelEx, parameters that are not 8 bytes).
-//
-// Without the tag the same API exists; every call that needs a GPU returns
-// ErrNoCUDA. Args, Dim3, CheckTensorMapTiled and the enums are pure Go and
-// work in both builds.
-//
-// Every driver failure is a *DriverError naming the call and the CUresult
-// (cuGetErrorName). Each call makes its Context current on the calling OS
-// thread inside the same C call, so Contexts can be used from any goroutine.
-//
-// Dimension conventions follow the driver: Dim3 X is the fastest-varying
-// extent; tensor map dimension 0 is the innermost (contiguous) one.
+// The CUDA driver binding the Layer runs on (contexts, memory, streams,
+// events, modules, launches, tensor maps) is package driver.
 package runtime

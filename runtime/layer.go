@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
@@ -25,21 +26,21 @@ import (
 // on different streams may overlap on the device and race on the
 // workspace. Use one Layer per stream for concurrency.
 type Layer struct {
-	ctx   *Context
+	ctx   *driver.Context
 	layer schedule.Layer
 	sched schedule.Schedule
 	plan  *plan
 	ptx   string
-	mod   *Module
-	funcs []*Function
+	mod   *driver.Module
+	funcs []*driver.Function
 
 	mu     sync.Mutex
 	closed bool
-	errPtr DevicePtr // the error word, u32 (16 bytes allocated)
+	errPtr driver.DevicePtr // the error word, u32 (16 bytes allocated)
 
 	// workspace: one allocation holding every scratch buffer, laid out for
 	// wsT tokens (valid for every T <= wsT: buffer sizes grow with T).
-	ws      DevicePtr
+	ws      driver.DevicePtr
 	wsBytes int
 	wsT     int
 	wsOff   []int // offset of each scratch buffer (by plan buffer index), -1 otherwise
@@ -47,21 +48,21 @@ type Layer struct {
 	// launch cache: the arguments of the last Forward, reused while T and
 	// every buffer address stay the same.
 	lastT    int
-	lastBind []DevicePtr
-	args     []*Args // per kernel; nil for a kernel not launched at lastT
+	lastBind []driver.DevicePtr
+	args     []*driver.Args // per kernel; nil for a kernel not launched at lastT
 	tmaps    map[[2]int]tmapEntry
 	// encode encodes a tensor map; nil means ly.ctx.EncodeTensorMapTiled (tests
 	// of the argument packing substitute a pure-Go stand-in).
-	encode func(TensorMapDataType, int, DevicePtr, []uint64, []uint64, []uint32, []uint32,
-		TensorMapInterleave, TensorMapSwizzle, TensorMapL2Promotion, TensorMapOOBFill) ([TensorMapBytes]byte, error)
+	encode func(driver.TensorMapDataType, int, driver.DevicePtr, []uint64, []uint64, []uint32, []uint32,
+		driver.TensorMapInterleave, driver.TensorMapSwizzle, driver.TensorMapL2Promotion, driver.TensorMapOOBFill) ([driver.TensorMapBytes]byte, error)
 }
 
 // tmapEntry is an encoded tensor map and what it was encoded for.
 type tmapEntry struct {
-	ptr     DevicePtr
+	ptr     driver.DevicePtr
 	dims    []uint64
 	strides []uint64
-	enc     [TensorMapBytes]byte
+	enc     [driver.TensorMapBytes]byte
 }
 
 // ErrLayerClosed is returned by the methods of a closed Layer.
@@ -77,11 +78,11 @@ var ErrLayerClosed = errors.New("mokc runtime: layer is closed")
 // target the device cannot run (see target.Target.RunsOn), ErrNoCompiler, compile
 // errors, and everything LoadLayer reports. Without the cuda build tag the
 // error is ErrNoCUDA.
-func NewLayer(ctx *Context, l schedule.Layer, s schedule.Schedule) (*Layer, error) {
+func NewLayer(ctx *driver.Context, l schedule.Layer, s schedule.Schedule) (*Layer, error) {
 	if err := preflight(ctx, l, s); err != nil {
 		return nil, err
 	}
-	drv, err := DriverVersion()
+	drv, err := driver.DriverVersion()
 	if err != nil {
 		return nil, err
 	}
@@ -94,8 +95,8 @@ func NewLayer(ctx *Context, l schedule.Layer, s schedule.Schedule) (*Layer, erro
 
 // preflight checks what NewLayer and LoadLayer can check before compiling or
 // loading anything.
-func preflight(ctx *Context, l schedule.Layer, s schedule.Schedule) error {
-	if _, err := DeviceCount(); err != nil {
+func preflight(ctx *driver.Context, l schedule.Layer, s schedule.Schedule) error {
+	if _, err := driver.DeviceCount(); err != nil {
 		return err // ErrNoCUDA without the cuda tag, ErrNoDevice without a GPU
 	}
 	if ctx == nil {
@@ -123,7 +124,7 @@ func preflight(ctx *Context, l schedule.Layer, s schedule.Schedule) error {
 // the device's opt-in limit, raises the dynamic shared memory limit of the
 // kernels that need more than the default 48 KiB, and allocates the error
 // word. No workspace is allocated until the first Forward.
-func LoadLayer(ctx *Context, l schedule.Layer, s schedule.Schedule, ptx string, manifest []byte) (*Layer, error) {
+func LoadLayer(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string, manifest []byte) (*Layer, error) {
 	if err := preflight(ctx, l, s); err != nil {
 		return nil, err
 	}
@@ -337,11 +338,11 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 		if a == nil {
 			continue
 		}
-		grid := Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
+		grid := driver.Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
 		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
 			grid.X = sms // one block per SM of this device
 		}
-		if err := ly.funcs[i].Launch(grid, Dim3{X: k.Block}, k.SharedBytes, args.Stream, a); err != nil {
+		if err := ly.funcs[i].Launch(grid, driver.Dim3{X: k.Block}, k.SharedBytes, args.Stream, a); err != nil {
 			return fmt.Errorf("mokc runtime: layer %s: T = %d: %w", ly.layer.Name, T, err)
 		}
 	}
@@ -350,7 +351,7 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 
 // bindOwn fills the addresses of the buffers the Layer owns: the error word
 // and the scratch buffers in the workspace.
-func (ly *Layer) bindOwn(bind []DevicePtr) {
+func (ly *Layer) bindOwn(bind []driver.DevicePtr) {
 	for i, b := range ly.plan.Buffers {
 		switch {
 		case b.Name == launch.ErrBuffer:
@@ -364,15 +365,15 @@ func (ly *Layer) bindOwn(bind []DevicePtr) {
 // buildArgs packs every launched kernel's arguments for T tokens and the
 // buffer addresses bind, encoding tensor maps whose address or extents
 // changed.
-func (ly *Layer) buildArgs(T int, bind []DevicePtr) error {
+func (ly *Layer) buildArgs(T int, bind []driver.DevicePtr) error {
 	p := ly.plan
 	sizes := ly.bufferBytes(T)
-	ly.args = make([]*Args, len(p.Kernels))
+	ly.args = make([]*driver.Args, len(p.Kernels))
 	for i, k := range p.Kernels {
 		if !k.RunsAt(int64(T)) {
 			continue
 		}
-		a := NewArgs()
+		a := driver.NewArgs()
 		for j, prm := range k.Params {
 			switch prm.Type {
 			case launch.ParamPtr:
@@ -423,10 +424,10 @@ func (ly *Layer) bufferBytes(T int) []int64 {
 
 // tensorMap returns the encoded tensor map of parameter prm over the buffer
 // at ptr (bufBytes long) at T tokens, from the cache when nothing changed.
-func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr DevicePtr, bufBytes int64, T int) ([TensorMapBytes]byte, error) {
+func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr driver.DevicePtr, bufBytes int64, T int) ([driver.TensorMapBytes]byte, error) {
 	dtype, dims, strides, box, swz, err := tensorMapArgs(prm.TensorMap, ptr, bufBytes, T)
 	if err != nil {
-		return [TensorMapBytes]byte{}, err
+		return [driver.TensorMapBytes]byte{}, err
 	}
 	if e, ok := ly.tmaps[key]; ok && e.ptr == ptr && slices.Equal(e.dims, dims) && slices.Equal(e.strides, strides) {
 		return e.enc, nil
@@ -436,7 +437,7 @@ func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr DevicePtr, bufBytes
 		encode = ly.ctx.EncodeTensorMapTiled
 	}
 	enc, err := encode(dtype, len(dims), ptr, dims, strides, box, nil,
-		InterleaveNone, swz, L2Promotion256B, OOBFillZero)
+		driver.InterleaveNone, swz, driver.L2Promotion256B, driver.OOBFillZero)
 	if err != nil {
 		return enc, err
 	}
@@ -447,7 +448,7 @@ func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr DevicePtr, bufBytes
 // tensorMapArgs evaluates a tensor map description at T and checks it
 // (CheckTensorMapTiled, and that the mapped extent lies inside the buffer's
 // bufBytes so TMA can never read or write past it). Pure Go.
-func tensorMapArgs(tm *launch.TensorMap, ptr DevicePtr, bufBytes int64, T int) (TensorMapDataType, []uint64, []uint64, []uint32, TensorMapSwizzle, error) {
+func tensorMapArgs(tm *launch.TensorMap, ptr driver.DevicePtr, bufBytes int64, T int) (driver.TensorMapDataType, []uint64, []uint64, []uint32, driver.TensorMapSwizzle, error) {
 	dtype, err := tensorMapDType(tm.DType)
 	if err != nil {
 		return 0, nil, nil, nil, 0, err
@@ -476,8 +477,8 @@ func tensorMapArgs(tm *launch.TensorMap, ptr DevicePtr, bufBytes int64, T int) (
 	for i, b := range tm.Box {
 		box[i] = uint32(b)
 	}
-	if err := CheckTensorMapTiled(dtype, len(dims), ptr, dims, strides, box, nil,
-		InterleaveNone, swz, L2Promotion256B, OOBFillZero); err != nil {
+	if err := driver.CheckTensorMapTiled(dtype, len(dims), ptr, dims, strides, box, nil,
+		driver.InterleaveNone, swz, driver.L2Promotion256B, driver.OOBFillZero); err != nil {
 		return 0, nil, nil, nil, 0, err
 	}
 	// The last byte addressed is sum (dims[i]-1)*stride[i] over the outer
@@ -498,7 +499,7 @@ func tensorMapArgs(tm *launch.TensorMap, ptr DevicePtr, bufBytes int64, T int) (
 // The word is reset by every Forward, so a caller that wants the verdict of
 // each Forward calls CheckErrors after each one; the mokc CLI and the tests
 // always do.
-func (ly *Layer) CheckErrors(stream *Stream) error {
+func (ly *Layer) CheckErrors(stream *driver.Stream) error {
 	ly.mu.Lock()
 	defer ly.mu.Unlock()
 	if ly.closed {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
 )
 
@@ -53,15 +54,15 @@ const TensorAlign = 16
 //
 // A Tensor whose shape holds no element (T = 0) may have a null Ptr.
 type Tensor struct {
-	Ptr   DevicePtr // device address of the first element (16-byte aligned)
-	Bytes int       // size of the allocation from Ptr, in bytes (>= the shape's bytes)
-	DType DType     // element type
-	Shape []int     // dimensions, outermost first (row-major, contiguous)
+	Ptr   driver.DevicePtr // device address of the first element (16-byte aligned)
+	Bytes int              // size of the allocation from Ptr, in bytes (>= the shape's bytes)
+	DType DType            // element type
+	Shape []int            // dimensions, outermost first (row-major, contiguous)
 }
 
 // NewTensor returns the Tensor of a buffer of bytes bytes at ptr holding
 // dtype elements of the given shape.
-func NewTensor(ptr DevicePtr, bytes int, dtype DType, shape ...int) Tensor {
+func NewTensor(ptr driver.DevicePtr, bytes int, dtype DType, shape ...int) Tensor {
 	return Tensor{Ptr: ptr, Bytes: bytes, DType: dtype, Shape: shape}
 }
 
@@ -115,7 +116,7 @@ type ForwardArgs struct {
 
 	// Stream is the stream the kernels are queued on; nil is the legacy
 	// default stream.
-	Stream *Stream
+	Stream *driver.Stream
 
 	// Marks, when not nil, times each kernel: it holds len(Layer.Kernels())+1
 	// events, and Forward records Marks[i] on Stream before kernel i and the
@@ -124,7 +125,7 @@ type ForwardArgs struct {
 	// kernel that does not run at this T). At T = 0 no event is recorded.
 	// Recording costs a few microseconds per kernel; leave it nil when
 	// timing the whole forward.
-	Marks []*Event
+	Marks []*driver.Event
 }
 
 // argFields maps the manifest's buffer names to ForwardArgs fields.
@@ -161,7 +162,7 @@ const maxTokens = math.MaxInt32
 // bind validates a against the plan and returns T and the device address of
 // every caller buffer, indexed like p.Buffers (scratch and err entries are
 // left 0 for the Layer to fill). It is pure Go.
-func (p *plan) bind(a *ForwardArgs) (int, []DevicePtr, error) {
+func (p *plan) bind(a *ForwardArgs) (int, []driver.DevicePtr, error) {
 	fail := func(format string, args ...any) error {
 		return fmt.Errorf("mokc runtime: Forward (%s): "+format, append([]any{p.Layer}, args...)...)
 	}
@@ -185,7 +186,7 @@ func (p *plan) bind(a *ForwardArgs) (int, []DevicePtr, error) {
 			}
 		}
 	}
-	bind := make([]DevicePtr, len(p.Buffers))
+	bind := make([]driver.DevicePtr, len(p.Buffers))
 	type span struct {
 		field    string
 		lo, hi   uint64

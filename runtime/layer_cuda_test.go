@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -40,10 +41,10 @@ func useCompiler() {
 	})
 }
 
-func openGPU(t *testing.T) *runtime.Context {
+func openGPU(t *testing.T) *driver.Context {
 	t.Helper()
-	ctx, err := runtime.Open(0)
-	if errors.Is(err, runtime.ErrNoDevice) {
+	ctx, err := driver.Open(0)
+	if errors.Is(err, driver.ErrNoDevice) {
 		if os.Getenv("MOKC_REQUIRE_GPU") == "1" {
 			t.Fatalf("MOKC_REQUIRE_GPU=1 but: %v", err)
 		}
@@ -100,7 +101,7 @@ func yStats(y []uint16, ref []float64) (rel float64, unwritten, nonFinite int) {
 // accept CheckErrors' error), every element written, no NaN/Inf, the
 // relative L2 error against ref at most 1e-2, and bitwise-identical output
 // across runs. It returns y of the first run.
-func runChecked(t *testing.T, ctx *runtime.Context, ly *runtime.Layer, args runtime.ForwardArgs, ref []float64, what string, wantErr func(error) bool) []uint16 {
+func runChecked(t *testing.T, ctx *driver.Context, ly *runtime.Layer, args runtime.ForwardArgs, ref []float64, what string, wantErr func(error) bool) []uint16 {
 	t.Helper()
 	n := 1
 	for _, d := range args.Y.Shape {
@@ -160,7 +161,7 @@ type caseData struct {
 	in  *runtime.DeviceTensors
 }
 
-func newCase(t *testing.T, ctx *runtime.Context, l schedule.Layer, w schedule.Weights, T int, seed uint64) caseData {
+func newCase(t *testing.T, ctx *driver.Context, l schedule.Layer, w schedule.Weights, T int, seed uint64) caseData {
 	t.Helper()
 	x := schedule.RandomInput(T, l.Hidden, seed)
 	r, err := schedule.GenerateRouting(l, x, seed^0x5851f42d4c957f2d)
@@ -181,7 +182,7 @@ func newCase(t *testing.T, ctx *runtime.Context, l schedule.Layer, w schedule.We
 	return caseData{x, r, ref, in}
 }
 
-func argsOf(weights, in *runtime.DeviceTensors, stream *runtime.Stream) runtime.ForwardArgs {
+func argsOf(weights, in *runtime.DeviceTensors, stream *driver.Stream) runtime.ForwardArgs {
 	var a runtime.ForwardArgs
 	weights.SetIn(&a)
 	in.SetIn(&a)
@@ -235,7 +236,7 @@ func TestLayerForward(t *testing.T) {
 	}
 }
 
-func testLayerTarget(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l schedule.Layer, w schedule.Weights,
+func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, w schedule.Weights,
 	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
@@ -300,7 +301,7 @@ func testLayerTarget(t *testing.T, ctx *runtime.Context, stream *runtime.Stream,
 
 // testLayerMap runs the dense-routing form at T = 64: a valid map, then a
 // map with a row of K+1 routes (reported; the first K in expert order kept).
-func testLayerMap(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l schedule.Layer, w schedule.Weights,
+func testLayerMap(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, w schedule.Weights,
 	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
@@ -379,13 +380,13 @@ func TestLayerTargetMismatch(t *testing.T) {
 // events is refused before any launch; with the right number the output is
 // unchanged (checked, poisoned, repeated) and the kernels' times are
 // non-negative and add up to the whole forward.
-func testMarks(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, ly *runtime.Layer, l schedule.Layer,
+func testMarks(t *testing.T, ctx *driver.Context, stream *driver.Stream, ly *runtime.Layer, l schedule.Layer,
 	w schedule.Weights, dw *runtime.DeviceTensors, seed uint64, name string) {
 	t.Helper()
 	c := newCase(t, ctx, l, w, 64, seed+99)
 	a := argsOf(dw, c.in, stream)
 	names := ly.Kernels()
-	marks := make([]*runtime.Event, len(names)+1)
+	marks := make([]*driver.Event, len(names)+1)
 	for i := range marks {
 		e, err := ctx.NewEvent()
 		if err != nil {
@@ -403,14 +404,14 @@ func testMarks(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, ly *r
 	var sum float64
 	var parts []string
 	for i, k := range names {
-		ms, err := runtime.ElapsedMs(marks[i], marks[i+1])
+		ms, err := driver.ElapsedMs(marks[i], marks[i+1])
 		if err != nil || ms < 0 {
 			t.Fatalf("%s: kernel %s: %v ms, %v", name, k, ms, err)
 		}
 		sum += float64(ms)
 		parts = append(parts, fmt.Sprintf("%s %.3f", k, ms))
 	}
-	whole, err := runtime.ElapsedMs(marks[0], marks[len(names)])
+	whole, err := driver.ElapsedMs(marks[0], marks[len(names)])
 	if err != nil {
 		t.Fatal(err)
 	}

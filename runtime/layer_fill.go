@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -178,7 +179,7 @@ func GenerateWeights(l schedule.Layer, src WeightSource, put func(WeightPart) er
 // allocations listed by FC1Table/FC2Table) and dropped, while the next
 // expert is generated. Host memory: two experts' bf16 weights plus the
 // shared and bias tensors. On error every allocation is freed.
-func UploadWeightSource(ctx *Context, l schedule.Layer, src WeightSource) (*DeviceTensors, error) {
+func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource) (*DeviceTensors, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("mokc runtime: weights: %w", err)
 	}
@@ -189,7 +190,7 @@ func UploadWeightSource(ctx *Context, l schedule.Layer, src WeightSource) (*Devi
 		return nil, err
 	}
 	perExpert := l.Storage == schedule.PerExpertWeights
-	var fc1, fc2 DevicePtr
+	var fc1, fc2 driver.DevicePtr
 	var table1, table2 []uint64
 	if perExpert {
 		table1, table2 = make([]uint64, E), make([]uint64, E)

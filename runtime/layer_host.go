@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/schedule"
 )
@@ -37,8 +38,8 @@ func FromBF16(b []uint16) []float32 {
 // other fields are zero). Free releases them.
 type DeviceTensors struct {
 	Args  ForwardArgs // the uploaded tensors; fields not uploaded are zero
-	ctx   *Context
-	alloc []DevicePtr
+	ctx   *driver.Context
+	alloc []driver.DevicePtr
 }
 
 // SetIn copies every tensor d holds into the same field of a.
@@ -66,7 +67,7 @@ func (d *DeviceTensors) Free() error {
 
 // put allocates bytes (at least 16) and fills them by calling fill with the
 // allocation; on error the allocation is kept in d for Free.
-func (d *DeviceTensors) put(bytes int, fill func(p DevicePtr) error) (DevicePtr, error) {
+func (d *DeviceTensors) put(bytes int, fill func(p driver.DevicePtr) error) (driver.DevicePtr, error) {
 	p, err := d.ctx.Alloc(max(bytes, 16))
 	if err != nil {
 		return 0, err
@@ -193,7 +194,7 @@ func (d *DeviceTensors) upload(h hostTensor) (Tensor, error) {
 	for _, p := range h.parts {
 		n += partBytes(p)
 	}
-	p, err := d.put(n, func(p DevicePtr) error {
+	p, err := d.put(n, func(p driver.DevicePtr) error {
 		off := 0
 		for _, part := range h.parts {
 			if partBytes(part) > 0 {
@@ -217,7 +218,7 @@ func (d *DeviceTensors) upload(h hostTensor) (Tensor, error) {
 // tables FC1Table/FC2Table; biases and shared-expert weights as the layer
 // has them. Values are rounded to bf16 (weights) or kept f32 (biases). A
 // tensor of the wrong length is an error naming it.
-func UploadWeights(ctx *Context, l schedule.Layer, w schedule.Weights) (*DeviceTensors, error) {
+func UploadWeights(ctx *driver.Context, l schedule.Layer, w schedule.Weights) (*DeviceTensors, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("mokc runtime: weights: %w", err)
 	}
@@ -232,7 +233,7 @@ func UploadWeights(ctx *Context, l schedule.Layer, w schedule.Weights) (*DeviceT
 // [T,E] + probs f32 [T,E]) to the device and allocates the output y bf16
 // [T,H] (not initialised). T = len(x)/H; at T = 0 the tensors have null
 // pointers.
-func UploadInputs(ctx *Context, l schedule.Layer, x []float32, r schedule.Routing) (*DeviceTensors, error) {
+func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule.Routing) (*DeviceTensors, error) {
 	H, E, K := l.Hidden, l.Experts, l.TopK
 	if H <= 0 || len(x)%H != 0 {
 		return nil, fmt.Errorf("mokc runtime: inputs: x has %d values, not a multiple of H = %d", len(x), H)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -142,8 +143,8 @@ func (p *plan) checkParam(k launch.ManifestKernel, prm launch.Param) error {
 			return fmt.Errorf("%s: f32 parameters bound to T are not supported by this runtime", where)
 		}
 	case launch.ParamTmap:
-		if prm.Size != TensorMapBytes {
-			return fmt.Errorf("%s: tensor map of %d bytes, want %d", where, prm.Size, TensorMapBytes)
+		if prm.Size != driver.TensorMapBytes {
+			return fmt.Errorf("%s: tensor map of %d bytes, want %d", where, prm.Size, driver.TensorMapBytes)
 		}
 		tm := prm.TensorMap
 		if tm == nil {
@@ -176,33 +177,33 @@ func (p *plan) buffer(name string) *launch.Buffer {
 }
 
 // tensorMapDType maps a manifest dtype to the driver's tensor map type.
-func tensorMapDType(s string) (TensorMapDataType, error) {
+func tensorMapDType(s string) (driver.TensorMapDataType, error) {
 	switch s {
 	case "bf16":
-		return TensorMapBF16, nil
+		return driver.TensorMapBF16, nil
 	case "f32":
-		return TensorMapF32, nil
+		return driver.TensorMapF32, nil
 	case "u8":
-		return TensorMapU8, nil
+		return driver.TensorMapU8, nil
 	case "f16":
-		return TensorMapF16, nil
+		return driver.TensorMapF16, nil
 	case "i32":
-		return TensorMapI32, nil
+		return driver.TensorMapI32, nil
 	}
 	return 0, fmt.Errorf("tensor map dtype %q is not known to the runtime", s)
 }
 
 // tensorMapSwizzle maps a swizzle span in bytes to the driver's enum.
-func tensorMapSwizzle(bytes int) (TensorMapSwizzle, error) {
+func tensorMapSwizzle(bytes int) (driver.TensorMapSwizzle, error) {
 	switch bytes {
 	case 0:
-		return SwizzleNone, nil
+		return driver.SwizzleNone, nil
 	case 32:
-		return Swizzle32B, nil
+		return driver.Swizzle32B, nil
 	case 64:
-		return Swizzle64B, nil
+		return driver.Swizzle64B, nil
 	case 128:
-		return Swizzle128B, nil
+		return driver.Swizzle128B, nil
 	}
 	return 0, fmt.Errorf("tensor map swizzle of %d bytes (want 0, 32, 64 or 128)", bytes)
 }

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -73,7 +74,7 @@ func testLayers(t testing.TB) []schedule.Layer {
 // 256-byte aligned, non-overlapping fake addresses.
 func fakeArgs(p *plan, T int) ForwardArgs {
 	var a ForwardArgs
-	next := DevicePtr(1 << 40)
+	next := driver.DevicePtr(1 << 40)
 	for _, name := range argOrder {
 		i, ok := p.bufIndex[name]
 		if !ok || p.Buffers[i].Kind == launch.BufScratch {
@@ -114,7 +115,7 @@ func TestLayerPlanFromCodegen(t *testing.T) {
 				off, _ := p.scratchLayout(T)
 				for i, b := range p.Buffers {
 					if b.Kind == launch.BufScratch || b.Name == launch.ErrBuffer {
-						bind[i] = DevicePtr(1 << 44).Offset(max(off[i], 0))
+						bind[i] = driver.DevicePtr(1 << 44).Offset(max(off[i], 0))
 					}
 				}
 				ly := &Layer{plan: p, layer: l}
@@ -320,7 +321,7 @@ func TestTensorMapArgsRejects(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, want string
-		ptr        DevicePtr
+		ptr        driver.DevicePtr
 		bytes      int64
 		edit       func(tm *launch.TensorMap)
 	}{
@@ -436,7 +437,7 @@ func TestCompileCache(t *testing.T) {
 // can be used: ErrNoCUDA without the cuda tag, ErrNoDevice on a machine
 // without a driver or device.
 func TestNewLayerWithoutDevice(t *testing.T) {
-	if Available() {
+	if driver.Available() {
 		t.Skip("a device is present")
 	}
 	l, err := schedule.Preset("qwen3-30b-a3b")
@@ -448,11 +449,11 @@ func TestNewLayerWithoutDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = NewLayer(nil, l, s)
-	if !errors.Is(err, ErrNoCUDA) && !errors.Is(err, ErrNoDevice) {
+	if !errors.Is(err, driver.ErrNoCUDA) && !errors.Is(err, driver.ErrNoDevice) {
 		t.Fatalf("NewLayer without a device: %v", err)
 	}
-	_, err = LoadLayer(&Context{}, l, s, "", nil)
-	if !errors.Is(err, ErrNoCUDA) && !errors.Is(err, ErrNoDevice) {
+	_, err = LoadLayer(&driver.Context{}, l, s, "", nil)
+	if !errors.Is(err, driver.ErrNoCUDA) && !errors.Is(err, driver.ErrNoDevice) {
 		t.Fatalf("LoadLayer without a device: %v", err)
 	}
 }
@@ -498,14 +499,14 @@ func TestLayerPlanFromCompiler(t *testing.T) {
 // and that tensor maps are re-encoded only when an address or T changes.
 func TestLayerArgsPacking(t *testing.T) {
 	type call struct {
-		addr DevicePtr
+		addr driver.DevicePtr
 		dims string
 	}
 	var calls []call
-	fake := func(dtype TensorMapDataType, rank int, addr DevicePtr, dims, strides []uint64, box, es []uint32,
-		il TensorMapInterleave, sw TensorMapSwizzle, l2 TensorMapL2Promotion, oob TensorMapOOBFill) ([TensorMapBytes]byte, error) {
-		var enc [TensorMapBytes]byte
-		if err := CheckTensorMapTiled(dtype, rank, addr, dims, strides, box, es, il, sw, l2, oob); err != nil {
+	fake := func(dtype driver.TensorMapDataType, rank int, addr driver.DevicePtr, dims, strides []uint64, box, es []uint32,
+		il driver.TensorMapInterleave, sw driver.TensorMapSwizzle, l2 driver.TensorMapL2Promotion, oob driver.TensorMapOOBFill) ([driver.TensorMapBytes]byte, error) {
+		var enc [driver.TensorMapBytes]byte
+		if err := driver.CheckTensorMapTiled(dtype, rank, addr, dims, strides, box, es, il, sw, l2, oob); err != nil {
 			return enc, err
 		}
 		calls = append(calls, call{addr, fmt.Sprint(dims)})
@@ -539,7 +540,7 @@ func TestLayerArgsPacking(t *testing.T) {
 				}
 				return fmt.Sprint(v)
 			}
-			var prev []DevicePtr
+			var prev []driver.DevicePtr
 			prevT := -1
 			for step, T := range []int{64, 64, 100, 100} {
 				fa := fakeArgs(p, T)
@@ -597,7 +598,7 @@ func TestLayerArgsPacking(t *testing.T) {
 						v := args.Value(j)
 						switch prm.Type {
 						case launch.ParamPtr:
-							if got := DevicePtr(leU64(v)); got != bind[p.bufIndex[prm.Buffer]] {
+							if got := driver.DevicePtr(leU64(v)); got != bind[p.bufIndex[prm.Buffer]] {
 								t.Fatalf("%s: kernel %s parameter %s = %v, buffer %s is at %v", what, k.Name, prm.Name, got, prm.Buffer, bind[p.bufIndex[prm.Buffer]])
 							}
 						case launch.ParamI32:

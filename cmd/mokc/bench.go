@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 )
@@ -195,7 +196,7 @@ func median(sorted []float64) float64 {
 // by 1/sqrt(fan-in), generated one expert at a time on the host, so large
 // models need no whole-layer host copy; the same generator as `mokc run`) and
 // sets them in args. free releases them.
-func benchWeights(ctx *runtime.Context, l schedule.Layer, seed uint64, args *runtime.ForwardArgs) (free func(), err error) {
+func benchWeights(ctx *driver.Context, l schedule.Layer, seed uint64, args *runtime.ForwardArgs) (free func(), err error) {
 	g, err := schedule.NewWeightGen(l, seed)
 	if err != nil {
 		return nil, err
@@ -334,7 +335,7 @@ func benchAction(c *cli.Context) error {
 	}
 	rep.Workspace = ly.WorkspaceBytes()
 
-	start, end := make([]*runtime.Event, iters), make([]*runtime.Event, iters)
+	start, end := make([]*driver.Event, iters), make([]*driver.Event, iters)
 	defer func() {
 		for _, e := range append(start, end...) {
 			if e != nil {
@@ -377,7 +378,7 @@ func benchAction(c *cli.Context) error {
 	}
 	ms := make([]float64, iters)
 	for i := range ms {
-		v, err := runtime.ElapsedMs(start[i], end[i])
+		v, err := driver.ElapsedMs(start[i], end[i])
 		if err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
@@ -416,9 +417,9 @@ func benchAction(c *cli.Context) error {
 
 // benchKernels runs iters forwards with ForwardArgs.Marks and returns each
 // kernel's median time.
-func benchKernels(ctx *runtime.Context, ly *runtime.Layer, stream *runtime.Stream, sets []runtime.ForwardArgs, iters int) ([]kernelTime, error) {
+func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream, sets []runtime.ForwardArgs, iters int) ([]kernelTime, error) {
 	names := ly.Kernels()
-	marks := make([][]*runtime.Event, iters)
+	marks := make([][]*driver.Event, iters)
 	defer func() {
 		for _, m := range marks {
 			for _, e := range m {
@@ -429,7 +430,7 @@ func benchKernels(ctx *runtime.Context, ly *runtime.Layer, stream *runtime.Strea
 		}
 	}()
 	for i := range marks {
-		marks[i] = make([]*runtime.Event, len(names)+1)
+		marks[i] = make([]*driver.Event, len(names)+1)
 		for j := range marks[i] {
 			e, err := ctx.NewEvent()
 			if err != nil {
@@ -456,7 +457,7 @@ func benchKernels(ctx *runtime.Context, ly *runtime.Layer, stream *runtime.Strea
 	for j, name := range names {
 		ms := make([]float64, iters)
 		for i := range ms {
-			v, err := runtime.ElapsedMs(marks[i][j], marks[i][j+1])
+			v, err := driver.ElapsedMs(marks[i][j], marks[i][j+1])
 			if err != nil {
 				return nil, err
 			}

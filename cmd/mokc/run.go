@@ -17,6 +17,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -81,12 +82,12 @@ func useCompiler() {
 
 // openDevice opens the GPU, with a clear error for a binary built without
 // the cuda tag and for a machine without a device.
-func openDevice(cmd string, ordinal int) (*runtime.Context, error) {
-	ctx, err := runtime.Open(ordinal)
+func openDevice(cmd string, ordinal int) (*driver.Context, error) {
+	ctx, err := driver.Open(ordinal)
 	switch {
-	case errors.Is(err, runtime.ErrNoCUDA):
+	case errors.Is(err, driver.ErrNoCUDA):
 		return nil, fmt.Errorf("%s: this mokc was built without CUDA support; rebuild it with `go build -tags cuda ./cmd/mokc` (needs cuda.h: `. scripts/env.sh` first)", cmd)
-	case errors.Is(err, runtime.ErrNoDevice):
+	case errors.Is(err, driver.ErrNoDevice):
 		return nil, fmt.Errorf("%s: no usable CUDA device: %w", cmd, err)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", cmd, err)
@@ -383,8 +384,8 @@ type runKernel interface {
 
 // cudaBackend runs on the GPU through package runtime.
 type cudaBackend struct {
-	ctx     *runtime.Context
-	stream  *runtime.Stream
+	ctx     *driver.Context
+	stream  *driver.Stream
 	weights *runtime.DeviceTensors
 }
 

@@ -10,17 +10,17 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/driver"
 )
 
 //go:embed testdata/llc/*.ptx
 var llcFS embed.FS
 
-func openGPU(t *testing.T) *runtime.Context {
+func openGPU(t *testing.T) *driver.Context {
 	t.Helper()
-	ctx, err := runtime.Open(0)
+	ctx, err := driver.Open(0)
 	if err != nil {
-		if errors.Is(err, runtime.ErrNoDevice) || errors.Is(err, runtime.ErrNoCUDA) {
+		if errors.Is(err, driver.ErrNoDevice) || errors.Is(err, driver.ErrNoCUDA) {
 			t.Skipf("no GPU: %v", err)
 		}
 		t.Fatal(err)
@@ -59,10 +59,10 @@ func variants(t *testing.T, name string) map[string]string {
 // gpu wraps a context with helpers that fail the test.
 type gpu struct {
 	t   *testing.T
-	ctx *runtime.Context
+	ctx *driver.Context
 }
 
-func (g gpu) alloc(bytes int, init any) runtime.DevicePtr {
+func (g gpu) alloc(bytes int, init any) driver.DevicePtr {
 	g.t.Helper()
 	p, err := g.ctx.Alloc(bytes)
 	if err != nil {
@@ -80,7 +80,7 @@ func (g gpu) alloc(bytes int, init any) runtime.DevicePtr {
 }
 
 // launch loads ptx, launches kernel name once and waits.
-func (g gpu) launch(ptx, name string, grid, block, shared int, args *runtime.Args) {
+func (g gpu) launch(ptx, name string, grid, block, shared int, args *driver.Args) {
 	g.t.Helper()
 	mod, err := g.ctx.LoadModule(ptx)
 	if err != nil {
@@ -96,7 +96,7 @@ func (g gpu) launch(ptx, name string, grid, block, shared int, args *runtime.Arg
 			g.t.Fatal(err)
 		}
 	}
-	if err := f.Launch(runtime.Dim3{X: grid, Y: 1, Z: 1}, runtime.Dim3{X: block, Y: 1, Z: 1}, shared, nil, args); err != nil {
+	if err := f.Launch(driver.Dim3{X: grid, Y: 1, Z: 1}, driver.Dim3{X: block, Y: 1, Z: 1}, shared, nil, args); err != nil {
 		g.t.Fatalf("launch %s: %v", name, err)
 	}
 	if err := g.ctx.Synchronize(); err != nil {
@@ -104,7 +104,7 @@ func (g gpu) launch(ptx, name string, grid, block, shared int, args *runtime.Arg
 	}
 }
 
-func (g gpu) read(dst any, src runtime.DevicePtr) {
+func (g gpu) read(dst any, src driver.DevicePtr) {
 	g.t.Helper()
 	if err := g.ctx.CopyFromDevice(dst, src); err != nil {
 		g.t.Fatal(err)
@@ -173,7 +173,7 @@ func TestAxpb(t *testing.T) {
 		dx := g.alloc(2*n, x)
 		dy := g.alloc(2*n+64, nil)
 		g.launch(ptx, "st_axpb", (n+AxpbBlock-1)/AxpbBlock, AxpbBlock, 0,
-			runtime.NewArgs().Ptr(dx).Ptr(dy).F32(a).F32(b).I32(int32(n)))
+			driver.NewArgs().Ptr(dx).Ptr(dy).F32(a).F32(b).I32(int32(n)))
 		got := make([]uint16, n+32)
 		g.read(got, dy)
 		for i := 0; i < n; i++ {
@@ -224,7 +224,7 @@ func TestReduce(t *testing.T) {
 	compareAll(t, "st_reduce", func(ptx string) []uint32 {
 		dx := g.alloc(4*len(x), x)
 		dout := g.alloc(4*blocks, nil)
-		g.launch(ptx, "st_reduce", blocks, ReduceBlock, 0, runtime.NewArgs().Ptr(dx).Ptr(dout))
+		g.launch(ptx, "st_reduce", blocks, ReduceBlock, 0, driver.NewArgs().Ptr(dx).Ptr(dout))
 		got := make([]float32, blocks)
 		g.read(got, dout)
 		bits := make([]uint32, blocks)
@@ -249,7 +249,7 @@ func TestBigSmem(t *testing.T) {
 	compareAll(t, "st_bigsmem", func(ptx string) []uint32 {
 		dx := g.alloc(4*len(x), x)
 		dy := g.alloc(4*len(x), nil)
-		g.launch(ptx, "st_bigsmem", blocks, BigSmemBlock, bigSmemBytes, runtime.NewArgs().Ptr(dx).Ptr(dy))
+		g.launch(ptx, "st_bigsmem", blocks, BigSmemBlock, bigSmemBytes, driver.NewArgs().Ptr(dx).Ptr(dy))
 		got := make([]uint32, len(x))
 		g.read(got, dy)
 		for b := 0; b < blocks; b++ {
@@ -281,7 +281,7 @@ func TestMMA(t *testing.T) {
 	compareAll(t, "st_mma", func(ptx string) []uint32 {
 		da, db, dc := g.alloc(2*len(a), a), g.alloc(2*len(b), b), g.alloc(4*len(c), c)
 		dd := g.alloc(4*len(c), nil)
-		g.launch(ptx, "st_mma", 1, MMABlock, 0, runtime.NewArgs().Ptr(da).Ptr(db).Ptr(dc).Ptr(dd))
+		g.launch(ptx, "st_mma", 1, MMABlock, 0, driver.NewArgs().Ptr(da).Ptr(db).Ptr(dc).Ptr(dd))
 		got := make([]float32, len(c))
 		g.read(got, dd)
 		bits := make([]uint32, len(c))

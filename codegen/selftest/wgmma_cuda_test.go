@@ -7,13 +7,13 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/driver"
 )
 
 // wgmmaRun runs the self-test kernel of ptxText on A, B (bf16 bits, [64, k])
 // and returns C (fp32 [64, 64]); C is poisoned with NaN bytes before the
 // launch.
-func wgmmaRun(t *testing.T, ctx *runtime.Context, ptxText string, a, bm []uint16, k int) []float32 {
+func wgmmaRun(t *testing.T, ctx *driver.Context, ptxText string, a, bm []uint16, k int) []float32 {
 	t.Helper()
 	mod, err := ctx.LoadModule(ptxText)
 	if err != nil {
@@ -24,7 +24,7 @@ func wgmmaRun(t *testing.T, ctx *runtime.Context, ptxText string, a, bm []uint16
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc := func(n int) runtime.DevicePtr {
+	alloc := func(n int) driver.DevicePtr {
 		p, err := ctx.Alloc(n)
 		if err != nil {
 			t.Fatal(err)
@@ -43,20 +43,20 @@ func wgmmaRun(t *testing.T, ctx *runtime.Context, ptxText string, a, bm []uint16
 		t.Fatal(err)
 	}
 	tm := WGMMATensorMap(k)
-	enc := func(p runtime.DevicePtr) [runtime.TensorMapBytes]byte {
-		m, err := ctx.EncodeTensorMapTiled(runtime.TensorMapBF16, 2, p,
+	enc := func(p driver.DevicePtr) [driver.TensorMapBytes]byte {
+		m, err := ctx.EncodeTensorMapTiled(driver.TensorMapBF16, 2, p,
 			[]uint64{uint64(tm.Dims[0].Eval(0)), uint64(tm.Dims[1].Eval(0))},
 			[]uint64{uint64(tm.StrideBytes[0].Eval(0))},
 			[]uint32{uint32(tm.Box[0]), uint32(tm.Box[1])}, nil,
-			runtime.InterleaveNone, runtime.Swizzle128B, runtime.L2Promotion128B, runtime.OOBFillZero)
+			driver.InterleaveNone, driver.Swizzle128B, driver.L2Promotion128B, driver.OOBFillZero)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
 	mA, mB := enc(dA), enc(dB)
-	args := runtime.NewArgs().Bytes(mA[:]).Bytes(mB[:]).Ptr(dC).I32(int32(k / WGMMABK))
-	if err := f.Launch(runtime.Dim3{X: 1, Y: 1, Z: 1}, runtime.Dim3{X: WGMMAThreads, Y: 1, Z: 1}, WGMMASharedBytes, nil, args); err != nil {
+	args := driver.NewArgs().Bytes(mA[:]).Bytes(mB[:]).Ptr(dC).I32(int32(k / WGMMABK))
+	if err := f.Launch(driver.Dim3{X: 1, Y: 1, Z: 1}, driver.Dim3{X: WGMMAThreads, Y: 1, Z: 1}, WGMMASharedBytes, nil, args); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctx.Synchronize(); err != nil {
