@@ -68,16 +68,16 @@ type tmapEntry struct {
 // ErrLayerClosed is returned by the methods of a closed Layer.
 var ErrLayerClosed = errors.New("mokc runtime: layer is closed")
 
-// NewLayer compiles layer l with schedule s (through the compiler set by
-// RegisterCompiler, behind the compiled-module cache: in memory per process
-// and on disk, see CacheDirEnv; the key is the compiler version and
-// executable, l, s, the target and the driver version) and loads it on ctx
-// with LoadLayer.
+// NewLayer compiles layer l with schedule s with package compiler (behind
+// the compiled-module cache: in memory per process and on disk, see
+// CacheDirEnv; the key is compiler.Version and the executable, l, s, the
+// target and the driver version) and loads it on ctx as LoadLayer does,
+// using the compiled manifest as it is (no JSON in between).
 //
 // Errors: an invalid layer or schedule (the FieldError of schedule), a
-// target the device cannot run (see target.Target.RunsOn), ErrNoCompiler, compile
-// errors, and everything LoadLayer reports. Without the cuda build tag the
-// error is ErrNoCUDA.
+// target the device cannot run (see target.Target.RunsOn), compile errors
+// (a *compiler.StageError, wrapped), and everything LoadLayer reports.
+// Without the cuda build tag the error is driver.ErrNoCUDA.
 func NewLayer(ctx *driver.Context, l schedule.Layer, s schedule.Schedule) (*Layer, error) {
 	if err := preflight(ctx, l, s); err != nil {
 		return nil, err
@@ -90,7 +90,11 @@ func NewLayer(ctx *driver.Context, l schedule.Layer, s schedule.Schedule) (*Laye
 	if err != nil {
 		return nil, err
 	}
-	return LoadLayer(ctx, l, s, c.ptx, c.manifest)
+	p, err := newPlan(c.manifest, l)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, l, s, c.ptx, p)
 }
 
 // preflight checks what NewLayer and LoadLayer can check before compiling or
@@ -116,14 +120,15 @@ func preflight(ctx *driver.Context, l schedule.Layer, s schedule.Schedule) error
 
 // LoadLayer loads an already compiled layer: PTX text and its launch
 // manifest (launch.Manifest as JSON, as written by `mokc build --emit
-// manifest` or returned by a CompileFunc), for layer l with schedule s. It
-// checks the manifest against l and s, that the device's compute capability
-// fits the target (target.Target.RunsOn), JIT-loads the module (a *DriverError with
-// ptxas's log on refusal), resolves every kernel, checks each kernel's block
-// size against the registers the JIT gave it and its shared memory against
-// the device's opt-in limit, raises the dynamic shared memory limit of the
-// kernels that need more than the default 48 KiB, and allocates the error
-// word. No workspace is allocated until the first Forward.
+// manifest`), for layer l with schedule s. It decodes the manifest strictly
+// (an unknown field is an error) and checks it against l and s, checks that
+// the device's compute capability fits the target (target.Target.RunsOn),
+// JIT-loads the module (a *driver.DriverError with ptxas's log on refusal),
+// resolves every kernel, checks each kernel's block size against the
+// registers the JIT gave it and its shared memory against the device's
+// opt-in limit, raises the dynamic shared memory limit of the kernels that
+// need more than the default 48 KiB, and allocates the error word. No
+// workspace is allocated until the first Forward.
 func LoadLayer(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string, manifest []byte) (*Layer, error) {
 	if err := preflight(ctx, l, s); err != nil {
 		return nil, err
@@ -132,6 +137,12 @@ func LoadLayer(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx s
 	if err != nil {
 		return nil, err
 	}
+	return load(ctx, l, s, ptx, p)
+}
+
+// load loads the PTX of plan p on ctx (the part of LoadLayer after the
+// manifest is checked).
+func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string, p *plan) (*Layer, error) {
 	if p.Target != s.Target.String() {
 		return nil, fmt.Errorf("mokc runtime: layer %s: manifest is for %s, the schedule for %s", l.Name, p.Target, s.Target)
 	}

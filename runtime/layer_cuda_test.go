@@ -10,10 +10,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/mokc/mokc/compiler"
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
@@ -25,21 +23,6 @@ import (
 // without a device (fail with MOKC_REQUIRE_GPU=1). Build with
 // `go test -c -tags cuda ./runtime` (or `make device-bins`) and run on the
 // GPU machine from the runtime directory.
-
-var registerOnce sync.Once
-
-func useCompiler() {
-	registerOnce.Do(func() {
-		runtime.RegisterCompiler(compiler.Version, func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
-			a, err := compiler.Compile(l, s)
-			if err != nil {
-				return "", nil, err
-			}
-			m, err := a.ManifestJSON()
-			return a.PTX.Text, m, err
-		})
-	})
-}
 
 func openGPU(t *testing.T) *driver.Context {
 	t.Helper()
@@ -193,7 +176,6 @@ func argsOf(weights, in *runtime.DeviceTensors, stream *driver.Stream) runtime.F
 func TestLayerForward(t *testing.T) {
 	ctx := openGPU(t)
 	t.Setenv(runtime.CacheDirEnv, t.TempDir())
-	useCompiler()
 	targets := gpuTargets(ctx.Device().ComputeCapability())
 	if len(targets) == 0 {
 		t.Skipf("compute capability %d runs none of the targets", ctx.Device().ComputeCapability())
@@ -355,7 +337,6 @@ func testLayerMap(t *testing.T, ctx *driver.Context, stream *driver.Stream, l sc
 // refused by NewLayer with Target.RunsOn's error, before compiling.
 func TestLayerTargetMismatch(t *testing.T) {
 	ctx := openGPU(t)
-	useCompiler()
 	cc := ctx.Device().ComputeCapability()
 	l, err := schedule.Preset("qwen3-30b-a3b")
 	if err != nil {

@@ -11,32 +11,49 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// This file reads the launch manifest of a compiled layer: the JSON of
-// launch.Manifest that package compiler writes (codegen's launch plan joined
-// with the PTX kernel metadata); the manifest is also the on-disk cache
-// format.
+// This file checks the launch manifest of a compiled layer (launch.Manifest,
+// codegen's launch plan joined with the PTX kernel metadata): as a Go value
+// from package compiler (NewLayer), or decoded from its JSON, the form
+// `mokc build --emit manifest` writes (LoadLayer, and the on-disk cache).
 
-// plan is a decoded and checked manifest, with its buffers indexed by name.
+// plan is a checked manifest, with its buffers indexed by name.
 type plan struct {
 	launch.Manifest
 
 	bufIndex map[string]int // buffer name -> index in Buffers
 }
 
-// parsePlan decodes a manifest strictly (an unknown field is an error: it
-// would be something this runtime does not know how to launch) and checks
-// it against the layer it claims to implement.
-func parsePlan(manifest []byte, l schedule.Layer) (*plan, error) {
+// decodeManifest decodes the JSON of a launch manifest strictly: an unknown
+// field is an error, since it would be something this runtime does not know
+// how to launch.
+func decodeManifest(manifest []byte) (*launch.Manifest, error) {
 	dec := json.NewDecoder(bytes.NewReader(manifest))
 	dec.DisallowUnknownFields()
-	var p plan
-	if err := dec.Decode(&p.Manifest); err != nil {
+	var m launch.Manifest
+	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("mokc runtime: layer manifest: %w (a manifest field this runtime does not know is refused: was the manifest written by another version of mokc?)", err)
 	}
+	return &m, nil
+}
+
+// newPlan checks manifest m against the layer l it claims to implement. The
+// plan shares m's slices and never modifies them.
+func newPlan(m *launch.Manifest, l schedule.Layer) (*plan, error) {
+	p := &plan{Manifest: *m}
 	if err := p.check(l); err != nil {
 		return nil, fmt.Errorf("mokc runtime: layer manifest of %s: %w", l.Name, err)
 	}
-	return &p, nil
+	return p, nil
+}
+
+// parsePlan decodes the JSON of a manifest (decodeManifest) and checks it
+// against l (newPlan).
+func parsePlan(manifest []byte, l schedule.Layer) (*plan, error) {
+	m, err := decodeManifest(manifest)
+	if err != nil {
+		return nil, err
+	}
+	return newPlan(m, l)
 }
 
 // check validates the manifest's internal consistency and its shape against

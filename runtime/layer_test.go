@@ -369,17 +369,30 @@ func TestCompileCache(t *testing.T) {
 	s80, m80 := manifestFor(t, l, target.SM80)
 	s90, m90 := manifestFor(t, l, target.SM90a)
 	calls := 0
-	fake := func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
+	fake := func(l schedule.Layer, s schedule.Schedule) (compiled, error) {
 		calls++
-		if s.Target == target.SM80 {
-			return ".target sm_80 // " + fmt.Sprint(calls), m80, nil
+		m := m80
+		if s.Target != target.SM80 {
+			m = m90
 		}
-		return ".target sm_90a // " + fmt.Sprint(calls), m90, nil
+		man, err := decodeManifest(m)
+		if err != nil {
+			return compiled{}, err
+		}
+		return compiled{ptx: ".target " + s.Target.String() + " // " + fmt.Sprint(calls), manifest: man}, nil
 	}
-	// Tests of this binary share the registry: restore what was there.
-	prevVersion, prevCompile := registeredCompiler()
-	defer RegisterCompiler(prevVersion, prevCompile)
-	RegisterCompiler("v1", fake)
+	// Tests of this binary share the compiler and the memory cache: restore
+	// the compiler, start from an empty cache.
+	prev := compileLayer
+	defer func() { compileLayer = prev }()
+	forget := func() {
+		memCache.Lock()
+		memCache.m = map[string]compiled{}
+		memCache.Unlock()
+	}
+	forget()
+	defer forget()
+	compileLayer = fake
 	c1, err := compileCached(l, s80, 12040)
 	if err != nil || calls != 1 {
 		t.Fatalf("first compile: %d calls, %v", calls, err)
@@ -393,43 +406,49 @@ func TestCompileCache(t *testing.T) {
 	if n := len(cacheFiles(dir)); n != 2 {
 		t.Fatalf("disk cache holds %d files, want 2: %v", n, cacheFiles(dir))
 	}
-	// A new process (the memory cache emptied by registering again) reads
-	// the disk cache.
-	RegisterCompiler("v1", fake)
-	if c3, err := compileCached(l, s80, 12040); err != nil || calls != 1 || c3.ptx != c1.ptx || string(c3.manifest) != string(m80) {
+	// A new process (the memory cache emptied) reads the disk cache, with
+	// the manifest as it was compiled.
+	forget()
+	c3, err := compileCached(l, s80, 12040)
+	if err != nil || calls != 1 || c3.ptx != c1.ptx {
 		t.Fatalf("disk cache: %d calls, %v", calls, err)
+	}
+	if got, _ := json.Marshal(c3.manifest); string(got) != string(m80) {
+		t.Fatalf("disk cache: the manifest read back differs from the one compiled")
 	}
 	// Every part of the key matters.
 	s80b := s80
 	s80b.Stages++
 	l2 := l
 	l2.TopK = 4
-	for i, f := range []func() (compiledLayer, error){
-		func() (compiledLayer, error) { return compileCached(l, s90, 12040) },
-		func() (compiledLayer, error) { return compileCached(l, s80, 12080) },
-		func() (compiledLayer, error) { return compileCached(l, s80b, 12040) },
-		func() (compiledLayer, error) { return compileCached(l2, s80, 12040) },
-		func() (compiledLayer, error) { RegisterCompiler("v2", fake); return compileCached(l, s80, 12040) },
+	for i, f := range []func() (compiled, error){
+		func() (compiled, error) { return compileCached(l, s90, 12040) },
+		func() (compiled, error) { return compileCached(l, s80, 12080) },
+		func() (compiled, error) { return compileCached(l, s80b, 12040) },
+		func() (compiled, error) { return compileCached(l2, s80, 12040) },
 	} {
 		before := calls
 		if _, err := f(); err != nil || calls != before+1 {
 			t.Fatalf("key change %d: %d calls (was %d), %v", i, calls, before, err)
 		}
 	}
-	// A failing compiler's error comes back; nothing is cached.
-	RegisterCompiler("v3", func(schedule.Layer, schedule.Schedule) (string, []byte, error) {
-		return "", nil, errors.New("ptx: in function @moe_fc1: unsupported")
-	})
-	if _, err := compileCached(l, s80, 12040); err == nil || !strings.Contains(err.Error(), "unsupported") {
-		t.Fatalf("failing compiler: %v", err)
+	if cacheKey(compiler.Version, "", l, s80, 12040) == cacheKey(compiler.Version+"+1", "", l, s80, 12040) {
+		t.Fatal("the compiler version is not part of the key")
 	}
-	RegisterCompiler("", nil)
-	if _, err := compileCached(l, s80, 12040); !errors.Is(err, ErrNoCompiler) {
-		t.Fatalf("no compiler: %v", err)
+	// A failing compiler's error comes back; nothing is cached.
+	forget()
+	compileLayer = func(schedule.Layer, schedule.Schedule) (compiled, error) {
+		return compiled{}, errors.New("ptx: in function @moe_fc1: unsupported")
 	}
 	t.Setenv(CacheDirEnv, "off")
 	if cacheDir() != "" {
 		t.Fatal("MOKC_CACHE_DIR=off does not disable the disk cache")
+	}
+	if _, err := compileCached(l, s80, 12040); err == nil || !strings.Contains(err.Error(), "unsupported") {
+		t.Fatalf("failing compiler: %v", err)
+	}
+	if len(memCache.m) != 0 {
+		t.Fatal("a failed compile was cached")
 	}
 }
 

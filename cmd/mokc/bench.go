@@ -246,7 +246,6 @@ func benchAction(c *cli.Context) error {
 		}
 	}
 
-	useCompiler()
 	t0 := time.Now()
 	ly, err := runtime.NewLayer(ctx, l, s)
 	if err != nil {

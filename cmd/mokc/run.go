@@ -11,12 +11,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mokc/mokc/compiler"
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
@@ -61,22 +59,6 @@ func init() {
 			),
 			Action: runAction,
 		}
-	})
-}
-
-var registerCompiler sync.Once
-
-// useCompiler lets runtime.NewLayer compile through package compiler.
-func useCompiler() {
-	registerCompiler.Do(func() {
-		runtime.RegisterCompiler(compiler.Version, func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
-			a, err := compiler.Compile(l, s)
-			if err != nil {
-				return "", nil, err
-			}
-			m, err := a.ManifestJSON()
-			return a.PTX.Text, m, err
-		})
 	})
 }
 
@@ -477,7 +459,6 @@ var openRunBackend = func(device int) (runBackend, func(), error) {
 		ctx.Close()
 		return nil, nil, fmt.Errorf("run: %w", err)
 	}
-	useCompiler()
 	b := &cudaBackend{ctx: ctx, stream: stream}
 	return b, func() {
 		if b.weights != nil {
