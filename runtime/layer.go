@@ -20,7 +20,8 @@ import (
 //
 // The Layer owns its module, its workspace (the program's scratch buffers,
 // sized from T and grown as needed) and its error word; the caller owns
-// every tensor of ForwardArgs. A Layer may be used from several goroutines
+// every tensor it binds (Bindings: the program's inputs and outputs, listed
+// by Inputs and Outputs). A Layer may be used from several goroutines
 // (calls are serialised), but its workspace is shared by all calls, so the
 // forwards of one Layer must run in order on one stream: two Forwards queued
 // on different streams may overlap on the device and race on the
@@ -215,6 +216,14 @@ func (ly *Layer) Kernels() []string {
 	return out
 }
 
+// Inputs returns the input buffers the caller binds (Bindings), in the
+// manifest's order: activations, routing, weights.
+func (ly *Layer) Inputs() []BufferSpec { return ly.plan.specs(launch.BufInput) }
+
+// Outputs returns the output buffers the caller binds (Bindings); the error
+// word is the Layer's own (CheckErrors).
+func (ly *Layer) Outputs() []BufferSpec { return ly.plan.specs(launch.BufOutput) }
+
 // WorkspaceBytes returns the bytes of device memory the workspace holds now
 // (0 before the first Forward with T > 0).
 func (ly *Layer) WorkspaceBytes() int {
@@ -280,33 +289,55 @@ func (ly *Layer) grow(T int) error {
 	return nil
 }
 
-// Forward queues the forward of the layer for the T = args.X.Shape[0]
-// tokens of args on args.Stream and returns without waiting: y =
+// Forward queues the forward of the layer on stream (nil: the legacy
+// default stream) for the tensors of b and returns without waiting: y =
 // shared(x) + sum over the routed slots of w * expert(x), in bf16 (fp32
-// accumulation). Every kernel of the program that runs at T is launched in
-// order (launch.Kernel.RunsAt: a GEMM variant runs only in its token
-// range). T = 0 is
-// valid and does nothing: no kernel runs and no tensor is read or written
-// (null pointers are fine); only the error word is cleared.
+// accumulation). T, the token count, is the outermost dimension of the
+// token input (Bindings). Every kernel of the program that runs at T is
+// launched in order (launch.Kernel.RunsAt: a GEMM variant runs only in its
+// token range). T = 0 is valid and does nothing: no kernel runs and no
+// tensor is read or written (null pointers are fine); only the error word
+// is cleared.
 //
-// Forward validates every tensor first (dtype, shape at T, bytes, 16-byte
-// alignment, a set field the layer does not read, y overlapping an input)
-// and returns an error before launching anything. Launch errors (and
-// asynchronous faults of earlier work) are returned as *DriverError.
+// Forward validates every binding first against the manifest's buffers
+// (every input and output bound and nothing else, dtype, shape at T, bytes,
+// 16-byte alignment, an output overlapping another tensor) and returns an
+// error naming the buffer before launching anything. Launch errors (and
+// asynchronous faults of earlier work) are returned as *driver.DriverError.
 //
 // Faults on the device and the program's error word (an expert id out of
 // range, too many routes in a routing-map row) are reported by CheckErrors,
 // which synchronises; Forward never does, except when the workspace grows
 // (see Layer). Callers call CheckErrors when they want the verdict, e.g.
 // once after a batch of Forwards.
-func (ly *Layer) Forward(args ForwardArgs) error {
+func (ly *Layer) Forward(stream *driver.Stream, b Bindings) error {
+	return ly.forward(stream, b, nil)
+}
+
+// ForwardMarked is Forward timing each kernel: marks holds
+// len(Layer.Kernels())+1 events (another count is an error before any
+// launch), and marks[i] is recorded on stream before kernel i and the last
+// one after the last kernel, so driver.ElapsedMs(marks[i], marks[i+1]) is
+// kernel i's time in milliseconds, launch gap included (about 0 for a
+// kernel that does not run at this T). At T = 0 no event is recorded.
+// Recording costs a few microseconds per kernel; use Forward when timing
+// the whole forward.
+func (ly *Layer) ForwardMarked(stream *driver.Stream, b Bindings, marks []*driver.Event) error {
+	if marks == nil {
+		marks = []*driver.Event{}
+	}
+	return ly.forward(stream, b, marks)
+}
+
+// forward is Forward, recording marks when marks is not nil.
+func (ly *Layer) forward(stream *driver.Stream, b Bindings, marks []*driver.Event) error {
 	ly.mu.Lock()
 	defer ly.mu.Unlock()
 	if ly.closed {
 		return ErrLayerClosed
 	}
 	p := ly.plan
-	T, bind, err := p.bind(&args)
+	T, bind, err := p.bind(b)
 	if err != nil {
 		return err
 	}
@@ -314,14 +345,14 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 		// Nothing to compute: no launch, no workspace; only the error word
 		// is cleared, as the program's first kernel does, so CheckErrors
 		// reports this (empty) forward.
-		if err := ly.ctx.MemsetAsync(ly.errPtr, 0, 4, args.Stream); err != nil {
+		if err := ly.ctx.MemsetAsync(ly.errPtr, 0, 4, stream); err != nil {
 			return fmt.Errorf("mokc runtime: layer %s: T = 0: %w", ly.layer.Name, err)
 		}
 		return nil
 	}
-	if args.Marks != nil && len(args.Marks) != len(p.Kernels)+1 {
-		return fmt.Errorf("mokc runtime: Forward (%s): ForwardArgs.Marks has %d events, want %d (one per kernel and one after the last)",
-			ly.layer.Name, len(args.Marks), len(p.Kernels)+1)
+	if marks != nil && len(marks) != len(p.Kernels)+1 {
+		return fmt.Errorf("mokc runtime: Forward (%s): %d marks, want %d (one per kernel and one after the last)",
+			ly.layer.Name, len(marks), len(p.Kernels)+1)
 	}
 	if err := ly.grow(T); err != nil {
 		return err
@@ -332,16 +363,22 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 			return err
 		}
 	}
+	return ly.launch(stream, T, marks)
+}
+
+// launch launches every kernel that runs at T with the packed arguments,
+// recording marks (when not nil) around them.
+func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) error {
 	mark := func(i int) error {
-		if args.Marks == nil {
+		if marks == nil {
 			return nil
 		}
-		if err := args.Marks[i].Record(args.Stream); err != nil {
-			return fmt.Errorf("mokc runtime: layer %s: ForwardArgs.Marks[%d]: %w", ly.layer.Name, i, err)
+		if err := marks[i].Record(stream); err != nil {
+			return fmt.Errorf("mokc runtime: layer %s: mark %d: %w", ly.layer.Name, i, err)
 		}
 		return nil
 	}
-	for i, k := range p.Kernels {
+	for i, k := range ly.plan.Kernels {
 		if err := mark(i); err != nil {
 			return err
 		}
@@ -353,11 +390,11 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
 			grid.X = sms // one block per SM of this device
 		}
-		if err := ly.funcs[i].Launch(grid, driver.Dim3{X: k.Block}, k.SharedBytes, args.Stream, a); err != nil {
+		if err := ly.funcs[i].Launch(grid, driver.Dim3{X: k.Block}, k.SharedBytes, stream, a); err != nil {
 			return fmt.Errorf("mokc runtime: layer %s: T = %d: %w", ly.layer.Name, T, err)
 		}
 	}
-	return mark(len(p.Kernels))
+	return mark(len(ly.plan.Kernels))
 }
 
 // bindOwn fills the addresses of the buffers the Layer owns: the error word

@@ -84,23 +84,24 @@ func yStats(y []uint16, ref []float64) (rel float64, unwritten, nonFinite int) {
 // accept CheckErrors' error), every element written, no NaN/Inf, the
 // relative L2 error against ref at most 1e-2, and bitwise-identical output
 // across runs. It returns y of the first run.
-func runChecked(t *testing.T, ctx *driver.Context, ly *runtime.Layer, args runtime.ForwardArgs, ref []float64, what string, wantErr func(error) bool) []uint16 {
+func runChecked(t *testing.T, ctx *driver.Context, ly *runtime.Layer, args forwardCall, ref []float64, what string, wantErr func(error) bool) []uint16 {
 	t.Helper()
+	y0 := args.b["y"]
 	n := 1
-	for _, d := range args.Y.Shape {
+	for _, d := range y0.Shape {
 		n *= d
 	}
 	var first []uint16
 	for run := 0; run < 3; run++ {
 		if n > 0 {
-			if err := ctx.MemsetAsync(args.Y.Ptr, 0xFF, 2*n, args.Stream); err != nil {
+			if err := ctx.MemsetAsync(y0.Ptr, 0xFF, 2*n, args.stream); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := ly.Forward(args); err != nil {
+		if err := args.run(ly); err != nil {
 			t.Fatalf("%s run %d: Forward: %v", what, run, err)
 		}
-		err := ly.CheckErrors(args.Stream)
+		err := ly.CheckErrors(args.stream)
 		if wantErr == nil && err != nil {
 			t.Fatalf("%s run %d: CheckErrors: %v", what, run, err)
 		}
@@ -109,7 +110,7 @@ func runChecked(t *testing.T, ctx *driver.Context, ly *runtime.Layer, args runti
 		}
 		y := make([]uint16, n)
 		if n > 0 {
-			if err := ctx.CopyFromDevice(y, args.Y.Ptr); err != nil {
+			if err := ctx.CopyFromDevice(y, y0.Ptr); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -165,12 +166,26 @@ func newCase(t *testing.T, ctx *driver.Context, l schedule.Layer, w schedule.Wei
 	return caseData{x, r, ref, in}
 }
 
-func argsOf(weights, in *runtime.DeviceTensors, stream *driver.Stream) runtime.ForwardArgs {
-	var a runtime.ForwardArgs
-	weights.SetIn(&a)
-	in.SetIn(&a)
-	a.Stream = stream
-	return a
+// forwardCall is the arguments of one Forward: the bindings, the stream
+// and, for ForwardMarked, the marks.
+type forwardCall struct {
+	b      runtime.Bindings
+	stream *driver.Stream
+	marks  []*driver.Event // nil: Forward
+}
+
+func (c forwardCall) run(ly *runtime.Layer) error {
+	if c.marks != nil {
+		return ly.ForwardMarked(c.stream, c.b, c.marks)
+	}
+	return ly.Forward(c.stream, c.b)
+}
+
+func argsOf(weights, in *runtime.DeviceTensors, stream *driver.Stream) forwardCall {
+	b := runtime.Bindings{}
+	weights.SetIn(b)
+	in.SetIn(b)
+	return forwardCall{b: b, stream: stream}
 }
 
 func TestLayerForward(t *testing.T) {
@@ -275,8 +290,10 @@ func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l
 
 	// A wrong argument is refused before anything runs.
 	args := argsOf(dw, c.in, stream)
-	args.IDs.Shape = []int{T, K + 1}
-	if err := ly.Forward(args); err == nil || !strings.Contains(err.Error(), "ForwardArgs.IDs: shape") {
+	ids := args.b["ids"]
+	ids.Shape = []int{T, K + 1}
+	args.b["ids"] = ids
+	if err := args.run(ly); err == nil || !strings.Contains(err.Error(), `buffer "ids": shape`) {
 		t.Fatalf("Forward with a wrong ids shape: %v", err)
 	}
 }
@@ -357,7 +374,7 @@ func TestLayerTargetMismatch(t *testing.T) {
 	}
 }
 
-// testMarks times each kernel with ForwardArgs.Marks: a wrong number of
+// testMarks times each kernel with ForwardMarked: a wrong number of
 // events is refused before any launch; with the right number the output is
 // unchanged (checked, poisoned, repeated) and the kernels' times are
 // non-negative and add up to the whole forward.
@@ -376,12 +393,12 @@ func testMarks(t *testing.T, ctx *driver.Context, stream *driver.Stream, ly *run
 		defer e.Destroy()
 		marks[i] = e
 	}
-	a.Marks = marks[:len(names)]
-	if err := ly.Forward(a); err == nil || !strings.Contains(err.Error(), "Marks has") {
+	a.marks = marks[:len(names)]
+	if err := a.run(ly); err == nil || !strings.Contains(err.Error(), "marks, want") {
 		t.Fatalf("%s: Forward with %d marks for %d kernels: %v", name, len(names), len(names), err)
 	}
-	a.Marks = marks
-	runChecked(t, ctx, ly, a, c.ref, name+" T=64 with Marks", nil)
+	a.marks = marks
+	runChecked(t, ctx, ly, a, c.ref, name+" T=64 with marks", nil)
 	var sum float64
 	var parts []string
 	for i, k := range names {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
@@ -21,6 +22,7 @@ type plan struct {
 	launch.Manifest
 
 	bufIndex map[string]int // buffer name -> index in Buffers
+	tokenBuf int            // index of the token input: T is its outermost dimension
 }
 
 // decodeManifest decodes the JSON of a launch manifest strictly: an unknown
@@ -57,9 +59,11 @@ func parsePlan(manifest []byte, l schedule.Layer) (*plan, error) {
 }
 
 // check validates the manifest's internal consistency and its shape against
-// l: every buffer a parameter names exists, scalar parameters have values,
-// tensor maps are complete, the PTX parameter layout (when present) has the
-// plan's sizes, and H, I, E, K and the shared width are those of l.
+// l: buffers have unique names, known kinds and (for the caller's) known
+// dtypes; there is an error word, a token input and an output; every
+// buffer a parameter names exists, scalar parameters have values, tensor
+// maps are complete, the PTX parameter layout (when present) has the plan's
+// sizes, and H, I, E, K and the shared width are those of l.
 func (p *plan) check(l schedule.Layer) error {
 	want := launch.ShapeOf(l)
 	if p.Shape != want {
@@ -81,13 +85,8 @@ func (p *plan) check(l schedule.Layer) error {
 		default:
 			return fmt.Errorf("buffer %q: unknown kind %q", b.Name, b.Kind)
 		}
-		if b.Kind != launch.BufScratch && b.Name != launch.ErrBuffer {
-			if _, ok := argFields[b.Name]; !ok {
-				return fmt.Errorf("%s buffer %q has no ForwardArgs field in this runtime", b.Kind, b.Name)
-			}
-			if dtypeSize(DType(b.DType)) == 0 {
-				return fmt.Errorf("buffer %q: unknown dtype %q", b.Name, b.DType)
-			}
+		if isCaller(b) && dtypeSize(DType(b.DType)) == 0 {
+			return fmt.Errorf("buffer %q: unknown dtype %q", b.Name, b.DType)
 		}
 		if b.Bytes.A < 0 || b.Bytes.D < 0 || b.Bytes.Min < 0 {
 			return fmt.Errorf("buffer %q: byte size %+v must not decrease with T", b.Name, b.Bytes)
@@ -97,11 +96,14 @@ func (p *plan) check(l schedule.Layer) error {
 	if i, ok := p.bufIndex[launch.ErrBuffer]; !ok || p.Buffers[i].Kind == launch.BufScratch {
 		return fmt.Errorf("no %q output buffer (the error word)", launch.ErrBuffer)
 	}
-	if _, ok := p.bufIndex["x"]; !ok {
-		return fmt.Errorf("no input buffer \"x\"")
+	p.tokenBuf = slices.IndexFunc(p.Buffers, func(b launch.Buffer) bool {
+		return b.Kind == launch.BufInput && len(b.Shape) > 0 && isTokenDim(b.Shape[0])
+	})
+	if p.tokenBuf < 0 {
+		return fmt.Errorf("no input buffer whose outermost dimension is the token count T")
 	}
-	if _, ok := p.bufIndex["y"]; !ok {
-		return fmt.Errorf("no output buffer \"y\"")
+	if len(p.specs(launch.BufOutput)) == 0 {
+		return fmt.Errorf("no output buffer besides the error word")
 	}
 	if len(p.Kernels) == 0 {
 		return fmt.Errorf("no kernels")
@@ -181,14 +183,6 @@ func (p *plan) checkParam(k launch.ManifestKernel, prm launch.Param) error {
 		}
 	default:
 		return fmt.Errorf("%s: unknown parameter type %q", where, prm.Type)
-	}
-	return nil
-}
-
-// buffer returns the buffer named name (nil if absent).
-func (p *plan) buffer(name string) *launch.Buffer {
-	if i, ok := p.bufIndex[name]; ok {
-		return &p.Buffers[i]
 	}
 	return nil
 }

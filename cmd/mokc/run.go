@@ -416,21 +416,20 @@ func (k *cudaKernel) forward(in runInputs, y []uint16) (string, error) {
 	if !ok || k.b.weights == nil {
 		return "", errors.New("no weights or inputs loaded")
 	}
-	var args runtime.ForwardArgs
-	k.b.weights.SetIn(&args)
-	d.SetIn(&args)
-	args.Stream = k.b.stream
-	ctx := k.b.ctx
+	b := runtime.Bindings{}
+	k.b.weights.SetIn(b)
+	d.SetIn(b)
+	ctx, stream, out := k.b.ctx, k.b.stream, b["y"].Ptr
 	if len(y) > 0 {
-		if err := ctx.MemsetAsync(args.Y.Ptr, 0xFF, 2*len(y), args.Stream); err != nil {
+		if err := ctx.MemsetAsync(out, 0xFF, 2*len(y), stream); err != nil {
 			return "", err
 		}
 	}
-	if err := k.ly.Forward(args); err != nil {
+	if err := k.ly.Forward(stream, b); err != nil {
 		return "", err
 	}
 	word := ""
-	if err := k.ly.CheckErrors(args.Stream); err != nil {
+	if err := k.ly.CheckErrors(stream); err != nil {
 		var re *runtime.RoutingError
 		if !errors.As(err, &re) {
 			return "", err // a device fault: nothing more to check
@@ -438,7 +437,7 @@ func (k *cudaKernel) forward(in runInputs, y []uint16) (string, error) {
 		word = err.Error()
 	}
 	if len(y) > 0 {
-		if err := ctx.CopyFromDevice(y, args.Y.Ptr); err != nil {
+		if err := ctx.CopyFromDevice(y, out); err != nil {
 			return "", err
 		}
 	}
