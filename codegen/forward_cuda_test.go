@@ -1,6 +1,6 @@
 //go:build cuda
 
-package codegen
+package codegen_test
 
 import (
 	"embed"
@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
@@ -20,18 +21,19 @@ import (
 var forwardPTX embed.FS
 
 // ourPTX compiles a program's module with mokc's own backend (package ptx).
-var ourPTX = func(p *Program) (string, error) { return ptx.Compile(p.Module, target.SM80) }
+var ourPTX = func(p *codegen.Program) (string, error) { return ptx.Compile(p.Module, target.SM80) }
 
 // executor runs a Program on the GPU: the small host-side loop that
-// runtime.Layer is meant to provide (see Program's doc).
+// runtime.Layer provides (see Program's doc), written against package
+// driver alone.
 type executor struct {
 	ctx   *driver.Context
 	mod   *driver.Module
-	p     *Program
+	p     *codegen.Program
 	funcs map[string]*driver.Function
 }
 
-func newExecutor(ctx *driver.Context, p *Program, ptx string) (*executor, error) {
+func newExecutor(ctx *driver.Context, p *codegen.Program, ptx string) (*executor, error) {
 	mod, err := ctx.LoadModule(ptx)
 	if err != nil {
 		return nil, err
@@ -62,13 +64,13 @@ func (ex *executor) run(T int, bufs map[string]driver.DevicePtr) error {
 		args := driver.NewArgs()
 		for _, prm := range k.Params {
 			switch prm.Type {
-			case ParamPtr:
+			case codegen.ParamPtr:
 				d, ok := bufs[prm.Buffer]
 				if !ok {
 					return fmt.Errorf("%s: no buffer %q", k.Name, prm.Buffer)
 				}
 				args.Ptr(d)
-			case ParamI32:
+			case codegen.ParamI32:
 				args.I32(int32(prm.Value.Eval(int64(T))))
 			default:
 				return fmt.Errorf("%s: parameter %s of type %s", k.Name, prm.Name, prm.Type)
@@ -182,20 +184,20 @@ func TestForwardSM80(t *testing.T) {
 	if cc := ctx.Device().ComputeCapability(); cc < 80 {
 		t.Skipf("compute capability %d < 80", cc)
 	}
-	for _, c := range forwardCases(t) {
-		t.Run(c.name, func(t *testing.T) { testForward(t, ctx, c) })
+	for _, c := range codegen.ForwardCases(t) {
+		t.Run(c.Name, func(t *testing.T) { testForward(t, ctx, c) })
 	}
 }
 
-func testForward(t *testing.T, ctx *driver.Context, c fwdCase) {
-	l := c.layer
-	p := buildCase(t, c)
+func testForward(t *testing.T, ctx *driver.Context, c codegen.ForwardCase) {
+	l := c.Layer
+	p := codegen.BuildForwardCase(t, c)
 	type variant struct {
 		name string
 		ex   *executor
 	}
 	var vs []variant
-	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.name + ".llc.ptx")
+	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.Name + ".llc.ptx")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -283,7 +285,7 @@ func testForward(t *testing.T, ctx *driver.Context, c fwdCase) {
 		}
 		for _, b := range p.Buffers {
 			if _, ok := bufs[b.Name]; !ok {
-				if b.Kind == BufInput {
+				if b.Kind == codegen.BufInput {
 					t.Fatalf("input %s not provided", b.Name)
 				}
 				bufs[b.Name] = d.put(nil, int(b.Bytes.Eval(int64(T))))
@@ -366,7 +368,7 @@ func checkClose(t *testing.T, what string, got []float32, ref []float64) {
 // range (ids form) or a routing-map row with more than K routes (map form).
 func testBadRoutes(t *testing.T, ctx *driver.Context, d *dev, ex *executor, l schedule.Layer, T int, bufs map[string]driver.DevicePtr, r schedule.Routing) {
 	E, K := l.Experts, l.TopK
-	want := uint32(ErrBadExpertID)
+	want := uint32(codegen.ErrBadExpertID)
 	if l.Routing == schedule.RoutingMap {
 		m := make([]uint8, T*E)
 		for i, b := range r.Map {
@@ -381,7 +383,7 @@ func testBadRoutes(t *testing.T, ctx *driver.Context, d *dev, ex *executor, l sc
 			return
 		}
 		bufs["routing_map"] = d.put(m, T*E)
-		want = ErrTooManyRoute
+		want = codegen.ErrTooManyRoute
 	} else {
 		ids := append([]int32(nil), r.IDs...)
 		ids[3*K] = int32(E)

@@ -1,6 +1,6 @@
 //go:build cuda
 
-package selftest
+package selftest_test
 
 import (
 	"embed"
@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mokc/mokc/codegen/selftest"
 	"github.com/mokc/mokc/driver"
 )
 
@@ -36,7 +37,7 @@ func openGPU(t *testing.T) *driver.Context {
 // (when the backend is wired in).
 func variants(t *testing.T, name string) map[string]string {
 	t.Helper()
-	c, err := Lookup(name)
+	c, err := selftest.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func variants(t *testing.T, name string) map[string]string {
 		t.Fatal(err)
 	}
 	out["llc"] = string(b)
-	ours, err := compileOurs(c)
+	ours, err := selftest.CompileOurs(c)
 	if err != nil {
 		t.Fatalf("ptx: %v", err)
 	}
@@ -172,7 +173,7 @@ func TestAxpb(t *testing.T) {
 	compareAll(t, "st_axpb", func(ptx string) []uint16 {
 		dx := g.alloc(2*n, x)
 		dy := g.alloc(2*n+64, nil)
-		g.launch(ptx, "st_axpb", (n+AxpbBlock-1)/AxpbBlock, AxpbBlock, 0,
+		g.launch(ptx, "st_axpb", (n+selftest.AxpbBlock-1)/selftest.AxpbBlock, selftest.AxpbBlock, 0,
 			driver.NewArgs().Ptr(dx).Ptr(dy).F32(a).F32(b).I32(int32(n)))
 		got := make([]uint16, n+32)
 		g.read(got, dy)
@@ -194,29 +195,29 @@ func TestReduce(t *testing.T) {
 	g := gpu{t, openGPU(t)}
 	r := rand.New(rand.NewPCG(rand.Uint64(), 2))
 	blocks := 37
-	x := make([]float32, blocks*ReducePerBlk)
+	x := make([]float32, blocks*selftest.ReducePerBlk)
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
 	want := make([]float32, blocks)
 	for blk := range want {
-		var lanes [ReduceBlock]float32
-		for tid := 0; tid < ReduceBlock; tid++ {
+		var lanes [selftest.ReduceBlock]float32
+		for tid := 0; tid < selftest.ReduceBlock; tid++ {
 			var s float32
-			for i := tid; i < ReducePerBlk; i += ReduceBlock {
-				s += x[blk*ReducePerBlk+i]
+			for i := tid; i < selftest.ReducePerBlk; i += selftest.ReduceBlock {
+				s += x[blk*selftest.ReducePerBlk+i]
 			}
 			lanes[tid] = s
 		}
 		for d := 16; d >= 1; d /= 2 {
-			var next [ReduceBlock]float32
+			var next [selftest.ReduceBlock]float32
 			for tid := range lanes {
 				next[tid] = lanes[tid] + lanes[tid^d]
 			}
 			lanes = next
 		}
 		var s float32
-		for w := 0; w < reduceWarps; w++ {
+		for w := 0; w < selftest.ReduceWarps; w++ {
 			s += lanes[32*w]
 		}
 		want[blk] = s
@@ -224,7 +225,7 @@ func TestReduce(t *testing.T) {
 	compareAll(t, "st_reduce", func(ptx string) []uint32 {
 		dx := g.alloc(4*len(x), x)
 		dout := g.alloc(4*blocks, nil)
-		g.launch(ptx, "st_reduce", blocks, ReduceBlock, 0, driver.NewArgs().Ptr(dx).Ptr(dout))
+		g.launch(ptx, "st_reduce", blocks, selftest.ReduceBlock, 0, driver.NewArgs().Ptr(dx).Ptr(dout))
 		got := make([]float32, blocks)
 		g.read(got, dout)
 		bits := make([]uint32, blocks)
@@ -242,20 +243,20 @@ func TestBigSmem(t *testing.T) {
 	g := gpu{t, openGPU(t)}
 	r := rand.New(rand.NewPCG(rand.Uint64(), 3))
 	blocks := 5
-	x := make([]uint32, blocks*BigSmemWords)
+	x := make([]uint32, blocks*selftest.BigSmemWords)
 	for i := range x {
 		x[i] = r.Uint32()
 	}
 	compareAll(t, "st_bigsmem", func(ptx string) []uint32 {
 		dx := g.alloc(4*len(x), x)
 		dy := g.alloc(4*len(x), nil)
-		g.launch(ptx, "st_bigsmem", blocks, BigSmemBlock, bigSmemBytes, driver.NewArgs().Ptr(dx).Ptr(dy))
+		g.launch(ptx, "st_bigsmem", blocks, selftest.BigSmemBlock, selftest.BigSmemBytes, driver.NewArgs().Ptr(dx).Ptr(dy))
 		got := make([]uint32, len(x))
 		g.read(got, dy)
 		for b := 0; b < blocks; b++ {
-			for i := 0; i < BigSmemWords; i++ {
-				if w := x[b*BigSmemWords+BigSmemWords-1-i]; got[b*BigSmemWords+i] != w {
-					t.Fatalf("block %d y[%d] = %#x, want %#x", b, i, got[b*BigSmemWords+i], w)
+			for i := 0; i < selftest.BigSmemWords; i++ {
+				if w := x[b*selftest.BigSmemWords+selftest.BigSmemWords-1-i]; got[b*selftest.BigSmemWords+i] != w {
+					t.Fatalf("block %d y[%d] = %#x, want %#x", b, i, got[b*selftest.BigSmemWords+i], w)
 				}
 			}
 		}
@@ -281,7 +282,7 @@ func TestMMA(t *testing.T) {
 	compareAll(t, "st_mma", func(ptx string) []uint32 {
 		da, db, dc := g.alloc(2*len(a), a), g.alloc(2*len(b), b), g.alloc(4*len(c), c)
 		dd := g.alloc(4*len(c), nil)
-		g.launch(ptx, "st_mma", 1, MMABlock, 0, driver.NewArgs().Ptr(da).Ptr(db).Ptr(dc).Ptr(dd))
+		g.launch(ptx, "st_mma", 1, selftest.MMABlock, 0, driver.NewArgs().Ptr(da).Ptr(db).Ptr(dc).Ptr(dd))
 		got := make([]float32, len(c))
 		g.read(got, dd)
 		bits := make([]uint32, len(c))
