@@ -30,11 +30,16 @@ var libcuda struct {
 // ErrNoDevice) holds, and errors.As reaches the DriverError of cuInit.
 type noDevice struct{ cause error }
 
+// Error says there is no device and why.
 func (e *noDevice) Error() string {
 	return "mokc driver: no CUDA device: " + strings.TrimPrefix(e.cause.Error(), "mokc driver: ")
 }
+
+// Is makes errors.Is(err, ErrNoDevice) hold.
 func (e *noDevice) Is(target error) bool { return target == ErrNoDevice }
-func (e *noDevice) Unwrap() error        { return e.cause }
+
+// Unwrap returns the reason (the dlopen message or cuInit's DriverError).
+func (e *noDevice) Unwrap() error { return e.cause }
 
 func initDriver() error {
 	libcuda.once.Do(func() {
