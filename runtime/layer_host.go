@@ -212,9 +212,9 @@ func (d *DeviceTensors) upload(h hostTensor) (Tensor, error) {
 // UploadWeights copies the weights of layer l to the device in the layouts
 // of the program's buffers (those of GenerateWeights): grouped tensors
 // "fc1"/"fc2", or with schedule.PerExpertWeights one allocation per expert
-// and the pointer tables "fc1_table"/"fc2_table"; biases and shared-expert weights as the layer
-// has them. Values are rounded to bf16 (weights) or kept f32 (biases). A
-// tensor of the wrong length is an error naming it.
+// and the pointer tables "fc1_table"/"fc2_table"; biases and shared-expert
+// weights as the layer has them. Values are rounded to bf16 (weights) or
+// kept f32 (biases). A tensor of the wrong length is an error naming it.
 func UploadWeights(ctx *driver.Context, l schedule.Layer, w schedule.Weights) (*DeviceTensors, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("mokc runtime: weights: %w", err)
@@ -228,8 +228,8 @@ func UploadWeights(ctx *driver.Context, l schedule.Layer, w schedule.Weights) (*
 // UploadInputs copies an input "x" [T*H] (rounded to bf16) and its routing
 // r (in l.Routing's form: "ids" i32 [T,K] + "weights" f32 [T,K], or the map
 // as "routing_map" u8 [T,E] + "probs" f32 [T,E]) to the device and
-// allocates the output "y" bf16 [T,H] (not initialised). T = len(x)/H; at T = 0 the tensors have null
-// pointers.
+// allocates the output "y" bf16 [T,H] (not initialised). T = len(x)/H; at
+// T = 0 the tensors have null pointers.
 func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule.Routing) (*DeviceTensors, error) {
 	H, E, K := l.Hidden, l.Experts, l.TopK
 	if H <= 0 || len(x)%H != 0 {
