@@ -9,7 +9,7 @@ SHELL := /bin/bash
 ENV := . scripts/env.sh &&
 GO ?= go
 # Packages whose -tags cuda test binaries are carried to a GPU machine.
-DEVICE_PKGS := ./runtime/... ./codegen/...
+DEVICE_PKGS := ./driver/... ./runtime/... ./codegen/...
 CARRY := .carry
 
 .PHONY: toolchain test test-cuda vet build golden device-bins clean distclean

@@ -1,6 +1,6 @@
 //go:build cuda
 
-package codegen
+package codegen_test
 
 import (
 	"embed"
@@ -10,8 +10,9 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/ptx"
-	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -20,23 +21,24 @@ import (
 var forwardPTX embed.FS
 
 // ourPTX compiles a program's module with mokc's own backend (package ptx).
-var ourPTX = func(p *Program) (string, error) { return ptx.Compile(p.Module, target.SM80) }
+var ourPTX = func(p *codegen.Program) (string, error) { return ptx.Compile(p.Module, target.SM80) }
 
 // executor runs a Program on the GPU: the small host-side loop that
-// runtime.Layer is meant to provide (see Program's doc).
+// runtime.Layer provides (see Program's doc), written against package
+// driver alone.
 type executor struct {
-	ctx   *runtime.Context
-	mod   *runtime.Module
-	p     *Program
-	funcs map[string]*runtime.Function
+	ctx   *driver.Context
+	mod   *driver.Module
+	p     *codegen.Program
+	funcs map[string]*driver.Function
 }
 
-func newExecutor(ctx *runtime.Context, p *Program, ptx string) (*executor, error) {
+func newExecutor(ctx *driver.Context, p *codegen.Program, ptx string) (*executor, error) {
 	mod, err := ctx.LoadModule(ptx)
 	if err != nil {
 		return nil, err
 	}
-	ex := &executor{ctx: ctx, mod: mod, p: p, funcs: map[string]*runtime.Function{}}
+	ex := &executor{ctx: ctx, mod: mod, p: p, funcs: map[string]*driver.Function{}}
 	for _, k := range p.Kernels {
 		f, err := mod.Function(k.Name)
 		if err != nil {
@@ -54,39 +56,39 @@ func newExecutor(ctx *runtime.Context, p *Program, ptx string) (*executor, error
 
 // run launches every kernel for T tokens with the given buffers (every
 // buffer of the program must be present) and waits for the device.
-func (ex *executor) run(T int, bufs map[string]runtime.DevicePtr) error {
+func (ex *executor) run(T int, bufs map[string]driver.DevicePtr) error {
 	for _, k := range ex.p.Kernels {
 		if T == 0 && k.SkipIfZeroT {
 			continue
 		}
-		args := runtime.NewArgs()
+		args := driver.NewArgs()
 		for _, prm := range k.Params {
 			switch prm.Type {
-			case ParamPtr:
+			case codegen.ParamPtr:
 				d, ok := bufs[prm.Buffer]
 				if !ok {
 					return fmt.Errorf("%s: no buffer %q", k.Name, prm.Buffer)
 				}
 				args.Ptr(d)
-			case ParamI32:
+			case codegen.ParamI32:
 				args.I32(int32(prm.Value.Eval(int64(T))))
 			default:
 				return fmt.Errorf("%s: parameter %s of type %s", k.Name, prm.Name, prm.Type)
 			}
 		}
-		grid := runtime.Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
-		if err := ex.funcs[k.Name].Launch(grid, runtime.Dim3{X: k.Block, Y: 1, Z: 1}, k.SharedBytes, nil, args); err != nil {
+		grid := driver.Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
+		if err := ex.funcs[k.Name].Launch(grid, driver.Dim3{X: k.Block, Y: 1, Z: 1}, k.SharedBytes, nil, args); err != nil {
 			return fmt.Errorf("%s: %w", k.Name, err)
 		}
 	}
 	return ex.ctx.Synchronize()
 }
 
-func openGPU(t *testing.T) *runtime.Context {
+func openGPU(t *testing.T) *driver.Context {
 	t.Helper()
-	ctx, err := runtime.Open(0)
+	ctx, err := driver.Open(0)
 	if err != nil {
-		if errors.Is(err, runtime.ErrNoDevice) || errors.Is(err, runtime.ErrNoCUDA) {
+		if errors.Is(err, driver.ErrNoDevice) || errors.Is(err, driver.ErrNoCUDA) {
 			t.Skipf("no GPU: %v", err)
 		}
 		t.Fatal(err)
@@ -114,11 +116,11 @@ func bf16Vals(b []uint16) []float32 {
 // device helpers that fail the test.
 type dev struct {
 	t     *testing.T
-	ctx   *runtime.Context
-	alloc []runtime.DevicePtr
+	ctx   *driver.Context
+	alloc []driver.DevicePtr
 }
 
-func (d *dev) put(v any, bytes int) runtime.DevicePtr {
+func (d *dev) put(v any, bytes int) driver.DevicePtr {
 	d.t.Helper()
 	if bytes == 0 {
 		bytes = 16
@@ -182,20 +184,20 @@ func TestForwardSM80(t *testing.T) {
 	if cc := ctx.Device().ComputeCapability(); cc < 80 {
 		t.Skipf("compute capability %d < 80", cc)
 	}
-	for _, c := range forwardCases(t) {
-		t.Run(c.name, func(t *testing.T) { testForward(t, ctx, c) })
+	for _, c := range codegen.ForwardCases(t) {
+		t.Run(c.Name, func(t *testing.T) { testForward(t, ctx, c) })
 	}
 }
 
-func testForward(t *testing.T, ctx *runtime.Context, c fwdCase) {
-	l := c.layer
-	p := buildCase(t, c)
+func testForward(t *testing.T, ctx *driver.Context, c codegen.ForwardCase) {
+	l := c.Layer
+	p := codegen.BuildForwardCase(t, c)
 	type variant struct {
 		name string
 		ex   *executor
 	}
 	var vs []variant
-	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.name + ".llc.ptx")
+	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.Name + ".llc.ptx")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -225,7 +227,7 @@ func testForward(t *testing.T, ctx *runtime.Context, c fwdCase) {
 	H, I, E, K := l.Hidden, l.Intermediate, l.Experts, l.TopK
 	d := &dev{t: t, ctx: ctx}
 	defer d.free()
-	weights := map[string]runtime.DevicePtr{}
+	weights := map[string]driver.DevicePtr{}
 	if l.Storage == schedule.PerExpertWeights {
 		t1, t2 := make([]uint64, E), make([]uint64, E)
 		for e := 0; e < E; e++ {
@@ -263,7 +265,7 @@ func testForward(t *testing.T, ctx *runtime.Context, c fwdCase) {
 				t.Fatal(err)
 			}
 		}
-		bufs := map[string]runtime.DevicePtr{}
+		bufs := map[string]driver.DevicePtr{}
 		for k, v := range weights {
 			bufs[k] = v
 		}
@@ -283,7 +285,7 @@ func testForward(t *testing.T, ctx *runtime.Context, c fwdCase) {
 		}
 		for _, b := range p.Buffers {
 			if _, ok := bufs[b.Name]; !ok {
-				if b.Kind == BufInput {
+				if b.Kind == codegen.BufInput {
 					t.Fatalf("input %s not provided", b.Name)
 				}
 				bufs[b.Name] = d.put(nil, int(b.Bytes.Eval(int64(T))))
@@ -364,9 +366,9 @@ func checkClose(t *testing.T, what string, got []float32, ref []float64) {
 
 // testBadRoutes corrupts the routing and checks the error word: ids out of
 // range (ids form) or a routing-map row with more than K routes (map form).
-func testBadRoutes(t *testing.T, ctx *runtime.Context, d *dev, ex *executor, l schedule.Layer, T int, bufs map[string]runtime.DevicePtr, r schedule.Routing) {
+func testBadRoutes(t *testing.T, ctx *driver.Context, d *dev, ex *executor, l schedule.Layer, T int, bufs map[string]driver.DevicePtr, r schedule.Routing) {
 	E, K := l.Experts, l.TopK
-	want := uint32(ErrBadExpertID)
+	want := uint32(codegen.ErrBadExpertID)
 	if l.Routing == schedule.RoutingMap {
 		m := make([]uint8, T*E)
 		for i, b := range r.Map {
@@ -381,7 +383,7 @@ func testBadRoutes(t *testing.T, ctx *runtime.Context, d *dev, ex *executor, l s
 			return
 		}
 		bufs["routing_map"] = d.put(m, T*E)
-		want = ErrTooManyRoute
+		want = codegen.ErrTooManyRoute
 	} else {
 		ids := append([]int32(nil), r.IDs...)
 		ids[3*K] = int32(E)

@@ -1,12 +1,13 @@
 //go:build cuda
 
-package codegen
+package codegen_test
 
 import (
 	_ "embed"
 	"math/rand/v2"
 	"testing"
 
+	"github.com/mokc/mokc/codegen"
 	mptx "github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/target"
 )
@@ -26,19 +27,19 @@ func TestSM100GemmGPU(t *testing.T) {
 	if cc := ctx.Device().ComputeCapability(); cc != 100 {
 		t.Skipf("the sm_100a engine needs compute capability 10.0, device has %d", cc)
 	}
-	eng, err := EngineFor(target.SM100a)
+	eng, err := codegen.EngineFor(target.SM100a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := sm100GemmCases()
-	m, infos := sm90GemmModule(t, eng, cases)
+	cases := codegen.SM100GemmCases()
+	m, infos := codegen.GemmModule(t, eng, cases)
 	ours, err := mptx.Compile(m.IR, target.SM100a)
 	if err != nil {
 		t.Fatalf("ptx backend: %v", err)
 	}
 	r := rand.New(rand.NewPCG(rand.Uint64(), 100))
 	for i, c := range cases {
-		t.Run(c.spec.Name, func(t *testing.T) {
+		t.Run(c.Spec.Name, func(t *testing.T) {
 			d := sm90MakeData(r, c)
 			ref := sm90Reference(c, d)
 			got := sm90RunGemm(t, ctx, sm100GemmLLC, c, infos[i], d, 3)

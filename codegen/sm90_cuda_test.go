@@ -1,6 +1,6 @@
 //go:build cuda
 
-package codegen
+package codegen_test
 
 import (
 	_ "embed"
@@ -10,9 +10,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/ir"
 	mptx "github.com/mokc/mokc/ptx"
-	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/target"
 )
 
@@ -31,11 +32,11 @@ type sm90GemmData struct {
 	ntiles         int32
 }
 
-func sm90MakeData(r *rand.Rand, c sm90GemmCase) sm90GemmData {
-	s := c.spec
+func sm90MakeData(r *rand.Rand, c codegen.GemmCase) sm90GemmData {
+	s := c.Spec
 	var d sm90GemmData
 	d.offsets = []int32{0}
-	for e, n := range c.counts {
+	for e, n := range c.Counts {
 		for r0 := 0; r0 < n; r0 += s.Tile.BM {
 			d.tiles = append(d.tiles, int32(e), int32(d.rows+r0))
 		}
@@ -65,19 +66,19 @@ func bf(h uint16) float64 { return float64(math.Float32frombits(uint32(h) << 16)
 
 // sm90Reference is C in float64: the GEMM of each row with its expert's
 // weights, bias, and the activation of the spec (Activate's formulas).
-func sm90Reference(c sm90GemmCase, d sm90GemmData) []float64 {
-	out := make([]float64, d.rows*c.spec.N)
+func sm90Reference(c codegen.GemmCase, d sm90GemmData) []float64 {
+	out := make([]float64, d.rows*c.Spec.N)
 	for row := 0; row < d.rows; row++ {
-		for n := 0; n < c.spec.N; n++ {
-			out[row*c.spec.N+n] = sm90ReferenceAt(c, d, row, n)
+		for n := 0; n < c.Spec.N; n++ {
+			out[row*c.Spec.N+n] = sm90ReferenceAt(c, d, row, n)
 		}
 	}
 	return out
 }
 
 // sm90ReferenceAt is the float64 reference of C[row][n].
-func sm90ReferenceAt(c sm90GemmCase, d sm90GemmData, row, n int) float64 {
-	s := c.spec
+func sm90ReferenceAt(c codegen.GemmCase, d sm90GemmData, row, n int) float64 {
+	s := c.Spec
 	br := s.BRows()
 	e := 0
 	for e+1 < len(d.offsets)-1 && int(d.offsets[e+1]) <= row {
@@ -93,21 +94,21 @@ func sm90ReferenceAt(c sm90GemmCase, d sm90GemmData, row, n int) float64 {
 		}
 		return v
 	}
-	if s.Epilogue == EpiStore {
+	if s.Epilogue == codegen.EpiStore {
 		return dot(n)
 	}
 	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 	gr, ur := n, s.N+n
-	if s.Gate == GateInterleaved {
+	if s.Gate == codegen.GateInterleaved {
 		gr, ur = 2*n, 2*n+1
 	}
 	g, u := dot(gr), dot(ur)
 	switch s.Act.Kind {
-	case ActClampedSwiGLU:
+	case codegen.ActClampedSwiGLU:
 		g = math.Min(g, s.Act.Limit)
 		u = math.Max(math.Min(u, s.Act.Limit), -s.Act.Limit)
 		return g * sig(g) * u
-	case ActGPTOSS:
+	case codegen.ActGPTOSS:
 		g = math.Min(g, s.Act.Limit)
 		u = math.Max(math.Min(u, s.Act.Limit), -s.Act.Limit)
 		return g * sig(s.Act.Alpha*g) * (u + 1)
@@ -117,10 +118,10 @@ func sm90ReferenceAt(c sm90GemmCase, d sm90GemmData, row, n int) float64 {
 
 // sm90GemmBuffers allocates and fills the device buffers of a run (C
 // poisoned, with canary rows) and returns them by GEMM role.
-func sm90GemmBuffers(t *testing.T, ctx *runtime.Context, c sm90GemmCase, d sm90GemmData, canary int) map[string]runtime.DevicePtr {
+func sm90GemmBuffers(t *testing.T, ctx *driver.Context, c codegen.GemmCase, d sm90GemmData, canary int) map[string]driver.DevicePtr {
 	t.Helper()
-	s := c.spec
-	put := func(v any, bytes int) runtime.DevicePtr {
+	s := c.Spec
+	put := func(v any, bytes int) driver.DevicePtr {
 		if bytes < 16 {
 			bytes = 16
 		}
@@ -138,45 +139,45 @@ func sm90GemmBuffers(t *testing.T, ctx *runtime.Context, c sm90GemmCase, d sm90G
 		}
 		return p
 	}
-	bufs := map[string]runtime.DevicePtr{
-		RoleA: put(d.a, 2*len(d.a)),
-		RoleC: put(nil, 2*(d.rows+canary)*s.N),
+	bufs := map[string]driver.DevicePtr{
+		codegen.RoleA: put(d.a, 2*len(d.a)),
+		codegen.RoleC: put(nil, 2*(d.rows+canary)*s.N),
 	}
-	if s.B == BTable {
+	if s.B == codegen.BTable {
 		// One allocation per expert, listed in a device pointer table.
 		per := s.BRows() * s.K
 		table := make([]uint64, s.Experts)
 		for e := s.Experts - 1; e >= 0; e-- {
 			table[e] = uint64(put(d.b[e*per:(e+1)*per], 2*per))
 		}
-		bufs[RoleB] = put(table, 8*len(table))
+		bufs[codegen.RoleB] = put(table, 8*len(table))
 	} else {
-		bufs[RoleB] = put(d.b, 2*len(d.b))
+		bufs[codegen.RoleB] = put(d.b, 2*len(d.b))
 	}
 	if s.Bias {
-		bufs[RoleBias] = put(d.bias, 4*len(d.bias))
+		bufs[codegen.RoleBias] = put(d.bias, 4*len(d.bias))
 	}
-	if s.A == ATiled {
-		bufs[RoleTiles] = put(d.tiles, 4*len(d.tiles)+4)
-		bufs[RoleOffsets] = put(d.offsets, 4*len(d.offsets))
-		bufs[RoleNumTiles] = put([]int32{d.ntiles}, 4)
+	if s.A == codegen.ATiled {
+		bufs[codegen.RoleTiles] = put(d.tiles, 4*len(d.tiles)+4)
+		bufs[codegen.RoleOffsets] = put(d.offsets, 4*len(d.offsets))
+		bufs[codegen.RoleNumTiles] = put([]int32{d.ntiles}, 4)
 	}
 	return bufs
 }
 
 // sm90GemmArgs packs the kernel arguments of ki (tensor maps encoded over
 // the buffers) for rows rows.
-func sm90GemmArgs(t *testing.T, ctx *runtime.Context, ki KernelInfo, bufs map[string]runtime.DevicePtr, rows int) *runtime.Args {
+func sm90GemmArgs(t *testing.T, ctx *driver.Context, ki codegen.KernelInfo, bufs map[string]driver.DevicePtr, rows int) *driver.Args {
 	t.Helper()
 	T := int64(rows) // rowsPerT = 1
-	args := runtime.NewArgs()
+	args := driver.NewArgs()
 	for _, p := range ki.Params {
 		switch p.Type {
-		case ParamPtr:
+		case codegen.ParamPtr:
 			args.Ptr(bufs[p.Role])
-		case ParamI32:
+		case codegen.ParamI32:
 			args.I32(int32(rows))
-		case ParamTmap:
+		case codegen.ParamTmap:
 			tm := p.TensorMap
 			dims := make([]uint64, len(tm.Dims))
 			for i, e := range tm.Dims {
@@ -190,8 +191,8 @@ func sm90GemmArgs(t *testing.T, ctx *runtime.Context, ki KernelInfo, bufs map[st
 			for i, v := range tm.Box {
 				box[i] = uint32(v)
 			}
-			enc, err := ctx.EncodeTensorMapTiled(runtime.TensorMapBF16, len(dims), bufs[tm.Operand], dims, strides, box, nil,
-				runtime.InterleaveNone, runtime.Swizzle128B, runtime.L2Promotion256B, runtime.OOBFillZero)
+			enc, err := ctx.EncodeTensorMapTiled(driver.TensorMapBF16, len(dims), bufs[tm.Operand], dims, strides, box, nil,
+				driver.InterleaveNone, driver.Swizzle128B, driver.L2Promotion256B, driver.OOBFillZero)
 			if err != nil {
 				t.Fatalf("%s: tensor map %s: %v", ki.Name, p.Name, err)
 			}
@@ -205,7 +206,7 @@ func sm90GemmArgs(t *testing.T, ctx *runtime.Context, ki KernelInfo, bufs map[st
 
 // sm90Function loads module text and returns kernel ki, with its dynamic
 // shared memory limit raised.
-func sm90Function(t *testing.T, ctx *runtime.Context, text string, ki KernelInfo) *runtime.Function {
+func sm90Function(t *testing.T, ctx *driver.Context, text string, ki codegen.KernelInfo) *driver.Function {
 	t.Helper()
 	mod, err := ctx.LoadModule(text)
 	if err != nil {
@@ -226,21 +227,21 @@ func sm90Function(t *testing.T, ctx *runtime.Context, text string, ki KernelInfo
 
 // sm90RunGemm runs kernel ki of module text on d and returns C (bf16 bits)
 // with canary rows after the last row.
-func sm90RunGemm(t *testing.T, ctx *runtime.Context, text string, c sm90GemmCase, ki KernelInfo, d sm90GemmData, canary int) []uint16 {
+func sm90RunGemm(t *testing.T, ctx *driver.Context, text string, c codegen.GemmCase, ki codegen.KernelInfo, d sm90GemmData, canary int) []uint16 {
 	t.Helper()
 	f := sm90Function(t, ctx, text, ki)
 	bufs := sm90GemmBuffers(t, ctx, c, d, canary)
 	args := sm90GemmArgs(t, ctx, ki, bufs, d.rows)
 	T := int64(d.rows)
-	grid := runtime.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
-	if err := f.Launch(grid, runtime.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
+	grid := driver.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
+	if err := f.Launch(grid, driver.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctx.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	out := make([]uint16, (d.rows+canary)*c.spec.N)
-	if err := ctx.CopyFromDevice(out, bufs[RoleC]); err != nil {
+	out := make([]uint16, (d.rows+canary)*c.Spec.N)
+	if err := ctx.CopyFromDevice(out, bufs[codegen.RoleC]); err != nil {
 		t.Fatal(err)
 	}
 	return out
@@ -249,9 +250,9 @@ func sm90RunGemm(t *testing.T, ctx *runtime.Context, text string, c sm90GemmCase
 // sm90Check compares C with the reference: every element of the real rows
 // written and within bf16 rounding plus fp32-accumulation and ex2.approx
 // error, the canary rows untouched.
-func sm90Check(t *testing.T, what string, c sm90GemmCase, d sm90GemmData, got []uint16, ref []float64) {
+func sm90Check(t *testing.T, what string, c codegen.GemmCase, d sm90GemmData, got []uint16, ref []float64) {
 	t.Helper()
-	s := c.spec
+	s := c.Spec
 	var rms float64
 	for _, v := range ref {
 		rms += v * v
@@ -286,12 +287,12 @@ func TestSM90GemmGPU(t *testing.T) {
 	if cc := ctx.Device().ComputeCapability(); cc != 90 {
 		t.Skipf("the sm_90a engine needs compute capability 9.0, device has %d", cc)
 	}
-	eng, err := EngineFor(target.SM90a)
+	eng, err := codegen.EngineFor(target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := sm90GemmCases("sm90t")
-	m, infos := sm90GemmModule(t, eng, append(cases, sm90PerfCases("sm90p")...))
+	cases := codegen.SM90GemmCases("sm90t")
+	m, infos := codegen.GemmModule(t, eng, append(cases, codegen.SM90PerfCases("sm90p")...))
 	var ours string
 	if sm90OurPTX != nil {
 		if ours, err = sm90OurPTX(m); err != nil {
@@ -309,7 +310,7 @@ func TestSM90GemmGPU(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(rand.Uint64(), 90))
 	for i, c := range cases {
-		t.Run(c.spec.Name, func(t *testing.T) {
+		t.Run(c.Spec.Name, func(t *testing.T) {
 			d := sm90MakeData(r, c)
 			ref := sm90Reference(c, d)
 			got := sm90RunGemm(t, ctx, sm90GemmLLC, c, infos[i], d, 3)
@@ -340,12 +341,12 @@ func TestSM90GemmPerf(t *testing.T) {
 	if cc := ctx.Device().ComputeCapability(); cc != 90 {
 		t.Skipf("the sm_90a engine needs compute capability 9.0, device has %d", cc)
 	}
-	eng, err := EngineFor(target.SM90a)
+	eng, err := codegen.EngineFor(target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := append(sm90GemmCases("sm90t"), sm90PerfCases("sm90p")...)
-	m, infos := sm90GemmModule(t, eng, all)
+	all := append(codegen.SM90GemmCases("sm90t"), codegen.SM90PerfCases("sm90p")...)
+	m, infos := codegen.GemmModule(t, eng, all)
 	variants := []struct{ name, text string }{{"llc-19", sm90GemmLLC}}
 	ours, err := sm90OurPTX(m)
 	if err != nil {
@@ -361,7 +362,7 @@ func TestSM90GemmPerf(t *testing.T) {
 	}
 	r := rand.New(rand.NewPCG(rand.Uint64(), 91))
 	for i, c := range all {
-		if !strings.HasPrefix(c.spec.Name, "sm90p") {
+		if !strings.HasPrefix(c.Spec.Name, "sm90p") {
 			continue
 		}
 		ki := infos[i]
@@ -369,11 +370,11 @@ func TestSM90GemmPerf(t *testing.T) {
 		bufs := sm90GemmBuffers(t, ctx, c, d, 0)
 		args := sm90GemmArgs(t, ctx, ki, bufs, d.rows)
 		T := int64(d.rows)
-		grid := runtime.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
+		grid := driver.Dim3{X: int(ki.Grid[0].Eval(T)), Y: int(ki.Grid[1].Eval(T)), Z: int(ki.Grid[2].Eval(T))}
 		for _, v := range variants {
 			f := sm90Function(t, ctx, v.text, ki)
 			launch := func() {
-				if err := f.Launch(grid, runtime.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
+				if err := f.Launch(grid, driver.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -391,15 +392,15 @@ func TestSM90GemmPerf(t *testing.T) {
 			if err := e1.Synchronize(); err != nil {
 				t.Fatal(err)
 			}
-			ms, err := runtime.ElapsedMs(e0, e1)
+			ms, err := driver.ElapsedMs(e0, e1)
 			if err != nil {
 				t.Fatal(err)
 			}
-			flops := 2 * float64(d.rows) * float64(c.spec.K) * float64(c.spec.BRows())
-			t.Logf("%s (%s): rows %d K %d B rows %d: %.3f ms, %.0f TFLOP/s", c.spec.Name, v.name, d.rows, c.spec.K, c.spec.BRows(),
+			flops := 2 * float64(d.rows) * float64(c.Spec.K) * float64(c.Spec.BRows())
+			t.Logf("%s (%s): rows %d K %d B rows %d: %.3f ms, %.0f TFLOP/s", c.Spec.Name, v.name, d.rows, c.Spec.K, c.Spec.BRows(),
 				float64(ms)/iters, flops*iters/(float64(ms)*1e-3)/1e12)
-			got := make([]uint16, d.rows*c.spec.N)
-			if err := ctx.CopyFromDevice(got, bufs[RoleC]); err != nil {
+			got := make([]uint16, d.rows*c.Spec.N)
+			if err := ctx.CopyFromDevice(got, bufs[codegen.RoleC]); err != nil {
 				t.Fatal(err)
 			}
 			sm90SpotCheck(t, c, d, got, r)
@@ -408,10 +409,10 @@ func TestSM90GemmPerf(t *testing.T) {
 }
 
 // sm90SpotCheck compares 256 random outputs with the float64 reference.
-func sm90SpotCheck(t *testing.T, c sm90GemmCase, d sm90GemmData, got []uint16, r *rand.Rand) {
+func sm90SpotCheck(t *testing.T, c codegen.GemmCase, d sm90GemmData, got []uint16, r *rand.Rand) {
 	t.Helper()
-	s := c.spec
-	one := sm90GemmCase{spec: s}
+	s := c.Spec
+	one := codegen.GemmCase{Spec: s}
 	for n := 0; n < 256; n++ {
 		row, col := r.IntN(d.rows), r.IntN(s.N)
 		// A one-row problem: the row's expert, its A row, the full B.
@@ -423,7 +424,7 @@ func sm90SpotCheck(t *testing.T, c sm90GemmCase, d sm90GemmData, got []uint16, r
 		if s.Bias {
 			dd.bias = d.bias[e*s.BRows() : (e+1)*s.BRows()]
 		}
-		one.spec.Experts = 1
+		one.Spec.Experts = 1
 		ref := sm90ReferenceAt(one, dd, 0, col)
 		g := bf(got[row*s.N+col])
 		if math.IsNaN(g) || math.Abs(g-ref) > math.Abs(ref)/64+1e-2 {

@@ -1,6 +1,6 @@
 //go:build cuda
 
-package codegen
+package codegen_test
 
 import (
 	"fmt"
@@ -9,7 +9,8 @@ import (
 	"strconv"
 	"testing"
 
-	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -26,21 +27,21 @@ func TestForwardTimingSM80(t *testing.T) {
 	if v, err := strconv.Atoi(os.Getenv("MOKC_TIMING_T")); err == nil && v > 0 {
 		T = v
 	}
-	c := forwardCases(t)[0]
-	l := c.layer
-	p := buildCase(t, c)
-	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.name + ".llc.ptx")
+	c := codegen.ForwardCases(t)[0]
+	l := c.Layer
+	p := codegen.BuildForwardCase(t, c)
+	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.Name + ".llc.ptx")
 	if err != nil {
 		t.Fatal(err)
 	}
 	// MOKC_TIMING_SCHED=stages,warps,bk with MOKC_TIMING_PTX=file times a
 	// schedule variant (PTX compiled elsewhere from the same variant).
 	if v := os.Getenv("MOKC_TIMING_SCHED"); v != "" {
-		s, err := timingSchedule(l, v)
+		s, err := codegen.TimingSchedule(l, v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p, err = Build(l, s); err != nil {
+		if p, err = codegen.Build(l, s); err != nil {
 			t.Fatal(err)
 		}
 		if llc, err = os.ReadFile(os.Getenv("MOKC_TIMING_PTX")); err != nil {
@@ -68,7 +69,7 @@ func TestForwardTimingSM80(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	bufs := map[string]runtime.DevicePtr{
+	bufs := map[string]driver.DevicePtr{
 		"x":       d.put(bf16Bits(x), 2*T*H),
 		"ids":     d.put(rt.IDs, 4*T*K),
 		"weights": d.put(rt.Weights, 4*T*K),
@@ -83,7 +84,7 @@ func TestForwardTimingSM80(t *testing.T) {
 	if err := ex.run(T, bufs); err != nil { // warm-up
 		t.Fatal(err)
 	}
-	evs := make([]*runtime.Event, len(p.Kernels)+1)
+	evs := make([]*driver.Event, len(p.Kernels)+1)
 	for i := range evs {
 		if evs[i], err = ctx.NewEvent(); err != nil {
 			t.Fatal(err)
@@ -95,7 +96,7 @@ func TestForwardTimingSM80(t *testing.T) {
 		if err := evs[i].Record(nil); err != nil {
 			t.Fatal(err)
 		}
-		ex.p.Kernels = []Kernel{k}
+		ex.p.Kernels = []codegen.Kernel{k}
 		if err := ex.run(T, bufs); err != nil {
 			t.Fatal(err)
 		}
@@ -106,7 +107,7 @@ func TestForwardTimingSM80(t *testing.T) {
 	}
 	var total float32
 	for i, k := range saved {
-		ms, err := runtime.ElapsedMs(evs[i], evs[i+1])
+		ms, err := driver.ElapsedMs(evs[i], evs[i+1])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,31 +1,31 @@
-// Package runtime loads mokc's PTX with the CUDA driver API and launches it
-// from Go: device and context, allocation, copies, streams, events, module
-// load with the JIT's error log in the returned error, kernel launch with
-// exact parameter sizes (cuLaunchKernel, and cuLaunchKernelEx for thread-block
-// clusters), cuFuncSetAttribute for more than 48 KiB of dynamic shared
-// memory, and cuTensorMapEncodeTiled for TMA.
+// Package runtime executes mokc's compiled MoE layers on a GPU. It holds the
+// layer executor only; the CUDA driver binding it runs on (contexts, device
+// memory, streams, events, modules, launches, tensor maps) is package
+// driver.
 //
-// The GPU code is built with the build tag "cuda" and needs cuda.h from CUDA
-// 12.x at compile time (found under .toolchain/cuda/include, or through
-// CGO_CFLAGS). libcuda is not linked: it is opened with dlopen
-// ("libcuda.so.1") at the first call, so a binary or test binary built on a
-// machine without a GPU starts anywhere, and reports ErrNoDevice where the
-// driver is missing, is the toolkit's stub (cuInit fails with
-// CUDA_ERROR_STUB_LIBRARY) or sees no device. The driver entry points are
-// called directly through a small C shim rather than through gorgonia.org/cu,
-// whose package initializer calls cuInit and exits the process when it fails,
-// which would make a "no GPU here" test skip impossible; the shim also carries
-// what gorgonia.org/cu lacks (cuFuncSetAttribute, cuTensorMapEncodeTiled,
-// cuLaunchKernelEx, parameters that are not 8 bytes).
+// A Layer is one layer's forward loaded on a device. NewLayer compiles a
+// layer and schedule with package compiler (behind a compiled-module cache,
+// in memory and on disk: CacheDirEnv) and uses the compiled launch manifest
+// (launch.Manifest) as a Go value; LoadLayer loads prebuilt PTX and the
+// JSON of its manifest (`mokc build --emit ptx` and `--emit manifest`).
+// Either way the manifest is checked against the layer before anything is
+// loaded.
 //
-// Without the tag the same API exists; every call that needs a GPU returns
-// ErrNoCUDA. Args, Dim3, CheckTensorMapTiled and the enums are pure Go and
-// work in both builds.
+// The manifest declares every buffer of the program (codegen's program
+// declares each once): inputs and outputs the caller provides, scratch
+// buffers the Layer allocates in its workspace, and the error word the
+// Layer owns. The runtime knows none of them by name: Layer.Inputs and
+// Layer.Outputs describe the caller's buffers (name, dtype, shape as a
+// function of the token count T), Layer.Forward takes them as Bindings, a
+// map from buffer name to Tensor, and checks every binding against the
+// manifest (missing or extra names, dtype, shape at T, bytes, alignment,
+// overlapping outputs) before launching anything, with errors naming the
+// buffer. Forward queues the whole forward on a stream without host
+// synchronisation; CheckErrors waits for it and reports the program's
+// error word as a *RoutingError.
 //
-// Every driver failure is a *DriverError naming the call and the CUresult
-// (cuGetErrorName). Each call makes its Context current on the calling OS
-// thread inside the same C call, so Contexts can be used from any goroutine.
-//
-// Dimension conventions follow the driver: Dim3 X is the fastest-varying
-// extent; tensor map dimension 0 is the innermost (contiguous) one.
+// UploadWeights, UploadWeightSource and UploadInputs move host data
+// (schedule.Weights, a WeightSource such as schedule.WeightGen, an input and
+// its schedule.Routing) to device tensors in the layouts of the program's
+// buffers, as Bindings ready for Forward.
 package runtime

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
@@ -19,27 +20,28 @@ import (
 //
 // The Layer owns its module, its workspace (the program's scratch buffers,
 // sized from T and grown as needed) and its error word; the caller owns
-// every tensor of ForwardArgs. A Layer may be used from several goroutines
+// every tensor it binds (Bindings: the program's inputs and outputs, listed
+// by Inputs and Outputs). A Layer may be used from several goroutines
 // (calls are serialised), but its workspace is shared by all calls, so the
 // forwards of one Layer must run in order on one stream: two Forwards queued
 // on different streams may overlap on the device and race on the
 // workspace. Use one Layer per stream for concurrency.
 type Layer struct {
-	ctx   *Context
+	ctx   *driver.Context
 	layer schedule.Layer
 	sched schedule.Schedule
 	plan  *plan
 	ptx   string
-	mod   *Module
-	funcs []*Function
+	mod   *driver.Module
+	funcs []*driver.Function
 
 	mu     sync.Mutex
 	closed bool
-	errPtr DevicePtr // the error word, u32 (16 bytes allocated)
+	errPtr driver.DevicePtr // the error word, u32 (16 bytes allocated)
 
 	// workspace: one allocation holding every scratch buffer, laid out for
 	// wsT tokens (valid for every T <= wsT: buffer sizes grow with T).
-	ws      DevicePtr
+	ws      driver.DevicePtr
 	wsBytes int
 	wsT     int
 	wsOff   []int // offset of each scratch buffer (by plan buffer index), -1 otherwise
@@ -47,41 +49,41 @@ type Layer struct {
 	// launch cache: the arguments of the last Forward, reused while T and
 	// every buffer address stay the same.
 	lastT    int
-	lastBind []DevicePtr
-	args     []*Args // per kernel; nil for a kernel not launched at lastT
+	lastBind []driver.DevicePtr
+	args     []*driver.Args // per kernel; nil for a kernel not launched at lastT
 	tmaps    map[[2]int]tmapEntry
 	// encode encodes a tensor map; nil means ly.ctx.EncodeTensorMapTiled (tests
 	// of the argument packing substitute a pure-Go stand-in).
-	encode func(TensorMapDataType, int, DevicePtr, []uint64, []uint64, []uint32, []uint32,
-		TensorMapInterleave, TensorMapSwizzle, TensorMapL2Promotion, TensorMapOOBFill) ([TensorMapBytes]byte, error)
+	encode func(driver.TensorMapDataType, int, driver.DevicePtr, []uint64, []uint64, []uint32, []uint32,
+		driver.TensorMapInterleave, driver.TensorMapSwizzle, driver.TensorMapL2Promotion, driver.TensorMapOOBFill) ([driver.TensorMapBytes]byte, error)
 }
 
 // tmapEntry is an encoded tensor map and what it was encoded for.
 type tmapEntry struct {
-	ptr     DevicePtr
+	ptr     driver.DevicePtr
 	dims    []uint64
 	strides []uint64
-	enc     [TensorMapBytes]byte
+	enc     [driver.TensorMapBytes]byte
 }
 
 // ErrLayerClosed is returned by the methods of a closed Layer.
 var ErrLayerClosed = errors.New("mokc runtime: layer is closed")
 
-// NewLayer compiles layer l with schedule s (through the compiler set by
-// RegisterCompiler, behind the compiled-module cache: in memory per process
-// and on disk, see CacheDirEnv; the key is the compiler version and
-// executable, l, s, the target and the driver version) and loads it on ctx
-// with LoadLayer.
+// NewLayer compiles layer l with schedule s with package compiler (behind
+// the compiled-module cache: in memory per process and on disk, see
+// CacheDirEnv; the key is compiler.Version and the executable, l, s, the
+// target and the driver version) and loads it on ctx as LoadLayer does,
+// using the compiled manifest as it is (no JSON in between).
 //
 // Errors: an invalid layer or schedule (the FieldError of schedule), a
-// target the device cannot run (see target.Target.RunsOn), ErrNoCompiler, compile
-// errors, and everything LoadLayer reports. Without the cuda build tag the
-// error is ErrNoCUDA.
-func NewLayer(ctx *Context, l schedule.Layer, s schedule.Schedule) (*Layer, error) {
+// target the device cannot run (see target.Target.RunsOn), compile errors
+// (a *compiler.StageError, wrapped), and everything LoadLayer reports.
+// Without the cuda build tag the error is driver.ErrNoCUDA.
+func NewLayer(ctx *driver.Context, l schedule.Layer, s schedule.Schedule) (*Layer, error) {
 	if err := preflight(ctx, l, s); err != nil {
 		return nil, err
 	}
-	drv, err := DriverVersion()
+	drv, err := driver.DriverVersion()
 	if err != nil {
 		return nil, err
 	}
@@ -89,13 +91,17 @@ func NewLayer(ctx *Context, l schedule.Layer, s schedule.Schedule) (*Layer, erro
 	if err != nil {
 		return nil, err
 	}
-	return LoadLayer(ctx, l, s, c.ptx, c.manifest)
+	p, err := newPlan(c.manifest, l)
+	if err != nil {
+		return nil, err
+	}
+	return load(ctx, l, s, c.ptx, p)
 }
 
 // preflight checks what NewLayer and LoadLayer can check before compiling or
 // loading anything.
-func preflight(ctx *Context, l schedule.Layer, s schedule.Schedule) error {
-	if _, err := DeviceCount(); err != nil {
+func preflight(ctx *driver.Context, l schedule.Layer, s schedule.Schedule) error {
+	if _, err := driver.DeviceCount(); err != nil {
 		return err // ErrNoCUDA without the cuda tag, ErrNoDevice without a GPU
 	}
 	if ctx == nil {
@@ -115,15 +121,16 @@ func preflight(ctx *Context, l schedule.Layer, s schedule.Schedule) error {
 
 // LoadLayer loads an already compiled layer: PTX text and its launch
 // manifest (launch.Manifest as JSON, as written by `mokc build --emit
-// manifest` or returned by a CompileFunc), for layer l with schedule s. It
-// checks the manifest against l and s, that the device's compute capability
-// fits the target (target.Target.RunsOn), JIT-loads the module (a *DriverError with
-// ptxas's log on refusal), resolves every kernel, checks each kernel's block
-// size against the registers the JIT gave it and its shared memory against
-// the device's opt-in limit, raises the dynamic shared memory limit of the
-// kernels that need more than the default 48 KiB, and allocates the error
-// word. No workspace is allocated until the first Forward.
-func LoadLayer(ctx *Context, l schedule.Layer, s schedule.Schedule, ptx string, manifest []byte) (*Layer, error) {
+// manifest`), for layer l with schedule s. It decodes the manifest strictly
+// (an unknown field is an error) and checks it against l and s, checks that
+// the device's compute capability fits the target (target.Target.RunsOn),
+// JIT-loads the module (a *driver.DriverError with ptxas's log on refusal),
+// resolves every kernel, checks each kernel's block size against the
+// registers the JIT gave it and its shared memory against the device's
+// opt-in limit, raises the dynamic shared memory limit of the kernels that
+// need more than the default 48 KiB, and allocates the error word. No
+// workspace is allocated until the first Forward.
+func LoadLayer(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string, manifest []byte) (*Layer, error) {
 	if err := preflight(ctx, l, s); err != nil {
 		return nil, err
 	}
@@ -131,6 +138,12 @@ func LoadLayer(ctx *Context, l schedule.Layer, s schedule.Schedule, ptx string, 
 	if err != nil {
 		return nil, err
 	}
+	return load(ctx, l, s, ptx, p)
+}
+
+// load loads the PTX of plan p on ctx (the part of LoadLayer after the
+// manifest is checked).
+func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string, p *plan) (*Layer, error) {
 	if p.Target != s.Target.String() {
 		return nil, fmt.Errorf("mokc runtime: layer %s: manifest is for %s, the schedule for %s", l.Name, p.Target, s.Target)
 	}
@@ -203,6 +216,14 @@ func (ly *Layer) Kernels() []string {
 	return out
 }
 
+// Inputs returns the input buffers the caller binds (Bindings), in the
+// manifest's order: activations, routing, weights.
+func (ly *Layer) Inputs() []BufferSpec { return ly.plan.specs(launch.BufInput) }
+
+// Outputs returns the output buffers the caller binds (Bindings); the error
+// word is the Layer's own (CheckErrors).
+func (ly *Layer) Outputs() []BufferSpec { return ly.plan.specs(launch.BufOutput) }
+
 // WorkspaceBytes returns the bytes of device memory the workspace holds now
 // (0 before the first Forward with T > 0).
 func (ly *Layer) WorkspaceBytes() int {
@@ -268,33 +289,55 @@ func (ly *Layer) grow(T int) error {
 	return nil
 }
 
-// Forward queues the forward of the layer for the T = args.X.Shape[0]
-// tokens of args on args.Stream and returns without waiting: y =
+// Forward queues the forward of the layer on stream (nil: the legacy
+// default stream) for the tensors of b and returns without waiting: y =
 // shared(x) + sum over the routed slots of w * expert(x), in bf16 (fp32
-// accumulation). Every kernel of the program that runs at T is launched in
-// order (launch.Kernel.RunsAt: a GEMM variant runs only in its token
-// range). T = 0 is
-// valid and does nothing: no kernel runs and no tensor is read or written
-// (null pointers are fine); only the error word is cleared.
+// accumulation). T, the token count, is the outermost dimension of the
+// token input (Bindings). Every kernel of the program that runs at T is
+// launched in order (launch.Kernel.RunsAt: a GEMM variant runs only in its
+// token range). T = 0 is valid and does nothing: no kernel runs and no
+// tensor is read or written (null pointers are fine); only the error word
+// is cleared.
 //
-// Forward validates every tensor first (dtype, shape at T, bytes, 16-byte
-// alignment, a set field the layer does not read, y overlapping an input)
-// and returns an error before launching anything. Launch errors (and
-// asynchronous faults of earlier work) are returned as *DriverError.
+// Forward validates every binding first against the manifest's buffers
+// (every input and output bound and nothing else, dtype, shape at T, bytes,
+// 16-byte alignment, an output overlapping another tensor) and returns an
+// error naming the buffer before launching anything. Launch errors (and
+// asynchronous faults of earlier work) are returned as *driver.DriverError.
 //
 // Faults on the device and the program's error word (an expert id out of
 // range, too many routes in a routing-map row) are reported by CheckErrors,
 // which synchronises; Forward never does, except when the workspace grows
 // (see Layer). Callers call CheckErrors when they want the verdict, e.g.
 // once after a batch of Forwards.
-func (ly *Layer) Forward(args ForwardArgs) error {
+func (ly *Layer) Forward(stream *driver.Stream, b Bindings) error {
+	return ly.forward(stream, b, nil)
+}
+
+// ForwardMarked is Forward timing each kernel: marks holds
+// len(Layer.Kernels())+1 events (another count is an error before any
+// launch), and marks[i] is recorded on stream before kernel i and the last
+// one after the last kernel, so driver.ElapsedMs(marks[i], marks[i+1]) is
+// kernel i's time in milliseconds, launch gap included (about 0 for a
+// kernel that does not run at this T). At T = 0 no event is recorded.
+// Recording costs a few microseconds per kernel; use Forward when timing
+// the whole forward.
+func (ly *Layer) ForwardMarked(stream *driver.Stream, b Bindings, marks []*driver.Event) error {
+	if marks == nil {
+		marks = []*driver.Event{}
+	}
+	return ly.forward(stream, b, marks)
+}
+
+// forward is Forward, recording marks when marks is not nil.
+func (ly *Layer) forward(stream *driver.Stream, b Bindings, marks []*driver.Event) error {
 	ly.mu.Lock()
 	defer ly.mu.Unlock()
 	if ly.closed {
 		return ErrLayerClosed
 	}
 	p := ly.plan
-	T, bind, err := p.bind(&args)
+	T, bind, err := p.bind(b)
 	if err != nil {
 		return err
 	}
@@ -302,14 +345,14 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 		// Nothing to compute: no launch, no workspace; only the error word
 		// is cleared, as the program's first kernel does, so CheckErrors
 		// reports this (empty) forward.
-		if err := ly.ctx.MemsetAsync(ly.errPtr, 0, 4, args.Stream); err != nil {
+		if err := ly.ctx.MemsetAsync(ly.errPtr, 0, 4, stream); err != nil {
 			return fmt.Errorf("mokc runtime: layer %s: T = 0: %w", ly.layer.Name, err)
 		}
 		return nil
 	}
-	if args.Marks != nil && len(args.Marks) != len(p.Kernels)+1 {
-		return fmt.Errorf("mokc runtime: Forward (%s): ForwardArgs.Marks has %d events, want %d (one per kernel and one after the last)",
-			ly.layer.Name, len(args.Marks), len(p.Kernels)+1)
+	if marks != nil && len(marks) != len(p.Kernels)+1 {
+		return fmt.Errorf("mokc runtime: Forward (%s): %d marks, want %d (one per kernel and one after the last)",
+			ly.layer.Name, len(marks), len(p.Kernels)+1)
 	}
 	if err := ly.grow(T); err != nil {
 		return err
@@ -320,16 +363,22 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 			return err
 		}
 	}
+	return ly.launch(stream, T, marks)
+}
+
+// launch launches every kernel that runs at T with the packed arguments,
+// recording marks (when not nil) around them.
+func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) error {
 	mark := func(i int) error {
-		if args.Marks == nil {
+		if marks == nil {
 			return nil
 		}
-		if err := args.Marks[i].Record(args.Stream); err != nil {
-			return fmt.Errorf("mokc runtime: layer %s: ForwardArgs.Marks[%d]: %w", ly.layer.Name, i, err)
+		if err := marks[i].Record(stream); err != nil {
+			return fmt.Errorf("mokc runtime: layer %s: mark %d: %w", ly.layer.Name, i, err)
 		}
 		return nil
 	}
-	for i, k := range p.Kernels {
+	for i, k := range ly.plan.Kernels {
 		if err := mark(i); err != nil {
 			return err
 		}
@@ -337,20 +386,20 @@ func (ly *Layer) Forward(args ForwardArgs) error {
 		if a == nil {
 			continue
 		}
-		grid := Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
+		grid := driver.Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
 		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
 			grid.X = sms // one block per SM of this device
 		}
-		if err := ly.funcs[i].Launch(grid, Dim3{X: k.Block}, k.SharedBytes, args.Stream, a); err != nil {
+		if err := ly.funcs[i].Launch(grid, driver.Dim3{X: k.Block}, k.SharedBytes, stream, a); err != nil {
 			return fmt.Errorf("mokc runtime: layer %s: T = %d: %w", ly.layer.Name, T, err)
 		}
 	}
-	return mark(len(p.Kernels))
+	return mark(len(ly.plan.Kernels))
 }
 
 // bindOwn fills the addresses of the buffers the Layer owns: the error word
 // and the scratch buffers in the workspace.
-func (ly *Layer) bindOwn(bind []DevicePtr) {
+func (ly *Layer) bindOwn(bind []driver.DevicePtr) {
 	for i, b := range ly.plan.Buffers {
 		switch {
 		case b.Name == launch.ErrBuffer:
@@ -364,15 +413,15 @@ func (ly *Layer) bindOwn(bind []DevicePtr) {
 // buildArgs packs every launched kernel's arguments for T tokens and the
 // buffer addresses bind, encoding tensor maps whose address or extents
 // changed.
-func (ly *Layer) buildArgs(T int, bind []DevicePtr) error {
+func (ly *Layer) buildArgs(T int, bind []driver.DevicePtr) error {
 	p := ly.plan
 	sizes := ly.bufferBytes(T)
-	ly.args = make([]*Args, len(p.Kernels))
+	ly.args = make([]*driver.Args, len(p.Kernels))
 	for i, k := range p.Kernels {
 		if !k.RunsAt(int64(T)) {
 			continue
 		}
-		a := NewArgs()
+		a := driver.NewArgs()
 		for j, prm := range k.Params {
 			switch prm.Type {
 			case launch.ParamPtr:
@@ -423,10 +472,10 @@ func (ly *Layer) bufferBytes(T int) []int64 {
 
 // tensorMap returns the encoded tensor map of parameter prm over the buffer
 // at ptr (bufBytes long) at T tokens, from the cache when nothing changed.
-func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr DevicePtr, bufBytes int64, T int) ([TensorMapBytes]byte, error) {
+func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr driver.DevicePtr, bufBytes int64, T int) ([driver.TensorMapBytes]byte, error) {
 	dtype, dims, strides, box, swz, err := tensorMapArgs(prm.TensorMap, ptr, bufBytes, T)
 	if err != nil {
-		return [TensorMapBytes]byte{}, err
+		return [driver.TensorMapBytes]byte{}, err
 	}
 	if e, ok := ly.tmaps[key]; ok && e.ptr == ptr && slices.Equal(e.dims, dims) && slices.Equal(e.strides, strides) {
 		return e.enc, nil
@@ -436,7 +485,7 @@ func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr DevicePtr, bufBytes
 		encode = ly.ctx.EncodeTensorMapTiled
 	}
 	enc, err := encode(dtype, len(dims), ptr, dims, strides, box, nil,
-		InterleaveNone, swz, L2Promotion256B, OOBFillZero)
+		driver.InterleaveNone, swz, driver.L2Promotion256B, driver.OOBFillZero)
 	if err != nil {
 		return enc, err
 	}
@@ -447,7 +496,7 @@ func (ly *Layer) tensorMap(key [2]int, prm launch.Param, ptr DevicePtr, bufBytes
 // tensorMapArgs evaluates a tensor map description at T and checks it
 // (CheckTensorMapTiled, and that the mapped extent lies inside the buffer's
 // bufBytes so TMA can never read or write past it). Pure Go.
-func tensorMapArgs(tm *launch.TensorMap, ptr DevicePtr, bufBytes int64, T int) (TensorMapDataType, []uint64, []uint64, []uint32, TensorMapSwizzle, error) {
+func tensorMapArgs(tm *launch.TensorMap, ptr driver.DevicePtr, bufBytes int64, T int) (driver.TensorMapDataType, []uint64, []uint64, []uint32, driver.TensorMapSwizzle, error) {
 	dtype, err := tensorMapDType(tm.DType)
 	if err != nil {
 		return 0, nil, nil, nil, 0, err
@@ -476,8 +525,8 @@ func tensorMapArgs(tm *launch.TensorMap, ptr DevicePtr, bufBytes int64, T int) (
 	for i, b := range tm.Box {
 		box[i] = uint32(b)
 	}
-	if err := CheckTensorMapTiled(dtype, len(dims), ptr, dims, strides, box, nil,
-		InterleaveNone, swz, L2Promotion256B, OOBFillZero); err != nil {
+	if err := driver.CheckTensorMapTiled(dtype, len(dims), ptr, dims, strides, box, nil,
+		driver.InterleaveNone, swz, driver.L2Promotion256B, driver.OOBFillZero); err != nil {
 		return 0, nil, nil, nil, 0, err
 	}
 	// The last byte addressed is sum (dims[i]-1)*stride[i] over the outer
@@ -498,7 +547,7 @@ func tensorMapArgs(tm *launch.TensorMap, ptr DevicePtr, bufBytes int64, T int) (
 // The word is reset by every Forward, so a caller that wants the verdict of
 // each Forward calls CheckErrors after each one; the mokc CLI and the tests
 // always do.
-func (ly *Layer) CheckErrors(stream *Stream) error {
+func (ly *Layer) CheckErrors(stream *driver.Stream) error {
 	ly.mu.Lock()
 	defer ly.mu.Unlock()
 	if ly.closed {

@@ -3,7 +3,7 @@ package runtime
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -12,70 +12,36 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
 
-// CompileFunc compiles layer l with schedule s into PTX text (every kernel
-// of the forward in one module) and its launch manifest: the JSON of
-// launch.Manifest (package compiler: codegen's launch plan joined with
-// the PTX entries' parameter layouts).
-type CompileFunc func(l schedule.Layer, s schedule.Schedule) (ptx string, manifest []byte, err error)
-
-var (
-	compilerMu      sync.RWMutex
-	compilerVersion string
-	compileFn       CompileFunc
-)
-
-// ErrNoCompiler is returned by NewLayer when no compiler has been
-// registered with RegisterCompiler.
-var ErrNoCompiler = errors.New("mokc runtime: NewLayer: no compiler registered (call runtime.RegisterCompiler(compiler.Version, ...) with package compiler, or use LoadLayer with PTX and a manifest)")
-
-// RegisterCompiler sets the compiler NewLayer runs on a cache miss, and its
-// version (compiler.Version), which is part of the compiled-module cache
-// key. The runtime does not import the compiler itself: codegen's GPU tests
-// import this package, and codegen importing it back would be an import
-// cycle. The mokc command registers package compiler:
-//
-//	runtime.RegisterCompiler(compiler.Version, func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
-//		a, err := compiler.Compile(l, s)
-//		if err != nil {
-//			return "", nil, err
-//		}
-//		m, err := a.ManifestJSON()
-//		return a.PTX.Text, m, err
-//	})
-//
-// Registering again replaces the compiler and empties the in-memory cache.
-func RegisterCompiler(version string, f CompileFunc) {
-	compilerMu.Lock()
-	compilerVersion, compileFn = version, f
-	compilerMu.Unlock()
-	memCache.Lock()
-	memCache.m = map[string]compiledLayer{}
-	memCache.Unlock()
-}
-
-// registeredCompiler returns the registered version and compiler (nil if none).
-func registeredCompiler() (string, CompileFunc) {
-	compilerMu.RLock()
-	defer compilerMu.RUnlock()
-	return compilerVersion, compileFn
-}
-
-// compiledLayer is a cache entry: the PTX and the manifest.
-type compiledLayer struct {
+// compiled is one compiled layer: the PTX text of its forward (every
+// kernel in one module) and its launch manifest.
+type compiled struct {
 	ptx      string
-	manifest []byte
+	manifest *launch.Manifest
 }
 
-// memCache is the per-process compiled-module cache.
+// compileLayer compiles l with s through package compiler on a cache miss;
+// tests substitute a stand-in.
+var compileLayer = func(l schedule.Layer, s schedule.Schedule) (compiled, error) {
+	a, err := compiler.Compile(l, s)
+	if err != nil {
+		return compiled{}, err
+	}
+	return compiled{ptx: a.PTX.Text, manifest: &a.Manifest}, nil
+}
+
+// memCache is the per-process compiled-module cache. Its manifests are
+// shared by every Layer loaded from them, read-only.
 var memCache = struct {
 	sync.Mutex
-	m map[string]compiledLayer
-}{m: map[string]compiledLayer{}}
+	m map[string]compiled
+}{m: map[string]compiled{}}
 
-// compiles counts the calls of the registered compiler (for tests).
+// compiles counts the calls of compileLayer (for tests).
 var compiles atomic.Int64
 
 // CacheDirEnv names the environment variable that sets the on-disk
@@ -117,11 +83,11 @@ var exeHash = sync.OnceValue(func() string {
 })
 
 // cacheKey returns the key of (mokc version, layer, schedule, target, driver
-// version). The version is the compiler's version and, for the disk cache,
-// the SHA-256 of the running executable, so that a rebuilt mokc never reads
-// PTX compiled by a different compiler even when the version constant was
-// not bumped. exe is "" for the in-memory key.
-func cacheKey(version, exe string, l schedule.Layer, s schedule.Schedule, driver int) string {
+// version). The version is compiler.Version and, for the disk cache, the
+// SHA-256 of the running executable, so that a rebuilt mokc never reads PTX
+// compiled by a different compiler even when the version constant was not
+// bumped. exe is "" for the in-memory key.
+func cacheKey(version, exe string, l schedule.Layer, s schedule.Schedule, driverVersion int) string {
 	h := sha256.New()
 	// The variant is keyed by value: %#v of the pointer would print its
 	// address.
@@ -132,25 +98,27 @@ func cacheKey(version, exe string, l schedule.Layer, s schedule.Schedule, driver
 	}
 	s.Variant = nil
 	fmt.Fprintf(h, "mokc %q\nexe %s\nlayer %#v\nschedule %#v\nvariant %t %#v\ntarget %s\ndriver %d\n",
-		version, exe, l, s, hasVariant, variant, s.Target, driver)
+		version, exe, l, s, hasVariant, variant, s.Target, driverVersion)
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// compileCached returns the PTX and manifest of (l, s): from the in-memory
-// cache, else from the disk cache, else from the registered compiler (and
-// stores the result in both). Disk cache failures are not errors: the cache
-// is only an optimisation.
-func compileCached(l schedule.Layer, s schedule.Schedule, driver int) (compiledLayer, error) {
-	version, f := registeredCompiler()
-	if f == nil {
-		return compiledLayer{}, ErrNoCompiler
-	}
-	key := cacheKey(version, "", l, s, driver)
+// compileCached returns the PTX and manifest of (l, s) for the driver
+// version driverVersion: from the in-memory cache, else from the disk
+// cache, else from compileLayer (and stores the result in both). The key
+// holds compiler.Version. Disk cache failures are not errors (an entry that
+// cannot be read or decoded is a miss): the cache is only an optimisation.
+func compileCached(l schedule.Layer, s schedule.Schedule, driverVersion int) (compiled, error) {
+	key := cacheKey(compiler.Version, "", l, s, driverVersion)
 	memCache.Lock()
 	c, ok := memCache.m[key]
 	memCache.Unlock()
 	if ok {
 		return c, nil
+	}
+	remember := func(c compiled) {
+		memCache.Lock()
+		memCache.m[key] = c
+		memCache.Unlock()
 	}
 	dir, exe := cacheDir(), ""
 	if dir != "" {
@@ -158,52 +126,57 @@ func compileCached(l schedule.Layer, s schedule.Schedule, driver int) (compiledL
 	}
 	var diskKey string
 	if dir != "" && exe != "" {
-		diskKey = cacheKey(version, exe, l, s, driver)
+		diskKey = cacheKey(compiler.Version, exe, l, s, driverVersion)
 		if c, ok := readDiskCache(dir, diskKey); ok {
-			memCache.Lock()
-			memCache.m[key] = c
-			memCache.Unlock()
+			remember(c)
 			return c, nil
 		}
 	}
 	compiles.Add(1)
-	ptxText, manifest, err := f(l, s)
+	c, err := compileLayer(l, s)
 	if err != nil {
-		return compiledLayer{}, fmt.Errorf("mokc runtime: compiling %s for %s: %w", l.Name, s.Target, err)
+		return compiled{}, fmt.Errorf("mokc runtime: compiling %s for %s: %w", l.Name, s.Target, err)
 	}
-	c = compiledLayer{ptx: ptxText, manifest: manifest}
-	memCache.Lock()
-	memCache.m[key] = c
-	memCache.Unlock()
+	remember(c)
 	if diskKey != "" {
 		writeDiskCache(dir, diskKey, c)
 	}
 	return c, nil
 }
 
-func readDiskCache(dir, key string) (compiledLayer, bool) {
+// readDiskCache reads the entry key of dir: key.ptx and key.json, the
+// manifest's JSON (decodeManifest).
+func readDiskCache(dir, key string) (compiled, bool) {
 	p, err := os.ReadFile(filepath.Join(dir, key+".ptx"))
 	if err != nil || len(p) == 0 {
-		return compiledLayer{}, false
+		return compiled{}, false
 	}
-	m, err := os.ReadFile(filepath.Join(dir, key+".json"))
-	if err != nil || len(m) == 0 {
-		return compiledLayer{}, false
+	b, err := os.ReadFile(filepath.Join(dir, key+".json"))
+	if err != nil || len(b) == 0 {
+		return compiled{}, false
 	}
-	return compiledLayer{ptx: string(p), manifest: m}, true
+	m, err := decodeManifest(b)
+	if err != nil {
+		return compiled{}, false
+	}
+	return compiled{ptx: string(p), manifest: m}, true
 }
 
 // writeDiskCache writes the entry's two files, each through a temporary
 // file and a rename so a concurrent reader never sees a partial file. The
 // manifest is written last: readDiskCache needs both.
-func writeDiskCache(dir, key string, c compiledLayer) {
+func writeDiskCache(dir, key string, c compiled) {
+	m, err := json.Marshal(c.manifest)
+	if err != nil {
+		return
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return
 	}
 	for _, f := range []struct {
 		ext  string
 		data []byte
-	}{{".ptx", []byte(c.ptx)}, {".json", c.manifest}} {
+	}{{".ptx", []byte(c.ptx)}, {".json", m}} {
 		tmp, err := os.CreateTemp(dir, key+".tmp*")
 		if err != nil {
 			return

@@ -10,10 +10,9 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -25,25 +24,10 @@ import (
 // `go test -c -tags cuda ./runtime` (or `make device-bins`) and run on the
 // GPU machine from the runtime directory.
 
-var registerOnce sync.Once
-
-func useCompiler() {
-	registerOnce.Do(func() {
-		runtime.RegisterCompiler(compiler.Version, func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
-			a, err := compiler.Compile(l, s)
-			if err != nil {
-				return "", nil, err
-			}
-			m, err := a.ManifestJSON()
-			return a.PTX.Text, m, err
-		})
-	})
-}
-
-func openGPU(t *testing.T) *runtime.Context {
+func openGPU(t *testing.T) *driver.Context {
 	t.Helper()
-	ctx, err := runtime.Open(0)
-	if errors.Is(err, runtime.ErrNoDevice) {
+	ctx, err := driver.Open(0)
+	if errors.Is(err, driver.ErrNoDevice) {
 		if os.Getenv("MOKC_REQUIRE_GPU") == "1" {
 			t.Fatalf("MOKC_REQUIRE_GPU=1 but: %v", err)
 		}
@@ -100,23 +84,24 @@ func yStats(y []uint16, ref []float64) (rel float64, unwritten, nonFinite int) {
 // accept CheckErrors' error), every element written, no NaN/Inf, the
 // relative L2 error against ref at most 1e-2, and bitwise-identical output
 // across runs. It returns y of the first run.
-func runChecked(t *testing.T, ctx *runtime.Context, ly *runtime.Layer, args runtime.ForwardArgs, ref []float64, what string, wantErr func(error) bool) []uint16 {
+func runChecked(t *testing.T, ctx *driver.Context, ly *runtime.Layer, args forwardCall, ref []float64, what string, wantErr func(error) bool) []uint16 {
 	t.Helper()
+	y0 := args.b["y"]
 	n := 1
-	for _, d := range args.Y.Shape {
+	for _, d := range y0.Shape {
 		n *= d
 	}
 	var first []uint16
 	for run := 0; run < 3; run++ {
 		if n > 0 {
-			if err := ctx.MemsetAsync(args.Y.Ptr, 0xFF, 2*n, args.Stream); err != nil {
+			if err := ctx.MemsetAsync(y0.Ptr, 0xFF, 2*n, args.stream); err != nil {
 				t.Fatal(err)
 			}
 		}
-		if err := ly.Forward(args); err != nil {
+		if err := args.run(ly); err != nil {
 			t.Fatalf("%s run %d: Forward: %v", what, run, err)
 		}
-		err := ly.CheckErrors(args.Stream)
+		err := ly.CheckErrors(args.stream)
 		if wantErr == nil && err != nil {
 			t.Fatalf("%s run %d: CheckErrors: %v", what, run, err)
 		}
@@ -125,7 +110,7 @@ func runChecked(t *testing.T, ctx *runtime.Context, ly *runtime.Layer, args runt
 		}
 		y := make([]uint16, n)
 		if n > 0 {
-			if err := ctx.CopyFromDevice(y, args.Y.Ptr); err != nil {
+			if err := ctx.CopyFromDevice(y, y0.Ptr); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -160,7 +145,7 @@ type caseData struct {
 	in  *runtime.DeviceTensors
 }
 
-func newCase(t *testing.T, ctx *runtime.Context, l schedule.Layer, w schedule.Weights, T int, seed uint64) caseData {
+func newCase(t *testing.T, ctx *driver.Context, l schedule.Layer, w schedule.Weights, T int, seed uint64) caseData {
 	t.Helper()
 	x := schedule.RandomInput(T, l.Hidden, seed)
 	r, err := schedule.GenerateRouting(l, x, seed^0x5851f42d4c957f2d)
@@ -181,18 +166,31 @@ func newCase(t *testing.T, ctx *runtime.Context, l schedule.Layer, w schedule.We
 	return caseData{x, r, ref, in}
 }
 
-func argsOf(weights, in *runtime.DeviceTensors, stream *runtime.Stream) runtime.ForwardArgs {
-	var a runtime.ForwardArgs
-	weights.SetIn(&a)
-	in.SetIn(&a)
-	a.Stream = stream
-	return a
+// forwardCall is the arguments of one Forward: the bindings, the stream
+// and, for ForwardMarked, the marks.
+type forwardCall struct {
+	b      runtime.Bindings
+	stream *driver.Stream
+	marks  []*driver.Event // nil: Forward
+}
+
+func (c forwardCall) run(ly *runtime.Layer) error {
+	if c.marks != nil {
+		return ly.ForwardMarked(c.stream, c.b, c.marks)
+	}
+	return ly.Forward(c.stream, c.b)
+}
+
+func argsOf(weights, in *runtime.DeviceTensors, stream *driver.Stream) forwardCall {
+	b := runtime.Bindings{}
+	weights.SetIn(b)
+	in.SetIn(b)
+	return forwardCall{b: b, stream: stream}
 }
 
 func TestLayerForward(t *testing.T) {
 	ctx := openGPU(t)
 	t.Setenv(runtime.CacheDirEnv, t.TempDir())
-	useCompiler()
 	targets := gpuTargets(ctx.Device().ComputeCapability())
 	if len(targets) == 0 {
 		t.Skipf("compute capability %d runs none of the targets", ctx.Device().ComputeCapability())
@@ -235,7 +233,7 @@ func TestLayerForward(t *testing.T) {
 	}
 }
 
-func testLayerTarget(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l schedule.Layer, w schedule.Weights,
+func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, w schedule.Weights,
 	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
@@ -292,15 +290,17 @@ func testLayerTarget(t *testing.T, ctx *runtime.Context, stream *runtime.Stream,
 
 	// A wrong argument is refused before anything runs.
 	args := argsOf(dw, c.in, stream)
-	args.IDs.Shape = []int{T, K + 1}
-	if err := ly.Forward(args); err == nil || !strings.Contains(err.Error(), "ForwardArgs.IDs: shape") {
+	ids := args.b["ids"]
+	ids.Shape = []int{T, K + 1}
+	args.b["ids"] = ids
+	if err := args.run(ly); err == nil || !strings.Contains(err.Error(), `buffer "ids": shape`) {
 		t.Fatalf("Forward with a wrong ids shape: %v", err)
 	}
 }
 
 // testLayerMap runs the dense-routing form at T = 64: a valid map, then a
 // map with a row of K+1 routes (reported; the first K in expert order kept).
-func testLayerMap(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l schedule.Layer, w schedule.Weights,
+func testLayerMap(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, w schedule.Weights,
 	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
@@ -354,7 +354,6 @@ func testLayerMap(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, l 
 // refused by NewLayer with Target.RunsOn's error, before compiling.
 func TestLayerTargetMismatch(t *testing.T) {
 	ctx := openGPU(t)
-	useCompiler()
 	cc := ctx.Device().ComputeCapability()
 	l, err := schedule.Preset("qwen3-30b-a3b")
 	if err != nil {
@@ -375,17 +374,17 @@ func TestLayerTargetMismatch(t *testing.T) {
 	}
 }
 
-// testMarks times each kernel with ForwardArgs.Marks: a wrong number of
+// testMarks times each kernel with ForwardMarked: a wrong number of
 // events is refused before any launch; with the right number the output is
 // unchanged (checked, poisoned, repeated) and the kernels' times are
 // non-negative and add up to the whole forward.
-func testMarks(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, ly *runtime.Layer, l schedule.Layer,
+func testMarks(t *testing.T, ctx *driver.Context, stream *driver.Stream, ly *runtime.Layer, l schedule.Layer,
 	w schedule.Weights, dw *runtime.DeviceTensors, seed uint64, name string) {
 	t.Helper()
 	c := newCase(t, ctx, l, w, 64, seed+99)
 	a := argsOf(dw, c.in, stream)
 	names := ly.Kernels()
-	marks := make([]*runtime.Event, len(names)+1)
+	marks := make([]*driver.Event, len(names)+1)
 	for i := range marks {
 		e, err := ctx.NewEvent()
 		if err != nil {
@@ -394,23 +393,23 @@ func testMarks(t *testing.T, ctx *runtime.Context, stream *runtime.Stream, ly *r
 		defer e.Destroy()
 		marks[i] = e
 	}
-	a.Marks = marks[:len(names)]
-	if err := ly.Forward(a); err == nil || !strings.Contains(err.Error(), "Marks has") {
+	a.marks = marks[:len(names)]
+	if err := a.run(ly); err == nil || !strings.Contains(err.Error(), "marks, want") {
 		t.Fatalf("%s: Forward with %d marks for %d kernels: %v", name, len(names), len(names), err)
 	}
-	a.Marks = marks
-	runChecked(t, ctx, ly, a, c.ref, name+" T=64 with Marks", nil)
+	a.marks = marks
+	runChecked(t, ctx, ly, a, c.ref, name+" T=64 with marks", nil)
 	var sum float64
 	var parts []string
 	for i, k := range names {
-		ms, err := runtime.ElapsedMs(marks[i], marks[i+1])
+		ms, err := driver.ElapsedMs(marks[i], marks[i+1])
 		if err != nil || ms < 0 {
 			t.Fatalf("%s: kernel %s: %v ms, %v", name, k, ms, err)
 		}
 		sum += float64(ms)
 		parts = append(parts, fmt.Sprintf("%s %.3f", k, ms))
 	}
-	whole, err := runtime.ElapsedMs(marks[0], marks[len(names)])
+	whole, err := driver.ElapsedMs(marks[0], marks[len(names)])
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -40,30 +40,30 @@ func TestGenerateWeightsMatchesPack(t *testing.T) {
 		}
 		want := map[string][]byte{}
 		for _, h := range hts {
-			want[h.field] = hostTensorBytes(h.parts)
+			want[h.name] = hostTensorBytes(h.parts)
 		}
 		got := map[string][]byte{}
 		bufs := map[uintptr]bool{}
 		next := map[string]int{}
 		err = GenerateWeights(l, g, func(p WeightPart) error {
 			if p.Expert >= 0 {
-				if p.Expert != next[p.Field] {
-					t.Errorf("%s: %s part of expert %d, want expert %d", l.Name, p.Field, p.Expert, next[p.Field])
+				if p.Expert != next[p.Buffer] {
+					t.Errorf("%s: %s part of expert %d, want expert %d", l.Name, p.Buffer, p.Expert, next[p.Buffer])
 				}
-				next[p.Field]++
+				next[p.Buffer]++
 				bufs[uintptr(unsafe.Pointer(&p.Data.([]uint16)[0]))] = true
-			} else if _, dup := got[p.Field]; dup {
-				t.Errorf("%s: %s handed out twice", l.Name, p.Field)
+			} else if _, dup := got[p.Buffer]; dup {
+				t.Errorf("%s: %s handed out twice", l.Name, p.Buffer)
 			}
 			wantShape := map[string][]int{
 				"fc1": {l.Experts, 2 * l.Intermediate, l.Hidden}, "fc2": {l.Experts, l.Hidden, l.Intermediate},
 				"fc1_bias": {l.Experts, 2 * l.Intermediate}, "fc2_bias": {l.Experts, l.Hidden},
 				"shared_fc1": {2 * l.SharedWidth(), l.Hidden}, "shared_fc2": {l.Hidden, l.SharedWidth()},
-				"shared_gate": {l.Hidden}}[p.Field]
+				"shared_gate": {l.Hidden}}[p.Buffer]
 			if !slices.Equal(p.Shape, wantShape) {
-				t.Errorf("%s: %s shape %v, want %v", l.Name, p.Field, p.Shape, wantShape)
+				t.Errorf("%s: %s shape %v, want %v", l.Name, p.Buffer, p.Shape, wantShape)
 			}
-			got[p.Field] = append(got[p.Field], hostTensorBytes([]any{p.Data})...)
+			got[p.Buffer] = append(got[p.Buffer], hostTensorBytes([]any{p.Data})...)
 			return nil
 		})
 		if err != nil {
@@ -134,7 +134,7 @@ func TestGenerateWeightsErrors(t *testing.T) {
 	calls := 0
 	err := GenerateWeights(l, g, func(p WeightPart) error {
 		calls++
-		if p.Field == "fc2" && p.Expert == 2 {
+		if p.Buffer == "fc2" && p.Expert == 2 {
 			return errors.New("sink full")
 		}
 		return nil

@@ -5,14 +5,15 @@ import (
 	"fmt"
 	"math"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/schedule"
 )
 
 // This file moves a layer's host-side data (schedule.Weights, an input x
 // and a schedule.Routing, the forms the float64 reference reads) to device
-// tensors in the layouts ForwardArgs describes, for tests, the mokc CLI and
-// callers that start from host memory.
+// tensors in the layouts of the program's buffers (Bindings), for tests,
+// the mokc CLI and callers that start from host memory.
 
 // ToBF16 rounds each value to the nearest bfloat16 (round to nearest even,
 // layouts.BF16FromF32) and returns its 16 bits: the upper half of the IEEE
@@ -32,22 +33,19 @@ func FromBF16(b []uint16) []float32 {
 	return out
 }
 
-// DeviceTensors are device allocations made by UploadWeights or
-// UploadInputs, described by the ForwardArgs fields they fill (Args; its
-// other fields are zero). Free releases them.
+// DeviceTensors are device allocations made by UploadWeights,
+// UploadWeightSource or UploadInputs, keyed by the buffers they fill
+// (Bindings). Free releases them.
 type DeviceTensors struct {
-	Args  ForwardArgs // the uploaded tensors; fields not uploaded are zero
-	ctx   *Context
-	alloc []DevicePtr
+	Tensors Bindings // the uploaded tensors by buffer name
+	ctx     *driver.Context
+	alloc   []driver.DevicePtr
 }
 
-// SetIn copies every tensor d holds into the same field of a.
-func (d *DeviceTensors) SetIn(a *ForwardArgs) {
-	for _, name := range argOrder {
-		f := argFields[name]
-		if t := f.get(&d.Args); !t.IsZero() {
-			*f.get(a) = *t
-		}
+// SetIn copies every tensor d holds into b under its buffer name.
+func (d *DeviceTensors) SetIn(b Bindings) {
+	for name, t := range d.Tensors {
+		b[name] = t
 	}
 }
 
@@ -60,13 +58,13 @@ func (d *DeviceTensors) Free() error {
 	for _, p := range d.alloc {
 		errs = append(errs, d.ctx.Free(p))
 	}
-	d.alloc, d.Args = nil, ForwardArgs{}
+	d.alloc, d.Tensors = nil, nil
 	return errors.Join(errs...)
 }
 
 // put allocates bytes (at least 16) and fills them by calling fill with the
 // allocation; on error the allocation is kept in d for Free.
-func (d *DeviceTensors) put(bytes int, fill func(p DevicePtr) error) (DevicePtr, error) {
+func (d *DeviceTensors) put(bytes int, fill func(p driver.DevicePtr) error) (driver.DevicePtr, error) {
 	p, err := d.ctx.Alloc(max(bytes, 16))
 	if err != nil {
 		return 0, err
@@ -83,7 +81,7 @@ func (d *DeviceTensors) put(bytes int, fill func(p DevicePtr) error) (DevicePtr,
 // hostTensor is one tensor of a layer in host memory, as the device wants
 // it: the arrays are written one after another from the tensor's start.
 type hostTensor struct {
-	field string
+	name  string // buffer name
 	dtype DType
 	shape []int
 	parts []any // []uint16 (bf16), []float32, []int32, []uint8, in order
@@ -193,7 +191,7 @@ func (d *DeviceTensors) upload(h hostTensor) (Tensor, error) {
 	for _, p := range h.parts {
 		n += partBytes(p)
 	}
-	p, err := d.put(n, func(p DevicePtr) error {
+	p, err := d.put(n, func(p driver.DevicePtr) error {
 		off := 0
 		for _, part := range h.parts {
 			if partBytes(part) > 0 {
@@ -212,12 +210,12 @@ func (d *DeviceTensors) upload(h hostTensor) (Tensor, error) {
 }
 
 // UploadWeights copies the weights of layer l to the device in the layouts
-// of ForwardArgs (those of GenerateWeights): grouped tensors FC1/FC2, or
-// with schedule.PerExpertWeights one allocation per expert and the pointer
-// tables FC1Table/FC2Table; biases and shared-expert weights as the layer
-// has them. Values are rounded to bf16 (weights) or kept f32 (biases). A
-// tensor of the wrong length is an error naming it.
-func UploadWeights(ctx *Context, l schedule.Layer, w schedule.Weights) (*DeviceTensors, error) {
+// of the program's buffers (those of GenerateWeights): grouped tensors
+// "fc1"/"fc2", or with schedule.PerExpertWeights one allocation per expert
+// and the pointer tables "fc1_table"/"fc2_table"; biases and shared-expert
+// weights as the layer has them. Values are rounded to bf16 (weights) or
+// kept f32 (biases). A tensor of the wrong length is an error naming it.
+func UploadWeights(ctx *driver.Context, l schedule.Layer, w schedule.Weights) (*DeviceTensors, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("mokc runtime: weights: %w", err)
 	}
@@ -227,19 +225,19 @@ func UploadWeights(ctx *Context, l schedule.Layer, w schedule.Weights) (*DeviceT
 	return UploadWeightSource(ctx, l, materialWeights{w})
 }
 
-// UploadInputs copies an input x [T*H] (rounded to bf16) and its routing r
-// (in l.Routing's form: ids i32 [T,K] + weights f32 [T,K], or the map as u8
-// [T,E] + probs f32 [T,E]) to the device and allocates the output y bf16
-// [T,H] (not initialised). T = len(x)/H; at T = 0 the tensors have null
-// pointers.
-func UploadInputs(ctx *Context, l schedule.Layer, x []float32, r schedule.Routing) (*DeviceTensors, error) {
+// UploadInputs copies an input "x" [T*H] (rounded to bf16) and its routing
+// r (in l.Routing's form: "ids" i32 [T,K] + "weights" f32 [T,K], or the map
+// as "routing_map" u8 [T,E] + "probs" f32 [T,E]) to the device and
+// allocates the output "y" bf16 [T,H] (not initialised). T = len(x)/H; at
+// T = 0 the tensors have null pointers.
+func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule.Routing) (*DeviceTensors, error) {
 	H, E, K := l.Hidden, l.Experts, l.TopK
 	if H <= 0 || len(x)%H != 0 {
 		return nil, fmt.Errorf("mokc runtime: inputs: x has %d values, not a multiple of H = %d", len(x), H)
 	}
 	T := len(x) / H
 	var hts []hostTensor
-	hts = append(hts, hostTensor{field: "x", dtype: BF16, shape: []int{T, H}, parts: []any{ToBF16(x)}})
+	hts = append(hts, hostTensor{name: "x", dtype: BF16, shape: []int{T, H}, parts: []any{ToBF16(x)}})
 	if l.Routing == schedule.RoutingMap {
 		if len(r.Map) != T*E || len(r.Probs) != T*E {
 			return nil, fmt.Errorf("mokc runtime: inputs: routing map of %d and probs of %d entries, want T*E = %d", len(r.Map), len(r.Probs), T*E)
@@ -250,19 +248,19 @@ func UploadInputs(ctx *Context, l schedule.Layer, x []float32, r schedule.Routin
 				m[i] = 1
 			}
 		}
-		hts = append(hts, hostTensor{field: "routing_map", dtype: U8, shape: []int{T, E}, parts: []any{m}},
-			hostTensor{field: "probs", dtype: F32, shape: []int{T, E}, parts: []any{r.Probs}})
+		hts = append(hts, hostTensor{name: "routing_map", dtype: U8, shape: []int{T, E}, parts: []any{m}},
+			hostTensor{name: "probs", dtype: F32, shape: []int{T, E}, parts: []any{r.Probs}})
 	} else {
 		if len(r.IDs) != T*K || len(r.Weights) != T*K {
 			return nil, fmt.Errorf("mokc runtime: inputs: %d ids and %d weights, want T*K = %d", len(r.IDs), len(r.Weights), T*K)
 		}
-		hts = append(hts, hostTensor{field: "ids", dtype: I32, shape: []int{T, K}, parts: []any{r.IDs}},
-			hostTensor{field: "weights", dtype: F32, shape: []int{T, K}, parts: []any{r.Weights}})
+		hts = append(hts, hostTensor{name: "ids", dtype: I32, shape: []int{T, K}, parts: []any{r.IDs}},
+			hostTensor{name: "weights", dtype: F32, shape: []int{T, K}, parts: []any{r.Weights}})
 	}
-	d := &DeviceTensors{ctx: ctx}
+	d := &DeviceTensors{Tensors: Bindings{}, ctx: ctx}
 	for _, h := range hts {
 		if T == 0 {
-			*argFields[h.field].get(&d.Args) = NewTensor(0, 0, h.dtype, h.shape...)
+			d.Tensors[h.name] = NewTensor(0, 0, h.dtype, h.shape...)
 			continue
 		}
 		t, err := d.upload(h)
@@ -270,10 +268,10 @@ func UploadInputs(ctx *Context, l schedule.Layer, x []float32, r schedule.Routin
 			d.Free()
 			return nil, err
 		}
-		*argFields[h.field].get(&d.Args) = t
+		d.Tensors[h.name] = t
 	}
 	if T == 0 {
-		d.Args.Y = NewTensor(0, 0, BF16, 0, H)
+		d.Tensors["y"] = NewTensor(0, 0, BF16, 0, H)
 		return d, nil
 	}
 	y, err := d.put(2*T*H, nil)
@@ -281,6 +279,6 @@ func UploadInputs(ctx *Context, l schedule.Layer, x []float32, r schedule.Routin
 		d.Free()
 		return nil, err
 	}
-	d.Args.Y = NewTensor(y, 2*T*H, BF16, T, H)
+	d.Tensors["y"] = NewTensor(y, 2*T*H, BF16, T, H)
 	return d, nil
 }

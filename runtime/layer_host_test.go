@@ -39,17 +39,17 @@ func packWeights(l schedule.Layer, w schedule.Weights) ([]hostTensor, error) {
 	var out []hostTensor
 	index := map[string]int{}
 	err := GenerateWeights(l, materialWeights{w}, func(p WeightPart) error {
-		i, ok := index[p.Field]
+		i, ok := index[p.Buffer]
 		if !ok {
 			i = len(out)
-			index[p.Field] = i
-			out = append(out, hostTensor{field: p.Field, dtype: p.DType, shape: p.Shape})
+			index[p.Buffer] = i
+			out = append(out, hostTensor{name: p.Buffer, dtype: p.DType, shape: p.Shape})
 		}
 		switch d := p.Data.(type) {
 		case []uint16:
 			out[i].parts = append(out[i].parts, append([]uint16(nil), d...))
 		case []float32:
-			if p.Field == "fc1_bias" || p.Field == "fc2_bias" {
+			if p.Buffer == "fc1_bias" || p.Buffer == "fc2_bias" {
 				n := len(d) / l.Experts
 				for e := 0; e < l.Experts; e++ {
 					out[i].parts = append(out[i].parts, append([]float32(nil), d[e*n:(e+1)*n]...))
@@ -86,9 +86,9 @@ func TestPackWeights(t *testing.T) {
 			want *= d
 		}
 		if n != want {
-			t.Fatalf("%s: %d bytes for %s %v (%d)", h.field, n, h.dtype, h.shape, want)
+			t.Fatalf("%s: %d bytes for %s %v (%d)", h.name, n, h.dtype, h.shape, want)
 		}
-		byField[h.field] = h
+		byField[h.name] = h
 	}
 	for _, f := range []string{"fc1", "fc2", "fc1_bias", "fc2_bias", "shared_fc1", "shared_fc2", "shared_gate"} {
 		if _, ok := byField[f]; !ok {

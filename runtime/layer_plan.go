@@ -4,44 +4,66 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
 
-// This file reads the launch manifest of a compiled layer: the JSON of
-// launch.Manifest that package compiler writes (codegen's launch plan joined
-// with the PTX kernel metadata); the manifest is also the on-disk cache
-// format.
+// This file checks the launch manifest of a compiled layer (launch.Manifest,
+// codegen's launch plan joined with the PTX kernel metadata): as a Go value
+// from package compiler (NewLayer), or decoded from its JSON, the form
+// `mokc build --emit manifest` writes (LoadLayer, and the on-disk cache).
 
-// plan is a decoded and checked manifest, with its buffers indexed by name.
+// plan is a checked manifest, with its buffers indexed by name.
 type plan struct {
 	launch.Manifest
 
 	bufIndex map[string]int // buffer name -> index in Buffers
+	tokenBuf int            // index of the token input: T is its outermost dimension
 }
 
-// parsePlan decodes a manifest strictly (an unknown field is an error: it
-// would be something this runtime does not know how to launch) and checks
-// it against the layer it claims to implement.
-func parsePlan(manifest []byte, l schedule.Layer) (*plan, error) {
+// decodeManifest decodes the JSON of a launch manifest strictly: an unknown
+// field is an error, since it would be something this runtime does not know
+// how to launch.
+func decodeManifest(manifest []byte) (*launch.Manifest, error) {
 	dec := json.NewDecoder(bytes.NewReader(manifest))
 	dec.DisallowUnknownFields()
-	var p plan
-	if err := dec.Decode(&p.Manifest); err != nil {
+	var m launch.Manifest
+	if err := dec.Decode(&m); err != nil {
 		return nil, fmt.Errorf("mokc runtime: layer manifest: %w (a manifest field this runtime does not know is refused: was the manifest written by another version of mokc?)", err)
 	}
+	return &m, nil
+}
+
+// newPlan checks manifest m against the layer l it claims to implement. The
+// plan shares m's slices and never modifies them.
+func newPlan(m *launch.Manifest, l schedule.Layer) (*plan, error) {
+	p := &plan{Manifest: *m}
 	if err := p.check(l); err != nil {
 		return nil, fmt.Errorf("mokc runtime: layer manifest of %s: %w", l.Name, err)
 	}
-	return &p, nil
+	return p, nil
+}
+
+// parsePlan decodes the JSON of a manifest (decodeManifest) and checks it
+// against l (newPlan).
+func parsePlan(manifest []byte, l schedule.Layer) (*plan, error) {
+	m, err := decodeManifest(manifest)
+	if err != nil {
+		return nil, err
+	}
+	return newPlan(m, l)
 }
 
 // check validates the manifest's internal consistency and its shape against
-// l: every buffer a parameter names exists, scalar parameters have values,
-// tensor maps are complete, the PTX parameter layout (when present) has the
-// plan's sizes, and H, I, E, K and the shared width are those of l.
+// l: buffers have unique names, known kinds and (for the caller's) known
+// dtypes; there is an error word, a token input and an output; every
+// buffer a parameter names exists, scalar parameters have values, tensor
+// maps are complete, the PTX parameter layout (when present) has the plan's
+// sizes, and H, I, E, K and the shared width are those of l.
 func (p *plan) check(l schedule.Layer) error {
 	want := launch.ShapeOf(l)
 	if p.Shape != want {
@@ -63,13 +85,8 @@ func (p *plan) check(l schedule.Layer) error {
 		default:
 			return fmt.Errorf("buffer %q: unknown kind %q", b.Name, b.Kind)
 		}
-		if b.Kind != launch.BufScratch && b.Name != launch.ErrBuffer {
-			if _, ok := argFields[b.Name]; !ok {
-				return fmt.Errorf("%s buffer %q has no ForwardArgs field in this runtime", b.Kind, b.Name)
-			}
-			if dtypeSize(DType(b.DType)) == 0 {
-				return fmt.Errorf("buffer %q: unknown dtype %q", b.Name, b.DType)
-			}
+		if isCaller(b) && dtypeSize(DType(b.DType)) == 0 {
+			return fmt.Errorf("buffer %q: unknown dtype %q", b.Name, b.DType)
 		}
 		if b.Bytes.A < 0 || b.Bytes.D < 0 || b.Bytes.Min < 0 {
 			return fmt.Errorf("buffer %q: byte size %+v must not decrease with T", b.Name, b.Bytes)
@@ -79,11 +96,14 @@ func (p *plan) check(l schedule.Layer) error {
 	if i, ok := p.bufIndex[launch.ErrBuffer]; !ok || p.Buffers[i].Kind == launch.BufScratch {
 		return fmt.Errorf("no %q output buffer (the error word)", launch.ErrBuffer)
 	}
-	if _, ok := p.bufIndex["x"]; !ok {
-		return fmt.Errorf("no input buffer \"x\"")
+	p.tokenBuf = slices.IndexFunc(p.Buffers, func(b launch.Buffer) bool {
+		return b.Kind == launch.BufInput && len(b.Shape) > 0 && isTokenDim(b.Shape[0])
+	})
+	if p.tokenBuf < 0 {
+		return fmt.Errorf("no input buffer whose outermost dimension is the token count T")
 	}
-	if _, ok := p.bufIndex["y"]; !ok {
-		return fmt.Errorf("no output buffer \"y\"")
+	if len(p.specs(launch.BufOutput)) == 0 {
+		return fmt.Errorf("no output buffer besides the error word")
 	}
 	if len(p.Kernels) == 0 {
 		return fmt.Errorf("no kernels")
@@ -142,8 +162,8 @@ func (p *plan) checkParam(k launch.ManifestKernel, prm launch.Param) error {
 			return fmt.Errorf("%s: f32 parameters bound to T are not supported by this runtime", where)
 		}
 	case launch.ParamTmap:
-		if prm.Size != TensorMapBytes {
-			return fmt.Errorf("%s: tensor map of %d bytes, want %d", where, prm.Size, TensorMapBytes)
+		if prm.Size != driver.TensorMapBytes {
+			return fmt.Errorf("%s: tensor map of %d bytes, want %d", where, prm.Size, driver.TensorMapBytes)
 		}
 		tm := prm.TensorMap
 		if tm == nil {
@@ -167,42 +187,34 @@ func (p *plan) checkParam(k launch.ManifestKernel, prm launch.Param) error {
 	return nil
 }
 
-// buffer returns the buffer named name (nil if absent).
-func (p *plan) buffer(name string) *launch.Buffer {
-	if i, ok := p.bufIndex[name]; ok {
-		return &p.Buffers[i]
-	}
-	return nil
-}
-
 // tensorMapDType maps a manifest dtype to the driver's tensor map type.
-func tensorMapDType(s string) (TensorMapDataType, error) {
+func tensorMapDType(s string) (driver.TensorMapDataType, error) {
 	switch s {
 	case "bf16":
-		return TensorMapBF16, nil
+		return driver.TensorMapBF16, nil
 	case "f32":
-		return TensorMapF32, nil
+		return driver.TensorMapF32, nil
 	case "u8":
-		return TensorMapU8, nil
+		return driver.TensorMapU8, nil
 	case "f16":
-		return TensorMapF16, nil
+		return driver.TensorMapF16, nil
 	case "i32":
-		return TensorMapI32, nil
+		return driver.TensorMapI32, nil
 	}
 	return 0, fmt.Errorf("tensor map dtype %q is not known to the runtime", s)
 }
 
 // tensorMapSwizzle maps a swizzle span in bytes to the driver's enum.
-func tensorMapSwizzle(bytes int) (TensorMapSwizzle, error) {
+func tensorMapSwizzle(bytes int) (driver.TensorMapSwizzle, error) {
 	switch bytes {
 	case 0:
-		return SwizzleNone, nil
+		return driver.SwizzleNone, nil
 	case 32:
-		return Swizzle32B, nil
+		return driver.Swizzle32B, nil
 	case 64:
-		return Swizzle64B, nil
+		return driver.Swizzle64B, nil
 	case 128:
-		return Swizzle128B, nil
+		return driver.Swizzle128B, nil
 	}
 	return 0, fmt.Errorf("tensor map swizzle of %d bytes (want 0, 32, 64 or 128)", bytes)
 }

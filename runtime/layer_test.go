@@ -10,6 +10,7 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -69,27 +70,18 @@ func testLayers(t testing.TB) []schedule.Layer {
 			Router: schedule.Router{Score: schedule.ScoreSigmoid}})
 }
 
-// fakeArgs returns valid ForwardArgs for plan p at T tokens with distinct,
-// 256-byte aligned, non-overlapping fake addresses.
-func fakeArgs(p *plan, T int) ForwardArgs {
-	var a ForwardArgs
-	next := DevicePtr(1 << 40)
-	for _, name := range argOrder {
-		i, ok := p.bufIndex[name]
-		if !ok || p.Buffers[i].Kind == launch.BufScratch {
-			continue
-		}
-		b := p.Buffers[i]
-		shape := make([]int, len(b.Shape))
-		n := dtypeSize(DType(b.DType))
-		for j, e := range b.Shape {
-			shape[j] = int(e.Eval(int64(T)))
-			n *= shape[j]
-		}
-		*argFields[name].get(&a) = NewTensor(next, n, DType(b.DType), shape...)
+// fakeBindings returns valid Bindings for plan p at T tokens, one for every
+// buffer Inputs and Outputs list, with distinct, 256-byte aligned,
+// non-overlapping fake addresses.
+func fakeBindings(p *plan, T int) Bindings {
+	b := Bindings{}
+	next := driver.DevicePtr(1 << 40)
+	for _, spec := range append(p.specs(launch.BufInput), p.specs(launch.BufOutput)...) {
+		n := spec.BytesAt(T)
+		b[spec.Name] = NewTensor(next, n, spec.DType, spec.ShapeAt(T)...)
 		next = next.Offset((n + 4096) &^ 255)
 	}
-	return a
+	return b
 }
 
 func TestLayerPlanFromCodegen(t *testing.T) {
@@ -106,15 +98,14 @@ func TestLayerPlanFromCodegen(t *testing.T) {
 			// Every tensor map of every kernel is encodable and inside its
 			// buffer at these T, with the caller's and the workspace's sizes.
 			for _, T := range []int{1, 63, 64, 4096} {
-				a := fakeArgs(p, T)
-				gotT, bind, err := p.bind(&a)
+				gotT, bind, err := p.bind(fakeBindings(p, T))
 				if err != nil || gotT != T {
 					t.Fatalf("%s %s T=%d: bind: T=%d %v", l.Name, target, T, gotT, err)
 				}
 				off, _ := p.scratchLayout(T)
 				for i, b := range p.Buffers {
 					if b.Kind == launch.BufScratch || b.Name == launch.ErrBuffer {
-						bind[i] = DevicePtr(1 << 44).Offset(max(off[i], 0))
+						bind[i] = driver.DevicePtr(1 << 44).Offset(max(off[i], 0))
 					}
 				}
 				ly := &Layer{plan: p, layer: l}
@@ -174,9 +165,16 @@ func TestLayerPlanRejects(t *testing.T) {
 				}
 			}
 		})},
-		{"unknown input", "no ForwardArgs field", edit(func(m map[string]any) {
-			m["buffers"] = append(m["buffers"].([]any), map[string]any{"name": "scales", "kind": "input", "dtype": "u8",
+		{"unknown dtype", "unknown dtype", edit(func(m map[string]any) {
+			m["buffers"] = append(m["buffers"].([]any), map[string]any{"name": "scales", "kind": "input", "dtype": "e8m0",
 				"shape": []any{}, "bytes": map[string]any{"a": 0, "b": 4, "d": 1, "min": 0}, "doc": ""})
+		})},
+		{"no token input", "token count", edit(func(m map[string]any) {
+			for _, b := range m["buffers"].([]any) {
+				if b.(map[string]any)["kind"] == "input" {
+					b.(map[string]any)["kind"] = "scratch"
+				}
+			}
 		})},
 		{"block", "block of", edit(func(m map[string]any) { kernel(m, 0)["block"] = 2048 })},
 		{"scalar without value", "without a value", edit(func(m map[string]any) {
@@ -200,7 +198,9 @@ func TestLayerPlanRejects(t *testing.T) {
 	}
 }
 
-func TestForwardArgsValidation(t *testing.T) {
+// TestBindingsValidation checks that Forward's arguments are checked
+// against the manifest's buffers, with errors naming the buffer.
+func TestBindingsValidation(t *testing.T) {
 	ls := testLayers(t)
 	q, odd := ls[0], ls[3]
 	_, mq := manifestFor(t, q, target.SM80)
@@ -215,65 +215,105 @@ func TestForwardArgsValidation(t *testing.T) {
 	}
 	for _, T := range []int{0, 1, 64} {
 		for _, p := range []*plan{pq, po} {
-			a := fakeArgs(p, T)
-			if got, _, err := p.bind(&a); err != nil || got != T {
+			if got, _, err := p.bind(fakeBindings(p, T)); err != nil || got != T {
 				t.Fatalf("%s T=%d: %d %v", p.Layer, T, got, err)
 			}
 		}
 	}
 	// T = 0: null pointers are fine.
-	a0 := ForwardArgs{
-		X: NewTensor(0, 0, BF16, 0, q.Hidden), IDs: NewTensor(0, 0, I32, 0, q.TopK), RouteWeights: NewTensor(0, 0, F32, 0, q.TopK),
-		Y: NewTensor(0, 0, BF16, 0, q.Hidden)}
-	fa := fakeArgs(pq, 0)
-	a0.FC1, a0.FC2 = fa.FC1, fa.FC2
-	if _, _, err := pq.bind(&a0); err != nil {
+	b0 := fakeBindings(pq, 0)
+	for _, name := range []string{"x", "ids", "weights", "y"} {
+		b0[name] = NewTensor(0, 0, b0[name].DType, b0[name].Shape...)
+	}
+	if _, _, err := pq.bind(b0); err != nil {
 		t.Fatalf("T=0 with null pointers: %v", err)
 	}
 
 	const T = 64
+	// edit returns a change of the binding of name.
+	edit := func(name string, f func(t *Tensor)) func(Bindings) {
+		return func(b Bindings) {
+			t := b[name]
+			f(&t)
+			b[name] = t
+		}
+	}
+	set := func(name string, t Tensor) func(Bindings) { return func(b Bindings) { b[name] = t } }
+	copyOf := func(to, from string) func(Bindings) { return func(b Bindings) { b[to] = b[from] } }
 	cases := []struct {
 		name, want string
 		p          *plan
-		edit       func(a *ForwardArgs)
+		edit       func(b Bindings)
 	}{
-		{"x rank", "ForwardArgs.X: shape", pq, func(a *ForwardArgs) { a.X.Shape = []int{T * q.Hidden} }},
-		{"negative T", "negative", pq, func(a *ForwardArgs) { a.X.Shape = []int{-1, q.Hidden} }},
-		{"x hidden", "ForwardArgs.X: shape [64 1024]; want [64 2048]", pq, func(a *ForwardArgs) { a.X.Shape = []int{T, 1024} }},
-		{"x dtype", "ForwardArgs.X: dtype \"f32\"", pq, func(a *ForwardArgs) { a.X.DType = F32 }},
-		{"x bytes", "ForwardArgs.X: 100 bytes", pq, func(a *ForwardArgs) { a.X.Bytes = 100 }},
-		{"x null", "ForwardArgs.X: null pointer", pq, func(a *ForwardArgs) { a.X.Ptr = 0 }},
-		{"x misaligned", "not 16-byte aligned", pq, func(a *ForwardArgs) { a.X.Ptr += 8 }},
-		{"ids rows", "ForwardArgs.IDs: shape [63 8]; want [64 8]", pq, func(a *ForwardArgs) { a.IDs.Shape = []int{T - 1, q.TopK} }},
-		{"ids dtype", "ForwardArgs.IDs: dtype \"u32\"", pq, func(a *ForwardArgs) { a.IDs.DType = U32 }},
-		{"weights missing", "ForwardArgs.RouteWeights is not set", pq, func(a *ForwardArgs) { a.RouteWeights = Tensor{} }},
-		{"map on ids layer", "ForwardArgs.RoutingMap is set, but this layer does not read it (routing ids", pq, func(a *ForwardArgs) {
-			a.RoutingMap = NewTensor(1<<30, T*q.Experts, U8, T, q.Experts)
-		}},
-		{"table on grouped layer", "ForwardArgs.FC1Table is set", pq, func(a *ForwardArgs) { a.FC1Table = NewTensor(1<<30, 8*q.Experts, U64, q.Experts) }},
-		{"bias on bias-free layer", "ForwardArgs.FC1Bias is set", pq, func(a *ForwardArgs) { a.FC1Bias = a.FC1 }},
-		{"shared on layer without", "ForwardArgs.SharedFC1 is set", pq, func(a *ForwardArgs) { a.SharedFC1 = a.FC1 }},
-		{"fc1 shape", "ForwardArgs.FC1: shape", pq, func(a *ForwardArgs) { a.FC1.Shape = []int{q.Experts, q.Intermediate, q.Hidden} }},
-		{"fc2 transposed", "ForwardArgs.FC2: shape", pq, func(a *ForwardArgs) { a.FC2.Shape = []int{q.Experts, q.Intermediate, q.Hidden} }},
-		{"y overlaps x", "ForwardArgs.Y", pq, func(a *ForwardArgs) { a.Y.Ptr = a.X.Ptr.Offset(256) }},
-		{"y is ids", "overlaps ForwardArgs.IDs", pq, func(a *ForwardArgs) { a.Y.Ptr = a.IDs.Ptr }},
-		{"y missing", "ForwardArgs.Y is not set", pq, func(a *ForwardArgs) { a.Y = Tensor{} }},
-		{"ids on map layer", "ForwardArgs.IDs is set, but this layer does not read it (routing map", po, func(a *ForwardArgs) {
-			a.IDs = NewTensor(1<<30, 4*T*odd.TopK, I32, T, odd.TopK)
-		}},
-		{"map dtype", "ForwardArgs.RoutingMap: dtype", po, func(a *ForwardArgs) { a.RoutingMap.DType = I32 }},
-		{"grouped on per-expert layer", "ForwardArgs.FC1 is set", po, func(a *ForwardArgs) { a.FC1 = a.FC1Table }},
-		{"table length", "ForwardArgs.FC2Table: shape", po, func(a *ForwardArgs) { a.FC2Table.Shape = []int{odd.Experts - 1} }},
-		{"shared gate missing", "ForwardArgs.SharedGate is not set", po, func(a *ForwardArgs) { a.SharedGate = Tensor{} }},
-		{"shared fc1 shape", "ForwardArgs.SharedFC1: shape", po, func(a *ForwardArgs) { a.SharedFC1.Shape = []int{2 * 40, odd.Hidden} }},
+		{"x rank", `buffer "x": shape [131072]; want [T, 2048]`, pq, edit("x", func(t *Tensor) { t.Shape = []int{T * q.Hidden} })},
+		{"negative T", "negative", pq, edit("x", func(t *Tensor) { t.Shape = []int{-1, q.Hidden} })},
+		{"x missing", `buffer "x" is not bound; this layer reads it: bf16 [T, 2048]`, pq, set("x", Tensor{})},
+		{"x hidden", `buffer "x": shape [64 1024]; want [64 2048]`, pq, edit("x", func(t *Tensor) { t.Shape = []int{T, 1024} })},
+		{"x dtype", `buffer "x": dtype "f32"`, pq, edit("x", func(t *Tensor) { t.DType = F32 })},
+		{"x bytes", `buffer "x": 100 bytes`, pq, edit("x", func(t *Tensor) { t.Bytes = 100 })},
+		{"x null", `buffer "x": null pointer`, pq, edit("x", func(t *Tensor) { t.Ptr = 0 })},
+		{"x misaligned", "not 16-byte aligned", pq, edit("x", func(t *Tensor) { t.Ptr += 8 })},
+		{"ids rows", `buffer "ids": shape [63 8]; want [64 8]`, pq, edit("ids", func(t *Tensor) { t.Shape = []int{T - 1, q.TopK} })},
+		{"ids dtype", `buffer "ids": dtype "u32"`, pq, edit("ids", func(t *Tensor) { t.DType = U32 })},
+		{"weights missing", `buffer "weights" is not bound`, pq, set("weights", Tensor{})},
+		{"map on ids layer", `buffer "routing_map" is bound, but this layer has no such buffer (its buffers: x, ids, weights, fc1, fc2, y)`, pq,
+			set("routing_map", NewTensor(1<<30, T*q.Experts, U8, T, q.Experts))},
+		{"table on grouped layer", `buffer "fc1_table" is bound`, pq, set("fc1_table", NewTensor(1<<30, 8*q.Experts, U64, q.Experts))},
+		{"bias on bias-free layer", `buffer "fc1_bias" is bound`, pq, copyOf("fc1_bias", "fc1")},
+		{"shared on layer without", `buffer "shared_fc1" is bound`, pq, copyOf("shared_fc1", "fc1")},
+		{"typo", `buffer "fc_1" is bound, but this layer has no such buffer`, pq, copyOf("fc_1", "fc1")},
+		{"scratch", `buffer "xs" is bound, but it is a scratch buffer of the layer's workspace`, pq, copyOf("xs", "fc1")},
+		{"error word", `buffer "err" is bound, but the error word is the layer's own`, pq, set("err", NewTensor(1<<30, 16, U32, 1))},
+		{"fc1 shape", `buffer "fc1": shape`, pq, edit("fc1", func(t *Tensor) { t.Shape = []int{q.Experts, q.Intermediate, q.Hidden} })},
+		{"fc2 transposed", `buffer "fc2": shape`, pq, edit("fc2", func(t *Tensor) { t.Shape = []int{q.Experts, q.Intermediate, q.Hidden} })},
+		{"y overlaps x", `buffer "y"`, pq, func(b Bindings) { edit("y", func(t *Tensor) { t.Ptr = b["x"].Ptr.Offset(256) })(b) }},
+		{"y is ids", `overlaps buffer "ids"`, pq, func(b Bindings) { edit("y", func(t *Tensor) { t.Ptr = b["ids"].Ptr })(b) }},
+		{"y missing", `buffer "y" is not bound; this layer writes it`, pq, set("y", Tensor{})},
+		{"ids on map layer", `buffer "ids" is bound, but it is a scratch buffer of the layer's workspace; bind only: x, routing_map, probs,`, po,
+			set("ids", NewTensor(1<<30, 4*T*odd.TopK, I32, T, odd.TopK))},
+		{"map dtype", `buffer "routing_map": dtype`, po, edit("routing_map", func(t *Tensor) { t.DType = I32 })},
+		{"grouped on per-expert layer", `buffer "fc1" is bound`, po, copyOf("fc1", "fc1_table")},
+		{"table length", `buffer "fc2_table": shape`, po, edit("fc2_table", func(t *Tensor) { t.Shape = []int{odd.Experts - 1} })},
+		{"shared gate missing", `buffer "shared_gate" is not bound`, po, set("shared_gate", Tensor{})},
+		{"shared fc1 shape", `buffer "shared_fc1": shape`, po, edit("shared_fc1", func(t *Tensor) { t.Shape = []int{2 * 40, odd.Hidden} })},
 	}
 	for _, c := range cases {
-		a := fakeArgs(c.p, T)
-		c.edit(&a)
-		_, _, err := c.p.bind(&a)
+		b := fakeBindings(c.p, T)
+		c.edit(b)
+		_, _, err := c.p.bind(b)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
 		}
+	}
+	// A zero Tensor is not a binding, whatever its name.
+	b := fakeBindings(pq, T)
+	b["routing_map"] = Tensor{}
+	if _, _, err := pq.bind(b); err != nil {
+		t.Fatalf("zero Tensor under an unused name: %v", err)
+	}
+}
+
+// TestInputsOutputs checks the buffers a Layer lists for the caller: the
+// manifest's inputs and outputs in its order, without the error word or
+// scratch, with shapes and bytes at T.
+func TestInputsOutputs(t *testing.T) {
+	q := testLayers(t)[0]
+	_, m := manifestFor(t, q, target.SM90a)
+	p, err := parsePlan(m, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ly := &Layer{plan: p, layer: q}
+	var names []string
+	for _, s := range append(ly.Inputs(), ly.Outputs()...) {
+		names = append(names, s.Name+":"+string(s.Kind))
+	}
+	if got, want := strings.Join(names, " "), "x:input ids:input weights:input fc1:input fc2:input y:output"; got != want {
+		t.Fatalf("caller buffers %q, want %q", got, want)
+	}
+	x := ly.Inputs()[0]
+	if got := x.ShapeAt(5); !slices.Equal(got, []int{5, q.Hidden}) || x.BytesAt(5) != 2*5*q.Hidden || x.DType != BF16 {
+		t.Fatalf("x at T = 5: %v, %d bytes, %s", got, x.BytesAt(5), x.DType)
 	}
 }
 
@@ -320,7 +360,7 @@ func TestTensorMapArgsRejects(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name, want string
-		ptr        DevicePtr
+		ptr        driver.DevicePtr
 		bytes      int64
 		edit       func(tm *launch.TensorMap)
 	}{
@@ -368,17 +408,30 @@ func TestCompileCache(t *testing.T) {
 	s80, m80 := manifestFor(t, l, target.SM80)
 	s90, m90 := manifestFor(t, l, target.SM90a)
 	calls := 0
-	fake := func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
+	fake := func(l schedule.Layer, s schedule.Schedule) (compiled, error) {
 		calls++
-		if s.Target == target.SM80 {
-			return ".target sm_80 // " + fmt.Sprint(calls), m80, nil
+		m := m80
+		if s.Target != target.SM80 {
+			m = m90
 		}
-		return ".target sm_90a // " + fmt.Sprint(calls), m90, nil
+		man, err := decodeManifest(m)
+		if err != nil {
+			return compiled{}, err
+		}
+		return compiled{ptx: ".target " + s.Target.String() + " // " + fmt.Sprint(calls), manifest: man}, nil
 	}
-	// Tests of this binary share the registry: restore what was there.
-	prevVersion, prevCompile := registeredCompiler()
-	defer RegisterCompiler(prevVersion, prevCompile)
-	RegisterCompiler("v1", fake)
+	// Tests of this binary share the compiler and the memory cache: restore
+	// the compiler, start from an empty cache.
+	prev := compileLayer
+	defer func() { compileLayer = prev }()
+	forget := func() {
+		memCache.Lock()
+		memCache.m = map[string]compiled{}
+		memCache.Unlock()
+	}
+	forget()
+	defer forget()
+	compileLayer = fake
 	c1, err := compileCached(l, s80, 12040)
 	if err != nil || calls != 1 {
 		t.Fatalf("first compile: %d calls, %v", calls, err)
@@ -392,43 +445,49 @@ func TestCompileCache(t *testing.T) {
 	if n := len(cacheFiles(dir)); n != 2 {
 		t.Fatalf("disk cache holds %d files, want 2: %v", n, cacheFiles(dir))
 	}
-	// A new process (the memory cache emptied by registering again) reads
-	// the disk cache.
-	RegisterCompiler("v1", fake)
-	if c3, err := compileCached(l, s80, 12040); err != nil || calls != 1 || c3.ptx != c1.ptx || string(c3.manifest) != string(m80) {
+	// A new process (the memory cache emptied) reads the disk cache, with
+	// the manifest as it was compiled.
+	forget()
+	c3, err := compileCached(l, s80, 12040)
+	if err != nil || calls != 1 || c3.ptx != c1.ptx {
 		t.Fatalf("disk cache: %d calls, %v", calls, err)
+	}
+	if got, _ := json.Marshal(c3.manifest); string(got) != string(m80) {
+		t.Fatalf("disk cache: the manifest read back differs from the one compiled")
 	}
 	// Every part of the key matters.
 	s80b := s80
 	s80b.Stages++
 	l2 := l
 	l2.TopK = 4
-	for i, f := range []func() (compiledLayer, error){
-		func() (compiledLayer, error) { return compileCached(l, s90, 12040) },
-		func() (compiledLayer, error) { return compileCached(l, s80, 12080) },
-		func() (compiledLayer, error) { return compileCached(l, s80b, 12040) },
-		func() (compiledLayer, error) { return compileCached(l2, s80, 12040) },
-		func() (compiledLayer, error) { RegisterCompiler("v2", fake); return compileCached(l, s80, 12040) },
+	for i, f := range []func() (compiled, error){
+		func() (compiled, error) { return compileCached(l, s90, 12040) },
+		func() (compiled, error) { return compileCached(l, s80, 12080) },
+		func() (compiled, error) { return compileCached(l, s80b, 12040) },
+		func() (compiled, error) { return compileCached(l2, s80, 12040) },
 	} {
 		before := calls
 		if _, err := f(); err != nil || calls != before+1 {
 			t.Fatalf("key change %d: %d calls (was %d), %v", i, calls, before, err)
 		}
 	}
-	// A failing compiler's error comes back; nothing is cached.
-	RegisterCompiler("v3", func(schedule.Layer, schedule.Schedule) (string, []byte, error) {
-		return "", nil, errors.New("ptx: in function @moe_fc1: unsupported")
-	})
-	if _, err := compileCached(l, s80, 12040); err == nil || !strings.Contains(err.Error(), "unsupported") {
-		t.Fatalf("failing compiler: %v", err)
+	if cacheKey(compiler.Version, "", l, s80, 12040) == cacheKey(compiler.Version+"+1", "", l, s80, 12040) {
+		t.Fatal("the compiler version is not part of the key")
 	}
-	RegisterCompiler("", nil)
-	if _, err := compileCached(l, s80, 12040); !errors.Is(err, ErrNoCompiler) {
-		t.Fatalf("no compiler: %v", err)
+	// A failing compiler's error comes back; nothing is cached.
+	forget()
+	compileLayer = func(schedule.Layer, schedule.Schedule) (compiled, error) {
+		return compiled{}, errors.New("ptx: in function @moe_fc1: unsupported")
 	}
 	t.Setenv(CacheDirEnv, "off")
 	if cacheDir() != "" {
 		t.Fatal("MOKC_CACHE_DIR=off does not disable the disk cache")
+	}
+	if _, err := compileCached(l, s80, 12040); err == nil || !strings.Contains(err.Error(), "unsupported") {
+		t.Fatalf("failing compiler: %v", err)
+	}
+	if len(memCache.m) != 0 {
+		t.Fatal("a failed compile was cached")
 	}
 }
 
@@ -436,7 +495,7 @@ func TestCompileCache(t *testing.T) {
 // can be used: ErrNoCUDA without the cuda tag, ErrNoDevice on a machine
 // without a driver or device.
 func TestNewLayerWithoutDevice(t *testing.T) {
-	if Available() {
+	if driver.Available() {
 		t.Skip("a device is present")
 	}
 	l, err := schedule.Preset("qwen3-30b-a3b")
@@ -448,11 +507,11 @@ func TestNewLayerWithoutDevice(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, err = NewLayer(nil, l, s)
-	if !errors.Is(err, ErrNoCUDA) && !errors.Is(err, ErrNoDevice) {
+	if !errors.Is(err, driver.ErrNoCUDA) && !errors.Is(err, driver.ErrNoDevice) {
 		t.Fatalf("NewLayer without a device: %v", err)
 	}
-	_, err = LoadLayer(&Context{}, l, s, "", nil)
-	if !errors.Is(err, ErrNoCUDA) && !errors.Is(err, ErrNoDevice) {
+	_, err = LoadLayer(&driver.Context{}, l, s, "", nil)
+	if !errors.Is(err, driver.ErrNoCUDA) && !errors.Is(err, driver.ErrNoDevice) {
 		t.Fatalf("LoadLayer without a device: %v", err)
 	}
 }
@@ -498,14 +557,14 @@ func TestLayerPlanFromCompiler(t *testing.T) {
 // and that tensor maps are re-encoded only when an address or T changes.
 func TestLayerArgsPacking(t *testing.T) {
 	type call struct {
-		addr DevicePtr
+		addr driver.DevicePtr
 		dims string
 	}
 	var calls []call
-	fake := func(dtype TensorMapDataType, rank int, addr DevicePtr, dims, strides []uint64, box, es []uint32,
-		il TensorMapInterleave, sw TensorMapSwizzle, l2 TensorMapL2Promotion, oob TensorMapOOBFill) ([TensorMapBytes]byte, error) {
-		var enc [TensorMapBytes]byte
-		if err := CheckTensorMapTiled(dtype, rank, addr, dims, strides, box, es, il, sw, l2, oob); err != nil {
+	fake := func(dtype driver.TensorMapDataType, rank int, addr driver.DevicePtr, dims, strides []uint64, box, es []uint32,
+		il driver.TensorMapInterleave, sw driver.TensorMapSwizzle, l2 driver.TensorMapL2Promotion, oob driver.TensorMapOOBFill) ([driver.TensorMapBytes]byte, error) {
+		var enc [driver.TensorMapBytes]byte
+		if err := driver.CheckTensorMapTiled(dtype, rank, addr, dims, strides, box, es, il, sw, l2, oob); err != nil {
 			return enc, err
 		}
 		calls = append(calls, call{addr, fmt.Sprint(dims)})
@@ -539,15 +598,17 @@ func TestLayerArgsPacking(t *testing.T) {
 				}
 				return fmt.Sprint(v)
 			}
-			var prev []DevicePtr
+			var prev []driver.DevicePtr
 			prevT := -1
 			for step, T := range []int{64, 64, 100, 100} {
-				fa := fakeArgs(p, T)
+				fb := fakeBindings(p, T)
 				if step == 3 {
 					// A new address for x: the maps over x are re-encoded.
-					fa.X.Ptr = fa.X.Ptr.Offset(1 << 20)
+					x := fb["x"]
+					x.Ptr = x.Ptr.Offset(1 << 20)
+					fb["x"] = x
 				}
-				_, bind, err := p.bind(&fa)
+				_, bind, err := p.bind(fb)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -597,7 +658,7 @@ func TestLayerArgsPacking(t *testing.T) {
 						v := args.Value(j)
 						switch prm.Type {
 						case launch.ParamPtr:
-							if got := DevicePtr(leU64(v)); got != bind[p.bufIndex[prm.Buffer]] {
+							if got := driver.DevicePtr(leU64(v)); got != bind[p.bufIndex[prm.Buffer]] {
 								t.Fatalf("%s: kernel %s parameter %s = %v, buffer %s is at %v", what, k.Name, prm.Name, got, prm.Buffer, bind[p.bufIndex[prm.Buffer]])
 							}
 						case launch.ParamI32:

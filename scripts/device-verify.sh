@@ -3,8 +3,8 @@
 # repository root. Builds nothing. Logs go to $OUT (default ./device-out); the summary is printed last.
 #
 # Usage: bash scripts/device-verify.sh [PHASE...]   (default: tests run perf)
-#   tests  the runtime driver-API + Layer tests, the self-test kernels (ours vs llc-19) and codegen's
-#          GPU tests (engine GEMM cases, the sm_80 forward)
+#   tests  the driver API tests, the runtime Layer tests, the self-test kernels (ours vs llc-19) and
+#          codegen's GPU tests (engine GEMM cases, the sm_80 forward)
 #   run    every preset x {sm_80, sm_90a} x T in TOKENS (default 0,1,64,4096), 10 bitwise-compared runs, one
 #          `mokc run` per preset so that one failure or hang costs only that preset; MODELS="a b" narrows it
 #   perf   mokc bench vs the PyTorch grouped pipeline at T = 4096, and compute-sanitizer memcheck at T = 64
@@ -33,7 +33,8 @@ TOKENS=${TOKENS:-0,1,64,4096}
 for phase in $phases; do
 	case $phase in
 	tests)
-		(cd runtime && step "runtime: driver API + Layer tests" 150 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1)
+		(cd driver && step "driver: CUDA driver API tests" 60 "$OUT/tests.log" ../.carry/driver.test -test.v -test.count=1)
+		(cd runtime && step "runtime: Layer tests" 150 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1)
 		(cd codegen/selftest && step "selftest kernels (ours vs llc-19)" 60 "$OUT/tests.log" ../../.carry/codegen_selftest.test -test.v -test.count=1)
 		(cd codegen && step "codegen: engine GEMMs + forward on the GPU" 150 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 \
 			-test.run 'TestForwardSM80|TestSM90GemmGPU|TestSM90GemmPerf|TestSM100GemmGPU|TestForwardTimingSM80')

@@ -5,12 +5,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"slices"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 )
@@ -194,8 +196,8 @@ func median(sorted []float64) float64 {
 // benchWeights uploads random weights for l (schedule.WeightGen: bf16 scaled
 // by 1/sqrt(fan-in), generated one expert at a time on the host, so large
 // models need no whole-layer host copy; the same generator as `mokc run`) and
-// sets them in args. free releases them.
-func benchWeights(ctx *runtime.Context, l schedule.Layer, seed uint64, args *runtime.ForwardArgs) (free func(), err error) {
+// binds them in b. free releases them.
+func benchWeights(ctx *driver.Context, l schedule.Layer, seed uint64, b runtime.Bindings) (free func(), err error) {
 	g, err := schedule.NewWeightGen(l, seed)
 	if err != nil {
 		return nil, err
@@ -204,7 +206,7 @@ func benchWeights(ctx *runtime.Context, l schedule.Layer, seed uint64, args *run
 	if err != nil {
 		return nil, err
 	}
-	w.SetIn(args)
+	w.SetIn(b)
 	return func() { w.Free() }, nil
 }
 
@@ -245,7 +247,6 @@ func benchAction(c *cli.Context) error {
 		}
 	}
 
-	useCompiler()
 	t0 := time.Now()
 	ly, err := runtime.NewLayer(ctx, l, s)
 	if err != nil {
@@ -259,11 +260,11 @@ func benchAction(c *cli.Context) error {
 	// One set's inputs decide how many sets to rotate among.
 	type set struct {
 		in   *runtime.DeviceTensors
-		args runtime.ForwardArgs
+		args runtime.Bindings
 		cost benchCost
 	}
-	var base runtime.ForwardArgs
-	freeW, err := benchWeights(ctx, l, seed, &base)
+	base := runtime.Bindings{}
+	freeW, err := benchWeights(ctx, l, seed, base)
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
@@ -273,7 +274,7 @@ func benchAction(c *cli.Context) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer stream.Destroy()
-	newSet := func(i int, args runtime.ForwardArgs) (set, error) {
+	newSet := func(i int, weights runtime.Bindings) (set, error) {
 		x := schedule.RandomInput(T, l.Hidden, seed+100+uint64(i))
 		r, err := schedule.GenerateRouting(l, x, seed+200+uint64(i))
 		if err != nil {
@@ -283,8 +284,9 @@ func benchAction(c *cli.Context) error {
 		if err != nil {
 			return set{}, err
 		}
-		in.SetIn(&args)
-		args.Stream = stream
+		args := runtime.Bindings{}
+		maps.Copy(args, weights)
+		in.SetIn(args)
 		return set{in: in, args: args, cost: forwardCost(l, T, r)}, nil
 	}
 	var sets []set
@@ -305,17 +307,16 @@ func benchAction(c *cli.Context) error {
 	// When a set fits in L2, each set gets its own copy of the weights too.
 	ownWeights := first.cost.bytes <= float64(dev.L2Bytes)
 	for i := 1; i < n; i++ {
-		args := base
+		weights := base
 		if ownWeights {
-			var wargs runtime.ForwardArgs
-			freeI, err := benchWeights(ctx, l, seed+1000*uint64(i), &wargs)
+			weights = runtime.Bindings{}
+			freeI, err := benchWeights(ctx, l, seed+1000*uint64(i), weights)
 			if err != nil {
 				return fmt.Errorf("bench: %w", err)
 			}
 			defer freeI()
-			args = wargs
 		}
-		st, err := newSet(i, args)
+		st, err := newSet(i, weights)
 		if err != nil {
 			return fmt.Errorf("bench: inputs: %w", err)
 		}
@@ -325,7 +326,7 @@ func benchAction(c *cli.Context) error {
 	logf("mokc bench: %s on %s, T=%d: %d kernels, %d input sets, %d warm-up + %d timed iterations", l.Name, s.Target, T, rep.Kernels, len(sets), warmup, iters)
 
 	for i := 0; i < warmup; i++ {
-		if err := ly.Forward(sets[i%len(sets)].args); err != nil {
+		if err := ly.Forward(stream, sets[i%len(sets)].args); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 	}
@@ -334,7 +335,7 @@ func benchAction(c *cli.Context) error {
 	}
 	rep.Workspace = ly.WorkspaceBytes()
 
-	start, end := make([]*runtime.Event, iters), make([]*runtime.Event, iters)
+	start, end := make([]*driver.Event, iters), make([]*driver.Event, iters)
 	defer func() {
 		for _, e := range append(start, end...) {
 			if e != nil {
@@ -356,7 +357,7 @@ func benchAction(c *cli.Context) error {
 		if err := start[i].Record(stream); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
-		if err := ly.Forward(st.args); err != nil {
+		if err := ly.Forward(stream, st.args); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 		if err := end[i].Record(stream); err != nil {
@@ -377,7 +378,7 @@ func benchAction(c *cli.Context) error {
 	}
 	ms := make([]float64, iters)
 	for i := range ms {
-		v, err := runtime.ElapsedMs(start[i], end[i])
+		v, err := driver.ElapsedMs(start[i], end[i])
 		if err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
@@ -397,7 +398,7 @@ func benchAction(c *cli.Context) error {
 	rep.RooflineMs, rep.Bound = roof*1e3, bound
 	rep.RooflineFrac = roof / sec
 	if c.Bool("kernels") {
-		inputs := make([]runtime.ForwardArgs, len(sets))
+		inputs := make([]runtime.Bindings, len(sets))
 		for i, st := range sets {
 			inputs[i] = st.args
 		}
@@ -414,11 +415,11 @@ func benchAction(c *cli.Context) error {
 	return nil
 }
 
-// benchKernels runs iters forwards with ForwardArgs.Marks and returns each
-// kernel's median time.
-func benchKernels(ctx *runtime.Context, ly *runtime.Layer, stream *runtime.Stream, sets []runtime.ForwardArgs, iters int) ([]kernelTime, error) {
+// benchKernels runs iters forwards with Layer.ForwardMarked and returns
+// each kernel's median time.
+func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream, sets []runtime.Bindings, iters int) ([]kernelTime, error) {
 	names := ly.Kernels()
-	marks := make([][]*runtime.Event, iters)
+	marks := make([][]*driver.Event, iters)
 	defer func() {
 		for _, m := range marks {
 			for _, e := range m {
@@ -429,7 +430,7 @@ func benchKernels(ctx *runtime.Context, ly *runtime.Layer, stream *runtime.Strea
 		}
 	}()
 	for i := range marks {
-		marks[i] = make([]*runtime.Event, len(names)+1)
+		marks[i] = make([]*driver.Event, len(names)+1)
 		for j := range marks[i] {
 			e, err := ctx.NewEvent()
 			if err != nil {
@@ -439,9 +440,7 @@ func benchKernels(ctx *runtime.Context, ly *runtime.Layer, stream *runtime.Strea
 		}
 	}
 	for i := 0; i < iters; i++ {
-		args := sets[i%len(sets)]
-		args.Marks = marks[i]
-		if err := ly.Forward(args); err != nil {
+		if err := ly.ForwardMarked(stream, sets[i%len(sets)], marks[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -456,7 +455,7 @@ func benchKernels(ctx *runtime.Context, ly *runtime.Layer, stream *runtime.Strea
 	for j, name := range names {
 		ms := make([]float64, iters)
 		for i := range ms {
-			v, err := runtime.ElapsedMs(marks[i][j], marks[i][j+1])
+			v, err := driver.ElapsedMs(marks[i][j], marks[i][j+1])
 			if err != nil {
 				return nil, err
 			}

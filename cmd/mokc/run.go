@@ -11,12 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -63,30 +62,14 @@ func init() {
 	})
 }
 
-var registerCompiler sync.Once
-
-// useCompiler lets runtime.NewLayer compile through package compiler.
-func useCompiler() {
-	registerCompiler.Do(func() {
-		runtime.RegisterCompiler(compiler.Version, func(l schedule.Layer, s schedule.Schedule) (string, []byte, error) {
-			a, err := compiler.Compile(l, s)
-			if err != nil {
-				return "", nil, err
-			}
-			m, err := a.ManifestJSON()
-			return a.PTX.Text, m, err
-		})
-	})
-}
-
 // openDevice opens the GPU, with a clear error for a binary built without
 // the cuda tag and for a machine without a device.
-func openDevice(cmd string, ordinal int) (*runtime.Context, error) {
-	ctx, err := runtime.Open(ordinal)
+func openDevice(cmd string, ordinal int) (*driver.Context, error) {
+	ctx, err := driver.Open(ordinal)
 	switch {
-	case errors.Is(err, runtime.ErrNoCUDA):
+	case errors.Is(err, driver.ErrNoCUDA):
 		return nil, fmt.Errorf("%s: this mokc was built without CUDA support; rebuild it with `go build -tags cuda ./cmd/mokc` (needs cuda.h: `. scripts/env.sh` first)", cmd)
-	case errors.Is(err, runtime.ErrNoDevice):
+	case errors.Is(err, driver.ErrNoDevice):
 		return nil, fmt.Errorf("%s: no usable CUDA device: %w", cmd, err)
 	case err != nil:
 		return nil, fmt.Errorf("%s: %w", cmd, err)
@@ -383,8 +366,8 @@ type runKernel interface {
 
 // cudaBackend runs on the GPU through package runtime.
 type cudaBackend struct {
-	ctx     *runtime.Context
-	stream  *runtime.Stream
+	ctx     *driver.Context
+	stream  *driver.Stream
 	weights *runtime.DeviceTensors
 }
 
@@ -433,21 +416,20 @@ func (k *cudaKernel) forward(in runInputs, y []uint16) (string, error) {
 	if !ok || k.b.weights == nil {
 		return "", errors.New("no weights or inputs loaded")
 	}
-	var args runtime.ForwardArgs
-	k.b.weights.SetIn(&args)
-	d.SetIn(&args)
-	args.Stream = k.b.stream
-	ctx := k.b.ctx
+	b := runtime.Bindings{}
+	k.b.weights.SetIn(b)
+	d.SetIn(b)
+	ctx, stream, out := k.b.ctx, k.b.stream, b["y"].Ptr
 	if len(y) > 0 {
-		if err := ctx.MemsetAsync(args.Y.Ptr, 0xFF, 2*len(y), args.Stream); err != nil {
+		if err := ctx.MemsetAsync(out, 0xFF, 2*len(y), stream); err != nil {
 			return "", err
 		}
 	}
-	if err := k.ly.Forward(args); err != nil {
+	if err := k.ly.Forward(stream, b); err != nil {
 		return "", err
 	}
 	word := ""
-	if err := k.ly.CheckErrors(args.Stream); err != nil {
+	if err := k.ly.CheckErrors(stream); err != nil {
 		var re *runtime.RoutingError
 		if !errors.As(err, &re) {
 			return "", err // a device fault: nothing more to check
@@ -455,7 +437,7 @@ func (k *cudaKernel) forward(in runInputs, y []uint16) (string, error) {
 		word = err.Error()
 	}
 	if len(y) > 0 {
-		if err := ctx.CopyFromDevice(y, args.Y.Ptr); err != nil {
+		if err := ctx.CopyFromDevice(y, out); err != nil {
 			return "", err
 		}
 	}
@@ -476,7 +458,6 @@ var openRunBackend = func(device int) (runBackend, func(), error) {
 		ctx.Close()
 		return nil, nil, fmt.Errorf("run: %w", err)
 	}
-	useCompiler()
 	b := &cudaBackend{ctx: ctx, stream: stream}
 	return b, func() {
 		if b.weights != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -33,14 +34,14 @@ func runCLI(args ...string) (string, error) {
 // reason where no GPU can be used: "built without CUDA support" without the
 // cuda tag, "no usable CUDA device" with it on a machine without one.
 func TestGPUCommandsWithoutDevice(t *testing.T) {
-	_, err := runtime.Open(0)
+	_, err := driver.Open(0)
 	var want string
 	switch {
 	case err == nil:
 		t.Skip("a device is present")
-	case errors.Is(err, runtime.ErrNoCUDA):
+	case errors.Is(err, driver.ErrNoCUDA):
 		want = "built without CUDA support"
-	case errors.Is(err, runtime.ErrNoDevice):
+	case errors.Is(err, driver.ErrNoDevice):
 		want = "no usable CUDA device"
 	default:
 		t.Fatal(err)

@@ -1,6 +1,6 @@
 //go:build cuda
 
-package selftest
+package selftest_test
 
 import (
 	"embed"
@@ -10,17 +10,18 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/codegen/selftest"
+	"github.com/mokc/mokc/driver"
 )
 
 //go:embed testdata/llc/*.ptx
 var llcFS embed.FS
 
-func openGPU(t *testing.T) *runtime.Context {
+func openGPU(t *testing.T) *driver.Context {
 	t.Helper()
-	ctx, err := runtime.Open(0)
+	ctx, err := driver.Open(0)
 	if err != nil {
-		if errors.Is(err, runtime.ErrNoDevice) || errors.Is(err, runtime.ErrNoCUDA) {
+		if errors.Is(err, driver.ErrNoDevice) || errors.Is(err, driver.ErrNoCUDA) {
 			t.Skipf("no GPU: %v", err)
 		}
 		t.Fatal(err)
@@ -36,7 +37,7 @@ func openGPU(t *testing.T) *runtime.Context {
 // (when the backend is wired in).
 func variants(t *testing.T, name string) map[string]string {
 	t.Helper()
-	c, err := Lookup(name)
+	c, err := selftest.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +47,7 @@ func variants(t *testing.T, name string) map[string]string {
 		t.Fatal(err)
 	}
 	out["llc"] = string(b)
-	ours, err := compileOurs(c)
+	ours, err := selftest.CompileOurs(c)
 	if err != nil {
 		t.Fatalf("ptx: %v", err)
 	}
@@ -59,10 +60,10 @@ func variants(t *testing.T, name string) map[string]string {
 // gpu wraps a context with helpers that fail the test.
 type gpu struct {
 	t   *testing.T
-	ctx *runtime.Context
+	ctx *driver.Context
 }
 
-func (g gpu) alloc(bytes int, init any) runtime.DevicePtr {
+func (g gpu) alloc(bytes int, init any) driver.DevicePtr {
 	g.t.Helper()
 	p, err := g.ctx.Alloc(bytes)
 	if err != nil {
@@ -80,7 +81,7 @@ func (g gpu) alloc(bytes int, init any) runtime.DevicePtr {
 }
 
 // launch loads ptx, launches kernel name once and waits.
-func (g gpu) launch(ptx, name string, grid, block, shared int, args *runtime.Args) {
+func (g gpu) launch(ptx, name string, grid, block, shared int, args *driver.Args) {
 	g.t.Helper()
 	mod, err := g.ctx.LoadModule(ptx)
 	if err != nil {
@@ -96,7 +97,7 @@ func (g gpu) launch(ptx, name string, grid, block, shared int, args *runtime.Arg
 			g.t.Fatal(err)
 		}
 	}
-	if err := f.Launch(runtime.Dim3{X: grid, Y: 1, Z: 1}, runtime.Dim3{X: block, Y: 1, Z: 1}, shared, nil, args); err != nil {
+	if err := f.Launch(driver.Dim3{X: grid, Y: 1, Z: 1}, driver.Dim3{X: block, Y: 1, Z: 1}, shared, nil, args); err != nil {
 		g.t.Fatalf("launch %s: %v", name, err)
 	}
 	if err := g.ctx.Synchronize(); err != nil {
@@ -104,7 +105,7 @@ func (g gpu) launch(ptx, name string, grid, block, shared int, args *runtime.Arg
 	}
 }
 
-func (g gpu) read(dst any, src runtime.DevicePtr) {
+func (g gpu) read(dst any, src driver.DevicePtr) {
 	g.t.Helper()
 	if err := g.ctx.CopyFromDevice(dst, src); err != nil {
 		g.t.Fatal(err)
@@ -172,8 +173,8 @@ func TestAxpb(t *testing.T) {
 	compareAll(t, "st_axpb", func(ptx string) []uint16 {
 		dx := g.alloc(2*n, x)
 		dy := g.alloc(2*n+64, nil)
-		g.launch(ptx, "st_axpb", (n+AxpbBlock-1)/AxpbBlock, AxpbBlock, 0,
-			runtime.NewArgs().Ptr(dx).Ptr(dy).F32(a).F32(b).I32(int32(n)))
+		g.launch(ptx, "st_axpb", (n+selftest.AxpbBlock-1)/selftest.AxpbBlock, selftest.AxpbBlock, 0,
+			driver.NewArgs().Ptr(dx).Ptr(dy).F32(a).F32(b).I32(int32(n)))
 		got := make([]uint16, n+32)
 		g.read(got, dy)
 		for i := 0; i < n; i++ {
@@ -194,29 +195,29 @@ func TestReduce(t *testing.T) {
 	g := gpu{t, openGPU(t)}
 	r := rand.New(rand.NewPCG(rand.Uint64(), 2))
 	blocks := 37
-	x := make([]float32, blocks*ReducePerBlk)
+	x := make([]float32, blocks*selftest.ReducePerBlk)
 	for i := range x {
 		x[i] = float32(r.NormFloat64())
 	}
 	want := make([]float32, blocks)
 	for blk := range want {
-		var lanes [ReduceBlock]float32
-		for tid := 0; tid < ReduceBlock; tid++ {
+		var lanes [selftest.ReduceBlock]float32
+		for tid := 0; tid < selftest.ReduceBlock; tid++ {
 			var s float32
-			for i := tid; i < ReducePerBlk; i += ReduceBlock {
-				s += x[blk*ReducePerBlk+i]
+			for i := tid; i < selftest.ReducePerBlk; i += selftest.ReduceBlock {
+				s += x[blk*selftest.ReducePerBlk+i]
 			}
 			lanes[tid] = s
 		}
 		for d := 16; d >= 1; d /= 2 {
-			var next [ReduceBlock]float32
+			var next [selftest.ReduceBlock]float32
 			for tid := range lanes {
 				next[tid] = lanes[tid] + lanes[tid^d]
 			}
 			lanes = next
 		}
 		var s float32
-		for w := 0; w < reduceWarps; w++ {
+		for w := 0; w < selftest.ReduceWarps; w++ {
 			s += lanes[32*w]
 		}
 		want[blk] = s
@@ -224,7 +225,7 @@ func TestReduce(t *testing.T) {
 	compareAll(t, "st_reduce", func(ptx string) []uint32 {
 		dx := g.alloc(4*len(x), x)
 		dout := g.alloc(4*blocks, nil)
-		g.launch(ptx, "st_reduce", blocks, ReduceBlock, 0, runtime.NewArgs().Ptr(dx).Ptr(dout))
+		g.launch(ptx, "st_reduce", blocks, selftest.ReduceBlock, 0, driver.NewArgs().Ptr(dx).Ptr(dout))
 		got := make([]float32, blocks)
 		g.read(got, dout)
 		bits := make([]uint32, blocks)
@@ -242,20 +243,20 @@ func TestBigSmem(t *testing.T) {
 	g := gpu{t, openGPU(t)}
 	r := rand.New(rand.NewPCG(rand.Uint64(), 3))
 	blocks := 5
-	x := make([]uint32, blocks*BigSmemWords)
+	x := make([]uint32, blocks*selftest.BigSmemWords)
 	for i := range x {
 		x[i] = r.Uint32()
 	}
 	compareAll(t, "st_bigsmem", func(ptx string) []uint32 {
 		dx := g.alloc(4*len(x), x)
 		dy := g.alloc(4*len(x), nil)
-		g.launch(ptx, "st_bigsmem", blocks, BigSmemBlock, bigSmemBytes, runtime.NewArgs().Ptr(dx).Ptr(dy))
+		g.launch(ptx, "st_bigsmem", blocks, selftest.BigSmemBlock, selftest.BigSmemBytes, driver.NewArgs().Ptr(dx).Ptr(dy))
 		got := make([]uint32, len(x))
 		g.read(got, dy)
 		for b := 0; b < blocks; b++ {
-			for i := 0; i < BigSmemWords; i++ {
-				if w := x[b*BigSmemWords+BigSmemWords-1-i]; got[b*BigSmemWords+i] != w {
-					t.Fatalf("block %d y[%d] = %#x, want %#x", b, i, got[b*BigSmemWords+i], w)
+			for i := 0; i < selftest.BigSmemWords; i++ {
+				if w := x[b*selftest.BigSmemWords+selftest.BigSmemWords-1-i]; got[b*selftest.BigSmemWords+i] != w {
+					t.Fatalf("block %d y[%d] = %#x, want %#x", b, i, got[b*selftest.BigSmemWords+i], w)
 				}
 			}
 		}
@@ -281,7 +282,7 @@ func TestMMA(t *testing.T) {
 	compareAll(t, "st_mma", func(ptx string) []uint32 {
 		da, db, dc := g.alloc(2*len(a), a), g.alloc(2*len(b), b), g.alloc(4*len(c), c)
 		dd := g.alloc(4*len(c), nil)
-		g.launch(ptx, "st_mma", 1, MMABlock, 0, runtime.NewArgs().Ptr(da).Ptr(db).Ptr(dc).Ptr(dd))
+		g.launch(ptx, "st_mma", 1, selftest.MMABlock, 0, driver.NewArgs().Ptr(da).Ptr(db).Ptr(dc).Ptr(dd))
 		got := make([]float32, len(c))
 		g.read(got, dd)
 		bits := make([]uint32, len(c))

@@ -1,30 +1,31 @@
 //go:build cuda
 
-package selftest
+package selftest_test
 
 import (
 	"math"
 	"math/rand/v2"
 	"testing"
 
-	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/codegen/selftest"
+	"github.com/mokc/mokc/driver"
 )
 
 // wgmmaRun runs the self-test kernel of ptxText on A, B (bf16 bits, [64, k])
 // and returns C (fp32 [64, 64]); C is poisoned with NaN bytes before the
 // launch.
-func wgmmaRun(t *testing.T, ctx *runtime.Context, ptxText string, a, bm []uint16, k int) []float32 {
+func wgmmaRun(t *testing.T, ctx *driver.Context, ptxText string, a, bm []uint16, k int) []float32 {
 	t.Helper()
 	mod, err := ctx.LoadModule(ptxText)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mod.Unload()
-	f, err := mod.Function(WGMMAKernel)
+	f, err := mod.Function(selftest.WGMMAKernel)
 	if err != nil {
 		t.Fatal(err)
 	}
-	alloc := func(n int) runtime.DevicePtr {
+	alloc := func(n int) driver.DevicePtr {
 		p, err := ctx.Alloc(n)
 		if err != nil {
 			t.Fatal(err)
@@ -32,37 +33,37 @@ func wgmmaRun(t *testing.T, ctx *runtime.Context, ptxText string, a, bm []uint16
 		t.Cleanup(func() { ctx.Free(p) })
 		return p
 	}
-	dA, dB, dC := alloc(2*len(a)), alloc(2*len(bm)), alloc(4*WGMMAM*WGMMAN)
+	dA, dB, dC := alloc(2*len(a)), alloc(2*len(bm)), alloc(4*selftest.WGMMAM*selftest.WGMMAN)
 	if err := ctx.CopyToDevice(dA, a); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctx.CopyToDevice(dB, bm); err != nil {
 		t.Fatal(err)
 	}
-	if err := ctx.Memset(dC, 0xFF, 4*WGMMAM*WGMMAN); err != nil {
+	if err := ctx.Memset(dC, 0xFF, 4*selftest.WGMMAM*selftest.WGMMAN); err != nil {
 		t.Fatal(err)
 	}
-	tm := WGMMATensorMap(k)
-	enc := func(p runtime.DevicePtr) [runtime.TensorMapBytes]byte {
-		m, err := ctx.EncodeTensorMapTiled(runtime.TensorMapBF16, 2, p,
+	tm := selftest.WGMMATensorMap(k)
+	enc := func(p driver.DevicePtr) [driver.TensorMapBytes]byte {
+		m, err := ctx.EncodeTensorMapTiled(driver.TensorMapBF16, 2, p,
 			[]uint64{uint64(tm.Dims[0].Eval(0)), uint64(tm.Dims[1].Eval(0))},
 			[]uint64{uint64(tm.StrideBytes[0].Eval(0))},
 			[]uint32{uint32(tm.Box[0]), uint32(tm.Box[1])}, nil,
-			runtime.InterleaveNone, runtime.Swizzle128B, runtime.L2Promotion128B, runtime.OOBFillZero)
+			driver.InterleaveNone, driver.Swizzle128B, driver.L2Promotion128B, driver.OOBFillZero)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return m
 	}
 	mA, mB := enc(dA), enc(dB)
-	args := runtime.NewArgs().Bytes(mA[:]).Bytes(mB[:]).Ptr(dC).I32(int32(k / WGMMABK))
-	if err := f.Launch(runtime.Dim3{X: 1, Y: 1, Z: 1}, runtime.Dim3{X: WGMMAThreads, Y: 1, Z: 1}, WGMMASharedBytes, nil, args); err != nil {
+	args := driver.NewArgs().Bytes(mA[:]).Bytes(mB[:]).Ptr(dC).I32(int32(k / selftest.WGMMABK))
+	if err := f.Launch(driver.Dim3{X: 1, Y: 1, Z: 1}, driver.Dim3{X: selftest.WGMMAThreads, Y: 1, Z: 1}, selftest.WGMMASharedBytes, nil, args); err != nil {
 		t.Fatal(err)
 	}
 	if err := ctx.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	c := make([]float32, WGMMAM*WGMMAN)
+	c := make([]float32, selftest.WGMMAM*selftest.WGMMAN)
 	if err := ctx.CopyFromDevice(c, dC); err != nil {
 		t.Fatal(err)
 	}
@@ -91,17 +92,17 @@ func TestWGMMAGPU(t *testing.T) {
 	if cc := ctx.Device().ComputeCapability(); cc != 90 {
 		t.Skipf("wgmma needs sm_90a (compute capability 9.0), device has %d", cc)
 	}
-	vs := variants(t, WGMMAKernel) // llc-19's (testdata/llc) and mokc's PTX
+	vs := variants(t, selftest.WGMMAKernel) // llc-19's (testdata/llc) and mokc's PTX
 	if vs["ours"] == "" {
 		t.Fatal("mokc ptx backend produced no PTX")
 	}
 
 	for _, kblocks := range []int{1, 3} {
-		k := WGMMABK * kblocks
+		k := selftest.WGMMABK * kblocks
 		r := rand.New(rand.NewPCG(rand.Uint64(), uint64(k)))
-		a := wgmmaRandom(r, WGMMAM*k)
-		bm := wgmmaRandom(r, WGMMAN*k)
-		ref := WGMMAReference(a, bm, k)
+		a := wgmmaRandom(r, selftest.WGMMAM*k)
+		bm := wgmmaRandom(r, selftest.WGMMAN*k)
+		ref := selftest.WGMMAReference(a, bm, k)
 		check := func(name string, c []float32) {
 			var num, den, maxErr float64
 			for i, v := range c {

@@ -1,4 +1,4 @@
-package runtime
+package driver_test
 
 import (
 	"fmt"

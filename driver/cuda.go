@@ -1,6 +1,6 @@
 //go:build cuda
 
-package runtime
+package driver
 
 /*
 #cgo CFLAGS: -I${SRCDIR}/../.toolchain/cuda/include
@@ -21,7 +21,7 @@ import (
 
 // The driver is opened (dlopen of libcuda.so.1) and initialized (cuInit) once,
 // at the first call that needs it.
-var driver struct {
+var libcuda struct {
 	once sync.Once
 	err  error
 }
@@ -30,24 +30,29 @@ var driver struct {
 // ErrNoDevice) holds, and errors.As reaches the DriverError of cuInit.
 type noDevice struct{ cause error }
 
+// Error says there is no device and why.
 func (e *noDevice) Error() string {
-	return "mokc runtime: no CUDA device: " + strings.TrimPrefix(e.cause.Error(), "mokc runtime: ")
+	return "mokc driver: no CUDA device: " + strings.TrimPrefix(e.cause.Error(), "mokc driver: ")
 }
+
+// Is makes errors.Is(err, ErrNoDevice) hold.
 func (e *noDevice) Is(target error) bool { return target == ErrNoDevice }
-func (e *noDevice) Unwrap() error        { return e.cause }
+
+// Unwrap returns the reason (the dlopen message or cuInit's DriverError).
+func (e *noDevice) Unwrap() error { return e.cause }
 
 func initDriver() error {
-	driver.once.Do(func() {
+	libcuda.once.Do(func() {
 		var msg [512]C.char
 		if C.mk_load(&msg[0], C.size_t(len(msg))) != 0 {
-			driver.err = &noDevice{errors.New(C.GoString(&msg[0]))}
+			libcuda.err = &noDevice{errors.New(C.GoString(&msg[0]))}
 			return
 		}
 		if r := C.mk_init(); r != C.CUDA_SUCCESS {
-			driver.err = &noDevice{driverError("cuInit", r)}
+			libcuda.err = &noDevice{driverError("cuInit", r)}
 		}
 	})
-	return driver.err
+	return libcuda.err
 }
 
 // driverError returns nil for CUDA_SUCCESS and a *DriverError otherwise.
@@ -129,7 +134,7 @@ type Context struct {
 	closed atomic.Bool
 }
 
-var errClosed = errors.New("mokc runtime: context is closed")
+var errClosed = errors.New("mokc driver: context is closed")
 
 // Open retains the primary context of device deviceOrdinal (0-based) and
 // reads its properties. Contexts opened on the same device share the primary
@@ -144,7 +149,7 @@ func Open(deviceOrdinal int) (*Context, error) {
 		return nil, &noDevice{errors.New("cuDeviceGetCount reports 0 devices")}
 	}
 	if deviceOrdinal < 0 || deviceOrdinal >= n {
-		return nil, fmt.Errorf("mokc runtime: device ordinal %d out of range: %d device(s)", deviceOrdinal, n)
+		return nil, fmt.Errorf("mokc driver: device ordinal %d out of range: %d device(s)", deviceOrdinal, n)
 	}
 	c := &Context{}
 	if err := driverError("cuDeviceGet", C.mk_deviceGet(&c.dev, C.int(deviceOrdinal))); err != nil {
@@ -240,7 +245,7 @@ func (c *Context) Alloc(bytes int) (DevicePtr, error) {
 		return 0, err
 	}
 	if bytes <= 0 {
-		return 0, fmt.Errorf("mokc runtime: Alloc(%d): size must be > 0 bytes", bytes)
+		return 0, fmt.Errorf("mokc driver: Alloc(%d): size must be > 0 bytes", bytes)
 	}
 	var p C.CUdeviceptr
 	if err := driverError("cuMemAlloc", C.mk_memAlloc(c.ctx, &p, C.size_t(bytes))); err != nil {
@@ -265,7 +270,7 @@ func (c *Context) Memset(ptr DevicePtr, value byte, bytes int) error {
 		return err
 	}
 	if bytes < 0 {
-		return fmt.Errorf("mokc runtime: Memset: negative size %d", bytes)
+		return fmt.Errorf("mokc driver: Memset: negative size %d", bytes)
 	}
 	return driverError("cuMemsetD8", C.mk_memsetD8(c.ctx, C.CUdeviceptr(ptr), C.uchar(value), C.size_t(bytes)))
 }
@@ -280,7 +285,7 @@ func (c *Context) MemsetAsync(ptr DevicePtr, value byte, bytes int, stream *Stre
 		return err
 	}
 	if bytes < 0 {
-		return fmt.Errorf("mokc runtime: MemsetAsync: negative size %d", bytes)
+		return fmt.Errorf("mokc driver: MemsetAsync: negative size %d", bytes)
 	}
 	return driverError("cuMemsetD8Async", C.mk_memsetD8Async(c.ctx, C.CUdeviceptr(ptr), C.uchar(value), C.size_t(bytes), s))
 }
@@ -356,7 +361,7 @@ func (c *Context) CopyDeviceToDevice(dst, src DevicePtr, bytes int) error {
 		return err
 	}
 	if bytes < 0 {
-		return fmt.Errorf("mokc runtime: CopyDeviceToDevice: negative size %d", bytes)
+		return fmt.Errorf("mokc driver: CopyDeviceToDevice: negative size %d", bytes)
 	}
 	if bytes == 0 {
 		return nil
@@ -373,7 +378,7 @@ type Stream struct {
 	destroyed bool
 }
 
-var errStreamDestroyed = errors.New("mokc runtime: stream is destroyed")
+var errStreamDestroyed = errors.New("mokc driver: stream is destroyed")
 
 func (s *Stream) handle() (C.CUstream, error) {
 	if s == nil {
@@ -405,7 +410,7 @@ func (s *Stream) Synchronize() error {
 		return err
 	}
 	if s == nil {
-		return errors.New("mokc runtime: Synchronize on a nil stream: use Context.Synchronize")
+		return errors.New("mokc driver: Synchronize on a nil stream: use Context.Synchronize")
 	}
 	return driverError("cuStreamSynchronize", C.mk_streamSynchronize(s.ctx.ctx, h))
 }
@@ -431,7 +436,7 @@ type Event struct {
 
 func (e *Event) live() error {
 	if e == nil || e.destroyed {
-		return errors.New("mokc runtime: event is nil or destroyed")
+		return errors.New("mokc driver: event is nil or destroyed")
 	}
 	return e.ctx.live()
 }
@@ -517,7 +522,7 @@ func (c *Context) LoadModule(ptx string) (*Module, error) {
 		return nil, err
 	}
 	if strings.IndexByte(ptx, 0) >= 0 {
-		return nil, errors.New("mokc runtime: LoadModule: PTX text contains a NUL byte")
+		return nil, errors.New("mokc driver: LoadModule: PTX text contains a NUL byte")
 	}
 	img := C.CString(ptx)
 	defer C.free(unsafe.Pointer(img))
@@ -555,7 +560,7 @@ func (m *Module) InfoLog() string { return m.info }
 
 func (m *Module) live() error {
 	if m == nil || m.unloaded {
-		return errors.New("mokc runtime: module is nil or unloaded")
+		return errors.New("mokc driver: module is nil or unloaded")
 	}
 	return m.ctx.live()
 }
@@ -607,7 +612,7 @@ type Function struct {
 
 func (f *Function) live() error {
 	if f == nil {
-		return errors.New("mokc runtime: nil function")
+		return errors.New("mokc driver: nil function")
 	}
 	return f.mod.live()
 }
@@ -693,7 +698,7 @@ func (f *Function) SetMaxDynamicSharedBytes(n int) error {
 		return err
 	}
 	if n < 0 {
-		return fmt.Errorf("mokc runtime: SetMaxDynamicSharedBytes(%d): negative size", n)
+		return fmt.Errorf("mokc driver: SetMaxDynamicSharedBytes(%d): negative size", n)
 	}
 	return driverError("cuFuncSetAttribute", C.mk_funcSetAttribute(f.ctx.ctx, f.fn,
 		C.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, C.int(n)))
@@ -746,7 +751,7 @@ func (f *Function) launch(ex bool, cfg LaunchConfig, args *Args) error {
 	}
 	if f.nParams >= 0 && args.Len() != f.nParams {
 		// The driver would read f.nParams pointers from kernelParams.
-		return fmt.Errorf("mokc runtime: launch %s: kernel has %d parameters, Args has %d", f.name, f.nParams, args.Len())
+		return fmt.Errorf("mokc driver: launch %s: kernel has %d parameters, Args has %d", f.name, f.nParams, args.Len())
 	}
 	if want, err := f.ParamSizes(); err == nil {
 		if err := checkParamSizes(f.name, want, args); err != nil {

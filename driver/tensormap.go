@@ -1,4 +1,4 @@
-package runtime
+package driver
 
 import "fmt"
 
@@ -145,7 +145,7 @@ func CheckTensorMapTiled(dtype TensorMapDataType, rank int, globalAddr DevicePtr
 	boxDims, elementStrides []uint32, interleave TensorMapInterleave, swizzle TensorMapSwizzle,
 	l2Promotion TensorMapL2Promotion, oobFill TensorMapOOBFill) error {
 	fail := func(format string, a ...any) error {
-		return fmt.Errorf("mokc runtime: tensor map: "+format, a...)
+		return fmt.Errorf("mokc driver: tensor map: "+format, a...)
 	}
 	if !dtype.valid() {
 		return fail("unknown data type %d", int(dtype))

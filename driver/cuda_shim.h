@@ -1,6 +1,6 @@
 //go:build cuda
 
-// The C side of package runtime under the "cuda" build tag: libcuda is
+// The C side of package driver under the "cuda" build tag: libcuda is
 // opened with dlopen at first use (so a binary built here starts on a machine
 // without a driver and reports "no device"), and every call that needs a
 // context makes the context current on the calling OS thread first, because a

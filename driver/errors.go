@@ -1,4 +1,4 @@
-package runtime
+package driver
 
 import (
 	"errors"
@@ -7,13 +7,13 @@ import (
 
 // ErrNoCUDA is returned by every call that needs a GPU when the package was
 // built without the "cuda" build tag.
-var ErrNoCUDA = errors.New("mokc runtime: built without CUDA support (rebuild with -tags cuda)")
+var ErrNoCUDA = errors.New("mokc driver: built without CUDA support (rebuild with -tags cuda)")
 
 // ErrNoDevice is returned (wrapped, test it with errors.Is) when the package
 // was built with the "cuda" tag but no usable GPU is present: libcuda cannot
 // be loaded, cuInit fails (for example with CUDA_ERROR_STUB_LIBRARY or
 // CUDA_ERROR_NO_DEVICE), or the device count is 0. Tests skip on it.
-var ErrNoDevice = errors.New("mokc runtime: no CUDA device")
+var ErrNoDevice = errors.New("mokc driver: no CUDA device")
 
 // DriverError is a failed CUDA driver API call.
 //
@@ -31,10 +31,10 @@ type DriverError struct {
 	Log     string // JIT error log of a failed cuModuleLoadDataEx; empty otherwise
 }
 
-// Error formats the error as "mokc runtime: <call>: <name> (<message>)",
+// Error formats the error as "mokc driver: <call>: <name> (<message>)",
 // followed by the JIT log on its own lines when there is one.
 func (e *DriverError) Error() string {
-	s := fmt.Sprintf("mokc runtime: %s: %s", e.Call, e.Name)
+	s := fmt.Sprintf("mokc driver: %s: %s", e.Call, e.Name)
 	if e.Message != "" {
 		s += " (" + e.Message + ")"
 	}

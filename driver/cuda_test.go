@@ -1,6 +1,6 @@
 //go:build cuda
 
-package runtime
+package driver_test
 
 import (
 	"errors"
@@ -9,17 +9,19 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/mokc/mokc/driver"
 )
 
 // These tests need a GPU. Without one (no driver, the toolkit's stub
 // libcuda, or no device) they skip; with MOKC_REQUIRE_GPU=1 they fail
 // instead, so a run on a GPU machine cannot pass by skipping. Build the
-// binary here with `go test -c -tags cuda ./runtime` and run it there.
+// binary here with `go test -c -tags cuda ./driver` and run it there.
 
-func openOrSkip(t *testing.T) *Context {
+func openOrSkip(t *testing.T) *driver.Context {
 	t.Helper()
-	ctx, err := Open(0)
-	if errors.Is(err, ErrNoDevice) {
+	ctx, err := driver.Open(0)
+	if errors.Is(err, driver.ErrNoDevice) {
 		if os.Getenv("MOKC_REQUIRE_GPU") == "1" {
 			t.Fatalf("MOKC_REQUIRE_GPU=1 but: %v", err)
 		}
@@ -42,7 +44,7 @@ func newRand(t *testing.T) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, 0x6d6f6b63))
 }
 
-func alloc(t *testing.T, ctx *Context, bytes int) DevicePtr {
+func alloc(t *testing.T, ctx *driver.Context, bytes int) driver.DevicePtr {
 	t.Helper()
 	p, err := ctx.Alloc(bytes)
 	if err != nil {
@@ -72,20 +74,20 @@ func TestDeviceOpen(t *testing.T) {
 		p.MaxSharedBytesPerBlock < 48*1024 || p.MaxSharedBytesPerBlockOptin < p.MaxSharedBytesPerBlock {
 		t.Fatalf("implausible device properties %+v", p)
 	}
-	v, err := DriverVersion()
+	v, err := driver.DriverVersion()
 	must(t, err)
 	if v < 12000 {
 		t.Fatalf("driver version %d, want CUDA 12 or newer", v)
 	}
-	n, err := DeviceCount()
+	n, err := driver.DeviceCount()
 	must(t, err)
-	if !Available() || n < 1 {
+	if !driver.Available() || n < 1 {
 		t.Fatal("device opened but Available() or DeviceCount() disagree")
 	}
-	if _, err := Open(n); err == nil || !strings.Contains(err.Error(), "out of range") {
+	if _, err := driver.Open(n); err == nil || !strings.Contains(err.Error(), "out of range") {
 		t.Fatalf("Open(%d): %v", n, err)
 	}
-	if _, err := Open(-1); err == nil {
+	if _, err := driver.Open(-1); err == nil {
 		t.Fatal("Open(-1) succeeded")
 	}
 }
@@ -205,7 +207,7 @@ func TestEventsTiming(t *testing.T) {
 		must(t, ctx.MemsetAsync(d, 0x5A, n, s))
 	}
 	must(t, end.Record(s))
-	ms, err := ElapsedMs(start, end)
+	ms, err := driver.ElapsedMs(start, end)
 	must(t, err)
 	t.Logf("4 x 256 MiB memset: %.3f ms (%.0f GB/s)", ms, 4*float64(n)/float64(ms)/1e6)
 	if !(ms > 0) || ms > 10000 {
@@ -213,7 +215,7 @@ func TestEventsTiming(t *testing.T) {
 	}
 }
 
-func loadFunction(t *testing.T, ctx *Context, ptx, name string) (*Module, *Function) {
+func loadFunction(t *testing.T, ctx *driver.Context, ptx, name string) (*driver.Module, *driver.Function) {
 	t.Helper()
 	m, err := ctx.LoadModule(ptx)
 	must(t, err)
@@ -262,8 +264,8 @@ func TestLaunchMixedParams(t *testing.T) {
 	must(t, ctx.Memset(dF, 0xFF, 4*n))
 	must(t, ctx.Memset(dB, 0xFF, 4*33))
 	must(t, ctx.CopyToDevice(dData, data))
-	args := NewArgs().U32(n).Ptr(dData).F32(scale).Ptr(dF).Bytes(blob).U32(k).Ptr(dB)
-	must(t, f.Launch(Dim3{X: (n + 127) / 128}, Dim3{X: 128}, 0, nil, args))
+	args := driver.NewArgs().U32(n).Ptr(dData).F32(scale).Ptr(dF).Bytes(blob).U32(k).Ptr(dB)
+	must(t, f.Launch(driver.Dim3{X: (n + 127) / 128}, driver.Dim3{X: 128}, 0, nil, args))
 	must(t, ctx.Synchronize())
 
 	gotData := make([]uint32, n)
@@ -292,19 +294,19 @@ func TestLaunchMixedParams(t *testing.T) {
 	}
 
 	if _, err := f.ParamSizes(); err == nil {
-		bad := NewArgs().U64(n).Ptr(dData).F32(scale).Ptr(dF).Bytes(blob).U32(k).Ptr(dB)
-		err := f.Launch(Dim3{X: 8}, Dim3{X: 128}, 0, nil, bad)
+		bad := driver.NewArgs().U64(n).Ptr(dData).F32(scale).Ptr(dF).Bytes(blob).U32(k).Ptr(dB)
+		err := f.Launch(driver.Dim3{X: 8}, driver.Dim3{X: 128}, 0, nil, bad)
 		if err == nil || !strings.Contains(err.Error(), "parameter 0 is 4 bytes in the kernel but 8 bytes") {
 			t.Errorf("8-byte n: %v", err)
 		}
 	}
 	// The count comes from the PTX text: refused before the driver reads
 	// seven kernelParams pointers from a two-element array.
-	short := NewArgs().U32(n).Ptr(dData)
-	if err := f.Launch(Dim3{X: 8}, Dim3{X: 128}, 0, nil, short); err == nil || !strings.Contains(err.Error(), "kernel has 7 parameters, Args has 2") {
+	short := driver.NewArgs().U32(n).Ptr(dData)
+	if err := f.Launch(driver.Dim3{X: 8}, driver.Dim3{X: 128}, 0, nil, short); err == nil || !strings.Contains(err.Error(), "kernel has 7 parameters, Args has 2") {
 		t.Errorf("launch with 2 of 7 parameters: %v", err)
 	}
-	if err := f.Launch(Dim3{X: 1}, Dim3{X: 2048}, 0, nil, args); err == nil {
+	if err := f.Launch(driver.Dim3{X: 1}, driver.Dim3{X: 2048}, 0, nil, args); err == nil {
 		t.Error("launch with 2048 threads per block succeeded")
 	}
 }
@@ -317,7 +319,7 @@ func TestLoadBrokenPTX(t *testing.T) {
 		t.Fatal("broken PTX loaded")
 	}
 	t.Logf("%v", err)
-	var de *DriverError
+	var de *driver.DriverError
 	if !errors.As(err, &de) {
 		t.Fatalf("error %T is not a *DriverError", err)
 	}
@@ -341,8 +343,8 @@ func TestDynamicShared100K(t *testing.T) {
 	seed := r.Uint32()
 	out := alloc(t, ctx, bytes)
 	must(t, ctx.Memset(out, 0xEE, bytes))
-	args := NewArgs().Ptr(out).U32(words).U32(seed)
-	if err := f.Launch(Dim3{X: 1}, Dim3{X: 256}, bytes, nil, args); err == nil {
+	args := driver.NewArgs().Ptr(out).U32(words).U32(seed)
+	if err := f.Launch(driver.Dim3{X: 1}, driver.Dim3{X: 256}, bytes, nil, args); err == nil {
 		t.Fatal("a 100 KiB launch succeeded before SetMaxDynamicSharedBytes")
 	} else {
 		t.Logf("before opting in: %v", err)
@@ -353,7 +355,7 @@ func TestDynamicShared100K(t *testing.T) {
 	if attrs.MaxDynamicSharedBytes != bytes {
 		t.Errorf("MaxDynamicSharedBytes = %d, want %d", attrs.MaxDynamicSharedBytes, bytes)
 	}
-	must(t, f.Launch(Dim3{X: 1}, Dim3{X: 256}, bytes, nil, args))
+	must(t, f.Launch(driver.Dim3{X: 1}, driver.Dim3{X: 256}, bytes, nil, args))
 	must(t, ctx.Synchronize())
 	got := make([]uint32, words)
 	must(t, ctx.CopyFromDevice(got, out))
@@ -377,17 +379,17 @@ func TestTensorMapTMA(t *testing.T) {
 	}
 	d := alloc(t, ctx, 2*rows*cols)
 	must(t, ctx.CopyToDevice(d, host))
-	if _, err := ctx.EncodeTensorMapTiled(TensorMapBF16, 2, d.Offset(8), []uint64{cols, rows}, []uint64{2 * cols},
-		[]uint32{box, box}, nil, InterleaveNone, SwizzleNone, L2Promotion128B, OOBFillZero); err == nil ||
+	if _, err := ctx.EncodeTensorMapTiled(driver.TensorMapBF16, 2, d.Offset(8), []uint64{cols, rows}, []uint64{2 * cols},
+		[]uint32{box, box}, nil, driver.InterleaveNone, driver.SwizzleNone, driver.L2Promotion128B, driver.OOBFillZero); err == nil ||
 		!strings.Contains(err.Error(), "16-byte aligned") {
 		t.Errorf("misaligned address: %v", err)
 	}
 
 	_, f := loadFunction(t, ctx, tmaLoadPTX, "tma_load_2d")
 	out := alloc(t, ctx, 2*box*box)
-	for _, swizzle := range []TensorMapSwizzle{SwizzleNone, Swizzle128B} {
-		tmap, err := ctx.EncodeTensorMapTiled(TensorMapBF16, 2, d, []uint64{cols, rows}, []uint64{2 * cols},
-			[]uint32{box, box}, nil, InterleaveNone, swizzle, L2Promotion128B, OOBFillZero)
+	for _, swizzle := range []driver.TensorMapSwizzle{driver.SwizzleNone, driver.Swizzle128B} {
+		tmap, err := ctx.EncodeTensorMapTiled(driver.TensorMapBF16, 2, d, []uint64{cols, rows}, []uint64{2 * cols},
+			[]uint32{box, box}, nil, driver.InterleaveNone, swizzle, driver.L2Promotion128B, driver.OOBFillZero)
 		must(t, err)
 		nonzero := false
 		for _, b := range tmap {
@@ -403,7 +405,7 @@ func TestTensorMapTMA(t *testing.T) {
 		for _, c := range coords {
 			c0, c1 := c[0], c[1]
 			must(t, ctx.Memset(out, 0xCC, 2*box*box))
-			must(t, f.Launch(Dim3{X: 1}, Dim3{X: 128}, 0, nil, NewArgs().Bytes(tmap[:]).Ptr(out).I32(int32(c0)).I32(int32(c1))))
+			must(t, f.Launch(driver.Dim3{X: 1}, driver.Dim3{X: 128}, 0, nil, driver.NewArgs().Bytes(tmap[:]).Ptr(out).I32(int32(c0)).I32(int32(c1))))
 			must(t, ctx.Synchronize())
 			got := make([]uint16, box*box)
 			must(t, ctx.CopyFromDevice(got, out))
@@ -416,7 +418,7 @@ func TestTensorMapTMA(t *testing.T) {
 					// With the 128B swizzle, 16-byte chunk k of a 128-byte
 					// row r lands at chunk k ^ (r % 8).
 					pos := i*box + j
-					if swizzle == Swizzle128B {
+					if swizzle == driver.Swizzle128B {
 						pos = i*box + ((j/8)^(i%8))*8 + j%8
 					}
 					if got[pos] != want {
@@ -438,11 +440,11 @@ func TestClusterLaunch(t *testing.T) {
 	out := alloc(t, ctx, 8*blocks)
 	for _, cluster := range []int{0, 2, 4} {
 		must(t, ctx.Memset(out, 0xFF, 8*blocks))
-		cfg := LaunchConfig{Grid: Dim3{X: blocks}, Block: Dim3{X: 32}}
+		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: blocks}, Block: driver.Dim3{X: 32}}
 		if cluster > 0 {
-			cfg.Cluster = Dim3{X: cluster}
+			cfg.Cluster = driver.Dim3{X: cluster}
 		}
-		must(t, f.LaunchEx(cfg, NewArgs().Ptr(out)))
+		must(t, f.LaunchEx(cfg, driver.NewArgs().Ptr(out)))
 		must(t, ctx.Synchronize())
 		got := make([]uint32, 2*blocks)
 		must(t, ctx.CopyFromDevice(got, out))
@@ -453,7 +455,7 @@ func TestClusterLaunch(t *testing.T) {
 			}
 		}
 	}
-	err := f.LaunchEx(LaunchConfig{Grid: Dim3{X: 6}, Block: Dim3{X: 32}, Cluster: Dim3{X: 4}}, NewArgs().Ptr(out))
+	err := f.LaunchEx(driver.LaunchConfig{Grid: driver.Dim3{X: 6}, Block: driver.Dim3{X: 32}, Cluster: driver.Dim3{X: 4}}, driver.NewArgs().Ptr(out))
 	if err == nil || !strings.Contains(err.Error(), "not a multiple of cluster") {
 		t.Errorf("grid 6 with cluster 4: %v", err)
 	}
@@ -461,7 +463,7 @@ func TestClusterLaunch(t *testing.T) {
 
 func TestClosedContext(t *testing.T) {
 	ctx := openOrSkip(t)
-	ctx2, err := Open(0) // a second reference to the primary context
+	ctx2, err := driver.Open(0) // a second reference to the primary context
 	must(t, err)
 	must(t, ctx2.Close())
 	must(t, ctx2.Close()) // no-op

@@ -1,4 +1,4 @@
-package runtime
+package driver
 
 import (
 	"encoding/binary"
@@ -22,7 +22,7 @@ import (
 // The zero value is an empty argument list ready to use; the methods return
 // the receiver so that calls chain:
 //
-//	args := runtime.NewArgs().Ptr(x).Ptr(y).U32(n).F32(alpha)
+//	args := driver.NewArgs().Ptr(x).Ptr(y).U32(n).F32(alpha)
 type Args struct {
 	buf   []byte // packed values, each at a 16-byte aligned offset
 	offs  []uint64
@@ -36,7 +36,7 @@ func NewArgs() *Args { return &Args{} }
 func (a *Args) add(b []byte) *Args {
 	if len(b) == 0 {
 		if a.err == nil {
-			a.err = fmt.Errorf("mokc runtime: kernel argument %d: empty Bytes", len(a.sizes))
+			a.err = fmt.Errorf("mokc driver: kernel argument %d: empty Bytes", len(a.sizes))
 		}
 		return a
 	}
@@ -123,11 +123,11 @@ func checkParamSizes(kernel string, want []int, args *Args) error {
 	got := args.Sizes()
 	for i := 0; i < len(got) && i < len(want); i++ {
 		if got[i] != want[i] {
-			return fmt.Errorf("mokc runtime: launch %s: parameter %d is %d bytes in the kernel but %d bytes in Args", kernel, i, want[i], got[i])
+			return fmt.Errorf("mokc driver: launch %s: parameter %d is %d bytes in the kernel but %d bytes in Args", kernel, i, want[i], got[i])
 		}
 	}
 	if len(got) != len(want) {
-		return fmt.Errorf("mokc runtime: launch %s: kernel has %d parameters, Args has %d", kernel, len(want), len(got))
+		return fmt.Errorf("mokc driver: launch %s: kernel has %d parameters, Args has %d", kernel, len(want), len(got))
 	}
 	return nil
 }

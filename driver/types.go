@@ -1,4 +1,4 @@
-package runtime
+package driver
 
 import (
 	"fmt"
@@ -117,34 +117,34 @@ type LaunchConfig struct {
 // threads per block; grid x < 2^31, grid y,z <= 65535.
 func checkLaunch(grid, block Dim3, sharedBytes int, cluster Dim3) error {
 	if grid.X <= 0 || grid.Y < 0 || grid.Z < 0 {
-		return fmt.Errorf("mokc runtime: launch: grid %v: every extent must be >= 1 (Y, Z may be 0 for 1)", grid)
+		return fmt.Errorf("mokc driver: launch: grid %v: every extent must be >= 1 (Y, Z may be 0 for 1)", grid)
 	}
 	if block.X <= 0 || block.Y < 0 || block.Z < 0 {
-		return fmt.Errorf("mokc runtime: launch: block %v: every extent must be >= 1 (Y, Z may be 0 for 1)", block)
+		return fmt.Errorf("mokc driver: launch: block %v: every extent must be >= 1 (Y, Z may be 0 for 1)", block)
 	}
 	g, b := grid.normalized(), block.normalized()
 	if g[0] > 1<<31-1 || g[1] > 65535 || g[2] > 65535 {
-		return fmt.Errorf("mokc runtime: launch: grid %v exceeds (2^31-1, 65535, 65535)", grid)
+		return fmt.Errorf("mokc driver: launch: grid %v exceeds (2^31-1, 65535, 65535)", grid)
 	}
 	if b[0] > 1024 || b[1] > 1024 || b[2] > 64 {
-		return fmt.Errorf("mokc runtime: launch: block %v exceeds (1024, 1024, 64)", block)
+		return fmt.Errorf("mokc driver: launch: block %v exceeds (1024, 1024, 64)", block)
 	}
 	if n := b[0] * b[1] * b[2]; n > 1024 {
-		return fmt.Errorf("mokc runtime: launch: block %v has %d threads, more than 1024", block, n)
+		return fmt.Errorf("mokc driver: launch: block %v has %d threads, more than 1024", block, n)
 	}
 	if sharedBytes < 0 || sharedBytes > 1<<31-1 {
-		return fmt.Errorf("mokc runtime: launch: dynamic shared memory %d bytes out of range", sharedBytes)
+		return fmt.Errorf("mokc driver: launch: dynamic shared memory %d bytes out of range", sharedBytes)
 	}
 	if cluster == (Dim3{}) {
 		return nil
 	}
 	if cluster.X <= 0 || cluster.Y < 0 || cluster.Z < 0 {
-		return fmt.Errorf("mokc runtime: launch: cluster %v: every extent must be >= 1 (Y, Z may be 0 for 1)", cluster)
+		return fmt.Errorf("mokc driver: launch: cluster %v: every extent must be >= 1 (Y, Z may be 0 for 1)", cluster)
 	}
 	c := cluster.normalized()
 	for i := range 3 {
 		if g[i]%c[i] != 0 {
-			return fmt.Errorf("mokc runtime: launch: grid %v is not a multiple of cluster %v", grid, cluster)
+			return fmt.Errorf("mokc driver: launch: grid %v is not a multiple of cluster %v", grid, cluster)
 		}
 	}
 	return nil

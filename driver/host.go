@@ -1,4 +1,4 @@
-package runtime
+package driver
 
 import (
 	"fmt"
@@ -15,11 +15,11 @@ import (
 // slice gives 0 bytes.
 func hostBytes(v any) (unsafe.Pointer, int, error) {
 	if v == nil {
-		return nil, 0, fmt.Errorf("mokc runtime: host buffer is nil; want a slice of a numeric type")
+		return nil, 0, fmt.Errorf("mokc driver: host buffer is nil; want a slice of a numeric type")
 	}
 	rv := reflect.ValueOf(v)
 	if rv.Kind() != reflect.Slice {
-		return nil, 0, fmt.Errorf("mokc runtime: host buffer has type %T; want a slice of a numeric type", v)
+		return nil, 0, fmt.Errorf("mokc driver: host buffer has type %T; want a slice of a numeric type", v)
 	}
 	et := rv.Type().Elem()
 	switch et.Kind() {
@@ -27,7 +27,7 @@ func hostBytes(v any) (unsafe.Pointer, int, error) {
 		reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64,
 		reflect.Float32, reflect.Float64:
 	default:
-		return nil, 0, fmt.Errorf("mokc runtime: host buffer has type %T; want a slice of a fixed-size numeric type", v)
+		return nil, 0, fmt.Errorf("mokc driver: host buffer has type %T; want a slice of a fixed-size numeric type", v)
 	}
 	n := rv.Len() * int(et.Size())
 	if n == 0 {

@@ -1,4 +1,4 @@
-package runtime
+package driver
 
 // The exported API, checked at compile time in both builds (with and without
 // the "cuda" tag) so that the two cannot drift apart.

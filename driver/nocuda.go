@@ -1,6 +1,6 @@
 //go:build !cuda
 
-package runtime
+package driver
 
 // This file is the API without the "cuda" build tag: the types exist and
 // every call that needs a GPU returns ErrNoCUDA.
