@@ -9,6 +9,7 @@ import (
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
 )
 
 // This file binds the caller's tensors to the buffers of a compiled
@@ -16,36 +17,19 @@ import (
 // once by codegen's program): the runtime knows none of their names, and
 // checks every binding against the manifest's name, kind, dtype and shape.
 
-// DType is the element type of a Tensor, spelled as in the launch manifest.
-type DType string
+// DType is the element type of a Tensor: the buffer dtypes of the moe
+// program, spelled as in the launch manifest.
+type DType = moe.DType
 
-// Element types of the buffers of a layer.
+// Element types of the buffers of a layer (moe's).
 const (
-	BF16 DType = "bf16" // bfloat16 (1 sign, 8 exponent, 7 fraction bits), 2 bytes
-	F32  DType = "f32"  // IEEE-754 binary32, 4 bytes
-	I32  DType = "i32"  // signed 32-bit integer, 4 bytes
-	U8   DType = "u8"   // byte (a routing-map entry: nonzero = routed), 1 byte
-	U32  DType = "u32"  // unsigned 32-bit integer, 4 bytes
-	U64  DType = "u64"  // unsigned 64-bit integer (a device pointer), 8 bytes
+	BF16 = moe.BF16 // bfloat16, 2 bytes
+	F32  = moe.F32  // IEEE-754 binary32, 4 bytes
+	I32  = moe.I32  // signed 32-bit integer, 4 bytes
+	U8   = moe.U8   // byte (a routing-map entry: nonzero = routed), 1 byte
+	U32  = moe.U32  // unsigned 32-bit integer, 4 bytes
+	U64  = moe.U64  // unsigned 64-bit integer (a device pointer), 8 bytes
 )
-
-// dtypeSize returns the size of one element in bytes (0 for an unknown type).
-func dtypeSize(d DType) int {
-	switch d {
-	case U8:
-		return 1
-	case BF16:
-		return 2
-	case F32, I32, U32:
-		return 4
-	case U64:
-		return 8
-	}
-	return 0
-}
-
-// Size returns the size of one element in bytes, 0 for an unknown type.
-func (d DType) Size() int { return dtypeSize(d) }
 
 // TensorAlign is the alignment, in bytes, Forward requires of every
 // non-empty Tensor: TMA needs 16-byte aligned global addresses
@@ -113,7 +97,7 @@ func (b BufferSpec) ShapeAt(T int) []int {
 // BytesAt returns the bytes the buffer's shape holds at T tokens: the
 // element size times the element count.
 func (b BufferSpec) BytesAt(T int) int {
-	n := b.DType.Size()
+	n := int(b.DType.Size())
 	for _, d := range b.ShapeAt(T) {
 		n *= d
 	}

@@ -460,7 +460,7 @@ func (ly *Layer) bufferBytes(T int) []int64 {
 		case b.Kind == launch.BufScratch:
 			out[i] = max(b.Bytes.Eval(int64(T)), 1)
 		default:
-			n := int64(dtypeSize(DType(b.DType)))
+			n := DType(b.DType).Size()
 			for _, e := range b.Shape {
 				n *= e.Eval(int64(T))
 			}

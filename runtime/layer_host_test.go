@@ -81,7 +81,7 @@ func TestPackWeights(t *testing.T) {
 		for _, p := range h.parts {
 			n += partBytes(p)
 		}
-		want := h.dtype.Size()
+		want := int(h.dtype.Size())
 		for _, d := range h.shape {
 			want *= d
 		}

@@ -85,7 +85,7 @@ func (p *plan) check(l schedule.Layer) error {
 		default:
 			return fmt.Errorf("buffer %q: unknown kind %q", b.Name, b.Kind)
 		}
-		if isCaller(b) && dtypeSize(DType(b.DType)) == 0 {
+		if isCaller(b) && DType(b.DType).Size() == 0 {
 			return fmt.Errorf("buffer %q: unknown dtype %q", b.Name, b.DType)
 		}
 		if b.Bytes.A < 0 || b.Bytes.D < 0 || b.Bytes.Min < 0 {
