@@ -64,6 +64,9 @@ func (lw *perOp) describeLists() {
 // or for dispatched rows under a schedule with a GEMM variant, the base
 // kernel for T outside the variant's token range and "_mid" inside it.
 func (lw *perOp) lowerGEMM(g moe.GEMM) error {
+	if g.BMajor != moe.KMajor {
+		return fmt.Errorf("codegen: %s: a GEMM over N-major weights (the backward's data gradients) has no kernel yet", g.Op)
+	}
 	s := lw.sched
 	if g.Rows == moe.Dense || !lw.hasVariant {
 		return lw.emitGEMM(g, "", s, nil)

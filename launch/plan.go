@@ -111,6 +111,9 @@ const (
 	BufInput   BufferKind = "input"   // caller-provided input (activations, routing, weights)
 	BufOutput  BufferKind = "output"  // caller-provided output
 	BufScratch BufferKind = "scratch" // workspace the runtime allocates; contents need no initialisation
+	// BufInOut is caller-owned and accumulated into: read, then written
+	// (the backward's main-grad buffers, main += dW).
+	BufInOut BufferKind = "inout"
 )
 
 // Buffer is a device allocation the kernels read or write. Bytes is its

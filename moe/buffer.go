@@ -39,6 +39,7 @@ const (
 	Input   = launch.BufInput
 	Output  = launch.BufOutput
 	Scratch = launch.BufScratch
+	InOut   = launch.BufInOut
 )
 
 // Buffer is a dense row-major tensor of the program. At most one dimension

@@ -14,6 +14,19 @@
 // package codegen (PerOp today: one kernel per op, two for a GEMM whose
 // schedule has a small-T variant).
 //
+// Backward builds the BF16 backward (ops_backward.go adds its ops): the
+// dispatch again, FC1 recomputed, dh = dy·FC2 and dxs = dgu·FC1 as GEMMs
+// over N-major weights, the activation's backward (ActGrad), the weight
+// gradients accumulated into caller-owned main-grad buffers (WeightGrad,
+// InOut buffers) and the per-token gather of dx and the routing-weight
+// gradient (CombineGrad). It keeps nothing from the forward. codegen has
+// no kernels for its new ops yet and refuses it by name.
+//
+// Interpret runs a program on the host in float64 with every store rounded
+// to its buffer's dtype: the meaning of each op, checked against
+// schedule.Forward and schedule.Backward in the tests, and the per-op
+// reference for the kernels that lower it.
+//
 // Data flows one way: schedule → moe → codegen → ir → ptx; the runtime binds
 // buffers by the names declared here.
 package moe

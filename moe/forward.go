@@ -27,60 +27,21 @@ func Forward(l schedule.Layer) (*Program, error) {
 	p := &Program{Layer: l}
 	H, I, E, K, Is := l.Hidden, l.Intermediate, l.Experts, l.TopK, l.SharedWidth()
 	T, TK := launch.PerT(1, 0), launch.PerT(int64(K), 0)
-
-	x := p.in("x", BF16, "tokens", T, c(H))
-	ids, weights, route := p.routing()
-	fc1, fc2, storage := p.expertWeights()
-	var fc1Bias, fc2Bias *Buffer
-	if l.Biases {
-		fc1Bias = p.in("fc1_bias", F32, "FC1 bias (FC1 row order)", c(E), c(2*I))
-		fc2Bias = p.in("fc2_bias", F32, "FC2 bias", c(E), c(H))
-	}
-	var sharedFC1, sharedFC2, sharedGate *Buffer
-	if Is > 0 {
-		sharedFC1 = p.in("shared_fc1", BF16, "shared-expert FC1 (gate rows, then up rows)", c(2*Is), c(H))
-		sharedFC2 = p.in("shared_fc2", BF16, "shared-expert FC2", c(H), c(Is))
-		if l.SharedGate {
-			sharedGate = p.in("shared_gate", BF16, "shared-expert output gate vector", c(H))
-		}
-	}
+	in := p.inputs()
 	y := p.buffer("y", Output, BF16, "layer output", T, c(H))
-	errw := p.buffer(launch.ErrBuffer, Output, U32, "error word: OR of ErrBadExpertID (1), ErrTooManyRoute (2)", c(1))
-	counts := p.scratch("counts", I32, "slots per expert", c(E))
-	offsets := p.scratch("offsets", I32, "first row of each expert; offsets[E] = routed rows", c(E+1))
-	rowOfSlot := p.scratch("row_of_slot", I32, "row of slot t*K+k (-1 = none)", TK)
-	srcSlot := p.scratch("src_slot", I32, "slot of each row", TK)
-	xs := p.scratch("xs", BF16, "routed rows of x grouped by expert", TK, c(H))
+	errw := p.errorWord()
+
+	// Routing and dispatch.
+	d := p.dispatch(in, errw)
 	h := p.scratch("h", BF16, "activations of the routed rows", TK, c(I))
 	outRows := p.scratch("out_rows", BF16, "unweighted expert outputs per routed row", TK, c(H))
 
-	// Routing and dispatch.
-	p.Ops = append(p.Ops, Init{Counts: counts, Err: errw})
-	if route != nil {
-		route.Err = errw
-		p.Ops = append(p.Ops, *route)
-	}
-	var gatherWeights *Buffer
-	if l.RouterWeightOnInput {
-		gatherWeights = weights
-	}
-	p.Ops = append(p.Ops,
-		Count{IDs: ids, Counts: counts, RowOfSlot: rowOfSlot, Err: errw},
-		Scan{Counts: counts, Offsets: offsets},
-		Permute{IDs: ids, Offsets: offsets, RowOfSlot: rowOfSlot, SrcSlot: srcSlot},
-		Gather{X: x, SrcSlot: srcSlot, Offsets: offsets, XS: xs, Weights: gatherWeights})
-
 	// Routed experts: grouped GEMMs over the dispatched rows.
-	gateUp := GateUpHalves
-	if l.GateUpInterleaved {
-		gateUp = GateUpInterleaved
-	}
 	p.Ops = append(p.Ops,
-		GEMM{Op: "fc1", A: xs, B: fc1, Bias: fc1Bias, C: h, Offsets: offsets, Rows: Dispatched, Storage: storage,
-			N: I, K: H, Experts: E, RowsPerToken: K, Gated: true, GateUp: gateUp,
-			Act: Activation{Kind: l.Activation, Limit: l.SwiGLULimit, Alpha: l.GPTOSSAlpha}},
-		GEMM{Op: "fc2", A: h, B: fc2, Bias: fc2Bias, C: outRows, Offsets: offsets, Rows: Dispatched, Storage: storage,
-			N: H, K: I, Experts: E, RowsPerToken: K})
+		GEMM{Op: "fc1", A: d.xs, B: in.fc1, Bias: in.fc1Bias, C: h, Offsets: d.offsets, Rows: Dispatched,
+			Storage: in.storage, N: I, K: H, Experts: E, RowsPerToken: K, Gated: true, GateUp: in.gateUp, Act: in.act},
+		GEMM{Op: "fc2", A: h, B: in.fc2, Bias: in.fc2Bias, C: outRows, Offsets: d.offsets, Rows: Dispatched,
+			Storage: in.storage, N: H, K: I, Experts: E, RowsPerToken: K})
 
 	// Shared expert: dense GEMMs over every token.
 	var sharedOut, gateX *Buffer
@@ -88,21 +49,97 @@ func Forward(l schedule.Layer) (*Program, error) {
 		hs := p.scratch("hs", BF16, "shared-expert activations", T, c(Is))
 		sharedOut = p.scratch("shared_out", BF16, "shared-expert output", T, c(H))
 		p.Ops = append(p.Ops,
-			GEMM{Op: "shared_fc1", A: x, B: sharedFC1, C: hs, Rows: Dense, N: Is, K: H, Experts: 1, RowsPerToken: 1,
-				Gated: true, Act: Activation{Kind: l.SharedActivation, Limit: l.SharedSwiGLULimit}},
-			GEMM{Op: "shared_fc2", A: hs, B: sharedFC2, C: sharedOut, Rows: Dense, N: H, K: Is, Experts: 1, RowsPerToken: 1})
-		if sharedGate != nil {
-			gateX = x
+			GEMM{Op: "shared_fc1", A: in.x, B: in.sharedFC1, C: hs, Rows: Dense, N: Is, K: H, Experts: 1, RowsPerToken: 1,
+				Gated: true, Act: in.sharedAct},
+			GEMM{Op: "shared_fc2", A: hs, B: in.sharedFC2, C: sharedOut, Rows: Dense, N: H, K: Is, Experts: 1, RowsPerToken: 1})
+		if in.sharedGate != nil {
+			gateX = in.x
 		}
 	}
 
 	// Combine: weighted sum of the expert outputs per token.
-	p.Ops = append(p.Ops, Combine{OutRows: outRows, RowOfSlot: rowOfSlot, Weights: weights, Y: y,
-		SharedOut: sharedOut, X: gateX, SharedGate: sharedGate, WeightOnInput: l.RouterWeightOnInput})
+	p.Ops = append(p.Ops, Combine{OutRows: outRows, RowOfSlot: d.rowOfSlot, Weights: in.weights, Y: y,
+		SharedOut: sharedOut, X: gateX, SharedGate: in.sharedGate, WeightOnInput: l.RouterWeightOnInput})
 	if err := p.Check(); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// layerInputs are the caller's buffers that the forward and the backward
+// both read, with the layer's GEMM attributes.
+type layerInputs struct {
+	x, ids, weights                  *Buffer
+	route                            *Route // dense routing map only (Err unset)
+	fc1, fc2, fc1Bias, fc2Bias       *Buffer
+	sharedFC1, sharedFC2, sharedGate *Buffer
+	storage                          WeightStorage
+	gateUp                           GateUp
+	act, sharedAct                   Activation
+}
+
+// inputs declares the layer's inputs (see Forward for their shapes).
+func (p *Program) inputs() layerInputs {
+	l := p.Layer
+	H, I, E, Is := l.Hidden, l.Intermediate, l.Experts, l.SharedWidth()
+	var in layerInputs
+	in.x = p.in("x", BF16, "tokens", launch.PerT(1, 0), c(H))
+	in.ids, in.weights, in.route = p.routing()
+	in.fc1, in.fc2, in.storage = p.expertWeights()
+	if l.Biases {
+		in.fc1Bias = p.in("fc1_bias", F32, "FC1 bias (FC1 row order)", c(E), c(2*I))
+		in.fc2Bias = p.in("fc2_bias", F32, "FC2 bias", c(E), c(H))
+	}
+	if Is > 0 {
+		in.sharedFC1 = p.in("shared_fc1", BF16, "shared-expert FC1 (gate rows, then up rows)", c(2*Is), c(H))
+		in.sharedFC2 = p.in("shared_fc2", BF16, "shared-expert FC2", c(H), c(Is))
+		if l.SharedGate {
+			in.sharedGate = p.in("shared_gate", BF16, "shared-expert output gate vector", c(H))
+		}
+	}
+	if l.GateUpInterleaved {
+		in.gateUp = GateUpInterleaved
+	}
+	in.act = Activation{Kind: l.Activation, Limit: l.SwiGLULimit, Alpha: l.GPTOSSAlpha}
+	in.sharedAct = Activation{Kind: l.SharedActivation, Limit: l.SharedSwiGLULimit}
+	return in
+}
+
+// errorWord declares the error word output.
+func (p *Program) errorWord() *Buffer {
+	return p.buffer(launch.ErrBuffer, Output, U32, "error word: OR of ErrBadExpertID (1), ErrTooManyRoute (2)", c(1))
+}
+
+// dispatched are the scratch buffers of the dispatch.
+type dispatched struct{ counts, offsets, rowOfSlot, srcSlot, xs *Buffer }
+
+// dispatch appends the routing and dispatch ops (init, route, count, scan,
+// permute, gather of x) and declares their scratch.
+func (p *Program) dispatch(in layerInputs, errw *Buffer) dispatched {
+	l := p.Layer
+	TK := launch.PerT(int64(l.TopK), 0)
+	var d dispatched
+	d.counts = p.scratch("counts", I32, "slots per expert", c(l.Experts))
+	d.offsets = p.scratch("offsets", I32, "first row of each expert; offsets[E] = routed rows", c(l.Experts+1))
+	d.rowOfSlot = p.scratch("row_of_slot", I32, "row of slot t*K+k (-1 = none)", TK)
+	d.srcSlot = p.scratch("src_slot", I32, "slot of each row", TK)
+	d.xs = p.scratch("xs", BF16, "routed rows of x grouped by expert", TK, c(l.Hidden))
+	p.Ops = append(p.Ops, Init{Counts: d.counts, Err: errw})
+	if in.route != nil {
+		r := *in.route
+		r.Err = errw
+		p.Ops = append(p.Ops, r)
+	}
+	var gatherWeights *Buffer
+	if l.RouterWeightOnInput {
+		gatherWeights = in.weights
+	}
+	p.Ops = append(p.Ops,
+		Count{IDs: in.ids, Counts: d.counts, RowOfSlot: d.rowOfSlot, Err: errw},
+		Scan{Counts: d.counts, Offsets: d.offsets},
+		Permute{IDs: in.ids, Offsets: d.offsets, RowOfSlot: d.rowOfSlot, SrcSlot: d.srcSlot},
+		Gather{X: in.x, SrcSlot: d.srcSlot, Offsets: d.offsets, XS: d.xs, Weights: gatherWeights})
+	return d
 }
 
 // routing declares the routing inputs: fixed-width ids and weights, or a

@@ -56,7 +56,11 @@ type Permute struct{ IDs, Offsets, RowOfSlot, SrcSlot *Buffer }
 // Gather dispatches tokens: XS[row] = X[SrcSlot[row] / K] for row <
 // Offsets[E], scaled by the routing weight (rounded to bf16) when Weights
 // is set (RouterWeightOnInput layers).
-type Gather struct{ X, SrcSlot, Offsets, XS, Weights *Buffer }
+// Op names the op ("" is "gather"; the backward also gathers dy).
+type Gather struct {
+	Op                               string
+	X, SrcSlot, Offsets, XS, Weights *Buffer
+}
 
 // Rows says where a GEMM's A rows come from.
 type Rows int
@@ -77,6 +81,18 @@ const (
 	Stacked WeightStorage = iota
 	// Table: a u64 [E] array of device pointers, one allocation per expert.
 	Table
+)
+
+// Major is the memory order of a GEMM's B_e.
+type Major int
+
+const (
+	// KMajor: B_e is [N', K], each row one output column's weights (the
+	// weights as stored; "NT" GEMM).
+	KMajor Major = iota
+	// NMajor: B_e is [K, N'], the stored weights used as their transpose
+	// ("NN" GEMM: the backward's data gradients dh = dO·FC2, dx = dgu·FC1).
+	NMajor
 )
 
 // GateUp is where the gate and up rows of a gated FC1 weight [2N, K] sit.
@@ -104,7 +120,7 @@ type Activation struct {
 //	C[row, n] = epilogue( sum_k A[row, k] * B_e[n', k] ),  e = expert of row
 //
 // A bf16 [rows, K]; B_e bf16 [N, K] (plain) or [2N, K] (gated, rows in
-// GateUp order), K-major; C bf16 [rows, N]. The epilogue adds Bias f32
+// GateUp order), K-major, or with BMajor NMajor [K, N]; C bf16 [rows, N]. The epilogue adds Bias f32
 // [E, rows of B_e] (when set), then for a gated GEMM applies Act to each
 // (gate, up) pair, and rounds once to bf16.
 type GEMM struct {
@@ -114,6 +130,7 @@ type GEMM struct {
 	Offsets *Buffer       // expert row offsets i32 [E+1] (Dispatched only)
 	Rows    Rows          // A row grouping
 	Storage WeightStorage // how B_e is found
+	BMajor  Major         // memory order of B_e (NMajor: plain GEMMs only)
 	N, K    int           // output columns, reduction length
 	Experts int           // E (1 for Dense)
 	// RowsPerToken bounds the A rows per token: top-k for dispatched rows,
@@ -141,7 +158,12 @@ func (Route) Name() string   { return "route" }
 func (Count) Name() string   { return "count" }
 func (Scan) Name() string    { return "scan" }
 func (Permute) Name() string { return "permute" }
-func (Gather) Name() string  { return "gather" }
+func (g Gather) Name() string {
+	if g.Op == "" {
+		return "gather"
+	}
+	return g.Op
+}
 func (g GEMM) Name() string  { return g.Op }
 func (Combine) Name() string { return "combine" }
 

@@ -45,7 +45,8 @@ func (p *Program) Buffer(name string) *Buffer {
 // dimension; op names are unique; every operand is a buffer of the
 // program; inputs are never written; every scratch or output buffer is
 // written before an op reads (or accumulates into) it, and every output is
-// written.
+// written. InOut buffers (caller-owned, accumulated into) hold values
+// before the first op.
 func (p *Program) Check() error {
 	seen := map[string]*Buffer{}
 	for _, b := range p.Buffers {
@@ -80,7 +81,7 @@ func (p *Program) Check() error {
 			switch {
 			case o.Writes() && o.Buffer.Kind == Input:
 				return fmt.Errorf("moe: op %s writes input %s", op.Name(), o.Buffer.Name)
-			case o.Reads() && o.Buffer.Kind != Input && !written[o.Buffer]:
+			case o.Reads() && o.Buffer.Kind != Input && o.Buffer.Kind != InOut && !written[o.Buffer]:
 				return fmt.Errorf("moe: op %s reads %s %s before any op writes it", op.Name(), o.Buffer.Kind, o.Buffer.Name)
 			}
 		}
@@ -91,7 +92,7 @@ func (p *Program) Check() error {
 		}
 	}
 	for _, b := range p.Buffers {
-		if b.Kind != Input && !written[b] {
+		if (b.Kind == Output || b.Kind == Scratch) && !written[b] {
 			return fmt.Errorf("moe: %s buffer %s is never written", b.Kind, b.Name)
 		}
 	}

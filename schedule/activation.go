@@ -62,3 +62,17 @@ func (a act) backward(g, u, dh float64) (dg, du float64) {
 	}
 	return dgc, duc
 }
+
+// Apply returns h = a(g, u) with clamp limit L (ClampedSwiGLU, GPTOSS) and
+// sigmoid slope alpha (GPTOSS): the formulas of the Activation constants,
+// in float64.
+func (a Activation) Apply(g, u, limit, alpha float64) float64 {
+	return act{a, limit, alpha}.forward(g, u)
+}
+
+// Grad returns dL/dg and dL/du of h = a(g, u) for the upstream gradient
+// dh = dL/dh (chain rule on the formulas of the Activation constants; an
+// input cut by a clamp passes no gradient).
+func (a Activation) Grad(g, u, limit, alpha, dh float64) (dg, du float64) {
+	return act{a, limit, alpha}.backward(g, u, dh)
+}

@@ -14,11 +14,12 @@ import (
 func init() {
 	inspectSubcommands = append(inspectSubcommands, &cli.Command{
 		Name:      "program",
-		Usage:     "print a layer's forward as a moe program (buffers and ops) and, with --target, its kernels",
-		UsageText: "mokc inspect program --model qwen3-30b-a3b [--routing map] [--target sm_90a]",
+		Usage:     "print a layer's forward (or, with --backward, its backward) as a moe program (buffers and ops) and, with --target, its kernels",
+		UsageText: "mokc inspect program --model qwen3-30b-a3b [--routing map] [--backward] [--target sm_90a]",
 		Flags: append(append(layerFlags(), scheduleFlags()...),
 			&cli.StringFlag{Name: "target", Usage: "also lower the program with the PerOp policy for this target and list its kernels"},
 			&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids or map"},
+			&cli.BoolFlag{Name: "backward", Usage: "the backward program (dx, routing-weight and main-grad accumulation); its kernels do not exist yet"},
 		),
 		Action: inspectProgram,
 	})
@@ -36,12 +37,20 @@ func inspectProgram(c *cli.Context) error {
 	if l.Routing, err = routingForm(c); err != nil {
 		return err
 	}
-	p, err := moe.Forward(l)
+	build, dir := moe.Forward, "forward"
+	if c.Bool("backward") {
+		build, dir = moe.Backward, "backward"
+	}
+	p, err := build(l)
 	if err != nil {
 		return fmt.Errorf("inspect program: %w", err)
 	}
 	w := c.App.Writer
-	fmt.Fprintf(w, "program %s forward\n%s", l.Name, p)
+	fmt.Fprintf(w, "program %s %s\n%s", l.Name, dir, p)
+	fmt.Fprintf(w, "memory: %s\n", programMemory(p))
+	if dir == "backward" {
+		fmt.Fprintln(w, "saved by the forward for the backward: nothing (0 B/token): the backward re-dispatches and recomputes FC1 from the forward's inputs")
+	}
 	if c.String("target") == "" {
 		return nil
 	}
@@ -85,4 +94,26 @@ func inspectProgram(c *cli.Context) error {
 		fmt.Fprintf(w, "%-16s grid %v block %d smem %d%s\n    (%s)\n", k.Name, k.Grid[0], k.Block, k.SharedBytes, when, strings.Join(ps, ", "))
 	}
 	return nil
+}
+
+// programMemory sums the program's buffers by kind, as bytes per token
+// plus a constant: "input 4096 B/token + 1.2 GB, output ..., scratch ...".
+func programMemory(p *moe.Program) string {
+	const T = 1 << 20
+	var parts []string
+	for _, k := range []moe.Kind{moe.Input, moe.InOut, moe.Output, moe.Scratch} {
+		var at0, atT int64
+		n := 0
+		for _, b := range p.Buffers {
+			if b.Kind == k {
+				at0 += b.Bytes().Eval(0)
+				atT += b.Bytes().Eval(T)
+				n++
+			}
+		}
+		if n > 0 {
+			parts = append(parts, fmt.Sprintf("%s %d B/token + %d B", k, (atT-at0)/T, at0))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

@@ -23,3 +23,22 @@ func TestInspectProgram(t *testing.T) {
 		t.Errorf("deepseek-v3 without --target: %v\n%s", err, out)
 	}
 }
+
+func TestInspectProgramBackward(t *testing.T) {
+	out, err := runCLI("inspect", "program", "--model", "qwen2-57b-a14b", "--backward")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"inout   fc1_grad f32[", "output  dx bf16[1*T+0,", "fc2_dgrad(a:dys, b:fc2, c=dh, offsets:offsets)",
+		"shared_gate_sigmoid(", "shared_gate_wgrad(a:dz, b:x, main+=shared_gate_grad)", "saved by the forward for the backward: nothing",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := runCLI("inspect", "program", "--model", "qwen3-30b-a3b", "--backward", "--target", "sm_90a"); err == nil ||
+		!strings.Contains(err.Error(), "no kernel yet") {
+		t.Errorf("backward with --target: %v, want the op without a kernel named", err)
+	}
+}

@@ -1,0 +1,214 @@
+package moe
+
+import (
+	"fmt"
+
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/schedule"
+)
+
+// Backward is the BF16 backward of layer l: from the forward's inputs (see
+// Forward) and the upstream gradient dy bf16 [T,H] it computes
+//
+//	dx bf16 [T,H]            the input gradient
+//	dw f32 [T,K]             the routing-weight gradient (RoutingIDs), or
+//	dprobs f32 [T,E]         the same in the dense form (RoutingMap)
+//
+// and accumulates the weight gradients into the caller's main-grad buffers
+// (InOut, dtype f32 or bf16 after Layer.MainGrad; main += dW): fc1_grad
+// [E,2I,H] and fc2_grad [E,H,I] (in FC1's row order), fc1_bias_grad [E,2I]
+// and fc2_bias_grad [E,H] (Biases), shared_fc1_grad [2*S*I_s,H],
+// shared_fc2_grad [H,S*I_s] and shared_gate_grad [H] (in the layouts of the
+// shared weights). The gradients are those of schedule.Backward.
+//
+// Saved state: none. The backward re-runs the dispatch and recomputes the
+// FC1 output from the forward's inputs, so the forward keeps nothing for
+// it (0 bytes per token); the routing-weight gradient needs no expert
+// output either, since <dy, FC2·h> = <FC2ᵀ·dy, h> (ActGrad).
+//
+// Errors: l invalid, not BF16, or with per-expert weight storage (pointer
+// tables of main grads are not defined yet).
+func Backward(l schedule.Layer) (*Program, error) {
+	if err := l.Validate(); err != nil {
+		return nil, err
+	}
+	if l.Precision != schedule.BF16 {
+		return nil, fmt.Errorf("moe: %s: precision %v has no backward program yet (bf16 only)", l.Name, l.Precision)
+	}
+	if l.Storage == schedule.PerExpertWeights {
+		return nil, fmt.Errorf("moe: %s: the backward of per-expert weight storage is not defined yet", l.Name)
+	}
+	p := &Program{Layer: l}
+	H, I, K := l.Hidden, l.Intermediate, l.TopK
+	T, TK := launch.PerT(1, 0), launch.PerT(int64(K), 0)
+	in := p.inputs()
+	dy := p.in("dy", BF16, "upstream gradient dL/dy", T, c(H))
+	g := p.mainGrads()
+	dx := p.buffer("dx", Output, BF16, "input gradient dL/dx", T, c(H))
+	dw := p.routingGrad()
+	errw := p.errorWord()
+
+	// Re-dispatch x and dispatch dy the same way.
+	d := p.dispatch(in, errw)
+	dys := p.scratch("dys", BF16, "routed rows of dy grouped by expert", TK, c(H))
+	p.Ops = append(p.Ops, Gather{Op: "gather_dy", X: dy, SrcSlot: d.srcSlot, Offsets: d.offsets, XS: dys})
+
+	// Routed experts: recompute FC1, then dh = dy·FC2, the activation's
+	// backward, dxs = dgu·FC1, and the weight gradients.
+	var wts *Buffer
+	if !l.RouterWeightOnInput {
+		wts = in.weights
+	}
+	r := p.expertGrad("", in.fc1, in.fc2, in.fc1Bias, d.xs, dys, d.offsets, TK, I)
+	p.Ops = append(p.Ops, ActGrad{Op: "act_grad", GU: r.gu, DH: r.dh, Weights: wts, SrcSlot: d.srcSlot,
+		Offsets: d.offsets, DGU: r.dgu, HS: r.hs, Dot: r.dot, N: I, GateUp: in.gateUp, Act: in.act})
+	r.grads(p, g.fc1, g.fc2, g.fc1Bias, g.fc2Bias, wts, d.srcSlot)
+
+	// Shared expert: the same over every token, scaled by its output gate.
+	var sharedDX, sharedDot, gate, dz *Buffer
+	if Is := l.SharedWidth(); Is > 0 {
+		if in.sharedGate != nil {
+			gate = p.scratch("g", F32, "shared-expert output gate sigmoid(x·shared_gate)", T)
+			p.Ops = append(p.Ops, GateSigmoid{X: in.x, Gate: in.sharedGate, G: gate})
+		}
+		s := p.expertGrad("shared_", in.sharedFC1, in.sharedFC2, nil, in.x, dy, nil, T, Is)
+		p.Ops = append(p.Ops, ActGrad{Op: "shared_act_grad", GU: s.gu, DH: s.dh, Scale: gate,
+			DGU: s.dgu, HS: s.hs, Dot: s.dot, N: Is, Act: in.sharedAct})
+		s.grads(p, g.sharedFC1, g.sharedFC2, nil, nil, nil, nil)
+		sharedDX, sharedDot = s.dxs, s.dot
+		if gate != nil {
+			dz = p.scratch("dz", F32, "gradient of the shared gate's logit x·shared_gate", T)
+		}
+	}
+
+	// Combine the rows' gradients per token.
+	var x, fc2Bias *Buffer
+	if l.RouterWeightOnInput {
+		x = in.x
+	} else {
+		fc2Bias = in.fc2Bias
+	}
+	p.Ops = append(p.Ops, CombineGrad{DXS: r.dxs, RowOfSlot: d.rowOfSlot, IDs: in.ids, Weights: in.weights, DY: dy,
+		Dot: r.dot, X: x, FC2Bias: fc2Bias, SharedDX: sharedDX, SharedDot: sharedDot, G: gate, Gate: in.sharedGate,
+		DX: dx, DW: dw.dw, DZ: dz, WeightOnInput: l.RouterWeightOnInput})
+	if dz != nil {
+		p.Ops = append(p.Ops, WeightGrad{Op: "shared_gate_wgrad", A: dz, B: in.x, Main: g.sharedGate,
+			M: 1, N: H, Experts: 1})
+	}
+	if dw.dprobs != nil {
+		p.Ops = append(p.Ops, ScatterProbs{IDs: in.ids, DW: dw.dw, DProbs: dw.dprobs})
+	}
+	if err := p.Check(); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// mainGradBufs are the main-grad buffers of Backward (nil where the layer
+// has no such weight).
+type mainGradBufs struct {
+	fc1, fc2, fc1Bias, fc2Bias, sharedFC1, sharedFC2, sharedGate *Buffer
+}
+
+// mainGrads declares the caller's main-grad buffers.
+func (p *Program) mainGrads() mainGradBufs {
+	l := p.Layer
+	H, I, E, Is := l.Hidden, l.Intermediate, l.Experts, l.SharedWidth()
+	dt := F32
+	if l.MainGrad == schedule.GradBF16 {
+		dt = BF16
+	}
+	grad := func(name, doc string, shape ...launch.Expr) *Buffer {
+		return p.buffer(name, InOut, dt, "main grad of "+doc+" (main += dW)", shape...)
+	}
+	var g mainGradBufs
+	g.fc1 = grad("fc1_grad", "fc1", c(E), c(2*I), c(H))
+	g.fc2 = grad("fc2_grad", "fc2", c(E), c(H), c(I))
+	if l.Biases {
+		g.fc1Bias = grad("fc1_bias_grad", "fc1_bias", c(E), c(2*I))
+		g.fc2Bias = grad("fc2_bias_grad", "fc2_bias", c(E), c(H))
+	}
+	if Is > 0 {
+		g.sharedFC1 = grad("shared_fc1_grad", "shared_fc1", c(2*Is), c(H))
+		g.sharedFC2 = grad("shared_fc2_grad", "shared_fc2", c(H), c(Is))
+		if l.SharedGate {
+			g.sharedGate = grad("shared_gate_grad", "shared_gate", c(H))
+		}
+	}
+	return g
+}
+
+// routingGrads are the routing-weight gradient outputs.
+type routingGrads struct{ dw, dprobs *Buffer }
+
+// routingGrad declares dw [T,K] (an output for RoutingIDs, scratch before
+// dprobs [T,E] for RoutingMap).
+func (p *Program) routingGrad() routingGrads {
+	l := p.Layer
+	T := launch.PerT(1, 0)
+	if l.Routing != schedule.RoutingMap {
+		return routingGrads{dw: p.buffer("dw", Output, F32, "routing-weight gradient (0 for slots without a route)", T, c(l.TopK))}
+	}
+	return routingGrads{
+		dprobs: p.buffer("dprobs", Output, F32, "probs gradient (0 where the routing map is 0)", T, c(l.Experts)),
+		dw:     p.scratch("dw", F32, "routing-weight gradient of the fixed-width slots", T, c(l.TopK)),
+	}
+}
+
+// mlpGrad are the buffers of one MLP's backward (routed experts over the
+// dispatched rows, or the shared expert over every token).
+type mlpGrad struct {
+	fc1, fc2, x, dy, offsets *Buffer // operands: weights, inputs, upstream gradient, row groups
+	gu, dh, dgu, hs, dot     *Buffer // scratch of ActGrad
+	dxs                      *Buffer // input gradient per row
+	n, h, e                  int     // intermediate size, hidden size, experts
+}
+
+// expertGrad declares the scratch of one MLP's backward (names prefixed
+// by pre) over rows (T·K dispatched rows or T tokens) with intermediate
+// size n and appends its GEMMs: FC1 recomputed (gu), dh = dy·FC2 and dxs
+// = dgu·FC1 (dgu is written by the caller's ActGrad, which runs between
+// them: the GEMM that reads dgu is appended by grads).
+func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buffer, rows launch.Expr, n int) *mlpGrad {
+	l := p.Layer
+	H := l.Hidden
+	m := &mlpGrad{fc1: fc1, fc2: fc2, x: x, dy: dy, offsets: offsets, n: n, h: H, e: 1}
+	r := Dense
+	if offsets != nil {
+		r, m.e = Dispatched, l.Experts
+	}
+	m.gu = p.scratch(pre+"gu", BF16, "FC1 output before the activation, recomputed", rows, c(2*n))
+	m.dh = p.scratch(pre+"dh", BF16, "dL/dh before the row scale: dy·FC2", rows, c(n))
+	m.dgu = p.scratch(pre+"dgu", BF16, "dL/d(FC1 output), FC1 row order", rows, c(2*n))
+	m.hs = p.scratch(pre+"hs_scaled", BF16, "activation times the row scale", rows, c(n))
+	m.dot = p.scratch(pre+"dot", F32, "<dh, h> per row", rows)
+	m.dxs = p.scratch(pre+"dxs", BF16, "dL/d(expert input) per row", rows, c(H))
+	per := 1
+	if offsets != nil {
+		per = l.TopK
+	}
+	p.Ops = append(p.Ops,
+		GEMM{Op: pre + "fc1", A: x, B: fc1, Bias: fc1Bias, C: m.gu, Offsets: offsets, Rows: r,
+			N: 2 * n, K: H, Experts: m.e, RowsPerToken: per},
+		GEMM{Op: pre + "fc2_dgrad", A: dy, B: fc2, C: m.dh, Offsets: offsets, Rows: r, BMajor: NMajor,
+			N: n, K: H, Experts: m.e, RowsPerToken: per})
+	return m
+}
+
+// grads appends, after the ActGrad, the data gradient dxs = dgu·FC1 and
+// the weight gradients fc2 += dyᵀ·hs (bias: the row-scaled sum of dy) and
+// fc1 += dguᵀ·x (bias: the sum of dgu).
+func (m *mlpGrad) grads(p *Program, fc1Grad, fc2Grad, fc1BiasGrad, fc2BiasGrad, weights, srcSlot *Buffer) {
+	pre, r, per, offsets, experts := "shared_", Dense, 1, m.offsets, m.e
+	if offsets != nil {
+		pre, r, per = "", Dispatched, p.Layer.TopK
+	}
+	H, n := m.h, m.n
+	p.Ops = append(p.Ops,
+		GEMM{Op: pre + "fc1_dgrad", A: m.dgu, B: m.fc1, C: m.dxs, Offsets: offsets, Rows: r, BMajor: NMajor,
+			N: H, K: 2 * n, Experts: experts, RowsPerToken: per},
+		WeightGrad{Op: pre + "fc2_wgrad", A: m.dy, B: m.hs, Main: fc2Grad, Bias: fc2BiasGrad,
+			Weights: weights, SrcSlot: srcSlot, Offsets: offsets, M: H, N: n, Experts: experts},
+		WeightGrad{Op: pre + "fc1_wgrad", A: m.dgu, B: m.x, Main: fc1Grad, Bias: fc1BiasGrad,
+			Offsets: offsets, M: 2 * n, N: H, Experts: experts})
+}

@@ -1,0 +1,340 @@
+package moe
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/schedule"
+)
+
+// interpLayers are small layers with every feature the programs cover.
+func interpLayers() map[string]schedule.Layer {
+	base := schedule.Layer{Hidden: 64, Intermediate: 32, Experts: 5, TopK: 2}
+	gptoss := base
+	gptoss.Activation, gptoss.SwiGLULimit, gptoss.GPTOSSAlpha = schedule.GPTOSS, 7, 1.702
+	gptoss.GateUpInterleaved, gptoss.Biases = true, true
+	shared := base
+	shared.SharedExperts, shared.SharedIntermediate, shared.SharedGate = 2, 16, true
+	shared.Activation, shared.SwiGLULimit = schedule.ClampedSwiGLU, 0.05
+	shared.Routing, shared.MainGrad = schedule.RoutingMap, schedule.GradBF16
+	llama := base
+	llama.TopK, llama.RouterWeightOnInput, llama.SharedExperts, llama.SharedIntermediate = 1, true, 1, 48
+	sharedF32 := shared
+	sharedF32.MainGrad = schedule.GradFP32
+	sharedIDs := sharedF32
+	sharedIDs.Routing = schedule.RoutingIDs
+	sharedIDs.Activation, sharedIDs.SwiGLULimit = schedule.SwiGLU, 0
+	return map[string]schedule.Layer{"shared-f32": sharedF32, "shared-ids-swiglu": sharedIDs, "swiglu": base, "gpt-oss": gptoss, "shared-gate-map-bf16grad": shared, "weight-on-input": llama}
+}
+
+// bf16s rounds v to bf16 in place and returns it.
+func bf16s(v []float32) []float32 {
+	for i := range v {
+		v[i] = schedule.RoundBF16(v[i])
+	}
+	return v
+}
+
+func f64s(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// problem is a random layer input: weights and x rounded to bf16, routing
+// with some slots unrouted (RoutingIDs), dy.
+type problem struct {
+	l  schedule.Layer
+	T  int
+	w  schedule.Weights
+	x  []float32
+	r  schedule.Routing
+	dy []float32
+}
+
+func newProblem(t *testing.T, l schedule.Layer, T int) problem {
+	w, err := schedule.RandomWeights(l, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range [][][]float32{w.FC1, w.FC2, w.SharedFC1, w.SharedFC2} {
+		for _, v := range s {
+			bf16s(v)
+		}
+	}
+	bf16s(w.SharedGate)
+	x := bf16s(schedule.RandomInput(T, l.Hidden, 3))
+	r, err := schedule.GenerateRouting(l, x, 5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l.Routing == schedule.RoutingIDs {
+		for s := 3; s < len(r.IDs); s += 7 {
+			r.IDs[s], r.Weights[s] = -1, 0
+		}
+		if len(r.Weights) > 1 {
+			r.Weights[1] = -0.25 // a negative weight: dw stays exact
+		}
+	}
+	return problem{l: l, T: T, w: w, x: x, r: r, dy: bf16s(schedule.RandomInput(T, l.Hidden, 9))}
+}
+
+// bind packs the problem into the program's input buffers, in their
+// layouts (see Forward and Backward), and main grads mg0 (flat, per buffer).
+func (pr problem) bind(p *Program, mg0 map[string][]float64) map[string][]float64 {
+	l := pr.l
+	H, I, S, Is := l.Hidden, l.Intermediate, l.SharedExperts, l.SharedIntermediate
+	concat := func(s [][]float32) []float64 {
+		var out []float64
+		for _, v := range s {
+			out = append(out, f64s(v)...)
+		}
+		return out
+	}
+	b := map[string][]float64{"x": f64s(pr.x), "dy": f64s(pr.dy), "fc1": concat(pr.w.FC1), "fc2": concat(pr.w.FC2),
+		"fc1_bias": concat(pr.w.FC1Bias), "fc2_bias": concat(pr.w.FC2Bias), "shared_gate": f64s(pr.w.SharedGate)}
+	if l.Routing == schedule.RoutingMap {
+		m := make([]float64, len(pr.r.Map))
+		for i, on := range pr.r.Map {
+			if on {
+				m[i] = 1
+			}
+		}
+		b["routing_map"], b["probs"] = m, f64s(pr.r.Probs)
+	} else {
+		ids := make([]float64, len(pr.r.IDs))
+		for i, id := range pr.r.IDs {
+			ids[i] = float64(id)
+		}
+		b["ids"], b["weights"] = ids, f64s(pr.r.Weights)
+	}
+	if S > 0 {
+		s1, s2 := make([]float64, 2*S*Is*H), make([]float64, H*S*Is)
+		for s := 0; s < S; s++ {
+			for i, v := range pr.w.SharedFC1[s] {
+				row, col := i/H, i%H // gate rows 0..Is-1, up rows Is..2Is-1
+				dst := s*Is + row
+				if row >= Is {
+					dst = (S+s)*Is + row - Is
+				}
+				s1[dst*H+col] = float64(v)
+			}
+			for i, v := range pr.w.SharedFC2[s] {
+				s2[(i/Is)*S*Is+s*Is+i%Is] = float64(v)
+			}
+		}
+		b["shared_fc1"], b["shared_fc2"] = s1, s2
+	}
+	for k, v := range mg0 {
+		b[k] = append([]float64(nil), v...)
+	}
+	_ = I
+	for _, buf := range p.Buffers {
+		if buf.Kind != Input && buf.Kind != InOut {
+			delete(b, buf.Name)
+		}
+	}
+	return b
+}
+
+// relL2 is ||got - want|| / ||want||.
+func relL2(got, want []float64) float64 {
+	var d, n float64
+	for i := range want {
+		d += (got[i] - want[i]) * (got[i] - want[i])
+		n += want[i] * want[i]
+	}
+	if n == 0 {
+		return math.Sqrt(d)
+	}
+	return math.Sqrt(d / n)
+}
+
+// TestInterpretForward: the forward program computes schedule.Forward.
+func TestInterpretForward(t *testing.T) {
+	for name, l := range interpLayers() {
+		for _, T := range []int{0, 1, 23} {
+			pr := newProblem(t, l, T)
+			p, err := Forward(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := Interpret(p, T, pr.bind(p, nil))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			ref, err := schedule.Forward(l, pr.w, pr.x, pr.r)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := relL2(out["y"], ref); e > 1e-2 || math.IsNaN(e) {
+				t.Errorf("%s T=%d: y rel L2 %.3g", name, T, e)
+			}
+			if out["err"][0] != 0 {
+				t.Errorf("%s T=%d: error word %v", name, T, out["err"][0])
+			}
+		}
+	}
+}
+
+// TestInterpretBackward: the backward program computes schedule.Backward's
+// dx, routing-weight gradient and main-grad accumulation.
+func TestInterpretBackward(t *testing.T) {
+	for name, l := range interpLayers() {
+		for _, T := range []int{0, 1, 23} {
+			pr := newProblem(t, l, T)
+			p, err := Backward(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// fp32 main grads start from random values: the program adds to
+			// them. bf16 ones start at 0, where the one rounding of main + dW
+			// is relative to dW (an increment smaller than the main grad's ulp
+			// is quantised away, the same in the reference and the program).
+			mg0 := map[string][]float64{}
+			for _, b := range p.Buffers {
+				if b.Kind == InOut {
+					v := f64s(schedule.RandomInput(1, int(b.Bytes().Eval(0)/b.DType.Size()), 11))
+					if b.DType == BF16 {
+						clear(v)
+					}
+					mg0[b.Name] = v
+				}
+			}
+			out, err := Interpret(p, T, pr.bind(p, mg0))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			mg := pr.refMainGrads(mg0)
+			g, err := schedule.Backward(l, pr.w, pr.x, pr.r, pr.dy, &mg.MainGrads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, got, want []float64, tol float64) {
+				t.Helper()
+				if e := relL2(got, want); e > tol || math.IsNaN(e) {
+					t.Errorf("%s T=%d: %s rel L2 %.3g", name, T, what, e)
+				}
+			}
+			check("dx", out["dx"], g.DX, 1e-2)
+			if l.Routing == schedule.RoutingMap {
+				check("dprobs", out["dprobs"], g.DProbs, 1e-2)
+			} else {
+				check("dw", out["dw"], g.DWeights, 1e-2)
+			}
+			for buf, want := range mg.packed(pr) {
+				d, dref := make([]float64, len(want)), make([]float64, len(want))
+				for i := range want {
+					d[i], dref[i] = out[buf][i]-mg0[buf][i], want[i]-mg0[buf][i]
+				}
+				check(buf+" increment", d, dref, 1e-2)
+			}
+		}
+	}
+}
+
+// refMain holds main grads in schedule.MainGrads form, started from mg0.
+type refMain struct {
+	schedule.MainGrads
+	l schedule.Layer
+}
+
+func split(v []float64, n int) [][]float32 {
+	if v == nil {
+		return nil
+	}
+	out := make([][]float32, len(v)/n)
+	for i := range out {
+		out[i] = make([]float32, n)
+		for j := range out[i] {
+			out[i][j] = float32(v[i*n+j])
+		}
+	}
+	return out
+}
+
+// refMainGrads converts the program's main grads (shared ones in the
+// shared weights' concatenated layouts) into schedule.MainGrads.
+func (pr problem) refMainGrads(mg0 map[string][]float64) refMain {
+	l := pr.l
+	H, I, S, Is := l.Hidden, l.Intermediate, l.SharedExperts, l.SharedIntermediate
+	m := refMain{l: l}
+	m.FC1, m.FC2 = split(mg0["fc1_grad"], 2*I*H), split(mg0["fc2_grad"], H*I)
+	m.FC1Bias, m.FC2Bias = split(mg0["fc1_bias_grad"], 2*I), split(mg0["fc2_bias_grad"], H)
+	if S > 0 {
+		s1, s2 := mg0["shared_fc1_grad"], mg0["shared_fc2_grad"]
+		m.SharedFC1, m.SharedFC2 = make([][]float32, S), make([][]float32, S)
+		for s := 0; s < S; s++ {
+			m.SharedFC1[s], m.SharedFC2[s] = make([]float32, 2*Is*H), make([]float32, H*Is)
+			for i := range m.SharedFC1[s] {
+				row, col := i/H, i%H
+				src := s*Is + row
+				if row >= Is {
+					src = (S+s)*Is + row - Is
+				}
+				m.SharedFC1[s][i] = float32(s1[src*H+col])
+			}
+			for i := range m.SharedFC2[s] {
+				m.SharedFC2[s][i] = float32(s2[(i/Is)*S*Is+s*Is+i%Is])
+			}
+		}
+		if g := mg0["shared_gate_grad"]; g != nil {
+			m.SharedGate = make([]float32, H)
+			for i := range g {
+				m.SharedGate[i] = float32(g[i])
+			}
+		}
+	}
+	return m
+}
+
+// packed is m in the program's buffer layouts, by buffer name.
+func (m refMain) packed(pr problem) map[string][]float64 {
+	out := map[string][]float64{}
+	concat := func(s [][]float32) []float64 {
+		var v []float64
+		for _, x := range s {
+			v = append(v, f64s(x)...)
+		}
+		return v
+	}
+	out["fc1_grad"], out["fc2_grad"] = concat(m.FC1), concat(m.FC2)
+	if m.l.Biases {
+		out["fc1_bias_grad"], out["fc2_bias_grad"] = concat(m.FC1Bias), concat(m.FC2Bias)
+	}
+	if m.l.SharedExperts > 0 {
+		w := schedule.Weights{SharedFC1: m.SharedFC1, SharedFC2: m.SharedFC2}
+		b := problem{l: m.l, w: w}.bind(&Program{Buffers: []*Buffer{{Name: "shared_fc1", Kind: Input}, {Name: "shared_fc2", Kind: Input}}}, nil)
+		out["shared_fc1_grad"], out["shared_fc2_grad"] = b["shared_fc1"], b["shared_fc2"]
+		if m.SharedGate != nil {
+			out["shared_gate_grad"] = f64s(m.SharedGate)
+		}
+	}
+	return out
+}
+
+// TestBackwardProgram: the backward's structure, its ops and what it keeps.
+func TestBackwardProgram(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		l, _ := schedule.Preset(name)
+		p, err := Backward(l)
+		if l.Storage == schedule.PerExpertWeights {
+			if err == nil {
+				t.Errorf("%s: per-expert storage accepted", name)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s := p.String()
+		for _, op := range []string{"gather_dy(", "fc1(", "fc2_dgrad(", "act_grad(", "fc1_dgrad(", "fc2_wgrad(", "fc1_wgrad(", "combine_grad("} {
+			if !strings.Contains(s, op) {
+				t.Errorf("%s: no %s in\n%s", name, op, s)
+			}
+		}
+	}
+}

@@ -1,0 +1,109 @@
+package moe
+
+// The ops the backward adds to those of the forward (ops.go). Row scales:
+// a dispatched row r takes the routing weight of its slot,
+// Weights[SrcSlot[r]]; a dense row t takes Scale[t]; a nil scale is 1.
+
+// GateSigmoid writes G f32 [T], G[t] = sigmoid(X[t]·Gate) in fp32: the
+// shared expert's output gate (X bf16 [T,H], Gate bf16 [H]).
+type GateSigmoid struct{ X, Gate, G *Buffer }
+
+// ActGrad is the backward of a gated activation over the rows of a GEMM
+// (the first Offsets[E] rows when Offsets is set, else T rows): with GU
+// bf16 [rows, 2N] the FC1 output before the activation (gate and up in
+// GateUp order, bias included), DH bf16 [rows, N] the gradient of the
+// activation h = Act(gate, up) before the row scale s_r, it writes
+//
+//	DGU[r] = bf16(Act'(GU[r]) · s_r·DH[r])   bf16 [rows, 2N], GateUp order
+//	HS[r]  = bf16(s_r · h_r)                 bf16 [rows, N]
+//	Dot[r] = <DH[r], h_r>                    f32 [rows]
+//
+// in fp32. Dot is the row's share of the routing-weight gradient:
+// <dy, FC2·h> = <FC2ᵀ·dy, h>, so no expert output needs to be kept, and
+// it is exact for s_r <= 0 (s_r never divides).
+type ActGrad struct {
+	Op               string
+	GU, DH           *Buffer
+	Weights, SrcSlot *Buffer // dispatched rows: s_r = Weights[SrcSlot[r]] (nil: 1)
+	Scale            *Buffer // dense rows: s_t = Scale[t] (nil: 1)
+	Offsets          *Buffer // dispatched rows: Offsets[E] rows (nil: T dense rows)
+	DGU, HS, Dot     *Buffer
+	N                int        // columns of h
+	GateUp           GateUp     // order of gate and up in GU and DGU
+	Act              Activation // the forward's activation
+}
+
+// WeightGrad accumulates a weight gradient into caller-owned main-grad
+// buffers (main += dW, Megatron's main_grad), per expert e with at least
+// one row (an expert without rows is never touched):
+//
+//	Main_e[m, n] += sum_{r of e} A[r, m] * B[r, n]          [M, N]
+//	Bias_e[m]    += sum_{r of e} s_r * A[r, m]              [M] (when Bias is set)
+//
+// A [rows, M] (bf16, or f32 with M = 1), B bf16 [rows, N]; rows of e are
+// Offsets[e] .. Offsets[e+1]-1 (dispatched) or all T rows (dense, one
+// expert). The sums run in a fixed order in fp32 and round once into the
+// main grad's dtype (f32 or bf16). Main is [E, M, N] (Stacked) or a u64
+// [E] table of pointers to [M, N] (Table); Bias is [E, M].
+type WeightGrad struct {
+	Op               string
+	A, B             *Buffer
+	Main, Bias       *Buffer
+	Weights, SrcSlot *Buffer       // bias row scale s_r (dispatched rows; nil: 1)
+	Offsets          *Buffer       // dispatched rows (nil: dense)
+	Storage          WeightStorage // how Main_e is found
+	M, N, Experts    int           // dW is [M, N] per expert; E (1 for dense rows)
+}
+
+// CombineGrad gathers the per-row gradients back to the tokens, for each
+// token t in fp32 in this fixed order:
+//
+//	DX[t] = bf16( sum_k v_k·DXS[RowOfSlot[t*K+k]] + SharedDX[t] + DZ[t]·Gate )
+//	DW[t,k] = Dot[row] + <DY[t], FC2Bias[e]>           (weight on the output)
+//	DW[t,k] = <DXS[row], X[t]>                          (WeightOnInput)
+//	DZ[t] = SharedDot[t] · G[t]·(1 - G[t])              (shared output gate)
+//
+// with v_k = Weights[t,k] when WeightOnInput (the weight scaled the expert
+// input), else 1; DW is 0 for slots without a route; DX bf16 [T,H], DW f32
+// [T,K], DZ f32 [T]. e = IDs[t*K+k]. Optional buffers are nil when the
+// layer lacks the feature.
+type CombineGrad struct {
+	DXS, RowOfSlot, IDs, Weights, DY, Dot *Buffer
+	X                                     *Buffer // WeightOnInput, or the shared gate
+	FC2Bias                               *Buffer
+	SharedDX, SharedDot, G, Gate          *Buffer
+	DX, DW, DZ                            *Buffer
+	WeightOnInput                         bool
+}
+
+// ScatterProbs writes DProbs f32 [T,E], the routing-weight gradient in the
+// dense form: DW[t,k] at (t, IDs[t*K+k]) for every route, 0 elsewhere.
+type ScatterProbs struct{ IDs, DW, DProbs *Buffer }
+
+// Name implements Op.
+func (GateSigmoid) Name() string  { return "shared_gate_sigmoid" }
+func (a ActGrad) Name() string    { return a.Op }
+func (g WeightGrad) Name() string { return g.Op }
+func (CombineGrad) Name() string  { return "combine_grad" }
+func (ScatterProbs) Name() string { return "scatter_probs" }
+
+// Operands implements Op.
+func (o GateSigmoid) Operands() []Operand {
+	return operands(r("x", o.X), r("gate", o.Gate), w("g", o.G))
+}
+func (o ActGrad) Operands() []Operand {
+	return operands(r("gu", o.GU), r("dh", o.DH), r("weights", o.Weights), r("src_slot", o.SrcSlot),
+		r("scale", o.Scale), r("offsets", o.Offsets), w("dgu", o.DGU), w("hs", o.HS), w("dot", o.Dot))
+}
+func (o WeightGrad) Operands() []Operand {
+	return operands(r("a", o.A), r("b", o.B), r("weights", o.Weights), r("src_slot", o.SrcSlot),
+		r("offsets", o.Offsets), rw("main", o.Main), rw("bias", o.Bias))
+}
+func (o CombineGrad) Operands() []Operand {
+	return operands(r("dxs", o.DXS), r("row_of_slot", o.RowOfSlot), r("ids", o.IDs), r("weights", o.Weights),
+		r("dy", o.DY), r("dot", o.Dot), r("x", o.X), r("fc2_bias", o.FC2Bias), r("shared_dx", o.SharedDX),
+		r("shared_dot", o.SharedDot), r("g", o.G), r("gate", o.Gate), w("dx", o.DX), w("dw", o.DW), w("dz", o.DZ))
+}
+func (o ScatterProbs) Operands() []Operand {
+	return operands(r("ids", o.IDs), r("dw", o.DW), w("dprobs", o.DProbs))
+}
