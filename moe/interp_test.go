@@ -36,13 +36,6 @@ func bf16s(v []float32) []float32 {
 	return v
 }
 
-func f64s(v []float32) []float64 {
-	out := make([]float64, len(v))
-	for i, x := range v {
-		out[i] = float64(x)
-	}
-	return out
-}
 
 // problem is a random layer input: weights and x rounded to bf16, routing
 // with some slots unrouted (RoutingIDs), dy.
@@ -82,60 +75,15 @@ func newProblem(t *testing.T, l schedule.Layer, T int) problem {
 	return problem{l: l, T: T, w: w, x: x, r: r, dy: bf16s(schedule.RandomInput(T, l.Hidden, 9))}
 }
 
-// bind packs the problem into the program's input buffers, in their
-// layouts (see Forward and Backward), and main grads mg0 (flat, per buffer).
-func (pr problem) bind(p *Program, mg0 map[string][]float64) map[string][]float64 {
-	l := pr.l
-	H, I, S, Is := l.Hidden, l.Intermediate, l.SharedExperts, l.SharedIntermediate
-	concat := func(s [][]float32) []float64 {
-		var out []float64
-		for _, v := range s {
-			out = append(out, f64s(v)...)
-		}
-		return out
-	}
-	b := map[string][]float64{"x": f64s(pr.x), "dy": f64s(pr.dy), "fc1": concat(pr.w.FC1), "fc2": concat(pr.w.FC2),
-		"fc1_bias": concat(pr.w.FC1Bias), "fc2_bias": concat(pr.w.FC2Bias), "shared_gate": f64s(pr.w.SharedGate)}
-	if l.Routing == schedule.RoutingMap {
-		m := make([]float64, len(pr.r.Map))
-		for i, on := range pr.r.Map {
-			if on {
-				m[i] = 1
-			}
-		}
-		b["routing_map"], b["probs"] = m, f64s(pr.r.Probs)
-	} else {
-		ids := make([]float64, len(pr.r.IDs))
-		for i, id := range pr.r.IDs {
-			ids[i] = float64(id)
-		}
-		b["ids"], b["weights"] = ids, f64s(pr.r.Weights)
-	}
-	if S > 0 {
-		s1, s2 := make([]float64, 2*S*Is*H), make([]float64, H*S*Is)
-		for s := 0; s < S; s++ {
-			for i, v := range pr.w.SharedFC1[s] {
-				row, col := i/H, i%H // gate rows 0..Is-1, up rows Is..2Is-1
-				dst := s*Is + row
-				if row >= Is {
-					dst = (S+s)*Is + row - Is
-				}
-				s1[dst*H+col] = float64(v)
-			}
-			for i, v := range pr.w.SharedFC2[s] {
-				s2[(i/Is)*S*Is+s*Is+i%Is] = float64(v)
-			}
-		}
-		b["shared_fc1"], b["shared_fc2"] = s1, s2
+// bind packs the problem into the program's input buffers and adds the
+// main grads mg0.
+func (pr problem) bind(t *testing.T, p *Program, mg0 map[string][]float64) map[string][]float64 {
+	b, err := HostInputs(p, pr.w, pr.x, pr.r, pr.dy)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for k, v := range mg0 {
 		b[k] = append([]float64(nil), v...)
-	}
-	_ = I
-	for _, buf := range p.Buffers {
-		if buf.Kind != Input && buf.Kind != InOut {
-			delete(b, buf.Name)
-		}
 	}
 	return b
 }
@@ -162,7 +110,7 @@ func TestInterpretForward(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := Interpret(p, T, pr.bind(p, nil))
+			out, err := Interpret(p, T, pr.bind(t, p, nil))
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -197,14 +145,14 @@ func TestInterpretBackward(t *testing.T) {
 			mg0 := map[string][]float64{}
 			for _, b := range p.Buffers {
 				if b.Kind == InOut {
-					v := f64s(schedule.RandomInput(1, int(b.Bytes().Eval(0)/b.DType.Size()), 11))
+					v := f64(schedule.RandomInput(1, int(b.Bytes().Eval(0)/b.DType.Size()), 11))
 					if b.DType == BF16 {
 						clear(v)
 					}
 					mg0[b.Name] = v
 				}
 			}
-			out, err := Interpret(p, T, pr.bind(p, mg0))
+			out, err := Interpret(p, T, pr.bind(t, p, mg0))
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
@@ -225,7 +173,7 @@ func TestInterpretBackward(t *testing.T) {
 			} else {
 				check("dw", out["dw"], g.DWeights, 1e-2)
 			}
-			for buf, want := range mg.packed(pr) {
+			for buf, want := range mg.packed() {
 				d, dref := make([]float64, len(want)), make([]float64, len(want))
 				for i := range want {
 					d[i], dref[i] = out[buf][i]-mg0[buf][i], want[i]-mg0[buf][i]
@@ -292,12 +240,12 @@ func (pr problem) refMainGrads(mg0 map[string][]float64) refMain {
 }
 
 // packed is m in the program's buffer layouts, by buffer name.
-func (m refMain) packed(pr problem) map[string][]float64 {
+func (m refMain) packed() map[string][]float64 {
 	out := map[string][]float64{}
 	concat := func(s [][]float32) []float64 {
 		var v []float64
 		for _, x := range s {
-			v = append(v, f64s(x)...)
+			v = append(v, f64(x)...)
 		}
 		return v
 	}
@@ -306,11 +254,9 @@ func (m refMain) packed(pr problem) map[string][]float64 {
 		out["fc1_bias_grad"], out["fc2_bias_grad"] = concat(m.FC1Bias), concat(m.FC2Bias)
 	}
 	if m.l.SharedExperts > 0 {
-		w := schedule.Weights{SharedFC1: m.SharedFC1, SharedFC2: m.SharedFC2}
-		b := problem{l: m.l, w: w}.bind(&Program{Buffers: []*Buffer{{Name: "shared_fc1", Kind: Input}, {Name: "shared_fc2", Kind: Input}}}, nil)
-		out["shared_fc1_grad"], out["shared_fc2_grad"] = b["shared_fc1"], b["shared_fc2"]
+		out["shared_fc1_grad"], out["shared_fc2_grad"] = SharedLayout(m.l, m.SharedFC1, m.SharedFC2)
 		if m.SharedGate != nil {
-			out["shared_gate_grad"] = f64s(m.SharedGate)
+			out["shared_gate_grad"] = f64(m.SharedGate)
 		}
 	}
 	return out
@@ -336,5 +282,59 @@ func TestBackwardProgram(t *testing.T) {
 				t.Errorf("%s: no %s in\n%s", name, op, s)
 			}
 		}
+	}
+}
+
+// TestIsolate: one op alone, interpreted on the values the whole program
+// gave its inputs, gives the same outputs.
+func TestIsolate(t *testing.T) {
+	l := interpLayers()["gpt-oss"]
+	pr := newProblem(t, l, 9)
+	p, err := Backward(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mg0 := map[string][]float64{}
+	for _, b := range p.Buffers {
+		if b.Kind == InOut {
+			mg0[b.Name] = make([]float64, b.Bytes().Eval(0)/b.DType.Size())
+		}
+	}
+	full, err := Interpret(p, pr.T, pr.bind(t, p, mg0))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"act_grad", "combine_grad", "fc2_wgrad"} {
+		q, err := p.Isolate(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := map[string][]float64{}
+		for _, b := range q.Buffers {
+			switch b.Kind {
+			case Input:
+				in[b.Name] = full[b.Name]
+			case InOut:
+				in[b.Name] = make([]float64, len(full[b.Name]))
+			}
+		}
+		out, err := Interpret(q, pr.T, in)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, b := range q.Buffers {
+			if b.Kind == Input {
+				continue
+			}
+			for i, v := range full[b.Name] { // rows past the routed ones stay NaN in both
+				if g := out[b.Name][i]; g != v && !(math.IsNaN(g) && math.IsNaN(v)) {
+					t.Errorf("%s: %s[%d] = %v, the whole program's %v", name, b.Name, i, g, v)
+					break
+				}
+			}
+		}
+	}
+	if _, err := p.Isolate("nope"); err == nil {
+		t.Error("Isolate of a missing op succeeded")
 	}
 }

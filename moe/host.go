@@ -1,0 +1,158 @@
+package moe
+
+import (
+	"fmt"
+	"reflect"
+
+	"github.com/mokc/mokc/schedule"
+)
+
+// HostInputs packs a layer's host data into the Input buffers of p, by
+// buffer name, in the layouts Forward and Backward give them: x and dy [T,H],
+// the routing in the layer's form (ids as float64 integers, the routing
+// map as 0/1), fc1 [E,2I,H] and fc2 [E,H,I] (the experts' matrices one
+// after another), biases [E,2I] and [E,H], shared_fc1 [2*S*I_s,H] (every
+// shared expert's gate rows, then every one's up rows) and shared_fc2
+// [H,S*I_s] (the experts' columns side by side), shared_gate [H]. Each
+// value is rounded to its buffer's dtype (bf16 for x, dy and the weights).
+// dy is read only by programs that have a dy buffer. Buffers p does not
+// have are left out; pointer tables (PerExpertWeights) are an error, as
+// is data of the wrong length.
+func HostInputs(p *Program, w schedule.Weights, x []float32, r schedule.Routing, dy []float32) (map[string][]float64, error) {
+	l := p.Layer
+	if l.Storage == schedule.PerExpertWeights {
+		return nil, fmt.Errorf("moe: host inputs: per-expert weight storage has pointer tables")
+	}
+	all := map[string][]float64{"x": f64(x), "dy": f64(dy), "fc1": flat(w.FC1), "fc2": flat(w.FC2),
+		"fc1_bias": flat(w.FC1Bias), "fc2_bias": flat(w.FC2Bias), "shared_gate": f64(w.SharedGate)}
+	if l.Routing == schedule.RoutingMap {
+		m := make([]float64, len(r.Map))
+		for i, on := range r.Map {
+			if on {
+				m[i] = 1
+			}
+		}
+		all["routing_map"], all["probs"] = m, f64(r.Probs)
+	} else {
+		ids := make([]float64, len(r.IDs))
+		for i, id := range r.IDs {
+			ids[i] = float64(id)
+		}
+		all["ids"], all["weights"] = ids, f64(r.Weights)
+	}
+	if l.SharedExperts > 0 {
+		all["shared_fc1"], all["shared_fc2"] = SharedLayout(l, w.SharedFC1, w.SharedFC2)
+	}
+	out := map[string][]float64{}
+	for _, b := range p.Buffers {
+		if b.Kind != Input {
+			continue
+		}
+		v, ok := all[b.Name]
+		if !ok {
+			return nil, fmt.Errorf("moe: host inputs: no host data for %s", b.Name)
+		}
+		for i := range v {
+			v[i] = round(b.DType, v[i])
+		}
+		out[b.Name] = v
+	}
+	return out, nil
+}
+
+// SharedLayout packs the S shared experts' FC1 [2I_s*H] and FC2 [H*I_s]
+// (schedule.Weights' per-expert layout) into the program's concatenated
+// layouts: fc1 [2*S*I_s, H] with every expert's gate rows, then every
+// one's up rows; fc2 [H, S*I_s] with the experts' columns side by side. S
+// experts of width I_s then compute the same as one of width S*I_s.
+func SharedLayout(l schedule.Layer, fc1, fc2 [][]float32) (s1, s2 []float64) {
+	H, S, Is := l.Hidden, l.SharedExperts, l.SharedIntermediate
+	s1, s2 = make([]float64, 2*S*Is*H), make([]float64, H*S*Is)
+	for s := 0; s < S; s++ {
+		for i, v := range fc1[s] {
+			row, col := i/H, i%H
+			dst := s*Is + row // gate rows
+			if row >= Is {
+				dst = (S+s)*Is + row - Is // up rows
+			}
+			s1[dst*H+col] = float64(v)
+		}
+		for i, v := range fc2[s] {
+			s2[(i/Is)*S*Is+s*Is+i%Is] = float64(v)
+		}
+	}
+	return s1, s2
+}
+
+// f64 widens v (nil stays nil).
+func f64(v []float32) []float64 {
+	if v == nil {
+		return nil
+	}
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// flat concatenates per-expert arrays.
+func flat(s [][]float32) []float64 {
+	var out []float64
+	for _, v := range s {
+		out = append(out, f64(v)...)
+	}
+	return out
+}
+
+// Isolate returns a program of op alone: the buffers it uses, each read
+// operand an Input, each written one an Output and each accumulated one
+// (ReadWrite) InOut; op itself unchanged. It runs one op of a program on
+// its own, e.g. its kernel on the GPU against Interpret of the whole
+// program. Errors: no op of that name.
+func (p *Program) Isolate(name string) (*Program, error) {
+	for _, op := range p.Ops {
+		if op.Name() != name {
+			continue
+		}
+		q := &Program{Layer: p.Layer}
+		kinds := map[string]Kind{}
+		for _, o := range op.Operands() {
+			k := Input
+			switch o.Access {
+			case Write:
+				k = Output
+			case ReadWrite:
+				k = InOut
+			}
+			if prev, ok := kinds[o.Buffer.Name]; ok {
+				if prev != k {
+					kinds[o.Buffer.Name] = InOut
+				}
+				continue
+			}
+			kinds[o.Buffer.Name] = k
+			b := *o.Buffer
+			q.Buffers = append(q.Buffers, &b)
+		}
+		for _, b := range q.Buffers {
+			b.Kind = kinds[b.Name]
+		}
+		q.Ops = []Op{rebind(op, q)}
+		return q, q.Check()
+	}
+	return nil, fmt.Errorf("moe: no op %s", name)
+}
+
+// rebind is a copy of op whose *Buffer fields point at q's buffers of the
+// same names.
+func rebind(op Op, q *Program) Op {
+	v := reflect.New(reflect.TypeOf(op)).Elem()
+	v.Set(reflect.ValueOf(op))
+	for i := 0; i < v.NumField(); i++ {
+		if b, ok := v.Field(i).Interface().(*Buffer); ok && b != nil {
+			v.Field(i).Set(reflect.ValueOf(q.Buffer(b.Name)))
+		}
+	}
+	return v.Interface().(Op)
+}
