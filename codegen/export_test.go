@@ -69,3 +69,6 @@ func GemmModule(t testing.TB, eng Engine, cases []GemmCase) (*ir.Module, []Kerne
 	}
 	return sm90GemmModule(t, eng, cs)
 }
+
+// BackwardRowOps are the backward's ops with PerOp kernels.
+var BackwardRowOps = backwardRowOps

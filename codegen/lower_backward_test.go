@@ -4,7 +4,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -28,5 +31,60 @@ func TestLowerRefusesBackward(t *testing.T) {
 	_, err = Lower(p, s, PerOp)
 	if err == nil || !strings.Contains(err.Error(), "fc2_dgrad") {
 		t.Fatalf("Lower(backward) = %v, want an error naming fc2_dgrad", err)
+	}
+}
+
+// backwardRowOps are the backward's ops that have PerOp kernels.
+var backwardRowOps = []string{"gather_dy", "shared_gate_sigmoid", "act_grad", "shared_act_grad", "combine_grad", "scatter_probs"}
+
+// TestBackwardRowOpsAssemble lowers each of the backward's row-wise ops on
+// its own (moe.Program.Isolate) for layers with every feature they
+// handle (shared gate, gpt-oss activation with interleaved gate/up and
+// biases, router weight on the input, the dense routing map) and
+// assembles mokc's PTX and llc-19's with ptxas for sm_80 and sm_90a.
+func TestBackwardRowOpsAssemble(t *testing.T) {
+	for _, name := range []string{"qwen2-57b-a14b", "gpt-oss-120b", "llama4-scout", "deepseek-v4-flash"} {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if name == "deepseek-v4-flash" {
+			l.Routing = schedule.RoutingMap
+		}
+		p, err := moe.Backward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range []target.Target{target.SM80, target.SM90a} {
+			s, err := schedule.DefaultSchedule(l, tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range backwardRowOps {
+				q, err := p.Isolate(op)
+				if err != nil {
+					continue // the layer has no such op
+				}
+				prog, err := Lower(q, s, PerOp)
+				if err != nil {
+					t.Fatalf("%s %s: %v", name, op, err)
+				}
+				ours, err := ptx.Compile(prog.Module, tg)
+				if err != nil {
+					t.Fatalf("%s %s %v: ptx.Compile: %v", name, op, tg, err)
+				}
+				toolchain.NeedPtxas(t, tg.String())
+				if err := toolchain.Assemble(ours, tg.String()); err != nil {
+					t.Fatalf("%s %s %v: our PTX: %v", name, op, tg, strings.SplitN(err.Error(), "\n", 20))
+				}
+				text, err := ir.LLVM19Text(prog.Module)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := toolchain.Assemble(llcPTX(t, text, tg.String()), tg.String()); err != nil {
+					t.Fatalf("%s %s %v: llc PTX: %v", name, op, tg, strings.SplitN(err.Error(), "\n", 20))
+				}
+			}
+		}
 	}
 }

@@ -185,6 +185,14 @@ func (lw *perOp) lower(op moe.Op) error {
 		k = emitCombine(m, d, o)
 	case moe.GEMM:
 		return lw.lowerGEMM(o)
+	case moe.GateSigmoid:
+		k = emitGateSigmoid(m, d, o)
+	case moe.ActGrad:
+		k = emitActGrad(m, d, o)
+	case moe.CombineGrad:
+		k = emitCombineGrad(m, d, o)
+	case moe.ScatterProbs:
+		k = emitScatterProbs(m, d, o)
 	default:
 		return fmt.Errorf("codegen: PerOp cannot lower op %s (%T)", op.Name(), op)
 	}

@@ -36,7 +36,6 @@ func bf16s(v []float32) []float32 {
 	return v
 }
 
-
 // problem is a random layer input: weights and x rounded to bf16, routing
 // with some slots unrouted (RoutingIDs), dy.
 type problem struct {

@@ -1,0 +1,294 @@
+package codegen
+
+import (
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/moe"
+)
+
+// The PerOp kernels of the backward's row-wise ops (moe/ops_backward.go).
+// Every sum is a fixed-order fp32 reduction (blockSumF32): no atomics.
+
+// loadBF16x8 widens the 8 bf16 at byte pointer p (16-byte aligned) to f32.
+func (b *Builder) loadBF16x8(p value.Value) []value.Value {
+	v := b.LoadAt(ir.Vec(4, ir.I32), p, 16)
+	out := make([]value.Value, 8)
+	for i := 0; i < 4; i++ {
+		x := b.ExtractElement(v, i)
+		out[2*i], out[2*i+1] = b.BF16Lo(x), b.BF16Hi(x)
+	}
+	return out
+}
+
+// loadF32x8 loads the 8 f32 at byte pointer p (16-byte aligned).
+func (b *Builder) loadF32x8(p value.Value) []value.Value {
+	out := make([]value.Value, 0, 8)
+	for h := int64(0); h < 2; h++ {
+		v := b.LoadAt(ir.Vec(4, ir.F32), b.ByteOffsetC(p, 16*h), 16)
+		for i := 0; i < 4; i++ {
+			out = append(out, b.ExtractElement(v, i))
+		}
+	}
+	return out
+}
+
+// rowPtr is base + (r*width + 8*c) elements of size bytes: chunk c of 8
+// elements of row r.
+func (b *Builder) rowPtr(base, r, c value.Value, width, size int64) value.Value {
+	return b.ByteOffset(base, b.Add(b.MulI(b.Wide(r), width*size), b.MulI(b.Wide(c), 8*size)))
+}
+
+// ActivateGrad emits dL/dg and dL/du of h = act(g, u) for the upstream
+// gradient dh, in fp32: silu'(g) = s + g·s·(1-s) with s = sigmoid(g), and
+// for gpt-oss d/dg[g·sigmoid(αg)] = s + α·g·s·(1-s) with s = sigmoid(αg)
+// (the derivatives of schedule.Activation's formulas); a clamp cuts the
+// gradient of the input it clamped (g > L, or |u| > L).
+func ActivateGrad(b *Builder, a Activation, g, u, dh value.Value) (dg, du value.Value) {
+	gc, uc := g, u
+	l := ir.Float32(a.Limit)
+	if a.Kind != ActSwiGLU {
+		gc = b.FMin(g, l)
+		uc = b.FMax(b.FMin(u, l), ir.Float32(-a.Limit))
+	}
+	one := ir.Float32(1)
+	alpha, up := ir.Float32(1), uc
+	if a.Kind == ActGPTOSS {
+		alpha, up = ir.Float32(a.Alpha), b.FAdd(uc, one)
+	}
+	s := b.Sigmoid(b.FMul(gc, alpha))
+	slope := b.FAdd(s, b.FMul(b.FMul(gc, alpha), b.FMul(s, b.FSub(one, s))))
+	dg = b.FMul(b.FMul(slope, up), dh)
+	du = b.FMul(b.FMul(gc, s), dh)
+	if a.Kind != ActSwiGLU {
+		zero := ir.Float32(0)
+		dg = b.Select(b.FCmp(enum.FPredOGT, g, l), zero, dg)
+		du = b.Select(b.FCmp(enum.FPredOGT, b.FAbs(u), l), zero, du)
+	}
+	return dg, du
+}
+
+// rowGrid is one block per row: T·K rows (dispatched) or T.
+func rowGrid(perT int) [3]Expr { return grid1(Expr{A: int64(perT), D: 1, Min: 1}) }
+
+// emitGateSigmoid: g[t] = sigmoid(x[t]·gate), one block per token.
+func emitGateSigmoid(m *ir.Module, d dims, op moe.GateSigmoid) Kernel {
+	b, k := opKernel(m, op, utilThreads, false)
+	t, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
+	H := int64(d.H)
+	part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
+		xv, gv := b.loadBF16x8(b.rowPtr(b.Param("x"), t, c, H, 2)), b.loadBF16x8(b.rowPtr(b.Param("gate"), ir.Int32(0), c, H, 2))
+		a := acc[0]
+		for i := 0; i < 8; i++ {
+			a = b.FMA(xv[i], gv[i], a)
+		}
+		return []value.Value{a}
+	})[0]
+	g := b.Sigmoid(b.blockSumF32(b.DynSmem(), part))
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() { b.StoreAt(g, b.elemPtr(b.Param("g"), t, 4), 4) })
+	b.Ret(nil)
+	k.SharedBytes, k.SkipIfZeroT, k.Grid = 8*4, true, rowGrid(1)
+	return k
+}
+
+// emitActGrad: one block per row r (rows past offsets[E] exit): with s the
+// row scale, h = act(gu[r]) recomputed in fp32,
+//
+//	dgu[r] = bf16(act'(gu[r]) · s·dh[r]), hs[r] = bf16(s·h), dot[r] = <dh[r], h>
+//
+// dot in a fixed order. 8 columns per thread per step (16-byte accesses).
+func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
+	b, k := opKernel(m, op, utilThreads, false)
+	r, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
+	if op.Offsets != nil {
+		total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
+		b.ReturnIf(b.ICmp(enum.IPredSGE, r, total))
+	}
+	var s value.Value = ir.Float32(1)
+	switch {
+	case op.Weights != nil:
+		slot := b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), r, 4), 4)
+		s = b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), slot, 4), 4)
+	case op.Scale != nil:
+		s = b.LoadAt(ir.F32, b.elemPtr(b.Param("scale"), r, 4), 4)
+	}
+	N := int64(op.N)
+	act := activation(op.Act)
+	part := b.Loop(tid, ir.Int32(N/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
+		var g, u []value.Value
+		if op.GateUp == moe.GateUpInterleaved {
+			pair := append(b.loadBF16x8(b.rowPtr(b.Param("gu"), r, b.MulI(c, 2), 2*N, 2)),
+				b.loadBF16x8(b.rowPtr(b.Param("gu"), r, b.AddI(b.MulI(c, 2), 1), 2*N, 2))...)
+			for i := 0; i < 8; i++ {
+				g, u = append(g, pair[2*i]), append(u, pair[2*i+1])
+			}
+		} else {
+			g = b.loadBF16x8(b.rowPtr(b.Param("gu"), r, c, 2*N, 2))
+			u = b.loadBF16x8(b.rowPtr(b.Param("gu"), r, b.AddI(c, N/8), 2*N, 2))
+		}
+		dh := b.loadBF16x8(b.rowPtr(b.Param("dh"), r, c, N, 2))
+		a := acc[0]
+		dg, du, hs := make([]value.Value, 8), make([]value.Value, 8), make([]value.Value, 8)
+		for i := 0; i < 8; i++ {
+			h := Activate(b, act, g[i], u[i])
+			a = b.FMA(dh[i], h, a)
+			hs[i] = b.FMul(s, h)
+			dg[i], du[i] = ActivateGrad(b, act, g[i], u[i], b.FMul(s, dh[i]))
+		}
+		StoreBF16(b, b.rowPtr(b.Param("hs"), r, c, N, 2), hs)
+		if op.GateUp == moe.GateUpInterleaved {
+			var lo, hi []value.Value
+			for i := 0; i < 4; i++ {
+				lo, hi = append(lo, dg[i], du[i]), append(hi, dg[4+i], du[4+i])
+			}
+			StoreBF16(b, b.rowPtr(b.Param("dgu"), r, b.MulI(c, 2), 2*N, 2), lo)
+			StoreBF16(b, b.rowPtr(b.Param("dgu"), r, b.AddI(b.MulI(c, 2), 1), 2*N, 2), hi)
+		} else {
+			StoreBF16(b, b.rowPtr(b.Param("dgu"), r, c, 2*N, 2), dg)
+			StoreBF16(b, b.rowPtr(b.Param("dgu"), r, b.AddI(c, N/8), 2*N, 2), du)
+		}
+		return []value.Value{a}
+	})[0]
+	dot := b.blockSumF32(b.DynSmem(), part)
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() { b.StoreAt(dot, b.elemPtr(b.Param("dot"), r, 4), 4) })
+	b.Ret(nil)
+	perT := 1
+	if op.Offsets != nil {
+		perT = d.K
+	}
+	k.SharedBytes, k.SkipIfZeroT, k.Grid = 8*4, true, rowGrid(perT)
+	return k
+}
+
+// emitCombineGrad: one block per token t, in this fixed order:
+//
+//	dz[t] = shared_dot[t]·g(1-g)                                 (shared gate)
+//	dw[t,k] = dot[row] + <dy[t], fc2_bias[e]>  or  <dxs[row], x[t]>  (0 without a route)
+//	dx[t] = bf16(sum_k v_k·dxs[row_k] + shared_dx[t] + dz[t]·gate)
+//
+// v_k = weights[t,k] when the weight scaled the input, else 1.
+func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
+	b, k := opKernel(m, op, utilThreads, false)
+	t, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
+	H, K := int64(d.H), int64(d.K)
+	smem := b.DynSmem()
+	first := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
+	var dz value.Value
+	if op.DZ != nil {
+		g := b.LoadAt(ir.F32, b.elemPtr(b.Param("g"), t, 4), 4)
+		sd := b.LoadAt(ir.F32, b.elemPtr(b.Param("shared_dot"), t, 4), 4)
+		dz = b.FMul(sd, b.FMul(g, b.FSub(ir.Float32(1), g)))
+		b.If(first, func() { b.StoreAt(dz, b.elemPtr(b.Param("dz"), t, 4), 4) })
+	}
+	rows, scale := make([]value.Value, K), make([]value.Value, K)
+	for kk := int64(0); kk < K; kk++ {
+		s := b.AddI(b.MulI(t, K), kk)
+		rows[kk] = b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
+		routed := b.ICmp(enum.IPredSGE, rows[kk], ir.Int32(0))
+		scale[kk] = ir.Float32(1)
+		if op.WeightOnInput {
+			scale[kk] = b.IfVals(routed, []value.Value{ir.Float32(0)}, func() []value.Value {
+				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)}
+			})[0]
+		}
+		b.combineGradDW(op, t, s, rows[kk], routed, H, smem, first)
+	}
+	b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
+		acc := make([]value.Value, 8)
+		for i := range acc {
+			acc[i] = ir.Float32(0)
+		}
+		for kk := int64(0); kk < K; kk++ {
+			v := scale[kk]
+			acc = b.IfVals(b.ICmp(enum.IPredSGE, rows[kk], ir.Int32(0)), acc, func() []value.Value {
+				dxs := b.loadBF16x8(b.rowPtr(b.Param("dxs"), rows[kk], c, H, 2))
+				n := make([]value.Value, 8)
+				for i := range n {
+					n[i] = b.FMA(v, dxs[i], acc[i])
+				}
+				return n
+			})
+		}
+		if op.SharedDX != nil {
+			sdx := b.loadBF16x8(b.rowPtr(b.Param("shared_dx"), t, c, H, 2))
+			for i := range acc {
+				acc[i] = b.FAdd(acc[i], sdx[i])
+			}
+		}
+		if dz != nil {
+			gv := b.loadBF16x8(b.rowPtr(b.Param("gate"), ir.Int32(0), c, H, 2))
+			for i := range acc {
+				acc[i] = b.FMA(dz, gv[i], acc[i])
+			}
+		}
+		StoreBF16(b, b.rowPtr(b.Param("dx"), t, c, H, 2), acc)
+		return nil
+	})
+	b.Ret(nil)
+	k.SharedBytes, k.SkipIfZeroT, k.Grid = 8*4, true, rowGrid(1)
+	return k
+}
+
+// combineGradDW writes dw of slot s (row, routed: its row and whether it
+// has one): a block reduction over the hidden size, then thread 0 stores.
+func (b *Builder) combineGradDW(op moe.CombineGrad, t, s, row, routed value.Value, H int64, smem, first value.Value) {
+	tid := b.ThreadIdx(ir.X)
+	dot := func(body func(c value.Value) (x, y []value.Value)) value.Value {
+		part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
+			return b.IfVals(routed, acc, func() []value.Value {
+				x, y := body(c)
+				a := acc[0]
+				for i := range x {
+					a = b.FMA(x[i], y[i], a)
+				}
+				return []value.Value{a}
+			})
+		})[0]
+		return b.blockSumF32(smem, part)
+	}
+	var dw value.Value
+	if op.WeightOnInput {
+		dw = dot(func(c value.Value) (x, y []value.Value) {
+			return b.loadBF16x8(b.rowPtr(b.Param("dxs"), row, c, H, 2)), b.loadBF16x8(b.rowPtr(b.Param("x"), t, c, H, 2))
+		})
+	} else {
+		dw = b.IfVals(routed, []value.Value{ir.Float32(0)}, func() []value.Value {
+			return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("dot"), row, 4), 4)}
+		})[0]
+		if op.FC2Bias != nil {
+			bias := dot(func(c value.Value) (x, y []value.Value) {
+				e := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
+				return b.loadBF16x8(b.rowPtr(b.Param("dy"), t, c, H, 2)), b.loadF32x8(b.rowPtr(b.Param("fc2_bias"), e, c, H, 4))
+			})
+			dw = b.FAdd(dw, bias)
+		}
+	}
+	b.If(first, func() { b.StoreAt(dw, b.elemPtr(b.Param("dw"), s, 4), 4) })
+}
+
+// emitScatterProbs: dprobs[t, e] = dw[t,k] for the slot k routed to e, else
+// 0; one block per token, threads over the experts (no two slots of a
+// routing-map row share an expert).
+func emitScatterProbs(m *ir.Module, d dims, op moe.ScatterProbs) Kernel {
+	b, k := opKernel(m, op, utilThreads, false)
+	t, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
+	K, E := int64(d.K), int64(d.E)
+	ids, dws := make([]value.Value, K), make([]value.Value, K)
+	for kk := int64(0); kk < K; kk++ {
+		s := b.AddI(b.MulI(t, K), kk)
+		ids[kk] = b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
+		dws[kk] = b.LoadAt(ir.F32, b.elemPtr(b.Param("dw"), s, 4), 4)
+	}
+	b.Loop(tid, ir.Int32(E), ir.Int32(utilThreads), nil, func(e value.Value, _ []value.Value) []value.Value {
+		var v value.Value = ir.Float32(0)
+		for kk := range ids {
+			v = b.Select(b.ICmp(enum.IPredEQ, ids[kk], e), dws[kk], v)
+		}
+		b.StoreAt(v, b.elemPtr(b.Param("dprobs"), b.Add(b.MulI(t, E), e), 4), 4)
+		return nil
+	})
+	b.Ret(nil)
+	k.SkipIfZeroT, k.Grid = true, rowGrid(1)
+	return k
+}
