@@ -7,6 +7,7 @@ import (
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -211,10 +212,11 @@ func (d *DeviceTensors) upload(h hostTensor) (Tensor, error) {
 
 // UploadWeights copies the weights of layer l to the device in the layouts
 // of the program's buffers (those of GenerateWeights): grouped tensors
-// "fc1"/"fc2", or with schedule.PerExpertWeights one allocation per expert
-// and the pointer tables "fc1_table"/"fc2_table"; biases and shared-expert
-// weights as the layer has them. Values are rounded to bf16 (weights) or
-// kept f32 (biases). A tensor of the wrong length is an error naming it.
+// moe.BufFC1/moe.BufFC2, or with schedule.PerExpertWeights one allocation
+// per expert and the pointer tables moe.BufFC1Table/moe.BufFC2Table;
+// biases and shared-expert weights as the layer has them. Values are
+// rounded to bf16 (weights) or kept f32 (biases). A tensor of the wrong
+// length is an error naming it.
 func UploadWeights(ctx *driver.Context, l schedule.Layer, w schedule.Weights) (*DeviceTensors, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("mokc runtime: weights: %w", err)
@@ -225,11 +227,12 @@ func UploadWeights(ctx *driver.Context, l schedule.Layer, w schedule.Weights) (*
 	return UploadWeightSource(ctx, l, materialWeights{w})
 }
 
-// UploadInputs copies an input "x" [T*H] (rounded to bf16) and its routing
-// r (in l.Routing's form: "ids" i32 [T,K] + "weights" f32 [T,K], or the map
-// as "routing_map" u8 [T,E] + "probs" f32 [T,E]) to the device and
-// allocates the output "y" bf16 [T,H] (not initialised). T = len(x)/H; at
-// T = 0 the tensors have null pointers.
+// UploadInputs copies an input x [T*H] (rounded to bf16; buffer moe.BufX)
+// and its routing r (in l.Routing's form: moe.BufIDs i32 [T,K] +
+// moe.BufWeights f32 [T,K], or the map as moe.BufRoutingMap u8 [T,E] +
+// moe.BufProbs f32 [T,E]) to the device and allocates the output moe.BufY
+// bf16 [T,H] (not initialised). T = len(x)/H; at T = 0 the tensors have
+// null pointers.
 func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule.Routing) (*DeviceTensors, error) {
 	H, E, K := l.Hidden, l.Experts, l.TopK
 	if H <= 0 || len(x)%H != 0 {
@@ -237,7 +240,7 @@ func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule
 	}
 	T := len(x) / H
 	var hts []hostTensor
-	hts = append(hts, hostTensor{name: "x", dtype: BF16, shape: []int{T, H}, parts: []any{ToBF16(x)}})
+	hts = append(hts, hostTensor{name: moe.BufX, dtype: BF16, shape: []int{T, H}, parts: []any{ToBF16(x)}})
 	if l.Routing == schedule.RoutingMap {
 		if len(r.Map) != T*E || len(r.Probs) != T*E {
 			return nil, fmt.Errorf("mokc runtime: inputs: routing map of %d and probs of %d entries, want T*E = %d", len(r.Map), len(r.Probs), T*E)
@@ -248,14 +251,14 @@ func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule
 				m[i] = 1
 			}
 		}
-		hts = append(hts, hostTensor{name: "routing_map", dtype: U8, shape: []int{T, E}, parts: []any{m}},
-			hostTensor{name: "probs", dtype: F32, shape: []int{T, E}, parts: []any{r.Probs}})
+		hts = append(hts, hostTensor{name: moe.BufRoutingMap, dtype: U8, shape: []int{T, E}, parts: []any{m}},
+			hostTensor{name: moe.BufProbs, dtype: F32, shape: []int{T, E}, parts: []any{r.Probs}})
 	} else {
 		if len(r.IDs) != T*K || len(r.Weights) != T*K {
 			return nil, fmt.Errorf("mokc runtime: inputs: %d ids and %d weights, want T*K = %d", len(r.IDs), len(r.Weights), T*K)
 		}
-		hts = append(hts, hostTensor{name: "ids", dtype: I32, shape: []int{T, K}, parts: []any{r.IDs}},
-			hostTensor{name: "weights", dtype: F32, shape: []int{T, K}, parts: []any{r.Weights}})
+		hts = append(hts, hostTensor{name: moe.BufIDs, dtype: I32, shape: []int{T, K}, parts: []any{r.IDs}},
+			hostTensor{name: moe.BufWeights, dtype: F32, shape: []int{T, K}, parts: []any{r.Weights}})
 	}
 	d := &DeviceTensors{Tensors: Bindings{}, ctx: ctx}
 	for _, h := range hts {
@@ -271,7 +274,7 @@ func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule
 		d.Tensors[h.name] = t
 	}
 	if T == 0 {
-		d.Tensors["y"] = NewTensor(0, 0, BF16, 0, H)
+		d.Tensors[moe.BufY] = NewTensor(0, 0, BF16, 0, H)
 		return d, nil
 	}
 	y, err := d.put(2*T*H, nil)
@@ -279,6 +282,6 @@ func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule
 		d.Free()
 		return nil, err
 	}
-	d.Tensors["y"] = NewTensor(y, 2*T*H, BF16, T, H)
+	d.Tensors[moe.BufY] = NewTensor(y, 2*T*H, BF16, T, H)
 	return d, nil
 }
