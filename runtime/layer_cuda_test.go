@@ -13,6 +13,7 @@ import (
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/internal/gputest"
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
@@ -161,10 +162,7 @@ func TestLayerForward(t *testing.T) {
 	defer stream.Destroy()
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite"} {
 		t.Run(name, func(t *testing.T) {
-			l, err := schedule.Preset(name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := testlayer.Preset(t, name)
 			seed := rand.Uint64()
 			t.Logf("seed %d", seed)
 			w, err := schedule.RandomWeights(l, seed)
@@ -196,10 +194,7 @@ func TestLayerForward(t *testing.T) {
 // closed when t ends.
 func newLayer(t *testing.T, ctx *driver.Context, l schedule.Layer, target target.Target) *runtime.Layer {
 	t.Helper()
-	s, err := schedule.DefaultSchedule(l, target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testlayer.DefaultSchedule(t, l, target)
 	ly, err := runtime.NewLayer(ctx, l, s)
 	if err != nil {
 		t.Fatal(err)
@@ -315,19 +310,13 @@ func testLayerMap(t *testing.T, ctx *driver.Context, stream *driver.Stream, l sc
 func TestLayerTargetMismatch(t *testing.T) {
 	ctx := gputest.Open(t)
 	cc := ctx.Device().ComputeCapability()
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	for _, target := range target.All() {
 		if target.RunsOn(cc) == nil {
 			continue
 		}
-		s, err := schedule.DefaultSchedule(l, target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = runtime.NewLayer(ctx, l, s)
+		s := testlayer.DefaultSchedule(t, l, target)
+		_, err := runtime.NewLayer(ctx, l, s)
 		if err == nil || !strings.Contains(err.Error(), "compute capability") {
 			t.Fatalf("%s on compute capability %d: %v", target, cc, err)
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/compiler"
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
@@ -27,10 +28,7 @@ import (
 // schedule and the manifest JSON.
 func manifestFor(t testing.TB, l schedule.Layer, target target.Target) (schedule.Schedule, []byte) {
 	t.Helper()
-	s, err := schedule.DefaultSchedule(l, target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testlayer.DefaultSchedule(t, l, target)
 	p, err := codegen.Build(l, s)
 	if err != nil {
 		t.Fatalf("%s %s: %v", l.Name, target, err)
@@ -129,10 +127,7 @@ func TestLayerPlanFromCodegen(t *testing.T) {
 }
 
 func TestLayerPlanRejects(t *testing.T) {
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	_, good := manifestFor(t, l, target.SM90a)
 	edit := func(f func(m map[string]any)) []byte {
 		var m map[string]any
@@ -409,10 +404,7 @@ func TestRoutingError(t *testing.T) {
 func TestCompileCache(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(CacheDirEnv, dir)
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	s80, m80 := manifestFor(t, l, target.SM80)
 	s90, m90 := manifestFor(t, l, target.SM90a)
 	calls := 0
@@ -506,15 +498,9 @@ func TestNewLayerWithoutDevice(t *testing.T) {
 	if driver.Available() {
 		t.Skip("a device is present")
 	}
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := schedule.DefaultSchedule(l, target.SM80)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = NewLayer(nil, l, s)
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	s := testlayer.DefaultSchedule(t, l, target.SM80)
+	_, err := NewLayer(nil, l, s)
 	if !errors.Is(err, driver.ErrNoCUDA) && !errors.Is(err, driver.ErrNoDevice) {
 		t.Fatalf("NewLayer without a device: %v", err)
 	}
@@ -697,15 +683,8 @@ func leU64(b []byte) uint64 {
 // The cache key depends on the schedule's values, not on where its GEMM
 // variant is allocated.
 func TestCacheKeyVariantByValue(t *testing.T) {
-	l, err := schedule.Preset("deepseek-v3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := schedule.DefaultSchedule(l, target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := schedule.DefaultSchedule(l, target.SM90a)
+	l := testlayer.Preset(t, "deepseek-v3")
+	a, b := testlayer.DefaultSchedule(t, l, target.SM90a), testlayer.DefaultSchedule(t, l, target.SM90a)
 	if a.Variant == nil || a.Variant == b.Variant {
 		t.Fatal("want two default schedules with distinct variant pointers")
 	}
