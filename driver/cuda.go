@@ -171,10 +171,7 @@ func (c *Context) readProps(ordinal int) error {
 		return err
 	}
 	p.Name = C.GoString(&name[0])
-	attrs := []struct {
-		attr C.int
-		dst  *int
-	}{
+	attrs := []intAttr{
 		{C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &p.ComputeMajor},
 		{C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &p.ComputeMinor},
 		{C.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &p.SMCount},
@@ -189,12 +186,11 @@ func (c *Context) readProps(ordinal int) error {
 		{C.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &p.MemoryClockKHz},
 		{C.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &p.MemoryBusWidthBits},
 	}
-	for _, a := range attrs {
-		var v C.int
-		if err := driverError("cuDeviceGetAttribute", C.mk_deviceGetAttribute(&v, a.attr, c.dev)); err != nil {
-			return err
-		}
-		*a.dst = int(v)
+	err := readAttrs("cuDeviceGetAttribute", attrs, func(v *C.int, attr C.int) C.CUresult {
+		return C.mk_deviceGetAttribute(v, attr, c.dev)
+	})
+	if err != nil {
+		return err
 	}
 	var total C.size_t
 	if err := driverError("cuDeviceTotalMem", C.mk_deviceTotalMem(&total, c.dev)); err != nil {
@@ -617,10 +613,7 @@ func (f *Function) Attributes() (FuncAttributes, error) {
 	if err := f.live(); err != nil {
 		return a, err
 	}
-	list := []struct {
-		attr C.int
-		dst  *int
-	}{
+	list := []intAttr{
 		{C.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &a.MaxThreadsPerBlock},
 		{C.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &a.StaticSharedBytes},
 		{C.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, &a.ConstBytes},
@@ -630,14 +623,30 @@ func (f *Function) Attributes() (FuncAttributes, error) {
 		{C.CU_FUNC_ATTRIBUTE_BINARY_VERSION, &a.BinaryVersion},
 		{C.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &a.MaxDynamicSharedBytes},
 	}
-	for _, x := range list {
+	err := readAttrs("cuFuncGetAttribute", list, func(v *C.int, attr C.int) C.CUresult {
+		return C.mk_funcGetAttribute(f.ctx.ctx, v, attr, f.fn)
+	})
+	return a, err
+}
+
+// intAttr is a driver attribute (a CU_DEVICE_ATTRIBUTE_* or
+// CU_FUNC_ATTRIBUTE_* value) and where readAttrs stores it.
+type intAttr struct {
+	attr C.int
+	dst  *int
+}
+
+// readAttrs reads every attribute of list with get, the driver call named
+// call, stopping at the first error.
+func readAttrs(call string, list []intAttr, get func(v *C.int, attr C.int) C.CUresult) error {
+	for _, a := range list {
 		var v C.int
-		if err := driverError("cuFuncGetAttribute", C.mk_funcGetAttribute(f.ctx.ctx, &v, x.attr, f.fn)); err != nil {
-			return a, err
+		if err := driverError(call, get(&v, a.attr)); err != nil {
+			return err
 		}
-		*x.dst = int(v)
+		*a.dst = int(v)
 	}
-	return a, nil
+	return nil
 }
 
 // maxParams bounds the parameter scan (kernel parameter space is at most

@@ -3,7 +3,6 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/layouts"
@@ -21,16 +20,14 @@ import (
 // binary32 encoding.
 func ToBF16(v []float32) []uint16 {
 	out := make([]uint16, len(v))
-	bf16Into(out, v)
+	layouts.BF16FromF32Slice(out, v) // same lengths: cannot fail
 	return out
 }
 
-// FromBF16 widens bfloat16 bits to float32 (exact).
+// FromBF16 widens bfloat16 bits to float32 (exact; layouts.F32FromBF16).
 func FromBF16(b []uint16) []float32 {
 	out := make([]float32, len(b))
-	for i, x := range b {
-		out[i] = math.Float32frombits(uint32(x) << 16)
-	}
+	layouts.F32FromBF16Slice(out, b) // same lengths: cannot fail
 	return out
 }
 
@@ -137,18 +134,8 @@ func checkWeights(l schedule.Layer, w schedule.Weights) error {
 // handed out.
 type materialWeights struct{ w schedule.Weights }
 
-// bf16Into writes the bf16 rounding of src into dst (of the same length;
-// layouts.BF16FromF32).
-func bf16Into(dst []uint16, src []float32) {
-	for i, x := range src {
-		dst[i] = layouts.BF16FromF32(x)
-	}
-}
-
 func (m materialWeights) RoutedBF16(e int, fc1, fc2 []uint16) error {
-	bf16Into(fc1, m.w.FC1[e])
-	bf16Into(fc2, m.w.FC2[e])
-	return nil
+	return errors.Join(layouts.BF16FromF32Slice(fc1, m.w.FC1[e]), layouts.BF16FromF32Slice(fc2, m.w.FC2[e]))
 }
 
 func (m materialWeights) RoutedBias(e int, b1, b2 []float32) error {
@@ -158,14 +145,11 @@ func (m materialWeights) RoutedBias(e int, b1, b2 []float32) error {
 }
 
 func (m materialWeights) SharedBF16(s int, fc1, fc2 []uint16) error {
-	bf16Into(fc1, m.w.SharedFC1[s])
-	bf16Into(fc2, m.w.SharedFC2[s])
-	return nil
+	return errors.Join(layouts.BF16FromF32Slice(fc1, m.w.SharedFC1[s]), layouts.BF16FromF32Slice(fc2, m.w.SharedFC2[s]))
 }
 
 func (m materialWeights) SharedGateBF16(g []uint16) error {
-	bf16Into(g, m.w.SharedGate)
-	return nil
+	return layouts.BF16FromF32Slice(g, m.w.SharedGate)
 }
 
 // partBytes returns the size of one host array in bytes.
