@@ -379,14 +379,21 @@ func (s *Stream) handle() (C.CUstream, error) {
 
 // NewStream creates a stream.
 func (c *Context) NewStream() (*Stream, error) {
+	s := &Stream{ctx: c}
+	return created(c, "cuStreamCreate", s, func() C.CUresult { return C.mk_streamCreate(c.ctx, &s.s) })
+}
+
+// created returns v once create, the driver call named call that fills
+// v's handle in c, succeeds (nil and the error otherwise, or when c is
+// closed).
+func created[T any](c *Context, call string, v *T, create func() C.CUresult) (*T, error) {
 	if err := c.live(); err != nil {
 		return nil, err
 	}
-	s := &Stream{ctx: c}
-	if err := driverError("cuStreamCreate", C.mk_streamCreate(c.ctx, &s.s)); err != nil {
+	if err := driverError(call, create()); err != nil {
 		return nil, err
 	}
-	return s, nil
+	return v, nil
 }
 
 // Synchronize waits until all work on the stream has finished
@@ -430,14 +437,8 @@ func (e *Event) live() error {
 
 // NewEvent creates an event.
 func (c *Context) NewEvent() (*Event, error) {
-	if err := c.live(); err != nil {
-		return nil, err
-	}
 	e := &Event{ctx: c}
-	if err := driverError("cuEventCreate", C.mk_eventCreate(c.ctx, &e.e)); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return created(c, "cuEventCreate", e, func() C.CUresult { return C.mk_eventCreate(c.ctx, &e.e) })
 }
 
 // Record records the event on stream (cuEventRecord; nil: the default

@@ -117,15 +117,21 @@ func TestManifestRoundTrip(t *testing.T) {
 				{Name: "T", Type: ".u64", Size: 8, Align: 8, Offset: 128}}, StaticSharedBytes: r.IntN(1024)}},
 		Schedule: "s",
 	}
-	js, err := json.Marshal(m)
+	back, err := roundTrip(m)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var back Manifest
-	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(back, m) {
 		t.Errorf("round trip changed the manifest:\n got %+v\nwant %+v", back, m)
 	}
+}
+
+// roundTrip writes v as JSON and reads it back.
+func roundTrip[V any](v V) (V, error) {
+	var back V
+	js, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(js, &back)
+	}
+	return back, err
 }
