@@ -584,7 +584,9 @@ func (ly *Layer) CheckErrors(stream *driver.Stream) error {
 // RoutingError is the error word of a forward program: the OR of the codes
 // of every problem any thread found in the routing input. The word records
 // which kinds of problem occurred, not in which token or slot (the kernels
-// set it with an atomic OR, which keeps them free of any ordering).
+// set it with an atomic OR, which keeps them free of any ordering). It
+// covers the routing's structure (ids, the map); NaN or Inf routing
+// weights are not in it: they make their token's output non-finite.
 type RoutingError struct {
 	Layer   string // schedule.Layer.Name of the layer that ran
 	Code    uint32 // bit 0: expert id out of range; bit 1: too many routes in a routing-map row
