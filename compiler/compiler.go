@@ -9,6 +9,7 @@ import (
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -199,7 +200,8 @@ func manifestNotes(p *codegen.Program) []string {
 		}
 	}
 	notes := []string{
-		"The router is not part of the kernels: the caller provides the routing (ids [T,K] int32 with -1 for no route and weights [T,K] f32, or routing_map [T,E] u8 and probs [T,E] f32).",
+		"The router is not part of the kernels: the caller provides the routing (" + moe.BufIDs + " [T,K] int32 with -1 for no route and " + moe.BufWeights +
+			" [T,K] f32, or " + moe.BufRoutingMap + " [T,E] u8 and " + moe.BufProbs + " [T,E] f32).",
 		"Launch the kernels in order on one stream; kernels with skip_if_zero_t are not launched when T = 0; no host synchronisation is needed between them.",
 	}
 	if tokens {
@@ -216,8 +218,8 @@ func manifestNotes(p *codegen.Program) []string {
 			"A tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, element strides all 1, re-encoded when T or the buffer address changes; dims and box are innermost first and stride_bytes are for dims 1...")
 	}
 	return append(notes,
-		"Workspace buffers need no initialisation; after the forward the u32 err buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",
-		"Buffer shapes are outermost first (row-major); allocate bytes (an upper bound of the shape times the element size; at least 1 byte when it evaluates to 0) at a 16-byte aligned address (TMA and the 16-byte vector accesses need it); every element of y is written by the forward.",
+		"Workspace buffers need no initialisation; after the forward the u32 "+moe.BufErr+" buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",
+		"Buffer shapes are outermost first (row-major); allocate bytes (an upper bound of the shape times the element size; at least 1 byte when it evaluates to 0) at a 16-byte aligned address (TMA and the 16-byte vector accesses need it); every element of "+moe.BufY+" is written by the forward.",
 		"Every {a, b, d, min} (grids, shapes, bytes, scalar arguments) is evaluated as size_formula says.")
 }
 

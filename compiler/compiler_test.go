@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
@@ -13,10 +14,7 @@ import (
 )
 
 func TestCompileEveryTarget(t *testing.T) {
-	l, err := schedule.Preset("gpt-oss-20b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "gpt-oss-20b")
 	for _, tg := range target.All() {
 		a, err := CompileDefault(l, tg)
 		if err != nil {
@@ -67,19 +65,13 @@ func TestCompileEveryTarget(t *testing.T) {
 }
 
 func TestStageErrors(t *testing.T) {
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := schedule.DefaultSchedule(l, target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	// A schedule the flags can say (as `mokc build --stages 0` makes it):
 	// the hint carries the flags.
 	bad := s
 	bad.Stages, bad.Variant = 0, nil
-	_, err = Compile(l, bad)
+	_, err := Compile(l, bad)
 	var se *StageError
 	if !errors.As(err, &se) || se.Stage != "validate" || !strings.Contains(err.Error(), "reproduce: mokc build --model qwen3-30b-a3b --target sm_90a --fc1-tile 128x256x64 --fc2-tile 128x256x64 --stages 0 --mma-warps 8 --emit llvm") {
 		t.Errorf("invalid schedule: %v", err)
@@ -120,15 +112,9 @@ func TestStageErrors(t *testing.T) {
 }
 
 func TestGridCTAs(t *testing.T) {
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
-		s, err := schedule.DefaultSchedule(l, tg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testlayer.DefaultSchedule(t, l, tg)
 		for _, n := range []int{0, 114} {
 			s.GridCTAs = n
 			a, err := Compile(l, s)
@@ -151,10 +137,7 @@ func TestGridCTAs(t *testing.T) {
 }
 
 func TestTooLargeForTMA(t *testing.T) {
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	l.Name, l.Hidden, l.Intermediate = "huge", 1<<20, 1<<20 // one expert's FC1: 2^42 bytes
 	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
 		_, err := CompileDefault(l, tg)

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -24,7 +25,7 @@ func TestArgsExactSizes(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSizes := []int{1, 2, 4, 4, 8, 8, 4, 8, 8, 128}
-	if got := a.Sizes(); !equalInts(got, wantSizes) {
+	if got := a.Sizes(); !slices.Equal(got, wantSizes) {
 		t.Fatalf("sizes %v, want %v", got, wantSizes)
 	}
 	if a.Len() != len(wantSizes) {
@@ -148,16 +149,4 @@ func TestDriverErrorText(t *testing.T) {
 			t.Errorf("%q lacks %q", s, want)
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

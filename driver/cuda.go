@@ -100,24 +100,23 @@ func Available() bool {
 // DeviceCount returns the number of CUDA devices (cuDeviceGetCount). Without
 // a usable driver it returns an error that is ErrNoDevice.
 func DeviceCount() (int, error) {
-	if err := initDriver(); err != nil {
-		return 0, err
-	}
-	var n C.int
-	if err := driverError("cuDeviceGetCount", C.mk_deviceGetCount(&n)); err != nil {
-		return 0, err
-	}
-	return int(n), nil
+	return driverInt("cuDeviceGetCount", func(n *C.int) C.CUresult { return C.mk_deviceGetCount(n) })
 }
 
 // DriverVersion returns the CUDA version the driver supports, as
 // 1000*major + 10*minor (e.g. 12040 for 12.4), from cuDriverGetVersion.
 func DriverVersion() (int, error) {
+	return driverInt("cuDriverGetVersion", func(v *C.int) C.CUresult { return C.mk_driverGetVersion(v) })
+}
+
+// driverInt initializes the driver and returns the int that get, the
+// driver call named call, writes.
+func driverInt(call string, get func(*C.int) C.CUresult) (int, error) {
 	if err := initDriver(); err != nil {
 		return 0, err
 	}
 	var v C.int
-	if err := driverError("cuDriverGetVersion", C.mk_driverGetVersion(&v)); err != nil {
+	if err := driverError(call, get(&v)); err != nil {
 		return 0, err
 	}
 	return int(v), nil
@@ -172,10 +171,7 @@ func (c *Context) readProps(ordinal int) error {
 		return err
 	}
 	p.Name = C.GoString(&name[0])
-	attrs := []struct {
-		attr C.int
-		dst  *int
-	}{
+	attrs := []intAttr{
 		{C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &p.ComputeMajor},
 		{C.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &p.ComputeMinor},
 		{C.CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &p.SMCount},
@@ -190,12 +186,11 @@ func (c *Context) readProps(ordinal int) error {
 		{C.CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &p.MemoryClockKHz},
 		{C.CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &p.MemoryBusWidthBits},
 	}
-	for _, a := range attrs {
-		var v C.int
-		if err := driverError("cuDeviceGetAttribute", C.mk_deviceGetAttribute(&v, a.attr, c.dev)); err != nil {
-			return err
-		}
-		*a.dst = int(v)
+	err := readAttrs("cuDeviceGetAttribute", attrs, func(v *C.int, attr C.int) C.CUresult {
+		return C.mk_deviceGetAttribute(v, attr, c.dev)
+	})
+	if err != nil {
+		return err
 	}
 	var total C.size_t
 	if err := driverError("cuDeviceTotalMem", C.mk_deviceTotalMem(&total, c.dev)); err != nil {
@@ -266,28 +261,16 @@ func (c *Context) Free(ptr DevicePtr) error {
 // respect to the host for pageable semantics: it is ordered after all earlier
 // work on the legacy default stream.
 func (c *Context) Memset(ptr DevicePtr, value byte, bytes int) error {
-	if err := c.live(); err != nil {
-		return err
-	}
-	if bytes < 0 {
-		return fmt.Errorf("mokc driver: Memset: negative size %d", bytes)
-	}
-	return driverError("cuMemsetD8", C.mk_memsetD8(c.ctx, C.CUdeviceptr(ptr), C.uchar(value), C.size_t(bytes)))
+	return c.sized("Memset", "cuMemsetD8", bytes, nil, func(n C.size_t, _ C.CUstream) C.CUresult {
+		return C.mk_memsetD8(c.ctx, C.CUdeviceptr(ptr), C.uchar(value), n)
+	})
 }
 
 // MemsetAsync is Memset on stream (cuMemsetD8Async; nil: the default stream).
 func (c *Context) MemsetAsync(ptr DevicePtr, value byte, bytes int, stream *Stream) error {
-	if err := c.live(); err != nil {
-		return err
-	}
-	s, err := stream.handle()
-	if err != nil {
-		return err
-	}
-	if bytes < 0 {
-		return fmt.Errorf("mokc driver: MemsetAsync: negative size %d", bytes)
-	}
-	return driverError("cuMemsetD8Async", C.mk_memsetD8Async(c.ctx, C.CUdeviceptr(ptr), C.uchar(value), C.size_t(bytes), s))
+	return c.sized("MemsetAsync", "cuMemsetD8Async", bytes, stream, func(n C.size_t, s C.CUstream) C.CUresult {
+		return C.mk_memsetD8Async(c.ctx, C.CUdeviceptr(ptr), C.uchar(value), n, s)
+	})
 }
 
 // CopyToDevice copies the whole host slice src to dst (cuMemcpyHtoD),
@@ -295,52 +278,52 @@ func (c *Context) MemsetAsync(ptr DevicePtr, value byte, bytes int, stream *Stre
 // ([]byte, []uint16, []int32, []float32, ..., or a named type over one, such
 // as a bf16 type over uint16). The call returns when src may be reused.
 func (c *Context) CopyToDevice(dst DevicePtr, src any) error {
-	if err := c.live(); err != nil {
-		return err
-	}
-	p, n, err := hostBytes(src)
-	if err != nil || n == 0 {
-		return err
-	}
-	return driverError("cuMemcpyHtoD", C.mk_memcpyHtoD(c.ctx, C.CUdeviceptr(dst), p, C.size_t(n)))
+	return c.hostCopy("cuMemcpyHtoD", src, nil, func(p unsafe.Pointer, n C.size_t, _ C.CUstream) C.CUresult {
+		return C.mk_memcpyHtoD(c.ctx, C.CUdeviceptr(dst), p, n)
+	})
 }
 
 // CopyFromDevice fills the whole host slice dst from src (cuMemcpyDtoH),
 // len(dst)*element-size bytes; dst as for CopyToDevice. It returns when the
 // data is in dst.
 func (c *Context) CopyFromDevice(dst any, src DevicePtr) error {
-	if err := c.live(); err != nil {
-		return err
-	}
-	p, n, err := hostBytes(dst)
-	if err != nil || n == 0 {
-		return err
-	}
-	return driverError("cuMemcpyDtoH", C.mk_memcpyDtoH(c.ctx, p, C.CUdeviceptr(src), C.size_t(n)))
+	return c.hostCopy("cuMemcpyDtoH", dst, nil, func(p unsafe.Pointer, n C.size_t, _ C.CUstream) C.CUresult {
+		return C.mk_memcpyDtoH(c.ctx, p, C.CUdeviceptr(src), n)
+	})
 }
 
 // CopyToDeviceAsync is CopyToDevice ordered on stream (cuMemcpyHtoDAsync).
 // Go slices are pageable memory, so the driver stages src before returning
 // and src may be reused at once; the transfer itself may still be in flight.
 func (c *Context) CopyToDeviceAsync(dst DevicePtr, src any, stream *Stream) error {
-	if err := c.live(); err != nil {
-		return err
-	}
-	s, err := stream.handle()
-	if err != nil {
-		return err
-	}
-	p, n, err := hostBytes(src)
-	if err != nil || n == 0 {
-		return err
-	}
-	return driverError("cuMemcpyHtoDAsync", C.mk_memcpyHtoDAsync(c.ctx, C.CUdeviceptr(dst), p, C.size_t(n), s))
+	return c.hostCopy("cuMemcpyHtoDAsync", src, stream, func(p unsafe.Pointer, n C.size_t, s C.CUstream) C.CUresult {
+		return C.mk_memcpyHtoDAsync(c.ctx, C.CUdeviceptr(dst), p, n, s)
+	})
 }
 
 // CopyFromDeviceAsync is CopyFromDevice ordered on stream
 // (cuMemcpyDtoHAsync). Into pageable Go memory the driver completes the copy
 // before returning, so dst is filled when the call returns.
 func (c *Context) CopyFromDeviceAsync(dst any, src DevicePtr, stream *Stream) error {
+	return c.hostCopy("cuMemcpyDtoHAsync", dst, stream, func(p unsafe.Pointer, n C.size_t, s C.CUstream) C.CUresult {
+		return C.mk_memcpyDtoHAsync(c.ctx, p, C.CUdeviceptr(src), n, s)
+	})
+}
+
+// CopyDeviceToDevice copies bytes bytes from src to dst (cuMemcpyDtoD).
+func (c *Context) CopyDeviceToDevice(dst, src DevicePtr, bytes int) error {
+	if bytes == 0 {
+		return c.live()
+	}
+	return c.sized("CopyDeviceToDevice", "cuMemcpyDtoD", bytes, nil, func(n C.size_t, _ C.CUstream) C.CUresult {
+		return C.mk_memcpyDtoD(c.ctx, C.CUdeviceptr(dst), C.CUdeviceptr(src), n)
+	})
+}
+
+// sized checks that c is open, stream usable (nil: the default stream) and
+// bytes >= 0 (else an error naming method), then runs run, the driver
+// call named call, with bytes and the stream's handle.
+func (c *Context) sized(method, call string, bytes int, stream *Stream, run func(n C.size_t, s C.CUstream) C.CUresult) error {
 	if err := c.live(); err != nil {
 		return err
 	}
@@ -348,25 +331,29 @@ func (c *Context) CopyFromDeviceAsync(dst any, src DevicePtr, stream *Stream) er
 	if err != nil {
 		return err
 	}
-	p, n, err := hostBytes(dst)
-	if err != nil || n == 0 {
-		return err
+	if bytes < 0 {
+		return fmt.Errorf("mokc driver: %s: negative size %d", method, bytes)
 	}
-	return driverError("cuMemcpyDtoHAsync", C.mk_memcpyDtoHAsync(c.ctx, p, C.CUdeviceptr(src), C.size_t(n), s))
+	return driverError(call, run(C.size_t(bytes), s))
 }
 
-// CopyDeviceToDevice copies bytes bytes from src to dst (cuMemcpyDtoD).
-func (c *Context) CopyDeviceToDevice(dst, src DevicePtr, bytes int) error {
+// hostCopy checks that c is open and stream usable (nil: the default
+// stream), then runs the driver copy named call over the whole host slice
+// h (hostBytes): its address, its size in bytes and the stream's handle.
+// An empty slice copies nothing.
+func (c *Context) hostCopy(call string, h any, stream *Stream, run func(p unsafe.Pointer, n C.size_t, s C.CUstream) C.CUresult) error {
 	if err := c.live(); err != nil {
 		return err
 	}
-	if bytes < 0 {
-		return fmt.Errorf("mokc driver: CopyDeviceToDevice: negative size %d", bytes)
+	s, err := stream.handle()
+	if err != nil {
+		return err
 	}
-	if bytes == 0 {
-		return nil
+	p, n, err := hostBytes(h)
+	if err != nil || n == 0 {
+		return err
 	}
-	return driverError("cuMemcpyDtoD", C.mk_memcpyDtoD(c.ctx, C.CUdeviceptr(dst), C.CUdeviceptr(src), C.size_t(bytes)))
+	return driverError(call, run(p, C.size_t(n), s))
 }
 
 // Stream is a CUDA stream (cuStreamCreate with CU_STREAM_DEFAULT: it
@@ -392,14 +379,21 @@ func (s *Stream) handle() (C.CUstream, error) {
 
 // NewStream creates a stream.
 func (c *Context) NewStream() (*Stream, error) {
+	s := &Stream{ctx: c}
+	return created(c, "cuStreamCreate", s, func() C.CUresult { return C.mk_streamCreate(c.ctx, &s.s) })
+}
+
+// created returns v once create, the driver call named call that fills
+// v's handle in c, succeeds (nil and the error otherwise, or when c is
+// closed).
+func created[T any](c *Context, call string, v *T, create func() C.CUresult) (*T, error) {
 	if err := c.live(); err != nil {
 		return nil, err
 	}
-	s := &Stream{ctx: c}
-	if err := driverError("cuStreamCreate", C.mk_streamCreate(c.ctx, &s.s)); err != nil {
+	if err := driverError(call, create()); err != nil {
 		return nil, err
 	}
-	return s, nil
+	return v, nil
 }
 
 // Synchronize waits until all work on the stream has finished
@@ -443,14 +437,8 @@ func (e *Event) live() error {
 
 // NewEvent creates an event.
 func (c *Context) NewEvent() (*Event, error) {
-	if err := c.live(); err != nil {
-		return nil, err
-	}
 	e := &Event{ctx: c}
-	if err := driverError("cuEventCreate", C.mk_eventCreate(c.ctx, &e.e)); err != nil {
-		return nil, err
-	}
-	return e, nil
+	return created(c, "cuEventCreate", e, func() C.CUresult { return C.mk_eventCreate(c.ctx, &e.e) })
 }
 
 // Record records the event on stream (cuEventRecord; nil: the default
@@ -626,10 +614,7 @@ func (f *Function) Attributes() (FuncAttributes, error) {
 	if err := f.live(); err != nil {
 		return a, err
 	}
-	list := []struct {
-		attr C.int
-		dst  *int
-	}{
+	list := []intAttr{
 		{C.CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, &a.MaxThreadsPerBlock},
 		{C.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, &a.StaticSharedBytes},
 		{C.CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, &a.ConstBytes},
@@ -639,14 +624,30 @@ func (f *Function) Attributes() (FuncAttributes, error) {
 		{C.CU_FUNC_ATTRIBUTE_BINARY_VERSION, &a.BinaryVersion},
 		{C.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, &a.MaxDynamicSharedBytes},
 	}
-	for _, x := range list {
+	err := readAttrs("cuFuncGetAttribute", list, func(v *C.int, attr C.int) C.CUresult {
+		return C.mk_funcGetAttribute(f.ctx.ctx, v, attr, f.fn)
+	})
+	return a, err
+}
+
+// intAttr is a driver attribute (a CU_DEVICE_ATTRIBUTE_* or
+// CU_FUNC_ATTRIBUTE_* value) and where readAttrs stores it.
+type intAttr struct {
+	attr C.int
+	dst  *int
+}
+
+// readAttrs reads every attribute of list with get, the driver call named
+// call, stopping at the first error.
+func readAttrs(call string, list []intAttr, get func(v *C.int, attr C.int) C.CUresult) error {
+	for _, a := range list {
 		var v C.int
-		if err := driverError("cuFuncGetAttribute", C.mk_funcGetAttribute(f.ctx.ctx, &v, x.attr, f.fn)); err != nil {
-			return a, err
+		if err := driverError(call, get(&v, a.attr)); err != nil {
+			return err
 		}
-		*x.dst = int(v)
+		*a.dst = int(v)
 	}
-	return a, nil
+	return nil
 }
 
 // maxParams bounds the parameter scan (kernel parameter space is at most

@@ -79,6 +79,14 @@ int mk_has_param_info(void) { return p_cuFuncGetParamInfo != NULL; }
 		if (r_ != CUDA_SUCCESS) return r_;          \
 	} while (0)
 
+// MK_IN_CTX defines CUresult name(CUcontext c, params...): it makes c
+// current on the calling thread (MK_SET), then returns call.
+#define MK_IN_CTX(name, call, ...)          \
+	CUresult name(CUcontext c, __VA_ARGS__) { \
+		MK_SET(c);                          \
+		return call;                        \
+	}
+
 CUresult mk_init(void) { return p_cuInit(0); }
 CUresult mk_driverGetVersion(int *v) { return p_cuDriverGetVersion(v); }
 
@@ -103,75 +111,24 @@ CUresult mk_ctxSynchronize(CUcontext c) {
 	return p_cuCtxSynchronize();
 }
 
-CUresult mk_memAlloc(CUcontext c, CUdeviceptr *p, size_t bytes) {
-	MK_SET(c);
-	return p_cuMemAlloc(p, bytes);
-}
-CUresult mk_memFree(CUcontext c, CUdeviceptr p) {
-	MK_SET(c);
-	return p_cuMemFree(p);
-}
-CUresult mk_memsetD8(CUcontext c, CUdeviceptr p, unsigned char v, size_t bytes) {
-	MK_SET(c);
-	return p_cuMemsetD8(p, v, bytes);
-}
-CUresult mk_memsetD8Async(CUcontext c, CUdeviceptr p, unsigned char v, size_t bytes, CUstream s) {
-	MK_SET(c);
-	return p_cuMemsetD8Async(p, v, bytes, s);
-}
-CUresult mk_memcpyHtoD(CUcontext c, CUdeviceptr dst, const void *src, size_t bytes) {
-	MK_SET(c);
-	return p_cuMemcpyHtoD(dst, src, bytes);
-}
-CUresult mk_memcpyDtoH(CUcontext c, void *dst, CUdeviceptr src, size_t bytes) {
-	MK_SET(c);
-	return p_cuMemcpyDtoH(dst, src, bytes);
-}
-CUresult mk_memcpyDtoD(CUcontext c, CUdeviceptr dst, CUdeviceptr src, size_t bytes) {
-	MK_SET(c);
-	return p_cuMemcpyDtoD(dst, src, bytes);
-}
-CUresult mk_memcpyHtoDAsync(CUcontext c, CUdeviceptr dst, const void *src, size_t bytes, CUstream s) {
-	MK_SET(c);
-	return p_cuMemcpyHtoDAsync(dst, src, bytes, s);
-}
-CUresult mk_memcpyDtoHAsync(CUcontext c, void *dst, CUdeviceptr src, size_t bytes, CUstream s) {
-	MK_SET(c);
-	return p_cuMemcpyDtoHAsync(dst, src, bytes, s);
-}
+MK_IN_CTX(mk_memAlloc, p_cuMemAlloc(p, bytes), CUdeviceptr *p, size_t bytes)
+MK_IN_CTX(mk_memFree, p_cuMemFree(p), CUdeviceptr p)
+MK_IN_CTX(mk_memsetD8, p_cuMemsetD8(p, v, bytes), CUdeviceptr p, unsigned char v, size_t bytes)
+MK_IN_CTX(mk_memsetD8Async, p_cuMemsetD8Async(p, v, bytes, s), CUdeviceptr p, unsigned char v, size_t bytes, CUstream s)
+MK_IN_CTX(mk_memcpyHtoD, p_cuMemcpyHtoD(dst, src, bytes), CUdeviceptr dst, const void *src, size_t bytes)
+MK_IN_CTX(mk_memcpyDtoH, p_cuMemcpyDtoH(dst, src, bytes), void *dst, CUdeviceptr src, size_t bytes)
+MK_IN_CTX(mk_memcpyDtoD, p_cuMemcpyDtoD(dst, src, bytes), CUdeviceptr dst, CUdeviceptr src, size_t bytes)
+MK_IN_CTX(mk_memcpyHtoDAsync, p_cuMemcpyHtoDAsync(dst, src, bytes, s), CUdeviceptr dst, const void *src, size_t bytes, CUstream s)
+MK_IN_CTX(mk_memcpyDtoHAsync, p_cuMemcpyDtoHAsync(dst, src, bytes, s), void *dst, CUdeviceptr src, size_t bytes, CUstream s)
 
-CUresult mk_streamCreate(CUcontext c, CUstream *s) {
-	MK_SET(c);
-	return p_cuStreamCreate(s, CU_STREAM_DEFAULT);
-}
-CUresult mk_streamDestroy(CUcontext c, CUstream s) {
-	MK_SET(c);
-	return p_cuStreamDestroy(s);
-}
-CUresult mk_streamSynchronize(CUcontext c, CUstream s) {
-	MK_SET(c);
-	return p_cuStreamSynchronize(s);
-}
-CUresult mk_eventCreate(CUcontext c, CUevent *e) {
-	MK_SET(c);
-	return p_cuEventCreate(e, CU_EVENT_DEFAULT);
-}
-CUresult mk_eventDestroy(CUcontext c, CUevent e) {
-	MK_SET(c);
-	return p_cuEventDestroy(e);
-}
-CUresult mk_eventRecord(CUcontext c, CUevent e, CUstream s) {
-	MK_SET(c);
-	return p_cuEventRecord(e, s);
-}
-CUresult mk_eventSynchronize(CUcontext c, CUevent e) {
-	MK_SET(c);
-	return p_cuEventSynchronize(e);
-}
-CUresult mk_eventElapsedTime(CUcontext c, float *ms, CUevent start, CUevent end) {
-	MK_SET(c);
-	return p_cuEventElapsedTime(ms, start, end);
-}
+MK_IN_CTX(mk_streamCreate, p_cuStreamCreate(s, CU_STREAM_DEFAULT), CUstream *s)
+MK_IN_CTX(mk_streamDestroy, p_cuStreamDestroy(s), CUstream s)
+MK_IN_CTX(mk_streamSynchronize, p_cuStreamSynchronize(s), CUstream s)
+MK_IN_CTX(mk_eventCreate, p_cuEventCreate(e, CU_EVENT_DEFAULT), CUevent *e)
+MK_IN_CTX(mk_eventDestroy, p_cuEventDestroy(e), CUevent e)
+MK_IN_CTX(mk_eventRecord, p_cuEventRecord(e, s), CUevent e, CUstream s)
+MK_IN_CTX(mk_eventSynchronize, p_cuEventSynchronize(e), CUevent e)
+MK_IN_CTX(mk_eventElapsedTime, p_cuEventElapsedTime(ms, start, end), float *ms, CUevent start, CUevent end)
 
 CUresult mk_moduleLoad(CUcontext c, CUmodule *m, const char *image,
                        char *errLog, size_t errLen, char *infoLog, size_t infoLen) {
@@ -188,22 +145,10 @@ CUresult mk_moduleLoad(CUcontext c, CUmodule *m, const char *image,
 	};
 	return p_cuModuleLoadDataEx(m, image, 5, opts, vals);
 }
-CUresult mk_moduleUnload(CUcontext c, CUmodule m) {
-	MK_SET(c);
-	return p_cuModuleUnload(m);
-}
-CUresult mk_moduleGetFunction(CUcontext c, CUfunction *f, CUmodule m, const char *name) {
-	MK_SET(c);
-	return p_cuModuleGetFunction(f, m, name);
-}
-CUresult mk_funcGetAttribute(CUcontext c, int *v, int attr, CUfunction f) {
-	MK_SET(c);
-	return p_cuFuncGetAttribute(v, (CUfunction_attribute)attr, f);
-}
-CUresult mk_funcSetAttribute(CUcontext c, CUfunction f, int attr, int v) {
-	MK_SET(c);
-	return p_cuFuncSetAttribute(f, (CUfunction_attribute)attr, v);
-}
+MK_IN_CTX(mk_moduleUnload, p_cuModuleUnload(m), CUmodule m)
+MK_IN_CTX(mk_moduleGetFunction, p_cuModuleGetFunction(f, m, name), CUfunction *f, CUmodule m, const char *name)
+MK_IN_CTX(mk_funcGetAttribute, p_cuFuncGetAttribute(v, (CUfunction_attribute)attr, f), int *v, int attr, CUfunction f)
+MK_IN_CTX(mk_funcSetAttribute, p_cuFuncSetAttribute(f, (CUfunction_attribute)attr, v), CUfunction f, int attr, int v)
 CUresult mk_funcGetParamInfo(CUcontext c, CUfunction f, size_t i, size_t *off, size_t *size) {
 	if (!p_cuFuncGetParamInfo) return CUDA_ERROR_NOT_SUPPORTED;
 	MK_SET(c);

@@ -6,37 +6,19 @@ import (
 	"errors"
 	"math"
 	"math/rand/v2"
-	"os"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/internal/gputest"
 )
 
 // These tests need a GPU. Without one (no driver, the toolkit's stub
 // libcuda, or no device) they skip; with MOKC_REQUIRE_GPU=1 they fail
-// instead, so a run on a GPU machine cannot pass by skipping. Build the
-// binary here with `go test -c -tags cuda ./driver` and run it there.
-
-func openOrSkip(t *testing.T) *driver.Context {
-	t.Helper()
-	ctx, err := driver.Open(0)
-	if errors.Is(err, driver.ErrNoDevice) {
-		if os.Getenv("MOKC_REQUIRE_GPU") == "1" {
-			t.Fatalf("MOKC_REQUIRE_GPU=1 but: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ctx.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return ctx
-}
+// instead (gputest.Open), so a run on a GPU machine cannot pass by
+// skipping. Build the binary here with `go test -c -tags cuda ./driver` and
+// run it there.
 
 func newRand(t *testing.T) *rand.Rand {
 	seed := rand.Uint64()
@@ -66,7 +48,7 @@ func must(t *testing.T, err error) {
 }
 
 func TestDeviceOpen(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	p := ctx.Device()
 	t.Logf("%+v", p)
 	if p.Name == "" || p.SMCount <= 0 || p.WarpSize != 32 || p.ComputeCapability() < 70 ||
@@ -93,7 +75,7 @@ func TestDeviceOpen(t *testing.T) {
 }
 
 func TestAllocCopyRoundTrip(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	r := newRand(t)
 	const n = 1<<16 + 7
 	f32 := make([]float32, n)
@@ -116,10 +98,10 @@ func TestAllocCopyRoundTrip(t *testing.T) {
 		bytes   int
 		compare func(any) bool
 	}{
-		{"f32", f32, func() any { return make([]float32, n) }, 4 * n, func(v any) bool { return equalSlices(v.([]float32), f32) }},
-		{"u16", u16, func() any { return make([]uint16, n) }, 2 * n, func(v any) bool { return equalSlices(v.([]uint16), u16) }},
-		{"i32", i32, func() any { return make([]int32, n) }, 4 * n, func(v any) bool { return equalSlices(v.([]int32), i32) }},
-		{"u8", u8, func() any { return make([]uint8, n) }, n, func(v any) bool { return equalSlices(v.([]uint8), u8) }},
+		{"f32", f32, func() any { return make([]float32, n) }, 4 * n, func(v any) bool { return slices.Equal(v.([]float32), f32) }},
+		{"u16", u16, func() any { return make([]uint16, n) }, 2 * n, func(v any) bool { return slices.Equal(v.([]uint16), u16) }},
+		{"i32", i32, func() any { return make([]int32, n) }, 4 * n, func(v any) bool { return slices.Equal(v.([]int32), i32) }},
+		{"u8", u8, func() any { return make([]uint8, n) }, n, func(v any) bool { return slices.Equal(v.([]uint8), u8) }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			poison := byte(r.Uint32() | 1)
@@ -165,7 +147,7 @@ func TestAllocCopyRoundTrip(t *testing.T) {
 }
 
 func TestMemset(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	r := newRand(t)
 	const n = 1 << 20
 	d := alloc(t, ctx, n)
@@ -190,7 +172,7 @@ func TestMemset(t *testing.T) {
 }
 
 func TestEventsTiming(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	s, err := ctx.NewStream()
 	must(t, err)
 	defer s.Destroy()
@@ -226,7 +208,7 @@ func loadFunction(t *testing.T, ctx *driver.Context, ptx, name string) (*driver.
 }
 
 func TestLaunchMixedParams(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	r := newRand(t)
 	m, f := loadFunction(t, ctx, mixedParamsPTX, "mixed_params")
 	t.Logf("JIT info log:\n%s", m.InfoLog())
@@ -240,7 +222,7 @@ func TestLaunchMixedParams(t *testing.T) {
 		t.Errorf("implausible attributes %+v", attrs)
 	}
 	if sizes, err := f.ParamSizes(); err == nil {
-		if want := []int{4, 8, 4, 8, 128, 4, 8}; !equalSlices(sizes, want) {
+		if want := []int{4, 8, 4, 8, 128, 4, 8}; !slices.Equal(sizes, want) {
 			t.Errorf("ParamSizes %v, want %v", sizes, want)
 		}
 	} else {
@@ -312,7 +294,7 @@ func TestLaunchMixedParams(t *testing.T) {
 }
 
 func TestLoadBrokenPTX(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	m, err := ctx.LoadModule(brokenPTX)
 	if err == nil {
 		m.Unload()
@@ -332,7 +314,7 @@ func TestLoadBrokenPTX(t *testing.T) {
 }
 
 func TestDynamicShared100K(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	r := newRand(t)
 	const bytes = 100 * 1024
 	if ctx.Device().MaxSharedBytesPerBlockOptin < bytes {
@@ -367,7 +349,7 @@ func TestDynamicShared100K(t *testing.T) {
 }
 
 func TestTensorMapTMA(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	if ctx.Device().ComputeMajor < 9 {
 		t.Skipf("TMA needs sm_90; device is sm_%d", ctx.Device().ComputeCapability())
 	}
@@ -431,7 +413,7 @@ func TestTensorMapTMA(t *testing.T) {
 }
 
 func TestClusterLaunch(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	if ctx.Device().ComputeMajor < 9 {
 		t.Skipf("clusters need sm_90; device is sm_%d", ctx.Device().ComputeCapability())
 	}
@@ -462,7 +444,7 @@ func TestClusterLaunch(t *testing.T) {
 }
 
 func TestClosedContext(t *testing.T) {
-	ctx := openOrSkip(t)
+	ctx := gputest.Open(t)
 	ctx2, err := driver.Open(0) // a second reference to the primary context
 	must(t, err)
 	must(t, ctx2.Close())
@@ -479,16 +461,4 @@ func TestClosedContext(t *testing.T) {
 	if err := ctx.MemsetAsync(d, 1, 64, s); err == nil {
 		t.Fatal("MemsetAsync on a destroyed stream succeeded")
 	}
-}
-
-func equalSlices[T comparable](a, b []T) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }

@@ -11,6 +11,19 @@ import (
 // Hand-written PTX kernels for the GPU tests (cuda_test.go). They are checked
 // with ptxas here so that a GPU test failure is never a typo in its input.
 
+// ptxModule is a PTX module for target (e.g. "sm_80") holding body: the
+// .version 8.0 header of every test kernel, then its declarations.
+func ptxModule(target, body string) string {
+	return ".version 8.0\n.target " + target + "\n.address_size 64\n\n" + body
+}
+
+// ptxTarget returns the target of a module from ptxModule.
+func ptxTarget(ptx string) string {
+	_, rest, _ := strings.Cut(ptx, ".target ")
+	target, _, _ := strings.Cut(rest, "\n")
+	return target
+}
+
 // mixedParamsPTX: mixed_params(u32 n, u64 data, f32 scale, u64 fout,
 // 128-byte by-value blob, u32 k, u64 bout). Threads i < n do
 // data[i] += 1 and fout[i] = float(data[i]) * scale; thread 0 copies the 32
@@ -18,11 +31,7 @@ import (
 // wrong size shifts every later one, so the outputs prove exact sizes.
 var mixedParamsPTX = func() string {
 	var b strings.Builder
-	b.WriteString(`.version 8.0
-.target sm_80
-.address_size 64
-
-.visible .entry mixed_params(
+	b.WriteString(ptxModule("sm_80", `.visible .entry mixed_params(
 	.param .u32 p_n,
 	.param .u64 p_data,
 	.param .f32 p_scale,
@@ -64,7 +73,7 @@ var mixedParamsPTX = func() string {
 DATA_DONE:
 	setp.ne.u32 %p2, %r6, 0;
 	@%p2 bra DONE;
-`)
+`))
 	for j := 0; j < 32; j++ {
 		fmt.Fprintf(&b, "\tld.param.u32 %%r8, [p_blob+%d];\n\tst.global.u32 [%%rd3+%d], %%r8;\n", 4*j, 4*j)
 	}
@@ -79,11 +88,7 @@ DONE:
 // dynSmemPTX: dyn_smem(u64 out, u32 words, u32 seed) fills `words` 32-bit
 // words of dynamic shared memory with j*3+seed, then writes
 // out[j] = smem[(j+1) % words], so every word crosses between threads.
-const dynSmemPTX = `.version 8.0
-.target sm_80
-.address_size 64
-
-.extern .shared .align 16 .b8 dsmem[];
+var dynSmemPTX = ptxModule("sm_80", `.extern .shared .align 16 .b8 dsmem[];
 
 .visible .entry dyn_smem(
 	.param .u64 p_out,
@@ -131,34 +136,26 @@ READ:
 DONE:
 	ret;
 }
-`
+`)
 
 // brokenPTX refers to a symbol that does not exist; the JIT log must name it.
 const brokenSymbol = "undeclared_symbol_mokc"
 
-const brokenPTX = `.version 8.0
-.target sm_80
-.address_size 64
-
-.visible .entry broken(
+var brokenPTX = ptxModule("sm_80", `.visible .entry broken(
 	.param .u64 p_out
 )
 {
 	.reg .b32 %r<2>;
-	ld.global.u32 %r1, [` + brokenSymbol + `];
+	ld.global.u32 %r1, [`+brokenSymbol+`];
 	ret;
 }
-`
+`)
 
 // tmaLoadPTX: tma_load_2d(128-byte tensor map, u64 out, i32 c0, i32 c1)
 // loads one 64x64 bf16 box at element coordinates (c0 inner, c1 outer) with
 // cp.async.bulk.tensor into shared memory (no swizzle), waits on an
 // mbarrier, and copies the 8192 bytes to out.
-const tmaLoadPTX = `.version 8.0
-.target sm_90a
-.address_size 64
-
-.visible .entry tma_load_2d(
+var tmaLoadPTX = ptxModule("sm_90a", `.visible .entry tma_load_2d(
 	.param .align 64 .b8 p_tmap[128],
 	.param .u64 p_out,
 	.param .u32 p_c0,
@@ -206,15 +203,11 @@ COPY:
 DONE:
 	ret;
 }
-`
+`)
 
 // clusterPTX: cluster_rank(u64 out): thread 0 of block b writes
 // out[2b] = %cluster_ctarank and out[2b+1] = %cluster_nctarank.
-const clusterPTX = `.version 8.0
-.target sm_90
-.address_size 64
-
-.visible .entry cluster_rank(
+var clusterPTX = ptxModule("sm_90", `.visible .entry cluster_rank(
 	.param .u64 p_out
 )
 {
@@ -237,25 +230,26 @@ const clusterPTX = `.version 8.0
 DONE:
 	ret;
 }
-`
+`)
 
 func TestKernelsAssemble(t *testing.T) {
-	for _, k := range []struct{ name, ptx, target string }{
-		{"mixed_params", mixedParamsPTX, "sm_80"},
-		{"dyn_smem", dynSmemPTX, "sm_80"},
-		{"tma_load_2d", tmaLoadPTX, "sm_90a"},
-		{"cluster_rank", clusterPTX, "sm_90"},
+	for _, k := range []struct{ name, ptx string }{
+		{"mixed_params", mixedParamsPTX},
+		{"dyn_smem", dynSmemPTX},
+		{"tma_load_2d", tmaLoadPTX},
+		{"cluster_rank", clusterPTX},
 	} {
 		t.Run(k.name, func(t *testing.T) {
-			toolchain.NeedPtxas(t, k.target)
-			if err := toolchain.Assemble(k.ptx, k.target); err != nil {
+			target := ptxTarget(k.ptx)
+			toolchain.NeedPtxas(t, target)
+			if err := toolchain.Assemble(k.ptx, target); err != nil {
 				t.Fatal(err)
 			}
 		})
 	}
 	t.Run("broken", func(t *testing.T) {
-		toolchain.NeedPtxas(t, "sm_80")
-		err := toolchain.Assemble(brokenPTX, "sm_80")
+		toolchain.NeedPtxas(t, ptxTarget(brokenPTX))
+		err := toolchain.Assemble(brokenPTX, ptxTarget(brokenPTX))
 		if err == nil || !strings.Contains(err.Error(), brokenSymbol) {
 			t.Fatalf("ptxas should refuse brokenPTX naming %s; got %v", brokenSymbol, err)
 		}

@@ -77,18 +77,18 @@ func TestManifestKernelJSON(t *testing.T) {
 	v := PerT(1, 0)
 	k := ManifestKernel{
 		Kernel: Kernel{Name: "k", Block: 128, Grid: [3]Expr{Const(2), Const(1), Const(1)}, SharedBytes: 64,
-			Params: []Param{{Name: "x", Type: ParamPtr, Size: 8, Buffer: "x"}, {Name: "T", Type: ParamI32, Size: 4, Value: &v}}},
+			Params: []Param{{Name: "src", Type: ParamPtr, Size: 8, Buffer: "src"}, {Name: "T", Type: ParamI32, Size: 4, Value: &v}}},
 		ParamBytes: 12, StaticSharedBytes: 16,
-		ParamLayout: []PTXParam{{Name: "x", Type: ".u64", Size: 8, Align: 8}, {Name: "T", Type: ".u32", Size: 4, Align: 4, Offset: 8}},
+		ParamLayout: []PTXParam{{Name: "src", Type: ".u64", Size: 8, Align: 8}, {Name: "T", Type: ".u32", Size: 4, Align: 4, Offset: 8}},
 	}
 	js, err := json.Marshal(k)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := `{"name":"k","params":[{"name":"x","type":"ptr","size":8,"buffer":"x"},` +
+	want := `{"name":"k","params":[{"name":"src","type":"ptr","size":8,"buffer":"src"},` +
 		`{"name":"T","type":"i32","size":4,"value":{"a":1,"b":0,"d":1,"min":0}}],` +
 		`"block":128,"grid":[{"a":0,"b":2,"d":1,"min":2},{"a":0,"b":1,"d":1,"min":1},{"a":0,"b":1,"d":1,"min":1}],` +
-		`"shared_bytes":64,"param_bytes":12,"param_layout":[{"name":"x","type":".u64","size":8,"align":8,"offset":0,"byval":false},` +
+		`"shared_bytes":64,"param_bytes":12,"param_layout":[{"name":"src","type":".u64","size":8,"align":8,"offset":0,"byval":false},` +
 		`{"name":"T","type":".u32","size":4,"align":4,"offset":8,"byval":false}],"static_shared_bytes":16}`
 	if string(js) != want {
 		t.Errorf("kernel entry JSON\n got %s\nwant %s", js, want)
@@ -106,26 +106,32 @@ func TestManifestRoundTrip(t *testing.T) {
 	m := Manifest{Mokc: "v", SizeFormula: SizeFormula, Notes: []string{"n"}, Layer: "l", Target: "sm_90a", PTXVersion: "8.0",
 		Shape: Shape{Hidden: 1 + r.IntN(8192), Intermediate: 1 + r.IntN(4096), Experts: 1 + r.IntN(256), TopK: 1 + r.IntN(8),
 			SharedWidth: r.IntN(4096), Activation: "swiglu", FC1Rows: FC1Interleaved},
-		Buffers: []Buffer{{Name: "x", Kind: BufInput, DType: "bf16", Shape: []Expr{ex(), ex()}, Bytes: ex(), Doc: "d"},
+		Buffers: []Buffer{{Name: "src", Kind: BufInput, DType: "bf16", Shape: []Expr{ex(), ex()}, Bytes: ex(), Doc: "d"},
 			{Name: ErrBuffer, Kind: BufOutput, DType: "u32", Shape: []Expr{Const(1)}, Bytes: Const(4)}},
 		Kernels: []ManifestKernel{{Kernel: Kernel{Name: "k", Block: 32 * (1 + r.IntN(32)), Grid: [3]Expr{ex(), ex(), ex()},
 			SharedBytes: r.IntN(1 << 17), SkipIfZeroT: r.IntN(2) == 1, Params: []Param{
-				{Name: "tm", Type: ParamTmap, Size: 128, Align: 64, Role: "a", Buffer: "x", TensorMap: &TensorMap{Operand: "a", DType: "bf16",
+				{Name: "tm", Type: ParamTmap, Size: 128, Align: 64, Role: "a", Buffer: "src", TensorMap: &TensorMap{Operand: "a", DType: "bf16",
 					Dims: []Expr{ex(), ex()}, StrideBytes: []Expr{ex()}, Box: []int{64, 1 + r.IntN(256)}, Swizzle: 128}},
 				{Name: "T", Type: ParamI64, Size: 8, Value: &val}}},
 			ParamBytes: 136, ParamLayout: []PTXParam{{Name: "tm", Type: ".b8", Size: 128, Align: 64, ByVal: true},
 				{Name: "T", Type: ".u64", Size: 8, Align: 8, Offset: 128}}, StaticSharedBytes: r.IntN(1024)}},
 		Schedule: "s",
 	}
-	js, err := json.Marshal(m)
+	back, err := roundTrip(m)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var back Manifest
-	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
 	if !reflect.DeepEqual(back, m) {
 		t.Errorf("round trip changed the manifest:\n got %+v\nwant %+v", back, m)
 	}
+}
+
+// roundTrip writes v as JSON and reads it back.
+func roundTrip[V any](v V) (V, error) {
+	var back V
+	js, err := json.Marshal(v)
+	if err == nil {
+		err = json.Unmarshal(js, &back)
+	}
+	return back, err
 }

@@ -120,7 +120,7 @@ const (
 // size as a function of T (at least 1 byte is allocated when it evaluates
 // to 0).
 type Buffer struct {
-	Name  string     `json:"name"`  // name Param.Buffer and callers bind by, e.g. "x", "fc1", "y"
+	Name  string     `json:"name"`  // name Param.Buffer and callers bind by (the moe program's, e.g. moe.BufX)
 	Kind  BufferKind `json:"kind"`  // who provides it
 	DType string     `json:"dtype"` // "bf16", "f32", "i32", "u8", "u64"
 	Shape []Expr     `json:"shape"` // logical shape, outermost first

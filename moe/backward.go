@@ -7,6 +7,22 @@ import (
 	"github.com/mokc/mokc/schedule"
 )
 
+// Names of the buffers Backward adds to those of Forward (caller's
+// buffers; its scratch is named where it is declared).
+const (
+	BufDY             = "dy"               // bf16 [T,H] upstream gradient (input)
+	BufDX             = "dx"               // bf16 [T,H] input gradient (output)
+	BufDW             = "dw"               // f32 [T,K] routing-weight gradient (output for RoutingIDs, scratch for RoutingMap)
+	BufDProbs         = "dprobs"           // f32 [T,E] probs gradient (output, RoutingMap)
+	BufFC1Grad        = "fc1_grad"         // f32/bf16 [E,2I,H] main grad of fc1 (inout)
+	BufFC2Grad        = "fc2_grad"         // f32/bf16 [E,H,I] main grad of fc2 (inout)
+	BufFC1BiasGrad    = "fc1_bias_grad"    // f32/bf16 [E,2I] main grad of fc1_bias (inout, Biases)
+	BufFC2BiasGrad    = "fc2_bias_grad"    // f32/bf16 [E,H] main grad of fc2_bias (inout, Biases)
+	BufSharedFC1Grad  = "shared_fc1_grad"  // f32/bf16 [2*S*I_s,H] main grad of shared_fc1 (inout)
+	BufSharedFC2Grad  = "shared_fc2_grad"  // f32/bf16 [H,S*I_s] main grad of shared_fc2 (inout)
+	BufSharedGateGrad = "shared_gate_grad" // f32/bf16 [H] main grad of shared_gate (inout, SharedGate)
+)
+
 // Backward is the BF16 backward of layer l: from the forward's inputs (see
 // Forward) and the upstream gradient dy bf16 [T,H] it computes
 //
@@ -42,9 +58,9 @@ func Backward(l schedule.Layer) (*Program, error) {
 	H, I, K := l.Hidden, l.Intermediate, l.TopK
 	T, TK := launch.PerT(1, 0), launch.PerT(int64(K), 0)
 	in := p.inputs()
-	dy := p.in("dy", BF16, "upstream gradient dL/dy", T, c(H))
+	dy := p.in(BufDY, BF16, "upstream gradient dL/dy", T, c(H))
 	g := p.mainGrads()
-	dx := p.buffer("dx", Output, BF16, "input gradient dL/dx", T, c(H))
+	dx := p.buffer(BufDX, Output, BF16, "input gradient dL/dx", T, c(H))
 	dw := p.routingGrad()
 	errw := p.errorWord()
 
@@ -122,17 +138,17 @@ func (p *Program) mainGrads() mainGradBufs {
 		return p.buffer(name, InOut, dt, "main grad of "+doc+" (main += dW)", shape...)
 	}
 	var g mainGradBufs
-	g.fc1 = grad("fc1_grad", "fc1", c(E), c(2*I), c(H))
-	g.fc2 = grad("fc2_grad", "fc2", c(E), c(H), c(I))
+	g.fc1 = grad(BufFC1Grad, BufFC1, c(E), c(2*I), c(H))
+	g.fc2 = grad(BufFC2Grad, BufFC2, c(E), c(H), c(I))
 	if l.Biases {
-		g.fc1Bias = grad("fc1_bias_grad", "fc1_bias", c(E), c(2*I))
-		g.fc2Bias = grad("fc2_bias_grad", "fc2_bias", c(E), c(H))
+		g.fc1Bias = grad(BufFC1BiasGrad, BufFC1Bias, c(E), c(2*I))
+		g.fc2Bias = grad(BufFC2BiasGrad, BufFC2Bias, c(E), c(H))
 	}
 	if Is > 0 {
-		g.sharedFC1 = grad("shared_fc1_grad", "shared_fc1", c(2*Is), c(H))
-		g.sharedFC2 = grad("shared_fc2_grad", "shared_fc2", c(H), c(Is))
+		g.sharedFC1 = grad(BufSharedFC1Grad, BufSharedFC1, c(2*Is), c(H))
+		g.sharedFC2 = grad(BufSharedFC2Grad, BufSharedFC2, c(H), c(Is))
 		if l.SharedGate {
-			g.sharedGate = grad("shared_gate_grad", "shared_gate", c(H))
+			g.sharedGate = grad(BufSharedGateGrad, BufSharedGate, c(H))
 		}
 	}
 	return g
@@ -147,11 +163,11 @@ func (p *Program) routingGrad() routingGrads {
 	l := p.Layer
 	T := launch.PerT(1, 0)
 	if l.Routing != schedule.RoutingMap {
-		return routingGrads{dw: p.buffer("dw", Output, F32, "routing-weight gradient (0 for slots without a route)", T, c(l.TopK))}
+		return routingGrads{dw: p.buffer(BufDW, Output, F32, "routing-weight gradient (0 for slots without a route)", T, c(l.TopK))}
 	}
 	return routingGrads{
-		dprobs: p.buffer("dprobs", Output, F32, "probs gradient (0 where the routing map is 0)", T, c(l.Experts)),
-		dw:     p.scratch("dw", F32, "routing-weight gradient of the fixed-width slots", T, c(l.TopK)),
+		dprobs: p.buffer(BufDProbs, Output, F32, "probs gradient (0 where the routing map is 0)", T, c(l.Experts)),
+		dw:     p.scratch(BufDW, F32, "routing-weight gradient of the fixed-width slots", T, c(l.TopK)),
 	}
 }
 

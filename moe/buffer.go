@@ -45,7 +45,7 @@ const (
 // Buffer is a dense row-major tensor of the program. At most one dimension
 // of Shape depends on T (launch.Expr of the token count).
 type Buffer struct {
-	Name  string        // name kernels' parameters bind and callers bind by, e.g. "x", "fc1", "y"
+	Name  string        // name kernels' parameters bind and callers bind by, e.g. BufX, BufFC1, BufY
 	Kind  Kind          // who provides it
 	DType DType         // element type
 	Shape []launch.Expr // logical shape, outermost first

@@ -7,6 +7,43 @@ import (
 	"github.com/mokc/mokc/schedule"
 )
 
+// Names of the buffers Forward declares, each declared once under its name
+// (the keys of runtime.Bindings and the manifest's buffer names). Which of
+// them a layer has depends on its routing form, weight storage, biases and
+// shared experts (Forward's comment).
+const (
+	// Caller inputs.
+	BufX          = "x"           // bf16 [T,H] tokens
+	BufIDs        = "ids"         // i32 [T,K] expert ids, -1 = none (RoutingIDs input; RoutingMap scratch)
+	BufWeights    = "weights"     // f32 [T,K] routing weights (RoutingIDs input; RoutingMap scratch)
+	BufRoutingMap = "routing_map" // u8 [T,E] dense routing map, nonzero = routed (RoutingMap)
+	BufProbs      = "probs"       // f32 [T,E] routing probabilities (RoutingMap)
+	BufFC1        = "fc1"         // bf16 [E,2I,H] routed FC1 weights (GroupedWeights)
+	BufFC2        = "fc2"         // bf16 [E,H,I] routed FC2 weights (GroupedWeights)
+	BufFC1Table   = "fc1_table"   // u64 [E] device pointers to each expert's FC1 [2I,H] (PerExpertWeights)
+	BufFC2Table   = "fc2_table"   // u64 [E] device pointers to each expert's FC2 [H,I] (PerExpertWeights)
+	BufFC1Bias    = "fc1_bias"    // f32 [E,2I] FC1 bias, FC1 row order (Biases)
+	BufFC2Bias    = "fc2_bias"    // f32 [E,H] FC2 bias (Biases)
+	BufSharedFC1  = "shared_fc1"  // bf16 [2*S*I_s,H] shared-expert FC1: gate rows, then up rows
+	BufSharedFC2  = "shared_fc2"  // bf16 [H,S*I_s] shared-expert FC2
+	BufSharedGate = "shared_gate" // bf16 [H] shared-expert output gate (SharedGate)
+
+	// Outputs.
+	BufY   = "y"              // bf16 [T,H] layer output
+	BufErr = launch.ErrBuffer // u32 [1] error word (launch.ErrBadExpertID, launch.ErrTooManyRoute)
+
+	// Scratch.
+	BufCounts    = "counts"      // i32 [E] slots per expert
+	BufOffsets   = "offsets"     // i32 [E+1] first dispatched row of each expert
+	BufRowOfSlot = "row_of_slot" // i32 [T*K] row of slot t*K+k, -1 = none
+	BufSrcSlot   = "src_slot"    // i32 [T*K] slot of each dispatched row
+	BufXS        = "xs"          // bf16 [T*K,H] dispatched rows of x
+	BufH         = "h"           // bf16 [T*K,I] routed activations
+	BufOutRows   = "out_rows"    // bf16 [T*K,H] unweighted expert outputs
+	BufHS        = "hs"          // bf16 [T,S*I_s] shared-expert activations
+	BufSharedOut = "shared_out"  // bf16 [T,H] shared-expert output
+)
+
 // Forward is the BF16 forward of layer l. Buffers the caller binds (Input,
 // Output): x bf16 [T,H]; ids i32 [T,K] + weights f32 [T,K] (RoutingIDs) or
 // routing_map u8 [T,E] + probs f32 [T,E] (RoutingMap); fc1 bf16 [E,2I,H]
@@ -14,9 +51,13 @@ import (
 // device pointers to per-expert [2I,H] / [H,I] matrices (PerExpertWeights);
 // fc1_bias f32 [E,2I] and fc2_bias f32 [E,H] (Biases, in FC1 row order);
 // shared_fc1 bf16 [2*S*I_s, H] (gate rows, then up rows), shared_fc2 bf16
-// [H, S*I_s], shared_gate bf16 [H] (SharedGate); y bf16 [T,H] and the error
-// word err u32 [1] (launch.ErrBuffer). Errors: l invalid (schedule.Layer
-// Validate) or not BF16.
+// [H, S*I_s], shared_gate bf16 [H] (SharedGate); y bf16 [T,H]. The error
+// word err u32 [1] (BufErr) is an Output too, but not the caller's: the
+// init op clears it and the routing ops OR launch.ErrBadExpertID and
+// launch.ErrTooManyRoute into it, so a launcher of the manifest allocates it
+// and reads it after the forward, and runtime.Layer owns it (CheckErrors
+// reports it; Forward refuses a binding of it). Errors: l invalid
+// (schedule.Layer Validate) or not BF16.
 func Forward(l schedule.Layer) (*Program, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -28,13 +69,13 @@ func Forward(l schedule.Layer) (*Program, error) {
 	H, I, E, K, Is := l.Hidden, l.Intermediate, l.Experts, l.TopK, l.SharedWidth()
 	T, TK := launch.PerT(1, 0), launch.PerT(int64(K), 0)
 	in := p.inputs()
-	y := p.buffer("y", Output, BF16, "layer output", T, c(H))
+	y := p.buffer(BufY, Output, BF16, "layer output", T, c(H))
 	errw := p.errorWord()
 
 	// Routing and dispatch.
 	d := p.dispatch(in, errw)
-	h := p.scratch("h", BF16, "activations of the routed rows", TK, c(I))
-	outRows := p.scratch("out_rows", BF16, "unweighted expert outputs per routed row", TK, c(H))
+	h := p.scratch(BufH, BF16, "activations of the routed rows", TK, c(I))
+	outRows := p.scratch(BufOutRows, BF16, "unweighted expert outputs per routed row", TK, c(H))
 
 	// Routed experts: grouped GEMMs over the dispatched rows.
 	p.Ops = append(p.Ops,
@@ -46,8 +87,8 @@ func Forward(l schedule.Layer) (*Program, error) {
 	// Shared expert: dense GEMMs over every token.
 	var sharedOut, gateX *Buffer
 	if Is > 0 {
-		hs := p.scratch("hs", BF16, "shared-expert activations", T, c(Is))
-		sharedOut = p.scratch("shared_out", BF16, "shared-expert output", T, c(H))
+		hs := p.scratch(BufHS, BF16, "shared-expert activations", T, c(Is))
+		sharedOut = p.scratch(BufSharedOut, BF16, "shared-expert output", T, c(H))
 		p.Ops = append(p.Ops,
 			GEMM{Op: "shared_fc1", A: in.x, B: in.sharedFC1, C: hs, Rows: Dense, N: Is, K: H, Experts: 1, RowsPerToken: 1,
 				Gated: true, Act: in.sharedAct},
@@ -83,18 +124,18 @@ func (p *Program) inputs() layerInputs {
 	l := p.Layer
 	H, I, E, Is := l.Hidden, l.Intermediate, l.Experts, l.SharedWidth()
 	var in layerInputs
-	in.x = p.in("x", BF16, "tokens", launch.PerT(1, 0), c(H))
+	in.x = p.in(BufX, BF16, "tokens", launch.PerT(1, 0), c(H))
 	in.ids, in.weights, in.route = p.routing()
 	in.fc1, in.fc2, in.storage = p.expertWeights()
 	if l.Biases {
-		in.fc1Bias = p.in("fc1_bias", F32, "FC1 bias (FC1 row order)", c(E), c(2*I))
-		in.fc2Bias = p.in("fc2_bias", F32, "FC2 bias", c(E), c(H))
+		in.fc1Bias = p.in(BufFC1Bias, F32, "FC1 bias (FC1 row order)", c(E), c(2*I))
+		in.fc2Bias = p.in(BufFC2Bias, F32, "FC2 bias", c(E), c(H))
 	}
 	if Is > 0 {
-		in.sharedFC1 = p.in("shared_fc1", BF16, "shared-expert FC1 (gate rows, then up rows)", c(2*Is), c(H))
-		in.sharedFC2 = p.in("shared_fc2", BF16, "shared-expert FC2", c(H), c(Is))
+		in.sharedFC1 = p.in(BufSharedFC1, BF16, "shared-expert FC1 (gate rows, then up rows)", c(2*Is), c(H))
+		in.sharedFC2 = p.in(BufSharedFC2, BF16, "shared-expert FC2", c(H), c(Is))
 		if l.SharedGate {
-			in.sharedGate = p.in("shared_gate", BF16, "shared-expert output gate vector", c(H))
+			in.sharedGate = p.in(BufSharedGate, BF16, "shared-expert output gate vector", c(H))
 		}
 	}
 	if l.GateUpInterleaved {
@@ -107,7 +148,7 @@ func (p *Program) inputs() layerInputs {
 
 // errorWord declares the error word output.
 func (p *Program) errorWord() *Buffer {
-	return p.buffer(launch.ErrBuffer, Output, U32, "error word: OR of ErrBadExpertID (1), ErrTooManyRoute (2)", c(1))
+	return p.buffer(BufErr, Output, U32, "error word: OR of ErrBadExpertID (1), ErrTooManyRoute (2)", c(1))
 }
 
 // dispatched are the scratch buffers of the dispatch.
@@ -119,11 +160,11 @@ func (p *Program) dispatch(in layerInputs, errw *Buffer) dispatched {
 	l := p.Layer
 	TK := launch.PerT(int64(l.TopK), 0)
 	var d dispatched
-	d.counts = p.scratch("counts", I32, "slots per expert", c(l.Experts))
-	d.offsets = p.scratch("offsets", I32, "first row of each expert; offsets[E] = routed rows", c(l.Experts+1))
-	d.rowOfSlot = p.scratch("row_of_slot", I32, "row of slot t*K+k (-1 = none)", TK)
-	d.srcSlot = p.scratch("src_slot", I32, "slot of each row", TK)
-	d.xs = p.scratch("xs", BF16, "routed rows of x grouped by expert", TK, c(l.Hidden))
+	d.counts = p.scratch(BufCounts, I32, "slots per expert", c(l.Experts))
+	d.offsets = p.scratch(BufOffsets, I32, "first row of each expert; offsets[E] = routed rows", c(l.Experts+1))
+	d.rowOfSlot = p.scratch(BufRowOfSlot, I32, "row of slot t*K+k (-1 = none)", TK)
+	d.srcSlot = p.scratch(BufSrcSlot, I32, "slot of each row", TK)
+	d.xs = p.scratch(BufXS, BF16, "routed rows of x grouped by expert", TK, c(l.Hidden))
 	p.Ops = append(p.Ops, Init{Counts: d.counts, Err: errw})
 	if in.route != nil {
 		r := *in.route
@@ -149,12 +190,12 @@ func (p *Program) routing() (ids, weights *Buffer, route *Route) {
 	l := p.Layer
 	T, E, K := launch.PerT(1, 0), c(l.Experts), c(l.TopK)
 	if l.Routing != schedule.RoutingMap {
-		return p.in("ids", I32, "expert ids (-1 = none)", T, K), p.in("weights", F32, "routing weights", T, K), nil
+		return p.in(BufIDs, I32, "expert ids (-1 = none)", T, K), p.in(BufWeights, F32, "routing weights", T, K), nil
 	}
-	m := p.in("routing_map", U8, "dense routing map (nonzero = routed)", T, E)
-	probs := p.in("probs", F32, "routing probabilities", T, E)
-	ids = p.scratch("ids", I32, "fixed-width expert ids (-1 = none), from moe_route", T, K)
-	weights = p.scratch("weights", F32, "fixed-width routing weights, from moe_route", T, K)
+	m := p.in(BufRoutingMap, U8, "dense routing map (nonzero = routed)", T, E)
+	probs := p.in(BufProbs, F32, "routing probabilities", T, E)
+	ids = p.scratch(BufIDs, I32, "fixed-width expert ids (-1 = none), from moe_route", T, K)
+	weights = p.scratch(BufWeights, F32, "fixed-width routing weights, from moe_route", T, K)
 	return ids, weights, &Route{Map: m, Probs: probs, IDs: ids, Weights: weights}
 }
 
@@ -167,11 +208,11 @@ func (p *Program) expertWeights() (fc1, fc2 *Buffer, s WeightStorage) {
 		rows = "gate and up rows interleaved: gate even, up odd"
 	}
 	if l.Storage == schedule.PerExpertWeights {
-		return p.in("fc1_table", U64, "device pointers to each expert's FC1 [2I,H] bf16 ("+rows+")", E),
-			p.in("fc2_table", U64, "device pointers to each expert's FC2 [H,I] bf16", E), Table
+		return p.in(BufFC1Table, U64, "device pointers to each expert's FC1 [2I,H] bf16 ("+rows+")", E),
+			p.in(BufFC2Table, U64, "device pointers to each expert's FC2 [H,I] bf16", E), Table
 	}
-	return p.in("fc1", BF16, "FC1 weights ("+rows+")", E, I, H),
-		p.in("fc2", BF16, "FC2 weights", E, H, c(l.Intermediate)), Stacked
+	return p.in(BufFC1, BF16, "FC1 weights ("+rows+")", E, I, H),
+		p.in(BufFC2, BF16, "FC2 weights", E, H, c(l.Intermediate)), Stacked
 }
 
 // c is the constant dimension n.

@@ -20,10 +20,10 @@ func TestForwardPresets(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		want := map[string]bool{"x": true, "y": true, "err": true, "xs": true, "h": true, "out_rows": true,
-			"routing_map": l.Routing == schedule.RoutingMap, "fc1_table": l.Storage == schedule.PerExpertWeights,
-			"fc1": l.Storage != schedule.PerExpertWeights, "fc1_bias": l.Biases, "shared_fc1": l.SharedWidth() > 0,
-			"shared_gate": l.SharedGate, "hs": l.SharedWidth() > 0}
+		want := map[string]bool{BufX: true, BufY: true, BufErr: true, BufXS: true, BufH: true, BufOutRows: true,
+			BufRoutingMap: l.Routing == schedule.RoutingMap, BufFC1Table: l.Storage == schedule.PerExpertWeights,
+			BufFC1: l.Storage != schedule.PerExpertWeights, BufFC1Bias: l.Biases, BufSharedFC1: l.SharedWidth() > 0,
+			BufSharedGate: l.SharedGate, BufHS: l.SharedWidth() > 0}
 		for b, ok := range want {
 			if (p.Buffer(b) != nil) != ok {
 				t.Errorf("%s: buffer %s present = %v, want %v", name, b, p.Buffer(b) != nil, ok)
@@ -31,7 +31,7 @@ func TestForwardPresets(t *testing.T) {
 		}
 		T := int64(37)
 		H, I, E, K := int64(l.Hidden), int64(l.Intermediate), int64(l.Experts), int64(l.TopK)
-		for b, bytes := range map[string]int64{"x": 2 * T * H, "xs": 2 * T * K * H, "h": 2 * T * K * I, "err": 4, "offsets": 4 * (E + 1)} {
+		for b, bytes := range map[string]int64{BufX: 2 * T * H, BufXS: 2 * T * K * H, BufH: 2 * T * K * I, BufErr: 4, BufOffsets: 4 * (E + 1)} {
 			if got := p.Buffer(b).Bytes().Eval(T); got != bytes {
 				t.Errorf("%s: %s is %d bytes at T=%d, want %d", name, b, got, T, bytes)
 			}
@@ -57,18 +57,18 @@ func TestCheck(t *testing.T) {
 		want   string
 	}{
 		{"duplicate buffer", func(p *Program) {
-			p.Buffers = append(p.Buffers, &Buffer{Name: "x", DType: BF16, Shape: []launch.Expr{launch.Const(1)}})
+			p.Buffers = append(p.Buffers, &Buffer{Name: BufX, DType: BF16, Shape: []launch.Expr{launch.Const(1)}})
 		}, "declared twice"},
-		{"unknown dtype", func(p *Program) { p.Buffer("h").DType = "f16" }, "unknown dtype"},
-		{"two T dims", func(p *Program) { b := p.Buffer("h"); b.Shape = []launch.Expr{launch.PerT(1, 0), launch.PerT(1, 0)} }, "at most one"},
+		{"unknown dtype", func(p *Program) { p.Buffer(BufH).DType = "f16" }, "unknown dtype"},
+		{"two T dims", func(p *Program) { b := p.Buffer(BufH); b.Shape = []launch.Expr{launch.PerT(1, 0), launch.PerT(1, 0)} }, "at most one"},
 		{"undeclared operand", func(p *Program) {
-			p.Ops[0] = Init{Counts: &Buffer{Name: "counts"}, Err: p.Buffer("err")}
+			p.Ops[0] = Init{Counts: &Buffer{Name: BufCounts}, Err: p.Buffer(BufErr)}
 		}, "does not declare"},
 		{"input written", func(p *Program) {
-			p.Ops = append([]Op{Init{Counts: p.Buffer("x"), Err: p.Buffer("err")}}, p.Ops[1:]...)
-		}, "writes input x"},
-		{"read before write", func(p *Program) { p.Ops = p.Ops[1:] }, "reads scratch counts before"},
-		{"output never written", func(p *Program) { p.Ops = p.Ops[:len(p.Ops)-1] }, "y is never written"},
+			p.Ops = append([]Op{Init{Counts: p.Buffer(BufX), Err: p.Buffer(BufErr)}}, p.Ops[1:]...)
+		}, "writes input " + BufX},
+		{"read before write", func(p *Program) { p.Ops = p.Ops[1:] }, "reads scratch " + BufCounts + " before"},
+		{"output never written", func(p *Program) { p.Ops = p.Ops[:len(p.Ops)-1] }, BufY + " is never written"},
 		{"op twice", func(p *Program) { p.Ops = append(p.Ops, p.Ops[len(p.Ops)-1]) }, "appears twice"},
 	} {
 		p, err := Forward(l)

@@ -23,8 +23,8 @@ func HostInputs(p *Program, w schedule.Weights, x []float32, r schedule.Routing,
 	if l.Storage == schedule.PerExpertWeights {
 		return nil, fmt.Errorf("moe: host inputs: per-expert weight storage has pointer tables")
 	}
-	all := map[string][]float64{"x": f64(x), "dy": f64(dy), "fc1": flat(w.FC1), "fc2": flat(w.FC2),
-		"fc1_bias": flat(w.FC1Bias), "fc2_bias": flat(w.FC2Bias), "shared_gate": f64(w.SharedGate)}
+	all := map[string][]float64{BufX: f64(x), BufDY: f64(dy), BufFC1: flat(w.FC1), BufFC2: flat(w.FC2),
+		BufFC1Bias: flat(w.FC1Bias), BufFC2Bias: flat(w.FC2Bias), BufSharedGate: f64(w.SharedGate)}
 	if l.Routing == schedule.RoutingMap {
 		m := make([]float64, len(r.Map))
 		for i, on := range r.Map {
@@ -32,16 +32,16 @@ func HostInputs(p *Program, w schedule.Weights, x []float32, r schedule.Routing,
 				m[i] = 1
 			}
 		}
-		all["routing_map"], all["probs"] = m, f64(r.Probs)
+		all[BufRoutingMap], all[BufProbs] = m, f64(r.Probs)
 	} else {
 		ids := make([]float64, len(r.IDs))
 		for i, id := range r.IDs {
 			ids[i] = float64(id)
 		}
-		all["ids"], all["weights"] = ids, f64(r.Weights)
+		all[BufIDs], all[BufWeights] = ids, f64(r.Weights)
 	}
 	if l.SharedExperts > 0 {
-		all["shared_fc1"], all["shared_fc2"] = SharedLayout(l, w.SharedFC1, w.SharedFC2)
+		all[BufSharedFC1], all[BufSharedFC2] = SharedLayout(l, w.SharedFC1, w.SharedFC2)
 	}
 	out := map[string][]float64{}
 	for _, b := range p.Buffers {

@@ -68,7 +68,9 @@ func (t Tensor) IsZero() bool {
 // input and output of the layer must be bound, and nothing else: a name
 // that is not a caller buffer of the layer (one of another routing form or
 // weight storage, a scratch buffer, the error word, a typo) is an error, so
-// that a mismatch between the caller and the compiled layer is caught. A
+// that a mismatch between the caller and the compiled layer is caught. The
+// error word is the Layer's so that bad routing always reaches CheckErrors
+// (package comment). A
 // zero Tensor counts as not bound. The token count T is the outermost
 // dimension of the layer's token input (the first input whose outermost
 // dimension is T: the activations x).

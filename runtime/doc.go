@@ -24,6 +24,21 @@
 // synchronisation; CheckErrors waits for it and reports the program's
 // error word as a *RoutingError.
 //
+// The error word (moe.BufErr, u32) is not bindable: binding it is an error
+// naming it. The kernels report bad routing there and nowhere else (an
+// expert id outside [-1, E) counts as -1, a routing-map row with more than
+// K routes keeps its first K), so a word the caller owned could be read
+// late or never, and a forward with bad routing would pass for a good one;
+// owned by the Layer, it is cleared by every Forward and read by
+// CheckErrors, the one verdict callers need. Routing values are used as
+// given: a NaN or Inf weight (or probability of a routed map entry) makes
+// its token's row of y non-finite, which PoisonCounts counts, never a
+// wrong finite value; values of unrouted slots are not read.
+//
+// Poison and PoisonCounts are the output check of `mokc run` and the GPU
+// tests: y filled with a NaN pattern the kernels never write before the
+// forward, then the elements still holding it counted.
+//
 // UploadWeights, UploadWeightSource and UploadInputs move host data
 // (schedule.Weights, a WeightSource such as schedule.WeightGen, an input and
 // its schedule.Routing) to device tensors in the layouts of the program's

@@ -505,21 +505,13 @@ func tensorMapArgs(tm *launch.TensorMap, ptr driver.DevicePtr, bufBytes int64, T
 	if err != nil {
 		return 0, nil, nil, nil, 0, err
 	}
-	dims := make([]uint64, len(tm.Dims))
-	for i, e := range tm.Dims {
-		v := e.Eval(int64(T))
-		if v <= 0 {
-			return 0, nil, nil, nil, 0, fmt.Errorf("tensor map dimension %d is %d at T = %d", i, v, T)
-		}
-		dims[i] = uint64(v)
+	dims, err := evalPositive(tm.Dims, T, "dimension %d is %d")
+	if err != nil {
+		return 0, nil, nil, nil, 0, err
 	}
-	strides := make([]uint64, len(tm.StrideBytes))
-	for i, e := range tm.StrideBytes {
-		v := e.Eval(int64(T))
-		if v <= 0 {
-			return 0, nil, nil, nil, 0, fmt.Errorf("tensor map stride %d is %d bytes at T = %d", i, v, T)
-		}
-		strides[i] = uint64(v)
+	strides, err := evalPositive(tm.StrideBytes, T, "stride %d is %d bytes")
+	if err != nil {
+		return 0, nil, nil, nil, 0, err
 	}
 	box := make([]uint32, len(tm.Box))
 	for i, b := range tm.Box {
@@ -539,6 +531,20 @@ func tensorMapArgs(tm *launch.TensorMap, ptr driver.DevicePtr, bufBytes int64, T
 		return 0, nil, nil, nil, 0, fmt.Errorf("tensor map spans %d bytes (dims %v, strides %v) but the buffer holds %d at T = %d", extent, dims, strides, bufBytes, T)
 	}
 	return dtype, dims, strides, box, swz, nil
+}
+
+// evalPositive evaluates each of es at T; a value <= 0 is an error
+// "tensor map " + what (formatted with the index and the value) + " at T".
+func evalPositive(es []launch.Expr, T int, what string) ([]uint64, error) {
+	out := make([]uint64, len(es))
+	for i, e := range es {
+		v := e.Eval(int64(T))
+		if v <= 0 {
+			return nil, fmt.Errorf("tensor map "+what+" at T = %d", i, v, T)
+		}
+		out[i] = uint64(v)
+	}
+	return out, nil
 }
 
 // CheckErrors waits for the work queued on stream (nil: the whole context)
@@ -578,7 +584,9 @@ func (ly *Layer) CheckErrors(stream *driver.Stream) error {
 // RoutingError is the error word of a forward program: the OR of the codes
 // of every problem any thread found in the routing input. The word records
 // which kinds of problem occurred, not in which token or slot (the kernels
-// set it with an atomic OR, which keeps them free of any ordering).
+// set it with an atomic OR, which keeps them free of any ordering). It
+// covers the routing's structure (ids, the map); NaN or Inf routing
+// weights are not in it: they make their token's output non-finite.
 type RoutingError struct {
 	Layer   string // schedule.Layer.Name of the layer that ran
 	Code    uint32 // bit 0: expert id out of range; bit 1: too many routes in a routing-map row

@@ -7,12 +7,14 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/internal/gputest"
+	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -24,58 +26,20 @@ import (
 // `go test -c -tags cuda ./runtime` (or `make device-bins`) and run on the
 // GPU machine from the runtime directory.
 
-func openGPU(t *testing.T) *driver.Context {
-	t.Helper()
-	ctx, err := driver.Open(0)
-	if errors.Is(err, driver.ErrNoDevice) {
-		if os.Getenv("MOKC_REQUIRE_GPU") == "1" {
-			t.Fatalf("MOKC_REQUIRE_GPU=1 but: %v", err)
-		}
-		t.Skipf("skipping: %v", err)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := ctx.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	return ctx
-}
-
-// gpuTargets are the targets the device runs: sm_80 from compute
-// capability 8.0 on, sm_90a on 9.0 exactly, sm_100a on 10.0 exactly.
-func gpuTargets(cc int) []target.Target {
-	var ts []target.Target
-	for _, t := range target.All() {
-		if t.RunsOn(cc) == nil {
-			ts = append(ts, t)
-		}
-	}
-	return ts
-}
-
-// yStats compares y (bf16 bits) with the reference: the relative L2 error
-// sqrt(sum (y-ref)^2 / sum ref^2) over the finite elements, the count of
-// elements still holding the 0xFFFF poison, and of other NaN or Inf values.
-func yStats(y []uint16, ref []float64) (rel float64, unwritten, nonFinite int) {
+// relL2 is the relative L2 error sqrt(sum (y-ref)^2 / sum ref^2) of y (bf16
+// bits) over its finite elements (the poison and other NaN/Inf values are
+// counted by runtime.PoisonCounts).
+func relL2(y []uint16, ref []float64) float64 {
 	var num, den float64
-	for i, b := range y {
-		if b == 0xFFFF {
-			unwritten++
+	for i, v := range runtime.FromBF16(y) {
+		if math.IsNaN(float64(v)) || math.IsInf(float64(v), 0) {
 			continue
 		}
-		v := float64(math.Float32frombits(uint32(b) << 16))
-		if math.IsNaN(v) || math.IsInf(v, 0) {
-			nonFinite++
-			continue
-		}
-		d := v - ref[i]
+		d := float64(v) - ref[i]
 		num += d * d
 		den += ref[i] * ref[i]
 	}
-	return math.Sqrt(num / math.Max(den, 1e-300)), unwritten, nonFinite
+	return math.Sqrt(num / math.Max(den, 1e-300))
 }
 
 // runChecked runs the forward of args three times on stream, poisoning y
@@ -86,17 +50,12 @@ func yStats(y []uint16, ref []float64) (rel float64, unwritten, nonFinite int) {
 // across runs. It returns y of the first run.
 func runChecked(t *testing.T, ctx *driver.Context, ly *runtime.Layer, args forwardCall, ref []float64, what string, wantErr func(error) bool) []uint16 {
 	t.Helper()
-	y0 := args.b["y"]
-	n := 1
-	for _, d := range y0.Shape {
-		n *= d
-	}
+	y0 := args.b[moe.BufY]
+	n := y0.Len()
 	var first []uint16
 	for run := 0; run < 3; run++ {
-		if n > 0 {
-			if err := ctx.MemsetAsync(y0.Ptr, 0xFF, 2*n, args.stream); err != nil {
-				t.Fatal(err)
-			}
+		if err := runtime.Poison(ctx, args.stream, y0); err != nil {
+			t.Fatal(err)
 		}
 		if err := args.run(ly); err != nil {
 			t.Fatalf("%s run %d: Forward: %v", what, run, err)
@@ -114,11 +73,12 @@ func runChecked(t *testing.T, ctx *driver.Context, ly *runtime.Layer, args forwa
 				t.Fatal(err)
 			}
 		}
-		rel, unwritten, nonFinite := yStats(y, ref)
+		unwritten, nonFinite := runtime.PoisonCounts(y)
 		if unwritten > 0 || nonFinite > 0 {
 			t.Fatalf("%s run %d: %d of %d elements not written, %d NaN/Inf", what, run, unwritten, n, nonFinite)
 		}
 		if run == 0 {
+			rel := relL2(y, ref)
 			if n > 0 {
 				t.Logf("%s: relative L2 error %.3g", what, rel)
 			}
@@ -189,9 +149,9 @@ func argsOf(weights, in *runtime.DeviceTensors, stream *driver.Stream) forwardCa
 }
 
 func TestLayerForward(t *testing.T) {
-	ctx := openGPU(t)
+	ctx := gputest.Open(t)
 	t.Setenv(runtime.CacheDirEnv, t.TempDir())
-	targets := gpuTargets(ctx.Device().ComputeCapability())
+	targets := gputest.Targets(ctx.Device().ComputeCapability())
 	if len(targets) == 0 {
 		t.Skipf("compute capability %d runs none of the targets", ctx.Device().ComputeCapability())
 	}
@@ -202,10 +162,7 @@ func TestLayerForward(t *testing.T) {
 	defer stream.Destroy()
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite"} {
 		t.Run(name, func(t *testing.T) {
-			l, err := schedule.Preset(name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := testlayer.Preset(t, name)
 			seed := rand.Uint64()
 			t.Logf("seed %d", seed)
 			w, err := schedule.RandomWeights(l, seed)
@@ -233,17 +190,43 @@ func TestLayerForward(t *testing.T) {
 	}
 }
 
-func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, w schedule.Weights,
-	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
-	s, err := schedule.DefaultSchedule(l, target)
-	if err != nil {
-		t.Fatal(err)
-	}
+// newLayer compiles and loads l with the default schedule of target,
+// closed when t ends.
+func newLayer(t *testing.T, ctx *driver.Context, l schedule.Layer, target target.Target) *runtime.Layer {
+	t.Helper()
+	s := testlayer.DefaultSchedule(t, l, target)
 	ly, err := runtime.NewLayer(ctx, l, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ly.Close()
+	t.Cleanup(func() { ly.Close() })
+	return ly
+}
+
+// runBadRouting runs the forward of x with the invalid routing bad, which
+// the kernels must treat as asIf (the reference), and wants the error word
+// wantErr accepts.
+func runBadRouting(t *testing.T, ctx *driver.Context, stream *driver.Stream, ly *runtime.Layer, l schedule.Layer, w schedule.Weights,
+	dw *runtime.DeviceTensors, x []float32, bad, asIf schedule.Routing, what string, wantErr func(*runtime.RoutingError) bool) {
+	t.Helper()
+	ref, err := schedule.Forward(l, w, x, asIf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := runtime.UploadInputs(ctx, l, x, bad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer in.Free()
+	runChecked(t, ctx, ly, argsOf(dw, in, stream), ref, what, func(err error) bool {
+		var re *runtime.RoutingError
+		return errors.As(err, &re) && wantErr(re)
+	})
+}
+
+func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, w schedule.Weights,
+	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
+	ly := newLayer(t, ctx, l, target)
 	K, E := l.TopK, l.Experts
 	name := l.Name + " " + target.String()
 	// T = 1 again after 64: a smaller T in the grown workspace, with new
@@ -273,27 +256,17 @@ func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l
 	for _, i := range badSlots {
 		asNone.IDs[i] = -1
 	}
-	ref, err := schedule.Forward(l, w, c.x, asNone)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := runtime.UploadInputs(ctx, l, c.x, bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Free()
-	runChecked(t, ctx, ly, argsOf(dw, in, stream), ref, name+" ids out of range", func(err error) bool {
-		var re *runtime.RoutingError
-		return errors.As(err, &re) && re.BadExpertID() && !re.TooManyRoutes() && strings.Contains(err.Error(), "expert id out of range")
+	runBadRouting(t, ctx, stream, ly, l, w, dw, c.x, bad, asNone, name+" ids out of range", func(re *runtime.RoutingError) bool {
+		return re.BadExpertID() && !re.TooManyRoutes() && strings.Contains(re.Error(), "expert id out of range")
 	})
 	runChecked(t, ctx, ly, argsOf(dw, c.in, stream), c.ref, name+" valid after invalid", nil)
 
 	// A wrong argument is refused before anything runs.
 	args := argsOf(dw, c.in, stream)
-	ids := args.b["ids"]
+	ids := args.b[moe.BufIDs]
 	ids.Shape = []int{T, K + 1}
-	args.b["ids"] = ids
-	if err := args.run(ly); err == nil || !strings.Contains(err.Error(), `buffer "ids": shape`) {
+	args.b[moe.BufIDs] = ids
+	if err := args.run(ly); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("buffer %q: shape", moe.BufIDs)) {
 		t.Fatalf("Forward with a wrong ids shape: %v", err)
 	}
 }
@@ -302,15 +275,7 @@ func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l
 // map with a row of K+1 routes (reported; the first K in expert order kept).
 func testLayerMap(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, w schedule.Weights,
 	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
-	s, err := schedule.DefaultSchedule(l, target)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ly, err := runtime.NewLayer(ctx, l, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ly.Close()
+	ly := newLayer(t, ctx, l, target)
 	const T = 64
 	E, K := l.Experts, l.TopK
 	name := l.Name + " " + target.String() + " map"
@@ -335,39 +300,23 @@ func testLayerMap(t *testing.T, ctx *driver.Context, stream *driver.Stream, l sc
 			}
 		}
 	}
-	ref, err := schedule.Forward(l, w, c.x, kept)
-	if err != nil {
-		t.Fatal(err)
-	}
-	in, err := runtime.UploadInputs(ctx, l, c.x, bad)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer in.Free()
-	runChecked(t, ctx, ly, argsOf(dw, in, stream), ref, name+" too many routes", func(err error) bool {
-		var re *runtime.RoutingError
-		return errors.As(err, &re) && re.TooManyRoutes() && !re.BadExpertID()
+	runBadRouting(t, ctx, stream, ly, l, w, dw, c.x, bad, kept, name+" too many routes", func(re *runtime.RoutingError) bool {
+		return re.TooManyRoutes() && !re.BadExpertID()
 	})
 }
 
 // TestLayerTargetMismatch checks that a target the device cannot run is
 // refused by NewLayer with Target.RunsOn's error, before compiling.
 func TestLayerTargetMismatch(t *testing.T) {
-	ctx := openGPU(t)
+	ctx := gputest.Open(t)
 	cc := ctx.Device().ComputeCapability()
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	for _, target := range target.All() {
 		if target.RunsOn(cc) == nil {
 			continue
 		}
-		s, err := schedule.DefaultSchedule(l, target)
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = runtime.NewLayer(ctx, l, s)
+		s := testlayer.DefaultSchedule(t, l, target)
+		_, err := runtime.NewLayer(ctx, l, s)
 		if err == nil || !strings.Contains(err.Error(), "compute capability") {
 			t.Fatalf("%s on compute capability %d: %v", target, cc, err)
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -38,15 +39,15 @@ type WeightSource interface {
 // out, in the device layout of the program's buffer it belongs to.
 type WeightPart struct {
 	// Buffer is the name of the program's buffer (the key of Bindings):
-	// "fc1", "fc2", "fc1_bias", "fc2_bias", "shared_fc1", "shared_fc2" or
-	// "shared_gate".
+	// moe.BufFC1, moe.BufFC2, moe.BufFC1Bias, moe.BufFC2Bias,
+	// moe.BufSharedFC1, moe.BufSharedFC2 or moe.BufSharedGate.
 	Buffer string
-	// Expert is the routed expert of an "fc1" or "fc2" part, which holds
-	// that expert's [2I, H] or [H, I] matrix; -1 for the other parts, which
-	// hold the whole tensor.
+	// Expert is the routed expert of a moe.BufFC1 or moe.BufFC2 part, which
+	// holds that expert's [2I, H] or [H, I] matrix; -1 for the other parts,
+	// which hold the whole tensor.
 	Expert int
 	// DType and Shape are those of the whole buffer, e.g. BF16
-	// [E, 2I, H] for every "fc1" part.
+	// [E, 2I, H] for every moe.BufFC1 part.
 	DType DType
 	Shape []int // dimensions of the whole tensor, outermost first
 	// Data is the part's values: []uint16 (bf16 bits) or []float32. It is
@@ -59,13 +60,13 @@ type WeightPart struct {
 const generatePipeline = 2
 
 // GenerateWeights generates the weights of l with src and calls put with
-// each part in the layouts of the program's buffers: "fc1" and "fc2" of
-// every routed expert in increasing expert order (FC1 [2I, H] and FC2 [H, I]
-// bf16, one expert per part), then, with biases, "fc1_bias" f32 [E, 2I] and
-// "fc2_bias" f32 [E, H], then, with shared experts,
-// "shared_fc1" bf16 [2*S*I_s, H] (every shared expert's gate rows, then
-// every up row), "shared_fc2" bf16 [H, S*I_s] and with the gate
-// "shared_gate" bf16 [H]. The next expert is generated while put handles
+// each part in the layouts of the program's buffers (moe's names): fc1
+// and fc2 of every routed expert in increasing expert order (FC1 [2I, H]
+// and FC2 [H, I] bf16, one expert per part), then, with biases, fc1_bias
+// f32 [E, 2I] and fc2_bias f32 [E, H], then, with shared experts,
+// shared_fc1 bf16 [2*S*I_s, H] (every shared expert's gate rows, then every
+// up row), shared_fc2 bf16 [H, S*I_s] and with the gate shared_gate bf16
+// [H]. The next expert is generated while put handles
 // the current one, so host memory holds two routed experts' bf16 weights
 // (2 * 6*I*H bytes) and the shared and bias tensors, never the whole layer.
 // The first error of src or put stops the generation and is returned.
@@ -110,10 +111,10 @@ func GenerateWeights(l schedule.Layer, src WeightSource, put func(WeightPart) er
 			if j.err != nil {
 				return fmt.Errorf("mokc runtime: weights: expert %d: %w", j.e, j.err)
 			}
-			if err := put(WeightPart{Buffer: "fc1", Expert: j.e, DType: BF16, Shape: []int{E, 2 * I, H}, Data: j.fc1}); err != nil {
+			if err := put(WeightPart{Buffer: moe.BufFC1, Expert: j.e, DType: BF16, Shape: []int{E, 2 * I, H}, Data: j.fc1}); err != nil {
 				return err
 			}
-			if err := put(WeightPart{Buffer: "fc2", Expert: j.e, DType: BF16, Shape: []int{E, H, I}, Data: j.fc2}); err != nil {
+			if err := put(WeightPart{Buffer: moe.BufFC2, Expert: j.e, DType: BF16, Shape: []int{E, H, I}, Data: j.fc2}); err != nil {
 				return err
 			}
 			free <- j
@@ -133,10 +134,10 @@ func GenerateWeights(l schedule.Layer, src WeightSource, put func(WeightPart) er
 				return fmt.Errorf("mokc runtime: weights: biases of expert %d: %w", e, err)
 			}
 		}
-		if err := put(WeightPart{Buffer: "fc1_bias", Expert: -1, DType: F32, Shape: []int{E, 2 * I}, Data: b1}); err != nil {
+		if err := put(WeightPart{Buffer: moe.BufFC1Bias, Expert: -1, DType: F32, Shape: []int{E, 2 * I}, Data: b1}); err != nil {
 			return err
 		}
-		if err := put(WeightPart{Buffer: "fc2_bias", Expert: -1, DType: F32, Shape: []int{E, H}, Data: b2}); err != nil {
+		if err := put(WeightPart{Buffer: moe.BufFC2Bias, Expert: -1, DType: F32, Shape: []int{E, H}, Data: b2}); err != nil {
 			return err
 		}
 	}
@@ -157,10 +158,10 @@ func GenerateWeights(l schedule.Layer, src WeightSource, put func(WeightPart) er
 			copy(s2[h*S*Is+s*Is:h*S*Is+(s+1)*Is], fc2[h*Is:(h+1)*Is])
 		}
 	}
-	if err := put(WeightPart{Buffer: "shared_fc1", Expert: -1, DType: BF16, Shape: []int{2 * S * Is, H}, Data: s1}); err != nil {
+	if err := put(WeightPart{Buffer: moe.BufSharedFC1, Expert: -1, DType: BF16, Shape: []int{2 * S * Is, H}, Data: s1}); err != nil {
 		return err
 	}
-	if err := put(WeightPart{Buffer: "shared_fc2", Expert: -1, DType: BF16, Shape: []int{H, S * Is}, Data: s2}); err != nil {
+	if err := put(WeightPart{Buffer: moe.BufSharedFC2, Expert: -1, DType: BF16, Shape: []int{H, S * Is}, Data: s2}); err != nil {
 		return err
 	}
 	if l.SharedGate {
@@ -168,16 +169,16 @@ func GenerateWeights(l schedule.Layer, src WeightSource, put func(WeightPart) er
 		if err := src.SharedGateBF16(g); err != nil {
 			return fmt.Errorf("mokc runtime: weights: shared gate: %w", err)
 		}
-		return put(WeightPart{Buffer: "shared_gate", Expert: -1, DType: BF16, Shape: []int{H}, Data: g})
+		return put(WeightPart{Buffer: moe.BufSharedGate, Expert: -1, DType: BF16, Shape: []int{H}, Data: g})
 	}
 	return nil
 }
 
 // UploadWeightSource is UploadWeights for weights generated by src one
 // routed expert at a time (GenerateWeights): each expert's bf16 weights are
-// generated on the host, copied into the grouped tensors "fc1" [E, 2I, H]
-// and "fc2" [E, H, I] (or, with schedule.PerExpertWeights, into their own
-// allocations listed by "fc1_table"/"fc2_table") and dropped, while the next
+// generated on the host, copied into the grouped tensors fc1 [E, 2I, H]
+// and fc2 [E, H, I] (or, with schedule.PerExpertWeights, into their own
+// allocations listed by fc1_table/fc2_table) and dropped, while the next
 // expert is generated. Host memory: two experts' bf16 weights plus the
 // shared and bias tensors. On error every allocation is freed.
 func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource) (*DeviceTensors, error) {
@@ -203,8 +204,8 @@ func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource)
 		if fc2, err = d.put(E*H*I*2, nil); err != nil {
 			return fail(err)
 		}
-		d.Tensors["fc1"] = NewTensor(fc1, E*2*I*H*2, BF16, E, 2*I, H)
-		d.Tensors["fc2"] = NewTensor(fc2, E*H*I*2, BF16, E, H, I)
+		d.Tensors[moe.BufFC1] = NewTensor(fc1, E*2*I*H*2, BF16, E, 2*I, H)
+		d.Tensors[moe.BufFC2] = NewTensor(fc2, E*H*I*2, BF16, E, H, I)
 	}
 	err := GenerateWeights(l, src, func(p WeightPart) error {
 		if p.Expert < 0 {
@@ -220,7 +221,7 @@ func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource)
 			if err != nil {
 				return err
 			}
-			if p.Buffer == "fc1" {
+			if p.Buffer == moe.BufFC1 {
 				table1[p.Expert] = uint64(t.Ptr)
 			} else {
 				table2[p.Expert] = uint64(t.Ptr)
@@ -228,7 +229,7 @@ func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource)
 			return nil
 		}
 		base, n := fc1, 2*I*H
-		if p.Buffer == "fc2" {
+		if p.Buffer == moe.BufFC2 {
 			base, n = fc2, H*I
 		}
 		return ctx.CopyToDevice(base.Offset(p.Expert*n*2), p.Data)
@@ -240,7 +241,7 @@ func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource)
 		for _, tb := range []struct {
 			name string
 			v    []uint64
-		}{{"fc1_table", table1}, {"fc2_table", table2}} {
+		}{{moe.BufFC1Table, table1}, {moe.BufFC2Table, table2}} {
 			t, err := d.upload(hostTensor{dtype: U64, shape: []int{E}, parts: []any{tb.v}})
 			if err != nil {
 				return fail(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -56,10 +57,10 @@ func TestGenerateWeightsMatchesPack(t *testing.T) {
 				t.Errorf("%s: %s handed out twice", l.Name, p.Buffer)
 			}
 			wantShape := map[string][]int{
-				"fc1": {l.Experts, 2 * l.Intermediate, l.Hidden}, "fc2": {l.Experts, l.Hidden, l.Intermediate},
-				"fc1_bias": {l.Experts, 2 * l.Intermediate}, "fc2_bias": {l.Experts, l.Hidden},
-				"shared_fc1": {2 * l.SharedWidth(), l.Hidden}, "shared_fc2": {l.Hidden, l.SharedWidth()},
-				"shared_gate": {l.Hidden}}[p.Buffer]
+				moe.BufFC1: {l.Experts, 2 * l.Intermediate, l.Hidden}, moe.BufFC2: {l.Experts, l.Hidden, l.Intermediate},
+				moe.BufFC1Bias: {l.Experts, 2 * l.Intermediate}, moe.BufFC2Bias: {l.Experts, l.Hidden},
+				moe.BufSharedFC1: {2 * l.SharedWidth(), l.Hidden}, moe.BufSharedFC2: {l.Hidden, l.SharedWidth()},
+				moe.BufSharedGate: {l.Hidden}}[p.Buffer]
 			if !slices.Equal(p.Shape, wantShape) {
 				t.Errorf("%s: %s shape %v, want %v", l.Name, p.Buffer, p.Shape, wantShape)
 			}
@@ -134,7 +135,7 @@ func TestGenerateWeightsErrors(t *testing.T) {
 	calls := 0
 	err := GenerateWeights(l, g, func(p WeightPart) error {
 		calls++
-		if p.Buffer == "fc2" && p.Expert == 2 {
+		if p.Buffer == moe.BufFC2 && p.Expert == 2 {
 			return errors.New("sink full")
 		}
 		return nil

@@ -3,10 +3,10 @@ package runtime
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -20,16 +20,14 @@ import (
 // binary32 encoding.
 func ToBF16(v []float32) []uint16 {
 	out := make([]uint16, len(v))
-	bf16Into(out, v)
+	layouts.BF16FromF32Slice(out, v) // same lengths: cannot fail
 	return out
 }
 
-// FromBF16 widens bfloat16 bits to float32 (exact).
+// FromBF16 widens bfloat16 bits to float32 (exact; layouts.F32FromBF16).
 func FromBF16(b []uint16) []float32 {
 	out := make([]float32, len(b))
-	for i, x := range b {
-		out[i] = math.Float32frombits(uint32(x) << 16)
-	}
+	layouts.F32FromBF16Slice(out, b) // same lengths: cannot fail
 	return out
 }
 
@@ -136,18 +134,8 @@ func checkWeights(l schedule.Layer, w schedule.Weights) error {
 // handed out.
 type materialWeights struct{ w schedule.Weights }
 
-// bf16Into writes the bf16 rounding of src into dst (of the same length;
-// layouts.BF16FromF32).
-func bf16Into(dst []uint16, src []float32) {
-	for i, x := range src {
-		dst[i] = layouts.BF16FromF32(x)
-	}
-}
-
 func (m materialWeights) RoutedBF16(e int, fc1, fc2 []uint16) error {
-	bf16Into(fc1, m.w.FC1[e])
-	bf16Into(fc2, m.w.FC2[e])
-	return nil
+	return errors.Join(layouts.BF16FromF32Slice(fc1, m.w.FC1[e]), layouts.BF16FromF32Slice(fc2, m.w.FC2[e]))
 }
 
 func (m materialWeights) RoutedBias(e int, b1, b2 []float32) error {
@@ -157,14 +145,11 @@ func (m materialWeights) RoutedBias(e int, b1, b2 []float32) error {
 }
 
 func (m materialWeights) SharedBF16(s int, fc1, fc2 []uint16) error {
-	bf16Into(fc1, m.w.SharedFC1[s])
-	bf16Into(fc2, m.w.SharedFC2[s])
-	return nil
+	return errors.Join(layouts.BF16FromF32Slice(fc1, m.w.SharedFC1[s]), layouts.BF16FromF32Slice(fc2, m.w.SharedFC2[s]))
 }
 
 func (m materialWeights) SharedGateBF16(g []uint16) error {
-	bf16Into(g, m.w.SharedGate)
-	return nil
+	return layouts.BF16FromF32Slice(g, m.w.SharedGate)
 }
 
 // partBytes returns the size of one host array in bytes.
@@ -211,10 +196,11 @@ func (d *DeviceTensors) upload(h hostTensor) (Tensor, error) {
 
 // UploadWeights copies the weights of layer l to the device in the layouts
 // of the program's buffers (those of GenerateWeights): grouped tensors
-// "fc1"/"fc2", or with schedule.PerExpertWeights one allocation per expert
-// and the pointer tables "fc1_table"/"fc2_table"; biases and shared-expert
-// weights as the layer has them. Values are rounded to bf16 (weights) or
-// kept f32 (biases). A tensor of the wrong length is an error naming it.
+// moe.BufFC1/moe.BufFC2, or with schedule.PerExpertWeights one allocation
+// per expert and the pointer tables moe.BufFC1Table/moe.BufFC2Table;
+// biases and shared-expert weights as the layer has them. Values are
+// rounded to bf16 (weights) or kept f32 (biases). A tensor of the wrong
+// length is an error naming it.
 func UploadWeights(ctx *driver.Context, l schedule.Layer, w schedule.Weights) (*DeviceTensors, error) {
 	if err := l.Validate(); err != nil {
 		return nil, fmt.Errorf("mokc runtime: weights: %w", err)
@@ -225,11 +211,12 @@ func UploadWeights(ctx *driver.Context, l schedule.Layer, w schedule.Weights) (*
 	return UploadWeightSource(ctx, l, materialWeights{w})
 }
 
-// UploadInputs copies an input "x" [T*H] (rounded to bf16) and its routing
-// r (in l.Routing's form: "ids" i32 [T,K] + "weights" f32 [T,K], or the map
-// as "routing_map" u8 [T,E] + "probs" f32 [T,E]) to the device and
-// allocates the output "y" bf16 [T,H] (not initialised). T = len(x)/H; at
-// T = 0 the tensors have null pointers.
+// UploadInputs copies an input x [T*H] (rounded to bf16; buffer moe.BufX)
+// and its routing r (in l.Routing's form: moe.BufIDs i32 [T,K] +
+// moe.BufWeights f32 [T,K], or the map as moe.BufRoutingMap u8 [T,E] +
+// moe.BufProbs f32 [T,E]) to the device and allocates the output moe.BufY
+// bf16 [T,H] (not initialised). T = len(x)/H; at T = 0 the tensors have
+// null pointers.
 func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule.Routing) (*DeviceTensors, error) {
 	H, E, K := l.Hidden, l.Experts, l.TopK
 	if H <= 0 || len(x)%H != 0 {
@@ -237,7 +224,7 @@ func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule
 	}
 	T := len(x) / H
 	var hts []hostTensor
-	hts = append(hts, hostTensor{name: "x", dtype: BF16, shape: []int{T, H}, parts: []any{ToBF16(x)}})
+	hts = append(hts, hostTensor{name: moe.BufX, dtype: BF16, shape: []int{T, H}, parts: []any{ToBF16(x)}})
 	if l.Routing == schedule.RoutingMap {
 		if len(r.Map) != T*E || len(r.Probs) != T*E {
 			return nil, fmt.Errorf("mokc runtime: inputs: routing map of %d and probs of %d entries, want T*E = %d", len(r.Map), len(r.Probs), T*E)
@@ -248,14 +235,14 @@ func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule
 				m[i] = 1
 			}
 		}
-		hts = append(hts, hostTensor{name: "routing_map", dtype: U8, shape: []int{T, E}, parts: []any{m}},
-			hostTensor{name: "probs", dtype: F32, shape: []int{T, E}, parts: []any{r.Probs}})
+		hts = append(hts, hostTensor{name: moe.BufRoutingMap, dtype: U8, shape: []int{T, E}, parts: []any{m}},
+			hostTensor{name: moe.BufProbs, dtype: F32, shape: []int{T, E}, parts: []any{r.Probs}})
 	} else {
 		if len(r.IDs) != T*K || len(r.Weights) != T*K {
 			return nil, fmt.Errorf("mokc runtime: inputs: %d ids and %d weights, want T*K = %d", len(r.IDs), len(r.Weights), T*K)
 		}
-		hts = append(hts, hostTensor{name: "ids", dtype: I32, shape: []int{T, K}, parts: []any{r.IDs}},
-			hostTensor{name: "weights", dtype: F32, shape: []int{T, K}, parts: []any{r.Weights}})
+		hts = append(hts, hostTensor{name: moe.BufIDs, dtype: I32, shape: []int{T, K}, parts: []any{r.IDs}},
+			hostTensor{name: moe.BufWeights, dtype: F32, shape: []int{T, K}, parts: []any{r.Weights}})
 	}
 	d := &DeviceTensors{Tensors: Bindings{}, ctx: ctx}
 	for _, h := range hts {
@@ -271,7 +258,7 @@ func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule
 		d.Tensors[h.name] = t
 	}
 	if T == 0 {
-		d.Tensors["y"] = NewTensor(0, 0, BF16, 0, H)
+		d.Tensors[moe.BufY] = NewTensor(0, 0, BF16, 0, H)
 		return d, nil
 	}
 	y, err := d.put(2*T*H, nil)
@@ -279,6 +266,6 @@ func UploadInputs(ctx *driver.Context, l schedule.Layer, x []float32, r schedule
 		d.Free()
 		return nil, err
 	}
-	d.Tensors["y"] = NewTensor(y, 2*T*H, BF16, T, H)
+	d.Tensors[moe.BufY] = NewTensor(y, 2*T*H, BF16, T, H)
 	return d, nil
 }

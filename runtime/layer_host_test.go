@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -31,7 +32,7 @@ func TestBF16RoundTrip(t *testing.T) {
 
 // packWeights returns the tensors UploadWeights copies for w (checkWeights,
 // then GenerateWeights over materialWeights), one part per routed expert
-// for "fc1", "fc2" and the biases, one part for the other tensors.
+// for fc1, fc2 and the biases, one part for the other tensors.
 func packWeights(l schedule.Layer, w schedule.Weights) ([]hostTensor, error) {
 	if err := checkWeights(l, w); err != nil {
 		return nil, err
@@ -49,7 +50,7 @@ func packWeights(l schedule.Layer, w schedule.Weights) ([]hostTensor, error) {
 		case []uint16:
 			out[i].parts = append(out[i].parts, append([]uint16(nil), d...))
 		case []float32:
-			if p.Buffer == "fc1_bias" || p.Buffer == "fc2_bias" {
+			if p.Buffer == moe.BufFC1Bias || p.Buffer == moe.BufFC2Bias {
 				n := len(d) / l.Experts
 				for e := 0; e < l.Experts; e++ {
 					out[i].parts = append(out[i].parts, append([]float32(nil), d[e*n:(e+1)*n]...))
@@ -90,7 +91,7 @@ func TestPackWeights(t *testing.T) {
 		}
 		byField[h.name] = h
 	}
-	for _, f := range []string{"fc1", "fc2", "fc1_bias", "fc2_bias", "shared_fc1", "shared_fc2", "shared_gate"} {
+	for _, f := range []string{moe.BufFC1, moe.BufFC2, moe.BufFC1Bias, moe.BufFC2Bias, moe.BufSharedFC1, moe.BufSharedFC2, moe.BufSharedGate} {
 		if _, ok := byField[f]; !ok {
 			t.Fatalf("no %s", f)
 		}
@@ -98,12 +99,12 @@ func TestPackWeights(t *testing.T) {
 	H, Is, S := l.Hidden, l.SharedIntermediate, l.SharedExperts
 	bf := func(v float32) uint16 { return ToBF16([]float32{v})[0] }
 	// Expert e's FC1 is part e, row-major [2I, H].
-	if got := byField["fc1"].parts[2].([]uint16)[5*H+3]; got != bf(w.FC1[2][5*H+3]) {
+	if got := byField[moe.BufFC1].parts[2].([]uint16)[5*H+3]; got != bf(w.FC1[2][5*H+3]) {
 		t.Fatalf("fc1[2][5][3] = %#04x", got)
 	}
 	// Shared FC1: gate rows of expert 0, of expert 1, then up rows of 0, 1.
 	var s1 []uint16
-	for _, p := range byField["shared_fc1"].parts {
+	for _, p := range byField[moe.BufSharedFC1].parts {
 		s1 = append(s1, p.([]uint16)...)
 	}
 	for _, c := range []struct{ row, s, srcRow int }{{0, 0, 0}, {Is + 2, 1, 2}, {S*Is + 1, 0, Is + 1}, {S*Is + Is + 7, 1, Is + 7}} {
@@ -114,7 +115,7 @@ func TestPackWeights(t *testing.T) {
 		}
 	}
 	// Shared FC2 [H, S*I_s]: column s*I_s + j of row h is FC2_s[h, j].
-	s2 := byField["shared_fc2"].parts[0].([]uint16)
+	s2 := byField[moe.BufSharedFC2].parts[0].([]uint16)
 	for h := 0; h < H; h++ {
 		for s := 0; s < S; s++ {
 			for j := 0; j < Is; j++ {
@@ -124,7 +125,7 @@ func TestPackWeights(t *testing.T) {
 			}
 		}
 	}
-	if got := byField["fc2_bias"].parts[1].([]float32)[H-1]; got != w.FC2Bias[1][H-1] {
+	if got := byField[moe.BufFC2Bias].parts[1].([]float32)[H-1]; got != w.FC2Bias[1][H-1] {
 		t.Fatalf("fc2_bias[1][H-1] = %v", got)
 	}
 
@@ -138,5 +139,24 @@ func TestPackWeights(t *testing.T) {
 	bad.SharedGate = nil
 	if _, err := packWeights(l, bad); err == nil || !strings.Contains(err.Error(), "SharedGate") {
 		t.Fatalf("no shared gate: %v", err)
+	}
+}
+
+func TestPoisonCounts(t *testing.T) {
+	y := ToBF16([]float32{1, float32(math.NaN()), float32(math.Inf(-1)), 0, -2})
+	y = append(y, PoisonBF16, PoisonBF16)
+	if u, n := PoisonCounts(y); u != 2 || n != 2 {
+		t.Fatalf("PoisonCounts: %d unwritten, %d non-finite; want 2, 2", u, n)
+	}
+	for _, c := range []struct {
+		t    Tensor
+		want int
+	}{{NewTensor(0, 0, BF16, 0, 7), 0}, {NewTensor(0, 0, BF16, 3, 7), 21}, {NewTensor(0, 0, U32), 1}} {
+		if got := c.t.Len(); got != c.want {
+			t.Errorf("%v.Len() = %d, want %d", c.t.Shape, got, c.want)
+		}
+	}
+	if err := Poison(nil, nil, NewTensor(0, 0, BF16, 0, 7)); err != nil {
+		t.Errorf("Poison of an empty tensor: %v", err)
 	}
 }

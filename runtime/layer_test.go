@@ -5,13 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/compiler"
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -25,10 +28,7 @@ import (
 // schedule and the manifest JSON.
 func manifestFor(t testing.TB, l schedule.Layer, target target.Target) (schedule.Schedule, []byte) {
 	t.Helper()
-	s, err := schedule.DefaultSchedule(l, target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := testlayer.DefaultSchedule(t, l, target)
 	p, err := codegen.Build(l, s)
 	if err != nil {
 		t.Fatalf("%s %s: %v", l.Name, target, err)
@@ -127,10 +127,7 @@ func TestLayerPlanFromCodegen(t *testing.T) {
 }
 
 func TestLayerPlanRejects(t *testing.T) {
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	_, good := manifestFor(t, l, target.SM90a)
 	edit := func(f func(m map[string]any)) []byte {
 		var m map[string]any
@@ -160,7 +157,7 @@ func TestLayerPlanRejects(t *testing.T) {
 		{"param type", "unknown parameter type", edit(func(m map[string]any) { param(m, 0, 0)["type"] = "f16" })},
 		{"no err", "error word", edit(func(m map[string]any) {
 			for _, b := range m["buffers"].([]any) {
-				if b.(map[string]any)["name"] == "err" {
+				if b.(map[string]any)["name"] == moe.BufErr {
 					b.(map[string]any)["kind"] = "scratch"
 				}
 			}
@@ -222,7 +219,7 @@ func TestBindingsValidation(t *testing.T) {
 	}
 	// T = 0: null pointers are fine.
 	b0 := fakeBindings(pq, 0)
-	for _, name := range []string{"x", "ids", "weights", "y"} {
+	for _, name := range []string{moe.BufX, moe.BufIDs, moe.BufWeights, moe.BufY} {
 		b0[name] = NewTensor(0, 0, b0[name].DType, b0[name].Shape...)
 	}
 	if _, _, err := pq.bind(b0); err != nil {
@@ -230,64 +227,70 @@ func TestBindingsValidation(t *testing.T) {
 	}
 
 	const T = 64
-	// edit returns a change of the binding of name.
-	edit := func(name string, f func(t *Tensor)) func(Bindings) {
-		return func(b Bindings) {
-			t := b[name]
+	// Each case changes the binding of buffer buf (edit, set, copyOf) and
+	// wants an error naming buf and containing want.
+	edit := func(f func(t *Tensor)) func(b Bindings, buf string) {
+		return func(b Bindings, buf string) {
+			t := b[buf]
 			f(&t)
-			b[name] = t
+			b[buf] = t
 		}
 	}
-	set := func(name string, t Tensor) func(Bindings) { return func(b Bindings) { b[name] = t } }
-	copyOf := func(to, from string) func(Bindings) { return func(b Bindings) { b[to] = b[from] } }
+	set := func(t Tensor) func(Bindings, string) { return func(b Bindings, buf string) { b[buf] = t } }
+	copyOf := func(from string) func(Bindings, string) { return func(b Bindings, buf string) { b[buf] = b[from] } }
+	list := func(names ...string) string { return strings.Join(names, ", ") }
 	cases := []struct {
-		name, want string
-		p          *plan
-		edit       func(b Bindings)
+		name string
+		p    *plan
+		buf  string
+		want string
+		edit func(b Bindings, buf string)
 	}{
-		{"x rank", `buffer "x": shape [131072]; want [T, 2048]`, pq, edit("x", func(t *Tensor) { t.Shape = []int{T * q.Hidden} })},
-		{"negative T", "negative", pq, edit("x", func(t *Tensor) { t.Shape = []int{-1, q.Hidden} })},
-		{"x missing", `buffer "x" is not bound; this layer reads it: bf16 [T, 2048]`, pq, set("x", Tensor{})},
-		{"x hidden", `buffer "x": shape [64 1024]; want [64 2048]`, pq, edit("x", func(t *Tensor) { t.Shape = []int{T, 1024} })},
-		{"x dtype", `buffer "x": dtype "f32"`, pq, edit("x", func(t *Tensor) { t.DType = F32 })},
-		{"x bytes", `buffer "x": 100 bytes`, pq, edit("x", func(t *Tensor) { t.Bytes = 100 })},
-		{"x null", `buffer "x": null pointer`, pq, edit("x", func(t *Tensor) { t.Ptr = 0 })},
-		{"x misaligned", "not 16-byte aligned", pq, edit("x", func(t *Tensor) { t.Ptr += 8 })},
-		{"ids rows", `buffer "ids": shape [63 8]; want [64 8]`, pq, edit("ids", func(t *Tensor) { t.Shape = []int{T - 1, q.TopK} })},
-		{"ids dtype", `buffer "ids": dtype "u32"`, pq, edit("ids", func(t *Tensor) { t.DType = U32 })},
-		{"weights missing", `buffer "weights" is not bound`, pq, set("weights", Tensor{})},
-		{"map on ids layer", `buffer "routing_map" is bound, but this layer has no such buffer (its buffers: x, ids, weights, fc1, fc2, y)`, pq,
-			set("routing_map", NewTensor(1<<30, T*q.Experts, U8, T, q.Experts))},
-		{"table on grouped layer", `buffer "fc1_table" is bound`, pq, set("fc1_table", NewTensor(1<<30, 8*q.Experts, U64, q.Experts))},
-		{"bias on bias-free layer", `buffer "fc1_bias" is bound`, pq, copyOf("fc1_bias", "fc1")},
-		{"shared on layer without", `buffer "shared_fc1" is bound`, pq, copyOf("shared_fc1", "fc1")},
-		{"typo", `buffer "fc_1" is bound, but this layer has no such buffer`, pq, copyOf("fc_1", "fc1")},
-		{"scratch", `buffer "xs" is bound, but it is a scratch buffer of the layer's workspace`, pq, copyOf("xs", "fc1")},
-		{"error word", `buffer "err" is bound, but the error word is the layer's own`, pq, set("err", NewTensor(1<<30, 16, U32, 1))},
-		{"fc1 shape", `buffer "fc1": shape`, pq, edit("fc1", func(t *Tensor) { t.Shape = []int{q.Experts, q.Intermediate, q.Hidden} })},
-		{"fc2 transposed", `buffer "fc2": shape`, pq, edit("fc2", func(t *Tensor) { t.Shape = []int{q.Experts, q.Intermediate, q.Hidden} })},
-		{"y overlaps x", `buffer "y"`, pq, func(b Bindings) { edit("y", func(t *Tensor) { t.Ptr = b["x"].Ptr.Offset(256) })(b) }},
-		{"y is ids", `overlaps buffer "ids"`, pq, func(b Bindings) { edit("y", func(t *Tensor) { t.Ptr = b["ids"].Ptr })(b) }},
-		{"y missing", `buffer "y" is not bound; this layer writes it`, pq, set("y", Tensor{})},
-		{"ids on map layer", `buffer "ids" is bound, but it is a scratch buffer of the layer's workspace; bind only: x, routing_map, probs,`, po,
-			set("ids", NewTensor(1<<30, 4*T*odd.TopK, I32, T, odd.TopK))},
-		{"map dtype", `buffer "routing_map": dtype`, po, edit("routing_map", func(t *Tensor) { t.DType = I32 })},
-		{"grouped on per-expert layer", `buffer "fc1" is bound`, po, copyOf("fc1", "fc1_table")},
-		{"table length", `buffer "fc2_table": shape`, po, edit("fc2_table", func(t *Tensor) { t.Shape = []int{odd.Experts - 1} })},
-		{"shared gate missing", `buffer "shared_gate" is not bound`, po, set("shared_gate", Tensor{})},
-		{"shared fc1 shape", `buffer "shared_fc1": shape`, po, edit("shared_fc1", func(t *Tensor) { t.Shape = []int{2 * 40, odd.Hidden} })},
+		{"x rank", pq, moe.BufX, ": shape [131072]; want [T, 2048]", edit(func(t *Tensor) { t.Shape = []int{T * q.Hidden} })},
+		{"negative T", pq, moe.BufX, "negative", edit(func(t *Tensor) { t.Shape = []int{-1, q.Hidden} })},
+		{"x missing", pq, moe.BufX, " is not bound; this layer reads it: bf16 [T, 2048]", set(Tensor{})},
+		{"x hidden", pq, moe.BufX, ": shape [64 1024]; want [64 2048]", edit(func(t *Tensor) { t.Shape = []int{T, 1024} })},
+		{"x dtype", pq, moe.BufX, `: dtype "f32"`, edit(func(t *Tensor) { t.DType = F32 })},
+		{"x bytes", pq, moe.BufX, ": 100 bytes", edit(func(t *Tensor) { t.Bytes = 100 })},
+		{"x null", pq, moe.BufX, ": null pointer", edit(func(t *Tensor) { t.Ptr = 0 })},
+		{"x misaligned", pq, moe.BufX, "not 16-byte aligned", edit(func(t *Tensor) { t.Ptr += 8 })},
+		{"ids rows", pq, moe.BufIDs, ": shape [63 8]; want [64 8]", edit(func(t *Tensor) { t.Shape = []int{T - 1, q.TopK} })},
+		{"ids dtype", pq, moe.BufIDs, `: dtype "u32"`, edit(func(t *Tensor) { t.DType = U32 })},
+		{"weights missing", pq, moe.BufWeights, " is not bound", set(Tensor{})},
+		{"map on ids layer", pq, moe.BufRoutingMap, " is bound, but this layer has no such buffer (its buffers: " +
+			list(moe.BufX, moe.BufIDs, moe.BufWeights, moe.BufFC1, moe.BufFC2, moe.BufY) + ")",
+			set(NewTensor(1<<30, T*q.Experts, U8, T, q.Experts))},
+		{"table on grouped layer", pq, moe.BufFC1Table, " is bound", set(NewTensor(1<<30, 8*q.Experts, U64, q.Experts))},
+		{"bias on bias-free layer", pq, moe.BufFC1Bias, " is bound", copyOf(moe.BufFC1)},
+		{"shared on layer without", pq, moe.BufSharedFC1, " is bound", copyOf(moe.BufFC1)},
+		{"typo", pq, "fc_1", " is bound, but this layer has no such buffer", copyOf(moe.BufFC1)},
+		{"scratch", pq, moe.BufXS, " is bound, but it is a scratch buffer of the layer's workspace", copyOf(moe.BufFC1)},
+		{"error word", pq, moe.BufErr, " is bound, but the error word is the layer's own", set(NewTensor(1<<30, 16, U32, 1))},
+		{"fc1 shape", pq, moe.BufFC1, ": shape", edit(func(t *Tensor) { t.Shape = []int{q.Experts, q.Intermediate, q.Hidden} })},
+		{"fc2 transposed", pq, moe.BufFC2, ": shape", edit(func(t *Tensor) { t.Shape = []int{q.Experts, q.Intermediate, q.Hidden} })},
+		{"y overlaps x", pq, moe.BufY, " [", func(b Bindings, buf string) { edit(func(t *Tensor) { t.Ptr = b[moe.BufX].Ptr.Offset(256) })(b, buf) }},
+		{"y is ids", pq, moe.BufY, "overlaps buffer " + strconv.Quote(moe.BufIDs), func(b Bindings, buf string) { edit(func(t *Tensor) { t.Ptr = b[moe.BufIDs].Ptr })(b, buf) }},
+		{"y missing", pq, moe.BufY, " is not bound; this layer writes it", set(Tensor{})},
+		{"ids on map layer", po, moe.BufIDs, " is bound, but it is a scratch buffer of the layer's workspace; bind only: " +
+			list(moe.BufX, moe.BufRoutingMap, moe.BufProbs) + ",", set(NewTensor(1<<30, 4*T*odd.TopK, I32, T, odd.TopK))},
+		{"map dtype", po, moe.BufRoutingMap, ": dtype", edit(func(t *Tensor) { t.DType = I32 })},
+		{"grouped on per-expert layer", po, moe.BufFC1, " is bound", copyOf(moe.BufFC1Table)},
+		{"table length", po, moe.BufFC2Table, ": shape", edit(func(t *Tensor) { t.Shape = []int{odd.Experts - 1} })},
+		{"shared gate missing", po, moe.BufSharedGate, " is not bound", set(Tensor{})},
+		{"shared fc1 shape", po, moe.BufSharedFC1, ": shape", edit(func(t *Tensor) { t.Shape = []int{2 * 40, odd.Hidden} })},
 	}
 	for _, c := range cases {
 		b := fakeBindings(c.p, T)
-		c.edit(b)
+		c.edit(b, c.buf)
 		_, _, err := c.p.bind(b)
-		if err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("%s: error %v, want one containing %q", c.name, err, c.want)
+		named := fmt.Sprintf("buffer %q", c.buf)
+		if err == nil || !strings.Contains(err.Error(), named) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one containing %s and %q", c.name, err, named, c.want)
 		}
 	}
 	// A zero Tensor is not a binding, whatever its name.
 	b := fakeBindings(pq, T)
-	b["routing_map"] = Tensor{}
+	b[moe.BufRoutingMap] = Tensor{}
 	if _, _, err := pq.bind(b); err != nil {
 		t.Fatalf("zero Tensor under an unused name: %v", err)
 	}
@@ -401,10 +404,7 @@ func TestRoutingError(t *testing.T) {
 func TestCompileCache(t *testing.T) {
 	dir := t.TempDir()
 	t.Setenv(CacheDirEnv, dir)
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	s80, m80 := manifestFor(t, l, target.SM80)
 	s90, m90 := manifestFor(t, l, target.SM90a)
 	calls := 0
@@ -498,15 +498,9 @@ func TestNewLayerWithoutDevice(t *testing.T) {
 	if driver.Available() {
 		t.Skip("a device is present")
 	}
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := schedule.DefaultSchedule(l, target.SM80)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = NewLayer(nil, l, s)
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	s := testlayer.DefaultSchedule(t, l, target.SM80)
+	_, err := NewLayer(nil, l, s)
 	if !errors.Is(err, driver.ErrNoCUDA) && !errors.Is(err, driver.ErrNoDevice) {
 		t.Fatalf("NewLayer without a device: %v", err)
 	}
@@ -604,9 +598,9 @@ func TestLayerArgsPacking(t *testing.T) {
 				fb := fakeBindings(p, T)
 				if step == 3 {
 					// A new address for x: the maps over x are re-encoded.
-					x := fb["x"]
+					x := fb[moe.BufX]
 					x.Ptr = x.Ptr.Offset(1 << 20)
-					fb["x"] = x
+					fb[moe.BufX] = x
 				}
 				_, bind, err := p.bind(fb)
 				if err != nil {
@@ -689,15 +683,8 @@ func leU64(b []byte) uint64 {
 // The cache key depends on the schedule's values, not on where its GEMM
 // variant is allocated.
 func TestCacheKeyVariantByValue(t *testing.T) {
-	l, err := schedule.Preset("deepseek-v3")
-	if err != nil {
-		t.Fatal(err)
-	}
-	a, err := schedule.DefaultSchedule(l, target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, _ := schedule.DefaultSchedule(l, target.SM90a)
+	l := testlayer.Preset(t, "deepseek-v3")
+	a, b := testlayer.DefaultSchedule(t, l, target.SM90a), testlayer.DefaultSchedule(t, l, target.SM90a)
 	if a.Variant == nil || a.Variant == b.Variant {
 		t.Fatal("want two default schedules with distinct variant pointers")
 	}

@@ -200,18 +200,9 @@ func compareRows(y []uint16, H int, rows []int, ref []float64) (rel, maxAbs, rms
 	return math.Sqrt(num / den), maxAbs, rms
 }
 
-// poisonCounts counts the elements still holding the 0xFFFF poison and the
-// other NaN/Inf values.
-func poisonCounts(y []uint16) (unwritten, nonFinite int) {
-	for _, b := range y {
-		if b == 0xFFFF {
-			unwritten++
-		} else if b&0x7F80 == 0x7F80 { // exponent all ones: Inf or NaN
-			nonFinite++
-		}
-	}
-	return
-}
+// poisonCounts counts the elements still holding the poison and the other
+// NaN/Inf values (runtime.PoisonCounts).
+var poisonCounts = runtime.PoisonCounts
 
 // runConfig is what `mokc run` checks, from its flags.
 type runConfig struct {
@@ -420,10 +411,8 @@ func (k *cudaKernel) forward(in runInputs, y []uint16) (string, error) {
 	k.b.weights.SetIn(b)
 	d.SetIn(b)
 	ctx, stream, out := k.b.ctx, k.b.stream, b["y"].Ptr
-	if len(y) > 0 {
-		if err := ctx.MemsetAsync(out, 0xFF, 2*len(y), stream); err != nil {
-			return "", err
-		}
+	if err := runtime.Poison(ctx, stream, b["y"]); err != nil {
+		return "", err
 	}
 	if err := k.ly.Forward(stream, b); err != nil {
 		return "", err
