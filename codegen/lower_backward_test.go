@@ -12,25 +12,36 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// TestLowerRefusesBackward: the backward program's ops have no kernels
-// yet; Lower says which op it stopped at instead of emitting a partial
-// program.
-func TestLowerRefusesBackward(t *testing.T) {
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := moe.Backward(l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := schedule.DefaultSchedule(l, target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = Lower(p, s, PerOp)
-	if err == nil || !strings.Contains(err.Error(), "fc2_dgrad") {
-		t.Fatalf("Lower(backward) = %v, want an error naming fc2_dgrad", err)
+// TestBackwardAssemble lowers the whole backward of presets with every
+// feature (PerOp) and assembles mokc's PTX with ptxas for each target.
+func TestBackwardAssemble(t *testing.T) {
+	for _, name := range []string{"qwen3-30b-a3b", "qwen2-57b-a14b", "gpt-oss-120b", "llama4-scout", "deepseek-v3"} {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := moe.Backward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range []target.Target{target.SM80, target.SM90a, target.SM100a} {
+			s, err := schedule.DefaultSchedule(l, tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := Lower(p, s, PerOp)
+			if err != nil {
+				t.Fatalf("%s %v: %v", name, tg, err)
+			}
+			text, err := ptx.Compile(prog.Module, tg)
+			if err != nil {
+				t.Fatalf("%s %v: ptx.Compile: %v", name, tg, err)
+			}
+			toolchain.NeedPtxas(t, tg.String())
+			if err := toolchain.Assemble(text, tg.String()); err != nil {
+				t.Fatalf("%s %v: %v", name, tg, strings.SplitN(err.Error(), "\n", 20))
+			}
+		}
 	}
 }
 

@@ -64,8 +64,8 @@ func (lw *perOp) describeLists() {
 // or for dispatched rows under a schedule with a GEMM variant, the base
 // kernel for T outside the variant's token range and "_mid" inside it.
 func (lw *perOp) lowerGEMM(g moe.GEMM) error {
-	if g.BMajor != moe.KMajor {
-		return fmt.Errorf("codegen: %s: a GEMM over N-major weights (the backward's data gradients) has no kernel yet", g.Op)
+	if g.BMajor == moe.NMajor {
+		g = lw.transposeB(g)
 	}
 	s := lw.sched
 	if g.Rows == moe.Dense || !lw.hasVariant {
@@ -154,4 +154,21 @@ func activation(a moe.Activation) Activation {
 		return Activation{Kind: ActGPTOSS, Limit: a.Limit, Alpha: a.Alpha}
 	}
 	return Activation{Kind: ActSwiGLU}
+}
+
+// transposeB lowers a GEMM over N-major weights B_e [K, N] (the backward's
+// data gradients): a kernel copies every B_e into a K-major [N, K] scratch
+// tensor (the lowering's own buffer "<op>_bt", bf16 [E, N, K]) and the GEMM
+// reads that with the target's engine. The copy costs one read and one
+// write of the weights and their size in scratch.
+func (lw *perOp) transposeB(g moe.GEMM) moe.GEMM {
+	E, N, K := int64(g.Experts), int64(g.N), int64(g.K)
+	bt := &moe.Buffer{Name: g.Op + "_bt", Kind: moe.Scratch, DType: moe.BF16,
+		Shape: []launch.Expr{launch.Const(E), launch.Const(N), launch.Const(K)},
+		Doc:   "K-major copy of " + g.B.Name + " for " + g.Op}
+	lw.prog.Buffers = append(lw.prog.Buffers, bt.Plan())
+	k := emitTranspose(lw.mod, "moe_"+g.Op+"_transpose", g.K, g.N, g.Experts, g.Storage == moe.Table, g.B, bt)
+	lw.prog.Kernels = append(lw.prog.Kernels, k)
+	g.B, g.BMajor, g.Storage = bt, moe.KMajor, moe.Stacked
+	return g
 }

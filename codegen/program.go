@@ -193,6 +193,11 @@ func (lw *perOp) lower(op moe.Op) error {
 		k = emitCombineGrad(m, d, o)
 	case moe.ScatterProbs:
 		k = emitScatterProbs(m, d, o)
+	case moe.WeightGrad:
+		if o.Storage != moe.Stacked {
+			return fmt.Errorf("codegen: %s: main grads behind a pointer table have no kernel yet", o.Op)
+		}
+		k = emitWeightGrad(m, o)
 	default:
 		return fmt.Errorf("codegen: PerOp cannot lower op %s (%T)", op.Name(), op)
 	}

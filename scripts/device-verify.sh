@@ -37,7 +37,7 @@ for phase in $phases; do
 		(cd runtime && step "runtime: Layer tests" 150 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1)
 		(cd codegen/selftest && step "selftest kernels (ours vs llc-19)" 60 "$OUT/tests.log" ../../.carry/codegen_selftest.test -test.v -test.count=1)
 		(cd codegen && step "codegen: engine GEMMs + forward on the GPU" 150 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 \
-			-test.run 'TestForwardSM80|TestSM90GemmGPU|TestSM90GemmPerf|TestSM100GemmGPU|TestForwardTimingSM80|TestBackwardRowOpsGPU')
+			-test.run 'TestForwardSM80|TestSM90GemmGPU|TestSM90GemmPerf|TestSM100GemmGPU|TestForwardTimingSM80|TestBackwardRowOpsGPU|TestBackwardGPU')
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
 		;;
 	run)

@@ -1,0 +1,210 @@
+package codegen
+
+import (
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/moe"
+)
+
+// The PerOp kernels of the backward's weight gradients and of its GEMMs
+// over N-major weights. Both run on the CUDA cores (fp32 FMA) for now: the
+// weight gradient reduces over each expert's rows, which no engine's work
+// list does yet, and an N-major B is transposed once into a K-major copy
+// that the target's engine then reads.
+
+const (
+	wgradTile  = 64 // rows and columns of dW per block
+	wgradRows  = 16 // token rows per shared-memory step
+	wgradMicro = 4  // dW rows and columns per thread (4x4)
+	transTile  = 32 // square tile of the weight transpose
+	transPad   = 33 // shared-memory row pitch of the transpose (bank spread)
+	wgradSmemB = 4 * (2*wgradRows*wgradTile + wgradRows)
+)
+
+// emitTranspose: bt[e, c, r] = b_e[r, c] for each expert's [rows, cols]
+// bf16 matrix b_e (stacked [E, rows, cols], or a u64 [E] pointer table),
+// through 32x32 shared-memory tiles; grid (ceil(cols/32), ceil(rows/32), E).
+func emitTranspose(m *ir.Module, name string, rows, cols, experts int, table bool, b, bt *moe.Buffer) Kernel {
+	k := Kernel{Name: name, Block: utilThreads,
+		Params: []Param{{Name: "b", Type: ParamPtr, Size: 8, Buffer: b.Name}, {Name: "bt", Type: ParamPtr, Size: 8, Buffer: bt.Name}}}
+	bd := NewKernel(m, name, utilThreads, ir.P("b", GPtr), ir.P("bt", GPtr))
+	tid := bd.ThreadIdx(ir.X)
+	c0, r0, e := bd.MulI(bd.BlockIdx(ir.X), transTile), bd.MulI(bd.BlockIdx(ir.Y), transTile), bd.BlockIdx(ir.Z)
+	R, C := int64(rows), int64(cols)
+	src := bd.ByteOffset(bd.Param("b"), bd.MulI(bd.Wide(e), 2*R*C))
+	if table {
+		ptr := bd.LoadAt(ir.I64, bd.elemPtr(bd.Param("b"), e, 8), 8)
+		src = bd.IntToPtr(ptr, GPtr)
+	}
+	dst := bd.ByteOffset(bd.Param("bt"), bd.MulI(bd.Wide(e), 2*R*C))
+	smem := bd.DynSmem()
+	for i := int64(0); i < transTile*transTile/utilThreads; i++ {
+		idx := bd.AddI(tid, i*utilThreads)
+		rr, cc := bd.UDiv(idx, ir.Int32(transTile)), bd.URem(idx, ir.Int32(transTile))
+		r, c := bd.Add(r0, rr), bd.Add(c0, cc)
+		in := bd.And(bd.ICmp(enum.IPredSLT, r, ir.Int32(R)), bd.ICmp(enum.IPredSLT, c, ir.Int32(C)))
+		v := bd.IfVals(in, []value.Value{ir.Int16(0)}, func() []value.Value {
+			return []value.Value{bd.LoadAt(ir.I16, bd.elemPtr(src, bd.Add(bd.MulI(r, C), c), 2), 2)}
+		})[0]
+		bd.StoreAt(v, bd.elemPtr(smem, bd.Add(bd.MulI(rr, transPad), cc), 2), 2)
+	}
+	bd.SyncThreads()
+	for i := int64(0); i < transTile*transTile/utilThreads; i++ {
+		idx := bd.AddI(tid, i*utilThreads)
+		cc, rr := bd.UDiv(idx, ir.Int32(transTile)), bd.URem(idx, ir.Int32(transTile))
+		r, c := bd.Add(r0, rr), bd.Add(c0, cc)
+		in := bd.And(bd.ICmp(enum.IPredSLT, r, ir.Int32(R)), bd.ICmp(enum.IPredSLT, c, ir.Int32(C)))
+		bd.If(in, func() {
+			v := bd.LoadAt(ir.I16, bd.elemPtr(smem, bd.Add(bd.MulI(rr, transPad), cc), 2), 2)
+			bd.StoreAt(v, bd.elemPtr(dst, bd.Add(bd.MulI(c, R), r), 2), 2)
+		})
+	}
+	bd.Ret(nil)
+	k.SharedBytes = 2 * transTile * transPad
+	k.Grid = [3]Expr{Const((C + transTile - 1) / transTile), Const((R + transTile - 1) / transTile), Const(int64(experts))}
+	return k
+}
+
+// loadScalarF32 loads element i (i32 or i64) of a bf16 or f32 array as f32.
+func (b *Builder) loadScalarF32(d moe.DType, base, i value.Value) value.Value {
+	if d == moe.F32 {
+		return b.LoadAt(ir.F32, b.elemPtr(base, i, 4), 4)
+	}
+	return b.BF16Lo(b.ZExt(b.LoadAt(ir.I16, b.elemPtr(base, i, 2), 2), ir.I32))
+}
+
+// storeScalar stores the f32 v as element i of a bf16 (rounded) or f32 array.
+func (b *Builder) storeScalar(d moe.DType, base, i, v value.Value) {
+	if d == moe.F32 {
+		b.StoreAt(v, b.elemPtr(base, i, 4), 4)
+		return
+	}
+	b.StoreAt(b.ToBF16(v), b.elemPtr(base, i, 2), 2)
+}
+
+// emitWeightGrad: main[e, m, n] += sum_{r of e} a[r, m]*b[r, n] (and the
+// bias main grad += the row-scaled column sums of a) for a 64x64 tile of dW
+// per block, grid (ceil(N/64), ceil(M/64), E). The rows of expert e
+// (offsets, or 0..T-1 for dense rows) are read 16 at a time into shared
+// memory as fp32; each thread keeps a 4x4 block of sums in registers, in a
+// fixed order over the rows, and adds it to the main grad with one
+// rounding. A block of an expert without rows exits at once.
+func emitWeightGrad(m *ir.Module, op moe.WeightGrad) Kernel {
+	dense := op.Offsets == nil
+	b, k := opKernel(m, op, utilThreads, dense)
+	tid := b.ThreadIdx(ir.X)
+	n0, m0, e := b.MulI(b.BlockIdx(ir.X), wgradTile), b.MulI(b.BlockIdx(ir.Y), wgradTile), b.BlockIdx(ir.Z)
+	var lo, hi value.Value
+	if dense {
+		lo, hi = ir.Int32(0), b.Param("T")
+	} else {
+		lo = b.LoadAt(ir.I32, b.elemPtr(b.Param("offsets"), e, 4), 4)
+		hi = b.LoadAt(ir.I32, b.elemPtr(b.Param("offsets"), b.AddI(e, 1), 4), 4)
+	}
+	b.ReturnIf(b.ICmp(enum.IPredSGE, lo, hi))
+	M, N := int64(op.M), int64(op.N)
+	smem := b.DynSmem()
+	sa, sb := smem, b.ByteOffsetC(smem, 4*wgradRows*wgradTile)
+	ss := b.ByteOffsetC(smem, 8*wgradRows*wgradTile)
+	tm, tn := b.UDiv(tid, ir.Int32(wgradTile/wgradMicro)), b.URem(tid, ir.Int32(wgradTile/wgradMicro))
+	init := make([]value.Value, wgradMicro*wgradMicro+1)
+	for i := range init {
+		init[i] = ir.Float32(0)
+	}
+	acc := b.Loop(lo, hi, ir.Int32(wgradRows), init, func(r0 value.Value, acc []value.Value) []value.Value {
+		b.wgradStage(op, sa, sb, ss, r0, hi, m0, n0, M, N)
+		b.SyncThreads()
+		out := append([]value.Value(nil), acc...)
+		for kk := int64(0); kk < wgradRows; kk++ {
+			var av, bv [wgradMicro]value.Value
+			for i := int64(0); i < wgradMicro; i++ {
+				av[i] = b.LoadAt(ir.F32, b.elemPtr(sa, b.AddI(b.MulI(tm, wgradMicro), kk*wgradTile+i), 4), 4)
+				bv[i] = b.LoadAt(ir.F32, b.elemPtr(sb, b.AddI(b.MulI(tn, wgradMicro), kk*wgradTile+i), 4), 4)
+			}
+			for i := range av {
+				for j := range bv {
+					out[i*wgradMicro+j] = b.FMA(av[i], bv[j], out[i*wgradMicro+j])
+				}
+			}
+			if op.Bias != nil { // column tid%64 of a, scaled
+				col := b.URem(tid, ir.Int32(wgradTile))
+				a := b.LoadAt(ir.F32, b.elemPtr(sa, b.AddI(col, kk*wgradTile), 4), 4)
+				s := b.LoadAt(ir.F32, b.ByteOffsetC(ss, 4*kk), 4)
+				out[len(out)-1] = b.FMA(s, a, out[len(out)-1])
+			}
+		}
+		b.SyncThreads()
+		return out
+	})
+	b.wgradStore(op, acc, e, m0, n0, tm, tn, M, N)
+	if op.Bias != nil {
+		col := b.Add(m0, tid)
+		first := b.And(b.ICmp(enum.IPredEQ, b.BlockIdx(ir.X), ir.Int32(0)), b.ICmp(enum.IPredSLT, tid, ir.Int32(wgradTile)))
+		b.If(b.And(first, b.ICmp(enum.IPredSLT, col, ir.Int32(M))), func() {
+			i := b.Add(b.MulI(b.Wide(e), M), b.Wide(col))
+			b.storeScalar(op.Bias.DType, b.Param("bias"), i, b.FAdd(b.loadScalarF32(op.Bias.DType, b.Param("bias"), i), acc[len(acc)-1]))
+		})
+	}
+	b.Ret(nil)
+	k.SharedBytes = wgradSmemB
+	k.SkipIfZeroT = true
+	k.Grid = [3]Expr{Const((N + wgradTile - 1) / wgradTile), Const((M + wgradTile - 1) / wgradTile), Const(int64(op.Experts))}
+	return k
+}
+
+// wgradStage loads rows r0..r0+15 (below hi) of a's columns m0..m0+63 and
+// b's columns n0..n0+63 into shared memory as fp32 (0 outside), and each
+// row's bias scale.
+func (b *Builder) wgradStage(op moe.WeightGrad, sa, sb, ss, r0, hi, m0, n0 value.Value, M, N int64) {
+	tid := b.ThreadIdx(ir.X)
+	for i := int64(0); i < wgradRows*wgradTile/utilThreads; i++ {
+		idx := b.AddI(tid, i*utilThreads)
+		rr, cc := b.UDiv(idx, ir.Int32(wgradTile)), b.URem(idx, ir.Int32(wgradTile))
+		r := b.Add(r0, rr)
+		live := b.ICmp(enum.IPredSLT, r, hi)
+		for _, s := range []struct {
+			smem, base, c0 value.Value
+			width          int64
+			dt             moe.DType
+		}{{sa, b.Param("a"), m0, M, op.A.DType}, {sb, b.Param("b"), n0, N, op.B.DType}} {
+			c := b.Add(s.c0, cc)
+			in := b.And(live, b.ICmp(enum.IPredSLT, c, ir.Int32(s.width)))
+			v := b.IfVals(in, []value.Value{ir.Float32(0)}, func() []value.Value {
+				return []value.Value{b.loadScalarF32(s.dt, s.base, b.Add(b.MulI(b.Wide(r), s.width), b.Wide(c)))}
+			})[0]
+			b.StoreAt(v, b.elemPtr(s.smem, idx, 4), 4)
+		}
+	}
+	if op.Bias == nil {
+		return
+	}
+	b.If(b.ICmp(enum.IPredSLT, tid, ir.Int32(wgradRows)), func() {
+		r := b.Add(r0, tid)
+		var s value.Value = ir.Float32(1)
+		if op.Weights != nil {
+			s = b.IfVals(b.ICmp(enum.IPredSLT, r, hi), []value.Value{ir.Float32(0)}, func() []value.Value {
+				slot := b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), r, 4), 4)
+				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), slot, 4), 4)}
+			})[0]
+		}
+		b.StoreAt(s, b.elemPtr(ss, tid, 4), 4)
+	})
+}
+
+// wgradStore adds each thread's 4x4 sums to main[e, m, n] with one rounding.
+func (b *Builder) wgradStore(op moe.WeightGrad, acc []value.Value, e, m0, n0, tm, tn value.Value, M, N int64) {
+	for i := int64(0); i < wgradMicro; i++ {
+		mi := b.Add(m0, b.AddI(b.MulI(tm, wgradMicro), i))
+		for j := int64(0); j < wgradMicro; j++ {
+			nj := b.Add(n0, b.AddI(b.MulI(tn, wgradMicro), j))
+			in := b.And(b.ICmp(enum.IPredSLT, mi, ir.Int32(M)), b.ICmp(enum.IPredSLT, nj, ir.Int32(N)))
+			v := acc[i*wgradMicro+j]
+			b.If(in, func() {
+				idx := b.Add(b.MulI(b.Add(b.MulI(b.Wide(e), M), b.Wide(mi)), N), b.Wide(nj))
+				b.storeScalar(op.Main.DType, b.Param("main"), idx, b.FAdd(b.loadScalarF32(op.Main.DType, b.Param("main"), idx), v))
+			})
+		}
+	}
+}
