@@ -26,6 +26,9 @@ type Artifact struct {
 	Program  *codegen.Program  // launch plan and the LLVM IR module
 	PTX      *ptx.Result       // PTX text and per-kernel metadata
 	Manifest launch.Manifest   // launch manifest (the "manifest" stage)
+	// Backward selects the backward program (moe.Backward) instead of the
+	// forward (codegen.Build: moe.Forward).
+	Backward bool
 	// Timings holds the wall time of each stage, in stage order.
 	Timings []StageTime
 }
@@ -48,7 +51,15 @@ type Stage struct {
 var Stages = []Stage{
 	{"validate", func(a *Artifact) error { return a.Schedule.Validate(a.Layer) }, nil},
 	{"codegen", func(a *Artifact) (err error) {
-		a.Program, err = codegen.Build(a.Layer, a.Schedule)
+		if !a.Backward {
+			a.Program, err = codegen.Build(a.Layer, a.Schedule)
+			return err
+		}
+		p, err := moe.Backward(a.Layer)
+		if err != nil {
+			return err
+		}
+		a.Program, err = codegen.Lower(p, a.Schedule, codegen.PerOp)
 		return err
 	}, func(a *Artifact) error { return ir.Check(a.Program.Module) }},
 	{"ptx", func(a *Artifact) (err error) {
@@ -58,11 +69,27 @@ var Stages = []Stage{
 	{"manifest", buildManifest, nil},
 }
 
-// Compile runs every stage on layer l with schedule s.
+// Compile runs every stage on layer l with schedule s: the forward.
 func Compile(l schedule.Layer, s schedule.Schedule) (*Artifact, error) {
-	a := &Artifact{Layer: l, Schedule: s}
+	return compile(&Artifact{Layer: l, Schedule: s})
+}
+
+// CompileBackward is Compile for the backward program (moe.Backward): its
+// manifest has Pass "backward", dy among the inputs, dx and the
+// routing-weight gradient among the outputs and the main grads as inout
+// buffers.
+func CompileBackward(l schedule.Layer, s schedule.Schedule) (*Artifact, error) {
+	return compile(&Artifact{Layer: l, Schedule: s, Backward: true})
+}
+
+// compile runs every stage on a.
+func compile(a *Artifact) (*Artifact, error) {
+	l, s := a.Layer, a.Schedule
 	fail := func(stage string, err error) error {
-		repro, _ := ReproduceCommand(l, s)
+		repro, ok := ReproduceCommand(l, s)
+		if ok && a.Backward {
+			repro += " --backward"
+		}
 		return &StageError{Stage: stage, Layer: l.Name, Target: s.Target.String(), Reproduce: repro, Err: err}
 	}
 	for _, st := range Stages {
@@ -233,6 +260,10 @@ func buildManifest(a *Artifact) error {
 		Layer: a.Layer.Name, Target: a.Schedule.Target.String(), PTXVersion: a.PTX.Version,
 		Shape:   launch.ShapeOf(a.Layer),
 		Buffers: a.Program.Buffers, Schedule: a.Schedule.String(),
+	}
+	if a.Backward {
+		m.Pass = "backward"
+		m.Notes = append(m.Notes, "This is the backward: "+moe.BufDY+" is the upstream gradient; the inout buffers are the caller's main grads, which the kernels add the weight gradients to (main += dW) and leave untouched for experts without routes; every element of "+moe.BufDX+" and of the routing-weight gradient is written.")
 	}
 	for _, k := range a.Program.Kernels {
 		e := entries[k.Name]

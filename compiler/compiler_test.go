@@ -9,6 +9,7 @@ import (
 	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -144,5 +145,32 @@ func TestTooLargeForTMA(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "TMA tensor-map limit") {
 			t.Errorf("%s: %v, want a refusal naming the TMA limit", tg, err)
 		}
+	}
+}
+
+// TestCompileBackward: the backward program compiles through every stage;
+// its manifest says so and lists dy, dx, dw and the main grads.
+func TestCompileBackward(t *testing.T) {
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	a, err := CompileBackward(l, testlayer.DefaultSchedule(t, l, target.SM90a))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Manifest.Pass != "backward" {
+		t.Errorf("manifest pass %q", a.Manifest.Pass)
+	}
+	kinds := map[string]launch.BufferKind{}
+	for _, b := range a.Manifest.Buffers {
+		kinds[b.Name] = b.Kind
+	}
+	for name, k := range map[string]launch.BufferKind{moe.BufDY: launch.BufInput, moe.BufDX: launch.BufOutput,
+		moe.BufDW: launch.BufOutput, moe.BufFC1Grad: launch.BufInOut, moe.BufFC2Grad: launch.BufInOut} {
+		if kinds[name] != k {
+			t.Errorf("buffer %s is %q, want %q", name, kinds[name], k)
+		}
+	}
+	f, err := Compile(l, testlayer.DefaultSchedule(t, l, target.SM90a))
+	if err != nil || f.Manifest.Pass != "" {
+		t.Errorf("forward: pass %q, %v", f.Manifest.Pass, err)
 	}
 }

@@ -22,6 +22,10 @@ type Manifest struct {
 	Kernels    []ManifestKernel `json:"kernels"`     // in launch order
 	Buffers    []Buffer         `json:"buffers"`     // inputs, outputs and scratch of the kernels
 	Schedule   string           `json:"schedule"`    // schedule.Schedule.String()
+	// Pass is "backward" for the backward program (moe.Backward: dy in;
+	// dx, the routing-weight gradient out; main grads accumulated); empty
+	// for the forward.
+	Pass string `json:"pass,omitempty"`
 }
 
 // Shape holds the layer's sizes and what decides the meaning of the
