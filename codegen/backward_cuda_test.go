@@ -246,16 +246,9 @@ func refMainGrads(l schedule.Layer, seed uint64) (schedule.MainGrads, map[string
 
 // packMainGrads lays schedule.MainGrads out as the backward's buffers.
 func packMainGrads(l schedule.Layer, mg schedule.MainGrads) map[string][]float32 {
-	out := map[string][]float32{moe.BufFC1Grad: concat(mg.FC1), moe.BufFC2Grad: concat(mg.FC2)}
-	if l.Biases {
-		out[moe.BufFC1BiasGrad], out[moe.BufFC2BiasGrad] = concat(mg.FC1Bias), concat(mg.FC2Bias)
-	}
-	if l.SharedExperts > 0 {
-		s1, s2 := moe.SharedLayout(l, mg.SharedFC1, mg.SharedFC2)
-		out[moe.BufSharedFC1Grad], out[moe.BufSharedFC2Grad] = f32s(s1), f32s(s2)
-		if l.SharedGate {
-			out[moe.BufSharedGateGrad] = append([]float32(nil), mg.SharedGate...)
-		}
+	out := map[string][]float32{}
+	for k, v := range moe.MainGradBuffers(l, mg) {
+		out[k] = f32s(v)
 	}
 	return out
 }

@@ -156,3 +156,28 @@ func rebind(op Op, q *Program) Op {
 	}
 	return v.Interface().(Op)
 }
+
+// MainGradBuffers lays main grads in schedule.MainGrads form (per expert)
+// out as Backward's main-grad buffers, by buffer name: fc1_grad [E,2I,H],
+// fc2_grad [E,H,I], the biases' [E,2I] and [E,H], and the shared experts'
+// in SharedLayout's concatenated layouts (shared_gate_grad [H]). Entries
+// mg does not hold are left out. Values are not rounded.
+func MainGradBuffers(l schedule.Layer, mg schedule.MainGrads) map[string][]float64 {
+	out := map[string][]float64{}
+	put := func(name string, v []float64) {
+		if len(v) > 0 {
+			out[name] = v
+		}
+	}
+	put(BufFC1Grad, flat(mg.FC1))
+	put(BufFC2Grad, flat(mg.FC2))
+	put(BufFC1BiasGrad, flat(mg.FC1Bias))
+	put(BufFC2BiasGrad, flat(mg.FC2Bias))
+	if l.SharedExperts > 0 && len(mg.SharedFC1) == l.SharedExperts && len(mg.SharedFC2) == l.SharedExperts {
+		s1, s2 := SharedLayout(l, mg.SharedFC1, mg.SharedFC2)
+		put(BufSharedFC1Grad, s1)
+		put(BufSharedFC2Grad, s2)
+	}
+	put(BufSharedGateGrad, f64(mg.SharedGate))
+	return out
+}

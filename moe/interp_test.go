@@ -172,7 +172,7 @@ func TestInterpretBackward(t *testing.T) {
 			} else {
 				check("dw", out["dw"], g.DWeights, 1e-2)
 			}
-			for buf, want := range mg.packed() {
+			for buf, want := range MainGradBuffers(l, mg.MainGrads) {
 				d, dref := make([]float64, len(want)), make([]float64, len(want))
 				for i := range want {
 					d[i], dref[i] = out[buf][i]-mg0[buf][i], want[i]-mg0[buf][i]
@@ -236,29 +236,6 @@ func (pr problem) refMainGrads(mg0 map[string][]float64) refMain {
 		}
 	}
 	return m
-}
-
-// packed is m in the program's buffer layouts, by buffer name.
-func (m refMain) packed() map[string][]float64 {
-	out := map[string][]float64{}
-	concat := func(s [][]float32) []float64 {
-		var v []float64
-		for _, x := range s {
-			v = append(v, f64(x)...)
-		}
-		return v
-	}
-	out["fc1_grad"], out["fc2_grad"] = concat(m.FC1), concat(m.FC2)
-	if m.l.Biases {
-		out["fc1_bias_grad"], out["fc2_bias_grad"] = concat(m.FC1Bias), concat(m.FC2Bias)
-	}
-	if m.l.SharedExperts > 0 {
-		out["shared_fc1_grad"], out["shared_fc2_grad"] = SharedLayout(m.l, m.SharedFC1, m.SharedFC2)
-		if m.SharedGate != nil {
-			out["shared_gate_grad"] = f64(m.SharedGate)
-		}
-	}
-	return out
 }
 
 // TestBackwardProgram: the backward's structure, its ops and what it keeps.

@@ -162,7 +162,11 @@ const maxTokens = math.MaxInt32
 
 // bindError is an error of Forward's arguments, naming the layer.
 func (p *plan) bindError(format string, args ...any) error {
-	return fmt.Errorf("mokc runtime: Forward (%s): "+format, append([]any{p.Layer}, args...)...)
+	call := "Forward"
+	if p.Pass == "backward" {
+		call = "Backward"
+	}
+	return fmt.Errorf("mokc runtime: "+call+" (%s): "+format, append([]any{p.Layer}, args...)...)
 }
 
 // tokens returns T, read from the token buffer's binding, after checking
@@ -235,8 +239,11 @@ func (p *plan) checkTensor(buf launch.Buffer, t Tensor, T int) (span, error) {
 	shape := spec.ShapeAt(T)
 	if t.IsZero() {
 		verb := "reads"
-		if buf.Kind == launch.BufOutput {
+		switch buf.Kind {
+		case launch.BufOutput:
 			verb = "writes"
+		case launch.BufInOut:
+			verb = "adds to"
 		}
 		return span{}, p.bindError("buffer %q is not bound; this layer %s it: %s %v (%s)", buf.Name, verb, buf.DType, shape, buf.Doc)
 	}
@@ -250,7 +257,7 @@ func (p *plan) checkTensor(buf launch.Buffer, t Tensor, T int) (span, error) {
 	if t.Bytes < 0 || int64(t.Bytes) < need {
 		return span{}, p.bindError("buffer %q: %d bytes; %s %v needs %d", buf.Name, t.Bytes, buf.DType, shape, need)
 	}
-	s := span{name: buf.Name, lo: uint64(t.Ptr), hi: uint64(t.Ptr), isOutput: buf.Kind == launch.BufOutput}
+	s := span{name: buf.Name, lo: uint64(t.Ptr), hi: uint64(t.Ptr), isOutput: buf.Kind == launch.BufOutput || buf.Kind == launch.BufInOut}
 	if need == 0 {
 		return s, nil
 	}

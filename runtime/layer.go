@@ -38,6 +38,9 @@ type Layer struct {
 	mu     sync.Mutex
 	closed bool
 	errPtr driver.DevicePtr // the error word, u32 (16 bytes allocated)
+	// bwd is the backward program, loaded by the first Backward (nil
+	// before): a Layer of its own (plan, module, workspace, error word).
+	bwd *Layer
 
 	// workspace: one allocation holding every scratch buffer, laid out for
 	// wsT tokens (valid for every T <= wsT: buffer sizes grow with T).
@@ -547,9 +550,97 @@ func evalPositive(es []launch.Expr, T int, what string) ([]uint64, error) {
 	return out, nil
 }
 
+// Backward queues the backward of the layer (moe.Backward) on stream (nil:
+// the legacy default stream) for the tensors of b and returns without
+// waiting. From the forward's inputs (the same x, routing and weights,
+// bound under the same names) and the upstream gradient dy bf16 [T,H] it
+// writes dx bf16 [T,H] and the routing-weight gradient (dw f32 [T,K], or
+// dprobs f32 [T,E] with a routing map) and adds the weight gradients to the
+// caller's main grads (the inout buffers fc1_grad, fc2_grad, ...: main +=
+// dW in f32, or bf16 after schedule.Layer.MainGrad; an expert without
+// routes is not touched). BackwardBuffers lists every buffer to bind.
+//
+// Nothing is kept from Forward: the backward re-dispatches the tokens and
+// recomputes FC1 (moe.Backward's saved-state policy), so Forward and
+// Backward may run in any order and a training step is Forward, then
+// Backward on the same bindings plus dy, dx, dw and the main grads. The
+// first call compiles the backward (package compiler, cached as NewLayer's
+// forward is) and loads it; it has a workspace of its own. Binding errors
+// name the buffer before any launch, as Forward's do; CheckErrors reports
+// device faults and the routing errors the backward finds. Every reduction
+// runs in a fixed order: repeated calls give the same bits.
+func (ly *Layer) Backward(stream *driver.Stream, b Bindings) error {
+	bwd, err := ly.backward()
+	if err != nil {
+		return err
+	}
+	return bwd.forward(stream, b, nil)
+}
+
+// BackwardBuffers returns the buffers Backward binds, in the manifest's
+// order: inputs (the forward's and dy), outputs (dx, dw or dprobs) and the
+// main grads (Kind launch.BufInOut). It compiles and loads the backward
+// when Backward has not run yet.
+func (ly *Layer) BackwardBuffers() ([]BufferSpec, error) {
+	bwd, err := ly.backward()
+	if err != nil {
+		return nil, err
+	}
+	var out []BufferSpec
+	for _, k := range []launch.BufferKind{launch.BufInput, launch.BufOutput, launch.BufInOut} {
+		out = append(out, bwd.plan.specs(k)...)
+	}
+	return out, nil
+}
+
+// backward returns the backward program's Layer, compiling and loading it
+// on the first call.
+func (ly *Layer) backward() (*Layer, error) {
+	ly.mu.Lock()
+	defer ly.mu.Unlock()
+	if ly.closed {
+		return nil, ErrLayerClosed
+	}
+	if ly.bwd != nil {
+		return ly.bwd, nil
+	}
+	drv, err := driver.DriverVersion()
+	if err != nil {
+		return nil, err
+	}
+	c, err := compileCachedPass(ly.layer, ly.sched, drv, true)
+	if err != nil {
+		return nil, err
+	}
+	p, err := newPlan(c.manifest, ly.layer)
+	if err != nil {
+		return nil, err
+	}
+	if ly.bwd, err = load(ly.ctx, ly.layer, ly.sched, c.ptx, p); err != nil {
+		return nil, err
+	}
+	return ly.bwd, nil
+}
+
+// takeWord reads the error word and clears it when it is not 0 (the
+// context has been synchronised).
+func (ly *Layer) takeWord() (uint32, error) {
+	var word [1]uint32
+	if err := ly.ctx.CopyFromDevice(word[:], ly.errPtr); err != nil {
+		return 0, err
+	}
+	if word[0] != 0 {
+		if err := ly.ctx.Memset(ly.errPtr, 0, 4); err != nil {
+			return 0, err
+		}
+	}
+	return word[0], nil
+}
+
 // CheckErrors waits for the work queued on stream (nil: the whole context)
 // and returns the first device fault as a *DriverError, or the error word
-// of the most recent Forward as a *RoutingError, and then clears the word.
+// of the most recent Forward (ORed with the most recent Backward's) as a
+// *RoutingError, and then clears the words.
 // The word is reset by every Forward, so a caller that wants the verdict of
 // each Forward calls CheckErrors after each one; the mokc CLI and the tests
 // always do.
@@ -568,17 +659,21 @@ func (ly *Layer) CheckErrors(stream *driver.Stream) error {
 	if err != nil {
 		return fmt.Errorf("mokc runtime: layer %s: %w", ly.layer.Name, err)
 	}
-	var word [1]uint32
-	if err := ly.ctx.CopyFromDevice(word[:], ly.errPtr); err != nil {
+	word, err := ly.takeWord()
+	if err != nil {
 		return err
 	}
-	if word[0] == 0 {
+	if ly.bwd != nil {
+		w, err := ly.bwd.takeWord()
+		if err != nil {
+			return err
+		}
+		word |= w
+	}
+	if word == 0 {
 		return nil
 	}
-	if err := ly.ctx.Memset(ly.errPtr, 0, 4); err != nil {
-		return err
-	}
-	return &RoutingError{Layer: ly.layer.Name, Code: word[0], Experts: ly.layer.Experts, TopK: ly.layer.TopK}
+	return &RoutingError{Layer: ly.layer.Name, Code: word, Experts: ly.layer.Experts, TopK: ly.layer.TopK}
 }
 
 // RoutingError is the error word of a forward program: the OR of the codes
@@ -628,6 +723,9 @@ func (ly *Layer) Close() error {
 	}
 	ly.closed = true
 	errs := []error{ly.ctx.Synchronize()}
+	if ly.bwd != nil {
+		errs = append(errs, ly.bwd.Close())
+	}
 	if ly.ws != 0 {
 		errs = append(errs, ly.ctx.Free(ly.ws))
 	}

@@ -24,10 +24,15 @@ type compiled struct {
 	manifest *launch.Manifest
 }
 
-// compileLayer compiles l with s through package compiler on a cache miss;
-// tests substitute a stand-in.
-var compileLayer = func(l schedule.Layer, s schedule.Schedule) (compiled, error) {
-	a, err := compiler.Compile(l, s)
+// compileLayer compiles l with s through package compiler on a cache miss
+// (the backward program when backward is set); tests substitute a
+// stand-in.
+var compileLayer = func(l schedule.Layer, s schedule.Schedule, backward bool) (compiled, error) {
+	compile := compiler.Compile
+	if backward {
+		compile = compiler.CompileBackward
+	}
+	a, err := compile(l, s)
 	if err != nil {
 		return compiled{}, err
 	}
@@ -108,7 +113,17 @@ func cacheKey(version, exe string, l schedule.Layer, s schedule.Schedule, driver
 // holds compiler.Version. Disk cache failures are not errors (an entry that
 // cannot be read or decoded is a miss): the cache is only an optimisation.
 func compileCached(l schedule.Layer, s schedule.Schedule, driverVersion int) (compiled, error) {
-	key := cacheKey(compiler.Version, "", l, s, driverVersion)
+	return compileCachedPass(l, s, driverVersion, false)
+}
+
+// compileCachedPass is compileCached for the forward or (backward) the
+// backward program; the two have different keys.
+func compileCachedPass(l schedule.Layer, s schedule.Schedule, driverVersion int, backward bool) (compiled, error) {
+	version := compiler.Version
+	if backward {
+		version += " backward"
+	}
+	key := cacheKey(version, "", l, s, driverVersion)
 	memCache.Lock()
 	c, ok := memCache.m[key]
 	memCache.Unlock()
@@ -126,14 +141,14 @@ func compileCached(l schedule.Layer, s schedule.Schedule, driverVersion int) (co
 	}
 	var diskKey string
 	if dir != "" && exe != "" {
-		diskKey = cacheKey(compiler.Version, exe, l, s, driverVersion)
+		diskKey = cacheKey(version, exe, l, s, driverVersion)
 		if c, ok := readDiskCache(dir, diskKey); ok {
 			remember(c)
 			return c, nil
 		}
 	}
 	compiles.Add(1)
-	c, err := compileLayer(l, s)
+	c, err := compileLayer(l, s, backward)
 	if err != nil {
 		return compiled{}, fmt.Errorf("mokc runtime: compiling %s for %s: %w", l.Name, s.Target, err)
 	}

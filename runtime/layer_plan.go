@@ -81,7 +81,7 @@ func (p *plan) check(l schedule.Layer) error {
 			return fmt.Errorf("buffer %q listed twice", b.Name)
 		}
 		switch b.Kind {
-		case launch.BufInput, launch.BufOutput, launch.BufScratch:
+		case launch.BufInput, launch.BufOutput, launch.BufScratch, launch.BufInOut:
 		default:
 			return fmt.Errorf("buffer %q: unknown kind %q", b.Name, b.Kind)
 		}

@@ -408,7 +408,7 @@ func TestCompileCache(t *testing.T) {
 	s80, m80 := manifestFor(t, l, target.SM80)
 	s90, m90 := manifestFor(t, l, target.SM90a)
 	calls := 0
-	fake := func(l schedule.Layer, s schedule.Schedule) (compiled, error) {
+	fake := func(l schedule.Layer, s schedule.Schedule, _ bool) (compiled, error) {
 		calls++
 		m := m80
 		if s.Target != target.SM80 {
@@ -476,7 +476,7 @@ func TestCompileCache(t *testing.T) {
 	}
 	// A failing compiler's error comes back; nothing is cached.
 	forget()
-	compileLayer = func(schedule.Layer, schedule.Schedule) (compiled, error) {
+	compileLayer = func(schedule.Layer, schedule.Schedule, bool) (compiled, error) {
 		return compiled{}, errors.New("ptx: in function @moe_fc1: unsupported")
 	}
 	t.Setenv(CacheDirEnv, "off")

@@ -34,7 +34,7 @@ for phase in $phases; do
 	case $phase in
 	tests)
 		(cd driver && step "driver: CUDA driver API tests" 60 "$OUT/tests.log" ../.carry/driver.test -test.v -test.count=1)
-		(cd runtime && step "runtime: Layer tests" 150 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1)
+		(cd runtime && step "runtime: Layer tests (forward, backward)" 400 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1)
 		(cd codegen/selftest && step "selftest kernels (ours vs llc-19)" 60 "$OUT/tests.log" ../../.carry/codegen_selftest.test -test.v -test.count=1)
 		(cd codegen && step "codegen: engine GEMMs + forward on the GPU" 150 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 \
 			-test.run 'TestForwardSM80|TestSM90GemmGPU|TestSM90GemmPerf|TestSM100GemmGPU|TestForwardTimingSM80|TestBackwardRowOpsGPU|TestBackwardGPU')
