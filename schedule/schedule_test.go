@@ -176,7 +176,7 @@ func TestLayerValidateErrors(t *testing.T) {
 		{"zero hidden", base, func(l *Layer) { l.Hidden = 0 }, "Layer.Hidden", "> 0"},
 		{"negative I", base, func(l *Layer) { l.Intermediate = -768 }, "Layer.Intermediate", "> 0"},
 		{"huge E", base, func(l *Layer) { l.Experts = 1 << 30 }, "Layer.Experts", "<="},
-		{"top-k > E", base, func(l *Layer) { l.TopK = 200 }, "Layer.TopK", "Layer.Experts"},
+		{"top-k > E", base, func(l *Layer) { l.Experts = 4 }, "Layer.TopK", "Layer.Experts"},
 		{"H not x8", base, func(l *Layer) { l.Hidden = 2044 }, "Layer.Hidden", "multiple of 8"},
 		{"I mxfp8", base, func(l *Layer) { l.Intermediate = 776; l.Precision = MXFP8 }, "Layer.Intermediate", "multiple of 32"},
 		{"shared I without experts", base, func(l *Layer) { l.SharedIntermediate = 64 }, "Layer.SharedIntermediate", "must be 0"},
