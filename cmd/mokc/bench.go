@@ -228,6 +228,9 @@ func benchAction(c *cli.Context) error {
 		return fmt.Errorf("bench: --sets %d: must be >= 0", c.Int("sets"))
 	}
 	l, s, err := gpuLayer(c)
+	if err == nil {
+		err = checkTokens(l, s, T)
+	}
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -12,17 +14,27 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// layerFlags are the flags that name a layer: a preset or a Hugging Face
-// config.json file.
+// layerFlags are the flags that name a layer, a preset or a Hugging Face
+// config.json file, and the flags that override its sizes (layerFieldFlags).
 func layerFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
-	}
+	}, cliFlags(layerFieldFlags, "the model's")...)
 }
 
-// loadLayer returns the layer named by --model or --hf-config (exactly one).
+// loadLayer returns the layer named by --model or --hf-config (exactly one)
+// with the layer flags applied, validated.
 func loadLayer(c *cli.Context) (schedule.Layer, error) {
+	l, err := namedLayer(c)
+	if err != nil {
+		return l, err
+	}
+	return l, applyLayerFlags(c, &l)
+}
+
+// namedLayer returns the layer named by --model or --hf-config.
+func namedLayer(c *cli.Context) (schedule.Layer, error) {
 	model, file := c.String("model"), c.String("hf-config")
 	switch {
 	case model != "" && file != "":
@@ -53,64 +65,178 @@ func loadTarget(c *cli.Context) (target.Target, error) {
 	return t, nil
 }
 
-// scheduleFlags override parts of the target's default schedule, for tuning;
-// the result is validated by schedule.Schedule.Validate and by codegen,
-// whose refusals give the reason (registers, shared memory, warps).
-func scheduleFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "fc1-tile", Usage: "FC1 tile MxNxK (rows x output columns x K block)", DefaultText: "the target's default"},
-		&cli.StringFlag{Name: "fc2-tile", Usage: "FC2 tile MxNxK", DefaultText: "the target's default"},
-		&cli.IntFlag{Name: "stages", Usage: "shared-memory pipeline stages", DefaultText: "the target's default"},
-		&cli.IntFlag{Name: "mma-warps", Usage: "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", DefaultText: "the target's default"},
-		&cli.IntFlag{Name: "grid-ctas", Usage: "persistent grid size (0: one CTA per SM)", DefaultText: "the target's default"},
-	}
+// fieldFlag is a command-line flag that sets one field of the layer or of
+// the schedule. The tables layerFieldFlags and scheduleFieldFlags are the
+// one place a flag is tied to its field: the flags are declared, applied
+// and named in validation errors (flagError) from them.
+type fieldFlag struct {
+	name  string // the flag without "--", e.g. "mma-warps"
+	usage string
+	// field is the schedule.FieldError.Field the flag sets, e.g.
+	// "Schedule.Warps.MMA"; an error on it or on one of its parts
+	// ("Schedule.FC1.M") names the flag. also lists further fields an error
+	// on which is the flag's (e.g. the whole "Schedule.Warps").
+	field string
+	also  []string
+	// ptr returns the field in l or s: an *int, or a *schedule.Tile for a
+	// MxNxK flag.
+	ptr func(l *schedule.Layer, s *schedule.Schedule) any
 }
 
-// scheduleOverridden reports whether any schedule flag is set.
-func scheduleOverridden(c *cli.Context) bool {
-	for _, f := range scheduleFlags() {
-		if c.IsSet(f.Names()[0]) {
+// layerFieldFlags override sizes of the layer named by --model or
+// --hf-config; the result is validated by schedule.Layer.Validate, whose
+// refusals (the limits of the kernels) are reported on the flag.
+var layerFieldFlags = []fieldFlag{
+	{name: "hidden", usage: "hidden size H", field: "Layer.Hidden",
+		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.Hidden }},
+	{name: "intermediate", usage: "intermediate size I of a routed expert", field: "Layer.Intermediate",
+		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.Intermediate }},
+	{name: "experts", usage: "number E of routed experts", field: "Layer.Experts",
+		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.Experts }},
+	{name: "top-k", usage: "routes K per token (top-k)", field: "Layer.TopK",
+		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.TopK }},
+	{name: "shared-experts", usage: "number S of shared experts", field: "Layer.SharedExperts",
+		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.SharedExperts }},
+	{name: "shared-intermediate", usage: "intermediate size I_s of each shared expert", field: "Layer.SharedIntermediate",
+		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.SharedIntermediate }},
+}
+
+// scheduleFieldFlags override parts of the target's default schedule, for
+// tuning; the result is validated by schedule.Schedule.Validate and by
+// codegen, whose refusals give the reason (registers, shared memory, warps).
+var scheduleFieldFlags = []fieldFlag{
+	{name: "fc1-tile", usage: "FC1 tile MxNxK (rows x output columns x K block)", field: "Schedule.FC1",
+		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.FC1 }},
+	{name: "fc2-tile", usage: "FC2 tile MxNxK", field: "Schedule.FC2",
+		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.FC2 }},
+	{name: "stages", usage: "shared-memory pipeline stages", field: "Schedule.Stages",
+		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.Stages }},
+	{name: "mma-warps", usage: "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", field: "Schedule.Warps.MMA", also: []string{"Schedule.Warps"},
+		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.Warps.MMA }},
+	{name: "grid-ctas", usage: "persistent grid size (0: one CTA per SM)", field: "Schedule.GridCTAs",
+		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.GridCTAs }},
+}
+
+// cliFlags declares the flags of a table; def is the help text of the
+// default.
+func cliFlags(table []fieldFlag, def string) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range table {
+		if _, tile := f.ptr(&schedule.Layer{}, &schedule.Schedule{}).(*schedule.Tile); tile {
+			out = append(out, &cli.StringFlag{Name: f.name, Usage: f.usage, DefaultText: def})
+		} else {
+			out = append(out, &cli.IntFlag{Name: f.name, Usage: f.usage, DefaultText: def})
+		}
+	}
+	return out
+}
+
+// scheduleFlags are the flags of scheduleFieldFlags.
+func scheduleFlags() []cli.Flag { return cliFlags(scheduleFieldFlags, "the target's default") }
+
+// anySet reports whether any flag of table is set.
+func anySet(c *cli.Context, table []fieldFlag) bool {
+	for _, f := range table {
+		if c.IsSet(f.name) {
 			return true
 		}
 	}
 	return false
 }
 
+// scheduleOverridden reports whether any schedule flag is set.
+func scheduleOverridden(c *cli.Context) bool { return anySet(c, scheduleFieldFlags) }
+
+// applyFlags sets the fields of the flags of table that are set in l and s.
+func applyFlags(c *cli.Context, table []fieldFlag, l *schedule.Layer, s *schedule.Schedule) error {
+	for _, f := range table {
+		if !c.IsSet(f.name) {
+			continue
+		}
+		switch p := f.ptr(l, s).(type) {
+		case *int:
+			*p = c.Int(f.name)
+		case *schedule.Tile:
+			var t schedule.Tile
+			if n, err := fmt.Sscanf(c.String(f.name), "%dx%dx%d", &t.M, &t.N, &t.K); err != nil || n != 3 {
+				return fmt.Errorf("--%s %q: want MxNxK, e.g. 128x256x64", f.name, c.String(f.name))
+			}
+			*p = t
+		}
+	}
+	return nil
+}
+
+// flagError rewrites a validation error of l or s on a field that a flag
+// of table sets as "--flag VALUE: rule" (VALUE as the flag spells it,
+// marked when it is the default rather than given), so the user reads the
+// flag, not the Go field. Other errors are returned unchanged.
+func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.Schedule, def string, err error) error {
+	var fe *schedule.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	for _, f := range table {
+		part, ok := strings.CutPrefix(fe.Field, f.field)
+		if !ok || part != "" && part[0] != '.' {
+			if part = ""; !slices.Contains(f.also, fe.Field) {
+				continue
+			}
+		}
+		value := fmt.Sprint(reflectValue(f.ptr(&l, &s)))
+		if !c.IsSet(f.name) {
+			value += " (" + def + ")"
+		}
+		rule := fe.Rule
+		if part != "" {
+			rule = fmt.Sprintf("%s = %v: %s", part[1:], fe.Value, fe.Rule)
+		}
+		return fmt.Errorf("--%s %s: %s", f.name, value, rule)
+	}
+	return err
+}
+
+// reflectValue dereferences the *int or *schedule.Tile of fieldFlag.ptr.
+func reflectValue(p any) any {
+	switch p := p.(type) {
+	case *int:
+		return *p
+	case *schedule.Tile:
+		return *p
+	}
+	return p
+}
+
+// applyLayerFlags applies the layer flags to l and validates it; a refusal
+// on a field a layer flag sets names the flag.
+func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
+	if err := applyFlags(c, layerFieldFlags, l, nil); err != nil {
+		return err
+	}
+	return flagError(c, layerFieldFlags, *l, schedule.Schedule{}, "the model's", l.Validate())
+}
+
 // layerSchedule returns target's default schedule for l with the schedule
 // flags applied, validated against l. When any flag is set the schedule
 // loses its T-dependent GEMM variant: the flags describe the one shape of
-// the routed GEMMs.
+// the routed GEMMs. A refusal on a field a schedule flag sets names the
+// flag ("--mma-warps 3: ...").
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
 		return s, fmt.Errorf("schedule for %s: %w", target, err)
 	}
-	if scheduleOverridden(c) {
-		s.Variant = nil // the flags describe the one shape of the routed GEMMs
+	if !scheduleOverridden(c) {
+		return s, nil
 	}
-	for _, f := range []struct {
-		name string
-		tile *schedule.Tile
-	}{{"fc1-tile", &s.FC1}, {"fc2-tile", &s.FC2}} {
-		if !c.IsSet(f.name) {
-			continue
-		}
-		var t schedule.Tile
-		if n, err := fmt.Sscanf(c.String(f.name), "%dx%dx%d", &t.M, &t.N, &t.K); err != nil || n != 3 {
-			return s, fmt.Errorf("--%s %q: want MxNxK, e.g. 128x256x64", f.name, c.String(f.name))
-		}
-		*f.tile = t
-	}
-	if c.IsSet("stages") {
-		s.Stages = c.Int("stages")
-	}
-	if c.IsSet("mma-warps") {
-		s.Warps.MMA = c.Int("mma-warps")
-	}
-	if c.IsSet("grid-ctas") {
-		s.GridCTAs = c.Int("grid-ctas")
+	s.Variant = nil // the flags describe the one shape of the routed GEMMs
+	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
+		return s, err
 	}
 	if err := s.Validate(l); err != nil {
+		if ferr := flagError(c, scheduleFieldFlags, l, s, "the target's default", err); ferr != err {
+			return s, ferr
+		}
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
 	return s, nil

@@ -224,6 +224,8 @@ type runConfig struct {
 	sample  int
 	seed    uint64
 	json    bool
+	// editLayer applies the layer flags to a preset's layer (nil: none).
+	editLayer func(*schedule.Layer) error
 	// schedule returns the schedule of a layer on a target: the default,
 	// or with the schedule flags applied (one target only).
 	schedule func(l schedule.Layer, t target.Target) (schedule.Schedule, error)
@@ -308,19 +310,50 @@ func parseRunFlags(c *cli.Context) (runConfig, error) {
 	} else if cfg.layer, err = loadLayer(c); err != nil {
 		return cfg, err
 	}
-	// Every layer must exist and be valid before anything runs.
-	for _, m := range cfg.models {
-		if _, err := cfg.modelLayer(m); err != nil {
-			return cfg, err
+	cfg.editLayer = func(l *schedule.Layer) error { return applyLayerFlags(c, l) }
+	// Every layer must exist and be valid, and every T within what its
+	// kernels index, before anything runs.
+	layers := []schedule.Layer{cfg.layer}
+	if cfg.models != nil {
+		layers = layers[:0]
+		for _, m := range cfg.models {
+			l, err := cfg.modelLayer(m)
+			if err != nil {
+				return cfg, err
+			}
+			layers = append(layers, l)
 		}
-	}
-	if cfg.models == nil {
+	} else {
 		cfg.layer.Routing = cfg.routing
 		if err := cfg.layer.Validate(); err != nil {
 			return cfg, err
 		}
+		layers[0] = cfg.layer
+	}
+	for _, l := range layers {
+		for _, tg := range cfg.targets {
+			s, err := cfg.schedule(l, tg)
+			if err != nil {
+				return cfg, err
+			}
+			for _, T := range cfg.tokens {
+				if err := checkTokens(l, s, T); err != nil {
+					return cfg, err
+				}
+			}
+		}
 	}
 	return cfg, nil
+}
+
+// checkTokens refuses a token count T above what the kernels of l with
+// schedule s index in 32 bits (schedule.Schedule.MaxTokens).
+func checkTokens(l schedule.Layer, s schedule.Schedule, T int) error {
+	if limit := s.MaxTokens(l); T > limit {
+		return fmt.Errorf("--tokens %d: more than the %d tokens the kernels of %s on %s index in 32 bits (schedule.Schedule.MaxTokens)",
+			T, limit, l.Name, s.Target)
+	}
+	return nil
 }
 
 // modelLayer returns the layer of a preset with the routing form of
@@ -329,6 +362,11 @@ func (cfg runConfig) modelLayer(name string) (schedule.Layer, error) {
 	l, err := runPresetLayer(name)
 	if err != nil {
 		return l, err
+	}
+	if cfg.editLayer != nil {
+		if err := cfg.editLayer(&l); err != nil {
+			return l, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	l.Routing = cfg.routing
 	return l, l.Validate()
