@@ -331,22 +331,39 @@ func (c hfConfig) experts(key string) (int, error) {
 	return e, nil
 }
 
+// sizes reads the sizes every family has: the expert count (key experts),
+// hidden_size, the experts' intermediate size (key intermediate) and the
+// top-k (key topK), in that order, stopping at the first error.
+func (c hfConfig) sizes(experts, intermediate, topK string) (Layer, error) {
+	E, err := c.experts(experts)
+	if err != nil {
+		return Layer{}, err
+	}
+	v, err := c.ints("hidden_size", intermediate, topK)
+	if err != nil {
+		return Layer{}, err
+	}
+	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2]}, nil
+}
+
+// softmaxSizes reads sizes and a softmax router renormalised as
+// norm_topk_prob says (default false: Qwen2-MoE, Qwen3-MoE, OLMoE).
+func (c hfConfig) softmaxSizes(experts, intermediate string) (Layer, error) {
+	l, err := c.sizes(experts, intermediate, "num_experts_per_tok")
+	if err != nil {
+		return Layer{}, err
+	}
+	norm, err := c.boolOr("norm_topk_prob", false)
+	l.Router = Router{Score: ScoreSoftmax, Normalize: norm}
+	return l, err
+}
+
 func readQwenMoE(shared bool) func(c hfConfig) (Layer, error) {
 	return func(c hfConfig) (Layer, error) {
-		E, err := c.experts("num_experts")
+		l, err := c.softmaxSizes("num_experts", "moe_intermediate_size")
 		if err != nil {
 			return Layer{}, err
 		}
-		v, err := c.ints("hidden_size", "moe_intermediate_size", "num_experts_per_tok")
-		if err != nil {
-			return Layer{}, err
-		}
-		norm, err := c.boolOr("norm_topk_prob", false)
-		if err != nil {
-			return Layer{}, err
-		}
-		l := Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
-			Router: Router{Score: ScoreSoftmax, Normalize: norm}}
 		if shared {
 			is, err := c.int("shared_expert_intermediate_size")
 			if err != nil {
@@ -396,15 +413,10 @@ func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
 		panic("schedule: no DeepSeek defaults for " + family)
 	}
 	return func(c hfConfig) (Layer, error) {
-		E, err := c.experts("n_routed_experts")
+		l, err := c.sizes("n_routed_experts", "moe_intermediate_size", "num_experts_per_tok")
 		if err != nil {
 			return Layer{}, err
 		}
-		v, err := c.ints("hidden_size", "moe_intermediate_size", "num_experts_per_tok")
-		if err != nil {
-			return Layer{}, err
-		}
-		l := Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2]}
 		var S int
 		if def.shared < 0 {
 			S, err = c.int("n_shared_experts")
@@ -415,7 +427,7 @@ func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
 			return Layer{}, err
 		}
 		if S > 0 {
-			l.SharedExperts, l.SharedIntermediate = S, v[1]
+			l.SharedExperts, l.SharedIntermediate = S, l.Intermediate
 		}
 		score, err := c.strOr("scoring_func", def.score)
 		if err != nil {
@@ -472,49 +484,19 @@ func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
 }
 
 func readMixtral(c hfConfig) (Layer, error) {
-	E, err := c.experts("num_local_experts")
-	if err != nil {
-		return Layer{}, err
-	}
-	v, err := c.ints("hidden_size", "intermediate_size", "num_experts_per_tok")
-	if err != nil {
-		return Layer{}, err
-	}
-	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
-		Router: Router{Score: ScoreSoftmax, Normalize: true}}, nil
+	l, err := c.sizes("num_local_experts", "intermediate_size", "num_experts_per_tok")
+	l.Router = Router{Score: ScoreSoftmax, Normalize: true}
+	return l, err
 }
 
-func readOLMoE(c hfConfig) (Layer, error) {
-	E, err := c.experts("num_experts")
-	if err != nil {
-		return Layer{}, err
-	}
-	v, err := c.ints("hidden_size", "intermediate_size", "num_experts_per_tok")
-	if err != nil {
-		return Layer{}, err
-	}
-	norm, err := c.boolOr("norm_topk_prob", false)
-	if err != nil {
-		return Layer{}, err
-	}
-	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
-		Router: Router{Score: ScoreSoftmax, Normalize: norm}}, nil
-}
+func readOLMoE(c hfConfig) (Layer, error) { return c.softmaxSizes("num_experts", "intermediate_size") }
 
 func readGPTOSS(c hfConfig) (Layer, error) {
-	E, err := c.experts("num_local_experts")
-	if err != nil {
-		return Layer{}, err
-	}
-	v, err := c.ints("hidden_size", "intermediate_size")
-	if err != nil {
-		return Layer{}, err
-	}
 	kKey := "num_experts_per_tok"
 	if !c.has(kKey) && c.has("experts_per_token") {
 		kKey = "experts_per_token"
 	}
-	K, err := c.int(kKey)
+	v, err := c.sizes("num_local_experts", "intermediate_size", kKey)
 	if err != nil {
 		return Layer{}, err
 	}
@@ -522,8 +504,8 @@ func readGPTOSS(c hfConfig) (Layer, error) {
 	if err != nil {
 		return Layer{}, err
 	}
-	l := gptOSS(E)
-	l.Hidden, l.Intermediate, l.TopK, l.SwiGLULimit = v[0], v[1], K, lim
+	l := gptOSS(v.Experts)
+	l.Hidden, l.Intermediate, l.TopK, l.SwiGLULimit = v.Hidden, v.Intermediate, v.TopK, lim
 	return l, nil
 }
 
@@ -539,17 +521,10 @@ func readLlama4(c hfConfig) (Layer, error) {
 }
 
 func readLlama4Text(c hfConfig) (Layer, error) {
-	E, err := c.experts("num_local_experts")
-	if err != nil {
-		return Layer{}, err
-	}
 	// intermediate_size is the experts' (routed and shared); the dense
 	// layers use intermediate_size_mlp.
-	v, err := c.ints("hidden_size", "intermediate_size", "num_experts_per_tok")
-	if err != nil {
-		return Layer{}, err
-	}
-	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
-		SharedExperts: 1, SharedIntermediate: v[1], RouterWeightOnInput: true,
-		Router: Router{Score: ScoreSigmoid}}, nil
+	l, err := c.sizes("num_local_experts", "intermediate_size", "num_experts_per_tok")
+	l.SharedExperts, l.SharedIntermediate, l.RouterWeightOnInput = 1, l.Intermediate, true
+	l.Router = Router{Score: ScoreSigmoid}
+	return l, err
 }

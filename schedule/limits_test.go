@@ -21,13 +21,7 @@ func TestLayerLimits(t *testing.T) {
 	base, _ := Preset("qwen3-30b-a3b")
 	shared, _ := Preset("qwen2-57b-a14b")
 	small := Layer{Hidden: 8, Intermediate: 8, Experts: 64, TopK: 8}
-	cases := []struct {
-		name  string
-		from  Layer
-		edit  func(*Layer)
-		field string
-		rule  string
-	}{
+	checkLayerCases(t, []layerCase{
 		{"top-k 33", small, func(l *Layer) { l.TopK = MaxTopK + 1 }, "Layer.TopK", "<= 32 (schedule.MaxTopK"},
 		{"top-k 1e6", small, func(l *Layer) { l.TopK = 1_000_000 }, "Layer.TopK", "<= 32"},
 		{"experts 65537", small, func(l *Layer) { l.Experts = MaxExperts + 1 }, "Layer.Experts", "<= 65536 (schedule.MaxExperts"},
@@ -39,21 +33,7 @@ func TestLayerLimits(t *testing.T) {
 		{"shared intermediate", shared, func(l *Layer) { l.SharedIntermediate = MaxIntermediate + 8 }, "Layer.SharedIntermediate", "<= 65536"},
 		{"weights", base, func(l *Layer) { l.Hidden, l.Intermediate, l.Experts = 16384, 16384, 4096 }, "Layer.Experts", "largest GPU"},
 		{"weights just over", Layer{Hidden: 8192, Intermediate: 8192, Experts: 477, TopK: 8}, func(*Layer) {}, "Layer.Experts", "192.0 GB"},
-	}
-	for _, c := range cases {
-		l := c.from
-		c.edit(&l)
-		start := time.Now()
-		wantFieldErr(t, c.name, l.Validate(), c.field, c.rule)
-		for _, tg := range target.All() {
-			if _, err := DefaultSchedule(l, tg); err == nil {
-				t.Errorf("%s: DefaultSchedule(%v) accepts the layer", c.name, tg)
-			}
-		}
-		if d := time.Since(start); d > 100*time.Millisecond {
-			t.Errorf("%s: refusing took %v", c.name, d)
-		}
-	}
+	})
 	// The largest layer within every limit is valid and its schedules are.
 	edge := Layer{Hidden: 8192, Intermediate: 8192, Experts: 476, TopK: MaxTopK}
 	if err := edge.Validate(); err != nil {
@@ -67,6 +47,36 @@ func TestLayerLimits(t *testing.T) {
 	wide := Layer{Hidden: MaxHidden, Intermediate: MaxIntermediate, Experts: 4, TopK: 2, SharedExperts: 1, SharedIntermediate: MaxIntermediate}
 	if err := wide.Validate(); err != nil {
 		t.Fatalf("%v: %v", wide, err)
+	}
+}
+
+// layerCase is an invalid layer: from with edit applied must be refused
+// on field with a message containing rule.
+type layerCase struct {
+	name  string
+	from  Layer
+	edit  func(*Layer)
+	field string
+	rule  string
+}
+
+// checkLayerCases checks that Validate and DefaultSchedule (every target)
+// refuse each case, within 100 ms.
+func checkLayerCases(t *testing.T, cases []layerCase) {
+	t.Helper()
+	for _, c := range cases {
+		l := c.from
+		c.edit(&l)
+		start := time.Now()
+		wantFieldErr(t, c.name, l.Validate(), c.field, c.rule)
+		for _, tg := range target.All() {
+			if _, err := DefaultSchedule(l, tg); err == nil {
+				t.Errorf("%s: DefaultSchedule(%v) accepts the layer", c.name, tg)
+			}
+		}
+		if d := time.Since(start); d > 100*time.Millisecond {
+			t.Errorf("%s: refusing took %v", c.name, d)
+		}
 	}
 }
 
