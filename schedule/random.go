@@ -317,57 +317,46 @@ const hashChunk = 1 << 15
 
 // fillBits writes the elements of one tensor of one expert as bf16 bits.
 func (g *WeightGen) fillBits(dst []uint16, tensor, expert int) {
-	key := g.key(tensor, expert)
-	tab := g.tab[tensor]
-	n := len(dst)
+	key, tab, n := g.key(tensor, expert), g.tab[tensor], len(dst)
 	parallelFor((n+hashChunk-1)/hashChunk, hashChunk, func(c int) {
-		d := dst[c*hashChunk : min(n, (c+1)*hashChunk)]
-		w := uint64(c * hashChunk / 4)
-		j := 0
-		for ; j+4 <= len(d); j += 4 {
-			w++
-			h := mix64(key + w*golden64)
-			d4 := d[j : j+4 : j+4]
-			d4[0] = tab[h&0xFFFF]
-			d4[1] = tab[(h>>16)&0xFFFF]
-			d4[2] = tab[(h>>32)&0xFFFF]
-			d4[3] = tab[h>>48]
-		}
-		if j < len(d) {
-			h := mix64(key + (w+1)*golden64)
-			for i := j; i < len(d); i++ {
-				d[i] = tab[(h>>(16*(i-j)))&0xFFFF]
-			}
-		}
+		bitsChunk(dst[c*hashChunk:min(n, (c+1)*hashChunk)], key, tab, c)
 	})
 }
 
 // fillF32 writes the same values as fillBits, widened to float32 (exact).
 func (g *WeightGen) fillF32(dst []float32, tensor, expert int) {
-	key := g.key(tensor, expert)
-	tab := g.tab[tensor]
-	n := len(dst)
-	f := func(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
-	parallelFor((n+hashChunk-1)/hashChunk, hashChunk, func(c int) {
+	key, tab, n := g.key(tensor, expert), g.tab[tensor], len(dst)
+	parallelWith((n+hashChunk-1)/hashChunk, hashChunk, func() []uint16 { return make([]uint16, hashChunk) }, func(buf []uint16, c int) {
 		d := dst[c*hashChunk : min(n, (c+1)*hashChunk)]
-		w := uint64(c * hashChunk / 4)
-		j := 0
-		for ; j+4 <= len(d); j += 4 {
-			w++
-			h := mix64(key + w*golden64)
-			d4 := d[j : j+4 : j+4]
-			d4[0] = f(tab[h&0xFFFF])
-			d4[1] = f(tab[(h>>16)&0xFFFF])
-			d4[2] = f(tab[(h>>32)&0xFFFF])
-			d4[3] = f(tab[h>>48])
-		}
-		if j < len(d) {
-			h := mix64(key + (w+1)*golden64)
-			for i := j; i < len(d); i++ {
-				d[i] = f(tab[(h>>(16*(i-j)))&0xFFFF])
-			}
+		bits := buf[:len(d)]
+		bitsChunk(bits, key, tab, c)
+		for i, b := range bits {
+			d[i] = math.Float32frombits(uint32(b) << 16)
 		}
 	})
+}
+
+// bitsChunk writes chunk c of a tensor's bf16 bits (elements c*hashChunk
+// onwards, len(d) of them) to d: four elements per 64-bit hash of key and
+// the element's group, each 16-bit draw mapped through tab.
+func bitsChunk(d []uint16, key uint64, tab *[1 << 16]uint16, c int) {
+	w := uint64(c * hashChunk / 4)
+	j := 0
+	for ; j+4 <= len(d); j += 4 {
+		w++
+		h := mix64(key + w*golden64)
+		d4 := d[j : j+4 : j+4]
+		d4[0] = tab[h&0xFFFF]
+		d4[1] = tab[(h>>16)&0xFFFF]
+		d4[2] = tab[(h>>32)&0xFFFF]
+		d4[3] = tab[h>>48]
+	}
+	if j < len(d) {
+		h := mix64(key + (w+1)*golden64)
+		for i := j; i < len(d); i++ {
+			d[i] = tab[(h>>(16*(i-j)))&0xFFFF]
+		}
+	}
 }
 
 func checkGen(name string, got, want int) error {

@@ -87,34 +87,36 @@ type fieldFlag struct {
 // --hf-config; the result is validated by schedule.Layer.Validate, whose
 // refusals (the limits of the kernels) are reported on the flag.
 var layerFieldFlags = []fieldFlag{
-	{name: "hidden", usage: "hidden size H", field: "Layer.Hidden",
-		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.Hidden }},
-	{name: "intermediate", usage: "intermediate size I of a routed expert", field: "Layer.Intermediate",
-		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.Intermediate }},
-	{name: "experts", usage: "number E of routed experts", field: "Layer.Experts",
-		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.Experts }},
-	{name: "top-k", usage: "routes K per token (top-k)", field: "Layer.TopK",
-		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.TopK }},
-	{name: "shared-experts", usage: "number S of shared experts", field: "Layer.SharedExperts",
-		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.SharedExperts }},
-	{name: "shared-intermediate", usage: "intermediate size I_s of each shared expert", field: "Layer.SharedIntermediate",
-		ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return &l.SharedIntermediate }},
+	layerFlag("hidden", "hidden size H", "Layer.Hidden", func(l *schedule.Layer) any { return &l.Hidden }),
+	layerFlag("intermediate", "intermediate size I of a routed expert", "Layer.Intermediate", func(l *schedule.Layer) any { return &l.Intermediate }),
+	layerFlag("experts", "number E of routed experts", "Layer.Experts", func(l *schedule.Layer) any { return &l.Experts }),
+	layerFlag("top-k", "routes K per token (top-k)", "Layer.TopK", func(l *schedule.Layer) any { return &l.TopK }),
+	layerFlag("shared-experts", "number S of shared experts", "Layer.SharedExperts", func(l *schedule.Layer) any { return &l.SharedExperts }),
+	layerFlag("shared-intermediate", "intermediate size I_s of each shared expert", "Layer.SharedIntermediate",
+		func(l *schedule.Layer) any { return &l.SharedIntermediate }),
 }
 
 // scheduleFieldFlags override parts of the target's default schedule, for
 // tuning; the result is validated by schedule.Schedule.Validate and by
 // codegen, whose refusals give the reason (registers, shared memory, warps).
 var scheduleFieldFlags = []fieldFlag{
-	{name: "fc1-tile", usage: "FC1 tile MxNxK (rows x output columns x K block)", field: "Schedule.FC1",
-		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.FC1 }},
-	{name: "fc2-tile", usage: "FC2 tile MxNxK", field: "Schedule.FC2",
-		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.FC2 }},
-	{name: "stages", usage: "shared-memory pipeline stages", field: "Schedule.Stages",
-		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.Stages }},
-	{name: "mma-warps", usage: "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", field: "Schedule.Warps.MMA", also: []string{"Schedule.Warps"},
-		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.Warps.MMA }},
-	{name: "grid-ctas", usage: "persistent grid size (0: one CTA per SM)", field: "Schedule.GridCTAs",
-		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return &s.GridCTAs }},
+	scheduleFlag("fc1-tile", "FC1 tile MxNxK (rows x output columns x K block)", "Schedule.FC1", func(s *schedule.Schedule) any { return &s.FC1 }),
+	scheduleFlag("fc2-tile", "FC2 tile MxNxK", "Schedule.FC2", func(s *schedule.Schedule) any { return &s.FC2 }),
+	scheduleFlag("stages", "shared-memory pipeline stages", "Schedule.Stages", func(s *schedule.Schedule) any { return &s.Stages }),
+	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
+		"Schedule.Warps"),
+	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
+}
+
+// layerFlag is the fieldFlag of a layer field.
+func layerFlag(name, usage, field string, ptr func(*schedule.Layer) any) fieldFlag {
+	return fieldFlag{name: name, usage: usage, field: field, ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return ptr(l) }}
+}
+
+// scheduleFlag is the fieldFlag of a schedule field; errors on the fields
+// also are the flag's too.
+func scheduleFlag(name, usage, field string, ptr func(*schedule.Schedule) any, also ...string) fieldFlag {
+	return fieldFlag{name: name, usage: usage, field: field, also: also, ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return ptr(s) }}
 }
 
 // cliFlags declares the flags of a table; def is the help text of the

@@ -890,16 +890,21 @@ func referenceRows(gen *schedule.WeightGen, x []float32, r schedule.Routing, n i
 	return nil
 }
 
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
 // writeRunReport writes one report: a JSON object on one line, or one line
 // of text.
 func writeRunReport(w io.Writer, rep runReport, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return writeJSONLine(w, rep)
 	}
 	verdict := "PASS"
 	if !rep.Pass {
