@@ -404,20 +404,9 @@ func (s *sel) atomicLoad(inst *llir.InstLoad, base, space string) error {
 	if space == ".const" || space == ".param" || space == ".local" {
 		return s.fail("atomic load from the %s space", space[1:])
 	}
-	scope, err := s.syncScope(inst.SyncScope)
+	sem, scope, err := s.atomicSem("atomic load", inst.Ordering, inst.SyncScope, enum.AtomicOrderingAcquire, ".acquire", ".acquire")
 	if err != nil {
 		return err
-	}
-	sem := ".relaxed"
-	switch inst.Ordering {
-	case enum.AtomicOrderingUnordered, enum.AtomicOrderingMonotonic:
-	case enum.AtomicOrderingAcquire:
-		sem = ".acquire"
-	case enum.AtomicOrderingSequentiallyConsistent:
-		s.emit("fence.sc%s;", scope)
-		sem = ".acquire"
-	default:
-		return s.fail("atomic load with ordering %s", inst.Ordering)
 	}
 	r := s.reg(k)
 	s.emit("ld%s%s%s.%s \t%s, [%s];", sem, scope, space, ldstType(k), r, base)
@@ -433,22 +422,33 @@ func (s *sel) atomicStore(inst *llir.InstStore, base, space, v string, k kind) e
 	if space == ".local" {
 		return s.fail("atomic store to the local space")
 	}
-	scope, err := s.syncScope(inst.SyncScope)
+	sem, scope, err := s.atomicSem("atomic store", inst.Ordering, inst.SyncScope, enum.AtomicOrderingRelease, ".release", ".relaxed")
 	if err != nil {
 		return err
 	}
-	sem := ".relaxed"
-	switch inst.Ordering {
-	case enum.AtomicOrderingUnordered, enum.AtomicOrderingMonotonic:
-	case enum.AtomicOrderingRelease:
-		sem = ".release"
-	case enum.AtomicOrderingSequentiallyConsistent:
-		s.emit("fence.sc%s;", scope)
-	default:
-		return s.fail("atomic store with ordering %s", inst.Ordering)
-	}
 	s.emit("st%s%s%s.%s \t[%s], %s;", sem, scope, space, ldstType(k), base, s.toReg(v, k))
 	return nil
+}
+
+// atomicSem returns the .sem and .scope qualifiers of an atomic load or
+// store (what) with ordering ord and sync scope ss: .relaxed for unordered
+// and monotonic, strongSem for the ordering strong (acquire for loads,
+// release for stores), and for seq_cst a fence.sc (emitted here) then
+// seqSem.
+func (s *sel) atomicSem(what string, ord enum.AtomicOrdering, ss string, strong enum.AtomicOrdering, strongSem, seqSem string) (sem, scope string, err error) {
+	if scope, err = s.syncScope(ss); err != nil {
+		return "", "", err
+	}
+	switch ord {
+	case enum.AtomicOrderingUnordered, enum.AtomicOrderingMonotonic:
+		return ".relaxed", scope, nil
+	case strong:
+		return strongSem, scope, nil
+	case enum.AtomicOrderingSequentiallyConsistent:
+		s.emit("fence.sc%s;", scope)
+		return seqSem, scope, nil
+	}
+	return "", "", s.fail("%s with ordering %s", what, ord)
 }
 
 // atomSem returns the .sem.scope qualifiers of an atom for an LLVM ordering,
