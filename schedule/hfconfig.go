@@ -3,6 +3,7 @@ package schedule
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -122,6 +123,10 @@ func ParseHFConfig(data []byte) (Layer, error) {
 		l.Name = name
 	}
 	if err := l.Validate(); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) && c.keys[fe.Field] != "" {
+			return Layer{}, fmt.Errorf("%s config describes an invalid layer: key %q = %v: %s", mt, c.keys[fe.Field], fe.Value, fe.Rule)
+		}
 		return Layer{}, fmt.Errorf("%s config describes an invalid layer: %w", mt, err)
 	}
 	return l, nil
@@ -164,6 +169,10 @@ func checkHiddenAct(c hfConfig) error {
 type hfConfig struct {
 	m    map[string]any
 	path string // "" at the top level, "text_config." inside it
+	// keys maps the Layer fields read so far ("Layer.Experts", as
+	// FieldError spells them) to the key they came from
+	// ("text_config.num_local_experts"), so a refusal names the key.
+	keys map[string]string
 }
 
 func parseHFObject(data []byte) (hfConfig, error) {
@@ -180,7 +189,7 @@ func parseHFObject(data []byte) (hfConfig, error) {
 	if !ok {
 		return hfConfig{}, fmt.Errorf("malformed config.json: the top level is %s, want an object", jsonKind(v))
 	}
-	return hfConfig{m: m}, nil
+	return hfConfig{m: m, keys: map[string]string{}}, nil
 }
 
 func jsonKind(v any) string {
@@ -343,6 +352,9 @@ func (c hfConfig) sizes(experts, intermediate, topK string) (Layer, error) {
 	if err != nil {
 		return Layer{}, err
 	}
+	for f, k := range map[string]string{"Layer.Experts": experts, "Layer.Hidden": "hidden_size", "Layer.Intermediate": intermediate, "Layer.TopK": topK} {
+		c.keys[f] = c.path + k
+	}
 	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2]}, nil
 }
 
@@ -369,6 +381,7 @@ func readQwenMoE(shared bool) func(c hfConfig) (Layer, error) {
 			if err != nil {
 				return Layer{}, err
 			}
+			c.keys["Layer.SharedIntermediate"] = c.path + "shared_expert_intermediate_size"
 			if is > 0 {
 				l.SharedExperts, l.SharedIntermediate, l.SharedGate = 1, is, true
 			}
@@ -428,6 +441,7 @@ func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
 		}
 		if S > 0 {
 			l.SharedExperts, l.SharedIntermediate = S, l.Intermediate
+			c.keys["Layer.SharedExperts"] = c.path + "n_shared_experts"
 		}
 		score, err := c.strOr("scoring_func", def.score)
 		if err != nil {
@@ -517,7 +531,7 @@ func readLlama4(c hfConfig) (Layer, error) {
 	if !ok {
 		return Layer{}, fmt.Errorf("key %q is %s, want an object", "text_config", jsonKind(c.m["text_config"]))
 	}
-	return readLlama4Text(hfConfig{m: m, path: "text_config."})
+	return readLlama4Text(hfConfig{m: m, path: "text_config.", keys: c.keys})
 }
 
 func readLlama4Text(c hfConfig) (Layer, error) {

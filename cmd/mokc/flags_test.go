@@ -73,7 +73,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 	}
 	start := time.Now()
 	_, err := runCLI("build", "--hf-config", huge, "-o", t.TempDir()+"/moe.ptx")
-	if err == nil || !strings.Contains(err.Error(), "Layer.Experts = 1000000: must be <= 65536") {
+	if err == nil || !strings.Contains(err.Error(), `key "num_experts" = 1000000: must be <= 65536`) {
 		t.Errorf("1,000,000 experts from a config.json: %v", err)
 	}
 	if d := time.Since(start); d > time.Second {
