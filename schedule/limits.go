@@ -38,8 +38,11 @@ const (
 	// offsets and TMA strides (below 2^40 bytes) in range. Four times the
 	// largest real sizes (H 7168, I 14336, shared 20480), rounded to a power
 	// of two.
-	MaxHidden       = 1 << 16
-	MaxIntermediate = 1 << 16 // see MaxHidden
+	MaxHidden = 1 << 16
+	// MaxIntermediate bounds Layer.Intermediate and the total shared width
+	// Layer.SharedExperts*Layer.SharedIntermediate, for the reasons of
+	// MaxHidden.
+	MaxIntermediate = 1 << 16
 	// MaxSharedExperts bounds Layer.SharedExperts (S); S*I_s is bounded by
 	// MaxIntermediate.
 	MaxSharedExperts = 64
