@@ -294,19 +294,11 @@ func selpType(k kind) string {
 }
 
 func (s *sel) selectInst(inst *llir.InstSelect) error {
-	cs, _, err := s.ops(inst.Cond)
+	cs, cks, err := s.ops(inst.Cond)
 	if err != nil {
 		return err
 	}
-	ts, ks, err := s.ops(inst.ValueTrue)
-	if err != nil {
-		return err
-	}
-	fs, _, err := s.ops(inst.ValueFalse)
-	if err != nil {
-		return err
-	}
-	_, cks, err := s.ops(inst.Cond)
+	ts, fs, ks, err := s.ops2(inst.ValueTrue, inst.ValueFalse)
 	if err != nil {
 		return err
 	}

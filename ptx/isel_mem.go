@@ -483,15 +483,24 @@ func (s *sel) atomSpace(ptr value.Value) (string, error) {
 	return "", s.fail("atomics on address space %d are not supported (generic, global and shared are)", as)
 }
 
+// ptrOp is lane1 of the pointer ptr then op1 of the operand v (in that
+// order, as their registers are emitted): the address, the operand and its
+// kind of an atomic instruction.
+func (s *sel) ptrOp(ptr, v value.Value) (p, x string, k kind, err error) {
+	if p, _, err = s.lane1(ptr); err != nil {
+		return "", "", 0, err
+	}
+	if x, k, err = s.op1(v); err != nil {
+		return "", "", 0, err
+	}
+	return p, x, k, nil
+}
+
 // atomicRMW maps atomicrmw to atom (PTX ISA 9.7.13.5); sub and fsub add the
 // negation. Orderings: monotonic .relaxed, acquire/release/acq_rel the same
 // .sem, seq_cst fence.sc + .acquire; scopes from syncscope (system = .sys).
 func (s *sel) atomicRMW(inst *llir.InstAtomicRMW) error {
-	p, _, err := s.lane1(inst.Dst)
-	if err != nil {
-		return err
-	}
-	x, k, err := s.op1(inst.X)
+	p, x, k, err := s.ptrOp(inst.Dst, inst.X)
 	if err != nil {
 		return err
 	}
@@ -558,11 +567,7 @@ func (s *sel) atomicRMW(inst *llir.InstAtomicRMW) error {
 // cmpxchg is atom.cas plus a comparison of the old value for the success
 // flag; the stronger of the two orderings is used.
 func (s *sel) cmpxchg(inst *llir.InstCmpXchg) error {
-	p, _, err := s.lane1(inst.Ptr)
-	if err != nil {
-		return err
-	}
-	cmp, k, err := s.op1(inst.Cmp)
+	p, cmp, k, err := s.ptrOp(inst.Ptr, inst.Cmp)
 	if err != nil {
 		return err
 	}

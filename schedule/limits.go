@@ -35,9 +35,9 @@ const (
 	// 16 columns wide, FC2 tiles 8), well inside the 65535 blocks of an
 	// sm_80 grid's y dimension and the i32 work-item index, and one
 	// expert's FC1 (2I x H bf16, 16 GiB at the limit) keeps its byte
-	// offsets and TMA strides (below 2^40 bytes) in range. Four times the
-	// largest real sizes (H 7168, I 14336, shared 20480), rounded to a power
-	// of two.
+	// offsets and TMA strides (below 2^40 bytes) in range. At least three
+	// times the largest sizes of the presets (H 7168, I 14336, shared width
+	// 20480), as a power of two.
 	MaxHidden = 1 << 16
 	// MaxIntermediate bounds Layer.Intermediate and the total shared width
 	// Layer.SharedExperts*Layer.SharedIntermediate, for the reasons of
