@@ -5,10 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -30,14 +31,7 @@ var hfFamilies = map[string]func(c hfConfig) (Layer, error){
 }
 
 // HFFamilies lists the Hugging Face model_type values ParseHFConfig reads.
-func HFFamilies() []string {
-	out := make([]string, 0, len(hfFamilies))
-	for k := range hfFamilies {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func HFFamilies() []string { return slices.Sorted(maps.Keys(hfFamilies)) }
 
 // LoadHFConfig reads a Hugging Face config.json file with ParseHFConfig;
 // errors start with the file name. The layer is named by the config's
