@@ -136,18 +136,15 @@ func cliFlags(table []fieldFlag, def string) []cli.Flag {
 // scheduleFlags are the flags of scheduleFieldFlags.
 func scheduleFlags() []cli.Flag { return cliFlags(scheduleFieldFlags, "the target's default") }
 
-// anySet reports whether any flag of table is set.
-func anySet(c *cli.Context, table []fieldFlag) bool {
-	for _, f := range table {
+// scheduleOverridden reports whether any schedule flag is set.
+func scheduleOverridden(c *cli.Context) bool {
+	for _, f := range scheduleFieldFlags {
 		if c.IsSet(f.name) {
 			return true
 		}
 	}
 	return false
 }
-
-// scheduleOverridden reports whether any schedule flag is set.
-func scheduleOverridden(c *cli.Context) bool { return anySet(c, scheduleFieldFlags) }
 
 // applyFlags sets the fields of the flags of table that are set in l and s.
 func applyFlags(c *cli.Context, table []fieldFlag, l *schedule.Layer, s *schedule.Schedule) error {
@@ -185,7 +182,7 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 				continue
 			}
 		}
-		value := fmt.Sprint(reflectValue(f.ptr(&l, &s)))
+		value := fmt.Sprint(flagValue(f.ptr(&l, &s)))
 		if !c.IsSet(f.name) {
 			value += " (" + def + ")"
 		}
@@ -197,15 +194,15 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 			}
 		}
 		if part != "" {
-			rule = fmt.Sprintf("%s = %v: %s", part[1:], fe.Value, fe.Rule)
+			rule = fmt.Sprintf("%s = %v: %s", part[1:], fe.Value, rule)
 		}
 		return fmt.Errorf("--%s %s: %s", f.name, value, rule)
 	}
 	return err
 }
 
-// reflectValue dereferences the *int or *schedule.Tile of fieldFlag.ptr.
-func reflectValue(p any) any {
+// flagValue dereferences the *int or *schedule.Tile of fieldFlag.ptr.
+func flagValue(p any) any {
 	switch p := p.(type) {
 	case *int:
 		return *p
