@@ -45,29 +45,21 @@ func compileAll(t *testing.T) []result {
 		}
 	}
 	res := make([]result, len(jobs))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
-	for i, j := range jobs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			res[i].name = file(j.preset, j.target)
-			l, err := schedule.Preset(j.preset)
-			if err != nil {
-				res[i].err = err
-				return
-			}
-			a, err := compiler.CompileDefault(l, j.target)
-			if err != nil {
-				res[i].err = err
-				return
-			}
-			res[i].ptx = a.PTX.Text
-		}()
-	}
-	wg.Wait()
+	parallel(len(jobs), func(i int) {
+		j := jobs[i]
+		res[i].name = file(j.preset, j.target)
+		l, err := schedule.Preset(j.preset)
+		if err != nil {
+			res[i].err = err
+			return
+		}
+		a, err := compiler.CompileDefault(l, j.target)
+		if err != nil {
+			res[i].err = err
+			return
+		}
+		res[i].ptx = a.PTX.Text
+	})
 	return res
 }
 
@@ -124,29 +116,38 @@ func TestGoldenAssembles(t *testing.T) {
 			t.Errorf("%s: %d golden files, want one per preset (%d)", tg, len(byTarget[tg.String()]), len(schedule.Presets()))
 		}
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
 	errs := make([]error, len(files))
-	for i, f := range files {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sem <- struct{}{}
-			defer func() { <-sem }()
-			parts := strings.Split(filepath.Base(f), ".")
-			text, err := os.ReadFile(f)
-			if err == nil {
-				err = toolchain.Assemble(string(text), parts[len(parts)-2])
-			}
-			errs[i] = err
-		}()
-	}
-	wg.Wait()
+	parallel(len(files), func(i int) {
+		f := files[i]
+		parts := strings.Split(filepath.Base(f), ".")
+		text, err := os.ReadFile(f)
+		if err == nil {
+			err = toolchain.Assemble(string(text), parts[len(parts)-2])
+		}
+		errs[i] = err
+	})
 	for i, err := range errs {
 		if err != nil {
 			t.Errorf("%s: %v", files[i], truncate(err.Error(), 3000))
 		}
 	}
+}
+
+// parallel runs f(0), ..., f(n-1) on up to GOMAXPROCS goroutines and
+// waits for all of them.
+func parallel(n int, f func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, runtime.GOMAXPROCS(0))
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			f(i)
+		}()
+	}
+	wg.Wait()
 }
 
 func truncate(s string, n int) string {

@@ -1,7 +1,8 @@
 package ir
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/llir/llvm/ir/types"
 )
@@ -67,14 +68,7 @@ func init() {
 }
 
 // Intrinsics returns the names of the intrinsics of the subset, sorted.
-func Intrinsics() []string {
-	names := make([]string, 0, len(intrinsicSigs))
-	for n := range intrinsicSigs {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Intrinsics() []string { return slices.Sorted(maps.Keys(intrinsicSigs)) }
 
 // IntrinsicSignature returns the return and parameter types of intrinsic
 // name, and false when it is not in the subset.

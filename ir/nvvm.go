@@ -184,28 +184,29 @@ func (f *Func) LoadAcquire(p value.Value, s Scope) value.Value {
 // StoreRelease writes v to *p with `st.release.scope`: earlier accesses of
 // the thread are ordered before it.
 func (f *Func) StoreRelease(v, p value.Value, s Scope) {
-	sp, l, t, ok := f.scopedPtr("st.release", p, s)
-	if !ok || !typeOf(v).Equal(t) {
-		if ok {
-			f.errorf("st.release: storing %s through %s", typeOf(v), typeOf(p))
-		}
-		return
-	}
-	f.Asm(fmt.Sprintf("st.release.%s%s.b%s [$0], $1;", s, sp, widthOf(t)), "l,"+l, p, v)
+	f.scopedWrite("st.release", "storing", "st.release.%s%s.b%s [$0], $1;", p, v, s)
 }
 
 // RedAddRelease adds v to *p atomically without returning the old value,
 // with release semantics: `red.release.scope.add.u32/u64` (PTX ISA
 // §9.7.13.6). The producer side of a dependency counter.
 func (f *Func) RedAddRelease(p, v value.Value, s Scope) {
-	sp, l, t, ok := f.scopedPtr("red.release", p, s)
+	f.scopedWrite("red.release", "adding", "red.release.%s%s.add.u%s [$0], $1;", p, v, s)
+}
+
+// scopedWrite emits the inline PTX asm (a format of the scope, the state
+// space and the width in bits) that writes v through p without a result,
+// after scopedPtr's checks of op; verb names the access in the error for a
+// v whose type is not p's element type.
+func (f *Func) scopedWrite(op, verb, asm string, p, v value.Value, s Scope) {
+	sp, l, t, ok := f.scopedPtr(op, p, s)
 	if !ok || !typeOf(v).Equal(t) {
 		if ok {
-			f.errorf("red.release: adding %s through %s", typeOf(v), typeOf(p))
+			f.errorf("%s: %s %s through %s", op, verb, typeOf(v), typeOf(p))
 		}
 		return
 	}
-	f.Asm(fmt.Sprintf("red.release.%s%s.add.u%s [$0], $1;", s, sp, widthOf(t)), "l,"+l, p, v)
+	f.Asm(fmt.Sprintf(asm, s, sp, widthOf(t)), "l,"+l, p, v)
 }
 
 // AtomicAddAcqRel is an atomic add with acquire-release semantics that

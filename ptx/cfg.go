@@ -255,16 +255,27 @@ func checkCFG(c *compilation) error {
 	return nil
 }
 
-// splitCriticalEdges puts a new block on each edge p->s where p has more than
-// one distinct successor, s more than one distinct predecessor, and s has
-// phis: after it, every phi copy has a place that runs exactly on its edge.
-// The edge block sits right after p in the layout and jumps to s.
-func splitCriticalEdges(c *compilation) error {
+// eachFuncPreds runs pass on every function of c with its predecessor map
+// (mfunc.preds), stopping at the first error.
+func eachFuncPreds(c *compilation, pass func(f *mfunc, preds map[*mblock][]*mblock) error) error {
 	for _, f := range c.funcs {
 		preds, err := f.preds()
 		if err != nil {
 			return err
 		}
+		if err := pass(f, preds); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// splitCriticalEdges puts a new block on each edge p->s where p has more than
+// one distinct successor, s more than one distinct predecessor, and s has
+// phis: after it, every phi copy has a place that runs exactly on its edge.
+// The edge block sits right after p in the layout and jumps to s.
+func splitCriticalEdges(c *compilation) error {
+	return eachFuncPreds(c, func(f *mfunc, preds map[*mblock][]*mblock) error {
 		var layout []*mblock
 		for _, p := range f.blocks {
 			layout = append(layout, p)
@@ -286,16 +297,12 @@ func splitCriticalEdges(c *compilation) error {
 		}
 		f.blocks = layout
 		f.assignLabels()
-	}
-	return nil
+		return nil
+	})
 }
 
 func checkNoCriticalEdges(c *compilation) error {
-	for _, f := range c.funcs {
-		preds, err := f.preds()
-		if err != nil {
-			return err
-		}
+	return eachFuncPreds(c, func(f *mfunc, preds map[*mblock][]*mblock) error {
 		for _, p := range f.blocks {
 			succs, _ := f.succs(p)
 			for _, s := range succs {
@@ -304,8 +311,8 @@ func checkNoCriticalEdges(c *compilation) error {
 				}
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // eliminatePhis turns the phis of each block s into one parallel copy per
@@ -316,11 +323,7 @@ func checkNoCriticalEdges(c *compilation) error {
 // every phi keeps its own registers, so neither the swap problem nor the
 // lost-copy problem can arise.
 func eliminatePhis(c *compilation) error {
-	for _, f := range c.funcs {
-		preds, err := f.preds()
-		if err != nil {
-			return err
-		}
+	return eachFuncPreds(c, func(f *mfunc, preds map[*mblock][]*mblock) error {
 		for _, s := range f.blocks {
 			if len(s.phis) == 0 {
 				continue
@@ -352,16 +355,12 @@ func eliminatePhis(c *compilation) error {
 			}
 			s.phis = nil
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func checkPhiCopies(c *compilation) error {
-	for _, f := range c.funcs {
-		preds, err := f.preds()
-		if err != nil {
-			return err
-		}
+	return eachFuncPreds(c, func(f *mfunc, preds map[*mblock][]*mblock) error {
 		// Every phi of the IR gets exactly one copy per distinct predecessor.
 		want := map[*llir.InstPhi]int{}
 		for _, b := range f.blocks {
@@ -409,6 +408,6 @@ func checkPhiCopies(c *compilation) error {
 			sort.Strings(bad)
 			return fmt.Errorf("@%s: %s", f.ir.Name(), strings.Join(bad, "; "))
 		}
-	}
-	return nil
+		return nil
+	})
 }

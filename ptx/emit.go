@@ -216,6 +216,18 @@ func (c *compilation) globalDecl(g *llir.Global) (string, globalLayout, error) {
 	return decl + ";", lay, nil
 }
 
+// initElems appends the bytes of the elements of an array or vector
+// initializer, in order (initBytes of each).
+func initElems(out []byte, elems []constant.Constant) ([]byte, error) {
+	for _, e := range elems {
+		var err error
+		if out, err = initBytes(out, e); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
 // initBytes appends the little-endian memory image of constant k.
 func initBytes(out []byte, k constant.Constant) ([]byte, error) {
 	switch k := k.(type) {
@@ -255,21 +267,9 @@ func initBytes(out []byte, k constant.Constant) ([]byte, error) {
 	case *constant.CharArray:
 		return append(out, k.X...), nil
 	case *constant.Array:
-		for _, e := range k.Elems {
-			var err error
-			if out, err = initBytes(out, e); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return initElems(out, k.Elems)
 	case *constant.Vector:
-		for _, e := range k.Elems {
-			var err error
-			if out, err = initBytes(out, e); err != nil {
-				return nil, err
-			}
-		}
-		return out, nil
+		return initElems(out, k.Elems)
 	case *constant.Struct:
 		var offs []int64
 		end, align, err := structLayout(k.Typ, &offs)

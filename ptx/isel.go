@@ -219,6 +219,19 @@ func (s *sel) op1(v value.Value) (string, kind, error) {
 	return rs[0], ks[0], nil
 }
 
+// ops2 is ops of x then of y (in that order, as their registers are
+// emitted): the lanes of both operands of a binary instruction and x's lane
+// kinds.
+func (s *sel) ops2(x, y value.Value) (xs, ys []string, ks []kind, err error) {
+	if xs, ks, err = s.ops(x); err != nil {
+		return nil, nil, nil, err
+	}
+	if ys, _, err = s.ops(y); err != nil {
+		return nil, nil, nil, err
+	}
+	return xs, ys, ks, nil
+}
+
 // ops returns v's lanes as operands: registers, or immediates for constant
 // lanes.
 func (s *sel) ops(v value.Value) ([]string, []kind, error) {

@@ -190,11 +190,7 @@ var icmpOps = map[enum.IPred]struct {
 }
 
 func (s *sel) icmp(inst *llir.InstICmp) error {
-	xs, ks, err := s.ops(inst.X)
-	if err != nil {
-		return err
-	}
-	ys, _, err := s.ops(inst.Y)
+	xs, ys, ks, err := s.ops2(inst.X, inst.Y)
 	if err != nil {
 		return err
 	}
@@ -253,11 +249,7 @@ var fcmpOps = map[enum.FPred]string{
 }
 
 func (s *sel) fcmp(inst *llir.InstFCmp) error {
-	xs, ks, err := s.ops(inst.X)
-	if err != nil {
-		return err
-	}
-	ys, _, err := s.ops(inst.Y)
+	xs, ys, ks, err := s.ops2(inst.X, inst.Y)
 	if err != nil {
 		return err
 	}
@@ -302,19 +294,11 @@ func selpType(k kind) string {
 }
 
 func (s *sel) selectInst(inst *llir.InstSelect) error {
-	cs, _, err := s.ops(inst.Cond)
+	cs, cks, err := s.ops(inst.Cond)
 	if err != nil {
 		return err
 	}
-	ts, ks, err := s.ops(inst.ValueTrue)
-	if err != nil {
-		return err
-	}
-	fs, _, err := s.ops(inst.ValueFalse)
-	if err != nil {
-		return err
-	}
-	_, cks, err := s.ops(inst.Cond)
+	ts, fs, ks, err := s.ops2(inst.ValueTrue, inst.ValueFalse)
 	if err != nil {
 		return err
 	}
@@ -749,11 +733,7 @@ func (s *sel) aggregate(inst llir.Instruction) error {
 		}
 		return s.define(inst, xs[lo:lo+n])
 	case *llir.InstInsertValue:
-		xs, _, err := s.ops(inst.X)
-		if err != nil {
-			return err
-		}
-		es, _, err := s.ops(inst.Elem)
+		xs, es, _, err := s.ops2(inst.X, inst.Elem)
 		if err != nil {
 			return err
 		}
@@ -791,11 +771,7 @@ func (s *sel) aggregate(inst llir.Instruction) error {
 		out[i] = e
 		return s.define(inst, out)
 	case *llir.InstShuffleVector:
-		xs, _, err := s.ops(inst.X)
-		if err != nil {
-			return err
-		}
-		ys, _, err := s.ops(inst.Y)
+		xs, ys, _, err := s.ops2(inst.X, inst.Y)
 		if err != nil {
 			return err
 		}

@@ -460,21 +460,14 @@ func (s *sel) inlineAsm(call *llir.InstCall, a *llir.InlineAsm) error {
 	return s.define(call, res)
 }
 
-// kindOfReg recovers a representative kind from a register's class prefix.
+// kindOfReg recovers a representative kind from a register's class prefix
+// (regClassInfo); kPred for anything else.
 func kindOfReg(r string) kind {
-	switch {
-	case strings.HasPrefix(r, "%rs"):
-		return kI16
-	case strings.HasPrefix(r, "%rd"):
-		return kI64
-	case strings.HasPrefix(r, "%r"):
-		return kI32
-	case strings.HasPrefix(r, "%fd"):
-		return kF64
-	case strings.HasPrefix(r, "%f"):
-		return kF32
-	case strings.HasPrefix(r, "%h"):
-		return kHalf
+	p := strings.TrimRight(r, "0123456789")
+	for _, c := range regClassInfo {
+		if p == c.prefix {
+			return c.kind
+		}
 	}
 	return kPred
 }

@@ -404,20 +404,9 @@ func (s *sel) atomicLoad(inst *llir.InstLoad, base, space string) error {
 	if space == ".const" || space == ".param" || space == ".local" {
 		return s.fail("atomic load from the %s space", space[1:])
 	}
-	scope, err := s.syncScope(inst.SyncScope)
+	sem, scope, err := s.atomicSem("atomic load", inst.Ordering, inst.SyncScope, enum.AtomicOrderingAcquire, ".acquire", ".acquire")
 	if err != nil {
 		return err
-	}
-	sem := ".relaxed"
-	switch inst.Ordering {
-	case enum.AtomicOrderingUnordered, enum.AtomicOrderingMonotonic:
-	case enum.AtomicOrderingAcquire:
-		sem = ".acquire"
-	case enum.AtomicOrderingSequentiallyConsistent:
-		s.emit("fence.sc%s;", scope)
-		sem = ".acquire"
-	default:
-		return s.fail("atomic load with ordering %s", inst.Ordering)
 	}
 	r := s.reg(k)
 	s.emit("ld%s%s%s.%s \t%s, [%s];", sem, scope, space, ldstType(k), r, base)
@@ -433,22 +422,33 @@ func (s *sel) atomicStore(inst *llir.InstStore, base, space, v string, k kind) e
 	if space == ".local" {
 		return s.fail("atomic store to the local space")
 	}
-	scope, err := s.syncScope(inst.SyncScope)
+	sem, scope, err := s.atomicSem("atomic store", inst.Ordering, inst.SyncScope, enum.AtomicOrderingRelease, ".release", ".relaxed")
 	if err != nil {
 		return err
 	}
-	sem := ".relaxed"
-	switch inst.Ordering {
-	case enum.AtomicOrderingUnordered, enum.AtomicOrderingMonotonic:
-	case enum.AtomicOrderingRelease:
-		sem = ".release"
-	case enum.AtomicOrderingSequentiallyConsistent:
-		s.emit("fence.sc%s;", scope)
-	default:
-		return s.fail("atomic store with ordering %s", inst.Ordering)
-	}
 	s.emit("st%s%s%s.%s \t[%s], %s;", sem, scope, space, ldstType(k), base, s.toReg(v, k))
 	return nil
+}
+
+// atomicSem returns the .sem and .scope qualifiers of an atomic load or
+// store (what) with ordering ord and sync scope ss: .relaxed for unordered
+// and monotonic, strongSem for the ordering strong (acquire for loads,
+// release for stores), and for seq_cst a fence.sc (emitted here) then
+// seqSem.
+func (s *sel) atomicSem(what string, ord enum.AtomicOrdering, ss string, strong enum.AtomicOrdering, strongSem, seqSem string) (sem, scope string, err error) {
+	if scope, err = s.syncScope(ss); err != nil {
+		return "", "", err
+	}
+	switch ord {
+	case enum.AtomicOrderingUnordered, enum.AtomicOrderingMonotonic:
+		return ".relaxed", scope, nil
+	case strong:
+		return strongSem, scope, nil
+	case enum.AtomicOrderingSequentiallyConsistent:
+		s.emit("fence.sc%s;", scope)
+		return seqSem, scope, nil
+	}
+	return "", "", s.fail("%s with ordering %s", what, ord)
 }
 
 // atomSem returns the .sem.scope qualifiers of an atom for an LLVM ordering,
@@ -483,15 +483,24 @@ func (s *sel) atomSpace(ptr value.Value) (string, error) {
 	return "", s.fail("atomics on address space %d are not supported (generic, global and shared are)", as)
 }
 
+// ptrOp is lane1 of the pointer ptr then op1 of the operand v (in that
+// order, as their registers are emitted): the address, the operand and its
+// kind of an atomic instruction.
+func (s *sel) ptrOp(ptr, v value.Value) (p, x string, k kind, err error) {
+	if p, _, err = s.lane1(ptr); err != nil {
+		return "", "", 0, err
+	}
+	if x, k, err = s.op1(v); err != nil {
+		return "", "", 0, err
+	}
+	return p, x, k, nil
+}
+
 // atomicRMW maps atomicrmw to atom (PTX ISA 9.7.13.5); sub and fsub add the
 // negation. Orderings: monotonic .relaxed, acquire/release/acq_rel the same
 // .sem, seq_cst fence.sc + .acquire; scopes from syncscope (system = .sys).
 func (s *sel) atomicRMW(inst *llir.InstAtomicRMW) error {
-	p, _, err := s.lane1(inst.Dst)
-	if err != nil {
-		return err
-	}
-	x, k, err := s.op1(inst.X)
+	p, x, k, err := s.ptrOp(inst.Dst, inst.X)
 	if err != nil {
 		return err
 	}
@@ -558,11 +567,7 @@ func (s *sel) atomicRMW(inst *llir.InstAtomicRMW) error {
 // cmpxchg is atom.cas plus a comparison of the old value for the success
 // flag; the stronger of the two orderings is used.
 func (s *sel) cmpxchg(inst *llir.InstCmpXchg) error {
-	p, _, err := s.lane1(inst.Ptr)
-	if err != nil {
-		return err
-	}
-	cmp, k, err := s.op1(inst.Cmp)
+	p, cmp, k, err := s.ptrOp(inst.Ptr, inst.Cmp)
 	if err != nil {
 		return err
 	}

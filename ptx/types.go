@@ -37,14 +37,19 @@ const (
 	numRegClasses
 )
 
-var regClassInfo = [numRegClasses]struct{ prefix, decl string }{
-	rcPred: {"%p", ".pred"},
-	rcB16:  {"%rs", ".b16"},
-	rcH:    {"%h", ".b16"},
-	rcB32:  {"%r", ".b32"},
-	rcF32:  {"%f", ".f32"},
-	rcB64:  {"%rd", ".b64"},
-	rcF64:  {"%fd", ".f64"},
+// regClassInfo gives each register class its name prefix, its declaration
+// type and a representative kind (kindOfReg).
+var regClassInfo = [numRegClasses]struct {
+	prefix, decl string
+	kind         kind
+}{
+	rcPred: {"%p", ".pred", kPred},
+	rcB16:  {"%rs", ".b16", kI16},
+	rcH:    {"%h", ".b16", kHalf},
+	rcB32:  {"%r", ".b32", kI32},
+	rcF32:  {"%f", ".f32", kF32},
+	rcB64:  {"%rd", ".b64", kI64},
+	rcF64:  {"%fd", ".f64", kF64},
 }
 
 func (k kind) class() regClass {

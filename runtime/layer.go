@@ -305,7 +305,8 @@ func (ly *Layer) grow(T int) error {
 // Forward validates every binding first against the manifest's buffers
 // (every input and output bound and nothing else, dtype, shape at T, bytes,
 // 16-byte alignment, an output overlapping another tensor) and returns an
-// error naming the buffer before launching anything. Launch errors (and
+// error naming the buffer before launching anything; a T above
+// schedule.Schedule.MaxTokens is an error too. Launch errors (and
 // asynchronous faults of earlier work) are returned as *driver.DriverError.
 //
 // Faults on the device and the program's error word (an expert id out of
@@ -343,6 +344,9 @@ func (ly *Layer) forward(stream *driver.Stream, b Bindings, marks []*driver.Even
 	T, bind, err := p.bind(b)
 	if err != nil {
 		return err
+	}
+	if limit := ly.sched.MaxTokens(ly.layer); T > limit {
+		return fmt.Errorf("mokc runtime: layer %s: T = %d: more than the %d tokens the kernels index in 32 bits (schedule.Schedule.MaxTokens)", ly.layer.Name, T, limit)
 	}
 	if T == 0 {
 		// Nothing to compute: no launch, no workspace; only the error word

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -702,5 +703,27 @@ func TestCacheKeyVariantByValue(t *testing.T) {
 	d.Variant = nil
 	if cacheKey("v", "", l, a, 1) == cacheKey("v", "", l, d, 1) {
 		t.Error("no variant has the same key as a variant")
+	}
+}
+
+// TestForwardRefusesTooManyTokens checks that Forward refuses a T above
+// schedule.Schedule.MaxTokens before touching the device: with 8-column
+// FC2 tiles over H = 65536 the GEMM work items, not T*K, set the limit.
+func TestForwardRefusesTooManyTokens(t *testing.T) {
+	l := schedule.Layer{Name: "wide", Hidden: 65536, Intermediate: 64, Experts: 128, TopK: 32}
+	s, m := manifestFor(t, l, target.SM90a)
+	p, err := parsePlan(m, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Variant, s.FC2.N = nil, 8
+	limit := s.MaxTokens(l)
+	if limit <= 0 || limit >= l.MaxTokens() || limit >= math.MaxInt32/l.Experts {
+		t.Fatalf("MaxTokens = %d: want a limit below the layer's %d and the plan's %d", limit, l.MaxTokens(), math.MaxInt32/l.Experts)
+	}
+	ly := &Layer{plan: p, layer: l, sched: s, lastT: -1}
+	err = ly.Forward(nil, fakeBindings(p, limit+1))
+	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("T = %d: more than the %d tokens", limit+1, limit)) {
+		t.Errorf("Forward at T = %d: %v", limit+1, err)
 	}
 }

@@ -13,7 +13,11 @@
 //
 // Layer.Validate and Schedule.Validate return a *FieldError naming the
 // field, its value and the broken rule; nothing in the package panics on
-// bad input. Presets lists one layer per supported model, with the sizes of
+// bad input. Sizes beyond what the kernels handle (MaxTopK, MaxExperts,
+// MaxHidden, MaxIntermediate, MaxSharedExperts, weights above
+// target.MaxMemoryBytes) are refused first, with the reason of the limit;
+// Layer.MaxTokens and Schedule.MaxTokens give the largest token count whose
+// indices fit the kernels' 32-bit integers. Presets lists one layer per supported model, with the sizes of
 // the model's config.json and the router of its modeling code; ParseHFConfig
 // reads the qwen2_moe, qwen3_moe, deepseek_v2/v3/v4, kimi_k2, mixtral,
 // olmoe, gpt_oss and llama4 (nested text_config) families.

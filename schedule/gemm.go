@@ -84,34 +84,8 @@ func gemmNT[TB float32 | float64](m, n, k int, a []float64, b []TB, bT bool, out
 			out(i, j0, c0[:nb])
 		}
 	}
-	workers := runtime.GOMAXPROCS(0)
-	if workers > blocks {
-		workers = blocks
-	}
-	if workers <= 1 || m*n*k < serialWork {
-		buf := make([]float64, gemmBlock*k)
-		for blk := 0; blk < blocks; blk++ {
-			work(buf, blk)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			buf := make([]float64, gemmBlock*k)
-			for {
-				blk := int(next.Add(1) - 1)
-				if blk >= blocks {
-					return
-				}
-				work(buf, blk)
-			}
-		}()
-	}
-	wg.Wait()
+	// The serial cutoff compares m*n*k multiply-adds (rounded up per block).
+	parallelWith(blocks, (m*n*k+blocks-1)/blocks, func() []float64 { return make([]float64, gemmBlock*k) }, work)
 }
 
 // dot returns the float64 dot product of a and b (len(b) >= len(a)),
@@ -153,13 +127,21 @@ func dot2x4(a0, a1, b0, b1, b2, b3 []float64) (c00, c01, c02, c03, c10, c11, c12
 // work is the approximate cost of one call in multiply-adds; cheap loops run
 // serially.
 func parallelFor(n, work int, f func(i int)) {
+	parallelWith(n, work, func() struct{} { return struct{}{} }, func(_ struct{}, i int) { f(i) })
+}
+
+// parallelWith is parallelFor with per-goroutine state: each goroutine (or
+// the one serial loop) calls newState once and passes the result to every
+// f it runs.
+func parallelWith[S any](n, work int, newState func() S, f func(state S, i int)) {
 	workers := runtime.GOMAXPROCS(0)
 	if workers > n {
 		workers = n
 	}
 	if workers <= 1 || n*work < serialWork {
+		st := newState()
 		for i := 0; i < n; i++ {
-			f(i)
+			f(st, i)
 		}
 		return
 	}
@@ -169,12 +151,13 @@ func parallelFor(n, work int, f func(i int)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			st := newState()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= n {
 					return
 				}
-				f(i)
+				f(st, i)
 			}
 		}()
 	}

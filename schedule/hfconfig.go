@@ -3,11 +3,13 @@ package schedule
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 )
 
@@ -29,14 +31,7 @@ var hfFamilies = map[string]func(c hfConfig) (Layer, error){
 }
 
 // HFFamilies lists the Hugging Face model_type values ParseHFConfig reads.
-func HFFamilies() []string {
-	out := make([]string, 0, len(hfFamilies))
-	for k := range hfFamilies {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
+func HFFamilies() []string { return slices.Sorted(maps.Keys(hfFamilies)) }
 
 // LoadHFConfig reads a Hugging Face config.json file with ParseHFConfig;
 // errors start with the file name. The layer is named by the config's
@@ -122,6 +117,10 @@ func ParseHFConfig(data []byte) (Layer, error) {
 		l.Name = name
 	}
 	if err := l.Validate(); err != nil {
+		var fe *FieldError
+		if errors.As(err, &fe) && c.keys[fe.Field] != "" {
+			return Layer{}, fmt.Errorf("%s config describes an invalid layer: key %q = %v: %s", mt, c.keys[fe.Field], fe.Value, fe.Rule)
+		}
 		return Layer{}, fmt.Errorf("%s config describes an invalid layer: %w", mt, err)
 	}
 	return l, nil
@@ -164,6 +163,10 @@ func checkHiddenAct(c hfConfig) error {
 type hfConfig struct {
 	m    map[string]any
 	path string // "" at the top level, "text_config." inside it
+	// keys maps the Layer fields read so far ("Layer.Experts", as
+	// FieldError spells them) to the key they came from
+	// ("text_config.num_local_experts"), so a refusal names the key.
+	keys map[string]string
 }
 
 func parseHFObject(data []byte) (hfConfig, error) {
@@ -180,7 +183,7 @@ func parseHFObject(data []byte) (hfConfig, error) {
 	if !ok {
 		return hfConfig{}, fmt.Errorf("malformed config.json: the top level is %s, want an object", jsonKind(v))
 	}
-	return hfConfig{m: m}, nil
+	return hfConfig{m: m, keys: map[string]string{}}, nil
 }
 
 func jsonKind(v any) string {
@@ -331,27 +334,48 @@ func (c hfConfig) experts(key string) (int, error) {
 	return e, nil
 }
 
+// sizes reads the sizes every family has: the expert count (key experts),
+// hidden_size, the experts' intermediate size (key intermediate) and the
+// top-k (key topK), in that order, stopping at the first error.
+func (c hfConfig) sizes(experts, intermediate, topK string) (Layer, error) {
+	E, err := c.experts(experts)
+	if err != nil {
+		return Layer{}, err
+	}
+	v, err := c.ints("hidden_size", intermediate, topK)
+	if err != nil {
+		return Layer{}, err
+	}
+	for f, k := range map[string]string{"Layer.Experts": experts, "Layer.Hidden": "hidden_size", "Layer.Intermediate": intermediate, "Layer.TopK": topK} {
+		c.keys[f] = c.path + k
+	}
+	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2]}, nil
+}
+
+// softmaxSizes reads sizes and a softmax router renormalised as
+// norm_topk_prob says (default false: Qwen2-MoE, Qwen3-MoE, OLMoE).
+func (c hfConfig) softmaxSizes(experts, intermediate string) (Layer, error) {
+	l, err := c.sizes(experts, intermediate, "num_experts_per_tok")
+	if err != nil {
+		return Layer{}, err
+	}
+	norm, err := c.boolOr("norm_topk_prob", false)
+	l.Router = Router{Score: ScoreSoftmax, Normalize: norm}
+	return l, err
+}
+
 func readQwenMoE(shared bool) func(c hfConfig) (Layer, error) {
 	return func(c hfConfig) (Layer, error) {
-		E, err := c.experts("num_experts")
+		l, err := c.softmaxSizes("num_experts", "moe_intermediate_size")
 		if err != nil {
 			return Layer{}, err
 		}
-		v, err := c.ints("hidden_size", "moe_intermediate_size", "num_experts_per_tok")
-		if err != nil {
-			return Layer{}, err
-		}
-		norm, err := c.boolOr("norm_topk_prob", false)
-		if err != nil {
-			return Layer{}, err
-		}
-		l := Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
-			Router: Router{Score: ScoreSoftmax, Normalize: norm}}
 		if shared {
 			is, err := c.int("shared_expert_intermediate_size")
 			if err != nil {
 				return Layer{}, err
 			}
+			c.keys["Layer.SharedIntermediate"] = c.path + "shared_expert_intermediate_size"
 			if is > 0 {
 				l.SharedExperts, l.SharedIntermediate, l.SharedGate = 1, is, true
 			}
@@ -396,15 +420,10 @@ func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
 		panic("schedule: no DeepSeek defaults for " + family)
 	}
 	return func(c hfConfig) (Layer, error) {
-		E, err := c.experts("n_routed_experts")
+		l, err := c.sizes("n_routed_experts", "moe_intermediate_size", "num_experts_per_tok")
 		if err != nil {
 			return Layer{}, err
 		}
-		v, err := c.ints("hidden_size", "moe_intermediate_size", "num_experts_per_tok")
-		if err != nil {
-			return Layer{}, err
-		}
-		l := Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2]}
 		var S int
 		if def.shared < 0 {
 			S, err = c.int("n_shared_experts")
@@ -415,7 +434,8 @@ func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
 			return Layer{}, err
 		}
 		if S > 0 {
-			l.SharedExperts, l.SharedIntermediate = S, v[1]
+			l.SharedExperts, l.SharedIntermediate = S, l.Intermediate
+			c.keys["Layer.SharedExperts"] = c.path + "n_shared_experts"
 		}
 		score, err := c.strOr("scoring_func", def.score)
 		if err != nil {
@@ -472,49 +492,19 @@ func readDeepSeek(family string) func(c hfConfig) (Layer, error) {
 }
 
 func readMixtral(c hfConfig) (Layer, error) {
-	E, err := c.experts("num_local_experts")
-	if err != nil {
-		return Layer{}, err
-	}
-	v, err := c.ints("hidden_size", "intermediate_size", "num_experts_per_tok")
-	if err != nil {
-		return Layer{}, err
-	}
-	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
-		Router: Router{Score: ScoreSoftmax, Normalize: true}}, nil
+	l, err := c.sizes("num_local_experts", "intermediate_size", "num_experts_per_tok")
+	l.Router = Router{Score: ScoreSoftmax, Normalize: true}
+	return l, err
 }
 
-func readOLMoE(c hfConfig) (Layer, error) {
-	E, err := c.experts("num_experts")
-	if err != nil {
-		return Layer{}, err
-	}
-	v, err := c.ints("hidden_size", "intermediate_size", "num_experts_per_tok")
-	if err != nil {
-		return Layer{}, err
-	}
-	norm, err := c.boolOr("norm_topk_prob", false)
-	if err != nil {
-		return Layer{}, err
-	}
-	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
-		Router: Router{Score: ScoreSoftmax, Normalize: norm}}, nil
-}
+func readOLMoE(c hfConfig) (Layer, error) { return c.softmaxSizes("num_experts", "intermediate_size") }
 
 func readGPTOSS(c hfConfig) (Layer, error) {
-	E, err := c.experts("num_local_experts")
-	if err != nil {
-		return Layer{}, err
-	}
-	v, err := c.ints("hidden_size", "intermediate_size")
-	if err != nil {
-		return Layer{}, err
-	}
 	kKey := "num_experts_per_tok"
 	if !c.has(kKey) && c.has("experts_per_token") {
 		kKey = "experts_per_token"
 	}
-	K, err := c.int(kKey)
+	v, err := c.sizes("num_local_experts", "intermediate_size", kKey)
 	if err != nil {
 		return Layer{}, err
 	}
@@ -522,8 +512,8 @@ func readGPTOSS(c hfConfig) (Layer, error) {
 	if err != nil {
 		return Layer{}, err
 	}
-	l := gptOSS(E)
-	l.Hidden, l.Intermediate, l.TopK, l.SwiGLULimit = v[0], v[1], K, lim
+	l := gptOSS(v.Experts)
+	l.Hidden, l.Intermediate, l.TopK, l.SwiGLULimit = v.Hidden, v.Intermediate, v.TopK, lim
 	return l, nil
 }
 
@@ -535,21 +525,14 @@ func readLlama4(c hfConfig) (Layer, error) {
 	if !ok {
 		return Layer{}, fmt.Errorf("key %q is %s, want an object", "text_config", jsonKind(c.m["text_config"]))
 	}
-	return readLlama4Text(hfConfig{m: m, path: "text_config."})
+	return readLlama4Text(hfConfig{m: m, path: "text_config.", keys: c.keys})
 }
 
 func readLlama4Text(c hfConfig) (Layer, error) {
-	E, err := c.experts("num_local_experts")
-	if err != nil {
-		return Layer{}, err
-	}
 	// intermediate_size is the experts' (routed and shared); the dense
 	// layers use intermediate_size_mlp.
-	v, err := c.ints("hidden_size", "intermediate_size", "num_experts_per_tok")
-	if err != nil {
-		return Layer{}, err
-	}
-	return Layer{Hidden: v[0], Intermediate: v[1], Experts: E, TopK: v[2],
-		SharedExperts: 1, SharedIntermediate: v[1], RouterWeightOnInput: true,
-		Router: Router{Score: ScoreSigmoid}}, nil
+	l, err := c.sizes("num_local_experts", "intermediate_size", "num_experts_per_tok")
+	l.SharedExperts, l.SharedIntermediate, l.RouterWeightOnInput = 1, l.Intermediate, true
+	l.Router = Router{Score: ScoreSigmoid}
+	return l, err
 }

@@ -253,30 +253,15 @@ func fieldErr(field string, value any, format string, args ...any) *FieldError {
 	return &FieldError{Field: field, Value: value, Rule: fmt.Sprintf(format, args...)}
 }
 
-// maxDim bounds every size so that products such as E*2I*H stay far from
-// overflowing int64 and int32 device indexing of one expert's matrix.
-const maxDim = 1 << 20
-
 // Validate checks the layer and returns the first broken rule as a
 // *FieldError naming the field, its value and the rule; nil if the layer is
-// valid. It never panics.
+// valid. The sizes are checked first against the kernels' limits (MaxHidden,
+// MaxIntermediate, MaxExperts, MaxTopK, MaxSharedExperts, and the weights
+// against target.MaxMemoryBytes), so a huge layer is refused before anything
+// is sized from it. It never panics.
 func (l Layer) Validate() error {
-	pos := func(field string, v int) error {
-		if v <= 0 {
-			return fieldErr(field, v, "must be > 0")
-		}
-		if v > maxDim {
-			return fieldErr(field, v, "must be <= %d", maxDim)
-		}
-		return nil
-	}
-	for _, c := range []struct {
-		f string
-		v int
-	}{{"Layer.Hidden", l.Hidden}, {"Layer.Intermediate", l.Intermediate}, {"Layer.Experts", l.Experts}, {"Layer.TopK", l.TopK}} {
-		if err := pos(c.f, c.v); err != nil {
-			return err
-		}
+	if err := l.validateLimits(); err != nil {
+		return err
 	}
 	if l.TopK > l.Experts {
 		return fieldErr("Layer.TopK", l.TopK, "must be <= Layer.Experts (%d)", l.Experts)
@@ -295,9 +280,6 @@ func (l Layer) Validate() error {
 			return fieldErr("Layer.Intermediate", l.Intermediate, "must be a multiple of 32 with mxfp8 weights (one UE8M0 scale per 32 elements along the reduction dimension)")
 		}
 	}
-	if l.SharedExperts < 0 || l.SharedExperts > 64 {
-		return fieldErr("Layer.SharedExperts", l.SharedExperts, "must be in 0..64")
-	}
 	if l.SharedExperts == 0 {
 		if l.SharedIntermediate != 0 {
 			return fieldErr("Layer.SharedIntermediate", l.SharedIntermediate, "must be 0 when Layer.SharedExperts is 0")
@@ -309,14 +291,8 @@ func (l Layer) Validate() error {
 			return fieldErr("Layer.SharedActivation", l.SharedActivation, "must be swiglu with limit 0 when Layer.SharedExperts is 0")
 		}
 	} else {
-		if err := pos("Layer.SharedIntermediate", l.SharedIntermediate); err != nil {
-			return err
-		}
 		if l.SharedIntermediate%8 != 0 {
 			return fieldErr("Layer.SharedIntermediate", l.SharedIntermediate, "must be a multiple of 8 (16-byte aligned bf16 rows)")
-		}
-		if l.SharedExperts*l.SharedIntermediate > maxDim {
-			return fieldErr("Layer.SharedIntermediate", l.SharedIntermediate, "SharedExperts*SharedIntermediate must be <= %d", maxDim)
 		}
 		switch l.SharedActivation {
 		case SwiGLU:

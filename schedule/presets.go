@@ -2,7 +2,8 @@ package schedule
 
 import (
 	"fmt"
-	"sort"
+	"maps"
+	"slices"
 	"strings"
 )
 
@@ -72,14 +73,7 @@ func gptOSS(experts int) Layer {
 
 // Presets lists the preset names, sorted: one per supported model
 // (lower-case, e.g. "qwen3-30b-a3b").
-func Presets() []string {
-	names := make([]string, 0, len(presets))
-	for n := range presets {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
-}
+func Presets() []string { return slices.Sorted(maps.Keys(presets)) }
 
 // Preset returns the MoE layer of a real model (BF16 weights, fixed-width
 // routing, grouped storage, fp32 main grad; change those fields as needed).

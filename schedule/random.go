@@ -317,57 +317,46 @@ const hashChunk = 1 << 15
 
 // fillBits writes the elements of one tensor of one expert as bf16 bits.
 func (g *WeightGen) fillBits(dst []uint16, tensor, expert int) {
-	key := g.key(tensor, expert)
-	tab := g.tab[tensor]
-	n := len(dst)
+	key, tab, n := g.key(tensor, expert), g.tab[tensor], len(dst)
 	parallelFor((n+hashChunk-1)/hashChunk, hashChunk, func(c int) {
-		d := dst[c*hashChunk : min(n, (c+1)*hashChunk)]
-		w := uint64(c * hashChunk / 4)
-		j := 0
-		for ; j+4 <= len(d); j += 4 {
-			w++
-			h := mix64(key + w*golden64)
-			d4 := d[j : j+4 : j+4]
-			d4[0] = tab[h&0xFFFF]
-			d4[1] = tab[(h>>16)&0xFFFF]
-			d4[2] = tab[(h>>32)&0xFFFF]
-			d4[3] = tab[h>>48]
-		}
-		if j < len(d) {
-			h := mix64(key + (w+1)*golden64)
-			for i := j; i < len(d); i++ {
-				d[i] = tab[(h>>(16*(i-j)))&0xFFFF]
-			}
-		}
+		bitsChunk(dst[c*hashChunk:min(n, (c+1)*hashChunk)], key, tab, c)
 	})
 }
 
 // fillF32 writes the same values as fillBits, widened to float32 (exact).
 func (g *WeightGen) fillF32(dst []float32, tensor, expert int) {
-	key := g.key(tensor, expert)
-	tab := g.tab[tensor]
-	n := len(dst)
-	f := func(b uint16) float32 { return math.Float32frombits(uint32(b) << 16) }
-	parallelFor((n+hashChunk-1)/hashChunk, hashChunk, func(c int) {
+	key, tab, n := g.key(tensor, expert), g.tab[tensor], len(dst)
+	parallelWith((n+hashChunk-1)/hashChunk, hashChunk, func() []uint16 { return make([]uint16, hashChunk) }, func(buf []uint16, c int) {
 		d := dst[c*hashChunk : min(n, (c+1)*hashChunk)]
-		w := uint64(c * hashChunk / 4)
-		j := 0
-		for ; j+4 <= len(d); j += 4 {
-			w++
-			h := mix64(key + w*golden64)
-			d4 := d[j : j+4 : j+4]
-			d4[0] = f(tab[h&0xFFFF])
-			d4[1] = f(tab[(h>>16)&0xFFFF])
-			d4[2] = f(tab[(h>>32)&0xFFFF])
-			d4[3] = f(tab[h>>48])
-		}
-		if j < len(d) {
-			h := mix64(key + (w+1)*golden64)
-			for i := j; i < len(d); i++ {
-				d[i] = f(tab[(h>>(16*(i-j)))&0xFFFF])
-			}
+		bits := buf[:len(d)]
+		bitsChunk(bits, key, tab, c)
+		for i, b := range bits {
+			d[i] = math.Float32frombits(uint32(b) << 16)
 		}
 	})
+}
+
+// bitsChunk writes chunk c of a tensor's bf16 bits (elements c*hashChunk
+// onwards, len(d) of them) to d: four elements per 64-bit hash of key and
+// the element's group, each 16-bit draw mapped through tab.
+func bitsChunk(d []uint16, key uint64, tab *[1 << 16]uint16, c int) {
+	w := uint64(c * hashChunk / 4)
+	j := 0
+	for ; j+4 <= len(d); j += 4 {
+		w++
+		h := mix64(key + w*golden64)
+		d4 := d[j : j+4 : j+4]
+		d4[0] = tab[h&0xFFFF]
+		d4[1] = tab[(h>>16)&0xFFFF]
+		d4[2] = tab[(h>>32)&0xFFFF]
+		d4[3] = tab[h>>48]
+	}
+	if j < len(d) {
+		h := mix64(key + (w+1)*golden64)
+		for i := j; i < len(d); i++ {
+			d[i] = tab[(h>>(16*(i-j)))&0xFFFF]
+		}
+	}
 }
 
 func checkGen(name string, got, want int) error {
@@ -384,19 +373,26 @@ func (g *WeightGen) checkIndex(what string, i, n int) error {
 	return nil
 }
 
+// checkPair checks index i of what (0..n-1) and the lengths of the two
+// slices an expert's weights are written to: name1 has got1 values and
+// must have want1, name2 likewise.
+func (g *WeightGen) checkPair(what string, i, n int, name1 string, got1, want1 int, name2 string, got2, want2 int) error {
+	if err := g.checkIndex(what, i, n); err != nil {
+		return err
+	}
+	if err := checkGen(name1, got1, want1); err != nil {
+		return err
+	}
+	return checkGen(name2, got2, want2)
+}
+
 // RoutedBF16 writes routed expert e's FC1 [2I*H] and FC2 [H*I] as bf16 bits
 // (the upper halves of the float32 values Routed returns), in the row
 // orders of Weights.FC1 and Weights.FC2. An expert outside 0..E-1 or a
 // slice of the wrong length is an error.
 func (g *WeightGen) RoutedBF16(e int, fc1, fc2 []uint16) error {
 	H, I := g.l.Hidden, g.l.Intermediate
-	if err := g.checkIndex("expert", e, g.l.Experts); err != nil {
-		return err
-	}
-	if err := checkGen("FC1", len(fc1), 2*I*H); err != nil {
-		return err
-	}
-	if err := checkGen("FC2", len(fc2), H*I); err != nil {
+	if err := g.checkPair("expert", e, g.l.Experts, "FC1", len(fc1), 2*I*H, "FC2", len(fc2), H*I); err != nil {
 		return err
 	}
 	g.fillBits(fc1, hashFC1, e)
@@ -410,13 +406,7 @@ func (g *WeightGen) RoutedBias(e int, b1, b2 []float32) error {
 	if !g.l.Biases {
 		return fmt.Errorf("WeightGen: layer %s has no biases", g.l.Name)
 	}
-	if err := g.checkIndex("expert", e, g.l.Experts); err != nil {
-		return err
-	}
-	if err := checkGen("FC1Bias", len(b1), 2*g.l.Intermediate); err != nil {
-		return err
-	}
-	if err := checkGen("FC2Bias", len(b2), g.l.Hidden); err != nil {
+	if err := g.checkPair("expert", e, g.l.Experts, "FC1Bias", len(b1), 2*g.l.Intermediate, "FC2Bias", len(b2), g.l.Hidden); err != nil {
 		return err
 	}
 	g.fillF32(b1, hashFC1Bias, e)
@@ -429,13 +419,7 @@ func (g *WeightGen) RoutedBias(e int, b1, b2 []float32) error {
 // and Weights.SharedFC2.
 func (g *WeightGen) SharedBF16(s int, fc1, fc2 []uint16) error {
 	H, Is := g.l.Hidden, g.l.SharedIntermediate
-	if err := g.checkIndex("shared expert", s, g.l.SharedExperts); err != nil {
-		return err
-	}
-	if err := checkGen("SharedFC1", len(fc1), 2*Is*H); err != nil {
-		return err
-	}
-	if err := checkGen("SharedFC2", len(fc2), H*Is); err != nil {
+	if err := g.checkPair("shared expert", s, g.l.SharedExperts, "SharedFC1", len(fc1), 2*Is*H, "SharedFC2", len(fc2), H*Is); err != nil {
 		return err
 	}
 	g.fillBits(fc1, hashSharedFC1, s)
@@ -530,35 +514,9 @@ func (g *WeightGen) Weights() Weights {
 func (g *WeightGen) ForwardRows(x []float32, r Routing, rows []int) ([]float64, error) {
 	l := g.l
 	H, E, K := l.Hidden, l.Experts, l.TopK
-	if len(x)%H != 0 {
-		return nil, fmt.Errorf("x has %d values, not a multiple of H = %d", len(x), H)
-	}
-	T := len(x) / H
-	ids, wts := r.IDs, r.Weights
-	switch l.Routing {
-	case RoutingIDs:
-		if r.Map != nil || r.Probs != nil {
-			return nil, fmt.Errorf("Routing.Map/Probs are set but Layer.Routing is ids")
-		}
-		if len(ids) != T*K || len(wts) != T*K {
-			return nil, fmt.Errorf("Routing.IDs has %d and Routing.Weights %d entries, want T*K = %d*%d", len(ids), len(wts), T, K)
-		}
-	case RoutingMap:
-		if r.IDs != nil || r.Weights != nil {
-			return nil, fmt.Errorf("Routing.IDs/Weights are set but Layer.Routing is map")
-		}
-		if len(r.Map) != T*E {
-			return nil, fmt.Errorf("Routing.Map has %d entries, want T*E = %d*%d", len(r.Map), T, E)
-		}
-		var err error
-		if ids, wts, err = FixedWidth(l, r.Map, r.Probs); err != nil {
-			return nil, err
-		}
-	}
-	for i, id := range ids {
-		if id < -1 || int(id) >= E {
-			return nil, fmt.Errorf("routing id %d of token %d slot %d is out of range (want -1..%d)", id, i/K, i%K, E-1)
-		}
+	T, ids, wts, err := checkRouting(l, x, r)
+	if err != nil {
+		return nil, err
 	}
 	for i, t := range rows {
 		if t < 0 || t >= T {

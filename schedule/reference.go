@@ -131,42 +131,53 @@ func newProblem(l Layer, w Weights, x []float32, r Routing) (*problem, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	H, E, K := l.Hidden, l.Experts, l.TopK
-	if len(x)%H != 0 {
-		return nil, fmt.Errorf("x has %d values, not a multiple of H = %d", len(x), H)
+	T, ids, weights, err := checkRouting(l, x, r)
+	if err != nil {
+		return nil, err
 	}
-	p := &problem{l: l, w: w, x: x, T: len(x) / H}
-	T := p.T
-	switch l.Routing {
-	case RoutingIDs:
-		if r.Map != nil || r.Probs != nil {
-			return nil, fmt.Errorf("Routing.Map/Probs are set but Layer.Routing is ids")
-		}
-		if len(r.IDs) != T*K || len(r.Weights) != T*K {
-			return nil, fmt.Errorf("Routing.IDs has %d and Routing.Weights %d entries, want T*K = %d*%d", len(r.IDs), len(r.Weights), T, K)
-		}
-		p.ids, p.weights = r.IDs, r.Weights
-	case RoutingMap:
-		if r.IDs != nil || r.Weights != nil {
-			return nil, fmt.Errorf("Routing.IDs/Weights are set but Layer.Routing is map")
-		}
-		if len(r.Map) != T*E {
-			return nil, fmt.Errorf("Routing.Map has %d entries, want T*E = %d*%d", len(r.Map), T, E)
-		}
-		var err error
-		if p.ids, p.weights, err = FixedWidth(l, r.Map, r.Probs); err != nil {
-			return nil, err
-		}
-	}
-	for i, id := range p.ids {
-		if id < -1 || int(id) >= E {
-			return nil, fmt.Errorf("routing id %d of token %d slot %d is out of range (want -1..%d)", id, i/K, i%K, E-1)
-		}
-	}
+	p := &problem{l: l, w: w, x: x, T: T, ids: ids, weights: weights}
 	if err := p.checkWeights(); err != nil {
 		return nil, err
 	}
 	return p, nil
+}
+
+// checkRouting returns the token count T of x [T*H] and the routing r in
+// the fixed-width form (ids and weights [T*K]; a routing map converted by
+// FixedWidth), checking r against l.Routing and T, and every id against
+// -1..E-1.
+func checkRouting(l Layer, x []float32, r Routing) (T int, ids []int32, weights []float32, err error) {
+	H, E, K := l.Hidden, l.Experts, l.TopK
+	if len(x)%H != 0 {
+		return 0, nil, nil, fmt.Errorf("x has %d values, not a multiple of H = %d", len(x), H)
+	}
+	T = len(x) / H
+	ids, weights = r.IDs, r.Weights
+	switch l.Routing {
+	case RoutingIDs:
+		if r.Map != nil || r.Probs != nil {
+			return 0, nil, nil, fmt.Errorf("Routing.Map/Probs are set but Layer.Routing is ids")
+		}
+		if len(ids) != T*K || len(weights) != T*K {
+			return 0, nil, nil, fmt.Errorf("Routing.IDs has %d and Routing.Weights %d entries, want T*K = %d*%d", len(ids), len(weights), T, K)
+		}
+	case RoutingMap:
+		if r.IDs != nil || r.Weights != nil {
+			return 0, nil, nil, fmt.Errorf("Routing.IDs/Weights are set but Layer.Routing is map")
+		}
+		if len(r.Map) != T*E {
+			return 0, nil, nil, fmt.Errorf("Routing.Map has %d entries, want T*E = %d*%d", len(r.Map), T, E)
+		}
+		if ids, weights, err = FixedWidth(l, r.Map, r.Probs); err != nil {
+			return 0, nil, nil, err
+		}
+	}
+	for i, id := range ids {
+		if id < -1 || int(id) >= E {
+			return 0, nil, nil, fmt.Errorf("routing id %d of token %d slot %d is out of range (want -1..%d)", id, i/K, i%K, E-1)
+		}
+	}
+	return T, ids, weights, nil
 }
 
 func checkLen(name string, got []float32, want int) error {

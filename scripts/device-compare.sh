@@ -9,10 +9,7 @@
 #            (alternation spreads clock and thermal drift over both), median of 100 CUDA-event timings each
 # compare.txt gets one line per model: both rel L2, both median times (median over rounds), new/old.
 set -u
-OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/nvidia/lib64
-export MOKC_CACHE_DIR=off
+. "$(dirname "$0")/device-env.sh"
 OLD=${OLD:?set OLD to the old mokc binary}
 NEW=${NEW:-$PWD/.carry/mokc}
 MODELS=${MODELS:-qwen3-30b-a3b deepseek-v3 gpt-oss-120b}

@@ -6,11 +6,8 @@
 #      kernels of one forward of each of NCU_MODELS.
 # Usage: bash scripts/device-profile.sh
 set -u
-OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/nvidia/lib64
-export MOKC_REQUIRE_GPU=1 MOKC_CACHE_DIR=off
-mokc=$PWD/.carry/mokc
+. "$(dirname "$0")/device-env.sh"
+export MOKC_REQUIRE_GPU=1
 MODELS=${MODELS:-qwen3-30b-a3b gpt-oss-120b deepseek-v3}
 NCU_MODELS=${NCU_MODELS:-qwen3-30b-a3b deepseek-v3}
 TARGET=${TARGET:-sm_90a}

@@ -5,11 +5,8 @@
 # T = 4096). Logs go to $OUT (default ./device-out): tune-run.log, tune-bench.jsonl, summary.txt.
 # Usage: bash scripts/device-tune.sh
 set -u
-OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/nvidia/lib64
-export MOKC_REQUIRE_GPU=1 MOKC_CACHE_DIR=off
-mokc=$PWD/.carry/mokc
+. "$(dirname "$0")/device-env.sh"
+export MOKC_REQUIRE_GPU=1
 TARGET=${TARGET:-sm_90a}
 MODELS=${MODELS:-qwen3-30b-a3b gpt-oss-120b deepseek-v3}
 CONFIGS=(

@@ -9,10 +9,8 @@
 #          `mokc run` per preset so that one failure or hang costs only that preset; MODELS="a b" narrows it
 #   perf   mokc bench vs the PyTorch grouped pipeline at T = 4096, and compute-sanitizer memcheck at T = 64
 set -u
-OUT=${OUT:-$PWD/device-out}
-mkdir -p "$OUT"
-export LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}:/usr/local/nvidia/lib64
-export MOKC_REQUIRE_GPU=1 MOKC_CACHE_DIR=off PYTHONUNBUFFERED=1
+. "$(dirname "$0")/device-env.sh"
+export MOKC_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 root=$PWD
 summary=$OUT/summary.txt
 touch "$summary"
@@ -25,7 +23,6 @@ step() { # name timeout log command...
 	local rc=$?
 	printf '%-48s rc=%-3d %4ds\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$summary"
 }
-mokc=$root/.carry/mokc
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"$summary"
 phases=${*:-tests run perf}
 TOKENS=${TOKENS:-0,1,64,4096}

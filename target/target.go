@@ -46,6 +46,14 @@ type Info struct {
 	SharedMemoryPerCTA int
 	RegistersPerSM     int // 32-bit registers per SM (65536 on all three)
 	MaxThreadsPerCTA   int // 1024
+	// MemoryBytes is the device memory of the largest part of the
+	// architecture, in bytes: A100 SXM 80 GB (80 GiB, NVIDIA A100 datasheet),
+	// H200 SXM 141 GB (cuDeviceTotalMem of the H200 the GPU tests ran on:
+	// 150109880320 bytes, docs/runs/run4/tests.log), B200 192 GB HBM3e
+	// (8 stacks of 24 GB; NVIDIA's B200 product figures, of which HGX B200
+	// exposes about 180 GB). It is a ceiling for sizes, not what a device
+	// has free: a launcher reads the device's own memory.
+	MemoryBytes int64
 	// TMEMColumns and TMEMLanes are the tensor memory of one CTA (128
 	// lanes x 512 columns of 32 bits on sm_100a; PTX ISA "Tensor Memory"),
 	// 0 where there is none.
@@ -74,13 +82,13 @@ const (
 
 var table = [...]Info{
 	SM80: {Name: "sm_80", PTXVersion: "8.0", ComputeCapability: 80, Part: "A100 SXM", SMs: 108,
-		SharedMemoryPerCTA: 163 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024,
+		SharedMemoryPerCTA: 163 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 80 << 30,
 		MMA: "mma.sync.aligned.m16n8k16", Features: []Feature{CpAsync, MMASync}},
 	SM90a: {Name: "sm_90a", PTXVersion: "8.0", ComputeCapability: 90, ArchSpecific: true, Part: "H100/H200 SXM", SMs: 132,
-		SharedMemoryPerCTA: 227 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024,
+		SharedMemoryPerCTA: 227 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 150109880320,
 		MMA: "wgmma.mma_async m64nNk16", Features: []Feature{CpAsync, MMASync, TMA, Mbarrier, WGMMA, SetMaxNReg, FP8MMA}},
 	SM100a: {Name: "sm_100a", PTXVersion: "8.8", ComputeCapability: 100, ArchSpecific: true, Part: "B200", SMs: 148,
-		SharedMemoryPerCTA: 227 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, TMEMColumns: 512, TMEMLanes: 128,
+		SharedMemoryPerCTA: 227 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 192e9, TMEMColumns: 512, TMEMLanes: 128,
 		MMA: "tcgen05.mma.cta_group::1", Features: []Feature{CpAsync, MMASync, TMA, Mbarrier, SetMaxNReg, TCGen05, FP8MMA}},
 }
 
@@ -162,6 +170,16 @@ func (t Target) SMs() int { return t.Info().SMs }
 // SharedMemoryLimit is the largest dynamic shared memory of one CTA in
 // bytes (Info.SharedMemoryPerCTA).
 func (t Target) SharedMemoryLimit() int { return t.Info().SharedMemoryPerCTA }
+
+// MaxMemoryBytes is the largest Info.MemoryBytes of the table (B200's 192
+// GB): no layer whose weights exceed it fits on any GPU mokc targets.
+func MaxMemoryBytes() int64 {
+	var m int64
+	for _, t := range All() {
+		m = max(m, t.Info().MemoryBytes)
+	}
+	return m
+}
 
 // TMEMColumns is the tensor-memory columns of one CTA (0 without TMEM).
 func (t Target) TMEMColumns() int { return t.Info().TMEMColumns }

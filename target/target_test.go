@@ -63,3 +63,14 @@ func TestTable(t *testing.T) {
 		t.Errorf("Names() = %q", Names())
 	}
 }
+
+func TestMemoryBytes(t *testing.T) {
+	for _, tg := range All() {
+		if m := tg.Info().MemoryBytes; m < 40<<30 || m > 1<<40 {
+			t.Errorf("%v: MemoryBytes = %d", tg, m)
+		}
+	}
+	if got := MaxMemoryBytes(); got != 192e9 || got != SM100a.Info().MemoryBytes {
+		t.Errorf("MaxMemoryBytes = %d, want B200's 192 GB", got)
+	}
+}

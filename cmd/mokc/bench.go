@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -228,6 +227,9 @@ func benchAction(c *cli.Context) error {
 		return fmt.Errorf("bench: --sets %d: must be >= 0", c.Int("sets"))
 	}
 	l, s, err := gpuLayer(c)
+	if err == nil {
+		err = checkTokens(l, s, T)
+	}
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}
@@ -475,12 +477,7 @@ func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream,
 
 func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return writeJSONLine(w, rep)
 	}
 	row := func(k string, format string, a ...any) {
 		fmt.Fprintf(w, "  %-20s "+format+"\n", append([]any{k}, a...)...)

@@ -71,7 +71,7 @@ func TestScheduleFlags(t *testing.T) {
 		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--grid-ctas", "4294967297"}, "must be in 0..65535"},
 		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--fc1-tile", "192x192x64", "--fc2-tile", "192x256x64", "--mma-warps", "12"},
 			"reproduce: mokc build --model qwen3-30b-a3b --target sm_90a --fc1-tile 192x192x64 --fc2-tile 192x256x64 --stages 3 --mma-warps 12"},
-		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--stages", "0"}, "Stages"},
+		{[]string{"build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--stages", "0"}, "--stages 0: must be in 2..16"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--target", "sm_80,sm_90a", "--stages", "4"}, "exactly one --target"},
 		{[]string{"bench", "--model", "qwen3-30b-a3b", "--fc1-tile", "64x64"}, "want MxNxK"},
 	} {

@@ -101,6 +101,7 @@ func printLayer(w io.Writer, l schedule.Layer) {
 	row("routing input", l.Routing)
 	row("weight storage", l.Storage)
 	row("main grad", l.MainGrad)
+	row("weights", fmt.Sprintf("%d bytes (%.1f GB)", l.WeightBytes(), float64(l.WeightBytes())/1e9))
 	fmt.Fprintln(w, "schedules")
 	if l.Precision != schedule.BF16 {
 		fmt.Fprintf(w, "  (%v weights: the schedules below validate, but codegen builds bf16 layers only so far)\n", l.Precision)
@@ -118,7 +119,7 @@ func printLayer(w io.Writer, l schedule.Layer) {
 		if t == target.SM100a {
 			extra = fmt.Sprintf(", TMEM %d columns", max(s.TMEMColumns(l, s.FC1), s.TMEMColumns(l, s.FC2)))
 		}
-		fmt.Fprintf(w, "  %-8s shared memory %d of %d bytes%s\n", "", smem, t.SharedMemoryLimit(), extra)
+		fmt.Fprintf(w, "  %-8s shared memory %d of %d bytes%s; at most %d tokens (32-bit indices)\n", "", smem, t.SharedMemoryLimit(), extra, s.MaxTokens(l))
 		if v, ok := s.VariantSchedule(); ok {
 			lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
 			fmt.Fprintf(w, "  %-8s for %d..%d rows per expert (T = %d..%d): FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma\n",

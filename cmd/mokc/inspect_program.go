@@ -19,7 +19,7 @@ func init() {
 		Flags: append(append(layerFlags(), scheduleFlags()...),
 			&cli.StringFlag{Name: "target", Usage: "also lower the program with the PerOp policy for this target and list its kernels"},
 			&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids or map"},
-			&cli.BoolFlag{Name: "backward", Usage: "the backward program (dx, routing-weight and main-grad accumulation); its kernels do not exist yet"},
+			&cli.BoolFlag{Name: "backward", Usage: "the backward program (dx, the routing-weight gradient, main grads accumulated)"},
 		),
 		Action: inspectProgram,
 	})

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -12,17 +14,27 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// layerFlags are the flags that name a layer: a preset or a Hugging Face
-// config.json file.
+// layerFlags are the flags that name a layer, a preset or a Hugging Face
+// config.json file, and the flags that override its sizes (layerFieldFlags).
 func layerFlags() []cli.Flag {
-	return []cli.Flag{
+	return append([]cli.Flag{
 		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
-	}
+	}, cliFlags(layerFieldFlags, "the model's")...)
 }
 
-// loadLayer returns the layer named by --model or --hf-config (exactly one).
+// loadLayer returns the layer named by --model or --hf-config (exactly one)
+// with the layer flags applied, validated.
 func loadLayer(c *cli.Context) (schedule.Layer, error) {
+	l, err := namedLayer(c)
+	if err != nil {
+		return l, err
+	}
+	return l, applyLayerFlags(c, &l)
+}
+
+// namedLayer returns the layer named by --model or --hf-config.
+func namedLayer(c *cli.Context) (schedule.Layer, error) {
 	model, file := c.String("model"), c.String("hf-config")
 	switch {
 	case model != "" && file != "":
@@ -53,64 +65,183 @@ func loadTarget(c *cli.Context) (target.Target, error) {
 	return t, nil
 }
 
-// scheduleFlags override parts of the target's default schedule, for tuning;
-// the result is validated by schedule.Schedule.Validate and by codegen,
-// whose refusals give the reason (registers, shared memory, warps).
-func scheduleFlags() []cli.Flag {
-	return []cli.Flag{
-		&cli.StringFlag{Name: "fc1-tile", Usage: "FC1 tile MxNxK (rows x output columns x K block)", DefaultText: "the target's default"},
-		&cli.StringFlag{Name: "fc2-tile", Usage: "FC2 tile MxNxK", DefaultText: "the target's default"},
-		&cli.IntFlag{Name: "stages", Usage: "shared-memory pipeline stages", DefaultText: "the target's default"},
-		&cli.IntFlag{Name: "mma-warps", Usage: "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", DefaultText: "the target's default"},
-		&cli.IntFlag{Name: "grid-ctas", Usage: "persistent grid size (0: one CTA per SM)", DefaultText: "the target's default"},
-	}
+// fieldFlag is a command-line flag that sets one field of the layer or of
+// the schedule. The tables layerFieldFlags and scheduleFieldFlags are the
+// one place a flag is tied to its field: the flags are declared, applied
+// and named in validation errors (flagError) from them.
+type fieldFlag struct {
+	name  string // the flag without "--", e.g. "mma-warps"
+	usage string
+	// field is the schedule.FieldError.Field the flag sets, e.g.
+	// "Schedule.Warps.MMA"; an error on it or on one of its parts
+	// ("Schedule.FC1.M") names the flag. also lists further fields an error
+	// on which is the flag's (e.g. the whole "Schedule.Warps").
+	field string
+	also  []string
+	// ptr returns the field in l or s: an *int, or a *schedule.Tile for a
+	// MxNxK flag.
+	ptr func(l *schedule.Layer, s *schedule.Schedule) any
 }
+
+// layerFieldFlags override sizes of the layer named by --model or
+// --hf-config; the result is validated by schedule.Layer.Validate, whose
+// refusals (the limits of the kernels) are reported on the flag.
+var layerFieldFlags = []fieldFlag{
+	layerFlag("hidden", "hidden size H", "Layer.Hidden", func(l *schedule.Layer) any { return &l.Hidden }),
+	layerFlag("intermediate", "intermediate size I of a routed expert", "Layer.Intermediate", func(l *schedule.Layer) any { return &l.Intermediate }),
+	layerFlag("experts", "number E of routed experts", "Layer.Experts", func(l *schedule.Layer) any { return &l.Experts }),
+	layerFlag("top-k", "routes K per token (top-k)", "Layer.TopK", func(l *schedule.Layer) any { return &l.TopK }),
+	layerFlag("shared-experts", "number S of shared experts", "Layer.SharedExperts", func(l *schedule.Layer) any { return &l.SharedExperts }),
+	layerFlag("shared-intermediate", "intermediate size I_s of each shared expert", "Layer.SharedIntermediate",
+		func(l *schedule.Layer) any { return &l.SharedIntermediate }),
+}
+
+// scheduleFieldFlags override parts of the target's default schedule, for
+// tuning; the result is validated by schedule.Schedule.Validate and by
+// codegen, whose refusals give the reason (registers, shared memory, warps).
+var scheduleFieldFlags = []fieldFlag{
+	scheduleFlag("fc1-tile", "FC1 tile MxNxK (rows x output columns x K block)", "Schedule.FC1", func(s *schedule.Schedule) any { return &s.FC1 }),
+	scheduleFlag("fc2-tile", "FC2 tile MxNxK", "Schedule.FC2", func(s *schedule.Schedule) any { return &s.FC2 }),
+	scheduleFlag("stages", "shared-memory pipeline stages", "Schedule.Stages", func(s *schedule.Schedule) any { return &s.Stages }),
+	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
+		"Schedule.Warps"),
+	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
+}
+
+// layerFlag is the fieldFlag of a layer field.
+func layerFlag(name, usage, field string, ptr func(*schedule.Layer) any) fieldFlag {
+	return fieldFlag{name: name, usage: usage, field: field, ptr: func(l *schedule.Layer, _ *schedule.Schedule) any { return ptr(l) }}
+}
+
+// scheduleFlag is the fieldFlag of a schedule field; errors on the fields
+// also are the flag's too.
+func scheduleFlag(name, usage, field string, ptr func(*schedule.Schedule) any, also ...string) fieldFlag {
+	return fieldFlag{name: name, usage: usage, field: field, also: also, ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return ptr(s) }}
+}
+
+// cliFlags declares the flags of a table; def is the help text of the
+// default.
+func cliFlags(table []fieldFlag, def string) []cli.Flag {
+	var out []cli.Flag
+	for _, f := range table {
+		if _, tile := f.ptr(&schedule.Layer{}, &schedule.Schedule{}).(*schedule.Tile); tile {
+			out = append(out, &cli.StringFlag{Name: f.name, Usage: f.usage, DefaultText: def})
+		} else {
+			out = append(out, &cli.IntFlag{Name: f.name, Usage: f.usage, DefaultText: def})
+		}
+	}
+	return out
+}
+
+// scheduleFlags are the flags of scheduleFieldFlags.
+func scheduleFlags() []cli.Flag { return cliFlags(scheduleFieldFlags, "the target's default") }
 
 // scheduleOverridden reports whether any schedule flag is set.
 func scheduleOverridden(c *cli.Context) bool {
-	for _, f := range scheduleFlags() {
-		if c.IsSet(f.Names()[0]) {
+	for _, f := range scheduleFieldFlags {
+		if c.IsSet(f.name) {
 			return true
 		}
 	}
 	return false
 }
 
+// applyFlags sets the fields of the flags of table that are set in l and s.
+func applyFlags(c *cli.Context, table []fieldFlag, l *schedule.Layer, s *schedule.Schedule) error {
+	for _, f := range table {
+		if !c.IsSet(f.name) {
+			continue
+		}
+		switch p := f.ptr(l, s).(type) {
+		case *int:
+			*p = c.Int(f.name)
+		case *schedule.Tile:
+			var t schedule.Tile
+			if n, err := fmt.Sscanf(c.String(f.name), "%dx%dx%d", &t.M, &t.N, &t.K); err != nil || n != 3 {
+				return fmt.Errorf("--%s %q: want MxNxK, e.g. 128x256x64", f.name, c.String(f.name))
+			}
+			*p = t
+		}
+	}
+	return nil
+}
+
+// flagError rewrites a validation error of l or s on a field that a flag
+// of table sets as "--flag VALUE: rule" (VALUE as the flag spells it,
+// marked when it is the default rather than given), so the user reads the
+// flag, not the Go field. Other errors are returned unchanged.
+func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.Schedule, def string, err error) error {
+	var fe *schedule.FieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	for _, f := range table {
+		part, ok := strings.CutPrefix(fe.Field, f.field)
+		if !ok || part != "" && part[0] != '.' {
+			if part = ""; !slices.Contains(f.also, fe.Field) {
+				continue
+			}
+		}
+		value := fmt.Sprint(flagValue(f.ptr(&l, &s)))
+		if !c.IsSet(f.name) {
+			value += " (" + def + ")"
+		}
+		rule := fe.Rule
+		// Integer fields the rule names are flags too: "must be <= --experts (4)".
+		for _, g := range table {
+			if _, isInt := g.ptr(&l, &s).(*int); isInt {
+				rule = strings.ReplaceAll(rule, g.field, "--"+g.name)
+			}
+		}
+		if part != "" {
+			rule = fmt.Sprintf("%s = %v: %s", part[1:], fe.Value, rule)
+		}
+		return fmt.Errorf("--%s %s: %s", f.name, value, rule)
+	}
+	return err
+}
+
+// flagValue dereferences the *int or *schedule.Tile of fieldFlag.ptr.
+func flagValue(p any) any {
+	switch p := p.(type) {
+	case *int:
+		return *p
+	case *schedule.Tile:
+		return *p
+	}
+	return p
+}
+
+// applyLayerFlags applies the layer flags to l and validates it; a refusal
+// on a field a layer flag sets names the flag.
+func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
+	if err := applyFlags(c, layerFieldFlags, l, nil); err != nil {
+		return err
+	}
+	return flagError(c, layerFieldFlags, *l, schedule.Schedule{}, "the model's", l.Validate())
+}
+
 // layerSchedule returns target's default schedule for l with the schedule
 // flags applied, validated against l. When any flag is set the schedule
 // loses its T-dependent GEMM variant: the flags describe the one shape of
-// the routed GEMMs.
+// the routed GEMMs. A refusal on a field a schedule flag sets names the
+// flag ("--mma-warps 3: ...").
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
 		return s, fmt.Errorf("schedule for %s: %w", target, err)
 	}
-	if scheduleOverridden(c) {
-		s.Variant = nil // the flags describe the one shape of the routed GEMMs
+	if !scheduleOverridden(c) {
+		return s, nil
 	}
-	for _, f := range []struct {
-		name string
-		tile *schedule.Tile
-	}{{"fc1-tile", &s.FC1}, {"fc2-tile", &s.FC2}} {
-		if !c.IsSet(f.name) {
-			continue
-		}
-		var t schedule.Tile
-		if n, err := fmt.Sscanf(c.String(f.name), "%dx%dx%d", &t.M, &t.N, &t.K); err != nil || n != 3 {
-			return s, fmt.Errorf("--%s %q: want MxNxK, e.g. 128x256x64", f.name, c.String(f.name))
-		}
-		*f.tile = t
-	}
-	if c.IsSet("stages") {
-		s.Stages = c.Int("stages")
-	}
-	if c.IsSet("mma-warps") {
-		s.Warps.MMA = c.Int("mma-warps")
-	}
-	if c.IsSet("grid-ctas") {
-		s.GridCTAs = c.Int("grid-ctas")
+	s.Variant = nil // the flags describe the one shape of the routed GEMMs
+	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
+		return s, err
 	}
 	if err := s.Validate(l); err != nil {
+		if ferr := flagError(c, scheduleFieldFlags, l, s, "the target's default", err); ferr != err {
+			return s, ferr
+		}
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
 	return s, nil

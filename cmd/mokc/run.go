@@ -215,6 +215,8 @@ type runConfig struct {
 	sample  int
 	seed    uint64
 	json    bool
+	// editLayer applies the layer flags to a preset's layer (nil: none).
+	editLayer func(*schedule.Layer) error
 	// schedule returns the schedule of a layer on a target: the default,
 	// or with the schedule flags applied (one target only).
 	schedule func(l schedule.Layer, t target.Target) (schedule.Schedule, error)
@@ -299,19 +301,50 @@ func parseRunFlags(c *cli.Context) (runConfig, error) {
 	} else if cfg.layer, err = loadLayer(c); err != nil {
 		return cfg, err
 	}
-	// Every layer must exist and be valid before anything runs.
-	for _, m := range cfg.models {
-		if _, err := cfg.modelLayer(m); err != nil {
-			return cfg, err
+	cfg.editLayer = func(l *schedule.Layer) error { return applyLayerFlags(c, l) }
+	// Every layer must exist and be valid, and every T within what its
+	// kernels index, before anything runs.
+	layers := []schedule.Layer{cfg.layer}
+	if cfg.models != nil {
+		layers = layers[:0]
+		for _, m := range cfg.models {
+			l, err := cfg.modelLayer(m)
+			if err != nil {
+				return cfg, err
+			}
+			layers = append(layers, l)
 		}
-	}
-	if cfg.models == nil {
+	} else {
 		cfg.layer.Routing = cfg.routing
 		if err := cfg.layer.Validate(); err != nil {
 			return cfg, err
 		}
+		layers[0] = cfg.layer
+	}
+	for _, l := range layers {
+		for _, tg := range cfg.targets {
+			s, err := cfg.schedule(l, tg)
+			if err != nil {
+				return cfg, err
+			}
+			for _, T := range cfg.tokens {
+				if err := checkTokens(l, s, T); err != nil {
+					return cfg, err
+				}
+			}
+		}
 	}
 	return cfg, nil
+}
+
+// checkTokens refuses a token count T above what the kernels of l with
+// schedule s index in 32 bits (schedule.Schedule.MaxTokens).
+func checkTokens(l schedule.Layer, s schedule.Schedule, T int) error {
+	if limit := s.MaxTokens(l); T > limit {
+		return fmt.Errorf("--tokens %d: more than the %d tokens the kernels of %s on %s index in 32 bits (schedule.Schedule.MaxTokens)",
+			T, limit, l.Name, s.Target)
+	}
+	return nil
 }
 
 // modelLayer returns the layer of a preset with the routing form of
@@ -320,6 +353,11 @@ func (cfg runConfig) modelLayer(name string) (schedule.Layer, error) {
 	l, err := runPresetLayer(name)
 	if err != nil {
 		return l, err
+	}
+	if cfg.editLayer != nil {
+		if err := cfg.editLayer(&l); err != nil {
+			return l, fmt.Errorf("%s: %w", name, err)
+		}
 	}
 	l.Routing = cfg.routing
 	return l, l.Validate()
@@ -841,16 +879,21 @@ func referenceRows(gen *schedule.WeightGen, x []float32, r schedule.Routing, n i
 	return nil
 }
 
+// writeJSONLine writes v as one line of JSON.
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(w, "%s\n", b)
+	return err
+}
+
 // writeRunReport writes one report: a JSON object on one line, or one line
 // of text.
 func writeRunReport(w io.Writer, rep runReport, asJSON bool) error {
 	if asJSON {
-		b, err := json.Marshal(rep)
-		if err != nil {
-			return err
-		}
-		_, err = fmt.Fprintf(w, "%s\n", b)
-		return err
+		return writeJSONLine(w, rep)
 	}
 	verdict := "PASS"
 	if !rep.Pass {
