@@ -14,13 +14,14 @@ func init() {
 	commands = append(commands, func() *cli.Command {
 		return &cli.Command{
 			Name:      "build",
-			Usage:     "emit the forward kernels of a layer as PTX, LLVM IR or a launch manifest",
-			UsageText: "mokc build --model qwen3-30b-a3b --target sm_90a [--emit ptx|llvm|manifest] -o moe.ptx",
+			Usage:     "emit the forward (or, with --backward, the backward) kernels of a layer as PTX, LLVM IR or a launch manifest",
+			UsageText: "mokc build --model qwen3-30b-a3b --target sm_90a [--backward] [--emit ptx|llvm|manifest] -o moe.ptx",
 			Flags: append(append(layerFlags(), scheduleFlags()...),
 				targetFlag("sm_90a"),
 				&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids (fixed-width ids + weights) or map (dense routing map + probs)"},
 				&cli.StringFlag{Name: "emit", Value: "ptx", Usage: "ptx, llvm (LLVM 19 text) or manifest (JSON)"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default: standard output)"},
+				&cli.BoolFlag{Name: "backward", Usage: "the backward program (moe.Backward): dy in; dx, the routing-weight gradient out; main grads accumulated"},
 			),
 			Action: buildAction,
 		}
@@ -55,7 +56,11 @@ func buildAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	a, err := compiler.Compile(l, s)
+	compile, pass := compiler.Compile, "forward"
+	if c.Bool("backward") {
+		compile, pass = compiler.CompileBackward, "backward"
+	}
+	a, err := compile(l, s)
 	if err != nil {
 		return err
 	}
@@ -75,7 +80,7 @@ func buildAction(c *cli.Context) error {
 		}
 		out = append(out, '\n')
 	}
-	var w io.Writer = os.Stdout
+	var w io.Writer = c.App.Writer
 	if path := c.String("output"); path != "" && path != "-" {
 		if err := os.WriteFile(path, out, 0o644); err != nil {
 			return err
@@ -90,9 +95,9 @@ func buildAction(c *cli.Context) error {
 		}
 		what := fmt.Sprintf("%d kernels", len(a.Program.Kernels))
 		if launched < len(a.Program.Kernels) {
-			what += fmt.Sprintf(", %d launched per forward (GEMMs in tile shapes chosen by T)", launched)
+			what += fmt.Sprintf(", %d launched per %s (GEMMs in tile shapes chosen by T)", launched, pass)
 		}
-		fmt.Fprintf(os.Stderr, "mokc: wrote %s (%s, %s, %s, %d bytes)\n", path, l.Name, target, what, len(out))
+		fmt.Fprintf(os.Stderr, "mokc: wrote %s (%s %s, %s, %s, %d bytes)\n", path, l.Name, pass, target, what, len(out))
 		return nil
 	}
 	_, err = w.Write(out)

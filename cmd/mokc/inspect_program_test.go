@@ -47,3 +47,15 @@ func TestInspectProgramBackward(t *testing.T) {
 		}
 	}
 }
+
+func TestBuildBackwardManifest(t *testing.T) {
+	out, err := runCLI("build", "--model", "gpt-oss-20b", "--target", "sm_80", "--backward", "--emit", "manifest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"pass": "backward"`, `"name": "fc1_grad"`, `"kind": "inout"`, `"name": "moe_act_grad"`} {
+		if !strings.Contains(out, want) {
+			t.Errorf("backward manifest lacks %s", want)
+		}
+	}
+}
