@@ -39,6 +39,7 @@ func init() {
 				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards with an event between kernels)"},
+				&cli.BoolFlag{Name: "backward", Usage: "time a training step's layer work: Forward then Backward (main grads accumulating), FLOPs and bytes of both"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			),
 			Action: benchAction,
@@ -61,6 +62,7 @@ type benchReport struct {
 	Warmup     int     `json:"warmup"`
 	Sets       int     `json:"sets"`
 	Schedule   string  `json:"schedule"` // schedule.Schedule.String()
+	Backward   bool    `json:"backward"` // times Forward + Backward
 	Kernels    int     `json:"kernels"`
 	Workspace  int     `json:"workspace_bytes"`
 	CompileSec float64 `json:"compile_s"`
@@ -261,10 +263,19 @@ func benchAction(c *cli.Context) error {
 
 	// One set's inputs decide how many sets to rotate among.
 	type set struct {
-		in   *runtime.DeviceTensors
-		args runtime.Bindings
-		cost benchCost
+		in      *runtime.DeviceTensors
+		args    runtime.Bindings
+		bwd     runtime.Bindings // --backward: Backward's bindings
+		freeBwd func()
+		cost    benchCost
 	}
+	backward, mainGrads := c.Bool("backward"), runtime.Bindings{}
+	rep.Backward = backward
+	defer func() {
+		for _, t := range mainGrads {
+			ctx.Free(t.Ptr)
+		}
+	}()
 	base := runtime.Bindings{}
 	freeW, err := benchWeights(ctx, l, seed, base)
 	if err != nil {
@@ -289,12 +300,23 @@ func benchAction(c *cli.Context) error {
 		args := runtime.Bindings{}
 		maps.Copy(args, weights)
 		in.SetIn(args)
-		return set{in: in, args: args, cost: forwardCost(l, T, r)}, nil
+		st := set{in: in, args: args, cost: forwardCost(l, T, r)}
+		if backward {
+			if st.bwd, st.freeBwd, err = backwardBindings(ctx, ly, l, T, seed+300+uint64(i), args, mainGrads); err != nil {
+				in.Free()
+				return set{}, err
+			}
+			st.cost = backwardCost(l, T, st.cost)
+		}
+		return st, nil
 	}
 	var sets []set
 	defer func() {
 		for _, st := range sets {
 			st.in.Free()
+			if st.freeBwd != nil {
+				st.freeBwd()
+			}
 		}
 	}()
 	first, err := newSet(0, base)
@@ -327,8 +349,14 @@ func benchAction(c *cli.Context) error {
 	rep.Sets = len(sets)
 	logf("mokc bench: %s on %s, T=%d: %d kernels, %d input sets, %d warm-up + %d timed iterations", l.Name, s.Target, T, rep.Kernels, len(sets), warmup, iters)
 
+	step := func(st set) error {
+		if err := ly.Forward(stream, st.args); err != nil || !backward {
+			return err
+		}
+		return ly.Backward(stream, st.bwd)
+	}
 	for i := 0; i < warmup; i++ {
-		if err := ly.Forward(stream, sets[i%len(sets)].args); err != nil {
+		if err := step(sets[i%len(sets)]); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 	}
@@ -359,7 +387,7 @@ func benchAction(c *cli.Context) error {
 		if err := start[i].Record(stream); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
-		if err := ly.Forward(stream, st.args); err != nil {
+		if err := step(st); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}
 		if err := end[i].Record(stream); err != nil {
@@ -399,7 +427,7 @@ func benchAction(c *cli.Context) error {
 	roof, bound := roofline(rep.FLOPs, rep.Bytes, rep.PeakTFLOPs, rep.PeakGBs)
 	rep.RooflineMs, rep.Bound = roof*1e3, bound
 	rep.RooflineFrac = roof / sec
-	if c.Bool("kernels") {
+	if c.Bool("kernels") && !backward {
 		inputs := make([]runtime.Bindings, len(sets))
 		for i, st := range sets {
 			inputs[i] = st.args
@@ -482,7 +510,11 @@ func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 	row := func(k string, format string, a ...any) {
 		fmt.Fprintf(w, "  %-20s "+format+"\n", append([]any{k}, a...)...)
 	}
-	fmt.Fprintf(w, "mokc bench %s %s T=%d routing=%s\n", rep.Model, rep.Target, rep.Tokens, rep.Routing)
+	pass := "forward"
+	if rep.Backward {
+		pass = "forward + backward"
+	}
+	fmt.Fprintf(w, "mokc bench %s %s T=%d routing=%s (%s)\n", rep.Model, rep.Target, rep.Tokens, rep.Routing, pass)
 	row("device", "%s, %d SMs, L2 %d MiB", rep.Device, rep.SMs, rep.L2Bytes>>20)
 	row("schedule", "%s", rep.Schedule)
 	row("iterations", "%d timed after %d warm-up, %d input sets", rep.Iters, rep.Warmup, rep.Sets)

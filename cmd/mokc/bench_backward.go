@@ -1,0 +1,85 @@
+package main
+
+import (
+	"maps"
+
+	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/schedule"
+)
+
+// backwardCost adds one backward to the cost c of a forward (forwardCost)
+// of l. FLOPs: every GEMM the backward executes, 2 per multiply-add: per
+// route FC1 recomputed (2I·H), dh = dy·FC2 (I·H), dxs = dgu·FC1 (2I·H)
+// and the weight gradients (2I·H + H·I), 8·I·H multiply-adds in all, and
+// the same per token for the shared experts (I_s). Bytes, compulsory: the
+// weights of the active experts (and the shared ones) read once, their
+// main grads (f32 or bf16) read and written once, dy and dx (bf16) and the
+// routing-weight gradient (f32 per slot).
+func backwardCost(l schedule.Layer, T int, c benchCost) benchCost {
+	H, I, Is := float64(l.Hidden), float64(l.Intermediate), float64(l.SharedWidth())
+	c.flops += (float64(c.routes)*I + float64(T)*Is) * H * 8 * 2
+	grad := 4.0
+	if l.MainGrad == schedule.GradBF16 {
+		grad = 2
+	}
+	perElem := 2 + 2*grad // bf16 weight read, main grad read and written
+	c.bytes += (float64(c.active)*3*I*H+3*Is*H)*perElem + 2*float64(T)*H*2 + float64(T*l.TopK)*4
+	return c
+}
+
+// backwardBindings returns the bindings of Layer.Backward for one input set
+// (args: the forward's, whose y it drops): dy (random bf16, from seed), dx,
+// the routing-weight gradient and the main grads, shared by every set
+// through mainGrads (allocated and zeroed by the first call, which adds
+// them to mainGrads for the caller to free; every backward adds to them).
+// free releases the rest of what it allocated.
+func backwardBindings(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, T int, seed uint64, args, mainGrads runtime.Bindings) (runtime.Bindings, func(), error) {
+	specs, err := ly.BackwardBuffers()
+	if err != nil {
+		return nil, nil, err
+	}
+	var allocs []driver.DevicePtr
+	free := func() {
+		for _, p := range allocs {
+			ctx.Free(p)
+		}
+	}
+	b := runtime.Bindings{}
+	maps.Copy(b, args)
+	delete(b, moe.BufY)
+	for _, s := range specs {
+		if _, ok := b[s.Name]; ok || s.Kind == launch.BufInput && s.Name != moe.BufDY {
+			continue
+		}
+		if t, ok := mainGrads[s.Name]; ok {
+			b[s.Name] = t
+			continue
+		}
+		n := s.BytesAt(T)
+		p, err := ctx.Alloc(max(n, 16))
+		if err != nil {
+			free()
+			return nil, nil, err
+		}
+		if s.Kind == launch.BufInOut {
+			mainGrads[s.Name] = runtime.NewTensor(p, n, s.DType, s.ShapeAt(T)...) // freed by the caller
+		} else {
+			allocs = append(allocs, p)
+		}
+		switch {
+		case s.Name == moe.BufDY:
+			err = ctx.CopyToDevice(p, runtime.ToBF16(schedule.RandomInput(T, l.Hidden, seed)))
+		case s.Kind == launch.BufInOut:
+			err = ctx.Memset(p, 0, n)
+		}
+		if err != nil {
+			free()
+			return nil, nil, err
+		}
+		b[s.Name] = runtime.NewTensor(p, n, s.DType, s.ShapeAt(T)...)
+	}
+	return b, free, nil
+}
