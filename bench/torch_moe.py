@@ -11,7 +11,14 @@ Reports, per model and token count: median time over CUDA-event timings
 (triton.testing.do_bench, median), TFLOP/s, GB/s (weights read once + x read +
 y written) and the fraction of the measured dense-bf16 roofline.
 
-Usage: python3 bench/torch_moe.py [--models a,b] [--tokens 4096] [--json out.json]
+With --backward it times a training step's layer work instead: the same
+forward under autograd, then backward from a random dy (the weights' .grad
+accumulating over iterations, as main grads do), after checking x.grad and
+the weight gradients against float64 autograd on a small shape. FLOPs are
+then 3x the forward's (the dgrad and wgrad GEMMs; autograd keeps the
+activations, so nothing is recomputed).
+
+Usage: python3 bench/torch_moe.py [--models a,b] [--tokens 4096] [--backward] [--json out.json]
 """
 import argparse
 import json
@@ -114,6 +121,47 @@ def reference(p):
     return y
 
 
+def with_grads(p):
+    """The parameters of p as leaves that require gradients (x, weights, biases,
+    shared weights, routing weights)."""
+    q = dict(p)
+    for k in ("x", "w1", "w2", "b1", "b2", "w"):
+        if q[k] is not None:
+            q[k] = q[k].detach().clone().requires_grad_(True)
+    if q["shared"] is not None:
+        q["shared"] = tuple(t.detach().clone().requires_grad_(True) for t in q["shared"])
+    return q
+
+
+def leaves(q):
+    out = [q[k] for k in ("x", "w1", "w2", "b1", "b2", "w") if q[k] is not None]
+    return out + (list(q["shared"]) if q["shared"] is not None else [])
+
+
+def check_backward(dev):
+    """x.grad, the routing-weight and weight gradients of the pipeline against
+    float64 autograd of reference() on a small gpt-oss-shaped layer."""
+    small = make("gpt-oss-120b", 64, dev, seed=2)
+    for k in ("w1", "w2", "b1", "b2"):
+        small[k] = small[k][:8].contiguous()
+    small["ids"] = small["ids"] % 8
+    small["dims"] = (2880, 2880, 8, 4, 0, 0, "gptoss")
+    q = with_grads(small)
+    dy = torch.randn(64, 2880, device=dev).bfloat16()
+    forward(q).backward(dy)
+    r = {k: (v.detach().double().requires_grad_(True) if torch.is_tensor(v) and v.is_floating_point() else v)
+         for k, v in small.items()}
+    reference(r).backward(dy.double())
+    worst = 0.0
+    for k in ("x", "w1", "w2", "b1", "b2", "w"):
+        got, ref = q[k].grad.double(), r[k].grad
+        rel = float((got - ref).norm() / ref.norm())
+        worst = max(worst, rel)
+        print(f"  backward check {k}.grad: rel L2 {rel:.2e}")
+        assert rel < 1e-2, (k, rel)
+    return worst
+
+
 def flops_bytes(p):
     H, I, E, K, S, Is, kind = p["dims"]
     T = p["x"].shape[0]
@@ -132,6 +180,8 @@ def main():
     ap.add_argument("--peak-tflops", type=float, default=0.0,
                     help="measured dense bf16 ceiling; measured here when 0")
     ap.add_argument("--peak-gbs", type=float, default=0.0)
+    ap.add_argument("--backward", action="store_true",
+                    help="time forward + backward (autograd) instead of the forward")
     args = ap.parse_args()
     from triton.testing import do_bench
     dev = "cuda"
@@ -148,6 +198,8 @@ def main():
     rel = (got - ref).norm() / ref.norm()
     print(f"pipeline check (gpt-oss shape, E=8, T=64): rel L2 {rel:.2e}")
     assert rel < 1e-2, rel
+    if args.backward:
+        check_backward(dev)
 
     peak_tf, peak_gbs = args.peak_tflops, args.peak_gbs
     if peak_tf == 0:
@@ -166,13 +218,25 @@ def main():
     for model in args.models.split(","):
         for T in [int(t) for t in args.tokens.split(",")]:
             p = make(model, T, dev)
-            ms = do_bench(lambda: forward(p), warmup=50, rep=400, return_mode="median")
             fl, by = flops_bytes(p)
+            if args.backward:
+                q = with_grads(p)
+                dy = torch.randn(T, p["dims"][0], device=dev).bfloat16()
+                ms = do_bench(lambda: forward(q).backward(dy), warmup=20, rep=200, return_mode="median",
+                              grad_to_none=None)
+                # dgrad and wgrad GEMMs; compulsory bytes add the active weights' grads read
+                # and written (bf16) and dy, dx.
+                H, I, E, K, S, Is, kind = p["dims"]
+                used = int(torch.unique(p["ids"]).numel())
+                fl, by = 3 * fl, by + 4 * (used * 3 * I * H + 3 * S * Is * H) + 2 * T * H * 2
+            else:
+                ms = do_bench(lambda: forward(p), warmup=50, rep=400, return_mode="median")
             tf = fl / ms / 1e9
             gbs = by / ms / 1e6
             floor_ms = max(fl / (peak_tf * 1e9), by / (peak_gbs * 1e6))
             row = dict(impl="torch._grouped_mm", model=model, tokens=T, median_ms=ms,
                        tflops=tf, gbs=gbs, roofline_ms=floor_ms, roofline_fraction=floor_ms / ms)
+            row["pass"] = "forward+backward" if args.backward else "forward"
             rows.append(row)
             print(f"{model:16s} T={T:5d}  {ms:8.3f} ms  {tf:6.1f} TFLOP/s  {gbs:7.0f} GB/s  "
                   f"roofline {floor_ms:.3f} ms ({100 * floor_ms / ms:.0f}%)")
