@@ -181,3 +181,49 @@ func MainGradBuffers(l schedule.Layer, mg schedule.MainGrads) map[string][]float
 	put(BufSharedGateGrad, f64(mg.SharedGate))
 	return out
 }
+
+// MainGradsOf is the inverse of MainGradBuffers: Backward's main-grad
+// buffers (by name, in the program's layouts) as schedule.MainGrads, one
+// array per expert. Buffers not in bufs stay nil (schedule.Backward then
+// skips those gradients).
+func MainGradsOf(l schedule.Layer, bufs map[string][]float64) schedule.MainGrads {
+	H, I, S, Is := l.Hidden, l.Intermediate, l.SharedExperts, l.SharedIntermediate
+	mg := schedule.MainGrads{FC1: split(bufs[BufFC1Grad], 2*I*H), FC2: split(bufs[BufFC2Grad], H*I),
+		FC1Bias: split(bufs[BufFC1BiasGrad], 2*I), FC2Bias: split(bufs[BufFC2BiasGrad], H)}
+	if s1, s2 := bufs[BufSharedFC1Grad], bufs[BufSharedFC2Grad]; S > 0 && s1 != nil && s2 != nil {
+		mg.SharedFC1, mg.SharedFC2 = make([][]float32, S), make([][]float32, S)
+		for s := 0; s < S; s++ {
+			mg.SharedFC1[s], mg.SharedFC2[s] = make([]float32, 2*Is*H), make([]float32, H*Is)
+			for i := range mg.SharedFC1[s] {
+				row, col := i/H, i%H
+				src := s*Is + row // gate rows
+				if row >= Is {
+					src = (S+s)*Is + row - Is // up rows
+				}
+				mg.SharedFC1[s][i] = float32(s1[src*H+col])
+			}
+			for i := range mg.SharedFC2[s] {
+				mg.SharedFC2[s][i] = float32(s2[(i/Is)*S*Is+s*Is+i%Is])
+			}
+		}
+	}
+	if g := split(bufs[BufSharedGateGrad], H); g != nil {
+		mg.SharedGate = g[0]
+	}
+	return mg
+}
+
+// split cuts v into arrays of n float32 (nil for nil).
+func split(v []float64, n int) [][]float32 {
+	if v == nil {
+		return nil
+	}
+	out := make([][]float32, len(v)/n)
+	for i := range out {
+		out[i] = make([]float32, n)
+		for j := range out[i] {
+			out[i][j] = float32(v[i*n+j])
+		}
+	}
+	return out
+}

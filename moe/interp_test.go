@@ -189,53 +189,9 @@ type refMain struct {
 	l schedule.Layer
 }
 
-func split(v []float64, n int) [][]float32 {
-	if v == nil {
-		return nil
-	}
-	out := make([][]float32, len(v)/n)
-	for i := range out {
-		out[i] = make([]float32, n)
-		for j := range out[i] {
-			out[i][j] = float32(v[i*n+j])
-		}
-	}
-	return out
-}
-
-// refMainGrads converts the program's main grads (shared ones in the
-// shared weights' concatenated layouts) into schedule.MainGrads.
+// refMainGrads converts the program's main grads into schedule.MainGrads.
 func (pr problem) refMainGrads(mg0 map[string][]float64) refMain {
-	l := pr.l
-	H, I, S, Is := l.Hidden, l.Intermediate, l.SharedExperts, l.SharedIntermediate
-	m := refMain{l: l}
-	m.FC1, m.FC2 = split(mg0["fc1_grad"], 2*I*H), split(mg0["fc2_grad"], H*I)
-	m.FC1Bias, m.FC2Bias = split(mg0["fc1_bias_grad"], 2*I), split(mg0["fc2_bias_grad"], H)
-	if S > 0 {
-		s1, s2 := mg0["shared_fc1_grad"], mg0["shared_fc2_grad"]
-		m.SharedFC1, m.SharedFC2 = make([][]float32, S), make([][]float32, S)
-		for s := 0; s < S; s++ {
-			m.SharedFC1[s], m.SharedFC2[s] = make([]float32, 2*Is*H), make([]float32, H*Is)
-			for i := range m.SharedFC1[s] {
-				row, col := i/H, i%H
-				src := s*Is + row
-				if row >= Is {
-					src = (S+s)*Is + row - Is
-				}
-				m.SharedFC1[s][i] = float32(s1[src*H+col])
-			}
-			for i := range m.SharedFC2[s] {
-				m.SharedFC2[s][i] = float32(s2[(i/Is)*S*Is+s*Is+i%Is])
-			}
-		}
-		if g := mg0["shared_gate_grad"]; g != nil {
-			m.SharedGate = make([]float32, H)
-			for i := range g {
-				m.SharedGate[i] = float32(g[i])
-			}
-		}
-	}
-	return m
+	return refMain{MainGrads: MainGradsOf(pr.l, mg0), l: pr.l}
 }
 
 // TestBackwardProgram: the backward's structure, its ops and what it keeps.
@@ -312,5 +268,18 @@ func TestIsolate(t *testing.T) {
 	}
 	if _, err := p.Isolate("nope"); err == nil {
 		t.Error("Isolate of a missing op succeeded")
+	}
+}
+
+// TestMainGradsRoundTrip: MainGradsOf undoes MainGradBuffers.
+func TestMainGradsRoundTrip(t *testing.T) {
+	l := interpLayers()["shared-f32"]
+	pr := newProblem(t, l, 1)
+	mg := schedule.MainGrads{FC1: pr.w.FC1, FC2: pr.w.FC2, SharedFC1: pr.w.SharedFC1, SharedFC2: pr.w.SharedFC2, SharedGate: pr.w.SharedGate}
+	back := MainGradBuffers(l, MainGradsOf(l, MainGradBuffers(l, mg)))
+	for name, v := range MainGradBuffers(l, mg) {
+		if e := relL2(back[name], v); e != 0 {
+			t.Errorf("%s: round trip differs (rel L2 %g)", name, e)
+		}
 	}
 }

@@ -198,7 +198,7 @@ func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream,
 			b[s.Name] = put(t, ctx, f32Host(s.DType, v), s.DType, shape...)
 		}
 	}
-	mg := unpackMainGrads(l, start)
+	mg := moe.MainGradsOf(l, start)
 	var ref schedule.Grads
 	var firstDX []float64
 	for step := 0; step < 3; step++ {
@@ -251,47 +251,4 @@ func check(t *testing.T, what string, got, want, start []float64) {
 	default:
 		t.Logf("%s: rel L2 %.3g", what, rel)
 	}
-}
-
-// unpackMainGrads is the inverse of moe.MainGradBuffers: the program's
-// main-grad buffers as schedule.MainGrads.
-func unpackMainGrads(l schedule.Layer, bufs map[string][]float64) schedule.MainGrads {
-	H, I, S, Is := l.Hidden, l.Intermediate, l.SharedExperts, l.SharedIntermediate
-	split := func(v []float64, n int) [][]float32 {
-		if v == nil {
-			return nil
-		}
-		out := make([][]float32, len(v)/n)
-		for i := range out {
-			out[i] = make([]float32, n)
-			for j := range out[i] {
-				out[i][j] = float32(v[i*n+j])
-			}
-		}
-		return out
-	}
-	mg := schedule.MainGrads{FC1: split(bufs[moe.BufFC1Grad], 2*I*H), FC2: split(bufs[moe.BufFC2Grad], H*I),
-		FC1Bias: split(bufs[moe.BufFC1BiasGrad], 2*I), FC2Bias: split(bufs[moe.BufFC2BiasGrad], H)}
-	if S > 0 {
-		s1, s2 := bufs[moe.BufSharedFC1Grad], bufs[moe.BufSharedFC2Grad]
-		mg.SharedFC1, mg.SharedFC2 = make([][]float32, S), make([][]float32, S)
-		for s := 0; s < S; s++ {
-			mg.SharedFC1[s], mg.SharedFC2[s] = make([]float32, 2*Is*H), make([]float32, H*Is)
-			for i := range mg.SharedFC1[s] {
-				row, col := i/H, i%H
-				src := s*Is + row
-				if row >= Is {
-					src = (S+s)*Is + row - Is
-				}
-				mg.SharedFC1[s][i] = float32(s1[src*H+col])
-			}
-			for i := range mg.SharedFC2[s] {
-				mg.SharedFC2[s][i] = float32(s2[(i/Is)*S*Is+s*Is+i%Is])
-			}
-		}
-		if g := split(bufs[moe.BufSharedGateGrad], H); g != nil {
-			mg.SharedGate = g[0]
-		}
-	}
-	return mg
 }
