@@ -34,6 +34,15 @@ func (b *Builder) loadF32x8(p value.Value) []value.Value {
 	return out
 }
 
+// loadRow8 loads chunk c of 8 elements of row r (width elements per row)
+// of a bf16 or f32 buffer as f32.
+func (b *Builder) loadRow8(d moe.DType, base, r, c value.Value, width int64) []value.Value {
+	if d == moe.F32 {
+		return b.loadF32x8(b.rowPtr(base, r, c, width, 4))
+	}
+	return b.loadBF16x8(b.rowPtr(base, r, c, width, 2))
+}
+
 // rowPtr is base + (r*width + 8*c) elements of size bytes: chunk c of 8
 // elements of row r.
 func (b *Builder) rowPtr(base, r, c value.Value, width, size int64) value.Value {
@@ -117,15 +126,16 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	act := activation(op.Act)
 	part := b.Loop(tid, ir.Int32(N/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
 		var g, u []value.Value
+		gd := op.GU.DType
 		if op.GateUp == moe.GateUpInterleaved {
-			pair := append(b.loadBF16x8(b.rowPtr(b.Param("gu"), r, b.MulI(c, 2), 2*N, 2)),
-				b.loadBF16x8(b.rowPtr(b.Param("gu"), r, b.AddI(b.MulI(c, 2), 1), 2*N, 2))...)
+			pair := append(b.loadRow8(gd, b.Param("gu"), r, b.MulI(c, 2), 2*N),
+				b.loadRow8(gd, b.Param("gu"), r, b.AddI(b.MulI(c, 2), 1), 2*N)...)
 			for i := 0; i < 8; i++ {
 				g, u = append(g, pair[2*i]), append(u, pair[2*i+1])
 			}
 		} else {
-			g = b.loadBF16x8(b.rowPtr(b.Param("gu"), r, c, 2*N, 2))
-			u = b.loadBF16x8(b.rowPtr(b.Param("gu"), r, b.AddI(c, N/8), 2*N, 2))
+			g = b.loadRow8(gd, b.Param("gu"), r, c, 2*N)
+			u = b.loadRow8(gd, b.Param("gu"), r, b.AddI(c, N/8), 2*N)
 		}
 		dh := b.loadBF16x8(b.rowPtr(b.Param("dh"), r, c, N, 2))
 		a := acc[0]
@@ -202,7 +212,7 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 		for kk := int64(0); kk < K; kk++ {
 			v := scale[kk]
 			acc = b.IfVals(b.ICmp(enum.IPredSGE, rows[kk], ir.Int32(0)), acc, func() []value.Value {
-				dxs := b.loadBF16x8(b.rowPtr(b.Param("dxs"), rows[kk], c, H, 2))
+				dxs := b.loadRow8(op.DXS.DType, b.Param("dxs"), rows[kk], c, H)
 				n := make([]value.Value, 8)
 				for i := range n {
 					n[i] = b.FMA(v, dxs[i], acc[i])
@@ -211,7 +221,7 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 			})
 		}
 		if op.SharedDX != nil {
-			sdx := b.loadBF16x8(b.rowPtr(b.Param("shared_dx"), t, c, H, 2))
+			sdx := b.loadRow8(op.SharedDX.DType, b.Param("shared_dx"), t, c, H)
 			for i := range acc {
 				acc[i] = b.FAdd(acc[i], sdx[i])
 			}
@@ -250,7 +260,7 @@ func (b *Builder) combineGradDW(op moe.CombineGrad, t, s, row, routed value.Valu
 	var dw value.Value
 	if op.WeightOnInput {
 		dw = dot(func(c value.Value) (x, y []value.Value) {
-			return b.loadBF16x8(b.rowPtr(b.Param("dxs"), row, c, H, 2)), b.loadBF16x8(b.rowPtr(b.Param("x"), t, c, H, 2))
+			return b.loadRow8(op.DXS.DType, b.Param("dxs"), row, c, H), b.loadBF16x8(b.rowPtr(b.Param("x"), t, c, H, 2))
 		})
 	} else {
 		dw = b.IfVals(routed, []value.Value{ir.Float32(0)}, func() []value.Value {
