@@ -18,11 +18,7 @@ import (
 // 16x16 block (sm_80).
 func (t *SmemTile) Describe(base uint32, n int) (string, error) {
 	var b strings.Builder
-	role := "M"
-	if t.Operand == OperandB {
-		role = "N"
-	}
-	fmt.Fprintf(&b, "%s operand %v: %s x K = %d x %d %v, K-major\n", t.Target, t.Operand, role, t.Rows, t.K, t.DType)
+	fmt.Fprintf(&b, "%s operand %v: %s x K = %d x %d %v, K-major\n", t.Target, t.Operand, rowRole(t.Operand), t.Rows, t.K, t.DType)
 	fmt.Fprintf(&b, "layout   %v\n", t.Swizzled())
 	fmt.Fprintf(&b, "         (row, k) -> element offset; bytes = %d x element offset\n", t.DType.Bytes())
 	pat, _ := t.Swizzle.Pattern()
@@ -47,18 +43,7 @@ func (t *SmemTile) Describe(base uint32, n int) (string, error) {
 	}
 	switch t.Target {
 	case target.SM80:
-		offs, err := t.LdmatrixX4Offsets(0, 0)
-		if err != nil {
-			return b.String(), nil
-		}
-		fmt.Fprintf(&b, "ldmatrix.x4 of the 16x16 block (0,0): lane -> byte offset of its 16-byte row\n")
-		for m := 0; m < 4; m++ {
-			fmt.Fprintf(&b, "         lanes %2d-%2d:", 8*m, 8*m+7)
-			for l := 8 * m; l < 8*m+8; l++ {
-				fmt.Fprintf(&b, " %5d", offs[l])
-			}
-			b.WriteByte('\n')
-		}
+		writeLdmatrix(&b, t.LdmatrixX4Offsets)
 	default:
 		mk, _ := MMAK(t.Target, t.DType)
 		kind := "wgmma matrix descriptor (PTX ISA 9.7.15.5.1.2.2)"
