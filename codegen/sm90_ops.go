@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/types"
 	"github.com/llir/llvm/ir/value"
 
@@ -407,55 +406,4 @@ func (b *Builder) CpAsync16(dst, src, srcBytes value.Value) {
 // issued before has completed.
 func (b *Builder) CpAsyncMbarArrive(bar value.Value) {
 	b.Asm("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}", bar)
-}
-
-// bTableLoad describes the B tile of one ring stage loaded with cp.async
-// from a per-expert weight allocation (BTable), for engines whose TMA
-// tensor maps cannot follow a pointer table.
-type bTableLoad struct {
-	NB, BN, BK, atoms, bAtom int // B-tile rows, output columns, K block, 64-wide atoms, bytes per atom
-	N, K, BRows              int
-	gated, interleave        bool
-	threads                  int // threads sharing the copy (tid in 0..threads-1)
-}
-
-// emit issues this thread's 16-byte chunks of the B tile of K block kt into
-// the stage at shared address dst, in the 128-byte swizzled K-major layout
-// TMA's CU_TENSOR_MAP_SWIZZLE_128B produces (16-byte chunk c of row j of an
-// atom at j*128 + ((c ^ j%8) * 16), atoms 1024-byte aligned). Rows past BRows
-// and K past K are zero-filled (src-size 0, nothing read). ptrE is expert
-// e's B allocation (i64), n0 the first output column.
-func (t bTableLoad) emit(b *Builder, tid, dst, kt, n0, ptrE value.Value) {
-	c := b.And(tid, ir.Int32(7))
-	jb := b.LShr(tid, ir.Int32(3))
-	perPass := t.threads / 8
-	cx := b.Shl(c, ir.Int32(4))
-	for a := 0; a < t.atoms; a++ {
-		k := b.Add(b.AddI(b.MulI(kt, int64(t.BK)), int64(64*a)), b.MulI(c, 8))
-		kOK := b.ICmp(enum.IPredSLT, k, ir.Int32(int64(t.K)))
-		for p := 0; p*perPass < t.NB; p++ {
-			j := b.AddI(jb, int64(p*perPass))
-			var grow value.Value
-			switch {
-			case t.gated && !t.interleave:
-				up := b.ICmp(enum.IPredSGE, j, ir.Int32(int64(t.BN)))
-				grow = b.Add(n0, b.Select(up, b.AddI(j, int64(t.N-t.BN)), j))
-			case t.interleave:
-				grow = b.Add(b.MulI(n0, 2), j)
-			default:
-				grow = b.Add(n0, j)
-			}
-			ok := b.And(b.And(kOK, b.ICmp(enum.IPredSLT, grow, ir.Int32(int64(t.BRows)))), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(t.NB))))
-			src := b.Add(ptrE, b.MulI(b.Add(b.MulI(b.Wide(grow), int64(t.K)), b.Wide(k)), 2))
-			src = b.Select(ok, src, ptrE)
-			sw := b.Xor(cx, b.Shl(b.And(j, ir.Int32(7)), ir.Int32(4)))
-			d := b.Add(b.AddI(dst, int64(a*t.bAtom)), b.Add(b.MulI(j, 128), sw))
-			n := b.Select(ok, ir.Int32(16), ir.Int32(0))
-			if (p+1)*perPass > t.NB {
-				b.If(b.ICmp(enum.IPredSLT, j, ir.Int32(int64(t.NB))), func() { b.CpAsync16(d, src, n) })
-			} else {
-				b.CpAsync16(d, src, n)
-			}
-		}
-	}
 }
