@@ -38,16 +38,16 @@ func (sm80Engine) Target() target.Target { return target.SM80 }
 
 // sm80Layout is the derived geometry of one sm_80 GEMM kernel.
 type sm80Layout struct {
-	BM, BNB, BK, S, W   int // tile rows, B-tile rows, K block, stages, warps
-	WM, WN              int // warp grid (WM*WN = W)
-	MT, NT              int // warp tile: MT rows, NT B-tile rows
-	smem                *layouts.GemmSmem
-	a                   *layouts.PaddedTile // A tile of a stage (B follows it)
-	threads, kTiles     int
-	aChunks, bChunks    int // 16-byte chunks per thread per stage
-	chunksPerRow        int
-	gate                layouts.GateUp
-	n, k, brows         int
+	BM, BNB, BK, S, W int // tile rows, B-tile rows, K block, stages, warps
+	WM, WN            int // warp grid (WM*WN = W)
+	MT, NT            int // warp tile: MT rows, NT B-tile rows
+	smem              *layouts.GemmSmem
+	a                 *layouts.PaddedTile // A tile of a stage (B follows it)
+	threads, kTiles   int
+	aChunks, bChunks  int // 16-byte chunks per thread per stage
+	chunksPerRow      int
+	gate              layouts.GateUp
+	n, k, brows       int
 }
 
 func sm80Plan(s GemmSpec) (sm80Layout, error) {

@@ -105,7 +105,9 @@ func (ld *sm80Loader) load(kt, st value.Value) {
 func (ld *sm80Loader) commit() { ld.b.Asm("cp.async.commit_group;", "~{memory}") }
 
 // waitGroup waits until at most n of the thread's cp.async groups are pending.
-func (ld *sm80Loader) waitGroup(n int) { ld.b.Asm(fmt.Sprintf("cp.async.wait_group %d;", n), "~{memory}") }
+func (ld *sm80Loader) waitGroup(n int) {
+	ld.b.Asm(fmt.Sprintf("cp.async.wait_group %d;", n), "~{memory}")
+}
 
 // sm80WarpTile is a warp's MT x NT tile of the block tile and its lanes'
 // ldmatrix addresses.

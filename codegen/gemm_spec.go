@@ -224,4 +224,3 @@ type KernelInfo struct {
 	// (the default persistent grid); launchers may use the device's count.
 	GridPerSM bool `json:"grid_per_sm,omitempty"`
 }
-

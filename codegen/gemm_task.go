@@ -93,7 +93,9 @@ type mbarRing struct {
 }
 
 // full is the shared address of full[stage] (i32).
-func (r mbarRing) full(b *Builder, stage value.Value) value.Value { return b.Add(r.bars, b.MulI(stage, 8)) }
+func (r mbarRing) full(b *Builder, stage value.Value) value.Value {
+	return b.Add(r.bars, b.MulI(stage, 8))
+}
 
 // empty is the shared address of empty[stage] (i32).
 func (r mbarRing) empty(b *Builder, stage value.Value) value.Value {

@@ -24,7 +24,7 @@ type tmaRing struct {
 	stageBytes        int
 	kTiles, nBlocks   int
 	gate              layouts.GateUp
-	smem              *layouts.GemmSmem  // shared-memory plan (offsets from the 1024-aligned base)
+	smem              *layouts.GemmSmem // shared-memory plan (offsets from the 1024-aligned base)
 	a, b              *layouts.SmemTile // the operand tiles of one stage
 }
 
