@@ -10,7 +10,7 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// sm100Engine is the sm_100a (Blackwell) grouped GEMM: TMA loads into a
+// The sm_100a (Blackwell) atom of the grouped-GEMM task: TMA loads into a
 // Tile.Stages deep shared-memory ring (tmaRing, as on sm_90a: same tensor
 // maps and 128-byte swizzled K-major atoms), tcgen05.mma.cta_group::1.kind::f16
 // bf16 x bf16 -> f32 with the accumulator in tensor memory, and epilogue
@@ -41,17 +41,13 @@ import (
 //
 // BTable (one allocation per expert): the 32 lanes of the TMA warp copy the
 // B tile with cp.async into the swizzled layout (as on sm_90a, see
-// sm90Engine), full barriers expect 1 + 32 arrivals, and the MMA thread
+// atom_sm90.go), full barriers expect 1 + 32 arrivals, and the MMA thread
 // issues fence.proxy.async.shared::cta after each full-barrier wait.
 //
 // Not yet supported (refused with an error): M = 64 tiles, 2-CTA clusters
 // (cta_group::2).
-type sm100Engine struct{}
 
-func init() { RegisterEngine(target.SM100a, func() Engine { return sm100Engine{} }) }
-
-// Target returns "sm_100a".
-func (sm100Engine) Target() target.Target { return target.SM100a }
+func init() { registerAtom(target.SM100a, sm100Plan) }
 
 // sm100Persistent is the persistent grid of the sm_100a engine: one block
 // per SM of the target table's reference part (B200: 148).
@@ -113,15 +109,8 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	return l, nil
 }
 
-// GroupedGEMM adds the sm_100a kernel of spec to m.
-func (sm100Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
-	if err := spec.Validate(); err != nil {
-		return KernelInfo{}, err
-	}
-	l, err := sm100Plan(spec)
-	if err != nil {
-		return KernelInfo{}, err
-	}
+// build adds the sm_100a kernel of spec to m.
+func (l sm100Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
 	k := tmaKernel{threads: l.threads, smCount: sm100Persistent}
 	return k.build(m, spec, rowsPerT, l.tmaRing, func(b *Builder) error { return l.emit(b, spec) })
 }

@@ -11,7 +11,7 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// sm80Engine is the sm_80 grouped GEMM: mma.sync.aligned.m16n8k16 bf16 with
+// The sm_80 atom of the grouped-GEMM task: mma.sync.aligned.m16n8k16 bf16 with
 // fp32 accumulators (PTX ISA 9.7.14.5.8 "Matrix Fragments for mma.m16n8k16
 // with floating point type"), ldmatrix.x4 from padded shared-memory rows
 // (PTX ISA 9.7.14.5.15), and a Tile.Stages deep cp.async pipeline
@@ -29,12 +29,8 @@ import (
 // gate row of output column n0+j, row 2j+1 = its up row; layouts.GateUpRows)
 // whatever the global layout, so each thread's accumulator pair (c0, c1) of
 // an m16n8 fragment is (gate, up) of one output column.
-type sm80Engine struct{}
 
-func init() { RegisterEngine(target.SM80, func() Engine { return sm80Engine{} }) }
-
-// Target returns "sm_80".
-func (sm80Engine) Target() target.Target { return target.SM80 }
+func init() { registerAtom(target.SM80, sm80Plan) }
 
 // sm80Layout is the derived geometry of one sm_80 GEMM kernel.
 type sm80Layout struct {
@@ -70,7 +66,7 @@ func sm80Plan(s GemmSpec) (sm80Layout, error) {
 	}
 	var err error
 	l.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: target.SM80, DType: layouts.DTypeBF16,
-		M: l.BM, BRows: l.BNB, K: l.BK, Stages: l.S})
+		M: l.BM, BRows: l.BNB, K: l.BK, Stages: l.S, GateUp: l.gate, N: l.n})
 	if err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
@@ -107,15 +103,8 @@ func (l *sm80Layout) warpGrid() bool {
 	return best >= 0
 }
 
-// GroupedGEMM adds the sm_80 kernel of spec to m.
-func (sm80Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
-	if err := spec.Validate(); err != nil {
-		return KernelInfo{}, err
-	}
-	l, err := sm80Plan(spec)
-	if err != nil {
-		return KernelInfo{}, err
-	}
+// build adds the sm_80 kernel of spec to m.
+func (l sm80Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
 	params := GemmParams(spec)
 	b := NewKernel(m, spec.Name, l.threads, gemmIRParams(params)...)
 	if err := l.emit(b, spec); err != nil {

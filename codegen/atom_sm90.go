@@ -10,7 +10,7 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// sm90Engine is the sm_90a (Hopper) grouped GEMM: TMA loads into a
+// The sm_90a (Hopper) atom of the grouped-GEMM task: TMA loads into a
 // Tile.Stages deep shared-memory ring guarded by full/empty mbarriers, and
 // wgmma.mma_async m64nNk16 bf16 → fp32 from 128-byte-swizzled K-major tiles.
 // PTX ISA 8.0 sections: cp.async.bulk.tensor, mbarrier, wgmma (9.7.15),
@@ -82,12 +82,8 @@ import (
 // thread); consumers issue fence.proxy.async.shared::cta after the wait so
 // the generic-proxy writes are visible to wgmma's async-proxy reads. A still
 // comes through TMA.
-type sm90Engine struct{}
 
-func init() { RegisterEngine(target.SM90a, func() Engine { return sm90Engine{} }) }
-
-// Target returns "sm_90a".
-func (sm90Engine) Target() target.Target { return target.SM90a }
+func init() { registerAtom(target.SM90a, sm90Plan) }
 
 // sm90Persistent is the persistent grid of the sm_90a engine: one block per
 // SM of the target table's reference part (H100/H200 SXM: 132). On a part
@@ -141,7 +137,9 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	}
 	l.WG = l.BM / 64
 	l.threads = 128 * (l.WG + 1)
-	if l.descHi, err = SM90DescK128B(); err != nil {
+	// The address-independent bits of the tiles' wgmma descriptors (start
+	// address 0; equal to SM90DescK128B).
+	if l.descHi, err = l.a.Descriptor(0, 0, 0); err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	l.registers(s)
@@ -177,15 +175,8 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	}
 }
 
-// GroupedGEMM adds the sm_90a kernel of spec to m.
-func (sm90Engine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
-	if err := spec.Validate(); err != nil {
-		return KernelInfo{}, err
-	}
-	l, err := sm90Plan(spec)
-	if err != nil {
-		return KernelInfo{}, err
-	}
+// build adds the sm_90a kernel of spec to m.
+func (l sm90Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
 	k := tmaKernel{threads: l.threads, launchRegs: l.launchRegs, smCount: sm90Persistent}
 	return k.build(m, spec, rowsPerT, l.tmaRing, func(b *Builder) error { return l.emit(b, spec) })
 }

@@ -24,6 +24,43 @@ type Engine interface {
 	GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
 }
 
+// atom is one target's part of the grouped-GEMM task, planned from a spec
+// (operand tiles and shared memory from layouts.PlanGemmSmem, the target's
+// limits): it builds the kernel. The neutral parts (work list, ring, gate/up
+// layouts, epilogue) are in gemm_task.go.
+type atom interface {
+	build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
+}
+
+// atomEngine is the Engine of a target: validate the spec, plan the atom,
+// build the kernel.
+type atomEngine struct {
+	target target.Target
+	plan   func(GemmSpec) (atom, error)
+}
+
+// Target is the engine's target.
+func (e atomEngine) Target() target.Target { return e.target }
+
+// GroupedGEMM adds the kernel of spec to m (see Engine).
+func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
+	if err := spec.Validate(); err != nil {
+		return KernelInfo{}, err
+	}
+	a, err := e.plan(spec)
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	return a.build(m, spec, rowsPerT)
+}
+
+// registerAtom registers the engine of t whose atom plan derives.
+func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error)) {
+	RegisterEngine(t, func() Engine {
+		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }}
+	})
+}
+
 var (
 	enginesMu sync.Mutex
 	engines   = map[target.Target]func() Engine{}

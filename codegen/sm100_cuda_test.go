@@ -21,7 +21,7 @@ var sm100GemmLLC string
 // against the float64 reference, C poisoned with canary rows after the
 // last row, and both PTX versions bit-identical. It is the first check of
 // the tcgen05 path on hardware (descriptors, TMEM layout, commit/ld
-// ordering); see sm100Engine.
+// ordering); see atom_sm100.go.
 func TestSM100GemmGPU(t *testing.T) {
 	ctx := openGPU(t)
 	if cc := ctx.Device().ComputeCapability(); cc != 100 {

@@ -38,7 +38,7 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int) (tmaRing, error) {
 	}
 	var err error
 	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: layouts.DTypeBF16,
-		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols})
+		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N})
 	if err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}

@@ -176,14 +176,8 @@ func (ml WGMMAMainloop) asm() string {
 		L = append(L, fmt.Sprintf("mov.f32 $%d, 0f00000000;", i))
 	}
 	L = append(L, ml.loopBody(ins)...)
-	L = append(L,
-		"WGML_DONE:",
-		"wgmma.wait_group.sync.aligned 0;",
-		"setp.gt.s32 P, kt, 0;",
-		"setp.ne.b32 Q, "+ins.lead+", 0;",
-		"and.pred P, P, Q;",
-	)
-	L = append(L, ml.release(ins.bars, "P")...)
+	L = append(L, "WGML_DONE:")
+	L = append(L, ml.waitRelease(ins, 0)...)
 	L = append(L,
 		fmt.Sprintf("mov.b32 $%d, s;", na),
 		fmt.Sprintf("mov.b32 $%d, ph;", na+1),
@@ -216,14 +210,8 @@ func (ml WGMMAMainloop) loopBody(ins mainloopIns) []string {
 	L = append(L, ml.desc("d0b", "bar")...)
 	L = append(L, "wgmma.fence.sync.aligned;")
 	L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB)...)
-	L = append(L,
-		"wgmma.commit_group.sync.aligned;",
-		"wgmma.wait_group.sync.aligned 1;",
-		"setp.gt.s32 P, kt, 0;",
-		"setp.ne.b32 Q, "+ins.lead+", 0;",
-		"and.pred P, P, Q;",
-	)
-	L = append(L, ml.release(ins.bars, "P")...)
+	L = append(L, "wgmma.commit_group.sync.aligned;")
+	L = append(L, ml.waitRelease(ins, 1)...)
 	return append(L,
 		"add.s32 s, s, 1;",
 		fmt.Sprintf("setp.eq.s32 Q, s, %d;", ml.Stages),
@@ -245,16 +233,21 @@ func (ml WGMMAMainloop) desc(dst, addr string) []string {
 	}
 }
 
-// release is the PTX that arrives, under predicate pred, on the empty
-// barrier of the stage before s (bars: the asm operand of full[0]).
-func (ml WGMMAMainloop) release(bars, pred string) []string {
+// waitRelease is the PTX that waits until at most n wgmma groups are
+// pending, then, when kt > 0, lets lane 0 of each warp arrive on the empty
+// barrier of the stage before s (its reads are done).
+func (ml WGMMAMainloop) waitRelease(ins mainloopIns, n int) []string {
 	return []string{
+		fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", n),
+		"setp.gt.s32 P, kt, 0;",
+		"setp.ne.b32 Q, " + ins.lead + ", 0;",
+		"and.pred P, P, Q;",
 		"setp.eq.s32 Q, s, 0;",
 		"add.s32 t, s, -1;",
 		fmt.Sprintf("selp.b32 t, %d, t, Q;", ml.Stages-1),
-		fmt.Sprintf("mad.lo.s32 bar, t, 8, %s;", bars),
+		fmt.Sprintf("mad.lo.s32 bar, t, 8, %s;", ins.bars),
 		fmt.Sprintf("add.s32 bar, bar, %d;", 8*ml.Stages),
-		"@" + pred + " mbarrier.arrive.shared::cta.b64 _, [bar];",
+		"@P mbarrier.arrive.shared::cta.b64 _, [bar];",
 	}
 }
 

@@ -112,3 +112,47 @@ func (l *SFLayout) Describe(addr uint32) (string, error) {
 	fmt.Fprintf(&b, "tcgen05.cp.cta_group::1.32x128b.warpx4 source descriptor, tile at 0x%x: 0x%016x  %v\n", addr, v, d)
 	return b.String(), nil
 }
+
+// Describe returns the account `mokc inspect layout --model` prints of one
+// grouped GEMM's shared memory: the stage (A, B, scales), the offsets of
+// the ring, staging tile and mbarriers, the totals, TMEM, the B tile's row
+// map, then each operand tile (OperandTile.Describe, placed at the ring
+// base: shared address 0 after the 1024-byte realignment).
+func (p *GemmSmem) Describe() (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v grouped GEMM CTA: A %dx%d, B %dx%d %v, %d stages\n", p.Target, p.M, p.K, p.BRows, p.K, p.DType, p.Stages)
+	fmt.Fprintf(&b, "stage    %d bytes: A %d + B %d", p.StageBytes, p.A.Bytes(), p.B.Bytes())
+	if p.ScaleBytes > 0 {
+		fmt.Fprintf(&b, " + scales %d", p.ScaleBytes)
+	}
+	fmt.Fprintf(&b, "\nring     [0, %d) from the base", p.Stages*p.StageBytes)
+	if p.AlignSlack > 0 {
+		fmt.Fprintf(&b, " (dynamic shared memory rounded up to 1024: %d bytes of slack)", p.AlignSlack)
+	}
+	b.WriteByte('\n')
+	if p.Staged {
+		fmt.Fprintf(&b, "staging  %d rows x %d bytes at %d (bf16 epilogue tile, rows padded by 16 bytes)\n", p.M, p.StagingStride, p.StagingOffset)
+	}
+	if p.Target != target.SM80 {
+		fmt.Fprintf(&b, "mbarrier full[%d], empty[%d] at %d\n", p.Stages, p.Stages, p.BarrierOffset)
+	}
+	fmt.Fprintf(&b, "total    %d bytes of dynamic shared memory (%d required)\n", p.Bytes, p.Required)
+	if p.TMEMColumns > 0 {
+		fmt.Fprintf(&b, "TMEM     %d columns x 128 lanes (two fp32 accumulators of %d columns)\n", p.TMEMColumns, p.BRows)
+	}
+	if p.BRowOrigin > 0 {
+		fmt.Fprintf(&b, "B rows   %v: tile row r holds B_e row %d*n0 + %v(r)\n", p.GateUp, p.BRowOrigin, p.BRowMap)
+	}
+	for i, t := range []OperandTile{p.A, p.B} {
+		n := 0
+		if i == 0 && p.Target == target.SM100a && p.DType == DTypeBF16 {
+			n = p.BRows // the instruction descriptor of the M x BRows MMA
+		}
+		s, err := t.Describe(0, n)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(s)
+	}
+	return b.String(), nil
+}

@@ -24,6 +24,11 @@ type GemmConfig struct {
 	// the target's shared memory. 0: no staging (and always on other
 	// targets).
 	StagingCols int
+	// GateUp and N give the B tile's row map (GateUpRows over BN = the
+	// output columns of the tile, N the GEMM's output columns); N = 0
+	// leaves GemmSmem.BRowMap empty.
+	GateUp GateUp
+	N      int
 }
 
 // GemmSmem is the shared-memory plan of one grouped-GEMM CTA, the one
@@ -65,6 +70,10 @@ type GemmSmem struct {
 	// per K block of 128), rounded up to a power of two >= 32 as
 	// tcgen05.alloc requires (PTX ISA 9.7.16.7.1). 0 on other targets.
 	TMEMColumns int
+	// BRowMap and BRowOrigin: B-tile row r holds row BRowOrigin*n0 +
+	// BRowMap(r) of B_e (GateUpRows), when GemmConfig.N > 0.
+	BRowMap    Layout
+	BRowOrigin int
 }
 
 // smemPad is the row padding of the sm_80 stages (see PaddedTile).
@@ -84,6 +93,15 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		return nil, err
 	}
 	p.StageBytes = p.A.Bytes() + p.B.Bytes()
+	if c.N > 0 {
+		bn := c.BRows
+		if c.GateUp != GateUpNone {
+			bn /= 2
+		}
+		if p.BRowMap, p.BRowOrigin, err = GateUpRows(c.Target, c.GateUp, bn, c.N); err != nil {
+			return nil, err
+		}
+	}
 	if c.Target == target.SM80 {
 		p.Required = c.Stages * p.StageBytes
 		p.Bytes = p.Required

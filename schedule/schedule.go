@@ -164,7 +164,13 @@ func operandBytes(l Layer) int {
 // elements per row. The tile must have passed the shape rules of Validate.
 func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error) {
 	c := layouts.GemmConfig{Target: s.Target, DType: layouts.DTypeBF16, M: t.M, BRows: t.N, K: t.K, Stages: s.Stages,
-		Scales: l.Precision == MXFP8}
+		Scales: l.Precision == MXFP8, N: l.Hidden}
+	if fc1 {
+		c.GateUp, c.N = layouts.GateUpHalves, l.Intermediate
+		if l.GateUpInterleaved {
+			c.GateUp = layouts.GateUpInterleaved
+		}
+	}
 	if l.Precision == MXFP8 {
 		c.DType = layouts.DTypeE4M3
 	}
