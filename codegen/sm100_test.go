@@ -35,24 +35,7 @@ func TestSM100PresetsAssemble(t *testing.T) {
 	for _, name := range presetsUnderTest() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, err := EngineFor(target.SM100a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			im := ir.NewModule("sm100_" + name)
-			for _, s := range sm90Specs(t, name, target.SM100a) {
-				if _, err := eng.GroupedGEMM(im, s, 8); err != nil {
-					t.Fatal(err)
-				}
-			}
-			m, err := im.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			text, err := ir.LLVM19Text(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, text := presetGEMMs(t, name, target.SM100a)
 			ptx := sm100Retarget(t, llcPTX(t, text, "sm_90a"))
 			for _, want := range []string{".target sm_100a", "tcgen05.alloc", "tcgen05.mma.cta_group::1.kind::f16",
 				"tcgen05.commit", "tcgen05.ld.sync.aligned.32x32b", "tcgen05.dealloc", "cp.async.bulk.tensor.3d"} {
