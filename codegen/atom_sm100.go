@@ -65,9 +65,9 @@ type sm100Layout struct {
 
 func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	var l sm100Layout
-	bm, bn, nb := s.Tile.BM, s.Tile.BN, s.Tile.BN
-	if s.Epilogue == EpiGated {
-		nb *= 2 // gate and up rows
+	bm, bn, nb := s.Tile.BM, s.Tile.BN, s.bTileRows()
+	if err := checkTMATile(s, target.SM100a); err != nil {
+		return l, err
 	}
 	l.epiWarps = s.Tile.EpilogueWarps
 	if l.epiWarps == 0 {
@@ -80,10 +80,6 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 		return l, fmt.Errorf("codegen: %s: sm_100a engine: 2-CTA clusters (cta_group::2) are not implemented (Cluster = %d)", s.Name, s.Tile.Cluster)
 	case nb%16 != 0 || nb < 16 || nb > 256 || bn%8 != 0:
 		return l, fmt.Errorf("codegen: %s: sm_100a B tile of %d rows (BN = %d) must be a multiple of 16 in 16..256 (tcgen05.mma M = 128)", s.Name, nb, bn)
-	case s.Tile.BK%64 != 0:
-		return l, fmt.Errorf("codegen: %s: sm_100a K block %d must be a multiple of 64 (one 128-byte swizzle row of bf16 per TMA box)", s.Name, s.Tile.BK)
-	case s.Tile.Stages < 2:
-		return l, fmt.Errorf("codegen: %s: sm_100a needs at least 2 pipeline stages, got %d", s.Name, s.Tile.Stages)
 	case l.epiWarps%4 != 0 || l.epiWarps > 16:
 		return l, fmt.Errorf("codegen: %s: sm_100a needs 4, 8, 12 or 16 epilogue warps (one per TMEM lane quarter), got %d", s.Name, l.epiWarps)
 	case s.Tile.Warps > 1:

@@ -50,10 +50,7 @@ func sm80Plan(s GemmSpec) (sm80Layout, error) {
 	var l sm80Layout
 	l.BM, l.BK, l.S, l.W = s.Tile.BM, s.Tile.BK, s.Tile.Stages, s.Tile.Warps
 	l.gate = s.bTile()
-	l.BNB = s.Tile.BN
-	if l.gate != layouts.GateUpNone {
-		l.BNB *= 2
-	}
+	l.BNB = s.bTileRows()
 	l.n, l.k, l.brows = s.N, s.K, s.BRows()
 	if l.BM%16 != 0 || l.BNB%16 != 0 || l.BK%16 != 0 {
 		return l, fmt.Errorf("codegen: %s: sm_80 tile %dx%d(B rows)x%d must be multiples of 16", s.Name, l.BM, l.BNB, l.BK)

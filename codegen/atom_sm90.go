@@ -103,19 +103,15 @@ type sm90Layout struct {
 
 func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	var l sm90Layout
-	bm, nb := s.Tile.BM, s.Tile.BN
-	if s.Epilogue == EpiGated {
-		nb *= 2 // gate and up rows
+	bm, nb := s.Tile.BM, s.bTileRows()
+	if err := checkTMATile(s, target.SM90a); err != nil {
+		return l, err
 	}
 	switch {
 	case bm%64 != 0 || bm < 64 || bm > 192:
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d must be 64, 128 or 192 (one consumer warpgroup per 64 rows, wgmma m64)", s.Name, bm)
 	case s.Tile.BN%8 != 0 || nb > 256:
 		return l, fmt.Errorf("codegen: %s: sm_90a B tile of %d rows (BN = %d) must be a multiple of 8 up to 256 (wgmma m64nNk16; TMA box <= 256 rows)", s.Name, nb, s.Tile.BN)
-	case s.Tile.BK%64 != 0:
-		return l, fmt.Errorf("codegen: %s: sm_90a K block %d must be a multiple of 64 (one 128-byte swizzle row of bf16 per TMA box)", s.Name, s.Tile.BK)
-	case s.Tile.Stages < 2:
-		return l, fmt.Errorf("codegen: %s: sm_90a needs at least 2 pipeline stages, got %d", s.Name, s.Tile.Stages)
 	case s.Tile.Cluster > 1:
 		return l, fmt.Errorf("codegen: %s: sm_90a engine runs without clusters (Cluster = %d)", s.Name, s.Tile.Cluster)
 	}

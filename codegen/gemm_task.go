@@ -133,6 +133,15 @@ func (s GemmSpec) bTile() layouts.GateUp {
 	return layouts.GateUpHalves
 }
 
+// bTileRows is the B-tile rows of one CTA: BN, or 2*BN (gate and up) for
+// a gated GEMM; the MMA's N.
+func (s GemmSpec) bTileRows() int {
+	if s.Epilogue == EpiGated {
+		return 2 * s.Tile.BN
+	}
+	return s.Tile.BN
+}
+
 // zerosF32 returns n float 0.0 constants.
 func zerosF32(n int) []value.Value {
 	z := make([]value.Value, n)

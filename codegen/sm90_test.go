@@ -24,14 +24,7 @@ import (
 // target (FC1, FC2 and, with a shared expert, the shared FC1/FC2).
 func sm90Specs(t *testing.T, name string, target target.Target) []GemmSpec {
 	t.Helper()
-	l, err := schedule.Preset(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := schedule.DefaultSchedule(l, target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, s := presetSchedule(t, name, target)
 	tile := func(tt schedule.Tile, gated bool) Tile {
 		bn := tt.N
 		if gated {
