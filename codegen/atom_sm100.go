@@ -99,7 +99,9 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	if l.idesc, err = TCGen05IDescF16(l.BM, l.NB); err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
-	if l.descHi, err = SM100DescK128B(); err != nil {
+	// The address-independent bits of the tiles' tcgen05 descriptors
+	// (start address 0; equal to SM100DescK128B).
+	if l.descHi, err = l.a.Descriptor(0, 0, 0); err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	return l, nil

@@ -220,9 +220,10 @@ func (t *SmemTile) ByteOffset(row, k int) (int, error) {
 // extent: k16 of bf16 or k32 of e4m3; seen on the H200 with bf16, assumed
 // for sm_100a: docs/hardware.md), and by one atom column (Rows x atom
 // bytes) past it. Swizzled: SBO = 8 x swizzle width, LBO = 16 (unused,
-// "assumed 1"). No swizzle: SBO = 128 (8-row group of core matrices), LBO =
-// Rows x 16 (next core matrix along K). Errors: sm_80 (no descriptors), base
-// not aligned to Swizzle.RepeatBytes(), row0 or kStep out of range.
+// "assumed 1"; 0 on sm_100a, as the kernels encode it). No swizzle: SBO =
+// 128 (8-row group of core matrices), LBO = Rows x 16 (next core matrix
+// along K). Errors: sm_80 (no descriptors), base not aligned to
+// Swizzle.RepeatBytes(), row0 or kStep out of range.
 func (t *SmemTile) DescriptorFields(base uint32, row0, kStep int) (SmemDescriptor, error) {
 	if t.Target == target.SM80 {
 		return SmemDescriptor{}, fmt.Errorf("layouts: sm_80 reads shared memory with ldmatrix, not descriptors")
@@ -247,6 +248,9 @@ func (t *SmemTile) DescriptorFields(base uint32, row0, kStep int) (SmemDescripto
 		start += (row0 / 8) * 128
 	} else {
 		d.SBO, d.LBO = uint32(8*t.Swizzle.Bytes()), 16
+		if t.Target == target.SM100a {
+			d.LBO = 0 // unused by swizzled K-major layouts; sm_100a kernels encode 0 (SM100DescK128B)
+		}
 		start += (row0 / 8) * 8 * t.Swizzle.Bytes()
 	}
 	d.Start = uint32(start)
