@@ -9,6 +9,7 @@ import (
 	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
 	mptx "github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/target"
 )
@@ -144,6 +145,18 @@ func TestSM100Descriptors(t *testing.T) {
 	// sm_90 descriptor: swizzle 128B = 1 in bits 62-63, SBO 1024 (64 at bit 32), LBO 16 (1 at bit 16).
 	if got := hi90 | 0x400>>4; got != 1<<62|64<<32|1<<16|0x40 {
 		t.Errorf("sm_90 descriptor = %#x", got)
+	}
+	// The atoms take these bits from the layouts tiles they address.
+	for tg, want := range map[target.Target]uint64{target.SM90a: hi90, target.SM100a: hi100} {
+		a, b, err := layouts.GemmOperandTiles(tg, layouts.DTypeBF16, 128, 256, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tile := range []layouts.OperandTile{a, b} {
+			if got, err := tile.(*layouts.SmemTile).Descriptor(0, 0, 0); err != nil || got != want {
+				t.Errorf("%v %v: descriptor %#x, %v, want %#x", tg, tile, got, err, want)
+			}
+		}
 	}
 }
 
