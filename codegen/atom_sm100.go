@@ -49,10 +49,6 @@ import (
 
 func init() { registerAtom(target.SM100a, sm100Plan) }
 
-// sm100Persistent is the persistent grid of the sm_100a engine: one block
-// per SM of the target table's reference part (B200: 148).
-var sm100Persistent = target.SM100a.SMs()
-
 // sm100Layout is the derived geometry of one sm_100a GEMM kernel.
 type sm100Layout struct {
 	tmaRing
@@ -109,7 +105,7 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 
 // build adds the sm_100a kernel of spec to m.
 func (l sm100Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
-	k := tmaKernel{threads: l.threads, smCount: sm100Persistent}
+	k := tmaKernel{threads: l.threads, tg: target.SM100a}
 	return k.build(m, spec, rowsPerT, l.tmaRing, func(b *Builder) error { return l.emit(b, spec) })
 }
 

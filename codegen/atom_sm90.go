@@ -85,12 +85,6 @@ import (
 
 func init() { registerAtom(target.SM90a, sm90Plan) }
 
-// sm90Persistent is the persistent grid of the sm_90a engine: one block per
-// SM of the target table's reference part (H100/H200 SXM: 132). On a part
-// with fewer SMs the surplus blocks simply wait for a free SM; blocks
-// without work exit after initialising their barriers.
-var sm90Persistent = target.SM90a.SMs()
-
 // sm90Layout is the derived geometry of one sm_90a GEMM kernel.
 type sm90Layout struct {
 	tmaRing
@@ -173,7 +167,7 @@ func (l *sm90Layout) registers(s GemmSpec) {
 
 // build adds the sm_90a kernel of spec to m.
 func (l sm90Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
-	k := tmaKernel{threads: l.threads, launchRegs: l.launchRegs, smCount: sm90Persistent}
+	k := tmaKernel{threads: l.threads, launchRegs: l.launchRegs, tg: target.SM90a}
 	return k.build(m, spec, rowsPerT, l.tmaRing, func(b *Builder) error { return l.emit(b, spec) })
 }
 

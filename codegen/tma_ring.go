@@ -86,11 +86,15 @@ func (r tmaRing) kStepOffsets() (offA, offB []int) {
 	return offA, offB
 }
 
-// tmaKernel is the launch shape of a persistent TMA engine's kernel.
+// tmaKernel is the launch shape of a persistent TMA atom's kernel. Its
+// default grid is one block per SM of the target table's reference part
+// (H100/H200 SXM: 132, B200: 148; Tile.Grid overrides it). On a part with
+// fewer SMs the surplus blocks simply wait for a free SM; blocks without
+// work exit after initialising their barriers.
 type tmaKernel struct {
+	tg         target.Target
 	threads    int
 	launchRegs int // .maxnreg (0: none)
-	smCount    int // default persistent grid (one block per SM)
 }
 
 // build adds the kernel of spec to m: GemmParams, then the tensor maps
@@ -114,7 +118,7 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 		return KernelInfo{}, err
 	}
 	return KernelInfo{Name: spec.Name, Params: params, Block: k.threads, SharedBytes: r.smem.Bytes,
-		Grid: [3]Expr{persistentGrid(spec.Tile, k.smCount), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0}, nil
+		Grid: [3]Expr{persistentGrid(spec.Tile, k.tg.SMs()), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0}, nil
 }
 
 // tmaTensorMaps returns the tensor-map parameters (after GemmParams) of an
