@@ -89,6 +89,20 @@ func presetGEMMs(t *testing.T, name string, tg target.Target) (*llir.Module, str
 	return m, text
 }
 
+// assembleOurs compiles m with mokc's ptx backend for tg, assembles the
+// result with ptxas and returns it.
+func assembleOurs(t *testing.T, m *llir.Module, tg target.Target) string {
+	t.Helper()
+	ours, err := mptx.Compile(m, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := toolchain.Assemble(ours, tg.String()); err != nil {
+		t.Fatal("mokc ptx:", strings.SplitN(err.Error(), "\n", 20))
+	}
+	return ours
+}
+
 // TestSM90PresetsAssemble builds every preset's grouped GEMMs with the
 // sm_90a engine, compiles them with llc-19 and with mokc's ptx backend, and
 // assembles both with ptxas for sm_90a.
@@ -102,13 +116,7 @@ func TestSM90PresetsAssemble(t *testing.T) {
 			if err := toolchain.Assemble(ptx, "sm_90a"); err != nil {
 				t.Fatal("llc-19:", strings.SplitN(err.Error(), "\n", 20))
 			}
-			ours, err := mptx.Compile(m, target.SM90a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := toolchain.Assemble(ours, "sm_90a"); err != nil {
-				t.Fatal("mokc ptx:", strings.SplitN(err.Error(), "\n", 20))
-			}
+			assembleOurs(t, m, target.SM90a)
 		})
 	}
 }
