@@ -111,11 +111,11 @@ func (l sm100Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelI
 
 // sm100Block is the state every warp role of an sm_100a block shares.
 type sm100Block struct {
-	spec               GemmSpec
-	base               value.Value // 1024-aligned shared base (i32)
-	ring               mbarRing
-	tmem               value.Value // TMEM address of the accumulator buffers
-	items, first, step value.Value // work items; this block's first and stride
+	spec GemmSpec
+	base value.Value // 1024-aligned shared base (i32)
+	ring mbarRing
+	tmem value.Value // TMEM address of the accumulator buffers
+	work workList    // the block's work items
 }
 
 // tmemFull is the shared address of tmem_full[buf]: the MMA thread's commit
@@ -157,8 +157,7 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 	b.SyncThreads()
 	b.TCGen05FenceAfter()
 	k.tmem = b.LoadAt(ir.I32, b.IntToPtr(b.ZExt(tmemSlot, ir.I64), SPtr), 4)
-	k.items = gemmItems(b, spec, l.BM, l.nBlocks)
-	k.first, k.step = b.BlockIdx(ir.X), b.GridDim(ir.X)
+	k.work = l.workList(b, spec)
 	isLead := b.ICmp(enum.IPredEQ, lane, ir.Int32(0))
 	b.IfElse(b.ICmp(enum.IPredSLT, warp, ir.Int32(int64(l.epiWarps))), func() {
 		err = joinErr(err, l.epilogueWarps(b, &k, lane, warp))
@@ -167,7 +166,7 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 			// TMA producer warp: the same loads as sm_90a (lane 0; all 32
 			// lanes copy B with cp.async for BTable).
 			pr := newProducer(l.tmaRing, spec, 32, k.base, k.ring, tmA, tmB)
-			err = joinErr(err, pr.emit(b, lane, k.first, k.items, k.step))
+			err = joinErr(err, pr.emit(b, lane, k.work))
 		})
 		b.If(b.And(isMMA, isLead), func() { l.mmaIssuer(b, &k) })
 	})
@@ -188,7 +187,7 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 // the finished buffer to tmem_full[buf].
 func (l sm100Layout) mmaIssuer(b *Builder, k *sm100Block) {
 	init := []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0), ir.Int32(0)}
-	b.Loop(k.first, k.items, k.step, init, func(it value.Value, v []value.Value) []value.Value {
+	b.Loop(k.work.first, k.work.items, k.work.step, init, func(_ value.Value, v []value.Value) []value.Value {
 		buf, bphase := v[2], v[3]
 		b.MbarWait(k.tmemEmpty(b, buf), b.Xor(bphase, ir.Int32(1)))
 		b.TCGen05FenceAfter()

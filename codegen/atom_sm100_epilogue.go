@@ -40,9 +40,8 @@ func (l sm100Layout) epilogueWarps(b *Builder, k *sm100Block, lane, warp value.V
 		units = l.BN
 	}
 	chunks := sm100Chunks(units)
-	b.Loop(k.first, k.items, k.step, []value.Value{ir.Int32(0), ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
+	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
 		buf, bphase := v[0], v[1]
-		w := gemmDecode(b, k.spec, it, l.BM, l.BN, l.nBlocks)
 		b.MbarWait(k.tmemFull(b, buf), bphase)
 		b.TCGen05FenceAfter()
 		ep := gemmEpilogue(b, k.spec, w)

@@ -173,11 +173,11 @@ func (l sm90Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelIn
 
 // sm90Block is the state every role of an sm_90a block shares.
 type sm90Block struct {
-	spec               GemmSpec
-	tid, base          value.Value // thread index; 1024-aligned shared base (i32)
-	ring               mbarRing
-	tmA, tmB           value.Value // tensor maps (tmB nil for BTable)
-	items, first, step value.Value // work items; this block's first and stride
+	spec      GemmSpec
+	tid, base value.Value // thread index; 1024-aligned shared base (i32)
+	ring      mbarRing
+	tmA, tmB  value.Value // tensor maps (tmB nil for BTable)
+	work      workList    // the block's work items
 }
 
 // emit is the sm_90a kernel: barriers, then the producer warpgroup and the
@@ -196,8 +196,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		}
 	}, k.tmA, k.tmB)
 	b.SyncThreads()
-	k.items = gemmItems(b, spec, l.BM, l.nBlocks)
-	k.first, k.step = b.BlockIdx(ir.X), b.GridDim(ir.X)
+	k.work = l.workList(b, spec)
 	var err error
 	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
 		err = l.producer(b, &k)
@@ -216,11 +215,11 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block) error {
 	}
 	pr := newProducer(l.tmaRing, k.spec, 128, k.base, k.ring, k.tmA, k.tmB)
 	if !l.smem.Staged {
-		return pr.emit(b, k.tid, k.first, k.items, k.step)
+		return pr.emit(b, k.tid, k.work)
 	}
 	var err error
 	b.IfElse(b.ICmp(enum.IPredULT, k.tid, ir.Int32(32)), func() {
-		err = pr.emit(b, k.tid, k.first, k.items, k.step)
+		err = pr.emit(b, k.tid, k.work)
 	}, func() {
 		l.storeWarps(b, k, b.AddI(k.tid, -32))
 	})
@@ -241,12 +240,11 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
 		OffA: offA, OffB: offB, DescHi: l.descHi, ProxyFence: k.spec.B == BTable}
 	var err error
-	b.Loop(k.first, k.items, k.step, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
+	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
 		// A warpgroup whose 64 rows all lie past the expert's segment
 		// (the ragged last tile of an expert) drains the ring instead of
 		// issuing wgmma; its accumulators are zero and none of its rows
 		// is stored.
-		w := gemmDecode(b, k.spec, it, l.BM, l.BN, l.nBlocks)
 		active := b.ICmp(enum.IPredSLT, b.Add(w.row0, b.MulI(c, 64)), w.rowEnd)
 		kt := ir.Int32(int64(l.kTiles))
 		res := b.IfElseVals(active, func() []value.Value {

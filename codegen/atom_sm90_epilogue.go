@@ -134,8 +134,7 @@ func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value) {
 	total := l.BM * cpr
 	v4 := ir.Vec(4, ir.I32)
 	N := int64(k.spec.N)
-	b.Loop(k.first, k.items, k.step, []value.Value{ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
-		w := gemmDecode(b, k.spec, it, l.BM, l.BN, l.nBlocks)
+	k.work.each(b, []value.Value{ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
 		sph := v[0]
 		b.MbarWait(stgFull, sph)
 		b.Loop(t, ir.Int32(int64(total)), ir.Int32(96), nil, func(q value.Value, _ []value.Value) []value.Value {

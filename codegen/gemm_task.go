@@ -24,6 +24,34 @@ type gemmWork struct {
 	e, row0, rowEnd, n0 value.Value // expert, first row, row bound, first output column (i32)
 }
 
+// workList is the persistent walk over the work items of a grouped GEMM:
+// block blockIdx.x takes items blockIdx.x, +gridDim.x, ... of items (tile
+// it/nBlocks of the list or of the dense rows, column block it%nBlocks).
+// Every role of a block walks the same sequence, so rings continue from
+// item to item.
+type workList struct {
+	spec               GemmSpec
+	bm, bn, nBlocks    int
+	items, first, step value.Value // item count; this block's first item and stride
+}
+
+// newWorkList emits the item count and the block's first item and stride.
+func newWorkList(b *Builder, spec GemmSpec, bm, bn, nBlocks int) workList {
+	wl := workList{spec: spec, bm: bm, bn: bn, nBlocks: nBlocks}
+	wl.items = gemmItems(b, spec, bm, nBlocks)
+	wl.first, wl.step = b.BlockIdx(ir.X), b.GridDim(ir.X)
+	return wl
+}
+
+// each emits the loop over the block's work items, carrying vars from
+// item to item (init: their values before the first); body gets the
+// decoded item and returns the vars for the next.
+func (wl workList) each(b *Builder, init []value.Value, body func(w gemmWork, v []value.Value) []value.Value) []value.Value {
+	return b.Loop(wl.first, wl.items, wl.step, init, func(it value.Value, v []value.Value) []value.Value {
+		return body(gemmDecode(b, wl.spec, it, wl.bm, wl.bn, wl.nBlocks), v)
+	})
+}
+
 // gemmItems emits the work-item count of a persistent grouped GEMM with bm
 // rows per tile and nBlocks column blocks: *ntiles (ATiled) or
 // ceil(rows/bm) (ADense), times nBlocks.

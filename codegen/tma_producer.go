@@ -49,13 +49,12 @@ func newProducer(r tmaRing, spec GemmSpec, threads int, base value.Value, ring m
 
 // emit emits the producer loop for the calling thread (tid in
 // 0..threads-1). Without BTable only tid 0 works; the other threads return.
-func (p gemmProducer) emit(b *Builder, tid, first, items, step value.Value) error {
+func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	var err error
 	table := p.spec.B == BTable
 	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
 	body := func() {
-		b.Loop(first, items, step, []value.Value{ir.Int32(0), ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
-			w := gemmDecode(b, p.spec, it, p.BM, p.BN, p.nBlocks)
+		wl.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
 			var ptrE value.Value
 			if table {
 				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)

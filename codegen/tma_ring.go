@@ -37,6 +37,11 @@ func checkTMATile(s GemmSpec, t target.Target) error {
 	return nil
 }
 
+// workList emits the ring's walk over the work items of spec.
+func (r tmaRing) workList(b *Builder, spec GemmSpec) workList {
+	return newWorkList(b, spec, r.BM, r.BN, r.nBlocks)
+}
+
 // newTMARing derives the ring of spec on t, with the staged epilogue's
 // staging tile of stagingCols output columns when it fits (0: none).
 func newTMARing(s GemmSpec, t target.Target, stagingCols int) (tmaRing, error) {
