@@ -31,16 +31,18 @@
 // The task (gemm_spec.go, gemm_task.go, engine.go, epilogue.go) is written
 // once: the GemmSpec (rows from the tile list or a dense A, weights grouped
 // or one allocation per expert, plain or gated with the B tile's gate/up
-// layout layouts.GateUp), the work list (gemmItems, gemmDecode: tile x
-// column block), the (stage, phase) ring and its mbarriers (mbarRing,
-// ringNext), and the Epilogue, so bias, activation and bf16 rounding are
-// the same on every target. An atom is what one target adds, in one file:
+// layout layouts.GateUp), the work list (workList: tile x column block,
+// walked by every role of a persistent block), the (stage, phase) ring and
+// its mbarriers (mbarRing, ringNext), and the Epilogue, so bias, activation
+// and bf16 rounding are the same on every target. An atom is what one
+// target adds, in one file (and its epilogue side):
 //
-//	atom_sm80.go   cp.async ring of PaddedTiles, ldmatrix + mma.sync m16n8k16,
-//	               accumulators in registers; one block per work item
-//	atom_sm90.go   TMA ring (tma_ring.go) of 128B-swizzled SmemTiles, wgmma
-//	               (wgmma.go) from a consumer warpgroup per 64 rows, the staged
-//	               epilogue (atom_sm90_epilogue.go); persistent
+//	atom_sm80.go   cp.async ring of PaddedTiles, ldmatrix + mma.sync m16n8k16
+//	               (atom_sm80_mma.go), accumulators in registers; one block per
+//	               work item
+//	atom_sm90.go   TMA ring (tma_ring.go, tma_producer.go) of 128B-swizzled
+//	               SmemTiles, wgmma (wgmma.go) from a consumer warpgroup per 64
+//	               rows, the staged epilogue (atom_sm90_epilogue.go); persistent
 //	atom_sm100.go  the same TMA ring, tcgen05.mma by one thread into TMEM,
 //	               epilogue warps reading TMEM (atom_sm100_epilogue.go); persistent
 //
