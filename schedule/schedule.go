@@ -450,15 +450,18 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 		} else {
 			s.Warps = WarpRoles{Producer: 1, MMA: 1, Epilogue: 4}
 		}
-		s.Stages = maxStages
-		for s.Stages > 2 && !s.fits(l) {
-			s.Stages--
-		}
-		// Narrow the tiles if even 2 stages do not fit.
+		// Narrow the tiles if even 2 stages do not fit (e.g. mxfp8 on
+		// sm_100a: two 256-column accumulators and the scales exceed the
+		// 512 TMEM columns), then take as many stages as fit.
+		s.Stages = 2
 		for _, t := range []*Tile{&s.FC1, &s.FC2} {
 			for t.N > 128 && !s.fits(l) {
 				t.N = 128
 			}
+		}
+		s.Stages = maxStages
+		for s.Stages > 2 && !s.fits(l) {
+			s.Stages--
 		}
 		if tg == target.SM90a && l.Storage == GroupedWeights && l.Precision == BF16 {
 			s.Variant = midRowsVariant(l, s)
