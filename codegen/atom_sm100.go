@@ -111,11 +111,8 @@ func (l sm100Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelI
 
 // sm100Block is the state every warp role of an sm_100a block shares.
 type sm100Block struct {
-	spec GemmSpec
-	base value.Value // 1024-aligned shared base (i32)
-	ring mbarRing
+	tmaBlock
 	tmem value.Value // TMEM address of the accumulator buffers
-	work workList    // the block's work items
 }
 
 // tmemFull is the shared address of tmem_full[buf]: the MMA thread's commit
@@ -134,7 +131,7 @@ func (k *sm100Block) tmemEmpty(b *Builder, buf value.Value) value.Value {
 // the TMA warp and the MMA warp over the same work items, then TMEM is
 // freed.
 func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
-	k := sm100Block{spec: spec}
+	k := sm100Block{tmaBlock: tmaBlock{spec: spec}}
 	tid := b.ThreadIdx(ir.X)
 	lane, warp := b.LaneWarp()
 	k.base = b.SharedBase1024()

@@ -173,17 +173,15 @@ func (l sm90Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelIn
 
 // sm90Block is the state every role of an sm_90a block shares.
 type sm90Block struct {
-	spec      GemmSpec
-	tid, base value.Value // thread index; 1024-aligned shared base (i32)
-	ring      mbarRing
-	tmA, tmB  value.Value // tensor maps (tmB nil for BTable)
-	work      workList    // the block's work items
+	tmaBlock
+	tid      value.Value // thread index
+	tmA, tmB value.Value // tensor maps (tmB nil for BTable)
 }
 
 // emit is the sm_90a kernel: barriers, then the producer warpgroup and the
 // consumer warpgroups over the same work items.
 func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
-	k := sm90Block{spec: spec, tid: b.ThreadIdx(ir.X)}
+	k := sm90Block{tmaBlock: tmaBlock{spec: spec}, tid: b.ThreadIdx(ir.X)}
 	wg := b.LShr(k.tid, ir.Int32(7))
 	k.base = b.SharedBase1024()
 	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}

@@ -3,6 +3,8 @@ package codegen
 import (
 	"fmt"
 
+	"github.com/llir/llvm/ir/value"
+
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/target"
@@ -35,6 +37,15 @@ func checkTMATile(s GemmSpec, t target.Target) error {
 		return fmt.Errorf("codegen: %s: %v needs at least 2 pipeline stages, got %d", s.Name, t, s.Tile.Stages)
 	}
 	return nil
+}
+
+// tmaBlock is the state every role of a TMA atom's block shares: the spec,
+// the ring's base and barriers, and the work items.
+type tmaBlock struct {
+	spec GemmSpec
+	base value.Value // 1024-aligned shared base (i32 shared address)
+	ring mbarRing
+	work workList // the block's work items
 }
 
 // workList emits the ring's walk over the work items of spec.
