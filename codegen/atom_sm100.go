@@ -59,6 +59,8 @@ type sm100Layout struct {
 	descHi           uint64 // smem descriptor bits of the K-major 128B-swizzled atoms
 }
 
+// sm100Plan derives the geometry of spec's sm_100a kernel (ring, warp
+// roles, TMEM, descriptors), or says why the atom refuses it.
 func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	var l sm100Layout
 	bm, bn, nb := s.Tile.BM, s.Tile.BN, s.bTileRows()

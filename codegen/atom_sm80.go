@@ -46,6 +46,8 @@ type sm80Layout struct {
 	n, k, brows       int
 }
 
+// sm80Plan derives the geometry of spec's sm_80 kernel, or says why the atom
+// refuses it.
 func sm80Plan(s GemmSpec) (sm80Layout, error) {
 	var l sm80Layout
 	l.BM, l.BK, l.S, l.W = s.Tile.BM, s.Tile.BK, s.Tile.Stages, s.Tile.Warps

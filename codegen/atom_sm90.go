@@ -95,6 +95,8 @@ type sm90Layout struct {
 	descHi            uint64 // wgmma smem descriptor bits of the K-major 128B-swizzled atoms
 }
 
+// sm90Plan derives the geometry of spec's sm_90a kernel (ring, staging,
+// setmaxnreg budget), or says why the atom refuses it.
 func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	var l sm90Layout
 	bm, nb := s.Tile.BM, s.bTileRows()
