@@ -30,22 +30,8 @@ func TestBuildPresetsAssemble(t *testing.T) {
 	}
 	for _, name := range schedule.Presets() {
 		t.Run(name, func(t *testing.T) {
-			l, err := schedule.Preset(name)
-			if err != nil {
-				t.Fatal(err)
-			}
-			s, err := schedule.DefaultSchedule(l, target.SM80)
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := Build(l, s)
-			if err != nil {
-				t.Fatal(err)
-			}
-			text, err := ir.LLVM19Text(p.Module)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l, s := presetSchedule(t, name, target.SM80)
+			p, text := buildText(t, l, s)
 			ours, err := ptx.Compile(p.Module, target.SM80)
 			if err != nil {
 				t.Fatalf("ptx.Compile: %v", err)
@@ -60,4 +46,32 @@ func TestBuildPresetsAssemble(t *testing.T) {
 			}
 		})
 	}
+}
+
+// presetSchedule returns preset name and its default schedule on tg.
+func presetSchedule(t testing.TB, name string, tg target.Target) (schedule.Layer, schedule.Schedule) {
+	t.Helper()
+	l, err := schedule.Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.DefaultSchedule(l, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l, s
+}
+
+// buildText builds l under s and returns the program with its LLVM 19 text.
+func buildText(t testing.TB, l schedule.Layer, s schedule.Schedule) (*Program, string) {
+	t.Helper()
+	p, err := Build(l, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := ir.LLVM19Text(p.Module)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, text
 }

@@ -37,7 +37,7 @@ var (
 //     rests on this layout;
 //   - bf16 pairs, sigmoid, dynamic shared memory, lane and warp of a thread
 //     (this file) and the inline PTX of the sm_90a and sm_100a engines
-//     (sm90_ops.go, sm100_ops.go).
+//     (sm90_ops.go, wgmma.go, sm100_ops.go).
 type Builder struct {
 	*ir.Kernel
 }

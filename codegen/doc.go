@@ -1,8 +1,9 @@
 // Package codegen builds mokc's kernels as LLVM IR (through package ir) from a
 // schedule.Layer and schedule.Schedule. Architecture differences live in one
-// MMA engine per target (sm_80: mma.sync, ldmatrix, cp.async; sm_90a: TMA,
-// wgmma, mbarrier; sm_100a: TMA, tcgen05, TMEM); routing, dispatch, activation
-// epilogues and combine are shared by every target.
+// GEMM atom per target (sm_80: mma.sync, ldmatrix, cp.async; sm_90a: TMA,
+// wgmma, mbarrier; sm_100a: TMA, tcgen05, TMEM); routing, dispatch, the
+// grouped-GEMM task, activation epilogues and combine are shared by every
+// target.
 //
 // Lower turns a moe.Program (ops over typed buffers) into a Program: one
 // module with every kernel and its launch plan (kernels in order with
@@ -26,11 +27,35 @@
 // the error word, stable ranks for the permutation, and fixed fp32 orders for
 // every sum.
 //
-// Engines implement the Engine interface (engine.go) for grouped GEMMs over
-// the tile list and share the Epilogue (epilogue.go), so bias, activation
-// and bf16 rounding are the same on every target.
+// Grouped GEMMs are one architecture-neutral task over a per-target atom.
+// The task (gemm_spec.go, gemm_task.go, engine.go, epilogue.go) is written
+// once: the GemmSpec (rows from the tile list or a dense A, weights grouped
+// or one allocation per expert, plain or gated with the B tile's gate/up
+// layout layouts.GateUp), the work list (workList: tile x column block,
+// walked by every role of a persistent block), the (stage, phase) ring and
+// its mbarriers (mbarRing, ringNext), and the Epilogue, so bias, activation
+// and bf16 rounding are the same on every target. An atom is what one
+// target adds, in one file (and its epilogue side):
+//
+//	atom_sm80.go   cp.async ring of PaddedTiles, ldmatrix + mma.sync m16n8k16
+//	               (atom_sm80_mma.go), accumulators in registers; one block per
+//	               work item
+//	atom_sm90.go   TMA ring (tma_ring.go, tma_producer.go) of 128B-swizzled
+//	               SmemTiles, wgmma (wgmma.go) from a consumer warpgroup per 64
+//	               rows, the staged epilogue (atom_sm90_epilogue.go); persistent
+//	atom_sm100.go  the same TMA ring, tcgen05.mma by one thread into TMEM,
+//	               epilogue warps reading TMEM (atom_sm100_epilogue.go); persistent
+//
+// Each atom's plan takes its shared-memory layout from
+// layouts.PlanGemmSmem (the operand tiles as layouts values, stage bytes,
+// barrier and staging offsets, TMEM columns), the computation
+// schedule.Schedule.Validate and `mokc inspect layout --model` use too, so
+// the budget the schedule checks is the one the kernel allocates. One
+// Engine (engine.go: validate the spec, plan the atom, build) serves every
+// target; registerAtom adds a target.
 //
 // Every kernel is built with a Builder (builder.go): package ir's kernel
 // builder with mokc's byte-addressing, control-flow and bf16 conventions
-// and the inline PTX of the sm_90a and sm_100a engines on top.
+// and the inline PTX of the sm_90a and sm_100a atoms on top (sm90_ops.go:
+// mbarrier, TMA, cp.async; wgmma.go; sm100_ops.go: tcgen05, TMEM).
 package codegen

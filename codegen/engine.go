@@ -9,234 +9,6 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// AMode says where the rows of a grouped GEMM's A operand come from.
-type AMode int
-
-const (
-	// ATiled: A is [rows, K] bf16 row-major, rows grouped by expert
-	// (expert e owns rows offsets[e] .. offsets[e+1]-1); blocks take their
-	// (expert, first row) from the tile list written by the scan kernel. Rows
-	// past the expert's segment are never stored (and read as zero).
-	ATiled AMode = iota
-	// ADense: A is [M, K] bf16 row-major with M given as a kernel parameter;
-	// one "expert" (index 0) owns every row; block x covers rows
-	// x*BM .. x*BM+BM-1. Used for the shared expert.
-	ADense
-)
-
-// BMode says how a grouped GEMM finds expert e's weight matrix B_e, which is
-// always [NB, K] bf16 row-major (K-major, "NT" GEMM), NB = GemmSpec.BRows().
-type BMode int
-
-const (
-	// BGrouped: one tensor [E, NB, K]; B_e starts at element e*NB*K.
-	BGrouped BMode = iota
-	// BTable: a device array of E u64 pointers, one allocation per expert.
-	BTable
-)
-
-// EpilogueKind selects what a grouped GEMM does with its fp32 accumulator.
-type EpilogueKind int
-
-const (
-	// EpiStore: C[row, n] = bf16(acc[row, n] (+ bias[e, n])), N columns.
-	EpiStore EpilogueKind = iota
-	// EpiGated: B holds 2N rows (gate and up, see GateLayout); C[row, n] =
-	// bf16(act(gate[row, n] (+bias), up[row, n] (+bias))), N columns.
-	EpiGated
-)
-
-// GateLayout says where the gate and up rows of a gated FC1 weight sit.
-type GateLayout int
-
-const (
-	// GateHalves: rows 0..N-1 gate, N..2N-1 up (Mixtral, DeepSeek, Qwen).
-	GateHalves GateLayout = iota
-	// GateInterleaved: row 2n gate, row 2n+1 up (GPT-OSS).
-	GateInterleaved
-)
-
-// ActKind is the activation of a gated epilogue (formulas and sources: the
-// constants of schedule.Activation, which the kinds mirror).
-type ActKind int
-
-const (
-	// ActSwiGLU: h = silu(g) * u.
-	ActSwiGLU ActKind = iota
-	// ActClampedSwiGLU: g' = min(g, L), u' = clamp(u, -L, L), h = silu(g') * u'.
-	ActClampedSwiGLU
-	// ActGPTOSS: g' = min(g, L), u' = clamp(u, -L, L),
-	// h = g' * sigmoid(Alpha * g') * (u' + 1) (openai/gpt-oss model.py, L = 7,
-	// Alpha = 1.702).
-	ActGPTOSS
-)
-
-// Activation is an ActKind with its constants.
-type Activation struct {
-	Kind  ActKind `json:"kind"`            // activation function
-	Limit float64 `json:"limit,omitempty"` // clamp limit L (clamped kinds)
-	Alpha float64 `json:"alpha,omitempty"` // sigmoid slope (GPT-OSS)
-}
-
-// Tile is the block tile of a GEMM, taken from schedule.Schedule.
-type Tile struct {
-	BM     int `json:"bm"`     // rows of A (tokens) per block
-	BN     int `json:"bn"`     // output columns per block (for EpiGated: columns of h; the B tile then has 2*BN rows)
-	BK     int `json:"bk"`     // reduction elements per pipeline stage
-	Stages int `json:"stages"` // pipeline depth
-	Warps  int `json:"warps"`  // MMA (consumer) warps per block (schedule.WarpRoles.MMA)
-	// ProducerWarps and EpilogueWarps are schedule.WarpRoles.Producer and
-	// .Epilogue (0 on sm_80). KernelInfo.Block is authoritative.
-	ProducerWarps int `json:"producer_warps,omitempty"`
-	EpilogueWarps int `json:"epilogue_warps,omitempty"` // schedule.WarpRoles.Epilogue
-	Cluster       int `json:"cluster,omitempty"`        // CTAs per cluster (schedule.Schedule.Cluster; 0 or 1: none)
-	// Grid is the persistent grid of the engines that loop over tiles
-	// (sm_90a, sm_100a): schedule.Schedule.GridCTAs, 0 for one block per SM
-	// of the target's reference part (target.Target.SMs).
-	Grid int `json:"grid,omitempty"`
-}
-
-// persistentGrid is the block count of a persistent engine kernel: t.Grid, or
-// def (the target's SM count) when it is 0.
-func persistentGrid(t Tile, def int) Expr {
-	if t.Grid > 0 {
-		return Const(int64(t.Grid))
-	}
-	return Const(int64(def))
-}
-
-// GemmSpec describes one grouped GEMM of the MoE forward:
-//
-//	C[row, n] = epilogue( sum_k A[row, k] * B_e[n', k] ),  e = expert of row
-//
-// A: bf16 [rows, K] row-major; B_e: bf16 [BRows(), K] row-major (K-major);
-// C: bf16 [rows, N] row-major; fp32 accumulation. N and K must be multiples
-// of 8 (16-byte rows); they need not be tile multiples: out-of-range loads are
-// zero-filled and out-of-range stores skipped, never touching memory outside
-// the tensors.
-type GemmSpec struct {
-	Name     string       // kernel symbol
-	N        int          // output columns
-	K        int          // reduction length
-	Experts  int          // E (1 for ADense)
-	A        AMode        // row source
-	B        BMode        // weight addressing
-	Epilogue EpilogueKind // store or gated activation
-	Gate     GateLayout   // EpiGated only
-	Act      Activation   // EpiGated only
-	Bias     bool         // add a per-expert fp32 bias [E, BRows()] (in B row order) before the epilogue
-	Tile     Tile         // block tile, pipeline depth and warps from the schedule
-}
-
-// BRows is the number of rows of each expert's B matrix: 2N for EpiGated, else N.
-func (s GemmSpec) BRows() int {
-	if s.Epilogue == EpiGated {
-		return 2 * s.N
-	}
-	return s.N
-}
-
-// Validate checks the spec independently of any engine.
-func (s GemmSpec) Validate() error {
-	switch {
-	case s.Name == "":
-		return fmt.Errorf("codegen: GemmSpec.Name is empty")
-	case s.N <= 0 || s.N%8 != 0:
-		return fmt.Errorf("codegen: %s: N = %d must be a positive multiple of 8", s.Name, s.N)
-	case s.K <= 0 || s.K%8 != 0:
-		return fmt.Errorf("codegen: %s: K = %d must be a positive multiple of 8", s.Name, s.K)
-	case s.Experts <= 0:
-		return fmt.Errorf("codegen: %s: Experts = %d must be positive", s.Name, s.Experts)
-	case s.A == ADense && s.Experts != 1:
-		return fmt.Errorf("codegen: %s: ADense needs Experts = 1, got %d", s.Name, s.Experts)
-	case s.Tile.BM <= 0 || s.Tile.BN <= 0 || s.Tile.BK <= 0 || s.Tile.Stages <= 0 || s.Tile.Warps <= 0:
-		return fmt.Errorf("codegen: %s: tile %+v has a non-positive field", s.Name, s.Tile)
-	}
-	return nil
-}
-
-// Parameter roles of a grouped GEMM kernel. An engine's kernel takes exactly
-// these parameters, in this order, each present only under the stated
-// condition; KernelInfo.Params lists them with Role set, and Build binds each
-// role to a buffer or a value. Engines that need tensor maps add parameters
-// with Role RoleTensorMap after these (Param.TensorMap names the operand).
-const (
-	RoleA         = "a"       // ptr: A, bf16 [rows, K]
-	RoleB         = "b"       // ptr: B, bf16 [E, BRows, K] (BGrouped) or u64 [E] pointer table (BTable)
-	RoleBias      = "bias"    // ptr: fp32 [E, BRows] (only if Bias)
-	RoleC         = "c"       // ptr: C, bf16 [rows, N]
-	RoleTiles     = "tiles"   // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
-	RoleOffsets   = "offsets" // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
-	RoleNumTiles  = "ntiles"  // ptr: i32 [1] number of valid tiles (ATiled only)
-	RoleRows      = "rows"    // i32: number of rows M (ADense only)
-	RoleTensorMap = "tmap"    // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
-)
-
-// GemmParams returns the parameter list every engine's grouped GEMM kernel
-// starts with, for spec (see the Role constants).
-func GemmParams(s GemmSpec) []Param {
-	ps := []Param{
-		{Name: "a", Type: ParamPtr, Size: 8, Role: RoleA},
-		{Name: "b", Type: ParamPtr, Size: 8, Role: RoleB},
-	}
-	if s.Bias {
-		ps = append(ps, Param{Name: "bias", Type: ParamPtr, Size: 8, Role: RoleBias})
-	}
-	ps = append(ps, Param{Name: "c", Type: ParamPtr, Size: 8, Role: RoleC})
-	if s.A == ATiled {
-		ps = append(ps,
-			Param{Name: "tiles", Type: ParamPtr, Size: 8, Role: RoleTiles},
-			Param{Name: "offsets", Type: ParamPtr, Size: 8, Role: RoleOffsets},
-			Param{Name: "ntiles", Type: ParamPtr, Size: 8, Role: RoleNumTiles})
-	} else {
-		ps = append(ps, Param{Name: "rows", Type: ParamI32, Size: 4, Role: RoleRows})
-	}
-	return ps
-}
-
-// gemmIRParams turns a GEMM parameter list into kernel parameters: pointers
-// are global byte pointers (GPtr), i32 scalars i32, tensor maps
-// ir.TensorMapParam (byval [128 x i8], listed under "grid_constant").
-func gemmIRParams(params []Param) []ir.Param {
-	ps := make([]ir.Param, len(params))
-	for i, q := range params {
-		switch q.Type {
-		case ParamI32:
-			ps[i] = ir.P(q.Name, ir.I32)
-		case ParamTmap:
-			ps[i] = ir.TensorMapParam(q.Name)
-		default:
-			ps[i] = ir.P(q.Name, GPtr)
-		}
-	}
-	return ps
-}
-
-// GemmGrid is the default grid of a grouped GEMM: x = row tiles (an upper
-// bound for ATiled: ceil(rowsMax/BM) + E, where rowsMax = RowsPerT*T; surplus
-// blocks exit when x >= *ntiles), y = ceil(N/BN) column blocks.
-func GemmGrid(s GemmSpec, rowsPerT int64) [3]Expr {
-	bm := int64(s.Tile.BM)
-	x := Expr{A: rowsPerT, B: 0, D: bm, Min: 1}
-	if s.A == ATiled {
-		x.B = int64(s.Experts) * bm
-	}
-	y := Const(int64((s.N + s.Tile.BN - 1) / s.Tile.BN))
-	return [3]Expr{x, y, Const(1)}
-}
-
-// KernelInfo is what an engine reports about a kernel it added to a module.
-type KernelInfo struct {
-	Name        string  `json:"name"`         // kernel symbol (GemmSpec.Name)
-	Params      []Param `json:"params"`       // GemmParams(spec), then any tensor-map parameters
-	Block       int     `json:"block"`        // threads per block (1-D)
-	SharedBytes int     `json:"shared_bytes"` // dynamic shared memory per block
-	Grid        [3]Expr `json:"grid"`         // as functions of T (upper bounds)
-	// GridPerSM: Grid[0] is one block per SM of the target's reference part
-	// (the default persistent grid); launchers may use the device's count.
-	GridPerSM bool `json:"grid_per_sm,omitempty"`
-}
-
 // Engine emits the grouped GEMM kernels of one target into an LLVM module.
 //
 // GroupedGEMM adds one kernel (a function annotated as a kernel, plus any
@@ -250,6 +22,43 @@ type KernelInfo struct {
 type Engine interface {
 	Target() target.Target
 	GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
+}
+
+// atom is one target's part of the grouped-GEMM task, planned from a spec
+// (operand tiles and shared memory from layouts.PlanGemmSmem, the target's
+// limits): it builds the kernel. The neutral parts (work list, ring, gate/up
+// layouts, epilogue) are in gemm_task.go.
+type atom interface {
+	build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
+}
+
+// atomEngine is the Engine of a target: validate the spec, plan the atom,
+// build the kernel.
+type atomEngine struct {
+	target target.Target
+	plan   func(GemmSpec) (atom, error)
+}
+
+// Target is the engine's target.
+func (e atomEngine) Target() target.Target { return e.target }
+
+// GroupedGEMM adds the kernel of spec to m (see Engine).
+func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
+	if err := spec.Validate(); err != nil {
+		return KernelInfo{}, err
+	}
+	a, err := e.plan(spec)
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	return a.build(m, spec, rowsPerT)
+}
+
+// registerAtom registers the engine of t whose atom plan derives.
+func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error)) {
+	RegisterEngine(t, func() Engine {
+		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }}
+	})
 }
 
 var (

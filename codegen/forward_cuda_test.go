@@ -192,11 +192,46 @@ func TestForwardSM80(t *testing.T) {
 func testForward(t *testing.T, ctx *driver.Context, c codegen.ForwardCase) {
 	l := c.Layer
 	p := codegen.BuildForwardCase(t, c)
-	type variant struct {
-		name string
-		ex   *executor
+	vs := forwardVariants(t, ctx, c, p)
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	w, err := schedule.RandomWeights(l, seed)
+	if err != nil {
+		t.Fatal(err)
 	}
-	var vs []variant
+	d := &dev{t: t, ctx: ctx}
+	defer d.free()
+	weights := uploadWeights(d, l, w)
+	for _, T := range []int{0, 1, 64, 257} {
+		x := schedule.RandomInput(T, l.Hidden, seed+uint64(T))
+		r, err := schedule.GenerateRouting(l, x, seed^uint64(T))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ref []float64
+		if T > 0 {
+			ref, err = schedule.Forward(l, w, x, r)
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		bufs := forwardBuffers(t, d, p, l, weights, T, x, r)
+		runVariants(t, ctx, vs, T, l.Hidden, bufs, ref)
+		if T == 64 {
+			testBadRoutes(t, ctx, d, vs[0].ex, l, T, bufs, r)
+		}
+	}
+}
+
+// forwardVariant is one PTX of the forward: llc-19's or mokc's.
+type forwardVariant struct {
+	name string
+	ex   *executor
+}
+
+// forwardVariants loads llc-19's PTX of case c (testdata) and, when the
+// backend is wired in, mokc's PTX of p.
+func forwardVariants(t *testing.T, ctx *driver.Context, c codegen.ForwardCase, p *codegen.Program) []forwardVariant {
 	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.Name + ".llc.ptx")
 	if err != nil {
 		t.Fatal(err)
@@ -205,7 +240,7 @@ func testForward(t *testing.T, ctx *driver.Context, c codegen.ForwardCase) {
 	if err != nil {
 		t.Fatalf("llc PTX: %v", err)
 	}
-	vs = append(vs, variant{"llc", ex})
+	vs := []forwardVariant{{"llc", ex}}
 	if ourPTX != nil {
 		ptx, err := ourPTX(p)
 		if err != nil {
@@ -215,18 +250,15 @@ func testForward(t *testing.T, ctx *driver.Context, c codegen.ForwardCase) {
 		if err != nil {
 			t.Fatalf("our PTX: %v", err)
 		}
-		vs = append(vs, variant{"ours", ex})
+		vs = append(vs, forwardVariant{"ours", ex})
 	}
+	return vs
+}
 
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	w, err := schedule.RandomWeights(l, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	H, I, E, K := l.Hidden, l.Intermediate, l.Experts, l.TopK
-	d := &dev{t: t, ctx: ctx}
-	defer d.free()
+// uploadWeights puts the layer's weights (grouped or per-expert tables,
+// biases, shared experts) on the device, by buffer name.
+func uploadWeights(d *dev, l schedule.Layer, w schedule.Weights) map[string]driver.DevicePtr {
+	H, I, E := l.Hidden, l.Intermediate, l.Experts
 	weights := map[string]driver.DevicePtr{}
 	if l.Storage == schedule.PerExpertWeights {
 		t1, t2 := make([]uint64, E), make([]uint64, E)
@@ -251,85 +283,82 @@ func testForward(t *testing.T, ctx *driver.Context, c codegen.ForwardCase) {
 			weights["shared_gate"] = d.put(bf16Bits(w.SharedGate), 2*H)
 		}
 	}
+	return weights
+}
 
-	for _, T := range []int{0, 1, 64, 257} {
-		x := schedule.RandomInput(T, H, seed+uint64(T))
-		r, err := schedule.GenerateRouting(l, x, seed^uint64(T))
-		if err != nil {
-			t.Fatal(err)
-		}
-		var ref []float64
-		if T > 0 {
-			ref, err = schedule.Forward(l, w, x, r)
-			if err != nil {
-				t.Fatal(err)
+// forwardBuffers binds every buffer of p for T tokens: the weights, x and
+// the routing in the layer's form, and fresh allocations for the rest.
+func forwardBuffers(t *testing.T, d *dev, p *codegen.Program, l schedule.Layer, weights map[string]driver.DevicePtr,
+	T int, x []float32, r schedule.Routing) map[string]driver.DevicePtr {
+	H, E, K := l.Hidden, l.Experts, l.TopK
+	bufs := map[string]driver.DevicePtr{}
+	for k, v := range weights {
+		bufs[k] = v
+	}
+	bufs["x"] = d.put(bf16Bits(x), 2*T*H)
+	if l.Routing == schedule.RoutingMap {
+		m := make([]uint8, T*E)
+		for i, b := range r.Map {
+			if b {
+				m[i] = 1
 			}
 		}
-		bufs := map[string]driver.DevicePtr{}
-		for k, v := range weights {
-			bufs[k] = v
-		}
-		bufs["x"] = d.put(bf16Bits(x), 2*T*H)
-		if l.Routing == schedule.RoutingMap {
-			m := make([]uint8, T*E)
-			for i, b := range r.Map {
-				if b {
-					m[i] = 1
-				}
+		bufs["routing_map"] = d.put(m, T*E)
+		bufs["probs"] = d.put(r.Probs, 4*T*E)
+	} else {
+		bufs["ids"] = d.put(r.IDs, 4*T*K)
+		bufs["weights"] = d.put(r.Weights, 4*T*K)
+	}
+	for _, b := range p.Buffers {
+		if _, ok := bufs[b.Name]; !ok {
+			if b.Kind == codegen.BufInput {
+				t.Fatalf("input %s not provided", b.Name)
 			}
-			bufs["routing_map"] = d.put(m, T*E)
-			bufs["probs"] = d.put(r.Probs, 4*T*E)
-		} else {
-			bufs["ids"] = d.put(r.IDs, 4*T*K)
-			bufs["weights"] = d.put(r.Weights, 4*T*K)
-		}
-		for _, b := range p.Buffers {
-			if _, ok := bufs[b.Name]; !ok {
-				if b.Kind == codegen.BufInput {
-					t.Fatalf("input %s not provided", b.Name)
-				}
-				bufs[b.Name] = d.put(nil, int(b.Bytes.Eval(int64(T))))
-			}
-		}
-		var first []uint16
-		for _, v := range vs {
-			for run := 0; run < 3; run++ {
-				if err := ctx.Memset(bufs["y"], 0xFF, max(2*T*H, 16)); err != nil { // NaN poison
-					t.Fatal(err)
-				}
-				if err := v.ex.run(T, bufs); err != nil {
-					t.Fatalf("T=%d %s: %v", T, v.name, err)
-				}
-				y := make([]uint16, T*H)
-				var errWord [1]uint32
-				if T > 0 {
-					if err := ctx.CopyFromDevice(y, bufs["y"]); err != nil {
-						t.Fatal(err)
-					}
-				}
-				if err := ctx.CopyFromDevice(errWord[:], bufs["err"]); err != nil {
-					t.Fatal(err)
-				}
-				if errWord[0] != 0 {
-					t.Fatalf("T=%d %s: error word %#x on valid routing", T, v.name, errWord[0])
-				}
-				if first == nil {
-					first = y
-					checkClose(t, fmt.Sprintf("T=%d %s", T, v.name), bf16Vals(y), ref)
-				} else if i := firstDiff(first, y); i >= 0 {
-					t.Fatalf("T=%d %s run %d: y differs from the first run at %d: %#04x vs %#04x", T, v.name, run, i, y[i], first[i])
-				}
-			}
-		}
-		names := ""
-		for _, v := range vs {
-			names += " " + v.name
-		}
-		t.Logf("T=%d: PTX variants%s agree bit for bit over 3 runs each", T, names)
-		if T == 64 {
-			testBadRoutes(t, ctx, d, vs[0].ex, l, T, bufs, r)
+			bufs[b.Name] = d.put(nil, int(b.Bytes.Eval(int64(T))))
 		}
 	}
+	return bufs
+}
+
+// runVariants runs every variant 3 times on T tokens with y poisoned,
+// checks the first result against ref and every other one bit for bit
+// against the first.
+func runVariants(t *testing.T, ctx *driver.Context, vs []forwardVariant, T, H int, bufs map[string]driver.DevicePtr, ref []float64) {
+	var first []uint16
+	for _, v := range vs {
+		for run := 0; run < 3; run++ {
+			if err := ctx.Memset(bufs["y"], 0xFF, max(2*T*H, 16)); err != nil { // NaN poison
+				t.Fatal(err)
+			}
+			if err := v.ex.run(T, bufs); err != nil {
+				t.Fatalf("T=%d %s: %v", T, v.name, err)
+			}
+			y := make([]uint16, T*H)
+			var errWord [1]uint32
+			if T > 0 {
+				if err := ctx.CopyFromDevice(y, bufs["y"]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := ctx.CopyFromDevice(errWord[:], bufs["err"]); err != nil {
+				t.Fatal(err)
+			}
+			if errWord[0] != 0 {
+				t.Fatalf("T=%d %s: error word %#x on valid routing", T, v.name, errWord[0])
+			}
+			if first == nil {
+				first = y
+				checkClose(t, fmt.Sprintf("T=%d %s", T, v.name), bf16Vals(y), ref)
+			} else if i := firstDiff(first, y); i >= 0 {
+				t.Fatalf("T=%d %s run %d: y differs from the first run at %d: %#04x vs %#04x", T, v.name, run, i, y[i], first[i])
+			}
+		}
+	}
+	names := ""
+	for _, v := range vs {
+		names += " " + v.name
+	}
+	t.Logf("T=%d: PTX variants%s agree bit for bit over 3 runs each", T, names)
 }
 
 func firstDiff(a, b []uint16) int {

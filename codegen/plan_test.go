@@ -132,14 +132,7 @@ func TestBuildRejects(t *testing.T) {
 func TestGemmVariants(t *testing.T) {
 	variants := 0
 	for _, name := range schedule.Presets() {
-		l, err := schedule.Preset(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := schedule.DefaultSchedule(l, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
+		l, s := presetSchedule(t, name, target.SM90a)
 		p, err := Build(l, s)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -9,6 +9,7 @@ import (
 	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
 	mptx "github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/target"
 )
@@ -35,24 +36,7 @@ func TestSM100PresetsAssemble(t *testing.T) {
 	for _, name := range presetsUnderTest() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, err := EngineFor(target.SM100a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			im := ir.NewModule("sm100_" + name)
-			for _, s := range sm90Specs(t, name, target.SM100a) {
-				if _, err := eng.GroupedGEMM(im, s, 8); err != nil {
-					t.Fatal(err)
-				}
-			}
-			m, err := im.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			text, err := ir.LLVM19Text(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, text := presetGEMMs(t, name, target.SM100a)
 			ptx := sm100Retarget(t, llcPTX(t, text, "sm_90a"))
 			for _, want := range []string{".target sm_100a", "tcgen05.alloc", "tcgen05.mma.cta_group::1.kind::f16",
 				"tcgen05.commit", "tcgen05.ld.sync.aligned.32x32b", "tcgen05.dealloc", "cp.async.bulk.tensor.3d"} {
@@ -64,15 +48,9 @@ func TestSM100PresetsAssemble(t *testing.T) {
 			if err := toolchain.Assemble(ptx, "sm_100a"); err != nil {
 				t.Fatal("llc-19 (retargeted):", strings.SplitN(err.Error(), "\n", 20))
 			}
-			ours, err := mptx.Compile(m, target.SM100a)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ours := assembleOurs(t, m, target.SM100a)
 			if !strings.Contains(ours, ".version 8.8") || !strings.Contains(ours, ".target sm_100a") {
 				t.Error("mokc ptx output is not .version 8.8 / .target sm_100a")
-			}
-			if err := toolchain.Assemble(ours, "sm_100a"); err != nil {
-				t.Fatal("mokc ptx:", strings.SplitN(err.Error(), "\n", 20))
 			}
 		})
 	}
@@ -161,6 +139,18 @@ func TestSM100Descriptors(t *testing.T) {
 	// sm_90 descriptor: swizzle 128B = 1 in bits 62-63, SBO 1024 (64 at bit 32), LBO 16 (1 at bit 16).
 	if got := hi90 | 0x400>>4; got != 1<<62|64<<32|1<<16|0x40 {
 		t.Errorf("sm_90 descriptor = %#x", got)
+	}
+	// The atoms take these bits from the layouts tiles they address.
+	for tg, want := range map[target.Target]uint64{target.SM90a: hi90, target.SM100a: hi100} {
+		a, b, err := layouts.GemmOperandTiles(tg, layouts.DTypeBF16, 128, 256, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tile := range []layouts.OperandTile{a, b} {
+			if got, err := tile.(*layouts.SmemTile).Descriptor(0, 0, 0); err != nil || got != want {
+				t.Errorf("%v %v: descriptor %#x, %v, want %#x", tg, tile, got, err, want)
+			}
+		}
 	}
 }
 

@@ -279,22 +279,31 @@ func sm90Check(t *testing.T, what string, c codegen.GemmCase, d sm90GemmData, go
 	}
 }
 
+// engineOnGPU opens the device, skipping the test unless its compute
+// capability is cc (90: 9.0), and returns it with tg's engine.
+func engineOnGPU(t *testing.T, tg target.Target, cc int) (*driver.Context, codegen.Engine) {
+	t.Helper()
+	ctx := openGPU(t)
+	if have := ctx.Device().ComputeCapability(); have != cc {
+		t.Skipf("the %v engine needs compute capability %d.%d, device has %d", tg, cc/10, cc%10, have)
+	}
+	eng, err := codegen.EngineFor(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ctx, eng
+}
+
 // TestSM90GemmGPU runs the sm_90a engine's test kernels (llc-19's PTX from
 // testdata, and mokc's backend when available) on fresh random data against
 // the float64 reference; both PTX versions must agree bit for bit.
 func TestSM90GemmGPU(t *testing.T) {
-	ctx := openGPU(t)
-	if cc := ctx.Device().ComputeCapability(); cc != 90 {
-		t.Skipf("the sm_90a engine needs compute capability 9.0, device has %d", cc)
-	}
-	eng, err := codegen.EngineFor(target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, eng := engineOnGPU(t, target.SM90a, 90)
 	cases := codegen.SM90GemmCases("sm90t")
 	m, infos := codegen.GemmModule(t, eng, append(cases, codegen.SM90PerfCases("sm90p")...))
 	var ours string
 	if sm90OurPTX != nil {
+		var err error
 		if ours, err = sm90OurPTX(m); err != nil {
 			t.Fatalf("ptx backend: %v", err)
 		}
@@ -308,12 +317,19 @@ func TestSM90GemmGPU(t *testing.T) {
 		}
 		ours = string(b)
 	}
-	r := rand.New(rand.NewPCG(rand.Uint64(), 90))
+	runGemmCases(t, ctx, rand.New(rand.NewPCG(rand.Uint64(), 90)), cases, infos, sm90GemmLLC, ours)
+}
+
+// runGemmCases runs each case's kernel from llc-19's PTX llc and from
+// mokc's PTX ours ("": llc-19's only) on fresh random data from r, checks
+// both against the float64 reference and requires them to agree bit for
+// bit.
+func runGemmCases(t *testing.T, ctx *driver.Context, r *rand.Rand, cases []codegen.GemmCase, infos []codegen.KernelInfo, llc, ours string) {
 	for i, c := range cases {
 		t.Run(c.Spec.Name, func(t *testing.T) {
 			d := sm90MakeData(r, c)
 			ref := sm90Reference(c, d)
-			got := sm90RunGemm(t, ctx, sm90GemmLLC, c, infos[i], d, 3)
+			got := sm90RunGemm(t, ctx, llc, c, infos[i], d, 3)
 			sm90Check(t, "llc-19", c, d, got, ref)
 			if ours == "" {
 				t.Log("mokc ptx backend not wired in yet: llc-19 PTX checked only")
@@ -337,14 +353,7 @@ func TestSM90GemmPerf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
-	ctx := openGPU(t)
-	if cc := ctx.Device().ComputeCapability(); cc != 90 {
-		t.Skipf("the sm_90a engine needs compute capability 9.0, device has %d", cc)
-	}
-	eng, err := codegen.EngineFor(target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ctx, eng := engineOnGPU(t, target.SM90a, 90)
 	all := append(codegen.SM90GemmCases("sm90t"), codegen.SM90PerfCases("sm90p")...)
 	m, infos := codegen.GemmModule(t, eng, all)
 	variants := []struct{ name, text string }{{"llc-19", sm90GemmLLC}}

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	llir "github.com/llir/llvm/ir"
+
 	"github.com/mokc/mokc/internal/goldenfile"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
@@ -22,14 +24,7 @@ import (
 // target (FC1, FC2 and, with a shared expert, the shared FC1/FC2).
 func sm90Specs(t *testing.T, name string, target target.Target) []GemmSpec {
 	t.Helper()
-	l, err := schedule.Preset(name)
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := schedule.DefaultSchedule(l, target)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, s := presetSchedule(t, name, target)
 	tile := func(tt schedule.Tile, gated bool) Tile {
 		bn := tt.N
 		if gated {
@@ -69,6 +64,45 @@ func presetsUnderTest() []string {
 	return schedule.Presets()
 }
 
+// presetGEMMs builds preset name's grouped GEMMs (sm90Specs) with tg's
+// engine into one module and returns it with its LLVM 19 text.
+func presetGEMMs(t *testing.T, name string, tg target.Target) (*llir.Module, string) {
+	t.Helper()
+	eng, err := EngineFor(tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	im := ir.NewModule(strings.ReplaceAll(strings.TrimSuffix(tg.String(), "a"), "_", "") + "_" + name) // sm90_NAME, sm100_NAME
+	for _, s := range sm90Specs(t, name, tg) {
+		if _, err := eng.GroupedGEMM(im, s, 8); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m, err := im.Finish()
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := ir.LLVM19Text(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, text
+}
+
+// assembleOurs compiles m with mokc's ptx backend for tg, assembles the
+// result with ptxas and returns it.
+func assembleOurs(t *testing.T, m *llir.Module, tg target.Target) string {
+	t.Helper()
+	ours, err := mptx.Compile(m, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := toolchain.Assemble(ours, tg.String()); err != nil {
+		t.Fatal("mokc ptx:", strings.SplitN(err.Error(), "\n", 20))
+	}
+	return ours
+}
+
 // TestSM90PresetsAssemble builds every preset's grouped GEMMs with the
 // sm_90a engine, compiles them with llc-19 and with mokc's ptx backend, and
 // assembles both with ptxas for sm_90a.
@@ -76,36 +110,13 @@ func TestSM90PresetsAssemble(t *testing.T) {
 	for _, name := range presetsUnderTest() {
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			eng, err := EngineFor(target.SM90a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			im := ir.NewModule("sm90_" + name)
-			for _, s := range sm90Specs(t, name, target.SM90a) {
-				if _, err := eng.GroupedGEMM(im, s, 8); err != nil {
-					t.Fatal(err)
-				}
-			}
-			m, err := im.Finish()
-			if err != nil {
-				t.Fatal(err)
-			}
-			text, err := ir.LLVM19Text(m)
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, text := presetGEMMs(t, name, target.SM90a)
 			ptx := llcPTX(t, text, "sm_90a")
 			toolchain.NeedPtxas(t, "sm_90a")
 			if err := toolchain.Assemble(ptx, "sm_90a"); err != nil {
 				t.Fatal("llc-19:", strings.SplitN(err.Error(), "\n", 20))
 			}
-			ours, err := mptx.Compile(m, target.SM90a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if err := toolchain.Assemble(ours, "sm_90a"); err != nil {
-				t.Fatal("mokc ptx:", strings.SplitN(err.Error(), "\n", 20))
-			}
+			assembleOurs(t, m, target.SM90a)
 		})
 	}
 }

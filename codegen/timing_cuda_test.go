@@ -29,19 +29,35 @@ func TestForwardTimingSM80(t *testing.T) {
 	}
 	c := codegen.ForwardCases(t)[0]
 	l := c.Layer
+	p, llc := timingProgram(t, c)
+	ex, err := newExecutor(ctx, p, llc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dev{t: t, ctx: ctx}
+	defer d.free()
+	bufs := timingBuffers(t, d, p, l, T)
+	if err := ex.run(T, bufs); err != nil { // warm-up
+		t.Fatal(err)
+	}
+	timeKernels(t, ctx, ex, l, T, bufs)
+}
+
+// timingProgram is the program of case c and llc-19's PTX of it (testdata),
+// or, with MOKC_TIMING_SCHED=stages,warps,bk and MOKC_TIMING_PTX=file, a
+// schedule variant and its PTX compiled elsewhere from the same variant.
+func timingProgram(t *testing.T, c codegen.ForwardCase) (*codegen.Program, string) {
 	p := codegen.BuildForwardCase(t, c)
 	llc, err := forwardPTX.ReadFile("testdata/forward/" + c.Name + ".llc.ptx")
 	if err != nil {
 		t.Fatal(err)
 	}
-	// MOKC_TIMING_SCHED=stages,warps,bk with MOKC_TIMING_PTX=file times a
-	// schedule variant (PTX compiled elsewhere from the same variant).
 	if v := os.Getenv("MOKC_TIMING_SCHED"); v != "" {
-		s, err := codegen.TimingSchedule(l, v)
+		s, err := codegen.TimingSchedule(c.Layer, v)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p, err = codegen.Build(l, s); err != nil {
+		if p, err = codegen.Build(c.Layer, s); err != nil {
 			t.Fatal(err)
 		}
 		if llc, err = os.ReadFile(os.Getenv("MOKC_TIMING_PTX")); err != nil {
@@ -49,13 +65,13 @@ func TestForwardTimingSM80(t *testing.T) {
 		}
 		t.Logf("schedule %v", s)
 	}
-	ex, err := newExecutor(ctx, p, string(llc))
-	if err != nil {
-		t.Fatal(err)
-	}
+	return p, string(llc)
+}
+
+// timingBuffers binds p's buffers for T tokens: random x, routing and
+// weights (uniform in +-0.05), fresh allocations for the rest.
+func timingBuffers(t *testing.T, d *dev, p *codegen.Program, l schedule.Layer, T int) map[string]driver.DevicePtr {
 	H, I, E, K := l.Hidden, l.Intermediate, l.Experts, l.TopK
-	d := &dev{t: t, ctx: ctx}
-	defer d.free()
 	r := rand.New(rand.NewPCG(rand.Uint64(), 9))
 	rnd := func(n int, scale float32) []uint16 {
 		v := make([]float32, n)
@@ -81,16 +97,20 @@ func TestForwardTimingSM80(t *testing.T) {
 			bufs[b.Name] = d.put(nil, int(b.Bytes.Eval(int64(T))))
 		}
 	}
-	if err := ex.run(T, bufs); err != nil { // warm-up
-		t.Fatal(err)
-	}
-	evs := make([]*driver.Event, len(p.Kernels)+1)
+	return bufs
+}
+
+// timeKernels launches ex's kernels one at a time with events in between
+// and logs each kernel's time and the GEMMs' throughput.
+func timeKernels(t *testing.T, ctx *driver.Context, ex *executor, l schedule.Layer, T int, bufs map[string]driver.DevicePtr) {
+	H, I, K := l.Hidden, l.Intermediate, l.TopK
+	var err error
+	evs := make([]*driver.Event, len(ex.p.Kernels)+1)
 	for i := range evs {
 		if evs[i], err = ctx.NewEvent(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Launch kernel by kernel with events in between.
 	saved := ex.p.Kernels
 	for i, k := range saved {
 		if err := evs[i].Record(nil); err != nil {

@@ -6,7 +6,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -39,14 +38,7 @@ func TestTimingPTX(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := Build(l, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text, err := ir.LLVM19Text(p.Module)
-		if err != nil {
-			t.Fatal(err)
-		}
+		_, text := buildText(t, l, s)
 		if err := os.WriteFile(dir+"/"+strings.ReplaceAll(v, ",", "_")+".ptx", []byte(llcPTX(t, text, "sm_80")), 0o644); err != nil {
 			t.Fatal(err)
 		}

@@ -19,7 +19,7 @@ type Param struct {
 	Type  ParamType `json:"type"`            // what the runtime passes: pointer, scalar or tensor map
 	Size  int       `json:"size"`            // bytes
 	Align int       `json:"align,omitempty"` // 0: Size
-	Role  string    `json:"role,omitempty"`  // GEMM operand role (codegen's engine.go), "" for other kernels
+	Role  string    `json:"role,omitempty"`  // GEMM operand role (codegen's gemm_spec.go), "" for other kernels
 	// Buffer names the buffer whose device address is passed (ParamPtr),
 	// or, for ParamTmap, the buffer the tensor map describes.
 	Buffer string `json:"buffer,omitempty"`

@@ -253,15 +253,21 @@ func ZippedDivide(a Layout, tilers ...Layout) (Layout, error) {
 // LogicalProduct returns (A, complement(A, Size(A)*Cosize(B)) o B): mode 0 is
 // A, mode 1 repeats A in the arrangement B describes (CuTe logical_product).
 func LogicalProduct(a, b Layout) (Layout, error) {
-	c, err := Complement(a, a.Size()*b.Cosize())
-	if err != nil {
-		return Layout{}, err
-	}
-	r, err := Composition(c, b)
+	r, err := productRest(a, b)
 	if err != nil {
 		return Layout{}, err
 	}
 	return Concat(a, r), nil
+}
+
+// productRest is complement(A, Size(A)*Cosize(B)) o B: the copies of A
+// arranged as B says, the second factor of every product.
+func productRest(a, b Layout) (Layout, error) {
+	c, err := Complement(a, a.Size()*b.Cosize())
+	if err != nil {
+		return Layout{}, err
+	}
+	return Composition(c, b)
 }
 
 // BlockedProduct tiles the block A over the arrangement B mode by mode:
@@ -277,11 +283,7 @@ func product(a, b Layout, raked bool) (Layout, error) {
 	if a.Rank() != b.Rank() {
 		return Layout{}, fmt.Errorf("layouts: product of rank-%d %v and rank-%d %v", a.Rank(), a, b.Rank(), b)
 	}
-	c, err := Complement(a, a.Size()*b.Cosize())
-	if err != nil {
-		return Layout{}, err
-	}
-	r, err := Composition(c, b)
+	r, err := productRest(a, b)
 	if err != nil {
 		return Layout{}, err
 	}

@@ -4,7 +4,6 @@ import (
 	"math"
 	"os"
 	"runtime"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -24,34 +23,26 @@ const (
 // that is nil, into dstB as bf16, in parallel. A xorshift generator keeps
 // this cheap next to the quantizer.
 func fillExpert(e, rows, cols int, dstF []float32, dstB []uint16) {
-	w := runtime.GOMAXPROCS(0)
-	var wg sync.WaitGroup
-	for p := 0; p < w; p++ {
-		lo, hi := p*rows/w, (p+1)*rows/w
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s := uint64(e)*0x9E3779B97F4A7C15 + uint64(lo)*0xBF58476D1CE4E5B9 + 1
-			row := make([]float32, cols)
-			for r := lo; r < hi; r++ {
-				scale := float32(0.02*float64(1+r%4)) / 65536
-				for c := range row {
-					s ^= s << 13
-					s ^= s >> 7
-					s ^= s << 17
-					// Sum of four 16-bit uniforms minus their mean: a cheap bell.
-					u := float32(s&0xFFFF) + float32(s>>16&0xFFFF) + float32(s>>32&0xFFFF) + float32(s>>48) - 131070
-					row[c] = u * scale
-				}
-				if dstF != nil {
-					copy(dstF[r*cols:], row)
-				} else {
-					_ = BF16FromF32Slice(dstB[r*cols:(r+1)*cols], row)
-				}
+	parallelRanges(rows, 0, func(lo, hi int) {
+		s := uint64(e)*0x9E3779B97F4A7C15 + uint64(lo)*0xBF58476D1CE4E5B9 + 1
+		row := make([]float32, cols)
+		for r := lo; r < hi; r++ {
+			scale := float32(0.02*float64(1+r%4)) / 65536
+			for c := range row {
+				s ^= s << 13
+				s ^= s >> 7
+				s ^= s << 17
+				// Sum of four 16-bit uniforms minus their mean: a cheap bell.
+				u := float32(s&0xFFFF) + float32(s>>16&0xFFFF) + float32(s>>32&0xFFFF) + float32(s>>48) - 131070
+				row[c] = u * scale
 			}
-		}()
-	}
-	wg.Wait()
+			if dstF != nil {
+				copy(dstF[r*cols:], row)
+			} else {
+				_ = BF16FromF32Slice(dstB[r*cols:(r+1)*cols], row)
+			}
+		}
+	})
 }
 
 // cpuSeconds returns the user+system CPU time this process has used.
@@ -151,14 +142,7 @@ func TestDeepSeekV3FC1PackingSpeed(t *testing.T) {
 func BenchmarkQuantizeExpertBF16(b *testing.B) {
 	src := make([]uint16, dsv3Rows*dsv3K)
 	fillExpert(0, dsv3Rows, dsv3K, nil, src)
-	q, _ := NewMXFP8(1, dsv3Rows, dsv3K, QuantizeOptions{})
-	b.SetBytes(int64(len(src)) * 2)
-	b.ResetTimer()
-	for i := 0; i < b.N; i++ {
-		if err := q.QuantizeExpertBF16(0, src); err != nil {
-			b.Fatal(err)
-		}
-	}
+	benchQuantizeExpert(b, src, 2, (*MXFP8).QuantizeExpertBF16)
 }
 
 // BenchmarkQuantizeExpertF32 is BenchmarkQuantizeExpertBF16 with an f32
@@ -166,11 +150,17 @@ func BenchmarkQuantizeExpertBF16(b *testing.B) {
 func BenchmarkQuantizeExpertF32(b *testing.B) {
 	src := make([]float32, dsv3Rows*dsv3K)
 	fillExpert(0, dsv3Rows, dsv3K, src, nil)
+	benchQuantizeExpert(b, src, 4, (*MXFP8).QuantizeExpert)
+}
+
+// benchQuantizeExpert times quant of the one-expert source src (size
+// bytes per element) per iteration.
+func benchQuantizeExpert[T any](b *testing.B, src []T, size int, quant func(*MXFP8, int, []T) error) {
 	q, _ := NewMXFP8(1, dsv3Rows, dsv3K, QuantizeOptions{})
-	b.SetBytes(int64(len(src)) * 4)
+	b.SetBytes(int64(len(src) * size))
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		if err := q.QuantizeExpert(0, src); err != nil {
+		if err := quant(q, 0, src); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -31,22 +31,22 @@ func F32FromBF16(h uint16) float32 { return math.Float32frombits(uint32(h) << 16
 // BF16FromF32Slice converts src to bf16 element by element into dst (same
 // length, else an error); see BF16FromF32.
 func BF16FromF32Slice(dst []uint16, src []float32) error {
-	if len(dst) != len(src) {
-		return fmt.Errorf("layouts: BF16FromF32Slice: %d outputs for %d inputs", len(dst), len(src))
-	}
-	for i, f := range src {
-		dst[i] = BF16FromF32(f)
-	}
-	return nil
+	return convertSlice("BF16FromF32Slice", dst, src, BF16FromF32)
 }
 
 // F32FromBF16Slice widens src into dst (same length, else an error).
 func F32FromBF16Slice(dst []float32, src []uint16) error {
+	return convertSlice("F32FromBF16Slice", dst, src, F32FromBF16)
+}
+
+// convertSlice sets dst[i] = f(src[i]); name is the caller, for the error
+// when the lengths differ.
+func convertSlice[D, S any](name string, dst []D, src []S, f func(S) D) error {
 	if len(dst) != len(src) {
-		return fmt.Errorf("layouts: F32FromBF16Slice: %d outputs for %d inputs", len(dst), len(src))
+		return fmt.Errorf("layouts: %s: %d outputs for %d inputs", name, len(dst), len(src))
 	}
-	for i, h := range src {
-		dst[i] = F32FromBF16(h)
+	for i, x := range src {
+		dst[i] = f(x)
 	}
 	return nil
 }

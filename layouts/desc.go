@@ -72,18 +72,9 @@ func SM90SmemDescriptor(d SmemDescriptor) (uint64, error) {
 	if d.LBOAbsolute {
 		return 0, fmt.Errorf("layouts: sm_90 descriptors have no absolute LBO mode")
 	}
-	var sw uint64
-	switch d.Swizzle {
-	case SwizzleNone:
-		sw = 0
-	case Swizzle128B:
-		sw = 1
-	case Swizzle64B:
-		sw = 2
-	case Swizzle32B:
-		sw = 3
-	default:
-		return 0, fmt.Errorf("layouts: sm_90 descriptors have no swizzle mode %v", d.Swizzle)
+	sw, err := swizzleCode("sm_90", sm90SwizzleCodes, d.Swizzle)
+	if err != nil {
+		return 0, err
 	}
 	return v | sw<<62, nil
 }
@@ -98,6 +89,22 @@ func DecodeSM90SmemDescriptor(v uint64) (SmemDescriptor, error) {
 	d := decodeCommon(v)
 	d.Swizzle = [4]SwizzleMode{SwizzleNone, Swizzle128B, Swizzle64B, Swizzle32B}[v>>62]
 	return d, nil
+}
+
+// The swizzle field codes of the descriptors: sm_90 bits [62,64) (PTX ISA
+// 9.7.15.5.1.2.2), sm_100 bits [61,64) (PTX ISA 9.7.16.4.1).
+var (
+	sm90SwizzleCodes  = map[SwizzleMode]uint64{SwizzleNone: 0, Swizzle128B: 1, Swizzle64B: 2, Swizzle32B: 3}
+	sm100SwizzleCodes = map[SwizzleMode]uint64{SwizzleNone: 0, Swizzle128BAtom32B: 1, Swizzle128B: 2, Swizzle64B: 4, Swizzle32B: 6}
+)
+
+// swizzleCode is the descriptor code of m in codes, or an error naming arch.
+func swizzleCode(arch string, codes map[SwizzleMode]uint64, m SwizzleMode) (uint64, error) {
+	c, ok := codes[m]
+	if !ok {
+		return 0, fmt.Errorf("layouts: %s descriptors have no swizzle mode %v", arch, m)
+	}
+	return c, nil
 }
 
 func decodeCommon(v uint64) SmemDescriptor {
@@ -122,20 +129,9 @@ func SM100SmemDescriptor(d SmemDescriptor) (uint64, error) {
 	if err != nil {
 		return 0, err
 	}
-	var sw uint64
-	switch d.Swizzle {
-	case SwizzleNone:
-		sw = 0
-	case Swizzle128BAtom32B:
-		sw = 1
-	case Swizzle128B:
-		sw = 2
-	case Swizzle64B:
-		sw = 4
-	case Swizzle32B:
-		sw = 6
-	default:
-		return 0, fmt.Errorf("layouts: sm_100 descriptors have no swizzle mode %v", d.Swizzle)
+	sw, err := swizzleCode("sm_100", sm100SwizzleCodes, d.Swizzle)
+	if err != nil {
+		return 0, err
 	}
 	v |= 1 << 46
 	if d.LBOAbsolute {

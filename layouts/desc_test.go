@@ -118,16 +118,9 @@ func TestTCGen05InstrDesc(t *testing.T) {
 		// cta_group::2 M256 (16<<24) N256.
 		{TCGen05InstrF16{M: 256, N: 256, CTAGroup: 2, AType: TCGen05BF16, BType: TCGen05BF16, F32Accum: true}, 0x10400490},
 	} {
-		v, err := TCGen05InstrDescF16(c.d)
-		if err != nil || v != c.want {
-			t.Errorf("TCGen05InstrDescF16(%v) = 0x%08x, %v; want 0x%08x", c.d, v, err, c.want)
-			continue
-		}
-		back, err := DecodeTCGen05InstrDescF16(v)
-		c.d.CTAGroup = 0
-		if err != nil || back != c.d {
-			t.Errorf("decode 0x%08x = %v, %v", v, back, err)
-		}
+		d := c.d
+		d.CTAGroup = 0 // decoding gives 0 (the group is not in the descriptor)
+		checkInstrDesc(t, "TCGen05InstrDescF16", c.d, d, c.want, TCGen05InstrDescF16, DecodeTCGen05InstrDescF16)
 	}
 	for _, c := range []struct {
 		d    TCGen05InstrMXF8F6F4
@@ -141,16 +134,9 @@ func TestTCGen05InstrDesc(t *testing.T) {
 		// cta_group::2 M256 (2<<27) N256.
 		{TCGen05InstrMXF8F6F4{M: 256, N: 256, CTAGroup: 2}, 0x10C00000},
 	} {
-		v, err := TCGen05InstrDescMXF8F6F4(c.d)
-		if err != nil || v != c.want {
-			t.Errorf("TCGen05InstrDescMXF8F6F4(%v) = 0x%08x, %v; want 0x%08x", c.d, v, err, c.want)
-			continue
-		}
-		back, err := DecodeTCGen05InstrDescMXF8F6F4(v)
-		c.d.CTAGroup = 0
-		if err != nil || back != c.d {
-			t.Errorf("decode 0x%08x = %v, %v", v, back, err)
-		}
+		d := c.d
+		d.CTAGroup = 0
+		checkInstrDesc(t, "TCGen05InstrDescMXF8F6F4", c.d, d, c.want, TCGen05InstrDescMXF8F6F4, DecodeTCGen05InstrDescMXF8F6F4)
 	}
 	for _, bad := range []TCGen05InstrF16{
 		{M: 32, N: 64}, {M: 128, N: 0}, {M: 128, N: 264}, {M: 128, N: 12}, {M: 256, N: 256}, {M: 128, N: 24, CTAGroup: 2},
@@ -177,5 +163,19 @@ func TestTCGen05InstrDesc(t *testing.T) {
 		if _, err := DecodeTCGen05InstrDescMXF8F6F4(v); err == nil {
 			t.Errorf("kind::mxf8f6f4 decode accepted 0x%08x", v)
 		}
+	}
+}
+
+// checkInstrDesc checks that enc(d) is want and that decoding it gives
+// back (d as the decoder sees it).
+func checkInstrDesc[D comparable](t *testing.T, name string, d, back D, want uint32, enc func(D) (uint32, error), dec func(uint32) (D, error)) {
+	t.Helper()
+	v, err := enc(d)
+	if err != nil || v != want {
+		t.Errorf("%s(%v) = 0x%08x, %v; want 0x%08x", name, d, v, err, want)
+		return
+	}
+	if got, err := dec(v); err != nil || got != back {
+		t.Errorf("decode 0x%08x = %v, %v", v, got, err)
 	}
 }

@@ -18,11 +18,7 @@ import (
 // 16x16 block (sm_80).
 func (t *SmemTile) Describe(base uint32, n int) (string, error) {
 	var b strings.Builder
-	role := "M"
-	if t.Operand == OperandB {
-		role = "N"
-	}
-	fmt.Fprintf(&b, "%s operand %v: %s x K = %d x %d %v, K-major\n", t.Target, t.Operand, role, t.Rows, t.K, t.DType)
+	fmt.Fprintf(&b, "%s operand %v: %s x K = %d x %d %v, K-major\n", t.Target, t.Operand, rowRole(t.Operand), t.Rows, t.K, t.DType)
 	fmt.Fprintf(&b, "layout   %v\n", t.Swizzled())
 	fmt.Fprintf(&b, "         (row, k) -> element offset; bytes = %d x element offset\n", t.DType.Bytes())
 	pat, _ := t.Swizzle.Pattern()
@@ -47,18 +43,7 @@ func (t *SmemTile) Describe(base uint32, n int) (string, error) {
 	}
 	switch t.Target {
 	case target.SM80:
-		offs, err := t.LdmatrixX4Offsets(0, 0)
-		if err != nil {
-			return b.String(), nil
-		}
-		fmt.Fprintf(&b, "ldmatrix.x4 of the 16x16 block (0,0): lane -> byte offset of its 16-byte row\n")
-		for m := 0; m < 4; m++ {
-			fmt.Fprintf(&b, "         lanes %2d-%2d:", 8*m, 8*m+7)
-			for l := 8 * m; l < 8*m+8; l++ {
-				fmt.Fprintf(&b, " %5d", offs[l])
-			}
-			b.WriteByte('\n')
-		}
+		writeLdmatrix(&b, t.LdmatrixX4Offsets)
 	default:
 		mk, _ := MMAK(t.Target, t.DType)
 		kind := "wgmma matrix descriptor (PTX ISA 9.7.15.5.1.2.2)"
@@ -125,5 +110,49 @@ func (l *SFLayout) Describe(addr uint32) (string, error) {
 	}
 	d, _ := DecodeSM100SmemDescriptor(v)
 	fmt.Fprintf(&b, "tcgen05.cp.cta_group::1.32x128b.warpx4 source descriptor, tile at 0x%x: 0x%016x  %v\n", addr, v, d)
+	return b.String(), nil
+}
+
+// Describe returns the account `mokc inspect layout --model` prints of one
+// grouped GEMM's shared memory: the stage (A, B, scales), the offsets of
+// the ring, staging tile and mbarriers, the totals, TMEM, the B tile's row
+// map, then each operand tile (OperandTile.Describe, placed at the ring
+// base: shared address 0 after the 1024-byte realignment).
+func (p *GemmSmem) Describe() (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%v grouped GEMM CTA: A %dx%d, B %dx%d %v, %d stages\n", p.Target, p.M, p.K, p.BRows, p.K, p.DType, p.Stages)
+	fmt.Fprintf(&b, "stage    %d bytes: A %d + B %d", p.StageBytes, p.A.Bytes(), p.B.Bytes())
+	if p.ScaleBytes > 0 {
+		fmt.Fprintf(&b, " + scales %d", p.ScaleBytes)
+	}
+	fmt.Fprintf(&b, "\nring     [0, %d) from the base", p.Stages*p.StageBytes)
+	if p.AlignSlack > 0 {
+		fmt.Fprintf(&b, " (dynamic shared memory rounded up to 1024: %d bytes of slack)", p.AlignSlack)
+	}
+	b.WriteByte('\n')
+	if p.Staged {
+		fmt.Fprintf(&b, "staging  %d rows x %d bytes at %d (bf16 epilogue tile, rows padded by 16 bytes)\n", p.M, p.StagingStride, p.StagingOffset)
+	}
+	if p.Target != target.SM80 {
+		fmt.Fprintf(&b, "mbarrier full[%d], empty[%d] at %d\n", p.Stages, p.Stages, p.BarrierOffset)
+	}
+	fmt.Fprintf(&b, "total    %d bytes of dynamic shared memory (%d required)\n", p.Bytes, p.Required)
+	if p.TMEMColumns > 0 {
+		fmt.Fprintf(&b, "TMEM     %d columns x 128 lanes (two fp32 accumulators of %d columns)\n", p.TMEMColumns, p.BRows)
+	}
+	if p.BRowOrigin > 0 {
+		fmt.Fprintf(&b, "B rows   %v: tile row r holds B_e row %d*n0 + %v(r)\n", p.GateUp, p.BRowOrigin, p.BRowMap)
+	}
+	for i, t := range []OperandTile{p.A, p.B} {
+		n := 0
+		if i == 0 && p.Target == target.SM100a && p.DType == DTypeBF16 {
+			n = p.BRows // the instruction descriptor of the M x BRows MMA
+		}
+		s, err := t.Describe(0, n)
+		if err != nil {
+			return "", err
+		}
+		b.WriteString(s)
+	}
 	return b.String(), nil
 }

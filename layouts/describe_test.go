@@ -28,7 +28,7 @@ func TestDescribe(t *testing.T) {
 	tl, _ = NewSmemTile(target.SM100a, OperandA, DTypeBF16, 128, 64)
 	s, err = tl.Describe(0, 256)
 	if err != nil || !strings.Contains(s, "0x08400490  kind::f16 M=128 N=256 A=bf16 B=bf16 D=f32 K-major") ||
-		!strings.Contains(s, "0x4000404000010000") {
+		!strings.Contains(s, "0x4000404000000000") {
 		t.Errorf("sm_100a description (%v):\n%s", err, s)
 	}
 	if _, err := tl.Describe(0, 12); err == nil {

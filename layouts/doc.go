@@ -28,7 +28,8 @@
 //
 // NewSmemTile(target, operand, dtype, rows, K) gives the K-major tile of an
 // MMA operand (A: M x K, B: N x K) for target.SM80 (ldmatrix-friendly XOR
-// swizzle; SmemTile.LdmatrixX4Offsets), target.SM90a (wgmma canonical
+// swizzle; SmemTile.LdmatrixX4Offsets; the sm_80 kernels pad rows instead,
+// see PaddedTile), target.SM90a (wgmma canonical
 // K-major, 128B swizzle when a row is a multiple of 128 bytes) and
 // target.SM100a (tcgen05, same canonical layouts): SmemTile.Layout in CuTe
 // notation, SmemTile.ByteOffset, and SmemTile.Descriptor / DescriptorFields
@@ -41,6 +42,22 @@
 // are pinned by values worked out by hand from the ISA bit tables and by
 // values computed with CUTLASS's bit-field unions (cute/arch/mma_sm100_desc.hpp:
 // UMMA::SmemDescriptor, InstrDescriptor, InstrDescriptorBlockScaled).
+//
+// # The tiles of the grouped-GEMM kernels
+//
+// PlanGemmSmem(GemmConfig) is the one shared-memory plan of a grouped-GEMM
+// CTA that codegen's atoms lay their kernels out with and that
+// schedule.Schedule.Validate checks against the target: GemmOperandTiles
+// gives the A and B tiles of a stage as OperandTile values (sm_80:
+// PaddedTile, K-major rows padded by 16 bytes for conflict-free ldmatrix;
+// sm_90a and sm_100a: SmemTile with the 128-byte swizzle TMA writes, in
+// columns of AtomBytes), and the plan adds the stage bytes (MXFP8 scales
+// included), the 1024-byte realignment, the mbarrier and sm_90a staging
+// offsets, the totals (Required, Bytes) and the sm_100a TMEM columns.
+// GateUpRows gives, as a Layout, which row of the expert's weight each
+// B-tile row holds for plain GEMMs and for gated FC1s with gate/up halves or
+// interleaved rows (GateUp). GemmSmem.Describe is what `mokc inspect layout
+// --model M --target T` prints.
 //
 // # MXFP8
 //
@@ -78,6 +95,7 @@
 // doc comment says otherwise. Bad input gives an error, never a panic.
 //
 // `mokc inspect layout` prints a tile's layout, swizzle and descriptors for
-// a target, or the scale-factor layout (SmemTile.Describe,
+// a target, a layer's GEMM plans (--model: GemmSmem.Describe), or the
+// scale-factor layout (SmemTile.Describe, PaddedTile.Describe,
 // SFLayout.Describe).
 package layouts

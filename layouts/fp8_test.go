@@ -227,16 +227,25 @@ func TestUE8M0Codec(t *testing.T) {
 	}
 }
 
+// specialCode is the UE8M0 code of NaN (0xFF), infinities (0xFE) and 0
+// (0) under both rules; ok is false for finite non-zero x.
+func specialCode(x float32) (code uint8, ok bool) {
+	switch {
+	case x != x:
+		return 0xFF, true
+	case math.IsInf(float64(x), 0):
+		return 0xFE, true
+	case x == 0:
+		return 0, true
+	}
+	return 0, false
+}
+
 // ceilLog2Code is the definition of the round-up rule with a different
 // method: the smallest k in [-127, 127] with 2^k >= x, from math.Frexp.
 func ceilLog2Code(x float32) uint8 {
-	switch {
-	case x != x:
-		return 0xFF
-	case math.IsInf(float64(x), 0):
-		return 0xFE
-	case x == 0:
-		return 0
+	if c, ok := specialCode(x); ok {
+		return c
 	}
 	fr, e := math.Frexp(math.Abs(float64(x))) // x = fr * 2^e, fr in [0.5, 1)
 	k := e
@@ -246,14 +255,10 @@ func ceilLog2Code(x float32) uint8 {
 	return clampScaleExp(k)
 }
 
+// floorLog2Code is the round-down rule: the largest k with 2^k <= x.
 func floorLog2Code(x float32) uint8 {
-	switch {
-	case x != x:
-		return 0xFF
-	case math.IsInf(float64(x), 0):
-		return 0xFE
-	case x == 0:
-		return 0
+	if c, ok := specialCode(x); ok {
+		return c
 	}
 	_, e := math.Frexp(math.Abs(float64(x)))
 	return clampScaleExp(e - 1)

@@ -2,6 +2,7 @@ package layouts
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -138,13 +139,7 @@ func (t IntTuple) Equal(b IntTuple) bool {
 	if !Congruent(t, b) {
 		return false
 	}
-	fa, fb := t.Flatten(), b.Flatten()
-	for i := range fa {
-		if fa[i] != fb[i] {
-			return false
-		}
-	}
-	return true
+	return slices.Equal(t.Flatten(), b.Flatten())
 }
 
 // String prints t in CuTe notation, e.g. (2,(2,2)).

@@ -2,6 +2,7 @@ package layouts
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -288,14 +289,5 @@ func (l Layout) Equal(m Layout) bool { return l.Shape.Equal(m.Shape) && l.Stride
 // SameFunction reports whether l and m have the same size and give the same
 // offset for every linear index.
 func SameFunction(l, m Layout) bool {
-	if l.Size() != m.Size() {
-		return false
-	}
-	a, b := l.Offsets(), m.Offsets()
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
+	return l.Size() == m.Size() && slices.Equal(l.Offsets(), m.Offsets())
 }

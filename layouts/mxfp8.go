@@ -309,8 +309,12 @@ func (q *MXFP8) units() int {
 // run splits the units of one expert into contiguous ranges, one per
 // goroutine.
 func (q *MXFP8) run(e int, f func(lo, hi int)) {
-	n := q.units()
-	w := q.workers
+	parallelRanges(q.units(), q.workers, f)
+}
+
+// parallelRanges splits [0, n) into w contiguous ranges (w = 0:
+// GOMAXPROCS; at most n) and runs f on each in its own goroutine.
+func parallelRanges(n, w int, f func(lo, hi int)) {
 	if w == 0 {
 		w = runtime.GOMAXPROCS(0)
 	}

@@ -128,6 +128,12 @@ func NewSmemTile(t target.Target, op Operand, d DType, rows, k int) (*SmemTile, 
 // K not a multiple of MMAK or of the atom width; a tile above
 // the target's shared memory per CTA; Swizzle128BAtom32B (not modelled).
 func NewSmemTileSwizzle(t target.Target, op Operand, d DType, rows, k int, sw SwizzleMode) (*SmemTile, error) {
+	return newSmemTile(t, op, d, rows, k, sw, true)
+}
+
+// newSmemTile is NewSmemTileSwizzle; limit compares the tile alone with the
+// target's shared memory (GemmOperandTiles leaves that to the whole plan).
+func newSmemTile(t target.Target, op Operand, d DType, rows, k int, sw SwizzleMode, limit bool) (*SmemTile, error) {
 	if !t.Valid() {
 		return nil, fmt.Errorf("layouts: unknown target %v (want %s)", t, target.Names())
 	}
@@ -159,7 +165,7 @@ func NewSmemTileSwizzle(t target.Target, op Operand, d DType, rows, k int, sw Sw
 	if k%w != 0 {
 		return nil, fmt.Errorf("layouts: K = %d %v elements is not a multiple of the %v swizzle atom (%d elements)", k, d, sw, w)
 	}
-	if n, lim := rows*k*d.Bytes(), t.SharedMemoryLimit(); n > lim {
+	if n, lim := rows*k*d.Bytes(), t.SharedMemoryLimit(); limit && n > lim {
 		return nil, fmt.Errorf("layouts: %dx%d %v tile is %d bytes, above the %d of shared memory of one CTA on %v", rows, k, d, n, lim, t)
 	}
 	l, err := MakeLayout(Tuple(Ints(8, rows/8), Ints(w, k/w)), Tuple(Ints(w, 8*w), Ints(1, rows*w)))
@@ -214,9 +220,10 @@ func (t *SmemTile) ByteOffset(row, k int) (int, error) {
 // extent: k16 of bf16 or k32 of e4m3; seen on the H200 with bf16, assumed
 // for sm_100a: docs/hardware.md), and by one atom column (Rows x atom
 // bytes) past it. Swizzled: SBO = 8 x swizzle width, LBO = 16 (unused,
-// "assumed 1"). No swizzle: SBO = 128 (8-row group of core matrices), LBO =
-// Rows x 16 (next core matrix along K). Errors: sm_80 (no descriptors), base
-// not aligned to Swizzle.RepeatBytes(), row0 or kStep out of range.
+// "assumed 1"; 0 on sm_100a, as the kernels encode it). No swizzle: SBO =
+// 128 (8-row group of core matrices), LBO = Rows x 16 (next core matrix
+// along K). Errors: sm_80 (no descriptors), base not aligned to
+// Swizzle.RepeatBytes(), row0 or kStep out of range.
 func (t *SmemTile) DescriptorFields(base uint32, row0, kStep int) (SmemDescriptor, error) {
 	if t.Target == target.SM80 {
 		return SmemDescriptor{}, fmt.Errorf("layouts: sm_80 reads shared memory with ldmatrix, not descriptors")
@@ -241,6 +248,9 @@ func (t *SmemTile) DescriptorFields(base uint32, row0, kStep int) (SmemDescripto
 		start += (row0 / 8) * 128
 	} else {
 		d.SBO, d.LBO = uint32(8*t.Swizzle.Bytes()), 16
+		if t.Target == target.SM100a {
+			d.LBO = 0 // unused by swizzled K-major layouts; sm_100a kernels encode 0 (SM100DescK128B)
+		}
 		start += (row0 / 8) * 8 * t.Swizzle.Bytes()
 	}
 	d.Start = uint32(start)
@@ -272,26 +282,10 @@ func (t *SmemTile) Descriptor(base uint32, row0, kStep int) (uint64, error) {
 // two K halves of each n8 fragment. Lane l supplies row l%8 of matrix l/8.
 // Errors: not a bf16 tile, coordinates out of range.
 func (t *SmemTile) LdmatrixX4Offsets(row0, k0 int) ([32]int, error) {
-	var out [32]int
-	if t.DType != DTypeBF16 {
-		return out, fmt.Errorf("layouts: ldmatrix .b16 needs a bf16 tile")
-	}
-	if row0%8 != 0 || k0%8 != 0 || row0 < 0 || k0 < 0 || row0+16 > t.Rows || k0+16 > t.K {
-		return out, fmt.Errorf("layouts: ldmatrix block (%d, %d) of a %dx%d tile", row0, k0, t.Rows, t.K)
-	}
-	for l := 0; l < 32; l++ {
-		m := l / 8
-		var r, k int
-		if t.Operand == OperandA {
-			r, k = row0+l%8+8*(m%2), k0+8*(m/2)
-		} else {
-			r, k = row0+l%8+8*(m/2), k0+8*(m%2)
-		}
-		o, err := t.ByteOffset(r, k)
-		if err != nil {
-			return out, err
-		}
-		out[l] = o
-	}
-	return out, nil
+	return ldmatrixX4(t.Operand, t.DType, t.Rows, t.K, row0, k0, t.ByteOffset)
 }
+
+// AtomBytes is the size of one column of swizzle atoms: Rows rows x
+// Swizzle.Bytes() bytes (with 128B swizzle, the Rows x 64 bf16 box one TMA
+// load writes). Consecutive atom columns along K are AtomBytes apart.
+func (t *SmemTile) AtomBytes() int { return t.Rows * t.Swizzle.Bytes() }

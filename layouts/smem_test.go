@@ -187,13 +187,14 @@ func TestTileDescriptorsAddressTheTile(t *testing.T) {
 		t.Errorf("sm_90a k-step 1 = 0x%016x, %v", v, err)
 	}
 	tl, _ = NewSmemTile(target.SM100a, OperandB, DTypeE4M3, 256, 256)
-	// k-step 4 is K 128: the second atom column, 256 rows x 128 bytes on.
-	if v, err := tl.Descriptor(0, 0, 4); err != nil || v != 0x4000404000010800 {
+	// k-step 4 is K 128: the second atom column, 256 rows x 128 bytes on
+	// (LBO 0 on sm_100a, as the kernels encode it).
+	if v, err := tl.Descriptor(0, 0, 4); err != nil || v != 0x4000404000000800 {
 		t.Errorf("sm_100a k-step 4 = 0x%016x, %v", v, err)
 	}
 	// The rows 64..127 of an A tile: 8 row groups of 1024 bytes on.
 	tl, _ = NewSmemTile(target.SM100a, OperandA, DTypeBF16, 128, 64)
-	if v, err := tl.Descriptor(0x8000, 64, 0); err != nil || v != 0x4000404000010A00 {
+	if v, err := tl.Descriptor(0x8000, 64, 0); err != nil || v != 0x4000404000000A00 {
 		t.Errorf("sm_100a rows 64.. = 0x%016x, %v", v, err)
 	}
 	if _, err := tl.Descriptor(0x8200, 0, 0); err == nil {

@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/target"
 )
 
@@ -144,79 +145,69 @@ func operandBytes(l Layer) int {
 	return 2
 }
 
-// SharedMemoryBytes is the dynamic shared memory one CTA of the schedule
-// allocates for GEMM tile t (the larger of FC1 and FC2 is what counts), as
-// the engines of package codegen lay it out (bf16):
+// GemmSmem is the shared-memory (and sm_100a tensor-memory) plan of one CTA
+// of GEMM tile t (fc1: the gated FC1, whose staged epilogue holds N/2 output
+// columns), computed by layouts.PlanGemmSmem, the one computation the
+// engines of package codegen lay out their kernels with:
 //   - sm_80: Stages buffers of A (M rows) and B (N rows), each row K
 //     elements plus 16 bytes of padding (ldmatrix without bank conflicts).
 //   - sm_90a: 1024 bytes of alignment slack, Stages buffers of A and B
 //     (128-byte swizzled), a full and an empty mbarrier per stage, and, when
 //     it fits and the weights are grouped, the staged epilogue's bf16 tile
 //     of M rows of N/2 (FC1) or N (FC2) columns plus 16 bytes of padding.
-//   - sm_100a: the same ring and mbarriers, the MMA-done mbarrier and the
-//     TMEM address slot (48 bytes). With Cluster = 2 each CTA holds N/2
-//     rows of B.
+//   - sm_100a: the same ring and mbarriers, the accumulator mbarriers and
+//     the TMEM address slot (48 bytes); with Cluster = 2 each CTA holds N/2
+//     rows of B. TMEMColumns: two accumulator buffers of N columns (and the
+//     MXFP8 scales), a power of two.
 //
 // mxfp8 (not built by codegen yet) adds one UE8M0 scale byte per 32 K
-// elements per row. Validate requires the part the engine cannot do
-// without (all but the staging tile) to fit Target.SharedMemoryLimit.
-func (s Schedule) SharedMemoryBytes(l Layer, t Tile, fc1 bool) int {
-	ring, staging := s.sharedMemoryParts(l, t, fc1)
-	if staging > 0 && ring+staging <= s.Target.SharedMemoryLimit() {
-		return ring + staging
+// elements per row. The tile must have passed the shape rules of Validate.
+func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error) {
+	c := layouts.GemmConfig{Target: s.Target, DType: layouts.DTypeBF16, M: t.M, BRows: t.N, K: t.K, Stages: s.Stages,
+		Scales: l.Precision == MXFP8, N: l.Hidden}
+	if fc1 {
+		c.GateUp, c.N = layouts.GateUpHalves, l.Intermediate
+		if l.GateUpInterleaved {
+			c.GateUp = layouts.GateUpInterleaved
+		}
 	}
-	return ring
+	if l.Precision == MXFP8 {
+		c.DType = layouts.DTypeE4M3
+	}
+	if s.Cluster == 2 {
+		c.BRows = t.N / 2
+	}
+	if s.Target == target.SM90a && l.Storage != PerExpertWeights {
+		// The producer warps store the staged tile; with per-expert
+		// weights they copy B instead, and there is no staging.
+		c.StagingCols = t.N
+		if fc1 {
+			c.StagingCols /= 2
+		}
+	}
+	return layouts.PlanGemmSmem(c)
 }
 
-// sharedMemoryParts returns the bytes the engine needs (ring, barriers,
-// slack) and the optional staging tile (sm_90a with grouped weights).
-func (s Schedule) sharedMemoryParts(l Layer, t Tile, fc1 bool) (need, staging int) {
-	eb := operandBytes(l)
-	bRows := t.N
-	if s.Cluster == 2 {
-		bRows = t.N / 2
+// SharedMemoryBytes is the dynamic shared memory one CTA of the schedule
+// allocates for GEMM tile t (GemmSmem's Bytes; the larger of FC1 and FC2 is
+// what counts), 0 when the tile has no valid layout.
+func (s Schedule) SharedMemoryBytes(l Layer, t Tile, fc1 bool) int {
+	p, err := s.GemmSmem(l, t, fc1)
+	if err != nil {
+		return 0
 	}
-	if s.Target == target.SM80 {
-		return s.Stages * (t.M + bRows) * (t.K*eb + 16), 0
-	}
-	stage := (t.M + bRows) * t.K * eb
-	if l.Precision == MXFP8 {
-		stage += (t.M + bRows) * ((t.K + 31) / 32)
-	}
-	need = 1024 + s.Stages*stage + 16*s.Stages
-	if s.Target == target.SM100a {
-		return need + 48, 0
-	}
-	if l.Storage == PerExpertWeights {
-		return need, 0 // the producer warps copy B themselves: no staging
-	}
-	n := t.N
-	if fc1 {
-		n /= 2
-	}
-	return need, t.M*(2*n+16) + 16
+	return p.Bytes
 }
 
 // TMEMColumns is the number of tensor-memory columns (of 128 lanes x 32
-// bits) an sm_100a CTA allocates for tile t: the fp32 accumulator (N
-// columns) plus, for mxfp8, the scale factors of every stage in flight (4
-// columns for A's 128 rows and 4 per 128 columns of B per K block of 128),
-// rounded up to a power of two >= 32 as tcgen05.alloc requires. 0 on other
-// targets.
+// bits) an sm_100a CTA allocates for tile t (GemmSmem's TMEMColumns); 0 on
+// other targets.
 func (s Schedule) TMEMColumns(l Layer, t Tile) int {
-	if s.Target != target.SM100a {
+	p, err := s.GemmSmem(l, t, false)
+	if err != nil {
 		return 0
 	}
-	cols := t.N
-	if l.Precision == MXFP8 {
-		kb := (t.K + 127) / 128
-		cols += s.Stages * kb * (4 + 4*((t.N+127)/128))
-	}
-	p := 32
-	for p < cols {
-		p *= 2
-	}
-	return p
+	return p.TMEMColumns
 }
 
 // Validate checks the schedule against the layer it runs and returns the
@@ -385,12 +376,16 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 		if l.Precision == MXFP8 && t.K%128 != 0 {
 			return fieldErr(name+".K", t.K, "must be a multiple of 128 with mxfp8 (4 scale blocks per 512-byte scale-factor tile)")
 		}
-		if c := s.TMEMColumns(l, t); c > 512 {
-			return fieldErr(name, t, "needs %d TMEM columns, more than the 512 of a CTA", c)
-		}
 	}
-	if sm, _ := s.sharedMemoryParts(l, t, fc1); sm > s.Target.SharedMemoryLimit() {
-		return fieldErr(name, t, "with %d stages needs %d bytes of shared memory, more than the %d of %v", s.Stages, sm, s.Target.SharedMemoryLimit(), s.Target)
+	p, err := s.GemmSmem(l, t, fc1)
+	if err != nil {
+		return fieldErr(name, t, "has no shared-memory layout: %v", err)
+	}
+	if c := p.TMEMColumns; c > s.Target.TMEMColumns() {
+		return fieldErr(name, t, "needs %d TMEM columns, more than the %d of a CTA", c, s.Target.TMEMColumns())
+	}
+	if p.Required > s.Target.SharedMemoryLimit() {
+		return fieldErr(name, t, "with %d stages needs %d bytes of shared memory, more than the %d of %v", s.Stages, p.Required, s.Target.SharedMemoryLimit(), s.Target)
 	}
 	return nil
 }
@@ -455,15 +450,18 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 		} else {
 			s.Warps = WarpRoles{Producer: 1, MMA: 1, Epilogue: 4}
 		}
-		s.Stages = maxStages
-		for s.Stages > 2 && !s.fits(l) {
-			s.Stages--
-		}
-		// Narrow the tiles if even 2 stages do not fit.
+		// Narrow the tiles if even 2 stages do not fit (e.g. mxfp8 on
+		// sm_100a: two 256-column accumulators and the scales exceed the
+		// 512 TMEM columns), then take as many stages as fit.
+		s.Stages = 2
 		for _, t := range []*Tile{&s.FC1, &s.FC2} {
 			for t.N > 128 && !s.fits(l) {
 				t.N = 128
 			}
+		}
+		s.Stages = maxStages
+		for s.Stages > 2 && !s.fits(l) {
+			s.Stages--
 		}
 		if tg == target.SM90a && l.Storage == GroupedWeights && l.Precision == BF16 {
 			s.Variant = midRowsVariant(l, s)
@@ -503,8 +501,8 @@ func (s Schedule) fits(l Layer) bool {
 		t   Tile
 		fc1 bool
 	}{{s.FC1, true}, {s.FC2, false}} {
-		need, staging := s.sharedMemoryParts(l, c.t, c.fc1)
-		if need+staging > lim || s.TMEMColumns(l, c.t) > 512 {
+		p, err := s.GemmSmem(l, c.t, c.fc1)
+		if err != nil || p.Required > lim || (p.StagingCols > 0 && !p.Staged) || p.TMEMColumns > s.Target.TMEMColumns() {
 			return false
 		}
 	}

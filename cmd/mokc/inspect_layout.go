@@ -6,14 +6,19 @@ import (
 	"strings"
 
 	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 	"github.com/urfave/cli/v2"
 )
 
 // `mokc inspect layout` prints a shared-memory operand tile (layout in
-// shape:stride notation, swizzle, descriptors) or, with --scales, the sm_100
-// scale-factor layout.
+// shape:stride notation, swizzle, descriptors), with --model (or
+// --hf-config) the shared memory of every grouped GEMM of the layer's
+// schedule exactly as the kernels lay it out (layouts.PlanGemmSmem: the
+// operand tiles, the B tile's gate/up row map, ring, staging, mbarriers,
+// TMEM), or, with --scales, the sm_100 scale-factor layout.
 //
+//	mokc inspect layout --model gpt-oss-120b --target sm_90a
 //	mokc inspect layout --target sm_90a --operand A --tile 64x64 --dtype bf16
 //	mokc inspect layout --target sm_100a --operand B --tile 256x128 --dtype e4m3 --n 256
 //	mokc inspect layout --target sm_100a --scales --rows 129 --k 2880
@@ -21,8 +26,8 @@ import (
 func init() {
 	inspectSubcommands = append(inspectSubcommands, &cli.Command{
 		Name:  "layout",
-		Usage: "print a tile's shared-memory layout and descriptor, or the sm_100 scale-factor layout (--scales)",
-		Flags: []cli.Flag{
+		Usage: "print a tile's shared-memory layout and descriptor, a layer's GEMM tiles (--model), or the sm_100 scale-factor layout (--scales)",
+		Flags: append(append([]cli.Flag{
 			&cli.StringFlag{Name: "target", Usage: "sm_80, sm_90a or sm_100a"},
 			&cli.StringFlag{Name: "operand", Value: "A", Usage: "A (M x K) or B (N x K)"},
 			&cli.StringFlag{Name: "tile", Value: "64x64", Usage: "rows x K in elements, e.g. 128x64"},
@@ -33,7 +38,7 @@ func init() {
 			&cli.BoolFlag{Name: "scales", Usage: "print the sm_100a scale-factor layout instead of a tile"},
 			&cli.StringFlag{Name: "rows", Usage: "--scales: rows per expert, comma-separated (e.g. 1,127,128,129)"},
 			&cli.IntFlag{Name: "k", Usage: "--scales: reduction length K in elements"},
-		},
+		}, layerFlags()...), scheduleFlags()...),
 		Action: inspectLayout,
 	})
 }
@@ -52,6 +57,9 @@ func inspectLayout(c *cli.Context) error {
 	addr, err := strconv.ParseUint(c.String("addr"), 0, 32)
 	if err != nil {
 		return fmt.Errorf("inspect layout: --addr %q: not an address", c.String("addr"))
+	}
+	if c.IsSet("model") || c.IsSet("hf-config") {
+		return inspectGemmLayouts(c, tg)
 	}
 	if c.Bool("scales") {
 		if tg != target.SM100a {
@@ -111,6 +119,44 @@ func inspectLayout(c *cli.Context) error {
 		return fmt.Errorf("inspect layout: %w", err)
 	}
 	fmt.Fprint(c.App.Writer, s)
+	return nil
+}
+
+// inspectGemmLayouts prints the shared-memory plan of each grouped GEMM of
+// the layer's schedule on tg (the default, or with the schedule flags).
+func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
+	l, err := loadLayer(c)
+	if err != nil {
+		return fmt.Errorf("inspect layout: %w", err)
+	}
+	s, err := layerSchedule(c, l, tg)
+	if err != nil {
+		return fmt.Errorf("inspect layout: %w", err)
+	}
+	type gemm struct {
+		name  string
+		sched schedule.Schedule
+		tile  schedule.Tile
+		fc1   bool
+	}
+	gemms := []gemm{{"moe_fc1", s, s.FC1, true}, {"moe_fc2", s, s.FC2, false}}
+	if v, ok := s.VariantSchedule(); ok {
+		gemms = append(gemms, gemm{"moe_fc1_mid", v, v.FC1, true}, gemm{"moe_fc2_mid", v, v.FC2, false})
+	}
+	for i, g := range gemms {
+		p, err := g.sched.GemmSmem(l, g.tile, g.fc1)
+		if err != nil {
+			return fmt.Errorf("inspect layout: %s: %w", g.name, err)
+		}
+		text, err := p.Describe()
+		if err != nil {
+			return fmt.Errorf("inspect layout: %s: %w", g.name, err)
+		}
+		if i > 0 {
+			fmt.Fprintln(c.App.Writer)
+		}
+		fmt.Fprintf(c.App.Writer, "== %s: tile %v (the shared-expert GEMMs use the same tiles)\n%s", g.name, g.tile, text)
+	}
 	return nil
 }
 

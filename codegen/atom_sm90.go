@@ -1,0 +1,275 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
+)
+
+// The sm_90a (Hopper) atom of the grouped-GEMM task: TMA loads into a
+// Tile.Stages deep shared-memory ring guarded by full/empty mbarriers, and
+// wgmma.mma_async m64nNk16 bf16 → fp32 from 128-byte-swizzled K-major tiles.
+// PTX ISA 8.0 sections: cp.async.bulk.tensor, mbarrier, wgmma (9.7.15),
+// matrix descriptor format (9.7.15.5.1), setmaxnreg; what the H200 showed
+// beyond the ISA text is in docs/hardware.md.
+//
+// Block: one producer warpgroup (warpgroup 0; its first thread issues every
+// TMA load, the warpgroup gives registers back with setmaxnreg.dec) and
+// BM/64 consumer warpgroups (warpgroup c owns rows 64(c-1).. of the tile,
+// issues the wgmma and runs the epilogue of its rows). The grid is
+// persistent: block x walks the work items x, x+gridDim.x, ... where item
+// i = tile*nBlocks + column block, tile indexing the tile list (ATiled) or
+// the BM-row blocks of A (ADense). Producer and consumers walk the same item
+// sequence, so the ring's stage and phase simply continue from item to item.
+//
+// Shared memory (layouts.PlanGemmSmem; dynamic, realigned to 1024 bytes): the
+// ring of tmaRing, [the staging tile], then Stages full and Stages empty
+// mbarriers [and staging full, empty]. full[s] expects one arrival (the
+// producer's arrive.expect_tx) plus the transaction bytes of the stage;
+// empty[s] expects one arrival per consumer warp (lane 0, after
+// wgmma.wait_group shows the warp's reads of the stage are done).
+//
+// Operands through TMA (tensor maps are kernel parameters after the
+// GemmParams, see tmaTensorMaps):
+//   - A: 2D map over [rowsTotal, K] (rowsTotal = rowsPerT*T), box [BM, 64];
+//     the row coordinate is the tile's first row (segment offset + tile row
+//     from the tile list). Rows past the tensor are zero-filled by TMA; rows
+//     past the expert's segment but inside the tensor are loaded and never
+//     stored (the epilogue predicates on RowEnd).
+//   - B (BGrouped): 3D map over [E, BRows, K], box [1, rows, 64], so rows
+//     past an expert's BRows are zero-filled instead of reading the next
+//     expert. The B tile follows layouts.GateUpRows: gated halves, two boxes
+//     of BN rows (gate rows n0.., up rows N+n0..; accumulator columns
+//     0..BN-1 gate, BN..2BN-1 up: one thread holds both halves of a column);
+//     interleaved, one box of 2*BN rows from row 2*n0 (accumulator column
+//     pair (2c, 2c+1) = (gate, up) of output column n0+c); plain, one box of
+//     BN rows.
+//   - K need not be a multiple of 64: the last K block reads past K and TMA
+//     fills zeros, which add nothing.
+//
+// Each consumer's K loop over one work item is a single inline-PTX statement
+// (WGMMAMainloop): the accumulators are outputs of that statement only, so
+// no register copy can land between a wgmma and the wait_group covering it
+// whatever the backend's register allocation (ptxas would otherwise inject
+// warpgroup.wait and serialise the tensor-core pipeline). The loop keeps one
+// wgmma group in flight (wait_group 1) and releases the previous stage. A
+// consumer warpgroup whose 64 rows all lie past its expert's segment (the
+// ragged last tile of an expert) runs WGMMADrain instead: it waits for and
+// releases every stage but issues no wgmma.
+//
+// Staged epilogue (when a BM x BN bf16 staging tile fits next to the ring,
+// and B is not a pointer table): consumers compute the outputs with the
+// shared Epilogue (Epilogue.Values: bias, activation), round them to bf16
+// into the staging tile and arrive on staging-full, then go straight on to
+// the next work item's K loop; warps 1-3 of the producer warpgroup store
+// the staged tile to C with coalesced, predicated 16-byte stores (rows
+// below RowEnd, columns below N) and arrive on staging-empty. The global
+// stores thus overlap the next tile's wgmma. Otherwise the consumers store
+// directly through Epilogue.Emit.
+//
+// BTable (one allocation per expert): a TMA tensor map names one global
+// address, and swapping it per expert would need tensormap.replace on a
+// global-memory copy of the map (a workspace the engine interface has no
+// buffer for). Instead all 128 producer threads copy the B tile with
+// cp.async (16-byte chunks, src-size 0 zero-fill out of range) into the same
+// 128-byte swizzled layout TMA writes, and arrive on the stage's full
+// barrier with cp.async.mbarrier.arrive.noinc (full then expects 1 + 128
+// arrivals: thread 0's arrive.expect_tx for A's TMA bytes, and one per
+// thread); consumers issue fence.proxy.async.shared::cta after the wait so
+// the generic-proxy writes are visible to wgmma's async-proxy reads. A still
+// comes through TMA.
+
+func init() { registerAtom(target.SM90a, sm90Plan) }
+
+// sm90Layout is the derived geometry of one sm_90a GEMM kernel.
+type sm90Layout struct {
+	tmaRing
+	WG                int // consumer warpgroups (BM/64)
+	threads           int
+	prodRegs, mmaRegs int    // setmaxnreg targets (0: do not rebalance)
+	launchRegs        int    // registers per thread at launch (.maxnreg) when rebalancing
+	descHi            uint64 // wgmma smem descriptor bits of the K-major 128B-swizzled atoms
+}
+
+// sm90Plan derives the geometry of spec's sm_90a kernel (ring, staging,
+// setmaxnreg budget), or says why the atom refuses it.
+func sm90Plan(s GemmSpec) (sm90Layout, error) {
+	var l sm90Layout
+	bm, nb := s.Tile.BM, s.bTileRows()
+	if err := checkTMATile(s, target.SM90a); err != nil {
+		return l, err
+	}
+	switch {
+	case bm%64 != 0 || bm < 64 || bm > 192:
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d must be 64, 128 or 192 (one consumer warpgroup per 64 rows, wgmma m64)", s.Name, bm)
+	case s.Tile.BN%8 != 0 || nb > 256:
+		return l, fmt.Errorf("codegen: %s: sm_90a B tile of %d rows (BN = %d) must be a multiple of 8 up to 256 (wgmma m64nNk16; TMA box <= 256 rows)", s.Name, nb, s.Tile.BN)
+	case s.Tile.Cluster > 1:
+		return l, fmt.Errorf("codegen: %s: sm_90a engine runs without clusters (Cluster = %d)", s.Name, s.Tile.Cluster)
+	}
+	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) {
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d", s.Name, bm, 4*(bm/64), w)
+	}
+	// Staged epilogue when the staging tile fits (not with BTable, whose
+	// producer warps are busy copying B).
+	staging := 0
+	if s.B != BTable {
+		staging = s.Tile.BN
+	}
+	var err error
+	if l.tmaRing, err = newTMARing(s, target.SM90a, staging); err != nil {
+		return l, err
+	}
+	if err := l.checkSmem(s, target.SM90a); err != nil {
+		return l, err
+	}
+	l.WG = l.BM / 64
+	l.threads = 128 * (l.WG + 1)
+	// The address-independent bits of the tiles' wgmma descriptors (start
+	// address 0; equal to SM90DescK128B).
+	if l.descHi, err = l.a.Descriptor(0, 0, 0); err != nil {
+		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
+	}
+	l.registers(s)
+	if acc := l.NB / 2; l.WG >= 2 && acc+40 > l.mmaRegs {
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d with %d accumulators per thread exceeds the %d registers of a consumer thread", s.Name, l.BM, acc, l.mmaRegs)
+	}
+	return l, nil
+}
+
+// registers sets the setmaxnreg budget. Registers: 65536 per SM, one block
+// per SM. The kernel starts with launchRegs = 65536/threads per thread
+// (pinned with .maxnreg, as setmaxnreg requires); the producer warpgroup
+// drops to prodRegs (40; 48 with the staged epilogue's store warps; 72 when
+// it copies B itself: with 64, ptxas spilled in the GPT-OSS 128x128
+// pointer-table case) and the consumers take what it frees: setmaxnreg.inc
+// blocks until the registers are in the pool, so the consumers' target
+// must not exceed launchRegs + freed/(128*WG).
+func (l *sm90Layout) registers(s GemmSpec) {
+	if l.WG < 2 {
+		return
+	}
+	l.launchRegs = (65536 / l.threads) &^ 7
+	l.prodRegs = 40
+	switch {
+	case s.B == BTable:
+		l.prodRegs = 72 // address arithmetic of the cp.async copies of B
+	case l.smem.Staged:
+		l.prodRegs = 48 // the store warps' copy loop
+	}
+	l.mmaRegs = ((l.launchRegs*l.threads - 128*l.prodRegs) / (128 * l.WG)) &^ 7
+	if l.mmaRegs > 240 {
+		l.mmaRegs = 240
+	}
+}
+
+// build adds the sm_90a kernel of spec to m.
+func (l sm90Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
+	k := tmaKernel{threads: l.threads, launchRegs: l.launchRegs, tg: target.SM90a}
+	return k.build(m, spec, rowsPerT, l.tmaRing, func(b *Builder) error { return l.emit(b, spec) })
+}
+
+// sm90Block is the state every role of an sm_90a block shares.
+type sm90Block struct {
+	tmaBlock
+	tid      value.Value // thread index
+	tmA, tmB value.Value // tensor maps (tmB nil for BTable)
+}
+
+// emit is the sm_90a kernel: barriers, then the producer warpgroup and the
+// consumer warpgroups over the same work items.
+func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
+	k := sm90Block{tmaBlock: tmaBlock{spec: spec}, tid: b.ThreadIdx(ir.X)}
+	wg := b.LShr(k.tid, ir.Int32(7))
+	k.base = b.SharedBase1024()
+	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}
+	var fullCount int
+	k.tmA, k.tmB, fullCount = tmaMaps(b, spec, 128) // BTable: one cp.async arrival per producer thread
+	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
+		if l.smem.Staged {
+			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
+			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
+		}
+	}, k.tmA, k.tmB)
+	b.SyncThreads()
+	k.work = l.workList(b, spec)
+	var err error
+	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
+		err = l.producer(b, &k)
+	}, func() {
+		err = l.consumers(b, &k, wg)
+	})
+	b.Ret(nil)
+	return err
+}
+
+// producer is warpgroup 0: thread 0 loads the ring (all 128 threads for
+// BTable); with the staged epilogue, warps 1-3 store the staging tile.
+func (l sm90Layout) producer(b *Builder, k *sm90Block) error {
+	if l.prodRegs > 0 {
+		b.SetMaxNReg(false, l.prodRegs)
+	}
+	pr := newProducer(l.tmaRing, k.spec, 128, k.base, k.ring, k.tmA, k.tmB)
+	if !l.smem.Staged {
+		return pr.emit(b, k.tid, k.work)
+	}
+	var err error
+	b.IfElse(b.ICmp(enum.IPredULT, k.tid, ir.Int32(32)), func() {
+		err = pr.emit(b, k.tid, k.work)
+	}, func() {
+		l.storeWarps(b, k, b.AddI(k.tid, -32))
+	})
+	return err
+}
+
+// consumers is warpgroups 1..WG: per work item, the K loop (or the drain
+// of a warpgroup without rows), then the epilogue of its 64 rows.
+func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
+	if l.mmaRegs > 0 {
+		b.SetMaxNReg(true, l.mmaRegs)
+	}
+	c := b.AddI(wg, -1)
+	lane, warp := b.LaneWarp()
+	laneZero := b.ZExt(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), ir.I32)
+	aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom
+	offA, offB := l.kStepOffsets()
+	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
+		OffA: offA, OffB: offB, DescHi: l.descHi, ProxyFence: k.spec.B == BTable}
+	var err error
+	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+		// A warpgroup whose 64 rows all lie past the expert's segment
+		// (the ragged last tile of an expert) drains the ring instead of
+		// issuing wgmma; its accumulators are zero and none of its rows
+		// is stored.
+		active := b.ICmp(enum.IPredSLT, b.Add(w.row0, b.MulI(c, 64)), w.rowEnd)
+		kt := ir.Int32(int64(l.kTiles))
+		res := b.IfElseVals(active, func() []value.Value {
+			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], kt, k.ring.bars, k.base, aOff, laneZero)
+			if e != nil {
+				err = e
+				return append(zerosF32(l.NB/2), v[0], v[1])
+			}
+			return append(acc, stage, phase)
+		}, func() []value.Value {
+			stage, phase := b.WGMMADrain(ml, v[0], v[1], kt, k.ring.bars, laneZero)
+			return append(zerosF32(l.NB/2), stage, phase)
+		})
+		acc, stage, phase := res[:l.NB/2], res[l.NB/2], res[l.NB/2+1]
+		if err != nil {
+			return v
+		}
+		sph := v[2]
+		if l.smem.Staged {
+			err = joinErr(err, l.stageOut(b, k, w, c, lane, warp, acc, sph))
+			sph = b.Xor(sph, ir.Int32(1))
+		} else if e := l.epilogue(b, k.spec, w, c, lane, warp, acc); e != nil {
+			err = e
+		}
+		return []value.Value{stage, phase, sph}
+	})
+	return err
+}

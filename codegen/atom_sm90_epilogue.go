@@ -1,0 +1,157 @@
+package codegen
+
+import (
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
+)
+
+// The epilogue side of the sm_90a atom: a consumer thread's wgmma
+// accumulator fragment (WGMMABF16: register 4j+i holds row
+// 16*(warp%4) + lane/4 + 8*(i/2), B-tile column 8j + 2*(lane%4) + i%2) walked
+// as runs of outputs by the gate/up layout, stored directly or through the
+// staging tile.
+
+// wgmmaRuns calls run for every output run of a consumer thread's
+// accumulators acc, rows half h = 0, 1 (row(h): the thread's row, +8 for
+// h = 1): run gets the row, the column base colBase(interleaved) (taken
+// once per half), the column offset of the run from it, and the run's
+// values:
+//   - gate/up halves: 2 outputs of columns 8j + 2*(lane%4) + {0,1}, values
+//     (gate, up, gate, up) from accumulator columns j and BN+j;
+//   - interleaved: 1 output of column 4j + lane%4, values (gate, up);
+//   - plain: 2 outputs of columns 8j + 2*(lane%4) + {0,1}.
+func (l sm90Layout) wgmmaRuns(acc []value.Value, row func(h int) value.Value, colBase func(interleaved bool) value.Value,
+	run func(row, base value.Value, off int, vals []value.Value) error) error {
+	for h := 0; h < 2; h++ {
+		r := row(h)
+		switch l.gate {
+		case layouts.GateUpHalves:
+			base, up := colBase(false), l.BN/8
+			for j := 0; j < l.BN/8; j++ {
+				g0, g1 := acc[4*j+2*h], acc[4*j+2*h+1]
+				u0, u1 := acc[4*(j+up)+2*h], acc[4*(j+up)+2*h+1]
+				if err := run(r, base, 8*j, []value.Value{g0, u0, g1, u1}); err != nil {
+					return err
+				}
+			}
+		case layouts.GateUpInterleaved:
+			base := colBase(true)
+			for j := 0; j < l.NB/8; j++ {
+				if err := run(r, base, 4*j, []value.Value{acc[4*j+2*h], acc[4*j+2*h+1]}); err != nil {
+					return err
+				}
+			}
+		default:
+			base := colBase(false)
+			for j := 0; j < l.NB/8; j++ {
+				if err := run(r, base, 8*j, []value.Value{acc[4*j+2*h], acc[4*j+2*h+1]}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
+// through the shared Epilogue (bias, activation, bf16 rounding, predicated
+// stores).
+func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
+	ep := gemmEpilogue(b, spec, w)
+	wq := b.And(warp, ir.Int32(3))
+	r0 := b.Add(b.Add(w.row0, b.MulI(c, 64)), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2))))
+	t2 := b.MulI(b.And(lane, ir.Int32(3)), 2)
+	return l.wgmmaRuns(acc, func(h int) value.Value { return b.AddI(r0, int64(8*h)) }, func(interleaved bool) value.Value {
+		if interleaved {
+			return b.And(lane, ir.Int32(3))
+		}
+		return t2
+	}, func(row, base value.Value, off int, vals []value.Value) error {
+		return ep.Emit(b, row, b.Add(b.AddI(w.n0, int64(off)), base), vals)
+	})
+}
+
+// stageOut is the consumer side of the staged epilogue: wait until the
+// store warps have drained the staging tile (parity sph^1), compute this
+// warpgroup's outputs with the shared Epilogue (Values: bias, activation),
+// round them to bf16 into the staging tile (row-major, BN columns, rows
+// padded by 16 bytes: layouts.GemmSmem.StagingStride), and arrive on
+// staging-full. Columns at or past N are skipped (their bias would be out
+// of range); rows past the segment are written and never stored.
+func (l sm90Layout) stageOut(b *Builder, k *sm90Block, w gemmWork, c, lane, warp value.Value, acc []value.Value, sph value.Value) error {
+	var err error
+	stgFull, stgEmpty := b.AddI(k.ring.bars, int64(16*l.S)), b.AddI(k.ring.bars, int64(16*l.S+8))
+	b.MbarWait(stgEmpty, b.Xor(sph, ir.Int32(1)))
+	ep := gemmEpilogue(b, k.spec, w)
+	wq := b.And(warp, ir.Int32(3))
+	rl := b.Add(b.MulI(c, 64), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // tile row
+	t := b.And(lane, ir.Int32(3))
+	t2 := b.MulI(t, 2)
+	stg := b.AddI(k.base, int64(l.smem.StagingOffset))
+	put := func(row value.Value, lc value.Value, vals []value.Value) {
+		col := b.Add(w.n0, lc)
+		b.If(b.ICmp(enum.IPredSLT, col, ir.Int32(int64(k.spec.N))), func() {
+			outs, e := ep.Values(b, col, vals)
+			if e != nil {
+				err = joinErr(err, e)
+				return
+			}
+			addr := b.Add(b.Add(stg, b.MulI(row, int64(l.smem.StagingStride))), b.MulI(lc, 2))
+			p := b.IntToPtr(b.ZExt(addr, ir.I64), SPtr)
+			if len(outs) == 2 {
+				b.StoreAt(b.PackBF16(outs[0], outs[1]), p, 4)
+			} else {
+				b.StoreAt(b.ToBF16(outs[0]), p, 2)
+			}
+		})
+	}
+	_ = l.wgmmaRuns(acc, func(h int) value.Value { return b.AddI(rl, int64(8*h)) }, func(interleaved bool) value.Value {
+		if interleaved {
+			return t
+		}
+		return t2
+	}, func(row, base value.Value, off int, vals []value.Value) error {
+		put(row, b.AddI(base, int64(off)), vals)
+		return nil
+	})
+	b.MbarArrive(stgFull)
+	return err
+}
+
+// storeWarps emits the store side of the staged epilogue, run by warps 1-3
+// of the producer warpgroup (t = 0..95): for every work item, wait for
+// staging-full, copy the tile's rows below RowEnd and columns below N to C
+// in 16-byte chunks (consecutive threads take consecutive chunks of a row:
+// coalesced), and arrive on staging-empty.
+func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value) {
+	stgFull, stgEmpty := b.AddI(k.ring.bars, int64(16*l.S)), b.AddI(k.ring.bars, int64(16*l.S+8))
+	stg := b.AddI(k.base, int64(l.smem.StagingOffset))
+	stride := int64(l.smem.StagingStride)
+	cpr := l.BN / 8 // 16-byte chunks per staging row
+	total := l.BM * cpr
+	v4 := ir.Vec(4, ir.I32)
+	N := int64(k.spec.N)
+	k.work.each(b, []value.Value{ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+		sph := v[0]
+		b.MbarWait(stgFull, sph)
+		b.Loop(t, ir.Int32(int64(total)), ir.Int32(96), nil, func(q value.Value, _ []value.Value) []value.Value {
+			r := b.UDiv(q, ir.Int32(int64(cpr)))
+			ch := b.URem(q, ir.Int32(int64(cpr)))
+			row := b.Add(w.row0, r)
+			col := b.Add(w.n0, b.MulI(ch, 8))
+			ok := b.And(b.ICmp(enum.IPredSLT, row, w.rowEnd), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
+			b.If(ok, func() {
+				src := b.Add(b.Add(stg, b.MulI(r, stride)), b.MulI(ch, 16))
+				val := b.LoadAt(v4, b.IntToPtr(b.ZExt(src, ir.I64), SPtr), 16)
+				off := b.MulI(b.Add(b.MulI(b.Wide(row), N), b.Wide(col)), 2)
+				b.StoreAt(val, b.ByteOffset(b.Param("c"), off), 16)
+			})
+			return nil
+		})
+		b.MbarArrive(stgEmpty)
+		return []value.Value{b.Xor(sph, ir.Int32(1))}
+	})
+}

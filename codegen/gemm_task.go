@@ -1,0 +1,188 @@
+package codegen
+
+import (
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/types"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
+)
+
+// The architecture-neutral part of a grouped GEMM: the work list a block
+// walks (tiles of the list written by the scan, or BM-row blocks of a dense
+// A, times column blocks), the (stage, phase) ring every pipeline shares,
+// the gate/up layout of the B tile, and the epilogue of a work item. The
+// atoms (atom_sm80.go, atom_sm90.go, atom_sm100.go) supply what differs per
+// target: how a stage is laid out, loaded and multiplied, and where the
+// accumulator lives.
+
+// gemmWork is one work item of a grouped GEMM: a BM-row tile of one expert
+// and one column block.
+type gemmWork struct {
+	e, row0, rowEnd, n0 value.Value // expert, first row, row bound, first output column (i32)
+}
+
+// workList is the persistent walk over the work items of a grouped GEMM:
+// block blockIdx.x takes items blockIdx.x, +gridDim.x, ... of items (tile
+// it/nBlocks of the list or of the dense rows, column block it%nBlocks).
+// Every role of a block walks the same sequence, so rings continue from
+// item to item.
+type workList struct {
+	spec               GemmSpec
+	bm, bn, nBlocks    int
+	items, first, step value.Value // item count; this block's first item and stride
+}
+
+// newWorkList emits the item count and the block's first item and stride.
+func newWorkList(b *Builder, spec GemmSpec, bm, bn, nBlocks int) workList {
+	wl := workList{spec: spec, bm: bm, bn: bn, nBlocks: nBlocks}
+	wl.items = gemmItems(b, spec, bm, nBlocks)
+	wl.first, wl.step = b.BlockIdx(ir.X), b.GridDim(ir.X)
+	return wl
+}
+
+// each emits the loop over the block's work items, carrying vars from
+// item to item (init: their values before the first); body gets the
+// decoded item and returns the vars for the next.
+func (wl workList) each(b *Builder, init []value.Value, body func(w gemmWork, v []value.Value) []value.Value) []value.Value {
+	return b.Loop(wl.first, wl.items, wl.step, init, func(it value.Value, v []value.Value) []value.Value {
+		return body(gemmDecode(b, wl.spec, it, wl.bm, wl.bn, wl.nBlocks), v)
+	})
+}
+
+// gemmItems emits the work-item count of a persistent grouped GEMM with bm
+// rows per tile and nBlocks column blocks: *ntiles (ATiled) or
+// ceil(rows/bm) (ADense), times nBlocks.
+func gemmItems(b *Builder, s GemmSpec, bm, nBlocks int) value.Value {
+	var tiles value.Value
+	if s.A == ATiled {
+		tiles = b.LoadAt(ir.I32, b.Param("ntiles"), 4)
+	} else {
+		tiles = b.UDiv(b.AddI(b.Param("rows"), int64(bm-1)), ir.Int32(int64(bm)))
+	}
+	return b.MulI(tiles, int64(nBlocks))
+}
+
+// gemmDecode emits the decoding of work item it (tile it/nBlocks, column
+// block it%nBlocks).
+func gemmDecode(b *Builder, s GemmSpec, it value.Value, bm, bn, nBlocks int) gemmWork {
+	t := b.UDiv(it, ir.Int32(int64(nBlocks)))
+	nb := b.URem(it, ir.Int32(int64(nBlocks)))
+	var w gemmWork
+	w.n0 = b.MulI(nb, int64(bn))
+	if s.A == ATiled {
+		q := b.ByteOffset(b.Param("tiles"), b.MulI(b.Wide(t), 8))
+		w.e = b.LoadAt(ir.I32, q, 4)
+		w.row0 = b.LoadAt(ir.I32, b.ByteOffsetC(q, 4), 4)
+		w.rowEnd = b.LoadAt(ir.I32, b.ByteOffset(b.Param("offsets"), b.MulI(b.Wide(b.AddI(w.e, 1)), 4)), 4)
+	} else {
+		w.e = ir.Int32(0)
+		w.row0 = b.MulI(t, int64(bm))
+		w.rowEnd = b.Param("rows")
+	}
+	return w
+}
+
+// gemmEpilogue is the shared Epilogue of work item w: C, the bias row of
+// w's expert (fp32 [BRows], when the spec has a bias), rows below w.rowEnd.
+func gemmEpilogue(b *Builder, spec GemmSpec, w gemmWork) *Epilogue {
+	var bias value.Value
+	if spec.Bias {
+		bias = b.ByteOffset(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
+	}
+	return NewEpilogue(spec, EpilogueArgs{C: b.Param("c"), Bias: bias, RowEnd: w.rowEnd})
+}
+
+// persistentGrid is the block count of a persistent engine kernel: t.Grid, or
+// def (the target's SM count) when it is 0.
+func persistentGrid(t Tile, def int) Expr {
+	if t.Grid > 0 {
+		return Const(int64(t.Grid))
+	}
+	return Const(int64(def))
+}
+
+// ringNext advances a (stage, phase) pair of an S-stage ring: the phase
+// parity flips each time the stage wraps to 0.
+func ringNext(b *Builder, stage, phase value.Value, S int) (value.Value, value.Value) {
+	n := b.AddI(stage, 1)
+	wrap := b.ICmp(enum.IPredEQ, n, ir.Int32(int64(S)))
+	return b.Select(wrap, ir.Int32(0), n), b.Select(wrap, b.Xor(phase, ir.Int32(1)), phase)
+}
+
+// mbarRing is the pair of mbarrier arrays guarding an S-stage ring in shared
+// memory: full[s] at bars + 8s (the stage holds data), empty[s] at
+// bars + 8(S+s) (its readers are done).
+type mbarRing struct {
+	bars value.Value // i32 shared address of full[0]
+	S    int
+}
+
+// full is the shared address of full[stage] (i32).
+func (r mbarRing) full(b *Builder, stage value.Value) value.Value {
+	return b.Add(r.bars, b.MulI(stage, 8))
+}
+
+// empty is the shared address of empty[stage] (i32).
+func (r mbarRing) empty(b *Builder, stage value.Value) value.Value {
+	return b.Add(r.bars, b.AddI(b.MulI(stage, 8), int64(8*r.S)))
+}
+
+// init emits, in thread 0, the initialisation of the ring's barriers
+// (full[s] expecting fullCount arrivals, empty[s] emptyCount), then extra
+// (the atom's other barriers), the mbarrier-init fence and the prefetch of
+// the tensor maps tmA and tmB (nil: none).
+func (r mbarRing) init(b *Builder, tid value.Value, fullCount, emptyCount int, extra func(), tmA, tmB value.Value) {
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+		for s := 0; s < r.S; s++ {
+			b.MbarInit(b.AddI(r.bars, int64(8*s)), fullCount)
+			b.MbarInit(b.AddI(r.bars, int64(8*(r.S+s))), emptyCount)
+		}
+		extra()
+		b.FenceMbarInit()
+		b.PrefetchTensorMap(tmA)
+		if tmB != nil {
+			b.PrefetchTensorMap(tmB)
+		}
+	})
+}
+
+// bTile is the gate/up layout of a GEMM's B tile (layouts.GateUp): plain,
+// gate and up halves, or interleaved (gate, up) row pairs.
+func (s GemmSpec) bTile() layouts.GateUp {
+	switch {
+	case s.Epilogue != EpiGated:
+		return layouts.GateUpNone
+	case s.Gate == GateInterleaved:
+		return layouts.GateUpInterleaved
+	}
+	return layouts.GateUpHalves
+}
+
+// bTileRows is the B-tile rows of one CTA: BN, or 2*BN (gate and up) for
+// a gated GEMM; the MMA's N.
+func (s GemmSpec) bTileRows() int {
+	if s.Epilogue == EpiGated {
+		return 2 * s.Tile.BN
+	}
+	return s.Tile.BN
+}
+
+// zerosF32 returns n float 0.0 constants.
+func zerosF32(n int) []value.Value {
+	z := make([]value.Value, n)
+	for i := range z {
+		z[i] = constant.NewFloat(types.Float, 0)
+	}
+	return z
+}
+
+// joinErr keeps the first non-nil error.
+func joinErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}

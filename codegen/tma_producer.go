@@ -1,0 +1,173 @@
+package codegen
+
+import (
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
+)
+
+// The load side of the TMA ring of the sm_90a and sm_100a atoms: the
+// producer (TMA boxes by the B tile's gate/up layout) and, for weights in
+// one allocation per expert, the cp.async copy of B into the same swizzled
+// layout.
+
+// tmaMaps emits the generic addresses of the kernel's tensor maps (tmB nil
+// for BTable) and the arrivals each full barrier expects: the producer's
+// arrive.expect_tx, plus one cp.async arrival per copying thread for
+// BTable.
+func tmaMaps(b *Builder, spec GemmSpec, copiers int) (tmA, tmB value.Value, fullCount int) {
+	tmA = b.PtrToInt(b.Param("tmap_a"))
+	fullCount = 1
+	if spec.B == BTable {
+		fullCount += copiers
+	} else {
+		tmB = b.PtrToInt(b.Param("tmap_b"))
+	}
+	return tmA, tmB, fullCount
+}
+
+// gemmProducer emits the load side of the TMA ring shared by the sm_90a and
+// sm_100a atoms: for every work item and K block, wait for the stage to
+// be empty, then fill it (A with TMA; B with TMA, or with cp.async from the
+// expert's allocation for BTable) and arrive on its full barrier.
+type gemmProducer struct {
+	tmaRing
+	spec      GemmSpec
+	threads   int // producer threads (BTable copies use all of them)
+	base      value.Value
+	ring      mbarRing
+	tmA, tmB  value.Value
+	tableCopy bTableLoad
+}
+
+func newProducer(r tmaRing, spec GemmSpec, threads int, base value.Value, ring mbarRing, tmA, tmB value.Value) gemmProducer {
+	return gemmProducer{tmaRing: r, spec: spec, threads: threads, base: base, ring: ring, tmA: tmA, tmB: tmB,
+		tableCopy: bTableLoad{tmaRing: r, N: spec.N, K: spec.K, BRows: spec.BRows(), threads: threads}}
+}
+
+// emit emits the producer loop for the calling thread (tid in
+// 0..threads-1). Without BTable only tid 0 works; the other threads return.
+func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
+	var err error
+	table := p.spec.B == BTable
+	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
+	body := func() {
+		wl.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+			var ptrE value.Value
+			if table {
+				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
+			}
+			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
+				stage, phase := v[0], v[1]
+				b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+				fb := p.ring.full(b, stage)
+				sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
+				if table {
+					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+					p.tableCopy.emit(b, tid, b.AddI(sa, int64(p.atoms*p.aAtom)), kt, w.n0, ptrE)
+					b.CpAsyncMbarArrive(fb)
+				} else {
+					err = joinErr(err, p.tma(b, w, kt, sa, fb))
+				}
+				s2, p2 := ringNext(b, stage, phase, p.S)
+				return []value.Value{s2, p2}
+			})
+		})
+	}
+	if table {
+		body()
+	} else {
+		b.If(lead, body)
+	}
+	return err
+}
+
+// tma issues the TMA loads of K block kt of work item w into the stage at
+// shared address sa, completing on full barrier fb: per 64-wide atom, A's
+// box of BM rows, then B's boxes by the gate/up layout (layouts.GateUpRows:
+// halves, two boxes of BN rows at n0 and N+n0; interleaved, one box of 2*BN
+// rows at 2*n0; plain, one box at n0). BTable loads A only.
+func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error {
+	var err error
+	aBytes := p.atoms * p.aAtom
+	table := p.spec.B == BTable
+	if table {
+		b.MbarArriveExpectTx(fb, aBytes)
+	} else {
+		b.MbarArriveExpectTx(fb, p.stageBytes)
+	}
+	for a := 0; a < p.atoms; a++ {
+		k0 := b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a))
+		dA := b.AddI(sa, int64(a*p.aAtom))
+		dB := b.AddI(sa, int64(aBytes+a*p.bAtom))
+		err = joinErr(err, b.TMALoad(p.tmA, dA, fb, k0, w.row0))
+		if table {
+			continue
+		}
+		switch p.gate {
+		case layouts.GateUpHalves:
+			err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, w.n0, w.e))
+			err = joinErr(err, b.TMALoad(p.tmB, b.AddI(dB, int64(p.BN*128)), fb, k0, b.AddI(w.n0, int64(p.spec.N)), w.e))
+		case layouts.GateUpInterleaved:
+			err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, b.MulI(w.n0, 2), w.e))
+		default:
+			err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, w.n0, w.e))
+		}
+	}
+	return err
+}
+
+// bTableLoad describes the B tile of one ring stage loaded with cp.async
+// from a per-expert weight allocation (BTable), for atoms whose TMA
+// tensor maps cannot follow a pointer table.
+type bTableLoad struct {
+	tmaRing
+	N, K, BRows int
+	threads     int // threads sharing the copy (tid in 0..threads-1)
+}
+
+// emit issues this thread's 16-byte chunks of the B tile of K block kt into
+// the stage at shared address dst, in the 128-byte swizzled K-major layout
+// TMA's CU_TENSOR_MAP_SWIZZLE_128B produces (16-byte chunk c of row j of an
+// atom at j*128 + ((c ^ j%8) * 16), atoms 1024-byte aligned). Rows past BRows
+// and K past K are zero-filled (src-size 0, nothing read). ptrE is expert
+// e's B allocation (i64), n0 the first output column.
+func (t bTableLoad) emit(b *Builder, tid, dst, kt, n0, ptrE value.Value) {
+	c := b.And(tid, ir.Int32(7))
+	jb := b.LShr(tid, ir.Int32(3))
+	perPass := t.threads / 8
+	cx := b.Shl(c, ir.Int32(4))
+	for a := 0; a < t.atoms; a++ {
+		k := b.Add(b.AddI(b.MulI(kt, int64(t.BK)), int64(64*a)), b.MulI(c, 8))
+		kOK := b.ICmp(enum.IPredSLT, k, ir.Int32(int64(t.K)))
+		for p := 0; p*perPass < t.NB; p++ {
+			j := b.AddI(jb, int64(p*perPass))
+			grow := t.bRow(b, n0, j)
+			ok := b.And(b.And(kOK, b.ICmp(enum.IPredSLT, grow, ir.Int32(int64(t.BRows)))), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(t.NB))))
+			src := b.Add(ptrE, b.MulI(b.Add(b.MulI(b.Wide(grow), int64(t.K)), b.Wide(k)), 2))
+			src = b.Select(ok, src, ptrE)
+			sw := b.Xor(cx, b.Shl(b.And(j, ir.Int32(7)), ir.Int32(4)))
+			d := b.Add(b.AddI(dst, int64(a*t.bAtom)), b.Add(b.MulI(j, 128), sw))
+			n := b.Select(ok, ir.Int32(16), ir.Int32(0))
+			if (p+1)*perPass > t.NB {
+				b.If(b.ICmp(enum.IPredSLT, j, ir.Int32(int64(t.NB))), func() { b.CpAsync16(d, src, n) })
+			} else {
+				b.CpAsync16(d, src, n)
+			}
+		}
+	}
+}
+
+// bRow emits the row of B_e that B-tile row j holds (layouts.GateUpRows).
+func (t bTableLoad) bRow(b *Builder, n0, j value.Value) value.Value {
+	switch t.gate {
+	case layouts.GateUpHalves:
+		up := b.ICmp(enum.IPredSGE, j, ir.Int32(int64(t.BN)))
+		return b.Add(n0, b.Select(up, b.AddI(j, int64(t.N-t.BN)), j))
+	case layouts.GateUpInterleaved:
+		return b.Add(b.MulI(n0, 2), j)
+	}
+	return b.Add(n0, j)
+}

@@ -1,0 +1,179 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/target"
+)
+
+// tmaRing is the geometry the sm_90a and sm_100a atoms share: a ring of S
+// stages, each [A: BK/64 atoms of BM rows x 128 B][B: BK/64 atoms of NB rows
+// x 128 B] (layouts.SmemTile, K-major, 128-byte swizzle; an atom is one TMA
+// box of 64 bf16 along K, so every atom starts 1024-byte aligned), filled by
+// TMA (and cp.async for BTable) and guarded by full/empty mbarriers, walked
+// by a persistent grid over the work items.
+type tmaRing struct {
+	BM, BN, NB, BK, S int // tile rows, output columns, B-tile rows (MMA N), K block, stages
+	atoms             int // 64-wide K atoms per stage (BK/64)
+	aAtom, bAtom      int // bytes of one A / B atom (layouts.SmemTile.AtomBytes)
+	stageBytes        int
+	kTiles, nBlocks   int
+	gate              layouts.GateUp
+	smem              *layouts.GemmSmem // shared-memory plan (offsets from the 1024-aligned base)
+	a, b              *layouts.SmemTile // the operand tiles of one stage
+}
+
+// checkTMATile refuses, on target t, a K block that is not whole TMA boxes
+// of 64 bf16 (one 128-byte swizzle row) and a ring of fewer than 2 stages.
+func checkTMATile(s GemmSpec, t target.Target) error {
+	switch {
+	case s.Tile.BK%64 != 0:
+		return fmt.Errorf("codegen: %s: %v K block %d must be a multiple of 64 (one 128-byte swizzle row of bf16 per TMA box)", s.Name, t, s.Tile.BK)
+	case s.Tile.Stages < 2:
+		return fmt.Errorf("codegen: %s: %v needs at least 2 pipeline stages, got %d", s.Name, t, s.Tile.Stages)
+	}
+	return nil
+}
+
+// tmaBlock is the state every role of a TMA atom's block shares: the spec,
+// the ring's base and barriers, and the work items.
+type tmaBlock struct {
+	spec GemmSpec
+	base value.Value // 1024-aligned shared base (i32 shared address)
+	ring mbarRing
+	work workList // the block's work items
+}
+
+// workList emits the ring's walk over the work items of spec.
+func (r tmaRing) workList(b *Builder, spec GemmSpec) workList {
+	return newWorkList(b, spec, r.BM, r.BN, r.nBlocks)
+}
+
+// newTMARing derives the ring of spec on t, with the staged epilogue's
+// staging tile of stagingCols output columns when it fits (0: none).
+func newTMARing(s GemmSpec, t target.Target, stagingCols int) (tmaRing, error) {
+	r := tmaRing{BM: s.Tile.BM, BN: s.Tile.BN, NB: s.bTileRows(), BK: s.Tile.BK, S: s.Tile.Stages, gate: s.bTile()}
+	var err error
+	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: layouts.DTypeBF16,
+		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N})
+	if err != nil {
+		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
+	}
+	r.a, r.b = r.smem.A.(*layouts.SmemTile), r.smem.B.(*layouts.SmemTile)
+	r.atoms = r.BK / 64
+	r.aAtom, r.bAtom = r.a.AtomBytes(), r.b.AtomBytes()
+	r.stageBytes = r.smem.StageBytes
+	r.kTiles = (s.K + r.BK - 1) / r.BK
+	r.nBlocks = (s.N + r.BN - 1) / r.BN
+	return r, nil
+}
+
+// checkSmem refuses a ring that does not fit t's shared memory.
+func (r tmaRing) checkSmem(s GemmSpec, t target.Target) error {
+	if lim := t.SharedMemoryLimit(); r.smem.Bytes > lim {
+		return fmt.Errorf("codegen: %s: %v tile %dx%dx%d with %d stages needs %d bytes of shared memory (> %d)", s.Name, t, r.BM, r.NB, r.BK, r.S, r.smem.Bytes, lim)
+	}
+	return nil
+}
+
+// bBoxRows is the row count of one B TMA box: BN for gate/up halves (two
+// boxes), else the whole B tile.
+func (r tmaRing) bBoxRows() int {
+	if r.gate == layouts.GateUpHalves {
+		return r.BN
+	}
+	return r.NB
+}
+
+// kStepOffsets returns, for each k16 step of a stage, the descriptor
+// start-address offsets (16-byte units) of the A and B tiles
+// (layouts.SmemTile.DescriptorFields: +32 bytes per k16 inside an atom,
+// + an atom past it).
+func (r tmaRing) kStepOffsets() (offA, offB []int) {
+	for ks := 0; ks < r.BK/16; ks++ {
+		da, _ := r.a.DescriptorFields(0, 0, ks)
+		db, _ := r.b.DescriptorFields(0, 0, ks)
+		offA, offB = append(offA, int(da.Start>>4)), append(offB, int(db.Start>>4))
+	}
+	return offA, offB
+}
+
+// tmaKernel is the launch shape of a persistent TMA atom's kernel. Its
+// default grid is one block per SM of the target table's reference part
+// (H100/H200 SXM: 132, B200: 148; Tile.Grid overrides it). On a part with
+// fewer SMs the surplus blocks simply wait for a free SM; blocks without
+// work exit after initialising their barriers.
+type tmaKernel struct {
+	tg         target.Target
+	threads    int
+	launchRegs int // .maxnreg (0: none)
+}
+
+// build adds the kernel of spec to m: GemmParams, then the tensor maps
+// (tmap_b only without BTable), annotated with threads, one block per SM
+// and launchRegs; emit writes its body.
+func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing, emit func(*Builder) error) (KernelInfo, error) {
+	tmaps, err := tmaTensorMaps(spec, rowsPerT, r.BM, r.bBoxRows())
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	params := append(GemmParams(spec), tmaps...)
+	if spec.B == BTable {
+		params = params[:len(params)-1] // B comes through cp.async: no tensor map
+	}
+	b := NewKernel(m, spec.Name, k.threads, gemmIRParams(params)...)
+	b.MinBlocksPerSM(1)
+	if k.launchRegs > 0 {
+		b.MaxRegisters(k.launchRegs)
+	}
+	if err := emit(b); err != nil {
+		return KernelInfo{}, err
+	}
+	return KernelInfo{Name: spec.Name, Params: params, Block: k.threads, SharedBytes: r.smem.Bytes,
+		Grid: [3]Expr{persistentGrid(spec.Tile, k.tg.SMs()), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0}, nil
+}
+
+// tmaTensorMaps returns the tensor-map parameters (after GemmParams) of an
+// sm_90a / sm_100a GEMM kernel: "tmap_a" over A and "tmap_b" over B, both
+// bf16, 128-byte swizzle, boxes of 64 elements along K.
+//
+// The constant dimensions and strides are checked against the limits of
+// cuTensorMapEncodeTiled (CUDA driver API: dimensions at most 2^32
+// elements, strides below 2^40 bytes) so that a layer too large for TMA is
+// refused when it is built, not when it is launched.
+func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error) {
+	k := int64(s.K)
+	rows := PerT(rowsPerT, 0)
+	rows.Min = 1
+	br := int64(s.BRows())
+	for _, c := range []struct {
+		what  string
+		v     int64
+		limit int64
+	}{
+		{"K (elements)", k, 1 << 32},
+		{"B rows (elements)", br, 1 << 32},
+		{"experts", int64(s.Experts), 1 << 32},
+		{"B expert stride (bytes)", 2 * k * br, 1<<40 - 1},
+	} {
+		if c.v > c.limit {
+			return nil, fmt.Errorf("codegen: %s: %s = %d exceeds the TMA tensor-map limit %d (cuTensorMapEncodeTiled)", s.Name, c.what, c.v, c.limit)
+		}
+	}
+	return []Param{
+		{Name: "tmap_a", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: &TensorMap{
+			Operand: RoleA, DType: "bf16",
+			Dims:        []Expr{Const(k), rows},
+			StrideBytes: []Expr{Const(2 * k)},
+			Box:         []int{64, bm}, Swizzle: 128}},
+		{Name: "tmap_b", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: &TensorMap{
+			Operand: RoleB, DType: "bf16",
+			Dims:        []Expr{Const(k), Const(br), Const(int64(s.Experts))},
+			StrideBytes: []Expr{Const(2 * k), Const(2 * k * br)},
+			Box:         []int{64, bBoxRows, 1}, Swizzle: 128}},
+	}, nil
+}

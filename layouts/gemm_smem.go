@@ -1,0 +1,176 @@
+package layouts
+
+import (
+	"fmt"
+
+	"github.com/mokc/mokc/target"
+)
+
+// GemmConfig is what the shared memory and tensor memory of one grouped-GEMM
+// CTA depend on: the target, the operand type, the A and B tiles of one
+// pipeline stage, the stage count and the optional parts.
+type GemmConfig struct {
+	Target target.Target // sm_80, sm_90a or sm_100a
+	DType  DType         // operand element type (bf16; e4m3 for MXFP8)
+	M      int           // A tile rows (token rows per CTA tile)
+	BRows  int           // B tile rows this CTA holds: output columns, gate and up rows together for a gated FC1
+	K      int           // reduction elements per stage (one K block)
+	Stages int           // pipeline depth
+	// Scales adds the MXFP8 scale bytes of a stage: one UE8M0 byte per 32
+	// K elements of every A and B row (OCP Microscaling v1.0 block 32).
+	Scales bool
+	// StagingCols asks for the sm_90a staged epilogue: a bf16 tile of M rows
+	// x StagingCols output columns next to the ring, kept only when it fits
+	// the target's shared memory. 0: no staging (and always on other
+	// targets).
+	StagingCols int
+	// GateUp and N give the B tile's row map (GateUpRows over BN = the
+	// output columns of the tile, N the GEMM's output columns); N = 0
+	// leaves GemmSmem.BRowMap empty.
+	GateUp GateUp
+	N      int
+}
+
+// GemmSmem is the shared-memory plan of one grouped-GEMM CTA, the one
+// computation both the schedule's validation and the engines of package
+// codegen use. Offsets are bytes from the ring base, which on sm_90a and
+// sm_100a is the dynamic shared memory base rounded up to 1024 bytes (the
+// 128-byte swizzle repeats every 1024 bytes, PTX ISA 9.7.15.5.1.2), so
+// those kernels request AlignSlack = 1024 extra bytes.
+//
+//	sm_80:   Stages x [A: PaddedTile M x K][B: PaddedTile BRows x K]
+//	sm_90a:  slack, Stages x [A atoms][B atoms], [staging M x (2*StagingCols+16)],
+//	         full[Stages], empty[Stages] mbarriers (8 bytes each), [staging full, empty]
+//	sm_100a: slack, Stages x [A atoms][B atoms], full[Stages], empty[Stages],
+//	         tmem_full[2], tmem_empty[2], TMEM address word (+12 bytes of padding)
+type GemmSmem struct {
+	GemmConfig
+	// A and B are the operand tiles of one stage as the kernel addresses
+	// them: *PaddedTile (sm_80, rows padded by 16 bytes) or *SmemTile (K
+	// major, 128-byte swizzle: K/64 atoms of rows x 128 bytes along K, each
+	// 1024-byte aligned).
+	A, B       OperandTile
+	ScaleBytes int // MXFP8 scale bytes per stage (0 for bf16)
+	StageBytes int // A + B (+ scales) of one stage
+	AlignSlack int // bytes requested to realign the base to 1024 (0 on sm_80)
+	// Staged says the staging tile fits (sm_90a with StagingCols > 0);
+	// StagingOffset and StagingStride place it (row stride 2*StagingCols+16
+	// bytes: the 8 rows of a fragment store hit distinct banks).
+	Staged                       bool
+	StagingOffset, StagingStride int
+	BarrierOffset                int // first mbarrier (0 on sm_80: none)
+	// Required is the dynamic shared memory the kernel cannot do without
+	// (everything but the staging tile); Bytes what it requests (Required,
+	// plus the staging tile when Staged).
+	Required, Bytes int
+	// TMEMColumns is the tensor memory the sm_100a CTA allocates: two fp32
+	// accumulator buffers of BRows columns (the epilogue of one tile
+	// overlaps the MMAs of the next), plus, for MXFP8, the scale factors of
+	// every stage in flight (4 columns for A's 128 rows and 4 per 128 B rows
+	// per K block of 128), rounded up to a power of two >= 32 as
+	// tcgen05.alloc requires (PTX ISA 9.7.16.7.1). 0 on other targets.
+	TMEMColumns int
+	// BRowMap and BRowOrigin: B-tile row r holds row BRowOrigin*n0 +
+	// BRowMap(r) of B_e (GateUpRows), when GemmConfig.N > 0.
+	BRowMap    Layout
+	BRowOrigin int
+}
+
+// smemPad is the row padding of the sm_80 stages (see PaddedTile).
+const smemPad = 16
+
+// PlanGemmSmem lays out the shared memory of c. It returns an error when an
+// operand tile cannot be formed (see NewPaddedTile, NewSmemTileSwizzle); it
+// does not compare the total with the target's limit (Required and Bytes
+// are for the caller to check against target.SharedMemoryLimit).
+func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
+	if c.Stages <= 0 {
+		return nil, fmt.Errorf("layouts: GEMM with %d pipeline stages", c.Stages)
+	}
+	p := &GemmSmem{GemmConfig: c}
+	var err error
+	if p.A, p.B, err = GemmOperandTiles(c.Target, c.DType, c.M, c.BRows, c.K); err != nil {
+		return nil, err
+	}
+	p.StageBytes = p.A.Bytes() + p.B.Bytes()
+	if c.N > 0 {
+		bn := c.BRows
+		if c.GateUp != GateUpNone {
+			bn /= 2
+		}
+		if p.BRowMap, p.BRowOrigin, err = GateUpRows(c.Target, c.GateUp, bn, c.N); err != nil {
+			return nil, err
+		}
+	}
+	if c.Target == target.SM80 {
+		p.Required = c.Stages * p.StageBytes
+		p.Bytes = p.Required
+		return p, nil
+	}
+	if c.Scales {
+		p.ScaleBytes = (c.M + c.BRows) * ((c.K + MXBlockSize - 1) / MXBlockSize)
+		p.StageBytes += p.ScaleBytes
+	}
+	p.AlignSlack = 1024
+	ring := c.Stages * p.StageBytes
+	bars := 16 * c.Stages // full and empty mbarrier per stage
+	p.BarrierOffset = ring
+	if c.Target == target.SM100a {
+		bars += 32 + 16 // tmem_full[2], tmem_empty[2]; the TMEM address word, padded
+		p.TMEMColumns = gemmTMEMColumns(c)
+	}
+	p.Required = p.AlignSlack + ring + bars
+	p.Bytes = p.Required
+	if c.Target == target.SM90a && c.StagingCols > 0 {
+		stride := 2*c.StagingCols + 16
+		if sb := p.Required + c.M*stride + 16; sb <= c.Target.SharedMemoryLimit() {
+			p.Staged, p.StagingOffset, p.StagingStride = true, ring, stride
+			p.BarrierOffset += c.M * stride
+			p.Bytes = sb
+		}
+	}
+	return p, nil
+}
+
+// gemmTMEMColumns is GemmSmem.TMEMColumns of c (sm_100a).
+func gemmTMEMColumns(c GemmConfig) int {
+	cols := 2 * c.BRows
+	if c.Scales {
+		kb := (c.K + 127) / 128
+		cols += c.Stages * kb * (4 + 4*((c.BRows+127)/128))
+	}
+	p := 32
+	for p < cols {
+		p *= 2
+	}
+	return p
+}
+
+// GemmOperandTiles returns the A (m x k) and B (bRows x k) tiles of one
+// pipeline stage exactly as the grouped-GEMM engine of target addresses
+// them: on sm_80 PaddedTiles with 16 bytes after each row (what cp.async
+// writes and ldmatrix reads), on sm_90a and sm_100a SmemTiles in the K-major
+// 128-byte swizzle that TMA writes (CU_TENSOR_MAP_SWIZZLE_128B) and wgmma /
+// tcgen05.mma read through descriptors.
+func GemmOperandTiles(t target.Target, d DType, m, bRows, k int) (a, b OperandTile, err error) {
+	if t == target.SM80 {
+		pa, err := NewPaddedTile(t, OperandA, d, m, k, smemPad)
+		if err != nil {
+			return nil, nil, err
+		}
+		pb, err := NewPaddedTile(t, OperandB, d, bRows, k, smemPad)
+		if err != nil {
+			return nil, nil, err
+		}
+		return pa, pb, nil
+	}
+	sa, err := newSmemTile(t, OperandA, d, m, k, Swizzle128B, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	sb, err := newSmemTile(t, OperandB, d, bRows, k, Swizzle128B, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return sa, sb, nil
+}

@@ -1,0 +1,117 @@
+package layouts
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/target"
+)
+
+// TestPlanGemmSmem pins the plans of the default tiles to the bytes the
+// kernels have requested since before the plan existed (codegen's golden
+// manifests): sm_80 128x128x64 with 3 stages, sm_90a with and without the
+// staging tile, sm_100a with its TMEM.
+func TestPlanGemmSmem(t *testing.T) {
+	for _, c := range []struct {
+		name                     string
+		c                        GemmConfig
+		stage, required, bytes   int
+		staged                   bool
+		barrier, staging, stride int
+		tmem                     int
+	}{
+		{"sm80", GemmConfig{Target: target.SM80, M: 128, BRows: 128, K: 64, Stages: 3}, 36864, 110592, 110592, false, 0, 0, 0, 0},
+		{"sm90 staged", GemmConfig{Target: target.SM90a, M: 128, BRows: 192, K: 64, Stages: 4, StagingCols: 96},
+			40960, 164928, 191568, true, 190464, 163840, 208, 0},
+		{"sm90 no room", GemmConfig{Target: target.SM90a, M: 128, BRows: 256, K: 64, Stages: 4, StagingCols: 256},
+			49152, 197696, 197696, false, 196608, 0, 0, 0},
+		{"sm100", GemmConfig{Target: target.SM100a, M: 128, BRows: 256, K: 64, Stages: 4}, 49152, 197744, 197744, false, 196608, 0, 0, 512},
+		{"sm100 mxfp8", GemmConfig{Target: target.SM100a, DType: DTypeE4M3, M: 128, BRows: 128, K: 128, Stages: 4, Scales: true},
+			32768 + 256*4, 1024 + 4*33792 + 64 + 48, 1024 + 4*33792 + 64 + 48, false, 4 * 33792, 0, 0, 512},
+	} {
+		p, err := PlanGemmSmem(c.c)
+		if err != nil {
+			t.Fatalf("%s: %v", c.name, err)
+		}
+		got := []int{p.StageBytes, p.Required, p.Bytes, p.BarrierOffset, p.StagingOffset, p.StagingStride, p.TMEMColumns}
+		want := []int{c.stage, c.required, c.bytes, c.barrier, c.staging, c.stride, c.tmem}
+		for i := range got {
+			if got[i] != want[i] || p.Staged != c.staged {
+				t.Errorf("%s: stage, required, bytes, barrier, staging, stride, tmem = %v staged %v, want %v staged %v", c.name, got, p.Staged, want, c.staged)
+				break
+			}
+		}
+	}
+	if _, err := PlanGemmSmem(GemmConfig{Target: target.SM90a, M: 48, BRows: 64, K: 64, Stages: 2}); err == nil {
+		t.Error("sm_90a A tile of 48 rows accepted")
+	}
+	if _, err := PlanGemmSmem(GemmConfig{Target: target.SM80, M: 64, BRows: 64, K: 64}); err == nil {
+		t.Error("0 stages accepted")
+	}
+}
+
+// TestGemmOperandTiles checks that the tiles are what the kernels address:
+// sm_80 rows of K*2+16 bytes, sm_90a / sm_100a 128B-swizzled atoms of
+// rows x 128 bytes along K with descriptor steps of 32 bytes per k16.
+func TestGemmOperandTiles(t *testing.T) {
+	a, b, err := GemmOperandTiles(target.SM80, DTypeBF16, 128, 256, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pa := a.(*PaddedTile)
+	if pa.RowBytes() != 144 || a.Bytes() != 128*144 || b.Bytes() != 256*144 || pa.Layout().String() != "(128,64):(72,1)" {
+		t.Errorf("sm_80 tiles %v, %v", a, b)
+	}
+	if o, _ := a.ByteOffset(3, 10); o != 3*144+20 {
+		t.Errorf("sm_80 (3, 10) at %d", o)
+	}
+	offs, err := pa.LdmatrixX4Offsets(0, 0)
+	if err != nil || offs[1] != 144 || offs[16] != 16 || offs[8] != 8*144 {
+		t.Errorf("sm_80 ldmatrix offsets %v, %v", offs, err)
+	}
+	if s, err := pa.Describe(0, 0); err != nil || !strings.Contains(s, "row stride 144 bytes") {
+		t.Errorf("describe: %q, %v", s, err)
+	}
+	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
+		a, b, err := GemmOperandTiles(tg, DTypeBF16, 128, 192, 128)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sa, sb := a.(*SmemTile), b.(*SmemTile)
+		if sa.Swizzle != Swizzle128B || sa.AtomBytes() != 128*128 || sb.AtomBytes() != 192*128 {
+			t.Errorf("%v tiles %v, %v", tg, a, b)
+		}
+		if d, _ := sb.DescriptorFields(0, 0, 5); d.Start != uint32(sb.AtomBytes()+32) {
+			t.Errorf("%v k-step 5 of B at %d, want the second atom + 32", tg, d.Start)
+		}
+	}
+}
+
+func TestGateUpRows(t *testing.T) {
+	for _, c := range []struct {
+		t      target.Target
+		g      GateUp
+		want   string
+		origin int
+		row    [2]int // B_e row offset of tile row 1 and tile row bn
+	}{
+		{target.SM90a, GateUpNone, "64:1", 1, [2]int{1, -1}},
+		{target.SM90a, GateUpInterleaved, "128:1", 2, [2]int{1, 64}},
+		{target.SM90a, GateUpHalves, "(64,2):(1,768)", 1, [2]int{1, 768}},
+		{target.SM80, GateUpHalves, "(2,64):(768,1)", 1, [2]int{768, 32}},
+	} {
+		l, origin, err := GateUpRows(c.t, c.g, 64, 768)
+		if err != nil || l.String() != c.want || origin != c.origin {
+			t.Errorf("%v %v: %v origin %d, %v (want %s origin %d)", c.t, c.g, l, origin, err, c.want, c.origin)
+			continue
+		}
+		if r, _ := l.Offset(1); r != c.row[0] {
+			t.Errorf("%v %v: tile row 1 holds %d", c.t, c.g, r)
+		}
+		if c.row[1] >= 0 {
+			if r, _ := l.Offset(64); r != c.row[1] {
+				t.Errorf("%v %v: tile row 64 holds %d", c.t, c.g, r)
+			}
+		}
+	}
+}
