@@ -117,7 +117,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	// Staged epilogue when the staging tile fits (not with BTable, whose
 	// producer warps are busy copying B).
 	staging := 0
-	if s.B != BTable {
+	if s.B != BTable && !s.COutF32 { // the staging tile is bf16
 		staging = s.Tile.BN
 	}
 	var err error

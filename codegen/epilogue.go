@@ -146,12 +146,37 @@ func Activate(b *Builder, a Activation, g, u value.Value) value.Value {
 	}
 }
 
-// store writes outs (1, 2, 4 or 8 fp32) as bf16 to C[row, col..] with one
-// aligned store.
+// store writes outs (1, 2, 4 or 8 fp32) as bf16 (or, with COutF32, as
+// f32) to C[row, col..] with one aligned store (two for 8 f32).
 func (e *Epilogue) store(b *Builder, row, col value.Value, outs []value.Value) {
-	off := b.MulI(b.Add(b.MulI(b.Wide(row), int64(e.spec.N)), b.Wide(col)), 2)
+	size := int64(2)
+	if e.spec.COutF32 {
+		size = 4
+	}
+	off := b.MulI(b.Add(b.MulI(b.Wide(row), int64(e.spec.N)), b.Wide(col)), size)
 	p := b.ByteOffset(e.args.C, off)
+	if e.spec.COutF32 {
+		StoreF32(b, p, outs)
+		return
+	}
 	StoreBF16(b, p, outs)
+}
+
+// StoreF32 stores 1, 2, 4 or 8 f32 values at the byte pointer p (aligned
+// to 4*len(vals)) as their bits, in 16-byte stores (one store for fewer).
+func StoreF32(b *Builder, p value.Value, vals []value.Value) {
+	if len(vals) == 1 {
+		b.StoreAt(b.BitCast(vals[0], ir.I32), p, 4)
+		return
+	}
+	for q := 0; q < len(vals); q += 4 {
+		run := vals[q:min(q+4, len(vals))]
+		var v value.Value = ir.Undef(ir.Vec(len(run), ir.I32))
+		for i, x := range run {
+			v = b.InsertElement(v, b.BitCast(x, ir.I32), i)
+		}
+		b.StoreAt(v, b.ByteOffsetC(p, int64(4*q)), 4*len(run))
+	}
 }
 
 // StoreBF16 rounds 1, 2, 4 or 8 fp32 values to bf16 and stores them at the

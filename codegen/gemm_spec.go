@@ -114,6 +114,10 @@ type GemmSpec struct {
 	Act      Activation   // EpiGated only
 	Bias     bool         // add a per-expert fp32 bias [E, BRows()] (in B row order) before the epilogue
 	Tile     Tile         // block tile, pipeline depth and warps from the schedule
+	// COutF32 stores C as f32 [rows, N] instead of bf16 (EpiStore only):
+	// the backward's FC1 recompute, whose clamped activation's derivative
+	// is discontinuous, and its data gradients keep fp32 precision.
+	COutF32 bool
 }
 
 // BRows is the number of rows of each expert's B matrix: 2N for EpiGated, else N.
@@ -139,6 +143,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: ADense needs Experts = 1, got %d", s.Name, s.Experts)
 	case s.Tile.BM <= 0 || s.Tile.BN <= 0 || s.Tile.BK <= 0 || s.Tile.Stages <= 0 || s.Tile.Warps <= 0:
 		return fmt.Errorf("codegen: %s: tile %+v has a non-positive field", s.Name, s.Tile)
+	case s.COutF32 && s.Epilogue != EpiStore:
+		return fmt.Errorf("codegen: %s: an f32 C needs the plain store epilogue", s.Name)
 	}
 	return nil
 }

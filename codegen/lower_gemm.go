@@ -125,7 +125,8 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 // gemmSpec is the engine's description of g under schedule s: FC1's tile
 // for a gated GEMM, FC2's for a plain one.
 func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
-	spec := GemmSpec{N: g.N, K: g.K, Experts: g.Experts, A: ATiled, B: BGrouped, Epilogue: EpiStore, Bias: g.Bias != nil}
+	spec := GemmSpec{N: g.N, K: g.K, Experts: g.Experts, A: ATiled, B: BGrouped, Epilogue: EpiStore, Bias: g.Bias != nil,
+		COutF32: g.C.DType == moe.F32}
 	if g.Rows == moe.Dense {
 		spec.A = ADense
 	}

@@ -10,7 +10,7 @@ type GateSigmoid struct{ X, Gate, G *Buffer }
 
 // ActGrad is the backward of a gated activation over the rows of a GEMM
 // (the first Offsets[E] rows when Offsets is set, else T rows): with GU
-// bf16 [rows, 2N] the FC1 output before the activation (gate and up in
+// [rows, 2N] (f32 or bf16) the FC1 output before the activation (gate and up in
 // GateUp order, bias included), DH bf16 [rows, N] the gradient of the
 // activation h = Act(gate, up) before the row scale s_r, it writes
 //
@@ -64,8 +64,8 @@ type WeightGrad struct {
 //	DZ[t] = SharedDot[t] · G[t]·(1 - G[t])              (shared output gate)
 //
 // with v_k = Weights[t,k] when WeightOnInput (the weight scaled the expert
-// input), else 1; DW is 0 for slots without a route; DX bf16 [T,H], DW f32
-// [T,K], DZ f32 [T]. e = IDs[t*K+k]. Optional buffers are nil when the
+// input), else 1; DW is 0 for slots without a route; DXS and SharedDX are
+// f32 or bf16, DX bf16 [T,H], DW f32 [T,K], DZ f32 [T]. e = IDs[t*K+k]. Optional buffers are nil when the
 // layer lacks the feature.
 type CombineGrad struct {
 	DXS, RowOfSlot, IDs, Weights, DY, Dot *Buffer
