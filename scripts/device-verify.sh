@@ -58,17 +58,17 @@ for phase in $phases; do
 		step "memcheck gpt-oss-120b sm_90a T=64" 200 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --model gpt-oss-120b --target sm_90a --tokens 64
 		;;
 	backward)
-		# The backward's kernels under the sanitizers (runtime's GPU test of three training steps), then
-		# forward + backward timed beside PyTorch's autograd pipeline.
+		# Forward + backward timed beside PyTorch's autograd pipeline, then the backward's kernels under the
+		# sanitizers (runtime's GPU test of three training steps).
+		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3; do
+			step "bench --backward $m sm_90a T=4096" 150 "$OUT/bench-backward.log" "$mokc" bench --backward --model $m --target sm_90a --tokens 4096 --iters 10 --warmup 2 --json
+		done
+		step "torch baseline --backward T=4096" 150 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 4096 --json "$OUT/torch-backward.json"
 		for tool in memcheck racecheck; do
-			(cd runtime && step "$tool Layer.Backward qwen3 (E=16) sm_90a T=64" 300 "$OUT/sanitize-backward.log" \
+			(cd runtime && step "$tool Layer.Backward qwen3 (E=16) sm_90a T=64" 200 "$OUT/sanitize-backward.log" \
 				compute-sanitizer --tool $tool --error-exitcode 9 ../.carry/runtime.test -test.count=1 \
 				-test.run 'TestLayerBackward/qwen3-30b-a3b-E16/sm_90a/T=64')
 		done
-		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3; do
-			step "bench --backward $m sm_90a T=4096" 200 "$OUT/bench-backward.log" "$mokc" bench --backward --model $m --target sm_90a --tokens 4096 --iters 10 --warmup 2 --json
-		done
-		step "torch baseline --backward T=4096" 200 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 4096 --json "$OUT/torch-backward.json"
 		;;
 	*)
 		echo "unknown phase $phase (tests, run, perf, backward)" >&2
