@@ -43,6 +43,19 @@ func (b *Builder) loadRow8(d moe.DType, base, r, c value.Value, width int64) []v
 	return b.loadBF16x8(b.rowPtr(base, r, c, width, 2))
 }
 
+// gateUpRow8 loads the gate and up values of columns 8c..8c+7 of row r of
+// a [rows, 2N] FC1 output (bf16 or f32) in GateUp order, as f32.
+func (b *Builder) gateUpRow8(order moe.GateUp, d moe.DType, base, r, c value.Value, N int64) (g, u []value.Value) {
+	if order == moe.GateUpInterleaved {
+		pair := append(b.loadRow8(d, base, r, b.MulI(c, 2), 2*N), b.loadRow8(d, base, r, b.AddI(b.MulI(c, 2), 1), 2*N)...)
+		for i := 0; i < 8; i++ {
+			g, u = append(g, pair[2*i]), append(u, pair[2*i+1])
+		}
+		return g, u
+	}
+	return b.loadRow8(d, base, r, c, 2*N), b.loadRow8(d, base, r, b.AddI(c, N/8), 2*N)
+}
+
 // rowPtr is base + (r*width + 8*c) elements of size bytes: chunk c of 8
 // elements of row r.
 func (b *Builder) rowPtr(base, r, c value.Value, width, size int64) value.Value {
@@ -125,26 +138,23 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	N := int64(op.N)
 	act := activation(op.Act)
 	part := b.Loop(tid, ir.Int32(N/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
-		var g, u []value.Value
-		gd := op.GU.DType
-		if op.GateUp == moe.GateUpInterleaved {
-			pair := append(b.loadRow8(gd, b.Param("gu"), r, b.MulI(c, 2), 2*N),
-				b.loadRow8(gd, b.Param("gu"), r, b.AddI(b.MulI(c, 2), 1), 2*N)...)
-			for i := 0; i < 8; i++ {
-				g, u = append(g, pair[2*i]), append(u, pair[2*i+1])
-			}
-		} else {
-			g = b.loadRow8(gd, b.Param("gu"), r, c, 2*N)
-			u = b.loadRow8(gd, b.Param("gu"), r, b.AddI(c, N/8), 2*N)
-		}
+		g, u := b.gateUpRow8(op.GateUp, op.GU.DType, b.Param("gu"), r, c, N)
 		dh := b.loadBF16x8(b.rowPtr(b.Param("dh"), r, c, N, 2))
+		var xg, xu []value.Value // FC1·x: the dot is <dgu, FC1·x>
+		if op.FC1X != nil {
+			xg, xu = b.gateUpRow8(op.GateUp, moe.F32, b.Param("fc1x"), r, c, N)
+		}
 		a := acc[0]
 		dg, du, hs := make([]value.Value, 8), make([]value.Value, 8), make([]value.Value, 8)
 		for i := 0; i < 8; i++ {
 			h := Activate(b, act, g[i], u[i])
-			a = b.FMA(dh[i], h, a)
 			hs[i] = b.FMul(s, h)
 			dg[i], du[i] = ActivateGrad(b, act, g[i], u[i], b.FMul(s, dh[i]))
+			if op.FC1X != nil {
+				a = b.FMA(du[i], xu[i], b.FMA(dg[i], xg[i], a))
+			} else {
+				a = b.FMA(dh[i], h, a)
+			}
 		}
 		StoreBF16(b, b.rowPtr(b.Param("hs"), r, c, N, 2), hs)
 		if op.GateUp == moe.GateUpInterleaved {
@@ -174,7 +184,7 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 // emitCombineGrad: one block per token t, in this fixed order:
 //
 //	dz[t] = shared_dot[t]·g(1-g)                                 (shared gate)
-//	dw[t,k] = dot[row] + <dy[t], fc2_bias[e]>  or  <dxs[row], x[t]>  (0 without a route)
+//	dw[t,k] = dot[row] (+ <dy[t], fc2_bias[e]> with FC2 biases)  (0 without a route)
 //	dx[t] = bf16(sum_k v_k·dxs[row_k] + shared_dx[t] + dz[t]·gate)
 //
 // v_k = weights[t,k] when the weight scaled the input, else 1.
@@ -241,13 +251,18 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 }
 
 // combineGradDW writes dw of slot s (row, routed: its row and whether it
-// has one): a block reduction over the hidden size, then thread 0 stores.
+// has one): dot[row], plus <dy[t], fc2_bias[e]> (a block reduction over the
+// hidden size) with FC2 biases; thread 0 stores.
 func (b *Builder) combineGradDW(op moe.CombineGrad, t, s, row, routed value.Value, H int64, smem, first value.Value) {
 	tid := b.ThreadIdx(ir.X)
-	dot := func(body func(c value.Value) (x, y []value.Value)) value.Value {
+	dw := b.IfVals(routed, []value.Value{ir.Float32(0)}, func() []value.Value {
+		return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("dot"), row, 4), 4)}
+	})[0]
+	if op.FC2Bias != nil {
 		part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
 			return b.IfVals(routed, acc, func() []value.Value {
-				x, y := body(c)
+				e := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
+				x, y := b.loadBF16x8(b.rowPtr(b.Param("dy"), t, c, H, 2)), b.loadF32x8(b.rowPtr(b.Param("fc2_bias"), e, c, H, 4))
 				a := acc[0]
 				for i := range x {
 					a = b.FMA(x[i], y[i], a)
@@ -255,24 +270,7 @@ func (b *Builder) combineGradDW(op moe.CombineGrad, t, s, row, routed value.Valu
 				return []value.Value{a}
 			})
 		})[0]
-		return b.blockSumF32(smem, part)
-	}
-	var dw value.Value
-	if op.WeightOnInput {
-		dw = dot(func(c value.Value) (x, y []value.Value) {
-			return b.loadRow8(op.DXS.DType, b.Param("dxs"), row, c, H), b.loadBF16x8(b.rowPtr(b.Param("x"), t, c, H, 2))
-		})
-	} else {
-		dw = b.IfVals(routed, []value.Value{ir.Float32(0)}, func() []value.Value {
-			return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("dot"), row, 4), 4)}
-		})[0]
-		if op.FC2Bias != nil {
-			bias := dot(func(c value.Value) (x, y []value.Value) {
-				e := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
-				return b.loadBF16x8(b.rowPtr(b.Param("dy"), t, c, H, 2)), b.loadF32x8(b.rowPtr(b.Param("fc2_bias"), e, c, H, 4))
-			})
-			dw = b.FAdd(dw, bias)
-		}
+		dw = b.FAdd(dw, b.blockSumF32(smem, part))
 	}
 	b.If(first, func() { b.StoreAt(dw, b.elemPtr(b.Param("dw"), s, 4), 4) })
 }

@@ -46,7 +46,7 @@ func TestBackwardAssemble(t *testing.T) {
 }
 
 // backwardRowOps are the backward's ops that have PerOp kernels.
-var backwardRowOps = []string{"gather_dy", "shared_gate_sigmoid", "act_grad", "shared_act_grad", "combine_grad", "scatter_probs"}
+var backwardRowOps = []string{"gather_dy", "gather_x", "shared_gate_sigmoid", "act_grad", "shared_act_grad", "combine_grad", "scatter_probs"}
 
 // TestBackwardRowOpsAssemble lowers each of the backward's row-wise ops on
 // its own (moe.Program.Isolate) for layers with every feature they

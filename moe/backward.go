@@ -80,8 +80,17 @@ func Backward(l schedule.Layer) (*Program, error) {
 		wts = in.weights
 	}
 	r := p.expertGrad("", in.fc1, in.fc2, in.fc1Bias, d.xs, dys, d.offsets, TK, I)
+	var fc1x *Buffer
+	if l.RouterWeightOnInput {
+		// dw = <dL/d(expert input), x> = <dgu, FC1·x>: FC1 of the unweighted rows.
+		xu := p.scratch("xu", BF16, "routed rows of x without the routing weight", TK, c(H))
+		fc1x = p.scratch("fc1x", F32, "FC1·x of the unweighted routed rows (no bias)", TK, c(2*I))
+		p.Ops = append(p.Ops, Gather{Op: "gather_x", X: in.x, SrcSlot: d.srcSlot, Offsets: d.offsets, XS: xu},
+			GEMM{Op: "fc1_x", A: xu, B: in.fc1, C: fc1x, Offsets: d.offsets, Rows: Dispatched, Storage: in.storage,
+				N: 2 * I, K: H, Experts: l.Experts, RowsPerToken: K})
+	}
 	p.Ops = append(p.Ops, ActGrad{Op: "act_grad", GU: r.gu, DH: r.dh, Weights: wts, SrcSlot: d.srcSlot,
-		Offsets: d.offsets, DGU: r.dgu, HS: r.hs, Dot: r.dot, N: I, GateUp: in.gateUp, Act: in.act})
+		Offsets: d.offsets, FC1X: fc1x, DGU: r.dgu, HS: r.hs, Dot: r.dot, N: I, GateUp: in.gateUp, Act: in.act})
 	r.grads(p, g.fc1, g.fc2, g.fc1Bias, g.fc2Bias, wts, d.srcSlot)
 
 	// Shared expert: the same over every token, scaled by its output gate.
@@ -102,14 +111,12 @@ func Backward(l schedule.Layer) (*Program, error) {
 	}
 
 	// Combine the rows' gradients per token.
-	var x, fc2Bias *Buffer
-	if l.RouterWeightOnInput {
-		x = in.x
-	} else {
+	var fc2Bias *Buffer
+	if !l.RouterWeightOnInput {
 		fc2Bias = in.fc2Bias
 	}
 	p.Ops = append(p.Ops, CombineGrad{DXS: r.dxs, RowOfSlot: d.rowOfSlot, IDs: in.ids, Weights: in.weights, DY: dy,
-		Dot: r.dot, X: x, FC2Bias: fc2Bias, SharedDX: sharedDX, SharedDot: sharedDot, G: gate, Gate: in.sharedGate,
+		Dot: r.dot, FC2Bias: fc2Bias, SharedDX: sharedDX, SharedDot: sharedDot, G: gate, Gate: in.sharedGate,
 		DX: dx, DW: dw.dw, DZ: dz, WeightOnInput: l.RouterWeightOnInput})
 	if dz != nil {
 		p.Ops = append(p.Ops, WeightGrad{Op: "shared_gate_wgrad", A: dz, B: in.x, Main: g.sharedGate,

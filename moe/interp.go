@@ -346,8 +346,12 @@ func (in *interp) actGrad(o ActGrad) {
 			g, u := in.v[o.GU][r*2*N+gi], in.v[o.GU][r*2*N+ui]
 			h := o.Act.Kind.Apply(g, u, o.Act.Limit, o.Act.Alpha)
 			dh := in.v[o.DH][r*N+j]
-			dot += dh * h
 			dg, du := o.Act.Kind.Grad(g, u, o.Act.Limit, o.Act.Alpha, s*dh)
+			if o.FC1X != nil {
+				dot += dg*in.v[o.FC1X][r*2*N+gi] + du*in.v[o.FC1X][r*2*N+ui]
+			} else {
+				dot += dh * h
+			}
 			in.set(o.DGU, r*2*N+gi, dg)
 			in.set(o.DGU, r*2*N+ui, du)
 			in.set(o.HS, r*N+j, s*h)
@@ -404,19 +408,14 @@ func (in *interp) combineGrad(o CombineGrad) {
 				continue
 			}
 			dxs := in.v[o.DXS][row*H : (row+1)*H]
-			v, dw := 1.0, 0.0
+			v, dw := 1.0, in.v[o.Dot][row]
 			if o.WeightOnInput {
 				v = in.v[o.Weights][s]
-				for c, d := range dxs {
-					dw += d * in.v[o.X][t*H+c]
-				}
-			} else {
-				dw = in.v[o.Dot][row]
-				if o.FC2Bias != nil {
-					e := int(in.v[o.IDs][s])
-					for c := 0; c < H; c++ {
-						dw += in.v[o.DY][t*H+c] * in.v[o.FC2Bias][e*H+c]
-					}
+			}
+			if o.FC2Bias != nil {
+				e := int(in.v[o.IDs][s])
+				for c := 0; c < H; c++ {
+					dw += in.v[o.DY][t*H+c] * in.v[o.FC2Bias][e*H+c]
 				}
 			}
 			in.set(o.DW, s, dw)

@@ -27,6 +27,12 @@ type ActGrad struct {
 	Weights, SrcSlot *Buffer // dispatched rows: s_r = Weights[SrcSlot[r]] (nil: 1)
 	Scale            *Buffer // dense rows: s_t = Scale[t] (nil: 1)
 	Offsets          *Buffer // dispatched rows: Offsets[E] rows (nil: T dense rows)
+	// FC1X, when set (router weight on the input), is FC1·x of each row's
+	// token without the weight, f32 [rows, 2N] in GateUp order; Dot is then
+	// <dgu_r, FC1X[r]> (fp32 dgu, before rounding) = <dL/d(expert input),
+	// x>: the routing-weight gradient, exact for any weight and with no
+	// bf16 product on its way.
+	FC1X             *Buffer
 	DGU, HS, Dot     *Buffer
 	N                int        // columns of h
 	GateUp           GateUp     // order of gate and up in GU and DGU
@@ -59,8 +65,7 @@ type WeightGrad struct {
 // token t in fp32 in this fixed order:
 //
 //	DX[t] = bf16( sum_k v_k·DXS[RowOfSlot[t*K+k]] + SharedDX[t] + DZ[t]·Gate )
-//	DW[t,k] = Dot[row] + <DY[t], FC2Bias[e]>           (weight on the output)
-//	DW[t,k] = <DXS[row], X[t]>                          (WeightOnInput)
+//	DW[t,k] = Dot[row] + <DY[t], FC2Bias[e]>  (FC2Bias only with the weight on the output)
 //	DZ[t] = SharedDot[t] · G[t]·(1 - G[t])              (shared output gate)
 //
 // with v_k = Weights[t,k] when WeightOnInput (the weight scaled the expert
@@ -69,7 +74,6 @@ type WeightGrad struct {
 // layer lacks the feature.
 type CombineGrad struct {
 	DXS, RowOfSlot, IDs, Weights, DY, Dot *Buffer
-	X                                     *Buffer // WeightOnInput, or the shared gate
 	FC2Bias                               *Buffer
 	SharedDX, SharedDot, G, Gate          *Buffer
 	DX, DW, DZ                            *Buffer
@@ -93,7 +97,7 @@ func (o GateSigmoid) Operands() []Operand {
 }
 func (o ActGrad) Operands() []Operand {
 	return operands(r("gu", o.GU), r("dh", o.DH), r("weights", o.Weights), r("src_slot", o.SrcSlot),
-		r("scale", o.Scale), r("offsets", o.Offsets), w("dgu", o.DGU), w("hs", o.HS), w("dot", o.Dot))
+		r("scale", o.Scale), r("offsets", o.Offsets), r("fc1x", o.FC1X), w("dgu", o.DGU), w("hs", o.HS), w("dot", o.Dot))
 }
 func (o WeightGrad) Operands() []Operand {
 	return operands(r("a", o.A), r("b", o.B), r("weights", o.Weights), r("src_slot", o.SrcSlot),
@@ -101,7 +105,7 @@ func (o WeightGrad) Operands() []Operand {
 }
 func (o CombineGrad) Operands() []Operand {
 	return operands(r("dxs", o.DXS), r("row_of_slot", o.RowOfSlot), r("ids", o.IDs), r("weights", o.Weights),
-		r("dy", o.DY), r("dot", o.Dot), r("x", o.X), r("fc2_bias", o.FC2Bias), r("shared_dx", o.SharedDX),
+		r("dy", o.DY), r("dot", o.Dot), r("fc2_bias", o.FC2Bias), r("shared_dx", o.SharedDX),
 		r("shared_dot", o.SharedDot), r("g", o.G), r("gate", o.Gate), w("dx", o.DX), w("dw", o.DW), w("dz", o.DZ))
 }
 func (o ScatterProbs) Operands() []Operand {
