@@ -16,10 +16,19 @@
 //	→ moe_fc1 [moe_fc1_mid] → moe_fc2 [moe_fc2_mid]
 //	→ [moe_shared_fc1 → moe_shared_fc2] → moe_combine
 //
+// The backward (moe.Backward) lowers the same way: its GEMMs on the
+// engines (a GEMM over N-major weights first copies them K-major with a
+// transpose kernel, lower_gemm.go; an f32 C makes the sm_90a atom store
+// directly), its row-wise ops (the activation's backward, the per-token
+// gather of dx and the routing-weight gradient, the shared gate, the dense
+// dprobs) in kernels_backward.go, and its weight gradients as an fp32
+// CUDA-core reduction over each expert's rows into the main grads
+// (kernels_wgrad.go).
+//
 // Kernel parameters are the ops' operands (named by role, bound to the
 // program's buffers, declared once in package moe); the lowering adds only
-// its own scratch, the GEMM work lists. Build is moe.Forward then Lower
-// with PerOp.
+// its own scratch, the GEMM work lists and transposed weights. Build is
+// moe.Forward then Lower with PerOp.
 //
 // No launch depends on a value read back on the host: grids are upper bounds
 // (surplus blocks exit), the tile list and row offsets stay on the device.
