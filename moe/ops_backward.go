@@ -32,11 +32,11 @@ type ActGrad struct {
 	// <dgu_r, FC1X[r]> (fp32 dgu, before rounding) = <dL/d(expert input),
 	// x>: the routing-weight gradient, exact for any weight and with no
 	// bf16 product on its way.
-	FC1X             *Buffer
-	DGU, HS, Dot     *Buffer
-	N                int        // columns of h
-	GateUp           GateUp     // order of gate and up in GU and DGU
-	Act              Activation // the forward's activation
+	FC1X         *Buffer
+	DGU, HS, Dot *Buffer
+	N            int        // columns of h
+	GateUp       GateUp     // order of gate and up in GU and DGU
+	Act          Activation // the forward's activation
 }
 
 // WeightGrad accumulates a weight gradient into caller-owned main-grad
