@@ -10,7 +10,8 @@
 // parameters, grids and shared memory as functions of the token count T,
 // and the buffers they use). How ops become kernels is a Lowering policy;
 // PerOp gives one kernel per op (lower_gemm.go: a grouped GEMM becomes two
-// kernels split by token range when the schedule has a small-T variant):
+// kernels split by token range when the schedule has a GEMM variant for a
+// range of T):
 //
 //	moe_init → [moe_route] → moe_count → moe_scan → moe_permute → moe_gather
 //	→ moe_fc1 [moe_fc1_mid] → moe_fc2 [moe_fc2_mid]

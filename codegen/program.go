@@ -123,7 +123,7 @@ type perOp struct {
 	prog  *Program
 	d     dims
 	lists []tileList // GEMM work lists, one per distinct row tile
-	// variant is the small-T GEMM variant's schedule (hasVariant) and the
+	// variant is the T-range GEMM variant's schedule (hasVariant) and the
 	// token ranges of the base and variant kernels.
 	variant    schedule.Schedule
 	hasVariant bool

@@ -12,15 +12,15 @@
 // Program.Buffers and each op's Operands. The program says nothing about
 // tiles, warps or kernels: how ops become kernels is a lowering policy of
 // package codegen (PerOp today: one kernel per op, two for a GEMM whose
-// schedule has a small-T variant).
+// schedule has a GEMM variant for a range of T).
 //
 // Backward builds the BF16 backward (ops_backward.go adds its ops): the
 // dispatch again, FC1 recomputed, dh = dy·FC2 and dxs = dgu·FC1 as GEMMs
 // over N-major weights, the activation's backward (ActGrad), the weight
 // gradients accumulated into caller-owned main-grad buffers (WeightGrad,
 // InOut buffers) and the per-token gather of dx and the routing-weight
-// gradient (CombineGrad). It keeps nothing from the forward. codegen has
-// no kernels for its new ops yet and refuses it by name.
+// gradient (CombineGrad). It keeps nothing from the forward; codegen's
+// PerOp lowering has a kernel for each of its ops.
 //
 // Interpret runs a program on the host in float64 with every store rounded
 // to its buffer's dtype: the meaning of each op, checked against

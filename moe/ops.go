@@ -152,39 +152,67 @@ type Combine struct {
 	WeightOnInput                  bool    // the routing weight already scaled the expert input
 }
 
-// Name implements Op.
-func (Init) Name() string    { return "init" }
-func (Route) Name() string   { return "route" }
-func (Count) Name() string   { return "count" }
-func (Scan) Name() string    { return "scan" }
+// Name is "init" (PerOp kernel moe_init).
+func (Init) Name() string { return "init" }
+
+// Name is "route" (PerOp kernel moe_route).
+func (Route) Name() string { return "route" }
+
+// Name is "count" (PerOp kernel moe_count).
+func (Count) Name() string { return "count" }
+
+// Name is "scan" (PerOp kernel moe_scan).
+func (Scan) Name() string { return "scan" }
+
+// Name is "permute" (PerOp kernel moe_permute).
 func (Permute) Name() string { return "permute" }
+
+// Name is g.Op, or "gather" when it is empty.
 func (g Gather) Name() string {
 	if g.Op == "" {
 		return "gather"
 	}
 	return g.Op
 }
-func (g GEMM) Name() string  { return g.Op }
+
+// Name is g.Op, the name the program gives the op.
+func (g GEMM) Name() string { return g.Op }
+
+// Name is "combine" (PerOp kernel moe_combine).
 func (Combine) Name() string { return "combine" }
 
-// Operands implements Op.
+// Operands lists the buffers Init reads and writes, under their roles.
 func (o Init) Operands() []Operand { return operands(w("counts", o.Counts), w("err", o.Err)) }
+
+// Operands lists the buffers Route reads and writes, under their roles.
 func (o Route) Operands() []Operand {
 	return operands(r("map", o.Map), r("probs", o.Probs), w("ids", o.IDs), w("weights", o.Weights), rw("err", o.Err))
 }
+
+// Operands lists the buffers Count reads and writes, under their roles.
 func (o Count) Operands() []Operand {
 	return operands(r("ids", o.IDs), rw("counts", o.Counts), w("row_of_slot", o.RowOfSlot), rw("err", o.Err))
 }
+
+// Operands lists the buffers Scan reads and writes, under their roles.
 func (o Scan) Operands() []Operand { return operands(r("counts", o.Counts), w("offsets", o.Offsets)) }
+
+// Operands lists the buffers Permute reads and writes, under their roles.
 func (o Permute) Operands() []Operand {
 	return operands(r("ids", o.IDs), r("offsets", o.Offsets), w("row_of_slot", o.RowOfSlot), w("src_slot", o.SrcSlot))
 }
+
+// Operands lists the buffers Gather reads and writes, under their roles.
 func (o Gather) Operands() []Operand {
 	return operands(r("x", o.X), r("src_slot", o.SrcSlot), r("offsets", o.Offsets), w("xs", o.XS), r("weights", o.Weights))
 }
+
+// Operands lists the buffers GEMM reads and writes, under their roles.
 func (o GEMM) Operands() []Operand {
 	return operands(r("a", o.A), r("b", o.B), r("bias", o.Bias), w("c", o.C), r("offsets", o.Offsets))
 }
+
+// Operands lists the buffers Combine reads and writes, under their roles.
 func (o Combine) Operands() []Operand {
 	return operands(r("out_rows", o.OutRows), r("row_of_slot", o.RowOfSlot), r("weights", o.Weights), w("y", o.Y),
 		r("shared_out", o.SharedOut), r("x", o.X), r("shared_gate", o.SharedGate))

@@ -84,30 +84,46 @@ type CombineGrad struct {
 // dense form: DW[t,k] at (t, IDs[t*K+k]) for every route, 0 elsewhere.
 type ScatterProbs struct{ IDs, DW, DProbs *Buffer }
 
-// Name implements Op.
-func (GateSigmoid) Name() string  { return "shared_gate_sigmoid" }
-func (a ActGrad) Name() string    { return a.Op }
+// Name is "shared_gate_sigmoid" (PerOp kernel moe_shared_gate_sigmoid).
+func (GateSigmoid) Name() string { return "shared_gate_sigmoid" }
+
+// Name is a.Op, the name the program gives the op.
+func (a ActGrad) Name() string { return a.Op }
+
+// Name is g.Op, the name the program gives the op.
 func (g WeightGrad) Name() string { return g.Op }
-func (CombineGrad) Name() string  { return "combine_grad" }
+
+// Name is "combine_grad" (PerOp kernel moe_combine_grad).
+func (CombineGrad) Name() string { return "combine_grad" }
+
+// Name is "scatter_probs" (PerOp kernel moe_scatter_probs).
 func (ScatterProbs) Name() string { return "scatter_probs" }
 
-// Operands implements Op.
+// Operands lists the buffers GateSigmoid reads and writes, under their roles.
 func (o GateSigmoid) Operands() []Operand {
 	return operands(r("x", o.X), r("gate", o.Gate), w("g", o.G))
 }
+
+// Operands lists the buffers ActGrad reads and writes, under their roles.
 func (o ActGrad) Operands() []Operand {
 	return operands(r("gu", o.GU), r("dh", o.DH), r("weights", o.Weights), r("src_slot", o.SrcSlot),
 		r("scale", o.Scale), r("offsets", o.Offsets), r("fc1x", o.FC1X), w("dgu", o.DGU), w("hs", o.HS), w("dot", o.Dot))
 }
+
+// Operands lists the buffers WeightGrad reads and writes, under their roles.
 func (o WeightGrad) Operands() []Operand {
 	return operands(r("a", o.A), r("b", o.B), r("weights", o.Weights), r("src_slot", o.SrcSlot),
 		r("offsets", o.Offsets), rw("main", o.Main), rw("bias", o.Bias))
 }
+
+// Operands lists the buffers CombineGrad reads and writes, under their roles.
 func (o CombineGrad) Operands() []Operand {
 	return operands(r("dxs", o.DXS), r("row_of_slot", o.RowOfSlot), r("ids", o.IDs), r("weights", o.Weights),
 		r("dy", o.DY), r("dot", o.Dot), r("fc2_bias", o.FC2Bias), r("shared_dx", o.SharedDX),
 		r("shared_dot", o.SharedDot), r("g", o.G), r("gate", o.Gate), w("dx", o.DX), w("dw", o.DW), w("dz", o.DZ))
 }
+
+// Operands lists the buffers ScatterProbs reads and writes, under their roles.
 func (o ScatterProbs) Operands() []Operand {
 	return operands(r("ids", o.IDs), r("dw", o.DW), w("dprobs", o.DProbs))
 }

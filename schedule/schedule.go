@@ -271,7 +271,7 @@ func (s Schedule) Validate(l Layer) error {
 func (s Schedule) validateWarps() error {
 	w := s.Warps
 	if w.Producer < 0 || w.MMA < 1 || w.Epilogue < 0 {
-		return fieldErr("Schedule.Warps", w, "needs Producer >= 0, MMA >= 1, Epilogue >= 0")
+		return fieldErr("Schedule.Warps", w, "needs at least 1 MMA (consumer) warp and no negative producer or epilogue warp count")
 	}
 	if w.Total() > 32 {
 		return fieldErr("Schedule.Warps", w, "%d warps exceed 1024 threads per CTA", w.Total())

@@ -47,7 +47,11 @@ func inspectProgram(c *cli.Context) error {
 	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "program %s %s\n%s", l.Name, dir, p)
-	fmt.Fprintf(w, "memory: %s\n", programMemory(p))
+	var bufs []launch.Buffer
+	for _, b := range p.Buffers {
+		bufs = append(bufs, b.Plan())
+	}
+	fmt.Fprintf(w, "memory: %s\n", programMemory(bufs))
 	if dir == "backward" {
 		fmt.Fprintln(w, "saved by the forward for the backward: nothing (0 B/token): the backward re-dispatches and recomputes FC1 from the forward's inputs")
 	}
@@ -66,7 +70,8 @@ func inspectProgram(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("inspect program: %w", err)
 	}
-	fmt.Fprintf(w, "\nkernels (PerOp, %v, %s)\n", tg, s)
+	fmt.Fprintf(w, "\nkernels (PerOp, %s)\n", s)
+	fmt.Fprintf(w, "memory with the lowering's own scratch (work lists, transposed weights): %s\n", programMemory(prog.Buffers))
 	for _, k := range prog.Kernels {
 		var ps []string
 		for _, prm := range k.Params {
@@ -96,18 +101,18 @@ func inspectProgram(c *cli.Context) error {
 	return nil
 }
 
-// programMemory sums the program's buffers by kind, as bytes per token
-// plus a constant: "input 4096 B/token + 1.2 GB, output ..., scratch ...".
-func programMemory(p *moe.Program) string {
+// programMemory sums buffers by kind, as bytes per token plus a constant:
+// "input 4160 B/token + 1207959552 B, output ..., scratch ...".
+func programMemory(bufs []launch.Buffer) string {
 	const T = 1 << 20
 	var parts []string
-	for _, k := range []moe.Kind{moe.Input, moe.InOut, moe.Output, moe.Scratch} {
+	for _, k := range []launch.BufferKind{launch.BufInput, launch.BufInOut, launch.BufOutput, launch.BufScratch} {
 		var at0, atT int64
 		n := 0
-		for _, b := range p.Buffers {
+		for _, b := range bufs {
 			if b.Kind == k {
-				at0 += b.Bytes().Eval(0)
-				atT += b.Bytes().Eval(T)
+				at0 += b.Bytes.Eval(0)
+				atT += b.Bytes.Eval(T)
 				n++
 			}
 		}

@@ -187,11 +187,10 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 			value += " (" + def + ")"
 		}
 		rule := fe.Rule
-		// Integer fields the rule names are flags too: "must be <= --experts (4)".
+		// Fields the rule names are flags too: "must be <= --experts (4)",
+		// "do not split --fc1-tile 128x128x64".
 		for _, g := range table {
-			if _, isInt := g.ptr(&l, &s).(*int); isInt {
-				rule = strings.ReplaceAll(rule, g.field, "--"+g.name)
-			}
+			rule = strings.ReplaceAll(rule, g.field, "--"+g.name)
 		}
 		if part != "" {
 			rule = fmt.Sprintf("%s = %v: %s", part[1:], fe.Value, rule)
