@@ -1,0 +1,435 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"math"
+	"slices"
+
+	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// backwardReport is one (model, target, T) of `mokc run --backward`.
+type backwardReport struct {
+	Model   string `json:"model"`
+	Target  string `json:"target"`
+	Tokens  int    `json:"tokens"`
+	Routing string `json:"routing"`
+	Seed    uint64 `json:"seed"`
+	Rows    int    `json:"checked_tokens"`
+	// Checks maps each checked gradient ("dx", "dw" or "dprobs",
+	// "fc1_grad[e]", "shared_fc2_grad", ...) to its comparison.
+	Checks        []gradCheck `json:"checks"`
+	SharedChecked bool        `json:"shared_checked"`
+	Runs          int         `json:"runs"`
+	Identical     int         `json:"identical_runs"`
+	ErrorWord     string      `json:"error_word"`
+	Pass          bool        `json:"pass"`
+	Failures      []string    `json:"failures,omitempty"`
+}
+
+// gradCheck compares one gradient with the float64 reference.
+type gradCheck struct {
+	Name   string  `json:"name"`
+	RelL2  float64 `json:"rel_l2"`
+	Cosine float64 `json:"cosine"`
+	NaN    int     `json:"nan"`
+}
+
+// Tolerances of `mokc run --backward` (issue text: gradient cosine >= 0.9999
+// and rel L2 <= 1e-2 against schedule.Backward).
+const (
+	backwardMaxRelL2  = 1e-2
+	backwardMinCosine = 0.9999
+	// sharedCheckMax bounds T*S*I_s*H for checking the shared experts' weight
+	// gradients, which need every token through the host reference.
+	sharedCheckMax = 1 << 34
+)
+
+// compareGrad is the relative L2 error and cosine of got against want.
+func compareGrad(name string, got, want []float64) gradCheck {
+	c := gradCheck{Name: name}
+	var num, den, gg, gw float64
+	for i, v := range want {
+		g := got[i]
+		if math.IsNaN(g) || math.IsInf(g, 0) {
+			c.NaN++
+			continue
+		}
+		num += (g - v) * (g - v)
+		den += v * v
+		gg += g * g
+		gw += g * v
+	}
+	c.RelL2 = math.Sqrt(num / math.Max(den, 1e-300))
+	c.Cosine = 1
+	if den > 0 || gg > 0 {
+		c.Cosine = gw / math.Sqrt(math.Max(den*gg, 1e-300))
+	}
+	return c
+}
+
+// sampledExperts picks the experts whose weight gradients are checked: the
+// one with the most routes and, when another has routes, the one after it
+// in the seed's order (deterministic).
+func sampledExperts(ids []int32, E int, seed uint64) []int {
+	counts := make([]int, E)
+	for _, id := range ids {
+		if id >= 0 {
+			counts[id]++
+		}
+	}
+	top := 0
+	for e, n := range counts {
+		if n > counts[top] {
+			top = e
+		}
+	}
+	out := []int{top}
+	for i := 1; i < E; i++ {
+		if e := (top + int(seed%uint64(E)) + i) % E; counts[e] > 0 && e != top {
+			return append(out, e)
+		}
+	}
+	return out
+}
+
+// runBackwardAll is `mokc run --backward`: for each model, target and T, a
+// forward then --repeat backwards from zeroed main grads on one set of
+// inputs, each compared bitwise with the first; the first checked against
+// schedule's float64 gradients on the sampled tokens (dx and the
+// routing-weight gradient), the weight gradients of two experts (the
+// busiest and one more) and, when T*S*I_s*H <= 2^34, the shared experts'.
+func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) error {
+	layers := []schedule.Layer{cfg.layer}
+	if cfg.models != nil {
+		layers = nil
+		for _, m := range cfg.models {
+			l, err := cfg.modelLayer(m)
+			if err != nil {
+				return err
+			}
+			layers = append(layers, l)
+		}
+	}
+	var failed []string
+	for _, l := range layers {
+		for _, tg := range cfg.targets {
+			for _, T := range cfg.tokens {
+				rep, err := runBackwardOne(cfg, ctx, l, tg, T, logw)
+				if err != nil {
+					return fmt.Errorf("run --backward %s %s T=%d: %w", l.Name, tg, T, err)
+				}
+				if err := writeBackwardReport(out, rep, cfg.json); err != nil {
+					return err
+				}
+				if !rep.Pass {
+					failed = append(failed, fmt.Sprintf("%s %s T=%d", l.Name, tg, T))
+				}
+			}
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("run --backward: %d checks failed: %v", len(failed), failed)
+	}
+	return nil
+}
+
+// runBackwardOne runs and checks one (layer, target, T).
+func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg target.Target, T int, logw io.Writer) (backwardReport, error) {
+	rep := backwardReport{Model: l.Name, Target: tg.String(), Tokens: T, Routing: l.Routing.String(), Seed: cfg.seed, Runs: cfg.repeat}
+	s, err := cfg.schedule(l, tg)
+	if err != nil {
+		return rep, err
+	}
+	ly, err := runtime.NewLayer(ctx, l, s)
+	if err != nil {
+		return rep, err
+	}
+	defer ly.Close()
+	gen, err := schedule.NewWeightGen(l, cfg.seed)
+	if err != nil {
+		return rep, err
+	}
+	wts, err := runtime.UploadWeightSource(ctx, l, gen)
+	if err != nil {
+		return rep, err
+	}
+	defer wts.Free()
+	sx, sr := inputSeeds(cfg.seed, T)
+	x := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, l.Hidden, sx)))
+	r, err := schedule.GenerateRouting(l, x, sr)
+	if err != nil {
+		return rep, err
+	}
+	in, err := runtime.UploadInputs(ctx, l, x, r)
+	if err != nil {
+		return rep, err
+	}
+	defer in.Free()
+	args := runtime.Bindings{}
+	wts.SetIn(args)
+	in.SetIn(args)
+	if err := ly.Forward(nil, args); err != nil { // a training step's forward first
+		return rep, err
+	}
+	mainGrads := runtime.Bindings{}
+	defer func() {
+		for _, t := range mainGrads {
+			ctx.Free(t.Ptr)
+		}
+	}()
+	dySeed := sr + 7
+	b, free, err := backwardBindings(ctx, ly, l, T, dySeed, args, mainGrads)
+	if err != nil {
+		return rep, err
+	}
+	defer free()
+	dy := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, l.Hidden, dySeed)))
+
+	ids := r.IDs
+	if l.Routing == schedule.RoutingMap {
+		if ids, _, err = schedule.FixedWidth(l, r.Map, r.Probs); err != nil {
+			return rep, err
+		}
+	}
+	rows := sampleRows(T, cfg.sample, cfg.seed)
+	experts := sampledExperts(ids, l.Experts, cfg.seed)
+	rep.Rows = len(rows)
+	rep.SharedChecked = l.SharedExperts > 0 && int64(T)*int64(l.SharedWidth())*int64(l.Hidden) <= sharedCheckMax
+	fmt.Fprintf(logw, "mokc run --backward: %s %s T=%d: reference on %d tokens, experts %v, shared %v\n",
+		l.Name, tg, T, len(rows), experts, rep.SharedChecked)
+	refc := make(chan refResult, 1)
+	go func() {
+		g, err := gen.BackwardSample(x, r, dy, rows, experts, rep.SharedChecked)
+		refc <- refResult{g, err}
+	}()
+
+	var first uint64
+	var got map[string][]float64
+	for run := 0; run < cfg.repeat; run++ {
+		res, h, word, err := backwardRun(ctx, ly, l, b, T, rows, experts)
+		if err != nil {
+			return rep, err
+		}
+		rep.ErrorWord = word
+		if run == 0 {
+			first, got = h, res
+		}
+		if h == first {
+			rep.Identical++
+		}
+	}
+	ref := <-refc
+	if ref.err != nil {
+		return rep, ref.err
+	}
+	rep.Checks = backwardChecks(l, got, ref.g, rows, ids, experts, rep.SharedChecked)
+	rep.Pass = rep.ErrorWord == "ok" && rep.Identical == rep.Runs
+	if !rep.Pass {
+		rep.Failures = append(rep.Failures, fmt.Sprintf("error word %s, %d of %d runs identical", rep.ErrorWord, rep.Identical, rep.Runs))
+	}
+	for _, c := range rep.Checks {
+		if c.NaN > 0 || c.RelL2 > backwardMaxRelL2 || c.Cosine < backwardMinCosine {
+			rep.Pass = false
+			rep.Failures = append(rep.Failures, fmt.Sprintf("%s: rel L2 %.3g, cosine %.6f, %d NaN/Inf", c.Name, c.RelL2, c.Cosine, c.NaN))
+		}
+	}
+	return rep, nil
+}
+
+// refResult is the host reference's result.
+type refResult struct {
+	g   schedule.SampledGrads
+	err error
+}
+
+// backwardRun zeroes the main grads, poisons the outputs, runs Backward,
+// waits, and returns the checked parts by name (dx or the dense gradient of
+// the sampled rows; each sampled expert's main grads; the shared ones),
+// a hash of every output and main grad's bits, and the error word.
+func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, T int, rows, experts []int) (map[string][]float64, uint64, string, error) {
+	specs, err := ly.BackwardBuffers()
+	if err != nil {
+		return nil, 0, "", err
+	}
+	for _, s := range specs {
+		t := b[s.Name]
+		switch s.Kind {
+		case launch.BufInOut:
+			err = ctx.Memset(t.Ptr, 0, t.Len()*int(s.DType.Size()))
+		case launch.BufOutput:
+			err = runtime.Poison(ctx, nil, t)
+		}
+		if err != nil {
+			return nil, 0, "", err
+		}
+	}
+	if err := ly.Backward(nil, b); err != nil {
+		return nil, 0, "", err
+	}
+	word := "ok"
+	if err := ly.CheckErrors(nil); err != nil {
+		var re *runtime.RoutingError
+		if !errors.As(err, &re) {
+			return nil, 0, "", err
+		}
+		word = err.Error()
+	}
+	h := fnv.New64a()
+	full := map[string][]float64{}
+	for _, s := range specs {
+		if s.Kind == launch.BufInput {
+			continue
+		}
+		parts := map[string]runtime.Tensor{s.Name: b[s.Name]}
+		if perExpert[s.Name] {
+			// Only the sampled experts' slices: a whole main grad can be
+			// tens of GB.
+			parts = map[string]runtime.Tensor{}
+			t := b[s.Name]
+			n := t.Len() / l.Experts
+			size := int(s.DType.Size())
+			for _, e := range experts {
+				parts[fmt.Sprintf("%s[%d]", s.Name, e)] = runtime.NewTensor(t.Ptr.Offset(e*n*size), n*size, s.DType, n)
+			}
+		}
+		for name, t := range parts {
+			v, err := downloadFloats(ctx, t)
+			if err != nil {
+				return nil, 0, "", err
+			}
+			hashFloats(h, v)
+			full[name] = v
+		}
+	}
+	return full, h.Sum64(), word, nil
+}
+
+// perExpert names the main grads stored per routed expert ([E, ...]).
+var perExpert = map[string]bool{moe.BufFC1Grad: true, moe.BufFC2Grad: true, moe.BufFC1BiasGrad: true, moe.BufFC2BiasGrad: true}
+
+// hashFloats adds the bits of v to h.
+func hashFloats(h interface{ Write([]byte) (int, error) }, v []float64) {
+	var buf [8]byte
+	for _, x := range v {
+		bits := math.Float64bits(x)
+		for i := range buf {
+			buf[i] = byte(bits >> (8 * i))
+		}
+		h.Write(buf[:])
+	}
+}
+
+// downloadFloats copies a bf16 or f32 tensor to the host as float64.
+func downloadFloats(ctx *driver.Context, t runtime.Tensor) ([]float64, error) {
+	n := t.Len()
+	out := make([]float64, n)
+	if n == 0 {
+		return out, nil
+	}
+	if t.DType == moe.BF16 {
+		h := make([]uint16, n)
+		if err := ctx.CopyFromDevice(h, t.Ptr); err != nil {
+			return nil, err
+		}
+		for i, v := range runtime.FromBF16(h) {
+			out[i] = float64(v)
+		}
+		return out, nil
+	}
+	h := make([]float32, n)
+	if err := ctx.CopyFromDevice(h, t.Ptr); err != nil {
+		return nil, err
+	}
+	for i, v := range h {
+		out[i] = float64(v)
+	}
+	return out, nil
+}
+
+// backwardChecks compares the GPU's gradients (full buffers by name) with
+// the sampled reference.
+func backwardChecks(l schedule.Layer, got map[string][]float64, ref schedule.SampledGrads, rows []int, ids []int32, experts []int, shared bool) []gradCheck {
+	H, E, K := l.Hidden, l.Experts, l.TopK
+	pick := func(v []float64, rows []int, width int) []float64 {
+		out := make([]float64, 0, len(rows)*width)
+		for _, t := range rows {
+			out = append(out, v[t*width:(t+1)*width]...)
+		}
+		return out
+	}
+	checks := []gradCheck{compareGrad("dx", pick(got[moe.BufDX], rows, H), ref.DX)}
+	if l.Routing == schedule.RoutingMap {
+		dense := make([]float64, len(rows)*E)
+		for i, t := range rows {
+			for k := 0; k < K; k++ {
+				if id := ids[t*K+k]; id >= 0 {
+					dense[i*E+int(id)] = ref.DWeights[i*K+k]
+				}
+			}
+		}
+		checks = append(checks, compareGrad("dprobs", pick(got[moe.BufDProbs], rows, E), dense))
+	} else {
+		checks = append(checks, compareGrad("dw", pick(got[moe.BufDW], rows, K), ref.DWeights))
+	}
+	for _, e := range experts {
+		g := ref.Experts[e]
+		for _, part := range []struct {
+			buf  string
+			want []float32
+		}{{moe.BufFC1Grad, g.FC1[0]}, {moe.BufFC2Grad, g.FC2[0]}} {
+			name := fmt.Sprintf("%s[%d]", part.buf, e)
+			checks = append(checks, compareGrad(name, got[name], f64s(part.want)))
+		}
+	}
+	if shared && ref.Shared != nil {
+		want := moe.MainGradBuffers(l, *ref.Shared)
+		names := make([]string, 0, len(want))
+		for name := range want {
+			names = append(names, name)
+		}
+		slices.Sort(names)
+		for _, name := range names {
+			checks = append(checks, compareGrad(name, got[name], want[name]))
+		}
+	}
+	return checks
+}
+
+// f64s widens float32 values.
+func f64s(v []float32) []float64 {
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = float64(x)
+	}
+	return out
+}
+
+// writeBackwardReport writes one report: a JSON line, or a line of text
+// with the worst check.
+func writeBackwardReport(w io.Writer, rep backwardReport, asJSON bool) error {
+	if asJSON {
+		return writeJSONLine(w, rep)
+	}
+	worst := gradCheck{Cosine: 1}
+	for _, c := range rep.Checks {
+		if c.RelL2 > worst.RelL2 {
+			worst = c
+		}
+	}
+	verdict := "PASS"
+	if !rep.Pass {
+		verdict = "FAIL " + fmt.Sprint(rep.Failures)
+	}
+	_, err := fmt.Fprintf(w, "%-18s %-7s T=%-6d backward: %d gradients checked on %d tokens, worst %s rel L2 %.3g cosine %.6f; %d/%d runs identical; error word %s; %s\n",
+		rep.Model, rep.Target, rep.Tokens, len(rep.Checks), rep.Rows, worst.Name, worst.RelL2, worst.Cosine, rep.Identical, rep.Runs, rep.ErrorWord, verdict)
+	return err
+}
