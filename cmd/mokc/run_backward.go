@@ -301,8 +301,13 @@ func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b run
 				parts[fmt.Sprintf("%s[%d]", s.Name, e)] = runtime.NewTensor(t.Ptr.Offset(e*n*size), n*size, s.DType, n)
 			}
 		}
-		for name, t := range parts {
-			v, err := downloadFloats(ctx, t)
+		names := make([]string, 0, len(parts))
+		for name := range parts {
+			names = append(names, name)
+		}
+		slices.Sort(names) // the hash must not depend on map order
+		for _, name := range names {
+			v, err := downloadFloats(ctx, parts[name])
 			if err != nil {
 				return nil, 0, "", err
 			}
