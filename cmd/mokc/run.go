@@ -348,6 +348,23 @@ func checkTokens(l schedule.Layer, s schedule.Schedule, T int) error {
 	return nil
 }
 
+// layers returns the layers cfg checks: its models' (modelLayer), or the
+// one layer of --hf-config.
+func (cfg runConfig) layers() ([]schedule.Layer, error) {
+	if cfg.models == nil {
+		return []schedule.Layer{cfg.layer}, nil
+	}
+	var out []schedule.Layer
+	for _, m := range cfg.models {
+		l, err := cfg.modelLayer(m)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, l)
+	}
+	return out, nil
+}
+
 // modelLayer returns the layer of a preset with the routing form of
 // --routing.
 func (cfg runConfig) modelLayer(name string) (schedule.Layer, error) {
@@ -524,16 +541,9 @@ func runAll(cfg runConfig, b runBackend, out, logw io.Writer) error {
 	start := time.Now()
 	total := 0
 	var failed []string
-	layers := []schedule.Layer{cfg.layer}
-	if cfg.models != nil {
-		layers = nil
-		for _, m := range cfg.models {
-			l, err := cfg.modelLayer(m)
-			if err != nil {
-				return fmt.Errorf("run: %w", err)
-			}
-			layers = append(layers, l)
-		}
+	layers, err := cfg.layers()
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
 	}
 	// The float64 reference of one model finishes while the next model
 	// runs on the device: at most two models' references are in flight.

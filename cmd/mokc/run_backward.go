@@ -108,16 +108,9 @@ func sampledExperts(ids []int32, E int, seed uint64) []int {
 // routing-weight gradient), the weight gradients of two experts (the
 // busiest and one more) and, when T*S*I_s*H <= 2^34, the shared experts'.
 func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) error {
-	layers := []schedule.Layer{cfg.layer}
-	if cfg.models != nil {
-		layers = nil
-		for _, m := range cfg.models {
-			l, err := cfg.modelLayer(m)
-			if err != nil {
-				return err
-			}
-			layers = append(layers, l)
-		}
+	layers, err := cfg.layers()
+	if err != nil {
+		return err
 	}
 	var failed []string
 	for _, l := range layers {
