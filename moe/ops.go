@@ -29,37 +29,57 @@ func rw(role string, b *Buffer) Operand { return Operand{Role: role, Buffer: b, 
 
 // Init zeroes the per-expert slot counts Counts i32 [E] and the error word
 // Err u32 [1].
-type Init struct{ Counts, Err *Buffer }
+type Init struct {
+	Counts *Buffer // i32 [E], zeroed
+	Err    *Buffer // u32 [1], zeroed
+}
 
 // Route turns a dense routing map Map u8 [T,E] (nonzero = routed) and its
 // probabilities Probs f32 [T,E] into fixed-width routing: IDs i32 [T,K] in
 // increasing expert order padded with -1, Weights f32 [T,K] padded with 0.
 // A row with more than K routes keeps its first K and sets
 // launch.ErrTooManyRoute in Err.
-type Route struct{ Map, Probs, IDs, Weights, Err *Buffer }
+type Route struct {
+	Map, Probs   *Buffer // u8 [T,E] routing map, f32 [T,E] probs (read)
+	IDs, Weights *Buffer // i32 [T,K], f32 [T,K] fixed-width routing (written)
+	Err          *Buffer // u32 [1] error word (ORed into)
+}
 
 // Count validates IDs i32 [T,K] (an id outside [-1, E) sets
 // launch.ErrBadExpertID in Err and counts as -1), adds one to Counts[e] for
 // each slot routed to e, and marks unrouted slots -1 in RowOfSlot i32 [T*K].
-type Count struct{ IDs, Counts, RowOfSlot, Err *Buffer }
+type Count struct {
+	IDs       *Buffer // i32 [T,K] expert ids (read)
+	Counts    *Buffer // i32 [E] slots per expert (added to)
+	RowOfSlot *Buffer // i32 [T*K], -1 written for unrouted slots
+	Err       *Buffer // u32 [1] error word (ORed into)
+}
 
 // Scan writes Offsets i32 [E+1], the exclusive prefix sum of Counts i32
 // [E]: expert e owns the dispatched rows Offsets[e] .. Offsets[e+1]-1.
 // (Lowerings add the per-tile work lists of the grouped GEMMs here.)
-type Scan struct{ Counts, Offsets *Buffer }
+type Scan struct {
+	Counts  *Buffer // i32 [E] (read)
+	Offsets *Buffer // i32 [E+1] (written)
+}
 
 // Permute ranks the slots routed to each expert in slot order (stable): slot
 // s = t*K+k with id e gets row Offsets[e] + rank, written to RowOfSlot i32
 // [T*K], and SrcSlot i32 [T*K] maps the row back to s.
-type Permute struct{ IDs, Offsets, RowOfSlot, SrcSlot *Buffer }
+type Permute struct {
+	IDs, Offsets       *Buffer // i32 [T,K], i32 [E+1] (read)
+	RowOfSlot, SrcSlot *Buffer // i32 [T*K] each (written)
+}
 
 // Gather dispatches tokens: XS[row] = X[SrcSlot[row] / K] for row <
 // Offsets[E], scaled by the routing weight (rounded to bf16) when Weights
 // is set (RouterWeightOnInput layers).
-// Op names the op ("" is "gather"; the backward also gathers dy).
 type Gather struct {
-	Op                               string
-	X, SrcSlot, Offsets, XS, Weights *Buffer
+	Op               string  // the op's name ("" is "gather"; the backward also gathers dy and x)
+	X                *Buffer // bf16 [T,H] token rows (read)
+	SrcSlot, Offsets *Buffer // i32 [T*K] slot of each row, i32 [E+1] (read)
+	XS               *Buffer // bf16 [T*K,H] dispatched rows (written)
+	Weights          *Buffer // f32 [T,K] routing weights scaling the rows (nil: unscaled)
 }
 
 // Rows says where a GEMM's A rows come from.
@@ -110,9 +130,9 @@ const (
 // Activation is the gated activation of an FC1 GEMM: Kind with its clamp
 // Limit and sigmoid slope Alpha (formulas and sources: schedule.Activation).
 type Activation struct {
-	Kind  schedule.Activation
-	Limit float64 // clamp limit (ClampedSwiGLU, GPTOSS)
-	Alpha float64 // sigmoid slope (GPTOSS)
+	Kind  schedule.Activation // the function
+	Limit float64             // clamp limit (ClampedSwiGLU, GPTOSS)
+	Alpha float64             // sigmoid slope (GPTOSS)
 }
 
 // GEMM is a grouped GEMM with fp32 accumulation:
@@ -120,9 +140,10 @@ type Activation struct {
 //	C[row, n] = epilogue( sum_k A[row, k] * B_e[n', k] ),  e = expert of row
 //
 // A bf16 [rows, K]; B_e bf16 [N, K] (plain) or [2N, K] (gated, rows in
-// GateUp order), K-major, or with BMajor NMajor [K, N]; C bf16 [rows, N]. The epilogue adds Bias f32
-// [E, rows of B_e] (when set), then for a gated GEMM applies Act to each
-// (gate, up) pair, and rounds once to bf16.
+// GateUp order), K-major, or with BMajor NMajor [K, N]; C bf16 [rows, N],
+// or f32 (plain GEMMs). The epilogue adds Bias f32 [E, rows of B_e] (when
+// set), then for a gated GEMM applies Act to each (gate, up) pair, and
+// rounds once to C's dtype.
 type GEMM struct {
 	Op      string        // name: "fc1", "fc2", "shared_fc1", "shared_fc2"
 	A, B, C *Buffer       // operands (B: the weights, or their pointer table)
@@ -147,9 +168,11 @@ type GEMM struct {
 // 0..K-1 with RowOfSlot[t*K+k] >= 0, Weights[t,k] * OutRows[row] (weight 1
 // when WeightOnInput), rounded once to bf16.
 type Combine struct {
-	OutRows, RowOfSlot, Weights, Y *Buffer
-	SharedOut, X, SharedGate       *Buffer // optional: shared expert, its output gate
-	WeightOnInput                  bool    // the routing weight already scaled the expert input
+	OutRows                  *Buffer // bf16 [T*K,H] unweighted expert outputs
+	RowOfSlot, Weights       *Buffer // i32 [T*K], f32 [T,K]
+	Y                        *Buffer // bf16 [T,H] (written)
+	SharedOut, X, SharedGate *Buffer // optional: shared expert, its output gate
+	WeightOnInput            bool    // the routing weight already scaled the expert input
 }
 
 // Name is "init" (PerOp kernel moe_init).

@@ -6,7 +6,10 @@ package moe
 
 // GateSigmoid writes G f32 [T], G[t] = sigmoid(X[t]·Gate) in fp32: the
 // shared expert's output gate (X bf16 [T,H], Gate bf16 [H]).
-type GateSigmoid struct{ X, Gate, G *Buffer }
+type GateSigmoid struct {
+	X, Gate *Buffer // bf16 [T,H], bf16 [H] (read)
+	G       *Buffer // f32 [T] (written)
+}
 
 // ActGrad is the backward of a gated activation over the rows of a GEMM
 // (the first Offsets[E] rows when Offsets is set, else T rows): with GU
@@ -22,8 +25,8 @@ type GateSigmoid struct{ X, Gate, G *Buffer }
 // <dy, FC2·h> = <FC2ᵀ·dy, h>, so no expert output needs to be kept, and
 // it is exact for s_r <= 0 (s_r never divides).
 type ActGrad struct {
-	Op               string
-	GU, DH           *Buffer
+	Op               string  // the op's name
+	GU, DH           *Buffer // [rows, 2N] f32 or bf16, bf16 [rows, N] (read)
 	Weights, SrcSlot *Buffer // dispatched rows: s_r = Weights[SrcSlot[r]] (nil: 1)
 	Scale            *Buffer // dense rows: s_t = Scale[t] (nil: 1)
 	Offsets          *Buffer // dispatched rows: Offsets[E] rows (nil: T dense rows)
@@ -33,7 +36,7 @@ type ActGrad struct {
 	// x>: the routing-weight gradient, exact for any weight and with no
 	// bf16 product on its way.
 	FC1X         *Buffer
-	DGU, HS, Dot *Buffer
+	DGU, HS, Dot *Buffer    // bf16 [rows, 2N], bf16 [rows, N], f32 [rows] (written)
 	N            int        // columns of h
 	GateUp       GateUp     // order of gate and up in GU and DGU
 	Act          Activation // the forward's activation
@@ -52,9 +55,9 @@ type ActGrad struct {
 // main grad's dtype (f32 or bf16). Main is [E, M, N] (Stacked) or a u64
 // [E] table of pointers to [M, N] (Table); Bias is [E, M].
 type WeightGrad struct {
-	Op               string
-	A, B             *Buffer
-	Main, Bias       *Buffer
+	Op               string        // the op's name
+	A, B             *Buffer       // [rows, M] bf16 or f32, bf16 [rows, N] (read)
+	Main, Bias       *Buffer       // main grads [E, M, N] and [E, M] (added to; Bias optional)
 	Weights, SrcSlot *Buffer       // bias row scale s_r (dispatched rows; nil: 1)
 	Offsets          *Buffer       // dispatched rows (nil: dense)
 	Storage          WeightStorage // how Main_e is found
@@ -69,20 +72,24 @@ type WeightGrad struct {
 //	DZ[t] = SharedDot[t] · G[t]·(1 - G[t])              (shared output gate)
 //
 // with v_k = Weights[t,k] when WeightOnInput (the weight scaled the expert
-// input), else 1; DW is 0 for slots without a route; DXS and SharedDX are
-// f32 or bf16, DX bf16 [T,H], DW f32 [T,K], DZ f32 [T]. e = IDs[t*K+k]. Optional buffers are nil when the
-// layer lacks the feature.
+// input), else 1; DW is 0 for slots without a route; e = IDs[t*K+k].
+// Optional buffers are nil when the layer lacks the feature.
 type CombineGrad struct {
-	DXS, RowOfSlot, IDs, Weights, DY, Dot *Buffer
-	FC2Bias                               *Buffer
-	SharedDX, SharedDot, G, Gate          *Buffer
-	DX, DW, DZ                            *Buffer
-	WeightOnInput                         bool
+	DXS                          *Buffer // [T*K,H] f32 or bf16, per dispatched row
+	RowOfSlot, IDs, Weights      *Buffer // i32 [T*K], i32 [T,K], f32 [T,K]
+	DY, Dot                      *Buffer // bf16 [T,H], f32 [T*K] per dispatched row
+	FC2Bias                      *Buffer // optional f32 [E,H] (weight on the output)
+	SharedDX, SharedDot, G, Gate *Buffer // optional: shared dx [T,H] f32 or bf16, f32 [T], f32 [T], bf16 [H]
+	DX, DW, DZ                   *Buffer // bf16 [T,H], f32 [T,K], optional f32 [T] (written)
+	WeightOnInput                bool    // the routing weight scaled the expert input
 }
 
 // ScatterProbs writes DProbs f32 [T,E], the routing-weight gradient in the
 // dense form: DW[t,k] at (t, IDs[t*K+k]) for every route, 0 elsewhere.
-type ScatterProbs struct{ IDs, DW, DProbs *Buffer }
+type ScatterProbs struct {
+	IDs, DW *Buffer // i32 [T,K] fixed-width ids, f32 [T,K] (read)
+	DProbs  *Buffer // f32 [T,E] (written)
+}
 
 // Name is "shared_gate_sigmoid" (PerOp kernel moe_shared_gate_sigmoid).
 func (GateSigmoid) Name() string { return "shared_gate_sigmoid" }
