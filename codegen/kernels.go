@@ -325,29 +325,12 @@ func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 	t := b.BlockIdx(ir.X)
 	tid := b.ThreadIdx(ir.X)
 	H, K := int64(d.H), int64(d.K)
-	v4 := ir.Vec(4, ir.I32)
 	row8 := func(base value.Value, r, c value.Value) []value.Value {
-		v := b.LoadAt(v4, b.ByteOffset(base, b.Add(b.MulI(b.Wide(r), 2*H), b.MulI(b.Wide(c), 16))), 16)
-		out := make([]value.Value, 8)
-		for i := 0; i < 4; i++ {
-			x := b.ExtractElement(v, i)
-			out[2*i], out[2*i+1] = b.BF16Lo(x), b.BF16Hi(x)
-		}
-		return out
+		return b.loadBF16x8(b.rowPtr(base, r, c, H, 2))
 	}
 	var gate value.Value = ir.Float32(1)
 	if gated {
-		smem := b.DynSmem()
-		part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
-			xv := row8(b.Param("x"), t, c)
-			gv := row8(b.Param("shared_gate"), ir.Int32(0), c)
-			a := acc[0]
-			for i := 0; i < 8; i++ {
-				a = b.FMA(xv[i], gv[i], a)
-			}
-			return []value.Value{a}
-		})[0]
-		gate = b.Sigmoid(b.blockSumF32(smem, part))
+		gate = b.sharedGateSigmoid(b.Param("x"), b.Param("shared_gate"), t, tid, H)
 	}
 	slots := make([]value.Value, K)
 	wts := make([]value.Value, K)
@@ -385,7 +368,7 @@ func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 				return n
 			})
 		}
-		StoreBF16(b, b.ByteOffset(b.Param("y"), b.Add(b.MulI(b.Wide(t), 2*H), b.MulI(b.Wide(c), 16))), acc)
+		StoreBF16(b, b.rowPtr(b.Param("y"), t, c, H, 2), acc)
 		return nil
 	})
 	b.Ret(nil)
@@ -394,6 +377,41 @@ func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 	}
 	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: 1, D: 1, Min: 1})
 	return k
+}
+
+// sharedGateSigmoid is sigmoid(x[t]·gate) in fp32 for token t (x bf16
+// [T,H], gate bf16 [H]), the shared expert's output gate: 8 columns per
+// thread tid per step, then a fixed-order block reduction through the
+// first 8 f32 of dynamic shared memory; every thread gets it.
+func (b *Builder) sharedGateSigmoid(x, gate, t, tid value.Value, H int64) value.Value {
+	smem := b.DynSmem()
+	part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
+		xv := b.loadBF16x8(b.rowPtr(x, t, c, H, 2))
+		gv := b.loadBF16x8(b.rowPtr(gate, ir.Int32(0), c, H, 2))
+		a := acc[0]
+		for i := 0; i < 8; i++ {
+			a = b.FMA(xv[i], gv[i], a)
+		}
+		return []value.Value{a}
+	})[0]
+	return b.Sigmoid(b.blockSumF32(smem, part))
+}
+
+// loadBF16x8 widens the 8 bf16 at byte pointer p (16-byte aligned) to f32.
+func (b *Builder) loadBF16x8(p value.Value) []value.Value {
+	v := b.LoadAt(ir.Vec(4, ir.I32), p, 16)
+	out := make([]value.Value, 8)
+	for i := 0; i < 4; i++ {
+		x := b.ExtractElement(v, i)
+		out[2*i], out[2*i+1] = b.BF16Lo(x), b.BF16Hi(x)
+	}
+	return out
+}
+
+// rowPtr is base + (r*width + 8*c) elements of size bytes: chunk c of 8
+// elements of row r.
+func (b *Builder) rowPtr(base, r, c value.Value, width, size int64) value.Value {
+	return b.ByteOffset(base, b.Add(b.MulI(b.Wide(r), width*size), b.MulI(b.Wide(c), 8*size)))
 }
 
 // blockSumF32 sums one f32 per thread over the block in a fixed order

@@ -11,17 +11,6 @@ import (
 // The PerOp kernels of the backward's row-wise ops (moe/ops_backward.go).
 // Every sum is a fixed-order fp32 reduction (blockSumF32): no atomics.
 
-// loadBF16x8 widens the 8 bf16 at byte pointer p (16-byte aligned) to f32.
-func (b *Builder) loadBF16x8(p value.Value) []value.Value {
-	v := b.LoadAt(ir.Vec(4, ir.I32), p, 16)
-	out := make([]value.Value, 8)
-	for i := 0; i < 4; i++ {
-		x := b.ExtractElement(v, i)
-		out[2*i], out[2*i+1] = b.BF16Lo(x), b.BF16Hi(x)
-	}
-	return out
-}
-
 // loadF32x8 loads the 8 f32 at byte pointer p (16-byte aligned).
 func (b *Builder) loadF32x8(p value.Value) []value.Value {
 	out := make([]value.Value, 0, 8)
@@ -54,12 +43,6 @@ func (b *Builder) gateUpRow8(order moe.GateUp, d moe.DType, base, r, c value.Val
 		return g, u
 	}
 	return b.loadRow8(d, base, r, c, 2*N), b.loadRow8(d, base, r, b.AddI(c, N/8), 2*N)
-}
-
-// rowPtr is base + (r*width + 8*c) elements of size bytes: chunk c of 8
-// elements of row r.
-func (b *Builder) rowPtr(base, r, c value.Value, width, size int64) value.Value {
-	return b.ByteOffset(base, b.Add(b.MulI(b.Wide(r), width*size), b.MulI(b.Wide(c), 8*size)))
 }
 
 // ActivateGrad emits dL/dg and dL/du of h = act(g, u) for the upstream
@@ -98,16 +81,7 @@ func rowGrid(perT int) [3]Expr { return grid1(Expr{A: int64(perT), D: 1, Min: 1}
 func emitGateSigmoid(m *ir.Module, d dims, op moe.GateSigmoid) Kernel {
 	b, k := opKernel(m, op, utilThreads, false)
 	t, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
-	H := int64(d.H)
-	part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
-		xv, gv := b.loadBF16x8(b.rowPtr(b.Param("x"), t, c, H, 2)), b.loadBF16x8(b.rowPtr(b.Param("gate"), ir.Int32(0), c, H, 2))
-		a := acc[0]
-		for i := 0; i < 8; i++ {
-			a = b.FMA(xv[i], gv[i], a)
-		}
-		return []value.Value{a}
-	})[0]
-	g := b.Sigmoid(b.blockSumF32(b.DynSmem(), part))
+	g := b.sharedGateSigmoid(b.Param("x"), b.Param("gate"), t, tid, int64(d.H))
 	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() { b.StoreAt(g, b.elemPtr(b.Param("g"), t, 4), 4) })
 	b.Ret(nil)
 	k.SharedBytes, k.SkipIfZeroT, k.Grid = 8*4, true, rowGrid(1)
