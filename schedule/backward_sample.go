@@ -89,11 +89,8 @@ func (g *WeightGen) BackwardSample(x []float32, r Routing, dy []float32, rows, e
 func (g *WeightGen) expertBackward(e int, x, wts, dy []float32, slots []int, grads bool, at map[int]int, out *SampledGrads) error {
 	l := g.l
 	H, I, K := l.Hidden, l.Intermediate, l.TopK
-	le := l
-	le.Experts, le.TopK, le.Routing = 1, 1, RoutingIDs
-	le.SharedExperts, le.SharedIntermediate, le.SharedGate = 0, 0, false
-	le.SharedActivation, le.SharedSwiGLULimit = SwiGLU, 0
-	le.Router = Router{Score: l.Router.Score}
+	le := l.routedOnly()
+	le.Experts = 1
 	fc1, fc2, b1, b2, err := g.Routed(e)
 	if err != nil {
 		return err

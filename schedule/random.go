@@ -498,6 +498,17 @@ func (g *WeightGen) Weights() Weights {
 	return w
 }
 
+// routedOnly is l without shared experts and with top-1 fixed-width
+// routing: the layer of one routed expert's part (each slot a token of its
+// own, its routing weight the token's).
+func (l Layer) routedOnly() Layer {
+	l.TopK, l.Routing = 1, RoutingIDs
+	l.SharedExperts, l.SharedIntermediate, l.SharedGate = 0, 0, false
+	l.SharedActivation, l.SharedSwiGLULimit = SwiGLU, 0
+	l.Router = Router{Score: l.Router.Score}
+	return l
+}
+
 // ForwardRows is ForwardRows(g.Layer(), g.Weights(), x, r, rows) computed
 // without materialising the routed experts together: the shared experts
 // are generated once, and each routed expert that a slot of the given rows
@@ -557,11 +568,7 @@ func (g *WeightGen) ForwardRows(x []float32, r Routing, rows []int) ([]float64, 
 		}
 	}
 	// One routed expert alone: a one-slot layer without shared experts.
-	le := l
-	le.TopK, le.Routing = 1, RoutingIDs
-	le.SharedExperts, le.SharedIntermediate, le.SharedGate = 0, 0, false
-	le.SharedActivation, le.SharedSwiGLULimit = SwiGLU, 0
-	le.Router = Router{Score: l.Router.Score}
+	le := l.routedOnly()
 	out := make([]float64, n*K*H) // unweighted output of each routed slot
 	// One expert's weights at a time, in buffers reused from expert to
 	// expert (zeroing fresh ones would be a serial pass over each expert).
