@@ -102,29 +102,11 @@ func f32Host(dtype runtime.DType, v []float64) any {
 // download reads tensor t (bf16 or f32) as float64.
 func download(t *testing.T, ctx *driver.Context, tn runtime.Tensor) []float64 {
 	t.Helper()
-	n := tn.Len()
-	out := make([]float64, n)
-	if n == 0 {
-		return out
-	}
-	if tn.DType == moe.BF16 {
-		h := make([]uint16, n)
-		if err := ctx.CopyFromDevice(h, tn.Ptr); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range runtime.FromBF16(h) {
-			out[i] = float64(v)
-		}
-		return out
-	}
-	h := make([]float32, n)
-	if err := ctx.CopyFromDevice(h, tn.Ptr); err != nil {
+	v, err := runtime.ReadFloats(ctx, tn)
+	if err != nil {
 		t.Fatal(err)
 	}
-	for i, v := range h {
-		out[i] = float64(v)
-	}
-	return out
+	return v
 }
 
 // gradRelL2 is the relative L2 error of got against want, with start

@@ -1,6 +1,10 @@
 package runtime
 
-import "github.com/mokc/mokc/driver"
+import (
+	"fmt"
+
+	"github.com/mokc/mokc/driver"
+)
 
 // This file holds the output check shared by `mokc run` and the GPU tests:
 // fill an output with a poison before a forward, then count the elements
@@ -47,4 +51,37 @@ func PoisonCounts(y []uint16) (unwritten, nonFinite int) {
 		}
 	}
 	return unwritten, nonFinite
+}
+
+// ReadFloats copies the t.Len() elements of a bf16 or f32 tensor to the
+// host, widened to float64 (bf16 exactly), waiting for the copy; the check
+// side of Poison for outputs other than y (gradients, main grads). Another
+// dtype is an error, as are the driver's.
+func ReadFloats(ctx *driver.Context, t Tensor) ([]float64, error) {
+	n := t.Len()
+	out := make([]float64, n)
+	if n == 0 {
+		return out, nil
+	}
+	switch t.DType {
+	case BF16:
+		h := make([]uint16, n)
+		if err := ctx.CopyFromDevice(h, t.Ptr); err != nil {
+			return nil, err
+		}
+		for i, v := range FromBF16(h) {
+			out[i] = float64(v)
+		}
+	case F32:
+		h := make([]float32, n)
+		if err := ctx.CopyFromDevice(h, t.Ptr); err != nil {
+			return nil, err
+		}
+		for i, v := range h {
+			out[i] = float64(v)
+		}
+	default:
+		return nil, fmt.Errorf("mokc runtime: ReadFloats: dtype %s is not bf16 or f32", t.DType)
+	}
+	return out, nil
 }

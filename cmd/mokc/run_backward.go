@@ -300,7 +300,7 @@ func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b run
 		}
 		slices.Sort(names) // the hash must not depend on map order
 		for _, name := range names {
-			v, err := downloadFloats(ctx, parts[name])
+			v, err := runtime.ReadFloats(ctx, parts[name])
 			if err != nil {
 				return nil, 0, "", err
 			}
@@ -324,33 +324,6 @@ func hashFloats(h interface{ Write([]byte) (int, error) }, v []float64) {
 		}
 		h.Write(buf[:])
 	}
-}
-
-// downloadFloats copies a bf16 or f32 tensor to the host as float64.
-func downloadFloats(ctx *driver.Context, t runtime.Tensor) ([]float64, error) {
-	n := t.Len()
-	out := make([]float64, n)
-	if n == 0 {
-		return out, nil
-	}
-	if t.DType == moe.BF16 {
-		h := make([]uint16, n)
-		if err := ctx.CopyFromDevice(h, t.Ptr); err != nil {
-			return nil, err
-		}
-		for i, v := range runtime.FromBF16(h) {
-			out[i] = float64(v)
-		}
-		return out, nil
-	}
-	h := make([]float32, n)
-	if err := ctx.CopyFromDevice(h, t.Ptr); err != nil {
-		return nil, err
-	}
-	for i, v := range h {
-		out[i] = float64(v)
-	}
-	return out, nil
 }
 
 // backwardChecks compares the GPU's gradients (full buffers by name) with
