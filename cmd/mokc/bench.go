@@ -302,7 +302,8 @@ func benchAction(c *cli.Context) error {
 		in.SetIn(args)
 		st := set{in: in, args: args, cost: forwardCost(l, T, r)}
 		if backward {
-			if st.bwd, st.freeBwd, err = backwardBindings(ctx, ly, l, T, seed+300+uint64(i), args, mainGrads); err != nil {
+			dy := schedule.RandomInput(T, l.Hidden, seed+300+uint64(i))
+			if st.bwd, st.freeBwd, err = backwardBindings(ctx, ly, T, dy, args, mainGrads); err != nil {
 				in.Free()
 				return set{}, err
 			}

@@ -31,12 +31,12 @@ func backwardCost(l schedule.Layer, T int, c benchCost) benchCost {
 }
 
 // backwardBindings returns the bindings of Layer.Backward for one input set
-// (args: the forward's, whose y it drops): dy (random bf16, from seed), dx,
+// (args: the forward's, whose y it drops): dy (rounded to bf16), dx,
 // the routing-weight gradient and the main grads, shared by every set
 // through mainGrads (allocated and zeroed by the first call, which adds
 // them to mainGrads for the caller to free; every backward adds to them).
 // free releases the rest of what it allocated.
-func backwardBindings(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, T int, seed uint64, args, mainGrads runtime.Bindings) (runtime.Bindings, func(), error) {
+func backwardBindings(ctx *driver.Context, ly *runtime.Layer, T int, dy []float32, args, mainGrads runtime.Bindings) (runtime.Bindings, func(), error) {
 	specs, err := ly.BackwardBuffers()
 	if err != nil {
 		return nil, nil, err
@@ -64,14 +64,15 @@ func backwardBindings(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, 
 			free()
 			return nil, nil, err
 		}
+		t := runtime.NewTensor(p, n, s.DType, s.ShapeAt(T)...)
 		if s.Kind == launch.BufInOut {
-			mainGrads[s.Name] = runtime.NewTensor(p, n, s.DType, s.ShapeAt(T)...) // freed by the caller
+			mainGrads[s.Name] = t // freed by the caller
 		} else {
 			allocs = append(allocs, p)
 		}
 		switch {
 		case s.Name == moe.BufDY:
-			err = ctx.CopyToDevice(p, runtime.ToBF16(schedule.RandomInput(T, l.Hidden, seed)))
+			err = ctx.CopyToDevice(p, runtime.ToBF16(dy))
 		case s.Kind == launch.BufInOut:
 			err = ctx.Memset(p, 0, n)
 		}
@@ -79,7 +80,7 @@ func backwardBindings(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, 
 			free()
 			return nil, nil, err
 		}
-		b[s.Name] = runtime.NewTensor(p, n, s.DType, s.ShapeAt(T)...)
+		b[s.Name] = t
 	}
 	return b, free, nil
 }

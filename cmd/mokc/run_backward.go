@@ -179,13 +179,12 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 			ctx.Free(t.Ptr)
 		}
 	}()
-	dySeed := sr + 7
-	b, free, err := backwardBindings(ctx, ly, l, T, dySeed, args, mainGrads)
+	dy := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, l.Hidden, sr+7)))
+	b, free, err := backwardBindings(ctx, ly, T, dy, args, mainGrads)
 	if err != nil {
 		return rep, err
 	}
 	defer free()
-	dy := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, l.Hidden, dySeed)))
 
 	ids := r.IDs
 	if l.Routing == schedule.RoutingMap {
@@ -208,7 +207,7 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 	var first uint64
 	var got map[string][]float64
 	for run := 0; run < cfg.repeat; run++ {
-		res, h, word, err := backwardRun(ctx, ly, l, b, T, rows, experts)
+		res, h, word, err := backwardRun(ctx, ly, l, b, experts)
 		if err != nil {
 			return rep, err
 		}
@@ -248,7 +247,7 @@ type refResult struct {
 // waits, and returns the checked parts by name (dx or the dense gradient of
 // the sampled rows; each sampled expert's main grads; the shared ones),
 // a hash of every output and main grad's bits, and the error word.
-func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, T int, rows, experts []int) (map[string][]float64, uint64, string, error) {
+func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, experts []int) (map[string][]float64, uint64, string, error) {
 	specs, err := ly.BackwardBuffers()
 	if err != nil {
 		return nil, 0, "", err
