@@ -244,9 +244,9 @@ type refResult struct {
 }
 
 // backwardRun zeroes the main grads, poisons the outputs, runs Backward,
-// waits, and returns the checked parts by name (dx or the dense gradient of
-// the sampled rows; each sampled expert's main grads; the shared ones),
-// a hash of every output and main grad's bits, and the error word.
+// waits, and returns by name every output in full, the sampled experts'
+// slices of the per-expert main grads ("fc1_grad[e]", ...) and the shared
+// main grads in full; a hash of all their bits; and the error word.
 func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, experts []int) (map[string][]float64, uint64, string, error) {
 	specs, err := ly.BackwardBuffers()
 	if err != nil {
