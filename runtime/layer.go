@@ -86,11 +86,17 @@ func NewLayer(ctx *driver.Context, l schedule.Layer, s schedule.Schedule) (*Laye
 	if err := preflight(ctx, l, s); err != nil {
 		return nil, err
 	}
+	return compileAndLoad(ctx, l, s, false)
+}
+
+// compileAndLoad compiles the forward (or, with backward, the backward) of
+// l with s behind the compiled-module cache and loads it on ctx.
+func compileAndLoad(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, backward bool) (*Layer, error) {
 	drv, err := driver.DriverVersion()
 	if err != nil {
 		return nil, err
 	}
-	c, err := compileCached(l, s, drv)
+	c, err := compileCached(l, s, drv, backward)
 	if err != nil {
 		return nil, err
 	}
@@ -608,22 +614,12 @@ func (ly *Layer) backward() (*Layer, error) {
 	if ly.bwd != nil {
 		return ly.bwd, nil
 	}
-	drv, err := driver.DriverVersion()
+	bwd, err := compileAndLoad(ly.ctx, ly.layer, ly.sched, true)
 	if err != nil {
 		return nil, err
 	}
-	c, err := compileCachedPass(ly.layer, ly.sched, drv, true)
-	if err != nil {
-		return nil, err
-	}
-	p, err := newPlan(c.manifest, ly.layer)
-	if err != nil {
-		return nil, err
-	}
-	if ly.bwd, err = load(ly.ctx, ly.layer, ly.sched, c.ptx, p); err != nil {
-		return nil, err
-	}
-	return ly.bwd, nil
+	ly.bwd = bwd
+	return bwd, nil
 }
 
 // takeWord reads the error word and clears it when it is not 0 (the

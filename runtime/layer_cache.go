@@ -108,17 +108,12 @@ func cacheKey(version, exe string, l schedule.Layer, s schedule.Schedule, driver
 }
 
 // compileCached returns the PTX and manifest of (l, s) for the driver
-// version driverVersion: from the in-memory cache, else from the disk
-// cache, else from compileLayer (and stores the result in both). The key
-// holds compiler.Version. Disk cache failures are not errors (an entry that
+// version driverVersion, the forward or (backward) the backward program:
+// from the in-memory cache, else from the disk cache, else from
+// compileLayer (and stores the result in both). The key holds
+// compiler.Version and the pass. Disk cache failures are not errors (an entry that
 // cannot be read or decoded is a miss): the cache is only an optimisation.
-func compileCached(l schedule.Layer, s schedule.Schedule, driverVersion int) (compiled, error) {
-	return compileCachedPass(l, s, driverVersion, false)
-}
-
-// compileCachedPass is compileCached for the forward or (backward) the
-// backward program; the two have different keys.
-func compileCachedPass(l schedule.Layer, s schedule.Schedule, driverVersion int, backward bool) (compiled, error) {
+func compileCached(l schedule.Layer, s schedule.Schedule, driverVersion int, backward bool) (compiled, error) {
 	version := compiler.Version
 	if backward {
 		version += " backward"

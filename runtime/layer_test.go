@@ -433,11 +433,11 @@ func TestCompileCache(t *testing.T) {
 	forget()
 	defer forget()
 	compileLayer = fake
-	c1, err := compileCached(l, s80, 12040)
+	c1, err := compileCached(l, s80, 12040, false)
 	if err != nil || calls != 1 {
 		t.Fatalf("first compile: %d calls, %v", calls, err)
 	}
-	if c2, err := compileCached(l, s80, 12040); err != nil || calls != 1 || c2.ptx != c1.ptx {
+	if c2, err := compileCached(l, s80, 12040, false); err != nil || calls != 1 || c2.ptx != c1.ptx {
 		t.Fatalf("memory cache: %d calls, %v", calls, err)
 	}
 	if exeHash() == "" {
@@ -449,7 +449,7 @@ func TestCompileCache(t *testing.T) {
 	// A new process (the memory cache emptied) reads the disk cache, with
 	// the manifest as it was compiled.
 	forget()
-	c3, err := compileCached(l, s80, 12040)
+	c3, err := compileCached(l, s80, 12040, false)
 	if err != nil || calls != 1 || c3.ptx != c1.ptx {
 		t.Fatalf("disk cache: %d calls, %v", calls, err)
 	}
@@ -462,10 +462,10 @@ func TestCompileCache(t *testing.T) {
 	l2 := l
 	l2.TopK = 4
 	for i, f := range []func() (compiled, error){
-		func() (compiled, error) { return compileCached(l, s90, 12040) },
-		func() (compiled, error) { return compileCached(l, s80, 12080) },
-		func() (compiled, error) { return compileCached(l, s80b, 12040) },
-		func() (compiled, error) { return compileCached(l2, s80, 12040) },
+		func() (compiled, error) { return compileCached(l, s90, 12040, false) },
+		func() (compiled, error) { return compileCached(l, s80, 12080, false) },
+		func() (compiled, error) { return compileCached(l, s80b, 12040, false) },
+		func() (compiled, error) { return compileCached(l2, s80, 12040, false) },
 	} {
 		before := calls
 		if _, err := f(); err != nil || calls != before+1 {
@@ -484,7 +484,7 @@ func TestCompileCache(t *testing.T) {
 	if cacheDir() != "" {
 		t.Fatal("MOKC_CACHE_DIR=off does not disable the disk cache")
 	}
-	if _, err := compileCached(l, s80, 12040); err == nil || !strings.Contains(err.Error(), "unsupported") {
+	if _, err := compileCached(l, s80, 12040, false); err == nil || !strings.Contains(err.Error(), "unsupported") {
 		t.Fatalf("failing compiler: %v", err)
 	}
 	if len(memCache.m) != 0 {
