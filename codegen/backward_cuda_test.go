@@ -127,7 +127,7 @@ func TestBackwardRowOpsGPU(t *testing.T) {
 		}
 		for _, b := range p.Buffers {
 			if b.Kind == moe.InOut {
-				in[b.Name] = make([]float64, b.Bytes().Eval(0)/b.DType.Size())
+				in[b.Name] = make([]float64, b.Len(0))
 			}
 		}
 		host, err := moe.Interpret(p, T, in)

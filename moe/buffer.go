@@ -78,6 +78,15 @@ func (b *Buffer) Bytes() launch.Expr {
 	return bytes
 }
 
+// Len is the number of elements of b's shape at T tokens.
+func (b *Buffer) Len(T int64) int64 {
+	n := int64(1)
+	for _, d := range b.Shape {
+		n *= d.Eval(T)
+	}
+	return n
+}
+
 // Plan is b as a buffer of the launch plan (launch.Buffer).
 func (b *Buffer) Plan() launch.Buffer {
 	return launch.Buffer{Name: b.Name, Kind: b.Kind, DType: string(b.DType), Shape: b.Shape, Bytes: b.Bytes(), Doc: b.Doc}

@@ -30,7 +30,7 @@ func Interpret(p *Program, T int, bind map[string][]float64) (map[string][]float
 	in := &interp{p: p, T: T, v: map[*Buffer][]float64{}}
 	out := map[string][]float64{}
 	for _, b := range p.Buffers {
-		n := in.elems(b)
+		n := int(b.Len(int64(T)))
 		switch v, ok := bind[b.Name]; {
 		case b.DType == U64:
 			return nil, fmt.Errorf("moe: interpret: %s is a pointer table (u64): not interpretable", b.Name)
@@ -61,15 +61,6 @@ type interp struct {
 	p *Program
 	T int
 	v map[*Buffer][]float64
-}
-
-// elems is the number of elements of b at the interpreter's T.
-func (in *interp) elems(b *Buffer) int {
-	n := int64(1)
-	for _, d := range b.Shape {
-		n *= d.Eval(int64(in.T))
-	}
-	return int(n)
 }
 
 // round is v rounded to dtype d.

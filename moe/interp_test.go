@@ -148,7 +148,7 @@ func TestInterpretBackward(t *testing.T) {
 			mg0 := map[string][]float64{}
 			for _, b := range p.Buffers {
 				if b.Kind == InOut {
-					v := f64(schedule.RandomInput(1, int(b.Bytes().Eval(0)/b.DType.Size()), 11))
+					v := f64(schedule.RandomInput(1, int(b.Len(0)), 11))
 					if b.DType == BF16 {
 						clear(v)
 					}
@@ -233,7 +233,7 @@ func TestIsolate(t *testing.T) {
 	mg0 := map[string][]float64{}
 	for _, b := range p.Buffers {
 		if b.Kind == InOut {
-			mg0[b.Name] = make([]float64, b.Bytes().Eval(0)/b.DType.Size())
+			mg0[b.Name] = make([]float64, b.Len(0))
 		}
 	}
 	full, err := Interpret(p, pr.T, pr.bind(t, p, mg0))
