@@ -95,60 +95,74 @@ func hostFrom(v any) []float64 {
 	return out
 }
 
-// TestBackwardRowOpsGPU runs each row-wise op of the backward on its own on
-// the GPU (moe.Program.Isolate, lowered with PerOp, mokc's PTX for sm_80 and
-// sm_90a) on the inputs the host interpretation of the whole backward gave
-// it (fresh random layer data), with poisoned outputs, and compares every
-// element the interpretation writes: relative L2 at most 1e-2 per buffer,
-// no element left unwritten (NaN poison) and none written that should not
-// be.
-func TestBackwardRowOpsGPU(t *testing.T) {
+// TestBackwardPerOpsGPU runs each op of the backward that has PerOp
+// kernels of its own (the row-wise ops and the weight gradients) on its
+// own on the GPU (moe.Program.Isolate, lowered with PerOp, mokc's PTX for
+// sm_80 and sm_90a) on the inputs the host interpretation of the whole
+// backward gave it (fresh random layer data, random starting main grads),
+// with poisoned outputs, and compares every element the interpretation
+// writes: relative L2 at most 1e-2 per buffer (of the increment, for main
+// grads), no element left unwritten (NaN poison) and none written that
+// should not be. T = 300 gives the weight gradients experts of more than
+// one 32-row stage.
+func TestBackwardPerOpsGPU(t *testing.T) {
 	ctx := openGPU(t)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
 	for name, l := range backwardLayers() {
-		T := 37
-		p, err := moe.Backward(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		w, err := schedule.RandomWeights(l, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		x := schedule.RandomInput(T, l.Hidden, seed+1)
-		r, err := schedule.GenerateRouting(l, x, seed+2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		in, err := moe.HostInputs(p, w, x, r, schedule.RandomInput(T, l.Hidden, seed+3))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, b := range p.Buffers {
-			if b.Kind == moe.InOut {
-				in[b.Name] = make([]float64, b.Len(0))
-			}
-		}
-		host, err := moe.Interpret(p, T, in)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, op := range codegen.BackwardRowOps {
-			q, err := p.Isolate(op)
+		for _, T := range []int{37, 300} {
+			p, err := moe.Backward(l)
 			if err != nil {
-				continue
+				t.Fatal(err)
 			}
-			for _, tg := range []target.Target{target.SM80, target.SM90a} {
-				checkOpGPU(t, ctx, name+" "+op+" "+tg.String(), q, tg, T, host)
+			w, err := schedule.RandomWeights(l, seed)
+			if err != nil {
+				t.Fatal(err)
+			}
+			x := schedule.RandomInput(T, l.Hidden, seed+1)
+			r, err := schedule.GenerateRouting(l, x, seed+2)
+			if err != nil {
+				t.Fatal(err)
+			}
+			in, err := moe.HostInputs(p, w, x, r, schedule.RandomInput(T, l.Hidden, seed+3))
+			if err != nil {
+				t.Fatal(err)
+			}
+			init := map[string][]float64{}
+			rng := rand.New(rand.NewPCG(seed, uint64(T)))
+			for _, b := range p.Buffers {
+				if b.Kind == moe.InOut {
+					v := make([]float64, b.Len(0))
+					for i := range v {
+						v[i] = float64(float32(rng.NormFloat64()))
+					}
+					if b.DType == moe.BF16 {
+						v = hostFrom(hostTo(moe.BF16, v))
+					}
+					init[b.Name], in[b.Name] = v, slices.Clone(v)
+				}
+			}
+			host, err := moe.Interpret(p, T, in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range codegen.BackwardPerOps {
+				q, err := p.Isolate(op)
+				if err != nil {
+					continue
+				}
+				for _, tg := range []target.Target{target.SM80, target.SM90a} {
+					checkOpGPU(t, ctx, fmt.Sprintf("%s T=%d %s %v", name, T, op, tg), q, tg, T, init, host)
+				}
 			}
 		}
 	}
 }
 
-// checkOpGPU runs the one-op program q for T tokens and compares its
-// outputs with host.
-func checkOpGPU(t *testing.T, c *driver.Context, what string, q *moe.Program, tg target.Target, T int, host map[string][]float64) {
+// checkOpGPU runs the one-op program q for T tokens from the host values
+// (InOut buffers from init) and compares its outputs and InOut buffers
+// with host (InOut: the increments over init).
+func checkOpGPU(t *testing.T, c *driver.Context, what string, q *moe.Program, tg target.Target, T int, init, host map[string][]float64) {
 	t.Helper()
 	s, err := schedule.DefaultSchedule(q.Layer, tg)
 	if err != nil {
@@ -173,8 +187,11 @@ func checkOpGPU(t *testing.T, c *driver.Context, what string, q *moe.Program, tg
 	for _, b := range q.Buffers {
 		bytes := int(b.Bytes().Eval(int64(T)))
 		switch b.Kind {
-		case moe.Input, moe.InOut:
+		case moe.Input:
 			bufs[b.Name] = d.put(hostTo(b.DType, host[b.Name]), bytes)
+		case moe.InOut:
+			bufs[b.Name] = d.put(hostTo(b.DType, init[b.Name]), bytes)
+			outs[b.Name] = hostTo(b.DType, make([]float64, int64(bytes)/b.DType.Size()))
 		default:
 			bufs[b.Name] = d.put(nil, bytes) // poisoned: 0xFF bytes
 			outs[b.Name] = hostTo(b.DType, make([]float64, int64(bytes)/b.DType.Size()))
@@ -201,6 +218,9 @@ func checkOpGPU(t *testing.T, c *driver.Context, what string, q *moe.Program, tg
 			if math.IsNaN(g) {
 				t.Errorf("%s: %s[%d] not written (poison), want %v", what, b.Name, i, v)
 				break
+			}
+			if b.Kind == moe.InOut {
+				g, v = g-init[b.Name][i], v-init[b.Name][i]
 			}
 			num += (g - v) * (g - v)
 			den += v * v

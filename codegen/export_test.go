@@ -70,5 +70,5 @@ func GemmModule(t testing.TB, eng Engine, cases []GemmCase) (*ir.Module, []Kerne
 	return sm90GemmModule(t, eng, cs)
 }
 
-// BackwardRowOps are the backward's ops with PerOp kernels.
-var BackwardRowOps = backwardRowOps
+// BackwardPerOps are the backward's ops with PerOp kernels of their own.
+var BackwardPerOps = backwardPerOps

@@ -28,7 +28,13 @@ const (
 // the builder and the kernel's plan entry (name, block and parameters; the
 // caller sets the grid and shared memory).
 func opKernel(m *ir.Module, op moe.Op, threads int, withT bool, extra ...moe.Operand) (*Builder, Kernel) {
-	k := Kernel{Name: "moe_" + op.Name(), Block: threads}
+	return opKernelNamed(m, "moe_"+op.Name(), op, threads, withT, extra...)
+}
+
+// opKernelNamed is opKernel for a kernel named name: the second kernel of
+// an op that lowers to two.
+func opKernelNamed(m *ir.Module, name string, op moe.Op, threads int, withT bool, extra ...moe.Operand) (*Builder, Kernel) {
+	k := Kernel{Name: name, Block: threads}
 	var ps []ir.Param
 	for _, o := range append(op.Operands(), extra...) {
 		ps = append(ps, ir.P(o.Role, GPtr))

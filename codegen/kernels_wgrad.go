@@ -8,11 +8,11 @@ import (
 	"github.com/mokc/mokc/moe"
 )
 
-// The PerOp kernels of the backward's weight gradients and of its GEMMs
-// over N-major weights. Both run on the CUDA cores (fp32 FMA) for now: the
-// weight gradient reduces over each expert's rows, which no engine's work
-// list does yet, and an N-major B is transposed once into a K-major copy
-// that the target's engine then reads.
+// The CUDA-core (fp32 FMA) PerOp kernels of the backward: the weight
+// gradients the tensor cores do not take (an f32 operand, as the shared
+// gate's; see wgradOnTensorCores and kernels_wgrad_mma.go), and the
+// transpose of an N-major B into a K-major copy that the target's engine
+// then reads.
 
 const (
 	wgradTile  = 64 // rows and columns of dW per block
@@ -195,6 +195,7 @@ func (b *Builder) wgradStage(op moe.WeightGrad, sa, sb, ss, r0, hi, m0, n0 value
 
 // wgradStore adds each thread's 4x4 sums to main[e, m, n] with one rounding.
 func (b *Builder) wgradStore(op moe.WeightGrad, acc []value.Value, e, m0, n0, tm, tn value.Value, M, N int64) {
+	main := b.mainGradBase(op, e)
 	for i := int64(0); i < wgradMicro; i++ {
 		mi := b.Add(m0, b.AddI(b.MulI(tm, wgradMicro), i))
 		for j := int64(0); j < wgradMicro; j++ {
@@ -202,8 +203,8 @@ func (b *Builder) wgradStore(op moe.WeightGrad, acc []value.Value, e, m0, n0, tm
 			in := b.And(b.ICmp(enum.IPredSLT, mi, ir.Int32(M)), b.ICmp(enum.IPredSLT, nj, ir.Int32(N)))
 			v := acc[i*wgradMicro+j]
 			b.If(in, func() {
-				idx := b.Add(b.MulI(b.Add(b.MulI(b.Wide(e), M), b.Wide(mi)), N), b.Wide(nj))
-				b.storeScalar(op.Main.DType, b.Param("main"), idx, b.FAdd(b.loadScalarF32(op.Main.DType, b.Param("main"), idx), v))
+				idx := b.Add(b.MulI(b.Wide(mi), N), b.Wide(nj))
+				b.storeScalar(op.Main.DType, main, idx, b.FAdd(b.loadScalarF32(op.Main.DType, main, idx), v))
 			})
 		}
 	}

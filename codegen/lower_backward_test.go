@@ -45,15 +45,17 @@ func TestBackwardAssemble(t *testing.T) {
 	}
 }
 
-// backwardRowOps are the backward's ops that have PerOp kernels.
-var backwardRowOps = []string{"gather_dy", "gather_x", "shared_gate_sigmoid", "act_grad", "shared_act_grad", "combine_grad", "scatter_probs"}
+// backwardPerOps are the backward's ops that have PerOp kernels of their
+// own (not the GEMMs): the row-wise ops and the weight gradients.
+var backwardPerOps = []string{"gather_dy", "gather_x", "shared_gate_sigmoid", "act_grad", "shared_act_grad", "combine_grad", "scatter_probs",
+	"fc1_wgrad", "fc2_wgrad", "shared_fc1_wgrad", "shared_fc2_wgrad", "shared_gate_wgrad"}
 
-// TestBackwardRowOpsAssemble lowers each of the backward's row-wise ops on
+// TestBackwardPerOpsAssemble lowers each of the backward's PerOp ops on
 // its own (moe.Program.Isolate) for layers with every feature they
 // handle (shared gate, gpt-oss activation with interleaved gate/up and
 // biases, router weight on the input, the dense routing map) and
 // assembles mokc's PTX and llc-19's with ptxas for sm_80 and sm_90a.
-func TestBackwardRowOpsAssemble(t *testing.T) {
+func TestBackwardPerOpsAssemble(t *testing.T) {
 	for _, name := range []string{"qwen2-57b-a14b", "gpt-oss-120b", "llama4-scout", "deepseek-v4-flash"} {
 		l, err := schedule.Preset(name)
 		if err != nil {
@@ -71,7 +73,7 @@ func TestBackwardRowOpsAssemble(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			for _, op := range backwardRowOps {
+			for _, op := range backwardPerOps {
 				q, err := p.Isolate(op)
 				if err != nil {
 					continue // the layer has no such op

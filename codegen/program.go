@@ -194,10 +194,15 @@ func (lw *perOp) lower(op moe.Op) error {
 	case moe.ScatterProbs:
 		k = emitScatterProbs(m, d, o)
 	case moe.WeightGrad:
-		if o.Storage != moe.Stacked {
-			return fmt.Errorf("codegen: %s: main grads behind a pointer table have no kernel yet", o.Op)
+		if !wgradOnTensorCores(o) {
+			k = emitWeightGrad(m, o)
+			break
 		}
-		k = emitWeightGrad(m, o)
+		lw.prog.Kernels = append(lw.prog.Kernels, emitWeightGradMMA(m, o))
+		if o.Bias == nil {
+			return nil
+		}
+		k = emitWeightGradBias(m, o)
 	default:
 		return fmt.Errorf("codegen: PerOp cannot lower op %s (%T)", op.Name(), op)
 	}

@@ -587,6 +587,26 @@ func (ly *Layer) Backward(stream *driver.Stream, b Bindings) error {
 	return bwd.forward(stream, b, nil)
 }
 
+// BackwardMarked is Backward timing each kernel, as ForwardMarked does for
+// Forward: marks holds len(BackwardKernels())+1 events.
+func (ly *Layer) BackwardMarked(stream *driver.Stream, b Bindings, marks []*driver.Event) error {
+	bwd, err := ly.backward()
+	if err != nil {
+		return err
+	}
+	return bwd.ForwardMarked(stream, b, marks)
+}
+
+// BackwardKernels returns the backward's kernel names in launch order,
+// compiling and loading the backward when Backward has not run yet.
+func (ly *Layer) BackwardKernels() ([]string, error) {
+	bwd, err := ly.backward()
+	if err != nil {
+		return nil, err
+	}
+	return bwd.Kernels(), nil
+}
+
 // BackwardBuffers returns the buffers Backward binds, in the manifest's
 // order: inputs (the forward's and dy), outputs (dx, dw or dprobs) and the
 // main grads (Kind launch.BufInOut). It compiles and loads the backward

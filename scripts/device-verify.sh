@@ -8,8 +8,12 @@
 #   run    every preset x {sm_80, sm_90a} x T in TOKENS (default 0,1,64,4096), 10 bitwise-compared runs, one
 #          `mokc run` per preset so that one failure or hang costs only that preset; MODELS="a b" narrows it
 #   perf   mokc bench vs the PyTorch grouped pipeline at T = 4096, and compute-sanitizer memcheck at T = 64
-#   backward  compute-sanitizer memcheck and racecheck of Layer.Backward, and forward + backward timed
-#          (mokc bench --backward) beside PyTorch's autograd pipeline
+#   bwdtests  the backward's GPU tests only (codegen's per-op and whole-backward tests, runtime's
+#          Layer.Backward training steps)
+#   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10` (MODELS narrows
+#          it), and one preset with a routing map
+#   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads) beside
+#          PyTorch's autograd pipeline, then compute-sanitizer memcheck and racecheck of Layer.Backward
 set -u
 . "$(dirname "$0")/device-env.sh"
 export MOKC_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
@@ -36,7 +40,7 @@ for phase in $phases; do
 		(cd runtime && step "runtime: Layer tests (forward, backward)" 400 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1)
 		(cd codegen/selftest && step "selftest kernels (ours vs llc-19)" 60 "$OUT/tests.log" ../../.carry/codegen_selftest.test -test.v -test.count=1)
 		(cd codegen && step "codegen: engine GEMMs + forward on the GPU" 150 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 \
-			-test.run 'TestForwardSM80|TestSM90GemmGPU|TestSM90GemmPerf|TestSM100GemmGPU|TestForwardTimingSM80|TestBackwardRowOpsGPU|TestBackwardGPU')
+			-test.run 'TestForwardSM80|TestSM90GemmGPU|TestSM90GemmPerf|TestSM100GemmGPU|TestForwardTimingSM80|TestBackwardPerOpsGPU|TestBackwardGPU')
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
 		;;
 	run)
@@ -57,21 +61,40 @@ for phase in $phases; do
 		step "memcheck qwen3-30b-a3b sm_90a T=64" 150 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --model qwen3-30b-a3b --target sm_90a --tokens 64
 		step "memcheck gpt-oss-120b sm_90a T=64" 200 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --model gpt-oss-120b --target sm_90a --tokens 64
 		;;
-	backward)
-		# Forward + backward timed beside PyTorch's autograd pipeline, then the backward's kernels under the
-		# sanitizers (runtime's GPU test of three training steps).
-		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3; do
-			step "bench --backward $m sm_90a T=4096" 150 "$OUT/bench-backward.log" "$mokc" bench --backward --model $m --target sm_90a --tokens 4096 --iters 10 --warmup 2 --json
+	bwdtests)
+		(cd codegen && step "codegen: backward per-op + whole backward on the GPU" 200 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 \
+			-test.run 'TestBackwardPerOpsGPU|TestBackwardGPU')
+		(cd runtime && step "runtime: Layer.Backward training steps" 300 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerBackward')
+		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
+		;;
+	bwdrun)
+		models=${MODELS:-$("$mokc" inspect --list | awk '{print $1}')}
+		for m in $models; do
+			step "run --backward $m sm_80,sm_90a T=$TOKENS x10" 300 "$OUT/run-backward.log" \
+				bash -c "\"$mokc\" run --backward --model $m --target sm_80,sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-backward.jsonl\""
 		done
-		step "torch baseline --backward T=4096" 150 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 4096 --json "$OUT/torch-backward.json"
+		step "run --backward gpt-oss-20b map sm_80,sm_90a T=$TOKENS x10" 300 "$OUT/run-backward.log" \
+			bash -c "\"$mokc\" run --backward --model gpt-oss-20b --routing map --target sm_80,sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-backward.jsonl\""
+		grep -E "FAIL|error" "$OUT/run-backward.log" | tail -40
+		;;
+	backward)
+		# Forward + backward timed beside PyTorch's autograd pipeline (whose weight grads are bf16, accumulating),
+		# then the backward's kernels under the sanitizers (runtime's GPU test of three training steps).
+		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3 mixtral-8x7b; do
+			for g in fp32 bf16; do
+				step "bench --backward $m sm_90a T=4096 $g" 150 "$OUT/bench-backward.log" "$mokc" bench --backward --main-grad $g --model $m --target sm_90a --tokens 4096 --iters 10 --warmup 2 --kernels --json
+			done
+		done
+		step "torch baseline --backward T=4096" 200 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3,mixtral-8x7b --tokens 4096 --json "$OUT/torch-backward.json"
 		for tool in memcheck racecheck; do
-			(cd runtime && step "$tool Layer.Backward qwen3 (E=16) sm_90a T=64" 200 "$OUT/sanitize-backward.log" \
-				compute-sanitizer --tool $tool --error-exitcode 9 ../.carry/runtime.test -test.count=1 \
-				-test.run 'TestLayerBackward/qwen3-30b-a3b-E16/sm_90a/T=64')
+			for m in qwen3-30b-a3b gpt-oss-120b; do
+				step "$tool run --backward $m sm_90a T=64" 300 "$OUT/sanitize-backward.log" \
+					compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --backward --model $m --target sm_90a --tokens 64 --repeat 1
+			done
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, backward)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward)" >&2
 		exit 2
 		;;
 	esac

@@ -38,7 +38,7 @@ func init() {
 				&cli.Float64Flag{Name: "peak-tflops", Value: 750, Usage: "dense BF16 throughput for the roofline, TFLOP/s (the default is a nominal H100/H200 figure; bench/torch_moe.py measures the card's)"},
 				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
-				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards with an event between kernels)"},
+				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards, or with --backward of training steps timing the backward's kernels, with an event between kernels)"},
 				&cli.BoolFlag{Name: "backward", Usage: "time a training step's layer work: Forward then Backward (main grads accumulating), FLOPs and bytes of both"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			),
@@ -61,8 +61,9 @@ type benchReport struct {
 	Iters      int     `json:"iters"`
 	Warmup     int     `json:"warmup"`
 	Sets       int     `json:"sets"`
-	Schedule   string  `json:"schedule"` // schedule.Schedule.String()
-	Backward   bool    `json:"backward"` // times Forward + Backward
+	Schedule   string  `json:"schedule"`            // schedule.Schedule.String()
+	Backward   bool    `json:"backward"`            // times Forward + Backward
+	MainGrad   string  `json:"main_grad,omitempty"` // dtype of the main grads (Backward)
 	Kernels    int     `json:"kernels"`
 	Workspace  int     `json:"workspace_bytes"`
 	CompileSec float64 `json:"compile_s"`
@@ -86,7 +87,8 @@ type benchReport struct {
 	ErrorWord     string  `json:"error_word"`
 
 	// KernelTimes (--kernels) is each kernel's median time over a second
-	// pass of Iters forwards with an event recorded between kernels; a
+	// pass of Iters forwards (with --backward: training steps, the
+	// backward's kernels timed) with an event recorded between kernels; a
 	// kernel's time includes the launch gap before it.
 	KernelTimes []kernelTime `json:"kernel_times,omitempty"`
 }
@@ -271,6 +273,9 @@ func benchAction(c *cli.Context) error {
 	}
 	backward, mainGrads := c.Bool("backward"), runtime.Bindings{}
 	rep.Backward = backward
+	if backward {
+		rep.MainGrad = l.MainGrad.String()
+	}
 	defer func() {
 		for _, t := range mainGrads {
 			ctx.Free(t.Ptr)
@@ -428,12 +433,23 @@ func benchAction(c *cli.Context) error {
 	roof, bound := roofline(rep.FLOPs, rep.Bytes, rep.PeakTFLOPs, rep.PeakGBs)
 	rep.RooflineMs, rep.Bound = roof*1e3, bound
 	rep.RooflineFrac = roof / sec
-	if c.Bool("kernels") && !backward {
-		inputs := make([]runtime.Bindings, len(sets))
-		for i, st := range sets {
-			inputs[i] = st.args
+	if c.Bool("kernels") {
+		names, run := ly.Kernels(), func(i int, marks []*driver.Event) error {
+			return ly.ForwardMarked(stream, sets[i%len(sets)].args, marks)
 		}
-		if rep.KernelTimes, err = benchKernels(ctx, ly, stream, inputs, iters); err != nil {
+		if backward {
+			if names, err = ly.BackwardKernels(); err != nil {
+				return fmt.Errorf("bench: --kernels: %w", err)
+			}
+			run = func(i int, marks []*driver.Event) error {
+				st := sets[i%len(sets)]
+				if err := ly.Forward(stream, st.args); err != nil {
+					return err
+				}
+				return ly.BackwardMarked(stream, st.bwd, marks)
+			}
+		}
+		if rep.KernelTimes, err = benchKernels(ctx, ly, stream, names, run, iters); err != nil {
 			return fmt.Errorf("bench: --kernels: %w", err)
 		}
 	}
@@ -446,10 +462,10 @@ func benchAction(c *cli.Context) error {
 	return nil
 }
 
-// benchKernels runs iters forwards with Layer.ForwardMarked and returns
+// benchKernels calls run(i, marks) for i < iters (a Layer.ForwardMarked or
+// BackwardMarked over kernels names, with len(names)+1 events) and returns
 // each kernel's median time.
-func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream, sets []runtime.Bindings, iters int) ([]kernelTime, error) {
-	names := ly.Kernels()
+func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream, names []string, run func(int, []*driver.Event) error, iters int) ([]kernelTime, error) {
 	marks := make([][]*driver.Event, iters)
 	defer func() {
 		for _, m := range marks {
@@ -471,7 +487,7 @@ func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream,
 		}
 	}
 	for i := 0; i < iters; i++ {
-		if err := ly.ForwardMarked(stream, sets[i%len(sets)], marks[i]); err != nil {
+		if err := run(i, marks[i]); err != nil {
 			return nil, err
 		}
 	}
@@ -513,7 +529,7 @@ func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 	}
 	pass := "forward"
 	if rep.Backward {
-		pass = "forward + backward"
+		pass = "forward + backward, " + rep.MainGrad + " main grads"
 	}
 	fmt.Fprintf(w, "mokc bench %s %s T=%d routing=%s (%s)\n", rep.Model, rep.Target, rep.Tokens, rep.Routing, pass)
 	row("device", "%s, %d SMs, L2 %d MiB", rep.Device, rep.SMs, rep.L2Bytes>>20)

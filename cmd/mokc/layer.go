@@ -20,6 +20,7 @@ func layerFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
+		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads (Layer.MainGrad): fp32 or bf16", DefaultText: "fp32"},
 	}, cliFlags(layerFieldFlags, "the model's")...)
 }
 
@@ -216,6 +217,16 @@ func flagValue(p any) any {
 func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
 	if err := applyFlags(c, layerFieldFlags, l, nil); err != nil {
 		return err
+	}
+	if c.IsSet("main-grad") {
+		switch g := strings.ToLower(c.String("main-grad")); g {
+		case schedule.GradFP32.String():
+			l.MainGrad = schedule.GradFP32
+		case schedule.GradBF16.String():
+			l.MainGrad = schedule.GradBF16
+		default:
+			return fmt.Errorf("--main-grad %q: want fp32 or bf16", c.String("main-grad"))
+		}
 	}
 	return flagError(c, layerFieldFlags, *l, schedule.Schedule{}, "the model's", l.Validate())
 }
