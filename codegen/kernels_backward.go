@@ -113,7 +113,7 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	act := activation(op.Act)
 	part := b.Loop(tid, ir.Int32(N/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
 		g, u := b.gateUpRow8(op.GateUp, op.GU.DType, b.Param("gu"), r, c, N)
-		dh := b.loadBF16x8(b.rowPtr(b.Param("dh"), r, c, N, 2))
+		dh := b.loadRow8(op.DH.DType, b.Param("dh"), r, c, N)
 		var xg, xu []value.Value // FC1·x: the dot is <dgu, FC1·x>
 		if op.FC1X != nil {
 			xg, xu = b.gateUpRow8(op.GateUp, moe.F32, b.Param("fc1x"), r, c, N)

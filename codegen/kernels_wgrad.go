@@ -18,14 +18,16 @@ const (
 	wgradTile  = 64 // rows and columns of dW per block
 	wgradRows  = 16 // token rows per shared-memory step
 	wgradMicro = 4  // dW rows and columns per thread (4x4)
-	transTile  = 32 // square tile of the weight transpose
-	transPad   = 33 // shared-memory row pitch of the transpose (bank spread)
+	transTile  = 64 // square tile of the weight transpose
+	transPad   = 66 // shared-memory row pitch of the transpose, elements (bank spread, 4-byte rows)
 	wgradSmemB = 4 * (2*wgradRows*wgradTile + wgradRows)
 )
 
 // emitTranspose: bt[e, c, r] = b_e[r, c] for each expert's [rows, cols]
 // bf16 matrix b_e (stacked [E, rows, cols], or a u64 [E] pointer table),
-// through 32x32 shared-memory tiles; grid (ceil(cols/32), ceil(rows/32), E).
+// through 64x64 shared-memory tiles moved in 16-byte chunks (rows and cols
+// are multiples of 8, so a chunk is wholly inside or outside); grid
+// (ceil(cols/64), ceil(rows/64), E).
 func emitTranspose(m *ir.Module, name string, rows, cols, experts int, table bool, b, bt *moe.Buffer) Kernel {
 	k := Kernel{Name: name, Block: utilThreads,
 		Params: []Param{{Name: "b", Type: ParamPtr, Size: 8, Buffer: b.Name}, {Name: "bt", Type: ParamPtr, Size: 8, Buffer: bt.Name}}}
@@ -40,25 +42,35 @@ func emitTranspose(m *ir.Module, name string, rows, cols, experts int, table boo
 	}
 	dst := bd.ByteOffset(bd.Param("bt"), bd.MulI(bd.Wide(e), 2*R*C))
 	smem := bd.DynSmem()
-	for i := int64(0); i < transTile*transTile/utilThreads; i++ {
+	const chunks = transTile * transTile / 8
+	inside := func(r, c value.Value) value.Value {
+		return bd.And(bd.ICmp(enum.IPredSLT, r, ir.Int32(R)), bd.ICmp(enum.IPredSLT, c, ir.Int32(C)))
+	}
+	for i := int64(0); i < chunks/utilThreads; i++ { // chunk (rr, 8*j) of the input tile
 		idx := bd.AddI(tid, i*utilThreads)
-		rr, cc := bd.UDiv(idx, ir.Int32(transTile)), bd.URem(idx, ir.Int32(transTile))
+		rr, cc := bd.LShr(idx, ir.Int32(3)), bd.MulI(bd.And(idx, ir.Int32(7)), 8)
 		r, c := bd.Add(r0, rr), bd.Add(c0, cc)
-		in := bd.And(bd.ICmp(enum.IPredSLT, r, ir.Int32(R)), bd.ICmp(enum.IPredSLT, c, ir.Int32(C)))
-		v := bd.IfVals(in, []value.Value{ir.Int16(0)}, func() []value.Value {
-			return []value.Value{bd.LoadAt(ir.I16, bd.elemPtr(src, bd.Add(bd.MulI(r, C), c), 2), 2)}
-		})[0]
-		bd.StoreAt(v, bd.elemPtr(smem, bd.Add(bd.MulI(rr, transPad), cc), 2), 2)
+		bd.If(inside(r, c), func() {
+			v := bd.LoadAt(ir.Vec(4, ir.I32), bd.elemPtr(src, bd.Add(bd.MulI(bd.Wide(r), C), bd.Wide(c)), 2), 16)
+			for w := 0; w < 4; w++ {
+				bd.StoreAt(bd.ExtractElement(v, w), bd.elemPtr(smem, bd.AddI(bd.Add(bd.MulI(rr, transPad), cc), int64(2*w)), 2), 4)
+			}
+		})
 	}
 	bd.SyncThreads()
-	for i := int64(0); i < transTile*transTile/utilThreads; i++ {
+	for i := int64(0); i < chunks/utilThreads; i++ { // output row c0+oc, input rows r0+or..+7
 		idx := bd.AddI(tid, i*utilThreads)
-		cc, rr := bd.UDiv(idx, ir.Int32(transTile)), bd.URem(idx, ir.Int32(transTile))
-		r, c := bd.Add(r0, rr), bd.Add(c0, cc)
-		in := bd.And(bd.ICmp(enum.IPredSLT, r, ir.Int32(R)), bd.ICmp(enum.IPredSLT, c, ir.Int32(C)))
-		bd.If(in, func() {
-			v := bd.LoadAt(ir.I16, bd.elemPtr(smem, bd.Add(bd.MulI(rr, transPad), cc), 2), 2)
-			bd.StoreAt(v, bd.elemPtr(dst, bd.Add(bd.MulI(c, R), r), 2), 2)
+		oc, or := bd.LShr(idx, ir.Int32(3)), bd.MulI(bd.And(idx, ir.Int32(7)), 8)
+		r, c := bd.Add(r0, or), bd.Add(c0, oc)
+		bd.If(inside(r, c), func() {
+			var v value.Value = ir.Undef(ir.Vec(4, ir.I32))
+			for w := int64(0); w < 4; w++ {
+				lo := bd.LoadAt(ir.I16, bd.elemPtr(smem, bd.Add(bd.MulI(bd.AddI(or, 2*w), transPad), oc), 2), 2)
+				hi := bd.LoadAt(ir.I16, bd.elemPtr(smem, bd.Add(bd.MulI(bd.AddI(or, 2*w+1), transPad), oc), 2), 2)
+				word := bd.Or(bd.ZExt(lo, ir.I32), bd.Shl(bd.ZExt(hi, ir.I32), ir.Int32(16)))
+				v = bd.InsertElement(v, word, int(w))
+			}
+			bd.StoreAt(v, bd.elemPtr(dst, bd.Add(bd.MulI(bd.Wide(c), R), bd.Wide(r)), 2), 16)
 		})
 	}
 	bd.Ret(nil)

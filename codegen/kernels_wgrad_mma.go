@@ -92,32 +92,62 @@ func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
 		return out
 	})
 	b.Asm("cp.async.wait_group 0;", "~{memory}")
-	// Fragment (mi, nj) holds Main rows g, g+8 and columns 2q, 2q+1 of its
-	// m16n8 block (g = lane/4, q = lane%4).
+	b.wgradMMAStore(op, e, m0, n0, wm, wn, lane, acc)
+	b.Ret(nil)
+	k.SharedBytes = wgradMMAStages * wgradMMAStage
+	k.SkipIfZeroT = true
+	k.Grid = [3]Expr{Const((N + wgradMMATile - 1) / wgradMMATile), Const((M + wgradMMATile - 1) / wgradMMATile), Const(int64(op.Experts))}
+	return k
+}
+
+// wgradMMAStore adds a warp's accumulators to Main_e: fragment (mi, nj)
+// holds rows g, g+8 and columns 2q, 2q+1 of its m16n8 block (g = lane/4,
+// q = lane%4). Every pair of the thread is loaded first (one 8-byte f32 or
+// 4-byte bf16 load each, from the tile's first element when outside M x N),
+// so the 32 loads are in flight together, then added and stored, each
+// rounded once.
+func (b *Builder) wgradMMAStore(op moe.WeightGrad, e, m0, n0, wm, wn, lane value.Value, acc []value.Value) {
+	M, N := int64(op.M), int64(op.N)
 	main := b.mainGradBase(op, e)
 	g, q := b.LShr(lane, ir.Int32(2)), b.And(lane, ir.Int32(3))
+	type pair struct {
+		ptr, in value.Value
+		acc     []value.Value
+		old     [2]value.Value
+	}
+	var ps []pair
+	size := op.Main.DType.Size()
 	for mi := int64(0); mi < 4; mi++ {
 		for h := int64(0); h < 2; h++ {
 			row := b.Add(m0, b.Add(b.MulI(wm, 64), b.AddI(g, mi*16+h*8)))
 			for nj := int64(0); nj < 4; nj++ {
 				col := b.Add(n0, b.Add(b.MulI(wn, 32), b.AddI(b.MulI(q, 2), nj*8)))
 				in := b.And(b.ICmp(enum.IPredSLT, row, ir.Int32(M)), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
-				v := acc[(mi*4+nj)*4+2*h:]
-				b.If(in, func() {
-					idx := b.Add(b.MulI(b.Wide(row), N), b.Wide(col))
-					for c := int64(0); c < 2; c++ {
-						i := b.AddI(idx, c)
-						b.storeScalar(op.Main.DType, main, i, b.FAdd(b.loadScalarF32(op.Main.DType, main, i), v[c]))
-					}
-				})
+				idx := b.Select(in, b.Add(b.MulI(b.Wide(row), N), b.Wide(col)), ir.Int64(0))
+				ps = append(ps, pair{ptr: b.elemPtr(main, idx, size), in: in, acc: acc[(mi*4+nj)*4+2*h:][:2]})
 			}
 		}
 	}
-	b.Ret(nil)
-	k.SharedBytes = wgradMMAStages * wgradMMAStage
-	k.SkipIfZeroT = true
-	k.Grid = [3]Expr{Const((N + wgradMMATile - 1) / wgradMMATile), Const((M + wgradMMATile - 1) / wgradMMATile), Const(int64(op.Experts))}
-	return k
+	for i := range ps {
+		if op.Main.DType == moe.F32 {
+			v := b.LoadAt(ir.Vec(2, ir.F32), ps[i].ptr, 8)
+			ps[i].old = [2]value.Value{b.ExtractElement(v, 0), b.ExtractElement(v, 1)}
+		} else {
+			w := b.LoadAt(ir.I32, ps[i].ptr, 4)
+			ps[i].old = [2]value.Value{b.BF16Lo(w), b.BF16Hi(w)}
+		}
+	}
+	for _, p := range ps {
+		lo, hi := b.FAdd(p.old[0], p.acc[0]), b.FAdd(p.old[1], p.acc[1])
+		b.If(p.in, func() {
+			if op.Main.DType == moe.F32 {
+				v := b.InsertElement(b.InsertElement(ir.Undef(ir.Vec(2, ir.F32)), lo, 0), hi, 1)
+				b.StoreAt(v, p.ptr, 8)
+			} else {
+				b.StoreAt(b.PackBF16(lo, hi), p.ptr, 4)
+			}
+		})
+	}
 }
 
 // expertRows emits the first and end row of expert e: offsets[e] and

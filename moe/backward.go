@@ -41,10 +41,13 @@ const (
 // FC1 output from the forward's inputs, so the forward keeps nothing for
 // it (0 bytes per token); the routing-weight gradient needs no expert
 // output either, since <dy, FC2·h> = <FC2ᵀ·dy, h> (ActGrad). The
-// recomputed FC1 output and the per-row input gradients are kept in f32:
-// a bf16 FC1 output moves values across a clamp (ClampedSwiGLU, GPTOSS),
-// where the activation's derivative jumps, by enough to cost several
-// percent of the gradients against the float64 reference.
+// recomputed FC1 output, dh = dy·FC2 and the per-row input gradients are
+// kept in f32: a bf16 FC1 output moves values across a clamp
+// (ClampedSwiGLU, GPTOSS), where the activation's derivative jumps, by
+// enough to cost several percent of the gradients against the float64
+// reference; and the routing-weight and shared-gate gradients are dots
+// <dh, h> that cancel (with a bf16 dh, one token's shared-gate gradient is
+// off by more than 1% for one random layer in ten).
 //
 // Errors: l invalid, not BF16, or with per-expert weight storage (pointer
 // tables of main grads are not defined yet).
@@ -205,7 +208,7 @@ func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buff
 		r, m.e = Dispatched, l.Experts
 	}
 	m.gu = p.scratch(pre+"gu", F32, "FC1 output before the activation, recomputed (f32: the clamped activations' derivative jumps at the clamp)", rows, c(2*n))
-	m.dh = p.scratch(pre+"dh", BF16, "dL/dh before the row scale: dy·FC2", rows, c(n))
+	m.dh = p.scratch(pre+"dh", F32, "dL/dh before the row scale: dy·FC2 (f32: the routing-weight and shared-gate gradients are its dot with h, which cancels)", rows, c(n))
 	m.dgu = p.scratch(pre+"dgu", BF16, "dL/d(FC1 output), FC1 row order", rows, c(2*n))
 	m.hs = p.scratch(pre+"hs_scaled", BF16, "activation times the row scale", rows, c(n))
 	m.dot = p.scratch(pre+"dot", F32, "<dh, h> per row", rows)

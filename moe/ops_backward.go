@@ -14,7 +14,7 @@ type GateSigmoid struct {
 // ActGrad is the backward of a gated activation over the rows of a GEMM
 // (the first Offsets[E] rows when Offsets is set, else T rows): with GU
 // [rows, 2N] (f32 or bf16) the FC1 output before the activation (gate and up in
-// GateUp order, bias included), DH bf16 [rows, N] the gradient of the
+// GateUp order, bias included), DH [rows, N] (f32 or bf16) the gradient of the
 // activation h = Act(gate, up) before the row scale s_r, it writes
 //
 //	DGU[r] = bf16(Act'(GU[r]) · s_r·DH[r])   bf16 [rows, 2N], GateUp order
@@ -26,7 +26,7 @@ type GateSigmoid struct {
 // it is exact for s_r <= 0 (s_r never divides).
 type ActGrad struct {
 	Op               string  // the op's name
-	GU, DH           *Buffer // [rows, 2N] f32 or bf16, bf16 [rows, N] (read)
+	GU, DH           *Buffer // [rows, 2N] and [rows, N], f32 or bf16 (read)
 	Weights, SrcSlot *Buffer // dispatched rows: s_r = Weights[SrcSlot[r]] (nil: 1)
 	Scale            *Buffer // dense rows: s_t = Scale[t] (nil: 1)
 	Offsets          *Buffer // dispatched rows: Offsets[E] rows (nil: T dense rows)
