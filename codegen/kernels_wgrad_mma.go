@@ -52,6 +52,7 @@ func wgradOnTensorCores(op moe.WeightGrad) bool {
 func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
 	dense := op.Offsets == nil
 	b, k := opKernel(m, op, wgradMMAWarps*32, dense)
+	b.MinBlocksPerSM(2) // at most 128 registers: two blocks overlap one's epilogue with the other's loop
 	tid := b.ThreadIdx(ir.X)
 	lane, warp := b.LaneWarp()
 	n0, m0, e := b.MulI(b.BlockIdx(ir.X), wgradMMATile), b.MulI(b.BlockIdx(ir.Y), wgradMMATile), b.BlockIdx(ir.Z)
@@ -102,10 +103,11 @@ func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
 
 // wgradMMAStore adds a warp's accumulators to Main_e: fragment (mi, nj)
 // holds rows g, g+8 and columns 2q, 2q+1 of its m16n8 block (g = lane/4,
-// q = lane%4). Every pair of the thread is loaded first (one 8-byte f32 or
-// 4-byte bf16 load each, from the tile's first element when outside M x N),
-// so the 32 loads are in flight together, then added and stored, each
-// rounded once.
+// q = lane%4). For each m16 fragment row mi, the thread's 8 pairs are
+// loaded first (one 8-byte f32 or 4-byte bf16 load each, from the
+// expert's first element when outside M x N), so they are in flight
+// together, then added and stored, each rounded once. Four groups of 8
+// keep the registers within two blocks per SM.
 func (b *Builder) wgradMMAStore(op moe.WeightGrad, e, m0, n0, wm, wn, lane value.Value, acc []value.Value) {
 	M, N := int64(op.M), int64(op.N)
 	main := b.mainGradBase(op, e)
@@ -115,9 +117,9 @@ func (b *Builder) wgradMMAStore(op moe.WeightGrad, e, m0, n0, wm, wn, lane value
 		acc     []value.Value
 		old     [2]value.Value
 	}
-	var ps []pair
 	size := op.Main.DType.Size()
 	for mi := int64(0); mi < 4; mi++ {
+		var ps []pair
 		for h := int64(0); h < 2; h++ {
 			row := b.Add(m0, b.Add(b.MulI(wm, 64), b.AddI(g, mi*16+h*8)))
 			for nj := int64(0); nj < 4; nj++ {
@@ -127,26 +129,26 @@ func (b *Builder) wgradMMAStore(op moe.WeightGrad, e, m0, n0, wm, wn, lane value
 				ps = append(ps, pair{ptr: b.elemPtr(main, idx, size), in: in, acc: acc[(mi*4+nj)*4+2*h:][:2]})
 			}
 		}
-	}
-	for i := range ps {
-		if op.Main.DType == moe.F32 {
-			v := b.LoadAt(ir.Vec(2, ir.F32), ps[i].ptr, 8)
-			ps[i].old = [2]value.Value{b.ExtractElement(v, 0), b.ExtractElement(v, 1)}
-		} else {
-			w := b.LoadAt(ir.I32, ps[i].ptr, 4)
-			ps[i].old = [2]value.Value{b.BF16Lo(w), b.BF16Hi(w)}
-		}
-	}
-	for _, p := range ps {
-		lo, hi := b.FAdd(p.old[0], p.acc[0]), b.FAdd(p.old[1], p.acc[1])
-		b.If(p.in, func() {
+		for i := range ps {
 			if op.Main.DType == moe.F32 {
-				v := b.InsertElement(b.InsertElement(ir.Undef(ir.Vec(2, ir.F32)), lo, 0), hi, 1)
-				b.StoreAt(v, p.ptr, 8)
+				v := b.LoadAt(ir.Vec(2, ir.F32), ps[i].ptr, 8)
+				ps[i].old = [2]value.Value{b.ExtractElement(v, 0), b.ExtractElement(v, 1)}
 			} else {
-				b.StoreAt(b.PackBF16(lo, hi), p.ptr, 4)
+				w := b.LoadAt(ir.I32, ps[i].ptr, 4)
+				ps[i].old = [2]value.Value{b.BF16Lo(w), b.BF16Hi(w)}
 			}
-		})
+		}
+		for _, p := range ps {
+			lo, hi := b.FAdd(p.old[0], p.acc[0]), b.FAdd(p.old[1], p.acc[1])
+			b.If(p.in, func() {
+				if op.Main.DType == moe.F32 {
+					v := b.InsertElement(b.InsertElement(ir.Undef(ir.Vec(2, ir.F32)), lo, 0), hi, 1)
+					b.StoreAt(v, p.ptr, 8)
+				} else {
+					b.StoreAt(b.PackBF16(lo, hi), p.ptr, 4)
+				}
+			})
+		}
 	}
 }
 
