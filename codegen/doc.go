@@ -22,9 +22,10 @@
 // transpose kernel, lower_gemm.go; an f32 C makes the sm_90a atom store
 // directly), its row-wise ops (the activation's backward, the per-token
 // gather of dx and the routing-weight gradient, the shared gate, the dense
-// dprobs) in kernels_backward.go, and its weight gradients as an fp32
-// CUDA-core reduction over each expert's rows into the main grads
-// (kernels_wgrad.go).
+// dprobs) in kernels_backward.go, and its weight gradients as a GEMM that
+// reduces over each expert's rows on the tensor cores (mma.sync over
+// ldmatrix.trans, every target; kernels_wgrad_mma.go) into the main grads,
+// with an fp32 CUDA-core kernel for an f32 operand (kernels_wgrad.go).
 //
 // Kernel parameters are the ops' operands (named by role, bound to the
 // program's buffers, declared once in package moe); the lowering adds only

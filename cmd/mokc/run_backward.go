@@ -114,9 +114,10 @@ func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) err
 	}
 	var failed []string
 	for _, l := range layers {
+		refs := map[int]*refFuture{} // the inputs depend on T, not on the target: one reference per T
 		for _, tg := range cfg.targets {
 			for _, T := range cfg.tokens {
-				rep, err := runBackwardOne(cfg, ctx, l, tg, T, logw)
+				rep, err := runBackwardOne(cfg, ctx, l, tg, T, refs, logw)
 				if err != nil {
 					return fmt.Errorf("run --backward %s %s T=%d: %w", l.Name, tg, T, err)
 				}
@@ -135,8 +136,10 @@ func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) err
 	return nil
 }
 
-// runBackwardOne runs and checks one (layer, target, T).
-func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg target.Target, T int, logw io.Writer) (backwardReport, error) {
+// runBackwardOne runs and checks one (layer, target, T); refs holds the
+// layer's host references by T, started by the first target that needs
+// one and shared by the others.
+func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg target.Target, T int, refs map[int]*refFuture, logw io.Writer) (backwardReport, error) {
 	rep := backwardReport{Model: l.Name, Target: tg.String(), Tokens: T, Routing: l.Routing.String(), Seed: cfg.seed, Runs: cfg.repeat}
 	s, err := cfg.schedule(l, tg)
 	if err != nil {
@@ -196,13 +199,17 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 	experts := sampledExperts(ids, l.Experts, cfg.seed)
 	rep.Rows = len(rows)
 	rep.SharedChecked = l.SharedExperts > 0 && int64(T)*int64(l.SharedWidth())*int64(l.Hidden) <= sharedCheckMax
-	fmt.Fprintf(logw, "mokc run --backward: %s %s T=%d: reference on %d tokens, experts %v, shared %v\n",
-		l.Name, tg, T, len(rows), experts, rep.SharedChecked)
-	refc := make(chan refResult, 1)
-	go func() {
-		g, err := gen.BackwardSample(x, r, dy, rows, experts, rep.SharedChecked)
-		refc <- refResult{g, err}
-	}()
+	f, ok := refs[T]
+	if !ok {
+		fmt.Fprintf(logw, "mokc run --backward: %s T=%d: reference on %d tokens, experts %v, shared %v\n",
+			l.Name, T, len(rows), experts, rep.SharedChecked)
+		f = &refFuture{done: make(chan struct{})}
+		refs[T] = f
+		go func() {
+			f.res.g, f.res.err = gen.BackwardSample(x, r, dy, rows, experts, rep.SharedChecked)
+			close(f.done)
+		}()
+	}
 
 	var first uint64
 	var got map[string][]float64
@@ -219,7 +226,8 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 			rep.Identical++
 		}
 	}
-	ref := <-refc
+	<-f.done
+	ref := f.res
 	if ref.err != nil {
 		return rep, ref.err
 	}
@@ -241,6 +249,13 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 type refResult struct {
 	g   schedule.SampledGrads
 	err error
+}
+
+// refFuture is a host reference being computed: res is set when done is
+// closed.
+type refFuture struct {
+	done chan struct{}
+	res  refResult
 }
 
 // backwardRun zeroes the main grads, poisons the outputs, runs Backward,
