@@ -20,13 +20,15 @@ func init() {
 	commands = append(commands, func() *cli.Command {
 		return &cli.Command{
 			Name:  "bench",
-			Usage: "(GPU) time a layer's forward against the roofline",
-			UsageText: "mokc bench --model qwen3-30b-a3b --target sm_90a --tokens 4096 [--iters 100] [--json]\n\n" +
+			Usage: "(GPU) time a layer's forward, or forward + backward (--backward), against the roofline",
+			UsageText: "mokc bench --model qwen3-30b-a3b --target sm_90a --tokens 4096 [--iters 100] [--kernels] [--backward [--main-grad fp32|bf16]] [--json]\n\n" +
 				"Times Layer.Forward with CUDA events on one stream (median of --iters after --warmup runs), rotating\n" +
 				"among several input sets when one set's data fits in L2. FLOPs count every routed and shared GEMM\n" +
 				"executed: routes*(2I*H + H*I)*2 + T*(2I_s*H + H*I_s)*2; bytes count the weights of the experts that\n" +
 				"received tokens (and the shared weights) once, plus x, y and the routing input. The roofline time is\n" +
-				"max(FLOPs/peak, bytes/bandwidth).",
+				"max(FLOPs/peak, bytes/bandwidth). With --backward each timed step is Forward then Backward (main grads\n" +
+				"accumulating), and the FLOPs and bytes add the backward's (8·I·H multiply-adds per route, the main grads\n" +
+				"read and written once).",
 			Flags: append(append(layerFlags(), scheduleFlags()...),
 				targetFlag("sm_90a"),
 				&cli.IntFlag{Name: "tokens", Aliases: []string{"T"}, Value: 4096, Usage: "token count T"},

@@ -20,7 +20,7 @@ func layerFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
-		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads (Layer.MainGrad): fp32 or bf16", DefaultText: "fp32"},
+		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads (Layer.MainGrad): fp32 (or f32) or bf16; with --backward where the command has it", DefaultText: "fp32"},
 	}, cliFlags(layerFieldFlags, "the model's")...)
 }
 
@@ -219,8 +219,11 @@ func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
 		return err
 	}
 	if c.IsSet("main-grad") {
+		if hasFlag(c, "backward") && !c.Bool("backward") {
+			return errors.New("--main-grad sets the backward's main grads: give --backward too")
+		}
 		switch g := strings.ToLower(c.String("main-grad")); g {
-		case schedule.GradFP32.String():
+		case schedule.GradFP32.String(), "f32":
 			l.MainGrad = schedule.GradFP32
 		case schedule.GradBF16.String():
 			l.MainGrad = schedule.GradBF16
@@ -229,6 +232,19 @@ func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
 		}
 	}
 	return flagError(c, layerFieldFlags, *l, schedule.Schedule{}, "the model's", l.Validate())
+}
+
+// hasFlag reports whether c's command declares the flag name.
+func hasFlag(c *cli.Context, name string) bool {
+	if c.Command == nil {
+		return false
+	}
+	for _, f := range c.Command.Flags {
+		if slices.Contains(f.Names(), name) {
+			return true
+		}
+	}
+	return false
 }
 
 // layerSchedule returns target's default schedule for l with the schedule

@@ -35,7 +35,7 @@ func init() {
 	commands = append(commands, func() *cli.Command {
 		return &cli.Command{
 			Name:  "run",
-			Usage: "(GPU) run a layer's forward on random inputs and check it against the float64 reference",
+			Usage: "(GPU) run a layer's forward, or its backward (--backward), on random inputs and check it against the float64 reference",
 			UsageText: "mokc run --model NAME|all --target sm_80,sm_90a --tokens 0,1,64,4096 [--repeat N] [--seed N] [--routing ids|map] [--sample N] [--json]\n\n" +
 				"For each model (--model all: every preset, one after another), the weights are generated one expert at a\n" +
 				"time from a counter-based hash (bf16, scaled by 1/sqrt(fan-in); schedule.WeightGen) and uploaded once;\n" +
