@@ -1,8 +1,6 @@
 package codegen
 
 import (
-	"fmt"
-
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
@@ -96,17 +94,16 @@ func (ld *sm80Loader) load(kt, st value.Value) {
 		ok := b.And(ch.rowOK, b.ICmp(enum.IPredSLT, b.Add(kFirst, ch.kElem), ir.Int32(int64(l.k))))
 		src := b.Select(ok, b.Add(ch.gAddr, kByte), ch.fallback)
 		size := b.Select(ok, ir.Int32(16), ir.Int32(0))
-		b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", "l,l,r,~{memory}",
-			b.Add(stBase, ch.sOff), src, size)
+		b.cpAsync16(b.Add(stBase, ch.sOff), src, size)
 	}
 }
 
 // commit closes the thread's cp.async group (one stage).
-func (ld *sm80Loader) commit() { ld.b.Asm("cp.async.commit_group;", "~{memory}") }
+func (ld *sm80Loader) commit() { ld.b.cpAsyncCommit() }
 
 // waitGroup waits until at most n of the thread's cp.async groups are pending.
 func (ld *sm80Loader) waitGroup(n int) {
-	ld.b.Asm(fmt.Sprintf("cp.async.wait_group %d;", n), "~{memory}")
+	ld.b.cpAsyncWait(n)
 }
 
 // sm80WarpTile is a warp's MT x NT tile of the block tile and its lanes'
@@ -167,35 +164,21 @@ func (l sm80Layout) mainloop(b *Builder, ld *sm80Loader, wt sm80WarpTile) []valu
 func (l sm80Layout) mmaStep(b *Builder, stBase value.Value, wt sm80WarpTile, kk int, acc []value.Value) {
 	mFr, nFr := l.fragments()
 	rb := int64(l.a.RowBytes())
-	i4 := ir.Struct(ir.I32, ir.I32, ir.I32, ir.I32)
-	f4 := ir.Struct(ir.F32, ir.F32, ir.F32, ir.F32)
-	ldsm := func(off value.Value, at int64) value.Value {
-		addr := b.Add(stBase, b.Add(off, ir.Int64(at)))
-		return b.AsmCallNoMemory("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l", i4, addr)
+	ldsm := func(off value.Value, at int64) [4]value.Value {
+		return b.ldmatrixX4(b.Add(stBase, b.Add(off, ir.Int64(at))), false)
 	}
 	aFr := make([][4]value.Value, mFr)
 	for mi := 0; mi < mFr; mi++ {
-		r := ldsm(wt.aLane, int64(mi*16)*rb+int64(kk*32))
-		for j := 0; j < 4; j++ {
-			aFr[mi][j] = b.ExtractValue(r, j)
-		}
+		aFr[mi] = ldsm(wt.aLane, int64(mi*16)*rb+int64(kk*32))
 	}
 	bFr := make([][2]value.Value, nFr)
 	for nj := 0; nj < nFr; nj += 2 {
 		r := ldsm(wt.bLane, int64(nj*8)*rb+int64(kk*32))
-		bFr[nj] = [2]value.Value{b.ExtractValue(r, 0), b.ExtractValue(r, 1)}
-		bFr[nj+1] = [2]value.Value{b.ExtractValue(r, 2), b.ExtractValue(r, 3)}
+		bFr[nj], bFr[nj+1] = [2]value.Value{r[0], r[1]}, [2]value.Value{r[2], r[3]}
 	}
 	for mi := 0; mi < mFr; mi++ {
 		for nj := 0; nj < nFr; nj++ {
-			base := (mi*nFr + nj) * 4
-			r := b.AsmCallNoMemory("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
-				"=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", f4,
-				aFr[mi][0], aFr[mi][1], aFr[mi][2], aFr[mi][3], bFr[nj][0], bFr[nj][1],
-				acc[base], acc[base+1], acc[base+2], acc[base+3])
-			for j := 0; j < 4; j++ {
-				acc[base+j] = b.ExtractValue(r, j)
-			}
+			b.mmaBF16(aFr[mi], bFr[nj], acc[(mi*nFr+nj)*4:][:4])
 		}
 	}
 }

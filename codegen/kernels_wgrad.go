@@ -20,7 +20,7 @@ const (
 	wgradMicro = 4  // dW rows and columns per thread (4x4)
 	transTile  = 64 // square tile of the weight transpose
 	transPad   = 66 // shared-memory row pitch of the transpose, elements (bank spread, 4-byte rows)
-	wgradSmemB = 4 * (2*wgradRows*wgradTile + wgradRows)
+	wgradSmemB = 4 * 2 * wgradRows * wgradTile
 )
 
 // emitTranspose: bt[e, c, r] = b_e[r, c] for each expert's [rows, cols]
@@ -96,9 +96,8 @@ func (b *Builder) storeScalar(d moe.DType, base, i, v value.Value) {
 	b.StoreAt(b.ToBF16(v), b.elemPtr(base, i, 2), 2)
 }
 
-// emitWeightGrad: main[e, m, n] += sum_{r of e} a[r, m]*b[r, n] (and the
-// bias main grad += the row-scaled column sums of a) for a 64x64 tile of dW
-// per block, grid (ceil(N/64), ceil(M/64), E). The rows of expert e
+// emitWeightGrad: main[e, m, n] += sum_{r of e} a[r, m]*b[r, n] for a
+// 64x64 tile of dW per block (the bias gradient is emitWeightGradBias's), grid (ceil(N/64), ceil(M/64), E). The rows of expert e
 // (offsets, or 0..T-1 for dense rows) are read 16 at a time into shared
 // memory as fp32; each thread keeps a 4x4 block of sums in registers, in a
 // fixed order over the rows, and adds it to the main grad with one
@@ -108,25 +107,14 @@ func emitWeightGrad(m *ir.Module, op moe.WeightGrad) Kernel {
 	b, k := opKernel(m, op, utilThreads, dense)
 	tid := b.ThreadIdx(ir.X)
 	n0, m0, e := b.MulI(b.BlockIdx(ir.X), wgradTile), b.MulI(b.BlockIdx(ir.Y), wgradTile), b.BlockIdx(ir.Z)
-	var lo, hi value.Value
-	if dense {
-		lo, hi = ir.Int32(0), b.Param("T")
-	} else {
-		lo = b.LoadAt(ir.I32, b.elemPtr(b.Param("offsets"), e, 4), 4)
-		hi = b.LoadAt(ir.I32, b.elemPtr(b.Param("offsets"), b.AddI(e, 1), 4), 4)
-	}
+	lo, hi := b.expertRows(op, e)
 	b.ReturnIf(b.ICmp(enum.IPredSGE, lo, hi))
 	M, N := int64(op.M), int64(op.N)
 	smem := b.DynSmem()
 	sa, sb := smem, b.ByteOffsetC(smem, 4*wgradRows*wgradTile)
-	ss := b.ByteOffsetC(smem, 8*wgradRows*wgradTile)
 	tm, tn := b.UDiv(tid, ir.Int32(wgradTile/wgradMicro)), b.URem(tid, ir.Int32(wgradTile/wgradMicro))
-	init := make([]value.Value, wgradMicro*wgradMicro+1)
-	for i := range init {
-		init[i] = ir.Float32(0)
-	}
-	acc := b.Loop(lo, hi, ir.Int32(wgradRows), init, func(r0 value.Value, acc []value.Value) []value.Value {
-		b.wgradStage(op, sa, sb, ss, r0, hi, m0, n0, M, N)
+	acc := b.Loop(lo, hi, ir.Int32(wgradRows), zerosF32(wgradMicro*wgradMicro), func(r0 value.Value, acc []value.Value) []value.Value {
+		b.wgradStage(op, sa, sb, r0, hi, m0, n0, M, N)
 		b.SyncThreads()
 		out := append([]value.Value(nil), acc...)
 		for kk := int64(0); kk < wgradRows; kk++ {
@@ -140,25 +128,11 @@ func emitWeightGrad(m *ir.Module, op moe.WeightGrad) Kernel {
 					out[i*wgradMicro+j] = b.FMA(av[i], bv[j], out[i*wgradMicro+j])
 				}
 			}
-			if op.Bias != nil { // column tid%64 of a, scaled
-				col := b.URem(tid, ir.Int32(wgradTile))
-				a := b.LoadAt(ir.F32, b.elemPtr(sa, b.AddI(col, kk*wgradTile), 4), 4)
-				s := b.LoadAt(ir.F32, b.ByteOffsetC(ss, 4*kk), 4)
-				out[len(out)-1] = b.FMA(s, a, out[len(out)-1])
-			}
 		}
 		b.SyncThreads()
 		return out
 	})
 	b.wgradStore(op, acc, e, m0, n0, tm, tn, M, N)
-	if op.Bias != nil {
-		col := b.Add(m0, tid)
-		first := b.And(b.ICmp(enum.IPredEQ, b.BlockIdx(ir.X), ir.Int32(0)), b.ICmp(enum.IPredSLT, tid, ir.Int32(wgradTile)))
-		b.If(b.And(first, b.ICmp(enum.IPredSLT, col, ir.Int32(M))), func() {
-			i := b.Add(b.MulI(b.Wide(e), M), b.Wide(col))
-			b.storeScalar(op.Bias.DType, b.Param("bias"), i, b.FAdd(b.loadScalarF32(op.Bias.DType, b.Param("bias"), i), acc[len(acc)-1]))
-		})
-	}
 	b.Ret(nil)
 	k.SharedBytes = wgradSmemB
 	k.SkipIfZeroT = true
@@ -167,9 +141,8 @@ func emitWeightGrad(m *ir.Module, op moe.WeightGrad) Kernel {
 }
 
 // wgradStage loads rows r0..r0+15 (below hi) of a's columns m0..m0+63 and
-// b's columns n0..n0+63 into shared memory as fp32 (0 outside), and each
-// row's bias scale.
-func (b *Builder) wgradStage(op moe.WeightGrad, sa, sb, ss, r0, hi, m0, n0 value.Value, M, N int64) {
+// b's columns n0..n0+63 into shared memory as fp32 (0 outside).
+func (b *Builder) wgradStage(op moe.WeightGrad, sa, sb, r0, hi, m0, n0 value.Value, M, N int64) {
 	tid := b.ThreadIdx(ir.X)
 	for i := int64(0); i < wgradRows*wgradTile/utilThreads; i++ {
 		idx := b.AddI(tid, i*utilThreads)
@@ -189,20 +162,6 @@ func (b *Builder) wgradStage(op moe.WeightGrad, sa, sb, ss, r0, hi, m0, n0 value
 			b.StoreAt(v, b.elemPtr(s.smem, idx, 4), 4)
 		}
 	}
-	if op.Bias == nil {
-		return
-	}
-	b.If(b.ICmp(enum.IPredSLT, tid, ir.Int32(wgradRows)), func() {
-		r := b.Add(r0, tid)
-		var s value.Value = ir.Float32(1)
-		if op.Weights != nil {
-			s = b.IfVals(b.ICmp(enum.IPredSLT, r, hi), []value.Value{ir.Float32(0)}, func() []value.Value {
-				slot := b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), r, 4), 4)
-				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), slot, 4), 4)}
-			})[0]
-		}
-		b.StoreAt(s, b.elemPtr(ss, tid, 4), 4)
-	})
 }
 
 // wgradStore adds each thread's 4x4 sums to main[e, m, n] with one rounding.

@@ -1,8 +1,6 @@
 package codegen
 
 import (
-	"fmt"
-
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
@@ -61,10 +59,10 @@ func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
 	M, N := int64(op.M), int64(op.N)
 	kTiles := b.UDiv(b.AddI(b.Sub(hi, lo), wgradMMARows-1), ir.Int32(wgradMMARows))
 	smem := b.PtrToInt(b.DynSmem())
-	ld := b.wgradLoader(op, tid, lo, hi, m0, n0, M, N)
+	ld := b.wgradLoader(tid, lo, hi, m0, n0, M, N)
 	for s := int64(0); s < wgradMMAStages-1; s++ {
 		b.If(b.ICmp(enum.IPredSLT, ir.Int32(s), kTiles), func() { ld.load(smem, ir.Int32(s)) })
-		b.Asm("cp.async.commit_group;", "~{memory}")
+		b.cpAsyncCommit()
 	}
 	// Warp (wm, wn) owns rows wm*64.. and columns wn*32.. of the tile.
 	wm, wn := b.UDiv(warp, ir.Int32(4)), b.URem(warp, ir.Int32(4))
@@ -78,7 +76,7 @@ func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
 		b.Add(b.MulI(b.Wide(b.Add(b.MulI(b.And(j, ir.Int32(1)), 8), l8)), wgradMMAPitch),
 			b.MulI(b.Wide(b.Add(b.MulI(wn, 32), b.MulI(b.LShr(j, ir.Int32(1)), 8))), 2)))
 	acc := b.Loop(ir.Int32(0), kTiles, ir.Int32(1), zerosF32(4*4*4), func(kt value.Value, acc []value.Value) []value.Value {
-		b.Asm(fmt.Sprintf("cp.async.wait_group %d;", wgradMMAStages-2), "~{memory}")
+		b.cpAsyncWait(wgradMMAStages - 2)
 		b.SyncThreads()
 		st := b.URem(kt, ir.Int32(wgradMMAStages))
 		base := b.Add(smem, b.MulI(b.Wide(st), wgradMMAStage))
@@ -89,10 +87,10 @@ func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
 		}
 		next := b.AddI(kt, wgradMMAStages-1)
 		b.If(b.ICmp(enum.IPredSLT, next, kTiles), func() { ld.load(smem, next) })
-		b.Asm("cp.async.commit_group;", "~{memory}")
+		b.cpAsyncCommit()
 		return out
 	})
-	b.Asm("cp.async.wait_group 0;", "~{memory}")
+	b.cpAsyncWait(0)
 	b.wgradMMAStore(op, e, m0, n0, wm, wn, lane, acc)
 	b.Ret(nil)
 	k.SharedBytes = wgradMMAStages * wgradMMAStage
@@ -190,7 +188,7 @@ type wgradChunks struct {
 
 // wgradLoader emits the thread's chunk addresses: chunk c = tid + i*256 of
 // an operand is row c/16, columns 8*(c%16).. of its 32 x 128 tile.
-func (b *Builder) wgradLoader(op moe.WeightGrad, tid, lo, hi, m0, n0 value.Value, M, N int64) *wgradChunks {
+func (b *Builder) wgradLoader(tid, lo, hi, m0, n0 value.Value, M, N int64) *wgradChunks {
 	ld := &wgradChunks{b: b, lo: lo, hi: hi}
 	threads := int64(wgradMMAWarps * 32)
 	for _, o := range []struct {
@@ -224,7 +222,7 @@ func (ld *wgradChunks) load(smem, kt value.Value) {
 		src := b.Select(ok, b.Add(ch.gBase, b.MulI(b.Wide(r), ch.pitch)), ch.gBase)
 		size := b.Select(ok, ir.Int32(16), ir.Int32(0))
 		dst := b.Add(st, b.Add(ir.Int64(ch.sOff), b.Add(b.MulI(b.Wide(ch.row), wgradMMAPitch), ch.sCol)))
-		b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", "l,l,r,~{memory}", dst, src, size)
+		b.cpAsync16(dst, src, size)
 	}
 }
 
@@ -232,37 +230,24 @@ func (ld *wgradChunks) load(smem, kt value.Value) {
 // ldmatrix.x4.trans of A (one per m16 fragment), two of B (two n8
 // fragments each), sixteen mma.sync into acc (updated in place).
 func (b *Builder) wgradMMAStep(aAddr, bAddr value.Value, acc []value.Value) {
-	i4 := ir.Struct(ir.I32, ir.I32, ir.I32, ir.I32)
-	f4 := ir.Struct(ir.F32, ir.F32, ir.F32, ir.F32)
-	ldsm := func(addr value.Value) [4]value.Value {
-		r := b.AsmCallNoMemory("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {$0, $1, $2, $3}, [$4];", "=r,=r,=r,=r,l", i4, addr)
-		return [4]value.Value{b.ExtractValue(r, 0), b.ExtractValue(r, 1), b.ExtractValue(r, 2), b.ExtractValue(r, 3)}
-	}
 	var aFr [4][4]value.Value
 	for mi := int64(0); mi < 4; mi++ {
-		aFr[mi] = ldsm(b.Add(aAddr, ir.Int64(mi*16*2)))
+		aFr[mi] = b.ldmatrixX4(b.Add(aAddr, ir.Int64(mi*16*2)), true)
 	}
 	var bFr [4][2]value.Value
 	for nj := int64(0); nj < 4; nj += 2 {
-		r := ldsm(b.Add(bAddr, ir.Int64(nj*8*2)))
+		r := b.ldmatrixX4(b.Add(bAddr, ir.Int64(nj*8*2)), true)
 		bFr[nj], bFr[nj+1] = [2]value.Value{r[0], r[1]}, [2]value.Value{r[2], r[3]}
 	}
 	for mi := 0; mi < 4; mi++ {
 		for nj := 0; nj < 4; nj++ {
-			c := (mi*4 + nj) * 4
-			r := b.AsmCallNoMemory("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {$0, $1, $2, $3}, {$4, $5, $6, $7}, {$8, $9}, {$10, $11, $12, $13};",
-				"=f,=f,=f,=f,r,r,r,r,r,r,f,f,f,f", f4,
-				aFr[mi][0], aFr[mi][1], aFr[mi][2], aFr[mi][3], bFr[nj][0], bFr[nj][1],
-				acc[c], acc[c+1], acc[c+2], acc[c+3])
-			for x := 0; x < 4; x++ {
-				acc[c+x] = b.ExtractValue(r, x)
-			}
+			b.mmaBF16(aFr[mi], bFr[nj], acc[(mi*4+nj)*4:][:4])
 		}
 	}
 }
 
-// emitWeightGradBias: Bias_e[m] += sum_{r of e} s_r * A[r, m] for the
-// tensor-core weight gradient, one thread per column m in a fixed row
+// emitWeightGradBias: Bias_e[m] += sum_{r of e} s_r * A[r, m] for either
+// weight-gradient kernel, one thread per column m in a fixed row
 // order; grid (ceil(M/256), E). s_r is the row's routing weight (Weights
 // through SrcSlot) or 1.
 func emitWeightGradBias(m *ir.Module, op moe.WeightGrad) Kernel {

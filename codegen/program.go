@@ -194,15 +194,15 @@ func (lw *perOp) lower(op moe.Op) error {
 	case moe.ScatterProbs:
 		k = emitScatterProbs(m, d, o)
 	case moe.WeightGrad:
-		if !wgradOnTensorCores(o) {
+		if wgradOnTensorCores(o) {
+			k = emitWeightGradMMA(m, o)
+		} else {
 			k = emitWeightGrad(m, o)
-			break
 		}
-		lw.prog.Kernels = append(lw.prog.Kernels, emitWeightGradMMA(m, o))
-		if o.Bias == nil {
-			return nil
+		if o.Bias != nil {
+			lw.prog.Kernels = append(lw.prog.Kernels, k)
+			k = emitWeightGradBias(m, o)
 		}
-		k = emitWeightGradBias(m, o)
 	default:
 		return fmt.Errorf("codegen: PerOp cannot lower op %s (%T)", op.Name(), op)
 	}

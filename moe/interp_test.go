@@ -51,8 +51,11 @@ type problem struct {
 	dy []float32
 }
 
-func newProblem(t *testing.T, l schedule.Layer, T int) problem {
-	w, err := schedule.RandomWeights(l, 7)
+func newProblem(t *testing.T, l schedule.Layer, T int) problem { return newProblemSeed(t, l, T, 0) }
+
+// newProblemSeed is newProblem with its random values offset by seed.
+func newProblemSeed(t *testing.T, l schedule.Layer, T int, seed uint64) problem {
+	w, err := schedule.RandomWeights(l, seed+7)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,8 +65,8 @@ func newProblem(t *testing.T, l schedule.Layer, T int) problem {
 		}
 	}
 	bf16s(w.SharedGate)
-	x := bf16s(schedule.RandomInput(T, l.Hidden, 3))
-	r, err := schedule.GenerateRouting(l, x, 5)
+	x := bf16s(schedule.RandomInput(T, l.Hidden, seed+3))
+	r, err := schedule.GenerateRouting(l, x, seed+5)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +78,7 @@ func newProblem(t *testing.T, l schedule.Layer, T int) problem {
 			r.Weights[1] = -0.25 // a negative weight: dw stays exact
 		}
 	}
-	return problem{l: l, T: T, w: w, x: x, r: r, dy: bf16s(schedule.RandomInput(T, l.Hidden, 9))}
+	return problem{l: l, T: T, w: w, x: x, r: r, dy: bf16s(schedule.RandomInput(T, l.Hidden, seed+9))}
 }
 
 // bind packs the problem into the program's input buffers and adds the
@@ -187,6 +190,17 @@ func TestInterpretBackward(t *testing.T) {
 	}
 }
 
+// zeroMainGrads is a zero value for every InOut buffer (main grad) of p.
+func zeroMainGrads(p *Program) map[string][]float64 {
+	mg0 := map[string][]float64{}
+	for _, b := range p.Buffers {
+		if b.Kind == InOut {
+			mg0[b.Name] = make([]float64, b.Len(0))
+		}
+	}
+	return mg0
+}
+
 // refMain holds main grads in schedule.MainGrads form, started from mg0.
 type refMain struct {
 	schedule.MainGrads
@@ -230,12 +244,7 @@ func TestIsolate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mg0 := map[string][]float64{}
-	for _, b := range p.Buffers {
-		if b.Kind == InOut {
-			mg0[b.Name] = make([]float64, b.Len(0))
-		}
-	}
+	mg0 := zeroMainGrads(p)
 	full, err := Interpret(p, pr.T, pr.bind(t, p, mg0))
 	if err != nil {
 		t.Fatal(err)
@@ -301,34 +310,14 @@ func TestSharedGateGradOneToken(t *testing.T) {
 		t.Fatal(err)
 	}
 	for seed := uint64(0); seed < 60; seed++ {
-		w, err := schedule.RandomWeights(l, seed)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, s := range [][][]float32{w.FC1, w.FC2, w.SharedFC1, w.SharedFC2} {
-			for _, v := range s {
-				bf16s(v)
-			}
-		}
-		bf16s(w.SharedGate)
-		x := bf16s(schedule.RandomInput(1, l.Hidden, seed+1))
-		r, err := schedule.GenerateRouting(l, x, seed+2)
-		if err != nil {
-			t.Fatal(err)
-		}
-		pr := problem{l: l, T: 1, w: w, x: x, r: r, dy: bf16s(schedule.RandomInput(1, l.Hidden, seed+3))}
-		mg0 := map[string][]float64{}
-		for _, b := range p.Buffers {
-			if b.Kind == InOut {
-				mg0[b.Name] = make([]float64, b.Len(0))
-			}
-		}
+		pr := newProblemSeed(t, l, 1, 16*seed)
+		mg0 := zeroMainGrads(p)
 		out, err := Interpret(p, 1, pr.bind(t, p, mg0))
 		if err != nil {
 			t.Fatal(err)
 		}
 		mg := pr.refMainGrads(mg0)
-		if _, err := schedule.Backward(l, w, x, r, pr.dy, &mg.MainGrads); err != nil {
+		if _, err := schedule.Backward(l, pr.w, pr.x, pr.r, pr.dy, &mg.MainGrads); err != nil {
 			t.Fatal(err)
 		}
 		want := MainGradBuffers(l, mg.MainGrads)[BufSharedGateGrad]
