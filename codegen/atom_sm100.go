@@ -47,7 +47,7 @@ import (
 // Not yet supported (refused with an error): M = 64 tiles, 2-CTA clusters
 // (cta_group::2).
 
-func init() { registerAtom(target.SM100a, sm100Plan) }
+func init() { registerAtom(target.SM100a, sm100Plan, nil) }
 
 // sm100Layout is the derived geometry of one sm_100a GEMM kernel.
 type sm100Layout struct {

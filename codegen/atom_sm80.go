@@ -30,7 +30,7 @@ import (
 // whatever the global layout, so each thread's accumulator pair (c0, c1) of
 // an m16n8 fragment is (gate, up) of one output column.
 
-func init() { registerAtom(target.SM80, sm80Plan) }
+func init() { registerAtom(target.SM80, sm80Plan, nil) }
 
 // sm80Layout is the derived geometry of one sm_80 GEMM kernel.
 type sm80Layout struct {

@@ -48,6 +48,11 @@ import (
 //     interleaved, one box of 2*BN rows from row 2*n0 (accumulator column
 //     pair (2c, 2c+1) = (gate, up) of output column n0+c); plain, one box of
 //     BN rows.
+//   - B N-major (GemmSpec.BNMajor: B_e stored [K, N], the backward's data
+//     gradients): 3D map over [E, K, N], NB/64 boxes [1, BK, 64] per stage,
+//     each a 64-wide column of an MN-major tile (layouts.NewSmemTileMN);
+//     wgmma reads it with imm-trans-b = 1 and a descriptor whose LBO is
+//     the column stride. Rows past K and columns past N are zero-filled.
 //   - K need not be a multiple of 64: the last K block reads past K and TMA
 //     fills zeros, which add nothing.
 //
@@ -83,7 +88,15 @@ import (
 // the generic-proxy writes are visible to wgmma's async-proxy reads. A still
 // comes through TMA.
 
-func init() { registerAtom(target.SM90a, sm90Plan) }
+func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB) }
+
+// sm90NMajorB: the sm_90a atom reads a plain, grouped B stored [K, N]
+// directly (wgmma imm-trans-b = 1 over an MN-major tile, TMA boxes of 64
+// columns by BK rows), when the B tile is whole 64-wide columns and a box
+// of BK rows is within TMA's 256.
+func sm90NMajorB(s GemmSpec) bool {
+	return s.Tile.BN%64 == 0 && s.Tile.BK <= 256
+}
 
 // sm90Layout is the derived geometry of one sm_90a GEMM kernel.
 type sm90Layout struct {
@@ -93,6 +106,7 @@ type sm90Layout struct {
 	prodRegs, mmaRegs int    // setmaxnreg targets (0: do not rebalance)
 	launchRegs        int    // registers per thread at launch (.maxnreg) when rebalancing
 	descHi            uint64 // wgmma smem descriptor bits of the K-major 128B-swizzled atoms
+	descHiB           uint64 // B's (descHi, or those of the MN-major columns for an N-major B)
 }
 
 // sm90Plan derives the geometry of spec's sm_90a kernel (ring, staging,
@@ -132,6 +146,9 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	// The address-independent bits of the tiles' wgmma descriptors (start
 	// address 0; equal to SM90DescK128B).
 	if l.descHi, err = l.a.Descriptor(0, 0, 0); err != nil {
+		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
+	}
+	if l.descHiB, err = l.b.Descriptor(0, 0, 0); err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	l.registers(s)
@@ -238,7 +255,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom
 	offA, offB := l.kStepOffsets()
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
-		OffA: offA, OffB: offB, DescHi: l.descHi, ProxyFence: k.spec.B == BTable}
+		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable}
 	var err error
 	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
 		// A warpgroup whose 64 rows all lie past the expert's segment

@@ -29,7 +29,11 @@ func backwardLayers() map[string]schedule.Layer {
 	shared.Activation, shared.SwiGLULimit, shared.Routing = schedule.ClampedSwiGLU, 0.05, schedule.RoutingMap
 	llama := base
 	llama.TopK, llama.RouterWeightOnInput, llama.SharedExperts, llama.SharedIntermediate = 1, true, 1, 96
-	return map[string]schedule.Layer{"swiglu": base, "gpt-oss": gptoss, "shared-gate-map": shared, "weight-on-input": llama}
+	// Weight-gradient tiles past M and N (2I = 192, H = 200: a second,
+	// partial 128 x 128 tile each way) into bf16 main grads.
+	ragged := schedule.Layer{Hidden: 200, Intermediate: 96, Experts: 5, TopK: 2, MainGrad: schedule.GradBF16}
+	return map[string]schedule.Layer{"swiglu": base, "gpt-oss": gptoss, "shared-gate-map": shared, "weight-on-input": llama,
+		"ragged-bf16": ragged}
 }
 
 // hostTo converts float64 values to the host slice of dtype d.

@@ -25,7 +25,11 @@
 // dprobs) in kernels_backward.go, and its weight gradients as a GEMM that
 // reduces over each expert's rows on the tensor cores (mma.sync over
 // ldmatrix.trans, every target; kernels_wgrad_mma.go) into the main grads,
-// with an fp32 CUDA-core kernel for an f32 operand (kernels_wgrad.go).
+// with an fp32 CUDA-core kernel for an f32 operand (kernels_wgrad.go). With
+// per-expert weight storage the GEMMs read the weights through their
+// pointer tables (so does the transpose of an N-major B, emitTranspose) and
+// the weight gradients add to main grads behind pointer tables
+// (mainGradBase).
 //
 // Kernel parameters are the ops' operands (named by role, bound to the
 // program's buffers, declared once in package moe); the lowering adds only

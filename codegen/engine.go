@@ -19,9 +19,14 @@ import (
 // are per token (K for routed GEMMs, 1 for the shared expert), for the grid.
 // Every engine computes the epilogue with type Epilogue (epilogue.go) so the
 // numerics are identical across targets.
+//
+// ReadsNMajorB reports whether GroupedGEMM takes spec with BNMajor set (B_e
+// stored [K, N]): the one place a target's support for an N-major B is
+// decided; where it is false the lowering reads a K-major copy instead.
 type Engine interface {
 	Target() target.Target
 	GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
+	ReadsNMajorB(spec GemmSpec) bool
 }
 
 // atom is one target's part of the grouped-GEMM task, planned from a spec
@@ -37,6 +42,16 @@ type atom interface {
 type atomEngine struct {
 	target target.Target
 	plan   func(GemmSpec) (atom, error)
+	// nMajorB says which specs the atom takes with an N-major B (nil:
+	// none).
+	nMajorB func(GemmSpec) bool
+}
+
+// ReadsNMajorB reports whether the atom reads spec's B N-major (see Engine).
+func (e atomEngine) ReadsNMajorB(spec GemmSpec) bool {
+	s := spec
+	s.BNMajor = true
+	return e.nMajorB != nil && s.Validate() == nil && e.nMajorB(s)
 }
 
 // Target is the engine's target.
@@ -47,6 +62,9 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	if err := spec.Validate(); err != nil {
 		return KernelInfo{}, err
 	}
+	if spec.BNMajor && !e.ReadsNMajorB(spec) {
+		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not read an N-major B with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
+	}
 	a, err := e.plan(spec)
 	if err != nil {
 		return KernelInfo{}, err
@@ -54,10 +72,11 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	return a.build(m, spec, rowsPerT)
 }
 
-// registerAtom registers the engine of t whose atom plan derives.
-func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error)) {
+// registerAtom registers the engine of t whose atom plan derives; nMajorB
+// (nil: none) says which specs it takes with an N-major B.
+func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error), nMajorB func(GemmSpec) bool) {
 	RegisterEngine(t, func() Engine {
-		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }}
+		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }, nMajorB: nMajorB}
 	})
 }
 

@@ -54,6 +54,10 @@ func gemmCases(cs []sm90GemmCase) []GemmCase {
 // SM90GemmCases returns the sm_90a engine's test GEMMs (sm90GemmCases).
 func SM90GemmCases(prefix string) []GemmCase { return gemmCases(sm90GemmCases(prefix)) }
 
+// SM90NMajorCases returns the sm_90a engine's N-major-B GEMMs
+// (sm90NMajorCases).
+func SM90NMajorCases(prefix string) []GemmCase { return gemmCases(sm90NMajorCases(prefix)) }
+
 // SM90PerfCases returns the sm_90a engine's timing GEMMs (sm90PerfCases).
 func SM90PerfCases(prefix string) []GemmCase { return gemmCases(sm90PerfCases(prefix)) }
 

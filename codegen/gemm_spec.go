@@ -93,11 +93,13 @@ type Tile struct {
 	Grid int `json:"grid,omitempty"`
 }
 
-// GemmSpec describes one grouped GEMM of the MoE forward:
+// GemmSpec describes one grouped GEMM of the MoE forward (and the
+// backward's data gradients):
 //
 //	C[row, n] = epilogue( sum_k A[row, k] * B_e[n', k] ),  e = expert of row
 //
-// A: bf16 [rows, K] row-major; B_e: bf16 [BRows(), K] row-major (K-major);
+// A: bf16 [rows, K] row-major; B_e: bf16 [BRows(), K] row-major (K-major;
+// [K, BRows()] with BNMajor);
 // C: bf16 [rows, N] row-major; fp32 accumulation. N and K must be multiples
 // of 8 (16-byte rows); they need not be tile multiples: out-of-range loads are
 // zero-filled and out-of-range stores skipped, never touching memory outside
@@ -118,6 +120,12 @@ type GemmSpec struct {
 	// the backward's FC1 recompute, whose clamped activation's derivative
 	// is discontinuous, and its data gradients keep fp32 precision.
 	COutF32 bool
+	// BNMajor: B_e is [K, BRows()] row-major (N contiguous), as a weight
+	// [out, in] is for the data gradient that reduces over its rows (the
+	// backward's dh = dy·FC2 and dxs = dgu·FC1). Only engines whose
+	// ReadsNMajorB accepts the spec read it directly (EpiStore, BGrouped,
+	// no bias); the lowering gives the others a K-major copy.
+	BNMajor bool
 }
 
 // BRows is the number of rows of each expert's B matrix: 2N for EpiGated, else N.
@@ -145,6 +153,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: tile %+v has a non-positive field", s.Name, s.Tile)
 	case s.COutF32 && s.Epilogue != EpiStore:
 		return fmt.Errorf("codegen: %s: an f32 C needs the plain store epilogue", s.Name)
+	case s.BNMajor && (s.Epilogue != EpiStore || s.B != BGrouped || s.Bias):
+		return fmt.Errorf("codegen: %s: an N-major B needs the plain store epilogue, grouped weights and no bias", s.Name)
 	}
 	return nil
 }

@@ -175,7 +175,7 @@ func (b *Builder) wgradStore(op moe.WeightGrad, acc []value.Value, e, m0, n0, tm
 			v := acc[i*wgradMicro+j]
 			b.If(in, func() {
 				idx := b.Add(b.MulI(b.Wide(mi), N), b.Wide(nj))
-				b.storeScalar(op.Main.DType, main, idx, b.FAdd(b.loadScalarF32(op.Main.DType, main, idx), v))
+				b.storeScalar(op.MainDType(), main, idx, b.FAdd(b.loadScalarF32(op.MainDType(), main, idx), v))
 			})
 		}
 	}

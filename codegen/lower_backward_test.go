@@ -1,9 +1,11 @@
 package codegen
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/moe"
@@ -99,6 +101,146 @@ func TestBackwardPerOpsAssemble(t *testing.T) {
 					t.Fatalf("%s %s %v: llc PTX: %v", name, op, tg, strings.SplitN(err.Error(), "\n", 20))
 				}
 			}
+		}
+	}
+}
+
+// perExpertBackwardLayers are layers with per-expert weight storage for
+// the backward's tests: a plain preset (fp32 main grads), gpt-oss (biases,
+// interleaved gate/up, the GPT-OSS activation; bf16 main grads), Llama 4
+// Scout (the routing weight on the input: FC1·x through the table too; a
+// shared expert) and a small layer with the routing map and the shared
+// gate.
+func perExpertBackwardLayers(t *testing.T) []schedule.Layer {
+	small := schedule.Layer{Name: "small-odd-per-expert", Hidden: 192, Intermediate: 96, Experts: 8, TopK: 2,
+		SharedExperts: 2, SharedIntermediate: 40, SharedGate: true, Activation: schedule.ClampedSwiGLU, SwiGLULimit: 3,
+		Routing: schedule.RoutingMap, Storage: schedule.PerExpertWeights, MainGrad: schedule.GradBF16,
+		Router: schedule.Router{Score: schedule.ScoreSoftmax, Normalize: true}}
+	return []schedule.Layer{
+		testlayer.PerExpert(t, "qwen3-30b-a3b", schedule.GradFP32),
+		testlayer.PerExpert(t, "gpt-oss-20b", schedule.GradBF16),
+		testlayer.PerExpert(t, "llama4-scout", schedule.GradFP32),
+		small,
+	}
+}
+
+// TestBackwardPerExpertAssemble lowers the backward of layers with
+// per-expert weight storage for sm_80, sm_90a and sm_100a: the grouped
+// layer's kernels under the same schedule (besides the transposes of
+// N-major weights, which the engines may read directly for grouped weights
+// but not through a table), with the pointer tables bound where the
+// grouped layer binds its weights and main grads (the FC1 recompute reads
+// fc1_table, the data-gradient GEMMs or their transposes fc1_table and
+// fc2_table, the weight gradients add through fc1_grad_table and
+// fc2_grad_table); mokc's PTX assembles with ptxas (sm_100a with the CUDA
+// 12.9 ptxas).
+func TestBackwardPerExpertAssemble(t *testing.T) {
+	for _, l := range perExpertBackwardLayers(t) {
+		p, err := moe.Backward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g := l
+		g.Storage = schedule.GroupedWeights
+		gp, err := moe.Backward(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range []target.Target{target.SM80, target.SM90a, target.SM100a} {
+			s := testlayer.DefaultSchedule(t, l, tg)
+			prog, err := Lower(p, s, PerOp)
+			if err != nil {
+				t.Fatalf("%s %v: %v", l.Name, tg, err)
+			}
+			grouped, err := Lower(gp, s, PerOp) // the same schedule (the grouped default may add a GEMM variant)
+			if err != nil {
+				t.Fatalf("%s %v grouped: %v", l.Name, tg, err)
+			}
+			checkPerExpertKernels(t, l.Name+" "+tg.String(), prog, grouped)
+			text, err := ptx.Compile(prog.Module, tg)
+			if err != nil {
+				t.Fatalf("%s %v: ptx.Compile: %v", l.Name, tg, err)
+			}
+			toolchain.NeedPtxas(t, tg.String())
+			if err := toolchain.Assemble(text, tg.String()); err != nil {
+				t.Fatalf("%s %v: %v", l.Name, tg, strings.SplitN(err.Error(), "\n", 20))
+			}
+			if tg == target.SM100a {
+				continue
+			}
+			// The weight gradients through the tables alone: llc-19's PTX
+			// of their IR assembles too.
+			for _, op := range []string{"fc1_wgrad", "fc2_wgrad"} {
+				q, err := p.Isolate(op)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prog, err := Lower(q, s, PerOp)
+				if err != nil {
+					t.Fatalf("%s %s: %v", l.Name, op, err)
+				}
+				text, err := ir.LLVM19Text(prog.Module)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := toolchain.Assemble(llcPTX(t, text, tg.String()), tg.String()); err != nil {
+					t.Fatalf("%s %s %v: llc PTX: %v", l.Name, op, tg, strings.SplitN(err.Error(), "\n", 20))
+				}
+			}
+		}
+	}
+}
+
+// checkPerExpertKernels checks the kernels of a per-expert layer's
+// lowered backward against the grouped layer's (see
+// TestBackwardPerExpertAssemble).
+func checkPerExpertKernels(t *testing.T, name string, prog, grouped *Program) {
+	t.Helper()
+	names := func(p *Program) []string {
+		var out []string
+		for _, k := range p.Kernels {
+			if !strings.HasSuffix(k.Name, "_transpose") {
+				out = append(out, k.Name)
+			}
+		}
+		return out
+	}
+	if got, want := names(prog), names(grouped); !slices.Equal(got, want) {
+		t.Errorf("%s: kernels %v, the grouped layer's %v", name, got, want)
+	}
+	// bound[buffer] lists "kernel parameter" of every parameter bound to it.
+	bound := map[string][]string{}
+	for _, k := range prog.Kernels {
+		for _, prm := range k.Params {
+			if prm.Buffer != "" {
+				bound[prm.Buffer] = append(bound[prm.Buffer], k.Name+" "+prm.Name)
+			}
+		}
+	}
+	for _, b := range []string{moe.BufFC1, moe.BufFC2, moe.BufFC1Grad, moe.BufFC2Grad} {
+		if len(bound[b]) > 0 || prog.Buffer(b) != nil {
+			t.Errorf("%s: grouped buffer %s in the plan (bound by %v)", name, b, bound[b])
+		}
+	}
+	for table, want := range map[string][]string{
+		moe.BufFC1Table:     {"moe_fc1 b", "moe_fc1_dgrad* b"},
+		moe.BufFC2Table:     {"moe_fc2_dgrad* b"},
+		moe.BufFC1GradTable: {"moe_fc1_wgrad main"},
+		moe.BufFC2GradTable: {"moe_fc2_wgrad main"},
+	} {
+		for _, w := range want {
+			prefix, wild := strings.CutSuffix(strings.Fields(w)[0], "*")
+			if !slices.ContainsFunc(bound[table], func(got string) bool {
+				k, prm, _ := strings.Cut(got, " ")
+				return (k == prefix || wild && strings.HasPrefix(k, prefix)) && prm == strings.Fields(w)[1]
+			}) {
+				t.Errorf("%s: no kernel parameter %s binds %s (it is bound by %v)", name, w, table, bound[table])
+			}
+		}
+	}
+	for _, b := range []string{moe.BufFC1GradTable, moe.BufFC2GradTable} {
+		if pb := prog.Buffer(b); pb == nil || pb.Kind != moe.InOut || pb.DType != string(moe.U64) {
+			t.Errorf("%s: plan buffer %s is %+v, want an inout u64 table", name, b, pb)
 		}
 	}
 }

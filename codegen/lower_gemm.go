@@ -64,7 +64,7 @@ func (lw *perOp) describeLists() {
 // or for dispatched rows under a schedule with a GEMM variant, the base
 // kernel for T outside the variant's token range and "_mid" inside it.
 func (lw *perOp) lowerGEMM(g moe.GEMM) error {
-	if g.BMajor == moe.NMajor {
+	if g.BMajor == moe.NMajor && !lw.readsNMajorB(g) {
 		g = lw.transposeB(g)
 	}
 	s := lw.sched
@@ -122,11 +122,23 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 	return nil
 }
 
+// readsNMajorB reports whether the engine reads g's N-major B directly
+// under every schedule g is emitted with (the base and, for dispatched
+// rows, the variant).
+func (lw *perOp) readsNMajorB(g moe.GEMM) bool {
+	reads := func(s schedule.Schedule) bool {
+		spec := gemmSpec(g, s)
+		spec.Name = "moe_" + g.Name()
+		return lw.eng.ReadsNMajorB(spec)
+	}
+	return reads(lw.sched) && (g.Rows == moe.Dense || !lw.hasVariant || reads(lw.variant))
+}
+
 // gemmSpec is the engine's description of g under schedule s: FC1's tile
 // for a gated GEMM, FC2's for a plain one.
 func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 	spec := GemmSpec{N: g.N, K: g.K, Experts: g.Experts, A: ATiled, B: BGrouped, Epilogue: EpiStore, Bias: g.Bias != nil,
-		COutF32: g.C.DType == moe.F32}
+		COutF32: g.C.DType == moe.F32, BNMajor: g.BMajor == moe.NMajor}
 	if g.Rows == moe.Dense {
 		spec.A = ADense
 	}

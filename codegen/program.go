@@ -194,9 +194,15 @@ func (lw *perOp) lower(op moe.Op) error {
 	case moe.ScatterProbs:
 		k = emitScatterProbs(m, d, o)
 	case moe.WeightGrad:
-		if wgradOnTensorCores(o) {
+		switch {
+		case lw.sched.WGrad == schedule.WGradWGMMA && wgradOnWGMMA(lw.sched.Target, o):
+			var err error
+			if k, err = emitWeightGradWGMMA(m, o); err != nil {
+				return err
+			}
+		case wgradOnTensorCores(o):
 			k = emitWeightGradMMA(m, o)
-		} else {
+		default:
 			k = emitWeightGrad(m, o)
 		}
 		if o.Bias != nil {

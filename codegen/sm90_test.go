@@ -164,6 +164,76 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 	}
 }
 
+// sm90NMajorCases are GEMMs over N-major weights (B_e stored [K, N], the
+// backward's data gradients): ragged experts and N (the last column box
+// partly past N), a K tail, the staged and the direct epilogue, ADense and
+// BK = 128.
+func sm90NMajorCases(prefix string) []sm90GemmCase {
+	t := func(bm, bn, bk, stages int) Tile {
+		return Tile{BM: bm, BN: bn, BK: bk, Stages: stages, Warps: 4 * bm / 64}
+	}
+	nm := func(name string, n, k, e int, a AMode, tile Tile, counts []int) sm90GemmCase {
+		return sm90GemmCase{GemmSpec{Name: prefix + "_" + name, N: n, K: k, Experts: e, A: a, B: BGrouped, Epilogue: EpiStore,
+			BNMajor: true, Tile: tile}, counts}
+	}
+	return []sm90GemmCase{
+		nm("nmajor", 200, 200, 5, ATiled, t(128, 128, 64, 3), []int{37, 0, 130, 300, 64}),
+		nm("nmajor_direct", 448, 328, 3, ATiled, t(128, 256, 64, 4), []int{1, 129, 250}),
+		nm("nmajor_dense", 136, 136, 1, ADense, t(192, 64, 64, 3), []int{300}),
+		nm("nmajor_bk128", 64, 328, 2, ATiled, t(128, 64, 128, 3), []int{150, 77}),
+	}
+}
+
+// TestSM90NMajorAssemble builds the N-major cases with mokc's PTX backend
+// and assembles them for sm_90a; the other engines refuse them.
+func TestSM90NMajorAssemble(t *testing.T) {
+	eng, err := EngineFor(target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := sm90GemmModule(t, eng, sm90NMajorCases("sm90n"))
+	text, err := mptx.Compile(m.IR, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "1, 1, 1, 0, 1;") {
+		t.Error("no wgmma with imm-trans-b = 1 in the N-major kernels")
+	}
+	toolchain.NeedPtxas(t, "sm_90a")
+	if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+	}
+	for _, tg := range []target.Target{target.SM80, target.SM100a} {
+		e, err := EngineFor(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c := sm90NMajorCases("r")[0].spec
+		if e.ReadsNMajorB(c) {
+			t.Errorf("%v reads an N-major B", tg)
+		}
+		if _, err := e.GroupedGEMM(ir.NewModule("r"), c, 1); err == nil {
+			t.Errorf("%v built an N-major GEMM", tg)
+		}
+	}
+	c := sm90NMajorCases("r")[0].spec
+	for name, mod := range map[string]func(s *GemmSpec){
+		"bn96":  func(s *GemmSpec) { s.Tile.BN = 96 },
+		"table": func(s *GemmSpec) { s.B = BTable },
+		"gated": func(s *GemmSpec) { s.Epilogue = EpiGated },
+		"bias":  func(s *GemmSpec) { s.Bias = true },
+	} {
+		s := c
+		mod(&s)
+		if eng.ReadsNMajorB(s) {
+			t.Errorf("%s: sm_90a reads an N-major B", name)
+		}
+		if _, err := eng.GroupedGEMM(ir.NewModule("r"), s, 1); err == nil {
+			t.Errorf("%s: N-major spec accepted", name)
+		}
+	}
+}
+
 // sm90PerfCases are the timing cases of the GPU test: DeepSeek-V3-sized
 // FC1 (SwiGLU, N = I = 2048, K = H = 7168) and FC2 (N = 7168, K = 2048)
 // over 8 experts of 2048 rows each (compute-bound), with 3 stages (staged

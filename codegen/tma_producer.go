@@ -88,7 +88,8 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 // shared address sa, completing on full barrier fb: per 64-wide atom, A's
 // box of BM rows, then B's boxes by the gate/up layout (layouts.GateUpRows:
 // halves, two boxes of BN rows at n0 and N+n0; interleaved, one box of 2*BN
-// rows at 2*n0; plain, one box at n0). BTable loads A only.
+// rows at 2*n0; plain, one box at n0); an N-major B, one box of 64 columns
+// by BK rows per column of the tile. BTable loads A only.
 func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error {
 	var err error
 	aBytes := p.atoms * p.aAtom
@@ -103,7 +104,7 @@ func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error 
 		dA := b.AddI(sa, int64(a*p.aAtom))
 		dB := b.AddI(sa, int64(aBytes+a*p.bAtom))
 		err = joinErr(err, b.TMALoad(p.tmA, dA, fb, k0, w.row0))
-		if table {
+		if table || p.spec.BNMajor {
 			continue
 		}
 		switch p.gate {
@@ -114,6 +115,14 @@ func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error 
 			err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, b.MulI(w.n0, 2), w.e))
 		default:
 			err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, w.n0, w.e))
+		}
+	}
+	if p.spec.BNMajor {
+		// N-major B: one box of 64 columns by BK rows per 64-wide column.
+		k0 := b.MulI(kt, int64(p.BK))
+		for j := 0; j < p.NB/64; j++ {
+			dB := b.AddI(sa, int64(aBytes+j*p.bAtom))
+			err = joinErr(err, b.TMALoad(p.tmB, dB, fb, b.AddI(w.n0, int64(64*j)), k0, w.e))
 		}
 	}
 	return err

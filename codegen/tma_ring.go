@@ -13,7 +13,9 @@ import (
 // tmaRing is the geometry the sm_90a and sm_100a atoms share: a ring of S
 // stages, each [A: BK/64 atoms of BM rows x 128 B][B: BK/64 atoms of NB rows
 // x 128 B] (layouts.SmemTile, K-major, 128-byte swizzle; an atom is one TMA
-// box of 64 bf16 along K, so every atom starts 1024-byte aligned), filled by
+// box of 64 bf16 along K, so every atom starts 1024-byte aligned; an
+// N-major B, GemmSpec.BNMajor, is NB/64 columns of BK rows x 128 B, each one
+// TMA box of 64 bf16 along N by BK rows), filled by
 // TMA (and cp.async for BTable) and guarded by full/empty mbarriers, walked
 // by a persistent grid over the work items.
 type tmaRing struct {
@@ -58,8 +60,12 @@ func (r tmaRing) workList(b *Builder, spec GemmSpec) workList {
 func newTMARing(s GemmSpec, t target.Target, stagingCols int) (tmaRing, error) {
 	r := tmaRing{BM: s.Tile.BM, BN: s.Tile.BN, NB: s.bTileRows(), BK: s.Tile.BK, S: s.Tile.Stages, gate: s.bTile()}
 	var err error
+	bMajor := layouts.KMajor
+	if s.BNMajor {
+		bMajor = layouts.MNMajor
+	}
 	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: layouts.DTypeBF16,
-		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N})
+		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor})
 	if err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
@@ -139,7 +145,8 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 
 // tmaTensorMaps returns the tensor-map parameters (after GemmParams) of an
 // sm_90a / sm_100a GEMM kernel: "tmap_a" over A and "tmap_b" over B, both
-// bf16, 128-byte swizzle, boxes of 64 elements along K.
+// bf16, 128-byte swizzle, boxes of 64 elements along K (an N-major B:
+// 64 along N by BK along K).
 //
 // The constant dimensions and strides are checked against the limits of
 // cuTensorMapEncodeTiled (CUDA driver API: dimensions at most 2^32
@@ -150,6 +157,15 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 	rows := PerT(rowsPerT, 0)
 	rows.Min = 1
 	br := int64(s.BRows())
+	bmap := &TensorMap{Operand: RoleB, DType: "bf16",
+		Dims:        []Expr{Const(k), Const(br), Const(int64(s.Experts))},
+		StrideBytes: []Expr{Const(2 * k), Const(2 * k * br)},
+		Box:         []int{64, bBoxRows, 1}, Swizzle: 128}
+	if s.BNMajor { // B_e [K, N]: N innermost, boxes of 64 along N by BK rows
+		bmap.Dims = []Expr{Const(br), Const(k), Const(int64(s.Experts))}
+		bmap.StrideBytes = []Expr{Const(2 * br), Const(2 * k * br)}
+		bmap.Box = []int{64, s.Tile.BK, 1}
+	}
 	for _, c := range []struct {
 		what  string
 		v     int64
@@ -170,10 +186,6 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 			Dims:        []Expr{Const(k), rows},
 			StrideBytes: []Expr{Const(2 * k)},
 			Box:         []int{64, bm}, Swizzle: 128}},
-		{Name: "tmap_b", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: &TensorMap{
-			Operand: RoleB, DType: "bf16",
-			Dims:        []Expr{Const(k), Const(br), Const(int64(s.Experts))},
-			StrideBytes: []Expr{Const(2 * k), Const(2 * k * br)},
-			Box:         []int{64, bBoxRows, 1}, Swizzle: 128}},
+		{Name: "tmap_b", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: bmap},
 	}, nil
 }

@@ -50,8 +50,17 @@ func checkWGMMAN(n int) error {
 
 // wgmmaSteps is the PTX of len(offA) wgmma m64nNk16 into the accumulator
 // list dlist: step s reads descriptors descA + offA[s] and descB + offB[s]
-// (through the scratch registers da, db when the offset is not 0).
-func wgmmaSteps(n int, dlist, descA, descB string, offA, offB []int) []string {
+// (through the scratch registers da, db when the offset is not 0); A is
+// read M-major (imm-trans-a = 1) when transA and B N-major (imm-trans-b =
+// 1) when transB (PTX ISA 9.7.15.5.1.2).
+func wgmmaSteps(n int, dlist, descA, descB string, offA, offB []int, transA, transB bool) []string {
+	ta, tb := 0, 0
+	if transA {
+		ta = 1
+	}
+	if transB {
+		tb = 1
+	}
 	var lines []string
 	for s := range offA {
 		a, bb := descA, descB
@@ -63,7 +72,7 @@ func wgmmaSteps(n int, dlist, descA, descB string, offA, offB []int) []string {
 			lines = append(lines, fmt.Sprintf("add.s64 db, %s, %d;", descB, offB[s]))
 			bb = "db"
 		}
-		lines = append(lines, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 %s, %s, %s, 1, 1, 1, 0, 0;", n, dlist, a, bb))
+		lines = append(lines, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 %s, %s, %s, 1, 1, 1, %d, %d;", n, dlist, a, bb, ta, tb))
 	}
 	return lines
 }
@@ -94,6 +103,25 @@ func (b *Builder) WGMMAWait(n int, acc []value.Value) []value.Value {
 // K-major (no transpose), scale-a = scale-b = 1. The results are only valid
 // after a WGMMAWait that covers this group.
 func (b *Builder) WGMMABF16(n int, acc []value.Value, descA, descB value.Value, offA, offB []int) ([]value.Value, error) {
+	return b.WGMMABF16Major(n, acc, descA, descB, offA, offB, WGMMAMajor{})
+}
+
+// WGMMAMajor says how WGMMABF16Major reads its operands and whether it
+// waits for them.
+type WGMMAMajor struct {
+	// TransA reads A M-major (imm-trans-a = 1), TransB reads B N-major
+	// (imm-trans-b = 1), from MN-major tiles whose descriptors carry the
+	// column stride as LBO (layouts.NewSmemTileMN).
+	TransA, TransB bool
+	// Wait ends the statement with wgmma.wait_group 0: the accumulators
+	// are outputs of the one statement that also waits for them, so no
+	// register copy can read them in flight.
+	Wait bool
+}
+
+// WGMMABF16Major is WGMMABF16 with the operand majorness and the wait of
+// mj.
+func (b *Builder) WGMMABF16Major(n int, acc []value.Value, descA, descB value.Value, offA, offB []int, mj WGMMAMajor) ([]value.Value, error) {
 	if err := checkWGMMAN(n); err != nil {
 		return nil, err
 	}
@@ -105,8 +133,12 @@ func (b *Builder) WGMMABF16(n int, acc []value.Value, descA, descB value.Value, 
 	}
 	na := n / 2
 	lines := []string{"{", ".reg .b64 da, db;", "wgmma.fence.sync.aligned;"}
-	lines = append(lines, wgmmaSteps(n, regList(0, na), fmt.Sprintf("$%d", na), fmt.Sprintf("$%d", na+1), offA, offB)...)
-	lines = append(lines, "wgmma.commit_group.sync.aligned;", "}")
+	lines = append(lines, wgmmaSteps(n, regList(0, na), fmt.Sprintf("$%d", na), fmt.Sprintf("$%d", na+1), offA, offB, mj.TransA, mj.TransB)...)
+	lines = append(lines, "wgmma.commit_group.sync.aligned;")
+	if mj.Wait {
+		lines = append(lines, "wgmma.wait_group.sync.aligned 0;")
+	}
+	lines = append(lines, "}")
 	args := append([]value.Value{descA, descB}, acc...)
 	return b.AsmCallN(asmLines(lines...), accConstraints(na, true, "l", "l"), f32s(na), args...), nil
 }
@@ -119,7 +151,12 @@ type WGMMAMainloop struct {
 	StageBytes int    // bytes of one ring stage (A atoms, then B atoms)
 	BOffset    int    // offset of the B atoms inside a stage
 	OffA, OffB []int  // per k16 step: descriptor offsets (16-byte units) from the stage's A / B descriptors
-	DescHi     uint64 // address-independent descriptor bits (SM90DescK128B)
+	DescHi     uint64 // address-independent descriptor bits of A (SM90DescK128B)
+	// DescHiB is B's (DescHi when 0); TransB reads B N-major (its
+	// descriptor then carries the column stride as LBO, see
+	// layouts.NewSmemTileMN).
+	DescHiB uint64
+	TransB  bool
 	// ProxyFence adds fence.proxy.async.shared::cta after each full-barrier
 	// wait: needed when (part of) the stage was written by generic-proxy
 	// stores or cp.async rather than TMA.
@@ -205,11 +242,15 @@ func (ml WGMMAMainloop) loopBody(ins mainloopIns) []string {
 		fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", ml.StageBytes, ins.smem),
 		"add.s32 bar, sa, "+ins.aOff+";",
 	)
-	L = append(L, ml.desc("d0a", "bar")...)
+	hiB := ml.DescHiB
+	if hiB == 0 {
+		hiB = ml.DescHi
+	}
+	L = append(L, descPTX("d0a", "bar", ml.DescHi)...)
 	L = append(L, fmt.Sprintf("add.s32 bar, sa, %d;", ml.BOffset))
-	L = append(L, ml.desc("d0b", "bar")...)
+	L = append(L, descPTX("d0b", "bar", hiB)...)
 	L = append(L, "wgmma.fence.sync.aligned;")
-	L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB)...)
+	L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB, false, ml.TransB)...)
 	L = append(L, "wgmma.commit_group.sync.aligned;")
 	L = append(L, ml.waitRelease(ins, 1)...)
 	return append(L,
@@ -222,14 +263,14 @@ func (ml WGMMAMainloop) loopBody(ins mainloopIns) []string {
 	)
 }
 
-// desc is the PTX that builds descriptor dst from the 32-bit shared address
-// in register addr: DescHi | ((addr >> 4) & 0x3FFF).
-func (ml WGMMAMainloop) desc(dst, addr string) []string {
+// descPTX is the PTX that builds descriptor dst from the 32-bit shared
+// address in register addr: hi | ((addr >> 4) & 0x3FFF) (scratch register t).
+func descPTX(dst, addr string, hi uint64) []string {
 	return []string{
 		"shr.u32 t, " + addr + ", 4;",
 		"and.b32 t, t, 16383;",
 		"cvt.u64.u32 " + dst + ", t;",
-		fmt.Sprintf("or.b64 %s, %s, %d;", dst, dst, int64(ml.DescHi)),
+		fmt.Sprintf("or.b64 %s, %s, %d;", dst, dst, int64(hi)),
 	}
 }
 

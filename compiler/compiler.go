@@ -240,6 +240,14 @@ func manifestNotes(p *codegen.Program) []string {
 	notes = append(notes,
 		"A kernel whose shared_bytes exceed 48 KiB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.",
 		"Parameters are packed as param_layout gives (offset, size); params gives each one's kind (ptr: a buffer's device address; i32, i64, f32: a value, constant or a function of T; tmap: a tensor map).")
+	if src := p.Source; src != nil {
+		for _, b := range src.Buffers {
+			if dt, shape, ok := src.TableEntry(b.Name); ok {
+				notes = append(notes, fmt.Sprintf("%s (%s) is a u64 [E] table of device addresses, entry e that of expert e's own %s %v tensor (row-major, 16-byte aligned); the kernels read the table and the tensors behind it%s.",
+					b.Name, b.Kind, dt, shape, map[bool]string{true: " and add to those tensors"}[b.Kind == launch.BufInOut]))
+			}
+		}
+	}
 	if tmaps {
 		notes = append(notes,
 			"A tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, element strides all 1, re-encoded when T or the buffer address changes; dims and box are innermost first and stride_bytes are for dims 1...")
@@ -263,7 +271,7 @@ func buildManifest(a *Artifact) error {
 	}
 	if a.Backward {
 		m.Pass = "backward"
-		m.Notes = append(m.Notes, "This is the backward: "+moe.BufDY+" is the upstream gradient; the inout buffers are the caller's main grads, which the kernels add the weight gradients to (main += dW) and leave untouched for experts without routes; every element of "+moe.BufDX+" and of the routing-weight gradient is written.")
+		m.Notes = append(m.Notes, "This is the backward: "+moe.BufDY+" is the upstream gradient; the inout buffers are the caller's main grads (or, for per-expert storage, pointer tables of them), which the kernels add the weight gradients to (main += dW) and leave untouched for experts without routes; every element of "+moe.BufDX+" and of the routing-weight gradient is written.")
 	}
 	for _, k := range a.Program.Kernels {
 		e := entries[k.Name]

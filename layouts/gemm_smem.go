@@ -29,6 +29,10 @@ type GemmConfig struct {
 	// leaves GemmSmem.BRowMap empty.
 	GateUp GateUp
 	N      int
+	// BMajor is the B tile's majorness: KMajor, or MNMajor for a B_e
+	// stored [K, N] row-major (sm_90a bf16: NewSmemTileMN, 128B swizzle,
+	// BRows/64 columns of K x 128 bytes).
+	BMajor Major
 }
 
 // GemmSmem is the shared-memory plan of one grouped-GEMM CTA, the one
@@ -48,7 +52,8 @@ type GemmSmem struct {
 	// A and B are the operand tiles of one stage as the kernel addresses
 	// them: *PaddedTile (sm_80, rows padded by 16 bytes) or *SmemTile (K
 	// major, 128-byte swizzle: K/64 atoms of rows x 128 bytes along K, each
-	// 1024-byte aligned).
+	// 1024-byte aligned; B with BMajor MNMajor: BRows/64 columns of K rows
+	// x 128 bytes).
 	A, B       OperandTile
 	ScaleBytes int // MXFP8 scale bytes per stage (0 for bf16)
 	StageBytes int // A + B (+ scales) of one stage
@@ -91,6 +96,11 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	var err error
 	if p.A, p.B, err = GemmOperandTiles(c.Target, c.DType, c.M, c.BRows, c.K); err != nil {
 		return nil, err
+	}
+	if c.BMajor == MNMajor {
+		if p.B, err = NewSmemTileMN(c.Target, OperandB, c.DType, c.BRows, c.K, Swizzle128B); err != nil {
+			return nil, err
+		}
 	}
 	p.StageBytes = p.A.Bytes() + p.B.Bytes()
 	if c.N > 0 {

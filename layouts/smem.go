@@ -78,8 +78,33 @@ func MMAK(t target.Target, d DType) (int, error) {
 	return 16, nil
 }
 
-// SmemTile is the shared-memory layout of one K-major operand tile of Rows
-// x K elements (Rows = M for A, N for B) on a target: CuTe's canonical
+// Major says which dimension of an operand tile is contiguous in shared
+// memory (PTX ISA 9.7.15.5.1.2: imm-trans-a / imm-trans-b select MN-major
+// for the .f16/.bf16 forms of wgmma only).
+type Major int
+
+// The majorness of a tile.
+const (
+	// KMajor: K contiguous (A [M,K] and B [N,K] row-major); every target
+	// and type.
+	KMajor Major = iota
+	// MNMajor: M (A) or N (B) contiguous, e.g. a weight [K, N] stored
+	// row-major read as the B of a data gradient; sm_90a bf16 with a
+	// swizzle only (NewSmemTileMN).
+	MNMajor
+)
+
+// String returns "K-major" or "MN-major".
+func (m Major) String() string {
+	if m == MNMajor {
+		return "MN-major"
+	}
+	return "K-major"
+}
+
+// SmemTile is the shared-memory layout of one operand tile of Rows x K
+// elements; K-major (the default, described here) or MN-major (see
+// NewSmemTileMN) (Rows = M for A, N for B) on a target: CuTe's canonical
 // K-major layout, a column of swizzle atoms of 8 rows x Swizzle.Bytes()
 // bytes stacked along the rows, then repeated along K:
 //
@@ -101,6 +126,7 @@ type SmemTile struct {
 	Rows        int           // M (A) or N (B)
 	K           int           // elements along K
 	Swizzle     SwizzleMode   // the byte pattern (Pattern of the mode)
+	Major       Major         // which dimension is contiguous (KMajor unless made by NewSmemTileMN)
 	Layout      Layout        // (row, k) -> element offset before the swizzle
 	ElemSwizzle Swizzle       // the swizzle acting on element offsets
 }
@@ -179,6 +205,54 @@ func newSmemTile(t target.Target, op Operand, d DType, rows, k int, sw SwizzleMo
 	return &SmemTile{Target: t, Operand: op, DType: d, Rows: rows, K: k, Swizzle: sw, Layout: l, ElemSwizzle: es}, nil
 }
 
+// NewSmemTileMN returns the MN-major tile of rows (M or N, contiguous) x k
+// elements with a swizzle: CuTe's canonical MN-major layout, columns of
+// W = Swizzle.Bytes()/element size rows (one swizzle row) by all K, each
+// column k rows of Swizzle.Bytes() bytes, the columns stacked along the rows:
+//
+//	Layout = ((W, Rows/W), K) : ((1, K*W), W)   [elements]
+//
+// then the swizzle pattern as for the K-major tiles. An MMA reads it
+// through a descriptor whose LBO is the column stride (K*W elements) and
+// SBO the 8-row stride along K (8*W elements): PTX ISA 9.7.15.5.1.2.1
+// (canonical MN-major layout ((T,8,m),(8,k)) : ((1,T,LBO),(8T,SBO)) for
+// 128B). A TMA box of W elements along the contiguous dimension and K rows
+// with the same swizzle writes one column (CU_TENSOR_MAP_SWIZZLE_128B).
+// Errors: a target other than sm_90a, a type other than bf16 (wgmma
+// transposes .f16/.bf16 operands only), SwizzleNone or Swizzle128BAtom32B,
+// rows not a multiple of W (and of 64 for A), K not a multiple of 8 and of
+// the MMA K.
+func NewSmemTileMN(t target.Target, op Operand, d DType, rows, k int, sw SwizzleMode) (*SmemTile, error) {
+	if t != target.SM90a || d != DTypeBF16 {
+		return nil, fmt.Errorf("layouts: MN-major %v tiles are modelled for sm_90a bf16 only (wgmma imm-trans), not %v %v", op, t, d)
+	}
+	if sw == SwizzleNone || sw == Swizzle128BAtom32B {
+		return nil, fmt.Errorf("layouts: MN-major tile with %v swizzle (not modelled)", sw)
+	}
+	pat, err := sw.Pattern()
+	if err != nil {
+		return nil, err
+	}
+	mk, _ := MMAK(t, d)
+	w := sw.Bytes() / d.Bytes()
+	if rows < w || rows%w != 0 || (op == OperandA && rows%64 != 0) {
+		return nil, fmt.Errorf("layouts: MN-major %v tile with %d rows (a positive multiple of the %d-element swizzle row%s)", op, rows, w,
+			map[bool]string{true: " and of 64", false: ""}[op == OperandA])
+	}
+	if k < mk || k%mk != 0 {
+		return nil, fmt.Errorf("layouts: %s %v tile with K = %d (a positive multiple of the MMA K %d)", t, d, k, mk)
+	}
+	l, err := MakeLayout(Tuple(Ints(w, rows/w), Int(k)), Tuple(Ints(1, k*w), Int(w)))
+	if err != nil {
+		return nil, err
+	}
+	es, err := pat.InUnits(bits.TrailingZeros(uint(d.Bytes())))
+	if err != nil {
+		return nil, err
+	}
+	return &SmemTile{Target: t, Operand: op, DType: d, Rows: rows, K: k, Swizzle: sw, Major: MNMajor, Layout: l, ElemSwizzle: es}, nil
+}
+
 // Bytes returns the tile size in bytes.
 func (t *SmemTile) Bytes() int { return t.Rows * t.K * t.DType.Bytes() }
 
@@ -191,7 +265,11 @@ func (t *SmemTile) Swizzled() SwizzledLayout {
 // String prints e.g. "sm_90a A bf16 64x64: Sw<3,3,3> o
 // ((8,8),(64,1)):((64,512),(1,4096)) (elements; 128B swizzle; 8192 bytes)".
 func (t *SmemTile) String() string {
-	return fmt.Sprintf("%s %v %v %dx%d: %v (elements; %v swizzle; %d bytes)", t.Target, t.Operand, t.DType, t.Rows, t.K,
+	mn := ""
+	if t.Major == MNMajor {
+		mn = " MN-major"
+	}
+	return fmt.Sprintf("%s %v%s %v %dx%d: %v (elements; %v swizzle; %d bytes)", t.Target, t.Operand, mn, t.DType, t.Rows, t.K,
 		t.Swizzled(), t.Swizzle, t.Bytes())
 }
 
@@ -202,6 +280,9 @@ func (t *SmemTile) ElemOffset(row, k int) (int, error) {
 		return 0, fmt.Errorf("layouts: element (%d, %d) outside the %dx%d tile", row, k, t.Rows, t.K)
 	}
 	w := t.Swizzle.Bytes() / t.DType.Bytes()
+	if t.Major == MNMajor {
+		return t.ElemSwizzle.Apply(row%w + k*w + (row/w)*t.K*w), nil
+	}
 	return t.ElemSwizzle.Apply(row*w + k%w + (k/w)*t.Rows*w), nil
 }
 
@@ -241,6 +322,16 @@ func (t *SmemTile) DescriptorFields(base uint32, row0, kStep int) (SmemDescripto
 	b := t.DType.Bytes()
 	w := t.Swizzle.Bytes() / b // atom width in elements
 	k0 := kStep * mk
+	if t.Major == MNMajor {
+		// Columns of w rows are LBO = K rows of swizzle width apart; 8
+		// rows along K are SBO apart; the k-step starts k0 rows down.
+		if row0%w != 0 {
+			return SmemDescriptor{}, fmt.Errorf("layouts: MN-major descriptor row %d (a multiple of %d)", row0, w)
+		}
+		sb := t.Swizzle.Bytes()
+		return SmemDescriptor{Swizzle: t.Swizzle, LBO: uint32(t.K * sb), SBO: uint32(8 * sb),
+			Start: uint32(int(base) + (row0/w)*t.K*sb + k0*sb)}, nil
+	}
 	start := int(base) + (k0/w)*t.Rows*w*b + (k0%w)*b
 	d := SmemDescriptor{Swizzle: t.Swizzle}
 	if t.Swizzle == SwizzleNone {
@@ -282,10 +373,20 @@ func (t *SmemTile) Descriptor(base uint32, row0, kStep int) (uint64, error) {
 // two K halves of each n8 fragment. Lane l supplies row l%8 of matrix l/8.
 // Errors: not a bf16 tile, coordinates out of range.
 func (t *SmemTile) LdmatrixX4Offsets(row0, k0 int) ([32]int, error) {
+	if t.Major != KMajor {
+		return [32]int{}, fmt.Errorf("layouts: ldmatrix offsets of an %v tile", t.Major)
+	}
 	return ldmatrixX4(t.Operand, t.DType, t.Rows, t.K, row0, k0, t.ByteOffset)
 }
 
-// AtomBytes is the size of one column of swizzle atoms: Rows rows x
-// Swizzle.Bytes() bytes (with 128B swizzle, the Rows x 64 bf16 box one TMA
-// load writes). Consecutive atom columns along K are AtomBytes apart.
-func (t *SmemTile) AtomBytes() int { return t.Rows * t.Swizzle.Bytes() }
+// AtomBytes is the size of one column of swizzle atoms: K-major, Rows rows
+// x Swizzle.Bytes() bytes (with 128B swizzle, the Rows x 64 bf16 box one
+// TMA load writes), consecutive columns along K AtomBytes apart; MN-major,
+// K rows x Swizzle.Bytes() bytes (the K x 64 bf16 box of one TMA load),
+// consecutive columns along the rows AtomBytes apart.
+func (t *SmemTile) AtomBytes() int {
+	if t.Major == MNMajor {
+		return t.K * t.Swizzle.Bytes()
+	}
+	return t.Rows * t.Swizzle.Bytes()
+}

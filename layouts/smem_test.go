@@ -288,3 +288,107 @@ func TestParseNames(t *testing.T) {
 		t.Error("fp16 accepted")
 	}
 }
+
+// emulateDescriptorMN is emulateDescriptor for the MN-major swizzled
+// layouts (PTX ISA 9.7.15.5.1.2.1, in elements of b bytes, T = 16/b):
+// ((T,s,m),(8,k)) : ((1,T,LBO),(sT,SBO)), s = swizzle bytes / 16, then the
+// swizzle on the address bits: element (mn, kk) of the MMA's operand.
+func emulateDescriptorMN(d SmemDescriptor, b, mn, kk int) int {
+	w := d.Swizzle.Bytes() / b
+	a := int(d.Start) + (mn%w)*b + (mn/w)*int(d.LBO) + (kk%8)*d.Swizzle.Bytes() + (kk/8)*int(d.SBO)
+	p, _ := d.Swizzle.Pattern()
+	return p.Apply(a)
+}
+
+// TestMNMajorTiles: the MN-major tiles map their elements one to one onto
+// their bytes, keep 16-byte chunks along the rows (what a TMA box with the
+// contiguous dimension innermost writes), agree with their layout, and
+// their descriptors, read the canonical MN-major way, address exactly the
+// elements (B: all rows of the tile; A: a warpgroup's 64).
+func TestMNMajorTiles(t *testing.T) {
+	const base = 0x6000
+	for _, op := range []Operand{OperandA, OperandB} {
+		for _, sw := range []SwizzleMode{Swizzle32B, Swizzle64B, Swizzle128B} {
+			for _, rows := range []int{64, 128, 256} {
+				for _, k := range []int{16, 64, 128} {
+					tl, err := NewSmemTileMN(target.SM90a, op, DTypeBF16, rows, k, sw)
+					if err != nil {
+						t.Fatal(err)
+					}
+					seen := make([]bool, tl.Bytes())
+					for r := 0; r < rows; r++ {
+						for kk := 0; kk < k; kk++ {
+							o, err := tl.ByteOffset(r, kk)
+							if err != nil {
+								t.Fatal(err)
+							}
+							if lo, _ := tl.Swizzled().OffsetAt(r, kk); lo*2 != o {
+								t.Fatalf("%v: (%d,%d) at %d, layout says %d", tl, r, kk, o, lo*2)
+							}
+							if o < 0 || o >= tl.Bytes() || seen[o] {
+								t.Fatalf("%v: (%d,%d) -> %d (repeated or out of the tile)", tl, r, kk, o)
+							}
+							seen[o] = true
+							if first, _ := tl.ByteOffset(r-r%8, kk); o != first+(r%8)*2 {
+								t.Fatalf("%v: 16-byte chunk of (%d,%d) is split", tl, r, kk)
+							}
+						}
+					}
+					mmaRows := rows
+					if op == OperandA {
+						mmaRows = 64
+					}
+					for row0 := 0; row0 < rows; row0 += mmaRows {
+						for ks := 0; ks < k/16; ks++ {
+							v, err := tl.Descriptor(base, row0, ks)
+							if err != nil {
+								t.Fatal(err)
+							}
+							d, err := DecodeSM90SmemDescriptor(v)
+							if err != nil {
+								t.Fatal(err)
+							}
+							for r := 0; r < mmaRows; r++ {
+								for kk := 0; kk < 16; kk++ {
+									want, _ := tl.ByteOffset(row0+r, ks*16+kk)
+									if got := emulateDescriptorMN(d, 2, r, kk); got != base+want {
+										t.Fatalf("%v: descriptor %v (row0 %d, k-step %d) reads (%d,%d) at 0x%x, element is at 0x%x",
+											tl, d, row0, ks, r, kk, got, base+want)
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	// Pinned by hand: B 256x64 at 0, k-step 1: start 16 rows x 128 B =
+	// 0x800 -> 0x80, LBO 64 rows x 128 B = 8192 -> 0x200, SBO 1024 -> 0x40.
+	tl, _ := NewSmemTileMN(target.SM90a, OperandB, DTypeBF16, 256, 64, Swizzle128B)
+	if v, err := tl.Descriptor(0, 0, 1); err != nil || v != 0x4000004002000080 {
+		t.Errorf("MN-major k-step 1 = 0x%016x, %v", v, err)
+	}
+	for _, bad := range []struct {
+		tg      target.Target
+		d       DType
+		op      Operand
+		rows, k int
+		sw      SwizzleMode
+		why     string
+	}{
+		{target.SM100a, DTypeBF16, OperandB, 64, 64, Swizzle128B, "sm_100a"},
+		{target.SM90a, DTypeE4M3, OperandB, 64, 64, Swizzle128B, "e4m3"},
+		{target.SM90a, DTypeBF16, OperandB, 64, 64, SwizzleNone, "no swizzle"},
+		{target.SM90a, DTypeBF16, OperandB, 96, 64, Swizzle128B, "rows not whole columns"},
+		{target.SM90a, DTypeBF16, OperandA, 32, 64, Swizzle64B, "A below a warpgroup"},
+		{target.SM90a, DTypeBF16, OperandB, 64, 8, Swizzle128B, "K below the MMA K"},
+	} {
+		if _, err := NewSmemTileMN(bad.tg, bad.op, bad.d, bad.rows, bad.k, bad.sw); err == nil {
+			t.Errorf("accepted: %s", bad.why)
+		}
+	}
+	if _, err := tl.Descriptor(0, 32, 0); err == nil {
+		t.Error("MN-major descriptor at row 32 accepted")
+	}
+}

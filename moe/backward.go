@@ -14,8 +14,10 @@ const (
 	BufDX             = "dx"               // bf16 [T,H] input gradient (output)
 	BufDW             = "dw"               // f32 [T,K] routing-weight gradient (output for RoutingIDs, scratch for RoutingMap)
 	BufDProbs         = "dprobs"           // f32 [T,E] probs gradient (output, RoutingMap)
-	BufFC1Grad        = "fc1_grad"         // f32/bf16 [E,2I,H] main grad of fc1 (inout)
-	BufFC2Grad        = "fc2_grad"         // f32/bf16 [E,H,I] main grad of fc2 (inout)
+	BufFC1Grad        = "fc1_grad"         // f32/bf16 [E,2I,H] main grad of fc1 (inout, GroupedWeights)
+	BufFC2Grad        = "fc2_grad"         // f32/bf16 [E,H,I] main grad of fc2 (inout, GroupedWeights)
+	BufFC1GradTable   = "fc1_grad_table"   // u64 [E] device pointers to each expert's f32/bf16 [2I,H] main grad of fc1 (inout, PerExpertWeights)
+	BufFC2GradTable   = "fc2_grad_table"   // u64 [E] device pointers to each expert's f32/bf16 [H,I] main grad of fc2 (inout, PerExpertWeights)
 	BufFC1BiasGrad    = "fc1_bias_grad"    // f32/bf16 [E,2I] main grad of fc1_bias (inout, Biases)
 	BufFC2BiasGrad    = "fc2_bias_grad"    // f32/bf16 [E,H] main grad of fc2_bias (inout, Biases)
 	BufSharedFC1Grad  = "shared_fc1_grad"  // f32/bf16 [2*S*I_s,H] main grad of shared_fc1 (inout)
@@ -35,7 +37,18 @@ const (
 // [E,2I,H] and fc2_grad [E,H,I] (in FC1's row order), fc1_bias_grad [E,2I]
 // and fc2_bias_grad [E,H] (Biases), shared_fc1_grad [2*S*I_s,H],
 // shared_fc2_grad [H,S*I_s] and shared_gate_grad [H] (in the layouts of the
-// shared weights). The gradients are those of schedule.Backward.
+// shared weights). The gradients are those of schedule.Backward. An expert
+// without routes is never touched.
+//
+// With per-expert weight storage (PerExpertWeights: the weights come as the
+// pointer tables fc1_table and fc2_table, see Forward) the routed main
+// grads are per expert too: fc1_grad_table and fc2_grad_table, u64 [E]
+// device pointers, entry e to the caller's allocation of expert e's [2I,H]
+// resp. [H,I] main grad in the main-grad dtype (InOut: the entries' targets
+// are added to; the table itself is only read). The bias and shared-expert
+// main grads keep their grouped forms. The data-gradient GEMMs read the
+// weights through their tables (WeightStorage Table on the GEMMs and the
+// weight gradients; Check verifies it).
 //
 // Saved state: none. The backward re-runs the dispatch and recomputes the
 // FC1 output from the forward's inputs, so the forward keeps nothing for
@@ -49,17 +62,13 @@ const (
 // <dh, h> that cancel (with a bf16 dh, one token's shared-gate gradient is
 // off by more than 1% for one random layer in ten).
 //
-// Errors: l invalid, not BF16, or with per-expert weight storage (pointer
-// tables of main grads are not defined yet).
+// Errors: l invalid or not BF16.
 func Backward(l schedule.Layer) (*Program, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
 	if l.Precision != schedule.BF16 {
 		return nil, fmt.Errorf("moe: %s: precision %v has no backward program yet (bf16 only)", l.Name, l.Precision)
-	}
-	if l.Storage == schedule.PerExpertWeights {
-		return nil, fmt.Errorf("moe: %s: the backward of per-expert weight storage is not defined yet", l.Name)
 	}
 	p := &Program{Layer: l}
 	H, I, K := l.Hidden, l.Intermediate, l.TopK
@@ -82,7 +91,7 @@ func Backward(l schedule.Layer) (*Program, error) {
 	if !l.RouterWeightOnInput {
 		wts = in.weights
 	}
-	r := p.expertGrad("", in.fc1, in.fc2, in.fc1Bias, d.xs, dys, d.offsets, TK, I)
+	r := p.expertGrad("", in.fc1, in.fc2, in.fc1Bias, d.xs, dys, d.offsets, TK, I, in.storage)
 	var fc1x *Buffer
 	if l.RouterWeightOnInput {
 		// dw = <dL/d(expert input), x> = <dgu, FC1·x>: FC1 of the unweighted rows.
@@ -94,7 +103,7 @@ func Backward(l schedule.Layer) (*Program, error) {
 	}
 	p.Ops = append(p.Ops, ActGrad{Op: "act_grad", GU: r.gu, DH: r.dh, Weights: wts, SrcSlot: d.srcSlot,
 		Offsets: d.offsets, FC1X: fc1x, DGU: r.dgu, HS: r.hs, Dot: r.dot, N: I, GateUp: in.gateUp, Act: in.act})
-	r.grads(p, g.fc1, g.fc2, g.fc1Bias, g.fc2Bias, wts, d.srcSlot)
+	r.grads(p, g.fc1, g.fc2, g.fc1Bias, g.fc2Bias, g.storage, g.dtype, wts, d.srcSlot)
 
 	// Shared expert: the same over every token, scaled by its output gate.
 	var sharedDX, sharedDot, gate, dz *Buffer
@@ -103,10 +112,10 @@ func Backward(l schedule.Layer) (*Program, error) {
 			gate = p.scratch("g", F32, "shared-expert output gate sigmoid(x·shared_gate)", T)
 			p.Ops = append(p.Ops, GateSigmoid{X: in.x, Gate: in.sharedGate, G: gate})
 		}
-		s := p.expertGrad("shared_", in.sharedFC1, in.sharedFC2, nil, in.x, dy, nil, T, Is)
+		s := p.expertGrad("shared_", in.sharedFC1, in.sharedFC2, nil, in.x, dy, nil, T, Is, Stacked)
 		p.Ops = append(p.Ops, ActGrad{Op: "shared_act_grad", GU: s.gu, DH: s.dh, Scale: gate,
 			DGU: s.dgu, HS: s.hs, Dot: s.dot, N: Is, Act: in.sharedAct})
-		s.grads(p, g.sharedFC1, g.sharedFC2, nil, nil, nil, nil)
+		s.grads(p, g.sharedFC1, g.sharedFC2, nil, nil, Stacked, g.dtype, nil, nil)
 		sharedDX, sharedDot = s.dxs, s.dot
 		if gate != nil {
 			dz = p.scratch("dz", F32, "gradient of the shared gate's logit x·shared_gate", T)
@@ -135,12 +144,16 @@ func Backward(l schedule.Layer) (*Program, error) {
 }
 
 // mainGradBufs are the main-grad buffers of Backward (nil where the layer
-// has no such weight).
+// has no such weight), with how the routed fc1 and fc2 main grads are
+// stored (Table: fc1 and fc2 are pointer tables) and the main grads' dtype.
 type mainGradBufs struct {
 	fc1, fc2, fc1Bias, fc2Bias, sharedFC1, sharedFC2, sharedGate *Buffer
+	storage                                                      WeightStorage
+	dtype                                                        DType
 }
 
-// mainGrads declares the caller's main-grad buffers.
+// mainGrads declares the caller's main-grad buffers: the routed fc1 and fc2
+// ones grouped, or as pointer tables for per-expert weight storage.
 func (p *Program) mainGrads() mainGradBufs {
 	l := p.Layer
 	H, I, E, Is := l.Hidden, l.Intermediate, l.Experts, l.SharedWidth()
@@ -151,9 +164,19 @@ func (p *Program) mainGrads() mainGradBufs {
 	grad := func(name, doc string, shape ...launch.Expr) *Buffer {
 		return p.buffer(name, InOut, dt, "main grad of "+doc+" (main += dW)", shape...)
 	}
-	var g mainGradBufs
-	g.fc1 = grad(BufFC1Grad, BufFC1, c(E), c(2*I), c(H))
-	g.fc2 = grad(BufFC2Grad, BufFC2, c(E), c(H), c(I))
+	g := mainGradBufs{dtype: dt}
+	if l.Storage == schedule.PerExpertWeights {
+		table := func(name, weight, shape string) *Buffer {
+			return p.buffer(name, InOut, U64, "device pointers to each expert's main grad of "+weight+", "+string(dt)+" "+shape+
+				" (main += dW; an expert without routes is not touched)", c(E))
+		}
+		g.fc1 = table(BufFC1GradTable, BufFC1, "[2I,H]")
+		g.fc2 = table(BufFC2GradTable, BufFC2, "[H,I]")
+		g.storage = Table
+	} else {
+		g.fc1 = grad(BufFC1Grad, BufFC1, c(E), c(2*I), c(H))
+		g.fc2 = grad(BufFC2Grad, BufFC2, c(E), c(H), c(I))
+	}
 	if l.Biases {
 		g.fc1Bias = grad(BufFC1BiasGrad, BufFC1Bias, c(E), c(2*I))
 		g.fc2Bias = grad(BufFC2BiasGrad, BufFC2Bias, c(E), c(H))
@@ -188,21 +211,23 @@ func (p *Program) routingGrad() routingGrads {
 // mlpGrad are the buffers of one MLP's backward (routed experts over the
 // dispatched rows, or the shared expert over every token).
 type mlpGrad struct {
-	fc1, fc2, x, dy, offsets *Buffer // operands: weights, inputs, upstream gradient, row groups
-	gu, dh, dgu, hs, dot     *Buffer // scratch of ActGrad
-	dxs                      *Buffer // input gradient per row
-	n, h, e                  int     // intermediate size, hidden size, experts
+	fc1, fc2, x, dy, offsets *Buffer       // operands: weights, inputs, upstream gradient, row groups
+	storage                  WeightStorage // how the weights fc1 and fc2 are found
+	gu, dh, dgu, hs, dot     *Buffer       // scratch of ActGrad
+	dxs                      *Buffer       // input gradient per row
+	n, h, e                  int           // intermediate size, hidden size, experts
 }
 
 // expertGrad declares the scratch of one MLP's backward (names prefixed
 // by pre) over rows (T·K dispatched rows or T tokens) with intermediate
-// size n and appends its GEMMs: FC1 recomputed (gu), dh = dy·FC2 and dxs
-// = dgu·FC1 (dgu is written by the caller's ActGrad, which runs between
-// them: the GEMM that reads dgu is appended by grads).
-func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buffer, rows launch.Expr, n int) *mlpGrad {
+// size n and weights stored as storage says, and appends its GEMMs: FC1
+// recomputed (gu), dh = dy·FC2 and dxs = dgu·FC1 (dgu is written by the
+// caller's ActGrad, which runs between them: the GEMM that reads dgu is
+// appended by grads).
+func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buffer, rows launch.Expr, n int, storage WeightStorage) *mlpGrad {
 	l := p.Layer
 	H := l.Hidden
-	m := &mlpGrad{fc1: fc1, fc2: fc2, x: x, dy: dy, offsets: offsets, n: n, h: H, e: 1}
+	m := &mlpGrad{fc1: fc1, fc2: fc2, x: x, dy: dy, offsets: offsets, storage: storage, n: n, h: H, e: 1}
 	r := Dense
 	if offsets != nil {
 		r, m.e = Dispatched, l.Experts
@@ -218,27 +243,28 @@ func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buff
 		per = l.TopK
 	}
 	p.Ops = append(p.Ops,
-		GEMM{Op: pre + "fc1", A: x, B: fc1, Bias: fc1Bias, C: m.gu, Offsets: offsets, Rows: r,
+		GEMM{Op: pre + "fc1", A: x, B: fc1, Bias: fc1Bias, C: m.gu, Offsets: offsets, Rows: r, Storage: storage,
 			N: 2 * n, K: H, Experts: m.e, RowsPerToken: per},
-		GEMM{Op: pre + "fc2_dgrad", A: dy, B: fc2, C: m.dh, Offsets: offsets, Rows: r, BMajor: NMajor,
+		GEMM{Op: pre + "fc2_dgrad", A: dy, B: fc2, C: m.dh, Offsets: offsets, Rows: r, Storage: storage, BMajor: NMajor,
 			N: n, K: H, Experts: m.e, RowsPerToken: per})
 	return m
 }
 
 // grads appends, after the ActGrad, the data gradient dxs = dgu·FC1 and
 // the weight gradients fc2 += dyᵀ·hs (bias: the row-scaled sum of dy) and
-// fc1 += dguᵀ·x (bias: the sum of dgu).
-func (m *mlpGrad) grads(p *Program, fc1Grad, fc2Grad, fc1BiasGrad, fc2BiasGrad, weights, srcSlot *Buffer) {
+// fc1 += dguᵀ·x (bias: the sum of dgu), into main grads fc1Grad and fc2Grad
+// of dtype dt stored as storage says (Table: pointer tables).
+func (m *mlpGrad) grads(p *Program, fc1Grad, fc2Grad, fc1BiasGrad, fc2BiasGrad *Buffer, storage WeightStorage, dt DType, weights, srcSlot *Buffer) {
 	pre, r, per, offsets, experts := "shared_", Dense, 1, m.offsets, m.e
 	if offsets != nil {
 		pre, r, per = "", Dispatched, p.Layer.TopK
 	}
 	H, n := m.h, m.n
 	p.Ops = append(p.Ops,
-		GEMM{Op: pre + "fc1_dgrad", A: m.dgu, B: m.fc1, C: m.dxs, Offsets: offsets, Rows: r, BMajor: NMajor,
+		GEMM{Op: pre + "fc1_dgrad", A: m.dgu, B: m.fc1, C: m.dxs, Offsets: offsets, Rows: r, Storage: m.storage, BMajor: NMajor,
 			N: H, K: 2 * n, Experts: experts, RowsPerToken: per},
 		WeightGrad{Op: pre + "fc2_wgrad", A: m.dy, B: m.hs, Main: fc2Grad, Bias: fc2BiasGrad,
-			Weights: weights, SrcSlot: srcSlot, Offsets: offsets, M: H, N: n, Experts: experts},
+			Weights: weights, SrcSlot: srcSlot, Offsets: offsets, Storage: storage, GradDType: dt, M: H, N: n, Experts: experts},
 		WeightGrad{Op: pre + "fc1_wgrad", A: m.dgu, B: m.x, Main: fc1Grad, Bias: fc1BiasGrad,
-			Offsets: offsets, M: 2 * n, N: H, Experts: experts})
+			Offsets: offsets, Storage: storage, GradDType: dt, M: 2 * n, N: H, Experts: experts})
 }

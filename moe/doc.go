@@ -18,14 +18,17 @@
 // dispatch again, FC1 recomputed, dh = dy·FC2 and dxs = dgu·FC1 as GEMMs
 // over N-major weights, the activation's backward (ActGrad), the weight
 // gradients accumulated into caller-owned main-grad buffers (WeightGrad,
-// InOut buffers) and the per-token gather of dx and the routing-weight
-// gradient (CombineGrad). It keeps nothing from the forward; codegen's
+// InOut buffers; with per-expert weight storage the routed experts' main
+// grads are per expert too, behind u64 pointer tables like the weights')
+// and the per-token gather of dx and the routing-weight gradient
+// (CombineGrad). It keeps nothing from the forward; codegen's
 // PerOp lowering has a kernel for each of its ops.
 //
 // Interpret runs a program on the host in float64 with every store rounded
 // to its buffer's dtype: the meaning of each op, checked against
 // schedule.Forward and schedule.Backward in the tests, and the per-op
-// reference for the kernels that lower it.
+// reference for the kernels that lower it. It cannot follow device
+// pointers: a program with pointer tables (per-expert storage) is refused.
 //
 // Data flows one way: schedule → moe → codegen → ir → ptx; the runtime binds
 // buffers by the names declared here.

@@ -161,7 +161,11 @@ func rebind(op Op, q *Program) Op {
 // out as Backward's main-grad buffers, by buffer name: fc1_grad [E,2I,H],
 // fc2_grad [E,H,I], the biases' [E,2I] and [E,H], and the shared experts'
 // in SharedLayout's concatenated layouts (shared_gate_grad [H]). Entries
-// mg does not hold are left out. Values are not rounded.
+// mg does not hold are left out. Values are not rounded. For per-expert
+// storage, whose routed main grads are the allocations behind
+// fc1_grad_table and fc2_grad_table, fc1_grad and fc2_grad are those
+// allocations' contents one after another in expert order (expert e's
+// [2I*H] or [H*I] values at e*2I*H or e*H*I).
 func MainGradBuffers(l schedule.Layer, mg schedule.MainGrads) map[string][]float64 {
 	out := map[string][]float64{}
 	put := func(name string, v []float64) {

@@ -21,19 +21,25 @@ import (
 // elements of its shape at T (integers and bytes as float64). Outputs and
 // scratch start as NaN, so a value read before it is written shows.
 // Interpret returns every buffer of the program, bound ones included (InOut
-// buffers are updated in place). Pointer tables (Table storage) cannot be
-// interpreted: such programs are an error.
+// buffers are updated in place). Pointer tables (Table storage: the weights
+// of per-expert storage, and the backward's per-expert main grads) hold
+// device addresses the host cannot follow: such programs are an error
+// naming the table. The same layer with grouped storage computes the same
+// values.
 func Interpret(p *Program, T int, bind map[string][]float64) (map[string][]float64, error) {
 	if T < 0 {
 		return nil, fmt.Errorf("moe: interpret: T = %d", T)
+	}
+	for _, b := range p.Buffers {
+		if b.DType == U64 {
+			return nil, fmt.Errorf("moe: interpret: %s is a pointer table (u64 device pointers, per-expert storage): the host interpreter cannot follow device pointers; interpret the layer with grouped storage (schedule.GroupedWeights) instead", b.Name)
+		}
 	}
 	in := &interp{p: p, T: T, v: map[*Buffer][]float64{}}
 	out := map[string][]float64{}
 	for _, b := range p.Buffers {
 		n := int(b.Len(int64(T)))
 		switch v, ok := bind[b.Name]; {
-		case b.DType == U64:
-			return nil, fmt.Errorf("moe: interpret: %s is a pointer table (u64): not interpretable", b.Name)
 		case b.Kind == Input || b.Kind == InOut:
 			if !ok || len(v) != n {
 				return nil, fmt.Errorf("moe: interpret: %s %s needs %d values at T = %d, got %d (bound: %v)", b.Kind, b.Name, n, T, len(v), ok)
@@ -372,7 +378,7 @@ func (in *interp) weightGrad(o WeightGrad) {
 		}
 		main := in.v[o.Main][e*M*N : (e+1)*M*N]
 		for i, v := range dw {
-			main[i] = round(o.Main.DType, main[i]+v)
+			main[i] = round(o.MainDType(), main[i]+v)
 		}
 		if o.Bias != nil {
 			bias := in.v[o.Bias][e*M : (e+1)*M]

@@ -217,12 +217,6 @@ func TestBackwardProgram(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		l, _ := schedule.Preset(name)
 		p, err := Backward(l)
-		if l.Storage == schedule.PerExpertWeights {
-			if err == nil {
-				t.Errorf("%s: per-expert storage accepted", name)
-			}
-			continue
-		}
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}

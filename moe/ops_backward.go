@@ -52,16 +52,28 @@ type ActGrad struct {
 // A [rows, M] (bf16, or f32 with M = 1), B bf16 [rows, N]; rows of e are
 // Offsets[e] .. Offsets[e+1]-1 (dispatched) or all T rows (dense, one
 // expert). The sums run in a fixed order in fp32 and round once into the
-// main grad's dtype (f32 or bf16). Main is [E, M, N] (Stacked) or a u64
-// [E] table of pointers to [M, N] (Table); Bias is [E, M].
+// main grad's dtype (f32 or bf16, MainDType). Main is [E, M, N] (Stacked)
+// or a u64 [E] table of device pointers, entry e to expert e's own [M, N]
+// allocation of dtype GradDType (Table; an entry of an expert without rows
+// is not read); Bias is [E, M].
 type WeightGrad struct {
 	Op               string        // the op's name
 	A, B             *Buffer       // [rows, M] bf16 or f32, bf16 [rows, N] (read)
-	Main, Bias       *Buffer       // main grads [E, M, N] and [E, M] (added to; Bias optional)
+	Main, Bias       *Buffer       // main grads [E, M, N] or u64 [E] pointer table, and [E, M] (added to; Bias optional)
 	Weights, SrcSlot *Buffer       // bias row scale s_r (dispatched rows; nil: 1)
 	Offsets          *Buffer       // dispatched rows (nil: dense)
 	Storage          WeightStorage // how Main_e is found
+	GradDType        DType         // Table: dtype of each Main_e (f32 or bf16); Stacked: empty or Main's dtype
 	M, N, Experts    int           // dW is [M, N] per expert; E (1 for dense rows)
+}
+
+// MainDType is the dtype of the main grad Main_e the op adds to: Main's
+// own (Stacked), or GradDType behind a pointer table (Table).
+func (g WeightGrad) MainDType() DType {
+	if g.Storage == Table {
+		return g.GradDType
+	}
+	return g.Main.DType
 }
 
 // CombineGrad gathers the per-row gradients back to the tokens, for each

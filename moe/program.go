@@ -2,6 +2,7 @@ package moe
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/mokc/mokc/launch"
@@ -46,7 +47,9 @@ func (p *Program) Buffer(name string) *Buffer {
 // program; inputs are never written; every scratch or output buffer is
 // written before an op reads (or accumulates into) it, and every output is
 // written. InOut buffers (caller-owned, accumulated into) hold values
-// before the first op.
+// before the first op. A GEMM's weights and a WeightGrad's main grad match
+// their Storage (checkStorage): the tensor itself (Stacked), or a u64
+// pointer table of one entry per expert (Table).
 func (p *Program) Check() error {
 	seen := map[string]*Buffer{}
 	for _, b := range p.Buffers {
@@ -74,6 +77,9 @@ func (p *Program) Check() error {
 			return fmt.Errorf("moe: op %s appears twice", op.Name())
 		}
 		ops[op.Name()] = true
+		if err := checkStorage(op); err != nil {
+			return err
+		}
 		for _, o := range op.Operands() {
 			if seen[o.Buffer.Name] != o.Buffer {
 				return fmt.Errorf("moe: op %s: operand %s names buffer %s that the program does not declare", op.Name(), o.Role, o.Buffer.Name)
@@ -88,6 +94,17 @@ func (p *Program) Check() error {
 		for _, o := range op.Operands() {
 			if o.Writes() {
 				written[o.Buffer] = true
+			}
+		}
+	}
+	entries := map[*Buffer]tableUse{}
+	for _, op := range p.Ops {
+		for _, u := range tableUses(op) {
+			if first, ok := entries[u.table]; !ok {
+				entries[u.table] = u
+			} else if first.dtype != u.dtype || !slices.Equal(first.shape, u.shape) {
+				return fmt.Errorf("moe: op %s uses the entries of pointer table %s as %s %v, op %s as %s %v",
+					u.op, u.table.Name, u.dtype, u.shape, first.op, first.dtype, first.shape)
 			}
 		}
 	}
@@ -117,4 +134,106 @@ func (p *Program) String() string {
 		fmt.Fprintf(&sb, "%s(%s)\n", op.Name(), strings.Join(os, ", "))
 	}
 	return sb.String()
+}
+
+// checkStorage verifies how a GEMM finds its weights B_e and a WeightGrad
+// its main grads Main_e. Stacked: B is the bf16 weights of every expert
+// (Experts x rows of B_e x K elements), Main the f32 or bf16 main grads
+// (Experts x M x N elements; GradDType empty or Main's dtype). Table: B or
+// Main is a u64 [Experts] table of device pointers, and a WeightGrad's
+// GradDType (the dtype behind the pointers) is f32 or bf16. Other ops pass.
+func checkStorage(op Op) error {
+	table := func(role string, b *Buffer, experts int) error {
+		if b.DType != U64 || len(b.Shape) != 1 || b.Shape[0] != c(experts) {
+			return fmt.Errorf("moe: op %s: %s %s with Table storage must be a u64 [%d] pointer table (one entry per expert)", op.Name(), role, b, experts)
+		}
+		return nil
+	}
+	count := func(role string, b *Buffer, want int64) error {
+		if n := b.Len(0); b.Len(1) != n || n != want {
+			return fmt.Errorf("moe: op %s: %s %s with Stacked storage must hold %d elements (every expert's), not depending on T", op.Name(), role, b, want)
+		}
+		return nil
+	}
+	switch o := op.(type) {
+	case GEMM:
+		if o.Storage == Table {
+			return table("b", o.B, o.Experts)
+		}
+		rows := o.N
+		if o.Gated {
+			rows = 2 * o.N
+		}
+		if o.B.DType != BF16 {
+			return fmt.Errorf("moe: op %s: b %s with Stacked storage must be bf16 weights (a u64 pointer table needs Table storage)", op.Name(), o.B)
+		}
+		return count("b", o.B, int64(o.Experts)*int64(rows)*int64(o.K))
+	case WeightGrad:
+		if d := o.MainDType(); d != F32 && d != BF16 {
+			if o.Storage == Table {
+				return fmt.Errorf("moe: op %s: main grads behind the pointer table %s must be f32 or bf16 (GradDType %q)", op.Name(), o.Main.Name, o.GradDType)
+			}
+			return fmt.Errorf("moe: op %s: main %s with Stacked storage must be f32 or bf16 main grads (a u64 pointer table needs Table storage)", op.Name(), o.Main)
+		}
+		if o.Storage == Table {
+			return table("main", o.Main, o.Experts)
+		}
+		if o.GradDType != "" && o.GradDType != o.Main.DType {
+			return fmt.Errorf("moe: op %s: GradDType %s differs from main %s's dtype", op.Name(), o.GradDType, o.Main)
+		}
+		return count("main", o.Main, int64(o.Experts)*int64(o.M)*int64(o.N))
+	}
+	return nil
+}
+
+// tableUse is an op's use of a pointer table (Table storage): what each
+// entry points at, one expert's tensor of dtype and shape (row-major).
+type tableUse struct {
+	op    string
+	table *Buffer
+	dtype DType
+	shape []int
+}
+
+// tableUses lists the pointer tables op uses: a GEMM's B (B_e bf16 [rows
+// of B_e, K] as stored, whatever BMajor says of its use) and a
+// WeightGrad's Main (Main_e [M, N] of MainDType).
+func tableUses(op Op) []tableUse {
+	switch o := op.(type) {
+	case GEMM:
+		if o.Storage != Table {
+			return nil
+		}
+		rows, cols := o.N, o.K
+		switch {
+		case o.Gated:
+			rows = 2 * o.N
+		case o.BMajor == NMajor:
+			rows, cols = o.K, o.N
+		}
+		return []tableUse{{op: o.Name(), table: o.B, dtype: BF16, shape: []int{rows, cols}}}
+	case WeightGrad:
+		if o.Storage != Table {
+			return nil
+		}
+		return []tableUse{{op: o.Name(), table: o.Main, dtype: o.MainDType(), shape: []int{o.M, o.N}}}
+	}
+	return nil
+}
+
+// TableEntry says what each entry of the pointer table named name points
+// at: one expert's own allocation, a row-major tensor of dtype and shape,
+// as the program's ops use it (the weights FC1 bf16 [2I,H] and FC2 bf16
+// [H,I] behind fc1_table and fc2_table; the backward's main grads f32 or
+// bf16 [2I,H] and [H,I] behind fc1_grad_table and fc2_grad_table). ok is
+// false when no op of p uses a buffer of that name as a pointer table.
+func (p *Program) TableEntry(name string) (dtype DType, shape []int, ok bool) {
+	for _, op := range p.Ops {
+		for _, u := range tableUses(op) {
+			if u.table.Name == name {
+				return u.dtype, slices.Clone(u.shape), true
+			}
+		}
+	}
+	return "", nil, false
 }

@@ -21,8 +21,21 @@ import (
 // backwardCases are the layers of the Backward GPU test: two presets' sizes
 // with fewer experts (main grads are as large as the weights) and small
 // layers with the shared gate, a routing map and bf16 main grads, and the
-// router weight on the input.
+// router weight on the input; and each of them again with per-expert
+// weight storage (weights and routed main grads one allocation per expert
+// behind pointer tables), fp32 and bf16 main grads among them.
 func backwardCases(t *testing.T) map[string]schedule.Layer {
+	out := groupedBackwardCases(t)
+	for name, l := range groupedBackwardCases(t) {
+		l.Storage = schedule.PerExpertWeights
+		l.Name += "-per-expert"
+		out[name+"-per-expert"] = l
+	}
+	return out
+}
+
+// groupedBackwardCases are backwardCases' layers with grouped storage.
+func groupedBackwardCases(t *testing.T) map[string]schedule.Layer {
 	out := map[string]schedule.Layer{}
 	for name, e := range map[string]int{"qwen3-30b-a3b": 16, "gpt-oss-20b": 4} {
 		l, err := schedule.Preset(name)
@@ -41,13 +54,15 @@ func backwardCases(t *testing.T) map[string]schedule.Layer {
 }
 
 // TestLayerBackward runs Layer.Backward as a training step would (the same
-// Layer after its Forward, three steps on the same inputs, main grads
-// accumulating from random fp32 values, or from 0 for bf16) on every target
-// the device runs, T = 0, 1, 64, and checks against schedule.Backward: dx
-// and the routing-weight gradient after each step (relative L2 at most
-// 1e-2, every element written, the same bits every step), and the main
-// grads' increments over the three steps (relative L2 at most 1e-2; an
-// expert without routes untouched).
+// Layer after its Forward, three steps on the same inputs, outputs
+// poisoned before each, main grads from AllocMainGrads accumulating from
+// random fp32 values, or from 0 for bf16) on every target the device runs,
+// T = 0, 1, 64, for grouped and per-expert weight storage, and checks
+// against schedule.Backward: dx and the routing-weight gradient after each
+// step (relative L2 at most 1e-2, every element written, the same bits
+// every step), the main grads' increments over the three steps (relative
+// L2 at most 1e-2), the main grads of every expert without routes bit for
+// bit as they started, and the pointer tables unchanged.
 func TestLayerBackward(t *testing.T) {
 	ctx := gputest.Open(t)
 	t.Setenv(runtime.CacheDirEnv, t.TempDir())
@@ -160,24 +175,39 @@ func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream,
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Main grads: random fp32 values, bf16 ones from 0, in both forms.
+	mgs, err := runtime.AllocMainGrads(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mgs.Free()
+	mgs.SetIn(b)
+	tables := map[string][]uint64{}
+	for name := range mgs.Experts {
+		tables[name] = readTable(t, ctx, b[name])
+	}
+	// Main grads: random fp32 values, bf16 ones from 0, in the grouped
+	// layouts of moe.MainGradBuffers (per-expert ones concatenated).
 	var outputs []string
 	start := map[string][]float64{}
-	for _, s := range specs {
-		shape := s.ShapeAt(T)
-		switch s.Kind {
-		case launch.BufOutput:
-			b[s.Name] = put(t, ctx, nil, s.DType, shape...)
-			outputs = append(outputs, s.Name)
-		case launch.BufInOut:
-			v := make([]float64, s.BytesAt(T)/int(s.DType.Size()))
-			if l.MainGrad == schedule.GradFP32 {
-				for i, r := range schedule.RandomInput(1, len(v), seed+uint64(len(start))+3) {
-					v[i] = float64(r)
-				}
+	parts := mainGradParts(t, l, specs, mgs)
+	for i, name := range sortedKeys(parts) {
+		n := 0
+		for _, p := range parts[name] {
+			n += p.Len()
+		}
+		v := make([]float64, n)
+		if l.MainGrad == schedule.GradFP32 {
+			for j, r := range schedule.RandomInput(1, n, seed+uint64(i)+3) {
+				v[j] = float64(r)
 			}
-			start[s.Name] = v
-			b[s.Name] = put(t, ctx, f32Host(s.DType, v), s.DType, shape...)
+		}
+		start[name] = v
+		upload(t, ctx, parts[name], v)
+	}
+	for _, s := range specs {
+		if s.Kind == launch.BufOutput {
+			b[s.Name] = put(t, ctx, nil, s.DType, s.ShapeAt(T)...)
+			outputs = append(outputs, s.Name)
 		}
 	}
 	mg := moe.MainGradsOf(l, start)
@@ -215,9 +245,122 @@ func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream,
 			t.Errorf("step %d: dx differs from step 0's (same inputs)", step)
 		}
 	}
-	for name, want := range moe.MainGradBuffers(l, mg) {
-		check(t, name+" after 3 steps", download(t, ctx, b[name]), want, start[name])
+	got := map[string][]float64{}
+	for name, ps := range parts {
+		for _, p := range ps {
+			got[name] = append(got[name], download(t, ctx, p)...)
+		}
 	}
+	for name, want := range moe.MainGradBuffers(l, mg) {
+		check(t, name+" after 3 steps", got[name], want, start[name])
+	}
+	// Experts without routes: their main grads are never touched.
+	routes := expertRoutes(t, l, c.r)
+	for _, name := range []string{moe.BufFC1Grad, moe.BufFC2Grad, moe.BufFC1BiasGrad, moe.BufFC2BiasGrad} {
+		v, ok := got[name]
+		if !ok {
+			continue
+		}
+		n := len(v) / l.Experts
+		for e, r := range routes {
+			if r == 0 && !slices.Equal(v[e*n:(e+1)*n], start[name][e*n:(e+1)*n]) {
+				t.Errorf("%s of expert %d (no routes) changed", name, e)
+			}
+		}
+	}
+	for name, want := range tables {
+		if got := readTable(t, ctx, b[name]); !slices.Equal(got, want) {
+			t.Errorf("pointer table %s changed: %#x, was %#x", name, got, want)
+		}
+	}
+}
+
+// mainGradParts maps each main grad of l, by its name in the grouped
+// layouts (moe.MainGradBuffers: fc1_grad, ..., shared_gate_grad), to the
+// tensors of mgs (AllocMainGrads) that hold it, in order: the grouped
+// tensor, or each expert's allocation behind a pointer table. It checks
+// that mgs holds every main grad Backward binds (specs), as specs say.
+func mainGradParts(t *testing.T, l schedule.Layer, specs []runtime.BufferSpec, mgs *runtime.DeviceTensors) map[string][]runtime.Tensor {
+	t.Helper()
+	grouped := map[string]string{moe.BufFC1GradTable: moe.BufFC1Grad, moe.BufFC2GradTable: moe.BufFC2Grad}
+	out := map[string][]runtime.Tensor{}
+	n := 0
+	for _, s := range specs {
+		if s.Kind != launch.BufInOut {
+			continue
+		}
+		n++
+		tn := mgs.Tensors[s.Name]
+		if tn.DType != s.DType || !slices.Equal(tn.Shape, s.ShapeAt(0)) {
+			t.Fatalf("AllocMainGrads: %s is %s %v, Backward binds %s %v", s.Name, tn.DType, tn.Shape, s.DType, s.ShapeAt(0))
+		}
+		if g, ok := grouped[s.Name]; ok {
+			es := mgs.Experts[s.Name]
+			if l.Storage != schedule.PerExpertWeights || s.DType != moe.U64 || len(es) != l.Experts {
+				t.Fatalf("%s: %d per-expert allocations for a %s table of a %v layer", s.Name, len(es), s.DType, l.Storage)
+			}
+			out[g] = es
+			continue
+		}
+		out[s.Name] = []runtime.Tensor{tn}
+	}
+	if n != len(mgs.Tensors) || n == 0 {
+		t.Fatalf("AllocMainGrads gave %d tensors, Backward binds %d main grads", len(mgs.Tensors), n)
+	}
+	return out
+}
+
+// upload writes v, split in order over the tensors ts (bf16 or f32).
+func upload(t *testing.T, ctx *driver.Context, ts []runtime.Tensor, v []float64) {
+	t.Helper()
+	for _, tn := range ts {
+		n := tn.Len()
+		if n > 0 {
+			if err := ctx.CopyToDevice(tn.Ptr, f32Host(tn.DType, v[:n])); err != nil {
+				t.Fatal(err)
+			}
+		}
+		v = v[n:]
+	}
+}
+
+// readTable reads a u64 pointer table.
+func readTable(t *testing.T, ctx *driver.Context, tn runtime.Tensor) []uint64 {
+	t.Helper()
+	v := make([]uint64, tn.Len())
+	if err := ctx.CopyFromDevice(v, tn.Ptr); err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// expertRoutes counts the routes of each expert in r.
+func expertRoutes(t *testing.T, l schedule.Layer, r schedule.Routing) []int {
+	t.Helper()
+	ids := r.IDs
+	if l.Routing == schedule.RoutingMap {
+		var err error
+		if ids, _, err = schedule.FixedWidth(l, r.Map, r.Probs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := make([]int, l.Experts)
+	for _, id := range ids {
+		if id >= 0 && int(id) < l.Experts {
+			n[id]++
+		}
+	}
+	return n
+}
+
+// sortedKeys lists m's keys in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }
 
 // check fails t when got is not within 1e-2 relative L2 of want (of the

@@ -42,5 +42,7 @@
 // UploadWeights, UploadWeightSource and UploadInputs move host data
 // (schedule.Weights, a WeightSource such as schedule.WeightGen, an input and
 // its schedule.Routing) to device tensors in the layouts of the program's
-// buffers, as Bindings ready for Forward.
+// buffers, as Bindings ready for Forward. AllocMainGrads allocates the main
+// grads Layer.Backward adds to, grouped or (per-expert weight storage) one
+// allocation per expert behind a pointer table.
 package runtime

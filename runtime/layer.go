@@ -568,7 +568,21 @@ func evalPositive(es []launch.Expr, T int, what string) ([]uint64, error) {
 // dprobs f32 [T,E] with a routing map) and adds the weight gradients to the
 // caller's main grads (the inout buffers fc1_grad, fc2_grad, ...: main +=
 // dW in f32, or bf16 after schedule.Layer.MainGrad; an expert without
-// routes is not touched). BackwardBuffers lists every buffer to bind.
+// routes is not touched). BackwardBuffers lists every buffer to bind;
+// AllocMainGrads allocates the main grads in their forms.
+//
+// With per-expert weight storage (schedule.PerExpertWeights) the weights
+// are bound as in Forward (fc1_table, fc2_table) and the routed main grads
+// are per expert too: fc1_grad_table and fc2_grad_table, u64 [E] device
+// tables whose entry e is the address of the caller's allocation of expert
+// e's main grad, [2I,H] resp. [H,I] in the main-grad dtype, 16-byte
+// aligned; the biases' and the shared experts' main grads stay grouped.
+// Backward checks the tables as it checks every binding (u64, [E], bytes,
+// alignment, overlap); it cannot check what their entries point at (that
+// is device memory, read by the kernels only), so an entry must hold a
+// valid allocation of that size and dtype, distinct from every other
+// tensor, for every expert that has routes (an entry of an expert without
+// routes is not read).
 //
 // Nothing is kept from Forward: the backward re-dispatches the tokens and
 // recomputes FC1 (moe.Backward's saved-state policy), so Forward and
@@ -609,8 +623,10 @@ func (ly *Layer) BackwardKernels() ([]string, error) {
 
 // BackwardBuffers returns the buffers Backward binds, in the manifest's
 // order: inputs (the forward's and dy), outputs (dx, dw or dprobs) and the
-// main grads (Kind launch.BufInOut). It compiles and loads the backward
-// when Backward has not run yet.
+// main grads (Kind launch.BufInOut; with per-expert storage the routed
+// ones are the u64 [E] pointer tables fc1_grad_table and fc2_grad_table,
+// see Backward). It compiles and loads the backward when Backward has not
+// run yet.
 func (ly *Layer) BackwardBuffers() ([]BufferSpec, error) {
 	bwd, err := ly.backward()
 	if err != nil {

@@ -32,10 +32,15 @@ func FromBF16(b []uint16) []float32 {
 }
 
 // DeviceTensors are device allocations made by UploadWeights,
-// UploadWeightSource or UploadInputs, keyed by the buffers they fill
-// (Bindings). Free releases them.
+// UploadWeightSource, UploadInputs or AllocMainGrads, keyed by the buffers
+// they fill (Bindings). Free releases them.
 type DeviceTensors struct {
 	Tensors Bindings // the uploaded tensors by buffer name
+	// Experts holds, by the name of a pointer table in Tensors, the
+	// per-expert allocations its entries point at, entry e expert e's
+	// (AllocMainGrads: the main grads of per-expert storage); nil or
+	// without the table where they are not the caller's to see.
+	Experts map[string][]Tensor
 	ctx     *driver.Context
 	alloc   []driver.DevicePtr
 }
@@ -56,7 +61,7 @@ func (d *DeviceTensors) Free() error {
 	for _, p := range d.alloc {
 		errs = append(errs, d.ctx.Free(p))
 	}
-	d.alloc, d.Tensors = nil, nil
+	d.alloc, d.Tensors, d.Experts = nil, nil, nil
 	return errors.Join(errs...)
 }
 

@@ -74,6 +74,43 @@ type Schedule struct {
 	// program holds both and the runtime picks by T (launch.Kernel.Tokens).
 	// The shared-expert GEMMs always use FC1/FC2.
 	Variant *TileVariant
+	// WGrad is the backward's weight-gradient kernel (the GEMM whose
+	// reduction runs over each expert's rows): WGradMMA on every target,
+	// WGradWGMMA (the default) on sm_90a only.
+	WGrad WGradKernel
+}
+
+// WGradKernel selects the tensor-core instruction of the backward's
+// weight gradients.
+type WGradKernel int
+
+// The weight-gradient kernels.
+const (
+	// WGradMMA: mma.sync.m16n8k16 over ldmatrix.trans fragments (sm_80 and
+	// later; PTX ISA 9.7.14).
+	WGradMMA WGradKernel = iota
+	// WGradWGMMA: wgmma.mma_async m64n128k16 over MN-major shared-memory
+	// tiles (sm_90a; PTX ISA 9.7.15).
+	WGradWGMMA
+)
+
+// String returns "mma" or "wgmma".
+func (k WGradKernel) String() string {
+	if k == WGradWGMMA {
+		return "wgmma"
+	}
+	return "mma"
+}
+
+// ParseWGradKernel accepts "mma" and "wgmma".
+func ParseWGradKernel(v string) (WGradKernel, error) {
+	switch v {
+	case "mma":
+		return WGradMMA, nil
+	case "wgmma":
+		return WGradWGMMA, nil
+	}
+	return 0, fmt.Errorf("weight-gradient kernel %q: want mma or wgmma", v)
 }
 
 // maxGridCTAs bounds Schedule.GridCTAs (16 CTAs per SM of a 4096-SM part
@@ -242,6 +279,12 @@ func (s Schedule) Validate(l Layer) error {
 	}
 	if err := s.validateWarps(); err != nil {
 		return err
+	}
+	if s.WGrad == WGradWGMMA && s.Target != target.SM90a {
+		return fieldErr("Schedule.WGrad", s.WGrad, "wgmma exists on sm_90a only (use mma)")
+	}
+	if s.WGrad != WGradMMA && s.WGrad != WGradWGMMA {
+		return fieldErr("Schedule.WGrad", int(s.WGrad), "must be mma or wgmma")
 	}
 	if v, ok := s.VariantSchedule(); ok {
 		vr := s.Variant
@@ -446,6 +489,7 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 		maxStages := 6
 		if tg == target.SM90a {
 			s.Warps = WarpRoles{Producer: 4, MMA: 8}
+			s.WGrad = WGradWGMMA
 			maxStages = 4
 		} else {
 			s.Warps = WarpRoles{Producer: 1, MMA: 1, Epilogue: 4}

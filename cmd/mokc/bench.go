@@ -273,16 +273,16 @@ func benchAction(c *cli.Context) error {
 		freeBwd func()
 		cost    benchCost
 	}
-	backward, mainGrads := c.Bool("backward"), runtime.Bindings{}
+	backward := c.Bool("backward")
+	var mainGrads *runtime.DeviceTensors // --backward: zeroed, shared by every set
 	rep.Backward = backward
 	if backward {
 		rep.MainGrad = l.MainGrad.String()
-	}
-	defer func() {
-		for _, t := range mainGrads {
-			ctx.Free(t.Ptr)
+		if mainGrads, err = runtime.AllocMainGrads(ctx, l); err != nil {
+			return fmt.Errorf("bench: %w", err)
 		}
-	}()
+	}
+	defer mainGrads.Free()
 	base := runtime.Bindings{}
 	freeW, err := benchWeights(ctx, l, seed, base)
 	if err != nil {
@@ -310,7 +310,7 @@ func benchAction(c *cli.Context) error {
 		st := set{in: in, args: args, cost: forwardCost(l, T, r)}
 		if backward {
 			dy := schedule.RandomInput(T, l.Hidden, seed+300+uint64(i))
-			if st.bwd, st.freeBwd, err = backwardBindings(ctx, ly, T, dy, args, mainGrads); err != nil {
+			if st.bwd, st.freeBwd, err = backwardBindings(ctx, ly, T, dy, args, mainGrads.Tensors); err != nil {
 				in.Free()
 				return set{}, err
 			}

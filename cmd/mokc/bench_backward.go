@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"maps"
 
 	"github.com/mokc/mokc/driver"
@@ -33,9 +34,9 @@ func backwardCost(l schedule.Layer, T int, c benchCost) benchCost {
 // backwardBindings returns the bindings of Layer.Backward for one input set
 // (args: the forward's, whose y it drops): dy (rounded to bf16), dx,
 // the routing-weight gradient and the main grads, shared by every set
-// through mainGrads (allocated and zeroed by the first call, which adds
-// them to mainGrads for the caller to free; every backward adds to them).
-// free releases the rest of what it allocated.
+// through mainGrads (runtime.AllocMainGrads' tensors, the caller's to
+// free; every backward adds to them; a main grad missing there is an
+// error). free releases what it allocated.
 func backwardBindings(ctx *driver.Context, ly *runtime.Layer, T int, dy []float32, args, mainGrads runtime.Bindings) (runtime.Bindings, func(), error) {
 	specs, err := ly.BackwardBuffers()
 	if err != nil {
@@ -54,7 +55,12 @@ func backwardBindings(ctx *driver.Context, ly *runtime.Layer, T int, dy []float3
 		if _, ok := b[s.Name]; ok || s.Kind == launch.BufInput && s.Name != moe.BufDY {
 			continue
 		}
-		if t, ok := mainGrads[s.Name]; ok {
+		if s.Kind == launch.BufInOut {
+			t, ok := mainGrads[s.Name]
+			if !ok {
+				free()
+				return nil, nil, fmt.Errorf("backward: no main grad %s allocated (runtime.AllocMainGrads)", s.Name)
+			}
 			b[s.Name] = t
 			continue
 		}
@@ -65,16 +71,9 @@ func backwardBindings(ctx *driver.Context, ly *runtime.Layer, T int, dy []float3
 			return nil, nil, err
 		}
 		t := runtime.NewTensor(p, n, s.DType, s.ShapeAt(T)...)
-		if s.Kind == launch.BufInOut {
-			mainGrads[s.Name] = t // freed by the caller
-		} else {
-			allocs = append(allocs, p)
-		}
-		switch {
-		case s.Name == moe.BufDY:
+		allocs = append(allocs, p)
+		if s.Name == moe.BufDY {
 			err = ctx.CopyToDevice(p, runtime.ToBF16(dy))
-		case s.Kind == launch.BufInOut:
-			err = ctx.Memset(p, 0, n)
 		}
 		if err != nil {
 			free()

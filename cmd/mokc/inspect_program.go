@@ -52,6 +52,16 @@ func inspectProgram(c *cli.Context) error {
 		bufs = append(bufs, b.Plan())
 	}
 	fmt.Fprintf(w, "memory: %s\n", programMemory(bufs))
+	for _, b := range p.Buffers {
+		if dt, shape, ok := p.TableEntry(b.Name); ok {
+			n := int64(l.Experts) * dt.Size()
+			for _, d := range shape {
+				n *= int64(d)
+			}
+			fmt.Fprintf(w, "pointer table %s (%s): %d entries, each a device pointer to one expert's %s %v (%d B behind the table in all)\n",
+				b.Name, b.Kind, l.Experts, dt, shape, n)
+		}
+	}
 	if dir == "backward" {
 		fmt.Fprintln(w, "saved by the forward for the backward: nothing (0 B/token): the backward re-dispatches and recomputes FC1 from the forward's inputs")
 	}

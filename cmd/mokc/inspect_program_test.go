@@ -41,10 +41,47 @@ func TestInspectProgramBackward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"moe_fc2_dgrad_transpose", "moe_fc2_dgrad ", "moe_act_grad", "moe_fc1_wgrad", "moe_combine_grad"} {
+	for _, want := range []string{"moe_fc2_dgrad ", "moe_act_grad", "moe_fc1_wgrad", "moe_combine_grad"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("backward kernels lack %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(out, "_transpose") { // sm_90a reads the N-major weights directly
+		t.Errorf("sm_90a backward transposes a weight:\n%s", out)
+	}
+	out, err = runCLI("inspect", "program", "--model", "qwen3-30b-a3b", "--backward", "--target", "sm_80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out, "moe_fc2_dgrad_transpose") {
+		t.Errorf("sm_80 backward kernels lack moe_fc2_dgrad_transpose:\n%s", out)
+	}
+}
+
+// TestInspectProgramBackwardPerExpert: with per-expert storage the routed
+// weights and main grads are pointer tables, and inspect says what their
+// entries point at.
+func TestInspectProgramBackwardPerExpert(t *testing.T) {
+	out, err := runCLI("inspect", "program", "--model", "gpt-oss-20b", "--backward", "--storage", "per-expert", "--main-grad", "bf16", "--target", "sm_80")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"input   fc1_table u64[32]", "inout   fc1_grad_table u64[32]", "inout   fc2_grad_table u64[32]", "inout   fc1_bias_grad bf16[32,5760]",
+		"fc1_dgrad(a:dgu, b:fc1_table, c=dxs, offsets:offsets)", "fc2_wgrad(a:dys, b:hs_scaled, weights:weights, src_slot:src_slot, offsets:offsets, main+=fc2_grad_table, bias+=fc2_bias_grad)",
+		"pointer table fc1_grad_table (inout): 32 entries, each a device pointer to one expert's bf16 [5760 2880] (1061683200 B behind the table in all)",
+		"pointer table fc2_table (input): 32 entries, each a device pointer to one expert's bf16 [2880 2880]",
+		"main:fc1_grad_table", "b:fc2_table",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "fc1_grad ") || strings.Contains(out, "inout   fc2_grad ") {
+		t.Errorf("per-expert backward lists grouped main grads:\n%s", out)
+	}
+	if _, err := runCLI("inspect", "program", "--model", "gpt-oss-20b", "--storage", "stacked"); err == nil || !strings.Contains(err.Error(), `--storage "stacked": want grouped or per-expert`) {
+		t.Errorf("--storage stacked: %v", err)
 	}
 }
 
@@ -57,5 +94,19 @@ func TestBuildBackwardManifest(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("backward manifest lacks %s", want)
 		}
+	}
+	out, err = runCLI("build", "--model", "gpt-oss-20b", "--target", "sm_80", "--backward", "--storage", "per-expert", "--emit", "manifest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"name": "fc1_grad_table"`, `"name": "fc2_grad_table"`, `"dtype": "u64"`,
+		"fc1_grad_table (inout) is a u64 [E] table of device addresses, entry e that of expert e's own f32 [5760 2880] tensor",
+		"fc2_table (input) is a u64 [E] table of device addresses"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("per-expert backward manifest lacks %s", want)
+		}
+	}
+	if strings.Contains(out, `"name": "fc1_grad"`) {
+		t.Error("per-expert backward manifest has the grouped fc1_grad")
 	}
 }

@@ -21,6 +21,7 @@ func layerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
 		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads (Layer.MainGrad): fp32 (or f32) or bf16; with --backward where the command has it", DefaultText: "fp32"},
+		&cli.StringFlag{Name: "storage", Usage: "how the routed experts' weights (and the backward's main grads) are stored on the device (Layer.Storage): grouped (one [E, ...] tensor each) or per-expert (one allocation per expert, listed by a u64 [E] pointer table)", DefaultText: "grouped"},
 	}, cliFlags(layerFieldFlags, "the model's")...)
 }
 
@@ -79,8 +80,8 @@ type fieldFlag struct {
 	// on which is the flag's (e.g. the whole "Schedule.Warps").
 	field string
 	also  []string
-	// ptr returns the field in l or s: an *int, or a *schedule.Tile for a
-	// MxNxK flag.
+	// ptr returns the field in l or s: an *int, a *schedule.Tile for a
+	// MxNxK flag, or a *schedule.WGradKernel.
 	ptr func(l *schedule.Layer, s *schedule.Schedule) any
 }
 
@@ -107,6 +108,8 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
 		"Schedule.Warps"),
 	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
+	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target) or wgmma (sm_90a)", "Schedule.WGrad",
+		func(s *schedule.Schedule) any { return &s.WGrad }),
 }
 
 // layerFlag is the fieldFlag of a layer field.
@@ -125,10 +128,10 @@ func scheduleFlag(name, usage, field string, ptr func(*schedule.Schedule) any, a
 func cliFlags(table []fieldFlag, def string) []cli.Flag {
 	var out []cli.Flag
 	for _, f := range table {
-		if _, tile := f.ptr(&schedule.Layer{}, &schedule.Schedule{}).(*schedule.Tile); tile {
-			out = append(out, &cli.StringFlag{Name: f.name, Usage: f.usage, DefaultText: def})
-		} else {
+		if _, num := f.ptr(&schedule.Layer{}, &schedule.Schedule{}).(*int); num {
 			out = append(out, &cli.IntFlag{Name: f.name, Usage: f.usage, DefaultText: def})
+		} else {
+			out = append(out, &cli.StringFlag{Name: f.name, Usage: f.usage, DefaultText: def})
 		}
 	}
 	return out
@@ -162,6 +165,12 @@ func applyFlags(c *cli.Context, table []fieldFlag, l *schedule.Layer, s *schedul
 				return fmt.Errorf("--%s %q: want MxNxK, e.g. 128x256x64", f.name, c.String(f.name))
 			}
 			*p = t
+		case *schedule.WGradKernel:
+			k, err := schedule.ParseWGradKernel(c.String(f.name))
+			if err != nil {
+				return fmt.Errorf("--%s: %w", f.name, err)
+			}
+			*p = k
 		}
 	}
 	return nil
@@ -208,6 +217,8 @@ func flagValue(p any) any {
 		return *p
 	case *schedule.Tile:
 		return *p
+	case *schedule.WGradKernel:
+		return *p
 	}
 	return p
 }
@@ -229,6 +240,16 @@ func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
 			l.MainGrad = schedule.GradBF16
 		default:
 			return fmt.Errorf("--main-grad %q: want fp32 or bf16", c.String("main-grad"))
+		}
+	}
+	if c.IsSet("storage") {
+		switch st := strings.ToLower(c.String("storage")); st {
+		case schedule.GroupedWeights.String():
+			l.Storage = schedule.GroupedWeights
+		case schedule.PerExpertWeights.String():
+			l.Storage = schedule.PerExpertWeights
+		default:
+			return fmt.Errorf("--storage %q: want grouped or per-expert", c.String("storage"))
 		}
 	}
 	return flagError(c, layerFieldFlags, *l, schedule.Schedule{}, "the model's", l.Validate())
@@ -260,7 +281,11 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if !scheduleOverridden(c) {
 		return s, nil
 	}
-	s.Variant = nil // the flags describe the one shape of the routed GEMMs
+	for _, f := range scheduleFieldFlags {
+		if f.name != "wgrad" && c.IsSet(f.name) {
+			s.Variant = nil // the flags describe the one shape of the routed GEMMs
+		}
+	}
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
 		return s, err
 	}

@@ -114,14 +114,26 @@ func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) err
 	}
 	var failed []string
 	for _, l := range layers {
-		refs := map[int]*refFuture{} // the inputs depend on T, not on the target: one reference per T
+		// The weights and the inputs depend on neither the target nor
+		// (weights) T: one upload per layer, one reference per T.
+		gen, err := schedule.NewWeightGen(l, cfg.seed)
+		if err != nil {
+			return err
+		}
+		wts, err := runtime.UploadWeightSource(ctx, l, gen)
+		if err != nil {
+			return fmt.Errorf("run --backward %s: %w", l.Name, err)
+		}
+		refs := map[int]*refFuture{}
 		for _, tg := range cfg.targets {
 			for _, T := range cfg.tokens {
-				rep, err := runBackwardOne(cfg, ctx, l, tg, T, refs, logw)
+				rep, err := runBackwardOne(cfg, ctx, l, tg, T, gen, wts, refs, logw)
 				if err != nil {
+					wts.Free()
 					return fmt.Errorf("run --backward %s %s T=%d: %w", l.Name, tg, T, err)
 				}
 				if err := writeBackwardReport(out, rep, cfg.json); err != nil {
+					wts.Free()
 					return err
 				}
 				if !rep.Pass {
@@ -129,6 +141,7 @@ func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) err
 				}
 			}
 		}
+		wts.Free()
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("run --backward: %d checks failed: %v", len(failed), failed)
@@ -136,10 +149,11 @@ func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) err
 	return nil
 }
 
-// runBackwardOne runs and checks one (layer, target, T); refs holds the
-// layer's host references by T, started by the first target that needs
-// one and shared by the others.
-func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg target.Target, T int, refs map[int]*refFuture, logw io.Writer) (backwardReport, error) {
+// runBackwardOne runs and checks one (layer, target, T) with the layer's
+// weights wts (uploaded from gen); refs holds the layer's host references
+// by T, started by the first target that needs one and shared by the
+// others.
+func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg target.Target, T int, gen *schedule.WeightGen, wts *runtime.DeviceTensors, refs map[int]*refFuture, logw io.Writer) (backwardReport, error) {
 	rep := backwardReport{Model: l.Name, Target: tg.String(), Tokens: T, Routing: l.Routing.String(), Seed: cfg.seed, Runs: cfg.repeat}
 	s, err := cfg.schedule(l, tg)
 	if err != nil {
@@ -150,15 +164,6 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 		return rep, err
 	}
 	defer ly.Close()
-	gen, err := schedule.NewWeightGen(l, cfg.seed)
-	if err != nil {
-		return rep, err
-	}
-	wts, err := runtime.UploadWeightSource(ctx, l, gen)
-	if err != nil {
-		return rep, err
-	}
-	defer wts.Free()
 	sx, sr := inputSeeds(cfg.seed, T)
 	x := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, l.Hidden, sx)))
 	r, err := schedule.GenerateRouting(l, x, sr)
@@ -176,14 +181,15 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 	if err := ly.Forward(nil, args); err != nil { // a training step's forward first
 		return rep, err
 	}
-	mainGrads := runtime.Bindings{}
-	defer func() {
-		for _, t := range mainGrads {
-			ctx.Free(t.Ptr)
-		}
-	}()
+	// Main grads: grouped tensors, or with per-expert storage one
+	// allocation per expert behind the pointer tables.
+	mainGrads, err := runtime.AllocMainGrads(ctx, l)
+	if err != nil {
+		return rep, err
+	}
+	defer mainGrads.Free()
 	dy := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, l.Hidden, sr+7)))
-	b, free, err := backwardBindings(ctx, ly, T, dy, args, mainGrads)
+	b, free, err := backwardBindings(ctx, ly, T, dy, args, mainGrads.Tensors)
 	if err != nil {
 		return rep, err
 	}
@@ -214,7 +220,7 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 	var first uint64
 	var got map[string][]float64
 	for run := 0; run < cfg.repeat; run++ {
-		res, h, word, err := backwardRun(ctx, ly, l, b, experts)
+		res, h, word, err := backwardRun(ctx, ly, l, b, mainGrads, experts)
 		if err != nil {
 			return rep, err
 		}
@@ -258,25 +264,28 @@ type refFuture struct {
 	res  refResult
 }
 
-// backwardRun zeroes the main grads, poisons the outputs, runs Backward,
-// waits, and returns by name every output in full, the sampled experts'
-// slices of the per-expert main grads ("fc1_grad[e]", ...) and the shared
-// main grads in full; a hash of all their bits; and the error word.
-func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, experts []int) (map[string][]float64, uint64, string, error) {
+// backwardRun zeroes the main grads (mainGrads, bound in b), poisons the
+// outputs, runs Backward, waits, and returns by name every output in full,
+// the sampled experts' main grads of the routed weights and biases
+// ("fc1_grad[e]", ...: slices of the grouped tensors, or with per-expert
+// storage the allocations behind fc1_grad_table and fc2_grad_table) and
+// the shared main grads in full; a hash of all their bits; and the error
+// word.
+func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, mainGrads *runtime.DeviceTensors, experts []int) (map[string][]float64, uint64, string, error) {
 	specs, err := ly.BackwardBuffers()
 	if err != nil {
 		return nil, 0, "", err
 	}
-	for _, s := range specs {
-		t := b[s.Name]
-		switch s.Kind {
-		case launch.BufInOut:
-			err = ctx.Memset(t.Ptr, 0, t.Len()*int(s.DType.Size()))
-		case launch.BufOutput:
-			err = runtime.Poison(ctx, nil, t)
-		}
-		if err != nil {
+	for _, t := range mainGrads.MainGradTensors() {
+		if err := ctx.Memset(t.Ptr, 0, t.Len()*int(t.DType.Size())); err != nil {
 			return nil, 0, "", err
+		}
+	}
+	for _, s := range specs {
+		if s.Kind == launch.BufOutput {
+			if err := runtime.Poison(ctx, nil, b[s.Name]); err != nil {
+				return nil, 0, "", err
+			}
 		}
 	}
 	if err := ly.Backward(nil, b); err != nil {
@@ -297,7 +306,13 @@ func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b run
 			continue
 		}
 		parts := map[string]runtime.Tensor{s.Name: b[s.Name]}
-		if perExpert[s.Name] {
+		if grad, ok := perExpertTable[s.Name]; ok {
+			// A pointer table: the sampled experts' allocations behind it.
+			parts = map[string]runtime.Tensor{}
+			for _, e := range experts {
+				parts[fmt.Sprintf("%s[%d]", grad, e)] = mainGrads.Experts[s.Name][e]
+			}
+		} else if perExpert[s.Name] {
 			// Only the sampled experts' slices: a whole main grad can be
 			// tens of GB.
 			parts = map[string]runtime.Tensor{}
@@ -327,6 +342,11 @@ func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b run
 
 // perExpert names the main grads stored per routed expert ([E, ...]).
 var perExpert = map[string]bool{moe.BufFC1Grad: true, moe.BufFC2Grad: true, moe.BufFC1BiasGrad: true, moe.BufFC2BiasGrad: true}
+
+// perExpertTable maps the pointer tables of per-expert storage's main
+// grads to the main grads they list (whose sampled experts are checked
+// under that name: "fc1_grad[e]").
+var perExpertTable = map[string]string{moe.BufFC1GradTable: moe.BufFC1Grad, moe.BufFC2GradTable: moe.BufFC2Grad}
 
 // hashFloats adds the bits of v to h.
 func hashFloats(h interface{ Write([]byte) (int, error) }, v []float64) {

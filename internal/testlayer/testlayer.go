@@ -1,6 +1,7 @@
 // Package testlayer gives tests the layers and schedules they start from,
-// failing the test instead of returning an error: a preset by name and a
-// layer's default schedule on a target.
+// failing the test instead of returning an error: a preset by name, a
+// preset with per-expert weight storage, and a layer's default schedule on
+// a target.
 package testlayer
 
 import (
@@ -30,4 +31,16 @@ func DefaultSchedule(t testing.TB, l schedule.Layer, tg target.Target) schedule.
 		t.Fatal(err)
 	}
 	return s
+}
+
+// PerExpert returns preset name (Preset) with per-expert weight storage
+// (schedule.PerExpertWeights: the weights and the backward's routed main
+// grads behind device pointer tables) and main grads of dtype g, named
+// "<name>-per-expert-<g>" (e.g. "qwen3-30b-a3b-per-expert-bf16").
+func PerExpert(t testing.TB, name string, g schedule.GradDType) schedule.Layer {
+	t.Helper()
+	l := Preset(t, name)
+	l.Storage, l.MainGrad = schedule.PerExpertWeights, g
+	l.Name += "-per-expert-" + g.String()
+	return l
 }
