@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/codegen"
@@ -155,23 +156,31 @@ func TestBackwardPerOpsGPU(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				for _, tg := range []target.Target{target.SM80, target.SM90a} {
-					checkOpGPU(t, ctx, fmt.Sprintf("%s T=%d %s %v", name, T, op, tg), q, tg, T, init, host)
+				for _, c := range []struct {
+					tg target.Target
+					wg schedule.WGradKernel
+				}{{target.SM80, schedule.WGradMMA}, {target.SM90a, schedule.WGradMMA}, {target.SM90a, schedule.WGradWGMMA}} {
+					if c.wg == schedule.WGradWGMMA && !strings.Contains(op, "wgrad") {
+						continue
+					}
+					checkOpGPU(t, ctx, fmt.Sprintf("%s T=%d %s %v %v", name, T, op, c.tg, c.wg), q, c.tg, c.wg, T, init, host)
 				}
 			}
 		}
 	}
 }
 
-// checkOpGPU runs the one-op program q for T tokens from the host values
+// checkOpGPU runs the one-op program q for T tokens (weight-gradient
+// kernel wg) from the host values
 // (InOut buffers from init) and compares its outputs and InOut buffers
 // with host (InOut: the increments over init).
-func checkOpGPU(t *testing.T, c *driver.Context, what string, q *moe.Program, tg target.Target, T int, init, host map[string][]float64) {
+func checkOpGPU(t *testing.T, c *driver.Context, what string, q *moe.Program, tg target.Target, wg schedule.WGradKernel, T int, init, host map[string][]float64) {
 	t.Helper()
 	s, err := schedule.DefaultSchedule(q.Layer, tg)
 	if err != nil {
 		t.Fatal(err)
 	}
+	s.WGrad = wg
 	prog, err := codegen.Lower(q, s, codegen.PerOp)
 	if err != nil {
 		t.Fatalf("%s: %v", what, err)

@@ -18,14 +18,18 @@
 //	→ [moe_shared_fc1 → moe_shared_fc2] → moe_combine
 //
 // The backward (moe.Backward) lowers the same way: its GEMMs on the
-// engines (a GEMM over N-major weights first copies them K-major with a
-// transpose kernel, lower_gemm.go; an f32 C makes the sm_90a atom store
-// directly), its row-wise ops (the activation's backward, the per-token
-// gather of dx and the routing-weight gradient, the shared gate, the dense
-// dprobs) in kernels_backward.go, and its weight gradients as a GEMM that
-// reduces over each expert's rows on the tensor cores (mma.sync over
-// ldmatrix.trans, every target; kernels_wgrad_mma.go) into the main grads,
-// with an fp32 CUDA-core kernel for an f32 operand (kernels_wgrad.go). With
+// engines (a GEMM over N-major weights is read as it is stored where the
+// engine says so, Engine.ReadsNMajorB: sm_90a's wgmma with imm-trans-b;
+// elsewhere a transpose kernel first copies the weights K-major,
+// lower_gemm.go; an f32 C makes the sm_90a atom store directly), its
+// row-wise ops (the activation's backward, the per-token gather of dx and
+// the routing-weight gradient, the shared gate, the dense dprobs) in
+// kernels_backward.go, and its weight gradients as a GEMM that reduces over
+// each expert's rows on the tensor cores (Schedule.WGrad: wgmma over
+// MN-major tiles on sm_90a, kernels_wgrad_wgmma.go; mma.sync over
+// ldmatrix.trans on every target, kernels_wgrad_mma.go) into the main
+// grads, with an fp32 CUDA-core kernel for an f32 operand
+// (kernels_wgrad.go). With
 // per-expert weight storage the GEMMs read the weights through their
 // pointer tables (so does the transpose of an N-major B, emitTranspose) and
 // the weight gradients add to main grads behind pointer tables

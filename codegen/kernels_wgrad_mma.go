@@ -59,7 +59,7 @@ func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
 	M, N := int64(op.M), int64(op.N)
 	kTiles := b.UDiv(b.AddI(b.Sub(hi, lo), wgradMMARows-1), ir.Int32(wgradMMARows))
 	smem := b.PtrToInt(b.DynSmem())
-	ld := b.wgradLoader(wgradMMARing, tid, lo, hi, m0, n0, M, N)
+	ld := b.wgradLoader(tid, lo, hi, m0, n0, M, N)
 	for s := int64(0); s < wgradMMAStages-1; s++ {
 		b.If(b.ICmp(enum.IPredSLT, ir.Int32(s), kTiles), func() { ld.load(smem, ir.Int32(s)) })
 		b.cpAsyncCommit()
@@ -101,129 +101,53 @@ func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
 
 // wgradMMAStore adds a warp's accumulators to Main_e: fragment (mi, nj)
 // holds rows g, g+8 and columns 2q, 2q+1 of its m16n8 block (g = lane/4,
-// q = lane%4), stored one m16 fragment row mi (8 pairs) at a time.
+// q = lane%4). For each m16 fragment row mi, the thread's 8 pairs are
+// loaded first (one 8-byte f32 or 4-byte bf16 load each, from the
+// expert's first element when outside M x N), so they are in flight
+// together, then added and stored, each rounded once. Four groups of 8
+// keep the registers within two blocks per SM.
 func (b *Builder) wgradMMAStore(op moe.WeightGrad, e, m0, n0, wm, wn, lane value.Value, acc []value.Value) {
-	g, q := b.LShr(lane, ir.Int32(2)), b.And(lane, ir.Int32(3))
-	var groups [][]wgradPair
-	for mi := int64(0); mi < 4; mi++ {
-		var ps []wgradPair
-		for h := int64(0); h < 2; h++ {
-			row := b.Add(b.MulI(wm, 64), b.AddI(g, mi*16+h*8))
-			for nj := int64(0); nj < 4; nj++ {
-				col := b.Add(b.MulI(wn, 32), b.AddI(b.MulI(q, 2), nj*8))
-				ps = append(ps, wgradPair{row: row, col: col, acc: acc[(mi*4+nj)*4+2*h:][:2]})
-			}
-		}
-		groups = append(groups, ps)
-	}
-	b.wgradStorePairs(op, e, m0, n0, groups)
-}
-
-// wgradPair is one pair of a thread's accumulators: row and first column
-// (of two adjacent ones) in the block's tile of Main_e.
-type wgradPair struct {
-	row, col value.Value
-	acc      []value.Value
-}
-
-// wgradStorePairs adds the pairs to Main_e (tile at m0, n0), one group at
-// a time: the group's pairs are loaded first (one 8-byte f32 pair each,
-// from the expert's first element when outside M x N), so they are in
-// flight together, then added and stored, each rounded once; bf16 main
-// grads go through wgradStoreBF16. Groups of 8 pairs keep the registers
-// within two blocks per SM.
-func (b *Builder) wgradStorePairs(op moe.WeightGrad, e, m0, n0 value.Value, groups [][]wgradPair) {
 	M, N := int64(op.M), int64(op.N)
 	main := b.mainGradBase(op, e)
-	if op.MainDType() == moe.BF16 {
-		b.wgradStoreBF16(op, main, m0, n0, groups)
-		return
-	}
+	g, q := b.LShr(lane, ir.Int32(2)), b.And(lane, ir.Int32(3))
 	type pair struct {
 		ptr, in value.Value
 		acc     []value.Value
 		old     [2]value.Value
 	}
 	size := op.MainDType().Size()
-	for _, g := range groups {
+	for mi := int64(0); mi < 4; mi++ {
 		var ps []pair
-		for _, p := range g {
-			row, col := b.Add(m0, p.row), b.Add(n0, p.col)
-			in := b.And(b.ICmp(enum.IPredSLT, row, ir.Int32(M)), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
-			idx := b.Select(in, b.Add(b.MulI(b.Wide(row), N), b.Wide(col)), ir.Int64(0))
-			ps = append(ps, pair{ptr: b.elemPtr(main, idx, size), in: in, acc: p.acc})
+		for h := int64(0); h < 2; h++ {
+			row := b.Add(m0, b.Add(b.MulI(wm, 64), b.AddI(g, mi*16+h*8)))
+			for nj := int64(0); nj < 4; nj++ {
+				col := b.Add(n0, b.Add(b.MulI(wn, 32), b.AddI(b.MulI(q, 2), nj*8)))
+				in := b.And(b.ICmp(enum.IPredSLT, row, ir.Int32(M)), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
+				idx := b.Select(in, b.Add(b.MulI(b.Wide(row), N), b.Wide(col)), ir.Int64(0))
+				ps = append(ps, pair{ptr: b.elemPtr(main, idx, size), in: in, acc: acc[(mi*4+nj)*4+2*h:][:2]})
+			}
 		}
 		for i := range ps {
-			v := b.LoadAt(ir.Vec(2, ir.F32), ps[i].ptr, 8)
-			ps[i].old = [2]value.Value{b.ExtractElement(v, 0), b.ExtractElement(v, 1)}
+			if op.MainDType() == moe.F32 {
+				v := b.LoadAt(ir.Vec(2, ir.F32), ps[i].ptr, 8)
+				ps[i].old = [2]value.Value{b.ExtractElement(v, 0), b.ExtractElement(v, 1)}
+			} else {
+				w := b.LoadAt(ir.I32, ps[i].ptr, 4)
+				ps[i].old = [2]value.Value{b.BF16Lo(w), b.BF16Hi(w)}
+			}
 		}
 		for _, p := range ps {
 			lo, hi := b.FAdd(p.old[0], p.acc[0]), b.FAdd(p.old[1], p.acc[1])
 			b.If(p.in, func() {
-				v := b.InsertElement(b.InsertElement(ir.Undef(ir.Vec(2, ir.F32)), lo, 0), hi, 1)
-				b.StoreAt(v, p.ptr, 8)
+				if op.MainDType() == moe.F32 {
+					v := b.InsertElement(b.InsertElement(ir.Undef(ir.Vec(2, ir.F32)), lo, 0), hi, 1)
+					b.StoreAt(v, p.ptr, 8)
+				} else {
+					b.StoreAt(b.PackBF16(lo, hi), p.ptr, 4)
+				}
 			})
 		}
 	}
-}
-
-// wgradStoreBF16 is wgradStorePairs for bf16 main grads. Each group's
-// pairs come as column neighbours (pair 2i+1 eight columns right of pair
-// 2i, same row; the four threads of a quad, lane%4 = q, hold columns 2q,
-// 2q+1 of each): a quad's 4-byte pairs alone would fill half of each
-// 32-byte sector. So lanes swap one pair with their neighbour (shfl.bfly
-// 1): an even lane takes its neighbour's left pair and holds four
-// consecutive columns from its own left pair, an odd lane takes its
-// neighbour's right pair and holds four from there; each then loads, adds
-// (f32, rounded once) and stores 8 bytes, a quad 32 bytes of a row.
-func (b *Builder) wgradStoreBF16(op moe.WeightGrad, main, m0, n0 value.Value, groups [][]wgradPair) {
-	M, N := int64(op.M), int64(op.N)
-	odd := b.ICmp(enum.IPredNE, b.And(b.ThreadIdx(ir.X), ir.Int32(1)), ir.Int32(0))
-	type quad struct {
-		ptr, in value.Value
-		acc     [4]value.Value
-		old     [4]value.Value
-	}
-	for _, g := range groups {
-		var qs []quad
-		for i := 0; i+1 < len(g); i += 2 {
-			l, r := g[i], g[i+1]
-			var q quad
-			for c := 0; c < 2; c++ {
-				// even lanes send their right pair, odd lanes their left
-				got := b.shflXor1(b.Select(odd, l.acc[c], r.acc[c]))
-				q.acc[c] = b.Select(odd, got, l.acc[c])
-				q.acc[2+c] = b.Select(odd, r.acc[c], got)
-			}
-			row := b.Add(m0, l.row)
-			col := b.Add(n0, b.Select(odd, b.AddI(r.col, -2), l.col))
-			q.in = b.And(b.ICmp(enum.IPredSLT, row, ir.Int32(M)), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
-			idx := b.Select(q.in, b.Add(b.MulI(b.Wide(row), N), b.Wide(col)), ir.Int64(0))
-			q.ptr = b.elemPtr(main, idx, 2)
-			qs = append(qs, q)
-		}
-		for i := range qs {
-			v := b.LoadAt(ir.Vec(2, ir.I32), qs[i].ptr, 8)
-			w0, w1 := b.ExtractElement(v, 0), b.ExtractElement(v, 1)
-			qs[i].old = [4]value.Value{b.BF16Lo(w0), b.BF16Hi(w0), b.BF16Lo(w1), b.BF16Hi(w1)}
-		}
-		for _, q := range qs {
-			var s [4]value.Value
-			for c := range s {
-				s[c] = b.FAdd(q.old[c], q.acc[c])
-			}
-			b.If(q.in, func() {
-				v := b.InsertElement(b.InsertElement(ir.Undef(ir.Vec(2, ir.I32)), b.PackBF16(s[0], s[1]), 0), b.PackBF16(s[2], s[3]), 1)
-				b.StoreAt(v, q.ptr, 8)
-			})
-		}
-	}
-}
-
-// shflXor1 is the f32 v of lane^1 (shfl.sync.bfly.b32, all 32 lanes).
-func (b *Builder) shflXor1(v value.Value) value.Value {
-	r := b.AsmCallNoMemory("shfl.sync.bfly.b32 $0, $1, 1, 31, -1;", "=r,r", ir.I32, b.BitCast(v, ir.I32))
-	return b.BitCast(r, ir.F32)
 }
 
 // expertRows emits the first and end row of expert e: offsets[e] and
@@ -248,33 +172,11 @@ func (b *Builder) mainGradBase(op moe.WeightGrad, e value.Value) value.Value {
 	return b.ByteOffset(b.Param("main"), b.MulI(b.Wide(e), int64(op.M)*int64(op.N)*op.MainDType().Size()))
 }
 
-// wgradRing is the cp.async ring of a weight-gradient kernel on the tensor
-// cores: Stages stages of Rows expert rows of both operands (A's tile at
-// stage offset 0, B's at BOff), each operand's tile 128 columns wide and
-// copied in 16-byte chunks by wgradMMAWarps*32 threads.
-type wgradRing struct {
-	Rows, Stages, StageBytes, BOff int64
-	// RowBytes is the byte step of the tile between stage rows r and r+8
-	// (divided by 8) in one column of chunks; Place the byte offset in the
-	// operand's tile of chunk ch (0..15: columns 8ch..) of stage row r.
-	RowBytes int64
-	Place    func(b *Builder, r, ch value.Value) value.Value
-}
-
-// wgradMMARing is the mma.sync kernel's ring: rows of wgradMMAPitch bytes
-// (the tile row and 16 bytes of padding), chunks in column order.
-var wgradMMARing = wgradRing{Rows: wgradMMARows, Stages: wgradMMAStages, StageBytes: wgradMMAStage,
-	BOff: wgradMMARows * wgradMMAPitch, RowBytes: wgradMMAPitch,
-	Place: func(b *Builder, r, ch value.Value) value.Value {
-		return b.Add(b.MulI(b.Wide(r), wgradMMAPitch), b.MulI(b.Wide(b.MulI(ch, 8)), 2))
-	}}
-
-// wgradChunk is one 16-byte cp.async chunk a thread copies per stage, and
-// its repetitions every repRows rows.
+// wgradChunk is one 16-byte cp.async chunk a thread copies per stage.
 type wgradChunk struct {
 	sOff  int64       // byte offset of the operand's tile in the stage
 	row   value.Value // i32 row of the chunk inside the stage
-	sByte value.Value // i64 byte offset of the chunk in the operand's tile
+	sCol  value.Value // i64 byte offset of the chunk inside its shared row
 	gBase value.Value // i64 address of the operand's row lo, column col
 	colOK value.Value // i1 the chunk's columns exist
 	pitch int64       // bytes per operand row in global memory
@@ -282,51 +184,48 @@ type wgradChunk struct {
 
 // wgradChunks is the calling thread's chunks of a stage and the rows.
 type wgradChunks struct {
-	b       *Builder
-	ring    wgradRing
-	lo, hi  value.Value
-	chunks  []wgradChunk
-	reps    int64 // copies of each chunk per stage, repRows rows apart
-	repRows int64
+	b      *Builder
+	lo, hi value.Value
+	chunks []wgradChunk
 }
 
-// wgradLoader emits the thread's chunk addresses for ring: chunk c = tid +
-// i*256 of an operand is stage row c/16, columns 8*(c%16).. of its
-// Rows x 128 tile (i = 0..Rows*16/256-1: the same column, 16 rows on).
-func (b *Builder) wgradLoader(ring wgradRing, tid, lo, hi, m0, n0 value.Value, M, N int64) *wgradChunks {
+// wgradLoader emits the thread's chunk addresses: chunk c = tid + i*256 of
+// an operand is row c/16, columns 8*(c%16).. of its 32 x 128 tile.
+func (b *Builder) wgradLoader(tid, lo, hi, m0, n0 value.Value, M, N int64) *wgradChunks {
+	ld := &wgradChunks{b: b, lo: lo, hi: hi}
 	threads := int64(wgradMMAWarps * 32)
-	ld := &wgradChunks{b: b, ring: ring, lo: lo, hi: hi, reps: ring.Rows * 16 / threads, repRows: threads / 16}
 	for _, o := range []struct {
 		base, c0 value.Value
 		width    int64
 		sOff     int64
-	}{{b.Param("a"), m0, M, 0}, {b.Param("b"), n0, N, ring.BOff}} {
-		ch := b.And(tid, ir.Int32(15))
-		c := wgradChunk{sOff: o.sOff, row: b.LShr(tid, ir.Int32(4)), pitch: 2 * o.width}
-		col := b.Add(o.c0, b.MulI(ch, 8))
-		c.sByte = ring.Place(b, c.row, ch)
-		c.colOK = b.ICmp(enum.IPredSLT, col, ir.Int32(o.width))
-		c.gBase = b.PtrToInt(b.ByteOffset(o.base, b.Add(b.MulI(b.Wide(lo), 2*o.width), b.MulI(b.Wide(col), 2))))
-		ld.chunks = append(ld.chunks, c)
+	}{{b.Param("a"), m0, M, 0}, {b.Param("b"), n0, N, wgradMMARows * wgradMMAPitch}} {
+		for i := int64(0); i < wgradMMAChunks/threads; i++ {
+			c := b.AddI(tid, i*threads)
+			ch := wgradChunk{sOff: o.sOff, row: b.LShr(c, ir.Int32(4)), pitch: 2 * o.width}
+			local := b.MulI(b.And(c, ir.Int32(15)), 8)
+			col := b.Add(o.c0, local)
+			ch.sCol = b.MulI(b.Wide(local), 2)
+			ch.colOK = b.ICmp(enum.IPredSLT, col, ir.Int32(o.width))
+			ch.gBase = b.PtrToInt(b.ByteOffset(o.base, b.Add(b.MulI(b.Wide(lo), 2*o.width), b.MulI(b.Wide(col), 2))))
+			ld.chunks = append(ld.chunks, ch)
+		}
 	}
 	return ld
 }
 
-// load issues the cp.async of rows lo+Rows*kt.. into stage kt%Stages at
-// smem (i64 shared address); chunks past hi or the operand's width are
-// zero-filled (source size 0, from the operand's first row).
+// load issues the cp.async of rows lo+32*kt.. into stage kt%3 at smem (i64
+// shared address); chunks past hi or the operand's width are zero-filled
+// (source size 0, from the operand's first row).
 func (ld *wgradChunks) load(smem, kt value.Value) {
-	b, ring := ld.b, ld.ring
-	st := b.Add(smem, b.MulI(b.Wide(b.URem(kt, ir.Int32(ring.Stages))), ring.StageBytes))
+	b := ld.b
+	st := b.Add(smem, b.MulI(b.Wide(b.URem(kt, ir.Int32(wgradMMAStages))), wgradMMAStage))
 	for _, ch := range ld.chunks {
-		for i := int64(0); i < ld.reps; i++ {
-			r := b.Add(b.MulI(kt, ring.Rows), b.AddI(ch.row, i*ld.repRows))
-			ok := b.And(ch.colOK, b.ICmp(enum.IPredSLT, b.Add(ld.lo, r), ld.hi))
-			src := b.Select(ok, b.Add(ch.gBase, b.MulI(b.Wide(r), ch.pitch)), ch.gBase)
-			size := b.Select(ok, ir.Int32(16), ir.Int32(0))
-			dst := b.Add(st, b.Add(ir.Int64(ch.sOff+i*ld.repRows*ring.RowBytes), ch.sByte))
-			b.cpAsync16(dst, src, size)
-		}
+		r := b.Add(b.MulI(kt, wgradMMARows), ch.row)
+		ok := b.And(ch.colOK, b.ICmp(enum.IPredSLT, b.Add(ld.lo, r), ld.hi))
+		src := b.Select(ok, b.Add(ch.gBase, b.MulI(b.Wide(r), ch.pitch)), ch.gBase)
+		size := b.Select(ok, ir.Int32(16), ir.Int32(0))
+		dst := b.Add(st, b.Add(ir.Int64(ch.sOff), b.Add(b.MulI(b.Wide(ch.row), wgradMMAPitch), ch.sCol)))
+		b.cpAsync16(dst, src, size)
 	}
 }
 

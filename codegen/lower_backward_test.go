@@ -16,7 +16,7 @@ import (
 
 // TestBackwardAssemble lowers the whole backward of every preset (PerOp)
 // and assembles mokc's PTX with ptxas for each target (sm_100a with the
-// CUDA 12.9 ptxas).
+// CUDA 12.9 ptxas), on sm_90a with either weight-gradient kernel.
 func TestBackwardAssemble(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		l, err := schedule.Preset(name)
@@ -27,22 +27,30 @@ func TestBackwardAssemble(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, tg := range []target.Target{target.SM80, target.SM90a, target.SM100a} {
+		for _, c := range []struct {
+			tg target.Target
+			wg schedule.WGradKernel
+		}{{target.SM80, schedule.WGradMMA}, {target.SM90a, schedule.WGradMMA}, {target.SM90a, schedule.WGradWGMMA}, {target.SM100a, schedule.WGradMMA}} {
+			tg := c.tg
 			s, err := schedule.DefaultSchedule(l, tg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			s.WGrad = c.wg
 			prog, err := Lower(p, s, PerOp)
 			if err != nil {
-				t.Fatalf("%s %v: %v", name, tg, err)
+				t.Fatalf("%s %v %v: %v", name, tg, c.wg, err)
 			}
 			text, err := ptx.Compile(prog.Module, tg)
 			if err != nil {
-				t.Fatalf("%s %v: ptx.Compile: %v", name, tg, err)
+				t.Fatalf("%s %v %v: ptx.Compile: %v", name, tg, c.wg, err)
+			}
+			if c.wg == schedule.WGradWGMMA && !strings.Contains(text, "m64n128k16.f32.bf16.bf16") {
+				t.Errorf("%s %v: no wgmma weight gradient", name, tg)
 			}
 			toolchain.NeedPtxas(t, tg.String())
 			if err := toolchain.Assemble(text, tg.String()); err != nil {
-				t.Fatalf("%s %v: %v", name, tg, strings.SplitN(err.Error(), "\n", 20))
+				t.Fatalf("%s %v %v: %v", name, tg, c.wg, strings.SplitN(err.Error(), "\n", 20))
 			}
 		}
 	}

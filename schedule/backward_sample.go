@@ -68,11 +68,12 @@ func (g *WeightGen) BackwardSample(x []float32, r Routing, dy []float32, rows, e
 			}
 		}
 	}
+	var w Weights // one routed expert's weights, refilled for each expert
 	for e := 0; e < E; e++ {
 		if len(by[e]) == 0 && !want[e] {
 			continue
 		}
-		if err := g.expertBackward(e, x, wts, dy, by[e], want[e], at, &out); err != nil {
+		if err := g.expertBackward(e, &w, x, wts, dy, by[e], want[e], at, &out); err != nil {
 			return SampledGrads{}, err
 		}
 	}
@@ -84,30 +85,54 @@ func (g *WeightGen) BackwardSample(x []float32, r Routing, dy []float32, rows, e
 	return out, nil
 }
 
+// routedInto fills w with routed expert e's weights (the values of
+// Routed) as the one expert of a one-expert layer, allocating its buffers
+// on first use and reusing them afterwards: a fresh allocation of
+// 12*I*H bytes per expert would be zeroed on one core.
+func (g *WeightGen) routedInto(e int, w *Weights) error {
+	l := g.l
+	H, I := l.Hidden, l.Intermediate
+	if err := g.checkIndex("expert", e, l.Experts); err != nil {
+		return err
+	}
+	if w.FC1 == nil {
+		w.FC1, w.FC2 = [][]float32{make([]float32, 2*I*H)}, [][]float32{make([]float32, H*I)}
+		if l.Biases {
+			w.FC1Bias, w.FC2Bias = [][]float32{make([]float32, 2*I)}, [][]float32{make([]float32, H)}
+		}
+	}
+	g.fillF32(w.FC1[0], hashFC1, e)
+	g.fillF32(w.FC2[0], hashFC2, e)
+	if l.Biases {
+		g.fillF32(w.FC1Bias[0], hashFC1Bias, e)
+		g.fillF32(w.FC2Bias[0], hashFC2Bias, e)
+	}
+	return nil
+}
+
 // expertBackward adds expert e's part over slots (indices t*K+k): each
-// sampled row's dx and dw, and with grads e's weight gradients.
-func (g *WeightGen) expertBackward(e int, x, wts, dy []float32, slots []int, grads bool, at map[int]int, out *SampledGrads) error {
+// sampled row's dx and dw, and with grads e's weight gradients. w holds
+// the weight buffers shared by the calls (see routedInto).
+func (g *WeightGen) expertBackward(e int, w *Weights, x, wts, dy []float32, slots []int, grads bool, at map[int]int, out *SampledGrads) error {
 	l := g.l
 	H, I, K := l.Hidden, l.Intermediate, l.TopK
 	le := l.routedOnly()
 	le.Experts = 1
-	fc1, fc2, b1, b2, err := g.Routed(e)
-	if err != nil {
+	if err := g.routedInto(e, w); err != nil {
 		return err
-	}
-	w := Weights{FC1: [][]float32{fc1}, FC2: [][]float32{fc2}}
-	if l.Biases {
-		w.FC1Bias, w.FC2Bias = [][]float32{b1}, [][]float32{b2}
 	}
 	m := len(slots)
 	xe, dye := make([]float32, m*H), make([]float32, m*H)
 	re := Routing{IDs: make([]int32, m), Weights: make([]float32, m)}
-	for j, s := range slots {
-		t := s / K
-		copy(xe[j*H:(j+1)*H], x[t*H:(t+1)*H])
-		copy(dye[j*H:(j+1)*H], dy[t*H:(t+1)*H])
-		re.Weights[j] = wts[s]
-	}
+	parallelRange(m, 2*H, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			s := slots[j]
+			t := s / K
+			copy(xe[j*H:(j+1)*H], x[t*H:(t+1)*H])
+			copy(dye[j*H:(j+1)*H], dy[t*H:(t+1)*H])
+			re.Weights[j] = wts[s]
+		}
+	})
 	var mg *MainGrads
 	if grads {
 		mg = &MainGrads{FC1: [][]float32{make([]float32, 2*I*H)}, FC2: [][]float32{make([]float32, H*I)}}
@@ -119,7 +144,7 @@ func (g *WeightGen) expertBackward(e int, x, wts, dy []float32, slots []int, gra
 	if m == 0 {
 		return nil
 	}
-	ge, err := Backward(le, w, xe, re, dye, mg)
+	ge, err := Backward(le, *w, xe, re, dye, mg)
 	if err != nil {
 		return fmt.Errorf("expert %d: %w", e, err)
 	}
@@ -171,11 +196,16 @@ func (g *WeightGen) sharedBackward(x, dy []float32, rows []int, grads bool, out 
 	rs := Routing{IDs: make([]int32, n), Weights: make([]float32, n)}
 	pos := map[int]int{}
 	for j, t := range tokens {
-		copy(xs[j*H:(j+1)*H], x[t*H:(t+1)*H])
-		copy(dys[j*H:(j+1)*H], dy[t*H:(t+1)*H])
 		rs.IDs[j] = -1
 		pos[t] = j
 	}
+	parallelRange(n, 2*H, func(lo, hi int) {
+		for j := lo; j < hi; j++ {
+			t := tokens[j]
+			copy(xs[j*H:(j+1)*H], x[t*H:(t+1)*H])
+			copy(dys[j*H:(j+1)*H], dy[t*H:(t+1)*H])
+		}
+	})
 	if n == 0 {
 		return nil
 	}

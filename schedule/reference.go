@@ -392,14 +392,18 @@ func (m mlp) backward(X, pre, h, dO []float64, n int, g mlpGrads, gd GradDType) 
 			accumulate(gd, g.fc1[i*H+j0:], v)
 		})
 	}
+	// colSum accumulates the column sums of a [n, cols] into dst, each
+	// summed in increasing row; the goroutines split the columns.
 	colSum := func(dst []float32, a []float64, cols int) {
 		s := make([]float64, cols)
-		for j := range s {
+		parallelRange(cols, n, func(lo, hi int) {
 			for i := 0; i < n; i++ {
-				s[j] += a[i*cols+j]
+				for j, v := range a[i*cols+lo : i*cols+hi] {
+					s[lo+j] += v
+				}
 			}
-		}
-		accumulate(gd, dst, s)
+			accumulate(gd, dst[lo:hi], s[lo:hi])
+		})
 	}
 	if g.b2 != nil {
 		colSum(g.b2, dO, H)
@@ -430,27 +434,32 @@ func (p *problem) routesByExpert(rows []int) [][]int {
 func (p *problem) expertInput(rows, slots []int) []float64 {
 	H, K := p.l.Hidden, p.l.TopK
 	X := make([]float64, len(slots)*H)
-	for i, s := range slots {
-		t := rows[s/K]
-		scale := 1.0
-		if p.l.RouterWeightOnInput {
-			scale = float64(p.weights[t*K+s%K])
+	parallelRange(len(slots), H, func(lo, hi int) {
+		for i, s := range slots[lo:hi] {
+			t := rows[s/K]
+			scale := 1.0
+			if p.l.RouterWeightOnInput {
+				scale = float64(p.weights[t*K+s%K])
+			}
+			for c, v := range p.x[t*H : t*H+H] {
+				X[(lo+i)*H+c] = scale * float64(v)
+			}
 		}
-		for c, v := range p.x[t*H : t*H+H] {
-			X[i*H+c] = scale * float64(v)
-		}
-	}
+	})
 	return X
 }
 
+// rowsX gathers the given token rows of x as float64, [len(rows)*H].
 func (p *problem) rowsX(rows []int) []float64 {
 	H := p.l.Hidden
 	X := make([]float64, len(rows)*H)
-	for i, t := range rows {
-		for c, v := range p.x[t*H : t*H+H] {
-			X[i*H+c] = float64(v)
+	parallelRange(len(rows), H, func(lo, hi int) {
+		for i, t := range rows[lo:hi] {
+			for c, v := range p.x[t*H : t*H+H] {
+				X[(lo+i)*H+c] = float64(v)
+			}
 		}
-	}
+	})
 	return X
 }
 
@@ -462,9 +471,11 @@ func (p *problem) gateZ(X []float64, n int) []float64 {
 	for c, v := range p.w.SharedGate {
 		g[c] = float64(v)
 	}
-	for i := range z {
-		z[i] = dot(X[i*H:i*H+H], g)
-	}
+	parallelRange(n, H, func(lo, hi int) {
+		for i := lo; i < hi; i++ {
+			z[i] = dot(X[i*H:i*H+H], g)
+		}
+	})
 	return z
 }
 
@@ -478,18 +489,18 @@ func (p *problem) forwardRows(rows []int) []float64 {
 		X := p.rowsX(rows)
 		for s := 0; s < l.SharedExperts; s++ {
 			_, _, o := p.sharedMLP(s).forward(X, n)
-			for i := range y {
-				y[i] += o[i]
-			}
+			addTo(y, o)
 		}
 		if l.SharedGate {
 			z := p.gateZ(X, n)
-			for i := 0; i < n; i++ {
-				sg := sigmoid(z[i])
-				for c := 0; c < H; c++ {
-					y[i*H+c] *= sg
+			parallelRange(n, H, func(lo, hi int) {
+				for i := lo; i < hi; i++ {
+					sg := sigmoid(z[i])
+					for c := 0; c < H; c++ {
+						y[i*H+c] *= sg
+					}
 				}
-			}
+			})
 		}
 	}
 	// Unweighted expert outputs per slot [n*K, H]; only routed slots are set.
@@ -499,27 +510,33 @@ func (p *problem) forwardRows(rows []int) []float64 {
 			continue
 		}
 		_, _, o := p.routedMLP(e).forward(p.expertInput(rows, slots), len(slots))
-		for i, s := range slots {
-			copy(out[s*H:s*H+H], o[i*H:i*H+H])
-		}
+		parallelRange(len(slots), H, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s := slots[i]
+				copy(out[s*H:s*H+H], o[i*H:i*H+H])
+			}
+		})
 	}
 	// Combine in fixed slot order; a -1 slot reads no weight.
-	for r, t := range rows {
-		for k := 0; k < K; k++ {
-			if p.ids[t*K+k] < 0 {
-				continue
-			}
-			w := 1.0
-			if !l.RouterWeightOnInput {
-				w = float64(p.weights[t*K+k])
-			}
-			o := out[(r*K+k)*H : (r*K+k)*H+H]
-			yr := y[r*H : r*H+H]
-			for c := range yr {
-				yr[c] += w * o[c]
+	parallelRange(n, K*H, func(lo, hi int) {
+		for r := lo; r < hi; r++ {
+			t := rows[r]
+			for k := 0; k < K; k++ {
+				if p.ids[t*K+k] < 0 {
+					continue
+				}
+				w := 1.0
+				if !l.RouterWeightOnInput {
+					w = float64(p.weights[t*K+k])
+				}
+				o := out[(r*K+k)*H : (r*K+k)*H+H]
+				yr := y[r*H : r*H+H]
+				for c := range yr {
+					yr[c] += w * o[c]
+				}
 			}
 		}
-	}
+	})
 	return y
 }
 
@@ -641,41 +658,47 @@ func Backward(l Layer, w Weights, x []float32, r Routing, dy []float32, mg *Main
 		X := p.expertInput(rows, slots)
 		pre, h, o := m.forward(X, n)
 		dO := make([]float64, n*H)
-		for i, s := range slots {
-			t := s / K
-			wt := 1.0
-			if !l.RouterWeightOnInput {
-				wt = float64(p.weights[s])
-				g.DWeights[s] = dot(o[i*H:i*H+H], f64(dyRow(t)))
-			}
-			for c, v := range dyRow(t) {
-				dO[i*H+c] = wt * float64(v)
-			}
-		}
-		dX := m.backward(X, pre, h, dO, n,
-			mlpGrads{pick(mg.FC1, e), pick(mg.FC2, e), pick(mg.FC1Bias, e), pick(mg.FC2Bias, e)}, l.MainGrad)
-		for i, s := range slots {
-			t := s / K
-			d := dX[i*H : i*H+H]
-			if l.RouterWeightOnInput {
-				g.DWeights[s] = dot(d, f64(p.x[t*H:t*H+H]))
-				wt := float64(p.weights[s])
-				for c := range d {
-					d[c] *= wt
+		parallelRange(n, 2*H, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s := slots[i]
+				t := s / K
+				wt := 1.0
+				if !l.RouterWeightOnInput {
+					wt = float64(p.weights[s])
+					g.DWeights[s] = dot(o[i*H:i*H+H], f64(dyRow(t)))
+				}
+				for c, v := range dyRow(t) {
+					dO[i*H+c] = wt * float64(v)
 				}
 			}
-			copy(slotDX[s*H:s*H+H], d)
-		}
+		})
+		dX := m.backward(X, pre, h, dO, n,
+			mlpGrads{pick(mg.FC1, e), pick(mg.FC2, e), pick(mg.FC1Bias, e), pick(mg.FC2Bias, e)}, l.MainGrad)
+		parallelRange(n, 2*H, func(lo, hi int) {
+			for i := lo; i < hi; i++ {
+				s := slots[i]
+				t := s / K
+				d := dX[i*H : i*H+H]
+				if l.RouterWeightOnInput {
+					g.DWeights[s] = dot(d, f64(p.x[t*H:t*H+H]))
+					wt := float64(p.weights[s])
+					for c := range d {
+						d[c] *= wt
+					}
+				}
+				copy(slotDX[s*H:s*H+H], d)
+			}
+		})
 	}
 	if l.SharedExperts > 0 && T > 0 {
 		X := p.rowsX(rows)
 		var z []float64
 		dOs := make([]float64, T*H)
-		for t := 0; t < T; t++ {
-			for c, v := range dyRow(t) {
-				dOs[t*H+c] = float64(v)
+		parallelRange(T*H, 1, func(lo, hi int) {
+			for i, v := range dy[lo:hi] {
+				dOs[lo+i] = float64(v)
 			}
-		}
+		})
 		type fwd struct{ pre, h, o []float64 }
 		outs := make([]fwd, l.SharedExperts)
 		for s := range outs {
@@ -686,56 +709,60 @@ func Backward(l Layer, w Weights, x []float32, r Routing, dy []float32, mg *Main
 			// dm = sigmoid(z)*dy; dz = <dy, m> * sigmoid'(z).
 			z = p.gateZ(X, T)
 			dz := make([]float64, T)
-			for t := 0; t < T; t++ {
-				var mdy float64
-				for c := 0; c < H; c++ {
-					var mv float64
-					for s := range outs {
-						mv += outs[s].o[t*H+c]
+			parallelRange(T, (l.SharedExperts+3)*H, func(lo, hi int) {
+				for t := lo; t < hi; t++ {
+					var mdy float64
+					for c := 0; c < H; c++ {
+						var mv float64
+						for s := range outs {
+							mv += outs[s].o[t*H+c]
+						}
+						mdy += mv * dOs[t*H+c]
 					}
-					mdy += mv * dOs[t*H+c]
+					sg := sigmoid(z[t])
+					dz[t] = mdy * sg * (1 - sg)
+					for c := 0; c < H; c++ {
+						dOs[t*H+c] *= sg
+					}
+					for c, gv := range p.w.SharedGate {
+						g.DX[t*H+c] += dz[t] * float64(gv)
+					}
 				}
-				sg := sigmoid(z[t])
-				dz[t] = mdy * sg * (1 - sg)
-				for c := 0; c < H; c++ {
-					dOs[t*H+c] *= sg
-				}
-			}
-			for t := 0; t < T; t++ {
-				for c, gv := range p.w.SharedGate {
-					g.DX[t*H+c] += dz[t] * float64(gv)
-				}
-			}
+			})
 			if mg.SharedGate != nil {
+				// s[c] = sum over t of dz[t]*x[t][c], in increasing t; the
+				// goroutines split the columns.
 				s := make([]float64, H)
-				for c := range s {
+				parallelRange(H, T, func(lo, hi int) {
 					for t := 0; t < T; t++ {
-						s[c] += dz[t] * X[t*H+c]
+						for c, v := range X[t*H+lo : t*H+hi] {
+							s[lo+c] += dz[t] * v
+						}
 					}
-				}
+				})
 				accumulate(l.MainGrad, mg.SharedGate, s)
 			}
 		}
 		for s := range outs {
 			dX := p.sharedMLP(s).backward(X, outs[s].pre, outs[s].h, dOs, T,
 				mlpGrads{fc1: pick(mg.SharedFC1, s), fc2: pick(mg.SharedFC2, s)}, l.MainGrad)
-			for i, v := range dX {
-				g.DX[i] += v
-			}
+			addTo(g.DX, dX)
 		}
 	}
-	for t := 0; t < T; t++ {
-		for k := 0; k < K; k++ {
-			if p.ids[t*K+k] < 0 {
-				continue
-			}
-			d := slotDX[(t*K+k)*H : (t*K+k)*H+H]
-			dx := g.DX[t*H : t*H+H]
-			for c := range dx {
-				dx[c] += d[c]
+	parallelRange(T, K*H, func(lo, hi int) {
+		for t := lo; t < hi; t++ {
+			for k := 0; k < K; k++ {
+				if p.ids[t*K+k] < 0 {
+					continue
+				}
+				d := slotDX[(t*K+k)*H : (t*K+k)*H+H]
+				dx := g.DX[t*H : t*H+H]
+				for c := range dx {
+					dx[c] += d[c]
+				}
 			}
 		}
-	}
+	})
 	if l.Routing == RoutingMap {
 		g.DProbs = make([]float64, T*E)
 		for t := 0; t < T; t++ {

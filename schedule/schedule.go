@@ -75,8 +75,9 @@ type Schedule struct {
 	// The shared-expert GEMMs always use FC1/FC2.
 	Variant *TileVariant
 	// WGrad is the backward's weight-gradient kernel (the GEMM whose
-	// reduction runs over each expert's rows): WGradMMA on every target,
-	// WGradWGMMA (the default) on sm_90a only.
+	// reduction runs over each expert's rows): WGradMMA (the default, every
+	// target) or WGradWGMMA (sm_90a only; built and assembled, not yet run
+	// on a GPU: docs/perf.md, backward v2).
 	WGrad WGradKernel
 }
 
@@ -489,7 +490,6 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 		maxStages := 6
 		if tg == target.SM90a {
 			s.Warps = WarpRoles{Producer: 4, MMA: 8}
-			s.WGrad = WGradWGMMA
 			maxStages = 4
 		} else {
 			s.Warps = WarpRoles{Producer: 1, MMA: 1, Epilogue: 4}

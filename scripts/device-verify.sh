@@ -10,9 +10,11 @@
 #   perf   mokc bench vs the PyTorch grouped pipeline at T = 4096, and compute-sanitizer memcheck at T = 64
 #   bwdtests  the backward's GPU tests only (codegen's per-op and whole-backward tests, runtime's
 #          Layer.Backward training steps)
-#   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10` (MODELS narrows
-#          it), and one preset with a routing map
-#   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads) beside
+#   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10`, and one preset
+#          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad wgmma" selects the
+#          sm_90a wgmma weight-gradient kernel
+#   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads, both
+#          weight-gradient kernels) beside
 #          PyTorch's autograd pipeline, then compute-sanitizer memcheck and racecheck of Layer.Backward
 set -u
 . "$(dirname "$0")/device-env.sh"
@@ -68,21 +70,27 @@ for phase in $phases; do
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
 		;;
 	bwdrun)
-		models=${MODELS:-$("$mokc" inspect --list | awk '{print $1}')}
-		for m in $models; do
-			step "run --backward $m sm_80,sm_90a T=$TOKENS x10" 300 "$OUT/run-backward.log" \
-				bash -c "\"$mokc\" run --backward --model $m --target sm_80,sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-backward.jsonl\""
-		done
-		step "run --backward gpt-oss-20b map sm_80,sm_90a T=$TOKENS x10" 300 "$OUT/run-backward.log" \
-			bash -c "\"$mokc\" run --backward --model gpt-oss-20b --routing map --target sm_80,sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-backward.jsonl\""
-		grep -E "FAIL|error" "$OUT/run-backward.log" | tail -40
+		# Three lanes of presets side by side (the float64 references and weight generation are CPU-bound; the
+		# machine has 16 cores). GPU memory (139 GiB): weights + fp32 main grads are 101 GB for kimi-k2 (run with
+		# bf16 main grads: 67 GB), 68 GB deepseek-v3, 39 GB deepseek-v4-flash, 152 GB dsv4-pro-proxy (bf16:
+		# 101 GB, last), at most 19 GB for every other preset, so the big ones share one lane. MODELS is ignored.
+		run1() { step "run --backward $1 $2 ${WGRAD:-}" "$3" "$OUT/run-backward-$1$4.log" bash -c "\"$mokc\" run --backward ${WGRAD:-} --model $1 $2 --target sm_80,sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-backward-$1$4.jsonl\""; }
+		(run1 kimi-k2 "--main-grad bf16" 300 ""; run1 deepseek-v3 "" 300 ""; run1 deepseek-v4-flash "" 240 ""; run1 dsv4-pro-proxy "--main-grad bf16" 300 "") &
+		(run1 mixtral-8x7b "" 300 ""; run1 llama4-scout "" 240 ""; run1 qwen2-57b-a14b "" 240 ""; run1 qwen3-235b-a22b "" 240 "") &
+		(run1 olmoe-1b-7b "" 120 ""; run1 qwen3-30b-a3b "" 120 ""; run1 gpt-oss-20b "" 180 ""; run1 gpt-oss-20b "--routing map" 180 "-map"
+			run1 deepseek-v2-lite "" 180 ""; run1 gpt-oss-120b "" 240 "") &
+		wait
+		cat "$OUT"/run-backward-*.jsonl >"$OUT/run-backward.jsonl" 2>/dev/null
+		grep -hE "FAIL|error" "$OUT"/run-backward-*.log | tail -40
 		;;
 	backward)
 		# Forward + backward timed beside PyTorch's autograd pipeline (whose weight grads are bf16, accumulating),
 		# then the backward's kernels under the sanitizers (runtime's GPU test of three training steps).
 		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3 mixtral-8x7b; do
 			for g in fp32 bf16; do
-				step "bench --backward $m sm_90a T=4096 $g" 150 "$OUT/bench-backward.log" "$mokc" bench --backward --main-grad $g --model $m --target sm_90a --tokens 4096 --iters 10 --warmup 2 --kernels --json
+				for w in mma wgmma; do
+					step "bench --backward $m sm_90a T=4096 $g --wgrad $w" 150 "$OUT/bench-backward.log" "$mokc" bench --backward --wgrad $w --main-grad $g --model $m --target sm_90a --tokens 4096 --iters 10 --warmup 2 --kernels --json
+				done
 			done
 		done
 		step "torch baseline --backward T=4096" 200 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3,mixtral-8x7b --tokens 4096 --json "$OUT/torch-backward.json"
