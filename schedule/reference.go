@@ -7,8 +7,10 @@ import (
 // Weights holds a layer's parameters for the CPU reference. Values are
 // float32; on the GPU they are bf16, so tests pass bf16-representable values
 // (RoundBF16) and the reference computes in float64 from them. For mxfp8
-// layers pass the dequantized weights: the reference ignores
-// Layer.Precision and computes from the values it is given.
+// layers pass the dequantized routed weights (E4M3 data times their UE8M0
+// scales, layouts.MXFP8.Dequantize): the reference computes from the
+// values it is given and quantizes the routed GEMMs' activations itself
+// (see Forward).
 //
 // All matrices are row-major, one slice per expert:
 //   - FC1[e]: [2I*H], row r is output column r of FC1. Rows 0..I-1 are the
@@ -261,12 +263,15 @@ type mlp struct {
 	H, I        int
 	act         act
 	interleaved bool
+	// mx quantizes the inputs of both GEMMs to MXFP8 (a routed expert of
+	// an mxfp8 layer: MXActivations).
+	mx bool
 }
 
 func (p *problem) routedMLP(e int) mlp {
 	l := p.l
 	m := mlp{fc1: p.w.FC1[e], fc2: p.w.FC2[e], H: l.Hidden, I: l.Intermediate,
-		act: act{l.Activation, l.SwiGLULimit, l.GPTOSSAlpha}, interleaved: l.GateUpInterleaved}
+		act: act{l.Activation, l.SwiGLULimit, l.GPTOSSAlpha}, interleaved: l.GateUpInterleaved, mx: l.Precision == MXFP8}
 	if l.Biases {
 		m.b1, m.b2 = p.w.FC1Bias[e], p.w.FC2Bias[e]
 	}
@@ -289,8 +294,13 @@ func (m mlp) gu(j int) (int, int) {
 
 // forward computes, for n input rows X [n*H], the FC1 output pre [n*2I],
 // the activation h [n*I] and the FC2 output o [n*H] (biases included).
+// With mx, FC1 reads MXActivations(X) and FC2 MXActivations(h); h is
+// returned before its quantization.
 func (m mlp) forward(X []float64, n int) (pre, h, o []float64) {
 	H, I := m.H, m.I
+	if m.mx {
+		X = MXActivations(X, n, H)
+	}
 	pre = make([]float64, n*2*I)
 	gemmNT(n, 2*I, H, X, m.fc1, false, func(i, j0 int, v []float64) {
 		dst := pre[i*2*I+j0 : i*2*I+j0+len(v)]
@@ -309,7 +319,11 @@ func (m mlp) forward(X []float64, n int) (pre, h, o []float64) {
 		}
 	})
 	o = make([]float64, n*H)
-	gemmNT(n, H, I, h, m.fc2, false, func(i, j0 int, v []float64) {
+	hq := h
+	if m.mx {
+		hq = MXActivations(h, n, I)
+	}
+	gemmNT(n, H, I, hq, m.fc2, false, func(i, j0 int, v []float64) {
 		dst := o[i*H+j0 : i*H+j0+len(v)]
 		copy(dst, v)
 		if m.b2 != nil {
@@ -558,7 +572,10 @@ func chunkRows(l Layer) int {
 // experts' outputs summed in order, then the routed slots added in
 // increasing k. Products are exact float64 products of the float32 inputs;
 // sums run in float64 in a fixed order, so the result does not depend on
-// the number of cores.
+// the number of cores. With Layer.Precision = MXFP8 each routed expert's
+// FC1 reads MXActivations of its input rows (along H) and its FC2
+// MXActivations of h (along I); the weights are the dequantized values
+// given; the shared experts stay BF16.
 //
 // Edge cases: T = 0 gives an empty result; a token whose slots are all -1
 // gets only the shared output (0 without shared experts); duplicate expert
@@ -615,6 +632,12 @@ func (p *problem) forwardChunked(rows []int) []float64 {
 // the router-weight gradient. The activations' derivatives follow from
 // their formulas (see Activation) by the chain rule; an input cut by a
 // clamp passes no gradient.
+//
+// Mxfp8 layers (provisional: no GPU backward exists for them yet): the
+// expert outputs, and so dw, are those of Forward's quantized GEMMs; the
+// gradients pass straight through the activation quantizers (dx and dh
+// through the dequantized weights from the unquantized dy, the weight
+// gradients from the unquantized activations x and h).
 //
 // Edge cases as in Forward. NaN/Inf in token t makes dx[t] and dw[t,*]
 // non-finite and, as the mathematics demands, the weight gradients of the

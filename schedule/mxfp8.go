@@ -1,0 +1,40 @@
+package schedule
+
+import (
+	"github.com/mokc/mokc/layouts"
+)
+
+// MXActivations is the value an mxfp8 layer's routed GEMM computes with
+// for its activation operand A [n, k] (row-major, k a multiple of 32): each
+// row's blocks of 32 consecutive elements along k (the reduction
+// dimension) quantized to MXFP8 and dequantized, as the kernels quantize
+// the rows entering FC1 (the dispatched x, along H) and FC2 (the
+// activation h, along I) before the FP8 MMA.
+//
+// Each element is first rounded to float32 (the kernels hold x as bf16 and
+// h as f32, both exact in f32); the blocks are then quantized exactly as
+// the routed weights are (layouts.Quantize along the columns with
+// layouts.ScaleRoundUp, Transformer Engine's rule; OCP Microscaling
+// Formats v1.0 MXFP8: E4M3 elements, one UE8M0 scale per 32): the scale X
+// is the smallest power of two with amax/X <= 448, so no element
+// saturates, and each element is E4M3(v/X) (round to nearest even) times X.
+// Special blocks (layouts.Quantize): amax = 0 gives X = 2^-127 and zeros; a
+// tiny amax keeps X = 2^-127 and flushes what falls below E4M3's smallest
+// subnormal times X; a NaN makes the whole block NaN; an Inf (without NaN)
+// gives X = 2^127, keeps the Inf and flushes the block's finite elements
+// to zero or the subnormals they round to. The result is a new slice.
+func MXActivations(a []float64, n, k int) []float64 {
+	src := make([]float32, n*k)
+	for i, v := range a[:n*k] {
+		src[i] = float32(v)
+	}
+	q, err := layouts.Quantize(src, 1, n, k, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+	if err != nil {
+		panic(err) // the shape is the caller's (n*k values, valid options): a bug
+	}
+	out := make([]float64, n*k)
+	for i, v := range q.Dequantize() {
+		out[i] = float64(v)
+	}
+	return out
+}
