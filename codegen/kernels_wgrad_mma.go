@@ -48,16 +48,9 @@ func wgradOnTensorCores(op moe.WeightGrad) bool {
 // and columns past the expert's rows, M or N are zero-filled in shared
 // memory and never stored. The bias gradient is emitWeightGradBias's.
 func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
-	dense := op.Offsets == nil
-	b, k := opKernel(m, op, wgradMMAWarps*32, dense)
-	b.MinBlocksPerSM(2) // at most 128 registers: two blocks overlap one's epilogue with the other's loop
-	tid := b.ThreadIdx(ir.X)
-	lane, warp := b.LaneWarp()
-	n0, m0, e := b.MulI(b.BlockIdx(ir.X), wgradMMATile), b.MulI(b.BlockIdx(ir.Y), wgradMMATile), b.BlockIdx(ir.Z)
-	lo, hi := b.expertRows(op, e)
-	b.ReturnIf(b.ICmp(enum.IPredSGE, lo, hi))
+	b, k, w := wgradBlockStart(m, op, wgradMMATile, wgradMMARows)
+	tid, lane, warp, n0, m0, e, lo, hi, kTiles := w.tid, w.lane, w.warp, w.n0, w.m0, w.e, w.lo, w.hi, w.kTiles
 	M, N := int64(op.M), int64(op.N)
-	kTiles := b.UDiv(b.AddI(b.Sub(hi, lo), wgradMMARows-1), ir.Int32(wgradMMARows))
 	smem := b.PtrToInt(b.DynSmem())
 	ld := b.wgradLoader(tid, lo, hi, m0, n0, M, N)
 	for s := int64(0); s < wgradMMAStages-1; s++ {
@@ -97,6 +90,33 @@ func emitWeightGradMMA(m *ir.Module, op moe.WeightGrad) Kernel {
 	k.SkipIfZeroT = true
 	k.Grid = [3]Expr{Const((N + wgradMMATile - 1) / wgradMMATile), Const((M + wgradMMATile - 1) / wgradMMATile), Const(int64(op.Experts))}
 	return k
+}
+
+// wgradBlock is the start of a tensor-core weight-gradient block: thread,
+// lane and warp, the tile's first column n0 and row m0 of Main_e, the
+// expert e, its rows lo..hi-1 and their count in stages (kTiles).
+type wgradBlock struct {
+	tid, lane, warp, n0, m0, e, lo, hi, kTiles value.Value
+}
+
+// wgradBlockStart declares op's kernel (wgradMMAWarps warps, two blocks
+// per SM: at most 128 registers, so one block's epilogue overlaps the
+// other's loop) and emits the start both tensor-core kernels share: block
+// (x, y, z) owns the tile x, y of Main_e (tile x tile) of expert z and
+// returns at once when the expert has no rows; rows per stage give
+// kTiles.
+func wgradBlockStart(m *ir.Module, op moe.WeightGrad, tile, rows int64) (*Builder, Kernel, wgradBlock) {
+	dense := op.Offsets == nil
+	b, k := opKernel(m, op, wgradMMAWarps*32, dense)
+	b.MinBlocksPerSM(2)
+	var w wgradBlock
+	w.tid = b.ThreadIdx(ir.X)
+	w.lane, w.warp = b.LaneWarp()
+	w.n0, w.m0, w.e = b.MulI(b.BlockIdx(ir.X), tile), b.MulI(b.BlockIdx(ir.Y), tile), b.BlockIdx(ir.Z)
+	w.lo, w.hi = b.expertRows(op, w.e)
+	b.ReturnIf(b.ICmp(enum.IPredSGE, w.lo, w.hi))
+	w.kTiles = b.UDiv(b.AddI(b.Sub(w.hi, w.lo), rows-1), ir.Int32(rows))
+	return b, k, w
 }
 
 // wgradMMAStore adds a warp's accumulators to Main_e: fragment (mi, nj)

@@ -94,16 +94,9 @@ func emitWeightGradWGMMA(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 		db, _ := bT.DescriptorFields(0, 0, ks)
 		offA, offB = append(offA, int(da.Start>>4)), append(offB, int(db.Start>>4))
 	}
-	dense := op.Offsets == nil
-	b, k := opKernel(m, op, wgradMMAWarps*32, dense)
-	b.MinBlocksPerSM(2) // at most 128 registers: two blocks overlap one's epilogue with the other's loop
-	tid := b.ThreadIdx(ir.X)
-	lane, warp := b.LaneWarp()
-	n0, m0, e := b.MulI(b.BlockIdx(ir.X), wgradWGTile), b.MulI(b.BlockIdx(ir.Y), wgradWGTile), b.BlockIdx(ir.Z)
-	lo, hi := b.expertRows(op, e)
-	b.ReturnIf(b.ICmp(enum.IPredSGE, lo, hi))
+	b, k, w := wgradBlockStart(m, op, wgradWGTile, wgradWGRows)
+	tid, lane, warp, n0, m0, e, lo, hi, kTiles := w.tid, w.lane, w.warp, w.n0, w.m0, w.e, w.lo, w.hi, w.kTiles
 	M, N := int64(op.M), int64(op.N)
-	kTiles := b.UDiv(b.AddI(b.Sub(hi, lo), wgradWGRows-1), ir.Int32(wgradWGRows))
 	base := b.SharedBase1024()
 	smem := b.ZExt(base, ir.I64)
 	ld := b.wgLoader(ring, tid, lo, hi, m0, n0, M, N)
