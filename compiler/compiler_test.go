@@ -145,7 +145,7 @@ func TestTooLargeForTMA(t *testing.T) {
 	l.Name, l.Hidden, l.Intermediate = "huge", 1<<20, 1<<20
 	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
 		_, err := CompileDefault(l, tg)
-		if err == nil || !strings.Contains(err.Error(), "schedule.MaxHidden") {
+		if err == nil || !strings.Contains(err.Error(), "GEMM column blocks") {
 			t.Errorf("%s: %v, want a refusal naming the size limit", tg, err)
 		}
 	}

@@ -51,9 +51,20 @@ func (e Expr) String() string {
 	if d <= 0 {
 		d = 1
 	}
-	s := fmt.Sprintf("%d*T+%d", e.A, e.B)
-	if e.A == 0 {
+	var s string
+	switch {
+	case e.A == 0:
 		s = fmt.Sprint(e.B)
+	case e.A == 1:
+		s = "T"
+	default:
+		s = fmt.Sprintf("%d*T", e.A)
+	}
+	switch {
+	case e.A != 0 && e.B > 0:
+		s += fmt.Sprintf("+%d", e.B)
+	case e.A != 0 && e.B < 0:
+		s += fmt.Sprintf("-%d", -e.B)
 	}
 	if d != 1 {
 		s = fmt.Sprintf("ceil((%s)/%d)", s, d)

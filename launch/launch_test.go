@@ -59,7 +59,9 @@ func TestExprString(t *testing.T) {
 		want string
 	}{
 		{Const(4096), "4096"},
-		{PerT(8, 0), "8*T+0"},
+		{PerT(8, 0), "8*T"},
+		{PerT(1, 0), "T"},
+		{PerT(2, -3), "2*T-3"},
 		{Expr{A: 8, B: 8192, D: 128, Min: 1}, "max(1, ceil((8*T+8192)/128))"},
 		{Expr{B: 256, D: 128, Min: 1}, "ceil((256)/128)"},
 		{Expr{B: 100, D: 1, Min: 200}, "max(200, 100)"},

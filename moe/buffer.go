@@ -92,7 +92,7 @@ func (b *Buffer) Plan() launch.Buffer {
 	return launch.Buffer{Name: b.Name, Kind: b.Kind, DType: string(b.DType), Shape: b.Shape, Bytes: b.Bytes(), Doc: b.Doc}
 }
 
-// String is "name dtype[d0,d1,...]", e.g. "xs bf16[8*T+0,7168]".
+// String is "name dtype[d0,d1,...]", e.g. "xs bf16[8*T,7168]".
 func (b *Buffer) String() string {
 	s := b.Name + " " + string(b.DType) + "["
 	for i, d := range b.Shape {

@@ -118,7 +118,7 @@ func (p *Program) Check() error {
 
 // String lists the buffers and the ops, one per line:
 //
-//	input x bf16[1*T+0,7168]
+//	input x bf16[T,7168]
 //	...
 //	count(ids:ids, counts+=counts, row_of_slot=row_of_slot, err+=err)
 func (p *Program) String() string {

@@ -90,7 +90,7 @@ func TestHFConfigErrors(t *testing.T) {
 		{"negative top-k", `{"model_type": "olmoe", "num_experts": 64, "hidden_size": 2048, "intermediate_size": 1024, "num_experts_per_tok": -2}`, `key "num_experts_per_tok" is -2`},
 		{"top-k above experts", `{"model_type": "mixtral", "num_local_experts": 8, "hidden_size": 4096, "intermediate_size": 14336, "num_experts_per_tok": 9}`, `key "num_experts_per_tok" = 9: must be <= Layer.Experts (8)`},
 		{"a million experts", `{"model_type": "qwen3_moe", "num_experts": 1000000, "hidden_size": 2048, "moe_intermediate_size": 768, "num_experts_per_tok": 1000000}`,
-			`key "num_experts" = 1000000: must be <= 65536 (schedule.MaxExperts`},
+			`key "num_experts" = 1000000: must be <= 65536 (one dispatch block`},
 		{"llama4 top-k", `{"model_type": "llama4", "text_config": {"num_local_experts": 16, "hidden_size": 5120, "intermediate_size": 8192, "num_experts_per_tok": 64}}`,
 			`key "text_config.num_experts_per_tok" = 64: must be <= 32`},
 		{"shared experts", `{"model_type": "deepseek_v3", "n_routed_experts": 256, "hidden_size": 7168, "moe_intermediate_size": 2048, "num_experts_per_tok": 8, "n_shared_experts": 65}`,

@@ -89,10 +89,10 @@ func (l Layer) validateLimits() error {
 		max   int
 		why   string
 	}{
-		{"Layer.Hidden", l.Hidden, MaxHidden, "schedule.MaxHidden: GEMM column blocks and 32-bit indices"},
-		{"Layer.Intermediate", l.Intermediate, MaxIntermediate, "schedule.MaxIntermediate: GEMM column blocks and 32-bit indices"},
-		{"Layer.Experts", l.Experts, MaxExperts, "schedule.MaxExperts: one dispatch block per expert, 32-bit GEMM work items"},
-		{"Layer.TopK", l.TopK, MaxTopK, "schedule.MaxTopK: moe_combine keeps every slot of a token in registers"},
+		{"Layer.Hidden", l.Hidden, MaxHidden, "GEMM column blocks and 32-bit indices"},
+		{"Layer.Intermediate", l.Intermediate, MaxIntermediate, "GEMM column blocks and 32-bit indices"},
+		{"Layer.Experts", l.Experts, MaxExperts, "one dispatch block per expert, 32-bit GEMM work items"},
+		{"Layer.TopK", l.TopK, MaxTopK, "the combine keeps every slot of a token in registers"},
 	} {
 		if c.v <= 0 {
 			return fieldErr(c.field, c.v, "must be > 0")

@@ -22,12 +22,12 @@ func TestLayerLimits(t *testing.T) {
 	shared, _ := Preset("qwen2-57b-a14b")
 	small := Layer{Hidden: 8, Intermediate: 8, Experts: 64, TopK: 8}
 	checkLayerCases(t, []layerCase{
-		{"top-k 33", small, func(l *Layer) { l.TopK = MaxTopK + 1 }, "Layer.TopK", "<= 32 (schedule.MaxTopK"},
+		{"top-k 33", small, func(l *Layer) { l.TopK = MaxTopK + 1 }, "Layer.TopK", "<= 32 (the combine"},
 		{"top-k 1e6", small, func(l *Layer) { l.TopK = 1_000_000 }, "Layer.TopK", "<= 32"},
-		{"experts 65537", small, func(l *Layer) { l.Experts = MaxExperts + 1 }, "Layer.Experts", "<= 65536 (schedule.MaxExperts"},
+		{"experts 65537", small, func(l *Layer) { l.Experts = MaxExperts + 1 }, "Layer.Experts", "<= 65536 (one dispatch block"},
 		{"experts 1e6", small, func(l *Layer) { l.Experts = 1_000_000; l.TopK = 1_000_000 }, "Layer.Experts", "<= 65536"},
-		{"hidden", small, func(l *Layer) { l.Hidden = MaxHidden + 8 }, "Layer.Hidden", "<= 65536 (schedule.MaxHidden"},
-		{"intermediate", small, func(l *Layer) { l.Intermediate = MaxIntermediate + 8 }, "Layer.Intermediate", "<= 65536 (schedule.MaxIntermediate"},
+		{"hidden", small, func(l *Layer) { l.Hidden = MaxHidden + 8 }, "Layer.Hidden", "<= 65536 (GEMM column"},
+		{"intermediate", small, func(l *Layer) { l.Intermediate = MaxIntermediate + 8 }, "Layer.Intermediate", "<= 65536 (GEMM column"},
 		{"shared experts", shared, func(l *Layer) { l.SharedExperts = MaxSharedExperts + 1 }, "Layer.SharedExperts", "0..64"},
 		{"shared width", shared, func(l *Layer) { l.SharedExperts = 4 }, "Layer.SharedIntermediate", "<= 65536"},
 		{"shared intermediate", shared, func(l *Layer) { l.SharedIntermediate = MaxIntermediate + 8 }, "Layer.SharedIntermediate", "<= 65536"},

@@ -162,7 +162,8 @@ func (s Schedule) GridText() string {
 	return fmt.Sprintf("persistent, %d CTAs (one per SM)", s.Target.SMs())
 }
 
-// String is a one-line summary of the schedule.
+// String is a one-line summary of the schedule (the weight-gradient
+// kernel only when it is not the default).
 func (s Schedule) String() string {
 	grid := s.GridText()
 	text := fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
@@ -170,6 +171,9 @@ func (s Schedule) String() string {
 	if v := s.Variant; v != nil {
 		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
 			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
+	}
+	if s.WGrad != WGradMMA {
+		text += fmt.Sprintf("; backward weight gradients on %v", s.WGrad)
 	}
 	return text
 }
@@ -392,7 +396,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 		}
 	case target.SM90a:
 		if wg := s.Warps.MMA / 4; t.M != 64*wg {
-			return fieldErr(name+".M", t.M, "must be 64 rows per consumer warpgroup: %d with %d MMA warps (the MMA warps must be M/16: 4, 8 or 12 for M = 64, 128 or 192, the same for FC1 and FC2)", 64*wg, s.Warps.MMA)
+			return fieldErr(name+".M", t.M, "must be %d with %d MMA warps (64 rows per consumer warpgroup of 4 warps); for M = %d give %d MMA warps (M/16, the same for FC1 and FC2)", 64*wg, s.Warps.MMA, t.M, t.M/16)
 		}
 		if t.N%8 != 0 || t.N > 256 {
 			return fieldErr(name+".N", t.N, "must be a multiple of 8 up to 256 (wgmma m64nNk%d)", mmaK)

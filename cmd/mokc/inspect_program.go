@@ -9,6 +9,7 @@ import (
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/schedule"
 )
 
 func init() {
@@ -45,6 +46,21 @@ func inspectProgram(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("inspect program: %w", err)
 	}
+	// The target and schedule are checked before anything is printed.
+	var prog *codegen.Program
+	var s schedule.Schedule
+	if c.String("target") != "" {
+		tg, err := loadTarget(c)
+		if err != nil {
+			return err
+		}
+		if s, err = layerSchedule(c, l, tg); err != nil {
+			return err
+		}
+		if prog, err = codegen.Lower(p, s, codegen.PerOp); err != nil {
+			return fmt.Errorf("inspect program: %w", err)
+		}
+	}
 	w := c.App.Writer
 	fmt.Fprintf(w, "program %s %s\n%s", l.Name, dir, p)
 	var bufs []launch.Buffer
@@ -65,20 +81,8 @@ func inspectProgram(c *cli.Context) error {
 	if dir == "backward" {
 		fmt.Fprintln(w, "saved by the forward for the backward: nothing (0 B/token): the backward re-dispatches and recomputes FC1 from the forward's inputs")
 	}
-	if c.String("target") == "" {
+	if prog == nil {
 		return nil
-	}
-	tg, err := loadTarget(c)
-	if err != nil {
-		return err
-	}
-	s, err := layerSchedule(c, l, tg)
-	if err != nil {
-		return err
-	}
-	prog, err := codegen.Lower(p, s, codegen.PerOp)
-	if err != nil {
-		return fmt.Errorf("inspect program: %w", err)
 	}
 	fmt.Fprintf(w, "\nkernels (PerOp, %s)\n", s)
 	fmt.Fprintf(w, "memory with the lowering's own scratch (work lists, transposed weights): %s\n", programMemory(prog.Buffers))
@@ -106,7 +110,7 @@ func inspectProgram(c *cli.Context) error {
 		if len(ranges) > 0 {
 			when = " for T in " + strings.Join(ranges, ", ")
 		}
-		fmt.Fprintf(w, "%-16s grid %v block %d smem %d%s\n    (%s)\n", k.Name, k.Grid[0], k.Block, k.SharedBytes, when, strings.Join(ps, ", "))
+		fmt.Fprintf(w, "%-16s grid %v x %v x %v block %d smem %d%s\n    (%s)\n", k.Name, k.Grid[0], k.Grid[1], k.Grid[2], k.Block, k.SharedBytes, when, strings.Join(ps, ", "))
 	}
 	return nil
 }

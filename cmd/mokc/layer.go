@@ -20,8 +20,8 @@ func layerFlags() []cli.Flag {
 	return append([]cli.Flag{
 		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
-		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads (Layer.MainGrad): fp32 (or f32) or bf16; with --backward where the command has it", DefaultText: "fp32"},
-		&cli.StringFlag{Name: "storage", Usage: "how the routed experts' weights (and the backward's main grads) are stored on the device (Layer.Storage): grouped (one [E, ...] tensor each) or per-expert (one allocation per expert, listed by a u64 [E] pointer table)", DefaultText: "grouped"},
+		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (on commands with --backward, give --backward too)", DefaultText: "fp32"},
+		&cli.StringFlag{Name: "storage", Usage: "how the routed experts' weights (and the backward's main grads) are stored on the device: grouped (one [E, ...] tensor each) or per-expert (one allocation per expert, listed by a u64 [E] pointer table)", DefaultText: "grouped"},
 	}, cliFlags(layerFieldFlags, "the model's")...)
 }
 
@@ -80,6 +80,9 @@ type fieldFlag struct {
 	// on which is the flag's (e.g. the whole "Schedule.Warps").
 	field string
 	also  []string
+	// def is the help text of the default when it is not the table's
+	// (e.g. "mma": every target's default weight-gradient kernel).
+	def string
 	// ptr returns the field in l or s: an *int, a *schedule.Tile for a
 	// MxNxK flag, or a *schedule.WGradKernel.
 	ptr func(l *schedule.Layer, s *schedule.Schedule) any
@@ -108,8 +111,14 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
 		"Schedule.Warps"),
 	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
-	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target) or wgmma (sm_90a)", "Schedule.WGrad",
-		func(s *schedule.Schedule) any { return &s.WGrad }),
+	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target) or wgmma (sm_90a; built, not yet run on a GPU); with --backward", "Schedule.WGrad",
+		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("mma"),
+}
+
+// withDefault is f with the help text def for its default.
+func (f fieldFlag) withDefault(def string) fieldFlag {
+	f.def = def
+	return f
 }
 
 // layerFlag is the fieldFlag of a layer field.
@@ -128,6 +137,10 @@ func scheduleFlag(name, usage, field string, ptr func(*schedule.Schedule) any, a
 func cliFlags(table []fieldFlag, def string) []cli.Flag {
 	var out []cli.Flag
 	for _, f := range table {
+		def := def
+		if f.def != "" {
+			def = f.def
+		}
 		if _, num := f.ptr(&schedule.Layer{}, &schedule.Schedule{}).(*int); num {
 			out = append(out, &cli.IntFlag{Name: f.name, Usage: f.usage, DefaultText: def})
 		} else {
@@ -228,6 +241,14 @@ func flagValue(p any) any {
 func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
 	if err := applyFlags(c, layerFieldFlags, l, nil); err != nil {
 		return err
+	}
+	if c.IsSet("wgrad") {
+		if hasFlag(c, "backward") && !c.Bool("backward") {
+			return errors.New("--wgrad chooses the backward's weight-gradient kernel: give --backward too")
+		}
+		if _, err := schedule.ParseWGradKernel(c.String("wgrad")); err != nil {
+			return fmt.Errorf("--wgrad: %w", err)
+		}
 	}
 	if c.IsSet("main-grad") {
 		if hasFlag(c, "backward") && !c.Bool("backward") {
