@@ -75,10 +75,14 @@ const (
 // launch plan. The kernel parameters and the plan's buffers come from p's
 // operands and buffers; the lowering adds only its own scratch (the GEMM
 // work lists). Errors: an unknown policy or op, a schedule the target's
-// engine cannot build, more than two distinct GEMM row tiles.
+// engine cannot build, more than two distinct GEMM row tiles, an mxfp8
+// layer (no kernels yet).
 func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) {
 	if how != PerOp {
 		return nil, fmt.Errorf("codegen: unknown lowering %d", how)
+	}
+	if p.Layer.Precision == schedule.MXFP8 {
+		return nil, fmt.Errorf("codegen: %s: mxfp8 layers have no kernels yet: the program and its float64 meaning exist (moe.Forward, moe.Interpret, docs/mxfp8.md), the FP8 GEMMs and the quantize kernel do not", p.Layer.Name)
 	}
 	eng, err := EngineFor(s.Target)
 	if err != nil {

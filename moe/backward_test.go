@@ -183,7 +183,7 @@ func TestCheckStorage(t *testing.T) {
 		want      string
 	}{
 		{"table read as weights", true, gemm("fc2_dgrad", func(g *GEMM) { g.Storage = Stacked }),
-			"op fc2_dgrad: b fc2_table u64[32] with Stacked storage must be bf16 weights"},
+			"op fc2_dgrad: b fc2_table u64[32] with Stacked storage must be bf16 or e4m3 weights"},
 		{"weights read as a table", false, gemm("fc1", func(g *GEMM) { g.Storage = Table }),
 			"op fc1: b fc1 bf16[32,5760,2880] with Table storage must be a u64 [32] pointer table"},
 		{"table of the wrong length", true, gemm("fc1", func(g *GEMM) { g.Experts = 7 }),

@@ -5,7 +5,7 @@ import "github.com/mokc/mokc/launch"
 // DType is the element type of a buffer.
 type DType string
 
-// Element types of the BF16 forward.
+// Element types of the programs.
 const (
 	BF16 DType = "bf16" // bfloat16 (1 sign, 8 exponent, 7 mantissa bits)
 	F32  DType = "f32"  // IEEE-754 binary32
@@ -13,12 +13,18 @@ const (
 	U8   DType = "u8"   // unsigned byte (routing-map flags)
 	U32  DType = "u32"  // unsigned 32-bit integer (the error word)
 	U64  DType = "u64"  // unsigned 64-bit integer (device pointers)
+	// E4M3 and UE8M0 are MXFP8's element and block scale (OCP
+	// Microscaling Formats v1.0): FP8 with 4 exponent and 3 mantissa bits
+	// (bias 7, max 448, no infinity), and the 8-bit exponent 2^(code-127)
+	// (code 255: NaN) shared by 32 consecutive elements along K.
+	E4M3  DType = "e4m3"
+	UE8M0 DType = "ue8m0"
 )
 
 // Size is the size of one element in bytes (0 for an unknown type).
 func (d DType) Size() int64 {
 	switch d {
-	case U8:
+	case U8, E4M3, UE8M0:
 		return 1
 	case BF16:
 		return 2

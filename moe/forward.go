@@ -22,6 +22,8 @@ const (
 	BufFC2        = "fc2"         // bf16 [E,H,I] routed FC2 weights (GroupedWeights)
 	BufFC1Table   = "fc1_table"   // u64 [E] device pointers to each expert's FC1 [2I,H] (PerExpertWeights)
 	BufFC2Table   = "fc2_table"   // u64 [E] device pointers to each expert's FC2 [H,I] (PerExpertWeights)
+	BufFC1Scales  = "fc1_scales"  // ue8m0 [E,2I,H/32] block scales of fc1 (MXFP8: fc1 is e4m3)
+	BufFC2Scales  = "fc2_scales"  // ue8m0 [E,H,I/32] block scales of fc2 (MXFP8: fc2 is e4m3)
 	BufFC1Bias    = "fc1_bias"    // f32 [E,2I] FC1 bias, FC1 row order (Biases)
 	BufFC2Bias    = "fc2_bias"    // f32 [E,H] FC2 bias (Biases)
 	BufSharedFC1  = "shared_fc1"  // bf16 [2*S*I_s,H] shared-expert FC1: gate rows, then up rows
@@ -42,6 +44,11 @@ const (
 	BufOutRows   = "out_rows"    // bf16 [T*K,H] unweighted expert outputs
 	BufHS        = "hs"          // bf16 [T,S*I_s] shared-expert activations
 	BufSharedOut = "shared_out"  // bf16 [T,H] shared-expert output
+	// MXFP8 scratch: the quantized GEMM inputs.
+	BufXSQ      = "xs_q"      // e4m3 [T*K,H] dispatched rows of x, quantized
+	BufXSScales = "xs_scales" // ue8m0 [T*K,H/32] their block scales
+	BufHQ       = "h_q"       // e4m3 [T*K,I] routed activations, quantized
+	BufHScales  = "h_scales"  // ue8m0 [T*K,I/32] their block scales
 )
 
 // Forward is the BF16 forward of layer l. Buffers the caller binds (Input,
@@ -56,14 +63,22 @@ const (
 // init op clears it and the routing ops OR launch.ErrBadExpertID and
 // launch.ErrTooManyRoute into it, so a launcher of the manifest allocates it
 // and reads it after the forward, and runtime.Layer owns it (CheckErrors
-// reports it; Forward refuses a binding of it). Errors: l invalid
-// (schedule.Layer Validate) or not BF16.
+// reports it; Forward refuses a binding of it).
+//
+// MXFP8 layers (docs/mxfp8.md): fc1 and fc2 are e4m3 with the ue8m0 block
+// scales fc1_scales [E,2I,H/32] and fc2_scales [E,H,I/32] (K-major, one
+// per 32 along K); the dispatched rows and the activations (kept f32 in h)
+// are quantized by Quantize ops (xs_q, xs_scales, h_q, h_scales) before
+// the routed GEMMs; the shared experts stay bf16. Errors: l invalid
+// (schedule.Layer Validate), an MXFP8 layer with per-expert storage (not
+// defined yet).
 func Forward(l schedule.Layer) (*Program, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	if l.Precision != schedule.BF16 {
-		return nil, fmt.Errorf("moe: %s: precision %v has no forward program yet (bf16 only)", l.Name, l.Precision)
+	mx := l.Precision == schedule.MXFP8
+	if mx && l.Storage == schedule.PerExpertWeights {
+		return nil, fmt.Errorf("moe: %s: mxfp8 weights with per-expert storage have no forward program yet (grouped only)", l.Name)
 	}
 	p := &Program{Layer: l}
 	H, I, E, K, Is := l.Hidden, l.Intermediate, l.Experts, l.TopK, l.SharedWidth()
@@ -74,15 +89,26 @@ func Forward(l schedule.Layer) (*Program, error) {
 
 	// Routing and dispatch.
 	d := p.dispatch(in, errw)
-	h := p.scratch(BufH, BF16, "activations of the routed rows", TK, c(I))
 	outRows := p.scratch(BufOutRows, BF16, "unweighted expert outputs per routed row", TK, c(H))
 
-	// Routed experts: grouped GEMMs over the dispatched rows.
-	p.Ops = append(p.Ops,
-		GEMM{Op: "fc1", A: d.xs, B: in.fc1, Bias: in.fc1Bias, C: h, Offsets: d.offsets, Rows: Dispatched,
-			Storage: in.storage, N: I, K: H, Experts: E, RowsPerToken: K, Gated: true, GateUp: in.gateUp, Act: in.act},
-		GEMM{Op: "fc2", A: h, B: in.fc2, Bias: in.fc2Bias, C: outRows, Offsets: d.offsets, Rows: Dispatched,
-			Storage: in.storage, N: H, K: I, Experts: E, RowsPerToken: K})
+	// Routed experts: grouped GEMMs over the dispatched rows (MXFP8: of
+	// their quantized forms).
+	fc1 := GEMM{Op: "fc1", A: d.xs, B: in.fc1, Bias: in.fc1Bias, Offsets: d.offsets, Rows: Dispatched,
+		Storage: in.storage, N: I, K: H, Experts: E, RowsPerToken: K, Gated: true, GateUp: in.gateUp, Act: in.act}
+	fc2 := GEMM{Op: "fc2", B: in.fc2, Bias: in.fc2Bias, C: outRows, Offsets: d.offsets, Rows: Dispatched,
+		Storage: in.storage, N: H, K: I, Experts: E, RowsPerToken: K}
+	if mx {
+		fc1.C = p.scratch(BufH, F32, "activations of the routed rows (f32: quantized next)", TK, c(I))
+		qx := p.quantize("quantize_xs", d.xs, BufXSQ, BufXSScales, "dispatched rows of x", TK, H)
+		qh := p.quantize("quantize_h", fc1.C, BufHQ, BufHScales, "routed activations", TK, I)
+		fc1.A, fc1.AScales, fc1.BScales = qx.Q, qx.S, in.fc1Scales
+		fc2.A, fc2.AScales, fc2.BScales = qh.Q, qh.S, in.fc2Scales
+		p.Ops = append(p.Ops, qx, fc1, qh, fc2)
+	} else {
+		fc1.C = p.scratch(BufH, BF16, "activations of the routed rows", TK, c(I))
+		fc2.A = fc1.C
+		p.Ops = append(p.Ops, fc1, fc2)
+	}
 
 	// Shared expert: dense GEMMs over every token.
 	var sharedOut, gateX *Buffer
@@ -113,6 +139,7 @@ type layerInputs struct {
 	x, ids, weights                  *Buffer
 	route                            *Route // dense routing map only (Err unset)
 	fc1, fc2, fc1Bias, fc2Bias       *Buffer
+	fc1Scales, fc2Scales             *Buffer // MXFP8 only
 	sharedFC1, sharedFC2, sharedGate *Buffer
 	storage                          WeightStorage
 	gateUp                           GateUp
@@ -127,6 +154,10 @@ func (p *Program) inputs() layerInputs {
 	in.x = p.in(BufX, BF16, "tokens", launch.PerT(1, 0), c(H))
 	in.ids, in.weights, in.route = p.routing()
 	in.fc1, in.fc2, in.storage = p.expertWeights()
+	if l.Precision == schedule.MXFP8 {
+		in.fc1Scales = p.in(BufFC1Scales, UE8M0, "block scales of fc1, one per 32 along H", c(E), c(2*I), c(H/32))
+		in.fc2Scales = p.in(BufFC2Scales, UE8M0, "block scales of fc2, one per 32 along I", c(E), c(H), c(I/32))
+	}
 	if l.Biases {
 		in.fc1Bias = p.in(BufFC1Bias, F32, "FC1 bias (FC1 row order)", c(E), c(2*I))
 		in.fc2Bias = p.in(BufFC2Bias, F32, "FC2 bias", c(E), c(H))
@@ -211,8 +242,20 @@ func (p *Program) expertWeights() (fc1, fc2 *Buffer, s WeightStorage) {
 		return p.in(BufFC1Table, U64, "device pointers to each expert's FC1 [2I,H] bf16 ("+rows+")", E),
 			p.in(BufFC2Table, U64, "device pointers to each expert's FC2 [H,I] bf16", E), Table
 	}
-	return p.in(BufFC1, BF16, "FC1 weights ("+rows+")", E, I, H),
-		p.in(BufFC2, BF16, "FC2 weights", E, H, c(l.Intermediate)), Stacked
+	dt := BF16
+	if l.Precision == schedule.MXFP8 {
+		dt = E4M3
+	}
+	return p.in(BufFC1, dt, "FC1 weights ("+rows+")", E, I, H),
+		p.in(BufFC2, dt, "FC2 weights", E, H, c(l.Intermediate)), Stacked
+}
+
+// quantize declares the MXFP8 form of x [rows, k] (scratch q e4m3 and s
+// ue8m0 named qName and sName) and returns the Quantize op that writes it.
+func (p *Program) quantize(op string, x *Buffer, qName, sName, what string, rows launch.Expr, k int) Quantize {
+	q := p.scratch(qName, E4M3, what+", quantized to e4m3 (MXFP8)", rows, c(k))
+	s := p.scratch(sName, UE8M0, "block scales of "+qName+", one per 32 along K", rows, c(k/32))
+	return Quantize{Op: op, X: x, Q: q, S: s, K: k}
 }
 
 // c is the constant dimension n.

@@ -84,9 +84,12 @@ func TestCheck(t *testing.T) {
 
 func TestForwardRefuses(t *testing.T) {
 	l, _ := schedule.Preset("qwen3-30b-a3b")
-	l.Precision = schedule.MXFP8
-	if _, err := Forward(l); err == nil || !strings.Contains(err.Error(), "bf16 only") {
-		t.Errorf("MXFP8: %v", err)
+	l.Precision, l.Storage = schedule.MXFP8, schedule.PerExpertWeights
+	if _, err := Forward(l); err == nil || !strings.Contains(err.Error(), "grouped only") {
+		t.Errorf("MXFP8 per-expert: %v", err)
+	}
+	if _, err := Backward(l); err == nil || !strings.Contains(err.Error(), "bf16 only") {
+		t.Errorf("MXFP8 backward: %v", err)
 	}
 	l, _ = schedule.Preset("qwen3-30b-a3b")
 	l.TopK = 0

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -15,6 +16,8 @@ import (
 // shared expert's gate rows, then every one's up rows) and shared_fc2
 // [H,S*I_s] (the experts' columns side by side), shared_gate [H]. Each
 // value is rounded to its buffer's dtype (bf16 for x, dy and the weights).
+// For an mxfp8 layer fc1 and fc2 are quantized (mxHost): their e4m3 values
+// and fc1_scales / fc2_scales, the ue8m0 codes.
 // dy is read only by programs that have a dy buffer. Buffers p does not
 // have are left out; pointer tables (PerExpertWeights) are an error, as
 // is data of the wrong length.
@@ -43,6 +46,15 @@ func HostInputs(p *Program, w schedule.Weights, x []float32, r schedule.Routing,
 	if l.SharedExperts > 0 {
 		all[BufSharedFC1], all[BufSharedFC2] = SharedLayout(l, w.SharedFC1, w.SharedFC2)
 	}
+	if l.Precision == schedule.MXFP8 {
+		var err error
+		if all[BufFC1], all[BufFC1Scales], err = mxHost(w.FC1, 2*l.Intermediate, l.Hidden); err != nil {
+			return nil, fmt.Errorf("moe: host inputs: fc1: %w", err)
+		}
+		if all[BufFC2], all[BufFC2Scales], err = mxHost(w.FC2, l.Hidden, l.Intermediate); err != nil {
+			return nil, fmt.Errorf("moe: host inputs: fc2: %w", err)
+		}
+	}
 	out := map[string][]float64{}
 	for _, b := range p.Buffers {
 		if b.Kind != Input {
@@ -58,6 +70,26 @@ func HostInputs(p *Program, w schedule.Weights, x []float32, r schedule.Routing,
 		out[b.Name] = v
 	}
 	return out, nil
+}
+
+// mxHost quantizes every expert's [rows, k] matrix of m along k
+// (layouts.Quantize, round-up scale; schedule.MXWeights gives the same
+// values dequantized) into the e4m3 values and the ue8m0 scale codes of
+// the program's buffers.
+func mxHost(m [][]float32, rows, k int) (data, scales []float64, err error) {
+	for e, x := range m {
+		q, err := layouts.Quantize(x, 1, rows, k, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+		if err != nil {
+			return nil, nil, fmt.Errorf("expert %d: %w", e, err)
+		}
+		for _, code := range q.Data {
+			data = append(data, float64(layouts.F32FromE4M3(code)))
+		}
+		for _, code := range q.Scales {
+			scales = append(scales, float64(code))
+		}
+	}
+	return data, scales, nil
 }
 
 // SharedLayout packs the S shared experts' FC1 [2I_s*H] and FC2 [H*I_s]

@@ -5,6 +5,7 @@ import (
 	"math"
 
 	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -69,13 +70,16 @@ type interp struct {
 	v map[*Buffer][]float64
 }
 
-// round is v rounded to dtype d.
+// round is v rounded to dtype d (e4m3: through f32 to nearest even,
+// saturating; ue8m0 values are the codes 0..255).
 func round(d DType, v float64) float64 {
 	switch d {
 	case BF16:
 		return float64(schedule.RoundBF16(float32(v)))
 	case F32:
 		return float64(float32(v))
+	case E4M3:
+		return float64(layouts.F32FromE4M3(layouts.E4M3FromF32(float32(v))))
 	}
 	return v
 }
@@ -101,6 +105,8 @@ func (in *interp) run(op Op) error {
 		in.gather(o)
 	case GEMM:
 		in.gemm(o)
+	case Quantize:
+		in.quantize(o)
 	case Combine:
 		in.combine(o)
 	case GateSigmoid:
@@ -228,12 +234,49 @@ func gateUp(order GateUp, n, j int) (g, u int) {
 }
 
 // gemm is GEMM with Stacked weights (Interpret refuses pointer tables).
+// quantize is Quantize: layouts.Quantize of each row (through f32),
+// storing the e4m3 values and the scale codes.
+func (in *interp) quantize(o Quantize) {
+	x := in.v[o.X]
+	rows := len(x) / o.K
+	src := make([]float32, len(x))
+	for i, v := range x {
+		src[i] = float32(v)
+	}
+	q, err := layouts.Quantize(src, 1, rows, o.K, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+	if err != nil {
+		panic(err) // shapes come from a checked program
+	}
+	for i, code := range q.Data {
+		in.v[o.Q][i] = float64(layouts.F32FromE4M3(code))
+	}
+	for i, code := range q.Scales {
+		in.v[o.S][i] = float64(code)
+	}
+}
+
+// mxValues is the logical value of e4m3 values v [rows, k] with ue8m0
+// scale codes s [rows, k/32] (nil: v itself).
+func mxValues(v, s []float64, k int) []float64 {
+	if s == nil {
+		return v
+	}
+	out := make([]float64, len(v))
+	for i, x := range v {
+		out[i] = x * float64(layouts.F32FromUE8M0(uint8(s[(i/k)*(k/32)+(i%k)/32])))
+	}
+	return out
+}
+
 func (in *interp) gemm(o GEMM) {
 	nb := o.N
 	if o.Gated {
 		nb = 2 * o.N
 	}
 	a, b := in.v[o.A], in.v[o.B]
+	if o.AScales != nil { // MXFP8: the scaled values
+		a, b = mxValues(a, in.v[o.AScales], o.K), mxValues(b, in.v[o.BScales], o.K)
+	}
 	rows := len(a) / o.K
 	pre := make([]float64, nb)
 	for e, g := range in.groups(o.Offsets, o.Experts, rows) {

@@ -160,6 +160,24 @@ type GEMM struct {
 	Gated        bool       // B has 2N rows and the epilogue applies Act
 	GateUp       GateUp     // gated only
 	Act          Activation // gated only
+	// AScales and BScales make the GEMM MXFP8 (A and B e4m3): the UE8M0
+	// scales of A [rows, K/32] and of B [E, BRows, K/32] (B K-major), one
+	// per 32 consecutive elements along K; element k of a row counts as
+	// its e4m3 value times 2^(scale-127) (NaN for scale 255). Both or
+	// neither.
+	AScales, BScales *Buffer
+}
+
+// Quantize writes the MXFP8 form of X [rows, K] (bf16 or f32, K a multiple
+// of 32) for a GEMM's A operand: Q e4m3 [rows, K] and S ue8m0 [rows, K/32],
+// each block of 32 along K quantized as schedule.MXActivations defines it
+// (each element as f32; the round-up scale, the smallest power of two X
+// with amax/X <= 448; E4M3(v/X) rounded to nearest even; layouts.Quantize).
+type Quantize struct {
+	Op   string  // name: "quantize_xs", "quantize_h"
+	X    *Buffer // input rows
+	Q, S *Buffer // e4m3 data and ue8m0 scales (written)
+	K    int     // row length
 }
 
 // Combine writes Y bf16 [T,H]: for each token t, in fp32 in this fixed
@@ -232,7 +250,16 @@ func (o Gather) Operands() []Operand {
 
 // Operands lists the buffers GEMM reads and writes, under their roles.
 func (o GEMM) Operands() []Operand {
-	return operands(r("a", o.A), r("b", o.B), r("bias", o.Bias), w("c", o.C), r("offsets", o.Offsets))
+	return operands(r("a", o.A), r("b", o.B), r("bias", o.Bias), w("c", o.C), r("offsets", o.Offsets),
+		r("a_scales", o.AScales), r("b_scales", o.BScales))
+}
+
+// Name is the op's name (PerOp kernel "moe_" + Op).
+func (o Quantize) Name() string { return o.Op }
+
+// Operands lists the buffers Quantize reads and writes, under their roles.
+func (o Quantize) Operands() []Operand {
+	return operands(r("x", o.X), w("q", o.Q), w("scales", o.S))
 }
 
 // Operands lists the buffers Combine reads and writes, under their roles.

@@ -80,6 +80,9 @@ func (p *Program) Check() error {
 		if err := checkStorage(op); err != nil {
 			return err
 		}
+		if err := checkMXFP8(op); err != nil {
+			return err
+		}
 		for _, o := range op.Operands() {
 			if seen[o.Buffer.Name] != o.Buffer {
 				return fmt.Errorf("moe: op %s: operand %s names buffer %s that the program does not declare", op.Name(), o.Role, o.Buffer.Name)
@@ -142,6 +145,53 @@ func (p *Program) String() string {
 // (Experts x M x N elements; GradDType empty or Main's dtype). Table: B or
 // Main is a u64 [Experts] table of device pointers, and a WeightGrad's
 // GradDType (the dtype behind the pointers) is f32 or bf16. Other ops pass.
+// checkMXFP8 checks the dtypes and shapes of the MXFP8 operands: a GEMM
+// with scales reads e4m3 A and B with ue8m0 scales of K/32 columns (K a
+// multiple of 32), one without reads no e4m3; Quantize turns bf16 or f32
+// rows of K into e4m3 rows and K/32 scales.
+func checkMXFP8(op Op) error {
+	scales := func(what string, s *Buffer, k int) error {
+		if s.DType != UE8M0 || s.Shape[len(s.Shape)-1] != c(k/32) {
+			return fmt.Errorf("moe: op %s: %s scales %s must be ue8m0 with %d columns (one per 32 of K = %d)", op.Name(), what, s, k/32, k)
+		}
+		return nil
+	}
+	switch o := op.(type) {
+	case GEMM:
+		if o.AScales == nil && o.BScales == nil {
+			if o.A.DType == E4M3 || o.B.DType == E4M3 {
+				return fmt.Errorf("moe: op %s: e4m3 operands need their scales (AScales, BScales)", o.Op)
+			}
+			return nil
+		}
+		switch {
+		case o.AScales == nil || o.BScales == nil:
+			return fmt.Errorf("moe: op %s: an MXFP8 GEMM needs the scales of both A and B", o.Op)
+		case o.A.DType != E4M3 || o.B.DType != E4M3:
+			return fmt.Errorf("moe: op %s: an MXFP8 GEMM reads e4m3 A and B, not %s and %s", o.Op, o.A.DType, o.B.DType)
+		case o.K%32 != 0:
+			return fmt.Errorf("moe: op %s: an MXFP8 GEMM needs K = %d to be a multiple of 32", o.Op, o.K)
+		case o.BMajor != KMajor || o.Storage != Stacked:
+			return fmt.Errorf("moe: op %s: an MXFP8 GEMM reads grouped K-major weights", o.Op)
+		}
+		if err := scales("A", o.AScales, o.K); err != nil {
+			return err
+		}
+		return scales("B", o.BScales, o.K)
+	case Quantize:
+		switch {
+		case o.X.DType != BF16 && o.X.DType != F32:
+			return fmt.Errorf("moe: op %s: quantizes bf16 or f32 rows, not %s", o.Op, o.X.DType)
+		case o.Q.DType != E4M3:
+			return fmt.Errorf("moe: op %s: writes e4m3 data, not %s", o.Op, o.Q.DType)
+		case o.K%32 != 0 || o.X.Shape[len(o.X.Shape)-1] != c(o.K) || o.Q.Shape[len(o.Q.Shape)-1] != c(o.K):
+			return fmt.Errorf("moe: op %s: rows of K = %d (a multiple of 32) in and out", o.Op, o.K)
+		}
+		return scales("its", o.S, o.K)
+	}
+	return nil
+}
+
 func checkStorage(op Op) error {
 	table := func(role string, b *Buffer, experts int) error {
 		if b.DType != U64 || len(b.Shape) != 1 || b.Shape[0] != c(experts) {
@@ -164,8 +214,8 @@ func checkStorage(op Op) error {
 		if o.Gated {
 			rows = 2 * o.N
 		}
-		if o.B.DType != BF16 {
-			return fmt.Errorf("moe: op %s: b %s with Stacked storage must be bf16 weights (a u64 pointer table needs Table storage)", op.Name(), o.B)
+		if o.B.DType != BF16 && o.B.DType != E4M3 {
+			return fmt.Errorf("moe: op %s: b %s with Stacked storage must be bf16 or e4m3 weights (a u64 pointer table needs Table storage)", op.Name(), o.B)
 		}
 		return count("b", o.B, int64(o.Experts)*int64(rows)*int64(o.K))
 	case WeightGrad:

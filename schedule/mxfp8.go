@@ -1,6 +1,8 @@
 package schedule
 
 import (
+	"fmt"
+
 	"github.com/mokc/mokc/layouts"
 )
 
@@ -8,7 +10,7 @@ import (
 // for its activation operand A [n, k] (row-major, k a multiple of 32): each
 // row's blocks of 32 consecutive elements along k (the reduction
 // dimension) quantized to MXFP8 and dequantized, as the kernels quantize
-// the rows entering FC1 (the dispatched x, along H) and FC2 (the
+// the rows entering FC1 (the dispatched bf16 rows, along H) and FC2 (the
 // activation h, along I) before the FP8 MMA.
 //
 // Each element is first rounded to float32 (the kernels hold x as bf16 and
@@ -37,4 +39,46 @@ func MXActivations(a []float64, n, k int) []float64 {
 		out[i] = float64(v)
 	}
 	return out
+}
+
+// MXWeights returns w with the routed experts' FC1 and FC2 replaced by
+// their MXFP8 values for an mxfp8 layer l: each row quantized along K (H
+// for FC1, I for FC2) as layouts.Quantize does with the round-up scale,
+// then dequantized (E4M3 times scale). These are the weights Forward
+// computes with for l; the shared experts, biases and gate are w's. A
+// bf16 layer gets w unchanged. Errors: l invalid, or weights of the wrong
+// size.
+func MXWeights(l Layer, w Weights) (Weights, error) {
+	if err := l.Validate(); err != nil {
+		return Weights{}, err
+	}
+	if l.Precision != MXFP8 {
+		return w, nil
+	}
+	out := w
+	out.FC1, out.FC2 = make([][]float32, len(w.FC1)), make([][]float32, len(w.FC2))
+	H, I := l.Hidden, l.Intermediate
+	for e := range w.FC1 {
+		var err error
+		if out.FC1[e], err = mxRoundTrip(w.FC1[e], 2*I, H); err != nil {
+			return Weights{}, fmt.Errorf("FC1 of expert %d: %w", e, err)
+		}
+		if out.FC2[e], err = mxRoundTrip(w.FC2[e], H, I); err != nil {
+			return Weights{}, fmt.Errorf("FC2 of expert %d: %w", e, err)
+		}
+	}
+	return out, nil
+}
+
+// mxRoundTrip is the MXFP8 value of m [rows, k] quantized along k (nil
+// stays nil: an expert without weights).
+func mxRoundTrip(m []float32, rows, k int) ([]float32, error) {
+	if m == nil {
+		return nil, nil
+	}
+	q, err := layouts.Quantize(m, 1, rows, k, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+	if err != nil {
+		return nil, err
+	}
+	return q.Dequantize(), nil
 }

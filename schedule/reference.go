@@ -294,12 +294,18 @@ func (m mlp) gu(j int) (int, int) {
 
 // forward computes, for n input rows X [n*H], the FC1 output pre [n*2I],
 // the activation h [n*I] and the FC2 output o [n*H] (biases included).
-// With mx, FC1 reads MXActivations(X) and FC2 MXActivations(h); h is
-// returned before its quantization.
+// With mx, FC1 reads MXActivations of X rounded to bf16 (the dispatched
+// rows the kernels quantize are bf16: x, or w·x with the router weight on
+// the input) and FC2 MXActivations(h); h is returned before its
+// quantization.
 func (m mlp) forward(X []float64, n int) (pre, h, o []float64) {
 	H, I := m.H, m.I
 	if m.mx {
-		X = MXActivations(X, n, H)
+		xb := make([]float64, len(X))
+		for i, v := range X {
+			xb[i] = float64(RoundBF16(float32(v)))
+		}
+		X = MXActivations(xb, n, H)
 	}
 	pre = make([]float64, n*2*I)
 	gemmNT(n, 2*I, H, X, m.fc1, false, func(i, j0 int, v []float64) {
@@ -573,9 +579,10 @@ func chunkRows(l Layer) int {
 // increasing k. Products are exact float64 products of the float32 inputs;
 // sums run in float64 in a fixed order, so the result does not depend on
 // the number of cores. With Layer.Precision = MXFP8 each routed expert's
-// FC1 reads MXActivations of its input rows (along H) and its FC2
-// MXActivations of h (along I); the weights are the dequantized values
-// given; the shared experts stay BF16.
+// FC1 reads MXActivations of its input rows rounded to bf16 (along H; the
+// rows are x, or bf16(w·x) with the router weight on the input) and its
+// FC2 MXActivations of h (along I); the weights are the dequantized values
+// given (MXWeights); the shared experts stay BF16.
 //
 // Edge cases: T = 0 gives an empty result; a token whose slots are all -1
 // gets only the shared output (0 without shared experts); duplicate expert

@@ -15,7 +15,7 @@ func init() {
 			Usage: "print a layer and the schedule chosen per target, or a tile layout (inspect layout)",
 			Flags: append(layerFlags(),
 				&cli.BoolFlag{Name: "list", Usage: "list the presets"},
-				&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (default: the model's, bf16)"},
+				precisionFlag,
 			),
 			Subcommands: inspectSubcommands,
 			Action:      inspectModel, // inspect_model.go
