@@ -86,10 +86,7 @@ func CompileBackward(l schedule.Layer, s schedule.Schedule) (*Artifact, error) {
 func compile(a *Artifact) (*Artifact, error) {
 	l, s := a.Layer, a.Schedule
 	fail := func(stage string, err error) error {
-		repro, ok := ReproduceCommand(l, s)
-		if ok && a.Backward {
-			repro += " --backward"
-		}
+		repro, _ := reproduceCommand(l, s, a.Backward)
 		return &StageError{Stage: stage, Layer: l.Name, Target: s.Target.String(), Reproduce: repro, Err: err}
 	}
 	for _, st := range Stages {
@@ -118,15 +115,26 @@ func CompileDefault(l schedule.Layer, target target.Target) (*Artifact, error) {
 
 // ReproduceCommand returns the `mokc build` command line that compiles l
 // with s: the preset named l.Name (with --routing map for a routing-map
-// layer) and the schedule flags that turn the target's default schedule
-// into s. ok is false when l is not a preset (an HF config or a layer built
-// in Go) or when s differs from the default in a way the flags cannot say.
+// layer, --storage per-expert for per-expert weights) and the schedule
+// flags that turn the target's default schedule into s. ok is false when l
+// is not a preset (an HF config or a layer built in Go) or when s differs
+// from the default in a way the flags cannot say.
 func ReproduceCommand(l schedule.Layer, s schedule.Schedule) (cmd string, ok bool) {
+	return reproduceCommand(l, s, false)
+}
+
+// reproduceCommand is ReproduceCommand for the forward or, with backward,
+// the backward: then with --backward, and --main-grad bf16 and --wgrad
+// where l and s have them.
+func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd string, ok bool) {
 	p, err := schedule.Preset(l.Name)
 	if err != nil {
 		return "", false
 	}
-	p.Routing = l.Routing
+	p.Routing, p.Storage = l.Routing, l.Storage
+	if backward {
+		p.MainGrad = l.MainGrad
+	}
 	if p != l {
 		return "", false
 	}
@@ -138,6 +146,19 @@ func ReproduceCommand(l schedule.Layer, s schedule.Schedule) (cmd string, ok boo
 	if l.Routing == schedule.RoutingMap {
 		args = append(args, "--routing map")
 	}
+	if l.Storage == schedule.PerExpertWeights {
+		args = append(args, "--storage per-expert")
+	}
+	if backward {
+		args = append(args, "--backward")
+		if l.MainGrad == schedule.GradBF16 {
+			args = append(args, "--main-grad bf16")
+		}
+		if s.WGrad != def.WGrad {
+			args = append(args, "--wgrad "+s.WGrad.String())
+		}
+	}
+	s.WGrad = def.WGrad // said by --wgrad, which keeps the GEMM variant
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set
 		// the rest.
