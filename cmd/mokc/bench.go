@@ -167,9 +167,9 @@ func benchSets(perSet float64, l2Bytes int) int {
 	return min(max(n, 2), 16)
 }
 
-// roofline returns max(flops/peak, bytes/bandwidth) in seconds and which
+// rooflineTime returns max(flops/peak, bytes/bandwidth) in seconds and which
 // term bounds it.
-func roofline(flops, bytes, peakTFLOPs, peakGBs float64) (float64, string) {
+func rooflineTime(flops, bytes, peakTFLOPs, peakGBs float64) (float64, string) {
 	tc, tm := flops/(peakTFLOPs*1e12), bytes/(peakGBs*1e9)
 	if tc >= tm {
 		return tc, "compute"
@@ -432,7 +432,7 @@ func benchAction(c *cli.Context) error {
 	sec := rep.MedianMs / 1e3
 	rep.TFLOPs = rep.FLOPs / sec / 1e12
 	rep.GBs = rep.Bytes / sec / 1e9
-	roof, bound := roofline(rep.FLOPs, rep.Bytes, rep.PeakTFLOPs, rep.PeakGBs)
+	roof, bound := rooflineTime(rep.FLOPs, rep.Bytes, rep.PeakTFLOPs, rep.PeakGBs)
 	rep.RooflineMs, rep.Bound = roof*1e3, bound
 	rep.RooflineFrac = roof / sec
 	if c.Bool("kernels") {

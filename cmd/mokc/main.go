@@ -5,6 +5,7 @@
 //	mokc bench   (GPU) time a layer against the roofline
 //	mokc inspect --model NAME|--hf-config FILE   print the layer and the schedule per target
 //	mokc inspect layout ...                      print a tile's layout and descriptor
+//	mokc plot roofline -o FILE.svg RESULTS.jsonl draw saved bench results on the roofline
 //
 // Errors exit non-zero with a one-line reason.
 package main

@@ -177,11 +177,11 @@ func TestBenchHelpers(t *testing.T) {
 	if n := benchSets(1<<10, 50<<20); n != 16 {
 		t.Fatalf("tiny sets: %d", n)
 	}
-	s, b := roofline(750e12, 4200e9, 750, 4200)
+	s, b := rooflineTime(750e12, 4200e9, 750, 4200)
 	if s != 1 || b != "compute" {
 		t.Fatalf("roofline %v %s", s, b)
 	}
-	if s, b := roofline(1e12, 8400e9, 750, 4200); s != 2 || b != "memory" {
+	if s, b := rooflineTime(1e12, 8400e9, 750, 4200); s != 2 || b != "memory" {
 		t.Fatalf("roofline %v %s", s, b)
 	}
 	v := []float64{1, 2, 3, 4}

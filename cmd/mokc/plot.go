@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/mokc/mokc/internal/roofline"
+)
+
+func init() {
+	commands = append(commands, func() *cli.Command {
+		return &cli.Command{
+			Name:  "plot",
+			Usage: "draw plots of saved measurements",
+			Subcommands: []*cli.Command{{
+				Name:  "roofline",
+				Usage: "draw `mokc bench --json` results (a sweep of T, forward and backward) on the roofline",
+				UsageText: "for T in 64 256 1024 4096 16384; do mokc bench --model qwen3-30b-a3b --tokens $T --json; done >sweep.jsonl\n" +
+					"mokc plot roofline -o roofline.svg sweep.jsonl [more.jsonl...]\n\n" +
+					"Each result is a point at its FLOPs per byte and TFLOP/s (the bench's flops, bytes and median_ms),\n" +
+					"labelled T=<tokens>; results of one model, target, direction and main-grad dtype form one line. The\n" +
+					"roof is min(peak TFLOP/s, peak GB/s x intensity) from the results' peak_tflops and peak_gbs, which\n" +
+					"must agree. The format follows the output's extension: .svg, .png or .pdf.",
+				Flags: []cli.Flag{
+					&cli.StringFlag{Name: "out", Aliases: []string{"o"}, Value: "roofline.svg", Usage: "output file (.svg, .png or .pdf)"},
+					&cli.StringFlag{Name: "title", Usage: "plot title", DefaultText: "the device of the results"},
+					&cli.Float64Flag{Name: "width", Value: 8, Usage: "width in inches"},
+					&cli.Float64Flag{Name: "height", Value: 5.5, Usage: "height in inches"},
+				},
+				Action: plotRoofline,
+			}},
+		}
+	})
+}
+
+// plotRoofline is `mokc plot roofline`.
+func plotRoofline(c *cli.Context) error {
+	if c.NArg() == 0 {
+		return errors.New("plot roofline: give one or more files of `mokc bench --json` results")
+	}
+	format := strings.TrimPrefix(strings.ToLower(filepath.Ext(c.String("out"))), ".")
+	if format != "svg" && format != "png" && format != "pdf" {
+		return fmt.Errorf("plot roofline: --out %q: want a .svg, .png or .pdf file", c.String("out"))
+	}
+	var reps []benchReport
+	for _, name := range c.Args().Slice() {
+		rs, err := readBenchReports(name)
+		if err != nil {
+			return fmt.Errorf("plot roofline: %w", err)
+		}
+		reps = append(reps, rs...)
+	}
+	roof, pts, device, err := rooflinePoints(reps)
+	if err != nil {
+		return fmt.Errorf("plot roofline: %w", err)
+	}
+	title := c.String("title")
+	if title == "" {
+		title = device
+	}
+	f, err := os.Create(c.String("out"))
+	if err != nil {
+		return fmt.Errorf("plot roofline: %w", err)
+	}
+	if err := roofline.Write(f, format, title, roof, pts, c.Float64("width"), c.Float64("height")); err != nil {
+		f.Close()
+		return fmt.Errorf("plot roofline: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("plot roofline: %w", err)
+	}
+	lines := map[string]bool{}
+	for _, p := range pts {
+		lines[p.Series] = true
+	}
+	fmt.Fprintf(c.App.ErrWriter, "mokc: wrote %s (%d results on %d lines)\n", c.String("out"), len(pts), len(lines))
+	return nil
+}
+
+// readBenchReports reads the JSON objects of a file of `mokc bench --json`
+// output (one per line, or concatenated).
+func readBenchReports(name string) ([]benchReport, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []benchReport
+	dec := json.NewDecoder(f)
+	for {
+		var r benchReport
+		if err := dec.Decode(&r); err == io.EOF {
+			break
+		} else if err != nil {
+			return nil, fmt.Errorf("%s: result %d: %w", name, len(out)+1, err)
+		}
+		out = append(out, r)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: no results", name)
+	}
+	return out, nil
+}
+
+// rooflinePoints turns bench results into the plot's points (one line per
+// model, target, direction and main-grad dtype) and its roof; device is
+// the results' device (the first's; "several devices" when they differ).
+// Errors: results whose peaks differ.
+func rooflinePoints(reps []benchReport) (roofline.Roof, []roofline.Point, string, error) {
+	roof := roofline.Roof{PeakTFLOPs: reps[0].PeakTFLOPs, PeakGBs: reps[0].PeakGBs}
+	device := reps[0].Device
+	var pts []roofline.Point
+	for _, r := range reps {
+		if r.PeakTFLOPs != roof.PeakTFLOPs || r.PeakGBs != roof.PeakGBs {
+			return roof, nil, "", fmt.Errorf("results with different roofs (%g TFLOP/s, %g GB/s and %g, %g): plot them separately",
+				roof.PeakTFLOPs, roof.PeakGBs, r.PeakTFLOPs, r.PeakGBs)
+		}
+		if r.Device != device {
+			device = "several devices"
+		}
+		series := r.Model + " " + r.Target + " forward"
+		if r.Backward {
+			series = r.Model + " " + r.Target + " forward+backward, " + r.MainGrad + " main grads"
+		}
+		pts = append(pts, roofline.Point{Series: series, Label: fmt.Sprintf("T=%d", r.Tokens),
+			FLOPs: r.FLOPs, Bytes: r.Bytes, Seconds: r.MedianMs / 1e3})
+	}
+	return roof, pts, device, nil
+}
