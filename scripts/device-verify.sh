@@ -13,6 +13,8 @@
 #   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10`, and one preset
 #          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad wgmma" selects the
 #          sm_90a wgmma weight-gradient kernel
+#   sweep  mokc bench over T = 64..16384 (forward; forward + backward at 1024 and 4096) for qwen3-30b-a3b and
+#          deepseek-v3, drawn by `mokc plot roofline` into $OUT/roofline.svg
 #   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads, both
 #          weight-gradient kernels) beside
 #          PyTorch's autograd pipeline, then compute-sanitizer memcheck and racecheck of Layer.Backward
@@ -101,8 +103,20 @@ for phase in $phases; do
 			done
 		done
 		;;
+	sweep)
+		# A sweep of T for the roofline plot (forward, and forward + backward at the larger T).
+		for m in qwen3-30b-a3b deepseek-v3; do
+			for T in 64 256 1024 4096 16384; do
+				step "bench $m sm_90a T=$T" 120 "$OUT/sweep.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens $T --json >>\"$OUT/sweep.jsonl\""
+			done
+			for T in 1024 4096; do
+				step "bench --backward $m sm_90a T=$T" 150 "$OUT/sweep.log" bash -c "\"$mokc\" bench --backward --model $m --target sm_90a --tokens $T --iters 10 --warmup 2 --json >>\"$OUT/sweep.jsonl\""
+			done
+		done
+		step "plot roofline" 30 "$OUT/sweep.log" "$mokc" plot roofline -o "$OUT/roofline.svg" "$OUT/sweep.jsonl"
+		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, sweep)" >&2
 		exit 2
 		;;
 	esac
