@@ -1,0 +1,157 @@
+//go:build cuda
+
+package codegen_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// TestQuantizeGPU runs the MXFP8 forward's quantize kernels (bf16 rows of
+// x, f32 rows of h) on fresh random rows with special blocks (zeros, a
+// NaN, an Inf, tiny and huge values, subnormal quotients) and requires
+// every e4m3 byte and every scale byte to equal layouts.Quantize's (the
+// round-up rule), with poisoned outputs; T = 1 and 37.
+func TestQuantizeGPU(t *testing.T) {
+	ctx := openGPU(t)
+	l := schedule.Layer{Hidden: 256, Intermediate: 96, Experts: 4, TopK: 2, Precision: schedule.MXFP8}
+	p, err := moe.Forward(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.DefaultSchedule(l, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 17))
+	for _, name := range []string{"quantize_xs", "quantize_h"} {
+		q, err := p.Isolate(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := codegen.Lower(q, s, codegen.PerOp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, err := ptx.Compile(prog.Module, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex, err := newExecutor(ctx, prog, text)
+		if err != nil {
+			t.Fatal(err)
+		}
+		op := q.Ops[0].(moe.Quantize)
+		for _, T := range []int{1, 37} {
+			t.Run(fmt.Sprintf("%s/T=%d", name, T), func(t *testing.T) {
+				rows := int(op.X.Shape[0].Eval(int64(T)))
+				x := quantizeInput(rng, rows, op.K, op.X.DType == moe.BF16)
+				d := &dev{t: t, ctx: ctx}
+				defer d.free()
+				var xin any = x
+				if op.X.DType == moe.BF16 {
+					xin = bf16Bits(x)
+				}
+				bufs := map[string]driver.DevicePtr{
+					op.X.Name: d.put(xin, 4*len(x)),
+					op.Q.Name: d.put(nil, rows*op.K),
+					op.S.Name: d.put(nil, rows*op.K/32),
+				}
+				if err := ex.run(T, bufs); err != nil {
+					t.Fatal(err)
+				}
+				gotQ, gotS := make([]uint8, rows*op.K), make([]uint8, rows*op.K/32)
+				if err := ctx.CopyFromDevice(gotQ, bufs[op.Q.Name]); err != nil {
+					t.Fatal(err)
+				}
+				if err := ctx.CopyFromDevice(gotS, bufs[op.S.Name]); err != nil {
+					t.Fatal(err)
+				}
+				want, err := layouts.Quantize(x, 1, rows, op.K, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+				if err != nil {
+					t.Fatal(err)
+				}
+				bad := 0
+				for i := range gotS {
+					if gotS[i] != want.Scales[i] {
+						if bad++; bad < 5 {
+							t.Errorf("scale of block %d: 0x%02x, want 0x%02x", i, gotS[i], want.Scales[i])
+						}
+					}
+				}
+				for i := range gotQ {
+					g, w := gotQ[i], want.Data[i]
+					if g != w && !(isE4M3NaN(g) && isE4M3NaN(w)) {
+						if bad++; bad < 10 {
+							t.Errorf("element %d (%v): 0x%02x, want 0x%02x", i, x[i], g, w)
+						}
+					}
+				}
+				if bad > 0 {
+					t.Errorf("%d mismatches", bad)
+				}
+			})
+		}
+	}
+}
+
+// isE4M3NaN reports whether c is an E4M3 NaN (S.1111.111).
+func isE4M3NaN(c uint8) bool { return c&0x7F == 0x7F }
+
+// quantizeInput is rows x k values uniform in ±2^e for a random e per
+// row in -20..20 (bf16-representable when bf16), with special blocks in
+// row 0: zeros, a NaN, an Inf, tiny values (quotients that are e4m3
+// subnormals or flush), and one huge value.
+func quantizeInput(rng *rand.Rand, rows, k int, bf16 bool) []float32 {
+	x := make([]float32, rows*k)
+	for r := 0; r < rows; r++ {
+		sc := math.Ldexp(1, rng.IntN(41)-20)
+		for c := 0; c < k; c++ {
+			x[r*k+c] = float32((2*rng.Float64() - 1) * sc)
+		}
+	}
+	special := func(blk int, f func(i int) float32) {
+		if (blk+1)*32 <= k {
+			for i := 0; i < 32; i++ {
+				x[blk*32+i] = f(i)
+			}
+		}
+	}
+	special(0, func(int) float32 { return 0 })
+	special(1, func(i int) float32 {
+		if i == 7 {
+			return float32(math.NaN())
+		}
+		return float32(i)
+	})
+	if k >= 96 {
+		special(2, func(i int) float32 {
+			if i == 3 {
+				return float32(math.Inf(-1))
+			}
+			return float32(i) * 1e-3
+		})
+	}
+	if rows > 1 {
+		for i := 0; i < 32; i++ {
+			x[k+i] = float32(math.Ldexp(float64(i+1), -140+i%5)) // tiny amax: scale 2^-127
+		}
+		x[k+40] = 3e38 // huge
+	}
+	if bf16 {
+		for i, v := range x {
+			x[i] = schedule.RoundBF16(v)
+		}
+	}
+	return x
+}
