@@ -29,6 +29,10 @@ const (
 	U8   = moe.U8   // byte (a routing-map entry: nonzero = routed), 1 byte
 	U32  = moe.U32  // unsigned 32-bit integer, 4 bytes
 	U64  = moe.U64  // unsigned 64-bit integer (a device pointer), 8 bytes
+	// E4M3 and UE8M0 are MXFP8's element and block scale, 1 byte each
+	// (moe.E4M3, moe.UE8M0; docs/mxfp8.md).
+	E4M3  = moe.E4M3
+	UE8M0 = moe.UE8M0
 )
 
 // TensorAlign is the alignment, in bytes, Forward requires of every

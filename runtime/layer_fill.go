@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
@@ -192,6 +193,12 @@ func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource)
 		return nil, err
 	}
 	perExpert := l.Storage == schedule.PerExpertWeights
+	if l.Precision == schedule.MXFP8 {
+		if perExpert {
+			return nil, fmt.Errorf("mokc runtime: weights: mxfp8 weights with per-expert storage are not supported yet (grouped only)")
+		}
+		return uploadMXFP8(ctx, l, src)
+	}
 	var fc1, fc2 driver.DevicePtr
 	var table1, table2 []uint64
 	if perExpert {
@@ -248,6 +255,69 @@ func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource)
 			}
 			d.Tensors[tb.name] = t
 		}
+	}
+	return d, nil
+}
+
+// uploadMXFP8 is UploadWeightSource for an mxfp8 layer (grouped storage):
+// each routed expert's bf16 weights from src are quantized on the host
+// along K (layouts.MXFP8.QuantizeExpertBF16, round-up scale: the values
+// schedule.WeightGen.Routed gives the reference) and copied into fc1 e4m3
+// [E, 2I, H], fc2 e4m3 [E, H, I], fc1_scales ue8m0 [E, 2I, H/32] and
+// fc2_scales ue8m0 [E, H, I/32]; the other tensors as for bf16.
+func uploadMXFP8(ctx *driver.Context, l schedule.Layer, src WeightSource) (*DeviceTensors, error) {
+	H, I, E := l.Hidden, l.Intermediate, l.Experts
+	d := &DeviceTensors{Tensors: Bindings{}, ctx: ctx}
+	fail := func(err error) (*DeviceTensors, error) {
+		d.Free()
+		return nil, err
+	}
+	opt := layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp}
+	type part struct {
+		name, scales string
+		rows, k      int
+		q            *layouts.MXFP8
+		data, sc     driver.DevicePtr
+	}
+	parts := map[string]*part{
+		moe.BufFC1: {name: moe.BufFC1, scales: moe.BufFC1Scales, rows: 2 * I, k: H},
+		moe.BufFC2: {name: moe.BufFC2, scales: moe.BufFC2Scales, rows: H, k: I},
+	}
+	for _, p := range parts {
+		var err error
+		if p.q, err = layouts.NewMXFP8(1, p.rows, p.k, opt); err != nil {
+			return fail(err)
+		}
+		n, ns := p.rows*p.k, p.rows*(p.k/layouts.MXBlockSize)
+		if p.data, err = d.put(E*n, nil); err != nil {
+			return fail(err)
+		}
+		if p.sc, err = d.put(E*ns, nil); err != nil {
+			return fail(err)
+		}
+		d.Tensors[p.name] = NewTensor(p.data, E*n, E4M3, E, p.rows, p.k)
+		d.Tensors[p.scales] = NewTensor(p.sc, E*ns, UE8M0, E, p.rows, p.k/layouts.MXBlockSize)
+	}
+	err := GenerateWeights(l, src, func(w WeightPart) error {
+		if w.Expert < 0 {
+			t, err := d.upload(hostTensor{name: w.Buffer, dtype: w.DType, shape: w.Shape, parts: []any{w.Data}})
+			if err != nil {
+				return err
+			}
+			d.Tensors[w.Buffer] = t
+			return nil
+		}
+		p := parts[w.Buffer]
+		if err := p.q.QuantizeExpertBF16(0, w.Data.([]uint16)); err != nil {
+			return err
+		}
+		if err := ctx.CopyToDevice(p.data.Offset(w.Expert*len(p.q.Data)), p.q.Data); err != nil {
+			return err
+		}
+		return ctx.CopyToDevice(p.sc.Offset(w.Expert*len(p.q.Scales)), p.q.Scales)
+	})
+	if err != nil {
+		return fail(err)
 	}
 	return d, nil
 }

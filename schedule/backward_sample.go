@@ -101,8 +101,7 @@ func (g *WeightGen) routedInto(e int, w *Weights) error {
 			w.FC1Bias, w.FC2Bias = [][]float32{make([]float32, 2*I)}, [][]float32{make([]float32, H)}
 		}
 	}
-	g.fillF32(w.FC1[0], hashFC1, e)
-	g.fillF32(w.FC2[0], hashFC2, e)
+	g.fillRouted(e, w.FC1[0], w.FC2[0])
 	if l.Biases {
 		g.fillF32(w.FC1Bias[0], hashFC1Bias, e)
 		g.fillF32(w.FC2Bias[0], hashFC2Bias, e)

@@ -70,6 +70,15 @@ func MXWeights(l Layer, w Weights) (Weights, error) {
 	return out, nil
 }
 
+// mxInPlace replaces m [rows, k] with its MXFP8 values (mxRoundTrip).
+func mxInPlace(m []float32, rows, k int) {
+	v, err := mxRoundTrip(m, rows, k)
+	if err != nil {
+		panic(err) // the generator's own shapes: a bug
+	}
+	copy(m, v)
+}
+
 // mxRoundTrip is the MXFP8 value of m [rows, k] quantized along k (nil
 // stays nil: an expert without weights).
 func mxRoundTrip(m []float32, rows, k int) ([]float32, error) {

@@ -138,3 +138,64 @@ func TestForwardMXFP8(t *testing.T) {
 		t.Errorf("mxfp8 and bf16 references agree within %v: the activations were not quantized", maxQ)
 	}
 }
+
+// TestWeightGenMXFP8: for an mxfp8 layer the generator's float32 weights
+// (what the references compute with) are exactly the dequantized MXFP8
+// form of its bf16 bits (what the runtime uploads, quantized with
+// layouts.QuantizeBF16), and the lazy ForwardRows matches Forward over
+// the eager weights.
+func TestWeightGenMXFP8(t *testing.T) {
+	l := Layer{Hidden: 64, Intermediate: 96, Experts: 3, TopK: 2, Precision: MXFP8, Biases: true, Activation: GPTOSS,
+		SwiGLULimit: 7, GPTOSSAlpha: 1.702, GateUpInterleaved: true}
+	g, err := NewWeightGen(l, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	H, I := l.Hidden, l.Intermediate
+	for e := 0; e < l.Experts; e++ {
+		fc1, fc2, _, _, err := g.Routed(e)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b1, b2 := make([]uint16, 2*I*H), make([]uint16, H*I)
+		if err := g.RoutedBF16(e, b1, b2); err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range []struct {
+			got        []float32
+			bits       []uint16
+			rows, cols int
+		}{{fc1, b1, 2 * I, H}, {fc2, b2, H, I}} {
+			q, err := layouts.QuantizeBF16(c.bits, 1, c.rows, c.cols, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, v := range q.Dequantize() {
+				if math.Float32bits(v) != math.Float32bits(c.got[i]) {
+					t.Fatalf("expert %d element %d: generator %v, quantized bf16 %v", e, i, c.got[i], v)
+				}
+			}
+		}
+	}
+	x := RandomInput(11, H, 2)
+	r, err := GenerateRouting(l, x, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := Forward(l, g.Weights(), x, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows := []int{0, 4, 10}
+	got, err := g.ForwardRows(x, r, rows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, tk := range rows {
+		for c := 0; c < H; c++ {
+			if d := math.Abs(got[i*H+c] - want[tk*H+c]); d > 1e-9*(1+math.Abs(want[tk*H+c])) {
+				t.Fatalf("row %d col %d: ForwardRows %v, Forward %v", tk, c, got[i*H+c], want[tk*H+c])
+			}
+		}
+	}
+}

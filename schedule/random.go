@@ -440,17 +440,18 @@ func (g *WeightGen) SharedGateBF16(gate []uint16) error {
 	return nil
 }
 
-// Routed returns routed expert e's weights as float32 (bf16 values): FC1
-// [2I*H], FC2 [H*I] and, with Layer.Biases, FC1Bias [2I] and FC2Bias [H]
-// (nil otherwise), freshly allocated. 12*I*H bytes.
+// Routed returns routed expert e's weights as float32 (bf16 values; for an
+// mxfp8 layer FC1 and FC2 hold the MXFP8 values of those bf16 weights, as
+// MXWeights gives them): FC1 [2I*H], FC2 [H*I] and, with Layer.Biases,
+// FC1Bias [2I] and FC2Bias [H] (nil otherwise), freshly allocated.
+// 12*I*H bytes.
 func (g *WeightGen) Routed(e int) (fc1, fc2, b1, b2 []float32, err error) {
 	H, I := g.l.Hidden, g.l.Intermediate
 	if err := g.checkIndex("expert", e, g.l.Experts); err != nil {
 		return nil, nil, nil, nil, err
 	}
 	fc1, fc2 = make([]float32, 2*I*H), make([]float32, H*I)
-	g.fillF32(fc1, hashFC1, e)
-	g.fillF32(fc2, hashFC2, e)
+	g.fillRouted(e, fc1, fc2)
 	if g.l.Biases {
 		b1, b2 = make([]float32, 2*I), make([]float32, H)
 		g.fillF32(b1, hashFC1Bias, e)
@@ -476,6 +477,21 @@ func (g *WeightGen) sharedWeights() Weights {
 		g.fillF32(w.SharedGate, hashSharedGate, 0)
 	}
 	return w
+}
+
+// fillRouted writes routed expert e's FC1 [2I*H] and FC2 [H*I] as float32:
+// the bf16 values RoutedBF16 gives, or for an mxfp8 layer their MXFP8
+// values (each row quantized along K with the round-up scale and
+// dequantized: what a GPU computes with after quantizing RoutedBF16's
+// bits the same way, layouts.QuantizeBF16).
+func (g *WeightGen) fillRouted(e int, fc1, fc2 []float32) {
+	g.fillF32(fc1, hashFC1, e)
+	g.fillF32(fc2, hashFC2, e)
+	if g.l.Precision == MXFP8 {
+		H, I := g.l.Hidden, g.l.Intermediate
+		mxInPlace(fc1, 2*I, H)
+		mxInPlace(fc2, H, I)
+	}
 }
 
 // Weights materialises every weight of the layer as float32 (12*E*I*H bytes
@@ -582,8 +598,7 @@ func (g *WeightGen) ForwardRows(x []float32, r Routing, rows []int) ([]float64, 
 		if len(slots) == 0 {
 			continue
 		}
-		g.fillF32(fc1, hashFC1, e)
-		g.fillF32(fc2, hashFC2, e)
+		g.fillRouted(e, fc1, fc2)
 		if l.Biases {
 			g.fillF32(b1, hashFC1Bias, e)
 			g.fillF32(b2, hashFC2Bias, e)

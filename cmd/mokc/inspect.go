@@ -15,7 +15,6 @@ func init() {
 			Usage: "print a layer and the schedule chosen per target, or a tile layout (inspect layout)",
 			Flags: append(layerFlags(),
 				&cli.BoolFlag{Name: "list", Usage: "list the presets"},
-				precisionFlag,
 			),
 			Subcommands: inspectSubcommands,
 			Action:      inspectModel, // inspect_model.go

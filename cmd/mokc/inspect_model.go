@@ -32,31 +32,10 @@ func inspectModel(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
-	if err := applyPrecision(c, &l); err != nil {
-		return fmt.Errorf("inspect: %w", err)
-	}
 	if err := l.Validate(); err != nil {
 		return fmt.Errorf("inspect: %w", err)
 	}
 	printLayer(w, l)
-	return nil
-}
-
-// precisionFlag is the --precision flag of the commands that describe a
-// layer without building kernels for it.
-var precisionFlag = &cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (default: the model's, bf16)"}
-
-// applyPrecision sets l's precision from --precision when given.
-func applyPrecision(c *cli.Context, l *schedule.Layer) error {
-	switch p := strings.ToLower(c.String("precision")); p {
-	case "":
-	case "bf16":
-		l.Precision = schedule.BF16
-	case "mxfp8":
-		l.Precision = schedule.MXFP8
-	default:
-		return fmt.Errorf("--precision %q: want bf16 or mxfp8", c.String("precision"))
-	}
 	return nil
 }
 

@@ -21,7 +21,6 @@ func init() {
 			&cli.StringFlag{Name: "target", Usage: "also lower the program with the PerOp policy for this target and list its kernels"},
 			&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids or map"},
 			&cli.BoolFlag{Name: "backward", Usage: "the backward program (dx, the routing-weight gradient, main grads accumulated)"},
-			precisionFlag,
 		),
 		Action: inspectProgram,
 	})
@@ -38,9 +37,6 @@ func inspectProgram(c *cli.Context) error {
 	}
 	if l.Routing, err = routingForm(c); err != nil {
 		return err
-	}
-	if err := applyPrecision(c, &l); err != nil {
-		return fmt.Errorf("inspect program: %w", err)
 	}
 	build, dir := moe.Forward, "forward"
 	if c.Bool("backward") {

@@ -22,6 +22,7 @@ func layerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
 		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (on commands with --backward, give --backward too)", DefaultText: "fp32"},
 		&cli.StringFlag{Name: "storage", Usage: "how the routed experts' weights (and the backward's main grads) are stored on the device: grouped (one [E, ...] tensor each) or per-expert (one allocation per expert, listed by a u64 [E] pointer table)", DefaultText: "grouped"},
+		&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (e4m3 with a ue8m0 scale per 32 along K: docs/mxfp8.md; its GEMM kernels do not exist yet, so build, run and bench refuse it)", DefaultText: "the model's, bf16"},
 	}, cliFlags(layerFieldFlags, "the model's")...)
 }
 
@@ -242,6 +243,9 @@ func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
 	if err := applyFlags(c, layerFieldFlags, l, nil); err != nil {
 		return err
 	}
+	if err := applyPrecision(c, l); err != nil {
+		return err
+	}
 	if c.IsSet("wgrad") {
 		if hasFlag(c, "backward") && !c.Bool("backward") {
 			return errors.New("--wgrad chooses the backward's weight-gradient kernel: give --backward too")
@@ -297,6 +301,10 @@ func hasFlag(c *cli.Context, name string) bool {
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := schedule.DefaultSchedule(l, target)
 	if err != nil {
+		var fe *schedule.FieldError
+		if errors.As(err, &fe) && fe.Field == "Schedule.Target" {
+			return s, fmt.Errorf("--target %s: %s", target, fe.Rule)
+		}
 		return s, fmt.Errorf("schedule for %s: %w", target, err)
 	}
 	if !scheduleOverridden(c) {
@@ -345,4 +353,18 @@ func noteQuantization(c *cli.Context, file string) {
 		w = os.Stderr
 	}
 	fmt.Fprintf(w, "mokc: note: %s has quantization_config (%s); the kernels take bf16 weights, so dequantize the checkpoint's experts to bf16 first\n", file, method)
+}
+
+// applyPrecision sets l's precision from --precision when given.
+func applyPrecision(c *cli.Context, l *schedule.Layer) error {
+	switch p := strings.ToLower(c.String("precision")); p {
+	case "":
+	case "bf16":
+		l.Precision = schedule.BF16
+	case "mxfp8":
+		l.Precision = schedule.MXFP8
+	default:
+		return fmt.Errorf("--precision %q: want bf16 or mxfp8", c.String("precision"))
+	}
+	return nil
 }
