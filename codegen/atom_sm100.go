@@ -63,6 +63,9 @@ type sm100Layout struct {
 // roles, TMEM, descriptors), or says why the atom refuses it.
 func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	var l sm100Layout
+	if s.MX {
+		return l, fmt.Errorf("codegen: %s: the sm_100a engine has no MXFP8 GEMM yet (tcgen05.mma kind::mxf8f6f4.block_scale: docs/mxfp8.md)", s.Name)
+	}
 	bm, bn, nb := s.Tile.BM, s.Tile.BN, s.bTileRows()
 	if err := checkTMATile(s, target.SM100a); err != nil {
 		return l, err

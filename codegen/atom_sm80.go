@@ -50,6 +50,9 @@ type sm80Layout struct {
 // refuses it.
 func sm80Plan(s GemmSpec) (sm80Layout, error) {
 	var l sm80Layout
+	if s.MX {
+		return l, fmt.Errorf("codegen: %s: sm_80 has no fp8 MMA (an MXFP8 GEMM needs sm_90a)", s.Name)
+	}
 	l.BM, l.BK, l.S, l.W = s.Tile.BM, s.Tile.BK, s.Tile.Stages, s.Tile.Warps
 	l.gate = s.bTile()
 	l.BNB = s.bTileRows()

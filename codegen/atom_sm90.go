@@ -155,6 +155,9 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if acc := l.NB / 2; l.WG >= 2 && acc+40 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d with %d accumulators per thread exceeds the %d registers of a consumer thread", s.Name, l.BM, acc, l.mmaRegs)
 	}
+	if acc := l.NB / 2; s.MX && 2*acc+48 > l.mmaRegs {
+		return l, fmt.Errorf("codegen: %s: sm_90a MXFP8 B tile of %d rows keeps %d accumulators and %d partial sums per consumer thread, beyond its %d registers (at most 128 rows)", s.Name, l.NB, acc, acc, l.mmaRegs)
+	}
 	return l, nil
 }
 
@@ -256,6 +259,17 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	offA, offB := l.kStepOffsets()
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
 		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable}
+	mx := WGMMAMainloopMX{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
+		OffA: offA, OffB: offB, DescHi: l.descHi, ABlock: 4 * l.BM, BBlock: 4 * l.NB}
+	var aSc, bSc value.Value
+	if k.spec.MX {
+		// The thread's first accumulator row and column among the stage's
+		// f32 scales ([K/32][BM] of A, then [K/32][NB] of B).
+		so := int64(l.stageBytes - l.smem.ScaleBytes)
+		row := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), b.LShr(lane, ir.Int32(2))))
+		aSc = b.AddI(b.MulI(row, 4), so)
+		bSc = b.AddI(b.MulI(b.And(lane, ir.Int32(3)), 8), so+int64(l.BK/32*l.BM*4))
+	}
 	var err error
 	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
 		// A warpgroup whose 64 rows all lie past the expert's segment
@@ -265,7 +279,13 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		active := b.ICmp(enum.IPredSLT, b.Add(w.row0, b.MulI(c, 64)), w.rowEnd)
 		kt := ir.Int32(int64(l.kTiles))
 		res := b.IfElseVals(active, func() []value.Value {
-			acc, stage, phase, e := b.WGMMAMainloop(ml, v[0], v[1], kt, k.ring.bars, k.base, aOff, laneZero)
+			mainloop := func() ([]value.Value, value.Value, value.Value, error) {
+				if k.spec.MX {
+					return b.WGMMAMainloopMX(mx, v[0], v[1], kt, k.ring.bars, k.base, aOff, laneZero, aSc, bSc)
+				}
+				return b.WGMMAMainloop(ml, v[0], v[1], kt, k.ring.bars, k.base, aOff, laneZero)
+			}
+			acc, stage, phase, e := mainloop()
 			if e != nil {
 				err = e
 				return append(zerosF32(l.NB/2), v[0], v[1])

@@ -126,6 +126,20 @@ type GemmSpec struct {
 	// ReadsNMajorB accepts the spec read it directly (EpiStore, BGrouped,
 	// no bias); the lowering gives the others a K-major copy.
 	BNMajor bool
+	// MX makes the GEMM MXFP8 (docs/mxfp8.md): A and B are e4m3 (one
+	// byte), with the UE8M0 scales a_scales [rows, K/32] and b_scales [E,
+	// BRows(), K/32] (one per 32 along K), and every 32-wide block of K
+	// counts as its e4m3 products times the two scales. sm_90a only; BK
+	// 128, B grouped and K-major.
+	MX bool
+}
+
+// ElemBytes is the size of an A or B element: 1 (MX, e4m3) or 2 (bf16).
+func (s GemmSpec) ElemBytes() int {
+	if s.MX {
+		return 1
+	}
+	return 2
 }
 
 // BRows is the number of rows of each expert's B matrix: 2N for EpiGated, else N.
@@ -151,10 +165,12 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: ADense needs Experts = 1, got %d", s.Name, s.Experts)
 	case s.Tile.BM <= 0 || s.Tile.BN <= 0 || s.Tile.BK <= 0 || s.Tile.Stages <= 0 || s.Tile.Warps <= 0:
 		return fmt.Errorf("codegen: %s: tile %+v has a non-positive field", s.Name, s.Tile)
-	case s.COutF32 && s.Epilogue != EpiStore:
-		return fmt.Errorf("codegen: %s: an f32 C needs the plain store epilogue", s.Name)
+	case s.COutF32 && s.Epilogue != EpiStore && !s.MX:
+		return fmt.Errorf("codegen: %s: an f32 C needs the plain store epilogue (or an MXFP8 GEMM, whose f32 h is quantized next)", s.Name)
 	case s.BNMajor && (s.Epilogue != EpiStore || s.B != BGrouped || s.Bias):
 		return fmt.Errorf("codegen: %s: an N-major B needs the plain store epilogue, grouped weights and no bias", s.Name)
+	case s.MX && (s.B != BGrouped || s.BNMajor || s.K%32 != 0 || s.Tile.BK != 128):
+		return fmt.Errorf("codegen: %s: an MXFP8 GEMM needs grouped K-major weights, K a multiple of 32 (K = %d) and a K block of 128 (%d)", s.Name, s.K, s.Tile.BK)
 	}
 	return nil
 }
@@ -165,15 +181,17 @@ func (s GemmSpec) Validate() error {
 // role to a buffer or a value. Engines that need tensor maps add parameters
 // with Role RoleTensorMap after these (Param.TensorMap names the operand).
 const (
-	RoleA         = "a"       // ptr: A, bf16 [rows, K]
-	RoleB         = "b"       // ptr: B, bf16 [E, BRows, K] (BGrouped) or u64 [E] pointer table (BTable)
-	RoleBias      = "bias"    // ptr: fp32 [E, BRows] (only if Bias)
-	RoleC         = "c"       // ptr: C, bf16 [rows, N]
-	RoleTiles     = "tiles"   // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
-	RoleOffsets   = "offsets" // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
-	RoleNumTiles  = "ntiles"  // ptr: i32 [1] number of valid tiles (ATiled only)
-	RoleRows      = "rows"    // i32: number of rows M (ADense only)
-	RoleTensorMap = "tmap"    // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
+	RoleA         = "a"        // ptr: A, bf16 [rows, K]
+	RoleB         = "b"        // ptr: B, bf16 [E, BRows, K] (BGrouped) or u64 [E] pointer table (BTable)
+	RoleBias      = "bias"     // ptr: fp32 [E, BRows] (only if Bias)
+	RoleC         = "c"        // ptr: C, bf16 [rows, N]
+	RoleTiles     = "tiles"    // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
+	RoleOffsets   = "offsets"  // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
+	RoleNumTiles  = "ntiles"   // ptr: i32 [1] number of valid tiles (ATiled only)
+	RoleRows      = "rows"     // i32: number of rows M (ADense only)
+	RoleTensorMap = "tmap"     // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
+	RoleAScales   = "a_scales" // ptr: ue8m0 [rows, K/32] (MX only)
+	RoleBScales   = "b_scales" // ptr: ue8m0 [E, BRows, K/32] (MX only)
 )
 
 // GemmParams returns the parameter list every engine's grouped GEMM kernel
@@ -187,6 +205,11 @@ func GemmParams(s GemmSpec) []Param {
 		ps = append(ps, Param{Name: "bias", Type: ParamPtr, Size: 8, Role: RoleBias})
 	}
 	ps = append(ps, Param{Name: "c", Type: ParamPtr, Size: 8, Role: RoleC})
+	if s.MX {
+		ps = append(ps,
+			Param{Name: "a_scales", Type: ParamPtr, Size: 8, Role: RoleAScales},
+			Param{Name: "b_scales", Type: ParamPtr, Size: 8, Role: RoleBScales})
+	}
 	if s.A == ATiled {
 		ps = append(ps,
 			Param{Name: "tiles", Type: ParamPtr, Size: 8, Role: RoleTiles},

@@ -103,3 +103,13 @@ func (b *Builder) ue8m0RoundUp(x value.Value) value.Value {
 	c = b.Select(b.ICmp(enum.IPredEQ, bits, ir.Int32(0x7F800000)), ir.Int32(0xFE), c)
 	return b.Select(b.ICmp(enum.IPredUGT, bits, ir.Int32(0x7F800000)), ir.Int32(0xFF), c)
 }
+
+// ue8m0F32 emits the f32 value 2^(code-127) of a UE8M0 scale code (i32
+// 0..255): the exponent field code, 2^-127 (a subnormal) for 0, NaN for
+// 255 (layouts.F32FromUE8M0).
+func (b *Builder) ue8m0F32(code value.Value) value.Value {
+	bits := b.Shl(code, ir.Int32(23))
+	bits = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(0)), ir.Int32(0x00400000), bits)
+	bits = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(255)), ir.Int32(0x7FC00000), bits)
+	return b.BitCast(bits, ir.F32)
+}

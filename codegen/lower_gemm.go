@@ -87,7 +87,7 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 // (nil: every T >= 1), binding the engine's parameter roles to g's operands
 // and the work list of its row tile.
 func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange) error {
-	spec := gemmSpec(g, s)
+	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix
 	bind := map[string]string{}
 	for _, o := range g.Operands() {
@@ -127,18 +127,30 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 // rows, the variant).
 func (lw *perOp) readsNMajorB(g moe.GEMM) bool {
 	reads := func(s schedule.Schedule) bool {
-		spec := gemmSpec(g, s)
+		spec := lw.gemmSpec(g, s)
 		spec.Name = "moe_" + g.Name()
 		return lw.eng.ReadsNMajorB(spec)
 	}
 	return reads(lw.sched) && (g.Rows == moe.Dense || !lw.hasVariant || reads(lw.variant))
 }
 
+// gemmSpec is gemmSpec for the program's layer: in an mxfp8 layer the bf16
+// GEMMs (the shared experts; the backward has none yet) take half the
+// schedule's K block, the same bytes per stage as the e4m3 tiles
+// (schedule.Schedule.FC1).
+func (lw *perOp) gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
+	spec := gemmSpec(g, s)
+	if lw.src.Layer.Precision == schedule.MXFP8 && !spec.MX {
+		spec.Tile.BK /= 2
+	}
+	return spec
+}
+
 // gemmSpec is the engine's description of g under schedule s: FC1's tile
 // for a gated GEMM, FC2's for a plain one.
 func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 	spec := GemmSpec{N: g.N, K: g.K, Experts: g.Experts, A: ATiled, B: BGrouped, Epilogue: EpiStore, Bias: g.Bias != nil,
-		COutF32: g.C.DType == moe.F32, BNMajor: g.BMajor == moe.NMajor}
+		COutF32: g.C.DType == moe.F32, BNMajor: g.BMajor == moe.NMajor, MX: g.AScales != nil}
 	if g.Rows == moe.Dense {
 		spec.A = ADense
 	}

@@ -12,8 +12,9 @@ import (
 )
 
 // TestQuantizeAssemble lowers the MXFP8 forward's quantize ops on their own
-// (bf16 rows of x, f32 rows of h) for every target and assembles them; the
-// whole MXFP8 program is refused at its first GEMM, with the reason.
+// (bf16 rows of x, f32 rows of h) for sm_90a and sm_100a and assembles
+// them; sm_100a refuses the whole MXFP8 program at its first GEMM, with
+// the reason.
 func TestQuantizeAssemble(t *testing.T) {
 	l, err := schedule.Preset("gpt-oss-120b")
 	if err != nil {
@@ -50,8 +51,49 @@ func TestQuantizeAssemble(t *testing.T) {
 				t.Fatalf("%s %v: %v", name, tg, strings.SplitN(err.Error(), "\n", 20))
 			}
 		}
-		if _, err := Lower(p, s, PerOp); err == nil || !strings.Contains(err.Error(), "MXFP8 GEMM has no kernel yet") {
+		_, err = Lower(p, s, PerOp)
+		if tg == target.SM100a && (err == nil || !strings.Contains(err.Error(), "no MXFP8 GEMM yet")) {
 			t.Errorf("%v: whole mxfp8 program: %v", tg, err)
+		}
+	}
+}
+
+// TestMXFP8ForwardAssemble lowers the MXFP8 forward of every preset for
+// sm_90a (quantize kernels, e4m3 wgmma GEMMs with the scales promoted per
+// 32-wide block, the bf16 shared experts at half the K block) and
+// assembles it; sm_80 refuses the layer in its schedule.
+func TestMXFP8ForwardAssemble(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Precision = schedule.MXFP8
+		p, err := moe.Forward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := schedule.DefaultSchedule(l, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := Lower(p, s, PerOp)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		text, err := mptx.Compile(prog.Module, target.SM90a)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(text, "k32.f32.e4m3.e4m3") {
+			t.Errorf("%s: no e4m3 wgmma", name)
+		}
+		toolchain.NeedPtxas(t, "sm_90a")
+		if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+			t.Fatalf("%s: %v", name, strings.SplitN(err.Error(), "\n", 20))
+		}
+		if _, err := schedule.DefaultSchedule(l, target.SM80); err == nil {
+			t.Errorf("%s: sm_80 schedule for an mxfp8 layer", name)
 		}
 	}
 }

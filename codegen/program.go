@@ -75,8 +75,8 @@ const (
 // launch plan. The kernel parameters and the plan's buffers come from p's
 // operands and buffers; the lowering adds only its own scratch (the GEMM
 // work lists). Errors: an unknown policy or op, a schedule the target's
-// engine cannot build, more than two distinct GEMM row tiles, an MXFP8
-// GEMM (no kernel yet).
+// engine cannot build (an MXFP8 GEMM off sm_90a), more than two distinct
+// GEMM row tiles.
 func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) {
 	if how != PerOp {
 		return nil, fmt.Errorf("codegen: unknown lowering %d", how)
@@ -185,9 +185,6 @@ func (lw *perOp) lower(op moe.Op) error {
 	case moe.Combine:
 		k = emitCombine(m, d, o)
 	case moe.GEMM:
-		if o.AScales != nil {
-			return fmt.Errorf("codegen: %s: op %s: the MXFP8 GEMM has no kernel yet (the program, its float64 meaning and the activation quantization exist: docs/mxfp8.md)", lw.prog.Layer, o.Op)
-		}
 		return lw.lowerGEMM(o)
 	case moe.Quantize:
 		var err error

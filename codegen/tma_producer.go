@@ -25,6 +25,9 @@ func tmaMaps(b *Builder, spec GemmSpec, copiers int) (tmA, tmB value.Value, full
 	} else {
 		tmB = b.PtrToInt(b.Param("tmap_b"))
 	}
+	if spec.MX {
+		fullCount += 32 // the scale copies of the producer's first warp
+	}
 	return tmA, tmB, fullCount
 }
 
@@ -51,7 +54,7 @@ func newProducer(r tmaRing, spec GemmSpec, threads int, base value.Value, ring m
 // 0..threads-1). Without BTable only tid 0 works; the other threads return.
 func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	var err error
-	table := p.spec.B == BTable
+	table, mx := p.spec.B == BTable, p.spec.MX
 	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
 	body := func() {
 		wl.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
@@ -64,11 +67,16 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 				b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
 				fb := p.ring.full(b, stage)
 				sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
-				if table {
+				switch {
+				case table:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
 					p.tableCopy.emit(b, tid, b.AddI(sa, int64(p.atoms*p.aAtom)), kt, w.n0, ptrE)
 					b.CpAsyncMbarArrive(fb)
-				} else {
+				case mx:
+					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+					p.mxScales(b, tid, w, kt, sa)
+					b.MbarArrive(fb)
+				default:
 					err = joinErr(err, p.tma(b, w, kt, sa, fb))
 				}
 				s2, p2 := ringNext(b, stage, phase, p.S)
@@ -76,12 +84,59 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 			})
 		})
 	}
-	if table {
+	switch {
+	case table:
 		body()
-	} else {
+	case mx:
+		b.If(b.ICmp(enum.IPredULT, tid, ir.Int32(32)), body)
+	default:
 		b.If(lead, body)
 	}
 	return err
+}
+
+// mxScales is the MXFP8 scale copy of K block kt of work item w into the
+// stage at shared address sa, by the 32 lanes (tid) of the producer's
+// first warp: each of the block's BK/32 scales of every A-tile row (rows
+// row0.., 1.0 past the expert's rows) and of every B-tile row (the gate/up
+// row map; 1.0 past BRows), 1.0 past K (where TMA filled zeros), decoded
+// from UE8M0 to f32 (2^(code-127), NaN for 255) and stored [block][row]
+// after the stage's A and B tiles (layouts.GemmSmem.ScaleBytes), so that
+// a consumer reads one column's scale of a block with one load.
+func (p gemmProducer) mxScales(b *Builder, tid value.Value, w gemmWork, kt, sa value.Value) {
+	kb := p.BK / 32
+	nsf := int64(p.spec.K / 32)
+	off := int64(p.stageBytes - p.smem.ScaleBytes) // after the A and B tiles
+	// store copies the kb scales of one row from src (the row's first
+	// scale in global memory; ok false: 1.0 without reading) to dst, the
+	// row's f32 in block 0, blocks stride bytes apart.
+	store := func(dst, src, ok value.Value, stride int64) {
+		for c := 0; c < kb; c++ {
+			kc := b.AddI(b.MulI(kt, int64(kb)), int64(c))
+			in := b.And(ok, b.ICmp(enum.IPredSLT, kc, ir.Int32(nsf)))
+			ptr := b.Select(in, b.ByteOffset(src, b.Wide(kc)), src)
+			code := b.Select(in, b.ZExt(b.LoadAt(ir.I8, ptr, 1), ir.I32), ir.Int32(127))
+			b.StoreAt(b.ue8m0F32(code), b.IntToPtr(b.ZExt(b.AddI(dst, int64(c)*stride), ir.I64), SPtr), 4)
+		}
+	}
+	for r0 := 0; r0 < p.BM; r0 += 32 {
+		r := b.AddI(tid, int64(r0))
+		row := b.Add(w.row0, r)
+		ok := b.ICmp(enum.IPredSLT, row, w.rowEnd)
+		src := b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(b.Select(ok, row, ir.Int32(0))), nsf))
+		store(b.Add(b.AddI(sa, off), b.MulI(r, 4)), src, ok, int64(4*p.BM))
+	}
+	bOff := off + int64(kb*p.BM*4)
+	for j0 := 0; j0 < p.NB; j0 += 32 {
+		j := b.AddI(tid, int64(j0))
+		row := p.tableCopy.bRow(b, w.n0, j)
+		ok := b.And(b.ICmp(enum.IPredSLT, row, ir.Int32(int64(p.spec.BRows()))), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.NB))))
+		gi := b.Add(b.MulI(w.e, int64(p.spec.BRows())), b.Select(ok, row, ir.Int32(0)))
+		src := b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gi), nsf))
+		b.If(b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.NB))), func() {
+			store(b.Add(b.AddI(sa, bOff), b.MulI(j, 4)), src, ok, int64(4*p.NB))
+		})
+	}
 }
 
 // tma issues the TMA loads of K block kt of work item w into the stage at
@@ -97,10 +152,10 @@ func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error 
 	if table {
 		b.MbarArriveExpectTx(fb, aBytes)
 	} else {
-		b.MbarArriveExpectTx(fb, p.stageBytes)
+		b.MbarArriveExpectTx(fb, p.stageBytes-p.smem.ScaleBytes) // the scales (MX) are not TMA's
 	}
 	for a := 0; a < p.atoms; a++ {
-		k0 := b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a))
+		k0 := b.AddI(b.MulI(kt, int64(p.BK)), int64(p.atomK*a))
 		dA := b.AddI(sa, int64(a*p.aAtom))
 		dB := b.AddI(sa, int64(aBytes+a*p.bAtom))
 		err = joinErr(err, b.TMALoad(p.tmA, dA, fb, k0, w.row0))

@@ -20,7 +20,8 @@ import (
 // by a persistent grid over the work items.
 type tmaRing struct {
 	BM, BN, NB, BK, S int // tile rows, output columns, B-tile rows (MMA N), K block, stages
-	atoms             int // 64-wide K atoms per stage (BK/64)
+	atomK             int // K elements of one atom: one 128-byte swizzle row (64 bf16, 128 e4m3)
+	atoms             int // K atoms per stage (BK/atomK)
 	aAtom, bAtom      int // bytes of one A / B atom (layouts.SmemTile.AtomBytes)
 	stageBytes        int
 	kTiles, nBlocks   int
@@ -32,9 +33,9 @@ type tmaRing struct {
 // checkTMATile refuses, on target t, a K block that is not whole TMA boxes
 // of 64 bf16 (one 128-byte swizzle row) and a ring of fewer than 2 stages.
 func checkTMATile(s GemmSpec, t target.Target) error {
-	switch {
-	case s.Tile.BK%64 != 0:
-		return fmt.Errorf("codegen: %s: %v K block %d must be a multiple of 64 (one 128-byte swizzle row of bf16 per TMA box)", s.Name, t, s.Tile.BK)
+	switch ak := 128 / s.ElemBytes(); {
+	case s.Tile.BK%ak != 0:
+		return fmt.Errorf("codegen: %s: %v K block %d must be a multiple of %d (one 128-byte swizzle row per TMA box)", s.Name, t, s.Tile.BK, ak)
 	case s.Tile.Stages < 2:
 		return fmt.Errorf("codegen: %s: %v needs at least 2 pipeline stages, got %d", s.Name, t, s.Tile.Stages)
 	}
@@ -64,13 +65,18 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int) (tmaRing, error) {
 	if s.BNMajor {
 		bMajor = layouts.MNMajor
 	}
-	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: layouts.DTypeBF16,
+	dt := layouts.DTypeBF16
+	if s.MX {
+		dt = layouts.DTypeE4M3
+	}
+	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: dt, Scales: s.MX,
 		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor})
 	if err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	r.a, r.b = r.smem.A.(*layouts.SmemTile), r.smem.B.(*layouts.SmemTile)
-	r.atoms = r.BK / 64
+	r.atomK = 128 / s.ElemBytes()
+	r.atoms = r.BK / r.atomK
 	r.aAtom, r.bAtom = r.a.AtomBytes(), r.b.AtomBytes()
 	r.stageBytes = r.smem.StageBytes
 	r.kTiles = (s.K + r.BK - 1) / r.BK
@@ -145,8 +151,8 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 
 // tmaTensorMaps returns the tensor-map parameters (after GemmParams) of an
 // sm_90a / sm_100a GEMM kernel: "tmap_a" over A and "tmap_b" over B, both
-// bf16, 128-byte swizzle, boxes of 64 elements along K (an N-major B:
-// 64 along N by BK along K).
+// bf16 (MX: e4m3, as u8), 128-byte swizzle, boxes of one 128-byte row
+// along K (64 bf16, 128 e4m3; an N-major B: 64 along N by BK along K).
 //
 // The constant dimensions and strides are checked against the limits of
 // cuTensorMapEncodeTiled (CUDA driver API: dimensions at most 2^32
@@ -157,10 +163,14 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 	rows := PerT(rowsPerT, 0)
 	rows.Min = 1
 	br := int64(s.BRows())
-	bmap := &TensorMap{Operand: RoleB, DType: "bf16",
+	eb, ak, dt := int64(s.ElemBytes()), 128/s.ElemBytes(), "bf16"
+	if s.MX {
+		dt = "u8" // e4m3: TMA moves bytes
+	}
+	bmap := &TensorMap{Operand: RoleB, DType: dt,
 		Dims:        []Expr{Const(k), Const(br), Const(int64(s.Experts))},
-		StrideBytes: []Expr{Const(2 * k), Const(2 * k * br)},
-		Box:         []int{64, bBoxRows, 1}, Swizzle: 128}
+		StrideBytes: []Expr{Const(eb * k), Const(eb * k * br)},
+		Box:         []int{ak, bBoxRows, 1}, Swizzle: 128}
 	if s.BNMajor { // B_e [K, N]: N innermost, boxes of 64 along N by BK rows
 		bmap.Dims = []Expr{Const(br), Const(k), Const(int64(s.Experts))}
 		bmap.StrideBytes = []Expr{Const(2 * br), Const(2 * k * br)}
@@ -174,7 +184,7 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 		{"K (elements)", k, 1 << 32},
 		{"B rows (elements)", br, 1 << 32},
 		{"experts", int64(s.Experts), 1 << 32},
-		{"B expert stride (bytes)", 2 * k * br, 1<<40 - 1},
+		{"B expert stride (bytes)", eb * k * br, 1<<40 - 1},
 	} {
 		if c.v > c.limit {
 			return nil, fmt.Errorf("codegen: %s: %s = %d exceeds the TMA tensor-map limit %d (cuTensorMapEncodeTiled)", s.Name, c.what, c.v, c.limit)
@@ -182,10 +192,10 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 	}
 	return []Param{
 		{Name: "tmap_a", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: &TensorMap{
-			Operand: RoleA, DType: "bf16",
+			Operand: RoleA, DType: dt,
 			Dims:        []Expr{Const(k), rows},
-			StrideBytes: []Expr{Const(2 * k)},
-			Box:         []int{64, bm}, Swizzle: 128}},
+			StrideBytes: []Expr{Const(eb * k)},
+			Box:         []int{ak, bm}, Swizzle: 128}},
 		{Name: "tmap_b", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: bmap},
 	}, nil
 }

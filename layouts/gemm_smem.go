@@ -16,8 +16,11 @@ type GemmConfig struct {
 	BRows  int           // B tile rows this CTA holds: output columns, gate and up rows together for a gated FC1
 	K      int           // reduction elements per stage (one K block)
 	Stages int           // pipeline depth
-	// Scales adds the MXFP8 scale bytes of a stage: one UE8M0 byte per 32
-	// K elements of every A and B row (OCP Microscaling v1.0 block 32).
+	// Scales adds the MXFP8 scales of a stage, one per 32 K elements of
+	// every A and B row (OCP Microscaling v1.0 block 32): the UE8M0 bytes
+	// (sm_100a, copied to TMEM) or, on sm_90a, their f32 values (4 bytes
+	// each, [K/32][M] then [K/32][BRows]: the consumers read a column's
+	// scale of each 32-wide block with one load).
 	Scales bool
 	// StagingCols asks for the sm_90a staged epilogue: a bf16 tile of M rows
 	// x StagingCols output columns next to the ring, kept only when it fits
@@ -55,7 +58,7 @@ type GemmSmem struct {
 	// 1024-byte aligned; B with BMajor MNMajor: BRows/64 columns of K rows
 	// x 128 bytes).
 	A, B       OperandTile
-	ScaleBytes int // MXFP8 scale bytes per stage (0 for bf16)
+	ScaleBytes int // MXFP8 scale bytes per stage, after A and B (0 for bf16)
 	StageBytes int // A + B (+ scales) of one stage
 	AlignSlack int // bytes requested to realign the base to 1024 (0 on sm_80)
 	// Staged says the staging tile fits (sm_90a with StagingCols > 0);
@@ -119,6 +122,9 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	}
 	if c.Scales {
 		p.ScaleBytes = (c.M + c.BRows) * ((c.K + MXBlockSize - 1) / MXBlockSize)
+		if c.Target == target.SM90a {
+			p.ScaleBytes *= 4 // decoded to f32 by the producer
+		}
 		p.StageBytes += p.ScaleBytes
 	}
 	p.AlignSlack = 1024

@@ -489,6 +489,11 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 			k = 128
 		}
 		cands := []int{256, 192, 128}
+		if l.Precision == MXFP8 && tg == target.SM90a {
+			// The MXFP8 consumers hold partial sums beside the
+			// accumulators: B tiles of at most 128 rows (docs/mxfp8.md).
+			cands = []int{128}
+		}
 		s.FC1 = Tile{128, pickN(2*l.Intermediate, cands), k}
 		s.FC2 = Tile{128, pickN(l.Hidden, cands), k}
 		maxStages := 6

@@ -13,6 +13,8 @@
 #   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10`, and one preset
 #          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad wgmma" selects the
 #          sm_90a wgmma weight-gradient kernel
+#   mxfp8  the MXFP8 forward on sm_90a: the quantize kernel, `mokc run --precision mxfp8` on four presets,
+#          memcheck, and bench beside bf16 at T = 64 and 4096
 #   sweep  mokc bench over T = 64..16384 (forward; forward + backward at 1024 and 4096) for qwen3-30b-a3b and
 #          deepseek-v3, drawn by `mokc plot roofline` into $OUT/roofline.svg
 #   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads, both
@@ -103,6 +105,23 @@ for phase in $phases; do
 			done
 		done
 		;;
+	mxfp8)
+		# The MXFP8 forward (sm_90a): the quantize kernel byte for byte, the whole forward against the float64
+		# reference of the quantized values, memcheck, and its speed beside the bf16 forward.
+		(cd codegen && step "codegen: MXFP8 quantize kernel" 60 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestQuantizeGPU')
+		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite llama4-scout; do
+			step "run --precision mxfp8 $m sm_90a T=$TOKENS x10" 240 "$OUT/run-mxfp8.log" \
+				bash -c "\"$mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8.jsonl\""
+		done
+		step "memcheck run --precision mxfp8 qwen3-30b-a3b T=64" 150 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64
+		for m in qwen3-30b-a3b deepseek-v3; do
+			for T in 64 4096; do
+				for p in bf16 mxfp8; do
+					step "bench $m sm_90a T=$T $p" 120 "$OUT/bench-mxfp8.log" "$mokc" bench --precision $p --model $m --target sm_90a --tokens $T --json
+				done
+			done
+		done
+		;;
 	sweep)
 		# A sweep of T for the roofline plot (forward, and forward + backward at the larger T).
 		for m in qwen3-30b-a3b deepseek-v3; do
@@ -116,7 +135,7 @@ for phase in $phases; do
 		step "plot roofline" 30 "$OUT/sweep.log" "$mokc" plot roofline -o "$OUT/roofline.svg" "$OUT/sweep.jsonl"
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, sweep)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, sweep)" >&2
 		exit 2
 		;;
 	esac

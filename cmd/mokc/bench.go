@@ -37,7 +37,7 @@ func init() {
 				&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "seed of the random inputs, weights and routing"},
 				&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids or map"},
 				&cli.IntFlag{Name: "sets", Usage: "input sets to rotate among", DefaultText: "2, or enough to cover twice the L2 when one set fits in it"},
-				&cli.Float64Flag{Name: "peak-tflops", Value: 750, Usage: "dense BF16 throughput for the roofline, TFLOP/s (the default is a nominal H100/H200 figure; bench/torch_moe.py measures the card's)"},
+				&cli.Float64Flag{Name: "peak-tflops", Value: 750, Usage: "dense BF16 throughput for the roofline, TFLOP/s (the default is a nominal H100/H200 figure, doubled for --precision mxfp8; bench/torch_moe.py measures the card's)"},
 				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards, or with --backward of training steps timing the backward's kernels, with an event between kernels)"},
@@ -64,6 +64,7 @@ type benchReport struct {
 	Warmup     int     `json:"warmup"`
 	Sets       int     `json:"sets"`
 	Schedule   string  `json:"schedule"`            // schedule.Schedule.String()
+	Precision  string  `json:"precision"`           // routed weights: "bf16" or "mxfp8"
 	Backward   bool    `json:"backward"`            // times Forward + Backward
 	MainGrad   string  `json:"main_grad,omitempty"` // dtype of the main grads (Backward)
 	Kernels    int     `json:"kernels"`
@@ -139,7 +140,11 @@ func forwardCost(l schedule.Layer, T int, r schedule.Routing) benchCost {
 		}
 	}
 	c.flops = float64(c.routes)*(2*I*H+H*I)*2 + float64(T)*(2*Is*H+H*Is)*2
-	expert := (2*I*H + H*I) * 2
+	elem := 2.0 // bytes per routed weight: bf16, or e4m3 and a ue8m0 scale per 32
+	if l.Precision == schedule.MXFP8 {
+		elem = 1 + 1.0/32
+	}
+	expert := (2*I*H + H*I) * elem
 	if l.Biases {
 		expert += (2*I + H) * 4
 	}
@@ -248,7 +253,10 @@ func benchAction(c *cli.Context) error {
 	dev := ctx.Device()
 	rep := benchReport{Model: l.Name, Target: s.Target.String(), Device: fmt.Sprintf("%s (compute capability %d.%d)", dev.Name, dev.ComputeMajor, dev.ComputeMinor),
 		SMs: dev.SMCount, L2Bytes: dev.L2Bytes, Tokens: T, Routing: l.Routing.String(), Seed: seed, Iters: iters, Warmup: warmup,
-		PeakTFLOPs: c.Float64("peak-tflops"), PeakGBs: c.Float64("peak-gbs")}
+		PeakTFLOPs: c.Float64("peak-tflops"), PeakGBs: c.Float64("peak-gbs"), Precision: l.Precision.String()}
+	if l.Precision == schedule.MXFP8 && !c.IsSet("peak-tflops") {
+		rep.PeakTFLOPs *= 2 // the routed GEMMs run on FP8 tensor cores (twice the dense BF16 rate)
+	}
 	logf := func(format string, a ...any) {
 		if !c.Bool("json") {
 			fmt.Fprintf(c.App.ErrWriter, format+"\n", a...)

@@ -1,0 +1,136 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/llir/llvm/ir/value"
+	"github.com/mokc/mokc/ir"
+)
+
+// WGMMAMainloopMX describes the consumer K loop of an MXFP8 sm_90a GEMM
+// work item (docs/mxfp8.md): per 32-wide block of K one
+// wgmma.mma_async m64nNk32.f32.e4m3.e4m3 into partial accumulators (scale-d
+// = 0), waited for at once, then promoted into the f32 accumulators with
+// the block's scales: acc += (partial * X_b[col]) * X_a[row], both scales
+// powers of two, so each promotion rounds once. Emitted as one inline-PTX
+// statement by (*Builder).WGMMAMainloopMX (the partials are registers of
+// the statement).
+type WGMMAMainloopMX struct {
+	N, Stages, StageBytes, BOffset int
+	OffA, OffB                     []int  // per 32-wide block: descriptor offsets (16-byte units) of A and B
+	DescHi                         uint64 // address-independent descriptor bits (K-major 128-byte swizzle)
+	// ABlock and BBlock are the byte strides between two blocks' f32 scales
+	// of the A rows (4*BM) and of the B-tile rows (4*NB).
+	ABlock, BBlock int
+}
+
+// WGMMAMainloopMX emits the K loop of one work item of a consumer
+// warpgroup: per K tile, wait on full[stage] (parity phase), then per
+// 32-wide block issue, wait and promote (see WGMMAMainloopMX), then lane
+// 0 of each warp (lead != 0) arrives on empty[stage] and (stage, phase)
+// advance. aScOff is the byte offset, from a stage's base, of the f32
+// scale of the thread's first accumulator row in block 0 (its second row,
+// 8 below, is 32 bytes on); bScOff that of its first column (2*(lane%4);
+// the next column 4 bytes on, column 8j+c at 32j more). bars, smem and
+// aOff as for WGMMAMainloop. Returns the N/2 accumulators (the fragment
+// layout of WGMMABF16) and the advanced stage and phase.
+func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
+	if err := checkWGMMAN(ml.N); err != nil {
+		return nil, nil, nil, err
+	}
+	if len(ml.OffA) == 0 || len(ml.OffA) != len(ml.OffB) || ml.Stages < 2 {
+		return nil, nil, nil, fmt.Errorf("codegen: MXFP8 wgmma mainloop with %d/%d blocks and %d stages", len(ml.OffA), len(ml.OffB), ml.Stages)
+	}
+	na := ml.N / 2
+	cons := accConstraints(na, false, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "r", "r")
+	outs := b.AsmCallN(ml.asm(), cons, append(f32s(na), ir.I32, ir.I32),
+		stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff)
+	return outs[:na], outs[na], outs[na+1], nil
+}
+
+// asm is the PTX text of WGMMAMainloopMX.
+func (ml WGMMAMainloopMX) asm() string {
+	na := ml.N / 2
+	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
+	stage, phase, kt, bars, smem, aOff, lead, aSc, bSc := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8)
+	parts := make([]string, na)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("mp%d", i)
+	}
+	L := []string{
+		"{",
+		".reg .pred P, Q;",
+		".reg .b32 s, ph, kt, bar, sa, t, xa, xb;",
+		".reg .b64 d0a, d0b, da, db;",
+		fmt.Sprintf(".reg .f32 mp<%d>;", na),
+		".reg .f32 sa0, sa1, sb0, sb1, pr;",
+		"mov.b32 s, " + stage + ";",
+		"mov.b32 ph, " + phase + ";",
+		"mov.b32 kt, 0;",
+	}
+	for i := 0; i < na; i++ {
+		L = append(L, fmt.Sprintf("mov.f32 $%d, 0f00000000;", i))
+	}
+	L = append(L,
+		"WGMX_LOOP:",
+		"setp.ge.s32 P, kt, "+kt+";",
+		"@P bra WGMX_DONE;",
+		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", bars),
+		"WGMX_WAIT:",
+		"mbarrier.try_wait.parity.shared::cta.b64 Q, [bar], ph;",
+		"@!Q bra WGMX_WAIT;",
+		fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", ml.StageBytes, smem),
+		"add.s32 bar, sa, "+aOff+";",
+	)
+	L = append(L, descPTX("d0a", "bar", ml.DescHi)...)
+	L = append(L, fmt.Sprintf("add.s32 bar, sa, %d;", ml.BOffset))
+	L = append(L, descPTX("d0b", "bar", ml.DescHi)...)
+	L = append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
+	for c := range ml.OffA {
+		a, bb := "d0a", "d0b"
+		if ml.OffA[c] != 0 {
+			L = append(L, fmt.Sprintf("add.s64 da, d0a, %d;", ml.OffA[c]))
+			a = "da"
+		}
+		if ml.OffB[c] != 0 {
+			L = append(L, fmt.Sprintf("add.s64 db, d0b, %d;", ml.OffB[c]))
+			bb = "db"
+		}
+		L = append(L,
+			"wgmma.fence.sync.aligned;",
+			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, %s, %s, 0, 1, 1;", ml.N, strings.Join(parts, ", "), a, bb),
+			"wgmma.commit_group.sync.aligned;",
+			"wgmma.wait_group.sync.aligned 0;",
+			fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", c*ml.ABlock),
+			fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", c*ml.ABlock+32),
+		)
+		// Register 4j+i: row +8*(i/2), column 8j + 2*(lane%4) + i%2.
+		for j := 0; j < ml.N/8; j++ {
+			L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
+			for i := 0; i < 4; i++ {
+				r := 4*j + i
+				sbv, sav := []string{"sb0", "sb1"}[i%2], []string{"sa0", "sa1"}[i/2]
+				L = append(L,
+					fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sbv),
+					fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sav, r))
+			}
+		}
+	}
+	L = append(L,
+		"setp.ne.b32 Q, "+lead+", 0;",
+		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", bars),
+		fmt.Sprintf("add.s32 bar, bar, %d;", 8*ml.Stages),
+		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];",
+		"add.s32 s, s, 1;",
+		fmt.Sprintf("setp.eq.s32 Q, s, %d;", ml.Stages),
+		"@Q mov.b32 s, 0;",
+		"@Q xor.b32 ph, ph, 1;",
+		"add.s32 kt, kt, 1;",
+		"bra.uni WGMX_LOOP;",
+		"WGMX_DONE:",
+		fmt.Sprintf("mov.b32 $%d, s;", na),
+		fmt.Sprintf("mov.b32 $%d, ph;", na+1),
+		"}")
+	return asmLines(L...)
+}
