@@ -352,7 +352,7 @@ func noteQuantization(c *cli.Context, file string) {
 	if w == nil {
 		w = os.Stderr
 	}
-	fmt.Fprintf(w, "mokc: note: %s has quantization_config (%s); the kernels take bf16 weights, so dequantize the checkpoint's experts to bf16 first\n", file, method)
+	fmt.Fprintf(w, "mokc: note: %s has quantization_config (%s); the kernels take bf16 weights, or with --precision mxfp8 e4m3 with one ue8m0 scale per 32 along K (docs/mxfp8.md): convert the checkpoint's experts to one of those first\n", file, method)
 }
 
 // applyPrecision sets l's precision from --precision when given.

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -25,7 +26,7 @@ func init() {
 				UsageText: "for T in 64 256 1024 4096 16384; do mokc bench --model qwen3-30b-a3b --tokens $T --json; done >sweep.jsonl\n" +
 					"mokc plot roofline -o roofline.svg sweep.jsonl [more.jsonl...]\n\n" +
 					"Each result is a point at its FLOPs per byte and TFLOP/s (the bench's flops, bytes and median_ms),\n" +
-					"labelled T=<tokens>; results of one model, target, direction and main-grad dtype form one line. The\n" +
+					"labelled T=<tokens>; results of one model, target, direction, main-grad dtype and precision form one line. The\n" +
 					"roof is min(peak TFLOP/s, peak GB/s x intensity) from the results' peak_tflops and peak_gbs, which\n" +
 					"must agree. The format follows the output's extension: .svg, .png or .pdf.",
 				Flags: []cli.Flag{
@@ -49,8 +50,16 @@ func plotRoofline(c *cli.Context) error {
 	if format != "svg" && format != "png" && format != "pdf" {
 		return fmt.Errorf("plot roofline: --out %q: want a .svg, .png or .pdf file", c.String("out"))
 	}
+	if !(c.Float64("width") >= 1 && c.Float64("height") >= 1) {
+		return fmt.Errorf("plot roofline: --width %g --height %g: each at least 1 inch", c.Float64("width"), c.Float64("height"))
+	}
 	var reps []benchReport
+	seen := map[string]bool{}
 	for _, name := range c.Args().Slice() {
+		if seen[name] {
+			continue // a file given twice counts once
+		}
+		seen[name] = true
 		rs, err := readBenchReports(name)
 		if err != nil {
 			return fmt.Errorf("plot roofline: %w", err)
@@ -65,15 +74,11 @@ func plotRoofline(c *cli.Context) error {
 	if title == "" {
 		title = device
 	}
-	f, err := os.Create(c.String("out"))
-	if err != nil {
-		return fmt.Errorf("plot roofline: %w", err)
+	var img bytes.Buffer // drawn first: a failure leaves no file
+	if err := roofline.Write(&img, format, title, roof, pts, c.Float64("width"), c.Float64("height")); err != nil {
+		return fmt.Errorf("plot %w", err)
 	}
-	if err := roofline.Write(f, format, title, roof, pts, c.Float64("width"), c.Float64("height")); err != nil {
-		f.Close()
-		return fmt.Errorf("plot roofline: %w", err)
-	}
-	if err := f.Close(); err != nil {
+	if err := os.WriteFile(c.String("out"), img.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("plot roofline: %w", err)
 	}
 	lines := map[string]bool{}
@@ -99,7 +104,10 @@ func readBenchReports(name string) ([]benchReport, error) {
 		if err := dec.Decode(&r); err == io.EOF {
 			break
 		} else if err != nil {
-			return nil, fmt.Errorf("%s: result %d: %w", name, len(out)+1, err)
+			return nil, fmt.Errorf("%s: result %d is not a `mokc bench --json` result (a JSON object per line)", name, len(out)+1)
+		}
+		if !(r.FLOPs > 0 && r.Bytes > 0 && r.MedianMs > 0 && r.PeakTFLOPs > 0 && r.PeakGBs > 0) {
+			return nil, fmt.Errorf("%s: result %d lacks a positive flops, bytes, median_ms, peak_tflops or peak_gbs: not a `mokc bench --json` result", name, len(out)+1)
 		}
 		out = append(out, r)
 	}
@@ -119,7 +127,7 @@ func rooflinePoints(reps []benchReport) (roofline.Roof, []roofline.Point, string
 	var pts []roofline.Point
 	for _, r := range reps {
 		if r.PeakTFLOPs != roof.PeakTFLOPs || r.PeakGBs != roof.PeakGBs {
-			return roof, nil, "", fmt.Errorf("results with different roofs (%g TFLOP/s, %g GB/s and %g, %g): plot them separately",
+			return roof, nil, "", fmt.Errorf("results with different roofs (%g TFLOP/s, %g GB/s and %g, %g; mxfp8 results double the default peak): plot them separately, or bench them with the same --peak-tflops and --peak-gbs",
 				roof.PeakTFLOPs, roof.PeakGBs, r.PeakTFLOPs, r.PeakGBs)
 		}
 		if r.Device != device {
@@ -128,6 +136,9 @@ func rooflinePoints(reps []benchReport) (roofline.Roof, []roofline.Point, string
 		series := r.Model + " " + r.Target + " forward"
 		if r.Backward {
 			series = r.Model + " " + r.Target + " forward+backward, " + r.MainGrad + " main grads"
+		}
+		if r.Precision != "" && r.Precision != "bf16" {
+			series += ", " + r.Precision
 		}
 		pts = append(pts, roofline.Point{Series: series, Label: fmt.Sprintf("T=%d", r.Tokens),
 			FLOPs: r.FLOPs, Bytes: r.Bytes, Seconds: r.MedianMs / 1e3})

@@ -54,6 +54,13 @@ func TestPlotRoofline(t *testing.T) {
 	if err := os.WriteFile(other, b, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	bad, notJSON := filepath.Join(dir, "bad.jsonl"), filepath.Join(dir, "notjson.jsonl")
+	if err := os.WriteFile(bad, []byte(`{"foo":1}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(notJSON, []byte(`[1,2]`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		args []string
 		want string
@@ -62,6 +69,9 @@ func TestPlotRoofline(t *testing.T) {
 		{[]string{"plot", "roofline", "-o", filepath.Join(dir, "x.jpg"), sweep}, "want a .svg, .png or .pdf file"},
 		{[]string{"plot", "roofline", "-o", svg, sweep, other}, "different roofs"},
 		{[]string{"plot", "roofline", "-o", svg, filepath.Join(dir, "missing.jsonl")}, "no such file"},
+		{[]string{"plot", "roofline", "-o", svg, "--width", "0", sweep}, "at least 1 inch"},
+		{[]string{"plot", "roofline", "-o", svg, bad}, "not a `mokc bench --json` result"},
+		{[]string{"plot", "roofline", "-o", svg, notJSON}, "not a `mokc bench --json` result"},
 	} {
 		if _, err := runCLI(c.args...); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v: %v, want %q", c.args, err, c.want)
