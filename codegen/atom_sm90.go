@@ -155,7 +155,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if acc := l.NB / 2; l.WG >= 2 && acc+40 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d with %d accumulators per thread exceeds the %d registers of a consumer thread", s.Name, l.BM, acc, l.mmaRegs)
 	}
-	if acc := l.NB / 2; s.MX && 2*acc+48 > l.mmaRegs {
+	if acc := l.NB / 2; s.MX && l.mmaRegs > 0 && 2*acc+48 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a MXFP8 B tile of %d rows keeps %d accumulators and %d partial sums per consumer thread, beyond its %d registers (at most 128 rows)", s.Name, l.NB, acc, acc, l.mmaRegs)
 	}
 	return l, nil

@@ -58,6 +58,9 @@ func SM90GemmCases(prefix string) []GemmCase { return gemmCases(sm90GemmCases(pr
 // (sm90NMajorCases).
 func SM90NMajorCases(prefix string) []GemmCase { return gemmCases(sm90NMajorCases(prefix)) }
 
+// SM90MXCases returns the sm_90a engine's MXFP8 GEMMs (sm90MXCases).
+func SM90MXCases() []GemmCase { return gemmCases(sm90MXCases()) }
+
 // SM90PerfCases returns the sm_90a engine's timing GEMMs (sm90PerfCases).
 func SM90PerfCases(prefix string) []GemmCase { return gemmCases(sm90PerfCases(prefix)) }
 

@@ -195,7 +195,11 @@ func sm90GemmArgs(t *testing.T, ctx *driver.Context, ki codegen.KernelInfo, bufs
 			for i, v := range tm.Box {
 				box[i] = uint32(v)
 			}
-			enc, err := ctx.EncodeTensorMapTiled(driver.TensorMapBF16, len(dims), bufs[tm.Operand], dims, strides, box, nil,
+			dt := driver.TensorMapBF16
+			if tm.DType == "u8" {
+				dt = driver.TensorMapU8 // e4m3 data (MX)
+			}
+			enc, err := ctx.EncodeTensorMapTiled(dt, len(dims), bufs[tm.Operand], dims, strides, box, nil,
 				driver.InterleaveNone, driver.Swizzle128B, driver.L2Promotion256B, driver.OOBFillZero)
 			if err != nil {
 				t.Fatalf("%s: tensor map %s: %v", ki.Name, p.Name, err)

@@ -184,6 +184,64 @@ func sm90NMajorCases(prefix string) []sm90GemmCase {
 	}
 }
 
+// sm90MXCases are MXFP8 GEMMs (e4m3 A and B, UE8M0 scales per 32 along K):
+// plain bf16 C (staged epilogue), gated f32 C with halves (K = 2880: a K
+// tail of half a block of 128) and interleaved with bias, ragged experts.
+func sm90MXCases() []sm90GemmCase {
+	t := func(bm, bn, stages int) Tile {
+		return Tile{BM: bm, BN: bn, BK: 128, Stages: stages, Warps: 4 * bm / 64}
+	}
+	return []sm90GemmCase{
+		{GemmSpec{Name: "mx_store", N: 200, K: 224, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true,
+			Tile: t(128, 128, 3)}, []int{37, 0, 300}},
+		{GemmSpec{Name: "mx_swiglu_f32", N: 96, K: 2880, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, Tile: t(128, 64, 3)}, []int{129, 5}},
+		{GemmSpec{Name: "mx_gptoss_f32", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
+			Tile: t(64, 64, 2)}, []int{70, 1, 64}},
+	}
+}
+
+// TestSM90MXAssemble builds the MXFP8 GEMM cases with mokc's PTX backend
+// and assembles them for sm_90a (the GPU test runs them); refusals: a B
+// tile above 128 rows, a K block other than 128, the other engines.
+func TestSM90MXAssemble(t *testing.T) {
+	eng, err := EngineFor(target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := sm90GemmModule(t, eng, sm90MXCases())
+	text, err := mptx.Compile(m.IR, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text, "k32.f32.e4m3.e4m3") {
+		t.Error("no e4m3 wgmma in the MX kernels")
+	}
+	toolchain.NeedPtxas(t, "sm_90a")
+	if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+	}
+	c := sm90MXCases()[0].spec
+	for name, mod := range map[string]func(s *GemmSpec){
+		"bn256": func(s *GemmSpec) { s.Tile.BN = 256 },
+		"bk64":  func(s *GemmSpec) { s.Tile.BK = 64 },
+		"table": func(s *GemmSpec) { s.B = BTable },
+	} {
+		s := c
+		mod(&s)
+		if _, err := eng.GroupedGEMM(ir.NewModule("r"), s, 1); err == nil {
+			t.Errorf("%s: MX spec accepted", name)
+		}
+	}
+	for _, tg := range []target.Target{target.SM80, target.SM100a} {
+		e, _ := EngineFor(tg)
+		if _, err := e.GroupedGEMM(ir.NewModule("r"), c, 1); err == nil {
+			t.Errorf("%v built an MX GEMM", tg)
+		}
+	}
+}
+
 // TestSM90NMajorAssemble builds the N-major cases with mokc's PTX backend
 // and assembles them for sm_90a; the other engines refuse them.
 func TestSM90NMajorAssemble(t *testing.T) {

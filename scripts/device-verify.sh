@@ -13,7 +13,7 @@
 #   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10`, and one preset
 #          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad wgmma" selects the
 #          sm_90a wgmma weight-gradient kernel
-#   mxfp8  the MXFP8 forward on sm_90a: the quantize kernel, `mokc run --precision mxfp8` on four presets,
+#   mxfp8  the MXFP8 forward on sm_90a: the quantize kernel and GEMM cases, `mokc run --precision mxfp8` on four presets,
 #          memcheck, and bench beside bf16 at T = 64 and 4096
 #   sweep  mokc bench over T = 64..16384 (forward; forward + backward at 1024 and 4096) for qwen3-30b-a3b and
 #          deepseek-v3, drawn by `mokc plot roofline` into $OUT/roofline.svg
@@ -108,7 +108,7 @@ for phase in $phases; do
 	mxfp8)
 		# The MXFP8 forward (sm_90a): the quantize kernel byte for byte, the whole forward against the float64
 		# reference of the quantized values, memcheck, and its speed beside the bf16 forward.
-		(cd codegen && step "codegen: MXFP8 quantize kernel" 60 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestQuantizeGPU')
+		(cd codegen && step "codegen: MXFP8 quantize kernel and GEMMs" 90 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestQuantizeGPU|TestSM90MXGemmGPU')
 		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite llama4-scout; do
 			step "run --precision mxfp8 $m sm_90a T=$TOKENS x10" 240 "$OUT/run-mxfp8.log" \
 				bash -c "\"$mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8.jsonl\""

@@ -1,0 +1,205 @@
+//go:build cuda
+
+package codegen_test
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/target"
+)
+
+// TestSM90MXGemmGPU runs the sm_90a MXFP8 GEMM (e4m3 A and B with UE8M0
+// scales per 32 along K) on fresh random data quantized on the host
+// (layouts.Quantize, rows of a random magnitude each, so the scales vary)
+// and checks C against the float64 GEMM of the dequantized values: plain
+// bf16 C (the staged epilogue), gated f32 C (halves and interleaved with
+// bias, as FC1 of an mxfp8 layer writes h), ragged experts, a K tail;
+// poisoned C with canary rows.
+func TestSM90MXGemmGPU(t *testing.T) {
+	ctx, eng := engineOnGPU(t, target.SM90a, 90)
+	cases := codegen.SM90MXCases()
+	m := ir.NewModule("mx")
+	var infos []codegen.KernelInfo
+	for _, c := range cases {
+		ki, err := eng.GroupedGEMM(m, c.Spec, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos = append(infos, ki)
+	}
+	if _, err := m.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	text, err := ptx.Compile(m.IR, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(rand.Uint64(), 23))
+	for i, c := range cases {
+		t.Run(c.Spec.Name, func(t *testing.T) { runMXGemm(t, ctx, r, text, c, infos[i]) })
+	}
+}
+
+// mxHostMatrix quantizes rows x k random values (each row's magnitude
+// 2^e, e random in -12..12) and returns the e4m3 bytes, the scale codes and
+// the dequantized values.
+func mxHostMatrix(t *testing.T, r *rand.Rand, rows, k int) (data, scales []uint8, deq []float64) {
+	src := make([]float32, rows*k)
+	for i := 0; i < rows; i++ {
+		sc := math.Ldexp(1, r.IntN(25)-12)
+		for j := 0; j < k; j++ {
+			src[i*k+j] = float32((2*r.Float64() - 1) * sc)
+		}
+	}
+	q, err := layouts.Quantize(src, 1, rows, k, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, v := range q.Dequantize() {
+		deq = append(deq, float64(v))
+	}
+	return q.Data, q.Scales, deq
+}
+
+func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c codegen.GemmCase, ki codegen.KernelInfo) {
+	s := c.Spec
+	br := s.BRows()
+	var rows int
+	offsets := []int32{0}
+	var tiles []int32
+	for e, n := range c.Counts {
+		for r0 := 0; r0 < n; r0 += s.Tile.BM {
+			tiles = append(tiles, int32(e), int32(rows+r0))
+		}
+		rows += n
+		offsets = append(offsets, int32(rows))
+	}
+	aQ, aS, aD := mxHostMatrix(t, r, rows, s.K)
+	bQ, bS, bD := mxHostMatrix(t, r, s.Experts*br, s.K)
+	var bias []float32
+	if s.Bias {
+		bias = make([]float32, s.Experts*br)
+		for i := range bias {
+			bias[i] = float32(r.Float64() - 0.5)
+		}
+	}
+	// The reference: the float64 GEMM of the dequantized values, then the
+	// epilogue (sm90Reference's formulas over those values).
+	esize := 2
+	if s.COutF32 {
+		esize = 4
+	}
+	const canary = 3
+	d := &dev{t: t, ctx: ctx}
+	defer d.free()
+	bufs := map[string]driver.DevicePtr{
+		codegen.RoleA: d.put(aQ, len(aQ)), codegen.RoleB: d.put(bQ, len(bQ)),
+		codegen.RoleAScales: d.put(aS, len(aS)), codegen.RoleBScales: d.put(bS, len(bS)),
+		codegen.RoleC:     d.put(nil, esize*(rows+canary)*s.N),
+		codegen.RoleTiles: d.put(tiles, 4*len(tiles)+4), codegen.RoleOffsets: d.put(offsets, 4*len(offsets)),
+		codegen.RoleNumTiles: d.put([]int32{int32(len(tiles) / 2)}, 4),
+	}
+	if s.Bias {
+		bufs[codegen.RoleBias] = d.put(bias, 4*len(bias))
+	}
+	f := sm90Function(t, ctx, text, ki)
+	args := sm90GemmArgs(t, ctx, ki, bufs, rows)
+	grid := driver.Dim3{X: int(ki.Grid[0].Eval(int64(rows))), Y: int(ki.Grid[1].Eval(int64(rows))), Z: int(ki.Grid[2].Eval(int64(rows)))}
+	if err := f.Launch(grid, driver.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]float64, (rows+canary)*s.N)
+	if s.COutF32 {
+		out := make([]float32, len(got))
+		if err := ctx.CopyFromDevice(out, bufs[codegen.RoleC]); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range out {
+			got[i] = float64(v)
+		}
+	} else {
+		out := make([]uint16, len(got))
+		if err := ctx.CopyFromDevice(out, bufs[codegen.RoleC]); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range out {
+			got[i] = bf(v)
+			if v == 0xFFFF {
+				got[i] = math.NaN()
+			}
+		}
+	}
+	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
+	bad := 0
+	var rms float64
+	ref := make([]float64, rows*s.N)
+	for row := 0; row < rows; row++ {
+		e := 0
+		for e+1 < len(offsets)-1 && int(offsets[e+1]) <= row {
+			e++
+		}
+		dot := func(j int) float64 {
+			v := 0.0
+			for k := 0; k < s.K; k++ {
+				v += aD[row*s.K+k] * bD[(e*br+j)*s.K+k]
+			}
+			if s.Bias {
+				v += float64(bias[e*br+j])
+			}
+			return v
+		}
+		for n := 0; n < s.N; n++ {
+			if s.Epilogue == codegen.EpiStore {
+				ref[row*s.N+n] = dot(n)
+				continue
+			}
+			gr, ur := n, s.N+n
+			if s.Gate == codegen.GateInterleaved {
+				gr, ur = 2*n, 2*n+1
+			}
+			g, u := dot(gr), dot(ur)
+			if s.Act.Kind == codegen.ActGPTOSS {
+				g = math.Min(g, s.Act.Limit)
+				u = math.Max(math.Min(u, s.Act.Limit), -s.Act.Limit)
+				ref[row*s.N+n] = g * sig(s.Act.Alpha*g) * (u + 1)
+			} else {
+				ref[row*s.N+n] = g * sig(g) * u
+			}
+		}
+	}
+	for _, v := range ref {
+		rms += v * v
+	}
+	rms = math.Sqrt(rms / float64(len(ref)+1))
+	for i, w := range ref {
+		tol := 1e-4*math.Abs(w) + 1e-5*rms + 1e-12 // fp32 sums of exact products
+		if !s.COutF32 {
+			tol = math.Abs(w)/128 + 1e-3*rms + 1e-6 // and one bf16 rounding
+		}
+		if g := got[i]; math.IsNaN(g) || math.Abs(g-w) > tol {
+			if bad++; bad < 5 {
+				t.Errorf("C[%d][%d] = %v, want %v", i/s.N, i%s.N, g, w)
+			}
+		}
+	}
+	for i := rows * s.N; i < len(got); i++ {
+		if !math.IsNaN(got[i]) && !(s.COutF32 && math.Float32bits(float32(got[i])) == 0xFFFFFFFF) {
+			t.Fatalf("canary C[%d][%d] overwritten (%v)", i/s.N, i%s.N, got[i])
+		}
+	}
+	if bad > 0 {
+		t.Fatalf("%d of %d outputs wrong", bad, len(ref))
+	}
+	t.Log(fmt.Sprintf("%d rows checked", rows))
+}
