@@ -233,12 +233,17 @@ func (ly *Layer) Inputs() []BufferSpec { return ly.plan.specs(launch.BufInput) }
 // word is the Layer's own (CheckErrors).
 func (ly *Layer) Outputs() []BufferSpec { return ly.plan.specs(launch.BufOutput) }
 
-// WorkspaceBytes returns the bytes of device memory the workspace holds now
-// (0 before the first Forward with T > 0).
+// WorkspaceBytes returns the bytes of device memory the workspaces hold
+// now: the forward's (0 before the first Forward with T > 0) plus, once
+// Backward has run, the backward program's.
 func (ly *Layer) WorkspaceBytes() int {
 	ly.mu.Lock()
-	defer ly.mu.Unlock()
-	return ly.wsBytes
+	n, bwd := ly.wsBytes, ly.bwd
+	ly.mu.Unlock()
+	if bwd != nil {
+		n += bwd.WorkspaceBytes()
+	}
+	return n
 }
 
 // WorkspaceBytesFor returns the workspace a Forward of T tokens needs: the

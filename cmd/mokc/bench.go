@@ -241,6 +241,9 @@ func benchAction(c *cli.Context) error {
 	if err == nil {
 		err = checkTokens(l, s, T)
 	}
+	if err == nil {
+		err = checkProgram(l, c.Bool("backward"))
+	}
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
 	}

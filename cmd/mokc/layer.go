@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -367,4 +368,16 @@ func applyPrecision(c *cli.Context, l *schedule.Layer) error {
 		return fmt.Errorf("--precision %q: want bf16 or mxfp8", c.String("precision"))
 	}
 	return nil
+}
+
+// checkProgram builds l's forward (or backward) moe program and returns
+// its refusal, if any: what `run` and `bench` say before they open a
+// device.
+func checkProgram(l schedule.Layer, backward bool) error {
+	build := moe.Forward
+	if backward {
+		build = moe.Backward
+	}
+	_, err := build(l)
+	return err
 }

@@ -518,6 +518,17 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
+	// The programs' refusals (an mxfp8 backward, mxfp8 with per-expert
+	// storage) come before the device is opened.
+	layers, err := cfg.layers()
+	if err != nil {
+		return fmt.Errorf("run: %w", err)
+	}
+	for _, l := range layers {
+		if err := checkProgram(l, c.Bool("backward")); err != nil {
+			return fmt.Errorf("run: %w", err)
+		}
+	}
 	if c.Bool("backward") {
 		ctx, err := openDevice("run", c.Int("device"))
 		if err != nil {
