@@ -420,6 +420,85 @@ func (s *Stream) Destroy() error {
 	return driverError("cuStreamDestroy", C.mk_streamDestroy(s.ctx.ctx, h))
 }
 
+// BeginCapture starts recording the work queued on the stream into a graph
+// (cuStreamBeginCapture, CU_STREAM_CAPTURE_MODE_RELAXED: the calls of
+// other threads are not checked, since a goroutine may move between
+// threads): launches, asynchronous copies and memsets on the stream are
+// recorded, not run, until EndCapture. The stream must not be nil (the
+// legacy default stream cannot be captured).
+func (s *Stream) BeginCapture() error {
+	if s == nil {
+		return errors.New("mokc driver: BeginCapture on a nil stream: capture a stream of NewStream")
+	}
+	h, err := s.handle()
+	if err != nil {
+		return err
+	}
+	return driverError("cuStreamBeginCapture", C.mk_streamBeginCapture(s.ctx.ctx, h))
+}
+
+// EndCapture ends the capture BeginCapture started and returns the
+// recorded work as an instantiated graph (cuStreamEndCapture,
+// cuGraphInstantiate with no flags).
+func (s *Stream) EndCapture() (*Graph, error) {
+	if s == nil {
+		return nil, errors.New("mokc driver: EndCapture on a nil stream")
+	}
+	h, err := s.handle()
+	if err != nil {
+		return nil, err
+	}
+	g := &Graph{ctx: s.ctx}
+	if err := driverError("cuStreamEndCapture", C.mk_streamEndCapture(s.ctx.ctx, h, &g.g)); err != nil {
+		return nil, err
+	}
+	if err := driverError("cuGraphInstantiate", C.mk_graphInstantiate(s.ctx.ctx, &g.exec, g.g)); err != nil {
+		C.mk_graphDestroy(s.ctx.ctx, g.g)
+		return nil, err
+	}
+	return g, nil
+}
+
+// Graph is recorded work, instantiated: each Launch replays it with the
+// arguments it was recorded with (device addresses included), so new
+// inputs are written into the same buffers before a replay.
+type Graph struct {
+	ctx       *Context
+	g         C.CUgraph
+	exec      C.CUgraphExec
+	destroyed bool
+}
+
+// Launch queues one replay of the graph on stream (cuGraphLaunch; nil: the
+// default stream).
+func (g *Graph) Launch(stream *Stream) error {
+	if g.destroyed {
+		return errors.New("mokc driver: graph is destroyed")
+	}
+	h, err := stream.handle()
+	if err != nil {
+		return err
+	}
+	if err := g.ctx.live(); err != nil {
+		return err
+	}
+	return driverError("cuGraphLaunch", C.mk_graphLaunch(g.ctx.ctx, g.exec, h))
+}
+
+// Destroy releases the graph (cuGraphExecDestroy, cuGraphDestroy); replays
+// already queued still complete.
+func (g *Graph) Destroy() error {
+	if g.destroyed {
+		return nil
+	}
+	g.destroyed = true
+	if err := g.ctx.live(); err != nil {
+		return err
+	}
+	err := driverError("cuGraphExecDestroy", C.mk_graphExecDestroy(g.ctx.ctx, g.exec))
+	return errors.Join(err, driverError("cuGraphDestroy", C.mk_graphDestroy(g.ctx.ctx, g.g)))
+}
+
 // Event is a CUDA event with timing enabled (cuEventCreate,
 // CU_EVENT_DEFAULT).
 type Event struct {

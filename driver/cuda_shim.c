@@ -40,7 +40,9 @@ _Static_assert(CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA == 1, "OOB NaN"
 	X(cuEventElapsedTime)                                                                    \
 	X(cuModuleLoadDataEx) X(cuModuleUnload) X(cuModuleGetFunction)                           \
 	X(cuFuncGetAttribute) X(cuFuncSetAttribute)                                              \
-	X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuTensorMapEncodeTiled)
+	X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuTensorMapEncodeTiled)                          \
+	X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch)     \
+	X(cuGraphExecDestroy) X(cuGraphDestroy)
 
 #define MK_DECLARE(name) static __typeof__(name) *p_##name;
 MK_DRIVER_FUNCS(MK_DECLARE)
@@ -124,6 +126,12 @@ MK_IN_CTX(mk_memcpyDtoHAsync, p_cuMemcpyDtoHAsync(dst, src, bytes, s), void *dst
 MK_IN_CTX(mk_streamCreate, p_cuStreamCreate(s, CU_STREAM_DEFAULT), CUstream *s)
 MK_IN_CTX(mk_streamDestroy, p_cuStreamDestroy(s), CUstream s)
 MK_IN_CTX(mk_streamSynchronize, p_cuStreamSynchronize(s), CUstream s)
+MK_IN_CTX(mk_streamBeginCapture, p_cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_RELAXED), CUstream s)
+MK_IN_CTX(mk_streamEndCapture, p_cuStreamEndCapture(s, g), CUstream s, CUgraph *g)
+MK_IN_CTX(mk_graphInstantiate, p_cuGraphInstantiate(e, g, 0), CUgraphExec *e, CUgraph g)
+MK_IN_CTX(mk_graphLaunch, p_cuGraphLaunch(e, s), CUgraphExec e, CUstream s)
+MK_IN_CTX(mk_graphExecDestroy, p_cuGraphExecDestroy(e), CUgraphExec e)
+MK_IN_CTX(mk_graphDestroy, p_cuGraphDestroy(g), CUgraph g)
 MK_IN_CTX(mk_eventCreate, p_cuEventCreate(e, CU_EVENT_DEFAULT), CUevent *e)
 MK_IN_CTX(mk_eventDestroy, p_cuEventDestroy(e), CUevent e)
 MK_IN_CTX(mk_eventRecord, p_cuEventRecord(e, s), CUevent e, CUstream s)

@@ -41,6 +41,12 @@ CUresult mk_memcpyDtoHAsync(CUcontext c, void *dst, CUdeviceptr src, size_t byte
 CUresult mk_streamCreate(CUcontext c, CUstream *s);
 CUresult mk_streamDestroy(CUcontext c, CUstream s);
 CUresult mk_streamSynchronize(CUcontext c, CUstream s);
+CUresult mk_streamBeginCapture(CUcontext c, CUstream s);
+CUresult mk_streamEndCapture(CUcontext c, CUstream s, CUgraph *g);
+CUresult mk_graphInstantiate(CUcontext c, CUgraphExec *e, CUgraph g);
+CUresult mk_graphLaunch(CUcontext c, CUgraphExec e, CUstream s);
+CUresult mk_graphExecDestroy(CUcontext c, CUgraphExec e);
+CUresult mk_graphDestroy(CUcontext c, CUgraph g);
 CUresult mk_eventCreate(CUcontext c, CUevent *e);
 CUresult mk_eventDestroy(CUcontext c, CUevent e);
 CUresult mk_eventRecord(CUcontext c, CUevent e, CUstream s);

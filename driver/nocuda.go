@@ -82,6 +82,22 @@ func (s *Stream) Destroy() error { return ErrNoCUDA }
 // Event is a CUDA event; without the "cuda" build tag none can be made.
 type Event struct{}
 
+// BeginCapture returns ErrNoCUDA.
+func (s *Stream) BeginCapture() error { return ErrNoCUDA }
+
+// EndCapture returns ErrNoCUDA.
+func (s *Stream) EndCapture() (*Graph, error) { return nil, ErrNoCUDA }
+
+// Graph is recorded, instantiated work (no CUDA support: every method
+// returns ErrNoCUDA).
+type Graph struct{}
+
+// Launch returns ErrNoCUDA.
+func (g *Graph) Launch(stream *Stream) error { return ErrNoCUDA }
+
+// Destroy returns ErrNoCUDA.
+func (g *Graph) Destroy() error { return ErrNoCUDA }
+
 // Record returns ErrNoCUDA.
 func (e *Event) Record(stream *Stream) error { return ErrNoCUDA }
 

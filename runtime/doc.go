@@ -22,7 +22,9 @@
 // overlapping outputs) before launching anything, with errors naming the
 // buffer. Forward queues the whole forward on a stream without host
 // synchronisation; CheckErrors waits for it and reports the program's
-// error word as a *RoutingError.
+// error word as a *RoutingError. CaptureForward (CaptureBackward) records
+// one pass into a CUDA graph instead, replayed on the same buffers; the
+// workspace is then pinned (a larger T is refused).
 //
 // The error word (moe.BufErr, u32) is not bindable: binding it is an error
 // naming it. The kernels report bad routing there and nowhere else (an

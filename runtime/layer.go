@@ -47,7 +47,10 @@ type Layer struct {
 	ws      driver.DevicePtr
 	wsBytes int
 	wsT     int
-	wsOff   []int // offset of each scratch buffer (by plan buffer index), -1 otherwise
+	// graphs counts the graphs CaptureForward recorded: they replay the
+	// workspace's addresses, so it can no longer grow.
+	graphs int
+	wsOff  []int // offset of each scratch buffer (by plan buffer index), -1 otherwise
 
 	// launch cache: the arguments of the last Forward, reused while T and
 	// every buffer address stay the same.
@@ -280,6 +283,9 @@ func (ly *Layer) grow(T int) error {
 	if ly.ws != 0 && T <= ly.wsT {
 		return nil
 	}
+	if ly.ws != 0 && ly.graphs > 0 {
+		return fmt.Errorf("mokc runtime: layer %s: T = %d needs a larger workspace, but %d captured graph(s) replay the workspace of T <= %d: capture after the largest T (CaptureForward)", ly.layer.Name, T, ly.graphs, ly.wsT)
+	}
 	newT := T
 	if ly.ws != 0 {
 		newT = max(T, ly.wsT+ly.wsT/4)
@@ -344,42 +350,98 @@ func (ly *Layer) ForwardMarked(stream *driver.Stream, b Bindings, marks []*drive
 	return ly.forward(stream, b, marks)
 }
 
+// CaptureForward records the forward of the tensors of b on stream (a
+// stream of driver.Context.NewStream, not nil) into a CUDA graph and
+// returns it instead of running it: each Graph.Launch replays that forward
+// of the same T on the same buffers, so a training or serving loop writes
+// new inputs into b's tensors and replays (the results are those of
+// Forward, bit for bit). The workspace is grown and the arguments packed
+// before the capture (nothing is allocated inside it), and from then on
+// the workspace cannot grow (a Forward of more tokens than any captured
+// one is an error): capture the largest T first. The graph holds the
+// Layer's addresses: Destroy the graph before closing the Layer.
+// CheckErrors reads the error word of the last replay like a Forward's.
+// Errors: those of Forward, and of the capture.
+func (ly *Layer) CaptureForward(stream *driver.Stream, b Bindings) (*driver.Graph, error) {
+	if stream == nil {
+		return nil, errors.New("mokc runtime: CaptureForward needs a stream of its own (the default stream cannot be captured)")
+	}
+	ly.mu.Lock()
+	defer ly.mu.Unlock()
+	T, err := ly.prepare(b, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := stream.BeginCapture(); err != nil {
+		return nil, fmt.Errorf("mokc runtime: layer %s: %w", ly.layer.Name, err)
+	}
+	runErr := ly.run(stream, T, nil)
+	g, err := stream.EndCapture()
+	if runErr != nil || err != nil {
+		if g != nil {
+			g.Destroy()
+		}
+		return nil, fmt.Errorf("mokc runtime: layer %s: capturing the forward: %w", ly.layer.Name, errors.Join(runErr, err))
+	}
+	ly.graphs++
+	return g, nil
+}
+
 // forward is Forward, recording marks when marks is not nil.
 func (ly *Layer) forward(stream *driver.Stream, b Bindings, marks []*driver.Event) error {
 	ly.mu.Lock()
 	defer ly.mu.Unlock()
+	T, err := ly.prepare(b, marks)
+	if err != nil {
+		return err
+	}
+	return ly.run(stream, T, marks)
+}
+
+// prepare checks the bindings b and marks, grows the workspace and packs
+// the kernels' arguments for their T, which it returns. Called with ly.mu
+// held.
+func (ly *Layer) prepare(b Bindings, marks []*driver.Event) (int, error) {
 	if ly.closed {
-		return ErrLayerClosed
+		return 0, ErrLayerClosed
 	}
 	p := ly.plan
 	T, bind, err := p.bind(b)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if limit := ly.sched.MaxTokens(ly.layer); T > limit {
-		return fmt.Errorf("mokc runtime: layer %s: T = %d: more than the %d tokens the kernels index in 32 bits (schedule.Schedule.MaxTokens)", ly.layer.Name, T, limit)
+		return 0, fmt.Errorf("mokc runtime: layer %s: T = %d: more than the %d tokens the kernels index in 32 bits (schedule.Schedule.MaxTokens)", ly.layer.Name, T, limit)
 	}
 	if T == 0 {
-		// Nothing to compute: no launch, no workspace; only the error word
-		// is cleared, as the program's first kernel does, so CheckErrors
-		// reports this (empty) forward.
-		if err := ly.ctx.MemsetAsync(ly.errPtr, 0, 4, stream); err != nil {
-			return fmt.Errorf("mokc runtime: layer %s: T = 0: %w", ly.layer.Name, err)
-		}
-		return nil
+		return 0, nil
 	}
 	if marks != nil && len(marks) != len(p.Kernels)+1 {
-		return fmt.Errorf("mokc runtime: Forward (%s): %d marks, want %d (one per kernel and one after the last)",
+		return 0, fmt.Errorf("mokc runtime: Forward (%s): %d marks, want %d (one per kernel and one after the last)",
 			ly.layer.Name, len(marks), len(p.Kernels)+1)
 	}
 	if err := ly.grow(T); err != nil {
-		return err
+		return 0, err
 	}
 	ly.bindOwn(bind)
 	if T != ly.lastT || !slices.Equal(bind, ly.lastBind) {
 		if err := ly.buildArgs(T, bind); err != nil {
-			return err
+			return 0, err
 		}
+	}
+	return T, nil
+}
+
+// run queues the forward prepare made ready for T on stream: at T = 0
+// only the error word is cleared (nothing to compute: no launch, no
+// workspace), as the program's first kernel does, so CheckErrors reports
+// this (empty) forward; otherwise every kernel (launch).
+func (ly *Layer) run(stream *driver.Stream, T int, marks []*driver.Event) error {
+	if T == 0 {
+		if err := ly.ctx.MemsetAsync(ly.errPtr, 0, 4, stream); err != nil {
+			return fmt.Errorf("mokc runtime: layer %s: T = 0: %w", ly.layer.Name, err)
+		}
+		return nil
 	}
 	return ly.launch(stream, T, marks)
 }
@@ -604,6 +666,18 @@ func (ly *Layer) Backward(stream *driver.Stream, b Bindings) error {
 		return err
 	}
 	return bwd.forward(stream, b, nil)
+}
+
+// CaptureBackward is CaptureForward for the backward (the bindings of
+// Backward): each replay of the graph is one Backward on the same buffers,
+// the main grads accumulating as they do. The backward program is compiled
+// and loaded first when Backward has not run yet.
+func (ly *Layer) CaptureBackward(stream *driver.Stream, b Bindings) (*driver.Graph, error) {
+	bwd, err := ly.backward()
+	if err != nil {
+		return nil, err
+	}
+	return bwd.CaptureForward(stream, b)
 }
 
 // BackwardMarked is Backward timing each kernel, as ForwardMarked does for

@@ -1,0 +1,99 @@
+//go:build cuda
+
+package runtime_test
+
+import (
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/gputest"
+	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/schedule"
+)
+
+// TestCaptureForward: a forward captured into a CUDA graph and replayed
+// gives the bits of the uncaptured Forward, first with the inputs it was
+// captured with, then with other inputs written into the same buffers; a
+// larger T after the capture is refused (the workspace is pinned); each
+// target the device runs, T = 64.
+func TestCaptureForward(t *testing.T) {
+	ctx := gputest.Open(t)
+	t.Setenv(runtime.CacheDirEnv, t.TempDir())
+	targets := gputest.Targets(ctx.Device().ComputeCapability())
+	if len(targets) == 0 {
+		t.Skipf("compute capability %d runs none of the targets", ctx.Device().ComputeCapability())
+	}
+	stream, err := ctx.NewStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stream.Destroy()
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	w, err := schedule.RandomWeights(l, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dw, err := runtime.UploadWeights(ctx, l, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dw.Free()
+	const T = 64
+	for _, target := range targets {
+		t.Run(target.String(), func(t *testing.T) {
+			ly := newLayer(t, ctx, l, target)
+			c1, c2 := newCase(t, ctx, l, w, T, seed+1), newCase(t, ctx, l, w, T, seed+2)
+			y1 := runChecked(t, ctx, ly, argsOf(dw, c1.in, stream), c1.ref, "uncaptured 1", nil)
+			y2 := runChecked(t, ctx, ly, argsOf(dw, c2.in, stream), c2.ref, "uncaptured 2", nil)
+			// Capture over c1's buffers, replay, then overwrite them with c2's inputs.
+			b := argsOf(dw, c1.in, stream).b
+			g, err := ly.CaptureForward(stream, b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Destroy()
+			replay := func(want []uint16, what string) {
+				t.Helper()
+				if err := runtime.Poison(ctx, stream, b[moe.BufY]); err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Launch(stream); err != nil {
+					t.Fatal(err)
+				}
+				if err := ly.CheckErrors(stream); err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				y := make([]uint16, len(want))
+				if err := ctx.CopyFromDevice(y, b[moe.BufY].Ptr); err != nil {
+					t.Fatal(err)
+				}
+				for i := range y {
+					if y[i] != want[i] {
+						t.Fatalf("%s: y[%d] = %#04x, uncaptured %#04x", what, i, y[i], want[i])
+					}
+				}
+			}
+			replay(y1, "replay of the captured inputs")
+			for name, src := range c2.in.Tensors {
+				if name == moe.BufY {
+					continue
+				}
+				dst := c1.in.Tensors[name]
+				if err := ctx.CopyDeviceToDevice(dst.Ptr, src.Ptr, dst.Bytes); err != nil {
+					t.Fatal(err)
+				}
+			}
+			replay(y2, "replay with new inputs in the same buffers")
+			replay(y2, "second replay")
+			big := newCase(t, ctx, l, w, 4*T, seed+3)
+			if err := ly.Forward(stream, argsOf(dw, big.in, stream).b); err == nil || !strings.Contains(err.Error(), "captured graph") {
+				t.Errorf("a Forward beyond the captured workspace: %v", err)
+			}
+		})
+	}
+}
