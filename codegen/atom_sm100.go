@@ -221,7 +221,7 @@ func (l sm100Layout) mmaStage(b *Builder, d, sa, kt value.Value) {
 	dA := b.SM100Desc(sa, l.descHi)
 	dB := b.SM100Desc(b.AddI(sa, int64(l.atoms*l.aAtom)), l.descHi)
 	notFirst := b.ZExt(b.ICmp(enum.IPredSGT, kt, ir.Int32(0)), ir.I32)
-	offA, offB := l.kStepOffsets()
+	offA, offB := l.offA, l.offB
 	for ks := range offA {
 		acc := value.Value(ir.Int32(1))
 		if ks == 0 {

@@ -256,7 +256,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	lane, warp := b.LaneWarp()
 	laneZero := b.ZExt(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), ir.I32)
 	aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom
-	offA, offB := l.kStepOffsets()
+	offA, offB := l.offA, l.offB
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
 		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable}
 	mx := WGMMAMainloopMX{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,

@@ -88,11 +88,9 @@ func emitWeightGradWGMMA(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 	if err != nil {
 		return Kernel{}, err
 	}
-	var offA, offB []int
-	for ks := 0; ks < wgradWGRows/16; ks++ {
-		da, _ := aT.DescriptorFields(0, 0, ks)
-		db, _ := bT.DescriptorFields(0, 0, ks)
-		offA, offB = append(offA, int(da.Start>>4)), append(offB, int(db.Start>>4))
+	offA, offB, err := stepOffsets(aT, bT)
+	if err != nil {
+		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
 	}
 	b, k, w := wgradBlockStart(m, op, wgradWGTile, wgradWGRows)
 	tid, lane, warp, n0, m0, e, lo, hi, kTiles := w.tid, w.lane, w.warp, w.n0, w.m0, w.e, w.lo, w.hi, w.kTiles

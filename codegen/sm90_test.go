@@ -215,8 +215,9 @@ func TestSM90MXAssemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text, "k32.f32.e4m3.e4m3") {
-		t.Error("no e4m3 wgmma in the MX kernels")
+	// One wgmma per 32-wide block of the K block of 128, per kernel.
+	if n, want := strings.Count(text, "k32.f32.e4m3.e4m3"), 4*len(sm90MXCases()); n != want {
+		t.Errorf("%d e4m3 wgmma in the MX kernels, want %d", n, want)
 	}
 	toolchain.NeedPtxas(t, "sm_90a")
 	if err := toolchain.Assemble(text, "sm_90a"); err != nil {

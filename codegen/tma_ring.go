@@ -25,6 +25,7 @@ type tmaRing struct {
 	aAtom, bAtom      int // bytes of one A / B atom (layouts.SmemTile.AtomBytes)
 	stageBytes        int
 	kTiles, nBlocks   int
+	offA, offB        []int // per MMA k-step of a stage: descriptor offsets of A and B (stepOffsets)
 	gate              layouts.GateUp
 	smem              *layouts.GemmSmem // shared-memory plan (offsets from the 1024-aligned base)
 	a, b              *layouts.SmemTile // the operand tiles of one stage
@@ -79,6 +80,9 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int) (tmaRing, error) {
 	r.atoms = r.BK / r.atomK
 	r.aAtom, r.bAtom = r.a.AtomBytes(), r.b.AtomBytes()
 	r.stageBytes = r.smem.StageBytes
+	if r.offA, r.offB, err = stepOffsets(r.a, r.b); err != nil {
+		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
+	}
 	r.kTiles = (s.K + r.BK - 1) / r.BK
 	r.nBlocks = (s.N + r.BN - 1) / r.BN
 	return r, nil
@@ -101,17 +105,32 @@ func (r tmaRing) bBoxRows() int {
 	return r.NB
 }
 
-// kStepOffsets returns, for each k16 step of a stage, the descriptor
-// start-address offsets (16-byte units) of the A and B tiles
-// (layouts.SmemTile.DescriptorFields: +32 bytes per k16 inside an atom,
-// + an atom past it).
-func (r tmaRing) kStepOffsets() (offA, offB []int) {
-	for ks := 0; ks < r.BK/16; ks++ {
-		da, _ := r.a.DescriptorFields(0, 0, ks)
-		db, _ := r.b.DescriptorFields(0, 0, ks)
+// stepOffsets returns, for each MMA k-step of the tiles a and b (K /
+// layouts.MMAK steps: k16 of bf16, k32 of e4m3), the descriptor
+// start-address offsets (16-byte units) from the tiles' first step
+// (layouts.SmemTile.DescriptorFields: +32 bytes per step inside an atom,
+// + an atom past it; MN-major tiles move down their rows). Errors: tiles
+// of different K, or a step the tiles refuse.
+func stepOffsets(a, b *layouts.SmemTile) (offA, offB []int, err error) {
+	mk, err := layouts.MMAK(a.Target, a.DType)
+	if err != nil {
+		return nil, nil, err
+	}
+	if a.K != b.K {
+		return nil, nil, fmt.Errorf("codegen: A tile K = %d, B tile K = %d", a.K, b.K)
+	}
+	for ks := 0; ks < a.K/mk; ks++ {
+		da, err := a.DescriptorFields(0, 0, ks)
+		if err != nil {
+			return nil, nil, err
+		}
+		db, err := b.DescriptorFields(0, 0, ks)
+		if err != nil {
+			return nil, nil, err
+		}
 		offA, offB = append(offA, int(da.Start>>4)), append(offB, int(db.Start>>4))
 	}
-	return offA, offB
+	return offA, offB, nil
 }
 
 // tmaKernel is the launch shape of a persistent TMA atom's kernel. Its
