@@ -59,7 +59,7 @@ func mxHostMatrix(t *testing.T, r *rand.Rand, rows, k int) (data, scales []uint8
 			src[i*k+j] = float32((2*r.Float64() - 1) * sc)
 		}
 	}
-	q, err := layouts.Quantize(src, 1, rows, k, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+	q, err := layouts.Quantize(src, 1, rows, k, layouts.QuantizeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -78,7 +78,7 @@ func HostInputs(p *Program, w schedule.Weights, x []float32, r schedule.Routing,
 // the program's buffers.
 func mxHost(m [][]float32, rows, k int) (data, scales []float64, err error) {
 	for e, x := range m {
-		q, err := layouts.Quantize(x, 1, rows, k, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+		q, err := layouts.Quantize(x, 1, rows, k, layouts.QuantizeOptions{})
 		if err != nil {
 			return nil, nil, fmt.Errorf("expert %d: %w", e, err)
 		}

@@ -243,7 +243,7 @@ func (in *interp) quantize(o Quantize) {
 	for i, v := range x {
 		src[i] = float32(v)
 	}
-	q, err := layouts.Quantize(src, 1, rows, o.K, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+	q, err := layouts.Quantize(src, 1, rows, o.K, layouts.QuantizeOptions{})
 	if err != nil {
 		panic(err) // shapes come from a checked program
 	}

@@ -216,12 +216,7 @@ func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource)
 	}
 	err := GenerateWeights(l, src, func(p WeightPart) error {
 		if p.Expert < 0 {
-			t, err := d.upload(hostTensor{name: p.Buffer, dtype: p.DType, shape: p.Shape, parts: []any{p.Data}})
-			if err != nil {
-				return err
-			}
-			d.Tensors[p.Buffer] = t
-			return nil
+			return d.uploadWhole(p)
 		}
 		if perExpert {
 			t, err := d.upload(hostTensor{dtype: BF16, parts: []any{p.Data}})
@@ -272,20 +267,19 @@ func uploadMXFP8(ctx *driver.Context, l schedule.Layer, src WeightSource) (*Devi
 		d.Free()
 		return nil, err
 	}
-	opt := layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp}
 	type part struct {
-		name, scales string
-		rows, k      int
-		q            *layouts.MXFP8
-		data, sc     driver.DevicePtr
+		scales   string // the buffer of the scales
+		rows, k  int
+		q        *layouts.MXFP8
+		data, sc driver.DevicePtr
 	}
 	parts := map[string]*part{
-		moe.BufFC1: {name: moe.BufFC1, scales: moe.BufFC1Scales, rows: 2 * I, k: H},
-		moe.BufFC2: {name: moe.BufFC2, scales: moe.BufFC2Scales, rows: H, k: I},
+		moe.BufFC1: {scales: moe.BufFC1Scales, rows: 2 * I, k: H},
+		moe.BufFC2: {scales: moe.BufFC2Scales, rows: H, k: I},
 	}
-	for _, p := range parts {
+	for name, p := range parts {
 		var err error
-		if p.q, err = layouts.NewMXFP8(1, p.rows, p.k, opt); err != nil {
+		if p.q, err = layouts.NewMXFP8(1, p.rows, p.k, layouts.QuantizeOptions{}); err != nil {
 			return fail(err)
 		}
 		n, ns := p.rows*p.k, p.rows*(p.k/layouts.MXBlockSize)
@@ -295,17 +289,12 @@ func uploadMXFP8(ctx *driver.Context, l schedule.Layer, src WeightSource) (*Devi
 		if p.sc, err = d.put(E*ns, nil); err != nil {
 			return fail(err)
 		}
-		d.Tensors[p.name] = NewTensor(p.data, E*n, E4M3, E, p.rows, p.k)
+		d.Tensors[name] = NewTensor(p.data, E*n, E4M3, E, p.rows, p.k)
 		d.Tensors[p.scales] = NewTensor(p.sc, E*ns, UE8M0, E, p.rows, p.k/layouts.MXBlockSize)
 	}
 	err := GenerateWeights(l, src, func(w WeightPart) error {
 		if w.Expert < 0 {
-			t, err := d.upload(hostTensor{name: w.Buffer, dtype: w.DType, shape: w.Shape, parts: []any{w.Data}})
-			if err != nil {
-				return err
-			}
-			d.Tensors[w.Buffer] = t
-			return nil
+			return d.uploadWhole(w)
 		}
 		p := parts[w.Buffer]
 		if err := p.q.QuantizeExpertBF16(0, w.Data.([]uint16)); err != nil {
@@ -320,4 +309,15 @@ func uploadMXFP8(ctx *driver.Context, l schedule.Layer, src WeightSource) (*Devi
 		return fail(err)
 	}
 	return d, nil
+}
+
+// uploadWhole uploads a whole-tensor part of GenerateWeights (Expert < 0:
+// biases, shared experts, the shared gate) under its buffer's name.
+func (d *DeviceTensors) uploadWhole(p WeightPart) error {
+	t, err := d.upload(hostTensor{name: p.Buffer, dtype: p.DType, shape: p.Shape, parts: []any{p.Data}})
+	if err != nil {
+		return err
+	}
+	d.Tensors[p.Buffer] = t
+	return nil
 }

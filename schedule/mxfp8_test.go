@@ -166,7 +166,7 @@ func TestWeightGenMXFP8(t *testing.T) {
 			bits       []uint16
 			rows, cols int
 		}{{fc1, b1, 2 * I, H}, {fc2, b2, H, I}} {
-			q, err := layouts.QuantizeBF16(c.bits, 1, c.rows, c.cols, layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp})
+			q, err := layouts.QuantizeBF16(c.bits, 1, c.rows, c.cols, layouts.QuantizeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
