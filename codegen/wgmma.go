@@ -63,18 +63,84 @@ func wgmmaSteps(n int, dlist, descA, descB string, offA, offB []int, transA, tra
 	}
 	var lines []string
 	for s := range offA {
-		a, bb := descA, descB
-		if offA[s] != 0 {
-			lines = append(lines, fmt.Sprintf("add.s64 da, %s, %d;", descA, offA[s]))
-			a = "da"
-		}
-		if offB[s] != 0 {
-			lines = append(lines, fmt.Sprintf("add.s64 db, %s, %d;", descB, offB[s]))
-			bb = "db"
-		}
+		step, a, bb := stepDescs(descA, descB, offA[s], offB[s])
+		lines = append(lines, step...)
 		lines = append(lines, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 %s, %s, %s, 1, 1, 1, %d, %d;", n, dlist, a, bb, ta, tb))
 	}
 	return lines
+}
+
+// stepDescs is the PTX that offsets descriptors descA and descB by offA
+// and offB (16-byte units) into the scratch registers da, db, and the
+// registers that then hold them (the originals where an offset is 0).
+func stepDescs(descA, descB string, offA, offB int) (lines []string, a, b string) {
+	a, b = descA, descB
+	if offA != 0 {
+		lines = append(lines, fmt.Sprintf("add.s64 da, %s, %d;", descA, offA))
+		a = "da"
+	}
+	if offB != 0 {
+		lines = append(lines, fmt.Sprintf("add.s64 db, %s, %d;", descB, offB))
+		b = "db"
+	}
+	return lines, a, b
+}
+
+// The PTX shared by the K loops written as one asm statement (registers s,
+// ph, kt, bar, sa, t declared by the statement; labels prefixed by l).
+
+// loopStart opens the statement: the declarations decls, the ring's stage
+// and phase from the operands stage and phase, kt = 0, and the first na
+// operands (the accumulators) zeroed.
+func loopStart(decls []string, stage, phase string, na int) []string {
+	L := append([]string{"{"}, decls...)
+	L = append(L, "mov.b32 s, "+stage+";", "mov.b32 ph, "+phase+";", "mov.b32 kt, 0;")
+	for i := 0; i < na; i++ {
+		L = append(L, fmt.Sprintf("mov.f32 $%d, 0f00000000;", i))
+	}
+	return L
+}
+
+// loopHead is the head of the K loop: leave for <l>_DONE at kt >= ktiles,
+// then wait on full[s] (at bars + 8s) with parity ph.
+func loopHead(l, ktiles, bars string) []string {
+	return []string{
+		l + "_LOOP:",
+		"setp.ge.s32 P, kt, " + ktiles + ";",
+		"@P bra " + l + "_DONE;",
+		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", bars),
+		l + "_WAIT:",
+		"mbarrier.try_wait.parity.shared::cta.b64 Q, [bar], ph;",
+		"@!Q bra " + l + "_WAIT;",
+	}
+}
+
+// stageDescs builds the stage's descriptors: sa = smem + s*stageBytes, d0a
+// over A at sa + aOff (bits hiA), d0b over B at sa + bOffset (bits hiB).
+func stageDescs(stageBytes int, smem, aOff string, bOffset int, hiA, hiB uint64) []string {
+	L := []string{fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", stageBytes, smem), "add.s32 bar, sa, " + aOff + ";"}
+	L = append(L, descPTX("d0a", "bar", hiA)...)
+	L = append(L, fmt.Sprintf("add.s32 bar, sa, %d;", bOffset))
+	return append(L, descPTX("d0b", "bar", hiB)...)
+}
+
+// loopAdvance advances the ring (s, wrapping to 0 and flipping ph after
+// stages) and kt, and branches back to <l>_LOOP.
+func loopAdvance(l string, stages int) []string {
+	return []string{
+		"add.s32 s, s, 1;",
+		fmt.Sprintf("setp.eq.s32 Q, s, %d;", stages),
+		"@Q mov.b32 s, 0;",
+		"@Q xor.b32 ph, ph, 1;",
+		"add.s32 kt, kt, 1;",
+		"bra.uni " + l + "_LOOP;",
+	}
+}
+
+// loopEnd writes the ring's stage and phase to the operands after the na
+// accumulators and closes the statement.
+func loopEnd(na int) []string {
+	return []string{fmt.Sprintf("mov.b32 $%d, s;", na), fmt.Sprintf("mov.b32 $%d, ph;", na+1), "}"}
 }
 
 // WGMMAWait is wgmma.wait_group.sync.aligned n: waits until at most n
@@ -200,67 +266,32 @@ func (ml WGMMAMainloop) asm() string {
 	na := ml.N / 2
 	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) } // inputs after the outputs
 	ins := mainloopIns{in(0), in(1), in(2), in(3), in(4), in(5), in(6)}
-	L := []string{
-		"{",
-		".reg .pred P, Q;",
-		".reg .b32 s, ph, kt, bar, sa, t;",
-		".reg .b64 d0a, d0b, da, db;",
-		"mov.b32 s, " + ins.stage + ";",
-		"mov.b32 ph, " + ins.phase + ";",
-		"mov.b32 kt, 0;",
-	}
-	for i := 0; i < na; i++ {
-		L = append(L, fmt.Sprintf("mov.f32 $%d, 0f00000000;", i))
-	}
+	L := loopStart([]string{".reg .pred P, Q;", ".reg .b32 s, ph, kt, bar, sa, t;", ".reg .b64 d0a, d0b, da, db;"},
+		ins.stage, ins.phase, na)
 	L = append(L, ml.loopBody(ins)...)
 	L = append(L, "WGML_DONE:")
 	L = append(L, ml.waitRelease(ins, 0)...)
-	L = append(L,
-		fmt.Sprintf("mov.b32 $%d, s;", na),
-		fmt.Sprintf("mov.b32 $%d, ph;", na+1),
-		"}")
-	return asmLines(L...)
+	return asmLines(append(L, loopEnd(na)...)...)
 }
 
 // loopBody is one K tile of WGMMAMainloop: wait for the stage, build its
 // descriptors, issue and commit the wgmma group, wait for the previous
 // group, release the previous stage and advance the ring.
 func (ml WGMMAMainloop) loopBody(ins mainloopIns) []string {
-	L := []string{
-		"WGML_LOOP:",
-		"setp.ge.s32 P, kt, " + ins.kt + ";",
-		"@P bra WGML_DONE;",
-		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", ins.bars),
-		"WGML_WAIT:",
-		"mbarrier.try_wait.parity.shared::cta.b64 Q, [bar], ph;",
-		"@!Q bra WGML_WAIT;",
-	}
+	L := loopHead("WGML", ins.kt, ins.bars)
 	if ml.ProxyFence {
 		L = append(L, "fence.proxy.async.shared::cta;")
 	}
-	L = append(L,
-		fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", ml.StageBytes, ins.smem),
-		"add.s32 bar, sa, "+ins.aOff+";",
-	)
 	hiB := ml.DescHiB
 	if hiB == 0 {
 		hiB = ml.DescHi
 	}
-	L = append(L, descPTX("d0a", "bar", ml.DescHi)...)
-	L = append(L, fmt.Sprintf("add.s32 bar, sa, %d;", ml.BOffset))
-	L = append(L, descPTX("d0b", "bar", hiB)...)
+	L = append(L, stageDescs(ml.StageBytes, ins.smem, ins.aOff, ml.BOffset, ml.DescHi, hiB)...)
 	L = append(L, "wgmma.fence.sync.aligned;")
 	L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB, false, ml.TransB)...)
 	L = append(L, "wgmma.commit_group.sync.aligned;")
 	L = append(L, ml.waitRelease(ins, 1)...)
-	return append(L,
-		"add.s32 s, s, 1;",
-		fmt.Sprintf("setp.eq.s32 Q, s, %d;", ml.Stages),
-		"@Q mov.b32 s, 0;",
-		"@Q xor.b32 ph, ph, 1;",
-		"add.s32 kt, kt, 1;",
-		"bra.uni WGML_LOOP;",
-	)
+	return append(L, loopAdvance("WGML", ml.Stages)...)
 }
 
 // descPTX is the PTX that builds descriptor dst from the 32-bit shared

@@ -61,45 +61,14 @@ func (ml WGMMAMainloopMX) asm() string {
 	for i := range parts {
 		parts[i] = fmt.Sprintf("mp%d", i)
 	}
-	L := []string{
-		"{",
-		".reg .pred P, Q;",
-		".reg .b32 s, ph, kt, bar, sa, t, xa, xb;",
-		".reg .b64 d0a, d0b, da, db;",
-		fmt.Sprintf(".reg .f32 mp<%d>;", na),
-		".reg .f32 sa0, sa1, sb0, sb1, pr;",
-		"mov.b32 s, " + stage + ";",
-		"mov.b32 ph, " + phase + ";",
-		"mov.b32 kt, 0;",
-	}
-	for i := 0; i < na; i++ {
-		L = append(L, fmt.Sprintf("mov.f32 $%d, 0f00000000;", i))
-	}
-	L = append(L,
-		"WGMX_LOOP:",
-		"setp.ge.s32 P, kt, "+kt+";",
-		"@P bra WGMX_DONE;",
-		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", bars),
-		"WGMX_WAIT:",
-		"mbarrier.try_wait.parity.shared::cta.b64 Q, [bar], ph;",
-		"@!Q bra WGMX_WAIT;",
-		fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", ml.StageBytes, smem),
-		"add.s32 bar, sa, "+aOff+";",
-	)
-	L = append(L, descPTX("d0a", "bar", ml.DescHi)...)
-	L = append(L, fmt.Sprintf("add.s32 bar, sa, %d;", ml.BOffset))
-	L = append(L, descPTX("d0b", "bar", ml.DescHi)...)
+	L := loopStart([]string{".reg .pred P, Q;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
+		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
+	L = append(L, loopHead("WGMX", kt, bars)...)
+	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
 	L = append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
 	for c := range ml.OffA {
-		a, bb := "d0a", "d0b"
-		if ml.OffA[c] != 0 {
-			L = append(L, fmt.Sprintf("add.s64 da, d0a, %d;", ml.OffA[c]))
-			a = "da"
-		}
-		if ml.OffB[c] != 0 {
-			L = append(L, fmt.Sprintf("add.s64 db, d0b, %d;", ml.OffB[c]))
-			bb = "db"
-		}
+		step, a, bb := stepDescs("d0a", "d0b", ml.OffA[c], ml.OffB[c])
+		L = append(L, step...)
 		L = append(L,
 			"wgmma.fence.sync.aligned;",
 			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, %s, %s, 0, 1, 1;", ml.N, strings.Join(parts, ", "), a, bb),
@@ -124,16 +93,8 @@ func (ml WGMMAMainloopMX) asm() string {
 		"setp.ne.b32 Q, "+lead+", 0;",
 		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", bars),
 		fmt.Sprintf("add.s32 bar, bar, %d;", 8*ml.Stages),
-		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];",
-		"add.s32 s, s, 1;",
-		fmt.Sprintf("setp.eq.s32 Q, s, %d;", ml.Stages),
-		"@Q mov.b32 s, 0;",
-		"@Q xor.b32 ph, ph, 1;",
-		"add.s32 kt, kt, 1;",
-		"bra.uni WGMX_LOOP;",
-		"WGMX_DONE:",
-		fmt.Sprintf("mov.b32 $%d, s;", na),
-		fmt.Sprintf("mov.b32 $%d, ph;", na+1),
-		"}")
-	return asmLines(L...)
+		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];")
+	L = append(L, loopAdvance("WGMX", ml.Stages)...)
+	L = append(L, "WGMX_DONE:")
+	return asmLines(append(L, loopEnd(na)...)...)
 }
