@@ -85,6 +85,9 @@ type fieldFlag struct {
 	// def is the help text of the default when it is not the table's
 	// (e.g. "mma": every target's default weight-gradient kernel).
 	def string
+	// keepsVariant: a schedule flag that leaves the GEMM variant of the
+	// default schedule in place (the others describe the one GEMM shape).
+	keepsVariant bool
 	// ptr returns the field in l or s: an *int, a *schedule.Tile for a
 	// MxNxK flag, or a *schedule.WGradKernel.
 	ptr func(l *schedule.Layer, s *schedule.Schedule) any
@@ -114,12 +117,19 @@ var scheduleFieldFlags = []fieldFlag{
 		"Schedule.Warps"),
 	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target) or wgmma (sm_90a; built, not yet run on a GPU); with --backward", "Schedule.WGrad",
-		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("mma"),
+		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("mma").keepingVariant(),
 }
 
 // withDefault is f with the help text def for its default.
 func (f fieldFlag) withDefault(def string) fieldFlag {
 	f.def = def
+	return f
+}
+
+// keepingVariant is f for a schedule field that does not describe the
+// routed GEMMs' shape: setting it keeps the default's GEMM variant.
+func (f fieldFlag) keepingVariant() fieldFlag {
+	f.keepsVariant = true
 	return f
 }
 
@@ -312,7 +322,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, nil
 	}
 	for _, f := range scheduleFieldFlags {
-		if f.name != "wgrad" && c.IsSet(f.name) {
+		if !f.keepsVariant && c.IsSet(f.name) {
 			s.Variant = nil // the flags describe the one shape of the routed GEMMs
 		}
 	}
