@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mokc/mokc/internal/gputest"
 	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/runtime"
@@ -20,17 +19,7 @@ import (
 // larger T after the capture is refused (the workspace is pinned); each
 // target the device runs, T = 64.
 func TestCaptureForward(t *testing.T) {
-	ctx := gputest.Open(t)
-	t.Setenv(runtime.CacheDirEnv, t.TempDir())
-	targets := gputest.Targets(ctx.Device().ComputeCapability())
-	if len(targets) == 0 {
-		t.Skipf("compute capability %d runs none of the targets", ctx.Device().ComputeCapability())
-	}
-	stream, err := ctx.NewStream()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stream.Destroy()
+	ctx, targets, stream := openLayerTest(t)
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)

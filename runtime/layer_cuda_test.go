@@ -148,7 +148,12 @@ func argsOf(weights, in *runtime.DeviceTensors, stream *driver.Stream) forwardCa
 	return forwardCall{b: b, stream: stream}
 }
 
-func TestLayerForward(t *testing.T) {
+// openLayerTest opens the device (skipping the test without one, or when
+// it runs none of the targets), points the compiled-module cache at a
+// temporary directory and returns the targets to test and a stream,
+// destroyed when t ends.
+func openLayerTest(t *testing.T) (*driver.Context, []target.Target, *driver.Stream) {
+	t.Helper()
 	ctx := gputest.Open(t)
 	t.Setenv(runtime.CacheDirEnv, t.TempDir())
 	targets := gputest.Targets(ctx.Device().ComputeCapability())
@@ -159,7 +164,12 @@ func TestLayerForward(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer stream.Destroy()
+	t.Cleanup(func() { stream.Destroy() })
+	return ctx, targets, stream
+}
+
+func TestLayerForward(t *testing.T) {
+	ctx, targets, stream := openLayerTest(t)
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite"} {
 		t.Run(name, func(t *testing.T) {
 			l := testlayer.Preset(t, name)
