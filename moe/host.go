@@ -78,16 +78,29 @@ func HostInputs(p *Program, w schedule.Weights, x []float32, r schedule.Routing,
 // the program's buffers.
 func mxHost(m [][]float32, rows, k int) (data, scales []float64, err error) {
 	for e, x := range m {
-		q, err := layouts.Quantize(x, 1, rows, k, layouts.QuantizeOptions{})
+		d, s, err := mxHostValues(x, rows, k)
 		if err != nil {
 			return nil, nil, fmt.Errorf("expert %d: %w", e, err)
 		}
-		for _, code := range q.Data {
-			data = append(data, float64(layouts.F32FromE4M3(code)))
-		}
-		for _, code := range q.Scales {
-			scales = append(scales, float64(code))
-		}
+		data, scales = append(data, d...), append(scales, s...)
+	}
+	return data, scales, nil
+}
+
+// mxHostValues quantizes x [rows, k] along k (layouts.Quantize, default
+// options: the round-up scale) into the host values of an e4m3 buffer
+// (each element's E4M3 value, unscaled) and of its ue8m0 scales (the codes).
+func mxHostValues(x []float32, rows, k int) (data, scales []float64, err error) {
+	q, err := layouts.Quantize(x, 1, rows, k, layouts.QuantizeOptions{})
+	if err != nil {
+		return nil, nil, err
+	}
+	data, scales = make([]float64, len(q.Data)), make([]float64, len(q.Scales))
+	for i, code := range q.Data {
+		data[i] = float64(layouts.F32FromE4M3(code))
+	}
+	for i, code := range q.Scales {
+		scales[i] = float64(code)
 	}
 	return data, scales, nil
 }
