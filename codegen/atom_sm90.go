@@ -281,7 +281,9 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		res := b.IfElseVals(active, func() []value.Value {
 			mainloop := func() ([]value.Value, value.Value, value.Value, error) {
 				if k.spec.MX {
-					return b.WGMMAMainloopMX(mx, v[0], v[1], kt, k.ring.bars, k.base, aOff, laneZero, aSc, bSc)
+					// The work item's rows from the warp's first row on.
+					live := b.Sub(w.rowEnd, b.Add(b.Add(w.row0, b.MulI(c, 64)), b.MulI(b.And(warp, ir.Int32(3)), 16)))
+					return b.WGMMAMainloopMX(mx, v[0], v[1], kt, k.ring.bars, k.base, aOff, laneZero, aSc, bSc, live)
 				}
 				return b.WGMMAMainloop(ml, v[0], v[1], kt, k.ring.bars, k.base, aOff, laneZero)
 			}

@@ -15,7 +15,10 @@ import (
 // the block's scales: acc += (partial * X_b[col]) * X_a[row], both scales
 // powers of two, so each promotion rounds once. Emitted as one inline-PTX
 // statement by (*Builder).WGMMAMainloopMX (the partials are registers of
-// the statement).
+// the statement). A warp whose 16 rows all lie past the work item's rows
+// skips the promotions (a warp-uniform branch after the wait; those rows
+// stay 0 and are never stored): with few rows per expert the loop then
+// spends its time on the wgmma, not on promoting padding rows.
 type WGMMAMainloopMX struct {
 	N          int    // wgmma N (B-tile rows), 8..256
 	Stages     int    // ring depth
@@ -37,8 +40,10 @@ type WGMMAMainloopMX struct {
 // 8 below, is 32 bytes on); bScOff that of its first column (2*(lane%4);
 // the next column 4 bytes on, column 8j+c at 32j more). bars, smem and
 // aOff as for WGMMAMainloop. Returns the N/2 accumulators (the fragment
-// layout of WGMMABF16) and the advanced stage and phase.
-func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
+// layout of WGMMABF16) and the advanced stage and phase. live is the number
+// of the work item's rows from the warp's first row on (<= 0: skip the
+// promotions).
+func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff, live value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
 	if err := checkWGMMAN(ml.N); err != nil {
 		return nil, nil, nil, err
 	}
@@ -46,9 +51,9 @@ func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars
 		return nil, nil, nil, fmt.Errorf("codegen: MXFP8 wgmma mainloop with %d/%d blocks and %d stages", len(ml.OffA), len(ml.OffB), ml.Stages)
 	}
 	na := ml.N / 2
-	cons := accConstraints(na, false, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "r", "r")
+	cons := accConstraints(na, false, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r")
 	outs := b.AsmCallN(ml.asm(), cons, append(f32s(na), ir.I32, ir.I32),
-		stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff)
+		stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff, live)
 	return outs[:na], outs[na], outs[na+1], nil
 }
 
@@ -56,13 +61,14 @@ func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars
 func (ml WGMMAMainloopMX) asm() string {
 	na := ml.N / 2
 	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
-	stage, phase, kt, bars, smem, aOff, lead, aSc, bSc := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8)
+	stage, phase, kt, bars, smem, aOff, lead, aSc, bSc, live := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8), in(9)
 	parts := make([]string, na)
 	for i := range parts {
 		parts[i] = fmt.Sprintf("mp%d", i)
 	}
-	L := loopStart([]string{".reg .pred P, Q;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
+	L := loopStart([]string{".reg .pred P, Q, R;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
 		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
+	L = append(L, "setp.le.s32 R, "+live+", 0;")
 	L = append(L, loopHead("WGMX", kt, bars)...)
 	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
 	L = append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
@@ -74,6 +80,7 @@ func (ml WGMMAMainloopMX) asm() string {
 			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, %s, %s, 0, 1, 1;", ml.N, strings.Join(parts, ", "), a, bb),
 			"wgmma.commit_group.sync.aligned;",
 			"wgmma.wait_group.sync.aligned 0;",
+			fmt.Sprintf("@R bra.uni WGMX_P%d;", c),
 			fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", c*ml.ABlock),
 			fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", c*ml.ABlock+32),
 		)
@@ -88,6 +95,7 @@ func (ml WGMMAMainloopMX) asm() string {
 					fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sav, r))
 			}
 		}
+		L = append(L, fmt.Sprintf("WGMX_P%d:", c))
 	}
 	L = append(L,
 		"setp.ne.b32 Q, "+lead+", 0;",

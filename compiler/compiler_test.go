@@ -94,13 +94,14 @@ func TestStageErrors(t *testing.T) {
 		t.Errorf("ReproduceCommand(changed variant) = %q", cmd)
 	}
 	// The backward's flags: per-expert storage, bf16 main grads and the
-	// wgmma weight gradients (which keep the GEMM variant).
+	// mma weight gradients (not sm_90a's default; they keep the GEMM
+	// variant).
 	lb := l
 	lb.Storage, lb.MainGrad = schedule.PerExpertWeights, schedule.GradBF16
 	sb := testlayer.DefaultSchedule(t, lb, target.SM90a)
-	sb.WGrad = schedule.WGradWGMMA
-	if cmd, ok := reproduceCommand(lb, sb, true); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --storage per-expert --backward --main-grad bf16 --wgrad wgmma --emit llvm" {
-		t.Errorf("reproduceCommand(backward, per-expert, bf16, wgmma) = %q, %v", cmd, ok)
+	sb.WGrad = schedule.WGradMMA
+	if cmd, ok := reproduceCommand(lb, sb, true); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --storage per-expert --backward --main-grad bf16 --wgrad mma --emit llvm" {
+		t.Errorf("reproduceCommand(backward, per-expert, bf16, mma) = %q, %v", cmd, ok)
 	}
 	if _, ok := ReproduceCommand(lb, sb); ok {
 		t.Error("a forward repro for a layer whose main grads differ from the preset's")

@@ -75,9 +75,10 @@ type Schedule struct {
 	// The shared-expert GEMMs always use FC1/FC2.
 	Variant *TileVariant
 	// WGrad is the backward's weight-gradient kernel (the GEMM whose
-	// reduction runs over each expert's rows): WGradMMA (the default, every
-	// target) or WGradWGMMA (sm_90a only; built and assembled, not yet run
-	// on a GPU: docs/perf.md, backward v2).
+	// reduction runs over each expert's rows): WGradMMA (any target; the
+	// sm_80 and sm_100a default) or WGradWGMMA (sm_90a only, and its
+	// default: on the H200 it ran forward + backward 2-25% faster than
+	// WGradMMA on four models, docs/perf.md, backward v2).
 	WGrad WGradKernel
 }
 
@@ -163,7 +164,7 @@ func (s Schedule) GridText() string {
 }
 
 // String is a one-line summary of the schedule (the weight-gradient
-// kernel only when it is not the default).
+// kernel only when it is not mma).
 func (s Schedule) String() string {
 	grid := s.GridText()
 	text := fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
@@ -458,7 +459,8 @@ func pickN(n int, candidates []int) int {
 //     warpgroup and two consumer warpgroups, 4 stages (fewer if shared
 //     memory does not allow); for bf16 layers with grouped weights, a
 //     Variant of 192x192 tiles with three consumer warpgroups and 3 stages
-//     for 100..200 mean rows per expert (midRowsVariant).
+//     for 100..200 mean rows per expert (midRowsVariant); the backward's
+//     weight gradients on wgmma (WGradWGMMA).
 //   - sm_100a: 128xN tiles with K block 64 (bf16) / 128 (mxfp8), 1 TMA warp,
 //     1 MMA warp, 4 epilogue warps, up to 6 stages as shared memory allows.
 //
@@ -518,6 +520,9 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 		}
 		if tg == target.SM90a && l.Storage == GroupedWeights && l.Precision == BF16 {
 			s.Variant = midRowsVariant(l, s)
+		}
+		if tg == target.SM90a {
+			s.WGrad = WGradWGMMA
 		}
 	default:
 		return Schedule{}, fieldErr("Schedule.Target", tg, "must be sm_80, sm_90a or sm_100a")
