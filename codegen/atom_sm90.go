@@ -165,8 +165,10 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 // per SM. The kernel starts with launchRegs = 65536/threads per thread
 // (pinned with .maxnreg, as setmaxnreg requires); the producer warpgroup
 // drops to prodRegs (40; 48 with the staged epilogue's store warps; 72 when
-// it copies B itself, or the MXFP8 scales: with 64, ptxas spilled in the
-// GPT-OSS 128x128 pointer-table case) and the consumers take what it frees: setmaxnreg.inc
+// it copies B itself: with 64, ptxas spilled in the GPT-OSS 128x128
+// pointer-table case; 80 when it loads the MXFP8 scale codes one K block
+// ahead: with 72 ptxas spilled 4 bytes in qwen3-30b-a3b's FC1, with 80 it
+// spills 4 bytes in gpt-oss-120b's) and the consumers take what it frees: setmaxnreg.inc
 // blocks until the registers are in the pool, so the consumers' target
 // must not exceed launchRegs + freed/(128*WG).
 func (l *sm90Layout) registers(s GemmSpec) {
@@ -176,8 +178,10 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	l.launchRegs = (65536 / l.threads) &^ 7
 	l.prodRegs = 40
 	switch {
-	case s.B == BTable || s.MX:
-		l.prodRegs = 72 // address arithmetic of the cp.async copies of B, or of the MXFP8 scale copies
+	case s.MX:
+		l.prodRegs = 80 // the MXFP8 scale codes of the next K block, loaded ahead (72 spilled)
+	case s.B == BTable:
+		l.prodRegs = 72 // address arithmetic of the cp.async copies of B
 	case l.smem.Staged:
 		l.prodRegs = 48 // the store warps' copy loop
 	}

@@ -3,6 +3,7 @@ package codegen
 import (
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
+	"slices"
 
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/layouts"
@@ -62,11 +63,18 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 			if table {
 				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
 			}
-			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
+			// MX: the scale codes of K block kt ride along the loop, loaded
+			// one iteration ahead (see mxScaleCodes).
+			init := v
+			if mx {
+				init = append(slices.Clip(v), p.mxScaleCodes(b, tid, w, ir.Int32(0))...)
+			}
+			res := b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), init, func(kt value.Value, v []value.Value) []value.Value {
 				stage, phase := v[0], v[1]
 				b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
 				fb := p.ring.full(b, stage)
 				sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
+				var next []value.Value
 				switch {
 				case table:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
@@ -74,14 +82,16 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 					b.CpAsyncMbarArrive(fb)
 				case mx:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
-					p.mxScales(b, tid, w, kt, sa)
+					p.mxStoreScales(b, tid, v[2:], sa)
 					b.MbarArrive(fb)
+					next = p.mxScaleCodes(b, tid, w, b.AddI(kt, 1))
 				default:
 					err = joinErr(err, p.tma(b, w, kt, sa, fb))
 				}
 				s2, p2 := ringNext(b, stage, phase, p.S)
-				return []value.Value{s2, p2}
+				return append([]value.Value{s2, p2}, next...)
 			})
+			return res[:2]
 		})
 	}
 	switch {
@@ -95,47 +105,79 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	return err
 }
 
-// mxScales is the MXFP8 scale copy of K block kt of work item w into the
-// stage at shared address sa, by the 32 lanes (tid) of the producer's
-// first warp: each of the block's BK/32 scales of every A-tile row (rows
-// row0.., 1.0 past the expert's rows) and of every B-tile row (the gate/up
-// row map; 1.0 past BRows), 1.0 past K (where TMA filled zeros), decoded
-// from UE8M0 to f32 (2^(code-127), NaN for 255) and stored [block][row]
-// after the stage's A and B tiles (layouts.GemmSmem.ScaleBytes), so that
-// a consumer reads one column's scale of a block with one load.
-func (p gemmProducer) mxScales(b *Builder, tid value.Value, w gemmWork, kt, sa value.Value) {
+// mxScaleCodes loads, by the 32 lanes (tid) of the producer's first warp,
+// the UE8M0 codes of K block kt of work item w: each of the block's BK/32
+// scales of the lane's A-tile rows (tid, tid+32, ...; 127 = 1.0 past the
+// expert's rows) and B-tile rows (the gate/up row map; 1.0 past BRows or
+// NB), 1.0 past K (where TMA filled zeros; kt = kTiles gives all 1.0 and
+// reads only in-range bytes), one i32 per row with code c in bits
+// 8c..8c+7 (BK/32 <= 4: the MX K block is 128), in the order mxStoreScales
+// stores them. The
+// producer loads block kt+1's codes right after it has stored block kt's,
+// so their latency passes while it waits for the next empty stage instead
+// of holding up every stage's full barrier.
+func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt value.Value) []value.Value {
 	kb := p.BK / 32
 	nsf := int64(p.spec.K / 32)
-	off := int64(p.stageBytes - p.smem.ScaleBytes) // after the A and B tiles
-	// store copies the kb scales of one row from src (the row's first
-	// scale in global memory; ok false: 1.0 without reading) to dst, the
-	// row's f32 in block 0, blocks stride bytes apart.
-	store := func(dst, src, ok value.Value, stride int64) {
+	var codes []value.Value
+	// row adds the kb codes of one row, packed into one i32 (code c in bits
+	// 8c..8c+7), from src (the row's first scale in global memory; ok
+	// false: 1.0 without reading).
+	row := func(src, ok value.Value) {
+		var word value.Value = ir.Int32(0)
 		for c := 0; c < kb; c++ {
 			kc := b.AddI(b.MulI(kt, int64(kb)), int64(c))
 			in := b.And(ok, b.ICmp(enum.IPredSLT, kc, ir.Int32(nsf)))
 			ptr := b.Select(in, b.ByteOffset(src, b.Wide(kc)), src)
 			code := b.Select(in, b.ZExt(b.LoadAt(ir.I8, ptr, 1), ir.I32), ir.Int32(127))
+			word = b.Or(word, b.Shl(code, ir.Int32(int64(8*c))))
+		}
+		codes = append(codes, word)
+	}
+	for r0 := 0; r0 < p.BM; r0 += 32 {
+		r := b.Add(w.row0, b.AddI(tid, int64(r0)))
+		ok := b.ICmp(enum.IPredSLT, r, w.rowEnd)
+		row(b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), nsf)), ok)
+	}
+	for j0 := 0; j0 < p.NB; j0 += 32 {
+		j := b.AddI(tid, int64(j0))
+		r := p.tableCopy.bRow(b, w.n0, j)
+		ok := b.And(b.ICmp(enum.IPredSLT, r, ir.Int32(int64(p.spec.BRows()))), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.NB))))
+		gi := b.Add(b.MulI(w.e, int64(p.spec.BRows())), b.Select(ok, r, ir.Int32(0)))
+		row(b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gi), nsf)), ok)
+	}
+	return codes
+}
+
+// mxStoreScales stores the codes of mxScaleCodes into the stage at shared
+// address sa, decoded from UE8M0 to f32 (2^(code-127), NaN for 255), [block]
+// [row] after the stage's A and B tiles (layouts.GemmSmem.ScaleBytes), so
+// that a consumer reads one column's scale of a block with one load. B-tile
+// rows past NB (a lane's last row group when NB is not a multiple of 32)
+// are not stored.
+func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.Value, sa value.Value) {
+	kb := p.BK / 32
+	off := int64(p.stageBytes - p.smem.ScaleBytes) // after the A and B tiles
+	store := func(dst, word value.Value, stride int64) {
+		for c := 0; c < kb; c++ {
+			code := b.And(b.LShr(word, ir.Int32(int64(8*c))), ir.Int32(0xFF))
 			b.StoreAt(b.ue8m0F32(code), b.IntToPtr(b.ZExt(b.AddI(dst, int64(c)*stride), ir.I64), SPtr), 4)
 		}
 	}
+	i := 0
 	for r0 := 0; r0 < p.BM; r0 += 32 {
 		r := b.AddI(tid, int64(r0))
-		row := b.Add(w.row0, r)
-		ok := b.ICmp(enum.IPredSLT, row, w.rowEnd)
-		src := b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(b.Select(ok, row, ir.Int32(0))), nsf))
-		store(b.Add(b.AddI(sa, off), b.MulI(r, 4)), src, ok, int64(4*p.BM))
+		store(b.Add(b.AddI(sa, off), b.MulI(r, 4)), codes[i], int64(4*p.BM))
+		i++
 	}
 	bOff := off + int64(kb*p.BM*4)
 	for j0 := 0; j0 < p.NB; j0 += 32 {
 		j := b.AddI(tid, int64(j0))
-		row := p.tableCopy.bRow(b, w.n0, j)
-		ok := b.And(b.ICmp(enum.IPredSLT, row, ir.Int32(int64(p.spec.BRows()))), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.NB))))
-		gi := b.Add(b.MulI(w.e, int64(p.spec.BRows())), b.Select(ok, row, ir.Int32(0)))
-		src := b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gi), nsf))
+		word := codes[i]
 		b.If(b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.NB))), func() {
-			store(b.Add(b.AddI(sa, bOff), b.MulI(j, 4)), src, ok, int64(4*p.NB))
+			store(b.Add(b.AddI(sa, bOff), b.MulI(j, 4)), word, int64(4*p.NB))
 		})
+		i++
 	}
 }
 
