@@ -97,7 +97,7 @@ func printLayer(w io.Writer, l schedule.Layer) {
 	row("weights", fmt.Sprintf("%d bytes (%.1f GB)", l.WeightBytes(), float64(l.WeightBytes())/1e9))
 	fmt.Fprintln(w, "schedules")
 	if l.Precision == schedule.MXFP8 {
-		fmt.Fprintln(w, "  (mxfp8 weights: the sm_90a forward is built and assembled but has not run on a GPU yet; sm_100a, sm_80 and the backward refuse it: docs/mxfp8.md)")
+		fmt.Fprintln(w, "  (mxfp8 weights: the forward runs on sm_90a; sm_100a, sm_80 and the backward refuse it: docs/mxfp8.md)")
 	}
 	for _, t := range target.All() {
 		s, err := schedule.DefaultSchedule(l, t)
