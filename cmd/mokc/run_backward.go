@@ -24,6 +24,9 @@ type backwardReport struct {
 	Routing string `json:"routing"`
 	Seed    uint64 `json:"seed"`
 	Rows    int    `json:"checked_tokens"`
+	// Cols is the number of intermediate columns j at which the sampled
+	// experts' weight gradients are checked (schedule.SampleIntermediate).
+	Cols int `json:"checked_intermediate_columns"`
 	// Checks maps each checked gradient ("dx", "dw" or "dprobs",
 	// "fc1_grad[e]", "shared_fc2_grad", ...) to its comparison.
 	Checks        []gradCheck `json:"checks"`
@@ -106,7 +109,9 @@ func sampledExperts(ids []int32, E int, seed uint64) []int {
 // inputs, each compared bitwise with the first; the first checked against
 // schedule's float64 gradients on the sampled tokens (dx and the
 // routing-weight gradient), the weight gradients of two experts (the
-// busiest and one more) and, when T*S*I_s*H <= 2^34, the shared experts'.
+// busiest and one more) at the intermediate columns of
+// schedule.SampleIntermediate (2 per 64, all when I <= 256) and, when
+// T*S*I_s*H <= 2^34, the shared experts'.
 func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) error {
 	layers, err := cfg.layers()
 	if err != nil {
@@ -203,16 +208,17 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 	}
 	rows := sampleRows(T, cfg.sample, cfg.seed)
 	experts := sampledExperts(ids, l.Experts, cfg.seed)
-	rep.Rows = len(rows)
+	cols := schedule.SampleIntermediate(l.Intermediate, cfg.seed)
+	rep.Rows, rep.Cols = len(rows), len(cols)
 	rep.SharedChecked = l.SharedExperts > 0 && int64(T)*int64(l.SharedWidth())*int64(l.Hidden) <= sharedCheckMax
 	f, ok := refs[T]
 	if !ok {
-		fmt.Fprintf(logw, "mokc run --backward: %s T=%d: reference on %d tokens, experts %v, shared %v\n",
-			l.Name, T, len(rows), experts, rep.SharedChecked)
+		fmt.Fprintf(logw, "mokc run --backward: %s T=%d: reference on %d tokens, experts %v on %d of %d intermediate columns, shared %v\n",
+			l.Name, T, len(rows), experts, len(cols), l.Intermediate, rep.SharedChecked)
 		f = &refFuture{done: make(chan struct{})}
 		refs[T] = f
 		go func() {
-			f.res.g, f.res.err = gen.BackwardSample(x, r, dy, rows, experts, rep.SharedChecked)
+			f.res.g, f.res.err = gen.BackwardSample(x, r, dy, rows, experts, cols, rep.SharedChecked)
 			close(f.done)
 		}()
 	}
@@ -237,7 +243,9 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 	if ref.err != nil {
 		return rep, ref.err
 	}
-	rep.Checks = backwardChecks(l, got, ref.g, rows, ids, experts, rep.SharedChecked)
+	if rep.Checks, err = backwardChecks(l, got, ref.g, rows, ids, experts, rep.SharedChecked); err != nil {
+		return rep, err
+	}
 	rep.Pass = rep.ErrorWord == "ok" && rep.Identical == rep.Runs
 	if !rep.Pass {
 		rep.Failures = append(rep.Failures, fmt.Sprintf("error word %s, %d of %d runs identical", rep.ErrorWord, rep.Identical, rep.Runs))
@@ -361,8 +369,11 @@ func hashFloats(h interface{ Write([]byte) (int, error) }, v []float64) {
 }
 
 // backwardChecks compares the GPU's gradients (full buffers by name) with
-// the sampled reference.
-func backwardChecks(l schedule.Layer, got map[string][]float64, ref schedule.SampledGrads, rows []int, ids []int32, experts []int, shared bool) []gradCheck {
+// the sampled reference: the sampled experts' fc1_grad[e] and fc2_grad[e]
+// at the reference's intermediate columns (ref.Cols, picked by
+// schedule.PickIntermediate). An expert's buffer of the wrong size is an
+// error.
+func backwardChecks(l schedule.Layer, got map[string][]float64, ref schedule.SampledGrads, rows []int, ids []int32, experts []int, shared bool) ([]gradCheck, error) {
 	H, E, K := l.Hidden, l.Experts, l.TopK
 	pick := func(v []float64, rows []int, width int) []float64 {
 		out := make([]float64, 0, len(rows)*width)
@@ -387,13 +398,12 @@ func backwardChecks(l schedule.Layer, got map[string][]float64, ref schedule.Sam
 	}
 	for _, e := range experts {
 		g := ref.Experts[e]
-		for _, part := range []struct {
-			buf  string
-			want []float32
-		}{{moe.BufFC1Grad, g.FC1[0]}, {moe.BufFC2Grad, g.FC2[0]}} {
-			name := fmt.Sprintf("%s[%d]", part.buf, e)
-			checks = append(checks, compareGrad(name, got[name], f64s(part.want)))
+		n1, n2 := fmt.Sprintf("%s[%d]", moe.BufFC1Grad, e), fmt.Sprintf("%s[%d]", moe.BufFC2Grad, e)
+		fc1, fc2, err := schedule.PickIntermediate(l, ref.Cols, got[n1], got[n2])
+		if err != nil {
+			return nil, fmt.Errorf("expert %d: %w", e, err)
 		}
+		checks = append(checks, compareGrad(n1, fc1, f64s(g.FC1[0])), compareGrad(n2, fc2, f64s(g.FC2[0])))
 	}
 	if shared && ref.Shared != nil {
 		want := moe.MainGradBuffers(l, *ref.Shared)
@@ -406,7 +416,7 @@ func backwardChecks(l schedule.Layer, got map[string][]float64, ref schedule.Sam
 			checks = append(checks, compareGrad(name, got[name], want[name]))
 		}
 	}
-	return checks
+	return checks, nil
 }
 
 // f64s widens float32 values.
