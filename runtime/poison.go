@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"fmt"
+	"math"
 
 	"github.com/mokc/mokc/driver"
 )
@@ -58,30 +60,51 @@ func PoisonCounts(y []uint16) (unwritten, nonFinite int) {
 // side of Poison for outputs other than y (gradients, main grads). Another
 // dtype is an error, as are the driver's.
 func ReadFloats(ctx *driver.Context, t Tensor) ([]float64, error) {
-	n := t.Len()
-	out := make([]float64, n)
-	if n == 0 {
-		return out, nil
-	}
-	switch t.DType {
-	case BF16:
-		h := make([]uint16, n)
-		if err := ctx.CopyFromDevice(h, t.Ptr); err != nil {
-			return nil, err
-		}
-		for i, v := range FromBF16(h) {
-			out[i] = float64(v)
-		}
-	case F32:
-		h := make([]float32, n)
-		if err := ctx.CopyFromDevice(h, t.Ptr); err != nil {
-			return nil, err
-		}
-		for i, v := range h {
-			out[i] = float64(v)
-		}
-	default:
+	if t.DType != BF16 && t.DType != F32 {
 		return nil, fmt.Errorf("mokc runtime: ReadFloats: dtype %s is not bf16 or f32", t.DType)
+	}
+	raw, err := ReadBytes(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	return DecodeFloats(t.DType, raw)
+}
+
+// ReadBytes copies the bytes of t's shape (t.Len() elements of t.DType) to
+// the host, into buf when it has the capacity (else a new slice), and
+// returns them, waiting for the copy: for comparing runs bit for bit
+// without widening. Errors are the driver's.
+func ReadBytes(ctx *driver.Context, t Tensor, buf []byte) ([]byte, error) {
+	n := t.Len() * int(t.DType.Size())
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if n == 0 {
+		return buf, nil
+	}
+	if err := ctx.CopyFromDevice(buf, t.Ptr); err != nil {
+		return nil, err
+	}
+	return buf, nil
+}
+
+// DecodeFloats widens the little-endian bf16 or f32 elements in raw (as
+// ReadBytes returns them) to float64; bf16 and f32 convert exactly. A
+// dtype other than bf16 or f32, or a length that is not a whole number of
+// elements, is an error.
+func DecodeFloats(dtype DType, raw []byte) ([]float64, error) {
+	size := int(dtype.Size())
+	if (dtype != BF16 && dtype != F32) || len(raw)%size != 0 {
+		return nil, fmt.Errorf("mokc runtime: DecodeFloats: %d bytes of %s (want bf16 or f32 elements)", len(raw), dtype)
+	}
+	out := make([]float64, len(raw)/size)
+	for i := range out {
+		if dtype == BF16 {
+			out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16))
+		} else {
+			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
+		}
 	}
 	return out, nil
 }

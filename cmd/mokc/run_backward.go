@@ -3,7 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
-	"hash/fnv"
+	"hash/maphash"
 	"io"
 	"math"
 	"slices"
@@ -225,8 +225,9 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 
 	var first uint64
 	var got map[string][]float64
+	var scratch []byte // the host copy of one output, reused
 	for run := 0; run < cfg.repeat; run++ {
-		res, h, word, err := backwardRun(ctx, ly, l, b, mainGrads, experts)
+		res, h, word, err := backwardRun(ctx, ly, l, b, mainGrads, experts, run == 0, &scratch)
 		if err != nil {
 			return rep, err
 		}
@@ -273,13 +274,15 @@ type refFuture struct {
 }
 
 // backwardRun zeroes the main grads (mainGrads, bound in b), poisons the
-// outputs, runs Backward, waits, and returns by name every output in full,
-// the sampled experts' main grads of the routed weights and biases
-// ("fc1_grad[e]", ...: slices of the grouped tensors, or with per-expert
-// storage the allocations behind fc1_grad_table and fc2_grad_table) and
-// the shared main grads in full; a hash of all their bits; and the error
+// outputs, runs Backward, waits, and returns a hash of the bits of every
+// output in full, the sampled experts' main grads of the routed weights
+// and biases ("fc1_grad[e]", ...: slices of the grouped tensors, or with
+// per-expert storage the allocations behind fc1_grad_table and
+// fc2_grad_table) and the shared main grads in full (copied as bytes into
+// *scratch, one at a time, and hashed with maphash under runHashSeed); with
+// decode, also those values by name, widened to float64; and the error
 // word.
-func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, mainGrads *runtime.DeviceTensors, experts []int) (map[string][]float64, uint64, string, error) {
+func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, mainGrads *runtime.DeviceTensors, experts []int, decode bool, scratch *[]byte) (map[string][]float64, uint64, string, error) {
 	specs, err := ly.BackwardBuffers()
 	if err != nil {
 		return nil, 0, "", err
@@ -307,8 +310,12 @@ func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b run
 		}
 		word = err.Error()
 	}
-	h := fnv.New64a()
-	full := map[string][]float64{}
+	var h maphash.Hash
+	h.SetSeed(runHashSeed)
+	var full map[string][]float64
+	if decode {
+		full = map[string][]float64{}
+	}
 	for _, s := range specs {
 		if s.Kind == launch.BufInput {
 			continue
@@ -337,12 +344,17 @@ func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b run
 		}
 		slices.Sort(names) // the hash must not depend on map order
 		for _, name := range names {
-			v, err := runtime.ReadFloats(ctx, parts[name])
+			raw, err := runtime.ReadBytes(ctx, parts[name], *scratch)
 			if err != nil {
 				return nil, 0, "", err
 			}
-			hashFloats(h, v)
-			full[name] = v
+			*scratch = raw
+			h.Write(raw)
+			if decode {
+				if full[name], err = runtime.DecodeFloats(parts[name].DType, raw); err != nil {
+					return nil, 0, "", err
+				}
+			}
 		}
 	}
 	return full, h.Sum64(), word, nil
@@ -356,17 +368,9 @@ var perExpert = map[string]bool{moe.BufFC1Grad: true, moe.BufFC2Grad: true, moe.
 // under that name: "fc1_grad[e]").
 var perExpertTable = map[string]string{moe.BufFC1GradTable: moe.BufFC1Grad, moe.BufFC2GradTable: moe.BufFC2Grad}
 
-// hashFloats adds the bits of v to h.
-func hashFloats(h interface{ Write([]byte) (int, error) }, v []float64) {
-	var buf [8]byte
-	for _, x := range v {
-		bits := math.Float64bits(x)
-		for i := range buf {
-			buf[i] = byte(bits >> (8 * i))
-		}
-		h.Write(buf[:])
-	}
-}
+// runHashSeed seeds the hashes that compare each run's outputs with the
+// first run's, bit for bit (compared only within one process).
+var runHashSeed = maphash.MakeSeed()
 
 // backwardChecks compares the GPU's gradients (full buffers by name) with
 // the sampled reference: the sampled experts' fc1_grad[e] and fc2_grad[e]
