@@ -11,8 +11,8 @@
 #   bwdtests  the backward's GPU tests only (codegen's per-op and whole-backward tests, runtime's
 #          Layer.Backward training steps)
 #   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10`, and one preset
-#          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad wgmma" selects the
-#          sm_90a wgmma weight-gradient kernel
+#          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad mma" selects the
+#          mma.sync weight-gradient kernel on sm_90a too (wgmma is its default)
 #   mxfp8  the MXFP8 forward on sm_90a: the quantize kernel and GEMM cases, `mokc run --precision mxfp8` on four presets,
 #          memcheck, and bench beside bf16 at T = 64 and 4096
 #   sweep  mokc bench over T = 64..16384 (forward; forward + backward at 1024 and 4096) for qwen3-30b-a3b and
