@@ -56,7 +56,7 @@ func init() {
 				&cli.IntFlag{Name: "sample", Usage: "tokens checked against the reference", DefaultText: "all when T <= 256, else 256"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object per (model, target, T) on stdout"},
-				&cli.BoolFlag{Name: "backward", Usage: "check the backward instead: dx and the routing-weight gradient on --sample tokens, the weight gradients of two experts on 2 of every 64 intermediate columns (all when I <= 256) and (up to T*S*I_s*H = 2^34) the shared experts', against schedule's float64 gradients (rel L2 <= 1e-2, cosine >= 0.9999), --repeat runs bitwise"},
+				&cli.BoolFlag{Name: "backward", Usage: "check the backward instead: dx and the routing-weight gradient on --sample tokens, the weight (and bias) gradients of two experts on 2 of every 64 intermediate columns (all when I <= 256) and (up to T*S*I_s*H = 2^34) the shared experts', against schedule's float64 gradients (rel L2 <= 1e-2, cosine >= 0.9999), --repeat runs bitwise"},
 			),
 			Action: runAction,
 		}

@@ -408,6 +408,20 @@ func backwardChecks(l schedule.Layer, got map[string][]float64, ref schedule.Sam
 			return nil, fmt.Errorf("expert %d: %w", e, err)
 		}
 		checks = append(checks, compareGrad(n1, fc1, f64s(g.FC1[0])), compareGrad(n2, fc2, f64s(g.FC2[0])))
+		if !l.Biases {
+			continue
+		}
+		// The bias gradients: FC1's at the same rows as FC1's, FC2's whole.
+		b1, b2 := fmt.Sprintf("%s[%d]", moe.BufFC1BiasGrad, e), fmt.Sprintf("%s[%d]", moe.BufFC2BiasGrad, e)
+		if len(got[b1]) != 2*l.Intermediate || len(got[b2]) != H {
+			return nil, fmt.Errorf("expert %d: bias gradients of %d and %d values, want 2I = %d and H = %d", e, len(got[b1]), len(got[b2]), 2*l.Intermediate, H)
+		}
+		rows1 := schedule.FC1Rows(l, ref.Cols)
+		bias1 := make([]float64, len(rows1))
+		for i, r := range rows1 {
+			bias1[i] = got[b1][r]
+		}
+		checks = append(checks, compareGrad(b1, bias1, f64s(g.FC1Bias[0])), compareGrad(b2, got[b2], f64s(g.FC2Bias[0])))
 	}
 	if shared && ref.Shared != nil {
 		want := moe.MainGradBuffers(l, *ref.Shared)

@@ -14,12 +14,13 @@ import (
 // fc1_grad[e] and fc2_grad[e] buffers, in both FC1 layouts: with the full
 // gradients of schedule.Backward as the "GPU" buffers every check is exact
 // (rel L2 0); a change at a sampled column fails its check and one at an
-// unsampled column is not seen; a buffer of the wrong size is an error.
+// unsampled column is not seen (so too for the FC1 bias gradient, with
+// biases); a buffer of the wrong size is an error.
 func TestBackwardChecksCols(t *testing.T) {
 	for _, inter := range []bool{false, true} {
 		l := schedule.Layer{Name: "c", Hidden: 32, Intermediate: 320, Experts: 4, TopK: 2, GateUpInterleaved: inter,
-			Router: schedule.Router{Score: schedule.ScoreSoftmax}}
-		name := fmt.Sprintf("interleaved %v", inter)
+			Biases: inter, Router: schedule.Router{Score: schedule.ScoreSoftmax}}
+		name := fmt.Sprintf("interleaved and biases %v", inter)
 		gen, err := schedule.NewWeightGen(l, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -35,6 +36,12 @@ func TestBackwardChecksCols(t *testing.T) {
 		for e := range mg.FC1 {
 			mg.FC1[e], mg.FC2[e] = make([]float32, 2*I*H), make([]float32, H*I)
 		}
+		if l.Biases {
+			mg.FC1Bias, mg.FC2Bias = make([][]float32, E), make([][]float32, E)
+			for e := range mg.FC1Bias {
+				mg.FC1Bias[e], mg.FC2Bias[e] = make([]float32, 2*I), make([]float32, H)
+			}
+		}
 		full, err := schedule.Backward(l, gen.Weights(), x, r, dy, &mg)
 		if err != nil {
 			t.Fatal(err)
@@ -49,6 +56,14 @@ func TestBackwardChecksCols(t *testing.T) {
 		for _, e := range experts {
 			got[fmt.Sprintf("fc1_grad[%d]", e)] = f64s(mg.FC1[e])
 			got[fmt.Sprintf("fc2_grad[%d]", e)] = f64s(mg.FC2[e])
+			if l.Biases {
+				got[fmt.Sprintf("fc1_bias_grad[%d]", e)] = f64s(mg.FC1Bias[e])
+				got[fmt.Sprintf("fc2_bias_grad[%d]", e)] = f64s(mg.FC2Bias[e])
+			}
+		}
+		perExpert := 2
+		if l.Biases {
+			perExpert = 4
 		}
 		check := func(what string) map[string]gradCheck {
 			t.Helper()
@@ -60,7 +75,7 @@ func TestBackwardChecksCols(t *testing.T) {
 			for _, c := range checks {
 				byName[c.Name] = c
 			}
-			if len(byName) != 2+2*len(experts) {
+			if len(byName) != 2+perExpert*len(experts) {
 				t.Fatalf("%s: %s: checks %v", name, what, checks)
 			}
 			return byName
@@ -73,6 +88,7 @@ func TestBackwardChecksCols(t *testing.T) {
 		}
 		e := experts[0]
 		fc1, fc2 := got[fmt.Sprintf("fc1_grad[%d]", e)], got[fmt.Sprintf("fc2_grad[%d]", e)]
+		bias1 := got[fmt.Sprintf("fc1_bias_grad[%d]", e)] // nil without biases
 		sampled := map[int]bool{}
 		for _, j := range cols {
 			sampled[j] = true
@@ -91,7 +107,12 @@ func TestBackwardChecksCols(t *testing.T) {
 			{"gate row of an unsampled column", fc1, schedule.FC1Rows(l, []int{unsampled})[0]*H + 7, false},
 			{"fc2 at a sampled column", fc2, 9*I + cols[5], true},
 			{"fc2 at an unsampled column", fc2, 9*I + unsampled, false},
+			{"fc1 bias at a sampled column", bias1, schedule.FC1Rows(l, cols[2:3])[0], true},
+			{"fc1 bias at an unsampled column", bias1, schedule.FC1Rows(l, []int{unsampled})[1], false},
 		} {
+			if c.buf == nil {
+				continue
+			}
 			old := c.buf[c.at]
 			c.buf[c.at] += 1
 			checks := check(c.what)
