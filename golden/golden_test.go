@@ -20,9 +20,23 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden PTX files from the current compiler")
 
-// file is the golden file of preset p for target t.
-func file(p string, t target.Target) string {
-	return filepath.Join("testdata", fmt.Sprintf("%s.%s.ptx", p, t))
+// variant is one kind of golden file: the presets as they are (bf16) on
+// every target, and their MXFP8 form on the targets with an MXFP8 forward
+// (sm_90a; docs/mxfp8.md).
+type variant struct {
+	suffix    string // "" or ".mxfp8", before the target in the file name
+	precision schedule.Precision
+	targets   []target.Target
+}
+
+var variants = []variant{
+	{"", schedule.BF16, target.All()},
+	{".mxfp8", schedule.MXFP8, []target.Target{target.SM90a}},
+}
+
+// file is the golden file of preset p in variant v for target t.
+func file(p string, v variant, t target.Target) string {
+	return filepath.Join("testdata", fmt.Sprintf("%s%s.%s.ptx", p, v.suffix, t))
 }
 
 type result struct {
@@ -31,28 +45,33 @@ type result struct {
 	err  error
 }
 
-// compileAll compiles every preset for every target, in parallel.
+// compileAll compiles every preset for every target and variant, in
+// parallel.
 func compileAll(t *testing.T) []result {
 	t.Helper()
 	type job struct {
 		preset string
+		v      variant
 		target target.Target
 	}
 	var jobs []job
 	for _, p := range schedule.Presets() {
-		for _, tg := range target.All() {
-			jobs = append(jobs, job{p, tg})
+		for _, v := range variants {
+			for _, tg := range v.targets {
+				jobs = append(jobs, job{p, v, tg})
+			}
 		}
 	}
 	res := make([]result, len(jobs))
 	parallel(len(jobs), func(i int) {
 		j := jobs[i]
-		res[i].name = file(j.preset, j.target)
+		res[i].name = file(j.preset, j.v, j.target)
 		l, err := schedule.Preset(j.preset)
 		if err != nil {
 			res[i].err = err
 			return
 		}
+		l.Precision = j.v.precision
 		a, err := compiler.CompileDefault(l, j.target)
 		if err != nil {
 			res[i].err = err
@@ -63,8 +82,9 @@ func compileAll(t *testing.T) []result {
 	return res
 }
 
-// TestGolden compiles every preset for every target and diffs the PTX
-// against testdata/<preset>.<target>.ptx. With -update it rewrites the files
+// TestGolden compiles every preset for every target (and its MXFP8 form
+// for sm_90a) and diffs the PTX against testdata/<preset>.<target>.ptx
+// (testdata/<preset>.mxfp8.<target>.ptx). With -update it rewrites the files
 // (review the diff before committing).
 func TestGolden(t *testing.T) {
 	if testing.Short() {
@@ -110,10 +130,16 @@ func TestGoldenAssembles(t *testing.T) {
 		tg := parts[len(parts)-2]
 		byTarget[tg] = append(byTarget[tg], f)
 	}
+	want := map[target.Target]int{}
+	for _, v := range variants {
+		for _, tg := range v.targets {
+			want[tg] += len(schedule.Presets())
+		}
+	}
 	for _, tg := range target.All() {
 		toolchain.NeedPtxas(t, tg.String())
-		if len(byTarget[tg.String()]) != len(schedule.Presets()) {
-			t.Errorf("%s: %d golden files, want one per preset (%d)", tg, len(byTarget[tg.String()]), len(schedule.Presets()))
+		if len(byTarget[tg.String()]) != want[tg] {
+			t.Errorf("%s: %d golden files, want one per preset and variant (%d)", tg, len(byTarget[tg.String()]), want[tg])
 		}
 	}
 	errs := make([]error, len(files))
