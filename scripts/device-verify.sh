@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# The GPU checks of the forward, built here with `make device-bins` and run on a GPU machine from the
-# repository root. Builds nothing. Logs go to $OUT (default ./device-out); the summary is printed last.
+# The GPU checks (forward, backward, MXFP8), built here with `make device-bins` and run on a GPU machine from the
+# repository root. Builds nothing. Logs go to $OUT (default ./device-out) as logs.tgz beside summary.txt;
+# the summary is printed last.
 #
-# Usage: bash scripts/device-verify.sh [PHASE...]   (default: tests run perf)
+# Usage: [BUDGET=seconds] bash scripts/device-verify.sh [PHASE...]   (default: tests run perf)
 #   tests  the driver API tests, the runtime Layer tests, the self-test kernels (ours vs llc-19) and
 #          codegen's GPU tests (engine GEMM cases, the sm_80 forward)
 #   run    every preset x {sm_80, sm_90a} x T in TOKENS (default 0,1,64,4096), 10 bitwise-compared runs, one
@@ -26,9 +27,18 @@ export MOKC_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 root=$PWD
 summary=$OUT/summary.txt
 touch "$summary"
+# BUDGET (seconds, optional): every step is cut at that deadline and later ones are skipped, so
+# that one device call (at most 600 s) ends with its logs written.
+END=$((SECONDS + ${BUDGET:-86400}))
 step() { # name timeout log command...
 	local name=$1 limit=$2 log=$3
 	shift 3
+	local left=$((END - SECONDS))
+	[ "$left" -lt "$limit" ] && limit=$left
+	if [ "$limit" -le 5 ]; then
+		printf '%-48s skipped (BUDGET)\n' "$name" | tee -a "$summary"
+		return
+	fi
 	local t0=$SECONDS
 	echo "=== $name: $*" >>"$log"
 	timeout "$limit" "$@" >>"$log" 2>&1
@@ -140,4 +150,6 @@ for phase in $phases; do
 		;;
 	esac
 done
+# The device tool brings back only a few files: the logs travel as one archive beside the summary.
+(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude=summary.txt . && find . -type f ! -name logs.tgz ! -name summary.txt -delete)
 cat "$summary"
