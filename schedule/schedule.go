@@ -96,6 +96,16 @@ const (
 	WGradWGMMA
 )
 
+// DefaultWGrad is target's default weight-gradient kernel: WGradWGMMA on
+// sm_90a (docs/perf.md, backward v2: faster than WGradMMA on every model
+// timed), WGradMMA on the others.
+func DefaultWGrad(t target.Target) WGradKernel {
+	if t == target.SM90a {
+		return WGradWGMMA
+	}
+	return WGradMMA
+}
+
 // String returns "mma" or "wgmma".
 func (k WGradKernel) String() string {
 	if k == WGradWGMMA {
@@ -164,7 +174,7 @@ func (s Schedule) GridText() string {
 }
 
 // String is a one-line summary of the schedule (the weight-gradient
-// kernel only when it is not mma).
+// kernel only when it is not the target's DefaultWGrad).
 func (s Schedule) String() string {
 	grid := s.GridText()
 	text := fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
@@ -173,7 +183,7 @@ func (s Schedule) String() string {
 		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
 			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
 	}
-	if s.WGrad != WGradMMA {
+	if s.WGrad != DefaultWGrad(s.Target) {
 		text += fmt.Sprintf("; backward weight gradients on %v", s.WGrad)
 	}
 	return text
@@ -521,12 +531,10 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 		if tg == target.SM90a && l.Storage == GroupedWeights && l.Precision == BF16 {
 			s.Variant = midRowsVariant(l, s)
 		}
-		if tg == target.SM90a {
-			s.WGrad = WGradWGMMA
-		}
 	default:
 		return Schedule{}, fieldErr("Schedule.Target", tg, "must be sm_80, sm_90a or sm_100a")
 	}
+	s.WGrad = DefaultWGrad(tg)
 	if err := s.Validate(l); err != nil {
 		return Schedule{}, fmt.Errorf("default schedule for %v: %w", tg, err)
 	}
