@@ -54,7 +54,8 @@ func groupedBackwardCases(t *testing.T) map[string]schedule.Layer {
 }
 
 // TestLayerBackward runs Layer.Backward as a training step would (the same
-// Layer after its Forward, three steps on the same inputs, outputs
+// Layer after its Forward, three steps on the same inputs, the third a
+// replay of Layer.CaptureBackward's CUDA graph, outputs
 // poisoned before each, main grads from AllocMainGrads accumulating from
 // random fp32 values, or from 0 for bf16) on every target the device runs,
 // T = 0, 1, 64, for grouped and per-expert weight storage, and checks
@@ -219,8 +220,21 @@ func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream,
 				t.Fatal(err)
 			}
 		}
-		if err := ly.Backward(stream, b); err != nil {
-			t.Fatalf("step %d: Backward: %v", step, err)
+		if step < 2 {
+			if err := ly.Backward(stream, b); err != nil {
+				t.Fatalf("step %d: Backward: %v", step, err)
+			}
+		} else {
+			// The last step replays a captured backward: the same bits as
+			// Backward, the main grads accumulating once more.
+			g, err := ly.CaptureBackward(stream, b)
+			if err != nil {
+				t.Fatalf("step %d: CaptureBackward: %v", step, err)
+			}
+			defer g.Destroy()
+			if err := g.Launch(stream); err != nil {
+				t.Fatalf("step %d: replay: %v", step, err)
+			}
 		}
 		if err := ly.CheckErrors(stream); err != nil {
 			t.Fatalf("step %d: %v", step, err)
