@@ -30,7 +30,7 @@ import (
 // whatever the global layout, so each thread's accumulator pair (c0, c1) of
 // an m16n8 fragment is (gate, up) of one output column.
 
-func init() { registerAtom(target.SM80, sm80Plan, nil) }
+func init() { registerAtom(target.SM80, sm80Plan, nil, "sm_80 has no fp8 MMA") }
 
 // sm80Layout is the derived geometry of one sm_80 GEMM kernel.
 type sm80Layout struct {
@@ -50,9 +50,6 @@ type sm80Layout struct {
 // refuses it.
 func sm80Plan(s GemmSpec) (sm80Layout, error) {
 	var l sm80Layout
-	if s.MX {
-		return l, fmt.Errorf("codegen: %s: sm_80 has no fp8 MMA (an MXFP8 GEMM needs sm_90a)", s.Name)
-	}
 	l.BM, l.BK, l.S, l.W = s.Tile.BM, s.Tile.BK, s.Tile.Stages, s.Tile.Warps
 	l.gate = s.bTile()
 	l.BNB = s.bTileRows()

@@ -88,7 +88,7 @@ import (
 // the generic-proxy writes are visible to wgmma's async-proxy reads. A still
 // comes through TMA.
 
-func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB) }
+func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB, "") }
 
 // sm90NMajorB: the sm_90a atom reads a plain, grouped B stored [K, N]
 // directly (wgmma imm-trans-b = 1 over an MN-major tile, TMA boxes of 64

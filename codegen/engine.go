@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
 
@@ -23,10 +24,15 @@ import (
 // ReadsNMajorB reports whether GroupedGEMM takes spec with BNMajor set (B_e
 // stored [K, N]): the one place a target's support for an N-major B is
 // decided; where it is false the lowering reads a K-major copy instead.
+//
+// MXFP8 returns nil when GroupedGEMM builds MXFP8 GEMMs (GemmSpec.MX), else
+// the reason it refuses them: the one place a target's MXFP8 support is
+// decided.
 type Engine interface {
 	Target() target.Target
 	GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
 	ReadsNMajorB(spec GemmSpec) bool
+	MXFP8() error
 }
 
 // atom is one target's part of the grouped-GEMM task, planned from a spec
@@ -45,6 +51,16 @@ type atomEngine struct {
 	// nMajorB says which specs the atom takes with an N-major B (nil:
 	// none).
 	nMajorB func(GemmSpec) bool
+	// noMX is why the atom has no MXFP8 GEMM ("": it has one).
+	noMX string
+}
+
+// MXFP8 says whether the atom builds MXFP8 GEMMs (see Engine).
+func (e atomEngine) MXFP8() error {
+	if e.noMX != "" {
+		return fmt.Errorf("the %v engine has no MXFP8 GEMM: %s", e.target, e.noMX)
+	}
+	return nil
 }
 
 // ReadsNMajorB reports whether the atom reads spec's B N-major (see Engine).
@@ -62,6 +78,9 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	if err := spec.Validate(); err != nil {
 		return KernelInfo{}, err
 	}
+	if err := e.MXFP8(); spec.MX && err != nil {
+		return KernelInfo{}, fmt.Errorf("codegen: %s: %w", spec.Name, err)
+	}
 	if spec.BNMajor && !e.ReadsNMajorB(spec) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not read an N-major B with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
 	}
@@ -73,10 +92,11 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 }
 
 // registerAtom registers the engine of t whose atom plan derives; nMajorB
-// (nil: none) says which specs it takes with an N-major B.
-func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error), nMajorB func(GemmSpec) bool) {
+// (nil: none) says which specs it takes with an N-major B; noMX is why it
+// has no MXFP8 GEMM ("": it has one).
+func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error), nMajorB func(GemmSpec) bool, noMX string) {
 	RegisterEngine(t, func() Engine {
-		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }, nMajorB: nMajorB}
+		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }, nMajorB: nMajorB, noMX: noMX}
 	})
 }
 
@@ -107,4 +127,22 @@ func EngineFor(t target.Target) (Engine, error) {
 	}
 	sort.Strings(have)
 	return nil, fmt.Errorf("codegen: no GEMM engine for target %v (have %v)", t, have)
+}
+
+// CheckLayer returns why t's engine cannot build the routed GEMMs of layer
+// l, or nil: today only the precision decides (MXFP8 needs an engine whose
+// MXFP8 returns nil). It builds nothing, so commands can refuse a layer
+// before they compile or open a device. Errors: EngineFor's, and the
+// engine's MXFP8 refusal.
+func CheckLayer(l schedule.Layer, t target.Target) error {
+	e, err := EngineFor(t)
+	if err != nil {
+		return err
+	}
+	if l.Precision == schedule.MXFP8 {
+		if err := e.MXFP8(); err != nil {
+			return fmt.Errorf("mxfp8 weights on %v: %w", t, err)
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/moe"
 	mptx "github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
@@ -52,7 +53,7 @@ func TestQuantizeAssemble(t *testing.T) {
 			}
 		}
 		_, err = Lower(p, s, PerOp)
-		if tg == target.SM100a && (err == nil || !strings.Contains(err.Error(), "no MXFP8 GEMM yet")) {
+		if tg == target.SM100a && (err == nil || !strings.Contains(err.Error(), "has no MXFP8 GEMM")) {
 			t.Errorf("%v: whole mxfp8 program: %v", tg, err)
 		}
 	}
@@ -94,6 +95,33 @@ func TestMXFP8ForwardAssemble(t *testing.T) {
 		}
 		if _, err := schedule.DefaultSchedule(l, target.SM80); err == nil {
 			t.Errorf("%s: sm_80 schedule for an mxfp8 layer", name)
+		}
+	}
+}
+
+// TestCheckLayer: the engines' MXFP8 support as commands see it before
+// compiling: sm_90a builds mxfp8 layers, sm_80 and sm_100a refuse them with
+// the reason; bf16 layers pass everywhere; and the refusal matches what
+// GroupedGEMM says for an MX spec.
+func TestCheckLayer(t *testing.T) {
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := l
+	m.Precision = schedule.MXFP8
+	for _, tg := range target.All() {
+		if err := CheckLayer(l, tg); err != nil {
+			t.Errorf("bf16 on %v: %v", tg, err)
+		}
+		err := CheckLayer(m, tg)
+		if (err == nil) != (tg == target.SM90a) {
+			t.Errorf("mxfp8 on %v: %v", tg, err)
+		}
+		eng, _ := EngineFor(tg)
+		spec := sm90MXCases()[0].spec
+		if _, gerr := eng.GroupedGEMM(ir.NewModule("c"), spec, 1); (gerr == nil) != (err == nil) {
+			t.Errorf("%v: CheckLayer %v, GroupedGEMM of an MX spec %v", tg, err, gerr)
 		}
 	}
 }

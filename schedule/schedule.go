@@ -276,7 +276,7 @@ func (s Schedule) Validate(l Layer) error {
 		return fieldErr("Schedule.Target", s.Target, "must be sm_80, sm_90a or sm_100a")
 	}
 	if l.Precision == MXFP8 && s.Target == target.SM80 {
-		return fieldErr("Schedule.Target", s.Target, "mxfp8 weights need sm_90a (sm_80 has no fp8 MMA; the sm_100a kernels do not exist yet, though its schedule validates)")
+		return fieldErr("Schedule.Target", s.Target, "mxfp8 weights need sm_90a: sm_80 has no fp8 MMA")
 	}
 	if s.Stages < 2 || s.Stages > 16 {
 		return fieldErr("Schedule.Stages", s.Stages, "must be in 2..16")
@@ -407,6 +407,9 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 		}
 	case target.SM90a:
 		if wg := s.Warps.MMA / 4; t.M != 64*wg {
+			if t.M%64 != 0 || t.M < 64 || t.M > 192 {
+				return fieldErr(name+".M", t.M, "must be 64, 128 or 192 on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match")
+			}
 			return fieldErr(name+".M", t.M, "must be %d with %d MMA warps (64 rows per consumer warpgroup of 4 warps); for M = %d give %d MMA warps (M/16, the same for FC1 and FC2)", 64*wg, s.Warps.MMA, t.M, t.M/16)
 		}
 		if t.N%8 != 0 || t.N > 256 {

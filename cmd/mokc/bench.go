@@ -242,7 +242,7 @@ func benchAction(c *cli.Context) error {
 		err = checkTokens(l, s, T)
 	}
 	if err == nil {
-		err = checkProgram(l, c.Bool("backward"))
+		err = checkProgram(l, c.Bool("backward"), s.Target)
 	}
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)

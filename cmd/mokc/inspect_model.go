@@ -3,6 +3,7 @@ package main
 import (
 	"errors"
 	"fmt"
+	"github.com/mokc/mokc/codegen"
 	"io"
 	"strings"
 
@@ -97,11 +98,19 @@ func printLayer(w io.Writer, l schedule.Layer) {
 	row("weights", fmt.Sprintf("%d bytes (%.1f GB)", l.WeightBytes(), float64(l.WeightBytes())/1e9))
 	fmt.Fprintln(w, "schedules")
 	if l.Precision == schedule.MXFP8 {
-		fmt.Fprintln(w, "  (mxfp8 weights: the forward runs on sm_90a; sm_100a, sm_80 and the backward refuse it: docs/mxfp8.md)")
+		fmt.Fprintln(w, "  (mxfp8 weights: the forward runs on sm_90a only; the backward refuses it: docs/mxfp8.md)")
 	}
 	for _, t := range target.All() {
 		s, err := schedule.DefaultSchedule(l, t)
 		if err != nil {
+			if rule, ok := targetRefusal(err); ok {
+				fmt.Fprintf(w, "  %-8s not available: %s\n", t, rule)
+			} else {
+				fmt.Fprintf(w, "  %-8s not available: %v\n", t, err)
+			}
+			continue
+		}
+		if err := codegen.CheckLayer(l, t); err != nil {
 			fmt.Fprintf(w, "  %-8s not available: %v\n", t, err)
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -304,19 +305,42 @@ func hasFlag(c *cli.Context, name string) bool {
 	return false
 }
 
+// targetRefusal returns the rule of err when err refuses the target itself
+// (schedule.FieldError on Schedule.Target: e.g. mxfp8 weights on sm_80).
+func targetRefusal(err error) (string, bool) {
+	var fe *schedule.FieldError
+	if errors.As(err, &fe) && fe.Field == "Schedule.Target" {
+		return fe.Rule, true
+	}
+	return "", false
+}
+
+// defaultSchedule is schedule.DefaultSchedule with its refusals said in
+// the CLI's terms (a refusal of the target as one of --target), and the
+// refusal of the target's engine (codegen.CheckLayer: mxfp8 on sm_100a).
+func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, error) {
+	s, err := schedule.DefaultSchedule(l, t)
+	if err != nil {
+		if rule, ok := targetRefusal(err); ok {
+			return s, fmt.Errorf("--target %s: %s", t, rule)
+		}
+		return s, fmt.Errorf("schedule for %s: %w", t, err)
+	}
+	if err := codegen.CheckLayer(l, t); err != nil {
+		return s, fmt.Errorf("--target %s: %w", t, err)
+	}
+	return s, nil
+}
+
 // layerSchedule returns target's default schedule for l with the schedule
 // flags applied, validated against l. When any flag is set the schedule
 // loses its T-dependent GEMM variant: the flags describe the one shape of
 // the routed GEMMs. A refusal on a field a schedule flag sets names the
 // flag ("--mma-warps 3: ...").
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
-	s, err := schedule.DefaultSchedule(l, target)
+	s, err := defaultSchedule(l, target)
 	if err != nil {
-		var fe *schedule.FieldError
-		if errors.As(err, &fe) && fe.Field == "Schedule.Target" {
-			return s, fmt.Errorf("--target %s: %s", target, fe.Rule)
-		}
-		return s, fmt.Errorf("schedule for %s: %w", target, err)
+		return s, err
 	}
 	if !scheduleOverridden(c) {
 		return s, nil
@@ -381,13 +405,21 @@ func applyPrecision(c *cli.Context, l *schedule.Layer) error {
 }
 
 // checkProgram builds l's forward (or backward) moe program and returns
-// its refusal, if any: what `run` and `bench` say before they open a
+// its refusal, if any, or the refusal of a target's engine
+// (codegen.CheckLayer): what `run` and `bench` say before they open a
 // device.
-func checkProgram(l schedule.Layer, backward bool) error {
+func checkProgram(l schedule.Layer, backward bool, targets ...target.Target) error {
 	build := moe.Forward
 	if backward {
 		build = moe.Backward
 	}
-	_, err := build(l)
-	return err
+	if _, err := build(l); err != nil {
+		return err
+	}
+	for _, t := range targets {
+		if err := codegen.CheckLayer(l, t); err != nil {
+			return fmt.Errorf("--target %v: %w", t, err)
+		}
+	}
+	return nil
 }

@@ -285,7 +285,7 @@ func parseRunFlags(c *cli.Context) (runConfig, error) {
 	if cfg.routing, err = routingForm(c); err != nil {
 		return cfg, err
 	}
-	cfg.schedule = schedule.DefaultSchedule
+	cfg.schedule = defaultSchedule
 	if scheduleOverridden(c) {
 		if len(cfg.targets) != 1 {
 			return cfg, fmt.Errorf("the schedule flags need exactly one --target, not %d", len(cfg.targets))
@@ -518,14 +518,14 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	// The programs' refusals (an mxfp8 backward, mxfp8 with per-expert
-	// storage) come before the device is opened.
+	// The programs' and engines' refusals (an mxfp8 backward, mxfp8 with
+	// per-expert storage or on sm_100a) come before the device is opened.
 	layers, err := cfg.layers()
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
 	for _, l := range layers {
-		if err := checkProgram(l, c.Bool("backward")); err != nil {
+		if err := checkProgram(l, c.Bool("backward"), cfg.targets...); err != nil {
 			return fmt.Errorf("run: %w", err)
 		}
 	}
