@@ -479,7 +479,8 @@ func pickN(n int, candidates []int) int {
 //
 // N is chosen per GEMM from {256, 192, 128} (sm_90a, sm_100a) to waste the
 // fewest padded columns of the GEMM's output (2I for FC1, H for FC2; e.g.
-// H = 2880 = 15 x 192). Every schedule is persistent with one CTA per SM.
+// H = 2880 = 15 x 192). The sm_90a and sm_100a schedules are persistent
+// with one CTA per SM; sm_80's launch one CTA per tile.
 // The result is validated; an invalid layer or an impossible combination
 // (mxfp8 on sm_80) is an error.
 func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
