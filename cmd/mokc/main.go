@@ -44,6 +44,20 @@ func build(ctors []func() *cli.Command) []*cli.Command {
 	out := make([]*cli.Command, len(ctors))
 	for i, f := range ctors {
 		out[i] = f()
+		onUsageError(out[i], "mokc "+out[i].Name)
 	}
 	return out
+}
+
+// onUsageError makes cmd and its subcommands (path: the words that call
+// cmd) answer a flag they cannot parse with one line through main ("flag
+// provided but not defined: -x (see mokc build --help)") instead of the
+// help text on stdout, which could end up in a redirected output file.
+func onUsageError(cmd *cli.Command, path string) {
+	cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		return fmt.Errorf("%v (see %s --help)", err, path)
+	}
+	for _, sub := range cmd.Subcommands {
+		onUsageError(sub, path+" "+sub.Name)
+	}
 }

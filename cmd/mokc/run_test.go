@@ -497,3 +497,19 @@ func TestRunMemoryBounded(t *testing.T) {
 		t.Errorf("peak Go heap %.0f MB: the layer is 1.2 GB as bf16, 2.4 GB as float32; want < 400 MB", float64(p)/1e6)
 	}
 }
+
+// TestUsageErrorOneLine: a flag a command does not know is one error line
+// naming the command's help, with nothing written to stdout (which may be
+// redirected into an output file), for commands and subcommands.
+func TestUsageErrorOneLine(t *testing.T) {
+	for _, c := range []struct{ args, help string }{
+		{"build --model qwen3-30b-a3b --tokens 0", "mokc build --help"},
+		{"inspect layout --bogus", "mokc inspect layout --help"},
+		{"plot roofline --zzz 1", "mokc plot roofline --help"},
+	} {
+		out, err := runCLI(strings.Fields(c.args)...)
+		if err == nil || !strings.Contains(err.Error(), "not defined") || !strings.Contains(err.Error(), c.help) || out != "" {
+			t.Errorf("%s: error %v, output %q", c.args, err, out)
+		}
+	}
+}
