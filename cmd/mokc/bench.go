@@ -67,6 +67,7 @@ type benchReport struct {
 	Precision  string  `json:"precision"`           // routed weights: "bf16" or "mxfp8"
 	Backward   bool    `json:"backward"`            // times Forward + Backward
 	MainGrad   string  `json:"main_grad,omitempty"` // dtype of the main grads (Backward)
+	WGrad      string  `json:"wgrad,omitempty"`     // weight-gradient kernel, "mma" or "wgmma" (Backward)
 	Kernels    int     `json:"kernels"`
 	Workspace  int     `json:"workspace_bytes"`
 	CompileSec float64 `json:"compile_s"`
@@ -289,6 +290,7 @@ func benchAction(c *cli.Context) error {
 	rep.Backward = backward
 	if backward {
 		rep.MainGrad = l.MainGrad.String()
+		rep.WGrad = s.WGrad.String()
 		if mainGrads, err = runtime.AllocMainGrads(ctx, l); err != nil {
 			return fmt.Errorf("bench: %w", err)
 		}

@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -66,16 +67,13 @@ func plotRoofline(c *cli.Context) error {
 		}
 		reps = append(reps, rs...)
 	}
-	roof, pts, device, err := rooflinePoints(reps)
-	if err != nil {
-		return fmt.Errorf("plot roofline: %w", err)
-	}
+	roofs, pts, device := rooflinePoints(reps)
 	title := c.String("title")
 	if title == "" {
 		title = device
 	}
 	var img bytes.Buffer // drawn first: a failure leaves no file
-	if err := roofline.Write(&img, format, title, roof, pts, c.Float64("width"), c.Float64("height")); err != nil {
+	if err := roofline.Write(&img, format, title, roofs, pts, c.Float64("width"), c.Float64("height")); err != nil {
 		return fmt.Errorf("plot %w", err)
 	}
 	if err := os.WriteFile(c.String("out"), img.Bytes(), 0o644); err != nil {
@@ -118,17 +116,17 @@ func readBenchReports(name string) ([]benchReport, error) {
 }
 
 // rooflinePoints turns bench results into the plot's points (one line per
-// model, target, direction and main-grad dtype) and its roof; device is
+// model, target, direction, main-grad dtype, weight-gradient kernel and
+// precision) and its roofs (one per distinct peak, in order of
+// appearance: mxfp8 results are benched against the FP8 peak); device is
 // the results' device (the first's; "several devices" when they differ).
-// Errors: results whose peaks differ.
-func rooflinePoints(reps []benchReport) (roofline.Roof, []roofline.Point, string, error) {
-	roof := roofline.Roof{PeakTFLOPs: reps[0].PeakTFLOPs, PeakGBs: reps[0].PeakGBs}
+func rooflinePoints(reps []benchReport) ([]roofline.Roof, []roofline.Point, string) {
+	var roofs []roofline.Roof
 	device := reps[0].Device
 	var pts []roofline.Point
 	for _, r := range reps {
-		if r.PeakTFLOPs != roof.PeakTFLOPs || r.PeakGBs != roof.PeakGBs {
-			return roof, nil, "", fmt.Errorf("results with different roofs (%g TFLOP/s, %g GB/s and %g, %g; mxfp8 results double the default peak): plot them separately, or bench them with the same --peak-tflops and --peak-gbs",
-				roof.PeakTFLOPs, roof.PeakGBs, r.PeakTFLOPs, r.PeakGBs)
+		if roof := (roofline.Roof{PeakTFLOPs: r.PeakTFLOPs, PeakGBs: r.PeakGBs}); !slices.Contains(roofs, roof) {
+			roofs = append(roofs, roof)
 		}
 		if r.Device != device {
 			device = "several devices"
@@ -136,6 +134,9 @@ func rooflinePoints(reps []benchReport) (roofline.Roof, []roofline.Point, string
 		series := r.Model + " " + r.Target + " forward"
 		if r.Backward {
 			series = r.Model + " " + r.Target + " forward+backward, " + r.MainGrad + " main grads"
+			if r.WGrad != "" {
+				series += ", " + r.WGrad + " weight gradients"
+			}
 		}
 		if r.Precision != "" && r.Precision != "bf16" {
 			series += ", " + r.Precision
@@ -143,5 +144,5 @@ func rooflinePoints(reps []benchReport) (roofline.Roof, []roofline.Point, string
 		pts = append(pts, roofline.Point{Series: series, Label: fmt.Sprintf("T=%d", r.Tokens),
 			FLOPs: r.FLOPs, Bytes: r.Bytes, Seconds: r.MedianMs / 1e3})
 	}
-	return roof, pts, device, nil
+	return roofs, pts, device
 }

@@ -43,18 +43,26 @@ func (r Roof) At(x float64) float64 { return math.Min(r.PeakTFLOPs, r.PeakGBs*x/
 func (r Roof) Ridge() float64 { return r.PeakTFLOPs * 1e3 / r.PeakGBs }
 
 // Write draws the points of each series (in order of appearance, joined in
-// increasing intensity) under roof r, titled title, as format ("svg",
-// "png" or "pdf") of width x height inches to w. Errors: no points, a
-// point with a non-positive FLOPs, bytes or time, a roof without both
-// ceilings, or the drawing's.
-func Write(w io.Writer, format, title string, r Roof, pts []Point, width, height float64) error {
+// increasing intensity) under the roofs (one per peak the points were
+// measured against, e.g. bf16 and FP8 tensor-core peaks; each in the
+// legend), titled title, as format ("svg", "png" or "pdf") of width x
+// height inches to w. Errors: no points or no roof, a point with a
+// non-positive FLOPs, bytes or time, a roof without both ceilings, or the
+// drawing's.
+func Write(w io.Writer, format, title string, roofs []Roof, pts []Point, width, height float64) error {
 	if len(pts) == 0 {
 		return errors.New("roofline: no points")
 	}
-	if !(r.PeakTFLOPs > 0 && r.PeakGBs > 0) {
-		return fmt.Errorf("roofline: roof %+v needs both ceilings", r)
+	if len(roofs) == 0 {
+		return errors.New("roofline: no roof")
 	}
-	lo, hi := r.Ridge(), r.Ridge()
+	lo, hi, ymax := roofs[0].Ridge(), roofs[0].Ridge(), 0.0
+	for _, r := range roofs {
+		if !(r.PeakTFLOPs > 0 && r.PeakGBs > 0) {
+			return fmt.Errorf("roofline: roof %+v needs both ceilings", r)
+		}
+		lo, hi, ymax = math.Min(lo, r.Ridge()), math.Max(hi, r.Ridge()), math.Max(ymax, r.PeakTFLOPs)
+	}
 	var series []string
 	by := map[string][]Point{}
 	for _, p := range pts {
@@ -76,17 +84,22 @@ func Write(w io.Writer, format, title string, r Roof, pts []Point, width, height
 	pl.Legend.Top = false
 	pl.Legend.Left = false
 
-	// The roof from a decade below the lowest intensity to one above the
-	// highest, with the ridge point on it.
+	// Each roof from a decade below the lowest intensity to one above the
+	// highest, with its ridge point on it; darker for the higher peak.
 	x0, x1 := lo/4, hi*4
-	roof := plotter.XYs{{X: x0, Y: r.At(x0)}, {X: r.Ridge(), Y: r.PeakTFLOPs}, {X: x1, Y: r.At(x1)}}
-	rl, err := plotter.NewLine(roof)
-	if err != nil {
-		return err
+	for i, r := range roofs {
+		roof := plotter.XYs{{X: x0, Y: r.At(x0)}, {X: r.Ridge(), Y: r.PeakTFLOPs}, {X: x1, Y: r.At(x1)}}
+		rl, err := plotter.NewLine(roof)
+		if err != nil {
+			return err
+		}
+		rl.Color, rl.Width = color.Gray{Y: uint8(90 + 60*i/len(roofs))}, vg.Points(1.5)
+		if i > 0 {
+			rl.Dashes = []vg.Length{vg.Points(4), vg.Points(3)}
+		}
+		pl.Add(rl)
+		pl.Legend.Add(fmt.Sprintf("roof: %g TFLOP/s, %g GB/s", r.PeakTFLOPs, r.PeakGBs), rl)
 	}
-	rl.Color, rl.Width = color.Gray{Y: 90}, vg.Points(1.5)
-	pl.Add(rl)
-	pl.Legend.Add(fmt.Sprintf("roof: %g TFLOP/s, %g GB/s", r.PeakTFLOPs, r.PeakGBs), rl)
 
 	for i, name := range series {
 		ps := by[name]
@@ -115,8 +128,7 @@ func Write(w io.Writer, format, title string, r Roof, pts []Point, width, height
 		}
 		pl.Add(lab)
 	}
-	ymax := r.PeakTFLOPs * 1.5
-	pl.Y.Max = ymax
+	pl.Y.Max = ymax * 1.5
 	wt, err := pl.WriterTo(vg.Length(width)*vg.Inch, vg.Length(height)*vg.Inch, format)
 	if err != nil {
 		return fmt.Errorf("roofline: %w", err)

@@ -25,7 +25,7 @@ func TestRoof(t *testing.T) {
 	}
 }
 
-// TestWrite: an SVG with the title, every series and label, and the roof
+// TestWrite: an SVG with the title, every series and label, and both roofs
 // in the legend; bad input is refused.
 func TestWrite(t *testing.T) {
 	r := Roof{PeakTFLOPs: 750, PeakGBs: 4200}
@@ -36,26 +36,27 @@ func TestWrite(t *testing.T) {
 			Point{Series: "qwen3 forward+backward", Label: "T=" + ftoa(T), FLOPs: 3 * T * 1e8, Bytes: 9e9 + T*3e5, Seconds: 4e-3 + T*5e-7})
 	}
 	var b bytes.Buffer
-	if err := Write(&b, "svg", "qwen3-30b-a3b on the H200", r, pts, 6, 4); err != nil {
+	if err := Write(&b, "svg", "qwen3-30b-a3b on the H200", []Roof{r, {PeakTFLOPs: 1500, PeakGBs: 4200}}, pts, 6, 4); err != nil {
 		t.Fatal(err)
 	}
 	s := b.String()
-	for _, want := range []string{"<svg", "qwen3-30b-a3b on the H200", "qwen3 forward+backward", "T=4096", "roof: 750 TFLOP/s, 4200 GB/s", "TFLOP/s"} {
+	for _, want := range []string{"<svg", "qwen3-30b-a3b on the H200", "qwen3 forward+backward", "T=4096", "roof: 750 TFLOP/s, 4200 GB/s", "roof: 1500 TFLOP/s, 4200 GB/s", "TFLOP/s"} {
 		if !strings.Contains(s, want) {
 			t.Errorf("the SVG lacks %q", want)
 		}
 	}
 	b.Reset()
-	if err := Write(&b, "png", "x", r, pts, 6, 4); err != nil || !bytes.HasPrefix(b.Bytes(), []byte("\x89PNG")) {
+	if err := Write(&b, "png", "x", []Roof{r}, pts, 6, 4); err != nil || !bytes.HasPrefix(b.Bytes(), []byte("\x89PNG")) {
 		t.Errorf("png: %v", err)
 	}
 	for name, c := range map[string]struct {
-		r   Roof
+		r   []Roof
 		pts []Point
 	}{
-		"no points": {r, nil},
-		"no roof":   {Roof{PeakTFLOPs: 750}, pts},
-		"zero time": {r, []Point{{Series: "s", FLOPs: 1, Bytes: 1}}},
+		"no points":   {[]Roof{r}, nil},
+		"no roof":     {nil, pts},
+		"half a roof": {[]Roof{r, {PeakTFLOPs: 750}}, pts},
+		"zero time":   {[]Roof{r}, []Point{{Series: "s", FLOPs: 1, Bytes: 1}}},
 	} {
 		if err := Write(&b, "svg", "x", c.r, c.pts, 6, 4); err == nil {
 			t.Errorf("%s: accepted", name)
