@@ -110,12 +110,12 @@ func (l Layer) validateLimits() error {
 		}
 		if l.SharedIntermediate > MaxIntermediate/l.SharedExperts {
 			return fieldErr("Layer.SharedIntermediate", l.SharedIntermediate,
-				"Layer.SharedExperts (%d) x Layer.SharedIntermediate must be <= %d (schedule.MaxIntermediate: GEMM column blocks and 32-bit indices)",
+				"Layer.SharedExperts (%d) x Layer.SharedIntermediate must be <= %d (GEMM column blocks and 32-bit indices)",
 				l.SharedExperts, MaxIntermediate)
 		}
 	}
 	if w, lim := l.WeightBytes(), target.MaxMemoryBytes(); w > lim {
-		return fieldErr("Layer.Experts", l.Experts, "the weights take %s, more than the %s of the largest GPU mokc targets (target.MaxMemoryBytes)",
+		return fieldErr("Layer.Experts", l.Experts, "the weights take %s, more than the %s of the largest GPU mokc targets",
 			gigabytes(w), gigabytes(lim))
 	}
 	return nil

@@ -288,7 +288,7 @@ func (s Schedule) Validate(l Layer) error {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be in 0..%d (0 = one CTA per SM; a persistent grid beyond a few CTAs per SM only adds idle CTAs)", maxGridCTAs)
 	}
 	if !s.Persistent && s.GridCTAs != 0 {
-		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be 0 when Schedule.Persistent is false: one CTA per tile, no grid size to set (the sm_80 engine is not persistent)")
+		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be 0 for a grid of one CTA per tile: no grid size to set (the sm_80 engine is not persistent)")
 	}
 	if s.Persistent && s.GridCTAs%s.Cluster != 0 {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be a multiple of Schedule.Cluster (%d)", s.Cluster)

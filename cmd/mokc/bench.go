@@ -22,7 +22,7 @@ func init() {
 			Name:  "bench",
 			Usage: "(GPU) time a layer's forward, or forward + backward (--backward), against the roofline",
 			UsageText: "mokc bench --model qwen3-30b-a3b --target sm_90a --tokens 4096 [--iters 100] [--kernels] [--backward [--main-grad fp32|bf16]] [--json]\n\n" +
-				"Times Layer.Forward with CUDA events on one stream (median of --iters after --warmup runs), rotating\n" +
+				"Times the forward with CUDA events on one stream (median of --iters after --warmup runs), rotating\n" +
 				"among several input sets when one set's data fits in L2. FLOPs count every routed and shared GEMM\n" +
 				"executed: routes*(2I*H + H*I)*2 + T*(2I_s*H + H*I_s)*2; bytes count the weights of the experts that\n" +
 				"received tokens (and the shared weights) once, plus x, y and the routing input. The roofline time is\n" +

@@ -21,7 +21,7 @@ func init() {
 				&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids (fixed-width ids + weights) or map (dense routing map + probs)"},
 				&cli.StringFlag{Name: "emit", Value: "ptx", Usage: "ptx, llvm (LLVM 19 text) or manifest (JSON)"},
 				&cli.StringFlag{Name: "output", Aliases: []string{"o"}, Usage: "output file (default: standard output)"},
-				&cli.BoolFlag{Name: "backward", Usage: "the backward program (moe.Backward): dy in; dx, the routing-weight gradient out; main grads accumulated"},
+				&cli.BoolFlag{Name: "backward", Usage: "the backward program: dy in; dx, the routing-weight gradient out; main grads accumulated"},
 			),
 			Action: buildAction,
 		}

@@ -84,7 +84,7 @@ func inspectProgram(c *cli.Context) error {
 	if prog == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\nkernels (PerOp, %s)\n", s)
+	fmt.Fprintf(w, "\nkernels (one per op, %s)\n", s)
 	fmt.Fprintf(w, "memory with the lowering's own scratch (work lists, transposed weights): %s\n", programMemory(prog.Buffers))
 	for _, k := range prog.Kernels {
 		var ps []string

@@ -38,7 +38,7 @@ func init() {
 			Usage: "(GPU) run a layer's forward, or its backward (--backward), on random inputs and check it against the float64 reference",
 			UsageText: "mokc run --model NAME|all --target sm_80,sm_90a --tokens 0,1,64,4096 [--repeat N] [--seed N] [--routing ids|map] [--sample N] [--json]\n\n" +
 				"For each model (--model all: every preset, one after another), the weights are generated one expert at a\n" +
-				"time from a counter-based hash (bf16, scaled by 1/sqrt(fan-in); schedule.WeightGen) and uploaded once;\n" +
+				"time from a counter-based hash (bf16, scaled by 1/sqrt(fan-in)) and uploaded once;\n" +
 				"then, for each target, the layer is compiled and, for each token count T, run --repeat times on random bf16\n" +
 				"inputs with routing from the model's router rule (softmax/sigmoid scores and top-k), y poisoned (0xFF bytes)\n" +
 				"before each run. One line per (model, target, T): the relative L2 error against schedule's float64\n" +
@@ -342,7 +342,7 @@ func parseRunFlags(c *cli.Context) (runConfig, error) {
 // schedule s index in 32 bits (schedule.Schedule.MaxTokens).
 func checkTokens(l schedule.Layer, s schedule.Schedule, T int) error {
 	if limit := s.MaxTokens(l); T > limit {
-		return fmt.Errorf("--tokens %d: more than the %d tokens the kernels of %s on %s index in 32 bits (schedule.Schedule.MaxTokens)",
+		return fmt.Errorf("--tokens %d: more than the %d tokens the kernels of %s on %s index in 32 bits",
 			T, limit, l.Name, s.Target)
 	}
 	return nil
