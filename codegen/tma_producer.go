@@ -1,9 +1,10 @@
 package codegen
 
 import (
+	"slices"
+
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
-	"slices"
 
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/layouts"
@@ -112,10 +113,11 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 // NB), 1.0 past K (where TMA filled zeros; kt = kTiles gives all 1.0 and
 // reads only in-range bytes), one i32 per row with code c in bits
 // 8c..8c+7 (BK/32 <= 4: the MX K block is 128), in the order mxStoreScales
-// stores them. The
-// producer loads block kt+1's codes right after it has stored block kt's,
-// so their latency passes while it waits for the next empty stage instead
-// of holding up every stage's full barrier.
+// stores them. The producer loads block kt+1's codes right after it has
+// stored block kt's, so their latency passes while it waits for the next
+// empty stage instead of holding up every stage's full barrier (on the
+// H200 the GEMM's time did not change: the consumers set the pace,
+// docs/perf.md, mxfp8 v1).
 func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt value.Value) []value.Value {
 	kb := p.BK / 32
 	nsf := int64(p.spec.K / 32)

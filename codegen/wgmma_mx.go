@@ -17,8 +17,9 @@ import (
 // statement by (*Builder).WGMMAMainloopMX (the partials are registers of
 // the statement). A warp whose 16 rows all lie past the work item's rows
 // skips the promotions (a warp-uniform branch after the wait; those rows
-// stay 0 and are never stored): with few rows per expert the loop then
-// spends its time on the wgmma, not on promoting padding rows.
+// stay 0 and are never stored). On the H200 this changed nothing
+// measurable at T = 64 (docs/perf.md, mxfp8 v1): the whole warpgroup still
+// waits for each block's wgmma.
 type WGMMAMainloopMX struct {
 	N          int    // wgmma N (B-tile rows), 8..256
 	Stages     int    // ring depth
