@@ -347,3 +347,36 @@ func TestScaleCodeFastPath(t *testing.T) {
 		}
 	}
 }
+
+// TestMXValuesInBF16: every MXFP8 value, an E4M3 code times a UE8M0 scale
+// held in f32 (as the reference holds it), is exactly a bf16 value when the
+// scale is at least 2^-124 (code 3): E4M3's 4 significant bits fit bf16's
+// 8, and bf16 has f32's exponent range. Below that only 96 of the products
+// land among f32 subnormals that bf16 cannot hold; a block scale that
+// small needs a block amax under 448 * 2^-125. This is what lets a Hopper
+// kernel expand MXFP8 operands to bf16 exactly (docs/mxfp8.md).
+func TestMXValuesInBF16(t *testing.T) {
+	inexact, minCode := 0, 255
+	for s := 0; s < 255; s++ {
+		for c := 0; c < 256; c++ {
+			q := float64(F32FromE4M3(uint8(c)))
+			if math.IsNaN(q) || q == 0 {
+				continue
+			}
+			v := float32(q * math.Ldexp(1, s-127))
+			if v != float32(float64(F32FromE4M3(uint8(c)))*float64(F32FromUE8M0(uint8(s)))) {
+				t.Fatalf("code %#x scale %d: the product is not the f32 product", c, s)
+			}
+			if F32FromBF16(BF16FromF32(v)) != v {
+				inexact++
+				minCode = min(minCode, s)
+				if s >= 3 {
+					t.Errorf("E4M3 %#x x 2^%d = %g is not a bf16 value", c, s-127, v)
+				}
+			}
+		}
+	}
+	if inexact != 96 || minCode != 0 {
+		t.Errorf("%d products are not bf16 values (the smallest scale code among them %d), want 96 (all at codes 0..2)", inexact, minCode)
+	}
+}
