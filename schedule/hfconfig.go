@@ -54,13 +54,25 @@ func LoadHFConfig(path string) (Layer, error) {
 
 // hfFileName names a layer after its config file: the file name without
 // extension, or for a file called config.json (a model checkpoint's) the
-// directory that holds it ("Qwen3-30B-A3B/config.json" -> "Qwen3-30B-A3B").
+// directory that holds it ("Qwen3-30B-A3B/config.json" -> "Qwen3-30B-A3B"),
+// or in a Hugging Face hub cache the model's name rather than the snapshot
+// (".../models--Qwen--Qwen3-30B-A3B/snapshots/<commit>/config.json" ->
+// "Qwen3-30B-A3B").
 func hfFileName(path string) string {
 	base := strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 	if base == "config" {
 		if abs, err := filepath.Abs(path); err == nil {
-			if dir := filepath.Base(filepath.Dir(abs)); dir != "" && dir != "." && dir != string(filepath.Separator) {
-				return dir
+			dir := filepath.Dir(abs)
+			snapshots, repo := filepath.Dir(dir), filepath.Base(filepath.Dir(filepath.Dir(dir)))
+			if filepath.Base(snapshots) == "snapshots" && strings.HasPrefix(repo, "models--") {
+				repo = strings.TrimPrefix(repo, "models--")
+				if _, name, ok := strings.Cut(repo, "--"); ok && name != "" {
+					return name
+				}
+				return repo
+			}
+			if d := filepath.Base(dir); d != "" && d != "." && d != string(filepath.Separator) {
+				return d
 			}
 		}
 	}

@@ -189,6 +189,9 @@ func TestHFFileName(t *testing.T) {
 		"models/Qwen3-30B-A3B/config.json": "Qwen3-30B-A3B",
 		"qwen3-30b-a3b.json":               "qwen3-30b-a3b",
 		"/tmp/x/deepseek.v3.json":          "deepseek.v3",
+		"/root/.cache/huggingface/hub/models--Qwen--Qwen3-30B-A3B/snapshots/ad44e777/config.json": "Qwen3-30B-A3B",
+		"hub/models--gpt2/snapshots/0123/config.json":                                             "gpt2",
+		"x/snapshots/0123/config.json":                                                            "0123",
 	} {
 		if got := hfFileName(path); got != want {
 			t.Errorf("hfFileName(%q) = %q, want %q", path, got, want)
