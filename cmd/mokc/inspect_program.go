@@ -18,7 +18,7 @@ func init() {
 		Usage:     "print a layer's forward (or, with --backward, its backward) as a moe program (buffers and ops) and, with --target, its kernels",
 		UsageText: "mokc inspect program --model qwen3-30b-a3b [--routing map] [--backward] [--target sm_90a]",
 		Flags: append(append(layerFlags(), scheduleFlags()...),
-			&cli.StringFlag{Name: "target", Usage: "also lower the program with the PerOp policy for this target and list its kernels"},
+			&cli.StringFlag{Name: "target", Usage: "also lower the program for this target (one kernel per op) and list its kernels"},
 			&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids or map"},
 			&cli.BoolFlag{Name: "backward", Usage: "the backward program (dx, the routing-weight gradient, main grads accumulated)"},
 		),
