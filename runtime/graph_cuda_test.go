@@ -3,14 +3,12 @@
 package runtime_test
 
 import (
-	"math/rand/v2"
 	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/runtime"
-	"github.com/mokc/mokc/schedule"
 )
 
 // TestCaptureForward: a forward captured into a CUDA graph and replayed
@@ -21,17 +19,7 @@ import (
 func TestCaptureForward(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	w, err := schedule.RandomWeights(l, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	dw, err := runtime.UploadWeights(ctx, l, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dw.Free()
+	seed, w, dw := randomWeightsOnDevice(t, ctx, l)
 	const T = 64
 	for _, target := range targets {
 		t.Run(target.String(), func(t *testing.T) {

@@ -173,17 +173,7 @@ func TestLayerForward(t *testing.T) {
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite"} {
 		t.Run(name, func(t *testing.T) {
 			l := testlayer.Preset(t, name)
-			seed := rand.Uint64()
-			t.Logf("seed %d", seed)
-			w, err := schedule.RandomWeights(l, seed)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dw, err := runtime.UploadWeights(ctx, l, w)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer dw.Free()
+			seed, w, dw := randomWeightsOnDevice(t, ctx, l)
 			for _, target := range targets {
 				t.Run(target.String(), func(t *testing.T) {
 					testLayerTarget(t, ctx, stream, l, w, dw, target, seed)
@@ -202,6 +192,24 @@ func TestLayerForward(t *testing.T) {
 
 // newLayer compiles and loads l with the default schedule of target,
 // closed when t ends.
+// randomWeightsOnDevice generates random weights of l from a fresh seed
+// (logged) and uploads them; the device copy is freed when the test ends.
+func randomWeightsOnDevice(t *testing.T, ctx *driver.Context, l schedule.Layer) (uint64, schedule.Weights, *runtime.DeviceTensors) {
+	t.Helper()
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	w, err := schedule.RandomWeights(l, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dw, err := runtime.UploadWeights(ctx, l, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dw.Free() })
+	return seed, w, dw
+}
+
 func newLayer(t *testing.T, ctx *driver.Context, l schedule.Layer, target target.Target) *runtime.Layer {
 	t.Helper()
 	s := testlayer.DefaultSchedule(t, l, target)
