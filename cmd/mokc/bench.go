@@ -243,7 +243,7 @@ func benchAction(c *cli.Context) error {
 		err = checkTokens(l, s, T)
 	}
 	if err == nil {
-		err = checkProgram(l, c.Bool("backward"), s.Target)
+		err = checkProgram(l, c.Bool("backward"))
 	}
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)

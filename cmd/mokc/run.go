@@ -525,8 +525,13 @@ func runAction(c *cli.Context) error {
 		return fmt.Errorf("run: %w", err)
 	}
 	for _, l := range layers {
-		if err := checkProgram(l, c.Bool("backward"), cfg.targets...); err != nil {
+		if err := checkProgram(l, c.Bool("backward")); err != nil {
 			return fmt.Errorf("run: %w", err)
+		}
+		for _, t := range cfg.targets {
+			if _, err := cfg.schedule(l, t); err != nil {
+				return fmt.Errorf("run: %w", err)
+			}
 		}
 	}
 	if c.Bool("backward") {
