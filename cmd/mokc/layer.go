@@ -166,10 +166,13 @@ func cliFlags(table []fieldFlag, def string) []cli.Flag {
 // scheduleFlags are the flags of scheduleFieldFlags.
 func scheduleFlags() []cli.Flag { return cliFlags(scheduleFieldFlags, "the target's default") }
 
-// scheduleOverridden reports whether any schedule flag is set.
-func scheduleOverridden(c *cli.Context) bool {
+// scheduleOverridden reports whether any schedule flag is set (with
+// shapeOnly, any that describes the routed GEMMs' shape: not one that
+// keeps the GEMM variant, like --wgrad, which means the same on every
+// target).
+func scheduleOverridden(c *cli.Context, shapeOnly bool) bool {
 	for _, f := range scheduleFieldFlags {
-		if c.IsSet(f.name) {
+		if c.IsSet(f.name) && !(shapeOnly && f.keepsVariant) {
 			return true
 		}
 	}
@@ -342,7 +345,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if err != nil {
 		return s, err
 	}
-	if !scheduleOverridden(c) {
+	if !scheduleOverridden(c, false) {
 		return s, nil
 	}
 	for _, f := range scheduleFieldFlags {

@@ -286,9 +286,9 @@ func parseRunFlags(c *cli.Context) (runConfig, error) {
 		return cfg, err
 	}
 	cfg.schedule = defaultSchedule
-	if scheduleOverridden(c) {
-		if len(cfg.targets) != 1 {
-			return cfg, fmt.Errorf("the schedule flags need exactly one --target, not %d", len(cfg.targets))
+	if scheduleOverridden(c, false) {
+		if scheduleOverridden(c, true) && len(cfg.targets) != 1 {
+			return cfg, fmt.Errorf("the schedule flags of the GEMM shape need exactly one --target, not %d", len(cfg.targets))
 		}
 		cfg.schedule = func(l schedule.Layer, t target.Target) (schedule.Schedule, error) { return layerSchedule(c, l, t) }
 	}
