@@ -6,6 +6,7 @@ import (
 	"math"
 
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/layouts"
 )
 
 // This file holds the output check shared by `mokc run` and the GPU tests:
@@ -101,7 +102,7 @@ func DecodeFloats(dtype DType, raw []byte) ([]float64, error) {
 	out := make([]float64, len(raw)/size)
 	for i := range out {
 		if dtype == BF16 {
-			out[i] = float64(math.Float32frombits(uint32(binary.LittleEndian.Uint16(raw[2*i:])) << 16))
+			out[i] = float64(layouts.F32FromBF16(binary.LittleEndian.Uint16(raw[2*i:])))
 		} else {
 			out[i] = float64(math.Float32frombits(binary.LittleEndian.Uint32(raw[4*i:])))
 		}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/maphash"
 	"io"
+	"maps"
 	"math"
 	"slices"
 
@@ -338,12 +339,7 @@ func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b run
 				parts[fmt.Sprintf("%s[%d]", s.Name, e)] = runtime.NewTensor(t.Ptr.Offset(e*n*size), n*size, s.DType, n)
 			}
 		}
-		names := make([]string, 0, len(parts))
-		for name := range parts {
-			names = append(names, name)
-		}
-		slices.Sort(names) // the hash must not depend on map order
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(parts)) { // the hash must not depend on map order
 			raw, err := runtime.ReadBytes(ctx, parts[name], *scratch)
 			if err != nil {
 				return nil, 0, "", err
@@ -416,21 +412,12 @@ func backwardChecks(l schedule.Layer, got map[string][]float64, ref schedule.Sam
 		if len(got[b1]) != 2*l.Intermediate || len(got[b2]) != H {
 			return nil, fmt.Errorf("expert %d: bias gradients of %d and %d values, want 2I = %d and H = %d", e, len(got[b1]), len(got[b2]), 2*l.Intermediate, H)
 		}
-		rows1 := schedule.FC1Rows(l, ref.Cols)
-		bias1 := make([]float64, len(rows1))
-		for i, r := range rows1 {
-			bias1[i] = got[b1][r]
-		}
+		bias1 := pick(got[b1], schedule.FC1Rows(l, ref.Cols), 1)
 		checks = append(checks, compareGrad(b1, bias1, f64s(g.FC1Bias[0])), compareGrad(b2, got[b2], f64s(g.FC2Bias[0])))
 	}
 	if shared && ref.Shared != nil {
 		want := moe.MainGradBuffers(l, *ref.Shared)
-		names := make([]string, 0, len(want))
-		for name := range want {
-			names = append(names, name)
-		}
-		slices.Sort(names)
-		for _, name := range names {
+		for _, name := range slices.Sorted(maps.Keys(want)) {
 			checks = append(checks, compareGrad(name, got[name], want[name]))
 		}
 	}
