@@ -51,7 +51,7 @@ const (
 	BufHScales  = "h_scales"  // ue8m0 [T*K,I/32] their block scales
 )
 
-// Forward is the BF16 forward of layer l. Buffers the caller binds (Input,
+// Forward is the forward program of layer l. Buffers the caller binds (Input,
 // Output): x bf16 [T,H]; ids i32 [T,K] + weights f32 [T,K] (RoutingIDs) or
 // routing_map u8 [T,E] + probs f32 [T,E] (RoutingMap); fc1 bf16 [E,2I,H]
 // and fc2 bf16 [E,H,I] (GroupedWeights) or fc1_table / fc2_table u64 [E]

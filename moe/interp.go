@@ -233,7 +233,6 @@ func gateUp(order GateUp, n, j int) (g, u int) {
 	return j, n + j
 }
 
-// gemm is GEMM with Stacked weights (Interpret refuses pointer tables).
 // quantize is Quantize: layouts.Quantize of each row (through f32),
 // storing the e4m3 values and the scale codes.
 func (in *interp) quantize(o Quantize) {
@@ -264,6 +263,7 @@ func mxValues(v, s []float64, k int) []float64 {
 	return out
 }
 
+// gemm is GEMM with Stacked weights (Interpret refuses pointer tables).
 func (in *interp) gemm(o GEMM) {
 	nb := o.N
 	if o.Gated {

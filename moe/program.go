@@ -139,12 +139,6 @@ func (p *Program) String() string {
 	return sb.String()
 }
 
-// checkStorage verifies how a GEMM finds its weights B_e and a WeightGrad
-// its main grads Main_e. Stacked: B is the bf16 weights of every expert
-// (Experts x rows of B_e x K elements), Main the f32 or bf16 main grads
-// (Experts x M x N elements; GradDType empty or Main's dtype). Table: B or
-// Main is a u64 [Experts] table of device pointers, and a WeightGrad's
-// GradDType (the dtype behind the pointers) is f32 or bf16. Other ops pass.
 // checkMXFP8 checks the dtypes and shapes of the MXFP8 operands: a GEMM
 // with scales reads e4m3 A and B with ue8m0 scales of K/32 columns (K a
 // multiple of 32), one without reads no e4m3; Quantize turns bf16 or f32
@@ -192,6 +186,12 @@ func checkMXFP8(op Op) error {
 	return nil
 }
 
+// checkStorage verifies how a GEMM finds its weights B_e and a WeightGrad
+// its main grads Main_e. Stacked: B is the bf16 weights of every expert
+// (Experts x rows of B_e x K elements), Main the f32 or bf16 main grads
+// (Experts x M x N elements; GradDType empty or Main's dtype). Table: B or
+// Main is a u64 [Experts] table of device pointers, and a WeightGrad's
+// GradDType (the dtype behind the pointers) is f32 or bf16. Other ops pass.
 func checkStorage(op Op) error {
 	table := func(role string, b *Buffer, experts int) error {
 		if b.DType != U64 || len(b.Shape) != 1 || b.Shape[0] != c(experts) {

@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"github.com/mokc/mokc/codegen"
 	"io"
 	"strings"
 
+	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 	"github.com/urfave/cli/v2"

@@ -336,9 +336,9 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 }
 
 // layerSchedule returns target's default schedule for l with the schedule
-// flags applied, validated against l. When any flag is set the schedule
-// loses its T-dependent GEMM variant: the flags describe the one shape of
-// the routed GEMMs. A refusal on a field a schedule flag sets names the
+// flags applied, validated against l. When a flag of the GEMM shape is set
+// the schedule loses its T-dependent GEMM variant: the flags describe the
+// one shape of the routed GEMMs (--wgrad keeps it). A refusal on a field a schedule flag sets names the
 // flag ("--mma-warps 3: ...").
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := defaultSchedule(l, target)
