@@ -304,11 +304,11 @@ func (g *WeightGen) routedInto(e int, w *Weights) error {
 			w.FC1Bias, w.FC2Bias = [][]float32{make([]float32, 2*I)}, [][]float32{make([]float32, H)}
 		}
 	}
-	g.fillRouted(e, w.FC1[0], w.FC2[0])
+	var b1, b2 []float32
 	if l.Biases {
-		g.fillF32(w.FC1Bias[0], hashFC1Bias, e)
-		g.fillF32(w.FC2Bias[0], hashFC2Bias, e)
+		b1, b2 = w.FC1Bias[0], w.FC2Bias[0]
 	}
+	g.fillRouted(e, w.FC1[0], w.FC2[0], b1, b2)
 	return nil
 }
 

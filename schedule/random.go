@@ -451,12 +451,10 @@ func (g *WeightGen) Routed(e int) (fc1, fc2, b1, b2 []float32, err error) {
 		return nil, nil, nil, nil, err
 	}
 	fc1, fc2 = make([]float32, 2*I*H), make([]float32, H*I)
-	g.fillRouted(e, fc1, fc2)
 	if g.l.Biases {
 		b1, b2 = make([]float32, 2*I), make([]float32, H)
-		g.fillF32(b1, hashFC1Bias, e)
-		g.fillF32(b2, hashFC2Bias, e)
 	}
+	g.fillRouted(e, fc1, fc2, b1, b2)
 	return fc1, fc2, b1, b2, nil
 }
 
@@ -483,14 +481,19 @@ func (g *WeightGen) sharedWeights() Weights {
 // the bf16 values RoutedBF16 gives, or for an mxfp8 layer their MXFP8
 // values (each row quantized along K with the round-up scale and
 // dequantized: what a GPU computes with after quantizing RoutedBF16's
-// bits the same way, layouts.QuantizeBF16).
-func (g *WeightGen) fillRouted(e int, fc1, fc2 []float32) {
+// bits the same way, layouts.QuantizeBF16); and, when b1 and b2 are not
+// nil, its FC1Bias [2I] and FC2Bias [H] (RoutedBias's values).
+func (g *WeightGen) fillRouted(e int, fc1, fc2, b1, b2 []float32) {
 	g.fillF32(fc1, hashFC1, e)
 	g.fillF32(fc2, hashFC2, e)
 	if g.l.Precision == MXFP8 {
 		H, I := g.l.Hidden, g.l.Intermediate
 		mxInPlace(fc1, 2*I, H)
 		mxInPlace(fc2, H, I)
+	}
+	if b1 != nil {
+		g.fillF32(b1, hashFC1Bias, e)
+		g.fillF32(b2, hashFC2Bias, e)
 	}
 }
 
@@ -598,11 +601,7 @@ func (g *WeightGen) ForwardRows(x []float32, r Routing, rows []int) ([]float64, 
 		if len(slots) == 0 {
 			continue
 		}
-		g.fillRouted(e, fc1, fc2)
-		if l.Biases {
-			g.fillF32(b1, hashFC1Bias, e)
-			g.fillF32(b2, hashFC2Bias, e)
-		}
+		g.fillRouted(e, fc1, fc2, b1, b2)
 		w := Weights{FC1: make([][]float32, E), FC2: make([][]float32, E)}
 		w.FC1[e], w.FC2[e] = fc1, fc2
 		if l.Biases {
