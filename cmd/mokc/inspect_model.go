@@ -6,7 +6,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 	"github.com/urfave/cli/v2"
@@ -101,17 +100,12 @@ func printLayer(w io.Writer, l schedule.Layer) {
 		fmt.Fprintln(w, "  (mxfp8 weights: the forward runs on sm_90a only; the backward refuses it: docs/mxfp8.md)")
 	}
 	for _, t := range target.All() {
-		s, err := schedule.DefaultSchedule(l, t)
+		s, refused, err := targetSchedule(l, t)
 		if err != nil {
-			if rule, ok := targetRefusal(err); ok {
-				fmt.Fprintf(w, "  %-8s not available: %s\n", t, rule)
-			} else {
-				fmt.Fprintf(w, "  %-8s not available: %v\n", t, err)
-			}
-			continue
+			refused = err.Error()
 		}
-		if err := codegen.CheckLayer(l, t); err != nil {
-			fmt.Fprintf(w, "  %-8s not available: %v\n", t, err)
+		if refused != "" {
+			fmt.Fprintf(w, "  %-8s not available: %s\n", t, refused)
 			continue
 		}
 		fmt.Fprintf(w, "  %-8s FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma + %d epilogue  cluster %d  %s\n",

@@ -308,29 +308,35 @@ func hasFlag(c *cli.Context, name string) bool {
 	return false
 }
 
-// targetRefusal returns the rule of err when err refuses the target itself
-// (schedule.FieldError on Schedule.Target: e.g. mxfp8 weights on sm_80).
-func targetRefusal(err error) (string, bool) {
+// targetSchedule returns target t's default schedule for l, or refused:
+// why t cannot take l at all (the rule of a schedule.FieldError on
+// Schedule.Target, e.g. mxfp8 weights on sm_80, or the target's engine's
+// refusal, codegen.CheckLayer: mxfp8 on sm_100a), or another error of
+// schedule.DefaultSchedule.
+func targetSchedule(l schedule.Layer, t target.Target) (s schedule.Schedule, refused string, err error) {
+	s, err = schedule.DefaultSchedule(l, t)
 	var fe *schedule.FieldError
-	if errors.As(err, &fe) && fe.Field == "Schedule.Target" {
-		return fe.Rule, true
-	}
-	return "", false
-}
-
-// defaultSchedule is schedule.DefaultSchedule with its refusals said in
-// the CLI's terms (a refusal of the target as one of --target), and the
-// refusal of the target's engine (codegen.CheckLayer: mxfp8 on sm_100a).
-func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, error) {
-	s, err := schedule.DefaultSchedule(l, t)
-	if err != nil {
-		if rule, ok := targetRefusal(err); ok {
-			return s, fmt.Errorf("--target %s: %s", t, rule)
-		}
-		return s, fmt.Errorf("schedule for %s: %w", t, err)
+	switch {
+	case errors.As(err, &fe) && fe.Field == "Schedule.Target":
+		return s, fe.Rule, nil
+	case err != nil:
+		return s, "", err
 	}
 	if err := codegen.CheckLayer(l, t); err != nil {
-		return s, fmt.Errorf("--target %s: %w", t, err)
+		return s, err.Error(), nil
+	}
+	return s, "", nil
+}
+
+// defaultSchedule is targetSchedule with its refusals said in the CLI's
+// terms: a refusal of the target as one of --target.
+func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, error) {
+	s, refused, err := targetSchedule(l, t)
+	switch {
+	case refused != "":
+		return s, fmt.Errorf("--target %s: %s", t, refused)
+	case err != nil:
+		return s, fmt.Errorf("schedule for %s: %w", t, err)
 	}
 	return s, nil
 }
