@@ -94,7 +94,7 @@ func (ld *sm80Loader) load(kt, st value.Value) {
 		ok := b.And(ch.rowOK, b.ICmp(enum.IPredSLT, b.Add(kFirst, ch.kElem), ir.Int32(int64(l.k))))
 		src := b.Select(ok, b.Add(ch.gAddr, kByte), ch.fallback)
 		size := b.Select(ok, ir.Int32(16), ir.Int32(0))
-		b.cpAsync16(b.Add(stBase, ch.sOff), src, size)
+		b.CpAsync16(b.Add(stBase, ch.sOff), src, size)
 	}
 }
 

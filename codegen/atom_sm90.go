@@ -263,8 +263,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	offA, offB := l.offA, l.offB
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
 		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable}
-	mx := WGMMAMainloopMX{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
-		OffA: offA, OffB: offB, DescHi: l.descHi, ABlock: 4 * l.BM, BBlock: 4 * l.NB}
+	mx := WGMMAMainloopMX{WGMMAMainloop: ml, ABlock: 4 * l.BM, BBlock: 4 * l.NB}
 	var aSc, bSc value.Value
 	if k.spec.MX {
 		// The thread's first accumulator row and column among the stage's

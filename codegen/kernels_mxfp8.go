@@ -42,11 +42,7 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 	if op.X.DType == moe.BF16 {
 		src := b.ByteOffset(b.Param("x"), b.MulI(first, 2))
 		for i := 0; i < 4; i++ {
-			v := b.LoadAt(ir.Vec(4, ir.I32), b.ByteOffsetC(src, int64(16*i)), 16)
-			for j := 0; j < 4; j++ {
-				w := b.ExtractElement(v, j)
-				vals[8*i+2*j], vals[8*i+2*j+1] = b.BF16Lo(w), b.BF16Hi(w)
-			}
+			copy(vals[8*i:], b.loadBF16x8(b.ByteOffsetC(src, int64(16*i))))
 		}
 	} else {
 		src := b.ByteOffset(b.Param("x"), b.MulI(first, 4))

@@ -130,43 +130,17 @@ func (b *Builder) wgradMMAStore(op moe.WeightGrad, e, m0, n0, wm, wn, lane value
 	M, N := int64(op.M), int64(op.N)
 	main := b.mainGradBase(op, e)
 	g, q := b.LShr(lane, ir.Int32(2)), b.And(lane, ir.Int32(3))
-	type pair struct {
-		ptr, in value.Value
-		acc     []value.Value
-		old     [2]value.Value
-	}
 	size := op.MainDType().Size()
 	for mi := int64(0); mi < 4; mi++ {
-		var ps []pair
+		var ps []mainPair
 		for h := int64(0); h < 2; h++ {
 			row := b.Add(m0, b.Add(b.MulI(wm, 64), b.AddI(g, mi*16+h*8)))
 			for nj := int64(0); nj < 4; nj++ {
 				col := b.Add(n0, b.Add(b.MulI(wn, 32), b.AddI(b.MulI(q, 2), nj*8)))
-				in := b.And(b.ICmp(enum.IPredSLT, row, ir.Int32(M)), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
-				idx := b.Select(in, b.Add(b.MulI(b.Wide(row), N), b.Wide(col)), ir.Int64(0))
-				ps = append(ps, pair{ptr: b.elemPtr(main, idx, size), in: in, acc: acc[(mi*4+nj)*4+2*h:][:2]})
+				ps = append(ps, b.mainPairAt(main, row, col, M, N, size, acc[(mi*4+nj)*4+2*h:][:2]))
 			}
 		}
-		for i := range ps {
-			if op.MainDType() == moe.F32 {
-				v := b.LoadAt(ir.Vec(2, ir.F32), ps[i].ptr, 8)
-				ps[i].old = [2]value.Value{b.ExtractElement(v, 0), b.ExtractElement(v, 1)}
-			} else {
-				w := b.LoadAt(ir.I32, ps[i].ptr, 4)
-				ps[i].old = [2]value.Value{b.BF16Lo(w), b.BF16Hi(w)}
-			}
-		}
-		for _, p := range ps {
-			lo, hi := b.FAdd(p.old[0], p.acc[0]), b.FAdd(p.old[1], p.acc[1])
-			b.If(p.in, func() {
-				if op.MainDType() == moe.F32 {
-					v := b.InsertElement(b.InsertElement(ir.Undef(ir.Vec(2, ir.F32)), lo, 0), hi, 1)
-					b.StoreAt(v, p.ptr, 8)
-				} else {
-					b.StoreAt(b.PackBF16(lo, hi), p.ptr, 4)
-				}
-			})
-		}
+		b.addPairs(op.MainDType(), ps)
 	}
 }
 
@@ -245,7 +219,7 @@ func (ld *wgradChunks) load(smem, kt value.Value) {
 		src := b.Select(ok, b.Add(ch.gBase, b.MulI(b.Wide(r), ch.pitch)), ch.gBase)
 		size := b.Select(ok, ir.Int32(16), ir.Int32(0))
 		dst := b.Add(st, b.Add(ir.Int64(ch.sOff), b.Add(b.MulI(b.Wide(ch.row), wgradMMAPitch), ch.sCol)))
-		b.cpAsync16(dst, src, size)
+		b.CpAsync16(dst, src, size)
 	}
 }
 
@@ -296,4 +270,44 @@ func emitWeightGradBias(m *ir.Module, op moe.WeightGrad) Kernel {
 	k.SkipIfZeroT = true
 	k.Grid = [3]Expr{Const((M + utilThreads - 1) / utilThreads), Const(int64(op.Experts)), Const(1)}
 	return k
+}
+
+// mainPair is two adjacent elements of Main_e a thread adds acc to.
+type mainPair struct {
+	ptr, in value.Value
+	acc     []value.Value
+	old     [2]value.Value
+}
+
+// mainPairAt is the pair at (row, col) of main ([M, N] of size-byte
+// elements): in says it lies inside; outside, ptr is main's first element.
+func (b *Builder) mainPairAt(main, row, col value.Value, M, N, size int64, acc []value.Value) mainPair {
+	in := b.And(b.ICmp(enum.IPredSLT, row, ir.Int32(M)), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
+	idx := b.Select(in, b.Add(b.MulI(b.Wide(row), N), b.Wide(col)), ir.Int64(0))
+	return mainPair{ptr: b.elemPtr(main, idx, size), in: in, acc: acc}
+}
+
+// addPairs loads every pair first (so the loads are in flight together),
+// then adds acc and stores those inside, each rounded once to d.
+func (b *Builder) addPairs(d moe.DType, ps []mainPair) {
+	for i := range ps {
+		if d == moe.F32 {
+			v := b.LoadAt(ir.Vec(2, ir.F32), ps[i].ptr, 8)
+			ps[i].old = [2]value.Value{b.ExtractElement(v, 0), b.ExtractElement(v, 1)}
+		} else {
+			w := b.LoadAt(ir.I32, ps[i].ptr, 4)
+			ps[i].old = [2]value.Value{b.BF16Lo(w), b.BF16Hi(w)}
+		}
+	}
+	for _, p := range ps {
+		lo, hi := b.FAdd(p.old[0], p.acc[0]), b.FAdd(p.old[1], p.acc[1])
+		b.If(p.in, func() {
+			if d == moe.F32 {
+				v := b.InsertElement(b.InsertElement(ir.Undef(ir.Vec(2, ir.F32)), lo, 0), hi, 1)
+				b.StoreAt(v, p.ptr, 8)
+			} else {
+				b.StoreAt(b.PackBF16(lo, hi), p.ptr, 4)
+			}
+		})
+	}
 }

@@ -104,10 +104,6 @@ func emitWeightGradWGMMA(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 	}
 	wg := b.LShr(warp, ir.Int32(2))
 	aOff := b.MulI(wg, int64(aT.AtomBytes())) // the warpgroup's 64-column of A
-	desc := func(addr value.Value, hi uint64) value.Value {
-		f := b.And(b.LShr(addr, ir.Int32(4)), ir.Int32(0x3FFF))
-		return b.Or(b.ZExt(f, ir.I64), ir.Int64(int64(hi)))
-	}
 	var werr error
 	acc := b.Loop(ir.Int32(0), kTiles, ir.Int32(1), zerosF32(wgradWGTile/2), func(kt value.Value, acc []value.Value) []value.Value {
 		b.cpAsyncWait(wgradWGStages - 2)
@@ -119,7 +115,7 @@ func emitWeightGradWGMMA(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 		b.If(b.ICmp(enum.IPredSLT, next, kTiles), func() { ld.load(smem, next) })
 		b.cpAsyncCommit()
 		sa := b.Add(base, b.MulI(b.URem(kt, ir.Int32(wgradWGStages)), ring.StageBytes))
-		out, err := b.WGMMABF16Major(wgradWGTile, acc, desc(b.Add(sa, aOff), hiA), desc(b.AddI(sa, ring.BOff), hiB), offA, offB,
+		out, err := b.WGMMABF16Major(wgradWGTile, acc, b.SM90Desc(b.Add(sa, aOff), hiA), b.SM90Desc(b.AddI(sa, ring.BOff), hiB), offA, offB,
 			WGMMAMajor{TransA: true, TransB: true, Wait: true})
 		if err != nil {
 			werr = err
@@ -223,7 +219,7 @@ func (ld *wgChunks) load(smem, kt value.Value) {
 			src := b.Select(ok, b.Add(ch.gBase, b.MulI(b.Wide(r), ch.pitch)), ch.gBase)
 			size := b.Select(ok, ir.Int32(16), ir.Int32(0))
 			dst := b.Add(st, b.Add(ir.Int64(ch.sOff+i*ld.repRows*ring.RowBytes), ch.sByte))
-			b.cpAsync16(dst, src, size)
+			b.CpAsync16(dst, src, size)
 		}
 	}
 }
@@ -248,31 +244,13 @@ func (b *Builder) wgradStorePairs(op moe.WeightGrad, e, m0, n0 value.Value, grou
 		b.wgradStoreBF16(op, main, m0, n0, groups)
 		return
 	}
-	type pair struct {
-		ptr, in value.Value
-		acc     []value.Value
-		old     [2]value.Value
-	}
 	size := op.MainDType().Size()
 	for _, g := range groups {
-		var ps []pair
+		var ps []mainPair
 		for _, p := range g {
-			row, col := b.Add(m0, p.row), b.Add(n0, p.col)
-			in := b.And(b.ICmp(enum.IPredSLT, row, ir.Int32(M)), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
-			idx := b.Select(in, b.Add(b.MulI(b.Wide(row), N), b.Wide(col)), ir.Int64(0))
-			ps = append(ps, pair{ptr: b.elemPtr(main, idx, size), in: in, acc: p.acc})
+			ps = append(ps, b.mainPairAt(main, b.Add(m0, p.row), b.Add(n0, p.col), M, N, size, p.acc))
 		}
-		for i := range ps {
-			v := b.LoadAt(ir.Vec(2, ir.F32), ps[i].ptr, 8)
-			ps[i].old = [2]value.Value{b.ExtractElement(v, 0), b.ExtractElement(v, 1)}
-		}
-		for _, p := range ps {
-			lo, hi := b.FAdd(p.old[0], p.acc[0]), b.FAdd(p.old[1], p.acc[1])
-			b.If(p.in, func() {
-				v := b.InsertElement(b.InsertElement(ir.Undef(ir.Vec(2, ir.F32)), lo, 0), hi, 1)
-				b.StoreAt(v, p.ptr, 8)
-			})
-		}
+		b.addPairs(moe.F32, ps)
 	}
 }
 

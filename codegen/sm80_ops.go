@@ -14,13 +14,6 @@ import (
 // target from sm_80 on). Shared addresses are 64-bit (ptrtoint of the
 // dynamic shared memory).
 
-// cpAsync16 copies 16 bytes from global address src (i64) to shared address
-// dst (i64) with cp.async.cg, reading size (i32, 16 or 0) bytes and
-// zero-filling the rest.
-func (b *Builder) cpAsync16(dst, src, size value.Value) {
-	b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", "l,l,r,~{memory}", dst, src, size)
-}
-
 // cpAsyncCommit closes the thread's current cp.async group.
 func (b *Builder) cpAsyncCommit() { b.Asm("cp.async.commit_group;", "~{memory}") }
 

@@ -131,10 +131,14 @@ func (b *Builder) SM90Desc(addr value.Value, hi uint64) value.Value {
 }
 
 // CpAsync16 copies 16 bytes from global address src (i64) to shared
-// address dst (i32) with cp.async.cg (L2 only), reading srcBytes (i32, 16
+// address dst (i32, or i64) with cp.async.cg (L2 only), reading srcBytes (i32, 16
 // or 0) bytes and zero-filling the rest (PTX ISA "cp.async": src-size).
 func (b *Builder) CpAsync16(dst, src, srcBytes value.Value) {
-	b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", dst, src, srcBytes)
+	cons := "r,l,r,~{memory}"
+	if dst.Type().Equal(ir.I64) {
+		cons = "l,l,r,~{memory}"
+	}
+	b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", cons, dst, src, srcBytes)
 }
 
 // CpAsyncMbarArrive makes the mbarrier at bar receive one arrival (counted

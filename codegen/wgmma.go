@@ -218,9 +218,8 @@ type WGMMAMainloop struct {
 	BOffset    int    // offset of the B atoms inside a stage
 	OffA, OffB []int  // per k16 step: descriptor offsets (16-byte units) from the stage's A / B descriptors
 	DescHi     uint64 // address-independent descriptor bits of A (SM90DescK128B)
-	// DescHiB is B's (DescHi when 0); TransB reads B N-major (its
-	// descriptor then carries the column stride as LBO, see
-	// layouts.NewSmemTileMN).
+	// DescHiB is B's; TransB reads B N-major (its descriptor then carries
+	// the column stride as LBO, see layouts.NewSmemTileMN).
 	DescHiB uint64
 	TransB  bool
 	// ProxyFence adds fence.proxy.async.shared::cta after each full-barrier
@@ -282,11 +281,7 @@ func (ml WGMMAMainloop) loopBody(ins mainloopIns) []string {
 	if ml.ProxyFence {
 		L = append(L, "fence.proxy.async.shared::cta;")
 	}
-	hiB := ml.DescHiB
-	if hiB == 0 {
-		hiB = ml.DescHi
-	}
-	L = append(L, stageDescs(ml.StageBytes, ins.smem, ins.aOff, ml.BOffset, ml.DescHi, hiB)...)
+	L = append(L, stageDescs(ml.StageBytes, ins.smem, ins.aOff, ml.BOffset, ml.DescHi, ml.DescHiB)...)
 	L = append(L, "wgmma.fence.sync.aligned;")
 	L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB, false, ml.TransB)...)
 	L = append(L, "wgmma.commit_group.sync.aligned;")

@@ -21,12 +21,7 @@ import (
 // measurable at T = 64 (docs/perf.md, mxfp8 v1): the whole warpgroup still
 // waits for each block's wgmma.
 type WGMMAMainloopMX struct {
-	N          int    // wgmma N (B-tile rows), 8..256
-	Stages     int    // ring depth
-	StageBytes int    // bytes of one ring stage (A, B, then the f32 scales)
-	BOffset    int    // offset of the B tile inside a stage
-	OffA, OffB []int  // per 32-wide block: descriptor offsets (16-byte units) of A and B
-	DescHi     uint64 // address-independent descriptor bits (K-major 128-byte swizzle)
+	WGMMAMainloop // N, Stages, StageBytes, BOffset, OffA/OffB (per 32-wide block), DescHi; the rest unused
 	// ABlock and BBlock are the byte strides between two blocks' f32 scales
 	// of the A rows (4*BM) and of the B-tile rows (4*NB).
 	ABlock, BBlock int
