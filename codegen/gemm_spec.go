@@ -99,8 +99,8 @@ type Tile struct {
 //	C[row, n] = epilogue( sum_k A[row, k] * B_e[n', k] ),  e = expert of row
 //
 // A: bf16 [rows, K] row-major; B_e: bf16 [BRows(), K] row-major (K-major;
-// [K, BRows()] with BNMajor);
-// C: bf16 [rows, N] row-major; fp32 accumulation. N and K must be multiples
+// [K, BRows()] with BNMajor); with MX both e4m3 with UE8M0 scales (see MX);
+// C: bf16 [rows, N] row-major (f32 with COutF32); fp32 accumulation. N and K must be multiples
 // of 8 (16-byte rows); they need not be tile multiples: out-of-range loads are
 // zero-filled and out-of-range stores skipped, never touching memory outside
 // the tensors.
@@ -181,10 +181,10 @@ func (s GemmSpec) Validate() error {
 // role to a buffer or a value. Engines that need tensor maps add parameters
 // with Role RoleTensorMap after these (Param.TensorMap names the operand).
 const (
-	RoleA         = "a"        // ptr: A, bf16 [rows, K]
-	RoleB         = "b"        // ptr: B, bf16 [E, BRows, K] (BGrouped) or u64 [E] pointer table (BTable)
+	RoleA         = "a"        // ptr: A, bf16 [rows, K] (e4m3 with MX)
+	RoleB         = "b"        // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
 	RoleBias      = "bias"     // ptr: fp32 [E, BRows] (only if Bias)
-	RoleC         = "c"        // ptr: C, bf16 [rows, N]
+	RoleC         = "c"        // ptr: C, bf16 [rows, N] (f32 with COutF32)
 	RoleTiles     = "tiles"    // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
 	RoleOffsets   = "offsets"  // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
 	RoleNumTiles  = "ntiles"   // ptr: i32 [1] number of valid tiles (ATiled only)

@@ -43,9 +43,10 @@ func (p *Program) Buffer(name string) *Buffer {
 	return nil
 }
 
-// Build lowers the BF16 forward of layer l (moe.Forward) with schedule s
-// and the PerOp policy. Errors: an invalid layer or schedule, a precision
-// other than BF16, and any lowering error (Lower).
+// Build lowers the forward of layer l (moe.Forward, bf16 or mxfp8) with
+// schedule s and the PerOp policy. Errors: an invalid layer or schedule,
+// moe.Forward's refusals, and any lowering error (Lower: e.g. an mxfp8
+// layer on a target whose engine has no MXFP8 GEMM).
 func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 	if err := s.Validate(l); err != nil {
 		return nil, err

@@ -84,8 +84,9 @@ func Write(w io.Writer, format, title string, roofs []Roof, pts []Point, width, 
 	pl.Legend.Top = false
 	pl.Legend.Left = false
 
-	// Each roof from a decade below the lowest intensity to one above the
-	// highest, with its ridge point on it; darker for the higher peak.
+	// Each roof from a factor 4 below the lowest intensity to 4 above the
+	// highest, with its ridge point on it; the first solid, the others
+	// dashed and lighter.
 	x0, x1 := lo/4, hi*4
 	for i, r := range roofs {
 		roof := plotter.XYs{{X: x0, Y: r.At(x0)}, {X: r.Ridge(), Y: r.PeakTFLOPs}, {X: x1, Y: r.At(x1)}}
