@@ -472,17 +472,22 @@ type Graph struct {
 // Launch queues one replay of the graph on stream (cuGraphLaunch; nil: the
 // default stream).
 func (g *Graph) Launch(stream *Stream) error {
-	if g.destroyed {
-		return errors.New("mokc driver: graph is destroyed")
+	if err := g.live(); err != nil {
+		return err
 	}
 	h, err := stream.handle()
 	if err != nil {
 		return err
 	}
-	if err := g.ctx.live(); err != nil {
-		return err
-	}
 	return driverError("cuGraphLaunch", C.mk_graphLaunch(g.ctx.ctx, g.exec, h))
+}
+
+// live refuses a nil or destroyed graph, or one whose context is closed.
+func (g *Graph) live() error {
+	if g == nil || g.destroyed {
+		return errors.New("mokc driver: graph is nil or destroyed")
+	}
+	return g.ctx.live()
 }
 
 // Destroy releases the graph (cuGraphExecDestroy, cuGraphDestroy); replays
