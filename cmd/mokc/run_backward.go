@@ -120,34 +120,11 @@ func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) err
 	}
 	var failed []string
 	for _, l := range layers {
-		// The weights and the inputs depend on neither the target nor
-		// (weights) T: one upload per layer, one reference per T.
-		gen, err := schedule.NewWeightGen(l, cfg.seed)
+		f, err := runBackwardLayer(cfg, ctx, l, out, logw)
 		if err != nil {
 			return err
 		}
-		wts, err := runtime.UploadWeightSource(ctx, l, gen)
-		if err != nil {
-			return fmt.Errorf("run --backward %s: %w", l.Name, err)
-		}
-		refs := map[int]*refFuture{}
-		for _, tg := range cfg.targets {
-			for _, T := range cfg.tokens {
-				rep, err := runBackwardOne(cfg, ctx, l, tg, T, gen, wts, refs, logw)
-				if err != nil {
-					wts.Free()
-					return fmt.Errorf("run --backward %s %s T=%d: %w", l.Name, tg, T, err)
-				}
-				if err := writeBackwardReport(out, rep, cfg.json); err != nil {
-					wts.Free()
-					return err
-				}
-				if !rep.Pass {
-					failed = append(failed, fmt.Sprintf("%s %s T=%d", l.Name, tg, T))
-				}
-			}
-		}
-		wts.Free()
+		failed = append(failed, f...)
 	}
 	if len(failed) > 0 {
 		return fmt.Errorf("run --backward: %d checks failed: %v", len(failed), failed)
@@ -155,11 +132,52 @@ func runBackwardAll(cfg runConfig, ctx *driver.Context, out, logw io.Writer) err
 	return nil
 }
 
+// runBackwardLayer runs and reports every (target, T) of layer l and
+// returns the failed ones. The weights and main grads depend on neither
+// the target nor T (backwardRun zeroes the main grads before each run):
+// one upload and one allocation per layer, one reference per T.
+func runBackwardLayer(cfg runConfig, ctx *driver.Context, l schedule.Layer, out, logw io.Writer) ([]string, error) {
+	gen, err := schedule.NewWeightGen(l, cfg.seed)
+	if err != nil {
+		return nil, err
+	}
+	wts, err := runtime.UploadWeightSource(ctx, l, gen)
+	if err != nil {
+		return nil, fmt.Errorf("run --backward %s: %w", l.Name, err)
+	}
+	defer wts.Free()
+	// Main grads: grouped tensors, or with per-expert storage one
+	// allocation per expert behind the pointer tables.
+	mainGrads, err := runtime.AllocMainGrads(ctx, l)
+	if err != nil {
+		return nil, fmt.Errorf("run --backward %s: %w", l.Name, err)
+	}
+	defer mainGrads.Free()
+	var failed []string
+	refs := map[int]*refFuture{}
+	for _, tg := range cfg.targets {
+		for _, T := range cfg.tokens {
+			rep, err := runBackwardOne(cfg, ctx, l, tg, T, gen, wts, mainGrads, refs, logw)
+			if err != nil {
+				return nil, fmt.Errorf("run --backward %s %s T=%d: %w", l.Name, tg, T, err)
+			}
+			if err := writeBackwardReport(out, rep, cfg.json); err != nil {
+				return nil, err
+			}
+			if !rep.Pass {
+				failed = append(failed, fmt.Sprintf("%s %s T=%d", l.Name, tg, T))
+			}
+		}
+	}
+	return failed, nil
+}
+
 // runBackwardOne runs and checks one (layer, target, T) with the layer's
-// weights wts (uploaded from gen); refs holds the layer's host references
+// weights wts (uploaded from gen) and main grads mainGrads (AllocMainGrads;
+// each run zeroes them); refs holds the layer's host references
 // by T, started by the first target that needs one and shared by the
 // others.
-func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg target.Target, T int, gen *schedule.WeightGen, wts *runtime.DeviceTensors, refs map[int]*refFuture, logw io.Writer) (backwardReport, error) {
+func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg target.Target, T int, gen *schedule.WeightGen, wts, mainGrads *runtime.DeviceTensors, refs map[int]*refFuture, logw io.Writer) (backwardReport, error) {
 	rep := backwardReport{Model: l.Name, Target: tg.String(), Tokens: T, Routing: l.Routing.String(), Seed: cfg.seed, Runs: cfg.repeat}
 	s, err := cfg.schedule(l, tg)
 	if err != nil {
@@ -187,13 +205,6 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 	if err := ly.Forward(nil, args); err != nil { // a training step's forward first
 		return rep, err
 	}
-	// Main grads: grouped tensors, or with per-expert storage one
-	// allocation per expert behind the pointer tables.
-	mainGrads, err := runtime.AllocMainGrads(ctx, l)
-	if err != nil {
-		return rep, err
-	}
-	defer mainGrads.Free()
 	dy := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, l.Hidden, sr+7)))
 	b, free, err := backwardBindings(ctx, ly, T, dy, args, mainGrads.Tensors)
 	if err != nil {
