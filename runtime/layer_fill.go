@@ -244,11 +244,9 @@ func UploadWeightSource(ctx *driver.Context, l schedule.Layer, src WeightSource)
 			name string
 			v    []uint64
 		}{{moe.BufFC1Table, table1}, {moe.BufFC2Table, table2}} {
-			t, err := d.upload(hostTensor{dtype: U64, shape: []int{E}, parts: []any{tb.v}})
-			if err != nil {
+			if err := d.uploadTable(tb.name, tb.v); err != nil {
 				return fail(err)
 			}
-			d.Tensors[tb.name] = t
 		}
 	}
 	return d, nil

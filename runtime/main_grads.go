@@ -60,18 +60,13 @@ func AllocMainGrads(ctx *driver.Context, l schedule.Layer) (*DeviceTensors, erro
 				d.Experts[b.Name] = append(d.Experts[b.Name], t)
 				table[e] = uint64(t.Ptr)
 			}
-			t, err := d.upload(hostTensor{name: b.Name, dtype: U64, shape: []int{l.Experts}, parts: []any{table}})
-			if err != nil {
+			if err := d.uploadTable(b.Name, table); err != nil {
 				return fail(err)
 			}
-			d.Tensors[b.Name] = t
 			continue
 		}
-		shape := make([]int, len(b.Shape))
-		for i, e := range b.Shape {
-			shape[i] = int(e.Eval(0)) // main grads do not depend on T
-		}
-		t, err := zeroed(b.DType, shape...)
+		// Main grads do not depend on T.
+		t, err := zeroed(b.DType, BufferSpec{DType: b.DType, Shape: b.Shape}.ShapeAt(0)...)
 		if err != nil {
 			return fail(err)
 		}
@@ -81,21 +76,29 @@ func AllocMainGrads(ctx *driver.Context, l schedule.Layer) (*DeviceTensors, erro
 }
 
 // MainGradTensors returns every tensor of main grads that d holds (from
-// AllocMainGrads): the grouped ones by buffer name and each expert's
-// allocation behind a pointer table as "<table>[e]" (e.g.
-// "fc1_grad_table[3]"), without the tables themselves: the tensors to
-// zero, fill or read.
-func (d *DeviceTensors) MainGradTensors() map[string]Tensor {
-	out := map[string]Tensor{}
+// AllocMainGrads), in no particular order: the grouped ones and each
+// expert's allocation behind a pointer table, without the tables
+// themselves: the tensors to zero, fill or read.
+func (d *DeviceTensors) MainGradTensors() []Tensor {
+	var out []Tensor
 	for name, t := range d.Tensors {
 		if _, table := d.Experts[name]; !table {
-			out[name] = t
+			out = append(out, t)
 		}
 	}
-	for name, ts := range d.Experts {
-		for e, t := range ts {
-			out[fmt.Sprintf("%s[%d]", name, e)] = t
-		}
+	for _, ts := range d.Experts {
+		out = append(out, ts...)
 	}
 	return out
+}
+
+// uploadTable uploads the u64 [len(ptrs)] pointer table ptrs as d's tensor
+// name.
+func (d *DeviceTensors) uploadTable(name string, ptrs []uint64) error {
+	t, err := d.upload(hostTensor{name: name, dtype: U64, shape: []int{len(ptrs)}, parts: []any{ptrs}})
+	if err != nil {
+		return err
+	}
+	d.Tensors[name] = t
+	return nil
 }
