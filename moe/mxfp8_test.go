@@ -64,9 +64,9 @@ func TestCheckMXFP8(t *testing.T) {
 		want string
 	}{
 		"a scales missing": {func(p *Program) { g := p.op("fc1").(GEMM); g.AScales = nil; p.setOp(g) }, "scales of both"},
-		"bf16 a":           {func(p *Program) { g := p.op("fc2").(GEMM); g.A = p.buf(BufH); p.setOp(g) }, "reads e4m3 A and B"},
-		"scales columns":   {func(p *Program) { p.buf(BufFC1Scales).Shape[2] = c(3) }, "with 2 columns"},
-		"quantize to bf16": {func(p *Program) { p.buf(BufXSQ).DType = BF16 }, "writes e4m3"},
+		"bf16 a":           {func(p *Program) { g := p.op("fc2").(GEMM); g.A = p.Buffer(BufH); p.setOp(g) }, "reads e4m3 A and B"},
+		"scales columns":   {func(p *Program) { p.Buffer(BufFC1Scales).Shape[2] = c(3) }, "with 2 columns"},
+		"quantize to bf16": {func(p *Program) { p.Buffer(BufXSQ).DType = BF16 }, "writes e4m3"},
 		"e4m3 unscaled": {func(p *Program) {
 			g := p.op("fc1").(GEMM)
 			g.AScales, g.BScales = nil, nil
@@ -101,14 +101,4 @@ func (p *Program) setOp(o Op) {
 			p.Ops[i] = o
 		}
 	}
-}
-
-// buf returns the buffer named name.
-func (p *Program) buf(name string) *Buffer {
-	for _, b := range p.Buffers {
-		if b.Name == name {
-			return b
-		}
-	}
-	return nil
 }
