@@ -50,8 +50,9 @@ golden: toolchain
 	if [[ -z $$pkgs ]]; then echo "no package defines -update"; exit 0; fi; \
 	MOKC_REQUIRE_TOOLS=1 $(GO) test $$pkgs -update
 
-## device-bins: -tags cuda test binaries of $(DEVICE_PKGS) and the mokc CLI, in .carry/
-## (stripped, to stay small), for running on a GPU machine; packages without tests are skipped
+## device-bins: -tags cuda test binaries of $(DEVICE_PKGS) and the mokc CLI, stripped and packed
+## into .carry/bins.tgz (the device tool carries at most 64 MiB with the tree; scripts/device-env.sh
+## unpacks it on the GPU machine); packages without tests are skipped
 device-bins: toolchain
 	rm -rf $(CARRY) && mkdir -p $(CARRY)
 	$(ENV) for p in $$($(GO) list -tags cuda -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(DEVICE_PKGS)); do \
@@ -60,6 +61,7 @@ device-bins: toolchain
 		$(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o "$(CARRY)/$$name.test" "$$p"; \
 	done
 	$(ENV) $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o $(CARRY)/mokc ./cmd/mokc
+	cd $(CARRY) && tar -czf bins.tgz *.test mokc && rm -f *.test mokc
 	@du -sh $(CARRY)
 
 ## clean: remove build outputs (keeps .toolchain; `make distclean` removes that too)

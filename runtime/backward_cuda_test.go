@@ -61,7 +61,8 @@ func groupedBackwardCases(t *testing.T) map[string]schedule.Layer {
 // T = 0, 1, 64, for grouped and per-expert weight storage, and checks
 // against schedule.Backward: dx and the routing-weight gradient after each
 // step (relative L2 at most 1e-2, every element written, the same bits
-// every step), the main grads' increments over the three steps (relative
+// every step; the routing-weight gradient against moe.Interpret too,
+// checkRoutingGrad), the main grads' increments over the three steps (relative
 // L2 at most 1e-2), the main grads of every expert without routes bit for
 // bit as they started, and the pointer tables unchanged.
 func TestLayerBackward(t *testing.T) {
@@ -249,11 +250,12 @@ func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream,
 			firstDX = dx
 			if T > 0 {
 				check(t, "dx", dx, ref.DX, nil)
+				name, want := moe.BufDW, ref.DWeights
 				if l.Routing == schedule.RoutingMap {
-					check(t, "dprobs", download(t, ctx, b[moe.BufDProbs]), ref.DProbs, nil)
-				} else {
-					check(t, "dw", download(t, ctx, b[moe.BufDW]), ref.DWeights, nil)
+					name, want = moe.BufDProbs, ref.DProbs
 				}
+				checkRoutingGrad(t, l, name, download(t, ctx, b[name]), want, programGrad(t, l, w, x, c.r, dy, name))
+
 			}
 		} else if !slices.Equal(dx, firstDX) {
 			t.Errorf("step %d: dx differs from step 0's (same inputs)", step)
@@ -379,6 +381,69 @@ func sortedKeys[V any](m map[string]V) []string {
 
 // check fails t when got is not within 1e-2 relative L2 of want (of the
 // increments over start when start is set).
+// checkRoutingGrad checks the routing-weight gradient got (dw or dprobs)
+// against the float64 reference want and against prog, the same gradient
+// from moe.Interpret of the backward program. Each value is a dot product
+// over H or 2I terms that cancel, taken from bf16 intermediates (the
+// dispatched rows, dgu): its error against the reference scales with the
+// terms, not with the result. Over many values (at least 16 nonzero ones)
+// the relative L2 against the reference stays far below 1e-2; one value of
+// T = 1 can be the one whose terms cancel (measured on the H200: 1.5e-2
+// for a single top-1 dw of 4.2 from terms of ~50; moe.Interpret, which
+// rounds where the kernels do, gives the same value). So the kernels are
+// judged against prog (relative L2 at most 1e-3: only the f32 summation
+// order differs), and against the reference where there are enough values
+// for the relative L2 to measure the program rather than one cancellation.
+func checkRoutingGrad(t *testing.T, l schedule.Layer, what string, got, want, prog []float64) {
+	t.Helper()
+	rel, err := gradRelL2(got, prog, nil)
+	switch {
+	case err != nil:
+		t.Errorf("%s: %v", what, err)
+	case rel > 1e-3:
+		t.Errorf("%s: rel L2 %.3g against the interpreted program", what, rel)
+	}
+	nonzero := 0
+	for _, v := range want {
+		if v != 0 {
+			nonzero++
+		}
+	}
+	if nonzero >= 16 {
+		check(t, what, got, want, nil)
+		return
+	}
+	r, _ := gradRelL2(got, want, nil)
+	t.Logf("%s: rel L2 %.3g against the interpreted program, %.3g against the reference (%d values: not judged there)", what, rel, r, nonzero)
+}
+
+// programGrad is buffer name of moe.Interpret of l's backward program (its
+// grouped-storage form: the same arithmetic) on the given inputs (bf16
+// values), main grads from 0.
+func programGrad(t *testing.T, l schedule.Layer, w schedule.Weights, x []float32, r schedule.Routing, dy []float32, name string) []float64 {
+	t.Helper()
+	l.Storage = schedule.GroupedWeights
+	p, err := moe.Backward(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	T := len(x) / l.Hidden
+	in, err := moe.HostInputs(p, w, x, r, dy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range p.Buffers {
+		if b.Kind == moe.InOut {
+			in[b.Name] = make([]float64, b.Len(int64(T)))
+		}
+	}
+	out, err := moe.Interpret(p, T, in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out[name]
+}
+
 func check(t *testing.T, what string, got, want, start []float64) {
 	t.Helper()
 	rel, err := gradRelL2(got, want, start)
