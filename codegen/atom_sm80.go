@@ -30,7 +30,21 @@ import (
 // whatever the global layout, so each thread's accumulator pair (c0, c1) of
 // an m16n8 fragment is (gate, up) of one output column.
 
-func init() { registerAtom(target.SM80, sm80Plan, nil, "sm_80 has no fp8 MMA") }
+//
+// An N-major B (GemmSpec.BNMajor: B_e stored [K, N], the backward's data
+// gradients) is kept as BK lines of BNB elements (layouts.NewPaddedTileMN,
+// the same 16-byte padding) and read with ldmatrix .trans, which hands each
+// thread the B fragment of mma.m16n8k16 from it: no transposed copy of the
+// weights.
+
+func init() { registerAtom(target.SM80, sm80Plan, sm80NMajorB, "sm_80 has no fp8 MMA") }
+
+// sm80NMajorB: the sm_80 atom reads an N-major B directly (grouped or
+// through a pointer table) whenever it can plan the spec.
+func sm80NMajorB(s GemmSpec) bool {
+	_, err := sm80Plan(s)
+	return err == nil
+}
 
 // sm80Layout is the derived geometry of one sm_80 GEMM kernel.
 type sm80Layout struct {
@@ -44,6 +58,8 @@ type sm80Layout struct {
 	chunksPerRow      int
 	gate              layouts.GateUp
 	n, k, brows       int
+	bMN               bool // B N-major: stage B is BK lines of BNB elements
+	bLine             int  // bytes per line of the stage's B tile
 }
 
 // sm80Plan derives the geometry of spec's sm_80 kernel, or says why the atom
@@ -53,7 +69,7 @@ func sm80Plan(s GemmSpec) (sm80Layout, error) {
 	l.BM, l.BK, l.S, l.W = s.Tile.BM, s.Tile.BK, s.Tile.Stages, s.Tile.Warps
 	l.gate = s.bTile()
 	l.BNB = s.bTileRows()
-	l.n, l.k, l.brows = s.N, s.K, s.BRows()
+	l.n, l.k, l.brows, l.bMN = s.N, s.K, s.BRows(), s.BNMajor
 	if l.BM%16 != 0 || l.BNB%16 != 0 || l.BK%16 != 0 {
 		return l, fmt.Errorf("codegen: %s: sm_80 tile %dx%d(B rows)x%d must be multiples of 16", s.Name, l.BM, l.BNB, l.BK)
 	}
@@ -64,20 +80,26 @@ func sm80Plan(s GemmSpec) (sm80Layout, error) {
 		return l, fmt.Errorf("codegen: %s: %d warps do not tile %dx%d in m16 x n16 warp tiles", s.Name, l.W, l.BM, l.BNB)
 	}
 	var err error
+	bMajor := layouts.KMajor
+	if l.bMN {
+		bMajor = layouts.MNMajor
+	}
 	l.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: target.SM80, DType: layouts.DTypeBF16,
-		M: l.BM, BRows: l.BNB, K: l.BK, Stages: l.S, GateUp: l.gate, N: l.n})
+		M: l.BM, BRows: l.BNB, K: l.BK, Stages: l.S, GateUp: l.gate, N: l.n, BMajor: bMajor})
 	if err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	l.a = l.smem.A.(*layouts.PaddedTile)
+	l.bLine = l.smem.B.(*layouts.PaddedTile).RowBytes()
 	l.threads = 32 * l.W
 	l.kTiles = (l.k + l.BK - 1) / l.BK
 	l.chunksPerRow = l.BK / 8
-	if (l.BM*l.chunksPerRow)%l.threads != 0 || (l.BNB*l.chunksPerRow)%l.threads != 0 {
-		return l, fmt.Errorf("codegen: %s: %d threads do not divide the %d+%d 16-byte chunks of a stage", s.Name, l.threads, l.BM*l.chunksPerRow, l.BNB*l.chunksPerRow)
+	bChunks := l.BNB * l.chunksPerRow // as many 16-byte chunks either way
+	if (l.BM*l.chunksPerRow)%l.threads != 0 || bChunks%l.threads != 0 {
+		return l, fmt.Errorf("codegen: %s: %d threads do not divide the %d+%d 16-byte chunks of a stage", s.Name, l.threads, l.BM*l.chunksPerRow, bChunks)
 	}
 	l.aChunks = l.BM * l.chunksPerRow / l.threads
-	l.bChunks = l.BNB * l.chunksPerRow / l.threads
+	l.bChunks = bChunks / l.threads
 	return l, nil
 }
 

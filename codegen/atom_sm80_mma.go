@@ -13,9 +13,10 @@ import (
 type sm80Chunk struct {
 	sOff     value.Value // i64 byte offset inside the stage
 	gAddr    value.Value // i64 global address of the chunk at kt = 0
-	rowOK    value.Value // i1: the chunk's row exists
-	kElem    value.Value // i32 first k of the chunk inside a K block
+	rowOK    value.Value // i1: the chunk's row (N-major B: its columns) exists
+	kElem    value.Value // i32 first (N-major B: only) k of the chunk inside a K block
 	fallback value.Value // i64 an in-bounds address for masked chunks
+	kStep    int64       // global bytes from one K block to the next
 }
 
 // sm80Loader is the cp.async side of the sm_80 ring: each thread owns
@@ -31,6 +32,8 @@ type sm80Loader struct {
 // (then of B) is chunk tid + i*threads of the tile's rows of BK/8 chunks,
 // stored at its PaddedTile offset; B rows follow the gate/up layout
 // (layouts.GateUpRows, sm_80: gate and up rows interleaved in the tile).
+// An N-major B's chunks are those of its BK lines of BNB/8 chunks (8
+// columns of one k each).
 func (l sm80Layout) loader(b *Builder, tid value.Value, w gemmWork, bBase, smemAddr value.Value) *sm80Loader {
 	ld := &sm80Loader{l: l, b: b, smemAddr: smemAddr}
 	K := int64(l.k)
@@ -45,10 +48,14 @@ func (l sm80Layout) loader(b *Builder, tid value.Value, w gemmWork, bBase, smemA
 			idx = i - l.aChunks
 		}
 		c := b.AddI(tid, int64(idx*l.threads))
+		if !isA && l.bMN {
+			ld.chunks = append(ld.chunks, l.chunkMN(b, c, w.n0, bFallback))
+			continue
+		}
 		r := b.UDiv(c, ir.Int32(cpr))
 		kc := b.URem(c, ir.Int32(cpr))
 		kByte := b.MulI(b.Wide(kc), 16)
-		ch := sm80Chunk{kElem: b.MulI(kc, 8)}
+		ch := sm80Chunk{kElem: b.MulI(kc, 8), kStep: int64(l.BK) * 2}
 		var grow value.Value
 		if isA {
 			ch.sOff = b.Add(b.MulI(b.Wide(r), rb), kByte)
@@ -64,6 +71,19 @@ func (l sm80Layout) loader(b *Builder, tid value.Value, w gemmWork, bBase, smemA
 		ld.chunks = append(ld.chunks, ch)
 	}
 	return ld
+}
+
+// chunkMN is chunk c of an N-major B stage: line c/(BNB/8) (k), columns
+// n0 + 8*(c%(BNB/8)).. of B_e [K, N], at its MN-major PaddedTile offset.
+func (l sm80Layout) chunkMN(b *Builder, c, n0, bBase value.Value) sm80Chunk {
+	cpl := int64(l.BNB / 8)
+	kr := b.UDiv(c, ir.Int32(cpl))
+	col := b.Add(n0, b.MulI(b.URem(c, ir.Int32(cpl)), 8))
+	ch := sm80Chunk{kElem: kr, fallback: bBase, kStep: int64(l.BK) * int64(l.n) * 2,
+		rowOK: b.ICmp(enum.IPredSLT, col, ir.Int32(int64(l.n)))}
+	ch.sOff = b.Add(ir.Int64(int64(l.a.Bytes())), b.Add(b.MulI(b.Wide(kr), int64(l.bLine)), b.MulI(b.Wide(b.URem(c, ir.Int32(cpl))), 16)))
+	ch.gAddr = b.Add(bBase, b.Add(b.MulI(b.Wide(kr), int64(l.n)*2), b.MulI(b.Wide(col), 2)))
+	return ch
 }
 
 // bRow emits the row of B_e that B-tile row r holds, and whether it exists.
@@ -88,11 +108,16 @@ func (l sm80Layout) bRow(b *Builder, n0, r value.Value) (grow, ok value.Value) {
 func (ld *sm80Loader) load(kt, st value.Value) {
 	b, l := ld.b, ld.l
 	stBase := b.Add(ld.smemAddr, b.MulI(b.Wide(st), int64(l.smem.StageBytes)))
-	kByte := b.MulI(b.Wide(kt), int64(l.BK)*2)
+	kBytes := map[int64]value.Value{} // kt * kStep, once per distinct step
+	for _, ch := range ld.chunks {
+		if _, ok := kBytes[ch.kStep]; !ok {
+			kBytes[ch.kStep] = b.MulI(b.Wide(kt), ch.kStep)
+		}
+	}
 	kFirst := b.MulI(kt, int64(l.BK))
 	for _, ch := range ld.chunks {
 		ok := b.And(ch.rowOK, b.ICmp(enum.IPredSLT, b.Add(kFirst, ch.kElem), ir.Int32(int64(l.k))))
-		src := b.Select(ok, b.Add(ch.gAddr, kByte), ch.fallback)
+		src := b.Select(ok, b.Add(ch.gAddr, kBytes[ch.kStep]), ch.fallback)
 		size := b.Select(ok, ir.Int32(16), ir.Int32(0))
 		b.CpAsync16(b.Add(stBase, ch.sOff), src, size)
 	}
@@ -124,6 +149,14 @@ func (l sm80Layout) warpTile(b *Builder, lane, warp value.Value) sm80WarpTile {
 	t.nRow0 = b.MulI(wn, int64(l.NT))
 	rb := int64(l.a.RowBytes())
 	t.aLane = b.Add(b.MulI(b.Wide(b.Add(t.mRow0, b.And(lane, ir.Int32(15)))), rb), b.MulI(b.Wide(b.LShr(lane, ir.Int32(4))), 16))
+	if l.bMN {
+		// ldmatrix .trans (layouts.PaddedTile.LdmatrixX4Offsets): lane l
+		// gives line 8*((l/8)%2) + l%8, columns nRow0 + 8*(l/16)..
+		line := b.Add(b.MulI(b.And(b.LShr(lane, ir.Int32(3)), ir.Int32(1)), 8), b.And(lane, ir.Int32(7)))
+		col := b.Add(t.nRow0, b.MulI(b.LShr(lane, ir.Int32(4)), 8))
+		t.bLane = b.Add(ir.Int64(int64(l.a.Bytes())), b.Add(b.MulI(b.Wide(line), int64(l.bLine)), b.MulI(b.Wide(col), 2)))
+		return t
+	}
 	bRowL := b.Add(t.nRow0, b.Add(b.MulI(b.LShr(lane, ir.Int32(4)), 8), b.And(lane, ir.Int32(7))))
 	t.bLane = b.Add(ir.Int64(int64(l.a.Bytes())), b.Add(b.MulI(b.Wide(bRowL), rb), b.MulI(b.Wide(b.And(b.LShr(lane, ir.Int32(3)), ir.Int32(1))), 16)))
 	return t
@@ -173,7 +206,12 @@ func (l sm80Layout) mmaStep(b *Builder, stBase value.Value, wt sm80WarpTile, kk 
 	}
 	bFr := make([][2]value.Value, nFr)
 	for nj := 0; nj < nFr; nj += 2 {
-		r := ldsm(wt.bLane, int64(nj*8)*rb+int64(kk*32))
+		var r [4]value.Value
+		if l.bMN { // k16 step kk is lines 16kk.., columns 8nj.. bytes 16nj..
+			r = b.ldmatrixX4(b.Add(stBase, b.Add(wt.bLane, ir.Int64(int64(kk*16*l.bLine+nj*16)))), true)
+		} else {
+			r = ldsm(wt.bLane, int64(nj*8)*rb+int64(kk*32))
+		}
 		bFr[nj], bFr[nj+1] = [2]value.Value{r[0], r[1]}, [2]value.Value{r[2], r[3]}
 	}
 	for mi := 0; mi < mFr; mi++ {

@@ -90,12 +90,12 @@ import (
 
 func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB, "") }
 
-// sm90NMajorB: the sm_90a atom reads a plain, grouped B stored [K, N]
-// directly (wgmma imm-trans-b = 1 over an MN-major tile, TMA boxes of 64
-// columns by BK rows), when the B tile is whole 64-wide columns and a box
-// of BK rows is within TMA's 256.
+// sm90NMajorB: the sm_90a atom reads a plain, grouped (not per-expert)
+// B stored [K, N] directly (wgmma imm-trans-b = 1 over an MN-major tile,
+// TMA boxes of 64 columns by BK rows), when the B tile is whole 64-wide
+// columns and a box of BK rows is within TMA's 256.
 func sm90NMajorB(s GemmSpec) bool {
-	return s.Tile.BN%64 == 0 && s.Tile.BK <= 256
+	return s.B == BGrouped && s.Tile.BN%64 == 0 && s.Tile.BK <= 256
 }
 
 // sm90Layout is the derived geometry of one sm_90a GEMM kernel.

@@ -19,9 +19,9 @@
 //
 // The backward (moe.Backward) lowers the same way: its GEMMs on the
 // engines (a GEMM over N-major weights is read as it is stored where the
-// engine says so, Engine.ReadsNMajorB: sm_90a's wgmma with imm-trans-b;
-// elsewhere a transpose kernel first copies the weights K-major,
-// lower_gemm.go; an f32 C makes the sm_90a atom store directly), its
+// engine says so, Engine.ReadsNMajorB: sm_90a's wgmma with imm-trans-b
+// over grouped weights, sm_80's ldmatrix .trans; elsewhere a transpose
+// kernel first copies the weights K-major, lower_gemm.go; an f32 C makes the sm_90a atom store directly), its
 // row-wise ops (the activation's backward, the per-token gather of dx and
 // the routing-weight gradient, the shared gate, the dense dprobs) in
 // kernels_backward.go, and its weight gradients as a GEMM that reduces over

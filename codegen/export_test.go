@@ -58,6 +58,10 @@ func SM90GemmCases(prefix string) []GemmCase { return gemmCases(sm90GemmCases(pr
 // (sm90NMajorCases).
 func SM90NMajorCases(prefix string) []GemmCase { return gemmCases(sm90NMajorCases(prefix)) }
 
+// SM80NMajorCases returns the sm_80 engine's N-major-B GEMMs
+// (sm80NMajorCases).
+func SM80NMajorCases(prefix string) []GemmCase { return gemmCases(sm80NMajorCases(prefix)) }
+
 // SM90MXCases returns the sm_90a engine's MXFP8 GEMMs (sm90MXCases).
 func SM90MXCases() []GemmCase { return gemmCases(sm90MXCases()) }
 

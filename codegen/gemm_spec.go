@@ -123,8 +123,9 @@ type GemmSpec struct {
 	// BNMajor: B_e is [K, BRows()] row-major (N contiguous), as a weight
 	// [out, in] is for the data gradient that reduces over its rows (the
 	// backward's dh = dy·FC2 and dxs = dgu·FC1). Only engines whose
-	// ReadsNMajorB accepts the spec read it directly (EpiStore, BGrouped,
-	// no bias); the lowering gives the others a K-major copy.
+	// ReadsNMajorB accepts the spec read it directly (EpiStore, no bias;
+	// sm_80 grouped or through a pointer table, sm_90a grouped); the
+	// lowering gives the others a K-major copy.
 	BNMajor bool
 	// MX makes the GEMM MXFP8 (docs/mxfp8.md): A and B are e4m3 (one
 	// byte), with the UE8M0 scales a_scales [rows, K/32] and b_scales [E,
@@ -167,8 +168,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: tile %+v has a non-positive field", s.Name, s.Tile)
 	case s.COutF32 && s.Epilogue != EpiStore && !s.MX:
 		return fmt.Errorf("codegen: %s: an f32 C needs the plain store epilogue (or an MXFP8 GEMM, whose f32 h is quantized next)", s.Name)
-	case s.BNMajor && (s.Epilogue != EpiStore || s.B != BGrouped || s.Bias):
-		return fmt.Errorf("codegen: %s: an N-major B needs the plain store epilogue, grouped weights and no bias", s.Name)
+	case s.BNMajor && (s.Epilogue != EpiStore || s.Bias):
+		return fmt.Errorf("codegen: %s: an N-major B needs the plain store epilogue and no bias", s.Name)
 	case s.MX && (s.B != BGrouped || s.BNMajor || s.K%32 != 0 || s.Tile.BK != 128):
 		return fmt.Errorf("codegen: %s: an MXFP8 GEMM needs grouped K-major weights, K a multiple of 32 (K = %d) and a K block of 128 (%d)", s.Name, s.K, s.Tile.BK)
 	}

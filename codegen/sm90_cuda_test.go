@@ -341,6 +341,24 @@ func TestSM90NMajorGPU(t *testing.T) {
 	runGemmCases(t, ctx, rand.New(rand.NewPCG(rand.Uint64(), 91)), cases, infos, ours, "")
 }
 
+// TestSM80NMajorGPU runs the sm_80 engine's GEMMs over N-major weights
+// (ldmatrix .trans; mokc's PTX backend) on fresh random data against the
+// float64 reference, on any GPU from sm_80 on.
+func TestSM80NMajorGPU(t *testing.T) {
+	ctx := openGPU(t)
+	eng, err := codegen.EngineFor(target.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := codegen.SM80NMajorCases("sm80n")
+	m, infos := codegen.GemmModule(t, eng, cases)
+	ours, err := mptx.Compile(m.IR, target.SM80)
+	if err != nil {
+		t.Fatalf("ptx backend: %v", err)
+	}
+	runGemmCases(t, ctx, rand.New(rand.NewPCG(rand.Uint64(), 80)), cases, infos, ours, "")
+}
+
 // runGemmCases runs each case's kernel from llc-19's PTX llc and from
 // mokc's PTX ours ("": llc-19's only) on fresh random data from r, checks
 // both against the float64 reference and requires them to agree bit for

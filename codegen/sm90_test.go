@@ -184,6 +184,58 @@ func sm90NMajorCases(prefix string) []sm90GemmCase {
 	}
 }
 
+// sm80NMajorCases are the sm_80 engine's GEMMs over N-major weights (B_e
+// stored [K, N]: ldmatrix .trans): ragged experts and N (a chunk of 8
+// columns past N), a K tail, per-expert weights through a pointer table,
+// ADense, and the warp and stage counts of the backward's schedules.
+func sm80NMajorCases(prefix string) []sm90GemmCase {
+	t := func(bm, bn, bk, stages, warps int) Tile {
+		return Tile{BM: bm, BN: bn, BK: bk, Stages: stages, Warps: warps}
+	}
+	nm := func(name string, n, k, e int, a AMode, bm BMode, tile Tile, counts []int) sm90GemmCase {
+		return sm90GemmCase{GemmSpec{Name: prefix + "_" + name, N: n, K: k, Experts: e, A: a, B: bm, Epilogue: EpiStore,
+			BNMajor: true, Tile: tile}, counts}
+	}
+	return []sm90GemmCase{
+		nm("nmajor", 200, 200, 5, ATiled, BGrouped, t(128, 128, 64, 3, 4), []int{37, 0, 130, 300, 64}),
+		nm("nmajor_table", 136, 328, 3, ATiled, BTable, t(128, 128, 64, 3, 4), []int{1, 129, 250}),
+		nm("nmajor_dense", 72, 136, 1, ADense, BGrouped, t(64, 64, 32, 4, 4), []int{300}),
+		nm("nmajor_8warps", 264, 96, 2, ATiled, BGrouped, t(128, 256, 32, 3, 8), []int{150, 77}),
+	}
+}
+
+// TestSM80NMajorAssemble builds the sm_80 N-major cases with mokc's PTX
+// backend and assembles them for sm_80: ldmatrix .trans reads B, and no
+// transposed copy is needed.
+func TestSM80NMajorAssemble(t *testing.T) {
+	eng, err := EngineFor(target.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range sm80NMajorCases("r") {
+		if !eng.ReadsNMajorB(c.spec) {
+			t.Errorf("%s: sm_80 does not read its N-major B", c.spec.Name)
+		}
+	}
+	m, _ := sm90GemmModule(t, eng, sm80NMajorCases("sm80n"))
+	text, err := mptx.Compile(m.IR, target.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(text, "ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16"); n == 0 {
+		t.Error("no ldmatrix .trans in the N-major kernels")
+	}
+	toolchain.NeedPtxas(t, "sm_80")
+	if err := toolchain.Assemble(text, "sm_80"); err != nil {
+		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+	}
+	s := sm80NMajorCases("r")[0].spec
+	s.Epilogue, s.Act = EpiGated, Activation{Kind: ActSwiGLU}
+	if eng.ReadsNMajorB(s) {
+		t.Error("sm_80 reads an N-major B under a gated epilogue")
+	}
+}
+
 // sm90MXCases are MXFP8 GEMMs (e4m3 A and B, UE8M0 scales per 32 along K):
 // plain bf16 C (staged epilogue), gated f32 C with halves (K = 2880: a K
 // tail of half a block of 128) and interleaved with bias, ragged experts.
@@ -244,7 +296,8 @@ func TestSM90MXAssemble(t *testing.T) {
 }
 
 // TestSM90NMajorAssemble builds the N-major cases with mokc's PTX backend
-// and assembles them for sm_90a; the other engines refuse them.
+// and assembles them for sm_90a; the sm_100a engine refuses them (sm_80's:
+// TestSM80NMajorAssemble).
 func TestSM90NMajorAssemble(t *testing.T) {
 	eng, err := EngineFor(target.SM90a)
 	if err != nil {
@@ -262,7 +315,7 @@ func TestSM90NMajorAssemble(t *testing.T) {
 	if err := toolchain.Assemble(text, "sm_90a"); err != nil {
 		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
 	}
-	for _, tg := range []target.Target{target.SM80, target.SM100a} {
+	for _, tg := range []target.Target{target.SM100a} {
 		e, err := EngineFor(tg)
 		if err != nil {
 			t.Fatal(err)

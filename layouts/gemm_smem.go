@@ -34,7 +34,8 @@ type GemmConfig struct {
 	N      int
 	// BMajor is the B tile's majorness: KMajor, or MNMajor for a B_e
 	// stored [K, N] row-major (sm_90a bf16: NewSmemTileMN, 128B swizzle,
-	// BRows/64 columns of K x 128 bytes).
+	// BRows/64 columns of K x 128 bytes; sm_80: NewPaddedTileMN, K lines of
+	// BRows elements padded by 16 bytes).
 	BMajor Major
 }
 
@@ -45,7 +46,7 @@ type GemmConfig struct {
 // 128-byte swizzle repeats every 1024 bytes, PTX ISA 9.7.15.5.1.2), so
 // those kernels request AlignSlack = 1024 extra bytes.
 //
-//	sm_80:   Stages x [A: PaddedTile M x K][B: PaddedTile BRows x K]
+//	sm_80:   Stages x [A: PaddedTile M x K][B: PaddedTile BRows x K (MN-major: K lines of BRows)]
 //	sm_90a:  slack, Stages x [A atoms][B atoms], [staging M x (2*StagingCols+16)],
 //	         full[Stages], empty[Stages] mbarriers (8 bytes each), [staging full, empty]
 //	sm_100a: slack, Stages x [A atoms][B atoms], full[Stages], empty[Stages],
@@ -53,7 +54,7 @@ type GemmConfig struct {
 type GemmSmem struct {
 	GemmConfig
 	// A and B are the operand tiles of one stage as the kernel addresses
-	// them: *PaddedTile (sm_80, rows padded by 16 bytes) or *SmemTile (K
+	// them: *PaddedTile (sm_80, lines padded by 16 bytes) or *SmemTile (K
 	// major, 128-byte swizzle: K/64 atoms of rows x 128 bytes along K, each
 	// 1024-byte aligned; B with BMajor MNMajor: BRows/64 columns of K rows
 	// x 128 bytes).
@@ -101,7 +102,12 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		return nil, err
 	}
 	if c.BMajor == MNMajor {
-		if p.B, err = NewSmemTileMN(c.Target, OperandB, c.DType, c.BRows, c.K, Swizzle128B); err != nil {
+		if c.Target == target.SM80 {
+			p.B, err = NewPaddedTileMN(c.Target, OperandB, c.DType, c.BRows, c.K, smemPad)
+		} else {
+			p.B, err = NewSmemTileMN(c.Target, OperandB, c.DType, c.BRows, c.K, Swizzle128B)
+		}
+		if err != nil {
 			return nil, err
 		}
 	}

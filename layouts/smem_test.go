@@ -392,3 +392,65 @@ func TestMNMajorTiles(t *testing.T) {
 		t.Error("MN-major descriptor at row 32 accepted")
 	}
 }
+
+// The sm_80 MN-major B tile (a B_e stored [K, N]): every element at its
+// layout offset, ldmatrix .trans lane addresses conflict-free and pointing
+// at the 8 consecutive n of one k line that the lane's matrix row holds.
+func TestPaddedTileMN(t *testing.T) {
+	for _, n := range []int{16, 64, 128, 256} {
+		for _, k := range []int{16, 32, 64} {
+			tl, err := NewPaddedTileMN(target.SM80, OperandB, DTypeBF16, n, k, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tl.RowBytes() != 2*n+16 || tl.Bytes() != k*(2*n+16) {
+				t.Fatalf("%v: line %d bytes, tile %d", tl, tl.RowBytes(), tl.Bytes())
+			}
+			lay := tl.Layout()
+			seen := map[int]bool{}
+			for r := 0; r < n; r++ {
+				for kk := 0; kk < k; kk++ {
+					o, err := tl.ByteOffset(r, kk)
+					e, _ := lay.OffsetAt(r, kk)
+					if err != nil || o != kk*(2*n+16)+2*r || o != 2*e || seen[o] {
+						t.Fatalf("%v: (%d,%d) at %d (layout %d, err %v)", tl, r, kk, o, e, err)
+					}
+					seen[o] = true
+				}
+			}
+			for r0 := 0; r0 < n; r0 += 16 {
+				for k0 := 0; k0 < k; k0 += 16 {
+					offs, err := tl.LdmatrixX4Offsets(r0, k0)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if !conflictFree(offs) {
+						t.Fatalf("%v: ldmatrix .trans at (%d,%d) has bank conflicts: %v", tl, r0, k0, offs)
+					}
+					for l := 0; l < 32; l++ {
+						m := l / 8
+						for i := 0; i < 8; i++ {
+							if o, _ := tl.ByteOffset(r0+8*(m/2)+i, k0+8*(m%2)+l%8); o != offs[l]+2*i {
+								t.Fatalf("%v lane %d: element %d of its line at %d, line address %d", tl, l, i, o, offs[l])
+							}
+						}
+					}
+				}
+			}
+		}
+	}
+	if _, err := NewPaddedTileMN(target.SM80, OperandB, DTypeBF16, 12, 16, 16); err == nil {
+		t.Fatal("MN-major tile of 12 rows (not whole 16-byte chunks) accepted")
+	}
+	a, _ := NewPaddedTileMN(target.SM80, OperandA, DTypeBF16, 64, 16, 16)
+	if _, err := a.LdmatrixX4Offsets(0, 0); err == nil {
+		t.Fatal("ldmatrix .trans of an MN-major A accepted")
+	}
+	p, err := PlanGemmSmem(GemmConfig{Target: target.SM80, DType: DTypeBF16, M: 128, BRows: 128, K: 32, Stages: 3, BMajor: MNMajor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := p.B.(*PaddedTile); !ok || b.Major != MNMajor || p.StageBytes != 128*(64+16)+32*(256+16) {
+		t.Fatalf("sm_80 plan with an MN-major B: %v, stage %d bytes", p.B, p.StageBytes)
+	}
+}

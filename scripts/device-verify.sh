@@ -9,8 +9,8 @@
 #   run    every preset x {sm_80, sm_90a} x T in TOKENS (default 0,1,64,4096), 10 bitwise-compared runs, one
 #          `mokc run` per preset so that one failure or hang costs only that preset; MODELS="a b" narrows it
 #   perf   mokc bench vs the PyTorch grouped pipeline at T = 4096, and compute-sanitizer memcheck at T = 64
-#   bwdtests  the backward's GPU tests only (codegen's per-op and whole-backward tests, runtime's
-#          Layer.Backward training steps)
+#   bwdtests  the backward's GPU tests only (codegen's per-op and whole-backward tests, the data
+#          gradients' N-major GEMMs, runtime's Layer.Backward training steps)
 #   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10`, and one preset
 #          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad mma" selects the
 #          mma.sync weight-gradient kernel on sm_90a too (wgmma is its default)
@@ -56,7 +56,7 @@ for phase in $phases; do
 		(cd runtime && step "runtime: Layer tests (forward, backward)" 400 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1)
 		(cd codegen/selftest && step "selftest kernels (ours vs llc-19)" 60 "$OUT/tests.log" ../../.carry/codegen_selftest.test -test.v -test.count=1)
 		(cd codegen && step "codegen: engine GEMMs + forward on the GPU" 150 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 \
-			-test.run 'TestForwardSM80|TestSM90GemmGPU|TestSM90GemmPerf|TestSM100GemmGPU|TestForwardTimingSM80|TestBackwardPerOpsGPU|TestBackwardGPU')
+			-test.run 'TestForwardSM80|TestSM90GemmGPU|TestSM90NMajorGPU|TestSM80NMajorGPU|TestSM90GemmPerf|TestSM100GemmGPU|TestForwardTimingSM80|TestBackwardPerOpsGPU|TestBackwardGPU')
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
 		;;
 	run)
@@ -79,7 +79,7 @@ for phase in $phases; do
 		;;
 	bwdtests)
 		(cd codegen && step "codegen: backward per-op + whole backward on the GPU" 200 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 \
-			-test.run 'TestBackwardPerOpsGPU|TestBackwardGPU')
+			-test.run 'TestBackwardPerOpsGPU|TestBackwardGPU|TestSM90NMajorGPU|TestSM80NMajorGPU')
 		(cd runtime && step "runtime: Layer.Backward training steps" 300 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerBackward')
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
 		;;

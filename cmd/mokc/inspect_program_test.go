@@ -49,12 +49,24 @@ func TestInspectProgramBackward(t *testing.T) {
 	if strings.Contains(out, "_transpose") { // sm_90a reads the N-major weights directly
 		t.Errorf("sm_90a backward transposes a weight:\n%s", out)
 	}
-	out, err = runCLI("inspect", "program", "--model", "qwen3-30b-a3b", "--backward", "--target", "sm_80")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(out, "moe_fc2_dgrad_transpose") {
-		t.Errorf("sm_80 backward kernels lack moe_fc2_dgrad_transpose:\n%s", out)
+	// sm_80 reads them with ldmatrix .trans, grouped or per expert; sm_100a
+	// and sm_90a's per-expert storage take a K-major copy.
+	for _, c := range []struct {
+		args      []string
+		transpose bool
+	}{
+		{[]string{"--target", "sm_80"}, false},
+		{[]string{"--target", "sm_80", "--storage", "per-expert"}, false},
+		{[]string{"--target", "sm_90a", "--storage", "per-expert"}, true},
+		{[]string{"--target", "sm_100a"}, true},
+	} {
+		out, err = runCLI(append([]string{"inspect", "program", "--model", "qwen3-30b-a3b", "--backward"}, c.args...)...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out, "moe_fc2_dgrad_transpose"); got != c.transpose {
+			t.Errorf("%v: moe_fc2_dgrad_transpose among the kernels: %v, want %v:\n%s", c.args, got, c.transpose, out)
+		}
 	}
 }
 
