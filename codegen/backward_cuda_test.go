@@ -12,6 +12,7 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
@@ -58,10 +59,16 @@ func hostTo(d moe.DType, v []float64) any {
 			f[i] = int32(x)
 		}
 		return f
-	case moe.U8:
+	case moe.U8, moe.UE8M0: // flags; scale codes
 		f := make([]uint8, len(v))
 		for i, x := range v {
 			f[i] = uint8(x)
+		}
+		return f
+	case moe.E4M3: // the interpretation holds e4m3 values, exactly
+		f := make([]uint8, len(v))
+		for i, x := range v {
+			f[i] = layouts.E4M3FromF32(float32(x))
 		}
 		return f
 	}
@@ -109,12 +116,20 @@ func hostFrom(v any) []float64 {
 // writes: relative L2 at most 1e-2 per buffer (of the increment, for main
 // grads), no element left unwritten (NaN poison) and none written that
 // should not be. T = 300 gives the weight gradients experts of more than
-// one 32-row stage.
+// one 32-row stage. Two of the layers also run with MXFP8 weights on
+// sm_90a: the dequantize ops (bf16 weights for the data gradients) and
+// act_grad's dot over the MXFP8 values of h.
 func TestBackwardPerOpsGPU(t *testing.T) {
 	ctx := openGPU(t)
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
-	for name, l := range backwardLayers() {
+	layers := backwardLayers()
+	for _, name := range []string{"swiglu", "gpt-oss"} { // the MXFP8 backward's own ops (sm_90a)
+		l := layers[name]
+		l.Precision = schedule.MXFP8
+		layers[name+"-mxfp8"] = l
+	}
+	for name, l := range layers {
 		for _, T := range []int{37, 300} {
 			p, err := moe.Backward(l)
 			if err != nil {
@@ -161,6 +176,9 @@ func TestBackwardPerOpsGPU(t *testing.T) {
 					wg schedule.WGradKernel
 				}{{target.SM80, schedule.WGradMMA}, {target.SM90a, schedule.WGradMMA}, {target.SM90a, schedule.WGradWGMMA}} {
 					if c.wg == schedule.WGradWGMMA && !strings.Contains(op, "wgrad") {
+						continue
+					}
+					if l.Precision == schedule.MXFP8 && codegen.CheckLayer(l, c.tg) != nil {
 						continue
 					}
 					checkOpGPU(t, ctx, fmt.Sprintf("%s T=%d %s %v %v", name, T, op, c.tg, c.wg), q, c.tg, c.wg, T, init, host)

@@ -93,7 +93,9 @@ func emitGateSigmoid(m *ir.Module, d dims, op moe.GateSigmoid) Kernel {
 //
 //	dgu[r] = bf16(act'(gu[r]) · s·dh[r]), hs[r] = bf16(s·h), dot[r] = <dh[r], h>
 //
-// dot in a fixed order. 8 columns per thread per step (16-byte accesses).
+// dot in a fixed order (with MX over the MXFP8 values of h: each 32-wide
+// block is 4 consecutive threads' 8 columns, mxValues8). 8 columns per
+// thread per step (16-byte accesses).
 func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	b, k := opKernel(m, op, utilThreads, false)
 	r, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
@@ -120,14 +122,27 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 		}
 		a := acc[0]
 		dg, du, hs := make([]value.Value, 8), make([]value.Value, 8), make([]value.Value, 8)
+		var hMX, hq []value.Value // with MX: h of the 8 columns, ahead, and its MXFP8 values
+		if op.MX {
+			for i := 0; i < 8; i++ {
+				hMX = append(hMX, Activate(b, act, g[i], u[i]))
+			}
+			hq = b.mxValues8(hMX)
+		}
 		for i := 0; i < 8; i++ {
-			h := Activate(b, act, g[i], u[i])
+			var h, hd value.Value
+			if op.MX {
+				h, hd = hMX[i], hq[i]
+			} else {
+				h = Activate(b, act, g[i], u[i])
+				hd = h
+			}
 			hs[i] = b.FMul(s, h)
 			dg[i], du[i] = ActivateGrad(b, act, g[i], u[i], b.FMul(s, dh[i]))
 			if op.FC1X != nil {
 				a = b.FMA(du[i], xu[i], b.FMA(dg[i], xg[i], a))
 			} else {
-				a = b.FMA(dh[i], h, a)
+				a = b.FMA(dh[i], hd, a)
 			}
 		}
 		StoreBF16(b, b.rowPtr(b.Param("hs"), r, c, N, 2), hs)

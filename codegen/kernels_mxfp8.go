@@ -53,22 +53,10 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 			}
 		}
 	}
-	var amax value.Value = ir.Int32(0)
-	for _, v := range vals {
-		a := b.And(b.BitCast(v, ir.I32), ir.Int32(0x7FFFFFFF))
-		amax = b.Select(b.ICmp(enum.IPredUGT, a, amax), a, amax)
-	}
-	code := b.ue8m0RoundUp(b.AsmCallNoMemory("div.rn.f32 $0, $1, 0f43E00000;", "=f,f", ir.F32, b.BitCast(amax, ir.F32))) // 448
-	// 2^(127-code): NaN for 255, the subnormal 2^-127 for 254.
-	inv := b.Shl(b.Sub(ir.Int32(254), code), ir.Int32(23))
-	inv = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(254)), ir.Int32(0x00400000), inv)
-	inv = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(255)), ir.Int32(0x7FC00000), inv)
-	r := b.BitCast(inv, ir.F32)
+	code, r := b.mxScale(b.absMaxBits(vals, ir.Int32(0)))
 	var words [8]value.Value
 	for i := range words {
-		words[i] = b.AsmCallNoMemory(
-			"{\n\t.reg .b16 lo, hi;\n\tcvt.rn.satfinite.e4m3x2.f32 lo, $2, $1;\n\tcvt.rn.satfinite.e4m3x2.f32 hi, $4, $3;\n\tmov.b32 $0, {lo, hi};\n\t}",
-			"=r,f,f,f,f", ir.I32, b.FMul(vals[4*i], r), b.FMul(vals[4*i+1], r), b.FMul(vals[4*i+2], r), b.FMul(vals[4*i+3], r))
+		words[i] = b.e4m3x4(b.FMul(vals[4*i], r), b.FMul(vals[4*i+1], r), b.FMul(vals[4*i+2], r), b.FMul(vals[4*i+3], r))
 	}
 	dst := b.ByteOffset(b.Param("q"), first)
 	for h := 0; h < 2; h++ {
@@ -82,6 +70,111 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 	b.Ret(nil)
 	k.SkipIfZeroT = true
 	k.Grid = grid1(Expr{A: rowsX.A * nb, B: rowsX.B * nb, D: utilThreads, Min: 1})
+	return k, nil
+}
+
+// absMaxBits is the largest of the magnitudes of the f32 vals and of the
+// i32 start, compared as integers (bits without the sign: a NaN wins over
+// every number, an Inf over every finite value).
+func (b *Builder) absMaxBits(vals []value.Value, start value.Value) value.Value {
+	amax := start
+	for _, v := range vals {
+		a := b.And(b.BitCast(v, ir.I32), ir.Int32(0x7FFFFFFF))
+		amax = b.Select(b.ICmp(enum.IPredUGT, a, amax), a, amax)
+	}
+	return amax
+}
+
+// mxScale is the block scale of a block whose amax has the bits amax:
+// the UE8M0 code UE8M0RoundUp(amax/448) (div.rn.f32; layouts.UE8M0RoundUp,
+// the round-up rule) and its exact reciprocal 2^(127-code) as f32 (NaN
+// for code 255, the subnormal 2^-127 for 254).
+func (b *Builder) mxScale(amax value.Value) (code, inv value.Value) {
+	code = b.ue8m0RoundUp(b.AsmCallNoMemory("div.rn.f32 $0, $1, 0f43E00000;", "=f,f", ir.F32, b.BitCast(amax, ir.F32))) // 448
+	bits := b.Shl(b.Sub(ir.Int32(254), code), ir.Int32(23))
+	bits = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(254)), ir.Int32(0x00400000), bits)
+	bits = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(255)), ir.Int32(0x7FC00000), bits)
+	return code, b.BitCast(bits, ir.F32)
+}
+
+// e4m3x4 packs E4M3(v0..v3) (cvt.rn.satfinite.e4m3x2.f32: round to
+// nearest even, saturating to ±448, NaN stays NaN) into an i32, v0 in the
+// lowest byte (the element at the lowest address).
+func (b *Builder) e4m3x4(v0, v1, v2, v3 value.Value) value.Value {
+	return b.AsmCallNoMemory(
+		"{\n\t.reg .b16 lo, hi;\n\tcvt.rn.satfinite.e4m3x2.f32 lo, $2, $1;\n\tcvt.rn.satfinite.e4m3x2.f32 hi, $4, $3;\n\tmov.b32 $0, {lo, hi};\n\t}",
+		"=r,f,f,f,f", ir.I32, v0, v1, v2, v3)
+}
+
+// e4m3x4F32 widens the four E4M3 bytes of the i32 w (lowest byte first)
+// to f32, exactly (cvt.rn.f16x2.e4m3x2, then cvt.f32.f16; every E4M3 value
+// is an f16 value; PTX ISA "cvt", sm_89 and later).
+func (b *Builder) e4m3x4F32(w value.Value) [4]value.Value {
+	r := b.AsmCallNoMemory("{\n\t.reg .b16 lo, hi, a, c, d, e;\n\t.reg .b32 x, y;\n\tmov.b32 {lo, hi}, $4;\n"+
+		"\tcvt.rn.f16x2.e4m3x2 x, lo;\n\tcvt.rn.f16x2.e4m3x2 y, hi;\n\tmov.b32 {a, c}, x;\n\tmov.b32 {d, e}, y;\n"+
+		"\tcvt.f32.f16 $0, a;\n\tcvt.f32.f16 $1, c;\n\tcvt.f32.f16 $2, d;\n\tcvt.f32.f16 $3, e;\n\t}",
+		"=f,=f,=f,=f,r", ir.Struct(ir.F32, ir.F32, ir.F32, ir.F32), w)
+	return [4]value.Value{b.ExtractValue(r, 0), b.ExtractValue(r, 1), b.ExtractValue(r, 2), b.ExtractValue(r, 3)}
+}
+
+// mxValues8 returns the MXFP8 values (schedule.MXActivations) of the 8
+// f32 vals a thread holds of a 32-wide block that 4 consecutive lanes
+// hold together (lane%4 the thread's eighth of the block; the 4 lanes
+// must run this together): the block's amax over the 4 lanes
+// (shfl.sync.bfly 1 and 2 among them), its scale (mxScale), each value
+// rounded to E4M3 and widened back, times 2^(code-127).
+func (b *Builder) mxValues8(vals []value.Value) []value.Value {
+	amax := b.absMaxBits(vals, ir.Int32(0))
+	lane := b.And(b.ThreadIdx(ir.X), ir.Int32(31))
+	group := b.Shl(ir.Int32(15), b.And(lane, ir.Int32(28))) // the 4 lanes' member mask
+	for _, d := range []int{1, 2} {
+		o := b.AsmCallNoMemory(fmt.Sprintf("shfl.sync.bfly.b32 $0, $1, %d, 31, $2;", d), "=r,r,r", ir.I32, amax, group)
+		amax = b.Select(b.ICmp(enum.IPredUGT, o, amax), o, amax)
+	}
+	code, inv := b.mxScale(amax)
+	scale := b.ue8m0F32(code)
+	out := make([]value.Value, 0, 8)
+	for i := 0; i < 8; i += 4 {
+		w := b.e4m3x4(b.FMul(vals[i], inv), b.FMul(vals[i+1], inv), b.FMul(vals[i+2], inv), b.FMul(vals[i+3], inv))
+		for _, x := range b.e4m3x4F32(w) {
+			out = append(out, b.FMul(x, scale))
+		}
+	}
+	return out
+}
+
+// emitDequantize is op's kernel: one thread per block of 32 consecutive
+// elements of the [Experts*Rows, Cols] e4m3 data, grid
+// ceil(Experts*Rows*Cols/32 / 256), no T (the weights' size). The thread
+// loads the 32 bytes and the block's scale code, widens each value exactly
+// (e4m3x4F32), multiplies by 2^(code-127) (exact in f32, subnormals
+// kept) and stores bf16 (cvt.rn.bf16x2.f32, round to nearest even; exact
+// for scales of at least 2^-124) as 64 bytes.
+func emitDequantize(m *ir.Module, op moe.Dequantize) (Kernel, error) {
+	if op.Cols%32 != 0 {
+		return Kernel{}, fmt.Errorf("codegen: %s: %d columns is not a multiple of 32", op.Name(), op.Cols)
+	}
+	b, k := opKernel(m, op, utilThreads, false)
+	blocks := int64(op.Experts) * int64(op.Rows) * int64(op.Cols/32)
+	idx := b.Add(b.MulI(b.Wide(b.BlockIdx(ir.X)), utilThreads), b.Wide(b.ThreadIdx(ir.X)))
+	b.ReturnIf(b.ICmp(enum.IPredUGE, idx, ir.Int64(blocks)))
+	scale := b.ue8m0F32(b.ZExt(b.LoadAt(ir.I8, b.ByteOffset(b.Param("scales"), idx), 1), ir.I32))
+	src := b.ByteOffset(b.Param("q"), b.MulI(idx, 32))
+	dst := b.ByteOffset(b.Param("out"), b.MulI(idx, 64))
+	for h := int64(0); h < 2; h++ {
+		v := b.LoadAt(ir.Vec(4, ir.I32), b.ByteOffsetC(src, 16*h), 16)
+		var vals []value.Value
+		for j := 0; j < 4; j++ {
+			for _, x := range b.e4m3x4F32(b.ExtractElement(v, j)) {
+				vals = append(vals, b.FMul(x, scale))
+			}
+		}
+		StoreBF16(b, b.ByteOffsetC(dst, 32*h), vals[:8])
+		StoreBF16(b, b.ByteOffsetC(dst, 32*h+16), vals[8:])
+	}
+	b.Ret(nil)
+	k.SkipIfZeroT = true
+	k.Grid = grid1(Const((blocks + utilThreads - 1) / utilThreads))
 	return k, nil
 }
 

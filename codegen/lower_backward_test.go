@@ -56,9 +56,54 @@ func TestBackwardAssemble(t *testing.T) {
 	}
 }
 
+// TestBackwardMXFP8Assemble lowers the MXFP8 backward of every preset
+// (moe.Backward of an mxfp8 layer: the weights dequantized to bf16, FC1
+// recomputed on the MXFP8 engine, the routing-weight dot over the MXFP8
+// values of h) for sm_90a and assembles mokc's PTX; the targets without an
+// MXFP8 engine refuse the layer (CheckLayer).
+func TestBackwardMXFP8Assemble(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Precision = schedule.MXFP8
+		p, err := moe.Backward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := schedule.DefaultSchedule(l, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := Lower(p, s, PerOp)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		text, err := ptx.Compile(prog.Module, target.SM90a)
+		if err != nil {
+			t.Fatalf("%s: ptx.Compile: %v", name, err)
+		}
+		for _, want := range []string{".entry moe_dequantize_fc1", ".entry moe_quantize_xs", "k32.f32.e4m3.e4m3", "cvt.rn.f16x2.e4m3x2"} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s: no %q in the mxfp8 backward", name, want)
+			}
+		}
+		toolchain.NeedPtxas(t, "sm_90a")
+		if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+			t.Fatalf("%s: %v", name, strings.SplitN(err.Error(), "\n", 20))
+		}
+		for _, tg := range []target.Target{target.SM80, target.SM100a} {
+			if err := CheckLayer(l, tg); err == nil {
+				t.Errorf("%s: the mxfp8 backward accepted on %v", name, tg)
+			}
+		}
+	}
+}
+
 // backwardPerOps are the backward's ops that have PerOp kernels of their
 // own (not the GEMMs): the row-wise ops and the weight gradients.
-var backwardPerOps = []string{"gather_dy", "gather_x", "shared_gate_sigmoid", "act_grad", "shared_act_grad", "combine_grad", "scatter_probs",
+var backwardPerOps = []string{"gather_dy", "gather_x", "dequantize_fc1", "dequantize_fc2", "shared_gate_sigmoid", "act_grad", "shared_act_grad", "combine_grad", "scatter_probs",
 	"fc1_wgrad", "fc2_wgrad", "shared_fc1_wgrad", "shared_fc2_wgrad", "shared_gate_wgrad"}
 
 // TestBackwardPerOpsAssemble lowers each of the backward's PerOp ops on

@@ -135,8 +135,8 @@ func (lw *perOp) readsNMajorB(g moe.GEMM) bool {
 }
 
 // gemmSpec is gemmSpec for the program's layer: in an mxfp8 layer the bf16
-// GEMMs (the shared experts; the backward has none yet) take half the
-// schedule's K block, the same bytes per stage as the e4m3 tiles
+// GEMMs (the shared experts; the backward's data gradients and FC1·x) take
+// half the schedule's K block, the same bytes per stage as the e4m3 tiles
 // (schedule.Schedule.FC1).
 func (lw *perOp) gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 	spec := gemmSpec(g, s)

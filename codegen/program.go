@@ -192,6 +192,11 @@ func (lw *perOp) lower(op moe.Op) error {
 		if k, err = emitQuantize(m, o); err != nil {
 			return err
 		}
+	case moe.Dequantize:
+		var err error
+		if k, err = emitDequantize(m, o); err != nil {
+			return err
+		}
 	case moe.GateSigmoid:
 		k = emitGateSigmoid(m, d, o)
 	case moe.ActGrad:

@@ -238,7 +238,8 @@ func TestSM80NMajorAssemble(t *testing.T) {
 
 // sm90MXCases are MXFP8 GEMMs (e4m3 A and B, UE8M0 scales per 32 along K):
 // plain bf16 C (staged epilogue), gated f32 C with halves (K = 2880: a K
-// tail of half a block of 128) and interleaved with bias, ragged experts.
+// tail of half a block of 128) and interleaved with bias, plain f32 C (the
+// backward's FC1 recompute), ragged experts.
 func sm90MXCases() []sm90GemmCase {
 	t := func(bm, bn, stages int) Tile {
 		return Tile{BM: bm, BN: bn, BK: 128, Stages: stages, Warps: 4 * bm / 64}
@@ -251,6 +252,9 @@ func sm90MXCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_gptoss_f32", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
 			Tile: t(64, 64, 2)}, []int{70, 1, 64}},
+		// The backward's FC1 recompute: a plain f32 C.
+		{GemmSpec{Name: "mx_store_f32", N: 136, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiStore, COutF32: true, MX: true,
+			Tile: t(128, 128, 3)}, []int{65, 130}},
 	}
 }
 

@@ -62,13 +62,25 @@ const (
 // <dh, h> that cancel (with a bf16 dh, one token's shared-gate gradient is
 // off by more than 1% for one random layer in ten).
 //
-// Errors: l invalid or not BF16.
+// MXFP8 layers (the routed weights e4m3 with fc1_scales and fc2_scales, as
+// in Forward; schedule.Backward's semantics): FC1 is recomputed as the
+// forward computes it (quantize_xs, then the MXFP8 GEMM); the data
+// gradients and FC1·x read the forward's weights exactly, as bf16 copies
+// that Dequantize ops write into scratch (fc1_bf16 [E,2I,H], fc2_bf16
+// [E,H,I]: twice the e4m3 bytes), from the unquantized dy and dgu (the
+// activation quantizers pass gradients straight through); the routing-weight
+// gradient's dot reads the MXFP8 values of h the forward's FC2 read
+// (ActGrad.MX); the weight gradients are those of the bf16 layer, from the
+// unquantized rows and activations. Shared experts stay bf16.
+//
+// Errors: l invalid, or MXFP8 with per-expert storage (no forward either).
 func Backward(l schedule.Layer) (*Program, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
 	}
-	if l.Precision != schedule.BF16 {
-		return nil, fmt.Errorf("moe: %s: precision %v has no backward program yet (bf16 only)", l.Name, l.Precision)
+	mx := l.Precision == schedule.MXFP8
+	if mx && l.Storage == schedule.PerExpertWeights {
+		return nil, fmt.Errorf("moe: %s: mxfp8 weights with per-expert storage have no backward program yet (grouped only)", l.Name)
 	}
 	p := &Program{Layer: l}
 	H, I, K := l.Hidden, l.Intermediate, l.TopK
@@ -91,18 +103,30 @@ func Backward(l schedule.Layer) (*Program, error) {
 	if !l.RouterWeightOnInput {
 		wts = in.weights
 	}
-	r := p.expertGrad("", in.fc1, in.fc2, in.fc1Bias, d.xs, dys, d.offsets, TK, I, in.storage)
+	var mxo *mxOperands
+	fc1Data := in.fc1 // the weights the data gradients and FC1·x read
+	if mx {
+		E := c(l.Experts)
+		mxo = &mxOperands{fc1Scales: in.fc1Scales,
+			fc1: p.scratch("fc1_bf16", BF16, "fc1 as bf16 (the exact MXFP8 values) for the data gradients", E, c(2*I), c(H)),
+			fc2: p.scratch("fc2_bf16", BF16, "fc2 as bf16 (the exact MXFP8 values) for the data gradients", E, c(H), c(I))}
+		p.Ops = append(p.Ops,
+			Dequantize{Op: "dequantize_fc1", Q: in.fc1, S: in.fc1Scales, Out: mxo.fc1, Experts: l.Experts, Rows: 2 * I, Cols: H},
+			Dequantize{Op: "dequantize_fc2", Q: in.fc2, S: in.fc2Scales, Out: mxo.fc2, Experts: l.Experts, Rows: H, Cols: I})
+		fc1Data = mxo.fc1
+	}
+	r := p.expertGrad("", in.fc1, in.fc2, in.fc1Bias, d.xs, dys, d.offsets, TK, I, in.storage, mxo)
 	var fc1x *Buffer
 	if l.RouterWeightOnInput {
 		// dw = <dL/d(expert input), x> = <dgu, FC1·x>: FC1 of the unweighted rows.
 		xu := p.scratch("xu", BF16, "routed rows of x without the routing weight", TK, c(H))
 		fc1x = p.scratch("fc1x", F32, "FC1·x of the unweighted routed rows (no bias)", TK, c(2*I))
 		p.Ops = append(p.Ops, Gather{Op: "gather_x", X: in.x, SrcSlot: d.srcSlot, Offsets: d.offsets, XS: xu},
-			GEMM{Op: "fc1_x", A: xu, B: in.fc1, C: fc1x, Offsets: d.offsets, Rows: Dispatched, Storage: in.storage,
+			GEMM{Op: "fc1_x", A: xu, B: fc1Data, C: fc1x, Offsets: d.offsets, Rows: Dispatched, Storage: in.storage,
 				N: 2 * I, K: H, Experts: l.Experts, RowsPerToken: K})
 	}
 	p.Ops = append(p.Ops, ActGrad{Op: "act_grad", GU: r.gu, DH: r.dh, Weights: wts, SrcSlot: d.srcSlot,
-		Offsets: d.offsets, FC1X: fc1x, DGU: r.dgu, HS: r.hs, Dot: r.dot, N: I, GateUp: in.gateUp, Act: in.act})
+		Offsets: d.offsets, FC1X: fc1x, MX: mx && fc1x == nil, DGU: r.dgu, HS: r.hs, Dot: r.dot, N: I, GateUp: in.gateUp, Act: in.act})
 	r.grads(p, g.fc1, g.fc2, g.fc1Bias, g.fc2Bias, g.storage, g.dtype, wts, d.srcSlot)
 
 	// Shared expert: the same over every token, scaled by its output gate.
@@ -112,7 +136,7 @@ func Backward(l schedule.Layer) (*Program, error) {
 			gate = p.scratch("g", F32, "shared-expert output gate sigmoid(x·shared_gate)", T)
 			p.Ops = append(p.Ops, GateSigmoid{X: in.x, Gate: in.sharedGate, G: gate})
 		}
-		s := p.expertGrad("shared_", in.sharedFC1, in.sharedFC2, nil, in.x, dy, nil, T, Is, Stacked)
+		s := p.expertGrad("shared_", in.sharedFC1, in.sharedFC2, nil, in.x, dy, nil, T, Is, Stacked, nil)
 		p.Ops = append(p.Ops, ActGrad{Op: "shared_act_grad", GU: s.gu, DH: s.dh, Scale: gate,
 			DGU: s.dgu, HS: s.hs, Dot: s.dot, N: Is, Act: in.sharedAct})
 		s.grads(p, g.sharedFC1, g.sharedFC2, nil, nil, Stacked, g.dtype, nil, nil)
@@ -218,13 +242,22 @@ type mlpGrad struct {
 	n, h, e                  int           // intermediate size, hidden size, experts
 }
 
+// mxOperands are the extra operands of an MXFP8 layer's routed backward:
+// fc1's scales (the FC1 recompute is the forward's MXFP8 GEMM) and the
+// bf16 copies of fc1 and fc2 the data gradients read.
+type mxOperands struct {
+	fc1Scales, fc1, fc2 *Buffer
+}
+
 // expertGrad declares the scratch of one MLP's backward (names prefixed
 // by pre) over rows (T·K dispatched rows or T tokens) with intermediate
 // size n and weights stored as storage says, and appends its GEMMs: FC1
 // recomputed (gu), dh = dy·FC2 and dxs = dgu·FC1 (dgu is written by the
 // caller's ActGrad, which runs between them: the GEMM that reads dgu is
-// appended by grads).
-func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buffer, rows launch.Expr, n int, storage WeightStorage) *mlpGrad {
+// appended by grads). With mx (routed experts of an MXFP8 layer) FC1 runs
+// on the quantized rows (quantize_xs) and the e4m3 fc1, and the data
+// gradients on mx's bf16 copies.
+func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buffer, rows launch.Expr, n int, storage WeightStorage, mx *mxOperands) *mlpGrad {
 	l := p.Layer
 	H := l.Hidden
 	m := &mlpGrad{fc1: fc1, fc2: fc2, x: x, dy: dy, offsets: offsets, storage: storage, n: n, h: H, e: 1}
@@ -242,9 +275,15 @@ func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buff
 	if offsets != nil {
 		per = l.TopK
 	}
-	p.Ops = append(p.Ops,
-		GEMM{Op: pre + "fc1", A: x, B: fc1, Bias: fc1Bias, C: m.gu, Offsets: offsets, Rows: r, Storage: storage,
-			N: 2 * n, K: H, Experts: m.e, RowsPerToken: per},
+	recompute := GEMM{Op: pre + "fc1", A: x, B: fc1, Bias: fc1Bias, C: m.gu, Offsets: offsets, Rows: r, Storage: storage,
+		N: 2 * n, K: H, Experts: m.e, RowsPerToken: per}
+	if mx != nil {
+		q := p.quantize("quantize_xs", x, BufXSQ, BufXSScales, "dispatched rows of x", rows, H)
+		recompute.A, recompute.AScales, recompute.BScales = q.Q, q.S, mx.fc1Scales
+		p.Ops = append(p.Ops, q)
+		m.fc1, fc2 = mx.fc1, mx.fc2
+	}
+	p.Ops = append(p.Ops, recompute,
 		GEMM{Op: pre + "fc2_dgrad", A: dy, B: fc2, C: m.dh, Offsets: offsets, Rows: r, Storage: storage, BMajor: NMajor,
 			N: n, K: H, Experts: m.e, RowsPerToken: per})
 	return m

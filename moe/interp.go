@@ -107,6 +107,10 @@ func (in *interp) run(op Op) error {
 		in.gemm(o)
 	case Quantize:
 		in.quantize(o)
+	case Dequantize:
+		for i, v := range mxValues(in.v[o.Q], in.v[o.S], o.Cols) {
+			in.set(o.Out, i, v)
+		}
 	case Combine:
 		in.combine(o)
 	case GateSigmoid:
@@ -371,23 +375,31 @@ func (in *interp) actGrad(o ActGrad) {
 		rows = in.dispatched(o.Offsets)
 	}
 	N := o.N
+	h := make([]float64, N)
 	for r := 0; r < rows; r++ {
 		s := in.rowScale(o.Weights, o.SrcSlot, o.Scale, r)
+		for j := range h {
+			gi, ui := gateUp(o.GateUp, N, j)
+			h[j] = float64(float32(o.Act.Kind.Apply(in.v[o.GU][r*2*N+gi], in.v[o.GU][r*2*N+ui], o.Act.Limit, o.Act.Alpha)))
+		}
+		hd := h // the h the dot reads: the MXFP8 values with MX
+		if o.MX {
+			hd = schedule.MXActivations(h, 1, N)
+		}
 		var dot float64
 		for j := 0; j < N; j++ {
 			gi, ui := gateUp(o.GateUp, N, j)
 			g, u := in.v[o.GU][r*2*N+gi], in.v[o.GU][r*2*N+ui]
-			h := o.Act.Kind.Apply(g, u, o.Act.Limit, o.Act.Alpha)
 			dh := in.v[o.DH][r*N+j]
 			dg, du := o.Act.Kind.Grad(g, u, o.Act.Limit, o.Act.Alpha, s*dh)
 			if o.FC1X != nil {
 				dot += dg*in.v[o.FC1X][r*2*N+gi] + du*in.v[o.FC1X][r*2*N+ui]
 			} else {
-				dot += dh * h
+				dot += dh * hd[j]
 			}
 			in.set(o.DGU, r*2*N+gi, dg)
 			in.set(o.DGU, r*2*N+ui, du)
-			in.set(o.HS, r*N+j, s*h)
+			in.set(o.HS, r*N+j, s*h[j])
 		}
 		in.set(o.Dot, r, dot)
 	}

@@ -102,3 +102,70 @@ func (p *Program) setOp(o Op) {
 		}
 	}
 }
+
+// TestInterpretBackwardMXFP8: the mxfp8 backward program (FC1 recomputed
+// on the quantized rows, data gradients over the dequantized weights, the
+// routing-weight dot over the MXFP8 values of h) computes schedule.Backward
+// of the mxfp8 layer with the MXFP8 values of the weights: dx, the
+// routing-weight gradient and the main-grad increments, for every layer
+// shape the bf16 test covers. Without ActGrad.MX the routing-weight
+// gradient misses the quantization of h by more than the tolerance.
+func TestInterpretBackwardMXFP8(t *testing.T) {
+	for name, l := range interpLayers() {
+		l.Precision = schedule.MXFP8
+		for _, T := range []int{0, 1, 64} {
+			pr := newProblem(t, l, T)
+			p, err := Backward(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mg0 := zeroMainGrads(p)
+			out, err := Interpret(p, T, pr.bind(t, p, mg0))
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			wq, err := schedule.MXWeights(l, pr.w)
+			if err != nil {
+				t.Fatal(err)
+			}
+			mg := pr.refMainGrads(mg0)
+			g, err := schedule.Backward(l, wq, pr.x, pr.r, pr.dy, &mg.MainGrads)
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := func(what string, got, want []float64, tol float64) {
+				t.Helper()
+				if e := relL2(got, want); e > tol || math.IsNaN(e) {
+					t.Errorf("%s T=%d: %s rel L2 %.3g", name, T, what, e)
+				}
+			}
+			check("dx", out["dx"], g.DX, 1e-2)
+			dwName, dwRef := BufDW, g.DWeights
+			if l.Routing == schedule.RoutingMap {
+				dwName, dwRef = BufDProbs, g.DProbs
+			}
+			check(dwName, out[dwName], dwRef, 1e-2)
+			for buf, want := range MainGradBuffers(l, mg.MainGrads) {
+				check(buf, out[buf], want, 1e-2)
+			}
+			if T < 64 || l.RouterWeightOnInput {
+				continue
+			}
+			// The dot over unquantized h: the routing-weight gradient of a
+			// forward that had not quantized h.
+			for i, op := range p.Ops {
+				if a, ok := op.(ActGrad); ok && a.Op == "act_grad" {
+					a.MX = false
+					p.Ops[i] = a
+				}
+			}
+			out, err = Interpret(p, T, pr.bind(t, p, zeroMainGrads(p)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if e := relL2(out[dwName], dwRef); e <= 1e-2 {
+				t.Errorf("%s T=%d: %s without the MXFP8 dot within %.3g: the test cannot tell", name, T, dwName, e)
+			}
+		}
+	}
+}

@@ -180,6 +180,20 @@ type Quantize struct {
 	K    int     // row length
 }
 
+// Dequantize writes the bf16 value of MXFP8 weights for the backward's
+// data gradients: Out_e[r, c] = bf16(Q_e[r, c] · 2^(S_e[r, c/32] − 127))
+// for each expert e, [Rows, Cols] row-major with one ue8m0 scale per 32
+// along Cols (OCP Microscaling Formats v1.0 MXFP8). Every e4m3 value times
+// a scale of at least 2^-124 is a bf16 value (layouts.TestMXValuesInBF16),
+// so a GEMM over Out reads the forward's weights exactly; products with
+// smaller scales round to nearest even.
+type Dequantize struct {
+	Op                  string  // name: "dequantize_fc1", "dequantize_fc2"
+	Q, S                *Buffer // e4m3 [Experts, Rows, Cols] and ue8m0 [Experts, Rows, Cols/32] (read)
+	Out                 *Buffer // bf16 [Experts, Rows, Cols] (written)
+	Experts, Rows, Cols int
+}
+
 // Combine writes Y bf16 [T,H]: for each token t, in fp32 in this fixed
 // order, g_t * SharedOut[t] (when there is a shared expert; g_t =
 // sigmoid(X[t]·SharedGate) with a shared output gate, else 1) plus, for k =
@@ -260,6 +274,14 @@ func (o Quantize) Name() string { return o.Op }
 // Operands lists the buffers Quantize reads and writes, under their roles.
 func (o Quantize) Operands() []Operand {
 	return operands(r("x", o.X), w("q", o.Q), w("scales", o.S))
+}
+
+// Name is the op's name (PerOp kernel "moe_" + Op).
+func (o Dequantize) Name() string { return o.Op }
+
+// Operands lists the buffers Dequantize reads and writes, under their roles.
+func (o Dequantize) Operands() []Operand {
+	return operands(r("q", o.Q), r("scales", o.S), w("out", o.Out))
 }
 
 // Operands lists the buffers Combine reads and writes, under their roles.

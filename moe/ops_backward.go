@@ -35,7 +35,13 @@ type ActGrad struct {
 	// <dgu_r, FC1X[r]> (fp32 dgu, before rounding) = <dL/d(expert input),
 	// x>: the routing-weight gradient, exact for any weight and with no
 	// bf16 product on its way.
-	FC1X         *Buffer
+	FC1X *Buffer
+	// MX (an mxfp8 layer, FC1X nil): Dot is <dh_r, Q(h_r)>, Q(h) the
+	// MXFP8 value of h in blocks of 32 along N (as the forward's
+	// quantize_h; schedule.MXActivations), since the forward's FC2 read
+	// Q(h): <dy, FC2·Q(h)> = <FC2ᵀ·dy, Q(h)>. HS stays bf16(s·h): the
+	// weight gradient's activation is not quantized.
+	MX           bool
 	DGU, HS, Dot *Buffer    // bf16 [rows, 2N], bf16 [rows, N], f32 [rows] (written)
 	N            int        // columns of h
 	GateUp       GateUp     // order of gate and up in GU and DGU

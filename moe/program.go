@@ -142,7 +142,8 @@ func (p *Program) String() string {
 // checkMXFP8 checks the dtypes and shapes of the MXFP8 operands: a GEMM
 // with scales reads e4m3 A and B with ue8m0 scales of K/32 columns (K a
 // multiple of 32), one without reads no e4m3; Quantize turns bf16 or f32
-// rows of K into e4m3 rows and K/32 scales.
+// rows of K into e4m3 rows and K/32 scales, Dequantize e4m3 rows with
+// their scales into bf16; an ActGrad's MXFP8 dot needs whole blocks.
 func checkMXFP8(op Op) error {
 	scales := func(what string, s *Buffer, k int) error {
 		if s.DType != UE8M0 || s.Shape[len(s.Shape)-1] != c(k/32) {
@@ -182,6 +183,18 @@ func checkMXFP8(op Op) error {
 			return fmt.Errorf("moe: op %s: rows of K = %d (a multiple of 32) in and out", o.Op, o.K)
 		}
 		return scales("its", o.S, o.K)
+	case Dequantize:
+		switch {
+		case o.Q.DType != E4M3 || o.Out.DType != BF16:
+			return fmt.Errorf("moe: op %s: turns e4m3 data into bf16, not %s into %s", o.Op, o.Q.DType, o.Out.DType)
+		case o.Cols%32 != 0 || o.Q.Shape[len(o.Q.Shape)-1] != c(o.Cols) || o.Out.Shape[len(o.Out.Shape)-1] != c(o.Cols):
+			return fmt.Errorf("moe: op %s: rows of %d columns (a multiple of 32) in and out", o.Op, o.Cols)
+		}
+		return scales("its", o.S, o.Cols)
+	case ActGrad:
+		if o.MX && (o.FC1X != nil || o.N%32 != 0) {
+			return fmt.Errorf("moe: op %s: the dot over MXFP8 values of h needs N = %d a multiple of 32 and no FC1X", o.Op, o.N)
+		}
 	}
 	return nil
 }

@@ -640,8 +640,8 @@ func (p *problem) forwardChunked(rows []int) []float64 {
 // their formulas (see Activation) by the chain rule; an input cut by a
 // clamp passes no gradient.
 //
-// Mxfp8 layers (provisional: no GPU backward exists for them yet): the
-// expert outputs, and so dw, are those of Forward's quantized GEMMs; the
+// Mxfp8 layers (moe.Backward's program, docs/mxfp8.md): the expert
+// outputs, and so dw, are those of Forward's quantized GEMMs; the
 // gradients pass straight through the activation quantizers (dx and dh
 // through the dequantized weights from the unquantized dy, the weight
 // gradients from the unquantized activations x and h).

@@ -14,8 +14,9 @@
 #   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10`, and one preset
 #          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad mma" selects the
 #          mma.sync weight-gradient kernel on sm_90a too (wgmma is its default)
-#   mxfp8  the MXFP8 forward on sm_90a: the quantize kernel and GEMM cases, `mokc run --precision mxfp8` on four presets,
-#          memcheck, and bench beside bf16 at T = 64 and 4096
+#   mxfp8  MXFP8 on sm_90a: the quantize kernel and GEMM cases, `mokc run --precision mxfp8` on four presets,
+#          memcheck, the backward's per-op test and `mokc run --backward --precision mxfp8` on three presets
+#          (and memcheck), and bench beside bf16 at T = 64 and 4096
 #   sweep  mokc bench over T = 64..16384 (forward; forward + backward at 1024 and 4096) for qwen3-30b-a3b and
 #          deepseek-v3, drawn by `mokc plot roofline` into $OUT/roofline.svg
 #   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads, both
@@ -124,6 +125,13 @@ for phase in $phases; do
 				bash -c "\"$mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8.jsonl\""
 		done
 		step "memcheck run --precision mxfp8 qwen3-30b-a3b T=64" 150 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64
+		# The MXFP8 backward: its own ops, then whole layers (clamped with biases, weight on the input).
+		(cd codegen && step "codegen: backward per-op (mxfp8 layers on sm_90a)" 200 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestBackwardPerOpsGPU')
+		for m in qwen3-30b-a3b gpt-oss-120b llama4-scout; do
+			step "run --backward --precision mxfp8 $m sm_90a T=$TOKENS x10" 240 "$OUT/run-mxfp8.log" \
+				bash -c "\"$mokc\" run --backward --precision mxfp8 --model $m --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8-backward.jsonl\""
+		done
+		step "memcheck run --backward --precision mxfp8 qwen3-30b-a3b T=64" 200 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --backward --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64 --repeat 1
 		for m in qwen3-30b-a3b deepseek-v3; do
 			for T in 64 4096; do
 				for p in bf16 mxfp8; do
