@@ -136,7 +136,11 @@ func (p *GemmSmem) Describe() (string, error) {
 	if p.Target != target.SM80 {
 		fmt.Fprintf(&b, "mbarrier full[%d], empty[%d] at %d\n", p.Stages, p.Stages, p.BarrierOffset)
 	}
-	fmt.Fprintf(&b, "total    %d bytes of dynamic shared memory (%d required)\n", p.Bytes, p.Required)
+	if p.Bytes != p.Required {
+		fmt.Fprintf(&b, "total    %d bytes of dynamic shared memory (%d without the staging tile, the least the kernel runs with)\n", p.Bytes, p.Required)
+	} else {
+		fmt.Fprintf(&b, "total    %d bytes of dynamic shared memory\n", p.Bytes)
+	}
 	if p.TMEMColumns > 0 {
 		fmt.Fprintf(&b, "TMEM     %d columns x 128 lanes (two fp32 accumulators of %d columns)\n", p.TMEMColumns, p.BRows)
 	}

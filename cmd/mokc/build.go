@@ -52,6 +52,9 @@ func buildAction(c *cli.Context) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
+	if err := checkProgram(l, c.Bool("backward")); err != nil { // before the schedule, as run and bench
+		return fmt.Errorf("build: %w", err)
+	}
 	s, err := layerSchedule(c, l, target)
 	if err != nil {
 		return err

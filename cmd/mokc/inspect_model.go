@@ -96,8 +96,12 @@ func printLayer(w io.Writer, l schedule.Layer) {
 	row("main grad", l.MainGrad)
 	row("weights", fmt.Sprintf("%d bytes (%.1f GB)", l.WeightBytes(), float64(l.WeightBytes())/1e9))
 	fmt.Fprintln(w, "schedules")
+	if err := checkProgram(l, false); err != nil {
+		fmt.Fprintf(w, "  not available on any target: %v\n", err)
+		return
+	}
 	if l.Precision == schedule.MXFP8 {
-		fmt.Fprintln(w, "  (mxfp8 weights: the forward runs on sm_90a only; the backward refuses it: docs/mxfp8.md)")
+		fmt.Fprintln(w, "  (mxfp8 weights: forward and backward on sm_90a only; the backward has not run on a GPU yet: docs/mxfp8.md)")
 	}
 	for _, t := range target.All() {
 		s, refused, err := targetSchedule(l, t)

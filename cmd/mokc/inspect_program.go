@@ -85,7 +85,10 @@ func inspectProgram(c *cli.Context) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\nkernels (one per op, %s)\n", s)
-	fmt.Fprintf(w, "memory with the lowering's own scratch (work lists, transposed weights): %s\n", programMemory(prog.Buffers))
+	if l.Precision == schedule.MXFP8 {
+		fmt.Fprintf(w, "(the bf16 GEMMs of an mxfp8 layer take half the K block: %d)\n", s.FC1.K/2)
+	}
+	fmt.Fprintf(w, "memory with the lowering's own scratch (work lists, and transposed weights where the engine cannot read them as stored): %s\n", programMemory(prog.Buffers))
 	for _, k := range prog.Kernels {
 		var ps []string
 		for _, prm := range k.Params {

@@ -24,7 +24,7 @@ func layerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
 		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (on commands with --backward, give --backward too)", DefaultText: "fp32"},
 		&cli.StringFlag{Name: "storage", Usage: "how the routed experts' weights (and the backward's main grads) are stored on the device: grouped (one [E, ...] tensor each) or per-expert (one allocation per expert, listed by a u64 [E] pointer table)", DefaultText: "grouped"},
-		&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (e4m3 with a ue8m0 scale per 32 along K: docs/mxfp8.md; the forward, on sm_90a only)", DefaultText: "the model's, bf16"},
+		&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (e4m3 with a ue8m0 scale per 32 along K: docs/mxfp8.md; sm_90a only, grouped storage)", DefaultText: "the model's, bf16"},
 	}, cliFlags(layerFieldFlags, "the model's")...)
 }
 

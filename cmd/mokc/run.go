@@ -518,8 +518,8 @@ func runAction(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
 	}
-	// The programs' and engines' refusals (an mxfp8 backward, mxfp8 with
-	// per-expert storage or on sm_100a) come before the device is opened.
+	// The programs' and engines' refusals (mxfp8 with per-expert storage,
+	// or on sm_80 and sm_100a) come before the device is opened.
 	layers, err := cfg.layers()
 	if err != nil {
 		return fmt.Errorf("run: %w", err)
