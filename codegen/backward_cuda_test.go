@@ -174,8 +174,8 @@ func TestBackwardPerOpsGPU(t *testing.T) {
 				for _, c := range []struct {
 					tg target.Target
 					wg schedule.WGradKernel
-				}{{target.SM80, schedule.WGradMMA}, {target.SM90a, schedule.WGradMMA}, {target.SM90a, schedule.WGradWGMMA}} {
-					if c.wg == schedule.WGradWGMMA && !strings.Contains(op, "wgrad") {
+				}{{target.SM80, schedule.WGradMMA}, {target.SM90a, schedule.WGradMMA}, {target.SM90a, schedule.WGradWGMMA}, {target.SM90a, schedule.WGradWS}} {
+					if c.wg != schedule.WGradMMA && !strings.Contains(op, "wgrad") {
 						continue
 					}
 					if l.Precision == schedule.MXFP8 && codegen.CheckLayer(l, c.tg) != nil {

@@ -132,17 +132,21 @@ func (r mbarRing) empty(b *Builder, stage value.Value) value.Value {
 
 // init emits, in thread 0, the initialisation of the ring's barriers
 // (full[s] expecting fullCount arrivals, empty[s] emptyCount), then extra
-// (the atom's other barriers), the mbarrier-init fence and the prefetch of
-// the tensor maps tmA and tmB (nil: none).
+// (the atom's other barriers; nil: none), the mbarrier-init fence and the
+// prefetch of the tensor maps tmA and tmB (nil: none).
 func (r mbarRing) init(b *Builder, tid value.Value, fullCount, emptyCount int, extra func(), tmA, tmB value.Value) {
 	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
 		for s := 0; s < r.S; s++ {
 			b.MbarInit(b.AddI(r.bars, int64(8*s)), fullCount)
 			b.MbarInit(b.AddI(r.bars, int64(8*(r.S+s))), emptyCount)
 		}
-		extra()
+		if extra != nil {
+			extra()
+		}
 		b.FenceMbarInit()
-		b.PrefetchTensorMap(tmA)
+		if tmA != nil {
+			b.PrefetchTensorMap(tmA)
+		}
 		if tmB != nil {
 			b.PrefetchTensorMap(tmB)
 		}

@@ -16,7 +16,7 @@ import (
 
 // TestBackwardAssemble lowers the whole backward of every preset (PerOp)
 // and assembles mokc's PTX with ptxas for each target (sm_100a with the
-// CUDA 12.9 ptxas), on sm_90a with either weight-gradient kernel.
+// CUDA 12.9 ptxas), on sm_90a with each weight-gradient kernel.
 func TestBackwardAssemble(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		l, err := schedule.Preset(name)
@@ -30,7 +30,8 @@ func TestBackwardAssemble(t *testing.T) {
 		for _, c := range []struct {
 			tg target.Target
 			wg schedule.WGradKernel
-		}{{target.SM80, schedule.WGradMMA}, {target.SM90a, schedule.WGradMMA}, {target.SM90a, schedule.WGradWGMMA}, {target.SM100a, schedule.WGradMMA}} {
+		}{{target.SM80, schedule.WGradMMA}, {target.SM90a, schedule.WGradMMA}, {target.SM90a, schedule.WGradWGMMA}, {target.SM90a, schedule.WGradWS},
+			{target.SM100a, schedule.WGradMMA}} {
 			tg := c.tg
 			s, err := schedule.DefaultSchedule(l, tg)
 			if err != nil {
@@ -47,6 +48,9 @@ func TestBackwardAssemble(t *testing.T) {
 			}
 			if c.wg == schedule.WGradWGMMA && !strings.Contains(text, "m64n128k16.f32.bf16.bf16") {
 				t.Errorf("%s %v: no wgmma weight gradient", name, tg)
+			}
+			if c.wg == schedule.WGradWS && !strings.Contains(text, "cp.async.mbarrier.arrive.noinc") {
+				t.Errorf("%s %v: no warp-specialized weight gradient", name, tg)
 			}
 			toolchain.NeedPtxas(t, tg.String())
 			if err := toolchain.Assemble(text, tg.String()); err != nil {

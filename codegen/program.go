@@ -212,6 +212,11 @@ func (lw *perOp) lower(op moe.Op) error {
 			if k, err = emitWeightGradWGMMA(m, o); err != nil {
 				return err
 			}
+		case lw.sched.WGrad == schedule.WGradWS && wgradOnWGMMA(lw.sched.Target, o):
+			var err error
+			if k, err = emitWeightGradWS(m, o); err != nil {
+				return err
+			}
 		case wgradOnTensorCores(o):
 			k = emitWeightGradMMA(m, o)
 		default:

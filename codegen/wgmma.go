@@ -222,6 +222,9 @@ type WGMMAMainloop struct {
 	// the column stride as LBO, see layouts.NewSmemTileMN).
 	DescHiB uint64
 	TransB  bool
+	// TransA reads A M-major (imm-trans-a = 1; DescHi then that of an
+	// MN-major tile): the weight gradient's A, stored [rows, M].
+	TransA bool
 	// ProxyFence adds fence.proxy.async.shared::cta after each full-barrier
 	// wait: needed when (part of) the stage was written by generic-proxy
 	// stores or cp.async rather than TMA.
@@ -283,7 +286,7 @@ func (ml WGMMAMainloop) loopBody(ins mainloopIns) []string {
 	}
 	L = append(L, stageDescs(ml.StageBytes, ins.smem, ins.aOff, ml.BOffset, ml.DescHi, ml.DescHiB)...)
 	L = append(L, "wgmma.fence.sync.aligned;")
-	L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB, false, ml.TransB)...)
+	L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB, ml.TransA, ml.TransB)...)
 	L = append(L, "wgmma.commit_group.sync.aligned;")
 	L = append(L, ml.waitRelease(ins, 1)...)
 	return append(L, loopAdvance("WGML", ml.Stages)...)

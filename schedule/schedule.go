@@ -76,9 +76,10 @@ type Schedule struct {
 	Variant *TileVariant
 	// WGrad is the backward's weight-gradient kernel (the GEMM whose
 	// reduction runs over each expert's rows): WGradMMA (any target; the
-	// sm_80 and sm_100a default) or WGradWGMMA (sm_90a only, and its
+	// sm_80 and sm_100a default), WGradWGMMA (sm_90a only, and its
 	// default: on the H200 it ran forward + backward 2-25% faster than
-	// WGradMMA on four models, docs/perf.md, backward v2).
+	// WGradMMA on four models, docs/perf.md, backward v2) or WGradWS
+	// (sm_90a only; not yet run on a GPU).
 	WGrad WGradKernel
 }
 
@@ -94,6 +95,10 @@ const (
 	// WGradWGMMA: wgmma.mma_async m64n128k16 over MN-major shared-memory
 	// tiles (sm_90a; PTX ISA 9.7.15).
 	WGradWGMMA
+	// WGradWS: wgmma.mma_async m64n256k16 in a warp-specialized kernel (a
+	// cp.async producer warpgroup, consumer warpgroups that keep a wgmma
+	// group in flight; sm_90a). Opt-in: it has not run on a GPU yet.
+	WGradWS
 )
 
 // DefaultWGrad is target's default weight-gradient kernel: WGradWGMMA on
@@ -106,23 +111,28 @@ func DefaultWGrad(t target.Target) WGradKernel {
 	return WGradMMA
 }
 
-// String returns "mma" or "wgmma".
+// String returns "mma", "wgmma" or "wgmma-ws".
 func (k WGradKernel) String() string {
-	if k == WGradWGMMA {
+	switch k {
+	case WGradWGMMA:
 		return "wgmma"
+	case WGradWS:
+		return "wgmma-ws"
 	}
 	return "mma"
 }
 
-// ParseWGradKernel accepts "mma" and "wgmma".
+// ParseWGradKernel accepts "mma", "wgmma" and "wgmma-ws".
 func ParseWGradKernel(v string) (WGradKernel, error) {
 	switch v {
 	case "mma":
 		return WGradMMA, nil
 	case "wgmma":
 		return WGradWGMMA, nil
+	case "wgmma-ws":
+		return WGradWS, nil
 	}
-	return 0, fmt.Errorf("weight-gradient kernel %q: want mma or wgmma", v)
+	return 0, fmt.Errorf("weight-gradient kernel %q: want mma, wgmma or wgmma-ws", v)
 }
 
 // maxGridCTAs bounds Schedule.GridCTAs (16 CTAs per SM of a 4096-SM part
@@ -296,11 +306,11 @@ func (s Schedule) Validate(l Layer) error {
 	if err := s.validateWarps(); err != nil {
 		return err
 	}
-	if s.WGrad == WGradWGMMA && s.Target != target.SM90a {
+	if (s.WGrad == WGradWGMMA || s.WGrad == WGradWS) && s.Target != target.SM90a {
 		return fieldErr("Schedule.WGrad", s.WGrad, "wgmma exists on sm_90a only (use mma)")
 	}
-	if s.WGrad != WGradMMA && s.WGrad != WGradWGMMA {
-		return fieldErr("Schedule.WGrad", int(s.WGrad), "must be mma or wgmma")
+	if s.WGrad != WGradMMA && s.WGrad != WGradWGMMA && s.WGrad != WGradWS {
+		return fieldErr("Schedule.WGrad", int(s.WGrad), "must be mma, wgmma or wgmma-ws")
 	}
 	if v, ok := s.VariantSchedule(); ok {
 		vr := s.Variant

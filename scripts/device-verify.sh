@@ -19,8 +19,8 @@
 #          (and memcheck), and bench beside bf16 at T = 64 and 4096
 #   sweep  mokc bench over T = 64..16384 (forward; forward + backward at 1024 and 4096) for qwen3-30b-a3b and
 #          deepseek-v3, drawn by `mokc plot roofline` into $OUT/roofline.svg
-#   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads, both
-#          weight-gradient kernels) beside
+#   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads, the
+#          three weight-gradient kernels) beside
 #          PyTorch's autograd pipeline, then compute-sanitizer memcheck and racecheck of Layer.Backward
 set -u
 . "$(dirname "$0")/device-env.sh"
@@ -103,7 +103,7 @@ for phase in $phases; do
 		# then the backward's kernels under the sanitizers (runtime's GPU test of three training steps).
 		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3 mixtral-8x7b; do
 			for g in fp32 bf16; do
-				for w in mma wgmma; do
+				for w in mma wgmma wgmma-ws; do
 					step "bench --backward $m sm_90a T=4096 $g --wgrad $w" 150 "$OUT/bench-backward.log" "$mokc" bench --backward --wgrad $w --main-grad $g --model $m --target sm_90a --tokens 4096 --iters 10 --warmup 2 --kernels --json
 				done
 			done

@@ -67,7 +67,7 @@ type benchReport struct {
 	Precision  string  `json:"precision"`           // routed weights: "bf16" or "mxfp8"
 	Backward   bool    `json:"backward"`            // times Forward + Backward
 	MainGrad   string  `json:"main_grad,omitempty"` // dtype of the main grads (Backward)
-	WGrad      string  `json:"wgrad,omitempty"`     // weight-gradient kernel, "mma" or "wgmma" (Backward)
+	WGrad      string  `json:"wgrad,omitempty"`     // weight-gradient kernel, "mma", "wgmma" or "wgmma-ws" (Backward)
 	Kernels    int     `json:"kernels"`
 	Workspace  int     `json:"workspace_bytes"`
 	CompileSec float64 `json:"compile_s"`

@@ -117,7 +117,7 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
 		"Schedule.Warps"),
 	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
-	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target) or wgmma (sm_90a); with --backward", "Schedule.WGrad",
+	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; not yet run on a GPU); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
 }
 

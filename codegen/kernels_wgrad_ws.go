@@ -1,0 +1,202 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/target"
+)
+
+// The warp-specialized weight gradient on sm_90a (schedule.WGradWS):
+// Main_e[m, n] += sum_{r of e} A[r, m] * B[r, n] as emitWeightGradWGMMA
+// computes it (the same MN-major tiles, imm-trans-a and imm-trans-b, the
+// same fixed order of the rows, the same store), with the sm_90a GEMM
+// engine's division of labour instead of every warp doing everything:
+//
+//   - warpgroup 0, the producer (setmaxnreg.dec to wsProdRegs), copies
+//     wsRows expert rows of A's 64*wsWG columns and B's wsN columns per
+//     stage with cp.async (rows past the expert's end and columns past M or
+//     N zero-filled: a TMA box could not stop at the expert's last row)
+//     into a ring of wsStages stages, and each of its 128 threads arrives
+//     on the stage's full mbarrier when its copies land
+//     (cp.async.mbarrier.arrive.noinc);
+//   - warpgroups 1..wsWG, the consumers (setmaxnreg.inc), run the K loop
+//     of WGMMAMainloop over the ring: per stage, wait for full, issue the
+//     four k16 steps as one wgmma group, keep it in flight while waiting
+//     for the previous group (wait_group 1), then release the previous
+//     stage (lane 0 of each warp arrives on its empty mbarrier); the
+//     tensor cores never wait for a block barrier;
+//   - then each consumer adds its 64 x wsN tile to the main grad
+//     (wgradStorePairs: one rounding, no atomics).
+//
+// A block owns a (64*wsWG) x wsN tile of Main_e: wider than the wgmma
+// kernel's 128 x 128, so that each byte a stage brings through L2 feeds
+// more multiply-adds (run 15's ncu of mixtral-8x7b's FC1 weight gradient:
+// L2 57% busy at half the tensor peak with 128 x 128 tiles). One block per
+// SM (the ring is 4 x 48 KB). Not yet run on a GPU: opt-in until it is
+// checked and timed there.
+const (
+	wsWG       = 2   // consumer warpgroups: the tile has 64*wsWG rows of Main_e
+	wsN        = 256 // columns of Main_e per tile (wgmma m64n256k16)
+	wsRows     = 64  // expert rows per stage (four k16 steps)
+	wsStages   = 4   // ring depth
+	wsProdRegs = 56  // the producer's registers after setmaxnreg.dec
+)
+
+// emitWeightGradWS is the warp-specialized kernel of op (see above): grid
+// (ceil(N/wsN), ceil(M/(64*wsWG)), E), 128*(wsWG+1) threads, wsStages
+// stages of A and B plus the ring's mbarriers (+1 KB to realign). A block
+// of an expert without rows exits at once. The bias gradient is
+// emitWeightGradBias's.
+func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
+	tm, tn := int64(64*wsWG), int64(wsN)
+	aT, err := layouts.NewSmemTileMN(target.SM90a, layouts.OperandA, layouts.DTypeBF16, int(tm), wsRows, layouts.Swizzle128B)
+	if err != nil {
+		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
+	}
+	bT, err := layouts.NewSmemTileMN(target.SM90a, layouts.OperandB, layouts.DTypeBF16, int(tn), wsRows, layouts.Swizzle128B)
+	if err != nil {
+		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
+	}
+	hiA, err := aT.Descriptor(0, 0, 0)
+	if err != nil {
+		return Kernel{}, err
+	}
+	hiB, err := bT.Descriptor(0, 0, 0)
+	if err != nil {
+		return Kernel{}, err
+	}
+	offA, offB, err := stepOffsets(aT, bT)
+	if err != nil {
+		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
+	}
+	threads := 128 * (wsWG + 1)
+	stageBytes := int64(aT.Bytes() + bT.Bytes())
+	launchRegs := (65536 / threads) &^ 7
+	mmaRegs := min(240, ((launchRegs*threads-128*wsProdRegs)/(128*wsWG))&^7)
+	if acc := wsN / 2; acc+40 > mmaRegs {
+		return Kernel{}, fmt.Errorf("codegen: %s: %d accumulators per consumer thread exceed its %d registers", op.Name(), acc, mmaRegs)
+	}
+
+	b, k, w := wgradBlockStartTile(m, op, threads, 1, tm, tn, wsRows)
+	b.MaxRegisters(launchRegs)
+	base := b.SharedBase1024()
+	ring := mbarRing{bars: b.AddI(base, wsStages*stageBytes), S: wsStages}
+	ring.init(b, w.tid, 128, 4*wsWG, nil, nil, nil) // full: every producer thread's cp.async; empty: every consumer warp
+	b.SyncThreads()
+	wg := b.LShr(w.tid, ir.Int32(7))
+	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
+		b.SetMaxNReg(false, wsProdRegs)
+		ld := wsLoader{stageBytes: stageBytes, bOff: int64(aT.Bytes()), atomBytes: int64(aT.AtomBytes())}
+		ld.emit(b, op, w, base, ring)
+	}, func() {
+		b.SetMaxNReg(true, mmaRegs)
+		c := b.AddI(wg, -1)
+		laneZero := b.ZExt(b.ICmp(enum.IPredEQ, w.lane, ir.Int32(0)), ir.I32)
+		ml := WGMMAMainloop{N: wsN, Stages: wsStages, StageBytes: int(stageBytes), BOffset: aT.Bytes(),
+			OffA: offA, OffB: offB, DescHi: hiA, DescHiB: hiB, TransA: true, TransB: true, ProxyFence: true}
+		acc, _, _, e := b.WGMMAMainloop(ml, ir.Int32(0), ir.Int32(0), w.kTiles, ring.bars, base, b.MulI(c, int64(aT.AtomBytes())), laneZero)
+		if e != nil {
+			err = e
+			return
+		}
+		// wgmma D fragment: register 4j+i holds row 16*(warp%4) + lane/4 +
+		// 8*(i/2), column 8j + 2*(lane%4) + i%2 of the warpgroup's 64 rows.
+		g, q := b.LShr(w.lane, ir.Int32(2)), b.And(w.lane, ir.Int32(3))
+		r0 := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(w.warp, ir.Int32(3)), 16), g))
+		var groups [][]wgradPair
+		for j0 := int64(0); j0 < wsN/8; j0 += 4 {
+			var ps []wgradPair
+			for h := int64(0); h < 2; h++ {
+				for j := j0; j < j0+4; j++ {
+					ps = append(ps, wgradPair{row: b.AddI(r0, 8*h), col: b.AddI(b.MulI(q, 2), 8*j), acc: acc[4*j+2*h:][:2]})
+				}
+			}
+			groups = append(groups, ps)
+		}
+		b.wgradStorePairs(op, w.e, w.m0, w.n0, groups)
+	})
+	if err != nil {
+		return Kernel{}, err
+	}
+	b.Ret(nil)
+	M, N := int64(op.M), int64(op.N)
+	k.SharedBytes = int(wsStages*stageBytes) + 16*wsStages + 1024
+	k.SkipIfZeroT = true
+	k.Grid = [3]Expr{Const((N + tn - 1) / tn), Const((M + tm - 1) / tm), Const(int64(op.Experts))}
+	return k, nil
+}
+
+// wsLoader is the producer side of the warp-specialized weight gradient:
+// the 128 producer threads copy each stage's A tile (64*wsWG columns of A
+// from m0) and B tile (wsN columns of B from n0), wsRows rows each, as
+// MN-major tiles of 64-column atoms (atomBytes each: wsRows rows of 128
+// bytes, 128-byte swizzle: chunk ch%8 of row r at r*128 + ((ch%8) ^
+// (r%8))*16 in atom ch/8; layouts.NewSmemTileMN), A at stage offset 0, B
+// at bOff.
+type wsLoader struct {
+	stageBytes, bOff, atomBytes int64
+}
+
+// wsOperand is one operand's part of a producer thread's copies: its
+// global base (row lo, column c0 + 8*ch of a [rows, width] bf16 matrix),
+// whether those columns exist, the stage rows row0 + i*step it copies,
+// and its tile's offset in the stage.
+type wsOperand struct {
+	gBase, colOK, ch, row0 value.Value
+	width, step, reps      int64
+	sOff                   int64
+}
+
+// operand emits the calling producer thread's share (tid in 0..127) of an
+// operand of tileW columns from c0 of a [rows, width] matrix at base:
+// chunk tid%(tileW/8) of rows tid/(tileW/8) + i*128/(tileW/8).
+func (ld wsLoader) operand(b *Builder, base, tid, lo, c0 value.Value, width, tileW, sOff int64) wsOperand {
+	cpr := tileW / 8 // 16-byte chunks per row
+	o := wsOperand{width: width, step: 128 / cpr, reps: wsRows * cpr / 128, sOff: sOff}
+	o.ch = b.URem(tid, ir.Int32(cpr))
+	o.row0 = b.UDiv(tid, ir.Int32(cpr))
+	col := b.Add(c0, b.MulI(o.ch, 8))
+	o.colOK = b.ICmp(enum.IPredSLT, col, ir.Int32(width))
+	o.gBase = b.PtrToInt(b.ByteOffset(base, b.Add(b.MulI(b.Wide(lo), 2*width), b.MulI(b.Wide(col), 2))))
+	return o
+}
+
+// emit is the producer loop: for each stage kt of the expert's rows, wait
+// for the stage to be empty, issue the thread's cp.async copies (source
+// size 0 for rows at or past hi and columns past the operand's width) and
+// arrive on its full barrier when they land.
+func (ld wsLoader) emit(b *Builder, op moe.WeightGrad, w wgradBlock, base value.Value, ring mbarRing) {
+	tid := w.tid
+	ops := []wsOperand{
+		ld.operand(b, b.Param("a"), tid, w.lo, w.m0, int64(op.M), 64*wsWG, 0),
+		ld.operand(b, b.Param("b"), tid, w.lo, w.n0, int64(op.N), wsN, ld.bOff),
+	}
+	rows := b.Sub(w.hi, w.lo)
+	b.Loop(ir.Int32(0), w.kTiles, ir.Int32(1), []value.Value{ir.Int32(0), ir.Int32(0)}, func(kt value.Value, v []value.Value) []value.Value {
+		stage, phase := v[0], v[1]
+		b.MbarWait(ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+		st := b.Add(b.ZExt(base, ir.I64), b.MulI(b.Wide(stage), ld.stageBytes))
+		r0 := b.MulI(kt, wsRows) // first stage row, relative to lo
+		for _, o := range ops {
+			for i := int64(0); i < o.reps; i++ {
+				r := b.AddI(o.row0, i*o.step) // row inside the stage
+				rr := b.Add(r0, r)
+				ok := b.And(o.colOK, b.ICmp(enum.IPredSLT, rr, rows))
+				src := b.Select(ok, b.Add(o.gBase, b.MulI(b.Wide(rr), 2*o.width)), o.gBase)
+				size := b.Select(ok, ir.Int32(16), ir.Int32(0))
+				sw := b.Xor(b.And(o.ch, ir.Int32(7)), b.And(r, ir.Int32(7)))
+				off := b.Add(b.MulI(b.LShr(o.ch, ir.Int32(3)), ld.atomBytes), b.Add(b.MulI(r, 128), b.MulI(sw, 16)))
+				b.CpAsync16(b.Add(st, b.AddI(b.Wide(off), o.sOff)), src, size)
+			}
+		}
+		b.CpAsyncMbarArrive(ring.full(b, stage))
+		s2, p2 := ringNext(b, stage, phase, wsStages)
+		return []value.Value{s2, p2}
+	})
+}
