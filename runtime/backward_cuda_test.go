@@ -53,18 +53,19 @@ func groupedBackwardCases(t *testing.T) map[string]schedule.Layer {
 	return out
 }
 
-// TestLayerBackward runs Layer.Backward as a training step would (the same
-// Layer after its Forward, three steps on the same inputs, the third a
-// replay of Layer.CaptureBackward's CUDA graph, outputs
-// poisoned before each, main grads from AllocMainGrads accumulating from
-// random fp32 values, or from 0 for bf16) on every target the device runs,
-// T = 0, 1, 64, for grouped and per-expert weight storage, and checks
-// against schedule.Backward: dx and the routing-weight gradient after each
-// step (relative L2 at most 1e-2, every element written, the same bits
-// every step; the routing-weight gradient against moe.Interpret too,
-// checkRoutingGrad), the main grads' increments over the three steps (relative
-// L2 at most 1e-2), the main grads of every expert without routes bit for
-// bit as they started, and the pointer tables unchanged.
+// TestLayerBackward runs Layer.Backward as a training step would (one
+// Layer and one set of weights per layer and target for every T, the
+// Forward first, three steps on the same inputs, the third a replay of
+// Layer.CaptureBackward's CUDA graph, outputs poisoned before each, main
+// grads from AllocMainGrads accumulating from random fp32 values, or from
+// 0 for bf16) on every target the device runs, T = 0, 1, 64, for grouped
+// and per-expert weight storage, and checks against schedule.Backward: dx
+// and the routing-weight gradient after each step (relative L2 at most
+// 1e-2, every element written, the same bits every step; the
+// routing-weight gradient against moe.Interpret too, checkRoutingGrad),
+// the main grads' increments over the three steps (relative L2 at most
+// 1e-2), the main grads of every expert without routes bit for bit as they
+// started, and the pointer tables unchanged.
 func TestLayerBackward(t *testing.T) {
 	ctx := gputest.Open(t)
 	t.Setenv(runtime.CacheDirEnv, t.TempDir())
@@ -75,13 +76,51 @@ func TestLayerBackward(t *testing.T) {
 	defer stream.Destroy()
 	for name, l := range backwardCases(t) {
 		for _, tg := range gputest.Targets(ctx.Device().ComputeCapability()) {
-			for _, T := range []int{0, 1, 64} {
-				t.Run(fmt.Sprintf("%s/%v/T=%d", name, tg, T), func(t *testing.T) {
-					testLayerBackward(t, ctx, stream, l, tg, T)
-				})
-			}
+			t.Run(fmt.Sprintf("%s/%v", name, tg), func(t *testing.T) {
+				// One set of weights and one Layer for every T, as a
+				// training run keeps them (and building them, not the
+				// steps, is most of the test's time).
+				ls := newBackwardSetup(t, ctx, l, tg)
+				for _, T := range []int{0, 1, 64} {
+					t.Run(fmt.Sprintf("T=%d", T), func(t *testing.T) { testLayerBackward(t, ctx, stream, ls, T) })
+				}
+			})
 		}
 	}
+}
+
+// backwardSetup is what TestLayerBackward's runs of one layer and target
+// share: the weights (bf16 values) on the host and the device, and the
+// Layer.
+type backwardSetup struct {
+	l    schedule.Layer
+	seed uint64
+	w    schedule.Weights
+	dwts *runtime.DeviceTensors
+	ly   *runtime.Layer
+}
+
+// newBackwardSetup generates l's weights from a fresh seed (logged),
+// rounds them to bf16 so that the reference sees the GPU's weights,
+// uploads them and builds l's Layer for tg; t's cleanup frees them.
+func newBackwardSetup(t *testing.T, ctx *driver.Context, l schedule.Layer, tg target.Target) backwardSetup {
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	w, err := schedule.RandomWeights(l, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range [][][]float32{w.FC1, w.FC2, w.SharedFC1, w.SharedFC2, {w.SharedGate}} {
+		for _, v := range m {
+			copy(v, runtime.FromBF16(runtime.ToBF16(v))) // the reference sees the GPU's weights
+		}
+	}
+	dwts, err := runtime.UploadWeights(ctx, l, w)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dwts.Free() })
+	return backwardSetup{l: l, seed: seed, w: w, dwts: dwts, ly: newLayer(t, ctx, l, tg)}
 }
 
 // put allocates a device tensor holding v (bf16 bits, f32) with shape.
@@ -144,27 +183,12 @@ func gradRelL2(got, want, start []float64) (float64, error) {
 	return math.Sqrt(num / math.Max(den, 1e-300)), nil
 }
 
-func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, tg target.Target, T int) {
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	w, err := schedule.RandomWeights(l, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range [][][]float32{w.FC1, w.FC2, w.SharedFC1, w.SharedFC2, {w.SharedGate}} {
-		for _, v := range m {
-			copy(v, runtime.FromBF16(runtime.ToBF16(v))) // the reference sees the GPU's weights
-		}
-	}
-	dwts, err := runtime.UploadWeights(ctx, l, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dwts.Free()
+func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream, ls backwardSetup, T int) {
+	l, w, dwts, ly := ls.l, ls.w, ls.dwts, ls.ly
+	seed := ls.seed + uint64(T)<<32 // inputs of their own per T
 	c := newCase(t, ctx, l, w, T, seed+1)
 	x := runtime.FromBF16(runtime.ToBF16(c.x))
 	dy := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, l.Hidden, seed+2)))
-	ly := newLayer(t, ctx, l, tg)
 	b := runtime.Bindings{}
 	dwts.SetIn(b)
 	c.in.SetIn(b)
