@@ -190,8 +190,6 @@ func TestLayerForward(t *testing.T) {
 	}
 }
 
-// newLayer compiles and loads l with the default schedule of target,
-// closed when t ends.
 // randomWeightsOnDevice generates random weights of l from a fresh seed
 // (logged) and uploads them; the device copy is freed when the test ends.
 func randomWeightsOnDevice(t *testing.T, ctx *driver.Context, l schedule.Layer) (uint64, schedule.Weights, *runtime.DeviceTensors) {
@@ -210,6 +208,8 @@ func randomWeightsOnDevice(t *testing.T, ctx *driver.Context, l schedule.Layer) 
 	return seed, w, dw
 }
 
+// newLayer compiles and loads l with the default schedule of target,
+// closed when t ends.
 func newLayer(t *testing.T, ctx *driver.Context, l schedule.Layer, target target.Target) *runtime.Layer {
 	t.Helper()
 	s := testlayer.DefaultSchedule(t, l, target)

@@ -127,6 +127,7 @@ for phase in $phases; do
 		step "memcheck run --precision mxfp8 qwen3-30b-a3b T=64" 150 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64
 		# The MXFP8 backward: its own ops, then whole layers (clamped with biases, weight on the input).
 		(cd codegen && step "codegen: backward per-op (mxfp8 layers on sm_90a)" 200 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestBackwardPerOpsGPU')
+		(cd runtime && step "runtime: mxfp8 rows per expert 1..255, H = I = 2880" 200 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerMXFP8Rows')
 		for m in qwen3-30b-a3b gpt-oss-120b llama4-scout; do
 			step "run --backward --precision mxfp8 $m sm_90a T=$TOKENS x10" 240 "$OUT/run-mxfp8.log" \
 				bash -c "\"$mokc\" run --backward --precision mxfp8 --model $m --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8-backward.jsonl\""
