@@ -107,12 +107,21 @@ type sm90Layout struct {
 	launchRegs        int    // registers per thread at launch (.maxnreg) when rebalancing
 	descHi            uint64 // wgmma smem descriptor bits of the K-major 128B-swizzled atoms
 	descHiB           uint64 // B's (descHi, or those of the MN-major columns for an N-major B)
+	// expand: an MXExpand GEMM. The layout is then the bf16 GEMM's (K block
+	// BK/2, no staged epilogue) and bf its spec, which the consumers and
+	// the epilogue run; the producer widens the e4m3 operands (mx_expand.go).
+	expand bool
+	bf     GemmSpec
 }
 
 // sm90Plan derives the geometry of spec's sm_90a kernel (ring, staging,
 // setmaxnreg budget), or says why the atom refuses it.
 func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	var l sm90Layout
+	if s.MXExpand { // plan the bf16 GEMM the consumers run
+		s.MX, s.MXExpand, s.Tile.BK = false, false, s.Tile.BK/2
+		l.expand, l.bf = true, s
+	}
 	bm, nb := s.Tile.BM, s.bTileRows()
 	if err := checkTMATile(s, target.SM90a); err != nil {
 		return l, err
@@ -131,7 +140,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	// Staged epilogue when the staging tile fits (not with BTable, whose
 	// producer warps are busy copying B).
 	staging := 0
-	if s.B != BTable && !s.COutF32 { // the staging tile is bf16
+	if s.B != BTable && !s.COutF32 && !l.expand { // the staging tile is bf16
 		staging = s.Tile.BN
 	}
 	var err error
@@ -185,6 +194,9 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	case l.smem.Staged:
 		l.prodRegs = 48 // the store warps' copy loop
 	}
+	if l.expand {
+		l.prodRegs = expandProdRegs
+	}
 	l.mmaRegs = ((l.launchRegs*l.threads - 128*l.prodRegs) / (128 * l.WG)) &^ 7
 	if l.mmaRegs > 240 {
 		l.mmaRegs = 240
@@ -193,6 +205,9 @@ func (l *sm90Layout) registers(s GemmSpec) {
 
 // build adds the sm_90a kernel of spec to m.
 func (l sm90Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
+	if l.expand {
+		return l.buildExpand(m, spec, rowsPerT)
+	}
 	k := tmaKernel{threads: l.threads, launchRegs: l.launchRegs, tg: target.SM90a}
 	return k.build(m, spec, rowsPerT, l.tmaRing, func(b *Builder) error { return l.emit(b, spec) })
 }
@@ -207,12 +222,20 @@ type sm90Block struct {
 // emit is the sm_90a kernel: barriers, then the producer warpgroup and the
 // consumer warpgroups over the same work items.
 func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
+	mxSpec := spec
+	if l.expand {
+		spec = l.bf // the consumers' and the epilogue's GEMM
+	}
 	k := sm90Block{tmaBlock: tmaBlock{spec: spec}, tid: b.ThreadIdx(ir.X)}
 	wg := b.LShr(k.tid, ir.Int32(7))
 	k.base = b.SharedBase1024()
 	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}
 	var fullCount int
-	k.tmA, k.tmB, fullCount = tmaMaps(b, spec, 128) // BTable: one cp.async arrival per producer thread
+	if l.expand {
+		fullCount = 128 // every producer thread, after its stores
+	} else {
+		k.tmA, k.tmB, fullCount = tmaMaps(b, spec, 128) // BTable: one cp.async arrival per producer thread
+	}
 	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
 		if l.smem.Staged {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
@@ -223,6 +246,10 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	k.work = l.workList(b, spec)
 	var err error
 	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
+		if l.expand {
+			l.expandProducer(b, &k, mxSpec)
+			return
+		}
 		err = l.producer(b, &k)
 	}, func() {
 		err = l.consumers(b, &k, wg)
@@ -262,7 +289,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom
 	offA, offB := l.offA, l.offB
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
-		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable}
+		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable || l.expand}
 	mx := WGMMAMainloopMX{WGMMAMainloop: ml, ABlock: 4 * l.BM, BBlock: 4 * l.NB}
 	var aSc, bSc value.Value
 	if k.spec.MX {

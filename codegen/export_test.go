@@ -65,6 +65,10 @@ func SM80NMajorCases(prefix string) []GemmCase { return gemmCases(sm80NMajorCase
 // SM90MXCases returns the sm_90a engine's MXFP8 GEMMs (sm90MXCases).
 func SM90MXCases() []GemmCase { return gemmCases(sm90MXCases()) }
 
+// SM90MXExpandCases returns the same GEMMs run by expansion
+// (sm90MXExpandCases).
+func SM90MXExpandCases() []GemmCase { return gemmCases(sm90MXExpandCases()) }
+
 // SM90PerfCases returns the sm_90a engine's timing GEMMs (sm90PerfCases).
 func SM90PerfCases(prefix string) []GemmCase { return gemmCases(sm90PerfCases(prefix)) }
 

@@ -133,6 +133,14 @@ type GemmSpec struct {
 	// counts as its e4m3 products times the two scales. sm_90a only; BK
 	// 128, B grouped and K-major.
 	MX bool
+	// MXExpand (with MX) computes the same values another way on sm_90a:
+	// the producer warpgroup widens each stage's e4m3 elements times their
+	// scales to bf16 in shared memory (exact for every scale of at least
+	// 2^-124, layouts.TestMXValuesInBF16) and the consumers run the bf16
+	// wgmma loop over K blocks of BK/2, with no per-block promotion
+	// (docs/mxfp8.md). Opt-in (schedule.MXGemmExpand) until it has run on a
+	// GPU.
+	MXExpand bool
 }
 
 // ElemBytes is the size of an A or B element: 1 (MX, e4m3) or 2 (bf16).
@@ -172,6 +180,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: an N-major B needs the plain store epilogue and no bias", s.Name)
 	case s.MX && (s.B != BGrouped || s.BNMajor || s.K%32 != 0 || s.Tile.BK != 128):
 		return fmt.Errorf("codegen: %s: an MXFP8 GEMM needs grouped K-major weights, K a multiple of 32 (K = %d) and a K block of 128 (%d)", s.Name, s.K, s.Tile.BK)
+	case s.MXExpand && !s.MX:
+		return fmt.Errorf("codegen: %s: MXExpand is a way to run an MXFP8 GEMM (MX)", s.Name)
 	}
 	return nil
 }

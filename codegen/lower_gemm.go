@@ -151,6 +151,7 @@ func (lw *perOp) gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 	spec := GemmSpec{N: g.N, K: g.K, Experts: g.Experts, A: ATiled, B: BGrouped, Epilogue: EpiStore, Bias: g.Bias != nil,
 		COutF32: g.C.DType == moe.F32, BNMajor: g.BMajor == moe.NMajor, MX: g.AScales != nil}
+	spec.MXExpand = spec.MX && s.MXGemm == schedule.MXGemmExpand
 	if g.Rows == moe.Dense {
 		spec.A = ADense
 	}

@@ -22,10 +22,11 @@ import (
 // and checks C against the float64 GEMM of the dequantized values: plain
 // bf16 C (the staged epilogue), gated f32 C (halves and interleaved with
 // bias, as FC1 of an mxfp8 layer writes h), ragged experts, a K tail;
-// poisoned C with canary rows.
+// poisoned C with canary rows; each case run both ways (promoted per
+// block, and by expansion to bf16: GemmSpec.MXExpand).
 func TestSM90MXGemmGPU(t *testing.T) {
 	ctx, eng := engineOnGPU(t, target.SM90a, 90)
-	cases := codegen.SM90MXCases()
+	cases := append(codegen.SM90MXCases(), codegen.SM90MXExpandCases()...)
 	m := ir.NewModule("mx")
 	var infos []codegen.KernelInfo
 	for _, c := range cases {

@@ -258,6 +258,48 @@ func sm90MXCases() []sm90GemmCase {
 	}
 }
 
+// sm90MXExpandCases are sm90MXCases run by expansion (GemmSpec.MXExpand):
+// the same GEMMs, names suffixed "_expand".
+func sm90MXExpandCases() []sm90GemmCase {
+	var out []sm90GemmCase
+	for _, c := range sm90MXCases() {
+		c.spec.Name += "_expand"
+		c.spec.MXExpand = true
+		out = append(out, c)
+	}
+	return out
+}
+
+// TestSM90MXExpandAssemble builds the MXFP8 GEMM cases by expansion and
+// assembles them for sm_90a: bf16 wgmma, no e4m3 one, the e4m3 widening
+// in the producer; MXExpand without MX is refused.
+func TestSM90MXExpandAssemble(t *testing.T) {
+	eng, err := EngineFor(target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := sm90GemmModule(t, eng, sm90MXExpandCases())
+	text, err := mptx.Compile(m.IR, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for want, n := range map[string]int{"k32.f32.e4m3.e4m3": 0, "k16.f32.bf16.bf16": len(sm90MXExpandCases()), "cvt.rn.f16x2.e4m3x2": -1} {
+		got := strings.Count(text, want)
+		if (n >= 0 && got < n) || (n == 0 && got != 0) || (n < 0 && got == 0) {
+			t.Errorf("%d of %q in the expansion kernels", got, want)
+		}
+	}
+	toolchain.NeedPtxas(t, "sm_90a")
+	if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+	}
+	s := sm90MXExpandCases()[0].spec
+	s.MX = false
+	if _, err := eng.GroupedGEMM(ir.NewModule("r"), s, 1); err == nil || !strings.Contains(err.Error(), "MXExpand") {
+		t.Errorf("MXExpand without MX: %v", err)
+	}
+}
+
 // TestSM90MXAssemble builds the MXFP8 GEMM cases with mokc's PTX backend
 // and assembles them for sm_90a (the GPU test runs them); refusals: a B
 // tile above 128 rows, a K block other than 128, the other engines.

@@ -81,6 +81,45 @@ type Schedule struct {
 	// WGradMMA on four models, docs/perf.md, backward v2) or WGradWS
 	// (sm_90a only; not yet run on a GPU).
 	WGrad WGradKernel
+	// MXGemm is how the routed GEMMs of an mxfp8 layer run on sm_90a:
+	// MXGemmPromote (the default: e4m3 wgmma per 32-wide block, promoted
+	// with the scales) or MXGemmExpand (the operands widened to bf16 in
+	// shared memory, the bf16 wgmma loop; the same values, docs/mxfp8.md;
+	// not yet run on a GPU). Ignored by bf16 layers.
+	MXGemm MXGemmKind
+}
+
+// MXGemmKind selects how an MXFP8 GEMM runs on sm_90a.
+type MXGemmKind int
+
+// The MXFP8 GEMM kinds.
+const (
+	// MXGemmPromote: wgmma m64nNk32 on e4m3 per 32-wide K block into
+	// partial sums, each promoted into the f32 accumulators times the two
+	// block scales.
+	MXGemmPromote MXGemmKind = iota
+	// MXGemmExpand: the producer widens e4m3 times scale to bf16 in shared
+	// memory (exact) and the consumers run the bf16 wgmma loop.
+	MXGemmExpand
+)
+
+// String returns "promote" or "expand".
+func (k MXGemmKind) String() string {
+	if k == MXGemmExpand {
+		return "expand"
+	}
+	return "promote"
+}
+
+// ParseMXGemmKind accepts "promote" and "expand".
+func ParseMXGemmKind(v string) (MXGemmKind, error) {
+	switch v {
+	case "promote":
+		return MXGemmPromote, nil
+	case "expand":
+		return MXGemmExpand, nil
+	}
+	return 0, fmt.Errorf("mxfp8 GEMM %q: want promote or expand", v)
 }
 
 // WGradKernel selects the tensor-core instruction of the backward's
@@ -192,6 +231,9 @@ func (s Schedule) String() string {
 	if v := s.Variant; v != nil {
 		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
 			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
+	}
+	if s.MXGemm != MXGemmPromote {
+		text += fmt.Sprintf("; mxfp8 GEMMs by %v", s.MXGemm)
 	}
 	if s.WGrad != DefaultWGrad(s.Target) {
 		text += fmt.Sprintf("; backward weight gradients on %v", s.WGrad)
@@ -311,6 +353,9 @@ func (s Schedule) Validate(l Layer) error {
 	}
 	if s.WGrad != WGradMMA && s.WGrad != WGradWGMMA && s.WGrad != WGradWS {
 		return fieldErr("Schedule.WGrad", int(s.WGrad), "must be mma, wgmma or wgmma-ws")
+	}
+	if s.MXGemm != MXGemmPromote && s.MXGemm != MXGemmExpand {
+		return fieldErr("Schedule.MXGemm", int(s.MXGemm), "must be promote or expand")
 	}
 	if v, ok := s.VariantSchedule(); ok {
 		vr := s.Variant

@@ -14,7 +14,8 @@
 #   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10`, and one preset
 #          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad mma" selects the
 #          mma.sync weight-gradient kernel on sm_90a too (wgmma is its default)
-#   mxfp8  MXFP8 on sm_90a: the quantize kernel and GEMM cases, `mokc run --precision mxfp8` on four presets,
+#   mxfp8  MXFP8 on sm_90a: the quantize kernel and GEMM cases (both --mx-gemm ways), `mokc run --precision
+#          mxfp8` on four presets (both ways),
 #          memcheck, the backward's per-op test and `mokc run --backward --precision mxfp8` on three presets
 #          (and memcheck), and bench beside bf16 at T = 64 and 4096
 #   sweep  mokc bench over T = 64..16384 (forward; forward + backward at 1024 and 4096) for qwen3-30b-a3b and
@@ -121,8 +122,10 @@ for phase in $phases; do
 		# reference of the quantized values, memcheck, and its speed beside the bf16 forward.
 		(cd codegen && step "codegen: MXFP8 quantize kernel and GEMMs" 90 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestQuantizeGPU|TestSM90MXGemmGPU')
 		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite llama4-scout; do
-			step "run --precision mxfp8 $m sm_90a T=$TOKENS x10" 240 "$OUT/run-mxfp8.log" \
-				bash -c "\"$mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8.jsonl\""
+			for g in promote expand; do
+				step "run --precision mxfp8 --mx-gemm $g $m sm_90a T=$TOKENS x10" 240 "$OUT/run-mxfp8.log" \
+					bash -c "\"$mokc\" run --precision mxfp8 --mx-gemm $g --model $m --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8.jsonl\""
+			done
 		done
 		step "memcheck run --precision mxfp8 qwen3-30b-a3b T=64" 150 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64
 		# The MXFP8 backward: its own ops, then whole layers (clamped with biases, weight on the input).
@@ -135,8 +138,9 @@ for phase in $phases; do
 		step "memcheck run --backward --precision mxfp8 qwen3-30b-a3b T=64" 200 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --backward --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64 --repeat 1
 		for m in qwen3-30b-a3b deepseek-v3; do
 			for T in 64 4096; do
-				for p in bf16 mxfp8; do
-					step "bench $m sm_90a T=$T $p" 120 "$OUT/bench-mxfp8.log" "$mokc" bench --precision $p --model $m --target sm_90a --tokens $T --json
+				step "bench $m sm_90a T=$T bf16" 120 "$OUT/bench-mxfp8.log" "$mokc" bench --model $m --target sm_90a --tokens $T --json
+				for g in promote expand; do
+					step "bench $m sm_90a T=$T mxfp8 $g" 120 "$OUT/bench-mxfp8.log" "$mokc" bench --precision mxfp8 --mx-gemm $g --model $m --target sm_90a --tokens $T --json
 				done
 			done
 		done

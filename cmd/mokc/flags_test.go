@@ -103,6 +103,8 @@ func TestFieldFlagTables(t *testing.T) {
 			*p = schedule.Tile{M: 12345}
 		case *schedule.WGradKernel:
 			*p = 12345
+		case *schedule.MXGemmKind:
+			*p = 12345
 		default:
 			t.Errorf("--%s: field of type %T", f.name, p)
 		}

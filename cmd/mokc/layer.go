@@ -90,7 +90,7 @@ type fieldFlag struct {
 	// default schedule in place (the others describe the one GEMM shape).
 	keepsVariant bool
 	// ptr returns the field in l or s: an *int, a *schedule.Tile for a
-	// MxNxK flag, or a *schedule.WGradKernel.
+	// MxNxK flag, a *schedule.WGradKernel or a *schedule.MXGemmKind.
 	ptr func(l *schedule.Layer, s *schedule.Schedule) any
 }
 
@@ -119,6 +119,8 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; not yet run on a GPU); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
+	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted with the scales) or expand (operands widened to bf16 in shared memory, the bf16 wgmma loop; the same values; not yet run on a GPU)", "Schedule.MXGemm",
+		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote").keepingVariant(),
 }
 
 // withDefault is f with the help text def for its default.
@@ -200,6 +202,12 @@ func applyFlags(c *cli.Context, table []fieldFlag, l *schedule.Layer, s *schedul
 				return fmt.Errorf("--%s: %w", f.name, err)
 			}
 			*p = k
+		case *schedule.MXGemmKind:
+			k, err := schedule.ParseMXGemmKind(c.String(f.name))
+			if err != nil {
+				return fmt.Errorf("--%s: %w", f.name, err)
+			}
+			*p = k
 		}
 	}
 	return nil
@@ -247,6 +255,8 @@ func flagValue(p any) any {
 	case *schedule.Tile:
 		return *p
 	case *schedule.WGradKernel:
+		return *p
+	case *schedule.MXGemmKind:
 		return *p
 	}
 	return p

@@ -1,0 +1,147 @@
+package codegen
+
+import (
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
+)
+
+// The sm_90a MXFP8 GEMM by expansion (GemmSpec.MXExpand; docs/mxfp8.md):
+// the same values as the MX GEMM, computed by the bf16 pipeline. The
+// consumer warpgroups, the ring of 128-byte-swizzled K-major bf16 tiles
+// (K blocks of BK/2 = 64), the work list and the epilogue are those of the
+// bf16 GEMM (sm90Layout.bf); the producer warpgroup, all 128 threads,
+// fills each stage itself: for its chunks of 8 elements (chunk column
+// tid%8 of rows tid/8 + 16i of the A tile, then of the B tile by the
+// gate/up row map) it loads the 8 e4m3 bytes and the chunk's UE8M0 scale
+// code from global memory (all of a stage's loads first, so they are in
+// flight together), widens each byte exactly (cvt.rn.f16x2.e4m3x2, then
+// to f32), multiplies by 2^(code-127) (exact), rounds to bf16 (exact for
+// scales of at least 2^-124, layouts.TestMXValuesInBF16) and stores the
+// 16 bytes at the chunk's swizzled place (row*128 + ((c ^ row%8) * 16));
+// then fence.proxy.async (generic-proxy stores read by wgmma) and an
+// arrival on the stage's full barrier (128 per stage). Rows past the
+// expert's rows or the B rows, and K past K (K is a multiple of 32, not
+// always of 64), are stored as zeros. The consumers wait, fence again and
+// run WGMMAMainloop as for a bf16 GEMM: one f32 accumulation, no
+// per-block promotion.
+
+// expandProdRegs are the producer's registers after setmaxnreg.dec: a
+// stage's 8-byte loads and scale codes held together (24 chunks of a 128
+// x 256 tile: 72 registers) with their addresses.
+const expandProdRegs = 112
+
+// buildExpand adds the MXExpand kernel of spec to m: the parameters of
+// GemmParams(spec) (e4m3 A and B with their scales; no tensor maps), one
+// block per SM, setmaxnreg as planned.
+func (l sm90Layout) buildExpand(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
+	params := GemmParams(spec)
+	b := NewKernel(m, spec.Name, l.threads, gemmIRParams(params)...)
+	b.MinBlocksPerSM(1)
+	if l.launchRegs > 0 {
+		b.MaxRegisters(l.launchRegs)
+	}
+	if err := l.emit(b, spec); err != nil {
+		return KernelInfo{}, err
+	}
+	return KernelInfo{Name: spec.Name, Params: params, Block: l.threads, SharedBytes: l.smem.Bytes,
+		Grid: [3]Expr{persistentGrid(spec.Tile, target.SM90a.SMs()), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0}, nil
+}
+
+// expandChunk is one chunk a producer thread widens per stage: its 8 e4m3
+// bytes (two i32) and scale code as loaded, whether it exists, and its
+// byte offset in the stage.
+type expandChunk struct {
+	lo, hi, code, ok value.Value
+	off              value.Value // i32 offset in the stage
+	inTile           value.Value // i1: the row is one of the tile's (nil: always)
+}
+
+// expandProducer is the producer warpgroup of an MXExpand kernel (see
+// above); mx is the MX spec (e4m3 operands, their scales and K).
+func (l sm90Layout) expandProducer(b *Builder, k *sm90Block, mx GemmSpec) {
+	if l.prodRegs > 0 {
+		b.SetMaxNReg(false, l.prodRegs)
+	}
+	K := int64(mx.K)
+	nsf := K / 32
+	brows := int64(mx.BRows())
+	bRows := bTableLoad{tmaRing: l.tmaRing, N: mx.N, K: mx.K, BRows: mx.BRows(), threads: 128} // the gate/up row map
+	kc := b.And(k.tid, ir.Int32(7))                                                            // the thread's chunk column
+	rowT := b.LShr(k.tid, ir.Int32(3))                                                         // its first row in a tile
+	aBase, bBase := b.PtrToInt(b.Param("a")), b.PtrToInt(b.Param("b"))
+	aSc, bSc := b.PtrToInt(b.Param("a_scales")), b.PtrToInt(b.Param("b_scales"))
+	aBytes := int64(l.atoms * l.aAtom)
+	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+		return b.Loop(ir.Int32(0), ir.Int32(int64(l.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
+			stage, phase := v[0], v[1]
+			b.MbarWait(k.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+			k0 := b.Add(b.MulI(kt, int64(l.BK)), b.MulI(kc, 8))
+			kOK := b.ICmp(enum.IPredSLT, k0, ir.Int32(K))
+			blk := b.Wide(b.LShr(k0, ir.Int32(5)))
+			// load emits the chunk at k0 of global row grow (i32; valid
+			// when ok) of a matrix at base with scales at sc, stored at
+			// off: its loads read the matrix's first bytes when not ok.
+			load := func(base, sc, grow, ok, off value.Value) expandChunk {
+				row := b.Wide(b.Select(ok, grow, ir.Int32(0)))
+				k0w := b.Wide(b.Select(ok, k0, ir.Int32(0)))
+				src := b.Add(base, b.Add(b.MulI(row, K), k0w))
+				v := b.LoadAt(ir.Vec(2, ir.I32), b.IntToPtr(src, GPtr), 8)
+				code := b.ZExt(b.LoadAt(ir.I8, b.IntToPtr(b.Add(sc, b.Add(b.MulI(row, nsf), b.Select(ok, blk, ir.Int64(0)))), GPtr), 1), ir.I32)
+				return expandChunk{lo: b.ExtractElement(v, 0), hi: b.ExtractElement(v, 1), code: code, ok: ok, off: off}
+			}
+			var chunks []expandChunk
+			for i := 0; i < l.BM/16; i++ {
+				r := b.AddI(rowT, int64(16*i))
+				grow := b.Add(w.row0, r)
+				ok := b.And(kOK, b.ICmp(enum.IPredSLT, grow, w.rowEnd))
+				chunks = append(chunks, load(aBase, aSc, grow, ok, swizzled(b, r, kc)))
+			}
+			for i := 0; 16*i < l.NB; i++ {
+				j := b.AddI(rowT, int64(16*i))
+				grow := bRows.bRow(b, w.n0, j)
+				ok := b.And(kOK, b.And(b.ICmp(enum.IPredSLT, grow, ir.Int32(brows)), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(l.NB)))))
+				gi := b.Add(b.MulI(w.e, brows), grow)
+				c := load(bBase, bSc, gi, ok, b.AddI(swizzled(b, j, kc), aBytes))
+				if 16*(i+1) > l.NB { // the last rows when NB is not a multiple of 16
+					c.inTile = b.ICmp(enum.IPredSLT, j, ir.Int32(int64(l.NB)))
+				}
+				chunks = append(chunks, c)
+			}
+			sa := b.Add(k.base, b.MulI(stage, int64(l.stageBytes)))
+			for _, c := range chunks {
+				scale := b.ue8m0F32(c.code)
+				var vals []value.Value
+				for _, word := range []value.Value{c.lo, c.hi} {
+					for _, x := range b.e4m3x4F32(word) {
+						vals = append(vals, b.Select(c.ok, b.FMul(x, scale), ir.Float32(0)))
+					}
+				}
+				var vec value.Value = ir.Undef(ir.Vec(4, ir.I32))
+				for i := 0; i < 4; i++ {
+					vec = b.InsertElement(vec, b.PackBF16(vals[2*i], vals[2*i+1]), i)
+				}
+				store := func() { b.StoreAt(vec, b.IntToPtr(b.ZExt(b.Add(sa, c.off), ir.I64), SPtr), 16) }
+				if c.inTile != nil {
+					b.If(c.inTile, store)
+				} else {
+					store()
+				}
+			}
+			b.FenceProxyAsync()
+			b.MbarArrive(k.ring.full(b, stage))
+			s2, p2 := ringNext(b, stage, phase, l.S)
+			return []value.Value{s2, p2}
+		})
+	})
+}
+
+// swizzled is the byte offset of 16-byte chunk c of row r of a K-major
+// tile of 128-byte rows with the 128-byte swizzle: r*128 + ((c ^ r%8) *
+// 16) (layouts.SmemTile.ByteOffset of element (r, 8c) in the one atom of a
+// 64-wide bf16 K block).
+func swizzled(b *Builder, r, c value.Value) value.Value {
+	return b.Add(b.MulI(r, 128), b.MulI(b.Xor(c, b.And(r, ir.Int32(7))), 16))
+}
