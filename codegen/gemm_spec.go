@@ -91,6 +91,10 @@ type Tile struct {
 	// (sm_90a, sm_100a): schedule.Schedule.GridCTAs, 0 for one block per SM
 	// of the target's reference part (target.Target.SMs).
 	Grid int `json:"grid,omitempty"`
+	// GroupM is schedule.Schedule.GroupM: the persistent engines walk their
+	// work items in groups of GroupM row tiles, column block by column
+	// block (0: column blocks fastest).
+	GroupM int `json:"group_m,omitempty"`
 }
 
 // GemmSpec describes one grouped GEMM of the MoE forward (and the

@@ -30,15 +30,15 @@ type gemmWork struct {
 // Every role of a block walks the same sequence, so rings continue from
 // item to item.
 type workList struct {
-	spec               GemmSpec
-	bm, bn, nBlocks    int
-	items, first, step value.Value // item count; this block's first item and stride
+	spec                      GemmSpec
+	bm, bn, nBlocks           int
+	tiles, items, first, step value.Value // row tiles; item count; this block's first item and stride
 }
 
 // newWorkList emits the item count and the block's first item and stride.
 func newWorkList(b *Builder, spec GemmSpec, bm, bn, nBlocks int) workList {
 	wl := workList{spec: spec, bm: bm, bn: bn, nBlocks: nBlocks}
-	wl.items = gemmItems(b, spec, bm, nBlocks)
+	wl.tiles, wl.items = gemmItems(b, spec, bm, nBlocks)
 	wl.first, wl.step = b.BlockIdx(ir.X), b.GridDim(ir.X)
 	return wl
 }
@@ -48,28 +48,43 @@ func newWorkList(b *Builder, spec GemmSpec, bm, bn, nBlocks int) workList {
 // decoded item and returns the vars for the next.
 func (wl workList) each(b *Builder, init []value.Value, body func(w gemmWork, v []value.Value) []value.Value) []value.Value {
 	return b.Loop(wl.first, wl.items, wl.step, init, func(it value.Value, v []value.Value) []value.Value {
-		return body(gemmDecode(b, wl.spec, it, wl.bm, wl.bn, wl.nBlocks), v)
+		return body(gemmDecode(b, wl.spec, it, wl.tiles, wl.bm, wl.bn, wl.nBlocks), v)
 	})
 }
 
-// gemmItems emits the work-item count of a persistent grouped GEMM with bm
-// rows per tile and nBlocks column blocks: *ntiles (ATiled) or
-// ceil(rows/bm) (ADense), times nBlocks.
-func gemmItems(b *Builder, s GemmSpec, bm, nBlocks int) value.Value {
-	var tiles value.Value
+// gemmItems emits the row-tile count of a persistent grouped GEMM with bm
+// rows per tile, *ntiles (ATiled) or ceil(rows/bm) (ADense), and its
+// work-item count, tiles times the nBlocks column blocks.
+func gemmItems(b *Builder, s GemmSpec, bm, nBlocks int) (tiles, items value.Value) {
 	if s.A == ATiled {
 		tiles = b.LoadAt(ir.I32, b.Param("ntiles"), 4)
 	} else {
 		tiles = b.UDiv(b.AddI(b.Param("rows"), int64(bm-1)), ir.Int32(int64(bm)))
 	}
-	return b.MulI(tiles, int64(nBlocks))
+	return tiles, b.MulI(tiles, int64(nBlocks))
 }
 
-// gemmDecode emits the decoding of work item it (tile it/nBlocks, column
-// block it%nBlocks).
-func gemmDecode(b *Builder, s GemmSpec, it value.Value, bm, bn, nBlocks int) gemmWork {
-	t := b.UDiv(it, ir.Int32(int64(nBlocks)))
-	nb := b.URem(it, ir.Int32(int64(nBlocks)))
+// gemmDecode emits the decoding of work item it of tiles row tiles: tile
+// it/nBlocks, column block it%nBlocks; with Tile.GroupM = G > 0, the
+// items of group g = it/(G*nBlocks) are its row tiles gG.. (gsize =
+// min(G, tiles-gG) of them) times the column blocks, row tiles fastest:
+// r = it%(G*nBlocks) is column block r/gsize of tile gG + r%gsize (a
+// bijection of each group's items onto its tiles and blocks;
+// TestGroupedItems).
+func gemmDecode(b *Builder, s GemmSpec, it, tiles value.Value, bm, bn, nBlocks int) gemmWork {
+	var t, nb value.Value
+	if g := int64(s.Tile.GroupM); g > 0 {
+		per := g * int64(nBlocks)
+		first := b.MulI(b.UDiv(it, ir.Int32(per)), g)
+		r := b.URem(it, ir.Int32(per))
+		left := b.Sub(tiles, first)
+		gsize := b.Select(b.ICmp(enum.IPredSLT, left, ir.Int32(g)), left, ir.Int32(g))
+		nb = b.UDiv(r, gsize)
+		t = b.Add(first, b.URem(r, gsize))
+	} else {
+		t = b.UDiv(it, ir.Int32(int64(nBlocks)))
+		nb = b.URem(it, ir.Int32(int64(nBlocks)))
+	}
 	var w gemmWork
 	w.n0 = b.MulI(nb, int64(bn))
 	if s.A == ATiled {

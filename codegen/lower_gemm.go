@@ -167,7 +167,7 @@ func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 		}
 	}
 	spec.Tile = Tile{BM: t.M, BN: bn, BK: t.K, Stages: s.Stages, Warps: s.Warps.MMA,
-		ProducerWarps: s.Warps.Producer, EpilogueWarps: s.Warps.Epilogue, Cluster: s.Cluster, Grid: s.GridCTAs}
+		ProducerWarps: s.Warps.Producer, EpilogueWarps: s.Warps.Epilogue, Cluster: s.Cluster, Grid: s.GridCTAs, GroupM: s.GroupM}
 	return spec
 }
 

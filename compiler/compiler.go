@@ -125,7 +125,7 @@ func ReproduceCommand(l schedule.Layer, s schedule.Schedule) (cmd string, ok boo
 
 // reproduceCommand is ReproduceCommand for the forward or, with backward,
 // the backward: then with --backward, and --main-grad bf16 and --wgrad
-// where l and s have them.
+// where l and s have them (--group-m and --mx-gemm in either).
 func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd string, ok bool) {
 	p, err := schedule.Preset(l.Name)
 	if err != nil {
@@ -158,7 +158,14 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 			args = append(args, "--wgrad "+s.WGrad.String())
 		}
 	}
-	s.WGrad = def.WGrad // said by --wgrad, which keeps the GEMM variant
+	if s.GroupM != def.GroupM {
+		args = append(args, fmt.Sprintf("--group-m %d", s.GroupM))
+	}
+	if s.MXGemm != def.MXGemm {
+		args = append(args, "--mx-gemm "+s.MXGemm.String())
+	}
+	// Said by --wgrad, --group-m and --mx-gemm, which keep the GEMM variant.
+	s.WGrad, s.GroupM, s.MXGemm = def.WGrad, def.GroupM, def.MXGemm
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set
 		// the rest.

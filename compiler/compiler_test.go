@@ -106,6 +106,11 @@ func TestStageErrors(t *testing.T) {
 	if _, ok := ReproduceCommand(lb, sb); ok {
 		t.Error("a forward repro for a layer whose main grads differ from the preset's")
 	}
+	sg := s
+	sg.GroupM = 8
+	if cmd, ok := ReproduceCommand(l, sg); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --group-m 8 --emit llvm" {
+		t.Errorf("ReproduceCommand(GroupM 8) = %q, %v", cmd, ok)
+	}
 	renamed := l
 	renamed.Hidden *= 2
 	if cmd, ok := ReproduceCommand(renamed, s); ok {

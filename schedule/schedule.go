@@ -64,6 +64,16 @@ type Schedule struct {
 	// GridCTAs is the persistent grid size; 0 = Target.SMs() (one CTA per
 	// SM of the target's reference part). Must be 0 when not Persistent.
 	GridCTAs int
+	// GroupM orders a persistent grid's work items (row tile, column
+	// block): 0 walks the column blocks of one row tile after another, so
+	// the CTAs running at once share a row tile and each reads a different
+	// slice of the weights, which a large expert streams from HBM once per
+	// row tile; G > 0 walks groups of G row tiles column block by column
+	// block, so G CTAs read each weight slice while it is in L2 (Triton's
+	// GROUP_SIZE_M). The results do not change (each tile is computed the
+	// same way wherever it runs). Must be 0 when not Persistent (the sm_80
+	// grid already runs row tiles fastest). Not yet timed on a GPU.
+	GroupM int
 	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_100a
 	// (cta_group::2: the pair computes a 2M x N tile, each CTA holding M rows
 	// of A and N/2 rows of B).
@@ -178,6 +188,10 @@ func ParseWGradKernel(v string) (WGradKernel, error) {
 // would still fit).
 const maxGridCTAs = 65535
 
+// maxGroupM bounds Schedule.GroupM: a group's row tiles times the column
+// blocks it walks at once stay within a persistent grid.
+const maxGroupM = 1024
+
 // TileVariant is a second tile shape of the routed-expert GEMMs, chosen by
 // the mean rows per expert. Its Stages and MMAWarps replace the
 // schedule's for these two kernels; everything else is the schedule's.
@@ -217,9 +231,17 @@ func (s Schedule) GridText() string {
 	case !s.Persistent:
 		return "one CTA per tile"
 	case s.GridCTAs > 0:
-		return fmt.Sprintf("persistent, %d CTAs", s.GridCTAs)
+		return fmt.Sprintf("persistent, %d CTAs%s", s.GridCTAs, s.groupText())
 	}
-	return fmt.Sprintf("persistent, %d CTAs (one per SM)", s.Target.SMs())
+	return fmt.Sprintf("persistent, %d CTAs (one per SM)%s", s.Target.SMs(), s.groupText())
+}
+
+// groupText is ", row tiles in groups of G" for GroupM = G > 0, else "".
+func (s Schedule) groupText() string {
+	if s.GroupM > 0 {
+		return fmt.Sprintf(", row tiles in groups of %d", s.GroupM)
+	}
+	return ""
 }
 
 // String is a one-line summary of the schedule (the weight-gradient
@@ -338,6 +360,9 @@ func (s Schedule) Validate(l Layer) error {
 	}
 	if s.GridCTAs < 0 || s.GridCTAs > maxGridCTAs {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be in 0..%d (0 = one CTA per SM; a persistent grid beyond a few CTAs per SM only adds idle CTAs)", maxGridCTAs)
+	}
+	if s.GroupM < 0 || s.GroupM > maxGroupM || (!s.Persistent && s.GroupM != 0) {
+		return fieldErr("Schedule.GroupM", s.GroupM, "must be in 0..%d, and 0 for a grid of one CTA per tile (the sm_80 engine's grid already runs row tiles fastest)", maxGroupM)
 	}
 	if !s.Persistent && s.GridCTAs != 0 {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be 0 for a grid of one CTA per tile: no grid size to set (the sm_80 engine is not persistent)")

@@ -13,13 +13,16 @@
 #          gradients' N-major GEMMs, runtime's Layer.Backward training steps)
 #   bwdrun every preset x {sm_80, sm_90a} x T in TOKENS, `mokc run --backward --repeat 10`, and one preset
 #          with a routing map, in three memory-bounded lanes side by side; WGRAD="--wgrad mma" selects the
-#          mma.sync weight-gradient kernel on sm_90a too (wgmma is its default)
+#          mma.sync weight-gradient kernel on sm_90a too (wgmma is its default); TARGETS=sm_90a with
+#          WGRAD="--wgrad wgmma-ws" (sm_90a only)
 #   mxfp8  MXFP8 on sm_90a: the quantize kernel and GEMM cases (both --mx-gemm ways), `mokc run --precision
 #          mxfp8` on four presets (both ways),
 #          memcheck, the backward's per-op test and `mokc run --backward --precision mxfp8` on three presets
 #          (and memcheck), and bench beside bf16 at T = 64 and 4096
 #   sweep  mokc bench over T = 64..16384 (forward; forward + backward at 1024 and 4096) for qwen3-30b-a3b and
 #          deepseek-v3, drawn by `mokc plot roofline` into $OUT/roofline.svg
+#   raster the persistent GEMMs' work-item order (--group-m 8, 16 against 0): checked with mokc run, then
+#          timed forward and forward + backward at T = 4096 on mixtral-8x7b, deepseek-v3, qwen3-30b-a3b
 #   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads, the
 #          three weight-gradient kernels) beside
 #          PyTorch's autograd pipeline, then compute-sanitizer memcheck and racecheck of Layer.Backward
@@ -90,7 +93,7 @@ for phase in $phases; do
 		# machine has 16 cores). GPU memory (139 GiB): weights + fp32 main grads are 101 GB for kimi-k2 (run with
 		# bf16 main grads: 67 GB), 68 GB deepseek-v3, 39 GB deepseek-v4-flash, 152 GB dsv4-pro-proxy (bf16:
 		# 101 GB, last), at most 19 GB for every other preset, so the big ones share one lane. MODELS is ignored.
-		run1() { step "run --backward $1 $2 ${WGRAD:-}" "$3" "$OUT/run-backward-$1$4.log" bash -c "\"$mokc\" run --backward ${WGRAD:-} --model $1 $2 --target sm_80,sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-backward-$1$4.jsonl\""; }
+		run1() { step "run --backward $1 $2 ${WGRAD:-}" "$3" "$OUT/run-backward-$1$4.log" bash -c "\"$mokc\" run --backward ${WGRAD:-} --model $1 $2 --target ${TARGETS:-sm_80,sm_90a} --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-backward-$1$4.jsonl\""; }
 		(run1 kimi-k2 "--main-grad bf16" 300 ""; run1 deepseek-v3 "" 300 ""; run1 deepseek-v4-flash "" 240 ""; run1 dsv4-pro-proxy "--main-grad bf16" 300 "") &
 		(run1 mixtral-8x7b "" 300 ""; run1 llama4-scout "" 240 ""; run1 qwen2-57b-a14b "" 240 ""; run1 qwen3-235b-a22b "" 240 "") &
 		(run1 olmoe-1b-7b "" 120 ""; run1 qwen3-30b-a3b "" 120 ""; run1 gpt-oss-20b "" 180 ""; run1 gpt-oss-20b "--routing map" 180 "-map"
@@ -157,8 +160,26 @@ for phase in $phases; do
 		done
 		step "plot roofline" 30 "$OUT/sweep.log" "$mokc" plot roofline -o "$OUT/roofline.svg" "$OUT/sweep.jsonl"
 		;;
+	raster)
+		# The persistent GEMMs' work-item order (--group-m): correctness first (every tile once; the same
+		# bits as column-blocks-fastest), then forward and forward + backward at T = 4096, alternated.
+		for m in mixtral-8x7b qwen3-30b-a3b; do
+			step "run $m sm_90a --group-m 8 T=1,64,4096 x3" 200 "$OUT/raster.log" \
+				bash -c "\"$mokc\" run --model $m --target sm_90a --group-m 8 --tokens 1,64,4096 --repeat 3 --json >>\"$OUT/raster.jsonl\""
+			step "run --backward $m sm_90a --group-m 8 T=64,4096 x3" 200 "$OUT/raster.log" \
+				bash -c "\"$mokc\" run --backward --model $m --target sm_90a --group-m 8 --tokens 64,4096 --repeat 3 --json >>\"$OUT/raster.jsonl\""
+		done
+		for m in mixtral-8x7b deepseek-v3 qwen3-30b-a3b; do
+			for g in 0 8 16 0 8 16; do
+				step "bench $m sm_90a T=4096 --group-m $g" 120 "$OUT/raster.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens 4096 --group-m $g --kernels --json >>\"$OUT/bench-raster.jsonl\""
+			done
+			for g in 0 8; do
+				step "bench --backward $m sm_90a T=4096 --group-m $g" 150 "$OUT/raster.log" bash -c "\"$mokc\" bench --backward --main-grad bf16 --model $m --target sm_90a --tokens 4096 --group-m $g --iters 10 --warmup 2 --kernels --json >>\"$OUT/bench-raster.jsonl\""
+			done
+		done
+		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, sweep)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, sweep, raster)" >&2
 		exit 2
 		;;
 	esac
