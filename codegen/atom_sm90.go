@@ -177,7 +177,8 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 // it copies B itself: with 64, ptxas spilled in the GPT-OSS 128x128
 // pointer-table case; 80 when it loads the MXFP8 scale codes one K block
 // ahead: with 72 ptxas spilled 4 bytes in qwen3-30b-a3b's FC1, with 80 it
-// spills 4 bytes in gpt-oss-120b's) and the consumers take what it frees: setmaxnreg.inc
+// spills 4 bytes in gpt-oss-120b's; expandProdRegs when it widens MXFP8
+// operands itself) and the consumers take what it frees: setmaxnreg.inc
 // blocks until the registers are in the pool, so the consumers' target
 // must not exceed launchRegs + freed/(128*WG).
 func (l *sm90Layout) registers(s GemmSpec) {

@@ -65,11 +65,11 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 	}
 	hiA, err := aT.Descriptor(0, 0, 0)
 	if err != nil {
-		return Kernel{}, err
+		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
 	}
 	hiB, err := bT.Descriptor(0, 0, 0)
 	if err != nil {
-		return Kernel{}, err
+		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
 	}
 	offA, offB, err := stepOffsets(aT, bT)
 	if err != nil {

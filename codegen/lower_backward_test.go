@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -49,7 +50,7 @@ func TestBackwardAssemble(t *testing.T) {
 			if c.wg == schedule.WGradWGMMA && !strings.Contains(text, "m64n128k16.f32.bf16.bf16") {
 				t.Errorf("%s %v: no wgmma weight gradient", name, tg)
 			}
-			if c.wg == schedule.WGradWS && !strings.Contains(text, "cp.async.mbarrier.arrive.noinc") {
+			if c.wg == schedule.WGradWS && !strings.Contains(text, fmt.Sprintf("setmaxnreg.dec.sync.aligned.u32 %d;", wsProdRegs)) {
 				t.Errorf("%s %v: no warp-specialized weight gradient", name, tg)
 			}
 			toolchain.NeedPtxas(t, tg.String())

@@ -16,8 +16,8 @@ import (
 // fills each stage itself: for its chunks of 8 elements (chunk column
 // tid%8 of rows tid/8 + 16i of the A tile, then of the B tile by the
 // gate/up row map) it loads the 8 e4m3 bytes and the chunk's UE8M0 scale
-// code from global memory (all of a stage's loads first, so they are in
-// flight together), widens each byte exactly (cvt.rn.f16x2.e4m3x2, then
+// code from global memory (expandBatch chunks' loads at a time, so they
+// are in flight together), widens each byte exactly (cvt.rn.f16x2.e4m3x2, then
 // to f32), multiplies by 2^(code-127) (exact), rounds to bf16 (exact for
 // scales of at least 2^-124, layouts.TestMXValuesInBF16) and stores the
 // 16 bytes at the chunk's swizzled place (row*128 + ((c ^ row%8) * 16));
@@ -28,10 +28,17 @@ import (
 // run WGMMAMainloop as for a bf16 GEMM: one f32 accumulation, no
 // per-block promotion.
 
-// expandProdRegs are the producer's registers after setmaxnreg.dec: a
-// stage's 8-byte loads and scale codes held together (24 chunks of a 128
-// x 256 tile: 72 registers) with their addresses.
-const expandProdRegs = 112
+// expandProdRegs are the producer's registers after setmaxnreg.dec, and
+// expandBatch the chunks whose loads it issues together before converting
+// them (each chunk's two words and scale code live until its conversion):
+// with 96 the consumers keep 200 registers with two consumer warpgroups
+// and 136 with three (192-row tiles), and ptxas spills nowhere on the
+// 128x128, 128x256 and 192x128 tiles (with 72, or 88 and 8 chunks, the
+// producer spilled).
+const (
+	expandProdRegs = 96
+	expandBatch    = 8
+)
 
 // buildExpand adds the MXExpand kernel of spec to m: the parameters of
 // GemmParams(spec) (e4m3 A and B with their scales; no tensor maps), one
@@ -54,9 +61,9 @@ func (l sm90Layout) buildExpand(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 // bytes (two i32) and scale code as loaded, whether it exists, and its
 // byte offset in the stage.
 type expandChunk struct {
-	lo, hi, code, ok value.Value
-	off              value.Value // i32 offset in the stage
-	inTile           value.Value // i1: the row is one of the tile's (nil: always)
+	lo, hi, code value.Value // zero words and code 127 for a chunk past the edges
+	off          value.Value // i32 offset in the stage
+	inTile       value.Value // i1: the row is one of the tile's (nil: always)
 }
 
 // expandProducer is the producer warpgroup of an MXExpand kernel (see
@@ -81,53 +88,47 @@ func (l sm90Layout) expandProducer(b *Builder, k *sm90Block, mx GemmSpec) {
 			k0 := b.Add(b.MulI(kt, int64(l.BK)), b.MulI(kc, 8))
 			kOK := b.ICmp(enum.IPredSLT, k0, ir.Int32(K))
 			blk := b.Wide(b.LShr(k0, ir.Int32(5)))
-			// load emits the chunk at k0 of global row grow (i32; valid
-			// when ok) of a matrix at base with scales at sc, stored at
-			// off: its loads read the matrix's first bytes when not ok.
-			load := func(base, sc, grow, ok, off value.Value) expandChunk {
-				row := b.Wide(b.Select(ok, grow, ir.Int32(0)))
-				k0w := b.Wide(b.Select(ok, k0, ir.Int32(0)))
-				src := b.Add(base, b.Add(b.MulI(row, K), k0w))
-				v := b.LoadAt(ir.Vec(2, ir.I32), b.IntToPtr(src, GPtr), 8)
-				code := b.ZExt(b.LoadAt(ir.I8, b.IntToPtr(b.Add(sc, b.Add(b.MulI(row, nsf), b.Select(ok, blk, ir.Int64(0)))), GPtr), 1), ir.I32)
-				return expandChunk{lo: b.ExtractElement(v, 0), hi: b.ExtractElement(v, 1), code: code, ok: ok, off: off}
-			}
-			var chunks []expandChunk
+			// A chunk: global row grow (i32; valid when ok) of a matrix at
+			// base with scales at sc, stored at off.
+			type chunkAt struct{ base, sc, grow, ok, off, inTile value.Value }
+			var at []chunkAt
 			for i := 0; i < l.BM/16; i++ {
 				r := b.AddI(rowT, int64(16*i))
 				grow := b.Add(w.row0, r)
 				ok := b.And(kOK, b.ICmp(enum.IPredSLT, grow, w.rowEnd))
-				chunks = append(chunks, load(aBase, aSc, grow, ok, swizzled(b, r, kc)))
+				at = append(at, chunkAt{base: aBase, sc: aSc, grow: grow, ok: ok, off: swizzled(b, r, kc)})
 			}
 			for i := 0; 16*i < l.NB; i++ {
 				j := b.AddI(rowT, int64(16*i))
 				grow := bRows.bRow(b, w.n0, j)
 				ok := b.And(kOK, b.And(b.ICmp(enum.IPredSLT, grow, ir.Int32(brows)), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(l.NB)))))
-				gi := b.Add(b.MulI(w.e, brows), grow)
-				c := load(bBase, bSc, gi, ok, b.AddI(swizzled(b, j, kc), aBytes))
+				c := chunkAt{base: bBase, sc: bSc, grow: b.Add(b.MulI(w.e, brows), grow), ok: ok, off: b.AddI(swizzled(b, j, kc), aBytes)}
 				if 16*(i+1) > l.NB { // the last rows when NB is not a multiple of 16
 					c.inTile = b.ICmp(enum.IPredSLT, j, ir.Int32(int64(l.NB)))
 				}
-				chunks = append(chunks, c)
+				at = append(at, c)
+			}
+			// load issues a chunk's loads (the matrix's first bytes when
+			// not ok) and keeps its words and code: zero words and the code
+			// of 1.0 when not ok (so the chunk widens to zeros).
+			load := func(c chunkAt) expandChunk {
+				row := b.Wide(b.Select(c.ok, c.grow, ir.Int32(0)))
+				k0w := b.Wide(b.Select(c.ok, k0, ir.Int32(0)))
+				src := b.Add(c.base, b.Add(b.MulI(row, K), k0w))
+				v := b.LoadAt(ir.Vec(2, ir.I32), b.IntToPtr(src, GPtr), 8)
+				code := b.ZExt(b.LoadAt(ir.I8, b.IntToPtr(b.Add(c.sc, b.Add(b.MulI(row, nsf), b.Select(c.ok, blk, ir.Int64(0)))), GPtr), 1), ir.I32)
+				zero := ir.Int32(0)
+				return expandChunk{lo: b.Select(c.ok, b.ExtractElement(v, 0), zero), hi: b.Select(c.ok, b.ExtractElement(v, 1), zero),
+					code: b.Select(c.ok, code, ir.Int32(127)), off: c.off, inTile: c.inTile}
 			}
 			sa := b.Add(k.base, b.MulI(stage, int64(l.stageBytes)))
-			for _, c := range chunks {
-				scale := b.ue8m0F32(c.code)
-				var vals []value.Value
-				for _, word := range []value.Value{c.lo, c.hi} {
-					for _, x := range b.e4m3x4F32(word) {
-						vals = append(vals, b.Select(c.ok, b.FMul(x, scale), ir.Float32(0)))
-					}
+			for i0 := 0; i0 < len(at); i0 += expandBatch {
+				var chunks []expandChunk
+				for _, c := range at[i0:min(i0+expandBatch, len(at))] {
+					chunks = append(chunks, load(c))
 				}
-				var vec value.Value = ir.Undef(ir.Vec(4, ir.I32))
-				for i := 0; i < 4; i++ {
-					vec = b.InsertElement(vec, b.PackBF16(vals[2*i], vals[2*i+1]), i)
-				}
-				store := func() { b.StoreAt(vec, b.IntToPtr(b.ZExt(b.Add(sa, c.off), ir.I64), SPtr), 16) }
-				if c.inTile != nil {
-					b.If(c.inTile, store)
-				} else {
-					store()
+				for _, c := range chunks {
+					expandStore(b, sa, c)
 				}
 			}
 			b.FenceProxyAsync()
@@ -136,6 +137,29 @@ func (l sm90Layout) expandProducer(b *Builder, k *sm90Block, mx GemmSpec) {
 			return []value.Value{s2, p2}
 		})
 	})
+}
+
+// expandStore widens chunk c (8 e4m3 bytes times 2^(code-127), exactly),
+// rounds to bf16 and stores the 16 bytes at stage address sa + c.off
+// (when c.inTile, if set, is true).
+func expandStore(b *Builder, sa value.Value, c expandChunk) {
+	scale := b.ue8m0F32(c.code)
+	var vals []value.Value
+	for _, word := range []value.Value{c.lo, c.hi} {
+		for _, x := range b.e4m3x4F32(word) {
+			vals = append(vals, b.FMul(x, scale))
+		}
+	}
+	var vec value.Value = ir.Undef(ir.Vec(4, ir.I32))
+	for i := 0; i < 4; i++ {
+		vec = b.InsertElement(vec, b.PackBF16(vals[2*i], vals[2*i+1]), i)
+	}
+	store := func() { b.StoreAt(vec, b.IntToPtr(b.ZExt(b.Add(sa, c.off), ir.I64), SPtr), 16) }
+	if c.inTile != nil {
+		b.If(c.inTile, store)
+	} else {
+		store()
+	}
 }
 
 // swizzled is the byte offset of 16-byte chunk c of row r of a K-major

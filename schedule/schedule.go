@@ -287,24 +287,31 @@ func operandBytes(l Layer) int {
 //     rows of B. TMEMColumns: two accumulator buffers of N columns (and the
 //     MXFP8 scales), a power of two.
 //
-// mxfp8 (not built by codegen yet) adds one UE8M0 scale byte per 32 K
-// elements per row. The tile must have passed the shape rules of Validate.
+// mxfp8 tiles are e4m3 with their scales (one per 32 K elements per row;
+// f32 on sm_90a); with MXGemmExpand they are the bf16 tiles of K/2 the
+// expansion writes, with no scales and no staging tile. The tile must have
+// passed the shape rules of Validate.
 func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error) {
+	mx := l.Precision == MXFP8
+	expand := mx && s.MXGemm == MXGemmExpand
 	c := layouts.GemmConfig{Target: s.Target, DType: layouts.DTypeBF16, M: t.M, BRows: t.N, K: t.K, Stages: s.Stages,
-		Scales: l.Precision == MXFP8, N: l.Hidden}
+		Scales: mx && !expand, N: l.Hidden}
 	if fc1 {
 		c.GateUp, c.N = layouts.GateUpHalves, l.Intermediate
 		if l.GateUpInterleaved {
 			c.GateUp = layouts.GateUpInterleaved
 		}
 	}
-	if l.Precision == MXFP8 {
+	switch {
+	case expand:
+		c.K = t.K / 2
+	case mx:
 		c.DType = layouts.DTypeE4M3
 	}
 	if s.Cluster == 2 {
 		c.BRows = t.N / 2
 	}
-	if s.Target == target.SM90a && l.Storage != PerExpertWeights {
+	if s.Target == target.SM90a && l.Storage != PerExpertWeights && !expand {
 		// The producer warps store the staged tile; with per-expert
 		// weights they copy B instead, and there is no staging.
 		c.StagingCols = t.N
@@ -381,6 +388,9 @@ func (s Schedule) Validate(l Layer) error {
 	}
 	if s.MXGemm != MXGemmPromote && s.MXGemm != MXGemmExpand {
 		return fieldErr("Schedule.MXGemm", int(s.MXGemm), "must be promote or expand")
+	}
+	if s.MXGemm == MXGemmExpand && (l.Precision != MXFP8 || s.Target != target.SM90a) {
+		return fieldErr("Schedule.MXGemm", s.MXGemm, "expand is a way to run an mxfp8 layer's GEMMs on sm_90a (this layer is %v, the target %v)", l.Precision, s.Target)
 	}
 	if v, ok := s.VariantSchedule(); ok {
 		vr := s.Variant

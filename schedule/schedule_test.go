@@ -230,6 +230,10 @@ func TestScheduleValidateErrors(t *testing.T) {
 		{"sm100 epilogue", def(target.SM100a), func(s *Schedule) { s.Warps.Epilogue = 3 }, "Schedule.Warps.Epilogue", "multiple of 4"},
 		{"too many warps", def(target.SM100a), func(s *Schedule) { s.Warps.Epilogue = 32 }, "Schedule.Warps", "1024 threads"},
 		{"bad target", def(target.SM80), func(s *Schedule) { s.Target = 3 }, "Schedule.Target", "sm_80"},
+		{"group-m on sm_80", def(target.SM80), func(s *Schedule) { s.GroupM = 8 }, "Schedule.GroupM", "one CTA per tile"},
+		{"negative group-m", def(target.SM90a), func(s *Schedule) { s.GroupM = -1 }, "Schedule.GroupM", "0.."},
+		{"expand on bf16", def(target.SM90a), func(s *Schedule) { s.MXGemm = MXGemmExpand }, "Schedule.MXGemm", "mxfp8 layer"},
+		{"bad wgrad", def(target.SM90a), func(s *Schedule) { s.WGrad = 7 }, "Schedule.WGrad", "wgmma-ws"},
 	}
 	for _, c := range cases {
 		s := c.s
@@ -251,6 +255,15 @@ func TestScheduleValidateErrors(t *testing.T) {
 	s.FC1.K, s.FC2.K = 128, 128
 	if err := s.Validate(m); err == nil || !strings.Contains(err.Error(), "TMEM") && !strings.Contains(err.Error(), "shared memory") {
 		t.Errorf("16 mxfp8 stages: %v", err)
+	}
+	// Expansion plans bf16 tiles of half the K block, without scales.
+	s, _ = DefaultSchedule(m, target.SM90a)
+	s.MXGemm = MXGemmExpand
+	if err := s.Validate(m); err != nil {
+		t.Fatalf("mxfp8 expand: %v", err)
+	}
+	if p, err := s.GemmSmem(m, s.FC1, true); err != nil || p.ScaleBytes != 0 || p.K != s.FC1.K/2 || p.Staged {
+		t.Errorf("mxfp8 expand's FC1 smem: %+v, %v", p, err)
 	}
 	// A schedule is validated with its layer.
 	bad := l
