@@ -37,14 +37,37 @@ const (
 	wgradWGTile   = 128
 )
 
-// wgradWGTiles are the MN-major A (M x rows) and B (N x rows) tiles of one
-// stage.
-func wgradWGTiles() (a, bt *layouts.SmemTile, err error) {
-	if a, err = layouts.NewSmemTileMN(target.SM90a, layouts.OperandA, layouts.DTypeBF16, wgradWGTile, wgradWGRows, layouts.Swizzle128B); err != nil {
-		return nil, nil, err
+// wgradTiles are the MN-major A (tm x rows) and B (tn x rows) tiles of
+// one stage of a wgmma weight-gradient kernel, with the address-independent
+// bits of their wgmma descriptors and the descriptor offsets of each k16
+// step (stepOffsets).
+type wgradTiles struct {
+	a, b       *layouts.SmemTile
+	hiA, hiB   uint64
+	offA, offB []int
+}
+
+// newWGradTiles lays out op's stage tiles of tm and tn columns by rows
+// expert rows (128-byte swizzle); errors name op.
+func newWGradTiles(op moe.WeightGrad, tm, tn, rows int) (wgradTiles, error) {
+	var t wgradTiles
+	var err error
+	if t.a, err = layouts.NewSmemTileMN(target.SM90a, layouts.OperandA, layouts.DTypeBF16, tm, rows, layouts.Swizzle128B); err == nil {
+		t.b, err = layouts.NewSmemTileMN(target.SM90a, layouts.OperandB, layouts.DTypeBF16, tn, rows, layouts.Swizzle128B)
 	}
-	bt, err = layouts.NewSmemTileMN(target.SM90a, layouts.OperandB, layouts.DTypeBF16, wgradWGTile, wgradWGRows, layouts.Swizzle128B)
-	return a, bt, err
+	if err == nil {
+		t.hiA, err = t.a.Descriptor(0, 0, 0)
+	}
+	if err == nil {
+		t.hiB, err = t.b.Descriptor(0, 0, 0)
+	}
+	if err == nil {
+		t.offA, t.offB, err = stepOffsets(t.a, t.b)
+	}
+	if err != nil {
+		return t, fmt.Errorf("codegen: %s: %w", op.Name(), err)
+	}
+	return t, nil
 }
 
 // wgradWGRing is the wgmma kernel's ring: each operand's tile is two
@@ -75,23 +98,12 @@ func wgradOnWGMMA(t target.Target, op moe.WeightGrad) bool {
 // once; rows and columns past the expert's rows, M or N are zero-filled in
 // shared memory and never stored. The bias gradient is emitWeightGradBias's.
 func emitWeightGradWGMMA(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
-	aT, bT, err := wgradWGTiles()
+	tl, err := newWGradTiles(op, wgradWGTile, wgradWGTile, wgradWGRows)
 	if err != nil {
-		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
+		return Kernel{}, err
 	}
+	aT, bT, hiA, hiB, offA, offB := tl.a, tl.b, tl.hiA, tl.hiB, tl.offA, tl.offB
 	ring := wgradWGRing(aT, bT)
-	hiA, err := aT.Descriptor(0, 0, 0)
-	if err != nil {
-		return Kernel{}, err
-	}
-	hiB, err := bT.Descriptor(0, 0, 0)
-	if err != nil {
-		return Kernel{}, err
-	}
-	offA, offB, err := stepOffsets(aT, bT)
-	if err != nil {
-		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
-	}
 	b, k, w := wgradBlockStart(m, op, wgradWGTile, wgradWGRows)
 	tid, lane, warp, n0, m0, e, lo, hi, kTiles := w.tid, w.lane, w.warp, w.n0, w.m0, w.e, w.lo, w.hi, w.kTiles
 	M, N := int64(op.M), int64(op.N)

@@ -7,9 +7,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
-	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/moe"
-	"github.com/mokc/mokc/target"
 )
 
 // The warp-specialized weight gradient on sm_90a (schedule.WGradWS):
@@ -55,26 +53,11 @@ const (
 // emitWeightGradBias's.
 func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 	tm, tn := int64(64*wsWG), int64(wsN)
-	aT, err := layouts.NewSmemTileMN(target.SM90a, layouts.OperandA, layouts.DTypeBF16, int(tm), wsRows, layouts.Swizzle128B)
+	tl, err := newWGradTiles(op, int(tm), int(tn), wsRows)
 	if err != nil {
-		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
+		return Kernel{}, err
 	}
-	bT, err := layouts.NewSmemTileMN(target.SM90a, layouts.OperandB, layouts.DTypeBF16, int(tn), wsRows, layouts.Swizzle128B)
-	if err != nil {
-		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
-	}
-	hiA, err := aT.Descriptor(0, 0, 0)
-	if err != nil {
-		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
-	}
-	hiB, err := bT.Descriptor(0, 0, 0)
-	if err != nil {
-		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
-	}
-	offA, offB, err := stepOffsets(aT, bT)
-	if err != nil {
-		return Kernel{}, fmt.Errorf("codegen: %s: %w", op.Name(), err)
-	}
+	aT, bT, hiA, hiB, offA, offB := tl.a, tl.b, tl.hiA, tl.hiB, tl.offA, tl.offB
 	threads := 128 * (wsWG + 1)
 	stageBytes := int64(aT.Bytes() + bT.Bytes())
 	launchRegs := (65536 / threads) &^ 7

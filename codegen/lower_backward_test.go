@@ -67,43 +67,14 @@ func TestBackwardAssemble(t *testing.T) {
 // values of h) for sm_90a and assembles mokc's PTX; the targets without an
 // MXFP8 engine refuse the layer (CheckLayer).
 func TestBackwardMXFP8Assemble(t *testing.T) {
-	for _, name := range schedule.Presets() {
-		l, err := schedule.Preset(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		l.Precision = schedule.MXFP8
-		p, err := moe.Backward(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := schedule.DefaultSchedule(l, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := Lower(p, s, PerOp)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		text, err := ptx.Compile(prog.Module, target.SM90a)
-		if err != nil {
-			t.Fatalf("%s: ptx.Compile: %v", name, err)
-		}
-		for _, want := range []string{".entry moe_dequantize_fc1", ".entry moe_quantize_xs", "k32.f32.e4m3.e4m3", "cvt.rn.f16x2.e4m3x2"} {
-			if !strings.Contains(text, want) {
-				t.Errorf("%s: no %q in the mxfp8 backward", name, want)
-			}
-		}
-		toolchain.NeedPtxas(t, "sm_90a")
-		if err := toolchain.Assemble(text, "sm_90a"); err != nil {
-			t.Fatalf("%s: %v", name, strings.SplitN(err.Error(), "\n", 20))
-		}
+	want := []string{".entry moe_dequantize_fc1", ".entry moe_quantize_xs", "k32.f32.e4m3.e4m3", "cvt.rn.f16x2.e4m3x2"}
+	assembleMXFP8Presets(t, moe.Backward, want, func(l schedule.Layer) {
 		for _, tg := range []target.Target{target.SM80, target.SM100a} {
 			if err := CheckLayer(l, tg); err == nil {
-				t.Errorf("%s: the mxfp8 backward accepted on %v", name, tg)
+				t.Errorf("%s: the mxfp8 backward accepted on %v", l.Name, tg)
 			}
 		}
-	}
+	})
 }
 
 // backwardPerOps are the backward's ops that have PerOp kernels of their

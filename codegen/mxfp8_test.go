@@ -64,13 +64,25 @@ func TestQuantizeAssemble(t *testing.T) {
 // 32-wide block, the bf16 shared experts at half the K block) and
 // assembles it; sm_80 refuses the layer in its schedule.
 func TestMXFP8ForwardAssemble(t *testing.T) {
+	assembleMXFP8Presets(t, moe.Forward, []string{"k32.f32.e4m3.e4m3"}, func(l schedule.Layer) {
+		if _, err := schedule.DefaultSchedule(l, target.SM80); err == nil {
+			t.Errorf("%s: sm_80 schedule for an mxfp8 layer", l.Name)
+		}
+	})
+}
+
+// assembleMXFP8Presets lowers build's program of every preset with MXFP8
+// weights for sm_90a (its default schedule), checks that mokc's PTX holds
+// each of want and that ptxas assembles it, then calls more with the layer.
+func assembleMXFP8Presets(t *testing.T, build func(schedule.Layer) (*moe.Program, error), want []string, more func(schedule.Layer)) {
+	t.Helper()
 	for _, name := range schedule.Presets() {
 		l, err := schedule.Preset(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		l.Precision = schedule.MXFP8
-		p, err := moe.Forward(l)
+		p, err := build(l)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -86,16 +98,16 @@ func TestMXFP8ForwardAssemble(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		if !strings.Contains(text, "k32.f32.e4m3.e4m3") {
-			t.Errorf("%s: no e4m3 wgmma", name)
+		for _, w := range want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: no %q in the PTX", name, w)
+			}
 		}
 		toolchain.NeedPtxas(t, "sm_90a")
 		if err := toolchain.Assemble(text, "sm_90a"); err != nil {
 			t.Fatalf("%s: %v", name, strings.SplitN(err.Error(), "\n", 20))
 		}
-		if _, err := schedule.DefaultSchedule(l, target.SM80); err == nil {
-			t.Errorf("%s: sm_80 schedule for an mxfp8 layer", name)
-		}
+		more(l)
 	}
 }
 

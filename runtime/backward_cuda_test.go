@@ -197,44 +197,11 @@ func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream,
 	}
 	delete(b, moe.BufY)
 	b[moe.BufDY] = put(t, ctx, runtime.ToBF16(dy), moe.BF16, T, l.Hidden)
-	specs, err := ly.BackwardBuffers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgs, err := runtime.AllocMainGrads(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mgs.Free()
-	mgs.SetIn(b)
+	bw := bindBackward(t, ctx, ly, l, b, T, seed)
+	mgs, start, parts, outputs := bw.mgs, bw.start, bw.parts, bw.outputs
 	tables := map[string][]uint64{}
 	for name := range mgs.Experts {
 		tables[name] = readTable(t, ctx, b[name])
-	}
-	// Main grads: random fp32 values, bf16 ones from 0, in the grouped
-	// layouts of moe.MainGradBuffers (per-expert ones concatenated).
-	var outputs []string
-	start := map[string][]float64{}
-	parts := mainGradParts(t, l, specs, mgs)
-	for i, name := range sortedKeys(parts) {
-		n := 0
-		for _, p := range parts[name] {
-			n += p.Len()
-		}
-		v := make([]float64, n)
-		if l.MainGrad == schedule.GradFP32 {
-			for j, r := range schedule.RandomInput(1, n, seed+uint64(i)+3) {
-				v[j] = float64(r)
-			}
-		}
-		start[name] = v
-		upload(t, ctx, parts[name], v)
-	}
-	for _, s := range specs {
-		if s.Kind == launch.BufOutput {
-			b[s.Name] = put(t, ctx, nil, s.DType, s.ShapeAt(T)...)
-			outputs = append(outputs, s.Name)
-		}
 	}
 	mg := moe.MainGradsOf(l, start)
 	var ref schedule.Grads
@@ -265,6 +232,7 @@ func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream,
 			t.Fatalf("step %d: %v", step, err)
 		}
 		if T > 0 {
+			var err error
 			if ref, err = schedule.Backward(l, w, x, c.r, dy, &mg); err != nil {
 				t.Fatal(err)
 			}
@@ -313,6 +281,54 @@ func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream,
 			t.Errorf("pointer table %s changed: %#x, was %#x", name, got, want)
 		}
 	}
+}
+
+// backwardBinding is what bindBackward adds to a forward's bindings.
+type backwardBinding struct {
+	mgs     *runtime.DeviceTensors      // the main grads (AllocMainGrads)
+	start   map[string][]float64        // their starting values, grouped layouts (moe.MainGradBuffers)
+	parts   map[string][]runtime.Tensor // the device tensors of each main grad (per expert, or one)
+	outputs []string                    // the backward's outputs (dx, dw or dprobs, ...)
+}
+
+// bindBackward binds, for Layer ly's Backward at T tokens, main grads from
+// AllocMainGrads (freed when t ends) started from random fp32 values (seed)
+// or, for bf16, from 0, and fresh output tensors; the upstream gradient is
+// the caller's.
+func bindBackward(t *testing.T, ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, T int, seed uint64) backwardBinding {
+	t.Helper()
+	specs, err := ly.BackwardBuffers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgs, err := runtime.AllocMainGrads(ctx, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { mgs.Free() })
+	mgs.SetIn(b)
+	bw := backwardBinding{mgs: mgs, start: map[string][]float64{}, parts: mainGradParts(t, l, specs, mgs)}
+	for i, name := range sortedKeys(bw.parts) {
+		n := 0
+		for _, p := range bw.parts[name] {
+			n += p.Len()
+		}
+		v := make([]float64, n)
+		if l.MainGrad == schedule.GradFP32 {
+			for j, r := range schedule.RandomInput(1, n, seed+uint64(i)+3) {
+				v[j] = float64(r)
+			}
+		}
+		bw.start[name] = v
+		upload(t, ctx, bw.parts[name], v)
+	}
+	for _, s := range specs {
+		if s.Kind == launch.BufOutput {
+			b[s.Name] = put(t, ctx, nil, s.DType, s.ShapeAt(T)...)
+			bw.outputs = append(bw.outputs, s.Name)
+		}
+	}
+	return bw
 }
 
 // mainGradParts maps each main grad of l, by its name in the grouped

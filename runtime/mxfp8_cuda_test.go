@@ -8,7 +8,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
@@ -94,37 +93,8 @@ func TestLayerMXFP8Rows(t *testing.T) {
 	b := args.b
 	delete(b, moe.BufY)
 	b[moe.BufDY] = put(t, ctx, runtime.ToBF16(dy), moe.BF16, T, H)
-	specs, err := ly.BackwardBuffers()
-	if err != nil {
-		t.Fatal(err)
-	}
-	mgs, err := runtime.AllocMainGrads(ctx, l)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mgs.Free()
-	mgs.SetIn(b)
-	start := map[string][]float64{}
-	parts := mainGradParts(t, l, specs, mgs)
-	for i, name := range sortedKeys(parts) {
-		n := 0
-		for _, p := range parts[name] {
-			n += p.Len()
-		}
-		v := make([]float64, n)
-		for j, x := range schedule.RandomInput(1, n, seed+uint64(i)+3) {
-			v[j] = float64(x)
-		}
-		start[name] = v
-		upload(t, ctx, parts[name], v)
-	}
-	var outputs []string
-	for _, s := range specs {
-		if s.Kind == launch.BufOutput {
-			b[s.Name] = put(t, ctx, nil, s.DType, s.ShapeAt(T)...)
-			outputs = append(outputs, s.Name)
-		}
-	}
+	bw := bindBackward(t, ctx, ly, l, b, T, seed)
+	start, parts, outputs := bw.start, bw.parts, bw.outputs
 	mg := moe.MainGradsOf(l, start)
 	var first map[string][]float64
 	for step := 0; step < 3; step++ {
