@@ -139,22 +139,7 @@ func emitWeightGradWGMMA(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 		return Kernel{}, werr
 	}
 	b.cpAsyncWait(0)
-	// wgmma D fragment (WGMMABF16): register 4j+i holds row 16*(warp%4) +
-	// lane/4 + 8*(i/2), column 8j + 2*(lane%4) + i%2 of the warpgroup's 64
-	// rows; stored four j (8 pairs) at a time.
-	g, q := b.LShr(lane, ir.Int32(2)), b.And(lane, ir.Int32(3))
-	r0 := b.Add(b.MulI(wg, 64), b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), g))
-	var groups [][]wgradPair
-	for j0 := int64(0); j0 < wgradWGTile/8; j0 += 4 {
-		var ps []wgradPair
-		for h := int64(0); h < 2; h++ {
-			for j := j0; j < j0+4; j++ {
-				ps = append(ps, wgradPair{row: b.AddI(r0, 8*h), col: b.AddI(b.MulI(q, 2), 8*j), acc: acc[4*j+2*h:][:2]})
-			}
-		}
-		groups = append(groups, ps)
-	}
-	b.wgradStorePairs(op, e, m0, n0, groups)
+	b.wgradStorePairs(op, e, m0, n0, b.wgmmaPairGroups(wg, lane, warp, acc, wgradWGTile))
 	b.Ret(nil)
 	k.SharedBytes = int(wgradWGStages*ring.StageBytes) + 1024
 	k.SkipIfZeroT = true
@@ -234,6 +219,27 @@ func (ld *wgChunks) load(smem, kt value.Value) {
 			b.CpAsync16(dst, src, size)
 		}
 	}
+}
+
+// wgmmaPairGroups are the accumulator pairs of consumer warpgroup c's
+// wgmma D fragment of n columns (WGMMABF16: register 4j+i holds row
+// 16*(warp%4) + lane/4 + 8*(i/2), column 8j + 2*(lane%4) + i%2 of the
+// warpgroup's 64 rows, which are rows 64c.. of the tile), four j (8
+// pairs) per group, for wgradStorePairs.
+func (b *Builder) wgmmaPairGroups(c, lane, warp value.Value, acc []value.Value, n int64) [][]wgradPair {
+	g, q := b.LShr(lane, ir.Int32(2)), b.And(lane, ir.Int32(3))
+	r0 := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), g))
+	var groups [][]wgradPair
+	for j0 := int64(0); j0 < n/8; j0 += 4 {
+		var ps []wgradPair
+		for h := int64(0); h < 2; h++ {
+			for j := j0; j < j0+4; j++ {
+				ps = append(ps, wgradPair{row: b.AddI(r0, 8*h), col: b.AddI(b.MulI(q, 2), 8*j), acc: acc[4*j+2*h:][:2]})
+			}
+		}
+		groups = append(groups, ps)
+	}
+	return groups
 }
 
 // wgradPair is one pair of a thread's accumulators: row and first column

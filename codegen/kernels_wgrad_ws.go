@@ -88,21 +88,7 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 			err = e
 			return
 		}
-		// wgmma D fragment: register 4j+i holds row 16*(warp%4) + lane/4 +
-		// 8*(i/2), column 8j + 2*(lane%4) + i%2 of the warpgroup's 64 rows.
-		g, q := b.LShr(w.lane, ir.Int32(2)), b.And(w.lane, ir.Int32(3))
-		r0 := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(w.warp, ir.Int32(3)), 16), g))
-		var groups [][]wgradPair
-		for j0 := int64(0); j0 < wsN/8; j0 += 4 {
-			var ps []wgradPair
-			for h := int64(0); h < 2; h++ {
-				for j := j0; j < j0+4; j++ {
-					ps = append(ps, wgradPair{row: b.AddI(r0, 8*h), col: b.AddI(b.MulI(q, 2), 8*j), acc: acc[4*j+2*h:][:2]})
-				}
-			}
-			groups = append(groups, ps)
-		}
-		b.wgradStorePairs(op, w.e, w.m0, w.n0, groups)
+		b.wgradStorePairs(op, w.e, w.m0, w.n0, b.wgmmaPairGroups(c, w.lane, w.warp, acc, wsN))
 	})
 	if err != nil {
 		return Kernel{}, err
