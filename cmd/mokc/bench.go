@@ -68,6 +68,8 @@ type benchReport struct {
 	Backward   bool    `json:"backward"`            // times Forward + Backward
 	MainGrad   string  `json:"main_grad,omitempty"` // dtype of the main grads (Backward)
 	WGrad      string  `json:"wgrad,omitempty"`     // weight-gradient kernel, "mma", "wgmma" or "wgmma-ws" (Backward)
+	MXGemm     string  `json:"mx_gemm,omitempty"`   // how the mxfp8 GEMMs run: "promote" or "expand" (mxfp8)
+	GroupM     int     `json:"group_m,omitempty"`   // persistent GEMMs' row tiles per group (schedule.Schedule.GroupM; 0: column blocks fastest)
 	Kernels    int     `json:"kernels"`
 	Workspace  int     `json:"workspace_bytes"`
 	CompileSec float64 `json:"compile_s"`
@@ -287,7 +289,10 @@ func benchAction(c *cli.Context) error {
 	}
 	backward := c.Bool("backward")
 	var mainGrads *runtime.DeviceTensors // --backward: zeroed, shared by every set
-	rep.Backward = backward
+	rep.Backward, rep.GroupM = backward, s.GroupM
+	if l.Precision == schedule.MXFP8 {
+		rep.MXGemm = s.MXGemm.String()
+	}
 	if backward {
 		rep.MainGrad = l.MainGrad.String()
 		rep.WGrad = s.WGrad.String()
