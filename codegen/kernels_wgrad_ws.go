@@ -8,6 +8,7 @@ import (
 
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/target"
 )
 
 // The warp-specialized weight gradient on sm_90a (schedule.WGradWS):
@@ -36,8 +37,9 @@ import (
 // kernel's 128 x 128, so that each byte a stage brings through L2 feeds
 // more multiply-adds (run 15's ncu of mixtral-8x7b's FC1 weight gradient:
 // L2 57% busy at half the tensor peak with 128 x 128 tiles). One block per
-// SM (the ring is 4 x 48 KB). Not yet run on a GPU: opt-in until it is
-// checked and timed there.
+// SM (the ring is 4 x 48 KB), persistent: the producer fills the next
+// tile's stages while the consumers store the last one's. Not yet run on a
+// GPU: opt-in until it is checked and timed there.
 const (
 	wsWG       = 2   // consumer warpgroups: the tile has 64*wsWG rows of Main_e
 	wsN        = 256 // columns of Main_e per tile (wgmma m64n256k16)
@@ -46,11 +48,16 @@ const (
 	wsProdRegs = 56  // the producer's registers after setmaxnreg.dec
 )
 
-// emitWeightGradWS is the warp-specialized kernel of op (see above): grid
-// (ceil(N/wsN), ceil(M/(64*wsWG)), E), 128*(wsWG+1) threads, wsStages
-// stages of A and B plus the ring's mbarriers (+1 KB to realign). A block
-// of an expert without rows exits at once. The bias gradient is
-// emitWeightGradBias's.
+// emitWeightGradWS is the warp-specialized kernel of op (see above): a
+// persistent grid of one block per SM (GridPerSM), 128*(wsWG+1) threads,
+// wsStages stages of A and B plus the ring's mbarriers (+1 KB to
+// realign). Block x takes work items x, x + gridDim.x, ... of the E *
+// ceil(M/(64*wsWG)) * ceil(N/wsN) tiles (expert outermost, then row
+// tiles, column tiles fastest); producer and consumers walk the same items
+// and carry the ring's stage and phase from one to the next, so the
+// producer fills the next tile's first stages while the consumers store
+// the last one's sums. Tiles of experts without rows are skipped by both.
+// The bias gradient is emitWeightGradBias's.
 func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 	tm, tn := int64(64*wsWG), int64(wsN)
 	tl, err := newWGradTiles(op, int(tm), int(tn), wsRows)
@@ -65,39 +72,64 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 	if acc := wsN / 2; acc+40 > mmaRegs {
 		return Kernel{}, fmt.Errorf("codegen: %s: %d accumulators per consumer thread exceed its %d registers", op.Name(), acc, mmaRegs)
 	}
+	M, N := int64(op.M), int64(op.N)
+	mt, nt := (M+tm-1)/tm, (N+tn-1)/tn
+	items := int64(op.Experts) * mt * nt
 
-	b, k, w := wgradBlockStartTile(m, op, threads, 1, tm, tn, wsRows)
+	b, k := opKernel(m, op, threads, op.Offsets == nil)
+	b.MinBlocksPerSM(1)
 	b.MaxRegisters(launchRegs)
+	tid := b.ThreadIdx(ir.X)
+	lane, warp := b.LaneWarp()
 	base := b.SharedBase1024()
 	ring := mbarRing{bars: b.AddI(base, wsStages*stageBytes), S: wsStages}
-	ring.init(b, w.tid, 128, 4*wsWG, nil, nil, nil) // full: every producer thread's cp.async; empty: every consumer warp
+	ring.init(b, tid, 128, 4*wsWG, nil, nil, nil) // full: every producer thread's cp.async; empty: every consumer warp
 	b.SyncThreads()
-	wg := b.LShr(w.tid, ir.Int32(7))
+	// each walks the block's items, carrying (stage, phase); body runs the
+	// items whose expert has rows.
+	each := func(body func(w wgradBlock, stage, phase value.Value) []value.Value) {
+		b.Loop(b.BlockIdx(ir.X), ir.Int32(items), b.GridDim(ir.X), []value.Value{ir.Int32(0), ir.Int32(0)}, func(it value.Value, v []value.Value) []value.Value {
+			w := wgradBlock{tid: tid, lane: lane, warp: warp}
+			w.e = b.UDiv(it, ir.Int32(mt*nt))
+			r := b.URem(it, ir.Int32(mt*nt))
+			w.m0, w.n0 = b.MulI(b.UDiv(r, ir.Int32(nt)), tm), b.MulI(b.URem(r, ir.Int32(nt)), tn)
+			w.lo, w.hi = b.expertRows(op, w.e)
+			w.kTiles = b.UDiv(b.AddI(b.Sub(w.hi, w.lo), wsRows-1), ir.Int32(wsRows))
+			return b.IfElseVals(b.ICmp(enum.IPredSLT, w.lo, w.hi), func() []value.Value { return body(w, v[0], v[1]) },
+				func() []value.Value { return v })
+		})
+	}
+	wg := b.LShr(tid, ir.Int32(7))
 	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
 		b.SetMaxNReg(false, wsProdRegs)
 		ld := wsLoader{stageBytes: stageBytes, bOff: int64(aT.Bytes()), atomBytes: int64(aT.AtomBytes())}
-		ld.emit(b, op, w, base, ring)
+		each(func(w wgradBlock, stage, phase value.Value) []value.Value {
+			return ld.emit(b, op, w, base, ring, stage, phase)
+		})
 	}, func() {
 		b.SetMaxNReg(true, mmaRegs)
 		c := b.AddI(wg, -1)
-		laneZero := b.ZExt(b.ICmp(enum.IPredEQ, w.lane, ir.Int32(0)), ir.I32)
+		laneZero := b.ZExt(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), ir.I32)
 		ml := WGMMAMainloop{N: wsN, Stages: wsStages, StageBytes: int(stageBytes), BOffset: aT.Bytes(),
 			OffA: offA, OffB: offB, DescHi: hiA, DescHiB: hiB, TransA: true, TransB: true, ProxyFence: true}
-		acc, _, _, e := b.WGMMAMainloop(ml, ir.Int32(0), ir.Int32(0), w.kTiles, ring.bars, base, b.MulI(c, int64(aT.AtomBytes())), laneZero)
-		if e != nil {
-			err = e
-			return
-		}
-		b.wgradStorePairs(op, w.e, w.m0, w.n0, b.wgmmaPairGroups(c, w.lane, w.warp, acc, wsN))
+		each(func(w wgradBlock, stage, phase value.Value) []value.Value {
+			acc, s2, p2, e := b.WGMMAMainloop(ml, stage, phase, w.kTiles, ring.bars, base, b.MulI(c, int64(aT.AtomBytes())), laneZero)
+			if e != nil {
+				err = e
+				return []value.Value{stage, phase}
+			}
+			b.wgradStorePairs(op, w.e, w.m0, w.n0, b.wgmmaPairGroups(c, lane, warp, acc, wsN))
+			return []value.Value{s2, p2}
+		})
 	})
 	if err != nil {
 		return Kernel{}, err
 	}
 	b.Ret(nil)
-	M, N := int64(op.M), int64(op.N)
 	k.SharedBytes = int(wsStages*stageBytes) + 16*wsStages + 1024
 	k.SkipIfZeroT = true
-	k.Grid = [3]Expr{Const((N + tn - 1) / tn), Const((M + tm - 1) / tm), Const(int64(op.Experts))}
+	k.Grid = [3]Expr{Const(int64(target.SM90a.SMs())), Const(1), Const(1)}
+	k.GridPerSM = true
 	return k, nil
 }
 
@@ -136,18 +168,19 @@ func (ld wsLoader) operand(b *Builder, base, tid, lo, c0 value.Value, width, til
 	return o
 }
 
-// emit is the producer loop: for each stage kt of the expert's rows, wait
-// for the stage to be empty, issue the thread's cp.async copies (source
-// size 0 for rows at or past hi and columns past the operand's width) and
-// arrive on its full barrier when they land.
-func (ld wsLoader) emit(b *Builder, op moe.WeightGrad, w wgradBlock, base value.Value, ring mbarRing) {
+// emit is the producer's part of work item w: for each stage kt of the
+// expert's rows, wait for the ring's next stage (from stage, phase) to be
+// empty, issue the thread's cp.async copies (source size 0 for rows at or
+// past hi and columns past the operand's width) and arrive on its full
+// barrier when they land. Returns the advanced stage and phase.
+func (ld wsLoader) emit(b *Builder, op moe.WeightGrad, w wgradBlock, base value.Value, ring mbarRing, stage, phase value.Value) []value.Value {
 	tid := w.tid
 	ops := []wsOperand{
 		ld.operand(b, b.Param("a"), tid, w.lo, w.m0, int64(op.M), 64*wsWG, 0),
 		ld.operand(b, b.Param("b"), tid, w.lo, w.n0, int64(op.N), wsN, ld.bOff),
 	}
 	rows := b.Sub(w.hi, w.lo)
-	b.Loop(ir.Int32(0), w.kTiles, ir.Int32(1), []value.Value{ir.Int32(0), ir.Int32(0)}, func(kt value.Value, v []value.Value) []value.Value {
+	return b.Loop(ir.Int32(0), w.kTiles, ir.Int32(1), []value.Value{stage, phase}, func(kt value.Value, v []value.Value) []value.Value {
 		stage, phase := v[0], v[1]
 		b.MbarWait(ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
 		st := b.Add(b.ZExt(base, ir.I64), b.MulI(b.Wide(stage), ld.stageBytes))
