@@ -106,6 +106,7 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 		each(func(w wgradBlock, stage, phase value.Value) []value.Value {
 			return ld.emit(b, op, w, base, ring, stage, phase)
 		})
+		b.cpAsyncWait(0) // the last copies land before the producer threads exit
 	}, func() {
 		b.SetMaxNReg(true, mmaRegs)
 		c := b.AddI(wg, -1)
