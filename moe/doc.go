@@ -24,6 +24,13 @@
 // (CombineGrad). It keeps nothing from the forward; codegen's
 // PerOp lowering has a kernel for each of its ops.
 //
+// MXFP8 layers (e4m3 routed weights with UE8M0 scales, docs/mxfp8.md): the
+// forward quantizes the GEMMs' row operands (Quantize) before e4m3 GEMMs
+// that carry both operands' scales; the backward recomputes FC1 the same
+// way, runs its data gradients over bf16 copies of the weights
+// (Dequantize: exactly the forward's values) and takes the routing-weight
+// gradient's dot over the MXFP8 values of h (ActGrad.MX).
+//
 // Interpret runs a program on the host in float64 with every store rounded
 // to its buffer's dtype: the meaning of each op, checked against
 // schedule.Forward and schedule.Backward in the tests, and the per-op

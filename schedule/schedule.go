@@ -95,7 +95,8 @@ type Schedule struct {
 	// MXGemmPromote (the default: e4m3 wgmma per 32-wide block, promoted
 	// with the scales) or MXGemmExpand (the operands widened to bf16 in
 	// shared memory, the bf16 wgmma loop; the same values, docs/mxfp8.md;
-	// not yet run on a GPU). Ignored by bf16 layers.
+	// not yet run on a GPU). Expand is refused for bf16 layers and on other
+	// targets.
 	MXGemm MXGemmKind
 }
 
