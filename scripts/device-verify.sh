@@ -21,6 +21,8 @@
 #          (and memcheck), and bench beside bf16 at T = 64 and 4096
 #   sweep  mokc bench over T = 64..16384 (forward; forward + backward at 1024 and 4096) for qwen3-30b-a3b and
 #          deepseek-v3, drawn by `mokc plot roofline` into $OUT/roofline.svg
+#   new    the kernels built but not yet run (--mx-gemm expand, the mxfp8 backward, --wgrad wgmma-ws,
+#          --group-m): their GPU tests, a run of each, first timings beside what they would replace
 #   raster the persistent GEMMs' work-item order (--group-m 8, 16 against 0): checked with mokc run, then
 #          timed forward and forward + backward at T = 4096 on mixtral-8x7b, deepseek-v3, qwen3-30b-a3b
 #   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads, the
@@ -160,6 +162,31 @@ for phase in $phases; do
 		done
 		step "plot roofline" 30 "$OUT/sweep.log" "$mokc" plot roofline -o "$OUT/roofline.svg" "$OUT/sweep.jsonl"
 		;;
+	new)
+		# The built-but-not-yet-run kernels in one call (about 7 minutes): their GEMM and per-op tests, one
+		# mxfp8 layer of rows 1..255 through forward and backward, a run of each on mixtral-8x7b, and the
+		# first timings beside the kernels they would replace.
+		(cd codegen && step "codegen: MX GEMMs both ways, backward per-op (wgmma-ws, mxfp8 ops)" 200 "$OUT/tests.log" \
+			../.carry/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU|TestBackwardPerOpsGPU')
+		(cd runtime && step "runtime: mxfp8 rows per expert 1..255, H = I = 2880" 150 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerMXFP8Rows')
+		step "run mixtral-8x7b sm_90a --group-m 8 T=1,4096 x3" 150 "$OUT/new.log" bash -c "\"$mokc\" run --model mixtral-8x7b --target sm_90a --group-m 8 --tokens 1,4096 --repeat 3 --json >>\"$OUT/new.jsonl\""
+		step "run --backward mixtral-8x7b sm_90a --wgrad wgmma-ws T=64,4096 x3" 200 "$OUT/new.log" bash -c "\"$mokc\" run --backward --wgrad wgmma-ws --model mixtral-8x7b --target sm_90a --tokens 64,4096 --repeat 3 --json >>\"$OUT/new.jsonl\""
+		step "run --precision mxfp8 --mx-gemm expand qwen3-30b-a3b T=1,64,4096 x3" 150 "$OUT/new.log" bash -c "\"$mokc\" run --precision mxfp8 --mx-gemm expand --model qwen3-30b-a3b --target sm_90a --tokens 1,64,4096 --repeat 3 --json >>\"$OUT/new.jsonl\""
+		step "run --backward --precision mxfp8 qwen3-30b-a3b T=1,64,4096 x3" 200 "$OUT/new.log" bash -c "\"$mokc\" run --backward --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,4096 --repeat 3 --json >>\"$OUT/new.jsonl\""
+		for g in 0 8 0 8; do
+			step "bench mixtral-8x7b T=4096 --group-m $g" 60 "$OUT/new.log" bash -c "\"$mokc\" bench --model mixtral-8x7b --target sm_90a --tokens 4096 --group-m $g --kernels --json >>\"$OUT/bench-new.jsonl\""
+		done
+		for w in wgmma wgmma-ws; do
+			step "bench --backward mixtral-8x7b T=4096 bf16 --wgrad $w" 90 "$OUT/new.log" bash -c "\"$mokc\" bench --backward --main-grad bf16 --wgrad $w --model mixtral-8x7b --target sm_90a --tokens 4096 --iters 10 --warmup 2 --kernels --json >>\"$OUT/bench-new.jsonl\""
+		done
+		for T in 64 4096; do
+			for g in promote expand; do
+				step "bench qwen3-30b-a3b T=$T mxfp8 $g" 60 "$OUT/new.log" bash -c "\"$mokc\" bench --precision mxfp8 --mx-gemm $g --model qwen3-30b-a3b --target sm_90a --tokens $T --json >>\"$OUT/bench-new.jsonl\""
+			done
+			step "bench qwen3-30b-a3b T=$T bf16" 60 "$OUT/new.log" bash -c "\"$mokc\" bench --model qwen3-30b-a3b --target sm_90a --tokens $T --json >>\"$OUT/bench-new.jsonl\""
+		done
+		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
+		;;
 	raster)
 		# The persistent GEMMs' work-item order (--group-m): correctness first (every tile once; the same
 		# bits as column-blocks-fastest), then forward and forward + backward at T = 4096, alternated.
@@ -179,7 +206,7 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, sweep, raster)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, sweep, raster, new)" >&2
 		exit 2
 		;;
 	esac
