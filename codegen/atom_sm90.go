@@ -185,9 +185,10 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	if l.WG < 2 {
 		return
 	}
-	l.launchRegs = (65536 / l.threads) &^ 7
 	l.prodRegs = 40
 	switch {
+	case l.expand:
+		l.prodRegs = expandProdRegs
 	case s.MX:
 		l.prodRegs = 80 // the MXFP8 scale codes of the next K block, loaded ahead (72 spilled)
 	case s.B == BTable:
@@ -195,20 +196,22 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	case l.smem.Staged:
 		l.prodRegs = 48 // the store warps' copy loop
 	}
-	if l.expand {
-		l.prodRegs = expandProdRegs
-	}
-	l.mmaRegs = ((l.launchRegs*l.threads - 128*l.prodRegs) / (128 * l.WG)) &^ 7
-	if l.mmaRegs > 240 {
-		l.mmaRegs = 240
-	}
+	l.launchRegs, l.mmaRegs = regBudget(l.threads, l.WG, l.prodRegs)
+}
+
+// regBudget is the setmaxnreg split of a block of threads (one per SM; a
+// producer warpgroup and wg consumer warpgroups): the registers per thread
+// at launch (65536/threads, a multiple of 8, pinned with .maxnreg) and the
+// consumers' target once the producer has dropped to prodRegs (what it
+// frees, shared among the consumers; a multiple of 8, at most 240).
+func regBudget(threads, wg, prodRegs int) (launch, mma int) {
+	launch = (65536 / threads) &^ 7
+	mma = min(240, ((launch*threads-128*prodRegs)/(128*wg))&^7)
+	return launch, mma
 }
 
 // build adds the sm_90a kernel of spec to m.
 func (l sm90Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
-	if l.expand {
-		return l.buildExpand(m, spec, rowsPerT)
-	}
 	k := tmaKernel{threads: l.threads, launchRegs: l.launchRegs, tg: target.SM90a}
 	return k.build(m, spec, rowsPerT, l.tmaRing, func(b *Builder) error { return l.emit(b, spec) })
 }

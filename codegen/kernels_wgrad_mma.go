@@ -106,19 +106,13 @@ type wgradBlock struct {
 // returns at once when the expert has no rows; rows per stage give
 // kTiles.
 func wgradBlockStart(m *ir.Module, op moe.WeightGrad, tile, rows int64) (*Builder, Kernel, wgradBlock) {
-	return wgradBlockStartTile(m, op, wgradMMAWarps*32, 2, tile, tile, rows)
-}
-
-// wgradBlockStartTile is wgradBlockStart for blocks of threads threads,
-// minBlocks per SM, and tiles of tileM x tileN.
-func wgradBlockStartTile(m *ir.Module, op moe.WeightGrad, threads, minBlocks int, tileM, tileN, rows int64) (*Builder, Kernel, wgradBlock) {
 	dense := op.Offsets == nil
-	b, k := opKernel(m, op, threads, dense)
-	b.MinBlocksPerSM(minBlocks)
+	b, k := opKernel(m, op, wgradMMAWarps*32, dense)
+	b.MinBlocksPerSM(2)
 	var w wgradBlock
 	w.tid = b.ThreadIdx(ir.X)
 	w.lane, w.warp = b.LaneWarp()
-	w.n0, w.m0, w.e = b.MulI(b.BlockIdx(ir.X), tileN), b.MulI(b.BlockIdx(ir.Y), tileM), b.BlockIdx(ir.Z)
+	w.n0, w.m0, w.e = b.MulI(b.BlockIdx(ir.X), tile), b.MulI(b.BlockIdx(ir.Y), tile), b.BlockIdx(ir.Z)
 	w.lo, w.hi = b.expertRows(op, w.e)
 	b.ReturnIf(b.ICmp(enum.IPredSGE, w.lo, w.hi))
 	w.kTiles = b.UDiv(b.AddI(b.Sub(w.hi, w.lo), rows-1), ir.Int32(rows))

@@ -67,8 +67,7 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 	aT, bT, hiA, hiB, offA, offB := tl.a, tl.b, tl.hiA, tl.hiB, tl.offA, tl.offB
 	threads := 128 * (wsWG + 1)
 	stageBytes := int64(aT.Bytes() + bT.Bytes())
-	launchRegs := (65536 / threads) &^ 7
-	mmaRegs := min(240, ((launchRegs*threads-128*wsProdRegs)/(128*wsWG))&^7)
+	launchRegs, mmaRegs := regBudget(threads, wsWG, wsProdRegs)
 	if acc := wsN / 2; acc+40 > mmaRegs {
 		return Kernel{}, fmt.Errorf("codegen: %s: %d accumulators per consumer thread exceed its %d registers", op.Name(), acc, mmaRegs)
 	}

@@ -5,7 +5,6 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
-	"github.com/mokc/mokc/target"
 )
 
 // The sm_90a MXFP8 GEMM by expansion (GemmSpec.MXExpand; docs/mxfp8.md):
@@ -39,23 +38,6 @@ const (
 	expandProdRegs = 96
 	expandBatch    = 8
 )
-
-// buildExpand adds the MXExpand kernel of spec to m: the parameters of
-// GemmParams(spec) (e4m3 A and B with their scales; no tensor maps), one
-// block per SM, setmaxnreg as planned.
-func (l sm90Layout) buildExpand(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
-	params := GemmParams(spec)
-	b := NewKernel(m, spec.Name, l.threads, gemmIRParams(params)...)
-	b.MinBlocksPerSM(1)
-	if l.launchRegs > 0 {
-		b.MaxRegisters(l.launchRegs)
-	}
-	if err := l.emit(b, spec); err != nil {
-		return KernelInfo{}, err
-	}
-	return KernelInfo{Name: spec.Name, Params: params, Block: l.threads, SharedBytes: l.smem.Bytes,
-		Grid: [3]Expr{persistentGrid(spec.Tile, target.SM90a.SMs()), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0}, nil
-}
 
 // expandChunk is one chunk a producer thread widens per stage: its 8 e4m3
 // bytes (two i32) and scale code as loaded, whether it exists, and its

@@ -148,13 +148,16 @@ type tmaKernel struct {
 // (tmap_b only without BTable), annotated with threads, one block per SM
 // and launchRegs; emit writes its body.
 func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing, emit func(*Builder) error) (KernelInfo, error) {
-	tmaps, err := tmaTensorMaps(spec, rowsPerT, r.BM, r.bBoxRows())
-	if err != nil {
-		return KernelInfo{}, err
-	}
-	params := append(GemmParams(spec), tmaps...)
-	if spec.B == BTable {
-		params = params[:len(params)-1] // B comes through cp.async: no tensor map
+	params := GemmParams(spec)
+	if !spec.MXExpand { // the expansion's producer loads both operands itself
+		tmaps, err := tmaTensorMaps(spec, rowsPerT, r.BM, r.bBoxRows())
+		if err != nil {
+			return KernelInfo{}, err
+		}
+		params = append(params, tmaps...)
+		if spec.B == BTable {
+			params = params[:len(params)-1] // B comes through cp.async: no tensor map
+		}
 	}
 	b := NewKernel(m, spec.Name, k.threads, gemmIRParams(params)...)
 	b.MinBlocksPerSM(1)
