@@ -1,6 +1,7 @@
 package moe
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -94,6 +95,15 @@ func (pr problem) bind(t *testing.T, p *Program, mg0 map[string][]float64) map[s
 	return b
 }
 
+// checkRelL2 reports what when got is farther than tol from want in
+// relative L2 (or NaN).
+func checkRelL2(t *testing.T, what string, got, want []float64, tol float64) {
+	t.Helper()
+	if e := relL2(got, want); e > tol || math.IsNaN(e) {
+		t.Errorf("%s rel L2 %.3g", what, e)
+	}
+}
+
 // relL2 is ||got - want|| / ||want||.
 func relL2(got, want []float64) float64 {
 	var d, n float64
@@ -169,9 +179,7 @@ func TestInterpretBackward(t *testing.T) {
 			}
 			check := func(what string, got, want []float64, tol float64) {
 				t.Helper()
-				if e := relL2(got, want); e > tol || math.IsNaN(e) {
-					t.Errorf("%s T=%d: %s rel L2 %.3g", name, T, what, e)
-				}
+				checkRelL2(t, fmt.Sprintf("%s T=%d: %s", name, T, what), got, want, tol)
 			}
 			check("dx", out["dx"], g.DX, 1e-2)
 			if l.Routing == schedule.RoutingMap {

@@ -1,6 +1,7 @@
 package moe
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -135,9 +136,7 @@ func TestInterpretBackwardMXFP8(t *testing.T) {
 			}
 			check := func(what string, got, want []float64, tol float64) {
 				t.Helper()
-				if e := relL2(got, want); e > tol || math.IsNaN(e) {
-					t.Errorf("%s T=%d: %s rel L2 %.3g", name, T, what, e)
-				}
+				checkRelL2(t, fmt.Sprintf("%s T=%d: %s", name, T, what), got, want, tol)
 			}
 			check("dx", out["dx"], g.DX, 1e-2)
 			dwName, dwRef := BufDW, g.DWeights

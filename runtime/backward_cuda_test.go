@@ -253,12 +253,7 @@ func testLayerBackward(t *testing.T, ctx *driver.Context, stream *driver.Stream,
 			t.Errorf("step %d: dx differs from step 0's (same inputs)", step)
 		}
 	}
-	got := map[string][]float64{}
-	for name, ps := range parts {
-		for _, p := range ps {
-			got[name] = append(got[name], download(t, ctx, p)...)
-		}
-	}
+	got := downloadParts(t, ctx, parts)
 	for name, want := range moe.MainGradBuffers(l, mg) {
 		check(t, name+" after 3 steps", got[name], want, start[name])
 	}
@@ -329,6 +324,19 @@ func bindBackward(t *testing.T, ctx *driver.Context, ly *runtime.Layer, l schedu
 		}
 	}
 	return bw
+}
+
+// downloadParts reads each main grad's device tensors (per expert, or
+// one) as one float64 slice, in the grouped layout of moe.MainGradBuffers.
+func downloadParts(t *testing.T, ctx *driver.Context, parts map[string][]runtime.Tensor) map[string][]float64 {
+	t.Helper()
+	out := map[string][]float64{}
+	for name, ps := range parts {
+		for _, p := range ps {
+			out[name] = append(out[name], download(t, ctx, p)...)
+		}
+	}
+	return out
 }
 
 // mainGradParts maps each main grad of l, by its name in the grouped

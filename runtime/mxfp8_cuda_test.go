@@ -126,12 +126,7 @@ func TestLayerMXFP8Rows(t *testing.T) {
 			}
 		}
 	}
-	final := map[string][]float64{}
-	for name, ps := range parts {
-		for _, p := range ps {
-			final[name] = append(final[name], download(t, ctx, p)...)
-		}
-	}
+	final := downloadParts(t, ctx, parts)
 	for name, want := range moe.MainGradBuffers(l, mg) {
 		checkMX(t, name+" after 3 steps", final[name], want, start[name])
 	}
