@@ -88,6 +88,34 @@ func emitGateSigmoid(m *ir.Module, d dims, op moe.GateSigmoid) Kernel {
 	return k
 }
 
+// emitActivate: one block per dispatched row r (rows past offsets[E]
+// exit), h[r] = act(gu[r]) with the gated epilogue's Activate, 8 columns
+// per thread per step (16-byte accesses), stored as h's dtype (bf16 with
+// the epilogue's rounding, or f32).
+func emitActivate(m *ir.Module, d dims, op moe.Activate) Kernel {
+	b, k := opKernel(m, op, utilThreads, false)
+	r, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
+	total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
+	b.ReturnIf(b.ICmp(enum.IPredSGE, r, total))
+	N, act := int64(op.N), activation(op.Act)
+	b.Loop(tid, ir.Int32(N/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
+		g, u := b.gateUpRow8(op.GateUp, moe.F32, b.Param("gu"), r, c, N)
+		h := make([]value.Value, 8)
+		for i := range h {
+			h[i] = Activate(b, act, g[i], u[i])
+		}
+		if op.H.DType == moe.F32 {
+			StoreF32(b, b.rowPtr(b.Param("h"), r, c, N, 4), h)
+		} else {
+			StoreBF16(b, b.rowPtr(b.Param("h"), r, c, N, 2), h)
+		}
+		return nil
+	})
+	b.Ret(nil)
+	k.SkipIfZeroT, k.Grid = true, rowGrid(d.K)
+	return k
+}
+
 // emitActGrad: one block per row r (rows past offsets[E] exit): with s the
 // row scale, h = act(gu[r]) recomputed in fp32,
 //

@@ -273,3 +273,64 @@ func checkPerExpertKernels(t *testing.T, name string, prog, grouped *Program) {
 		}
 	}
 }
+
+// TestSaveFC1Assemble lowers the forward and the backward of every preset
+// with schedule.Layer.SaveFC1 (the forward's FC1 a plain f32 GEMM into
+// fc1_out and an Activate kernel; the backward without the FC1 GEMM) for
+// each target, bf16 and (sm_90a) mxfp8, and assembles mokc's PTX with
+// ptxas (sm_100a with the CUDA 12.9 ptxas).
+func TestSaveFC1Assemble(t *testing.T) {
+	if testing.Short() {
+		t.Skip("assembles every preset's forward and backward three times")
+	}
+	for _, name := range schedule.Presets() {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.SaveFC1 = true
+		mx := l
+		mx.Precision = schedule.MXFP8
+		for _, c := range []struct {
+			l  schedule.Layer
+			tg target.Target
+		}{{l, target.SM80}, {l, target.SM90a}, {l, target.SM100a}, {mx, target.SM90a}} {
+			if CheckLayer(c.l, c.tg) != nil {
+				continue
+			}
+			s, err := schedule.DefaultSchedule(c.l, c.tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, backward := range []bool{false, true} {
+				build, dir := moe.Forward, "forward"
+				if backward {
+					build, dir = moe.Backward, "backward"
+				}
+				what := fmt.Sprintf("%s %v %v %s", name, c.l.Precision, c.tg, dir)
+				p, err := build(c.l)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				prog, err := Lower(p, s, PerOp)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				text, err := ptx.Compile(prog.Module, c.tg)
+				if err != nil {
+					t.Fatalf("%s: ptx.Compile: %v", what, err)
+				}
+				if got := strings.Contains(text, ".entry moe_activate("); got == backward {
+					t.Errorf("%s: moe_activate in the PTX: %v", what, got)
+				}
+				if got := strings.Contains(text, ".entry moe_fc1("); got == backward {
+					t.Errorf("%s: the FC1 GEMM moe_fc1 in the PTX: %v", what, got)
+				}
+				toolchain.NeedPtxas(t, c.tg.String())
+				if err := toolchain.Assemble(text, c.tg.String()); err != nil {
+					t.Fatalf("%s: %v", what, strings.SplitN(err.Error(), "\n", 20))
+				}
+			}
+		}
+	}
+}

@@ -199,6 +199,8 @@ func (lw *perOp) lower(op moe.Op) error {
 		}
 	case moe.GateSigmoid:
 		k = emitGateSigmoid(m, d, o)
+	case moe.Activate:
+		k = emitActivate(m, d, o)
 	case moe.ActGrad:
 		k = emitActGrad(m, d, o)
 	case moe.CombineGrad:

@@ -131,7 +131,7 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	if err != nil {
 		return "", false
 	}
-	p.Routing, p.Storage = l.Routing, l.Storage
+	p.Routing, p.Storage, p.SaveFC1 = l.Routing, l.Storage, l.SaveFC1
 	if backward {
 		p.MainGrad = l.MainGrad
 	}
@@ -148,6 +148,9 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	}
 	if l.Storage == schedule.PerExpertWeights {
 		args = append(args, "--storage per-expert")
+	}
+	if l.SaveFC1 {
+		args = append(args, "--save-fc1")
 	}
 	if backward {
 		args = append(args, "--backward")

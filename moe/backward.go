@@ -50,11 +50,15 @@ const (
 // weights through their tables (WeightStorage Table on the GEMMs and the
 // weight gradients; Check verifies it).
 //
-// Saved state: none. The backward re-runs the dispatch and recomputes the
-// FC1 output from the forward's inputs, so the forward keeps nothing for
-// it (0 bytes per token); the routing-weight gradient needs no expert
-// output either, since <dy, FC2·h> = <FC2ᵀ·dy, h> (ActGrad). The
-// recomputed FC1 output, dh = dy·FC2 and the per-row input gradients are
+// Saved state: by default none. The backward re-runs the dispatch and
+// recomputes the FC1 output from the forward's inputs, so the forward keeps
+// nothing for it (0 bytes per token); the routing-weight gradient needs no
+// expert output either, since <dy, FC2·h> = <FC2ᵀ·dy, h> (ActGrad). With
+// schedule.Layer.SaveFC1 the backward reads the forward's routed FC1 output
+// instead, the input fc1_out f32 [T*K, 2I] (8·K·I bytes per token; Forward
+// writes it from the same sums the recompute would make: the gradients are
+// the same bits), and skips the recompute (and, for MXFP8, quantize_xs).
+// Shared experts are recomputed either way. The FC1 output, dh = dy·FC2 and the per-row input gradients are
 // kept in f32: a bf16 FC1 output moves values across a clamp
 // (ClampedSwiGLU, GPTOSS), where the activation's derivative jumps, by
 // enough to cost several percent of the gradients against the float64
@@ -115,7 +119,11 @@ func Backward(l schedule.Layer) (*Program, error) {
 			Dequantize{Op: "dequantize_fc2", Q: in.fc2, S: in.fc2Scales, Out: mxo.fc2, Experts: l.Experts, Rows: H, Cols: I})
 		fc1Data = mxo.fc1
 	}
-	r := p.expertGrad("", in.fc1, in.fc2, in.fc1Bias, d.xs, dys, d.offsets, TK, I, in.storage, mxo)
+	var saved *Buffer
+	if l.SaveFC1 {
+		saved = p.in(BufFC1Out, F32, "the forward's routed FC1 output before the activation (SaveFC1)", TK, c(2*I))
+	}
+	r := p.expertGrad("", in.fc1, in.fc2, in.fc1Bias, d.xs, dys, d.offsets, TK, I, in.storage, mxo, saved)
 	var fc1x *Buffer
 	if l.RouterWeightOnInput {
 		// dw = <dL/d(expert input), x> = <dgu, FC1·x>: FC1 of the unweighted rows.
@@ -136,7 +144,7 @@ func Backward(l schedule.Layer) (*Program, error) {
 			gate = p.scratch("g", F32, "shared-expert output gate sigmoid(x·shared_gate)", T)
 			p.Ops = append(p.Ops, GateSigmoid{X: in.x, Gate: in.sharedGate, G: gate})
 		}
-		s := p.expertGrad("shared_", in.sharedFC1, in.sharedFC2, nil, in.x, dy, nil, T, Is, Stacked, nil)
+		s := p.expertGrad("shared_", in.sharedFC1, in.sharedFC2, nil, in.x, dy, nil, T, Is, Stacked, nil, nil)
 		p.Ops = append(p.Ops, ActGrad{Op: "shared_act_grad", GU: s.gu, DH: s.dh, Scale: gate,
 			DGU: s.dgu, HS: s.hs, Dot: s.dot, N: Is, Act: in.sharedAct})
 		s.grads(p, g.sharedFC1, g.sharedFC2, nil, nil, Stacked, g.dtype, nil, nil)
@@ -256,8 +264,9 @@ type mxOperands struct {
 // caller's ActGrad, which runs between them: the GEMM that reads dgu is
 // appended by grads). With mx (routed experts of an MXFP8 layer) FC1 runs
 // on the quantized rows (quantize_xs) and the e4m3 fc1, and the data
-// gradients on mx's bf16 copies.
-func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buffer, rows launch.Expr, n int, storage WeightStorage, mx *mxOperands) *mlpGrad {
+// gradients on mx's bf16 copies. With saved (the forward's FC1 output,
+// schedule.Layer.SaveFC1) FC1 is read, not recomputed.
+func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buffer, rows launch.Expr, n int, storage WeightStorage, mx *mxOperands, saved *Buffer) *mlpGrad {
 	l := p.Layer
 	H := l.Hidden
 	m := &mlpGrad{fc1: fc1, fc2: fc2, x: x, dy: dy, offsets: offsets, storage: storage, n: n, h: H, e: 1}
@@ -265,7 +274,10 @@ func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buff
 	if offsets != nil {
 		r, m.e = Dispatched, l.Experts
 	}
-	m.gu = p.scratch(pre+"gu", F32, "FC1 output before the activation, recomputed (f32: the clamped activations' derivative jumps at the clamp)", rows, c(2*n))
+	m.gu = saved
+	if saved == nil {
+		m.gu = p.scratch(pre+"gu", F32, "FC1 output before the activation, recomputed (f32: the clamped activations' derivative jumps at the clamp)", rows, c(2*n))
+	}
 	m.dh = p.scratch(pre+"dh", F32, "dL/dh before the row scale: dy·FC2 (f32: the routing-weight and shared-gate gradients are its dot with h, which cancels)", rows, c(n))
 	m.dgu = p.scratch(pre+"dgu", BF16, "dL/d(FC1 output), FC1 row order", rows, c(2*n))
 	m.hs = p.scratch(pre+"hs_scaled", BF16, "activation times the row scale", rows, c(n))
@@ -278,12 +290,17 @@ func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buff
 	recompute := GEMM{Op: pre + "fc1", A: x, B: fc1, Bias: fc1Bias, C: m.gu, Offsets: offsets, Rows: r, Storage: storage,
 		N: 2 * n, K: H, Experts: m.e, RowsPerToken: per}
 	if mx != nil {
-		q := p.quantize("quantize_xs", x, BufXSQ, BufXSScales, "dispatched rows of x", rows, H)
-		recompute.A, recompute.AScales, recompute.BScales = q.Q, q.S, mx.fc1Scales
-		p.Ops = append(p.Ops, q)
+		if saved == nil {
+			q := p.quantize("quantize_xs", x, BufXSQ, BufXSScales, "dispatched rows of x", rows, H)
+			recompute.A, recompute.AScales, recompute.BScales = q.Q, q.S, mx.fc1Scales
+			p.Ops = append(p.Ops, q)
+		}
 		m.fc1, fc2 = mx.fc1, mx.fc2
 	}
-	p.Ops = append(p.Ops, recompute,
+	if saved == nil {
+		p.Ops = append(p.Ops, recompute)
+	}
+	p.Ops = append(p.Ops,
 		GEMM{Op: pre + "fc2_dgrad", A: dy, B: fc2, C: m.dh, Offsets: offsets, Rows: r, Storage: storage, BMajor: NMajor,
 			N: n, K: H, Experts: m.e, RowsPerToken: per})
 	return m

@@ -49,6 +49,9 @@ const (
 	BufXSScales = "xs_scales" // ue8m0 [T*K,H/32] their block scales
 	BufHQ       = "h_q"       // e4m3 [T*K,I] routed activations, quantized
 	BufHScales  = "h_scales"  // ue8m0 [T*K,I/32] their block scales
+	// Saved state (schedule.Layer.SaveFC1): the forward's scratch that the
+	// backward reads as an input of the same name.
+	BufFC1Out = "fc1_out" // f32 [T*K,2I] routed FC1 output before the activation, bias included, GateUp order
 )
 
 // Forward is the forward program of layer l. Buffers the caller binds (Input,
@@ -69,9 +72,15 @@ const (
 // scales fc1_scales [E,2I,H/32] and fc2_scales [E,H,I/32] (K-major, one
 // per 32 along K); the dispatched rows and the activations (kept f32 in h)
 // are quantized by Quantize ops (xs_q, xs_scales, h_q, h_scales) before
-// the routed GEMMs; the shared experts stay bf16. Errors: l invalid
-// (schedule.Layer Validate), an MXFP8 layer with per-expert storage (not
-// defined yet).
+// the routed GEMMs; the shared experts stay bf16.
+//
+// With schedule.Layer.SaveFC1 the routed FC1 is a plain GEMM into the
+// scratch fc1_out f32 [T*K, 2I] (the backward's input of that name: whoever
+// runs the pair keeps the forward's fc1_out until the backward; runtime.Layer
+// does) and an Activate op writes h from it; y is the same.
+//
+// Errors: l invalid (schedule.Layer Validate), an MXFP8 layer with
+// per-expert storage (not defined yet).
 func Forward(l schedule.Layer) (*Program, error) {
 	if err := l.Validate(); err != nil {
 		return nil, err
@@ -97,18 +106,31 @@ func Forward(l schedule.Layer) (*Program, error) {
 		Storage: in.storage, N: I, K: H, Experts: E, RowsPerToken: K, Gated: true, GateUp: in.gateUp, Act: in.act}
 	fc2 := GEMM{Op: "fc2", B: in.fc2, Bias: in.fc2Bias, C: outRows, Offsets: d.offsets, Rows: Dispatched,
 		Storage: in.storage, N: H, K: I, Experts: E, RowsPerToken: K}
+	var h *Buffer
 	if mx {
-		fc1.C = p.scratch(BufH, F32, "activations of the routed rows (f32: quantized next)", TK, c(I))
-		qx := p.quantize("quantize_xs", d.xs, BufXSQ, BufXSScales, "dispatched rows of x", TK, H)
-		qh := p.quantize("quantize_h", fc1.C, BufHQ, BufHScales, "routed activations", TK, I)
-		fc1.A, fc1.AScales, fc1.BScales = qx.Q, qx.S, in.fc1Scales
-		fc2.A, fc2.AScales, fc2.BScales = qh.Q, qh.S, in.fc2Scales
-		p.Ops = append(p.Ops, qx, fc1, qh, fc2)
+		h = p.scratch(BufH, F32, "activations of the routed rows (f32: quantized next)", TK, c(I))
 	} else {
-		fc1.C = p.scratch(BufH, BF16, "activations of the routed rows", TK, c(I))
-		fc2.A = fc1.C
-		p.Ops = append(p.Ops, fc1, fc2)
+		h = p.scratch(BufH, BF16, "activations of the routed rows", TK, c(I))
 	}
+	fc1.C, fc2.A = h, h
+	if mx {
+		qx := p.quantize("quantize_xs", d.xs, BufXSQ, BufXSScales, "dispatched rows of x", TK, H)
+		fc1.A, fc1.AScales, fc1.BScales = qx.Q, qx.S, in.fc1Scales
+		p.Ops = append(p.Ops, qx)
+	}
+	if l.SaveFC1 {
+		gu := p.scratch(BufFC1Out, F32, "routed FC1 output before the activation, kept for the backward (SaveFC1)", TK, c(2*I))
+		fc1.C, fc1.N, fc1.Gated, fc1.GateUp, fc1.Act = gu, 2*I, false, GateUpHalves, Activation{}
+		p.Ops = append(p.Ops, fc1, Activate{GU: gu, H: h, Offsets: d.offsets, N: I, GateUp: in.gateUp, Act: in.act})
+	} else {
+		p.Ops = append(p.Ops, fc1)
+	}
+	if mx {
+		qh := p.quantize("quantize_h", h, BufHQ, BufHScales, "routed activations", TK, I)
+		fc2.A, fc2.AScales, fc2.BScales = qh.Q, qh.S, in.fc2Scales
+		p.Ops = append(p.Ops, qh)
+	}
+	p.Ops = append(p.Ops, fc2)
 
 	// Shared expert: dense GEMMs over every token.
 	var sharedOut, gateX *Buffer

@@ -20,7 +20,9 @@ import (
 // and fc1_scales / fc2_scales, the ue8m0 codes.
 // dy is read only by programs that have a dy buffer. Buffers p does not
 // have are left out; pointer tables (PerExpertWeights) are an error, as
-// is data of the wrong length.
+// is data of the wrong length. The backward's fc1_out (schedule.Layer.SaveFC1)
+// is not host data but the forward's: it is left out too (take it from the
+// forward's Interpret).
 func HostInputs(p *Program, w schedule.Weights, x []float32, r schedule.Routing, dy []float32) (map[string][]float64, error) {
 	l := p.Layer
 	if l.Storage == schedule.PerExpertWeights {
@@ -57,7 +59,7 @@ func HostInputs(p *Program, w schedule.Weights, x []float32, r schedule.Routing,
 	}
 	out := map[string][]float64{}
 	for _, b := range p.Buffers {
-		if b.Kind != Input {
+		if b.Kind != Input || b.Name == BufFC1Out {
 			continue
 		}
 		v, ok := all[b.Name]

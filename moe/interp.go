@@ -115,6 +115,8 @@ func (in *interp) run(op Op) error {
 		in.combine(o)
 	case GateSigmoid:
 		in.gateSigmoid(o)
+	case Activate:
+		in.activate(o)
 	case ActGrad:
 		in.actGrad(o)
 	case WeightGrad:
@@ -367,6 +369,16 @@ func (in *interp) rowScale(weights, srcSlot, scale *Buffer, r int) float64 {
 		return in.v[scale][r]
 	}
 	return 1
+}
+
+func (in *interp) activate(o Activate) {
+	N, gu := o.N, in.v[o.GU]
+	for r := range in.dispatched(o.Offsets) {
+		for j := 0; j < N; j++ {
+			gi, ui := gateUp(o.GateUp, N, j)
+			in.set(o.H, r*N+j, o.Act.Kind.Apply(gu[r*2*N+gi], gu[r*2*N+ui], o.Act.Limit, o.Act.Alpha))
+		}
+	}
 }
 
 func (in *interp) actGrad(o ActGrad) {

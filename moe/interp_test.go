@@ -328,3 +328,64 @@ func TestSharedGateGradOneToken(t *testing.T) {
 		}
 	}
 }
+
+// TestInterpretSaveFC1: with schedule.Layer.SaveFC1 the forward computes the
+// same y (its FC1 output rounded to f32 before the activation: within
+// 1e-3) and keeps fc1_out, and the backward that reads it computes every
+// gradient bit for bit as the one that recomputes FC1, for bf16 and mxfp8
+// layers of every feature; the backward has no FC1 GEMM then.
+func TestInterpretSaveFC1(t *testing.T) {
+	for name, l := range interpLayers() {
+		for _, prec := range []schedule.Precision{schedule.BF16, schedule.MXFP8} {
+			l.Precision = prec
+			saving := l
+			saving.SaveFC1 = true
+			for _, T := range []int{1, 37} {
+				what := fmt.Sprintf("%s %v T=%d", name, prec, T)
+				pr := newProblem(t, l, T)
+				run := func(l schedule.Layer, backward bool, extra map[string][]float64) (*Program, map[string][]float64) {
+					t.Helper()
+					build := Forward
+					if backward {
+						build = Backward
+					}
+					p, err := build(l)
+					if err != nil {
+						t.Fatal(err)
+					}
+					b := pr.bind(t, p, zeroMainGrads(p))
+					for k, v := range extra {
+						b[k] = v
+					}
+					out, err := Interpret(p, T, b)
+					if err != nil {
+						t.Fatalf("%s: %v", what, err)
+					}
+					return p, out
+				}
+				_, fwd := run(l, false, nil)
+				_, fwdSaved := run(saving, false, nil)
+				checkRelL2(t, what+": y of the saving forward", fwdSaved[BufY], fwd[BufY], 1e-3)
+				_, bwd := run(l, true, nil)
+				p, bwdSaved := run(saving, true, map[string][]float64{BufFC1Out: fwdSaved[BufFC1Out]})
+				for _, op := range p.Ops {
+					if op.Name() == "fc1" || op.Name() == "quantize_xs" {
+						t.Errorf("%s: the saving backward still runs %s", what, op.Name())
+					}
+				}
+				for _, b := range p.Buffers {
+					if b.Kind != Output && b.Kind != InOut {
+						continue
+					}
+					got, want := bwdSaved[b.Name], bwd[b.Name]
+					for i := range want {
+						if got[i] != want[i] && !(math.IsNaN(got[i]) && math.IsNaN(want[i])) {
+							t.Errorf("%s: %s[%d] = %v with the saved FC1 output, %v recomputed", what, b.Name, i, got[i], want[i])
+							break
+						}
+					}
+				}
+			}
+		}
+	}
+}

@@ -194,6 +194,25 @@ type Dequantize struct {
 	Experts, Rows, Cols int
 }
 
+// Activate applies a gated activation to a plain GEMM's output (the
+// forward of a layer with schedule.Layer.SaveFC1, whose FC1 output is
+// kept): for each of the first Offsets[E] rows r and column n < N,
+//
+//	H[r, n] = Act(GU[r, gate n], GU[r, up n])
+//
+// in fp32, rounded once to H's dtype (bf16, or f32 when the MXFP8 forward
+// quantizes H next). GU f32 [rows, 2N] holds gate and up in GateUp order,
+// the bias included: H is what a gated GEMM's epilogue writes from the same
+// sums (GEMM).
+type Activate struct {
+	GU      *Buffer    // f32 [rows, 2N] (read)
+	H       *Buffer    // bf16 or f32 [rows, N] (written)
+	Offsets *Buffer    // i32 [E+1]: rows 0..Offsets[E]-1 are computed
+	N       int        // columns of H
+	GateUp  GateUp     // order of gate and up in GU
+	Act     Activation // the layer's activation
+}
+
 // Combine writes Y bf16 [T,H]: for each token t, in fp32 in this fixed
 // order, g_t * SharedOut[t] (when there is a shared expert; g_t =
 // sigmoid(X[t]·SharedGate) with a shared output gate, else 1) plus, for k =
@@ -232,6 +251,9 @@ func (g Gather) Name() string {
 
 // Name is g.Op, the name the program gives the op.
 func (g GEMM) Name() string { return g.Op }
+
+// Name is "activate" (PerOp kernel moe_activate).
+func (Activate) Name() string { return "activate" }
 
 // Name is "combine" (PerOp kernel moe_combine).
 func (Combine) Name() string { return "combine" }
@@ -282,6 +304,11 @@ func (o Dequantize) Name() string { return o.Op }
 // Operands lists the buffers Dequantize reads and writes, under their roles.
 func (o Dequantize) Operands() []Operand {
 	return operands(r("q", o.Q), r("scales", o.S), w("out", o.Out))
+}
+
+// Operands lists the buffers Activate reads and writes, under their roles.
+func (o Activate) Operands() []Operand {
+	return operands(r("gu", o.GU), r("offsets", o.Offsets), w("h", o.H))
 }
 
 // Operands lists the buffers Combine reads and writes, under their roles.

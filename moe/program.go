@@ -83,6 +83,9 @@ func (p *Program) Check() error {
 		if err := checkMXFP8(op); err != nil {
 			return err
 		}
+		if err := checkActivate(op); err != nil {
+			return err
+		}
 		for _, o := range op.Operands() {
 			if seen[o.Buffer.Name] != o.Buffer {
 				return fmt.Errorf("moe: op %s: operand %s names buffer %s that the program does not declare", op.Name(), o.Role, o.Buffer.Name)
@@ -137,6 +140,21 @@ func (p *Program) String() string {
 		fmt.Fprintf(&sb, "%s(%s)\n", op.Name(), strings.Join(os, ", "))
 	}
 	return sb.String()
+}
+
+// checkActivate checks an Activate's operands: f32 rows of 2N in, bf16 or
+// f32 rows of N (a multiple of 8) out. Other ops pass.
+func checkActivate(op Op) error {
+	o, ok := op.(Activate)
+	switch {
+	case !ok:
+		return nil
+	case o.GU.DType != F32 || (o.H.DType != BF16 && o.H.DType != F32):
+		return fmt.Errorf("moe: op %s: reads f32 and writes bf16 or f32, not %s and %s", o.Name(), o.GU.DType, o.H.DType)
+	case o.N%8 != 0 || o.GU.Shape[len(o.GU.Shape)-1] != c(2*o.N) || o.H.Shape[len(o.H.Shape)-1] != c(o.N):
+		return fmt.Errorf("moe: op %s: rows of 2N = %d in and N = %d (a multiple of 8) out", o.Name(), 2*o.N, o.N)
+	}
+	return nil
 }
 
 // checkMXFP8 checks the dtypes and shapes of the MXFP8 operands: a GEMM

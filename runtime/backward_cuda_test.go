@@ -7,6 +7,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/driver"
@@ -58,7 +59,7 @@ func groupedBackwardCases(t *testing.T) map[string]schedule.Layer {
 // Forward first, three steps on the same inputs, the third a replay of
 // Layer.CaptureBackward's CUDA graph, outputs poisoned before each, main
 // grads from AllocMainGrads accumulating from random fp32 values, or from
-// 0 for bf16) on every target the device runs, T = 0, 1, 64, for grouped
+// 0 for bf16) on every target the device runs, T = 64, 1, 0, for grouped
 // and per-expert weight storage, and checks against schedule.Backward: dx
 // and the routing-weight gradient after each step (relative L2 at most
 // 1e-2, every element written, the same bits every step; the
@@ -80,8 +81,11 @@ func TestLayerBackward(t *testing.T) {
 				// One set of weights and one Layer for every T, as a
 				// training run keeps them (and building them, not the
 				// steps, is most of the test's time).
+				// The largest T first: steps 1 and 2 replay captured
+				// graphs, which fix the workspace of the T they
+				// captured (Layer.CaptureBackward).
 				ls := newBackwardSetup(t, ctx, l, tg)
-				for _, T := range []int{0, 1, 64} {
+				for _, T := range []int{64, 1, 0} {
 					t.Run(fmt.Sprintf("T=%d", T), func(t *testing.T) { testLayerBackward(t, ctx, stream, ls, T) })
 				}
 			})
@@ -502,5 +506,122 @@ func check(t *testing.T, what string, got, want, start []float64) {
 		t.Errorf("%s: rel L2 %.3g", what, rel)
 	default:
 		t.Logf("%s: rel L2 %.3g", what, rel)
+	}
+}
+
+// TestLayerSaveFC1: a Layer with schedule.Layer.SaveFC1 gives the bits of
+// one without, on the same weights and inputs: y of the Forward, and dx,
+// the routing-weight gradient and every main grad of the Backward that
+// reads the saved FC1 output instead of recomputing it (T = 64, every
+// target the device runs, a preset's sizes and gpt-oss's activation with
+// biases). A Backward of another T than the last Forward's is refused, and
+// so is a binding of the saved buffer.
+func TestLayerSaveFC1(t *testing.T) {
+	ctx := gputest.Open(t)
+	t.Setenv(runtime.CacheDirEnv, t.TempDir())
+	cases := groupedBackwardCases(t)
+	const T = 64
+	for _, name := range []string{"qwen3-30b-a3b-E16", "gpt-oss-20b-E4"} {
+		l := cases[name]
+		for _, tg := range gputest.Targets(ctx.Device().ComputeCapability()) {
+			t.Run(fmt.Sprintf("%s/%v", name, tg), func(t *testing.T) {
+				ls := newBackwardSetup(t, ctx, l, tg)
+				saving := l
+				saving.SaveFC1 = true
+				lySave := newLayer(t, ctx, saving, tg)
+				c := newCase(t, ctx, l, ls.w, T, ls.seed+1)
+				dy := put(t, ctx, runtime.ToBF16(schedule.RandomInput(T, l.Hidden, ls.seed+2)), moe.BF16, T, l.Hidden)
+				// step runs a training step's Forward and Backward with ly and
+				// returns y and what the Backward wrote, by name.
+				step := func(ly *runtime.Layer, l schedule.Layer) (map[string][]float64, runtime.Bindings) {
+					b := runtime.Bindings{}
+					ls.dwts.SetIn(b)
+					c.in.SetIn(b)
+					if err := runtime.Poison(ctx, nil, b[moe.BufY]); err != nil {
+						t.Fatal(err)
+					}
+					if err := ly.Forward(nil, b); err != nil {
+						t.Fatal(err)
+					}
+					out := map[string][]float64{moe.BufY: download(t, ctx, b[moe.BufY])}
+					delete(b, moe.BufY)
+					b[moe.BufDY] = dy
+					bw := bindBackward(t, ctx, ly, l, b, T, ls.seed)
+					if err := ly.Backward(nil, b); err != nil {
+						t.Fatal(err)
+					}
+					if err := ly.CheckErrors(nil); err != nil {
+						t.Fatal(err)
+					}
+					for _, o := range bw.outputs {
+						out[o] = download(t, ctx, b[o])
+					}
+					for n, v := range downloadParts(t, ctx, bw.parts) {
+						out[n] = v
+					}
+					return out, b
+				}
+				want, _ := step(ls.ly, l)
+				got, b := step(lySave, saving)
+				for _, n := range sortedKeys(want) {
+					g, w := got[n], want[n]
+					if len(g) != len(w) {
+						t.Fatalf("%s: %d values with SaveFC1, %d without", n, len(g), len(w))
+					}
+					for i := range w {
+						if math.Float64bits(g[i]) != math.Float64bits(w[i]) {
+							t.Errorf("%s[%d] = %v with SaveFC1, %v recomputing FC1", n, i, g[i], w[i])
+							break
+						}
+					}
+				}
+				// A captured Backward replays the saved state: the same dx, and
+				// the forward's workspace can no longer grow.
+				stream, err := ctx.NewStream()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stream.Destroy()
+				g, err := lySave.CaptureBackward(stream, b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Destroy()
+				if err := runtime.Poison(ctx, stream, b[moe.BufDX]); err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Launch(stream); err != nil {
+					t.Fatal(err)
+				}
+				if err := lySave.CheckErrors(stream); err != nil {
+					t.Fatal(err)
+				}
+				if dx := download(t, ctx, b[moe.BufDX]); !slices.Equal(dx, want[moe.BufDX]) {
+					t.Errorf("dx of the captured Backward differs")
+				}
+				big := newCase(t, ctx, l, ls.w, 4*T, ls.seed+4)
+				fb := runtime.Bindings{}
+				ls.dwts.SetIn(fb)
+				big.in.SetIn(fb)
+				if err := lySave.Forward(nil, fb); err == nil || !strings.Contains(err.Error(), "captured graph") {
+					t.Errorf("Forward of T = %d after a captured Backward of T = %d: %v, want a refusal (the workspace cannot grow)", 4*T, T, err)
+				}
+				b[moe.BufFC1Out] = put(t, ctx, nil, moe.F32, T*l.TopK, 2*l.Intermediate)
+				if err := lySave.Backward(nil, b); err == nil || !strings.Contains(err.Error(), "saved state") {
+					t.Errorf("Backward with fc1_out bound: %v, want a refusal naming the saved state", err)
+				}
+				delete(b, moe.BufFC1Out)
+				// A Backward of fewer tokens than the last Forward: refused.
+				small := newCase(t, ctx, l, ls.w, 1, ls.seed+3)
+				small.in.SetIn(b)
+				delete(b, moe.BufY)
+				b[moe.BufDY] = put(t, ctx, nil, moe.BF16, 1, l.Hidden)
+				b[moe.BufDX] = put(t, ctx, nil, moe.BF16, 1, l.Hidden)
+				b[moe.BufDW] = put(t, ctx, nil, moe.F32, 1, l.TopK)
+				if err := lySave.Backward(nil, b); err == nil || !strings.Contains(err.Error(), "SaveFC1") {
+					t.Errorf("Backward of T = 1 after a Forward of T = %d: %v, want a refusal naming SaveFC1", T, err)
+				}
+			})
+		}
 	}
 }

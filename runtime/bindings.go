@@ -111,10 +111,14 @@ func (b BufferSpec) BytesAt(T int) int {
 }
 
 // isCaller reports whether the caller binds buffer b: an input or an output
-// other than the error word.
+// other than the error word and the backward's saved state.
 func isCaller(b launch.Buffer) bool {
-	return b.Kind != launch.BufScratch && b.Name != launch.ErrBuffer
+	return b.Kind != launch.BufScratch && b.Name != launch.ErrBuffer && !isSaved(b)
 }
+
+// isSaved reports whether b is the backward's input of the forward's saved
+// state (schedule.Layer.SaveFC1), which the Layer binds itself.
+func isSaved(b launch.Buffer) bool { return b.Kind == launch.BufInput && b.Name == moe.BufFC1Out }
 
 // isTokenDim reports whether dimension e is the token count T itself.
 func isTokenDim(e launch.Expr) bool {
@@ -221,6 +225,8 @@ func (p *plan) checkNames(b Bindings) error {
 			return p.bindError("buffer %q is bound, but this layer has no such buffer (its buffers: %s)", name, p.callerNames())
 		case name == launch.ErrBuffer:
 			return p.bindError("buffer %q is bound, but the error word is the layer's own (CheckErrors reads it); bind only: %s", name, p.callerNames())
+		case isSaved(p.Buffers[i]):
+			return p.bindError("buffer %q is bound, but it is the forward's saved state, which the layer keeps from the last Forward; bind only: %s", name, p.callerNames())
 		case !isCaller(p.Buffers[i]):
 			return p.bindError("buffer %q is bound, but it is a scratch buffer of the layer's workspace; bind only: %s", name, p.callerNames())
 		}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -41,6 +42,10 @@ type Layer struct {
 	// bwd is the backward program, loaded by the first Backward (nil
 	// before): a Layer of its own (plan, module, workspace, error word).
 	bwd *Layer
+	// saved is the forward's saved state (schedule.Layer.SaveFC1: the
+	// scratch moe.BufFC1Out in the forward's workspace), shared with bwd,
+	// which reads it; nil when the layer saves nothing.
+	saved *savedState
 
 	// workspace: one allocation holding every scratch buffer, laid out for
 	// wsT tokens (valid for every T <= wsT: buffer sizes grow with T).
@@ -62,6 +67,18 @@ type Layer struct {
 	// of the argument packing substitute a pure-Go stand-in).
 	encode func(driver.TensorMapDataType, int, driver.DevicePtr, []uint64, []uint64, []uint32, []uint32,
 		driver.TensorMapInterleave, driver.TensorMapSwizzle, driver.TensorMapL2Promotion, driver.TensorMapOOBFill) ([driver.TensorMapBytes]byte, error)
+}
+
+// savedState is where the last Forward left the state its Backward reads
+// (the forward's scratch moe.BufFC1Out): mu is a leaf lock, taken under
+// either Layer's.
+type savedState struct {
+	mu  sync.Mutex
+	ptr driver.DevicePtr // its address in the forward's workspace (0: no Forward yet)
+	T   int              // the T of that Forward
+	// graphs counts the backward's captured graphs, which replay ptr: the
+	// forward's workspace can no longer move.
+	graphs int
 }
 
 // tmapEntry is an encoded tensor map and what it was encoded for.
@@ -168,6 +185,9 @@ func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string
 		return nil, fmt.Errorf("mokc runtime: layer %s (%s): %w", l.Name, p.Target, err)
 	}
 	ly := &Layer{ctx: ctx, layer: l, sched: s, plan: p, ptx: ptx, mod: mod, lastT: -1, tmaps: map[[2]int]tmapEntry{}}
+	if _, ok := ly.writesSaved(); ok {
+		ly.saved = &savedState{}
+	}
 	fail := func(err error) (*Layer, error) {
 		mod.Unload()
 		return nil, err
@@ -283,8 +303,14 @@ func (ly *Layer) grow(T int) error {
 	if ly.ws != 0 && T <= ly.wsT {
 		return nil
 	}
-	if ly.ws != 0 && ly.graphs > 0 {
-		return fmt.Errorf("mokc runtime: layer %s: T = %d needs a larger workspace, but %d captured graph(s) replay the workspace of T <= %d: capture after the largest T (CaptureForward)", ly.layer.Name, T, ly.graphs, ly.wsT)
+	graphs := ly.graphs
+	if ly.saved != nil {
+		ly.saved.mu.Lock()
+		graphs += ly.saved.graphs
+		ly.saved.mu.Unlock()
+	}
+	if ly.ws != 0 && graphs > 0 {
+		return fmt.Errorf("mokc runtime: layer %s: T = %d needs a larger workspace, but %d captured graph(s) replay the workspace of T <= %d: capture after the largest T (CaptureForward)", ly.layer.Name, T, graphs, ly.wsT)
 	}
 	newT := T
 	if ly.ws != 0 {
@@ -384,6 +410,11 @@ func (ly *Layer) CaptureForward(stream *driver.Stream, b Bindings) (*driver.Grap
 		return nil, fmt.Errorf("mokc runtime: layer %s: capturing the forward: %w", ly.layer.Name, errors.Join(runErr, err))
 	}
 	ly.graphs++
+	if _, w := ly.writesSaved(); ly.saved != nil && !w {
+		ly.saved.mu.Lock()
+		ly.saved.graphs++ // a backward's graph replays the forward's saved state
+		ly.saved.mu.Unlock()
+	}
 	return g, nil
 }
 
@@ -423,7 +454,9 @@ func (ly *Layer) prepare(b Bindings, marks []*driver.Event) (int, error) {
 	if err := ly.grow(T); err != nil {
 		return 0, err
 	}
-	ly.bindOwn(bind)
+	if err := ly.bindOwn(bind, T); err != nil {
+		return 0, err
+	}
 	if T != ly.lastT || !slices.Equal(bind, ly.lastBind) {
 		if err := ly.buildArgs(T, bind); err != nil {
 			return 0, err
@@ -477,17 +510,42 @@ func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) err
 	return mark(len(ly.plan.Kernels))
 }
 
-// bindOwn fills the addresses of the buffers the Layer owns: the error word
-// and the scratch buffers in the workspace.
-func (ly *Layer) bindOwn(bind []driver.DevicePtr) {
+// bindOwn fills the addresses of the buffers the Layer owns for a run of T
+// tokens: the error word and the scratch buffers in the workspace, and
+// the saved state: a forward records where it leaves it, a backward reads
+// the last forward's (an error when that forward had another T, or none
+// ran).
+func (ly *Layer) bindOwn(bind []driver.DevicePtr, T int) error {
 	for i, b := range ly.plan.Buffers {
 		switch {
 		case b.Name == launch.ErrBuffer:
 			bind[i] = ly.errPtr
 		case b.Kind == launch.BufScratch:
 			bind[i] = ly.ws.Offset(ly.wsOff[i])
+		case isSaved(b):
+			s := ly.saved
+			s.mu.Lock()
+			ptr, sT := s.ptr, s.T
+			s.mu.Unlock()
+			if ptr == 0 || sT != T {
+				return fmt.Errorf("mokc runtime: Backward (%s): T = %d, but the saved FC1 output (schedule.Layer.SaveFC1) is that of the last Forward, of T = %d: run the Forward of these tokens first", ly.layer.Name, T, sT)
+			}
+			bind[i] = ptr
 		}
 	}
+	if i, ok := ly.writesSaved(); ok && ly.saved != nil {
+		ly.saved.mu.Lock()
+		ly.saved.ptr, ly.saved.T = bind[i], T
+		ly.saved.mu.Unlock()
+	}
+	return nil
+}
+
+// writesSaved returns the index of the saved state moe.BufFC1Out in ly's
+// plan when ly's program writes it (a forward with SaveFC1: its scratch).
+func (ly *Layer) writesSaved() (int, bool) {
+	i, ok := ly.plan.bufIndex[moe.BufFC1Out]
+	return i, ok && ly.plan.Buffers[i].Kind == launch.BufScratch
 }
 
 // buildArgs packs every launched kernel's arguments for T tokens and the
@@ -651,10 +709,17 @@ func evalPositive(es []launch.Expr, T int, what string) ([]uint64, error) {
 // tensor, for every expert that has routes (an entry of an expert without
 // routes is not read).
 //
-// Nothing is kept from Forward: the backward re-dispatches the tokens and
-// recomputes FC1 (moe.Backward's saved-state policy), so Forward and
-// Backward may run in any order and a training step is Forward, then
-// Backward on the same bindings plus dy, dx, dw and the main grads. The
+// By default nothing is kept from Forward: the backward re-dispatches the
+// tokens and recomputes FC1 (moe.Backward's saved-state policy), so Forward
+// and Backward may run in any order and a training step is Forward, then
+// Backward on the same bindings plus dy, dx, dw and the main grads. With
+// schedule.Layer.SaveFC1 the Forward leaves the routed FC1 output in its
+// workspace (8·K·I bytes per token) and Backward reads it there instead of
+// recomputing FC1 (the same results): Backward must then follow the Forward
+// of the same tokens, on the same stream, before the next Forward (a
+// Backward of another T than the last Forward's is an error; the Layer
+// cannot see whether the inputs changed), and once a Backward is captured
+// (CaptureBackward) the forward's workspace can no longer grow. The
 // first call compiles the backward (package compiler, cached as NewLayer's
 // forward is) and loads it; it has a workspace of its own. Binding errors
 // name the buffer before any launch, as Forward's do; CheckErrors reports
@@ -733,6 +798,7 @@ func (ly *Layer) backward() (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
+	bwd.saved = ly.saved // nil unless the layer saves FC1; the backward reads it
 	ly.bwd = bwd
 	return bwd, nil
 }

@@ -607,7 +607,9 @@ func TestLayerArgsPacking(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ly.bindOwn(bind)
+				if err := ly.bindOwn(bind, T); err != nil {
+					t.Fatal(err)
+				}
 				// The maps whose address or extents changed since the last step.
 				want := 0
 				for _, k := range p.Kernels {

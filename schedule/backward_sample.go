@@ -432,6 +432,7 @@ func (g *WeightGen) sharedBackward(x, dy []float32, rows []int, grads bool, out 
 	ls := l
 	ls.Experts, ls.Intermediate, ls.TopK, ls.Routing, ls.Biases = 1, 8, 1, RoutingIDs, false
 	ls.Activation, ls.SwiGLULimit, ls.GPTOSSAlpha, ls.GateUpInterleaved = SwiGLU, 0, 0, false
+	ls.Precision = BF16 // shared experts are BF16; the one routed stand-in gets no route
 	ls.Router = Router{Score: l.Router.Score}
 	sw := g.sharedWeights()
 	sw.FC1, sw.FC2 = [][]float32{make([]float32, 2*8*H)}, [][]float32{make([]float32, H*8)} // never read: no route

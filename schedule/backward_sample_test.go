@@ -36,7 +36,8 @@ func TestBackwardSample(t *testing.T) {
 // layout, biases, clamped SwiGLU and the gpt-oss activation, bf16 main
 // grads, shared experts with the gate, a routing map, the weight on the
 // input and mxfp8 weights (whose sub-expert's intermediate size must be a
-// multiple of 32); dx, dw and the shared gradients still match.
+// multiple of 32), with and without shared experts; dx, dw and the shared
+// gradients still match.
 func TestBackwardSampleCols(t *testing.T) {
 	base := Layer{Name: "c", Hidden: 32, Intermediate: 328, Experts: 5, TopK: 2, Router: Router{Score: ScoreSoftmax}}
 	oss := base
@@ -54,8 +55,10 @@ func TestBackwardSampleCols(t *testing.T) {
 	split.Intermediate, split.Biases, split.MainGrad = 320, true, GradBF16
 	mx := base
 	mx.Hidden, mx.Intermediate, mx.Precision = 64, 320, MXFP8
+	mxShared := mx
+	mxShared.SharedExperts, mxShared.SharedIntermediate, mxShared.SharedGate = 1, 40, true
 	for name, l := range map[string]Layer{"swiglu": base, "gpt-oss-interleaved-bf16": oss, "clamped-shared-gate-map": gated,
-		"weight-on-input": win, "split-biases-bf16": split, "mxfp8": mx} {
+		"weight-on-input": win, "split-biases-bf16": split, "mxfp8": mx, "mxfp8-shared": mxShared} {
 		I := l.Intermediate
 		sampled := SampleIntermediate(I, 11)
 		if I > 256 && len(sampled) >= I {

@@ -230,6 +230,15 @@ type Layer struct {
 	Storage WeightStorage
 	// MainGrad is the dtype of the main-grad buffers of the backward pass.
 	MainGrad GradDType
+	// SaveFC1 is the training forward's saved-state policy: false (the
+	// default) keeps nothing for the backward, which recomputes the routed
+	// FC1 output; true makes the forward keep that output, f32 [T·K, 2I]
+	// (bias included, before the activation: 8·I bytes per routed row,
+	// 8·K·I per token), for the backward to read instead of recomputing
+	// it (one routed GEMM less; the forward writes 2I f32 columns and
+	// applies the activation in a kernel of its own). The results are
+	// the same either way (moe.Forward, moe.Backward).
+	SaveFC1 bool
 
 	// Router describes the family's routing rule (for GenerateRouting).
 	Router Router

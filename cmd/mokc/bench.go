@@ -70,6 +70,7 @@ type benchReport struct {
 	WGrad      string  `json:"wgrad,omitempty"`     // weight-gradient kernel, "mma", "wgmma" or "wgmma-ws" (Backward)
 	MXGemm     string  `json:"mx_gemm,omitempty"`   // how the mxfp8 GEMMs run: "promote" or "expand" (mxfp8)
 	GroupM     int     `json:"group_m,omitempty"`   // persistent GEMMs' row tiles per group (schedule.Schedule.GroupM; 0: column blocks fastest)
+	SaveFC1    bool    `json:"save_fc1,omitempty"`  // the forward keeps the routed FC1 output for the backward (schedule.Layer.SaveFC1)
 	Kernels    int     `json:"kernels"`
 	Workspace  int     `json:"workspace_bytes"`
 	CompileSec float64 `json:"compile_s"`
@@ -289,7 +290,7 @@ func benchAction(c *cli.Context) error {
 	}
 	backward := c.Bool("backward")
 	var mainGrads *runtime.DeviceTensors // --backward: zeroed, shared by every set
-	rep.Backward, rep.GroupM = backward, s.GroupM
+	rep.Backward, rep.GroupM, rep.SaveFC1 = backward, s.GroupM, l.SaveFC1
 	if l.Precision == schedule.MXFP8 {
 		rep.MXGemm = s.MXGemm.String()
 	}
@@ -550,6 +551,9 @@ func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 	pass := "forward"
 	if rep.Backward {
 		pass = "forward + backward, " + rep.MainGrad + " main grads"
+		if rep.SaveFC1 {
+			pass += ", FC1 output saved"
+		}
 	}
 	fmt.Fprintf(w, "mokc bench %s %s T=%d routing=%s (%s)\n", rep.Model, rep.Target, rep.Tokens, rep.Routing, pass)
 	row("device", "%s, %d SMs, L2 %d MiB", rep.Device, rep.SMs, rep.L2Bytes>>20)

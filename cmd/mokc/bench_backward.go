@@ -14,14 +14,21 @@ import (
 // backwardCost adds one backward to the cost c of a forward (forwardCost)
 // of l. FLOPs: every GEMM the backward executes, 2 per multiply-add: per
 // route FC1 recomputed (2I·H), dh = dy·FC2 (I·H), dxs = dgu·FC1 (2I·H)
-// and the weight gradients (2I·H + H·I), 8·I·H multiply-adds in all, and
-// the same per token for the shared experts (I_s). Bytes, compulsory: the
-// weights of the active experts (and the shared ones) read once, their
-// main grads (f32 or bf16) read and written once, dy and dx (bf16) and the
-// routing-weight gradient (f32 per slot).
+// and the weight gradients (2I·H + H·I), 8·I·H multiply-adds in all (6·I·H
+// with schedule.Layer.SaveFC1: no recompute), and 8·I_s·H per token for
+// the shared experts. Bytes, compulsory: the weights of the active experts
+// (and the shared ones) read once, their main grads (f32 or bf16) read and
+// written once, dy and dx (bf16), the routing-weight gradient (f32 per
+// slot) and, with SaveFC1, the saved FC1 output (f32 [routes, 2I]) written
+// by the forward and read back.
 func backwardCost(l schedule.Layer, T int, c benchCost) benchCost {
 	H, I, Is := float64(l.Hidden), float64(l.Intermediate), float64(l.SharedWidth())
-	c.flops += (float64(c.routes)*I + float64(T)*Is) * H * 8 * 2
+	routed := 8.0
+	if l.SaveFC1 {
+		routed = 6
+		c.bytes += float64(c.routes) * 2 * I * 4 * 2
+	}
+	c.flops += (float64(c.routes)*I*routed + float64(T)*Is*8) * H * 2
 	grad := 4.0
 	if l.MainGrad == schedule.GradBF16 {
 		grad = 2

@@ -78,8 +78,12 @@ func inspectProgram(c *cli.Context) error {
 				b.Name, b.Kind, l.Experts, dt, shape, n)
 		}
 	}
-	if dir == "backward" {
-		fmt.Fprintln(w, "saved by the forward for the backward: nothing (0 B/token): the backward re-dispatches and recomputes FC1 from the forward's inputs")
+	if l.SaveFC1 {
+		perToken := 8 * l.TopK * l.Intermediate
+		fmt.Fprintf(w, "saved by the forward for the backward (--save-fc1): %s, the routed FC1 output, f32 [T*K, 2I] = %d B/token (%.1f MB at T = 4096); the backward re-dispatches and reads it instead of recomputing FC1\n",
+			moe.BufFC1Out, perToken, float64(perToken)*4096/1e6)
+	} else if dir == "backward" {
+		fmt.Fprintln(w, "saved by the forward for the backward: nothing (0 B/token): the backward re-dispatches and recomputes FC1 from the forward's inputs (--save-fc1 keeps FC1's output instead)")
 	}
 	if prog == nil {
 		return nil

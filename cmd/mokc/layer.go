@@ -23,6 +23,7 @@ func layerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
 		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (on commands with --backward, give --backward too)", DefaultText: "fp32"},
+		&cli.BoolFlag{Name: "save-fc1", Usage: "training's saved state: the forward keeps the routed FC1 output (f32, 8·K·I bytes per token) and the backward reads it instead of recomputing FC1 (schedule.Layer.SaveFC1; the same results)"},
 		&cli.StringFlag{Name: "storage", Usage: "how the routed experts' weights (and the backward's main grads) are stored on the device: grouped (one [E, ...] tensor each) or per-expert (one allocation per expert, listed by a u64 [E] pointer table)", DefaultText: "grouped"},
 		&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (e4m3 with a ue8m0 scale per 32 along K: docs/mxfp8.md; sm_90a only, grouped storage)", DefaultText: "the model's, bf16"},
 	}, cliFlags(layerFieldFlags, "the model's")...)
@@ -281,6 +282,7 @@ func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
 			return fmt.Errorf("--wgrad: %w", err)
 		}
 	}
+	l.SaveFC1 = l.SaveFC1 || c.Bool("save-fc1")
 	if c.IsSet("main-grad") {
 		if hasFlag(c, "backward") && !c.Bool("backward") {
 			return errors.New("--main-grad sets the backward's main grads: give --backward too")
