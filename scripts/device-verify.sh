@@ -26,8 +26,8 @@
 #   raster the persistent GEMMs' work-item order (--group-m 8, 16 against 0): checked with mokc run, then
 #          timed forward and forward + backward at T = 4096 on mixtral-8x7b, deepseek-v3, qwen3-30b-a3b
 #   savefc1  --save-fc1 (the forward keeps FC1's output for the backward): the runtime tests beside
-#          TestLayerBackward and mokc run --backward on five layer forms, then forward + backward timed with
-#          and without it beside PyTorch's autograd pipeline
+#          mokc run --backward --save-fc1 on four layer forms, then forward + backward timed with and without
+#          it beside PyTorch's autograd pipeline
 #   backward  forward + backward timed (mokc bench --backward --kernels, fp32 and bf16 main grads, the
 #          three weight-gradient kernels) beside
 #          PyTorch's autograd pipeline, then compute-sanitizer memcheck and racecheck of Layer.Backward
@@ -209,29 +209,30 @@ for phase in $phases; do
 		done
 		;;
 	savefc1)
-		# The saved FC1 output (--save-fc1): the runtime tests (the same bits as recomputing FC1, the refusals)
-		# beside TestLayerBackward's training steps (CPU-heavy, so beside the runs, not the timings) and
-		# mokc run --backward --save-fc1 on five layer forms; then forward + backward timed with and without it
-		# beside PyTorch's autograd pipeline.
-		(cd runtime && step "runtime: SaveFC1 bits and refusals, Layer.Backward training steps" 300 "$OUT/tests.log" \
-			../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerSaveFC1|TestLayerBackward') &
+		# The saved FC1 output (--save-fc1): the runtime tests (the same bits as recomputing FC1, the refusals,
+		# then TestLayerBackward's training steps: CPU-heavy, so beside the runs, not the timings) and mokc run
+		# --backward --save-fc1 on four layer forms; then forward + backward timed with and without it beside
+		# PyTorch's autograd pipeline, mixtral-8x7b first.
+		(cd runtime && step "runtime: SaveFC1 bits and refusals" 90 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerSaveFC1'
+			step "runtime: Layer.Backward training steps" 170 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerBackward') &
 		(
-			runs() { step "run --backward --save-fc1 $*" 120 "$OUT/run-savefc1.log" bash -c "\"$mokc\" run --backward --save-fc1 $* --repeat 3 --json >>\"$OUT/run-savefc1.jsonl\""; }
+			runs() { step "run --backward --save-fc1 $*" 90 "$OUT/run-savefc1.log" bash -c "\"$mokc\" run --backward --save-fc1 $* --repeat 3 --json >>\"$OUT/run-savefc1.jsonl\""; }
 			runs --model mixtral-8x7b --target sm_90a --tokens 1,64,4096
-			runs --model gpt-oss-120b --target sm_90a --tokens 0,1,64,4096
+			runs --model gpt-oss-120b --target sm_90a --tokens 0,1,64
 			runs --model qwen3-30b-a3b --precision mxfp8 --target sm_90a --tokens 1,64,4096
 			runs --model llama4-scout --target sm_80 --tokens 1,64
-			runs --model qwen3-30b-a3b --storage per-expert --target sm_90a --tokens 64,4096
 		) &
 		wait
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
-		for m in mixtral-8x7b qwen3-30b-a3b gpt-oss-120b deepseek-v3; do
-			for f in "" "--save-fc1"; do
-				step "bench --backward $m sm_90a T=4096 bf16 $f" 90 "$OUT/bench-savefc1.log" bash -c "\"$mokc\" bench --backward --main-grad bf16 $f --model $m --target sm_90a --tokens 4096 --iters 10 --warmup 2 --kernels --json >>\"$OUT/bench-savefc1.jsonl\""
-			done
+		bench() { step "bench --backward $* T=4096 bf16" 60 "$OUT/bench-savefc1.log" bash -c "\"$mokc\" bench --backward --main-grad bf16 $* --target sm_90a --tokens 4096 --iters 10 --warmup 2 --kernels --json >>\"$OUT/bench-savefc1.jsonl\""; }
+		bench --model mixtral-8x7b
+		bench --model mixtral-8x7b --save-fc1
+		bench --model mixtral-8x7b --save-fc1 --group-m 8
+		step "torch baseline --backward T=4096" 100 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models mixtral-8x7b,deepseek-v3,qwen3-30b-a3b,gpt-oss-120b --tokens 4096 --json "$OUT/torch-backward.json"
+		for m in deepseek-v3 qwen3-30b-a3b gpt-oss-120b; do
+			bench --model $m
+			bench --model $m --save-fc1
 		done
-		step "bench --backward mixtral-8x7b sm_90a T=4096 bf16 --save-fc1 --group-m 8" 90 "$OUT/bench-savefc1.log" bash -c "\"$mokc\" bench --backward --main-grad bf16 --save-fc1 --group-m 8 --model mixtral-8x7b --target sm_90a --tokens 4096 --iters 10 --warmup 2 --kernels --json >>\"$OUT/bench-savefc1.jsonl\""
-		step "torch baseline --backward T=4096" 200 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3,mixtral-8x7b --tokens 4096 --json "$OUT/torch-backward.json"
 		;;
 	*)
 		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, sweep, raster, new, savefc1)" >&2
