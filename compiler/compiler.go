@@ -279,6 +279,18 @@ func manifestNotes(p *codegen.Program) []string {
 			}
 		}
 	}
+	if src := p.Source; src != nil {
+		for _, b := range src.Buffers {
+			if b.Name != moe.BufFC1Out {
+				continue
+			}
+			if b.Kind == moe.Scratch {
+				notes = append(notes, "The scratch "+moe.BufFC1Out+" is the forward's saved state for the backward (the layer was built with --save-fc1): keep it, unchanged, from this forward until the backward of the same tokens, which reads it as its input "+moe.BufFC1Out+"; the next forward overwrites it.")
+			} else {
+				notes = append(notes, "The input "+moe.BufFC1Out+" is the forward's saved state (built with --save-fc1): bind the forward's scratch "+moe.BufFC1Out+" of the same tokens, kept unchanged since that forward.")
+			}
+		}
+	}
 	if tmaps {
 		notes = append(notes,
 			"A tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, element strides all 1, re-encoded when T or the buffer address changes; dims and box are innermost first and stride_bytes are for dims 1...")

@@ -70,14 +70,14 @@ type Layer struct {
 }
 
 // savedState is where the last Forward left the state its Backward reads
-// (the forward's scratch moe.BufFC1Out): mu is a leaf lock, taken under
-// either Layer's.
+// (the forward's scratch moe.BufFC1Out). It is guarded by the forward
+// Layer's mu, which Backward holds around the backward's run.
 type savedState struct {
-	mu  sync.Mutex
-	ptr driver.DevicePtr // its address in the forward's workspace (0: no Forward yet)
+	ptr driver.DevicePtr // its address in the forward's workspace (0: none valid)
 	T   int              // the T of that Forward
 	// graphs counts the backward's captured graphs, which replay ptr: the
-	// forward's workspace can no longer move.
+	// forward's workspace can no longer move (destroying such a graph does
+	// not lift this, as for CaptureForward's graphs).
 	graphs int
 }
 
@@ -187,6 +187,10 @@ func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string
 	ly := &Layer{ctx: ctx, layer: l, sched: s, plan: p, ptx: ptx, mod: mod, lastT: -1, tmaps: map[[2]int]tmapEntry{}}
 	if _, ok := ly.writesSaved(); ok {
 		ly.saved = &savedState{}
+	}
+	if _, has := p.bufIndex[moe.BufFC1Out]; has != l.SaveFC1 {
+		mod.Unload()
+		return nil, fmt.Errorf("mokc runtime: layer %s: the manifest has the saved FC1 output %s: %v, but schedule.Layer.SaveFC1 = %v (build with --save-fc1 exactly when the layer says so)", l.Name, moe.BufFC1Out, has, l.SaveFC1)
 	}
 	fail := func(err error) (*Layer, error) {
 		mod.Unload()
@@ -305,9 +309,7 @@ func (ly *Layer) grow(T int) error {
 	}
 	graphs := ly.graphs
 	if ly.saved != nil {
-		ly.saved.mu.Lock()
 		graphs += ly.saved.graphs
-		ly.saved.mu.Unlock()
 	}
 	if ly.ws != 0 && graphs > 0 {
 		return fmt.Errorf("mokc runtime: layer %s: T = %d needs a larger workspace, but %d captured graph(s) replay the workspace of T <= %d: capture after the largest T (CaptureForward)", ly.layer.Name, T, graphs, ly.wsT)
@@ -411,10 +413,9 @@ func (ly *Layer) CaptureForward(stream *driver.Stream, b Bindings) (*driver.Grap
 	}
 	ly.graphs++
 	if _, w := ly.writesSaved(); ly.saved != nil && !w {
-		ly.saved.mu.Lock()
 		ly.saved.graphs++ // a backward's graph replays the forward's saved state
-		ly.saved.mu.Unlock()
 	}
+	ly.recordSaved(T) // the capture is the last Forward: its replays leave the state there
 	return g, nil
 }
 
@@ -426,7 +427,19 @@ func (ly *Layer) forward(stream *driver.Stream, b Bindings, marks []*driver.Even
 	if err != nil {
 		return err
 	}
-	return ly.run(stream, T, marks)
+	if err := ly.run(stream, T, marks); err != nil {
+		return err
+	}
+	ly.recordSaved(T)
+	return nil
+}
+
+// recordSaved notes, after a Forward of T tokens was queued (or captured),
+// where it leaves the saved state for the Backward (nothing for T = 0).
+func (ly *Layer) recordSaved(T int) {
+	if i, ok := ly.writesSaved(); ok && ly.saved != nil && T > 0 {
+		ly.saved.ptr, ly.saved.T = ly.ws.Offset(ly.wsOff[i]), T
+	}
 }
 
 // prepare checks the bindings b and marks, grows the workspace and packs
@@ -437,6 +450,11 @@ func (ly *Layer) prepare(b Bindings, marks []*driver.Event) (int, error) {
 		return 0, ErrLayerClosed
 	}
 	p := ly.plan
+	if _, ok := ly.writesSaved(); ok && ly.saved != nil {
+		// A Forward that starts overwrites (or, failing, may have spoiled)
+		// the saved state; it is valid again once this one is queued.
+		ly.saved.ptr, ly.saved.T = 0, 0
+	}
 	T, bind, err := p.bind(b)
 	if err != nil {
 		return 0, err
@@ -511,10 +529,9 @@ func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) err
 }
 
 // bindOwn fills the addresses of the buffers the Layer owns for a run of T
-// tokens: the error word and the scratch buffers in the workspace, and
-// the saved state: a forward records where it leaves it, a backward reads
-// the last forward's (an error when that forward had another T, or none
-// ran).
+// tokens: the error word, the scratch buffers in the workspace and, for a
+// backward, the saved state of the last Forward (an error when that
+// Forward had another T, or none left one).
 func (ly *Layer) bindOwn(bind []driver.DevicePtr, T int) error {
 	for i, b := range ly.plan.Buffers {
 		switch {
@@ -524,19 +541,14 @@ func (ly *Layer) bindOwn(bind []driver.DevicePtr, T int) error {
 			bind[i] = ly.ws.Offset(ly.wsOff[i])
 		case isSaved(b):
 			s := ly.saved
-			s.mu.Lock()
-			ptr, sT := s.ptr, s.T
-			s.mu.Unlock()
-			if ptr == 0 || sT != T {
-				return fmt.Errorf("mokc runtime: Backward (%s): T = %d, but the saved FC1 output (schedule.Layer.SaveFC1) is that of the last Forward, of T = %d: run the Forward of these tokens first", ly.layer.Name, T, sT)
+			switch {
+			case s.ptr == 0:
+				return fmt.Errorf("mokc runtime: Backward (%s): T = %d, but no Forward has left its FC1 output (schedule.Layer.SaveFC1: the Backward reads the last Forward's; run the Forward of these tokens first)", ly.layer.Name, T)
+			case s.T != T:
+				return fmt.Errorf("mokc runtime: Backward (%s): T = %d, but the saved FC1 output (schedule.Layer.SaveFC1) is that of the last Forward, of T = %d: run the Forward of these tokens first", ly.layer.Name, T, s.T)
 			}
-			bind[i] = ptr
+			bind[i] = s.ptr
 		}
-	}
-	if i, ok := ly.writesSaved(); ok && ly.saved != nil {
-		ly.saved.mu.Lock()
-		ly.saved.ptr, ly.saved.T = bind[i], T
-		ly.saved.mu.Unlock()
 	}
 	return nil
 }
@@ -726,11 +738,26 @@ func evalPositive(es []launch.Expr, T int, what string) ([]uint64, error) {
 // device faults and the routing errors the backward finds. Every reduction
 // runs in a fixed order: repeated calls give the same bits.
 func (ly *Layer) Backward(stream *driver.Stream, b Bindings) error {
+	return ly.withBackward(func(bwd *Layer) error { return bwd.forward(stream, b, nil) })
+}
+
+// withBackward runs f on the backward program's Layer (compiled and loaded
+// on the first call); when the backward reads the forward's saved state,
+// with the forward's lock held, so that no Forward moves or overwrites that
+// state while the backward binds and queues (or captures) its kernels.
+func (ly *Layer) withBackward(f func(bwd *Layer) error) error {
 	bwd, err := ly.backward()
 	if err != nil {
 		return err
 	}
-	return bwd.forward(stream, b, nil)
+	if ly.saved != nil {
+		ly.mu.Lock()
+		defer ly.mu.Unlock()
+		if ly.closed {
+			return ErrLayerClosed
+		}
+	}
+	return f(bwd)
 }
 
 // CaptureBackward is CaptureForward for the backward (the bindings of
@@ -738,21 +765,18 @@ func (ly *Layer) Backward(stream *driver.Stream, b Bindings) error {
 // the main grads accumulating as they do. The backward program is compiled
 // and loaded first when Backward has not run yet.
 func (ly *Layer) CaptureBackward(stream *driver.Stream, b Bindings) (*driver.Graph, error) {
-	bwd, err := ly.backward()
-	if err != nil {
-		return nil, err
-	}
-	return bwd.CaptureForward(stream, b)
+	var g *driver.Graph
+	err := ly.withBackward(func(bwd *Layer) (err error) {
+		g, err = bwd.CaptureForward(stream, b)
+		return err
+	})
+	return g, err
 }
 
 // BackwardMarked is Backward timing each kernel, as ForwardMarked does for
 // Forward: marks holds len(BackwardKernels())+1 events.
 func (ly *Layer) BackwardMarked(stream *driver.Stream, b Bindings, marks []*driver.Event) error {
-	bwd, err := ly.backward()
-	if err != nil {
-		return err
-	}
-	return bwd.ForwardMarked(stream, b, marks)
+	return ly.withBackward(func(bwd *Layer) error { return bwd.ForwardMarked(stream, b, marks) })
 }
 
 // BackwardKernels returns the backward's kernel names in launch order,
@@ -797,6 +821,10 @@ func (ly *Layer) backward() (*Layer, error) {
 	bwd, err := compileAndLoad(ly.ctx, ly.layer, ly.sched, true)
 	if err != nil {
 		return nil, err
+	}
+	if _, reads := bwd.plan.bufIndex[moe.BufFC1Out]; reads != (ly.saved != nil) {
+		bwd.Close()
+		return nil, fmt.Errorf("mokc runtime: layer %s: the backward reads a saved FC1 output: %v, the forward keeps one: %v (schedule.Layer.SaveFC1 must be the one the forward was built with)", ly.layer.Name, reads, ly.saved != nil)
 	}
 	bwd.saved = ly.saved // nil unless the layer saves FC1; the backward reads it
 	ly.bwd = bwd

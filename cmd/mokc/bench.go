@@ -27,8 +27,8 @@ func init() {
 				"executed: routes*(2I*H + H*I)*2 + T*(2I_s*H + H*I_s)*2; bytes count the weights of the experts that\n" +
 				"received tokens (and the shared weights) once, plus x, y and the routing input. The roofline time is\n" +
 				"max(FLOPs/peak, bytes/bandwidth). With --backward each timed step is Forward then Backward (main grads\n" +
-				"accumulating), and the FLOPs and bytes add the backward's (8·I·H multiply-adds per route, the main grads\n" +
-				"read and written once).",
+				"accumulating), and the FLOPs and bytes add the backward's (8·I·H multiply-adds per route, 6·I·H with\n" +
+				"--save-fc1, the main grads read and written once; with --save-fc1 the saved FC1 output written and read).",
 			Flags: append(append(layerFlags(), scheduleFlags()...),
 				targetFlag("sm_90a"),
 				&cli.IntFlag{Name: "tokens", Aliases: []string{"T"}, Value: 4096, Usage: "token count T"},
@@ -118,7 +118,8 @@ type benchCost struct {
 // and FC2 (H x I), 2 FLOPs per multiply-add; the shared experts run on every
 // token. Bytes: the weights (and biases) of every expert with at least one
 // route and the shared weights, read once; x and y (bf16); the routing
-// input (ids i32 + weights f32 per slot, or map u8 + probs f32 per expert).
+// input (ids i32 + weights f32 per slot, or map u8 + probs f32 per expert);
+// with schedule.Layer.SaveFC1 the saved FC1 output (f32 [routes, 2I]) written.
 func forwardCost(l schedule.Layer, T int, r schedule.Routing) benchCost {
 	H, I, E, K, Is := float64(l.Hidden), float64(l.Intermediate), l.Experts, l.TopK, float64(l.SharedWidth())
 	used := make([]bool, E)
@@ -153,6 +154,9 @@ func forwardCost(l schedule.Layer, T int, r schedule.Routing) benchCost {
 		expert += (2*I + H) * 4
 	}
 	c.bytes = float64(c.active)*expert + (2*Is*H+H*Is)*2 + 2*float64(T)*H*2
+	if l.SaveFC1 {
+		c.bytes += float64(c.routes) * 2 * I * 4 // the saved FC1 output, written for the backward
+	}
 	if l.SharedGate {
 		c.bytes += H * 2
 	}

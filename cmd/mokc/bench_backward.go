@@ -19,14 +19,14 @@ import (
 // the shared experts. Bytes, compulsory: the weights of the active experts
 // (and the shared ones) read once, their main grads (f32 or bf16) read and
 // written once, dy and dx (bf16), the routing-weight gradient (f32 per
-// slot) and, with SaveFC1, the saved FC1 output (f32 [routes, 2I]) written
-// by the forward and read back.
+// slot) and, with SaveFC1, the saved FC1 output (f32 [routes, 2I]) read
+// back (forwardCost counts its writing).
 func backwardCost(l schedule.Layer, T int, c benchCost) benchCost {
 	H, I, Is := float64(l.Hidden), float64(l.Intermediate), float64(l.SharedWidth())
 	routed := 8.0
 	if l.SaveFC1 {
 		routed = 6
-		c.bytes += float64(c.routes) * 2 * I * 4 * 2
+		c.bytes += float64(c.routes) * 2 * I * 4
 	}
 	c.flops += (float64(c.routes)*I*routed + float64(T)*Is*8) * H * 2
 	grad := 4.0

@@ -94,6 +94,11 @@ func printLayer(w io.Writer, l schedule.Layer) {
 	row("routing input", l.Routing)
 	row("weight storage", l.Storage)
 	row("main grad", l.MainGrad)
+	if l.SaveFC1 {
+		row("saved for the backward", fmt.Sprintf("the routed FC1 output, f32 [T*K, 2I]: %d B/token (--save-fc1)", 8*l.TopK*l.Intermediate))
+	} else {
+		row("saved for the backward", "nothing: the backward recomputes FC1")
+	}
 	row("weights", fmt.Sprintf("%d bytes (%.1f GB)", l.WeightBytes(), float64(l.WeightBytes())/1e9))
 	fmt.Fprintln(w, "schedules")
 	if err := checkProgram(l, false); err != nil {

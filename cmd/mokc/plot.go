@@ -141,6 +141,9 @@ func rooflinePoints(reps []benchReport) ([]roofline.Roof, []roofline.Point, stri
 		if r.Precision != "" && r.Precision != "bf16" {
 			series += ", " + r.Precision
 		}
+		if r.SaveFC1 {
+			series += ", FC1 output saved"
+		}
 		pts = append(pts, roofline.Point{Series: series, Label: fmt.Sprintf("T=%d", r.Tokens),
 			FLOPs: r.FLOPs, Bytes: r.Bytes, Seconds: r.MedianMs / 1e3})
 	}
