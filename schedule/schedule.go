@@ -72,7 +72,10 @@ type Schedule struct {
 	// block, so G CTAs read each weight slice while it is in L2 (Triton's
 	// GROUP_SIZE_M). The results do not change (each tile is computed the
 	// same way wherever it runs). Must be 0 when not Persistent (the sm_80
-	// grid already runs row tiles fastest). Not yet timed on a GPU.
+	// grid already runs row tiles fastest). On the H200 (docs/perf.md, raster
+	// v1) G = 8 ran mixtral-8x7b 12% faster and layers whose experts have one
+	// or two row tiles 2-8% slower (a group then spans experts), so the
+	// default is 0.
 	GroupM int
 	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_100a
 	// (cta_group::2: the pair computes a 2M x N tile, each CTA holding M rows
@@ -89,13 +92,15 @@ type Schedule struct {
 	// sm_80 and sm_100a default), WGradWGMMA (sm_90a only, and its
 	// default: on the H200 it ran forward + backward 2-25% faster than
 	// WGradMMA on four models, docs/perf.md, backward v2) or WGradWS
-	// (sm_90a only; not yet run on a GPU).
+	// (sm_90a only; correct on the H200 and as fast as WGradWGMMA so far,
+	// docs/perf.md, backward v5).
 	WGrad WGradKernel
 	// MXGemm is how the routed GEMMs of an mxfp8 layer run on sm_90a:
 	// MXGemmPromote (the default: e4m3 wgmma per 32-wide block, promoted
 	// with the scales) or MXGemmExpand (the operands widened to bf16 in
 	// shared memory, the bf16 wgmma loop; the same values, docs/mxfp8.md;
-	// not yet run on a GPU). Expand is refused for bf16 layers and on other
+	// correct on the H200 and 2x slower than promote so far, docs/perf.md,
+	// mxfp8 v2). Expand is refused for bf16 layers and on other
 	// targets.
 	MXGemm MXGemmKind
 }
@@ -147,7 +152,8 @@ const (
 	WGradWGMMA
 	// WGradWS: wgmma.mma_async m64n256k16 in a warp-specialized kernel (a
 	// cp.async producer warpgroup, consumer warpgroups that keep a wgmma
-	// group in flight; sm_90a). Opt-in: it has not run on a GPU yet.
+	// group in flight; sm_90a). Opt-in: on the H200 it is correct and as
+	// fast as WGradWGMMA, not faster (docs/perf.md, backward v5).
 	WGradWS
 )
 
