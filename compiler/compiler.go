@@ -115,7 +115,8 @@ func CompileDefault(l schedule.Layer, target target.Target) (*Artifact, error) {
 
 // ReproduceCommand returns the `mokc build` command line that compiles l
 // with s: the preset named l.Name (with --routing map for a routing-map
-// layer, --storage per-expert for per-expert weights) and the schedule
+// layer, --storage per-expert for per-expert weights, --save-fc1 for a layer
+// that keeps its FC1 output) and the schedule
 // flags that turn the target's default schedule into s. ok is false when l
 // is not a preset (an HF config or a layer built in Go) or when s differs
 // from the default in a way the flags cannot say.
@@ -125,7 +126,7 @@ func ReproduceCommand(l schedule.Layer, s schedule.Schedule) (cmd string, ok boo
 
 // reproduceCommand is ReproduceCommand for the forward or, with backward,
 // the backward: then with --backward, and --main-grad bf16 and --wgrad
-// where l and s have them (--group-m and --mx-gemm in either).
+// where l and s have them (--save-fc1, --group-m and --mx-gemm in either).
 func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd string, ok bool) {
 	p, err := schedule.Preset(l.Name)
 	if err != nil {

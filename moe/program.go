@@ -143,12 +143,17 @@ func (p *Program) String() string {
 }
 
 // checkActivate checks an Activate's operands: f32 rows of 2N in, bf16 or
-// f32 rows of N (a multiple of 8) out. Other ops pass.
+// f32 rows of N (a multiple of 8) out, as many rows (dispatched: Offsets
+// set). Other ops pass.
 func checkActivate(op Op) error {
 	o, ok := op.(Activate)
 	switch {
 	case !ok:
 		return nil
+	case o.GU == nil || o.H == nil || o.Offsets == nil:
+		return fmt.Errorf("moe: op %s: needs gu, h and offsets", o.Name())
+	case !slices.Equal(o.GU.Shape[:len(o.GU.Shape)-1], o.H.Shape[:len(o.H.Shape)-1]):
+		return fmt.Errorf("moe: op %s: gu %s and h %s have different rows", o.Name(), o.GU, o.H)
 	case o.GU.DType != F32 || (o.H.DType != BF16 && o.H.DType != F32):
 		return fmt.Errorf("moe: op %s: reads f32 and writes bf16 or f32, not %s and %s", o.Name(), o.GU.DType, o.H.DType)
 	case o.N%8 != 0 || o.GU.Shape[len(o.GU.Shape)-1] != c(2*o.N) || o.H.Shape[len(o.H.Shape)-1] != c(o.N):

@@ -4,6 +4,7 @@ package runtime_test
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -514,8 +515,9 @@ func check(t *testing.T, what string, got, want, start []float64) {
 // the routing-weight gradient and every main grad of the Backward that
 // reads the saved FC1 output instead of recomputing it (T = 64, every
 // target the device runs, a preset's sizes and gpt-oss's activation with
-// biases). A Backward of another T than the last Forward's is refused, and
-// so is a binding of the saved buffer.
+// biases). A binding of the saved buffer and a Backward of another T than
+// the last Forward's are refused; a captured Backward gives the same dx,
+// and then a Forward that needs a larger workspace is refused.
 func TestLayerSaveFC1(t *testing.T) {
 	ctx := gputest.Open(t)
 	t.Setenv(runtime.CacheDirEnv, t.TempDir())
@@ -575,37 +577,7 @@ func TestLayerSaveFC1(t *testing.T) {
 						}
 					}
 				}
-				// A captured Backward replays the saved state: the same dx, and
-				// the forward's workspace can no longer grow.
-				stream, err := ctx.NewStream()
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer stream.Destroy()
-				g, err := lySave.CaptureBackward(stream, b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer g.Destroy()
-				if err := runtime.Poison(ctx, stream, b[moe.BufDX]); err != nil {
-					t.Fatal(err)
-				}
-				if err := g.Launch(stream); err != nil {
-					t.Fatal(err)
-				}
-				if err := lySave.CheckErrors(stream); err != nil {
-					t.Fatal(err)
-				}
-				if dx := download(t, ctx, b[moe.BufDX]); !slices.Equal(dx, want[moe.BufDX]) {
-					t.Errorf("dx of the captured Backward differs")
-				}
-				big := newCase(t, ctx, l, ls.w, 4*T, ls.seed+4)
-				fb := runtime.Bindings{}
-				ls.dwts.SetIn(fb)
-				big.in.SetIn(fb)
-				if err := lySave.Forward(nil, fb); err == nil || !strings.Contains(err.Error(), "captured graph") {
-					t.Errorf("Forward of T = %d after a captured Backward of T = %d: %v, want a refusal (the workspace cannot grow)", 4*T, T, err)
-				}
+				full := maps.Clone(b) // the bindings of the Backward of T tokens
 				b[moe.BufFC1Out] = put(t, ctx, nil, moe.F32, T*l.TopK, 2*l.Intermediate)
 				if err := lySave.Backward(nil, b); err == nil || !strings.Contains(err.Error(), "saved state") {
 					t.Errorf("Backward with fc1_out bound: %v, want a refusal naming the saved state", err)
@@ -618,8 +590,39 @@ func TestLayerSaveFC1(t *testing.T) {
 				b[moe.BufDY] = put(t, ctx, nil, moe.BF16, 1, l.Hidden)
 				b[moe.BufDX] = put(t, ctx, nil, moe.BF16, 1, l.Hidden)
 				b[moe.BufDW] = put(t, ctx, nil, moe.F32, 1, l.TopK)
-				if err := lySave.Backward(nil, b); err == nil || !strings.Contains(err.Error(), "SaveFC1") {
-					t.Errorf("Backward of T = 1 after a Forward of T = %d: %v, want a refusal naming SaveFC1", T, err)
+				if err := lySave.Backward(nil, b); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("last Forward, of T = %d", T)) {
+					t.Errorf("Backward of T = 1 after a Forward of T = %d: %v, want a refusal naming that Forward", T, err)
+				}
+				// A captured Backward replays the saved state: the same dx, and
+				// the forward's workspace can no longer grow.
+				stream, err := ctx.NewStream()
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stream.Destroy()
+				g, err := lySave.CaptureBackward(stream, full)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Destroy()
+				if err := runtime.Poison(ctx, stream, full[moe.BufDX]); err != nil {
+					t.Fatal(err)
+				}
+				if err := g.Launch(stream); err != nil {
+					t.Fatal(err)
+				}
+				if err := lySave.CheckErrors(stream); err != nil {
+					t.Fatal(err)
+				}
+				if dx := download(t, ctx, full[moe.BufDX]); !slices.Equal(dx, want[moe.BufDX]) {
+					t.Errorf("dx of the captured Backward differs")
+				}
+				big := newCase(t, ctx, l, ls.w, 4*T, ls.seed+4)
+				fb := runtime.Bindings{}
+				ls.dwts.SetIn(fb)
+				big.in.SetIn(fb)
+				if err := lySave.Forward(nil, fb); err == nil || !strings.Contains(err.Error(), "captured graph") {
+					t.Errorf("Forward of T = %d after a captured Backward of T = %d: %v, want a refusal (the workspace cannot grow)", 4*T, T, err)
 				}
 			})
 		}

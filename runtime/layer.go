@@ -69,9 +69,11 @@ type Layer struct {
 		driver.TensorMapInterleave, driver.TensorMapSwizzle, driver.TensorMapL2Promotion, driver.TensorMapOOBFill) ([driver.TensorMapBytes]byte, error)
 }
 
-// savedState is where the last Forward left the state its Backward reads
-// (the forward's scratch moe.BufFC1Out). It is guarded by the forward
-// Layer's mu, which Backward holds around the backward's run.
+// savedState is where the last Forward (or CaptureForward) left the state
+// its Backward reads (the forward's scratch moe.BufFC1Out). It is guarded
+// by the forward Layer's mu, which Backward holds around the backward's
+// run. Replays of captured graphs are invisible to it: the Layer checks
+// the T of the last Forward call, not what a replay wrote.
 type savedState struct {
 	ptr driver.DevicePtr // its address in the forward's workspace (0: none valid)
 	T   int              // the T of that Forward
@@ -308,8 +310,8 @@ func (ly *Layer) grow(T int) error {
 		return nil
 	}
 	graphs := ly.graphs
-	if ly.saved != nil {
-		graphs += ly.saved.graphs
+	if _, w := ly.writesSaved(); w && ly.saved != nil {
+		graphs += ly.saved.graphs // the backward's graphs replay this workspace's saved state
 	}
 	if ly.ws != 0 && graphs > 0 {
 		return fmt.Errorf("mokc runtime: layer %s: T = %d needs a larger workspace, but %d captured graph(s) replay the workspace of T <= %d: capture after the largest T (CaptureForward)", ly.layer.Name, T, graphs, ly.wsT)
@@ -327,6 +329,7 @@ func (ly *Layer) grow(T int) error {
 			return err
 		}
 		ly.ws, ly.wsBytes, ly.wsT = 0, 0, 0
+		ly.clearSaved() // it was in the old workspace
 	}
 	ws, err := ly.ctx.Alloc(total)
 	if err != nil {
@@ -412,10 +415,10 @@ func (ly *Layer) CaptureForward(stream *driver.Stream, b Bindings) (*driver.Grap
 		return nil, fmt.Errorf("mokc runtime: layer %s: capturing the forward: %w", ly.layer.Name, errors.Join(runErr, err))
 	}
 	ly.graphs++
-	if _, w := ly.writesSaved(); ly.saved != nil && !w {
+	if _, w := ly.writesSaved(); ly.saved != nil && !w && T > 0 {
 		ly.saved.graphs++ // a backward's graph replays the forward's saved state
 	}
-	ly.recordSaved(T) // the capture is the last Forward: its replays leave the state there
+	ly.recordSaved(T) // the capture counts as the last Forward (its replays write the state)
 	return g, nil
 }
 
@@ -427,6 +430,7 @@ func (ly *Layer) forward(stream *driver.Stream, b Bindings, marks []*driver.Even
 	if err != nil {
 		return err
 	}
+	ly.clearSaved() // this Forward overwrites it (and, failing, may spoil it)
 	if err := ly.run(stream, T, marks); err != nil {
 		return err
 	}
@@ -442,6 +446,13 @@ func (ly *Layer) recordSaved(T int) {
 	}
 }
 
+// clearSaved forgets the forward's saved state (no Backward may read it).
+func (ly *Layer) clearSaved() {
+	if _, ok := ly.writesSaved(); ok && ly.saved != nil {
+		ly.saved.ptr, ly.saved.T = 0, 0
+	}
+}
+
 // prepare checks the bindings b and marks, grows the workspace and packs
 // the kernels' arguments for their T, which it returns. Called with ly.mu
 // held.
@@ -450,11 +461,6 @@ func (ly *Layer) prepare(b Bindings, marks []*driver.Event) (int, error) {
 		return 0, ErrLayerClosed
 	}
 	p := ly.plan
-	if _, ok := ly.writesSaved(); ok && ly.saved != nil {
-		// A Forward that starts overwrites (or, failing, may have spoiled)
-		// the saved state; it is valid again once this one is queued.
-		ly.saved.ptr, ly.saved.T = 0, 0
-	}
 	T, bind, err := p.bind(b)
 	if err != nil {
 		return 0, err
@@ -763,7 +769,13 @@ func (ly *Layer) withBackward(f func(bwd *Layer) error) error {
 // CaptureBackward is CaptureForward for the backward (the bindings of
 // Backward): each replay of the graph is one Backward on the same buffers,
 // the main grads accumulating as they do. The backward program is compiled
-// and loaded first when Backward has not run yet.
+// and loaded first when Backward has not run yet. With
+// schedule.Layer.SaveFC1 the capture needs a Forward or CaptureForward of
+// the same T before it (as Backward does), and each replay reads the saved
+// FC1 output where the forward's workspace holds it: replay it after a
+// Forward, or a replay of the captured forward, of the same tokens (the
+// Layer cannot check replays). From then on the forward's workspace cannot
+// grow.
 func (ly *Layer) CaptureBackward(stream *driver.Stream, b Bindings) (*driver.Graph, error) {
 	var g *driver.Graph
 	err := ly.withBackward(func(bwd *Layer) (err error) {
