@@ -65,15 +65,35 @@ func gemmItems(b *Builder, s GemmSpec, bm, nBlocks int) (tiles, items value.Valu
 }
 
 // gemmDecode emits the decoding of work item it of tiles row tiles: tile
-// it/nBlocks, column block it%nBlocks; with Tile.GroupM = G > 0, the
-// items of group g = it/(G*nBlocks) are its row tiles gG.. (gsize =
-// min(G, tiles-gG) of them) times the column blocks, row tiles fastest:
-// r = it%(G*nBlocks) is column block r/gsize of tile gG + r%gsize (a
-// bijection of each group's items onto its tiles and blocks;
-// TestGroupedItems).
+// it/nBlocks, column block it%nBlocks. With Tile.GroupM = G > 0 the row
+// tiles form groups of at most G consecutive tiles of one expert (an
+// expert's R tiles: groups of G from its first, the last of R mod G), and
+// the items of a group of gsize tiles starting at tile t0 are items
+// t0*nBlocks.. (t0+gsize)*nBlocks-1, row tiles fastest: r = it - t0*nBlocks
+// is column block r/gsize of tile t0 + r%gsize. The group of item it is
+// that of tile it/nBlocks, whose index k within its expert (from the work
+// list's first row and offsets) gives t0 = it/nBlocks - k%G. A group never
+// spans experts, so an expert with one row tile runs its column blocks in
+// order, as with G = 0 (a bijection of each group's items onto its tiles
+// and blocks; TestGroupedItems). Dense rows are one expert.
 func gemmDecode(b *Builder, s GemmSpec, it, tiles value.Value, bm, bn, nBlocks int) gemmWork {
 	var t, nb value.Value
-	if g := int64(s.Tile.GroupM); g > 0 {
+	if g := int64(s.Tile.GroupM); g > 0 && s.A == ATiled {
+		q := b.UDiv(it, ir.Int32(int64(nBlocks))) // a tile of the item's group
+		qp := b.ByteOffset(b.Param("tiles"), b.MulI(b.Wide(q), 8))
+		e := b.LoadAt(ir.I32, qp, 4)
+		first := b.LoadAt(ir.I32, b.ByteOffset(b.Param("offsets"), b.MulI(b.Wide(e), 4)), 4)
+		end := b.LoadAt(ir.I32, b.ByteOffset(b.Param("offsets"), b.MulI(b.Wide(b.AddI(e, 1)), 4)), 4)
+		k := b.UDiv(b.Sub(b.LoadAt(ir.I32, b.ByteOffsetC(qp, 4), 4), first), ir.Int32(int64(bm)))
+		R := b.UDiv(b.AddI(b.Sub(end, first), int64(bm-1)), ir.Int32(int64(bm)))
+		kin := b.URem(k, ir.Int32(g))
+		t0 := b.Sub(q, kin)
+		left := b.Sub(R, b.Sub(k, kin))
+		gsize := b.Select(b.ICmp(enum.IPredSLT, left, ir.Int32(g)), left, ir.Int32(g))
+		r := b.Sub(it, b.MulI(t0, int64(nBlocks)))
+		nb = b.UDiv(r, gsize)
+		t = b.Add(t0, b.URem(r, gsize))
+	} else if g > 0 {
 		per := g * int64(nBlocks)
 		first := b.MulI(b.UDiv(it, ir.Int32(per)), g)
 		r := b.URem(it, ir.Int32(per))

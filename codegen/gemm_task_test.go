@@ -1,9 +1,19 @@
 package codegen
 
-import "testing"
+import (
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
 
 // groupedItem is gemmDecode's decoding of item it with Tile.GroupM = g
-// over tiles row tiles and nBlocks column blocks, in Go.
+// over tiles row tiles of dense rows and nBlocks column blocks, in Go.
 func groupedItem(it, tiles, g, nBlocks int) (t, nb int) {
 	first := it / (g * nBlocks) * g
 	r := it % (g * nBlocks)
@@ -11,10 +21,72 @@ func groupedItem(it, tiles, g, nBlocks int) (t, nb int) {
 	return first + r%gsize, r / gsize
 }
 
-// TestGroupedItems: with GroupM the items 0..tiles*nBlocks-1 decode to
-// every (row tile, column block) exactly once, a group's row tiles
-// fastest, whatever the group size, tile and block counts (a last group
-// smaller than the others included).
+// tiledItem is gemmDecode's decoding of item it with Tile.GroupM = g over
+// the work list of experts with rows[e] rows each in tiles of bm rows (as
+// emitScan writes it: each expert's tiles in order, (expert, first row))
+// and nBlocks column blocks, in Go.
+func tiledItem(it, g, bm, nBlocks int, list [][2]int, offsets []int) (t, nb int) {
+	q := it / nBlocks
+	e, row0 := list[q][0], list[q][1]
+	k := (row0 - offsets[e]) / bm
+	R := (offsets[e+1] - offsets[e] + bm - 1) / bm
+	t0 := q - k%g
+	gsize := min(g, R-(k-k%g))
+	r := it - t0*nBlocks
+	return t0 + r%gsize, r / gsize
+}
+
+// TestGroupedItemsTiled: with GroupM over a work list of experts (ragged
+// row counts, experts without rows, one-tile experts) the items decode to
+// every (tile, column block) exactly once; a group's tiles are of one
+// expert, row tiles fastest within it; and an expert with one row tile
+// runs its column blocks in order, as without grouping.
+func TestGroupedItemsTiled(t *testing.T) {
+	const bm = 128
+	for _, rows := range [][]int{{1024, 1024}, {128, 0, 129, 1, 1000, 256, 0, 897}, {64, 64, 64}, {5000}} {
+		var list [][2]int
+		offsets := []int{0}
+		for e, n := range rows {
+			for j := 0; j < (n+bm-1)/bm; j++ {
+				list = append(list, [2]int{e, offsets[e] + j*bm})
+			}
+			offsets = append(offsets, offsets[e]+n)
+		}
+		tiles := len(list)
+		for _, nBlocks := range []int{1, 3, 16, 112} {
+			for _, g := range []int{1, 2, 3, 8, 16} {
+				seen := make([]bool, tiles*nBlocks)
+				for it := 0; it < tiles*nBlocks; it++ {
+					tl, nb := tiledItem(it, g, bm, nBlocks, list, offsets)
+					if tl < 0 || tl >= tiles || nb < 0 || nb >= nBlocks || seen[tl*nBlocks+nb] {
+						t.Fatalf("rows %v blocks %d group %d: item %d -> (%d, %d) out of range or twice", rows, nBlocks, g, it, tl, nb)
+					}
+					seen[tl*nBlocks+nb] = true
+					if q := it / nBlocks; list[tl][0] != list[q][0] {
+						t.Fatalf("rows %v blocks %d group %d: item %d -> tile %d of expert %d, in the group of tile %d of expert %d", rows, nBlocks, g, it, tl, list[tl][0], q, list[q][0])
+					}
+					if e := list[tl][0]; rows[e] <= bm && (tl != it/nBlocks || nb != it%nBlocks) {
+						t.Fatalf("rows %v blocks %d group %d: item %d of a one-tile expert -> (%d, %d), want (%d, %d)", rows, nBlocks, g, it, tl, nb, it/nBlocks, it%nBlocks)
+					}
+					if it > 0 {
+						// Within a group, row tiles fastest: the previous item is the
+						// previous tile of the same column block, or the group's last
+						// tile of the previous block, or the previous group's last item.
+						pt, pnb := tiledItem(it-1, g, bm, nBlocks, list, offsets)
+						if !(pnb == nb && pt == tl-1) && !(pnb == nb-1 && tl <= pt) && !(nb == 0 && pnb == nBlocks-1 && pt < tl) {
+							t.Fatalf("rows %v blocks %d group %d: item %d -> (%d, %d) after (%d, %d)", rows, nBlocks, g, it, tl, nb, pt, pnb)
+						}
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestGroupedItems: with GroupM the items 0..tiles*nBlocks-1 of dense
+// rows decode to every (row tile, column block) exactly once, a group's
+// row tiles fastest, whatever the group size, tile and block counts (a
+// last group smaller than the others included).
 func TestGroupedItems(t *testing.T) {
 	for _, tiles := range []int{1, 2, 7, 8, 9, 64, 129} {
 		for _, nBlocks := range []int{1, 3, 16, 112} {
@@ -32,6 +104,46 @@ func TestGroupedItems(t *testing.T) {
 							t.Fatalf("tiles %d blocks %d group %d: item %d -> (%d, %d) after (%d, %d)", tiles, nBlocks, g, it, tl, nb, pt, pnb)
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestGroupMAssemble lowers the forward and the backward of presets whose
+// experts have many row tiles (mixtral-8x7b) and few (qwen3-30b-a3b,
+// deepseek-v3 with its 192-row variant) with GroupM 8 for the persistent
+// engines and assembles mokc's PTX with ptxas (sm_100a with the CUDA 12.9
+// ptxas).
+func TestGroupMAssemble(t *testing.T) {
+	for _, name := range []string{"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"} {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, tg := range []target.Target{target.SM90a, target.SM100a} {
+			s, err := schedule.DefaultSchedule(l, tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s.GroupM = 8
+			for _, build := range []func(schedule.Layer) (*moe.Program, error){moe.Forward, moe.Backward} {
+				p, err := build(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				what := fmt.Sprintf("%s %v %d ops", name, tg, len(p.Ops))
+				prog, err := Lower(p, s, PerOp)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				text, err := ptx.Compile(prog.Module, tg)
+				if err != nil {
+					t.Fatalf("%s: %v", what, err)
+				}
+				toolchain.NeedPtxas(t, tg.String())
+				if err := toolchain.Assemble(text, tg.String()); err != nil {
+					t.Fatalf("%s: %v", what, strings.SplitN(err.Error(), "\n", 20))
 				}
 			}
 		}

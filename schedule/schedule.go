@@ -68,14 +68,15 @@ type Schedule struct {
 	// block): 0 walks the column blocks of one row tile after another, so
 	// the CTAs running at once share a row tile and each reads a different
 	// slice of the weights, which a large expert streams from HBM once per
-	// row tile; G > 0 walks groups of G row tiles column block by column
-	// block, so G CTAs read each weight slice while it is in L2 (Triton's
-	// GROUP_SIZE_M). The results do not change (each tile is computed the
-	// same way wherever it runs). Must be 0 when not Persistent (the sm_80
-	// grid already runs row tiles fastest). On the H200 (docs/perf.md, raster
-	// v1) G = 8 ran mixtral-8x7b 12% faster and layers whose experts have one
-	// or two row tiles 2-8% slower (a group then spans experts), so the
-	// default is 0.
+	// row tile; G > 0 walks groups of up to G row tiles of one expert
+	// column block by column block, so G CTAs read each weight slice while
+	// it is in L2 (Triton's GROUP_SIZE_M); an expert with one row tile runs
+	// as with 0. The results do not change (each tile is computed the same
+	// way wherever it runs). Must be 0 when not Persistent (the sm_80 grid
+	// already runs row tiles fastest). On the H200 (docs/perf.md, raster
+	// v1) G = 8 ran mixtral-8x7b 12% faster, and layers whose experts have
+	// one or two row tiles 2-8% slower while groups still spanned experts
+	// (raster v2 keeps them within one, not yet timed), so the default is 0.
 	GroupM int
 	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_100a
 	// (cta_group::2: the pair computes a 2M x N tile, each CTA holding M rows

@@ -199,9 +199,12 @@ for phase in $phases; do
 			step "run --backward $m sm_90a --group-m 8 T=64,4096 x3" 200 "$OUT/raster.log" \
 				bash -c "\"$mokc\" run --backward --model $m --target sm_90a --group-m 8 --tokens 64,4096 --repeat 3 --json >>\"$OUT/raster.jsonl\""
 		done
-		for m in mixtral-8x7b deepseek-v3 qwen3-30b-a3b; do
+		for m in mixtral-8x7b deepseek-v3 qwen3-30b-a3b gpt-oss-120b; do
 			for g in 0 8 16 0 8 16; do
 				step "bench $m sm_90a T=4096 --group-m $g" 120 "$OUT/raster.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens 4096 --group-m $g --kernels --json >>\"$OUT/bench-raster.jsonl\""
+			done
+			[ $m = qwen3-30b-a3b ] && for g in 0 8 0 8; do
+				step "bench $m sm_90a T=16384 --group-m $g" 120 "$OUT/raster.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens 16384 --group-m $g --kernels --json >>\"$OUT/bench-raster.jsonl\""
 			done
 			for g in 0 8; do
 				step "bench --backward $m sm_90a T=4096 --group-m $g" 150 "$OUT/raster.log" bash -c "\"$mokc\" bench --backward --main-grad bf16 --model $m --target sm_90a --tokens 4096 --group-m $g --iters 10 --warmup 2 --kernels --json >>\"$OUT/bench-raster.jsonl\""
