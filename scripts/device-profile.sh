@@ -4,12 +4,16 @@
 #   1. mokc bench --kernels: each kernel's median time, sm_90a, T = 4096, for MODELS.
 #   2. Nsight Compute (ncu, clocks not locked) Speed Of Light + memory workload of the heavy
 #      kernels of one forward of each of NCU_MODELS.
-# Usage: bash scripts/device-profile.sh
+#   3. With WGRAD_MODEL set (e.g. mixtral-8x7b): ncu of that model's two routed weight-gradient
+#      kernels (fwd+bwd, bf16 main grads, T = 4096, the --wgrad WGRAD kernel, default wgmma) with
+#      the warp-stall sampling by source line (WarpStateStats, SourceCounters), to see what their
+#      warps wait for (docs/perf.md, backward v5's outcome).
+# Usage: [MODELS=... NCU_MODELS=... (empty: skip)] [WGRAD_MODEL=m [WGRAD=wgmma-ws]] bash scripts/device-profile.sh
 set -u
 . "$(dirname "$0")/device-env.sh"
 export MOKC_REQUIRE_GPU=1
-MODELS=${MODELS:-qwen3-30b-a3b gpt-oss-120b deepseek-v3}
-NCU_MODELS=${NCU_MODELS:-qwen3-30b-a3b deepseek-v3}
+MODELS=${MODELS-qwen3-30b-a3b gpt-oss-120b deepseek-v3}
+NCU_MODELS=${NCU_MODELS-qwen3-30b-a3b deepseek-v3}
 TARGET=${TARGET:-sm_90a}
 for m in $MODELS; do
 	echo "=== bench --kernels $m $TARGET T=4096" >>"$OUT/kernels.log"
@@ -24,4 +28,12 @@ for m in $NCU_MODELS; do
 		"$mokc" bench --model "$m" --target "$TARGET" --tokens 4096 --iters 1 --warmup 2 >>"$OUT/ncu.log" 2>&1
 	echo "rc=$? ncu $m" | tee -a "$OUT/summary.txt"
 done
+if [ -n "${WGRAD_MODEL:-}" ]; then
+	echo "=== ncu weight gradients $WGRAD_MODEL --wgrad ${WGRAD:-wgmma}" >>"$OUT/ncu-wgrad.log"
+	timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+		--section SourceCounters --section Occupancy -k 'regex:moe_fc._wgrad' --launch-count 2 \
+		"$mokc" bench --backward --main-grad bf16 --wgrad "${WGRAD:-wgmma}" --model "$WGRAD_MODEL" --target "$TARGET" \
+		--tokens 4096 --iters 1 --warmup 0 >>"$OUT/ncu-wgrad.log" 2>&1
+	echo "rc=$? ncu weight gradients $WGRAD_MODEL" | tee -a "$OUT/summary.txt"
+fi
 grep -E "^===|moe_|median" "$OUT/kernels.log"
