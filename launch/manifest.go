@@ -40,6 +40,10 @@ type Shape struct {
 	SharedWidth  int    `json:"shared_width"` // S*I_s, total shared-expert intermediate size; 0 = none
 	Activation   string `json:"activation"`   // routed activation: "swiglu", "clamped-swiglu" or "gpt-oss"
 	FC1Rows      string `json:"fc1_rows"`     // FC1Halves or FC1Interleaved
+	// SaveFC1: the forward keeps the routed FC1 output for the backward
+	// (schedule.Layer.SaveFC1: the forward's scratch fc1_out, the backward's
+	// input of that name, f32 [T*K, 2I]).
+	SaveFC1 bool `json:"save_fc1,omitempty"`
 }
 
 // FC1 row orders of Shape.FC1Rows: which rows of an expert's FC1 weight
@@ -78,5 +82,5 @@ func ShapeOf(l schedule.Layer) Shape {
 		rows = FC1Interleaved
 	}
 	return Shape{Hidden: l.Hidden, Intermediate: l.Intermediate, Experts: l.Experts, TopK: l.TopK,
-		SharedWidth: l.SharedWidth(), Activation: l.Activation.String(), FC1Rows: rows}
+		SharedWidth: l.SharedWidth(), Activation: l.Activation.String(), FC1Rows: rows, SaveFC1: l.SaveFC1}
 }
