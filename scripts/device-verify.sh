@@ -25,6 +25,7 @@
 #          --group-m): their GPU tests, a run of each, first timings beside what they would replace
 #   raster the persistent GEMMs' work-item order (--group-m 8, 16 against 0): checked with mokc run, then
 #          timed forward and forward + backward at T = 4096 on mixtral-8x7b, deepseek-v3, qwen3-30b-a3b
+#   mxfp8run  every preset with --precision mxfp8 on sm_90a, forward and backward, T in TOKENS, 10 runs each
 #   savefc1  --save-fc1 (the forward keeps FC1's output for the backward): the runtime tests beside
 #          mokc run --backward --save-fc1 on four layer forms, then forward + backward timed with and without
 #          it beside PyTorch's autograd pipeline
@@ -211,6 +212,24 @@ for phase in $phases; do
 			done
 		done
 		;;
+	mxfp8run)
+		# Issue #11's matrix: every preset with --precision mxfp8 on sm_90a at T in TOKENS, forward and backward,
+		# 10 bitwise-compared runs each, in three lanes (CPU-bound references). GPU memory of the backward: the
+		# e4m3 weights, their two bf16 copies (scratch) and the main grads: kimi-k2, deepseek-v3 and
+		# dsv4-pro-proxy run with bf16 main grads (dsv4-pro-proxy about 131 GB, last in its lane).
+		mx1() { step "run --precision mxfp8 $1 $2" "$3" "$OUT/run-mxfp8run-$1.log" bash -c "\"$mokc\" run --precision mxfp8 $2 --model $1 --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8run-$1.jsonl\""; }
+		mxlane() { for m in "$@"; do
+			big=""; case $m in kimi-k2|deepseek-v3|dsv4-pro-proxy) big="--main-grad bf16" ;; esac
+			mx1 "$m" "" 200
+			mx1 "$m" "--backward $big" 300
+		done; }
+		mxlane kimi-k2 deepseek-v3 dsv4-pro-proxy &
+		mxlane mixtral-8x7b llama4-scout qwen2-57b-a14b qwen3-235b-a22b deepseek-v4-flash &
+		mxlane olmoe-1b-7b qwen3-30b-a3b gpt-oss-20b deepseek-v2-lite gpt-oss-120b &
+		wait
+		cat "$OUT"/run-mxfp8run-*.jsonl >"$OUT/run-mxfp8run.jsonl" 2>/dev/null
+		grep -hE "FAIL|error" "$OUT"/run-mxfp8run-*.log | tail -40
+		;;
 	savefc1)
 		# The saved FC1 output (--save-fc1): the runtime tests (the same bits as recomputing FC1, the refusals,
 		# then TestLayerBackward's training steps: CPU-heavy, so beside the runs, not the timings) and mokc run
@@ -238,7 +257,7 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, sweep, raster, new, savefc1)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, sweep, raster, new, savefc1)" >&2
 		exit 2
 		;;
 	esac
