@@ -21,8 +21,11 @@
 // InOut buffers; with per-expert weight storage the routed experts' main
 // grads are per expert too, behind u64 pointer tables like the weights')
 // and the per-token gather of dx and the routing-weight gradient
-// (CombineGrad). It keeps nothing from the forward; codegen's
-// PerOp lowering has a kernel for each of its ops.
+// (CombineGrad). By default it keeps nothing from the forward; with
+// schedule.Layer.SaveFC1 the forward's FC1 is a plain GEMM into fc1_out
+// followed by an Activate op, and the backward reads fc1_out instead of
+// recomputing FC1 (the same values). codegen's PerOp lowering has a kernel
+// for each of its ops.
 //
 // MXFP8 layers (e4m3 routed weights with UE8M0 scales, docs/mxfp8.md): the
 // forward quantizes the GEMMs' row operands (Quantize) before e4m3 GEMMs
