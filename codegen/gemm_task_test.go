@@ -2,12 +2,10 @@ package codegen
 
 import (
 	"fmt"
-	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/moe"
-	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -132,19 +130,14 @@ func TestGroupMAssemble(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				what := fmt.Sprintf("%s %v %d ops", name, tg, len(p.Ops))
-				prog, err := Lower(p, s, PerOp)
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				text, err := ptx.Compile(prog.Module, tg)
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				toolchain.NeedPtxas(t, tg.String())
-				if err := toolchain.Assemble(text, tg.String()); err != nil {
-					t.Fatalf("%s: %v", what, strings.SplitN(err.Error(), "\n", 20))
-				}
+				t.Run(fmt.Sprintf("%s/%v/%d-ops", name, tg, len(p.Ops)), func(t *testing.T) {
+					prog, err := Lower(p, s, PerOp)
+					if err != nil {
+						t.Fatal(err)
+					}
+					toolchain.NeedPtxas(t, tg.String())
+					assembleOurs(t, prog.Module, tg)
+				})
 			}
 		}
 	}

@@ -307,29 +307,24 @@ func TestSaveFC1Assemble(t *testing.T) {
 				if backward {
 					build, dir = moe.Backward, "backward"
 				}
-				what := fmt.Sprintf("%s %v %v %s", name, c.l.Precision, c.tg, dir)
-				p, err := build(c.l)
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				prog, err := Lower(p, s, PerOp)
-				if err != nil {
-					t.Fatalf("%s: %v", what, err)
-				}
-				text, err := ptx.Compile(prog.Module, c.tg)
-				if err != nil {
-					t.Fatalf("%s: ptx.Compile: %v", what, err)
-				}
-				if got := strings.Contains(text, ".entry moe_activate("); got == backward {
-					t.Errorf("%s: moe_activate in the PTX: %v", what, got)
-				}
-				if got := strings.Contains(text, ".entry moe_fc1("); got == backward {
-					t.Errorf("%s: the FC1 GEMM moe_fc1 in the PTX: %v", what, got)
-				}
-				toolchain.NeedPtxas(t, c.tg.String())
-				if err := toolchain.Assemble(text, c.tg.String()); err != nil {
-					t.Fatalf("%s: %v", what, strings.SplitN(err.Error(), "\n", 20))
-				}
+				t.Run(fmt.Sprintf("%s/%v/%v/%s", name, c.l.Precision, c.tg, dir), func(t *testing.T) {
+					p, err := build(c.l)
+					if err != nil {
+						t.Fatal(err)
+					}
+					prog, err := Lower(p, s, PerOp)
+					if err != nil {
+						t.Fatal(err)
+					}
+					toolchain.NeedPtxas(t, c.tg.String())
+					text := assembleOurs(t, prog.Module, c.tg)
+					if got := strings.Contains(text, ".entry moe_activate("); got == backward {
+						t.Errorf("moe_activate in the PTX: %v", got)
+					}
+					if got := strings.Contains(text, ".entry moe_fc1("); got == backward {
+						t.Errorf("the FC1 GEMM moe_fc1 in the PTX: %v", got)
+					}
+				})
 			}
 		}
 	}
