@@ -115,15 +115,8 @@ func TestGroupedItems(t *testing.T) {
 // ptxas).
 func TestGroupMAssemble(t *testing.T) {
 	for _, name := range []string{"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v3"} {
-		l, err := schedule.Preset(name)
-		if err != nil {
-			t.Fatal(err)
-		}
 		for _, tg := range []target.Target{target.SM90a, target.SM100a} {
-			s, err := schedule.DefaultSchedule(l, tg)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l, s := presetSchedule(t, name, tg)
 			s.GroupM = 8
 			for _, build := range []func(schedule.Layer) (*moe.Program, error){moe.Forward, moe.Backward} {
 				p, err := build(l)
