@@ -278,16 +278,11 @@ func manifestNotes(p *codegen.Program) []string {
 				notes = append(notes, fmt.Sprintf("%s (%s) is a u64 [E] table of device addresses, entry e that of expert e's own %s %v tensor (row-major, 16-byte aligned); the kernels read the table and the tensors behind it%s.",
 					b.Name, b.Kind, dt, shape, map[bool]string{true: " and add to those tensors"}[b.Kind == launch.BufInOut]))
 			}
-		}
-	}
-	if src := p.Source; src != nil {
-		for _, b := range src.Buffers {
-			if b.Name != moe.BufFC1Out {
-				continue
-			}
-			if b.Kind == moe.Scratch {
+			switch {
+			case b.Name != moe.BufFC1Out:
+			case b.Kind == moe.Scratch:
 				notes = append(notes, "The scratch "+moe.BufFC1Out+" is the forward's saved state for the backward (the layer was built with --save-fc1): keep it, unchanged, from this forward until the backward of the same tokens, which reads it as its input "+moe.BufFC1Out+"; the next forward overwrites it.")
-			} else {
+			default:
 				notes = append(notes, "The input "+moe.BufFC1Out+" is the forward's saved state (built with --save-fc1): bind the forward's scratch "+moe.BufFC1Out+" of the same tokens, kept unchanged since that forward.")
 			}
 		}

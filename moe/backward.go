@@ -287,18 +287,18 @@ func (p *Program) expertGrad(pre string, fc1, fc2, fc1Bias, x, dy, offsets *Buff
 	if offsets != nil {
 		per = l.TopK
 	}
-	recompute := GEMM{Op: pre + "fc1", A: x, B: fc1, Bias: fc1Bias, C: m.gu, Offsets: offsets, Rows: r, Storage: storage,
-		N: 2 * n, K: H, Experts: m.e, RowsPerToken: per}
-	if mx != nil {
-		if saved == nil {
+	if saved == nil {
+		recompute := GEMM{Op: pre + "fc1", A: x, B: fc1, Bias: fc1Bias, C: m.gu, Offsets: offsets, Rows: r, Storage: storage,
+			N: 2 * n, K: H, Experts: m.e, RowsPerToken: per}
+		if mx != nil {
 			q := p.quantize("quantize_xs", x, BufXSQ, BufXSScales, "dispatched rows of x", rows, H)
 			recompute.A, recompute.AScales, recompute.BScales = q.Q, q.S, mx.fc1Scales
 			p.Ops = append(p.Ops, q)
 		}
-		m.fc1, fc2 = mx.fc1, mx.fc2
-	}
-	if saved == nil {
 		p.Ops = append(p.Ops, recompute)
+	}
+	if mx != nil {
+		m.fc1, fc2 = mx.fc1, mx.fc2
 	}
 	p.Ops = append(p.Ops,
 		GEMM{Op: pre + "fc2_dgrad", A: dy, B: fc2, C: m.dh, Offsets: offsets, Rows: r, Storage: storage, BMajor: NMajor,

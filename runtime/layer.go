@@ -187,12 +187,19 @@ func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string
 		return nil, fmt.Errorf("mokc runtime: layer %s (%s): %w", l.Name, p.Target, err)
 	}
 	ly := &Layer{ctx: ctx, layer: l, sched: s, plan: p, ptx: ptx, mod: mod, lastT: -1, tmaps: map[[2]int]tmapEntry{}}
-	if _, ok := ly.writesSaved(); ok {
-		ly.saved = &savedState{}
+	// The saved FC1 output: the forward's scratch, the backward's input,
+	// exactly when the layer keeps it.
+	pass, want := "forward", launch.BufScratch
+	if p.Pass == "backward" {
+		pass, want = p.Pass, launch.BufInput
 	}
-	if _, has := p.bufIndex[moe.BufFC1Out]; has != l.SaveFC1 {
+	i, has := p.bufIndex[moe.BufFC1Out]
+	if has = has && p.Buffers[i].Kind == want; has != l.SaveFC1 {
 		mod.Unload()
-		return nil, fmt.Errorf("mokc runtime: layer %s: the manifest has the saved FC1 output %s: %v, but schedule.Layer.SaveFC1 = %v (build with --save-fc1 exactly when the layer says so)", l.Name, moe.BufFC1Out, has, l.SaveFC1)
+		return nil, fmt.Errorf("mokc runtime: layer %s: the %s manifest has the saved FC1 output (%s %s): %v, but schedule.Layer.SaveFC1 = %v (build with --save-fc1 exactly when the layer says so)", l.Name, pass, want, moe.BufFC1Out, has, l.SaveFC1)
+	}
+	if has && want == launch.BufScratch {
+		ly.saved = &savedState{}
 	}
 	fail := func(err error) (*Layer, error) {
 		mod.Unload()
@@ -310,7 +317,7 @@ func (ly *Layer) grow(T int) error {
 		return nil
 	}
 	graphs := ly.graphs
-	if _, w := ly.writesSaved(); w && ly.saved != nil {
+	if _, w := ly.writesSaved(); w {
 		graphs += ly.saved.graphs // the backward's graphs replay this workspace's saved state
 	}
 	if ly.ws != 0 && graphs > 0 {
@@ -441,14 +448,14 @@ func (ly *Layer) forward(stream *driver.Stream, b Bindings, marks []*driver.Even
 // recordSaved notes, after a Forward of T tokens was queued (or captured),
 // where it leaves the saved state for the Backward (nothing for T = 0).
 func (ly *Layer) recordSaved(T int) {
-	if i, ok := ly.writesSaved(); ok && ly.saved != nil && T > 0 {
+	if i, ok := ly.writesSaved(); ok && T > 0 {
 		ly.saved.ptr, ly.saved.T = ly.ws.Offset(ly.wsOff[i]), T
 	}
 }
 
 // clearSaved forgets the forward's saved state (no Backward may read it).
 func (ly *Layer) clearSaved() {
-	if _, ok := ly.writesSaved(); ok && ly.saved != nil {
+	if _, ok := ly.writesSaved(); ok {
 		ly.saved.ptr, ly.saved.T = 0, 0
 	}
 }
@@ -834,11 +841,7 @@ func (ly *Layer) backward() (*Layer, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, reads := bwd.plan.bufIndex[moe.BufFC1Out]; reads != (ly.saved != nil) {
-		bwd.Close()
-		return nil, fmt.Errorf("mokc runtime: layer %s: the backward reads a saved FC1 output: %v, the forward keeps one: %v (schedule.Layer.SaveFC1 must be the one the forward was built with)", ly.layer.Name, reads, ly.saved != nil)
-	}
-	bwd.saved = ly.saved // nil unless the layer saves FC1; the backward reads it
+	bwd.saved = ly.saved // nil unless the layer saves FC1 (load checked both plans against it)
 	ly.bwd = bwd
 	return bwd, nil
 }

@@ -128,6 +128,12 @@ func (k MXGemmKind) String() string {
 	return "promote"
 }
 
+// UnmarshalText sets k from "promote" or "expand" (ParseMXGemmKind).
+func (k *MXGemmKind) UnmarshalText(b []byte) (err error) {
+	*k, err = ParseMXGemmKind(string(b))
+	return err
+}
+
 // ParseMXGemmKind accepts "promote" and "expand".
 func ParseMXGemmKind(v string) (MXGemmKind, error) {
 	switch v {
@@ -177,6 +183,12 @@ func (k WGradKernel) String() string {
 		return "wgmma-ws"
 	}
 	return "mma"
+}
+
+// UnmarshalText sets k from "mma", "wgmma" or "wgmma-ws" (ParseWGradKernel).
+func (k *WGradKernel) UnmarshalText(b []byte) (err error) {
+	*k, err = ParseWGradKernel(string(b))
+	return err
 }
 
 // ParseWGradKernel accepts "mma", "wgmma" and "wgmma-ws".

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -91,7 +92,8 @@ type fieldFlag struct {
 	// default schedule in place (the others describe the one GEMM shape).
 	keepsVariant bool
 	// ptr returns the field in l or s: an *int, a *schedule.Tile for a
-	// MxNxK flag, a *schedule.WGradKernel or a *schedule.MXGemmKind.
+	// MxNxK flag, or an encoding.TextUnmarshaler (schedule.WGradKernel,
+	// schedule.MXGemmKind).
 	ptr func(l *schedule.Layer, s *schedule.Schedule) any
 }
 
@@ -199,18 +201,10 @@ func applyFlags(c *cli.Context, table []fieldFlag, l *schedule.Layer, s *schedul
 				return fmt.Errorf("--%s %q: want MxNxK, e.g. 128x256x64", f.name, c.String(f.name))
 			}
 			*p = t
-		case *schedule.WGradKernel:
-			k, err := schedule.ParseWGradKernel(c.String(f.name))
-			if err != nil {
+		case encoding.TextUnmarshaler: // the kernel choices (*schedule.WGradKernel, *schedule.MXGemmKind)
+			if err := p.UnmarshalText([]byte(c.String(f.name))); err != nil {
 				return fmt.Errorf("--%s: %w", f.name, err)
 			}
-			*p = k
-		case *schedule.MXGemmKind:
-			k, err := schedule.ParseMXGemmKind(c.String(f.name))
-			if err != nil {
-				return fmt.Errorf("--%s: %w", f.name, err)
-			}
-			*p = k
 		}
 	}
 	return nil
@@ -250,16 +244,10 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 	return err
 }
 
-// flagValue dereferences the *int or *schedule.Tile of fieldFlag.ptr.
+// flagValue dereferences the *int of fieldFlag.ptr; the other fields'
+// pointers print as their values (their String methods).
 func flagValue(p any) any {
-	switch p := p.(type) {
-	case *int:
-		return *p
-	case *schedule.Tile:
-		return *p
-	case *schedule.WGradKernel:
-		return *p
-	case *schedule.MXGemmKind:
+	if p, ok := p.(*int); ok {
 		return *p
 	}
 	return p
