@@ -107,9 +107,9 @@ func TestStageErrors(t *testing.T) {
 		t.Error("a forward repro for a layer whose main grads differ from the preset's")
 	}
 	sg := s
-	sg.GroupM = 8
-	if cmd, ok := ReproduceCommand(l, sg); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --group-m 8 --emit llvm" {
-		t.Errorf("ReproduceCommand(GroupM 8) = %q, %v", cmd, ok)
+	sg.GroupM = 0
+	if cmd, ok := ReproduceCommand(l, sg); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --group-m 0 --emit llvm" {
+		t.Errorf("ReproduceCommand(GroupM 0) = %q, %v", cmd, ok)
 	}
 	renamed := l
 	renamed.Hidden *= 2

@@ -73,10 +73,8 @@ type Schedule struct {
 	// it is in L2 (Triton's GROUP_SIZE_M); an expert with one row tile runs
 	// as with 0. The results do not change (each tile is computed the same
 	// way wherever it runs). Must be 0 when not Persistent (the sm_80 grid
-	// already runs row tiles fastest). On the H200 (docs/perf.md, raster
-	// v1) G = 8 ran mixtral-8x7b 12% faster, and layers whose experts have
-	// one or two row tiles 2-8% slower while groups still spanned experts
-	// (raster v2 keeps them within one, not yet timed), so the default is 0.
+	// already runs row tiles fastest). DefaultSchedule takes
+	// DefaultGroupM on sm_90a and sm_100a.
 	GroupM int
 	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_100a
 	// (cta_group::2: the pair computes a 2M x N tile, each CTA holding M rows
@@ -207,6 +205,14 @@ func ParseWGradKernel(v string) (WGradKernel, error) {
 // maxGridCTAs bounds Schedule.GridCTAs (16 CTAs per SM of a 4096-SM part
 // would still fit).
 const maxGridCTAs = 65535
+
+// DefaultGroupM is the default schedules' Schedule.GroupM on the
+// persistent targets. On the H200 (docs/perf.md, raster v2; device run 17)
+// groups of 8 row tiles within one expert ran mixtral-8x7b's forward at
+// T = 4096 20% faster (FC1 4.03 -> 3.17 ms) and left the GEMMs of layers
+// whose experts have one or two row tiles (deepseek-v3, qwen3-30b-a3b,
+// gpt-oss-120b) within 3% (deepseek-v3's FC1 and FC2 2-3% faster).
+const DefaultGroupM = 8
 
 // maxGroupM bounds Schedule.GroupM: a group's row tiles times the column
 // blocks it walks at once stay within a persistent grid.
@@ -642,6 +648,7 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 		for s.Stages > 2 && !s.fits(l) {
 			s.Stages--
 		}
+		s.GroupM = DefaultGroupM
 		if tg == target.SM90a && l.Storage == GroupedWeights && l.Precision == BF16 {
 			s.Variant = midRowsVariant(l, s)
 		}

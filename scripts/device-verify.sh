@@ -24,8 +24,11 @@
 #   new    the kernels built but not yet run (--mx-gemm expand, the mxfp8 backward, --wgrad wgmma-ws,
 #          --group-m): their GPU tests, a run of each, first timings beside what they would replace
 #   raster the persistent GEMMs' work-item order (--group-m 8, 16 against 0): checked with mokc run, then
-#          timed forward and forward + backward at T = 4096 on mixtral-8x7b, deepseek-v3, qwen3-30b-a3b
+#          timed forward and forward + backward at T = 4096 on mixtral-8x7b, deepseek-v3, qwen3-30b-a3b; RASTER=check: the correctness runs only
 #   mxfp8run  every preset with --precision mxfp8 on sm_90a, forward and backward, T in TOKENS, 10 runs each
+#   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
+#   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
+#          --save-fc1 --group-m 8 (bf16 main grads), beside PyTorch's autograd pipeline
 #   savefc1  --save-fc1 (the forward keeps FC1's output for the backward): the runtime tests beside
 #          mokc run --backward --save-fc1 on four layer forms, then forward + backward timed with and without
 #          it beside PyTorch's autograd pipeline
@@ -191,15 +194,44 @@ for phase in $phases; do
 		done
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
 		;;
+	train)
+		# The runtime's training tests alone (their float64 references are CPU-bound: beside other CPU work
+		# they time out; one process takes 370 s): --save-fc1's bits and refusals, and Layer.Backward's
+		# training steps in one process per layer (with its per-expert form), side by side.
+		cd runtime
+		step "runtime: SaveFC1 bits and refusals" 200 "$OUT/tests-savefc1.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerSaveFC1' &
+		for shard in qwen3-30b-a3b-E16 gpt-oss-20b-E4 shared-gate-map-bf16 weight-on-input; do
+			step "runtime: Layer.Backward training steps $shard" 300 "$OUT/tests-$shard.log" ../.carry/runtime.test -test.v -test.count=1 -test.run "TestLayerBackward/^$shard" &
+		done
+		wait
+		cd "$root"
+		cat "$OUT"/tests-*.log >>"$OUT/tests.log"
+		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -20
+		;;
+	speed)
+		# Issue #10's comparison in one call: forward (--group-m 0 against 8) and forward + backward (the
+		# default against --save-fc1 --group-m 8) at T = 4096 with bf16 main grads, four presets, beside
+		# PyTorch's autograd pipeline.
+		sb() { step "bench $* T=4096" 60 "$OUT/bench-speed.log" bash -c "\"$mokc\" bench $* --target sm_90a --tokens 4096 --iters 10 --warmup 2 --kernels --json >>\"$OUT/bench-speed.jsonl\""; }
+		for m in mixtral-8x7b deepseek-v3 qwen3-30b-a3b gpt-oss-120b; do
+			sb --model $m --group-m 0
+			sb --model $m --group-m 8
+			sb --backward --main-grad bf16 --model $m
+			sb --backward --main-grad bf16 --model $m --save-fc1 --group-m 8
+		done
+		step "torch baseline --backward T=4096" 100 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models mixtral-8x7b,deepseek-v3,qwen3-30b-a3b,gpt-oss-120b --tokens 4096 --json "$OUT/torch-backward.json"
+		;;
 	raster)
 		# The persistent GEMMs' work-item order (--group-m): correctness first (every tile once; the same
 		# bits as column-blocks-fastest), then forward and forward + backward at T = 4096, alternated.
+		# RASTER=check stops after the correctness runs.
 		for m in mixtral-8x7b qwen3-30b-a3b; do
 			step "run $m sm_90a --group-m 8 T=1,64,4096 x3" 200 "$OUT/raster.log" \
 				bash -c "\"$mokc\" run --model $m --target sm_90a --group-m 8 --tokens 1,64,4096 --repeat 3 --json >>\"$OUT/raster.jsonl\""
 			step "run --backward $m sm_90a --group-m 8 T=64,4096 x3" 200 "$OUT/raster.log" \
 				bash -c "\"$mokc\" run --backward --model $m --target sm_90a --group-m 8 --tokens 64,4096 --repeat 3 --json >>\"$OUT/raster.jsonl\""
 		done
+		[ "${RASTER:-}" = check ] && continue
 		for m in mixtral-8x7b deepseek-v3 qwen3-30b-a3b gpt-oss-120b; do
 			for g in 0 8 16 0 8 16; do
 				step "bench $m sm_90a T=4096 --group-m $g" 120 "$OUT/raster.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens 4096 --group-m $g --kernels --json >>\"$OUT/bench-raster.jsonl\""
@@ -257,7 +289,7 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, sweep, raster, new, savefc1)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, sweep, raster, new, savefc1, train, speed)" >&2
 		exit 2
 		;;
 	esac

@@ -120,7 +120,7 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
 		"Schedule.Warps"),
 	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
-	scheduleFlag("group-m", "persistent grids (sm_90a, sm_100a): walk the GEMM work items in groups of up to this many row tiles of one expert, column block by column block, so that each weight slice is read by the group while it is in L2 (0: column blocks fastest, the default; on the H200, 8 ran mixtral-8x7b 12% faster: docs/perf.md, raster v1 and v2)", "Schedule.GroupM",
+	scheduleFlag("group-m", "persistent grids (sm_90a, sm_100a): walk the GEMM work items in groups of up to this many row tiles of one expert, column block by column block, so that each weight slice is read by the group while it is in L2 (0: column blocks fastest; default 8, which ran mixtral-8x7b's forward 20% faster on the H200: docs/perf.md, raster v2)", "Schedule.GroupM",
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; as fast as wgmma on the H200 so far); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
