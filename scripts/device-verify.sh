@@ -198,7 +198,13 @@ for phase in $phases; do
 		# The runtime's training tests alone (their float64 references are CPU-bound: beside other CPU work
 		# they time out; one process takes 370 s): --save-fc1's bits and refusals, and Layer.Backward's
 		# training steps in one process per layer (with its per-expert form), side by side.
+		# TRAIN_RUN="pattern" runs only that -test.run pattern (e.g. one layer and target).
 		cd runtime
+		if [ -n "${TRAIN_RUN:-}" ]; then
+			step "runtime: $TRAIN_RUN" 300 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run "$TRAIN_RUN"
+			cd "$root"
+			continue
+		fi
 		step "runtime: SaveFC1 bits and refusals" 200 "$OUT/tests-savefc1.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerSaveFC1' &
 		for shard in qwen3-30b-a3b-E16 gpt-oss-20b-E4 shared-gate-map-bf16 weight-on-input; do
 			step "runtime: Layer.Backward training steps $shard" 300 "$OUT/tests-$shard.log" ../.carry/runtime.test -test.v -test.count=1 -test.run "TestLayerBackward/^$shard" &
