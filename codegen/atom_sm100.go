@@ -7,6 +7,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/target"
 )
 
@@ -44,11 +45,16 @@ import (
 // atom_sm90.go), full barriers expect 1 + 32 arrivals, and the MMA thread
 // issues fence.proxy.async.shared::cta after each full-barrier wait.
 //
+// MXFP8 (GemmSpec.MX): e4m3 tiles by TMA, the TMA warp's 32 lanes store
+// the stage's UE8M0 scale codes as scale-factor tiles, and the MMA thread
+// copies them to TMEM (tcgen05.cp) before the block-scaled MMAs (sm100MX,
+// mmaStageMX; docs/mxfp8.md).
+//
 // Not yet supported (refused with an error): M = 64 tiles, 2-CTA clusters
 // (cta_group::2).
 
 func init() {
-	registerAtom(target.SM100a, sm100Plan, nil, "tcgen05.mma kind::mxf8f6f4.block_scale is not built yet (docs/mxfp8.md)")
+	registerAtom(target.SM100a, sm100Plan, nil, "")
 }
 
 // sm100Layout is the derived geometry of one sm_100a GEMM kernel.
@@ -59,6 +65,22 @@ type sm100Layout struct {
 	threads          int
 	idesc            uint32
 	descHi           uint64 // smem descriptor bits of the K-major 128B-swizzled atoms
+	mx               sm100MX
+}
+
+// sm100MX is the geometry of an MXFP8 (GemmSpec.MX) sm_100a kernel: the
+// scale-factor tiles of each stage (after its A and B tiles:
+// gemmProducer.mxStoreScaleTiles) are copied to TMEM columns past the two
+// accumulator buffers, each stage its own columns (4 for A's 128 rows, then
+// 4 per 128 B-tile rows), so a copy never overwrites scales an MMA of
+// another stage still reads; the MMA of K step ks (32 wide) of a K block of
+// 128 uses scale byte ks of every cell (instruction descriptor idesc[ks]).
+type sm100MX struct {
+	idesc    []uint32 // per K step of the block: kind::mxf8f6f4, e4m3 x e4m3, scale-factor ids ks
+	sfDescHi uint64   // descriptor bits of a scale-factor tile (no swizzle, SBO 128 bytes)
+	bTiles   int      // scale-factor tiles of the B tile (128 rows each)
+	col0     int      // TMEM column of stage 0's A scales
+	colsPer  int      // TMEM columns per stage: 4 * (1 + bTiles)
 }
 
 // sm100Plan derives the geometry of spec's sm_100a kernel (ring, warp
@@ -82,6 +104,8 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 		return l, fmt.Errorf("codegen: %s: sm_100a B tile of %d rows (BN = %d) must be a multiple of 16 in 16..256 (tcgen05.mma M = 128)", s.Name, nb, bn)
 	case l.epiWarps%4 != 0 || l.epiWarps > 16:
 		return l, fmt.Errorf("codegen: %s: sm_100a needs 4, 8, 12 or 16 epilogue warps (one per TMEM lane quarter), got %d", s.Name, l.epiWarps)
+	case s.MXExpand:
+		return l, fmt.Errorf("codegen: %s: MXExpand is the sm_90a way to run an MXFP8 GEMM; sm_100a runs block-scaled tcgen05.mma", s.Name)
 	case s.Tile.Warps > 1:
 		return l, fmt.Errorf("codegen: %s: sm_100a issues tcgen05.mma from one warp, schedule has %d MMA warps", s.Name, s.Tile.Warps)
 	}
@@ -96,7 +120,14 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	if err := l.checkSmem(s, target.SM100a); err != nil {
 		return l, err
 	}
-	if l.idesc, err = TCGen05IDescF16(l.BM, l.NB); err != nil {
+	if c, lim := l.smem.TMEMColumns, target.SM100a.TMEMColumns(); c > lim {
+		return l, fmt.Errorf("codegen: %s: sm_100a tile %dx%dx%d with %d stages needs %d TMEM columns (> %d)", s.Name, l.BM, l.NB, l.BK, l.S, c, lim)
+	}
+	if s.MX {
+		if l.mx, err = newSM100MX(l.tmaRing); err != nil {
+			return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
+		}
+	} else if l.idesc, err = TCGen05IDescF16(l.BM, l.NB); err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	// The address-independent bits of the tiles' tcgen05 descriptors
@@ -105,6 +136,30 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	return l, nil
+}
+
+// newSM100MX plans the scale factors of ring r's MXFP8 kernel (K blocks of
+// 128: layouts.GemmSmem.TMEMColumns counts the same columns).
+func newSM100MX(r tmaRing) (sm100MX, error) {
+	m := sm100MX{bTiles: (r.NB + layouts.SFTileRows - 1) / layouts.SFTileRows, col0: 2 * r.NB}
+	m.colsPer = 4 * (1 + m.bTiles)
+	if r.BK != 128 || r.BM != layouts.SFTileRows {
+		return m, fmt.Errorf("the sm_100a MXFP8 GEMM needs K blocks of 128 and 128-row A tiles (%dx%d)", r.BM, r.BK)
+	}
+	if need := m.col0 + r.S*m.colsPer; need > r.smem.TMEMColumns {
+		return m, fmt.Errorf("TMEM: %d columns needed, %d planned", need, r.smem.TMEMColumns)
+	}
+	for ks := 0; ks < r.BK/32; ks++ {
+		d, err := layouts.TCGen05InstrDescMXF8F6F4(layouts.TCGen05InstrMXF8F6F4{M: r.BM, N: r.NB, CTAGroup: 1,
+			AType: layouts.TCGen05E4M3, BType: layouts.TCGen05E4M3, SFIDA: ks, SFIDB: ks})
+		if err != nil {
+			return m, err
+		}
+		m.idesc = append(m.idesc, d)
+	}
+	var err error
+	m.sfDescHi, err = layouts.SM100SmemDescriptor(layouts.SmemDescriptor{SBO: 128, Swizzle: layouts.SwizzleNone})
+	return m, err
 }
 
 // build adds the sm_100a kernel of spec to m.
@@ -202,7 +257,12 @@ func (l sm100Layout) mmaIssuer(b *Builder, k *sm100Block) {
 				b.FenceProxyAsync()
 			}
 			b.TCGen05FenceAfter()
-			l.mmaStage(b, d, b.Add(k.base, b.MulI(stage, int64(l.stageBytes))), kt)
+			sa := b.Add(k.base, b.MulI(stage, int64(l.stageBytes)))
+			if k.spec.MX {
+				l.mmaStageMX(b, k.tmem, d, sa, stage, kt)
+			} else {
+				l.mmaStage(b, d, sa, kt)
+			}
 			b.TCGen05Commit(k.ring.empty(b, stage))
 			s2, p2 := ringNext(b, stage, phase, l.S)
 			return []value.Value{s2, p2}
@@ -227,5 +287,28 @@ func (l sm100Layout) mmaStage(b *Builder, d, sa, kt value.Value) {
 			acc = notFirst
 		}
 		b.TCGen05MMAF16(d, b.AddI(dA, int64(offA[ks])), b.AddI(dB, int64(offB[ks])), l.idesc, acc)
+	}
+}
+
+// mmaStageMX copies the scale-factor tiles of the MXFP8 stage at shared
+// address sa to the stage's TMEM columns and issues the block-scaled MMA of
+// every 32-wide K step into the accumulator at TMEM address d (tmem: the
+// allocation's base); the first step of K block 0 overwrites it.
+func (l sm100Layout) mmaStageMX(b *Builder, tmem, d, sa, stage, kt value.Value) {
+	sf := b.AddI(sa, int64(l.stageBytes-l.smem.ScaleBytes))
+	sfa := b.Add(tmem, b.AddI(b.MulI(stage, int64(l.mx.colsPer)), int64(l.mx.col0)))
+	sfb := b.AddI(sfa, 4)
+	for t := 0; t <= l.mx.bTiles; t++ {
+		b.TCGen05CpSF(b.AddI(sfa, int64(4*t)), b.SM100Desc(b.AddI(sf, int64(t*layouts.SFTileBytes)), l.mx.sfDescHi))
+	}
+	dA := b.SM100Desc(sa, l.descHi)
+	dB := b.SM100Desc(b.AddI(sa, int64(l.atoms*l.aAtom)), l.descHi)
+	notFirst := b.ZExt(b.ICmp(enum.IPredSGT, kt, ir.Int32(0)), ir.I32)
+	for ks := range l.offA {
+		acc := value.Value(ir.Int32(1))
+		if ks == 0 {
+			acc = notFirst
+		}
+		b.TCGen05MMAMX(d, b.AddI(dA, int64(l.offA[ks])), b.AddI(dB, int64(l.offB[ks])), l.mx.idesc[ks], sfa, sfb, acc)
 	}
 }

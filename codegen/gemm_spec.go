@@ -134,8 +134,8 @@ type GemmSpec struct {
 	// MX makes the GEMM MXFP8 (docs/mxfp8.md): A and B are e4m3 (one
 	// byte), with the UE8M0 scales a_scales [rows, K/32] and b_scales [E,
 	// BRows(), K/32] (one per 32 along K), and every 32-wide block of K
-	// counts as its e4m3 products times the two scales. sm_90a only; BK
-	// 128, B grouped and K-major.
+	// counts as its e4m3 products times the two scales. sm_90a and
+	// sm_100a; BK 128, B grouped and K-major.
 	MX bool
 	// MXExpand (with MX) computes the same values another way on sm_90a:
 	// the producer warpgroup widens each stage's e4m3 elements times their

@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -14,8 +15,7 @@ import (
 
 // TestQuantizeAssemble lowers the MXFP8 forward's quantize ops on their own
 // (bf16 rows of x, f32 rows of h) for sm_90a and sm_100a and assembles
-// them; sm_100a refuses the whole MXFP8 program at its first GEMM, with
-// the reason.
+// them.
 func TestQuantizeAssemble(t *testing.T) {
 	l, err := schedule.Preset("gpt-oss-120b")
 	if err != nil {
@@ -52,19 +52,23 @@ func TestQuantizeAssemble(t *testing.T) {
 				t.Fatalf("%s %v: %v", name, tg, strings.SplitN(err.Error(), "\n", 20))
 			}
 		}
-		_, err = Lower(p, s, PerOp)
-		if tg == target.SM100a && (err == nil || !strings.Contains(err.Error(), "has no MXFP8 GEMM")) {
-			t.Errorf("%v: whole mxfp8 program: %v", tg, err)
-		}
 	}
 }
 
+// mxGEMMPTX is what each target's MXFP8 GEMMs put in the PTX: sm_90a's
+// e4m3 wgmma (scales promoted per 32-wide block), sm_100a's block-scaled
+// tcgen05.mma with the scale-factor tiles copied to TMEM.
+var mxGEMMPTX = map[target.Target][]string{
+	target.SM90a:  {"k32.f32.e4m3.e4m3"},
+	target.SM100a: {"tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X", "tcgen05.cp.cta_group::1.32x128b.warpx4"},
+}
+
 // TestMXFP8ForwardAssemble lowers the MXFP8 forward of every preset for
-// sm_90a (quantize kernels, e4m3 wgmma GEMMs with the scales promoted per
-// 32-wide block, the bf16 shared experts at half the K block) and
-// assembles it; sm_80 refuses the layer in its schedule.
+// sm_90a and sm_100a (quantize kernels, the MXFP8 GEMMs, the bf16 shared
+// experts at half the K block) and assembles it; sm_80 refuses the layer
+// in its schedule.
 func TestMXFP8ForwardAssemble(t *testing.T) {
-	assembleMXFP8Presets(t, moe.Forward, []string{"k32.f32.e4m3.e4m3"}, func(l schedule.Layer) {
+	assembleMXFP8Presets(t, moe.Forward, nil, func(l schedule.Layer) {
 		if _, err := schedule.DefaultSchedule(l, target.SM80); err == nil {
 			t.Errorf("%s: sm_80 schedule for an mxfp8 layer", l.Name)
 		}
@@ -72,8 +76,9 @@ func TestMXFP8ForwardAssemble(t *testing.T) {
 }
 
 // assembleMXFP8Presets lowers build's program of every preset with MXFP8
-// weights for sm_90a (its default schedule), checks that mokc's PTX holds
-// each of want and that ptxas assembles it, then calls more with the layer.
+// weights for sm_90a and sm_100a (their default schedules), checks that
+// mokc's PTX holds each of want and the target's mxGEMMPTX and that ptxas
+// assembles it, then calls more with the layer.
 func assembleMXFP8Presets(t *testing.T, build func(schedule.Layer) (*moe.Program, error), want []string, more func(schedule.Layer)) {
 	t.Helper()
 	for _, name := range schedule.Presets() {
@@ -86,33 +91,35 @@ func assembleMXFP8Presets(t *testing.T, build func(schedule.Layer) (*moe.Program
 		if err != nil {
 			t.Fatal(err)
 		}
-		s, err := schedule.DefaultSchedule(l, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := Lower(p, s, PerOp)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		text, err := mptx.Compile(prog.Module, target.SM90a)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		for _, w := range want {
-			if !strings.Contains(text, w) {
-				t.Errorf("%s: no %q in the PTX", name, w)
+		for _, tg := range []target.Target{target.SM90a, target.SM100a} {
+			s, err := schedule.DefaultSchedule(l, tg)
+			if err != nil {
+				t.Fatal(err)
 			}
-		}
-		toolchain.NeedPtxas(t, "sm_90a")
-		if err := toolchain.Assemble(text, "sm_90a"); err != nil {
-			t.Fatalf("%s: %v", name, strings.SplitN(err.Error(), "\n", 20))
+			prog, err := Lower(p, s, PerOp)
+			if err != nil {
+				t.Fatalf("%s %v: %v", name, tg, err)
+			}
+			text, err := mptx.Compile(prog.Module, tg)
+			if err != nil {
+				t.Fatalf("%s %v: %v", name, tg, err)
+			}
+			for _, w := range append(slices.Clip(want), mxGEMMPTX[tg]...) {
+				if !strings.Contains(text, w) {
+					t.Errorf("%s %v: no %q in the PTX", name, tg, w)
+				}
+			}
+			toolchain.NeedPtxas(t, tg.String())
+			if err := toolchain.Assemble(text, tg.String()); err != nil {
+				t.Fatalf("%s %v: %v", name, tg, strings.SplitN(err.Error(), "\n", 20))
+			}
 		}
 		more(l)
 	}
 }
 
 // TestCheckLayer: the engines' MXFP8 support as commands see it before
-// compiling: sm_90a builds mxfp8 layers, sm_80 and sm_100a refuse them with
+// compiling: sm_90a and sm_100a build mxfp8 layers, sm_80 refuses them with
 // the reason; bf16 layers pass everywhere; and the refusal matches what
 // GroupedGEMM says for an MX spec.
 func TestCheckLayer(t *testing.T) {
@@ -127,11 +134,14 @@ func TestCheckLayer(t *testing.T) {
 			t.Errorf("bf16 on %v: %v", tg, err)
 		}
 		err := CheckLayer(m, tg)
-		if (err == nil) != (tg == target.SM90a) {
+		if (err == nil) != (tg != target.SM80) {
 			t.Errorf("mxfp8 on %v: %v", tg, err)
 		}
 		eng, _ := EngineFor(tg)
 		spec := sm90MXCases()[0].spec
+		if tg == target.SM100a {
+			spec = sm100MXCases()[0].spec
+		}
 		if _, gerr := eng.GroupedGEMM(ir.NewModule("c"), spec, 1); (gerr == nil) != (err == nil) {
 			t.Errorf("%v: CheckLayer %v, GroupedGEMM of an MX spec %v", tg, err, gerr)
 		}

@@ -71,6 +71,93 @@ func sm100GemmCases() []sm90GemmCase {
 	return append(cases, c8)
 }
 
+// sm100MXCases are the MXFP8 engine test shapes (sm90MXCases: K tails,
+// K = 2880, gate/up halves and interleaved with biases, f32 C, empty
+// experts) for sm_100a: M = 128 tiles, one MMA warp, four epilogue warps.
+func sm100MXCases() []sm90GemmCase {
+	var cases []sm90GemmCase
+	for _, c := range sm90MXCases() {
+		c.spec.Name = strings.Replace(c.spec.Name, "mx_", "sm100mx_", 1)
+		c.spec.Tile.BM, c.spec.Tile.Warps, c.spec.Tile.EpilogueWarps = 128, 1, 4
+		cases = append(cases, c)
+	}
+	// B tiles of 64 rows (padded to one 128-row scale tile) and of 192
+	// (gate/up interleaved: two scale tiles, the second half padding).
+	c64, c192 := cases[0], cases[2]
+	c64.spec.Name, c64.spec.Tile.BN = "sm100mx_store64", 64
+	c192.spec.Name, c192.spec.N, c192.spec.Tile.BN, c192.spec.Tile.Stages = "sm100mx_gptoss192", 200, 96, 3
+	return append(cases, c64, c192)
+}
+
+// TestSM100MXAssemble builds the MXFP8 GEMM cases with the sm_100a engine
+// (TMA of the e4m3 tiles, the producer's scale-factor tiles, tcgen05.cp to
+// TMEM, block-scaled tcgen05.mma) and assembles mokc's PTX for sm_100a; the
+// scale-factor tiles of a stage fit the TMEM the plan allocates.
+func TestSM100MXAssemble(t *testing.T) {
+	eng, err := EngineFor(target.SM100a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _ := sm90GemmModule(t, eng, sm100MXCases())
+	toolchain.NeedPtxas(t, "sm_100a")
+	ours := assembleOurs(t, m.IR, target.SM100a)
+	for _, want := range mxGEMMPTX[target.SM100a] {
+		if n := strings.Count(ours, want); n < len(sm100MXCases()) {
+			t.Errorf("%q %d times, want one per kernel at least", want, n)
+		}
+	}
+	for _, c := range sm100MXCases() {
+		l, err := sm100Plan(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if end := l.mx.col0 + l.S*l.mx.colsPer; end > l.smem.TMEMColumns || l.mx.col0 != 2*l.NB {
+			t.Errorf("%s: scale columns %d..%d past the %d allocated, or not after the accumulators", c.spec.Name, l.mx.col0, end, l.smem.TMEMColumns)
+		}
+		if l.smem.ScaleBytes%1024 != 0 || l.smem.ScaleBytes < (1+l.mx.bTiles)*layouts.SFTileBytes || l.mx.bTiles != (l.NB+127)/128 {
+			t.Errorf("%s: %d scale bytes per stage for %d tiles (B tile of %d rows)", c.spec.Name, l.smem.ScaleBytes, 1+l.mx.bTiles, l.NB)
+		}
+		if l.stageBytes%1024 != 0 {
+			t.Errorf("%s: stage of %d bytes: the next stage's swizzled tiles lose their 1024-byte alignment", c.spec.Name, l.stageBytes)
+		}
+	}
+}
+
+// TestSM100MXDescriptors checks the MXFP8 descriptors the sm_100a kernels
+// use: the instruction descriptor of K step ks decodes to M 128, the B
+// tile's rows as N, e4m3 x e4m3 and scale-factor ids ks (the encoder is
+// pinned to CUTLASS's values in layouts), and the scale-factor tile's
+// shared-memory descriptor is no swizzle, SBO 128 bytes, version bits
+// 0b001. A B tile whose accumulators and scales exceed the 512 TMEM
+// columns is refused.
+func TestSM100MXDescriptors(t *testing.T) {
+	for _, c := range sm100MXCases() {
+		l, err := sm100Plan(c.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for ks, v := range l.mx.idesc {
+			d, err := layouts.DecodeTCGen05InstrDescMXF8F6F4(v)
+			if err != nil || d.M != 128 || d.N != l.NB || d.SFIDA != ks || d.SFIDB != ks || d.AType != layouts.TCGen05E4M3 || d.BType != layouts.TCGen05E4M3 {
+				t.Errorf("%s: K step %d: %+v, %v", c.spec.Name, ks, d, err)
+			}
+		}
+		if len(l.mx.idesc) != 4 || l.mx.sfDescHi != 1<<46|(128>>4)<<32 {
+			t.Errorf("%s: %d K steps, scale-factor descriptor %#x", c.spec.Name, len(l.mx.idesc), l.mx.sfDescHi)
+		}
+	}
+	c := sm100MXCases()[0]
+	c.spec.Tile.BN, c.spec.N = 256, 512
+	if _, err := sm100Plan(c.spec); err == nil || !strings.Contains(err.Error(), "TMEM columns") {
+		t.Errorf("256-row MXFP8 B tile with 3 stages: %v", err)
+	}
+	e := sm100MXCases()[0]
+	e.spec.MXExpand = true
+	if _, err := sm100Plan(e.spec); err == nil || !strings.Contains(err.Error(), "MXExpand") {
+		t.Errorf("MXExpand on sm_100a: %v", err)
+	}
+}
+
 // TestSM100GemmCasesAssemble keeps testdata/sm100/gemm.llc.ptx (llc-19's
 // PTX of the engine test kernels, retargeted to sm_100a; the Blackwell GPU
 // test runs it next to mokc's) in step with the generator, and assembles it

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/target"
 )
 
 // The load side of the TMA ring of the sm_90a and sm_100a atoms: the
@@ -83,7 +84,12 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 					b.CpAsyncMbarArrive(fb)
 				case mx:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
-					p.mxStoreScales(b, tid, v[2:], sa)
+					if p.sfTiles() {
+						p.mxStoreScaleTiles(b, tid, v[2:], sa)
+						b.FenceProxyAsync() // tcgen05.cp reads them through the async proxy
+					} else {
+						p.mxStoreScales(b, tid, v[2:], sa)
+					}
 					b.MbarArrive(fb)
 					next = p.mxScaleCodes(b, tid, w, b.AddI(kt, 1))
 				default:
@@ -141,7 +147,7 @@ func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt v
 		ok := b.ICmp(enum.IPredSLT, r, w.rowEnd)
 		row(b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), nsf)), ok)
 	}
-	for j0 := 0; j0 < p.NB; j0 += 32 {
+	for j0 := 0; j0 < p.scaleRowsB(); j0 += 32 {
 		j := b.AddI(tid, int64(j0))
 		r := p.tableCopy.bRow(b, w.n0, j)
 		ok := b.And(b.ICmp(enum.IPredSLT, r, ir.Int32(int64(p.spec.BRows()))), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.NB))))
@@ -149,6 +155,42 @@ func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt v
 		row(b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gi), nsf)), ok)
 	}
 	return codes
+}
+
+// sfTiles reports whether the stage's scales are UE8M0 bytes in
+// scale-factor tiles for tcgen05.cp (sm_100a) rather than f32 values read
+// by the consumers (sm_90a).
+func (p gemmProducer) sfTiles() bool { return p.smem.Target == target.SM100a }
+
+// scaleRowsB is the number of B-tile rows whose scale codes mxScaleCodes
+// loads: NB, or on sm_100a NB rounded up to whole 128-row scale-factor
+// tiles (the rows past NB get 1.0, so tcgen05.cp copies no stale bytes).
+func (p gemmProducer) scaleRowsB() int {
+	if p.sfTiles() {
+		return (p.NB + layouts.SFTileRows - 1) / layouts.SFTileRows * layouts.SFTileRows
+	}
+	return p.NB
+}
+
+// mxStoreScaleTiles stores the codes of mxScaleCodes into the stage at
+// shared address sa as UE8M0 bytes in scale-factor tiles after the A and B
+// tiles (sm_100a; layouts.SFOffset's layout, layouts.SM100ScaleBytes): A's
+// 128 rows in the first 512-byte tile, then one tile per 128 B-tile rows.
+// A row r's 4 codes (its word, code c in byte c) are the 4 bytes at
+// (r%32)*16 + (r%128/32)*4 of its tile, so each lane stores one word per
+// row group: lane tid, group g (row tid+32g) at tid*16 + (g%4)*4 of tile
+// g/4.
+func (p gemmProducer) mxStoreScaleTiles(b *Builder, tid value.Value, codes []value.Value, sa value.Value) {
+	off := int64(p.stageBytes - p.smem.ScaleBytes) // after the A and B tiles
+	lane := b.Add(b.AddI(sa, off), b.MulI(tid, 16))
+	aGroups := p.BM / 32
+	for g, word := range codes {
+		t, q := g/4, g%4 // A's groups fill tile 0 (BM = 128), B's start at tile 1
+		if g >= aGroups {
+			t, q = 1+(g-aGroups)/4, (g-aGroups)%4
+		}
+		b.StoreAt(word, b.IntToPtr(b.ZExt(b.AddI(lane, int64(t*layouts.SFTileBytes+4*q)), ir.I64), SPtr), 4)
+	}
 }
 
 // mxStoreScales stores the codes of mxScaleCodes into the stage at shared

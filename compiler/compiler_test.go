@@ -117,8 +117,8 @@ func TestStageErrors(t *testing.T) {
 		t.Errorf("ReproduceCommand(a preset's name on another layer) = %q", cmd)
 	}
 
-	// A codegen refusal (sm_100a has no MXFP8 GEMM) of a layer that is
-	// not a preset has no hint.
+	// A codegen refusal (the sm_100a engine has no 2-CTA clusters yet) of
+	// a layer that is not a preset has no hint.
 	custom := l
 	custom.Name = "my-layer"
 	custom.Precision = schedule.MXFP8
@@ -126,17 +126,20 @@ func TestStageErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ms.Cluster = 2
 	_, err = Compile(custom, ms)
 	if !errors.As(err, &se) || se.Stage != "codegen" || strings.Contains(err.Error(), "reproduce") {
-		t.Errorf("MXFP8 layer that is not a preset on sm_100a: %v (want a codegen-stage error without a reproduce hint)", err)
+		t.Errorf("2-CTA clusters for a layer that is not a preset on sm_100a: %v (want a codegen-stage error without a reproduce hint)", err)
 	}
-	// The same layer builds for sm_90a.
-	ms90, err := schedule.DefaultSchedule(custom, target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := Compile(custom, ms90); err != nil {
-		t.Errorf("MXFP8 layer on sm_90a: %v", err)
+	// The same layer builds for sm_90a and sm_100a.
+	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
+		ms, err := schedule.DefaultSchedule(custom, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Compile(custom, ms); err != nil {
+			t.Errorf("MXFP8 layer on %v: %v", tg, err)
+		}
 	}
 }
 

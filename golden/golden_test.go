@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden PTX files from the c
 
 // variant is one kind of golden file: the presets as they are (bf16) on
 // every target, and their MXFP8 form on the targets with an MXFP8 forward
-// (sm_90a; docs/mxfp8.md).
+// (sm_90a, sm_100a; docs/mxfp8.md).
 type variant struct {
 	suffix    string // "" or ".mxfp8", before the target in the file name
 	precision schedule.Precision
@@ -31,7 +31,7 @@ type variant struct {
 
 var variants = []variant{
 	{"", schedule.BF16, target.All()},
-	{".mxfp8", schedule.MXFP8, []target.Target{target.SM90a}},
+	{".mxfp8", schedule.MXFP8, []target.Target{target.SM90a, target.SM100a}},
 }
 
 // file is the golden file of preset p in variant v for target t.

@@ -18,7 +18,8 @@ type GemmConfig struct {
 	Stages int           // pipeline depth
 	// Scales adds the MXFP8 scales of a stage, one per 32 K elements of
 	// every A and B row (OCP Microscaling v1.0 block 32): the UE8M0 bytes
-	// (sm_100a, copied to TMEM) or, on sm_90a, their f32 values (4 bytes
+	// in scale-factor tiles (sm_100a, copied to TMEM; SM100ScaleBytes) or,
+	// on sm_90a, their f32 values (4 bytes
 	// each, [K/32][M] then [K/32][BRows]: the consumers read a column's
 	// scale of each 32-wide block with one load).
 	Scales bool
@@ -128,8 +129,11 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	}
 	if c.Scales {
 		p.ScaleBytes = (c.M + c.BRows) * ((c.K + MXBlockSize - 1) / MXBlockSize)
-		if c.Target == target.SM90a {
+		switch c.Target {
+		case target.SM90a:
 			p.ScaleBytes *= 4 // decoded to f32 by the producer
+		case target.SM100a:
+			p.ScaleBytes = SM100ScaleBytes(c.M, c.BRows, c.K)
 		}
 		p.StageBytes += p.ScaleBytes
 	}
@@ -152,6 +156,19 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		}
 	}
 	return p, nil
+}
+
+// SM100ScaleBytes is the shared memory of one sm_100a pipeline stage's
+// MXFP8 scales for an A tile of m rows and a B tile of bRows rows over k
+// reduction elements: per K block of 128, one 512-byte scale-factor tile
+// (SFOffset's layout, the source of one tcgen05.cp 32x128b.warpx4) per 128
+// rows of A and of B, rounded up to 1024 bytes so that the next stage's
+// 128-byte swizzled tiles stay 1024-byte aligned. A and B's tiles are
+// whole, so rows past bRows are padding the producer fills with scale 1.0.
+func SM100ScaleBytes(m, bRows, k int) int {
+	kb := ceilDiv(k, 128)
+	n := kb * (ceilDiv(m, SFTileRows) + ceilDiv(bRows, SFTileRows)) * SFTileBytes
+	return ceilDiv(n, 1024) * 1024
 }
 
 // gemmTMEMColumns is GemmSmem.TMEMColumns of c (sm_100a).

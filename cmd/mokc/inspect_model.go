@@ -106,7 +106,7 @@ func printLayer(w io.Writer, l schedule.Layer) {
 		return
 	}
 	if l.Precision == schedule.MXFP8 {
-		fmt.Fprintln(w, "  (mxfp8 weights: forward and backward on sm_90a only: docs/mxfp8.md)")
+		fmt.Fprintln(w, "  (mxfp8 weights: forward and backward on sm_90a and sm_100a, not sm_80: docs/mxfp8.md)")
 	}
 	for _, t := range target.All() {
 		s, refused, err := targetSchedule(l, t)

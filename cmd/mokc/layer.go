@@ -26,7 +26,7 @@ func layerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (on commands with --backward, give --backward too)", DefaultText: "fp32"},
 		&cli.BoolFlag{Name: "save-fc1", Usage: "training's saved state: the forward keeps the routed FC1 output (f32, 8·K·I bytes per token) and the backward reads it instead of recomputing FC1 (schedule.Layer.SaveFC1; the same results)"},
 		&cli.StringFlag{Name: "storage", Usage: "how the routed experts' weights (and the backward's main grads) are stored on the device: grouped (one [E, ...] tensor each) or per-expert (one allocation per expert, listed by a u64 [E] pointer table)", DefaultText: "grouped"},
-		&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (e4m3 with a ue8m0 scale per 32 along K: docs/mxfp8.md; sm_90a only, grouped storage)", DefaultText: "the model's, bf16"},
+		&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (e4m3 with a ue8m0 scale per 32 along K: docs/mxfp8.md; sm_90a and sm_100a, grouped storage)", DefaultText: "the model's, bf16"},
 	}, cliFlags(layerFieldFlags, "the model's")...)
 }
 
@@ -120,11 +120,11 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
 		"Schedule.Warps"),
 	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
-	scheduleFlag("group-m", "persistent grids (sm_90a, sm_100a): walk the GEMM work items in groups of up to this many row tiles of one expert, column block by column block, so that each weight slice is read by the group while it is in L2 (0: column blocks fastest; default 8, which ran mixtral-8x7b's forward 20% faster on the H200: docs/perf.md, raster v2)", "Schedule.GroupM",
+	scheduleFlag("group-m", "persistent grids (sm_90a, sm_100a): walk the GEMM work items in groups of up to this many row tiles of one expert, column block by column block, so that each weight slice is read by the group while it is in L2 (0: column blocks fastest; default 8 on sm_90a and sm_100a, which ran mixtral-8x7b's forward in 4.21 ms instead of 5.26 on the H200: docs/perf.md, raster v2)", "Schedule.GroupM",
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; as fast as wgmma on the H200 so far); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
-	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted with the scales) or expand (operands widened to bf16 in shared memory, the bf16 wgmma loop; the same values; 2x slower than promote on the H200 so far)", "Schedule.MXGemm",
+	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted with the scales) or expand (operands widened to bf16 in shared memory, the bf16 wgmma loop; the same values; 2x slower than promote on the H200 so far); other targets have one way (sm_100a: block-scaled tcgen05.mma) and take only promote, the default)", "Schedule.MXGemm",
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote").keepingVariant(),
 }
 
@@ -313,7 +313,7 @@ func hasFlag(c *cli.Context, name string) bool {
 // targetSchedule returns target t's default schedule for l, or refused:
 // why t cannot take l at all (the rule of a schedule.FieldError on
 // Schedule.Target, e.g. mxfp8 weights on sm_80, or the target's engine's
-// refusal, codegen.CheckLayer: mxfp8 on sm_100a), or another error of
+// refusal, codegen.CheckLayer), or another error of
 // schedule.DefaultSchedule.
 func targetSchedule(l schedule.Layer, t target.Target) (s schedule.Schedule, refused string, err error) {
 	s, err = schedule.DefaultSchedule(l, t)
