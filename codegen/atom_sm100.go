@@ -141,8 +141,8 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 // newSM100MX plans the scale factors of ring r's MXFP8 kernel (K blocks of
 // 128: layouts.GemmSmem.TMEMColumns counts the same columns).
 func newSM100MX(r tmaRing) (sm100MX, error) {
-	m := sm100MX{bTiles: (r.NB + layouts.SFTileRows - 1) / layouts.SFTileRows, col0: 2 * r.NB}
-	m.colsPer = 4 * (1 + m.bTiles)
+	m := sm100MX{bTiles: (r.NB + layouts.SFTileRows - 1) / layouts.SFTileRows, col0: 2 * r.NB,
+		colsPer: layouts.SM100ScaleColumns(r.BM, r.NB, r.BK)}
 	if r.BK != 128 || r.BM != layouts.SFTileRows {
 		return m, fmt.Errorf("the sm_100a MXFP8 GEMM needs K blocks of 128 and 128-row A tiles (%dx%d)", r.BM, r.BK)
 	}

@@ -179,17 +179,18 @@ func (p gemmProducer) scaleRowsB() int {
 // A row r's 4 codes (its word, code c in byte c) are the 4 bytes at
 // (r%32)*16 + (r%128/32)*4 of its tile, so each lane stores one word per
 // row group: lane tid, group g (row tid+32g) at tid*16 + (g%4)*4 of tile
-// g/4.
+// g/4, so a lane's four words of one tile are 16 contiguous bytes: one
+// 16-byte store per tile (A's 4 groups fill tile 0, B's 4 per tile after
+// it; mxScaleCodes gives B whole tiles of groups).
 func (p gemmProducer) mxStoreScaleTiles(b *Builder, tid value.Value, codes []value.Value, sa value.Value) {
 	off := int64(p.stageBytes - p.smem.ScaleBytes) // after the A and B tiles
 	lane := b.Add(b.AddI(sa, off), b.MulI(tid, 16))
-	aGroups := p.BM / 32
-	for g, word := range codes {
-		t, q := g/4, g%4 // A's groups fill tile 0 (BM = 128), B's start at tile 1
-		if g >= aGroups {
-			t, q = 1+(g-aGroups)/4, (g-aGroups)%4
+	for t := 0; 4*t < len(codes); t++ {
+		var v value.Value = ir.Undef(ir.Vec(4, ir.I32))
+		for q := 0; q < 4; q++ {
+			v = b.InsertElement(v, codes[4*t+q], q)
 		}
-		b.StoreAt(word, b.IntToPtr(b.ZExt(b.AddI(lane, int64(t*layouts.SFTileBytes+4*q)), ir.I64), SPtr), 4)
+		b.StoreAt(v, b.IntToPtr(b.ZExt(b.AddI(lane, int64(t*layouts.SFTileBytes)), ir.I64), SPtr), 16)
 	}
 }
 

@@ -142,7 +142,11 @@ func (p *GemmSmem) Describe() (string, error) {
 		fmt.Fprintf(&b, "total    %d bytes of dynamic shared memory\n", p.Bytes)
 	}
 	if p.TMEMColumns > 0 {
-		fmt.Fprintf(&b, "TMEM     %d columns x 128 lanes (two fp32 accumulators of %d columns)\n", p.TMEMColumns, p.BRows)
+		fmt.Fprintf(&b, "TMEM     %d columns x 128 lanes (two fp32 accumulators of %d columns", p.TMEMColumns, p.BRows)
+		if sc := sm100ScaleColumns(p.GemmConfig); sc > 0 {
+			fmt.Fprintf(&b, ", then %d stages x %d scale-factor columns", p.Stages, sc)
+		}
+		b.WriteString(")\n")
 	}
 	if p.BRowOrigin > 0 {
 		fmt.Fprintf(&b, "B rows   %v: tile row r holds B_e row %d*n0 + %v(r)\n", p.GateUp, p.BRowOrigin, p.BRowMap)

@@ -158,6 +158,23 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	return p, nil
 }
 
+// SM100ScaleColumns is the TMEM columns of one sm_100a pipeline stage's
+// MXFP8 scale factors for an A tile of m rows and a B tile of bRows rows
+// over k reduction elements: per K block of 128, 4 columns per 128 rows of
+// A and of B (one tcgen05.cp 32x128b.warpx4 per scale-factor tile: lane l,
+// column c holds the scales of tile row 32c + l%32).
+func SM100ScaleColumns(m, bRows, k int) int {
+	return ceilDiv(k, 128) * 4 * (ceilDiv(m, SFTileRows) + ceilDiv(bRows, SFTileRows))
+}
+
+// sm100ScaleColumns is SM100ScaleColumns of c, 0 without Scales.
+func sm100ScaleColumns(c GemmConfig) int {
+	if !c.Scales {
+		return 0
+	}
+	return SM100ScaleColumns(c.M, c.BRows, c.K)
+}
+
 // SM100ScaleBytes is the shared memory of one sm_100a pipeline stage's
 // MXFP8 scales for an A tile of m rows and a B tile of bRows rows over k
 // reduction elements: per K block of 128, one 512-byte scale-factor tile
@@ -173,11 +190,7 @@ func SM100ScaleBytes(m, bRows, k int) int {
 
 // gemmTMEMColumns is GemmSmem.TMEMColumns of c (sm_100a).
 func gemmTMEMColumns(c GemmConfig) int {
-	cols := 2 * c.BRows
-	if c.Scales {
-		kb := (c.K + 127) / 128
-		cols += c.Stages * kb * (4 + 4*((c.BRows+127)/128))
-	}
+	cols := 2*c.BRows + c.Stages*sm100ScaleColumns(c)
 	p := 32
 	for p < cols {
 		p *= 2

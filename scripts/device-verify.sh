@@ -261,8 +261,8 @@ for phase in $phases; do
 			mx1 "$m" "" 200
 			mx1 "$m" "--backward $big" 300
 		done; }
-		mxlane kimi-k2 deepseek-v3 dsv4-pro-proxy &
-		mxlane mixtral-8x7b llama4-scout qwen2-57b-a14b qwen3-235b-a22b deepseek-v4-flash &
+		mxlane deepseek-v3 dsv4-pro-proxy kimi-k2 &
+		mxlane qwen3-235b-a22b deepseek-v4-flash mixtral-8x7b llama4-scout qwen2-57b-a14b &
 		mxlane olmoe-1b-7b qwen3-30b-a3b gpt-oss-20b deepseek-v2-lite gpt-oss-120b &
 		wait
 		cat "$OUT"/run-mxfp8run-*.jsonl >"$OUT/run-mxfp8run.jsonl" 2>/dev/null

@@ -13,6 +13,8 @@ package main
 import (
 	"fmt"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 )
@@ -53,8 +55,24 @@ func build(ctors []func() *cli.Command) []*cli.Command {
 // cmd) answer a flag they cannot parse with one line through main ("flag
 // provided but not defined: -x (see mokc build --help)") instead of the
 // help text on stdout, which could end up in a redirected output file.
+// A flag that only a subcommand defines is named with it ("-backward (see
+// mokc inspect --help; mokc inspect program takes it)").
 func onUsageError(cmd *cli.Command, path string) {
 	cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+		var takers []string
+		if name, ok := strings.CutPrefix(err.Error(), "flag provided but not defined: -"); ok {
+			for _, sub := range cmd.Subcommands {
+				for _, f := range sub.Flags {
+					if slices.Contains(f.Names(), name) {
+						takers = append(takers, path+" "+sub.Name)
+						break
+					}
+				}
+			}
+		}
+		if len(takers) > 0 {
+			return fmt.Errorf("%v (see %s --help; %s takes it)", err, path, strings.Join(takers, " and "))
+		}
 		return fmt.Errorf("%v (see %s --help)", err, path)
 	}
 	for _, sub := range cmd.Subcommands {

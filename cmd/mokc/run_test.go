@@ -500,12 +500,15 @@ func TestRunMemoryBounded(t *testing.T) {
 
 // TestUsageErrorOneLine: a flag a command does not know is one error line
 // naming the command's help, with nothing written to stdout (which may be
-// redirected into an output file), for commands and subcommands.
+// redirected into an output file), for commands and subcommands, and the
+// subcommands that take it when the flag is theirs.
 func TestUsageErrorOneLine(t *testing.T) {
 	for _, c := range []struct{ args, help string }{
 		{"build --model qwen3-30b-a3b --tokens 0", "mokc build --help"},
 		{"inspect layout --bogus", "mokc inspect layout --help"},
 		{"plot roofline --zzz 1", "mokc plot roofline --help"},
+		// A subcommand's flag on its parent names the subcommand.
+		{"inspect --model qwen3-30b-a3b --backward", "mokc inspect --help; mokc inspect program takes it"},
 	} {
 		out, err := runCLI(strings.Fields(c.args)...)
 		if err == nil || !strings.Contains(err.Error(), "not defined") || !strings.Contains(err.Error(), c.help) || out != "" {
