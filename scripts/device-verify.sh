@@ -26,6 +26,7 @@
 #   raster the persistent GEMMs' work-item order (--group-m 8, 16 against 0): checked with mokc run, then
 #          timed forward and forward + backward at T = 4096 on mixtral-8x7b, deepseek-v3, qwen3-30b-a3b; RASTER=check: the correctness runs only
 #   mxfp8run  every preset with --precision mxfp8 on sm_90a, forward and backward, T in TOKENS, 10 runs each
+#   sanitize  compute-sanitizer memcheck and racecheck of run --backward at T = 64 (qwen3-30b-a3b, gpt-oss-120b)
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
 #          --save-fc1 --group-m 8 (bf16 main grads), beside PyTorch's autograd pipeline
@@ -227,6 +228,16 @@ for phase in $phases; do
 		done
 		step "torch baseline --backward T=4096" 100 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models mixtral-8x7b,deepseek-v3,qwen3-30b-a3b,gpt-oss-120b --tokens 4096 --json "$OUT/torch-backward.json"
 		;;
+	sanitize)
+		# compute-sanitizer memcheck and racecheck of the forward + backward (issue #10's check) on qwen3-30b-a3b
+		# and gpt-oss-120b at T = 64, sm_90a, with the default schedule.
+		for tool in memcheck racecheck; do
+			for m in qwen3-30b-a3b gpt-oss-120b; do
+				step "$tool run --backward $m sm_90a T=64" 300 "$OUT/sanitize-backward.log" \
+					compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --backward --model $m --target sm_90a --tokens 64 --repeat 1
+			done
+		done
+		;;
 	raster)
 		# The persistent GEMMs' work-item order (--group-m): correctness first (every tile once; the same
 		# bits as column-blocks-fastest), then forward and forward + backward at T = 4096, alternated.
@@ -295,7 +306,7 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, sweep, raster, new, savefc1, train, speed)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
 		exit 2
 		;;
 	esac

@@ -155,7 +155,11 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		if i > 0 {
 			fmt.Fprintln(c.App.Writer)
 		}
-		fmt.Fprintf(c.App.Writer, "== %s: tile %v (the shared-expert GEMMs use the same tiles)\n%s", g.name, g.tile, text)
+		shared := "the shared-expert GEMMs use the same tiles"
+		if l.Precision == schedule.MXFP8 {
+			shared = fmt.Sprintf("the shared-expert GEMMs, bf16, use them with half the K block: %d", g.tile.K/2)
+		}
+		fmt.Fprintf(c.App.Writer, "== %s: tile %v (%s)\n%s", g.name, g.tile, shared, text)
 	}
 	return nil
 }
