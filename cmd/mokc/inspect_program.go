@@ -49,6 +49,9 @@ func inspectProgram(c *cli.Context) error {
 	// The target and schedule are checked before anything is printed.
 	var prog *codegen.Program
 	var s schedule.Schedule
+	if c.String("target") == "" && scheduleOverridden(c, false) {
+		return fmt.Errorf("inspect program: schedule flags (such as --fc1-tile or --group-m) describe the kernels of one target: give --target too")
+	}
 	if c.String("target") != "" {
 		tg, err := loadTarget(c)
 		if err != nil {

@@ -95,6 +95,11 @@ func TestInspectProgramBackwardPerExpert(t *testing.T) {
 	if _, err := runCLI("inspect", "program", "--model", "gpt-oss-20b", "--storage", "stacked"); err == nil || !strings.Contains(err.Error(), `--storage "stacked": want grouped or per-expert`) {
 		t.Errorf("--storage stacked: %v", err)
 	}
+	// Schedule flags describe one target's kernels: without --target they
+	// are refused, not ignored.
+	if _, err := runCLI("inspect", "program", "--model", "gpt-oss-20b", "--group-m", "-1"); err == nil || !strings.Contains(err.Error(), "give --target too") {
+		t.Errorf("--group-m without --target: %v", err)
+	}
 }
 
 func TestBuildBackwardManifest(t *testing.T) {
