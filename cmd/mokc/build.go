@@ -8,6 +8,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/schedule"
 )
 
 func init() {
@@ -100,7 +101,15 @@ func buildAction(c *cli.Context) error {
 		if launched < len(a.Program.Kernels) {
 			what += fmt.Sprintf(", %d launched per %s (GEMMs in tile shapes chosen by T)", launched, pass)
 		}
-		fmt.Fprintf(os.Stderr, "mokc: wrote %s (%s %s, %s, %s, %d bytes)\n", path, l.Name, pass, target, what, len(out))
+		// The layer's options that change the kernels, beside the pass.
+		form := pass
+		if l.Precision == schedule.MXFP8 {
+			form = "mxfp8 " + form
+		}
+		if l.SaveFC1 {
+			form += " (FC1 output saved)"
+		}
+		fmt.Fprintf(os.Stderr, "mokc: wrote %s (%s %s, %s, %s, %d bytes)\n", path, l.Name, form, target, what, len(out))
 		return nil
 	}
 	_, err = w.Write(out)
