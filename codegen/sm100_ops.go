@@ -74,11 +74,12 @@ func (b *Builder) TCGen05MMAF16(taddr, adesc, bdesc value.Value, idesc uint32, a
 // TCGen05MMAMX issues one block-scaled MMA, D[taddr] (+)= (A·2^sfa) x
 // (B·2^sfb) for e4m3 A and B through their shared-memory descriptors, one
 // UE8M0 scale per row and 32-wide K step
-// (tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X, PTX
-// ISA 9.7.16.10): sfa and sfb are the TMEM addresses of the A and B
-// scale-factor columns (what TCGen05CpSF copied), idesc a
-// layouts.TCGen05InstrDescMXF8F6F4 whose scale-factor ids pick the byte of
-// each 32-bit scale cell this K step uses; accumulate (i32) 0 overwrites D.
+// (tcgen05.mma.cta_group::1.kind::mxf8f6f4.block_scale.scale_vec::1X; PTX
+// ISA, "tcgen05.mma"; M = 128 with cta_group::1): sfa and sfb are the TMEM
+// addresses of the A and B scale-factor columns (what TCGen05CpSF copied),
+// idesc a layouts.TCGen05InstrDescMXF8F6F4 whose scale-factor ids pick the
+// byte of each 32-bit scale cell this K step uses; accumulate (i32) 0
+// overwrites D.
 func (b *Builder) TCGen05MMAMX(taddr, adesc, bdesc value.Value, idesc uint32, sfa, sfb, accumulate value.Value) {
 	b.Asm(asmLines(
 		"{",
@@ -89,11 +90,12 @@ func (b *Builder) TCGen05MMAMX(taddr, adesc, bdesc value.Value, idesc uint32, sf
 }
 
 // TCGen05CpSF copies one 512-byte scale-factor tile (layouts.SFOffset's
-// layout: 32 rows of 16 bytes, row r%32 holding rows r%32, +32, +64, +96 of
-// 128) from shared memory, described by sdesc (no swizzle, SBO 128 bytes),
-// to the 4 TMEM columns at taddr, each of the 4 lane quarters receiving the
-// 32 rows (tcgen05.cp.cta_group::1.32x128b.warpx4, PTX ISA 9.7.16.8.3): lane
-// l, column c holds the 4 scales of tile row 32c + l%32. Issued by one
+// layout, cuBLAS's "1D Block Scaling Factors Layout": 32 rows of 16 bytes,
+// row r%32 holding rows r%32, +32, +64, +96 of 128) from shared memory,
+// described by sdesc (no swizzle, SBO 128 bytes), to the 4 TMEM columns at
+// taddr, each of the 4 lane quarters receiving the 32 rows
+// (tcgen05.cp.cta_group::1.32x128b.warpx4; PTX ISA, "tcgen05.cp"): lane l,
+// column c holds the 4 scales of tile row 32c + l%32. Issued by one
 // thread; it completes in order with the thread's later tcgen05.mma.
 func (b *Builder) TCGen05CpSF(taddr, sdesc value.Value) {
 	b.Asm("tcgen05.cp.cta_group::1.32x128b.warpx4 [$0], $1;", "r,l,~{memory}", taddr, sdesc)

@@ -61,6 +61,16 @@ step() { # name timeout log command...
 	printf '%-48s rc=%-3d %4ds\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$summary"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"$summary"
+# sanitize_backward: compute-sanitizer memcheck and racecheck of the forward + backward (issue #10's check)
+# on qwen3-30b-a3b and gpt-oss-120b at T = 64, sm_90a, with the default schedule.
+sanitize_backward() {
+	for tool in memcheck racecheck; do
+		for m in qwen3-30b-a3b gpt-oss-120b; do
+			step "$tool run --backward $m sm_90a T=64" 300 "$OUT/sanitize-backward.log" \
+				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --backward --model $m --target sm_90a --tokens 64 --repeat 1
+		done
+	done
+}
 phases=${*:-tests run perf}
 TOKENS=${TOKENS:-0,1,64,4096}
 
@@ -123,12 +133,7 @@ for phase in $phases; do
 			done
 		done
 		step "torch baseline --backward T=4096" 200 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3,mixtral-8x7b --tokens 4096 --json "$OUT/torch-backward.json"
-		for tool in memcheck racecheck; do
-			for m in qwen3-30b-a3b gpt-oss-120b; do
-				step "$tool run --backward $m sm_90a T=64" 300 "$OUT/sanitize-backward.log" \
-					compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --backward --model $m --target sm_90a --tokens 64 --repeat 1
-			done
-		done
+		sanitize_backward
 		;;
 	mxfp8)
 		# The MXFP8 forward (sm_90a): the quantize kernel byte for byte, the whole forward against the float64
@@ -229,14 +234,7 @@ for phase in $phases; do
 		step "torch baseline --backward T=4096" 100 "$OUT/torch-backward.log" python3 bench/torch_moe.py --backward --models mixtral-8x7b,deepseek-v3,qwen3-30b-a3b,gpt-oss-120b --tokens 4096 --json "$OUT/torch-backward.json"
 		;;
 	sanitize)
-		# compute-sanitizer memcheck and racecheck of the forward + backward (issue #10's check) on qwen3-30b-a3b
-		# and gpt-oss-120b at T = 64, sm_90a, with the default schedule.
-		for tool in memcheck racecheck; do
-			for m in qwen3-30b-a3b gpt-oss-120b; do
-				step "$tool run --backward $m sm_90a T=64" 300 "$OUT/sanitize-backward.log" \
-					compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --backward --model $m --target sm_90a --tokens 64 --repeat 1
-			done
-		done
+		sanitize_backward
 		;;
 	raster)
 		# The persistent GEMMs' work-item order (--group-m): correctness first (every tile once; the same
