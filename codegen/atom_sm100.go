@@ -114,7 +114,7 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	l.mmaWarp = l.epiWarps + 1
 	l.threads = 32 * (l.epiWarps + 2)
 	var err error
-	if l.tmaRing, err = newTMARing(s, target.SM100a, 0); err != nil {
+	if l.tmaRing, err = newTMARing(s, target.SM100a, 0, false); err != nil {
 		return l, err
 	}
 	if err := l.checkSmem(s, target.SM100a); err != nil {

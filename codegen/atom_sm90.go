@@ -108,8 +108,9 @@ type sm90Layout struct {
 	descHi            uint64 // wgmma smem descriptor bits of the K-major 128B-swizzled atoms
 	descHiB           uint64 // B's (descHi, or those of the MN-major columns for an N-major B)
 	// expand: an MXExpand GEMM. The layout is then the bf16 GEMM's (K block
-	// BK/2, no staged epilogue) and bf its spec, which the consumers and
-	// the epilogue run; the producer widens the e4m3 operands (mx_expand.go).
+	// BK/2, no staged epilogue) with the e4m3 tiles in every stage, and bf
+	// its spec, which the consumers and the epilogue run; the producer
+	// warpgroup loads the e4m3 tiles and widens them (mx_expand.go).
 	expand bool
 	bf     GemmSpec
 }
@@ -119,6 +120,9 @@ type sm90Layout struct {
 func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	var l sm90Layout
 	if s.MXExpand { // plan the bf16 GEMM the consumers run
+		if s.B == BTable {
+			return l, fmt.Errorf("codegen: %s: MXExpand loads B with TMA: weights in one allocation per expert are not supported", s.Name)
+		}
 		s.MX, s.MXExpand, s.Tile.BK = false, false, s.Tile.BK/2
 		l.expand, l.bf = true, s
 	}
@@ -144,7 +148,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		staging = s.Tile.BN
 	}
 	var err error
-	if l.tmaRing, err = newTMARing(s, target.SM90a, staging); err != nil {
+	if l.tmaRing, err = newTMARing(s, target.SM90a, staging, l.expand); err != nil {
 		return l, err
 	}
 	if err := l.checkSmem(s, target.SM90a); err != nil {
@@ -235,15 +239,17 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	k.base = b.SharedBase1024()
 	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}
 	var fullCount int
+	k.tmA, k.tmB, fullCount = tmaMaps(b, spec, 128) // BTable: one cp.async arrival per producer thread
 	if l.expand {
-		fullCount = 128 // every producer thread, after its stores
-	} else {
-		k.tmA, k.tmB, fullCount = tmaMaps(b, spec, 128) // BTable: one cp.async arrival per producer thread
+		fullCount = expandConverters // every converter thread, after its stores
 	}
 	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
 		if l.smem.Staged {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
+		}
+		if l.expand {
+			l.e4m3Ring(b, &k).initBars(b, 1, expandConverters) // the TMA thread's arrive.expect_tx; every converter thread
 		}
 	}, k.tmA, k.tmB)
 	b.SyncThreads()
@@ -251,7 +257,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	var err error
 	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
 		if l.expand {
-			l.expandProducer(b, &k, mxSpec)
+			err = l.expandProducer(b, &k, mxSpec)
 			return
 		}
 		err = l.producer(b, &k)

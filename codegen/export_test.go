@@ -3,6 +3,9 @@ package codegen
 import (
 	"testing"
 
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/schedule"
 )
@@ -87,3 +90,33 @@ func GemmModule(t testing.TB, eng Engine, cases []GemmCase) (*ir.Module, []Kerne
 
 // BackwardPerOps are the backward's ops with PerOp kernels of their own.
 var BackwardPerOps = backwardPerOps
+
+// WidenKernel adds the kernel "widen_e4m3" to m: thread i (of "n") widens
+// the 16 e4m3 bytes at in[16i..] with the UE8M0 code codes[i] as an
+// MXExpand converter widens a chunk (widenE4M3 by expandFactor, then
+// widenE4M3Exact when the chunk holds an e4m3 NaN or the code is above
+// 134) and stores the eight bf16 pairs at out[32i..].
+func WidenKernel(m *ir.Module) {
+	b := NewKernel(m, "widen_e4m3", 128, ir.P("in", GPtr), ir.P("codes", GPtr), ir.P("out", GPtr), ir.P("n", ir.I32))
+	i := b.Add(b.MulI(b.BlockIdx(ir.X), 128), b.ThreadIdx(ir.X))
+	b.ReturnIf(b.ICmp(enum.IPredSGE, i, b.Param("n")))
+	v := b.LoadAt(ir.Vec(4, ir.I32), b.ByteOffset(b.Param("in"), b.MulI(b.Wide(i), 16)), 16)
+	var w [4]value.Value
+	for j := range w {
+		w[j] = b.ExtractElement(v, j)
+	}
+	code := b.ZExt(b.LoadAt(ir.I8, b.ByteOffset(b.Param("codes"), b.Wide(i)), 1), ir.I32)
+	fast, nan := b.widenE4M3(w, expandFactor(b, code))
+	big := b.And(b.ICmp(enum.IPredUGT, code, ir.Int32(134)), b.ICmp(enum.IPredNE, code, ir.Int32(255)))
+	slow := b.Or(big, b.ICmp(enum.IPredNE, nan, ir.Int32(0)))
+	exact := b.widenE4M3Exact(w, code)
+	dst := b.ByteOffset(b.Param("out"), b.MulI(b.Wide(i), 32))
+	for h := 0; h < 2; h++ {
+		var vec value.Value = ir.Undef(ir.Vec(4, ir.I32))
+		for j := 0; j < 4; j++ {
+			vec = b.InsertElement(vec, b.Select(slow, exact[4*h+j], fast[4*h+j]), j)
+		}
+		b.StoreAt(vec, b.ByteOffsetC(dst, int64(16*h)), 16)
+	}
+	b.Ret(nil)
+}

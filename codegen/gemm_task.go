@@ -48,7 +48,23 @@ func newWorkList(b *Builder, spec GemmSpec, bm, bn, nBlocks int) workList {
 // decoded item and returns the vars for the next.
 func (wl workList) each(b *Builder, init []value.Value, body func(w gemmWork, v []value.Value) []value.Value) []value.Value {
 	return b.Loop(wl.first, wl.items, wl.step, init, func(it value.Value, v []value.Value) []value.Value {
-		return body(gemmDecode(b, wl.spec, it, wl.tiles, wl.bm, wl.bn, wl.nBlocks), v)
+		return body(wl.decode(b, it), v)
+	})
+}
+
+// decode emits the decoding of work item it (gemmDecode).
+func (wl workList) decode(b *Builder, it value.Value) gemmWork {
+	return gemmDecode(b, wl.spec, it, wl.tiles, wl.bm, wl.bn, wl.nBlocks)
+}
+
+// eachAhead is each with the block's next work item decoded beside the
+// current one (the current one again when it is the block's last), for a
+// role that loads ahead across items.
+func (wl workList) eachAhead(b *Builder, init []value.Value, body func(w, next gemmWork, v []value.Value) []value.Value) []value.Value {
+	return b.Loop(wl.first, wl.items, wl.step, init, func(it value.Value, v []value.Value) []value.Value {
+		n := b.Add(it, wl.step)
+		n = b.Select(b.ICmp(enum.IPredSLT, n, wl.items), n, it)
+		return body(wl.decode(b, it), wl.decode(b, n), v)
 	})
 }
 
@@ -171,10 +187,7 @@ func (r mbarRing) empty(b *Builder, stage value.Value) value.Value {
 // prefetch of the tensor maps tmA and tmB (nil: none).
 func (r mbarRing) init(b *Builder, tid value.Value, fullCount, emptyCount int, extra func(), tmA, tmB value.Value) {
 	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
-		for s := 0; s < r.S; s++ {
-			b.MbarInit(b.AddI(r.bars, int64(8*s)), fullCount)
-			b.MbarInit(b.AddI(r.bars, int64(8*(r.S+s))), emptyCount)
-		}
+		r.initBars(b, fullCount, emptyCount)
 		if extra != nil {
 			extra()
 		}
@@ -186,6 +199,15 @@ func (r mbarRing) init(b *Builder, tid value.Value, fullCount, emptyCount int, e
 			b.PrefetchTensorMap(tmB)
 		}
 	})
+}
+
+// initBars emits the initialisation of the ring's barriers (full[s]
+// expecting fullCount arrivals, empty[s] emptyCount) by the calling thread.
+func (r mbarRing) initBars(b *Builder, fullCount, emptyCount int) {
+	for s := 0; s < r.S; s++ {
+		b.MbarInit(b.AddI(r.bars, int64(8*s)), fullCount)
+		b.MbarInit(b.AddI(r.bars, int64(8*(r.S+s))), emptyCount)
+	}
 }
 
 // bTile is the gate/up layout of a GEMM's B tile (layouts.GateUp): plain,

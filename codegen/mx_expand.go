@@ -1,153 +1,357 @@
 package codegen
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
 )
 
 // The sm_90a MXFP8 GEMM by expansion (GemmSpec.MXExpand; docs/mxfp8.md):
 // the same values as the MX GEMM, computed by the bf16 pipeline. The
 // consumer warpgroups, the ring of 128-byte-swizzled K-major bf16 tiles
-// (K blocks of BK/2 = 64), the work list and the epilogue are those of the
-// bf16 GEMM (sm90Layout.bf); the producer warpgroup, all 128 threads,
-// fills each stage itself: for its chunks of 8 elements (chunk column
-// tid%8 of rows tid/8 + 16i of the A tile, then of the B tile by the
-// gate/up row map) it loads the 8 e4m3 bytes and the chunk's UE8M0 scale
-// code from global memory (expandBatch chunks' loads at a time, so they
-// are in flight together), widens each byte exactly (cvt.rn.f16x2.e4m3x2, then
-// to f32), multiplies by 2^(code-127) (exact), rounds to bf16 (exact for
-// scales of at least 2^-124, layouts.TestMXValuesInBF16) and stores the
-// 16 bytes at the chunk's swizzled place (row*128 + ((c ^ row%8) * 16));
-// then fence.proxy.async (generic-proxy stores read by wgmma) and an
-// arrival on the stage's full barrier (128 per stage). Rows past the
-// expert's rows or the B rows, and K past K (K is a multiple of 32, not
-// always of 64), are stored as zeros. The consumers wait, fence again and
-// run WGMMAMainloop as for a bf16 GEMM: one f32 accumulation, no
-// per-block promotion.
+// (K blocks of BK/2 = 64), the work list and the epilogue are those of
+// the bf16 GEMM (sm90Layout.bf, no staged epilogue). Each stage also
+// holds the e4m3 tiles of its K block (layouts.GemmConfig.E4M3Staging: A
+// BM x 64 and B NB x 64 bytes, 64-byte swizzled rows), so a stage is R =
+// BM + NB rows twice: row x's e4m3 bytes at E4M3Offset + 64x, its bf16
+// values at 128x (A's rows first, then B's); the e4m3 tiles have their
+// own full/empty mbarriers (e4m3Ring). The producer warpgroup
+// (expandProdRegs registers):
+//
+//   - Warp 0: its first lane loads the e4m3 tiles with TMA (boxes of 64
+//     bytes along K, the B boxes by the gate/up layout as the bf16
+//     producer's), up to the ring's depth ahead of the widening.
+//   - Warps 1-3, thread t (0..95): stage rows t, t+96, ... below R. Per K
+//     block it waits for the e4m3 tiles and for the bf16 stage to be free,
+//     widens each live row (A: below the expert's end; B: below BRows;
+//     other rows reach only outputs that are never stored), arrives on
+//     the e4m3 stage's empty barrier, fences the async proxy
+//     (generic-proxy stores read by wgmma) and arrives on the bf16 stage's
+//     full barrier (expandConverters arrivals). A row's two UE8M0 codes
+//     per K block come from global memory one K block ahead, the next
+//     work item's first with the current item's last
+//     (workList.eachAhead), so their latency passes while the stage is
+//     widened; 127 (1.0) past K and for rows that are not live.
+//
+// The widening (widenE4M3): an e4m3 byte S.EEEE.MMM becomes the bf16 bits
+// S.0000EEEE.MMM0000, whose value is the e4m3 value times 2^-120 for
+// normals, subnormals and zeros alike, with integer and byte-permute
+// instructions (no conversion), then one mul.rn.bf16x2 by 2^(code-7) (the
+// scale 2^(code-127) times 2^120) rounds nothing when the product is a
+// bf16 normal: the bf16 value of e4m3 times scale, exact for scales of at
+// least 2^-124 (layouts.TestMXValuesInBF16), and NaN for code 255 (the
+// factor is NaN). Two cases leave that path, rarely, per thread and K
+// block: an e4m3 NaN byte (S.1111.111, which the bit copy would make
+// finite) and a code above 134 (a factor beyond bf16's range); the thread
+// then widens its rows again through f32 (e4m3x4F32, times 2^(code-127),
+// cvt.rn.bf16x2.f32), the exact path. So every element is the bf16 value
+// the Dequantize kernel would give, and the consumers' f32 accumulation
+// of exact products is the bf16 GEMM's.
 
-// expandProdRegs are the producer's registers after setmaxnreg.dec, and
-// expandBatch the chunks whose loads it issues together before converting
-// them (each chunk's two words and scale code live until its conversion):
-// with 96 the consumers keep 200 registers with two consumer warpgroups
-// and 136 with three (192-row tiles), and ptxas spills nowhere on the
-// 128x128, 128x256 and 192x128 tiles (with 72, or 88 and 8 chunks, the
-// producer spilled).
+// expandProdRegs are the producer warpgroup's registers after
+// setmaxnreg.dec (the consumers keep 208 with two consumer warpgroups),
+// and expandConverters its converter threads (warps 1-3).
 const (
-	expandProdRegs = 96
-	expandBatch    = 8
+	expandProdRegs   = 88
+	expandConverters = 96
 )
 
-// expandChunk is one chunk a producer thread widens per stage: its 8 e4m3
-// bytes (two i32) and scale code as loaded, whether it exists, and its
-// byte offset in the stage.
-type expandChunk struct {
-	lo, hi, code value.Value // zero words and code 127 for a chunk past the edges
-	off          value.Value // i32 offset in the stage
-	inTile       value.Value // i1: the row is one of the tile's (nil: always)
+// e4m3Ring is the ring of an MXExpand kernel's e4m3 tiles: the same stages
+// as the bf16 ring (the tiles at layouts.GemmSmem.E4M3Offset of each
+// stage), its full and empty barriers after the bf16 ring's.
+func (l sm90Layout) e4m3Ring(b *Builder, k *sm90Block) mbarRing {
+	return mbarRing{bars: b.AddI(k.ring.bars, int64(16*l.S)), S: l.S}
 }
 
-// expandProducer is the producer warpgroup of an MXExpand kernel (see
-// above); mx is the MX spec (e4m3 operands, their scales and K).
-func (l sm90Layout) expandProducer(b *Builder, k *sm90Block, mx GemmSpec) {
+// expandProducer is the producer warpgroup of an MXExpand kernel: warp 0
+// loads (expandTMA), warps 1-3 widen (expandConverter).
+func (l sm90Layout) expandProducer(b *Builder, k *sm90Block, mx GemmSpec) error {
 	if l.prodRegs > 0 {
 		b.SetMaxNReg(false, l.prodRegs)
 	}
-	K := int64(mx.K)
-	nsf := K / 32
-	brows := int64(mx.BRows())
-	bRows := bTableLoad{tmaRing: l.tmaRing, N: mx.N, K: mx.K, BRows: mx.BRows(), threads: 128} // the gate/up row map
-	kc := b.And(k.tid, ir.Int32(7))                                                            // the thread's chunk column
-	rowT := b.LShr(k.tid, ir.Int32(3))                                                         // its first row in a tile
-	aBase, bBase := b.PtrToInt(b.Param("a")), b.PtrToInt(b.Param("b"))
-	aSc, bSc := b.PtrToInt(b.Param("a_scales")), b.PtrToInt(b.Param("b_scales"))
-	aBytes := int64(l.atoms * l.aAtom)
-	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
-		return b.Loop(ir.Int32(0), ir.Int32(int64(l.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
-			stage, phase := v[0], v[1]
+	var err error
+	b.IfElse(b.ICmp(enum.IPredULT, k.tid, ir.Int32(32)), func() {
+		err = l.expandTMA(b, k, mx)
+	}, func() {
+		l.expandConverter(b, k, mx, b.AddI(k.tid, -32))
+	})
+	return err
+}
+
+// expandTMA is warp 0 of an MXExpand kernel's producer: its first thread
+// fills the e4m3 tiles of every work item's K blocks (full[s] expects its
+// arrive.expect_tx and (BM+NB)*64 bytes).
+func (l sm90Layout) expandTMA(b *Builder, k *sm90Block, mx GemmSpec) error {
+	ring := l.e4m3Ring(b, k)
+	var err error
+	b.If(b.ICmp(enum.IPredEQ, k.tid, ir.Int32(0)), func() {
+		k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+			return b.Loop(ir.Int32(0), ir.Int32(int64(l.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
+				stage, phase := v[0], v[1]
+				b.MbarWait(ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+				fb := ring.full(b, stage)
+				b.MbarArriveExpectTx(fb, (l.BM+l.NB)*64)
+				sa := b.Add(k.base, b.AddI(b.MulI(stage, int64(l.stageBytes)), int64(l.smem.E4M3Offset)))
+				sb := b.AddI(sa, int64(l.BM*64))
+				k0 := b.MulI(kt, 64)
+				err = joinErr(err, b.TMALoad(k.tmA, sa, fb, k0, w.row0))
+				switch l.gate {
+				case layouts.GateUpHalves:
+					err = joinErr(err, b.TMALoad(k.tmB, sb, fb, k0, w.n0, w.e))
+					err = joinErr(err, b.TMALoad(k.tmB, b.AddI(sb, int64(l.BN*64)), fb, k0, b.AddI(w.n0, int64(mx.N)), w.e))
+				case layouts.GateUpInterleaved:
+					err = joinErr(err, b.TMALoad(k.tmB, sb, fb, k0, b.MulI(w.n0, 2), w.e))
+				default:
+					err = joinErr(err, b.TMALoad(k.tmB, sb, fb, k0, w.n0, w.e))
+				}
+				s2, p2 := ringNext(b, stage, phase, l.S)
+				return []value.Value{s2, p2}
+			})
+		})
+	})
+	return err
+}
+
+// expandRow is one stage row a converter thread widens: x (0..BM+NB-1;
+// A's rows, then B's), whether it is a B row, its row r in its tile, and
+// inStage false past the stage's rows (nil: always inside).
+type expandRow struct {
+	x, isB, r, inStage value.Value
+}
+
+// expandConverter is a converter thread of an MXExpand kernel; t is its
+// index among them (0..expandConverters-1). See the top of this file.
+func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t value.Value) {
+	ring := l.e4m3Ring(b, k)
+	nsf, brows := int64(mx.K/32), int64(mx.BRows())
+	gate := bTableLoad{tmaRing: l.tmaRing, N: mx.N, K: mx.K, BRows: mx.BRows()} // the gate/up row map
+	R := l.BM + l.NB
+	var rows []expandRow
+	for x0 := 0; x0 < R; x0 += expandConverters {
+		x := b.AddI(t, int64(x0))
+		isB := b.ICmp(enum.IPredSGE, x, ir.Int32(int64(l.BM)))
+		row := expandRow{x: x, isB: isB, r: b.Select(isB, b.AddI(x, -int64(l.BM)), x)}
+		if x0+expandConverters > R {
+			row.inStage = b.ICmp(enum.IPredSLT, x, ir.Int32(int64(R)))
+		}
+		rows = append(rows, row)
+	}
+	// src is row x's first scale code in global memory under work item w
+	// and whether the row is live there.
+	src := func(w gemmWork, x expandRow) (ptr, ok value.Value) {
+		rb := gate.bRow(b, w.n0, x.r)
+		okB := b.ICmp(enum.IPredSLT, rb, ir.Int32(brows))
+		gB := b.Add(b.MulI(w.e, brows), b.Select(okB, rb, ir.Int32(0)))
+		ra := b.Add(w.row0, x.r)
+		okA := b.ICmp(enum.IPredSLT, ra, w.rowEnd)
+		gA := b.Select(okA, ra, ir.Int32(0))
+		pA := b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(gA), nsf))
+		pB := b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gB), nsf))
+		ptr, ok = b.Select(x.isB, pB, pA), b.Select(x.isB, okB, okA)
+		if x.inStage != nil {
+			ok = b.And(ok, x.inStage)
+		}
+		return ptr, ok
+	}
+	// codes loads the two codes of K block kt of a row (blocks 2kt and
+	// 2kt+1 in bits 0..7 and 8..15): 127 where the row is not live or the
+	// block lies past K.
+	codes := func(ptr, ok, kt value.Value) value.Value {
+		var word value.Value = ir.Int32(0)
+		for c := int64(0); c < 2; c++ {
+			blk := b.AddI(b.MulI(kt, 2), c)
+			in := b.And(ok, b.ICmp(enum.IPredSLT, blk, ir.Int32(nsf)))
+			p := b.Select(in, b.ByteOffset(ptr, b.Wide(blk)), ptr)
+			code := b.Select(in, b.ZExt(b.LoadAt(ir.I8, p, 1), ir.I32), ir.Int32(127))
+			word = b.Or(word, b.Shl(code, ir.Int32(8*c)))
+		}
+		return word
+	}
+	init := []value.Value{ir.Int32(0), ir.Int32(0)}
+	init = append(init, b.IfElseVals(b.ICmp(enum.IPredSLT, k.work.first, k.work.items), func() []value.Value {
+		w := k.work.decode(b, k.work.first)
+		var out []value.Value
+		for _, x := range rows {
+			p, ok := src(w, x)
+			out = append(out, codes(p, ok, ir.Int32(0)))
+		}
+		return out
+	}, func() []value.Value {
+		out := make([]value.Value, len(rows))
+		for i := range out {
+			out[i] = ir.Int32(127 | 127<<8)
+		}
+		return out
+	})...)
+	k.work.eachAhead(b, init, func(w, next gemmWork, v []value.Value) []value.Value {
+		type rowSrc struct{ ptr, ok, nextPtr, nextOK value.Value }
+		var rs []rowSrc
+		for _, x := range rows {
+			p, ok := src(w, x)
+			np, nok := src(next, x)
+			rs = append(rs, rowSrc{p, ok, np, nok})
+		}
+		kTiles := ir.Int32(int64(l.kTiles))
+		return b.Loop(ir.Int32(0), kTiles, ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
+			stage, phase, cur := v[0], v[1], v[2:]
+			// The codes of the next K block: kt+1 of this item, or the
+			// next item's first.
+			nkt := b.AddI(kt, 1)
+			last := b.ICmp(enum.IPredEQ, nkt, kTiles)
+			var ahead, live []value.Value
+			for _, r := range rs {
+				ahead = append(ahead, codes(b.Select(last, r.nextPtr, r.ptr), b.Select(last, r.nextOK, r.ok), b.Select(last, ir.Int32(0), nkt)))
+				live = append(live, r.ok)
+			}
+			b.MbarWait(ring.full(b, stage), phase)
 			b.MbarWait(k.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
-			k0 := b.Add(b.MulI(kt, int64(l.BK)), b.MulI(kc, 8))
-			kOK := b.ICmp(enum.IPredSLT, k0, ir.Int32(K))
-			blk := b.Wide(b.LShr(k0, ir.Int32(5)))
-			// A chunk: global row grow (i32; valid when ok) of a matrix at
-			// base with scales at sc, stored at off.
-			type chunkAt struct{ base, sc, grow, ok, off, inTile value.Value }
-			var at []chunkAt
-			for i := 0; i < l.BM/16; i++ {
-				r := b.AddI(rowT, int64(16*i))
-				grow := b.Add(w.row0, r)
-				ok := b.And(kOK, b.ICmp(enum.IPredSLT, grow, w.rowEnd))
-				at = append(at, chunkAt{base: aBase, sc: aSc, grow: grow, ok: ok, off: swizzled(b, r, kc)})
-			}
-			for i := 0; 16*i < l.NB; i++ {
-				j := b.AddI(rowT, int64(16*i))
-				grow := bRows.bRow(b, w.n0, j)
-				ok := b.And(kOK, b.And(b.ICmp(enum.IPredSLT, grow, ir.Int32(brows)), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(l.NB)))))
-				c := chunkAt{base: bBase, sc: bSc, grow: b.Add(b.MulI(w.e, brows), grow), ok: ok, off: b.AddI(swizzled(b, j, kc), aBytes)}
-				if 16*(i+1) > l.NB { // the last rows when NB is not a multiple of 16
-					c.inTile = b.ICmp(enum.IPredSLT, j, ir.Int32(int64(l.NB)))
-				}
-				at = append(at, c)
-			}
-			// load issues a chunk's loads (the matrix's first bytes when
-			// not ok) and keeps its words and code: zero words and the code
-			// of 1.0 when not ok (so the chunk widens to zeros).
-			load := func(c chunkAt) expandChunk {
-				row := b.Wide(b.Select(c.ok, c.grow, ir.Int32(0)))
-				k0w := b.Wide(b.Select(c.ok, k0, ir.Int32(0)))
-				src := b.Add(c.base, b.Add(b.MulI(row, K), k0w))
-				v := b.LoadAt(ir.Vec(2, ir.I32), b.IntToPtr(src, GPtr), 8)
-				code := b.ZExt(b.LoadAt(ir.I8, b.IntToPtr(b.Add(c.sc, b.Add(b.MulI(row, nsf), b.Select(c.ok, blk, ir.Int64(0)))), GPtr), 1), ir.I32)
-				zero := ir.Int32(0)
-				return expandChunk{lo: b.Select(c.ok, b.ExtractElement(v, 0), zero), hi: b.Select(c.ok, b.ExtractElement(v, 1), zero),
-					code: b.Select(c.ok, code, ir.Int32(127)), off: c.off, inTile: c.inTile}
-			}
-			sa := b.Add(k.base, b.MulI(stage, int64(l.stageBytes)))
-			for i0 := 0; i0 < len(at); i0 += expandBatch {
-				var chunks []expandChunk
-				for _, c := range at[i0:min(i0+expandBatch, len(at))] {
-					chunks = append(chunks, load(c))
-				}
-				for _, c := range chunks {
-					expandStore(b, sa, c)
-				}
-			}
+			l.widenStage(b, b.Add(k.base, b.MulI(stage, int64(l.stageBytes))), rows, live, cur)
+			b.MbarArrive(ring.empty(b, stage))
 			b.FenceProxyAsync()
 			b.MbarArrive(k.ring.full(b, stage))
 			s2, p2 := ringNext(b, stage, phase, l.S)
-			return []value.Value{s2, p2}
+			return append([]value.Value{s2, p2}, ahead...)
 		})
 	})
 }
 
-// expandStore widens chunk c (8 e4m3 bytes times 2^(code-127), exactly),
-// rounds to bf16 and stores the 16 bytes at stage address sa + c.off
-// (when c.inTile, if set, is true).
-func expandStore(b *Builder, sa value.Value, c expandChunk) {
-	scale := b.ue8m0F32(c.code)
-	var vals []value.Value
-	for _, word := range []value.Value{c.lo, c.hi} {
-		for _, x := range b.e4m3x4F32(word) {
-			vals = append(vals, b.FMul(x, scale))
+// widenStage widens the thread's live rows of the stage at shared address
+// sa (codes: each row's two UE8M0 codes), by the fast path and, when one
+// of its rows holds an e4m3 NaN or a code above 134, by the exact path.
+func (l sm90Layout) widenStage(b *Builder, sa value.Value, rows []expandRow, live, codes []value.Value) {
+	slow, nan := value.Value(ir.Int32(0)), value.Value(ir.Int32(0))
+	for i, x := range rows {
+		var f [2]value.Value
+		big := value.Value(ir.Int32(0))
+		for h := range f {
+			code := b.And(b.LShr(codes[i], ir.Int32(int64(8*h))), ir.Int32(0xFF))
+			f[h] = expandFactor(b, code)
+			big = b.Or(big, b.ZExt(b.And(b.ICmp(enum.IPredUGT, code, ir.Int32(134)), b.ICmp(enum.IPredNE, code, ir.Int32(255))), ir.I32))
 		}
+		res := b.IfElseVals(live[i], func() []value.Value {
+			n := value.Value(ir.Int32(0))
+			l.eachChunk(b, sa, x, func(c int, w [4]value.Value) [8]value.Value {
+				out, cn := b.widenE4M3(w, f[c/2])
+				n = b.Or(n, cn)
+				return out
+			})
+			return []value.Value{big, n}
+		}, func() []value.Value { return []value.Value{ir.Int32(0), ir.Int32(0)} })
+		slow, nan = b.Or(slow, res[0]), b.Or(nan, res[1])
 	}
-	var vec value.Value = ir.Undef(ir.Vec(4, ir.I32))
-	for i := 0; i < 4; i++ {
-		vec = b.InsertElement(vec, b.PackBF16(vals[2*i], vals[2*i+1]), i)
-	}
-	store := func() { b.StoreAt(vec, b.IntToPtr(b.ZExt(b.Add(sa, c.off), ir.I64), SPtr), 16) }
-	if c.inTile != nil {
-		b.If(c.inTile, store)
-	} else {
-		store()
+	b.If(b.ICmp(enum.IPredNE, b.Or(slow, nan), ir.Int32(0)), func() {
+		for i, x := range rows {
+			code := codes[i]
+			b.If(live[i], func() {
+				l.eachChunk(b, sa, x, func(c int, w [4]value.Value) [8]value.Value {
+					return b.widenE4M3Exact(w, b.And(b.LShr(code, ir.Int32(int64(8*(c/2)))), ir.Int32(0xFF)))
+				})
+			})
+		}
+	})
+}
+
+// eachChunk loads the four 16-byte e4m3 chunks of stage row x from the
+// stage at sa (at E4M3Offset + 64x, 64-byte swizzle: chunk c of a row
+// whose address has bits 7..8 = s lies at c^s), widens each with widen (c:
+// the chunk, 16 elements from 16c) and stores the 32 bytes at the row's
+// 128-byte-swizzled bf16 chunks 2c and 2c+1 (chunk q of stage row x at
+// 128x + ((q ^ x%8) * 16): the A tile, then B's, one atom each). The
+// stage, both tiles of each kind and BM*64 are 1024-byte aligned, so the
+// swizzles are functions of x.
+func (l sm90Layout) eachChunk(b *Builder, sa value.Value, x expandRow, widen func(c int, w [4]value.Value) [8]value.Value) {
+	srcRow := b.Add(b.AddI(sa, int64(l.smem.E4M3Offset)), b.MulI(x.x, 64))
+	dstRow := b.Add(sa, b.MulI(x.x, 128))
+	s, x8 := b.And(b.LShr(x.x, ir.Int32(1)), ir.Int32(3)), b.And(x.x, ir.Int32(7))
+	for c := 0; c < 4; c++ {
+		v := b.LoadAt(ir.Vec(4, ir.I32), sharedPtr(b, b.Add(srcRow, b.Shl(b.Xor(ir.Int32(int64(c)), s), ir.Int32(4)))), 16)
+		var w [4]value.Value
+		for i := range w {
+			w[i] = b.ExtractElement(v, i)
+		}
+		out := widen(c, w)
+		for h := 0; h < 2; h++ {
+			var vec value.Value = ir.Undef(ir.Vec(4, ir.I32))
+			for i := 0; i < 4; i++ {
+				vec = b.InsertElement(vec, out[4*h+i], i)
+			}
+			q := b.Xor(ir.Int32(int64(2*c+h)), x8)
+			b.StoreAt(vec, sharedPtr(b, b.Add(dstRow, b.Shl(q, ir.Int32(4)))), 16)
+		}
 	}
 }
 
-// swizzled is the byte offset of 16-byte chunk c of row r of a K-major
-// tile of 128-byte rows with the 128-byte swizzle: r*128 + ((c ^ r%8) *
-// 16) (layouts.SmemTile.ByteOffset of element (r, 8c) in the one atom of a
-// 64-wide bf16 K block).
-func swizzled(b *Builder, r, c value.Value) value.Value {
-	return b.Add(b.MulI(r, 128), b.MulI(b.Xor(c, b.And(r, ir.Int32(7))), 16))
+// sharedPtr is the shared-memory pointer of the i32 shared address a.
+func sharedPtr(b *Builder, a value.Value) value.Value {
+	return b.IntToPtr(b.ZExt(a, ir.I64), SPtr)
+}
+
+// expandFactor is the bf16x2 factor (both halves) of widenE4M3 for the
+// UE8M0 code (i32 0..255): 2^(code-7), the bits (code+120) << 7, valid for
+// codes up to 134; NaN for 255.
+func expandFactor(b *Builder, code value.Value) value.Value {
+	f := b.Shl(b.AddI(code, 120), ir.Int32(7))
+	f = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(255)), ir.Int32(0x7FC0), f)
+	return b.Or(f, b.Shl(f, ir.Int32(16)))
+}
+
+// widenE4M3 widens 16 e4m3 bytes (the i32 words w, lowest byte first) to
+// 16 bf16 values times the bf16x2 factor f (expandFactor), as eight i32
+// words (word i: elements 2i in bits 0..15 and 2i+1 above). Per word of
+// four bytes b: the high byte of each bf16 is S.000.0EEE (b's sign and
+// top three exponent bits: (b >> 4) & 7 | b & 0x80) and the low byte
+// E.MMM.0000 ((b << 4) & 0xF0), paired by prmt; the bits are the e4m3
+// value times 2^-120 (normals, subnormals and zeros), and the
+// mul.rn.bf16x2 by f is exact when the product is a bf16 normal (PTX ISA
+// "Half Precision Floating-Point Instructions: mul", sm_90; "Integer
+// Arithmetic Instructions: lop3", "Data Movement: prmt"). nan has bit 7 of
+// a byte set when some input byte is an e4m3 NaN ((b & 0x7F) + 1 carries
+// into bit 7 only for 0x7F), for the caller to take the exact path.
+func (b *Builder) widenE4M3(w [4]value.Value, f value.Value) (out [8]value.Value, nan value.Value) {
+	lines := []string{"{", ".reg .b32 s, a, q, p, t, n, m80, m07, mf0, m7f, m01;",
+		"mov.b32 m80, 0x80808080;", "mov.b32 m07, 0x07070707;", "mov.b32 mf0, 0xF0F0F0F0;",
+		"mov.b32 m7f, 0x7F7F7F7F;", "mov.b32 m01, 0x01010101;", "mov.b32 n, 0;"}
+	for i := 0; i < 4; i++ {
+		in := fmt.Sprintf("$%d", 9+i)
+		lines = append(lines,
+			"and.b32 s, "+in+", m80;",
+			"shr.u32 a, "+in+", 4;",
+			"lop3.b32 q, a, s, m07, 0xEC;", // (a & m07) | s
+			"shl.b32 p, "+in+", 4;",
+			"and.b32 p, p, mf0;",
+			"prmt.b32 a, p, q, 0x5140;", // bytes p0 q0 p1 q1: elements 4i, 4i+1
+			fmt.Sprintf("mul.rn.bf16x2 $%d, a, $13;", 2*i),
+			"prmt.b32 a, p, q, 0x7362;", // p2 q2 p3 q3: elements 4i+2, 4i+3
+			fmt.Sprintf("mul.rn.bf16x2 $%d, a, $13;", 2*i+1),
+			"and.b32 t, "+in+", m7f;",
+			"add.u32 t, t, m01;",
+			"or.b32 n, n, t;")
+	}
+	lines = append(lines, "and.b32 $8, n, m80;", "}")
+	cons := strings.Repeat("=&r,", 9) + "r,r,r,r,r"
+	r := b.AsmCallNoMemory(asmLines(lines...), cons, ir.Struct(ir.I32, ir.I32, ir.I32, ir.I32, ir.I32, ir.I32, ir.I32, ir.I32, ir.I32),
+		w[0], w[1], w[2], w[3], f)
+	for i := range out {
+		out[i] = b.ExtractValue(r, i)
+	}
+	return out, b.ExtractValue(r, 8)
+}
+
+// widenE4M3Exact is widenE4M3 through f32 for the UE8M0 code (i32): each
+// byte widened exactly (e4m3x4F32), times 2^(code-127) (exact in f32,
+// NaN for 255), rounded to bf16 (cvt.rn.bf16x2.f32: exact for scales of
+// at least 2^-124, a NaN stays NaN).
+func (b *Builder) widenE4M3Exact(w [4]value.Value, code value.Value) (out [8]value.Value) {
+	scale := b.ue8m0F32(code)
+	for i, word := range w {
+		x := b.e4m3x4F32(word)
+		out[2*i] = b.PackBF16(b.FMul(x[0], scale), b.FMul(x[1], scale))
+		out[2*i+1] = b.PackBF16(b.FMul(x[2], scale), b.FMul(x[3], scale))
+	}
+	return out
 }

@@ -221,3 +221,88 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	}
 	t.Log(fmt.Sprintf("%d rows checked", rows))
 }
+
+// TestWidenE4M3GPU runs the MXExpand converters' widening (WidenKernel) on
+// every e4m3 byte under scale codes across the UE8M0 range (the fast
+// path's 0..134, the exact path's 135..254, NaN's 255) and requires every
+// bf16 result to be bit for bit the round-to-nearest-even bf16 of the f32
+// product e4m3 x 2^(code-127) (exact for codes >= 3,
+// layouts.TestMXValuesInBF16; e4m3 subnormals included), a NaN where the
+// byte or the scale is NaN, with poisoned outputs.
+func TestWidenE4M3GPU(t *testing.T) {
+	ctx := openGPU(t)
+	m := ir.NewModule("widen")
+	codegen.WidenKernel(m)
+	if _, err := m.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	text, err := ptx.Compile(m.IR, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := ctx.LoadModule(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mod.Unload()
+	f, err := mod.Function("widen_e4m3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	codeSet := []uint8{0, 1, 2, 3, 7, 100, 118, 120, 127, 133, 134, 135, 140, 200, 253, 254, 255}
+	// Every byte under every code, 16 to a chunk; then chunks of random
+	// bytes with one NaN byte under an ordinary code (the slow path for a
+	// chunk whose other bytes are ordinary).
+	var in, codes []uint8
+	for _, c := range codeSet {
+		for x := 0; x < 256; x += 16 {
+			for j := 0; j < 16; j++ {
+				in = append(in, uint8(x+j))
+			}
+			codes = append(codes, c)
+		}
+	}
+	r := rand.New(rand.NewPCG(rand.Uint64(), 29))
+	for i := 0; i < 64; i++ {
+		for j := 0; j < 16; j++ {
+			b := uint8(r.IntN(256))
+			if b&0x7F == 0x7F {
+				b = 0x3C
+			}
+			in = append(in, b)
+		}
+		in[len(in)-16+r.IntN(16)] = 0x7F | uint8(r.IntN(2))<<7
+		codes = append(codes, uint8(110+r.IntN(25)))
+	}
+	n := len(codes)
+	d := &dev{t: t, ctx: ctx}
+	defer d.free()
+	dIn, dCodes, dOut := d.put(in, len(in)), d.put(codes, len(codes)), d.put(nil, 32*n)
+	args := driver.NewArgs().Ptr(dIn).Ptr(dCodes).Ptr(dOut).I32(int32(n))
+	if err := f.Launch(driver.Dim3{X: (n + 127) / 128, Y: 1, Z: 1}, driver.Dim3{X: 128, Y: 1, Z: 1}, 0, nil, args); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	out := make([]uint16, 16*n)
+	if err := ctx.CopyFromDevice(out, dOut); err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i, got := range out {
+		x, c := in[i], codes[i/16]
+		want := float32(float64(layouts.F32FromE4M3(x)) * float64(layouts.F32FromUE8M0(c)))
+		g := layouts.F32FromBF16(got)
+		ok := (math.IsNaN(float64(want)) && math.IsNaN(float64(g))) || got == layouts.BF16FromF32(want)
+		if !ok {
+			if bad++; bad <= 10 {
+				t.Errorf("e4m3 %#02x x 2^(%d-127): got bf16 %#04x (%g), want %#04x (%g)", x, c, got, g, layouts.BF16FromF32(want), want)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d of %d values wrong", bad, len(out))
+	}
+	t.Logf("%d values (%d chunks) bit for bit, NaN for NaN", len(out), n)
+}

@@ -58,8 +58,10 @@ func (r tmaRing) workList(b *Builder, spec GemmSpec) workList {
 }
 
 // newTMARing derives the ring of spec on t, with the staged epilogue's
-// staging tile of stagingCols output columns when it fits (0: none).
-func newTMARing(s GemmSpec, t target.Target, stagingCols int) (tmaRing, error) {
+// staging tile of stagingCols output columns when it fits (0: none) and,
+// with e4m3Staging, the e4m3 tiles of the sm_90a MXFP8 expansion in every
+// stage (layouts.GemmConfig.E4M3Staging).
+func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) (tmaRing, error) {
 	r := tmaRing{BM: s.Tile.BM, BN: s.Tile.BN, NB: s.bTileRows(), BK: s.Tile.BK, S: s.Tile.Stages, gate: s.bTile()}
 	var err error
 	bMajor := layouts.KMajor
@@ -71,7 +73,8 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int) (tmaRing, error) {
 		dt = layouts.DTypeE4M3
 	}
 	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: dt, Scales: s.MX,
-		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor})
+		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor,
+		E4M3Staging: e4m3Staging})
 	if err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
@@ -149,15 +152,13 @@ type tmaKernel struct {
 // and launchRegs; emit writes its body.
 func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing, emit func(*Builder) error) (KernelInfo, error) {
 	params := GemmParams(spec)
-	if !spec.MXExpand { // the expansion's producer loads both operands itself
-		tmaps, err := tmaTensorMaps(spec, rowsPerT, r.BM, r.bBoxRows())
-		if err != nil {
-			return KernelInfo{}, err
-		}
-		params = append(params, tmaps...)
-		if spec.B == BTable {
-			params = params[:len(params)-1] // B comes through cp.async: no tensor map
-		}
+	tmaps, err := tmaTensorMaps(spec, rowsPerT, r.BM, r.bBoxRows())
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	params = append(params, tmaps...)
+	if spec.B == BTable {
+		params = params[:len(params)-1] // B comes through cp.async: no tensor map
 	}
 	b := NewKernel(m, spec.Name, k.threads, gemmIRParams(params)...)
 	b.MinBlocksPerSM(1)
@@ -175,6 +176,9 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 // sm_90a / sm_100a GEMM kernel: "tmap_a" over A and "tmap_b" over B, both
 // bf16 (MX: e4m3, as u8), 128-byte swizzle, boxes of one 128-byte row
 // along K (64 bf16, 128 e4m3; an N-major B: 64 along N by BK along K).
+// The e4m3 operands of an MXExpand GEMM come in boxes of one 64-byte row
+// (64 e4m3, the K block of the bf16 ring they are widened into) with the
+// 64-byte swizzle.
 //
 // The constant dimensions and strides are checked against the limits of
 // cuTensorMapEncodeTiled (CUDA driver API: dimensions at most 2^32
@@ -185,14 +189,17 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 	rows := PerT(rowsPerT, 0)
 	rows.Min = 1
 	br := int64(s.BRows())
-	eb, ak, dt := int64(s.ElemBytes()), 128/s.ElemBytes(), "bf16"
+	eb, ak, dt, swz := int64(s.ElemBytes()), 128/s.ElemBytes(), "bf16", 128
 	if s.MX {
 		dt = "u8" // e4m3: TMA moves bytes
+	}
+	if s.MXExpand {
+		ak, swz = 64, 64
 	}
 	bmap := &TensorMap{Operand: RoleB, DType: dt,
 		Dims:        []Expr{Const(k), Const(br), Const(int64(s.Experts))},
 		StrideBytes: []Expr{Const(eb * k), Const(eb * k * br)},
-		Box:         []int{ak, bBoxRows, 1}, Swizzle: 128}
+		Box:         []int{ak, bBoxRows, 1}, Swizzle: swz}
 	if s.BNMajor { // B_e [K, N]: N innermost, boxes of 64 along N by BK rows
 		bmap.Dims = []Expr{Const(br), Const(k), Const(int64(s.Experts))}
 		bmap.StrideBytes = []Expr{Const(2 * br), Const(2 * k * br)}
@@ -217,7 +224,7 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 			Operand: RoleA, DType: dt,
 			Dims:        []Expr{Const(k), rows},
 			StrideBytes: []Expr{Const(eb * k)},
-			Box:         []int{ak, bm}, Swizzle: 128}},
+			Box:         []int{ak, bm}, Swizzle: swz}},
 		{Name: "tmap_b", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: bmap},
 	}, nil
 }

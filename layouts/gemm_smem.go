@@ -38,6 +38,12 @@ type GemmConfig struct {
 	// BRows/64 columns of K x 128 bytes; sm_80: NewPaddedTileMN, K lines of
 	// BRows elements padded by 16 bytes).
 	BMajor Major
+	// E4M3Staging adds to each sm_90a stage of a bf16 ring (K = 64) the
+	// e4m3 tiles the MXFP8 expansion widens into it: A M x 64 bytes, then
+	// B BRows x 64 bytes, rows of 64 bytes with the 64-byte swizzle (one
+	// TMA box row each), after the bf16 tiles and rounded up to 1024
+	// bytes; and a second full/empty mbarrier pair per stage for them.
+	E4M3Staging bool
 }
 
 // GemmSmem is the shared-memory plan of one grouped-GEMM CTA, the one
@@ -48,8 +54,9 @@ type GemmConfig struct {
 // those kernels request AlignSlack = 1024 extra bytes.
 //
 //	sm_80:   Stages x [A: PaddedTile M x K][B: PaddedTile BRows x K (MN-major: K lines of BRows)]
-//	sm_90a:  slack, Stages x [A atoms][B atoms], [staging M x (2*StagingCols+16)],
-//	         full[Stages], empty[Stages] mbarriers (8 bytes each), [staging full, empty]
+//	sm_90a:  slack, Stages x [A atoms][B atoms][e4m3 A][e4m3 B], [staging M x (2*StagingCols+16)],
+//	         full[Stages], empty[Stages] mbarriers (8 bytes each), [e4m3 full[Stages], empty[Stages]],
+//	         [staging full, empty]
 //	sm_100a: slack, Stages x [A atoms][B atoms], full[Stages], empty[Stages],
 //	         tmem_full[2], tmem_empty[2], TMEM address word (+12 bytes of padding)
 type GemmSmem struct {
@@ -69,6 +76,11 @@ type GemmSmem struct {
 	Staged                       bool
 	StagingOffset, StagingStride int
 	BarrierOffset                int // first mbarrier (0 on sm_80: none)
+	// E4M3Offset is where a stage's e4m3 A tile starts inside the stage
+	// with E4M3Staging (its B tile follows at E4M3Offset + M*64); the
+	// staging mbarriers, full[Stages] then empty[Stages], follow the ring's
+	// at BarrierOffset + 16*Stages.
+	E4M3Offset int
 	// Required is the dynamic shared memory the kernel cannot do without
 	// (everything but the staging tile); Bytes what it requests (Required,
 	// plus the staging tile when Staged).
@@ -138,8 +150,16 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		p.StageBytes += p.ScaleBytes
 	}
 	p.AlignSlack = 1024
-	ring := c.Stages * p.StageBytes
 	bars := 16 * c.Stages // full and empty mbarrier per stage
+	if c.E4M3Staging {
+		if c.Target != target.SM90a || c.DType != DTypeBF16 || c.K != 64 || c.Scales || c.BMajor != KMajor || c.StagingCols != 0 {
+			return nil, fmt.Errorf("layouts: e4m3 staging is for sm_90a K-major bf16 rings of K = 64 without a staged epilogue (target %v, %v, K = %d)", c.Target, c.DType, c.K)
+		}
+		p.E4M3Offset = p.StageBytes
+		p.StageBytes = (p.StageBytes + (c.M+c.BRows)*64 + 1023) &^ 1023
+		bars *= 2
+	}
+	ring := c.Stages * p.StageBytes
 	p.BarrierOffset = ring
 	if c.Target == target.SM100a {
 		bars += 32 + 16 // tmem_full[2], tmem_empty[2]; the TMEM address word, padded

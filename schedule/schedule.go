@@ -315,7 +315,8 @@ func operandBytes(l Layer) int {
 //
 // mxfp8 tiles are e4m3 with their scales (one per 32 K elements per row;
 // f32 on sm_90a); with MXGemmExpand they are the bf16 tiles of K/2 the
-// expansion writes, with no scales and no staging tile. The tile must have
+// expansion writes beside the e4m3 tiles TMA fills (E4M3Staging), with no
+// scales and no staging tile. The tile must have
 // passed the shape rules of Validate.
 func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error) {
 	mx := l.Precision == MXFP8
@@ -330,7 +331,7 @@ func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error)
 	}
 	switch {
 	case expand:
-		c.K = t.K / 2
+		c.K, c.E4M3Staging = t.K/2, true
 	case mx:
 		c.DType = layouts.DTypeE4M3
 	}

@@ -25,7 +25,10 @@
 #          --group-m): their GPU tests, a run of each, first timings beside what they would replace
 #   raster the persistent GEMMs' work-item order (--group-m 8, 16 against 0): checked with mokc run, then
 #          timed forward and forward + backward at T = 4096 on mixtral-8x7b, deepseek-v3, qwen3-30b-a3b; RASTER=check: the correctness runs only
-#   mxfp8run  every preset with --precision mxfp8 on sm_90a, forward and backward, T in TOKENS, 10 runs each
+#   mxfp8run  every preset with --precision mxfp8 on sm_90a, forward and backward, T in TOKENS, 10 runs each;
+#          MX_LANES="a b|c|d e" sets the three lanes' presets
+#   expand the MXFP8 expansion (--mx-gemm expand): the widening and GEMM tests, three presets with the
+#          default and 256-column tiles, memcheck, timed beside bf16 and promote at T = 64 and 4096
 #   sanitize  compute-sanitizer memcheck and racecheck of run --backward at T = 64 (qwen3-30b-a3b, gpt-oss-120b)
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
@@ -163,6 +166,30 @@ for phase in $phases; do
 			done
 		done
 		;;
+	expand)
+		# The MXFP8 expansion (--mx-gemm expand: e4m3 tiles by TMA, widened to bf16 by the producer's warps
+		# 1-3, the bf16 wgmma loop): the widening bit for bit, the GEMM cases, whole layers with the default
+		# tiles and with 256-column tiles, memcheck, then timed beside bf16 and promote.
+		(cd codegen && step "codegen: e4m3 widening, MX GEMMs both ways" 150 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestWidenE4M3GPU|TestSM90MXGemmGPU')
+		wide="--fc1-tile 128x256x128 --fc2-tile 128x256x128 --stages 3"
+		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite; do
+			for tiles in "" "$wide"; do
+				step "run --precision mxfp8 --mx-gemm expand $tiles $m T=$TOKENS x3" 150 "$OUT/run-expand.log" \
+					bash -c "\"$mokc\" run --precision mxfp8 --mx-gemm expand $tiles --model $m --target sm_90a --tokens $TOKENS --repeat 3 --json >>\"$OUT/run-expand.jsonl\""
+			done
+		done
+		step "memcheck run --precision mxfp8 --mx-gemm expand (wide) qwen3-30b-a3b T=64" 150 "$OUT/memcheck.log" \
+			compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --precision mxfp8 --mx-gemm expand $wide --model qwen3-30b-a3b --target sm_90a --tokens 64
+		for m in qwen3-30b-a3b deepseek-v3 gpt-oss-120b; do
+			for T in 64 4096; do
+				step "bench $m T=$T bf16" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
+				step "bench $m T=$T mxfp8 promote" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
+				step "bench $m T=$T mxfp8 expand" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --precision mxfp8 --mx-gemm expand --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
+				step "bench $m T=$T mxfp8 expand wide" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --precision mxfp8 --mx-gemm expand $wide --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
+			done
+		done
+		grep -hE "FAIL|error" "$OUT"/run-expand.log | tail -20
+		;;
 	sweep)
 		# A sweep of T for the roofline plot (forward, and forward + backward at the larger T).
 		for m in qwen3-30b-a3b deepseek-v3; do
@@ -270,9 +297,12 @@ for phase in $phases; do
 			mx1 "$m" "" 200
 			mx1 "$m" "--backward $big" 300
 		done; }
-		mxlane deepseek-v3 dsv4-pro-proxy kimi-k2 &
-		mxlane qwen3-235b-a22b deepseek-v4-flash mixtral-8x7b llama4-scout qwen2-57b-a14b &
-		mxlane olmoe-1b-7b qwen3-30b-a3b gpt-oss-20b deepseek-v2-lite gpt-oss-120b &
+		# MX_LANES: the lanes' presets, lanes separated by "|".
+		IFS='|' read -ra lanes <<<"${MX_LANES:-deepseek-v3 dsv4-pro-proxy kimi-k2|qwen3-235b-a22b deepseek-v4-flash mixtral-8x7b llama4-scout qwen2-57b-a14b|olmoe-1b-7b qwen3-30b-a3b gpt-oss-20b deepseek-v2-lite gpt-oss-120b}"
+		for lane in "${lanes[@]}"; do
+			# shellcheck disable=SC2086 # a lane is a list of presets
+			mxlane $lane &
+		done
 		wait
 		cat "$OUT"/run-mxfp8run-*.jsonl >"$OUT/run-mxfp8run.jsonl" 2>/dev/null
 		grep -hE "FAIL|error" "$OUT"/run-mxfp8run-*.log | tail -40
@@ -304,7 +334,7 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, expand, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
 		exit 2
 		;;
 	esac
