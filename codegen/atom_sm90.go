@@ -113,6 +113,10 @@ type sm90Layout struct {
 	// warpgroup loads the e4m3 tiles and widens them (mx_expand.go).
 	expand bool
 	bf     GemmSpec
+	// mmaWG0 is the first consumer warpgroup: 1, or 2 when an MXExpand
+	// kernel has a second warpgroup of converters; nConv its converter
+	// threads (96, or 224).
+	mmaWG0, nConv int
 }
 
 // sm90Plan derives the geometry of spec's sm_90a kernel (ring, staging,
@@ -155,7 +159,17 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, err
 	}
 	l.WG = l.BM / 64
-	l.threads = 128 * (l.WG + 1)
+	l.mmaWG0 = 1
+	if l.expand {
+		// A second warpgroup of converters when the block's registers
+		// allow it without setmaxnreg: at most 512 threads, and the
+		// consumers' loop needs NB/2 accumulators and about 30 more.
+		l.nConv = expandConverters
+		if t := 128 * (l.WG + 2); t <= 512 && l.NB/2+32 <= (65536/t)&^7 {
+			l.mmaWG0, l.nConv = 2, expandConverters+128
+		}
+	}
+	l.threads = 128 * (l.WG + l.mmaWG0)
 	// The address-independent bits of the tiles' wgmma descriptors (start
 	// address 0; equal to SM90DescK128B).
 	if l.descHi, err = l.a.Descriptor(0, 0, 0); err != nil {
@@ -163,6 +177,9 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	}
 	if l.descHiB, err = l.b.Descriptor(0, 0, 0); err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
+	}
+	if l.mmaWG0 > 1 {
+		return l, nil // no setmaxnreg: every thread keeps 65536/threads registers
 	}
 	l.registers(s)
 	if acc := l.NB / 2; l.WG >= 2 && acc+40 > l.mmaRegs {
@@ -241,7 +258,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	var fullCount int
 	k.tmA, k.tmB, fullCount = tmaMaps(b, spec, 128) // BTable: one cp.async arrival per producer thread
 	if l.expand {
-		fullCount = expandConverters // every converter thread, after its stores
+		fullCount = l.nConv // every converter thread, after its stores
 	}
 	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
 		if l.smem.Staged {
@@ -249,13 +266,17 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
 		}
 		if l.expand {
-			l.e4m3Ring(b, &k).initBars(b, 1, expandConverters) // the TMA thread's arrive.expect_tx; every converter thread
+			l.e4m3Ring(b, &k).initBars(b, 1, l.nConv) // the TMA thread's arrive.expect_tx; every converter thread
 		}
 	}, k.tmA, k.tmB)
 	b.SyncThreads()
 	k.work = l.workList(b, spec)
 	var err error
-	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
+	producerWG := b.ICmp(enum.IPredEQ, wg, ir.Int32(0))
+	if l.mmaWG0 > 1 {
+		producerWG = b.ICmp(enum.IPredULT, wg, ir.Int32(int64(l.mmaWG0)))
+	}
+	b.IfElse(producerWG, func() {
 		if l.expand {
 			err = l.expandProducer(b, &k, mxSpec)
 			return
@@ -293,7 +314,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	if l.mmaRegs > 0 {
 		b.SetMaxNReg(true, l.mmaRegs)
 	}
-	c := b.AddI(wg, -1)
+	c := b.AddI(wg, -int64(l.mmaWG0))
 	lane, warp := b.LaneWarp()
 	laneZero := b.ZExt(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), ir.I32)
 	aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom

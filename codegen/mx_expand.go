@@ -117,85 +117,78 @@ func (l sm90Layout) expandTMA(b *Builder, k *sm90Block, mx GemmSpec) error {
 	return err
 }
 
-// expandRow is one stage row a converter thread widens: x (0..BM+NB-1;
-// A's rows, then B's), whether it is a B row, its row r in its tile, and
-// inStage false past the stage's rows (nil: always inside).
-type expandRow struct {
-	x, isB, r, inStage value.Value
+// expandUnit is one 16-byte e4m3 chunk of a stage a converter thread
+// widens: stage row x (0..BM+NB-1; A's rows, then B's) and chunk c (0..3:
+// elements 16c.. of the row's 64), whether the row is a B row and its row
+// r in its tile, inStage false past the stage (nil: always inside).
+type expandUnit struct {
+	x, c, isB, r, inStage value.Value
 }
 
 // expandConverter is a converter thread of an MXExpand kernel; t is its
-// index among them (0..expandConverters-1). See the top of this file.
+// index among the l.nConv converters. It takes the stage's chunks t,
+// t+nConv, ... (chunk u: row u/4, chunk u%4, so the threads of a quarter
+// warp read two whole 128-byte lines of the e4m3 tiles and store to eight
+// different bank groups). See the top of this file.
 func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t value.Value) {
 	ring := l.e4m3Ring(b, k)
 	nsf, brows := int64(mx.K/32), int64(mx.BRows())
 	gate := bTableLoad{tmaRing: l.tmaRing, N: mx.N, K: mx.K, BRows: mx.BRows()} // the gate/up row map
-	R := l.BM + l.NB
-	var rows []expandRow
-	for x0 := 0; x0 < R; x0 += expandConverters {
-		x := b.AddI(t, int64(x0))
+	U := 4 * (l.BM + l.NB)
+	var units []expandUnit
+	for u0 := 0; u0 < U; u0 += l.nConv {
+		u := b.AddI(t, int64(u0))
+		x := b.LShr(u, ir.Int32(2))
 		isB := b.ICmp(enum.IPredSGE, x, ir.Int32(int64(l.BM)))
-		row := expandRow{x: x, isB: isB, r: b.Select(isB, b.AddI(x, -int64(l.BM)), x)}
-		if x0+expandConverters > R {
-			row.inStage = b.ICmp(enum.IPredSLT, x, ir.Int32(int64(R)))
+		e := expandUnit{x: x, c: b.And(u, ir.Int32(3)), isB: isB, r: b.Select(isB, b.AddI(x, -int64(l.BM)), x)}
+		if u0+l.nConv > U {
+			e.inStage = b.ICmp(enum.IPredSLT, u, ir.Int32(int64(U)))
 		}
-		rows = append(rows, row)
+		units = append(units, e)
 	}
-	// src is row x's first scale code in global memory under work item w
-	// and whether the row is live there.
-	src := func(w gemmWork, x expandRow) (ptr, ok value.Value) {
-		rb := gate.bRow(b, w.n0, x.r)
+	// src is the first scale code in global memory of unit e's row under
+	// work item w, and whether the row is live there (A: below the
+	// expert's end; B: below BRows).
+	src := func(w gemmWork, e expandUnit) (ptr, ok value.Value) {
+		rb := gate.bRow(b, w.n0, e.r)
 		okB := b.ICmp(enum.IPredSLT, rb, ir.Int32(brows))
 		gB := b.Add(b.MulI(w.e, brows), b.Select(okB, rb, ir.Int32(0)))
-		ra := b.Add(w.row0, x.r)
+		ra := b.Add(w.row0, e.r)
 		okA := b.ICmp(enum.IPredSLT, ra, w.rowEnd)
 		gA := b.Select(okA, ra, ir.Int32(0))
 		pA := b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(gA), nsf))
 		pB := b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gB), nsf))
-		ptr, ok = b.Select(x.isB, pB, pA), b.Select(x.isB, okB, okA)
-		if x.inStage != nil {
-			ok = b.And(ok, x.inStage)
+		ptr, ok = b.Select(e.isB, pB, pA), b.Select(e.isB, okB, okA)
+		if e.inStage != nil {
+			ok = b.And(ok, e.inStage)
 		}
 		return ptr, ok
 	}
-	// codes loads the two codes of K block kt of a row (blocks 2kt and
-	// 2kt+1 in bits 0..7 and 8..15): 127 where the row is not live or the
-	// block lies past K.
-	codes := func(ptr, ok, kt value.Value) value.Value {
-		var word value.Value = ir.Int32(0)
-		for c := int64(0); c < 2; c++ {
-			blk := b.AddI(b.MulI(kt, 2), c)
-			in := b.And(ok, b.ICmp(enum.IPredSLT, blk, ir.Int32(nsf)))
-			p := b.Select(in, b.ByteOffset(ptr, b.Wide(blk)), ptr)
-			code := b.Select(in, b.ZExt(b.LoadAt(ir.I8, p, 1), ir.I32), ir.Int32(127))
-			word = b.Or(word, b.Shl(code, ir.Int32(8*c)))
-		}
-		return word
+	// code loads unit e's UE8M0 code of K block kt under w (block 2kt +
+	// c/2): 127 where the row is not live or the block lies past K.
+	code := func(w gemmWork, e expandUnit, kt value.Value) value.Value {
+		ptr, ok := src(w, e)
+		blk := b.Add(b.MulI(kt, 2), b.LShr(e.c, ir.Int32(1)))
+		in := b.And(ok, b.ICmp(enum.IPredSLT, blk, ir.Int32(nsf)))
+		p := b.Select(in, b.ByteOffset(ptr, b.Wide(blk)), ptr)
+		return b.Select(in, b.ZExt(b.LoadAt(ir.I8, p, 1), ir.I32), ir.Int32(127))
 	}
 	init := []value.Value{ir.Int32(0), ir.Int32(0)}
 	init = append(init, b.IfElseVals(b.ICmp(enum.IPredSLT, k.work.first, k.work.items), func() []value.Value {
 		w := k.work.decode(b, k.work.first)
 		var out []value.Value
-		for _, x := range rows {
-			p, ok := src(w, x)
-			out = append(out, codes(p, ok, ir.Int32(0)))
+		for _, e := range units {
+			out = append(out, code(w, e, ir.Int32(0)))
 		}
 		return out
 	}, func() []value.Value {
-		out := make([]value.Value, len(rows))
+		out := make([]value.Value, len(units))
 		for i := range out {
-			out[i] = ir.Int32(127 | 127<<8)
+			out[i] = ir.Int32(127)
 		}
 		return out
 	})...)
 	k.work.eachAhead(b, init, func(w, next gemmWork, v []value.Value) []value.Value {
-		type rowSrc struct{ ptr, ok, nextPtr, nextOK value.Value }
-		var rs []rowSrc
-		for _, x := range rows {
-			p, ok := src(w, x)
-			np, nok := src(next, x)
-			rs = append(rs, rowSrc{p, ok, np, nok})
-		}
 		kTiles := ir.Int32(int64(l.kTiles))
 		return b.Loop(ir.Int32(0), kTiles, ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
 			stage, phase, cur := v[0], v[1], v[2:]
@@ -203,14 +196,18 @@ func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t val
 			// next item's first.
 			nkt := b.AddI(kt, 1)
 			last := b.ICmp(enum.IPredEQ, nkt, kTiles)
+			wa := gemmWork{e: b.Select(last, next.e, w.e), row0: b.Select(last, next.row0, w.row0),
+				rowEnd: b.Select(last, next.rowEnd, w.rowEnd), n0: b.Select(last, next.n0, w.n0)}
+			kta := b.Select(last, ir.Int32(0), nkt)
 			var ahead, live []value.Value
-			for _, r := range rs {
-				ahead = append(ahead, codes(b.Select(last, r.nextPtr, r.ptr), b.Select(last, r.nextOK, r.ok), b.Select(last, ir.Int32(0), nkt)))
-				live = append(live, r.ok)
+			for _, e := range units {
+				ahead = append(ahead, code(wa, e, kta))
+				_, ok := src(w, e)
+				live = append(live, ok)
 			}
 			b.MbarWait(ring.full(b, stage), phase)
 			b.MbarWait(k.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
-			l.widenStage(b, b.Add(k.base, b.MulI(stage, int64(l.stageBytes))), rows, live, cur)
+			l.widenStage(b, b.Add(k.base, b.MulI(stage, int64(l.stageBytes))), units, live, cur)
 			b.MbarArrive(ring.empty(b, stage))
 			b.FenceProxyAsync()
 			b.MbarArrive(k.ring.full(b, stage))
@@ -220,69 +217,61 @@ func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t val
 	})
 }
 
-// widenStage widens the thread's live rows of the stage at shared address
-// sa (codes: each row's two UE8M0 codes), by the fast path and, when one
-// of its rows holds an e4m3 NaN or a code above 134, by the exact path.
-func (l sm90Layout) widenStage(b *Builder, sa value.Value, rows []expandRow, live, codes []value.Value) {
-	slow, nan := value.Value(ir.Int32(0)), value.Value(ir.Int32(0))
-	for i, x := range rows {
-		var f [2]value.Value
-		big := value.Value(ir.Int32(0))
-		for h := range f {
-			code := b.And(b.LShr(codes[i], ir.Int32(int64(8*h))), ir.Int32(0xFF))
-			f[h] = expandFactor(b, code)
-			big = b.Or(big, b.ZExt(b.And(b.ICmp(enum.IPredUGT, code, ir.Int32(134)), b.ICmp(enum.IPredNE, code, ir.Int32(255))), ir.I32))
-		}
+// widenStage widens the thread's live chunks of the stage at shared
+// address sa (codes: each chunk's UE8M0 code) by the fast path and, when
+// one of them holds an e4m3 NaN or has a code above 134, all of them again
+// by the exact path.
+func (l sm90Layout) widenStage(b *Builder, sa value.Value, units []expandUnit, live, codes []value.Value) {
+	slow := value.Value(ir.Int32(0))
+	for i, e := range units {
+		c := codes[i]
+		big := b.ZExt(b.And(b.ICmp(enum.IPredUGT, c, ir.Int32(134)), b.ICmp(enum.IPredNE, c, ir.Int32(255))), ir.I32)
 		res := b.IfElseVals(live[i], func() []value.Value {
-			n := value.Value(ir.Int32(0))
-			l.eachChunk(b, sa, x, func(c int, w [4]value.Value) [8]value.Value {
-				out, cn := b.widenE4M3(w, f[c/2])
-				n = b.Or(n, cn)
+			var n value.Value
+			l.widenChunk(b, sa, e, func(w [4]value.Value) [8]value.Value {
+				var out [8]value.Value
+				out, n = b.widenE4M3(w, expandFactor(b, c))
 				return out
 			})
-			return []value.Value{big, n}
-		}, func() []value.Value { return []value.Value{ir.Int32(0), ir.Int32(0)} })
-		slow, nan = b.Or(slow, res[0]), b.Or(nan, res[1])
+			return []value.Value{b.Or(big, n)}
+		}, func() []value.Value { return []value.Value{ir.Int32(0)} })
+		slow = b.Or(slow, res[0])
 	}
-	b.If(b.ICmp(enum.IPredNE, b.Or(slow, nan), ir.Int32(0)), func() {
-		for i, x := range rows {
-			code := codes[i]
+	b.If(b.ICmp(enum.IPredNE, slow, ir.Int32(0)), func() {
+		for i, e := range units {
+			c := codes[i]
 			b.If(live[i], func() {
-				l.eachChunk(b, sa, x, func(c int, w [4]value.Value) [8]value.Value {
-					return b.widenE4M3Exact(w, b.And(b.LShr(code, ir.Int32(int64(8*(c/2)))), ir.Int32(0xFF)))
-				})
+				l.widenChunk(b, sa, e, func(w [4]value.Value) [8]value.Value { return b.widenE4M3Exact(w, c) })
 			})
 		}
 	})
 }
 
-// eachChunk loads the four 16-byte e4m3 chunks of stage row x from the
-// stage at sa (at E4M3Offset + 64x, 64-byte swizzle: chunk c of a row
-// whose address has bits 7..8 = s lies at c^s), widens each with widen (c:
-// the chunk, 16 elements from 16c) and stores the 32 bytes at the row's
+// widenChunk loads the 16-byte e4m3 chunk of unit e from the stage at sa
+// (row x at E4M3Offset + 64x, 64-byte swizzle: chunk c of a row whose
+// address has bits 7..8 = s lies at c^s), widens it with widen (16
+// elements from 16c) and stores the 32 bytes at the row's
 // 128-byte-swizzled bf16 chunks 2c and 2c+1 (chunk q of stage row x at
 // 128x + ((q ^ x%8) * 16): the A tile, then B's, one atom each). The
 // stage, both tiles of each kind and BM*64 are 1024-byte aligned, so the
 // swizzles are functions of x.
-func (l sm90Layout) eachChunk(b *Builder, sa value.Value, x expandRow, widen func(c int, w [4]value.Value) [8]value.Value) {
-	srcRow := b.Add(b.AddI(sa, int64(l.smem.E4M3Offset)), b.MulI(x.x, 64))
-	dstRow := b.Add(sa, b.MulI(x.x, 128))
-	s, x8 := b.And(b.LShr(x.x, ir.Int32(1)), ir.Int32(3)), b.And(x.x, ir.Int32(7))
-	for c := 0; c < 4; c++ {
-		v := b.LoadAt(ir.Vec(4, ir.I32), sharedPtr(b, b.Add(srcRow, b.Shl(b.Xor(ir.Int32(int64(c)), s), ir.Int32(4)))), 16)
-		var w [4]value.Value
-		for i := range w {
-			w[i] = b.ExtractElement(v, i)
+func (l sm90Layout) widenChunk(b *Builder, sa value.Value, e expandUnit, widen func(w [4]value.Value) [8]value.Value) {
+	s := b.And(b.LShr(e.x, ir.Int32(1)), ir.Int32(3))
+	src := b.Add(b.Add(b.AddI(sa, int64(l.smem.E4M3Offset)), b.MulI(e.x, 64)), b.Shl(b.Xor(e.c, s), ir.Int32(4)))
+	v := b.LoadAt(ir.Vec(4, ir.I32), sharedPtr(b, src), 16)
+	var w [4]value.Value
+	for i := range w {
+		w[i] = b.ExtractElement(v, i)
+	}
+	out := widen(w)
+	dstRow, x8 := b.Add(sa, b.MulI(e.x, 128)), b.And(e.x, ir.Int32(7))
+	for h := 0; h < 2; h++ {
+		var vec value.Value = ir.Undef(ir.Vec(4, ir.I32))
+		for i := 0; i < 4; i++ {
+			vec = b.InsertElement(vec, out[4*h+i], i)
 		}
-		out := widen(c, w)
-		for h := 0; h < 2; h++ {
-			var vec value.Value = ir.Undef(ir.Vec(4, ir.I32))
-			for i := 0; i < 4; i++ {
-				vec = b.InsertElement(vec, out[4*h+i], i)
-			}
-			q := b.Xor(ir.Int32(int64(2*c+h)), x8)
-			b.StoreAt(vec, sharedPtr(b, b.Add(dstRow, b.Shl(q, ir.Int32(4)))), 16)
-		}
+		q := b.Xor(b.AddI(b.Shl(e.c, ir.Int32(1)), int64(h)), x8)
+		b.StoreAt(vec, sharedPtr(b, b.Add(dstRow, b.Shl(q, ir.Int32(4)))), 16)
 	}
 }
 
