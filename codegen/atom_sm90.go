@@ -266,9 +266,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
 		}
 		if l.expand {
-			// full: the TMA thread's arrive.expect_tx and every converter's
-			// cp.async arrival (the codes); empty: every converter.
-			l.e4m3Ring(b, &k).initBars(b, 1+l.nConv, l.nConv)
+			l.e4m3Ring(b, &k).initBars(b, 1, l.nConv) // the TMA thread's arrive.expect_tx; every converter thread
 		}
 	}, k.tmA, k.tmB)
 	b.SyncThreads()

@@ -58,14 +58,13 @@ func (wl workList) decode(b *Builder, it value.Value) gemmWork {
 }
 
 // eachAhead is each with the block's next work item decoded beside the
-// current one (the current one again when it is the block's last, and
-// more false), for a role that loads ahead across items.
-func (wl workList) eachAhead(b *Builder, init []value.Value, body func(w, next gemmWork, more value.Value, v []value.Value) []value.Value) []value.Value {
+// current one (the current one again when it is the block's last), for a
+// role that loads ahead across items.
+func (wl workList) eachAhead(b *Builder, init []value.Value, body func(w, next gemmWork, v []value.Value) []value.Value) []value.Value {
 	return b.Loop(wl.first, wl.items, wl.step, init, func(it value.Value, v []value.Value) []value.Value {
 		n := b.Add(it, wl.step)
-		more := b.ICmp(enum.IPredSLT, n, wl.items)
-		n = b.Select(more, n, it)
-		return body(wl.decode(b, it), wl.decode(b, n), more, v)
+		n = b.Select(b.ICmp(enum.IPredSLT, n, wl.items), n, it)
+		return body(wl.decode(b, it), wl.decode(b, n), v)
 	})
 }
 

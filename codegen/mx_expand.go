@@ -164,68 +164,55 @@ func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t val
 		}
 		return ptr, ok
 	}
-	// window is the 8-byte window of unit e's row scales under w that
-	// holds the row's two codes of K block kt: its 4-byte aligned start,
-	// the codes' offset in it, and whether the row is live.
-	window := func(w gemmWork, e expandUnit, kt value.Value) (a4, o, ok value.Value) {
+	// code loads unit e's UE8M0 code of K block kt under w (block 2kt +
+	// c/2): 127 where the row is not live or the block lies past K.
+	code := func(w gemmWork, e expandUnit, kt value.Value) value.Value {
 		ptr, ok := src(w, e)
-		at := b.Add(b.PtrToInt(ptr), b.Wide(b.MulI(kt, 2)))
-		return b.And(at, ir.Int64(-4)), b.And(b.Trunc(at, ir.I32), ir.Int32(3)), ok
+		blk := b.Add(b.MulI(kt, 2), b.LShr(e.c, ir.Int32(1)))
+		in := b.And(ok, b.ICmp(enum.IPredSLT, blk, ir.Int32(nsf)))
+		p := b.Select(in, b.ByteOffset(ptr, b.Wide(blk)), ptr)
+		return b.Select(in, b.ZExt(b.LoadAt(ir.I8, p, 1), ir.I32), ir.Int32(127))
 	}
-	// fetch copies, by the first of each row's four threads, the windows
-	// of K block kt under w into stage slot (cp.async, bytes past the row
-	// zero-filled, nothing read for a row that is not live), and arrives
-	// on the slot's e4m3 full barrier when the thread's copies land.
-	fetch := func(w gemmWork, kt, slot value.Value) {
-		codes := b.AddI(b.Add(k.base, b.MulI(slot, int64(l.stageBytes))), int64(l.smem.CodesOffset))
-		b.If(b.ICmp(enum.IPredEQ, b.And(t, ir.Int32(3)), ir.Int32(0)), func() {
-			for _, e := range units {
-				a4, _, ok := window(w, e, kt)
-				ptr, _ := src(w, e)
-				end := b.Add(b.PtrToInt(ptr), ir.Int64(nsf))
-				for j := int64(0); j < 2; j++ {
-					from := b.AddI(a4, 4*j)
-					n := b.Trunc(b.Select(ok, b.Sub(end, from), ir.Int64(0)), ir.I32)
-					n = b.Select(b.ICmp(enum.IPredSLT, n, ir.Int32(0)), ir.Int32(0), b.Select(b.ICmp(enum.IPredSGT, n, ir.Int32(4)), ir.Int32(4), n))
-					from = b.Select(ok, from, b.PtrToInt(b.Param("b_scales")))
-					b.CpAsync4(b.Add(codes, b.AddI(b.MulI(e.x, 8), 4*j)), from, n)
-				}
-			}
-		})
-		b.CpAsyncMbarArrive(ring.full(b, slot))
-	}
-	b.If(b.ICmp(enum.IPredSLT, k.work.first, k.work.items), func() {
-		fetch(k.work.decode(b, k.work.first), ir.Int32(0), ir.Int32(0))
-	})
-	k.work.eachAhead(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w, next gemmWork, more value.Value, v []value.Value) []value.Value {
+	init := []value.Value{ir.Int32(0), ir.Int32(0)}
+	init = append(init, b.IfElseVals(b.ICmp(enum.IPredSLT, k.work.first, k.work.items), func() []value.Value {
+		w := k.work.decode(b, k.work.first)
+		var out []value.Value
+		for _, e := range units {
+			out = append(out, code(w, e, ir.Int32(0)))
+		}
+		return out
+	}, func() []value.Value {
+		out := make([]value.Value, len(units))
+		for i := range out {
+			out[i] = ir.Int32(127)
+		}
+		return out
+	})...)
+	k.work.eachAhead(b, init, func(w, next gemmWork, v []value.Value) []value.Value {
 		kTiles := ir.Int32(int64(l.kTiles))
 		return b.Loop(ir.Int32(0), kTiles, ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
-			stage, phase := v[0], v[1]
-			s2, p2 := ringNext(b, stage, phase, l.S)
-			// The next K block's codes: kt+1 of this item, or the next
-			// item's first.
+			stage, phase, cur := v[0], v[1], v[2:]
+			// The codes of the next K block: kt+1 of this item, or the
+			// next item's first.
 			nkt := b.AddI(kt, 1)
 			last := b.ICmp(enum.IPredEQ, nkt, kTiles)
-			b.If(b.Or(b.Xor(last, ir.Bool(true)), more), func() {
-				wa := gemmWork{e: b.Select(last, next.e, w.e), row0: b.Select(last, next.row0, w.row0),
-					rowEnd: b.Select(last, next.rowEnd, w.rowEnd), n0: b.Select(last, next.n0, w.n0)}
-				fetch(wa, b.Select(last, ir.Int32(0), nkt), s2)
-			})
-			b.MbarWait(ring.full(b, stage), phase)
-			b.MbarWait(k.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
-			sa := b.Add(k.base, b.MulI(stage, int64(l.stageBytes)))
-			var codes, live []value.Value
+			wa := gemmWork{e: b.Select(last, next.e, w.e), row0: b.Select(last, next.row0, w.row0),
+				rowEnd: b.Select(last, next.rowEnd, w.rowEnd), n0: b.Select(last, next.n0, w.n0)}
+			kta := b.Select(last, ir.Int32(0), nkt)
+			var ahead, live []value.Value
 			for _, e := range units {
-				_, o, ok := window(w, e, kt)
-				at := b.Add(b.AddI(sa, int64(l.smem.CodesOffset)), b.Add(b.Add(b.MulI(e.x, 8), o), b.LShr(e.c, ir.Int32(1))))
-				codes = append(codes, b.ZExt(b.LoadAt(ir.I8, sharedPtr(b, at), 1), ir.I32))
+				ahead = append(ahead, code(wa, e, kta))
+				_, ok := src(w, e)
 				live = append(live, ok)
 			}
-			l.widenStage(b, sa, units, live, codes)
+			b.MbarWait(ring.full(b, stage), phase)
+			b.MbarWait(k.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+			l.widenStage(b, b.Add(k.base, b.MulI(stage, int64(l.stageBytes))), units, live, cur)
 			b.MbarArrive(ring.empty(b, stage))
 			b.FenceProxyAsync()
 			b.MbarArrive(k.ring.full(b, stage))
-			return []value.Value{s2, p2}
+			s2, p2 := ringNext(b, stage, phase, l.S)
+			return append([]value.Value{s2, p2}, ahead...)
 		})
 	})
 }

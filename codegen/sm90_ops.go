@@ -141,13 +141,6 @@ func (b *Builder) CpAsync16(dst, src, srcBytes value.Value) {
 	b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", cons, dst, src, srcBytes)
 }
 
-// CpAsync4 copies 4 bytes from global address src (i64, 4-byte aligned) to
-// shared address dst (i32) with cp.async.ca, reading srcBytes (i32, 0..4)
-// bytes and zero-filling the rest (PTX ISA "cp.async": cp-size 4, src-size).
-func (b *Builder) CpAsync4(dst, src, srcBytes value.Value) {
-	b.Asm("cp.async.ca.shared.global [$0], [$1], 4, $2;", "r,l,r,~{memory}", dst, src, srcBytes)
-}
-
 // CpAsyncMbarArrive makes the mbarrier at bar receive one arrival (counted
 // against its expected arrivals: .noinc) once every cp.async this thread
 // issued before has completed.

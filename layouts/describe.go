@@ -125,6 +125,10 @@ func (p *GemmSmem) Describe() (string, error) {
 	if p.ScaleBytes > 0 {
 		fmt.Fprintf(&b, " + scales %d", p.ScaleBytes)
 	}
+	if p.E4M3Staging {
+		fmt.Fprintf(&b, " + e4m3 A %d at %d + e4m3 B %d (64-byte swizzled rows the expansion widens)",
+			p.M*64, p.E4M3Offset, p.BRows*64)
+	}
 	fmt.Fprintf(&b, "\nring     [0, %d) from the base", p.Stages*p.StageBytes)
 	if p.AlignSlack > 0 {
 		fmt.Fprintf(&b, " (dynamic shared memory rounded up to 1024: %d bytes of slack)", p.AlignSlack)
@@ -134,7 +138,11 @@ func (p *GemmSmem) Describe() (string, error) {
 		fmt.Fprintf(&b, "staging  %d rows x %d bytes at %d (bf16 epilogue tile, rows padded by 16 bytes)\n", p.M, p.StagingStride, p.StagingOffset)
 	}
 	if p.Target != target.SM80 {
-		fmt.Fprintf(&b, "mbarrier full[%d], empty[%d] at %d\n", p.Stages, p.Stages, p.BarrierOffset)
+		fmt.Fprintf(&b, "mbarrier full[%d], empty[%d] at %d", p.Stages, p.Stages, p.BarrierOffset)
+		if p.E4M3Staging {
+			fmt.Fprintf(&b, "; e4m3 full[%d], empty[%d] at %d", p.Stages, p.Stages, p.BarrierOffset+16*p.Stages)
+		}
+		b.WriteByte('\n')
 	}
 	if p.Bytes != p.Required {
 		fmt.Fprintf(&b, "total    %d bytes of dynamic shared memory (%d without the staging tile, the least the kernel runs with)\n", p.Bytes, p.Required)

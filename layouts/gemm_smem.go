@@ -41,10 +41,8 @@ type GemmConfig struct {
 	// E4M3Staging adds to each sm_90a stage of a bf16 ring (K = 64) the
 	// e4m3 tiles the MXFP8 expansion widens into it: A M x 64 bytes, then
 	// B BRows x 64 bytes, rows of 64 bytes with the 64-byte swizzle (one
-	// TMA box row each), after the bf16 tiles; then 8 bytes per row for
-	// the row's two UE8M0 codes of the K block (the aligned 8-byte window
-	// of the row's scales that holds them); rounded up to 1024 bytes; and
-	// a second full/empty mbarrier pair per stage for them.
+	// TMA box row each), after the bf16 tiles and rounded up to 1024
+	// bytes; and a second full/empty mbarrier pair per stage for them.
 	E4M3Staging bool
 }
 
@@ -56,7 +54,7 @@ type GemmConfig struct {
 // those kernels request AlignSlack = 1024 extra bytes.
 //
 //	sm_80:   Stages x [A: PaddedTile M x K][B: PaddedTile BRows x K (MN-major: K lines of BRows)]
-//	sm_90a:  slack, Stages x [A atoms][B atoms][e4m3 A][e4m3 B][codes], [staging M x (2*StagingCols+16)],
+//	sm_90a:  slack, Stages x [A atoms][B atoms][e4m3 A][e4m3 B], [staging M x (2*StagingCols+16)],
 //	         full[Stages], empty[Stages] mbarriers (8 bytes each), [e4m3 full[Stages], empty[Stages]],
 //	         [staging full, empty]
 //	sm_100a: slack, Stages x [A atoms][B atoms], full[Stages], empty[Stages],
@@ -79,11 +77,10 @@ type GemmSmem struct {
 	StagingOffset, StagingStride int
 	BarrierOffset                int // first mbarrier (0 on sm_80: none)
 	// E4M3Offset is where a stage's e4m3 A tile starts inside the stage
-	// with E4M3Staging (its B tile follows at E4M3Offset + M*64, the code
-	// windows at CodesOffset, 8 bytes per row, A's rows first); the
+	// with E4M3Staging (its B tile follows at E4M3Offset + M*64); the
 	// staging mbarriers, full[Stages] then empty[Stages], follow the ring's
 	// at BarrierOffset + 16*Stages.
-	E4M3Offset, CodesOffset int
+	E4M3Offset int
 	// Required is the dynamic shared memory the kernel cannot do without
 	// (everything but the staging tile); Bytes what it requests (Required,
 	// plus the staging tile when Staged).
@@ -159,8 +156,7 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 			return nil, fmt.Errorf("layouts: e4m3 staging is for sm_90a K-major bf16 rings of K = 64 without a staged epilogue (target %v, %v, K = %d)", c.Target, c.DType, c.K)
 		}
 		p.E4M3Offset = p.StageBytes
-		p.CodesOffset = p.E4M3Offset + (c.M+c.BRows)*64
-		p.StageBytes = (p.CodesOffset + (c.M+c.BRows)*8 + 1023) &^ 1023
+		p.StageBytes = (p.StageBytes + (c.M+c.BRows)*64 + 1023) &^ 1023
 		bars *= 2
 	}
 	ring := c.Stages * p.StageBytes
