@@ -115,3 +115,34 @@ func TestGateUpRows(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanGemmSmemE4M3Staging: the expansion's e4m3 tiles follow the bf16
+// tiles in each stage, 1024-aligned, with a second barrier pair per stage;
+// anything but an sm_90a K-major bf16 ring of K = 64 without a staged
+// epilogue is refused.
+func TestPlanGemmSmemE4M3Staging(t *testing.T) {
+	c := GemmConfig{Target: target.SM90a, DType: DTypeBF16, M: 128, BRows: 192, K: 64, Stages: 3, E4M3Staging: true}
+	p, err := PlanGemmSmem(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bf := (128 + 192) * 128
+	if p.E4M3Offset != bf || p.StageBytes != bf+(128+192)*64 || p.StageBytes%1024 != 0 {
+		t.Errorf("stage %d bytes, e4m3 at %d: want %d, %d", p.StageBytes, p.E4M3Offset, bf+(128+192)*64, bf)
+	}
+	if want := 1024 + 3*p.StageBytes + 32*3; p.Required != want || p.BarrierOffset != 3*p.StageBytes {
+		t.Errorf("required %d (barriers at %d), want %d", p.Required, p.BarrierOffset, want)
+	}
+	for name, edit := range map[string]func(*GemmConfig){
+		"sm_100a": func(c *GemmConfig) { c.Target = target.SM100a },
+		"K 128":   func(c *GemmConfig) { c.K = 128 },
+		"e4m3":    func(c *GemmConfig) { c.DType, c.K = DTypeE4M3, 128 },
+		"staging": func(c *GemmConfig) { c.StagingCols = 64 },
+	} {
+		bad := c
+		edit(&bad)
+		if _, err := PlanGemmSmem(bad); err == nil || !strings.Contains(err.Error(), "e4m3 staging") {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}

@@ -538,6 +538,9 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 		if t.K%mmaK != 0 || (t.K*eb)%128 != 0 {
 			return fieldErr(name+".K", t.K, "must span whole 128-byte swizzle rows (a multiple of %d elements)", 128/eb)
 		}
+		if s.MXGemm == MXGemmExpand && t.K != 128 {
+			return fieldErr(name+".K", t.K, "must be 128 with the mxfp8 expansion (each stage widens 64 e4m3 columns into one 64-wide bf16 K block: half the tile's K)")
+		}
 	case target.SM100a:
 		if t.M != 128 {
 			return fieldErr(name+".M", t.M, "must be 128 (the sm_100a engine implements tcgen05.mma cta_group::1 with M = 128, one TMEM lane per row)")

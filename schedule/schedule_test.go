@@ -262,9 +262,12 @@ func TestScheduleValidateErrors(t *testing.T) {
 	if err := s.Validate(m); err != nil {
 		t.Fatalf("mxfp8 expand: %v", err)
 	}
-	if p, err := s.GemmSmem(m, s.FC1, true); err != nil || p.ScaleBytes != 0 || p.K != s.FC1.K/2 || p.Staged {
-		t.Errorf("mxfp8 expand's FC1 smem: %+v, %v", p, err)
+	if p, err := s.GemmSmem(m, s.FC1, true); err != nil || p.ScaleBytes != 0 || p.K != s.FC1.K/2 || p.Staged ||
+		!p.E4M3Staging || p.E4M3Offset != (s.FC1.M+s.FC1.N)*128 || p.StageBytes < p.E4M3Offset+(s.FC1.M+s.FC1.N)*64 {
+		t.Errorf("mxfp8 expand's FC1 smem (bf16 tiles, then the e4m3 tiles): %+v, %v", p, err)
 	}
+	s.FC2.K = 256
+	wantFieldErr(t, "expand K", s.Validate(m), "Schedule.FC2.K", "must be 128")
 	// A schedule is validated with its layer.
 	bad := l
 	bad.TopK = 0

@@ -26,7 +26,8 @@
 #   raster the persistent GEMMs' work-item order (--group-m 8, 16 against 0): checked with mokc run, then
 #          timed forward and forward + backward at T = 4096 on mixtral-8x7b, deepseek-v3, qwen3-30b-a3b; RASTER=check: the correctness runs only
 #   mxfp8run  every preset with --precision mxfp8 on sm_90a, forward and backward, T in TOKENS, 10 runs each;
-#          MX_LANES="a b|c|d e" sets the three lanes' presets
+#          MX_LANES="a b|c|d e" sets the lanes' presets (kimi-k2's backward needs the GPU alone), MX_DIRS="bwd"
+#          one direction, MX_ARGS="--sample 32" more flags
 #   expand the MXFP8 expansion (--mx-gemm expand): the widening and GEMM tests, three presets with the
 #          default and the decode tiles, memcheck, timed beside bf16 and promote at T = 64 and 4096 with
 #          three tile shapes (EXPAND_MODELS)
@@ -293,11 +294,13 @@ for phase in $phases; do
 		# 10 bitwise-compared runs each, in three lanes (CPU-bound references). GPU memory of the backward: the
 		# e4m3 weights, their two bf16 copies (scratch) and the main grads: kimi-k2, deepseek-v3 and
 		# dsv4-pro-proxy run with bf16 main grads (dsv4-pro-proxy about 131 GB, last in its lane).
-		mx1() { step "run --precision mxfp8 $1 $2" "$3" "$OUT/run-mxfp8run-$1.log" bash -c "\"$mokc\" run --precision mxfp8 $2 --model $1 --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8run-$1.jsonl\""; }
+		# MX_ARGS: more flags for every run (e.g. "--sample 32" for the largest presets, whose float64
+		# references take minutes); MX_DIRS: "fwd bwd" (default), or one of them.
+		mx1() { step "run --precision mxfp8 $1 $2" "$3" "$OUT/run-mxfp8run-$1.log" bash -c "\"$mokc\" run --precision mxfp8 $2 ${MX_ARGS:-} --model $1 --target sm_90a --tokens $TOKENS --repeat 10 --json >>\"$OUT/run-mxfp8run-$1.jsonl\""; }
 		mxlane() { for m in "$@"; do
 			big=""; case $m in kimi-k2|deepseek-v3|dsv4-pro-proxy) big="--main-grad bf16" ;; esac
-			mx1 "$m" "" 200
-			mx1 "$m" "--backward $big" 300
+			case " ${MX_DIRS:-fwd bwd} " in *" fwd "*) mx1 "$m" "" 200 ;; esac
+			case " ${MX_DIRS:-fwd bwd} " in *" bwd "*) mx1 "$m" "--backward $big" 300 ;; esac
 		done; }
 		# MX_LANES: the lanes' presets, lanes separated by "|".
 		IFS='|' read -ra lanes <<<"${MX_LANES:-deepseek-v3 dsv4-pro-proxy kimi-k2|qwen3-235b-a22b deepseek-v4-flash mixtral-8x7b llama4-scout qwen2-57b-a14b|olmoe-1b-7b qwen3-30b-a3b gpt-oss-20b deepseek-v2-lite gpt-oss-120b}"
