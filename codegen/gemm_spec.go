@@ -138,12 +138,13 @@ type GemmSpec struct {
 	// sm_100a; BK 128, B grouped and K-major.
 	MX bool
 	// MXExpand (with MX) computes the same values another way on sm_90a:
-	// the producer warpgroup widens each stage's e4m3 elements times their
-	// scales to bf16 in shared memory (exact for every scale of at least
-	// 2^-124, layouts.TestMXValuesInBF16) and the consumers run the bf16
-	// wgmma loop over K blocks of BK/2, with no per-block promotion
-	// (docs/mxfp8.md). Opt-in (schedule.MXGemmExpand) until it has run on a
-	// GPU.
+	// TMA loads each stage's e4m3 tiles, converter warps widen the elements
+	// times their scales to bf16 in shared memory (exact for every scale of
+	// at least 2^-124, layouts.TestMXValuesInBF16; codegen/mx_expand.go)
+	// and the consumers run the bf16 wgmma loop over K blocks of BK/2 =
+	// 64, with no per-block promotion (docs/mxfp8.md). Opt-in
+	// (schedule.MXGemmExpand): correct on the H200, not yet faster than
+	// promote (docs/perf.md, mxfp8 v5).
 	MXExpand bool
 }
 

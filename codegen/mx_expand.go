@@ -20,23 +20,25 @@ import (
 // BM x 64 and B NB x 64 bytes, 64-byte swizzled rows), so a stage is R =
 // BM + NB rows twice: row x's e4m3 bytes at E4M3Offset + 64x, its bf16
 // values at 128x (A's rows first, then B's); the e4m3 tiles have their
-// own full/empty mbarriers (e4m3Ring). The producer warpgroup
-// (expandProdRegs registers):
+// own full/empty mbarriers (e4m3Ring). The roles:
 //
-//   - Warp 0: its first lane loads the e4m3 tiles with TMA (boxes of 64
-//     bytes along K, the B boxes by the gate/up layout as the bf16
-//     producer's), up to the ring's depth ahead of the widening.
-//   - Warps 1-3, thread t (0..95): stage rows t, t+96, ... below R. Per K
+//   - Producer warp 0: its first lane loads the e4m3 tiles with TMA
+//     (boxes of 64 bytes along K, the B boxes by the gate/up layout as
+//     the bf16 producer's), up to the ring's depth ahead of the widening.
+//   - The converters (sm90Layout.nConv): the producer's warps 1-3 and,
+//     when the registers allow it without setmaxnreg (BM = 64, or B tiles
+//     of at most 192 rows at 512 threads), warpgroup 1 as well; the
+//     consumers follow (mmaWG0). Converter t takes the stage's 16-byte
+//     chunks t, t+nConv, ... (chunk u: stage row u/4, chunk u%4). Per K
 //     block it waits for the e4m3 tiles and for the bf16 stage to be free,
-//     widens each live row (A: below the expert's end; B: below BRows;
-//     other rows reach only outputs that are never stored), arrives on
-//     the e4m3 stage's empty barrier, fences the async proxy
+//     widens each live chunk (A rows below the expert's end; B rows below
+//     BRows; other rows reach only outputs that are never stored), arrives
+//     on the e4m3 stage's empty barrier, fences the async proxy
 //     (generic-proxy stores read by wgmma) and arrives on the bf16 stage's
-//     full barrier (expandConverters arrivals). A row's two UE8M0 codes
-//     per K block come from global memory one K block ahead, the next
-//     work item's first with the current item's last
-//     (workList.eachAhead), so their latency passes while the stage is
-//     widened; 127 (1.0) past K and for rows that are not live.
+//     full barrier (nConv arrivals each). A chunk's UE8M0 code per K block
+//     comes from global memory one K block ahead, the next work item's
+//     first with the current item's last (workList.eachAhead); 127 (1.0)
+//     past K and for rows that are not live.
 //
 // The widening (widenE4M3): an e4m3 byte S.EEEE.MMM becomes the bf16 bits
 // S.0000EEEE.MMM0000, whose value is the e4m3 value times 2^-120 for
@@ -48,14 +50,16 @@ import (
 // factor is NaN). Two cases leave that path, rarely, per thread and K
 // block: an e4m3 NaN byte (S.1111.111, which the bit copy would make
 // finite) and a code above 134 (a factor beyond bf16's range); the thread
-// then widens its rows again through f32 (e4m3x4F32, times 2^(code-127),
+// then widens its chunks again through f32 (e4m3x4F32, times 2^(code-127),
 // cvt.rn.bf16x2.f32), the exact path. So every element is the bf16 value
 // the Dequantize kernel would give, and the consumers' f32 accumulation
 // of exact products is the bf16 GEMM's.
 
 // expandProdRegs are the producer warpgroup's registers after
-// setmaxnreg.dec (the consumers keep 208 with two consumer warpgroups),
-// and expandConverters its converter threads (warps 1-3).
+// setmaxnreg.dec when it is the only non-consumer warpgroup (the two
+// consumer warpgroups keep 208), and expandConverters its converter
+// threads (warps 1-3; a second converter warpgroup adds 128, without
+// setmaxnreg).
 const (
 	expandProdRegs   = 88
 	expandConverters = 96
@@ -68,8 +72,9 @@ func (l sm90Layout) e4m3Ring(b *Builder, k *sm90Block) mbarRing {
 	return mbarRing{bars: b.AddI(k.ring.bars, int64(16*l.S)), S: l.S}
 }
 
-// expandProducer is the producer warpgroup of an MXExpand kernel: warp 0
-// loads (expandTMA), warps 1-3 widen (expandConverter).
+// expandProducer is a non-consumer warpgroup of an MXExpand kernel: warp 0
+// of warpgroup 0 loads (expandTMA), every other warp widens
+// (expandConverter; thread tid-32 among the converters).
 func (l sm90Layout) expandProducer(b *Builder, k *sm90Block, mx GemmSpec) error {
 	if l.prodRegs > 0 {
 		b.SetMaxNReg(false, l.prodRegs)
@@ -127,9 +132,9 @@ type expandUnit struct {
 
 // expandConverter is a converter thread of an MXExpand kernel; t is its
 // index among the l.nConv converters. It takes the stage's chunks t,
-// t+nConv, ... (chunk u: row u/4, chunk u%4, so the threads of a quarter
-// warp read two whole 128-byte lines of the e4m3 tiles and store to eight
-// different bank groups). See the top of this file.
+// t+nConv, ... (chunk u: row u/4, chunk u%4, so the eight threads of a
+// quarter warp read two whole 64-byte rows, one 128-byte line, of the e4m3
+// tiles and store to eight different bank groups). See the top of this file.
 func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t value.Value) {
 	ring := l.e4m3Ring(b, k)
 	nsf, brows := int64(mx.K/32), int64(mx.BRows())

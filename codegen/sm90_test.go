@@ -259,7 +259,11 @@ func sm90MXCases() []sm90GemmCase {
 }
 
 // sm90MXExpandCases are sm90MXCases run by expansion (GemmSpec.MXExpand):
-// the same GEMMs, names suffixed "_expand".
+// the same GEMMs, names suffixed "_expand" (each with two converter
+// warpgroups: BM = 64, or B tiles of at most 128 rows), and one only the
+// expansion runs: 256-row B tiles, where the producer's three warps
+// convert alone (setmaxnreg), with a K tail of 32 and a partial column
+// block.
 func sm90MXExpandCases() []sm90GemmCase {
 	var out []sm90GemmCase
 	for _, c := range sm90MXCases() {
@@ -267,7 +271,8 @@ func sm90MXExpandCases() []sm90GemmCase {
 		c.spec.MXExpand = true
 		out = append(out, c)
 	}
-	return out
+	return append(out, sm90GemmCase{GemmSpec{Name: "mx_store256_expand", N: 296, K: 288, Experts: 3, A: ATiled, B: BGrouped,
+		Epilogue: EpiStore, MX: true, MXExpand: true, Tile: Tile{BM: 128, BN: 256, BK: 128, Stages: 3, Warps: 8}}, []int{200, 3, 129}})
 }
 
 // TestSM90MXExpandAssemble builds the MXFP8 GEMM cases by expansion and

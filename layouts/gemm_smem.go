@@ -78,8 +78,8 @@ type GemmSmem struct {
 	BarrierOffset                int // first mbarrier (0 on sm_80: none)
 	// E4M3Offset is where a stage's e4m3 A tile starts inside the stage
 	// with E4M3Staging (its B tile follows at E4M3Offset + M*64); the
-	// staging mbarriers, full[Stages] then empty[Stages], follow the ring's
-	// at BarrierOffset + 16*Stages.
+	// e4m3 tiles' mbarriers, full[Stages] then empty[Stages], follow the
+	// ring's at BarrierOffset + 16*Stages.
 	E4M3Offset int
 	// Required is the dynamic shared memory the kernel cannot do without
 	// (everything but the staging tile); Bytes what it requests (Required,
@@ -153,7 +153,8 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	bars := 16 * c.Stages // full and empty mbarrier per stage
 	if c.E4M3Staging {
 		if c.Target != target.SM90a || c.DType != DTypeBF16 || c.K != 64 || c.Scales || c.BMajor != KMajor || c.StagingCols != 0 {
-			return nil, fmt.Errorf("layouts: e4m3 staging is for sm_90a K-major bf16 rings of K = 64 without a staged epilogue (target %v, %v, K = %d)", c.Target, c.DType, c.K)
+			return nil, fmt.Errorf("layouts: e4m3 staging is for sm_90a K-major bf16 rings of K = 64 without scales or a staged epilogue (target %v, %v, K = %d, scales %v, B %v, staging columns %d)",
+				c.Target, c.DType, c.K, c.Scales, c.BMajor, c.StagingCols)
 		}
 		p.E4M3Offset = p.StageBytes
 		p.StageBytes = (p.StageBytes + (c.M+c.BRows)*64 + 1023) &^ 1023

@@ -96,11 +96,11 @@ type Schedule struct {
 	WGrad WGradKernel
 	// MXGemm is how the routed GEMMs of an mxfp8 layer run on sm_90a:
 	// MXGemmPromote (the default: e4m3 wgmma per 32-wide block, promoted
-	// with the scales) or MXGemmExpand (the operands widened to bf16 in
-	// shared memory, the bf16 wgmma loop; the same values, docs/mxfp8.md;
-	// correct on the H200 and 2x slower than promote so far, docs/perf.md,
-	// mxfp8 v2). Expand is refused for bf16 layers and on other
-	// targets.
+	// with the scales) or MXGemmExpand (e4m3 tiles by TMA widened to bf16
+	// in shared memory, the bf16 wgmma loop; the same values, docs/mxfp8.md;
+	// correct on the H200 and, with its best tiles, 0.9-1.3x promote's
+	// time so far, docs/perf.md, mxfp8 v5). Expand is refused for bf16
+	// layers and on other targets, and takes tiles of K = 128.
 	MXGemm MXGemmKind
 }
 

@@ -175,7 +175,9 @@ for phase in $phases; do
 		(cd codegen && step "codegen: e4m3 widening, MX GEMMs both ways" 150 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestWidenE4M3GPU|TestSM90MXGemmGPU')
 		decode="--fc1-tile 64x256x128 --fc2-tile 64x256x128 --stages 3 --mma-warps 4"
 		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite; do
-			for tiles in "" "$decode"; do
+			# The default tiles and the decode tiles have two converter warpgroups; 128x256 only the
+			# producer's three converter warps (setmaxnreg).
+			for tiles in "" "$decode" "--fc1-tile 128x256x128 --fc2-tile 128x256x128 --stages 3"; do
 				step "run --precision mxfp8 --mx-gemm expand $tiles $m T=$TOKENS x3" 150 "$OUT/run-expand.log" \
 					bash -c "\"$mokc\" run --precision mxfp8 --mx-gemm expand $tiles --model $m --target sm_90a --tokens $TOKENS --repeat 3 --json >>\"$OUT/run-expand.jsonl\""
 			done
