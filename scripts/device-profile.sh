@@ -8,7 +8,11 @@
 #      kernels (fwd+bwd, bf16 main grads, T = 4096, the --wgrad WGRAD kernel, default wgmma) with
 #      the warp-stall sampling by source line (WarpStateStats, SourceCounters), to see what their
 #      warps wait for (docs/perf.md, backward v5's outcome).
-# Usage: [MODELS=... NCU_MODELS=... (empty: skip)] [WGRAD_MODEL=m [WGRAD=wgmma-ws]] bash scripts/device-profile.sh
+#   4. With MX_MODEL set (e.g. qwen3-30b-a3b): ncu of that model's mxfp8 routed FC1 at T = MX_TOKENS
+#      (default 64) with MX_FLAGS (default: the expansion with 64x256 tiles) and the same warp-stall
+#      sampling by source line, to see what the converters and consumers wait for (docs/perf.md,
+#      mxfp8 v6's closing paragraph).
+# Usage: [MODELS=... NCU_MODELS=... (empty: skip)] [WGRAD_MODEL=m [WGRAD=wgmma-ws]] [MX_MODEL=m] bash scripts/device-profile.sh
 set -u
 . "$(dirname "$0")/device-env.sh"
 export MOKC_REQUIRE_GPU=1
@@ -36,4 +40,14 @@ if [ -n "${WGRAD_MODEL:-}" ]; then
 		--tokens 4096 --iters 1 --warmup 0 >>"$OUT/ncu-wgrad.log" 2>&1
 	echo "rc=$? ncu weight gradients $WGRAD_MODEL" | tee -a "$OUT/summary.txt"
 fi
-grep -E "^===|moe_|median" "$OUT/kernels.log"
+if [ -n "${MX_MODEL:-}" ]; then
+	flags=${MX_FLAGS:---mx-gemm expand --fc1-tile 64x256x128 --fc2-tile 64x256x128 --stages 3 --mma-warps 4}
+	echo "=== ncu mxfp8 FC1 $MX_MODEL T=${MX_TOKENS:-64} $flags" >>"$OUT/ncu-mxfp8.log"
+	# shellcheck disable=SC2086 # flags is a list of flags
+	timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+		--section SourceCounters --section Occupancy -k 'regex:^moe_fc1$' --launch-skip 2 --launch-count 1 \
+		"$mokc" bench --precision mxfp8 $flags --model "$MX_MODEL" --target "$TARGET" --tokens "${MX_TOKENS:-64}" \
+		--iters 1 --warmup 2 >>"$OUT/ncu-mxfp8.log" 2>&1
+	echo "rc=$? ncu mxfp8 FC1 $MX_MODEL" | tee -a "$OUT/summary.txt"
+fi
+[ -f "$OUT/kernels.log" ] && grep -E "^===|moe_|median" "$OUT/kernels.log"
