@@ -87,7 +87,7 @@ func Forward(l schedule.Layer) (*Program, error) {
 	}
 	mx := l.Precision == schedule.MXFP8
 	if mx && l.Storage == schedule.PerExpertWeights {
-		return nil, fmt.Errorf("moe: %s: mxfp8 weights with per-expert storage have no forward program yet (grouped only)", l.Name)
+		return nil, fmt.Errorf("moe: %s: mxfp8 weights need grouped storage (per-expert mxfp8 storage has no forward program yet)", l.Name)
 	}
 	p := &Program{Layer: l}
 	H, I, E, K, Is := l.Hidden, l.Intermediate, l.Experts, l.TopK, l.SharedWidth()

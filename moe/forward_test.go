@@ -85,7 +85,7 @@ func TestCheck(t *testing.T) {
 func TestForwardRefuses(t *testing.T) {
 	l, _ := schedule.Preset("qwen3-30b-a3b")
 	l.Precision, l.Storage = schedule.MXFP8, schedule.PerExpertWeights
-	if _, err := Forward(l); err == nil || !strings.Contains(err.Error(), "grouped only") {
+	if _, err := Forward(l); err == nil || !strings.Contains(err.Error(), "need grouped storage") {
 		t.Errorf("MXFP8 per-expert: %v", err)
 	}
 	if _, err := Backward(l); err == nil || !strings.Contains(err.Error(), "grouped only") {

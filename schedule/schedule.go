@@ -420,7 +420,7 @@ func (s Schedule) Validate(l Layer) error {
 		return fieldErr("Schedule.MXGemm", int(s.MXGemm), "must be promote or expand")
 	}
 	if s.MXGemm == MXGemmExpand && (l.Precision != MXFP8 || s.Target != target.SM90a) {
-		return fieldErr("Schedule.MXGemm", s.MXGemm, "expand is a way to run an mxfp8 layer's GEMMs on sm_90a (this layer is %v, the target %v)", l.Precision, s.Target)
+		return fieldErr("Schedule.MXGemm", s.MXGemm, "expand needs an mxfp8 layer (Layer.Precision) on sm_90a (Schedule.Target); this layer is %v, the target %v", l.Precision, s.Target)
 	}
 	if v, ok := s.VariantSchedule(); ok {
 		vr := s.Variant

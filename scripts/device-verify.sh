@@ -182,6 +182,8 @@ for phase in $phases; do
 					bash -c "\"$mokc\" run --precision mxfp8 --mx-gemm expand $tiles --model $m --target sm_90a --tokens $TOKENS --repeat 3 --json >>\"$OUT/run-expand.jsonl\""
 			done
 		done
+		step "run --backward --precision mxfp8 --mx-gemm expand qwen3-30b-a3b T=$TOKENS x3" 200 "$OUT/run-expand.log" \
+			bash -c "\"$mokc\" run --backward --precision mxfp8 --mx-gemm expand --model qwen3-30b-a3b --target sm_90a --tokens $TOKENS --repeat 3 --json >>\"$OUT/run-expand.jsonl\""
 		step "memcheck run --precision mxfp8 --mx-gemm expand (decode tiles) qwen3-30b-a3b T=64" 150 "$OUT/memcheck.log" \
 			compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --precision mxfp8 --mx-gemm expand $decode --model qwen3-30b-a3b --target sm_90a --tokens 64
 		for m in ${EXPAND_MODELS:-qwen3-30b-a3b deepseek-v3 gpt-oss-120b}; do

@@ -71,7 +71,11 @@ func onUsageError(cmd *cli.Command, path string) {
 			}
 		}
 		if len(takers) > 0 {
-			return fmt.Errorf("%v (see %s --help; %s takes it)", err, path, strings.Join(takers, " and "))
+			verb := "takes"
+			if len(takers) > 1 {
+				verb = "take"
+			}
+			return fmt.Errorf("%v (see %s --help; %s %s it)", err, path, strings.Join(takers, " and "), verb)
 		}
 		return fmt.Errorf("%v (see %s --help)", err, path)
 	}
