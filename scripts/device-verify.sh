@@ -31,6 +31,7 @@
 #   expand the MXFP8 expansion (--mx-gemm expand): the widening and GEMM tests, three presets with the
 #          default and the decode tiles, memcheck, timed beside bf16 and promote at T = 64 and 4096 with
 #          three tile shapes (EXPAND_MODELS)
+#   mxstages  mxfp8 promote with 4, 5 and 6 stages: checked at 6, timed beside bf16 at T = 64 and 4096
 #   sanitize  compute-sanitizer memcheck and racecheck of run --backward at T = 64 (qwen3-30b-a3b, gpt-oss-120b)
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
@@ -197,6 +198,22 @@ for phase in $phases; do
 		done
 		grep -hE "FAIL|error" "$OUT"/run-expand.log | tail -20
 		;;
+	mxstages)
+		# The bytes-in-flight hypothesis (docs/perf.md, "mxfp8: bytes in flight"): promote with 4 (the
+		# default), 5 and 6 stages, checked at 6, then timed beside bf16 at T = 64 and 4096.
+		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite; do
+			step "run --precision mxfp8 --stages 6 $m T=$TOKENS x3" 150 "$OUT/run-mxstages.log" \
+				bash -c "\"$mokc\" run --precision mxfp8 --stages 6 --model $m --target sm_90a --tokens $TOKENS --repeat 3 --json >>\"$OUT/run-mxstages.jsonl\""
+		done
+		for m in ${EXPAND_MODELS:-qwen3-30b-a3b deepseek-v3 gpt-oss-120b}; do
+			for T in 64 4096; do
+				step "bench $m T=$T bf16" 90 "$OUT/bench-mxstages.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxstages.jsonl\""
+				for st in 4 5 6; do
+					step "bench $m T=$T mxfp8 promote --stages $st" 90 "$OUT/bench-mxstages.log" bash -c "\"$mokc\" bench --precision mxfp8 --stages $st --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxstages.jsonl\""
+				done
+			done
+		done
+		;;
 	sweep)
 		# A sweep of T for the roofline plot (forward, and forward + backward at the larger T).
 		for m in qwen3-30b-a3b deepseek-v3; do
@@ -343,7 +360,7 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, expand, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, expand, mxstages, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
 		exit 2
 		;;
 	esac
