@@ -115,6 +115,8 @@ func gpuLayer(c *cli.Context) (schedule.Layer, schedule.Schedule, error) {
 type runReport struct {
 	Model         string  `json:"model"`
 	Target        string  `json:"target"`
+	Precision     string  `json:"precision"` // routed weights: "bf16" or "mxfp8"
+	Schedule      string  `json:"schedule"`  // the schedule run (schedule.Schedule.String)
 	Device        string  `json:"device"`
 	Tokens        int     `json:"tokens"`
 	Seed          uint64  `json:"seed"`
@@ -645,9 +647,13 @@ func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) fun
 	H := l.Hidden
 	reports := make([]runReport, 0, len(cfg.targets)*len(cfg.tokens))
 	for _, tg := range cfg.targets {
+		sched := ""
+		if s, err := cfg.schedule(l, tg); err == nil {
+			sched = s.String()
+		}
 		for _, T := range cfg.tokens {
-			reports = append(reports, runReport{Model: l.Name, Target: tg.String(), Device: b.describe(), Tokens: T,
-				Seed: cfg.seed, Routing: l.Routing.String(), Runs: cfg.repeat, Tolerance: runTolerance, ErrorWord: "ok"})
+			reports = append(reports, runReport{Model: l.Name, Target: tg.String(), Precision: l.Precision.String(), Schedule: sched,
+				Device: b.describe(), Tokens: T, Seed: cfg.seed, Routing: l.Routing.String(), Runs: cfg.repeat, Tolerance: runTolerance, ErrorWord: "ok"})
 		}
 	}
 	report := func(ti, si int) *runReport { return &reports[ti*len(cfg.tokens)+si] }

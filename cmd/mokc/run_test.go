@@ -400,6 +400,9 @@ func TestRunAllModels(t *testing.T) {
 		if !rep.Pass || rep.Runs != 4 || rep.IdenticalRuns != 4 || !rep.AllWritten || rep.ErrorWord != "ok" {
 			t.Errorf("%s %s T=%d: %+v", m, tg, T, rep)
 		}
+		if rep.Precision != "bf16" || !strings.HasPrefix(rep.Schedule, tg+":") {
+			t.Errorf("%s %s T=%d: precision %q, schedule %q", m, tg, T, rep.Precision, rep.Schedule)
+		}
 		if want := min(T, runDefaultSample); rep.CheckedTokens != want {
 			t.Errorf("%s %s T=%d: %d tokens checked, want %d", m, tg, T, rep.CheckedTokens, want)
 		}
