@@ -114,10 +114,13 @@ type sm90Layout struct {
 	expand bool
 	bf     GemmSpec
 	// mmaWG0 is the first consumer warpgroup: 1, or 2 when an MXExpand
-	// kernel has a second warpgroup of converters; nConv its converter
-	// threads (96, or 224).
-	mmaWG0, nConv int
+	// kernel has a second warpgroup of converters (nConv).
+	mmaWG0 int
 }
+
+// nConv is an MXExpand kernel's converter threads: the producer's warps
+// 1-3, and the whole of every further non-consumer warpgroup.
+func (l sm90Layout) nConv() int { return expandConverters + 128*(l.mmaWG0-1) }
 
 // sm90Plan derives the geometry of spec's sm_90a kernel (ring, staging,
 // setmaxnreg budget), or says why the atom refuses it.
@@ -164,9 +167,8 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		// A second warpgroup of converters when the block's registers
 		// allow it without setmaxnreg: at most 512 threads, and the
 		// consumers' loop needs NB/2 accumulators and about 30 more.
-		l.nConv = expandConverters
 		if t := 128 * (l.WG + 2); t <= 512 && l.NB/2+32 <= (65536/t)&^7 {
-			l.mmaWG0, l.nConv = 2, expandConverters+128
+			l.mmaWG0 = 2
 		}
 	}
 	l.threads = 128 * (l.WG + l.mmaWG0)
@@ -258,7 +260,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	var fullCount int
 	k.tmA, k.tmB, fullCount = tmaMaps(b, spec, 128) // BTable: one cp.async arrival per producer thread
 	if l.expand {
-		fullCount = l.nConv // every converter thread, after its stores
+		fullCount = l.nConv() // every converter thread, after its stores
 	}
 	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
 		if l.smem.Staged {
@@ -266,7 +268,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
 		}
 		if l.expand {
-			l.e4m3Ring(b, &k).initBars(b, 1, l.nConv) // the TMA thread's arrive.expect_tx; every converter thread
+			l.e4m3Ring(b, &k).initBars(b, 1, l.nConv()) // the TMA thread's arrive.expect_tx; every converter thread
 		}
 	}, k.tmA, k.tmB)
 	b.SyncThreads()

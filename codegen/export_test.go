@@ -107,8 +107,7 @@ func WidenKernel(m *ir.Module) {
 	}
 	code := b.ZExt(b.LoadAt(ir.I8, b.ByteOffset(b.Param("codes"), b.Wide(i)), 1), ir.I32)
 	fast, nan := b.widenE4M3(w, expandFactor(b, code))
-	big := b.And(b.ICmp(enum.IPredUGT, code, ir.Int32(134)), b.ICmp(enum.IPredNE, code, ir.Int32(255)))
-	slow := b.Or(big, b.ICmp(enum.IPredNE, nan, ir.Int32(0)))
+	slow := b.Or(expandBeyond(b, code), b.ICmp(enum.IPredNE, nan, ir.Int32(0)))
 	exact := b.widenE4M3Exact(w, code)
 	dst := b.ByteOffset(b.Param("out"), b.MulI(b.Wide(i), 32))
 	for h := 0; h < 2; h++ {

@@ -141,12 +141,13 @@ func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t val
 	gate := bTableLoad{tmaRing: l.tmaRing, N: mx.N, K: mx.K, BRows: mx.BRows()} // the gate/up row map
 	U := 4 * (l.BM + l.NB)
 	var units []expandUnit
-	for u0 := 0; u0 < U; u0 += l.nConv {
+	nConv := l.nConv()
+	for u0 := 0; u0 < U; u0 += nConv {
 		u := b.AddI(t, int64(u0))
 		x := b.LShr(u, ir.Int32(2))
 		isB := b.ICmp(enum.IPredSGE, x, ir.Int32(int64(l.BM)))
 		e := expandUnit{x: x, c: b.And(u, ir.Int32(3)), isB: isB, r: b.Select(isB, b.AddI(x, -int64(l.BM)), x)}
-		if u0+l.nConv > U {
+		if u0+nConv > U {
 			e.inStage = b.ICmp(enum.IPredSLT, u, ir.Int32(int64(U)))
 		}
 		units = append(units, e)
@@ -230,7 +231,7 @@ func (l sm90Layout) widenStage(b *Builder, sa value.Value, units []expandUnit, l
 	slow := value.Value(ir.Int32(0))
 	for i, e := range units {
 		c := codes[i]
-		big := b.ZExt(b.And(b.ICmp(enum.IPredUGT, c, ir.Int32(134)), b.ICmp(enum.IPredNE, c, ir.Int32(255))), ir.I32)
+		big := b.ZExt(expandBeyond(b, c), ir.I32)
 		res := b.IfElseVals(live[i], func() []value.Value {
 			var n value.Value
 			l.widenChunk(b, sa, e, func(w [4]value.Value) [8]value.Value {
@@ -287,11 +288,17 @@ func sharedPtr(b *Builder, a value.Value) value.Value {
 
 // expandFactor is the bf16x2 factor (both halves) of widenE4M3 for the
 // UE8M0 code (i32 0..255): 2^(code-7), the bits (code+120) << 7, valid for
-// codes up to 134; NaN for 255.
+// codes up to 134 (expandBeyond); NaN for 255.
 func expandFactor(b *Builder, code value.Value) value.Value {
 	f := b.Shl(b.AddI(code, 120), ir.Int32(7))
 	f = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(255)), ir.Int32(0x7FC0), f)
 	return b.Or(f, b.Shl(f, ir.Int32(16)))
+}
+
+// expandBeyond (i1) says the UE8M0 code's factor is beyond bf16's range
+// (codes 135..254), so the chunk must take widenE4M3Exact.
+func expandBeyond(b *Builder, code value.Value) value.Value {
+	return b.And(b.ICmp(enum.IPredUGT, code, ir.Int32(134)), b.ICmp(enum.IPredNE, code, ir.Int32(255)))
 }
 
 // widenE4M3 widens 16 e4m3 bytes (the i32 words w, lowest byte first) to

@@ -199,9 +199,9 @@ func sm90GemmArgs(t *testing.T, ctx *driver.Context, ki codegen.KernelInfo, bufs
 			if tm.DType == "u8" {
 				dt = driver.TensorMapU8 // e4m3 data (MX)
 			}
-			swz, ok := map[int]driver.TensorMapSwizzle{0: driver.SwizzleNone, 32: driver.Swizzle32B, 64: driver.Swizzle64B, 128: driver.Swizzle128B}[tm.Swizzle]
-			if !ok {
-				t.Fatalf("%s: tensor map %s: swizzle %d", ki.Name, p.Name, tm.Swizzle)
+			swz, err := driver.SwizzleOfBytes(tm.Swizzle)
+			if err != nil {
+				t.Fatalf("%s: tensor map %s: %v", ki.Name, p.Name, err)
 			}
 			enc, err := ctx.EncodeTensorMapTiled(dt, len(dims), bufs[tm.Operand], dims, strides, box, nil,
 				driver.InterleaveNone, swz, driver.L2Promotion256B, driver.OOBFillZero)

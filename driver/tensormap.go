@@ -96,6 +96,17 @@ func (s TensorMapSwizzle) Bytes() int {
 	return 0
 }
 
+// SwizzleOfBytes is the swizzle mode of a span of n bytes (0, 32, 64 or
+// 128; the inverse of Bytes). Errors: any other n.
+func SwizzleOfBytes(n int) (TensorMapSwizzle, error) {
+	for _, s := range []TensorMapSwizzle{SwizzleNone, Swizzle32B, Swizzle64B, Swizzle128B} {
+		if s.Bytes() == n {
+			return s, nil
+		}
+	}
+	return 0, fmt.Errorf("tensor map swizzle of %d bytes (want 0, 32, 64 or 128)", n)
+}
+
 // TensorMapL2Promotion is the driver's CUtensorMapL2promotion: the L2 fetch
 // granularity of TMA loads.
 type TensorMapL2Promotion int

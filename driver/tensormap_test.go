@@ -129,5 +129,11 @@ func TestTensorMapEnums(t *testing.T) {
 		if s.Bytes() != b {
 			t.Errorf("swizzle %d: %d bytes, want %d", s, s.Bytes(), b)
 		}
+		if got, err := SwizzleOfBytes(b); got != s || err != nil {
+			t.Errorf("SwizzleOfBytes(%d) = %d, %v; want %d", b, got, err, s)
+		}
+	}
+	if _, err := SwizzleOfBytes(16); err == nil {
+		t.Error("SwizzleOfBytes(16): no error")
 	}
 }

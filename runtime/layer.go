@@ -664,7 +664,7 @@ func tensorMapArgs(tm *launch.TensorMap, ptr driver.DevicePtr, bufBytes int64, T
 	if err != nil {
 		return 0, nil, nil, nil, 0, err
 	}
-	swz, err := tensorMapSwizzle(tm.Swizzle)
+	swz, err := driver.SwizzleOfBytes(tm.Swizzle)
 	if err != nil {
 		return 0, nil, nil, nil, 0, err
 	}

@@ -175,7 +175,7 @@ func (p *plan) checkParam(k launch.ManifestKernel, prm launch.Param) error {
 		if _, err := tensorMapDType(tm.DType); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
-		if _, err := tensorMapSwizzle(tm.Swizzle); err != nil {
+		if _, err := driver.SwizzleOfBytes(tm.Swizzle); err != nil {
 			return fmt.Errorf("%s: %w", where, err)
 		}
 		if len(tm.Dims) == 0 || len(tm.Box) != len(tm.Dims) || len(tm.StrideBytes) != len(tm.Dims)-1 {
@@ -202,19 +202,4 @@ func tensorMapDType(s string) (driver.TensorMapDataType, error) {
 		return driver.TensorMapI32, nil
 	}
 	return 0, fmt.Errorf("tensor map dtype %q is not known to the runtime", s)
-}
-
-// tensorMapSwizzle maps a swizzle span in bytes to the driver's enum.
-func tensorMapSwizzle(bytes int) (driver.TensorMapSwizzle, error) {
-	switch bytes {
-	case 0:
-		return driver.SwizzleNone, nil
-	case 32:
-		return driver.Swizzle32B, nil
-	case 64:
-		return driver.Swizzle64B, nil
-	case 128:
-		return driver.Swizzle128B, nil
-	}
-	return 0, fmt.Errorf("tensor map swizzle of %d bytes (want 0, 32, 64 or 128)", bytes)
 }

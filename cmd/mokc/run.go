@@ -110,13 +110,25 @@ func gpuLayer(c *cli.Context) (schedule.Layer, schedule.Schedule, error) {
 	return l, s, err
 }
 
+// runIdent names what one JSON line of `mokc run` (forward or backward)
+// checked: the first fields of runReport and backwardReport.
+type runIdent struct {
+	Model     string `json:"model"`
+	Target    string `json:"target"`
+	Precision string `json:"precision"` // routed weights: "bf16" or "mxfp8"
+	Schedule  string `json:"schedule"`  // the schedule run (schedule.Schedule.String; empty when it could not be made)
+}
+
+// newRunIdent is the runIdent of layer l on target tg under the schedule
+// text sched.
+func newRunIdent(l schedule.Layer, tg target.Target, sched string) runIdent {
+	return runIdent{Model: l.Name, Target: tg.String(), Precision: l.Precision.String(), Schedule: sched}
+}
+
 // runReport is the result of one (model, target, T) of `mokc run` (one
 // line of the --json output).
 type runReport struct {
-	Model         string  `json:"model"`
-	Target        string  `json:"target"`
-	Precision     string  `json:"precision"` // routed weights: "bf16" or "mxfp8"
-	Schedule      string  `json:"schedule"`  // the schedule run (schedule.Schedule.String)
+	runIdent
 	Device        string  `json:"device"`
 	Tokens        int     `json:"tokens"`
 	Seed          uint64  `json:"seed"`
@@ -652,7 +664,7 @@ func runModel(cfg runConfig, b runBackend, l schedule.Layer, logw io.Writer) fun
 			sched = s.String()
 		}
 		for _, T := range cfg.tokens {
-			reports = append(reports, runReport{Model: l.Name, Target: tg.String(), Precision: l.Precision.String(), Schedule: sched,
+			reports = append(reports, runReport{runIdent: newRunIdent(l, tg, sched),
 				Device: b.describe(), Tokens: T, Seed: cfg.seed, Routing: l.Routing.String(), Runs: cfg.repeat, Tolerance: runTolerance, ErrorWord: "ok"})
 		}
 	}

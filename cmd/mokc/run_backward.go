@@ -19,15 +19,12 @@ import (
 
 // backwardReport is one (model, target, T) of `mokc run --backward`.
 type backwardReport struct {
-	Model     string `json:"model"`
-	Target    string `json:"target"`
-	Precision string `json:"precision"` // routed weights: "bf16" or "mxfp8"
-	Schedule  string `json:"schedule"`  // the schedule run (schedule.Schedule.String)
-	Tokens    int    `json:"tokens"`
-	Routing   string `json:"routing"`
-	Seed      uint64 `json:"seed"`
-	SaveFC1   bool   `json:"save_fc1,omitempty"` // the forward kept FC1's output for the backward (schedule.Layer.SaveFC1)
-	Rows      int    `json:"checked_tokens"`
+	runIdent
+	Tokens  int    `json:"tokens"`
+	Routing string `json:"routing"`
+	Seed    uint64 `json:"seed"`
+	SaveFC1 bool   `json:"save_fc1,omitempty"` // the forward kept FC1's output for the backward (schedule.Layer.SaveFC1)
+	Rows    int    `json:"checked_tokens"`
 	// Cols is the number of intermediate columns j at which the sampled
 	// experts' weight gradients are checked (schedule.SampleIntermediate).
 	Cols int `json:"checked_intermediate_columns"`
@@ -181,7 +178,7 @@ func runBackwardLayer(cfg runConfig, ctx *driver.Context, l schedule.Layer, out,
 // by T, started by the first target that needs one and shared by the
 // others.
 func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg target.Target, T int, gen *schedule.WeightGen, wts, mainGrads *runtime.DeviceTensors, refs map[int]*refFuture, logw io.Writer) (backwardReport, error) {
-	rep := backwardReport{Model: l.Name, Target: tg.String(), Precision: l.Precision.String(), Tokens: T, Routing: l.Routing.String(), Seed: cfg.seed,
+	rep := backwardReport{runIdent: newRunIdent(l, tg, ""), Tokens: T, Routing: l.Routing.String(), Seed: cfg.seed,
 		Runs: cfg.repeat, SaveFC1: l.SaveFC1}
 	s, err := cfg.schedule(l, tg)
 	if err != nil {
