@@ -68,6 +68,17 @@ func (wl workList) eachAhead(b *Builder, init []value.Value, body func(w, next g
 	})
 }
 
+// ahead emits the work item and K block d blocks after block kt of item
+// w along the block's walk (next: the item after w, from eachAhead; d <=
+// kTiles, the K loop's length), for a role that loads ahead across items.
+func (wl workList) ahead(b *Builder, w, next gemmWork, kt value.Value, d, kTiles int) (gemmWork, value.Value) {
+	ka := b.AddI(kt, int64(d))
+	in := b.ICmp(enum.IPredSLT, ka, ir.Int32(int64(kTiles)))
+	sel := func(x, y value.Value) value.Value { return b.Select(in, x, y) }
+	return gemmWork{e: sel(w.e, next.e), row0: sel(w.row0, next.row0), rowEnd: sel(w.rowEnd, next.rowEnd), n0: sel(w.n0, next.n0)},
+		sel(ka, b.AddI(ka, -int64(kTiles)))
+}
+
 // gemmItems emits the row-tile count of a persistent grouped GEMM with bm
 // rows per tile, *ntiles (ATiled) or ceil(rows/bm) (ADense), and its
 // work-item count, tiles times the nBlocks column blocks.

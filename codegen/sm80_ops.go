@@ -21,6 +21,14 @@ func (b *Builder) cpAsyncCommit() { b.Asm("cp.async.commit_group;", "~{memory}")
 // pending.
 func (b *Builder) cpAsyncWait(n int) { b.Asm(fmt.Sprintf("cp.async.wait_group %d;", n), "~{memory}") }
 
+// cpAsync4 copies 4 bytes from global address src (i64, 4-byte aligned)
+// to shared address dst (i32, 4-byte aligned) with cp.async.ca, reading
+// srcBytes (i32, 4 or 0) bytes and zero-filling the rest (PTX ISA
+// "cp.async": src-size; 0 reads nothing).
+func (b *Builder) cpAsync4(dst, src, srcBytes value.Value) {
+	b.Asm("cp.async.ca.shared.global [$0], [$1], 4, $2;", "r,l,r,~{memory}", dst, src, srcBytes)
+}
+
 // ldmatrixX4 loads four 8x8 b16 matrices from shared memory (lane l gives
 // the address of row l%8 of matrix l/8; .trans delivers each transposed)
 // and returns the thread's four registers. ldmatrix reads stages that

@@ -1,8 +1,6 @@
 package codegen
 
 import (
-	"slices"
-
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
@@ -60,23 +58,43 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	table, mx := p.spec.B == BTable, p.spec.MX
 	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
 	body := func() {
-		wl.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+		// MX: the producer's lanes copy the scale codes of the K block
+		// ahead blocks on (across items) into the code slots by cp.async,
+		// one group per K block (see mxCodesAhead).
+		ahead := p.smem.CodeSlots
+		if mx {
+			b.If(b.ICmp(enum.IPredSLT, wl.first, wl.items), func() {
+				w := wl.decode(b, wl.first)
+				for d := range ahead {
+					p.mxCodeCopy(b, tid, w, ir.Int32(int64(d)), ir.Int32(int64(d)))
+				}
+			})
+		}
+		walk := wl.eachAhead
+		if !mx { // only the scale codes load ahead across items
+			walk = func(b *Builder, init []value.Value, body func(w, next gemmWork, v []value.Value) []value.Value) []value.Value {
+				return wl.each(b, init, func(w gemmWork, v []value.Value) []value.Value { return body(w, w, v) })
+			}
+		}
+		// The vars: stage, phase and (MX) the code slot of the K block.
+		init := []value.Value{ir.Int32(0), ir.Int32(0)}
+		if mx {
+			init = append(init, ir.Int32(0))
+		}
+		walk(b, init, func(w, nextItem gemmWork, v []value.Value) []value.Value {
 			var ptrE value.Value
 			if table {
 				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
 			}
-			// MX: the scale codes of K block kt ride along the loop, loaded
-			// one iteration ahead (see mxScaleCodes).
-			init := v
-			if mx {
-				init = append(slices.Clip(v), p.mxScaleCodes(b, tid, w, ir.Int32(0))...)
-			}
-			res := b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), init, func(kt value.Value, v []value.Value) []value.Value {
+			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
 				stage, phase := v[0], v[1]
+				var slot value.Value
+				if mx {
+					slot = v[2]
+				}
 				b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
 				fb := p.ring.full(b, stage)
 				sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
-				var next []value.Value
 				switch {
 				case table:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
@@ -84,22 +102,34 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 					b.CpAsyncMbarArrive(fb)
 				case mx:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+					b.cpAsyncWait(ahead - 1) // this K block's codes (the later blocks' may be in flight)
+					codes := p.mxScaleCodes(b, tid, w, kt, slot)
 					if p.sfTiles() {
-						p.mxStoreScaleTiles(b, tid, v[2:], sa)
+						p.mxStoreScaleTiles(b, tid, codes, sa)
 						b.FenceProxyAsync() // tcgen05.cp reads them through the async proxy
 					} else {
-						p.mxStoreScales(b, tid, v[2:], sa)
+						p.mxStoreScales(b, tid, codes, sa)
 					}
 					b.MbarArrive(fb)
-					next = p.mxScaleCodes(b, tid, w, b.AddI(kt, 1))
+					// The codes were read (stored above): the slot takes
+					// those of the block ahead.
+					wa, kta := wl.ahead(b, w, nextItem, kt, ahead, p.kTiles)
+					p.mxCodeCopy(b, tid, wa, kta, slot)
+					s1 := b.AddI(slot, 1)
+					slot = b.Select(b.ICmp(enum.IPredEQ, s1, ir.Int32(int64(ahead))), ir.Int32(0), s1)
 				default:
 					err = joinErr(err, p.tma(b, w, kt, sa, fb))
 				}
 				s2, p2 := ringNext(b, stage, phase, p.S)
-				return append([]value.Value{s2, p2}, next...)
+				if mx {
+					return []value.Value{s2, p2, slot}
+				}
+				return []value.Value{s2, p2}
 			})
-			return res[:2]
 		})
+		if mx {
+			b.cpAsyncWait(0) // no copy outlives the block
+		}
 	}
 	switch {
 	case table:
@@ -112,50 +142,120 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	return err
 }
 
-// mxScaleCodes loads, by the 32 lanes (tid) of the producer's first warp,
-// the UE8M0 codes of K block kt of work item w: each of the block's BK/32
-// scales of the lane's A-tile rows (tid, tid+32, ...; 127 = 1.0 past the
-// expert's rows) and B-tile rows (the gate/up row map; 1.0 past BRows or
-// NB), 1.0 past K (where TMA filled zeros; kt = kTiles gives all 1.0 and
-// reads only in-range bytes), one i32 per row with code c in bits
-// 8c..8c+7 (BK/32 <= 4: the MX K block is 128), in the order mxStoreScales
-// stores them. The producer loads block kt+1's codes right after it has
-// stored block kt's, so their latency passes while it waits for the next
-// empty stage instead of holding up every stage's full barrier (on the
-// H200 the GEMM's time did not change: the consumers set the pace,
-// docs/perf.md, mxfp8 v1).
-func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt value.Value) []value.Value {
-	kb := p.BK / 32
+// mxCodeRow is one scale row a producer lane stages per K block: the
+// address of its first UE8M0 code in global memory (i64; row 0's when the
+// row does not exist) and whether it exists.
+type mxCodeRow struct{ src, ok value.Value }
+
+// mxCodeRows emits the scale rows of work item w that producer lane tid
+// stages, in the code slot's order: its A-tile rows (tid, tid+32, ...;
+// existing below the expert's end), then its B-tile rows (the gate/up row
+// map; existing below BRows and NB; scaleRowsB of them).
+func (p gemmProducer) mxCodeRows(b *Builder, tid value.Value, w gemmWork) []mxCodeRow {
 	nsf := int64(p.spec.K / 32)
-	var codes []value.Value
-	// row adds the kb codes of one row, packed into one i32 (code c in bits
-	// 8c..8c+7), from src (the row's first scale in global memory; ok
-	// false: 1.0 without reading).
-	row := func(src, ok value.Value) {
-		var word value.Value = ir.Int32(0)
-		for c := 0; c < kb; c++ {
-			kc := b.AddI(b.MulI(kt, int64(kb)), int64(c))
-			in := b.And(ok, b.ICmp(enum.IPredSLT, kc, ir.Int32(nsf)))
-			ptr := b.Select(in, b.ByteOffset(src, b.Wide(kc)), src)
-			code := b.Select(in, b.ZExt(b.LoadAt(ir.I8, ptr, 1), ir.I32), ir.Int32(127))
-			word = b.Or(word, b.Shl(code, ir.Int32(int64(8*c))))
-		}
-		codes = append(codes, word)
-	}
+	var rows []mxCodeRow
 	for r0 := 0; r0 < p.BM; r0 += 32 {
 		r := b.Add(w.row0, b.AddI(tid, int64(r0)))
 		ok := b.ICmp(enum.IPredSLT, r, w.rowEnd)
-		row(b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), nsf)), ok)
+		rows = append(rows, mxCodeRow{b.PtrToInt(b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), nsf))), ok})
 	}
 	for j0 := 0; j0 < p.scaleRowsB(); j0 += 32 {
 		j := b.AddI(tid, int64(j0))
 		r := p.tableCopy.bRow(b, w.n0, j)
 		ok := b.And(b.ICmp(enum.IPredSLT, r, ir.Int32(int64(p.spec.BRows()))), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.NB))))
 		gi := b.Add(b.MulI(w.e, int64(p.spec.BRows())), b.Select(ok, r, ir.Int32(0)))
-		row(b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gi), nsf)), ok)
+		rows = append(rows, mxCodeRow{b.PtrToInt(b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gi), nsf))), ok})
+	}
+	return rows
+}
+
+// mxWholeWords reports whether every row's codes of a K block are one
+// aligned 4-byte word: 4 codes per block (K block 128) and K a multiple of
+// it, so each row's codes start 4-byte aligned (every tensor is 16-byte
+// aligned, runtime.TensorAlign).
+func (p gemmProducer) mxWholeWords() bool { return p.BK == 128 && p.spec.K%128 == 0 }
+
+// mxCodeSlot is the shared address of lane tid's 8 bytes of row group g in
+// code slot slot (layouts.GemmSmem.CodeOffset).
+func (p gemmProducer) mxCodeSlot(b *Builder, tid, slot value.Value, g int) value.Value {
+	base := b.AddI(p.base, int64(p.smem.CodeOffset+256*g))
+	return b.Add(b.Add(base, b.MulI(slot, int64(p.smem.CodeSlotBytes))), b.MulI(tid, 8))
+}
+
+// mxCodeCopy emits, by producer lane tid, the cp.async copies of the UE8M0
+// codes of K block kt of work item w into code slot slot and commits them
+// as one group: per row, the aligned 4-byte word holding its first code
+// of the block and, when the block's codes run past it, the next word (an
+// aligned 8-byte window holds any 4 consecutive bytes); rows that do not
+// exist and words without a code of the block read nothing (src-size 0,
+// zero-filled), so no byte outside the row's codes' words is read.
+func (p gemmProducer) mxCodeCopy(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value) {
+	kb := int64(p.BK / 32)
+	nsf := int64(p.spec.K / 32)
+	for g, row := range p.mxCodeRows(b, tid, w) {
+		dst := p.mxCodeSlot(b, tid, slot, g)
+		addr := b.Add(row.src, b.Wide(b.MulI(kt, kb))) // the block's first code
+		four := b.Select(row.ok, ir.Int32(4), ir.Int32(0))
+		if p.mxWholeWords() {
+			b.cpAsync4(dst, addr, four)
+			continue
+		}
+		word := b.And(addr, ir.Int64(^3))
+		off := b.Trunc(b.And(addr, ir.Int64(3)), ir.I32)
+		n := b.Sub(ir.Int32(nsf), b.MulI(kt, kb)) // the row's codes from the block's first on
+		n = b.Select(b.ICmp(enum.IPredSLT, n, ir.Int32(kb)), n, ir.Int32(kb))
+		more := b.And(row.ok, b.ICmp(enum.IPredSGT, b.Add(off, n), ir.Int32(4)))
+		b.cpAsync4(dst, word, four)
+		b.cpAsync4(b.AddI(dst, 4), b.Select(more, b.AddI(word, 4), word), b.Select(more, ir.Int32(4), ir.Int32(0)))
+	}
+	b.cpAsyncCommit()
+}
+
+// mxScaleCodes reads, by producer lane tid, the UE8M0 codes of K block kt
+// of work item w from code slot slot (mxCodeCopy, completed): per row of
+// mxCodeRows one i32 with code c of the block in bits 8c..8c+7 (BK/32 <= 4:
+// the MX K block is 128), 127 (1.0) for rows that do not exist and for
+// codes past K (where TMA filled zeros), in the order mxStoreScales and
+// mxStoreScaleTiles store them.
+func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value) []value.Value {
+	kb := p.BK / 32
+	nsf := p.spec.K / 32
+	ones := int64(0x7F7F7F7F) >> (8 * (4 - kb)) // 127 in each of the block's kb bytes
+	var codes []value.Value
+	for g, row := range p.mxCodeRows(b, tid, w) {
+		ptr := b.IntToPtr(b.ZExt(p.mxCodeSlot(b, tid, slot, g), ir.I64), SPtr)
+		var word value.Value
+		if p.mxWholeWords() {
+			word = b.LoadAt(ir.I32, ptr, 4)
+		} else {
+			pair := b.LoadAt(ir.I64, ptr, 8) // the two words, the first in the low half
+			off := b.And(b.Add(b.Trunc(row.src, ir.I32), b.MulI(kt, int64(kb))), ir.Int32(3))
+			word = b.Trunc(b.LShr(pair, b.ZExt(b.MulI(off, 8), ir.I64)), ir.I32)
+			if kb < 4 {
+				word = b.And(word, ir.Int32(int64(1)<<(8*kb)-1))
+			}
+			if tail := nsf % kb; tail != 0 { // the last block has tail codes
+				keep := int64(1)<<(8*tail) - 1
+				last := b.ICmp(enum.IPredEQ, kt, ir.Int32(int64(p.kTiles-1)))
+				word = b.Select(last, b.Or(b.And(word, ir.Int32(keep)), ir.Int32(ones&^keep)), word)
+			}
+		}
+		codes = append(codes, b.Select(row.ok, word, ir.Int32(ones)))
 	}
 	return codes
 }
+
+// mxCodesAhead is how many K blocks ahead of the stage it fills the
+// producer copies the scale codes (layouts.GemmConfig.CodeSlots), across
+// work items: 4 (a global round trip under a saturated HBM is 1-2 us, one
+// K block's weights stream in about 0.5 us), at most the K loop's length
+// kTiles (the producer looks one work item ahead). The producer's arrive
+// on a stage's full barrier has release semantics and waits for the
+// thread's earlier loads: with the codes loaded into registers one K block
+// ahead, every stage cost one global round trip, which set the decode
+// GEMM's pace on the H200 (docs/perf.md, mxfp8 v7); cp.async copies are
+// not among the loads a release waits for.
+func mxCodesAhead(kTiles int) int { return max(1, min(4, kTiles)) }
 
 // sfTiles reports whether the stage's scales are UE8M0 bytes in
 // scale-factor tiles for tcgen05.cp (sm_100a) rather than f32 values read

@@ -72,9 +72,14 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 	if s.MX {
 		dt = layouts.DTypeE4M3
 	}
+	r.kTiles = (s.K + r.BK - 1) / r.BK
+	codeSlots := 0
+	if s.MX {
+		codeSlots = mxCodesAhead(r.kTiles)
+	}
 	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: dt, Scales: s.MX,
 		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor,
-		E4M3Staging: e4m3Staging})
+		E4M3Staging: e4m3Staging, CodeSlots: codeSlots})
 	if err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
@@ -86,7 +91,6 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 	if r.offA, r.offB, err = stepOffsets(r.a, r.b); err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
-	r.kTiles = (s.K + r.BK - 1) / r.BK
 	r.nBlocks = (s.N + r.BN - 1) / r.BN
 	return r, nil
 }

@@ -44,6 +44,14 @@ type GemmConfig struct {
 	// TMA box row each), after the bf16 tiles and rounded up to 1024
 	// bytes; and a second full/empty mbarrier pair per stage for them.
 	E4M3Staging bool
+	// CodeSlots adds, with Scales on sm_90a and sm_100a, a ring of that
+	// many slots after the stages where the producer's lanes stage the
+	// UE8M0 codes of K blocks ahead by cp.async: per A row and per B row
+	// (BRows rounded up to whole 32-row groups, to 128 on sm_100a where
+	// the scale-factor tiles are 128 rows) the aligned 8 bytes holding the
+	// row's K/32 codes of one K block (4 consecutive bytes at any offset
+	// lie in one 8-byte window of two aligned words). 0: none.
+	CodeSlots int
 }
 
 // GemmSmem is the shared-memory plan of one grouped-GEMM CTA, the one
@@ -54,10 +62,11 @@ type GemmConfig struct {
 // those kernels request AlignSlack = 1024 extra bytes.
 //
 //	sm_80:   Stages x [A: PaddedTile M x K][B: PaddedTile BRows x K (MN-major: K lines of BRows)]
-//	sm_90a:  slack, Stages x [A atoms][B atoms][e4m3 A][e4m3 B], [staging M x (2*StagingCols+16)],
+//	sm_90a:  slack, Stages x [A atoms][B atoms][scales][e4m3 A][e4m3 B], [CodeSlots x codes],
+//	         [staging M x (2*StagingCols+16)],
 //	         full[Stages], empty[Stages] mbarriers (8 bytes each), [e4m3 full[Stages], empty[Stages]],
 //	         [staging full, empty]
-//	sm_100a: slack, Stages x [A atoms][B atoms], full[Stages], empty[Stages],
+//	sm_100a: slack, Stages x [A atoms][B atoms][scales], [CodeSlots x codes], full[Stages], empty[Stages],
 //	         tmem_full[2], tmem_empty[2], TMEM address word (+12 bytes of padding)
 type GemmSmem struct {
 	GemmConfig
@@ -81,6 +90,11 @@ type GemmSmem struct {
 	// e4m3 tiles' mbarriers, full[Stages] then empty[Stages], follow the
 	// ring's at BarrierOffset + 16*Stages.
 	E4M3Offset int
+	// CodeOffset and CodeSlotBytes place the code slots of
+	// GemmConfig.CodeSlots: slot i at CodeOffset + i*CodeSlotBytes, row
+	// group g (rows 32g..32g+31, A's groups first, then B's) at 256*g +
+	// 8*(row%32) in it.
+	CodeOffset, CodeSlotBytes int
 	// Required is the dynamic shared memory the kernel cannot do without
 	// (everything but the staging tile); Bytes what it requests (Required,
 	// plus the staging tile when Staged).
@@ -161,6 +175,13 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		bars *= 2
 	}
 	ring := c.Stages * p.StageBytes
+	if c.CodeSlots > 0 {
+		if !c.Scales || c.CodeSlots < 0 {
+			return nil, fmt.Errorf("layouts: %d scale code slots without MXFP8 scales", c.CodeSlots)
+		}
+		p.CodeOffset, p.CodeSlotBytes = ring, 8*CodeRows(c.Target, c.M, c.BRows)
+		ring += c.CodeSlots * p.CodeSlotBytes
+	}
 	p.BarrierOffset = ring
 	if c.Target == target.SM100a {
 		bars += 32 + 16 // tmem_full[2], tmem_empty[2]; the TMEM address word, padded
@@ -177,6 +198,18 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		}
 	}
 	return p, nil
+}
+
+// CodeRows is the number of scale rows of one K block whose codes a
+// producer lane group stages (GemmConfig.CodeSlots): the m A rows and the
+// bRows B rows, each rounded up to whole 32-row groups (one row per lane),
+// B to whole 128-row scale-factor tiles on sm_100a.
+func CodeRows(t target.Target, m, bRows int) int {
+	r := 32
+	if t == target.SM100a {
+		r = SFTileRows
+	}
+	return ceilDiv(m, 32)*32 + ceilDiv(bRows, r)*r
 }
 
 // SM100ScaleColumns is the TMEM columns of one sm_100a pipeline stage's

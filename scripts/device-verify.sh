@@ -32,6 +32,9 @@
 #          default and the decode tiles, memcheck, timed beside bf16 and promote at T = 64 and 4096 with
 #          three tile shapes (EXPAND_MODELS)
 #   mxstages  mxfp8 promote with 4, 5 and 6 stages: checked at 6, timed beside bf16 at T = 64 and 4096
+#   mxcodes  the promote GEMM with the scale codes copied ahead by cp.async (docs/perf.md, mxfp8 v7): the MX
+#          GEMM and rows tests, mokc run --precision mxfp8 forward (four presets) and backward (two), memcheck,
+#          then bench beside bf16 and, with OLD_MOKC=path, the previous binary's promote at T = 64 and 4096
 #   sanitize  compute-sanitizer memcheck and racecheck of run --backward at T = 64 (qwen3-30b-a3b, gpt-oss-120b)
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
@@ -213,6 +216,29 @@ for phase in $phases; do
 				done
 			done
 		done
+		;;
+	mxcodes)
+		(cd codegen && step "codegen: MX GEMMs both ways" 200 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU')
+		(cd runtime && step "runtime: mxfp8 rows per expert 1..255, H = I = 2880" 200 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerMXFP8Rows')
+		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite mixtral-8x7b; do
+			step "run --precision mxfp8 $m T=$TOKENS x3" 150 "$OUT/run-mxcodes.log" \
+				bash -c "\"$mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens $TOKENS --repeat 3 --json >>\"$OUT/run-mxcodes.jsonl\""
+		done
+		for m in qwen3-30b-a3b gpt-oss-120b; do
+			step "run --backward --precision mxfp8 $m T=$TOKENS x3" 200 "$OUT/run-mxcodes.log" \
+				bash -c "\"$mokc\" run --backward --precision mxfp8 --model $m --target sm_90a --tokens $TOKENS --repeat 3 --json >>\"$OUT/run-mxcodes.jsonl\""
+		done
+		step "memcheck --precision mxfp8 qwen3-30b-a3b T=64" 150 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64
+		for m in ${EXPAND_MODELS:-qwen3-30b-a3b deepseek-v3 gpt-oss-120b}; do
+			for T in 64 4096; do
+				step "bench $m T=$T bf16" 90 "$OUT/bench-mxcodes.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxcodes.jsonl\""
+				step "bench $m T=$T mxfp8" 90 "$OUT/bench-mxcodes.log" bash -c "\"$mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxcodes.jsonl\""
+				if [ -n "${OLD_MOKC:-}" ]; then
+					step "bench $m T=$T mxfp8 (OLD_MOKC)" 90 "$OUT/bench-mxcodes.log" bash -c "\"$OLD_MOKC\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxcodes-old.jsonl\""
+				fi
+			done
+		done
+		grep -hE "FAIL|error" "$OUT/run-mxcodes.log" | tail -20
 		;;
 	sweep)
 		# A sweep of T for the roofline plot (forward, and forward + backward at the larger T).
