@@ -68,6 +68,10 @@ func SM80NMajorCases(prefix string) []GemmCase { return gemmCases(sm80NMajorCase
 // SM90MXCases returns the sm_90a engine's MXFP8 GEMMs (sm90MXCases).
 func SM90MXCases() []GemmCase { return gemmCases(sm90MXCases()) }
 
+// SM90MXWholeCases returns the MXFP8 GEMMs of one wgmma per 32-wide block
+// (sm90MXWholeCases).
+func SM90MXWholeCases() []GemmCase { return gemmCases(sm90MXWholeCases()) }
+
 // SM90MXExpandCases returns the same GEMMs run by expansion
 // (sm90MXExpandCases).
 func SM90MXExpandCases() []GemmCase { return gemmCases(sm90MXExpandCases()) }

@@ -258,6 +258,15 @@ func sm90MXCases() []sm90GemmCase {
 	}
 }
 
+// sm90MXWholeCases are MXFP8 GEMMs whose B tile does not halve into whole
+// 16-row groups (72 rows), so the K loop issues one wgmma per 32-wide block
+// (WGMMAMainloopMX.asmWhole), with an odd number of scale codes per row
+// (K = 160: rows' codes not 4-byte aligned, a K tail of 32).
+func sm90MXWholeCases() []sm90GemmCase {
+	return []sm90GemmCase{{GemmSpec{Name: "mx_store72", N: 144, K: 160, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true,
+		Tile: Tile{BM: 64, BN: 72, BK: 128, Stages: 2, Warps: 4}}, []int{70, 3}}}
+}
+
 // sm90MXExpandCases are sm90MXCases run by expansion (GemmSpec.MXExpand):
 // the same GEMMs, names suffixed "_expand" (each with two converter
 // warpgroups: BM = 64, or B tiles of at most 128 rows), and one only the
@@ -313,13 +322,23 @@ func TestSM90MXAssemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := sm90GemmModule(t, eng, sm90MXCases())
+	cases := append(sm90MXCases(), sm90MXWholeCases()...)
+	m, _ := sm90GemmModule(t, eng, cases)
 	text, err := mptx.Compile(m.IR, target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One wgmma per 32-wide block of the K block of 128, per kernel.
-	if n, want := strings.Count(text, "k32.f32.e4m3.e4m3"), 4*len(sm90MXCases()); n != want {
+	// Per kernel, one wgmma per 32-wide block of the K block of 128, or two
+	// (the B tile's halves, WGMMAMainloopMX.asmSplit) when the B tile is
+	// whole 16-row groups.
+	want := 0
+	for _, c := range cases {
+		want += 4
+		if c.spec.bTileRows()%16 == 0 {
+			want += 4
+		}
+	}
+	if n := strings.Count(text, "k32.f32.e4m3.e4m3"); n != want {
 		t.Errorf("%d e4m3 wgmma in the MX kernels, want %d", n, want)
 	}
 	toolchain.NeedPtxas(t, "sm_90a")

@@ -19,7 +19,9 @@ import (
 // skips the promotions (a warp-uniform branch after the wait; those rows
 // stay 0 and are never stored). On the H200 this changed nothing
 // measurable at T = 64 (docs/perf.md, mxfp8 v1): the whole warpgroup still
-// waits for each block's wgmma.
+// waits for each block's wgmma. With a B tile of whole 16-row groups the
+// block's wgmma is split in two column halves, one promoted while the
+// other runs (asmSplit, docs/perf.md mxfp8 v8).
 type WGMMAMainloopMX struct {
 	WGMMAMainloop // N, Stages, StageBytes, BOffset, OffA/OffB (per 32-wide block), DescHi; the rest unused
 	// ABlock and BBlock are the byte strides between two blocks' f32 scales
@@ -53,8 +55,106 @@ func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars
 	return outs[:na], outs[na], outs[na+1], nil
 }
 
-// asm is the PTX text of WGMMAMainloopMX.
+// asm is the PTX text of WGMMAMainloopMX: split (asmSplit) when the B
+// tile halves into wgmma N of whole 8-row groups, else one wgmma per block.
 func (ml WGMMAMainloopMX) asm() string {
+	if ml.N%16 == 0 {
+		return ml.asmSplit()
+	}
+	return ml.asmWhole()
+}
+
+// asmSplit is the K loop with each 32-wide block's wgmma split into the B
+// tile's two column halves (m64n(N/2)k32 each, into the halves of the
+// partial sums, one commit group each) and software-pipelined so that the
+// tensor cores work on one half while the warpgroup promotes the other:
+// issue half 0 of block 0; per block c: issue half 1, wait until one group
+// is pending (half 0 done), promote half 0, issue half 0 of block c+1 and
+// wait again (half 1 done; the stage's last block waits for both), promote
+// half 1. The B tile's rows N/2.. start N/2*128 bytes on (whole 8-row
+// swizzle groups, 1024 bytes each). A warp whose rows end within its first
+// 8 promotes only its threads' first rows (decode: most experts hold a few
+// rows). The same products and promotions as asmWhole in the same order
+// per stored accumulator, so the same bits.
+func (ml WGMMAMainloopMX) asmSplit() string {
+	na := ml.N / 2
+	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
+	stage, phase, kt, bars, smem, aOff, lead, aSc, bSc, live := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8), in(9)
+	parts := make([]string, na)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("mp%d", i)
+	}
+	L := loopStart([]string{".reg .pred P, Q, R, R8;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
+		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
+	L = append(L, "setp.le.s32 R, "+live+", 0;", "setp.le.s32 R8, "+live+", 8;")
+	L = append(L, loopHead("WGMX", kt, bars)...)
+	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
+	L = append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
+	half := na / 2 // partial sums per half: registers [h*half, (h+1)*half)
+	issue := func(c, h int) {
+		L = append(L,
+			fmt.Sprintf("add.s64 da, d0a, %d;", ml.OffA[c]),
+			fmt.Sprintf("add.s64 db, d0b, %d;", ml.OffB[c]+h*(ml.N/2)*8), // 8 descriptor units (128 bytes) per B row
+			"wgmma.fence.sync.aligned;",
+			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, da, db, 0, 1, 1;", ml.N/2, strings.Join(parts[h*half:(h+1)*half], ", ")),
+			"wgmma.commit_group.sync.aligned;")
+	}
+	// promote promotes half h of block c: the thread's first row (registers
+	// 4j+i, i < 2), then, unless the warp's rows end within its first 8
+	// (R8: the second row, 8 below, is past the work item's rows and never
+	// stored), its second row. Register 4j+i: row +8*(i/2), column 8j +
+	// 2*(lane%4) + i%2.
+	promote := func(c, h int) {
+		L = append(L, fmt.Sprintf("@R bra.uni WGMX_P%d_%d;", c, h))
+		if h == 0 {
+			L = append(L,
+				fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", c*ml.ABlock),
+				fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", c*ml.ABlock+32))
+		}
+		for row := 0; row < 2; row++ {
+			if row == 1 {
+				L = append(L, fmt.Sprintf("@R8 bra.uni WGMX_P%d_%d;", c, h))
+			}
+			for j := h * ml.N / 16; j < (h+1)*ml.N/16; j++ {
+				L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
+				for i := 2 * row; i < 2*row+2; i++ {
+					r := 4*j + i
+					sbv, sav := []string{"sb0", "sb1"}[i%2], []string{"sa0", "sa1"}[i/2]
+					L = append(L,
+						fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sbv),
+						fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sav, r))
+				}
+			}
+		}
+		L = append(L, fmt.Sprintf("WGMX_P%d_%d:", c, h))
+	}
+	nb := len(ml.OffA)
+	issue(0, 0)
+	for c := 0; c < nb; c++ {
+		issue(c, 1)
+		L = append(L, "wgmma.wait_group.sync.aligned 1;")
+		promote(c, 0)
+		if c+1 < nb {
+			issue(c+1, 0)
+			L = append(L, "wgmma.wait_group.sync.aligned 1;")
+		} else {
+			L = append(L, "wgmma.wait_group.sync.aligned 0;")
+		}
+		promote(c, 1)
+	}
+	L = append(L,
+		"setp.ne.b32 Q, "+lead+", 0;",
+		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", bars),
+		fmt.Sprintf("add.s32 bar, bar, %d;", 8*ml.Stages),
+		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];")
+	L = append(L, loopAdvance("WGMX", ml.Stages)...)
+	L = append(L, "WGMX_DONE:")
+	return asmLines(append(L, loopEnd(na)...)...)
+}
+
+// asmWhole is the K loop with one wgmma per 32-wide block, waited for at
+// once.
+func (ml WGMMAMainloopMX) asmWhole() string {
 	na := ml.N / 2
 	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
 	stage, phase, kt, bars, smem, aOff, lead, aSc, bSc, live := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8), in(9)
