@@ -254,7 +254,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		spec = l.bf // the consumers' and the epilogue's GEMM
 	}
 	k := sm90Block{tmaBlock: tmaBlock{spec: spec}, tid: b.ThreadIdx(ir.X)}
-	wg := b.LShr(k.tid, ir.Int32(7))
+	wg := b.WarpUniform(b.LShr(k.tid, ir.Int32(7)))
 	k.base = b.SharedBase1024()
 	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}
 	var fullCount int

@@ -130,6 +130,17 @@ func (b *Builder) SM90Desc(addr value.Value, hi uint64) value.Value {
 	return b.Or(lo, ir.Int64(int64(hi)))
 }
 
+// WarpUniform returns x as lane 0 of the warp has it (shfl.sync.idx), for
+// an x every lane of the warp holds (a warpgroup index): ptxas then knows
+// code under a branch on it is not a divergent path. In one, ptxas
+// serializes a wgmma pipeline whose registers are read while another
+// wgmma is in flight (info C7518, "wgmma.mma_async instructions are
+// serialized due to program dependence on compiler-inserted WG.DP in
+// divergent path"), as the MXFP8 K loop does (WGMMAMainloopMX.asmSplit).
+func (b *Builder) WarpUniform(x value.Value) value.Value {
+	return b.AsmCallNoMemory("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r", ir.I32, x)
+}
+
 // CpAsync16 copies 16 bytes from global address src (i64) to shared
 // address dst (i32, or i64) with cp.async.cg (L2 only), reading srcBytes (i32, 16
 // or 0) bytes and zero-filling the rest (PTX ISA "cp.async": src-size).

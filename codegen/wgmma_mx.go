@@ -72,21 +72,19 @@ func (ml WGMMAMainloopMX) asm() string {
 // is pending (half 0 done), promote half 0, issue half 0 of block c+1 and
 // wait again (half 1 done; the stage's last block waits for both), promote
 // half 1. The B tile's rows N/2.. start N/2*128 bytes on (whole 8-row
-// swizzle groups, 1024 bytes each). A warp whose rows end within its first
-// 8 promotes only its threads' first rows (decode: most experts hold a few
-// rows). The same products and promotions as asmWhole in the same order
-// per stored accumulator, so the same bits.
+// swizzle groups, 1024 bytes each). Every warp promotes, rows or not (see
+// promote). The same products and promotions as asmWhole in the same
+// order per stored accumulator, so the same bits.
 func (ml WGMMAMainloopMX) asmSplit() string {
 	na := ml.N / 2
 	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
-	stage, phase, kt, bars, smem, aOff, lead, aSc, bSc, live := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8), in(9)
+	stage, phase, kt, bars, smem, aOff, lead, aSc, bSc := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8) // live (in(9)) unused
 	parts := make([]string, na)
 	for i := range parts {
 		parts[i] = fmt.Sprintf("mp%d", i)
 	}
-	L := loopStart([]string{".reg .pred P, Q, R, R8;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
+	L := loopStart([]string{".reg .pred P, Q;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
 		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
-	L = append(L, "setp.le.s32 R, "+live+", 0;", "setp.le.s32 R8, "+live+", 8;")
 	L = append(L, loopHead("WGMX", kt, bars)...)
 	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
 	L = append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
@@ -99,34 +97,28 @@ func (ml WGMMAMainloopMX) asmSplit() string {
 			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, da, db, 0, 1, 1;", ml.N/2, strings.Join(parts[h*half:(h+1)*half], ", ")),
 			"wgmma.commit_group.sync.aligned;")
 	}
-	// promote promotes half h of block c: the thread's first row (registers
-	// 4j+i, i < 2), then, unless the warp's rows end within its first 8
-	// (R8: the second row, 8 below, is past the work item's rows and never
-	// stored), its second row. Register 4j+i: row +8*(i/2), column 8j +
+	// promote promotes half h of block c, in every warp: no branch may
+	// lie between a wgmma and its wait (ptxas serializes the wgmma
+	// pipeline around divergent paths, C7518), and a warp without rows
+	// costs the warps with rows nothing (each warp of a warpgroup issues
+	// on its own sub-partition). Register 4j+i: row +8*(i/2), column 8j +
 	// 2*(lane%4) + i%2.
 	promote := func(c, h int) {
-		L = append(L, fmt.Sprintf("@R bra.uni WGMX_P%d_%d;", c, h))
 		if h == 0 {
 			L = append(L,
 				fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", c*ml.ABlock),
 				fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", c*ml.ABlock+32))
 		}
-		for row := 0; row < 2; row++ {
-			if row == 1 {
-				L = append(L, fmt.Sprintf("@R8 bra.uni WGMX_P%d_%d;", c, h))
-			}
-			for j := h * ml.N / 16; j < (h+1)*ml.N/16; j++ {
-				L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
-				for i := 2 * row; i < 2*row+2; i++ {
-					r := 4*j + i
-					sbv, sav := []string{"sb0", "sb1"}[i%2], []string{"sa0", "sa1"}[i/2]
-					L = append(L,
-						fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sbv),
-						fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sav, r))
-				}
+		for j := h * ml.N / 16; j < (h+1)*ml.N/16; j++ {
+			L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
+			for i := 0; i < 4; i++ {
+				r := 4*j + i
+				sbv, sav := []string{"sb0", "sb1"}[i%2], []string{"sa0", "sa1"}[i/2]
+				L = append(L,
+					fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sbv),
+					fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sav, r))
 			}
 		}
-		L = append(L, fmt.Sprintf("WGMX_P%d_%d:", c, h))
 	}
 	nb := len(ml.OffA)
 	issue(0, 0)

@@ -176,7 +176,7 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	}
 	ring := c.Stages * p.StageBytes
 	if c.CodeSlots > 0 {
-		if !c.Scales || c.CodeSlots < 0 {
+		if !c.Scales {
 			return nil, fmt.Errorf("layouts: %d scale code slots without MXFP8 scales", c.CodeSlots)
 		}
 		p.CodeOffset, p.CodeSlotBytes = ring, 8*CodeRows(c.Target, c.M, c.BRows)

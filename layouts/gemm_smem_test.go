@@ -146,3 +146,30 @@ func TestPlanGemmSmemE4M3Staging(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanGemmSmemCodeSlots: the producer's code slots follow the stages
+// (before the barriers), 8 bytes per A row and per B row rounded up to 32
+// rows (128 on sm_100a); slots without scales are refused.
+func TestPlanGemmSmemCodeSlots(t *testing.T) {
+	for _, tc := range []struct {
+		t        target.Target
+		bRows    int
+		slotRows int
+	}{{target.SM90a, 72, 128 + 96}, {target.SM90a, 128, 256}, {target.SM100a, 192, 128 + 256}} {
+		c := GemmConfig{Target: tc.t, DType: DTypeE4M3, Scales: true, M: 128, BRows: tc.bRows, K: 128, Stages: 4, CodeSlots: 3}
+		p, err := PlanGemmSmem(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.CodeOffset != 4*p.StageBytes || p.CodeSlotBytes != 8*tc.slotRows || p.BarrierOffset != p.CodeOffset+3*p.CodeSlotBytes {
+			t.Errorf("%v B %d: codes at %d, %d bytes a slot, barriers at %d; want %d, %d, %d", tc.t, tc.bRows,
+				p.CodeOffset, p.CodeSlotBytes, p.BarrierOffset, 4*p.StageBytes, 8*tc.slotRows, 4*p.StageBytes+3*8*tc.slotRows)
+		}
+		if got := CodeRows(tc.t, 128, tc.bRows); got != tc.slotRows {
+			t.Errorf("CodeRows(%v, 128, %d) = %d, want %d", tc.t, tc.bRows, got, tc.slotRows)
+		}
+	}
+	if _, err := PlanGemmSmem(GemmConfig{Target: target.SM90a, DType: DTypeBF16, M: 128, BRows: 128, K: 64, Stages: 4, CodeSlots: 2}); err == nil {
+		t.Error("code slots without scales: no error")
+	}
+}

@@ -34,7 +34,7 @@
 #   mxstages  mxfp8 promote with 4, 5 and 6 stages: checked at 6, timed beside bf16 at T = 64 and 4096
 #   mxcodes  the promote GEMM with the scale codes copied ahead by cp.async (docs/perf.md, mxfp8 v7): the MX
 #          GEMM and rows tests, mokc run --precision mxfp8 forward (four presets) and backward (two), memcheck,
-#          then bench beside bf16 and, with OLD_MOKC=path, the previous binary's promote at T = 64 and 4096
+#          then bench beside bf16 and, with OLD_MOKC=path, the previous binary's bf16 and promote at T = 64 and 4096
 #   sanitize  compute-sanitizer memcheck and racecheck of run --backward at T = 64 (qwen3-30b-a3b, gpt-oss-120b)
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
@@ -234,6 +234,7 @@ for phase in $phases; do
 				step "bench $m T=$T bf16" 90 "$OUT/bench-mxcodes.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxcodes.jsonl\""
 				step "bench $m T=$T mxfp8" 90 "$OUT/bench-mxcodes.log" bash -c "\"$mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxcodes.jsonl\""
 				if [ -n "${OLD_MOKC:-}" ]; then
+					step "bench $m T=$T bf16 (OLD_MOKC)" 90 "$OUT/bench-mxcodes.log" bash -c "\"$OLD_MOKC\" bench --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxcodes-old.jsonl\""
 					step "bench $m T=$T mxfp8 (OLD_MOKC)" 90 "$OUT/bench-mxcodes.log" bash -c "\"$OLD_MOKC\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxcodes-old.jsonl\""
 				fi
 			done

@@ -82,7 +82,10 @@ func LLC() (string, error) {
 }
 
 // Assemble runs ptxas on ptxText for target and returns ptxas's log in the
-// error when it refuses the input. The cubin is discarded.
+// error when it refuses the input, or when it reports a serialized wgmma
+// pipeline (serializedWGMMA: a kernel whose wgmma.mma_async ptxas had to
+// wait for one by one is a defect of the kernel, not a note to read past).
+// The cubin is discarded.
 func Assemble(ptxText, target string) error {
 	ptxas, err := Ptxas(target)
 	if err != nil {
@@ -103,7 +106,21 @@ func Assemble(ptxText, target string) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("ptxas -arch=%s: %v\n%s", target, err, out.String())
 	}
+	if serializedWGMMA(out.String()) {
+		return fmt.Errorf("ptxas -arch=%s serialized a wgmma pipeline:\n%s", target, out.String())
+	}
 	return nil
+}
+
+// serializedWGMMA reports whether a ptxas log says it serialized wgmma
+// instructions (C7518: "wgmma.mma_async instructions are serialized due to
+// program dependence on compiler-inserted WG.DP in divergent path"). Not
+// C7517 ("warpgroup.wait is injected ... to allow use of registers defined
+// by GMMA"): ptxas 12.5 reports it for registers read after
+// wgmma.wait_group 1 whose group has completed, which ptxas 12.9 accepts
+// as written.
+func serializedWGMMA(log string) bool {
+	return strings.Contains(log, "(C7518)")
 }
 
 // CompileLLC compiles LLVM IR text (LLVM 19 syntax, see ir.LLVM19Text) to
