@@ -268,7 +268,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
 		}
 		if l.expand {
-			l.e4m3Ring(b, &k).initBars(b, 1, l.nConv()) // the TMA thread's arrive.expect_tx; every converter thread
+			l.e4m3Ring(b, &k).initBars(b, 1+32, l.nConv()) // the TMA thread's arrive.expect_tx and warp 0's code copies; every converter thread
 		}
 	}, k.tmA, k.tmB)
 	b.SyncThreads()

@@ -24,7 +24,8 @@ import (
 //
 //   - Producer warp 0: its first lane loads the e4m3 tiles with TMA
 //     (boxes of 64 bytes along K, the B boxes by the gate/up layout as
-//     the bf16 producer's), up to the ring's depth ahead of the widening.
+//     the bf16 producer's) and its lanes copy the rows' UE8M0 codes by
+//     cp.async, up to the ring's depth ahead of the widening.
 //   - The converters (sm90Layout.nConv): the producer's warps 1-3 and,
 //     when the registers allow it without setmaxnreg (BM = 64, or B tiles
 //     of at most 192 rows at 512 threads), warpgroup 1 as well; the
@@ -36,9 +37,11 @@ import (
 //     on the e4m3 stage's empty barrier, fences the async proxy
 //     (generic-proxy stores read by wgmma) and arrives on the bf16 stage's
 //     full barrier (nConv arrivals each). A chunk's UE8M0 code per K block
-//     comes from global memory one K block ahead, the next work item's
-//     first with the current item's last (workList.eachAhead); 127 (1.0)
-//     past K and for rows that are not live.
+//     comes from the stage (warp 0 copies the rows' codes there with the
+//     tiles, expandCodeCopy); 127 (1.0) past K and for rows that are not
+//     live. No converter loads from global memory: an mbarrier arrive has
+//     release semantics and would wait for such a load, one global round
+//     trip per K block (docs/perf.md, mxfp8 v7).
 //
 // The widening (widenE4M3): an e4m3 byte S.EEEE.MMM becomes the bf16 bits
 // S.0000EEEE.MMM0000, whose value is the e4m3 value times 2^-120 for
@@ -88,20 +91,28 @@ func (l sm90Layout) expandProducer(b *Builder, k *sm90Block, mx GemmSpec) error 
 	return err
 }
 
-// expandTMA is warp 0 of an MXExpand kernel's producer: its first thread
-// fills the e4m3 tiles of every work item's K blocks (full[s] expects its
-// arrive.expect_tx and (BM+NB)*64 bytes).
+// expandTMA is warp 0 of an MXExpand kernel's producer: for every work
+// item's K blocks, once the stage's e4m3 tiles are free, its first lane
+// loads them with TMA (full[s] expects its arrive.expect_tx and
+// (BM+NB)*64 bytes) and every lane copies the UE8M0 codes of its rows
+// (lane, lane+32, ...) into the stage by cp.async (expandCodeCopy) and
+// arrives on full[s] once they have landed (cp.async.mbarrier.arrive:
+// 32 arrivals more). The codes thus travel up to the ring's depth ahead
+// of the widening, as the tiles do, and no thread waits for a global
+// load before an mbarrier arrive.
 func (l sm90Layout) expandTMA(b *Builder, k *sm90Block, mx GemmSpec) error {
 	ring := l.e4m3Ring(b, k)
+	lead := b.ICmp(enum.IPredEQ, k.tid, ir.Int32(0))
 	var err error
-	b.If(b.ICmp(enum.IPredEQ, k.tid, ir.Int32(0)), func() {
-		k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
-			return b.Loop(ir.Int32(0), ir.Int32(int64(l.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
-				stage, phase := v[0], v[1]
-				b.MbarWait(ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
-				fb := ring.full(b, stage)
+	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+		return b.Loop(ir.Int32(0), ir.Int32(int64(l.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
+			stage, phase := v[0], v[1]
+			b.MbarWait(ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+			fb := ring.full(b, stage)
+			st := b.Add(k.base, b.MulI(stage, int64(l.stageBytes)))
+			b.If(lead, func() {
 				b.MbarArriveExpectTx(fb, (l.BM+l.NB)*64)
-				sa := b.Add(k.base, b.AddI(b.MulI(stage, int64(l.stageBytes)), int64(l.smem.E4M3Offset)))
+				sa := b.AddI(st, int64(l.smem.E4M3Offset))
 				sb := b.AddI(sa, int64(l.BM*64))
 				k0 := b.MulI(kt, 64)
 				err = joinErr(err, b.TMALoad(k.tmA, sa, fb, k0, w.row0))
@@ -114,12 +125,64 @@ func (l sm90Layout) expandTMA(b *Builder, k *sm90Block, mx GemmSpec) error {
 				default:
 					err = joinErr(err, b.TMALoad(k.tmB, sb, fb, k0, w.n0, w.e))
 				}
-				s2, p2 := ringNext(b, stage, phase, l.S)
-				return []value.Value{s2, p2}
 			})
+			l.expandCodeCopy(b, mx, w, kt, st, k.tid)
+			b.CpAsyncMbarArrive(fb)
+			s2, p2 := ringNext(b, stage, phase, l.S)
+			return []value.Value{s2, p2}
 		})
 	})
 	return err
+}
+
+// expandCodeCopy copies, by lane of the producer's warp 0, the UE8M0
+// codes of K block kt (64 wide: codes 2kt and 2kt+1) of its stage rows
+// x = lane, lane+32, ... under work item w into the stage at shared
+// address st (E4M3CodeOffset + 8x): the aligned 4-byte word holding the
+// row's first code of the block and, when the codes run past it, the next
+// one; rows that are not live read nothing (src-size 0, zero-filled).
+func (l sm90Layout) expandCodeCopy(b *Builder, mx GemmSpec, w gemmWork, kt, st, lane value.Value) {
+	nsf := int64(mx.K / 32)
+	R := l.BM + l.NB
+	for x0 := 0; x0 < R; x0 += 32 {
+		x := b.AddI(lane, int64(x0))
+		copyRow := func() {
+			isB := b.ICmp(enum.IPredSGE, x, ir.Int32(int64(l.BM)))
+			ptr, ok := l.expandRowScales(b, mx, w, isB, b.Select(isB, b.AddI(x, -int64(l.BM)), x))
+			addr := b.Add(b.PtrToInt(ptr), b.Wide(b.MulI(kt, 2)))
+			word := b.And(addr, ir.Int64(^3))
+			off := b.Trunc(b.And(addr, ir.Int64(3)), ir.I32)
+			n := b.Sub(ir.Int32(nsf), b.MulI(kt, 2)) // codes from the block's first on
+			n = b.Select(b.ICmp(enum.IPredSLT, n, ir.Int32(2)), n, ir.Int32(2))
+			more := b.And(ok, b.ICmp(enum.IPredSGT, b.Add(off, n), ir.Int32(4)))
+			dst := b.Add(b.AddI(st, int64(l.smem.E4M3CodeOffset)), b.MulI(x, 8))
+			b.cpAsync4(dst, word, b.Select(ok, ir.Int32(4), ir.Int32(0)))
+			b.cpAsync4(b.AddI(dst, 4), b.Select(more, b.AddI(word, 4), word), b.Select(more, ir.Int32(4), ir.Int32(0)))
+		}
+		if x0+32 > R {
+			b.If(b.ICmp(enum.IPredSLT, x, ir.Int32(int64(R))), copyRow)
+		} else {
+			copyRow()
+		}
+	}
+}
+
+// expandRowScales is the first UE8M0 code in global memory of a stage row
+// under work item w (isB: a B row, r its row in its tile; the gate/up row
+// map for B) and whether the row is live there (A: below the expert's end;
+// B: below BRows); a row that is not live gets row 0's address.
+func (l sm90Layout) expandRowScales(b *Builder, mx GemmSpec, w gemmWork, isB, r value.Value) (ptr, ok value.Value) {
+	nsf, brows := int64(mx.K/32), int64(mx.BRows())
+	gate := bTableLoad{tmaRing: l.tmaRing, N: mx.N, K: mx.K, BRows: mx.BRows()} // the gate/up row map
+	rb := gate.bRow(b, w.n0, r)
+	okB := b.ICmp(enum.IPredSLT, rb, ir.Int32(brows))
+	gB := b.Add(b.MulI(w.e, brows), b.Select(okB, rb, ir.Int32(0)))
+	ra := b.Add(w.row0, r)
+	okA := b.ICmp(enum.IPredSLT, ra, w.rowEnd)
+	gA := b.Select(okA, ra, ir.Int32(0))
+	pA := b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(gA), nsf))
+	pB := b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gB), nsf))
+	return b.Select(isB, pB, pA), b.Select(isB, okB, okA)
 }
 
 // expandUnit is one 16-byte e4m3 chunk of a stage a converter thread
@@ -137,8 +200,7 @@ type expandUnit struct {
 // tiles and store to eight different bank groups). See the top of this file.
 func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t value.Value) {
 	ring := l.e4m3Ring(b, k)
-	nsf, brows := int64(mx.K/32), int64(mx.BRows())
-	gate := bTableLoad{tmaRing: l.tmaRing, N: mx.N, K: mx.K, BRows: mx.BRows()} // the gate/up row map
+	nsf := int64(mx.K / 32)
 	U := 4 * (l.BM + l.NB)
 	var units []expandUnit
 	nConv := l.nConv()
@@ -153,72 +215,45 @@ func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t val
 		units = append(units, e)
 	}
 	// src is the first scale code in global memory of unit e's row under
-	// work item w, and whether the row is live there (A: below the
-	// expert's end; B: below BRows).
+	// work item w, and whether the row is live there.
 	src := func(w gemmWork, e expandUnit) (ptr, ok value.Value) {
-		rb := gate.bRow(b, w.n0, e.r)
-		okB := b.ICmp(enum.IPredSLT, rb, ir.Int32(brows))
-		gB := b.Add(b.MulI(w.e, brows), b.Select(okB, rb, ir.Int32(0)))
-		ra := b.Add(w.row0, e.r)
-		okA := b.ICmp(enum.IPredSLT, ra, w.rowEnd)
-		gA := b.Select(okA, ra, ir.Int32(0))
-		pA := b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(gA), nsf))
-		pB := b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gB), nsf))
-		ptr, ok = b.Select(e.isB, pB, pA), b.Select(e.isB, okB, okA)
+		ptr, ok = l.expandRowScales(b, mx, w, e.isB, e.r)
 		if e.inStage != nil {
 			ok = b.And(ok, e.inStage)
 		}
 		return ptr, ok
 	}
-	// code loads unit e's UE8M0 code of K block kt under w (block 2kt +
-	// c/2): 127 where the row is not live or the block lies past K.
-	code := func(w gemmWork, e expandUnit, kt value.Value) value.Value {
-		ptr, ok := src(w, e)
-		blk := b.Add(b.MulI(kt, 2), b.LShr(e.c, ir.Int32(1)))
-		in := b.And(ok, b.ICmp(enum.IPredSLT, blk, ir.Int32(nsf)))
-		p := b.Select(in, b.ByteOffset(ptr, b.Wide(blk)), ptr)
-		return b.Select(in, b.ZExt(b.LoadAt(ir.I8, p, 1), ir.I32), ir.Int32(127))
-	}
-	init := []value.Value{ir.Int32(0), ir.Int32(0)}
-	init = append(init, b.IfElseVals(b.ICmp(enum.IPredSLT, k.work.first, k.work.items), func() []value.Value {
-		w := k.work.decode(b, k.work.first)
-		var out []value.Value
-		for _, e := range units {
-			out = append(out, code(w, e, ir.Int32(0)))
-		}
-		return out
-	}, func() []value.Value {
-		out := make([]value.Value, len(units))
-		for i := range out {
-			out[i] = ir.Int32(127)
-		}
-		return out
-	})...)
-	k.work.eachAhead(b, init, func(w, next gemmWork, v []value.Value) []value.Value {
-		kTiles := ir.Int32(int64(l.kTiles))
-		return b.Loop(ir.Int32(0), kTiles, ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
-			stage, phase, cur := v[0], v[1], v[2:]
-			// The codes of the next K block: kt+1 of this item, or the
-			// next item's first.
-			nkt := b.AddI(kt, 1)
-			last := b.ICmp(enum.IPredEQ, nkt, kTiles)
-			wa := gemmWork{e: b.Select(last, next.e, w.e), row0: b.Select(last, next.row0, w.row0),
-				rowEnd: b.Select(last, next.rowEnd, w.rowEnd), n0: b.Select(last, next.n0, w.n0)}
-			kta := b.Select(last, ir.Int32(0), nkt)
-			var ahead, live []value.Value
+	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+		return b.Loop(ir.Int32(0), ir.Int32(int64(l.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
+			stage, phase := v[0], v[1]
+			sa := b.Add(k.base, b.MulI(stage, int64(l.stageBytes)))
+			b.MbarWait(ring.full(b, stage), phase)
+			// Unit e's code of block 2kt + c/2, from the stage's copy of
+			// its row's window (expandCodeCopy): 127 where the row is not
+			// live or the block lies past K.
+			var codes, live []value.Value
 			for _, e := range units {
-				ahead = append(ahead, code(wa, e, kta))
-				_, ok := src(w, e)
+				ptr, ok := src(w, e)
+				blk := b.Add(b.MulI(kt, 2), b.LShr(e.c, ir.Int32(1)))
+				// The window starts at the aligned word holding code 2kt.
+				off := b.And(b.Add(b.Trunc(b.PtrToInt(ptr), ir.I32), b.MulI(kt, 2)), ir.Int32(3))
+				off = b.Add(off, b.LShr(e.c, ir.Int32(1)))
+				x := e.x
+				if e.inStage != nil { // a unit past the stage reads row 0's window (and gets 127)
+					x = b.Select(e.inStage, x, ir.Int32(0))
+				}
+				at := b.Add(b.Add(b.AddI(sa, int64(l.smem.E4M3CodeOffset)), b.MulI(x, 8)), off)
+				in := b.And(ok, b.ICmp(enum.IPredSLT, blk, ir.Int32(nsf)))
+				codes = append(codes, b.Select(in, b.ZExt(b.LoadAt(ir.I8, sharedPtr(b, at), 1), ir.I32), ir.Int32(127)))
 				live = append(live, ok)
 			}
-			b.MbarWait(ring.full(b, stage), phase)
 			b.MbarWait(k.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
-			l.widenStage(b, b.Add(k.base, b.MulI(stage, int64(l.stageBytes))), units, live, cur)
+			l.widenStage(b, sa, units, live, codes)
 			b.MbarArrive(ring.empty(b, stage))
 			b.FenceProxyAsync()
 			b.MbarArrive(k.ring.full(b, stage))
 			s2, p2 := ringNext(b, stage, phase, l.S)
-			return append([]value.Value{s2, p2}, ahead...)
+			return []value.Value{s2, p2}
 		})
 	})
 }

@@ -126,8 +126,8 @@ func (p *GemmSmem) Describe() (string, error) {
 		fmt.Fprintf(&b, " + scales %d", p.ScaleBytes)
 	}
 	if p.E4M3Staging {
-		fmt.Fprintf(&b, " + e4m3 A %d at %d + e4m3 B %d (64-byte swizzled rows the expansion widens)",
-			p.M*64, p.E4M3Offset, p.BRows*64)
+		fmt.Fprintf(&b, " + e4m3 A %d at %d + e4m3 B %d (64-byte swizzled rows the expansion widens) + codes %d at %d",
+			p.M*64, p.E4M3Offset, p.BRows*64, (p.M+p.BRows)*8, p.E4M3CodeOffset)
 	}
 	fmt.Fprintf(&b, "\nring     [0, %d) from the base", p.Stages*p.StageBytes)
 	if p.AlignSlack > 0 {

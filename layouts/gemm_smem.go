@@ -41,8 +41,9 @@ type GemmConfig struct {
 	// E4M3Staging adds to each sm_90a stage of a bf16 ring (K = 64) the
 	// e4m3 tiles the MXFP8 expansion widens into it: A M x 64 bytes, then
 	// B BRows x 64 bytes, rows of 64 bytes with the 64-byte swizzle (one
-	// TMA box row each), after the bf16 tiles and rounded up to 1024
-	// bytes; and a second full/empty mbarrier pair per stage for them.
+	// TMA box row each), after the bf16 tiles, then 8 bytes of UE8M0
+	// codes per row (GemmSmem.E4M3CodeOffset), rounded up to 1024 bytes;
+	// and a second full/empty mbarrier pair per stage for them.
 	E4M3Staging bool
 	// CodeSlots adds, with Scales on sm_90a and sm_100a, a ring of that
 	// many slots after the stages where the producer's lanes stage the
@@ -62,7 +63,7 @@ type GemmConfig struct {
 // those kernels request AlignSlack = 1024 extra bytes.
 //
 //	sm_80:   Stages x [A: PaddedTile M x K][B: PaddedTile BRows x K (MN-major: K lines of BRows)]
-//	sm_90a:  slack, Stages x [A atoms][B atoms][scales][e4m3 A][e4m3 B], [CodeSlots x codes],
+//	sm_90a:  slack, Stages x [A atoms][B atoms][scales][e4m3 A][e4m3 B][e4m3 codes], [CodeSlots x codes],
 //	         [staging M x (2*StagingCols+16)],
 //	         full[Stages], empty[Stages] mbarriers (8 bytes each), [e4m3 full[Stages], empty[Stages]],
 //	         [staging full, empty]
@@ -90,6 +91,11 @@ type GemmSmem struct {
 	// e4m3 tiles' mbarriers, full[Stages] then empty[Stages], follow the
 	// ring's at BarrierOffset + 16*Stages.
 	E4M3Offset int
+	// E4M3CodeOffset is where, with E4M3Staging, a stage's UE8M0 codes of
+	// its e4m3 rows start inside the stage: 8 bytes per row (A's rows,
+	// then B's), the aligned window of the row's scales holding its two
+	// codes of the K block of 64.
+	E4M3CodeOffset int
 	// CodeOffset and CodeSlotBytes place the code slots of
 	// GemmConfig.CodeSlots: slot i at CodeOffset + i*CodeSlotBytes, row
 	// group g (rows 32g..32g+31, A's groups first, then B's) at 256*g +
@@ -171,7 +177,8 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 				c.Target, c.DType, c.K, c.Scales, c.BMajor, c.StagingCols)
 		}
 		p.E4M3Offset = p.StageBytes
-		p.StageBytes = (p.StageBytes + (c.M+c.BRows)*64 + 1023) &^ 1023
+		p.E4M3CodeOffset = p.E4M3Offset + (c.M+c.BRows)*64
+		p.StageBytes = (p.E4M3CodeOffset + (c.M+c.BRows)*8 + 1023) &^ 1023
 		bars *= 2
 	}
 	ring := c.Stages * p.StageBytes

@@ -116,8 +116,9 @@ func TestGateUpRows(t *testing.T) {
 	}
 }
 
-// TestPlanGemmSmemE4M3Staging: the expansion's e4m3 tiles follow the bf16
-// tiles in each stage, 1024-aligned, with a second barrier pair per stage;
+// TestPlanGemmSmemE4M3Staging: the expansion's e4m3 tiles and their rows'
+// codes follow the bf16 tiles in each stage, 1024-aligned, with a second
+// barrier pair per stage;
 // anything but an sm_90a K-major bf16 ring of K = 64 without a staged
 // epilogue is refused.
 func TestPlanGemmSmemE4M3Staging(t *testing.T) {
@@ -127,8 +128,9 @@ func TestPlanGemmSmemE4M3Staging(t *testing.T) {
 		t.Fatal(err)
 	}
 	bf := (128 + 192) * 128
-	if p.E4M3Offset != bf || p.StageBytes != bf+(128+192)*64 || p.StageBytes%1024 != 0 {
-		t.Errorf("stage %d bytes, e4m3 at %d: want %d, %d", p.StageBytes, p.E4M3Offset, bf+(128+192)*64, bf)
+	codes := bf + (128+192)*64 // 8 bytes of codes per row follow the e4m3 tiles
+	if want := (codes + (128+192)*8 + 1023) &^ 1023; p.E4M3Offset != bf || p.E4M3CodeOffset != codes || p.StageBytes != want {
+		t.Errorf("stage %d bytes, e4m3 at %d, codes at %d: want %d, %d, %d", p.StageBytes, p.E4M3Offset, p.E4M3CodeOffset, want, bf, codes)
 	}
 	if want := 1024 + 3*p.StageBytes + 32*3; p.Required != want || p.BarrierOffset != 3*p.StageBytes {
 		t.Errorf("required %d (barriers at %d), want %d", p.Required, p.BarrierOffset, want)
