@@ -105,20 +105,9 @@ func (ml WGMMAMainloopMX) asmSplit() string {
 	// 2*(lane%4) + i%2.
 	promote := func(c, h int) {
 		if h == 0 {
-			L = append(L,
-				fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", c*ml.ABlock),
-				fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", c*ml.ABlock+32))
+			L = append(L, ml.aScales(c)...)
 		}
-		for j := h * ml.N / 16; j < (h+1)*ml.N/16; j++ {
-			L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
-			for i := 0; i < 4; i++ {
-				r := 4*j + i
-				sbv, sav := []string{"sb0", "sb1"}[i%2], []string{"sa0", "sa1"}[i/2]
-				L = append(L,
-					fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sbv),
-					fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sav, r))
-			}
-		}
+		L = append(L, ml.promoteCols(c, h*ml.N/16, (h+1)*ml.N/16)...)
 	}
 	nb := len(ml.OffA)
 	issue(0, 0)
@@ -134,13 +123,7 @@ func (ml WGMMAMainloopMX) asmSplit() string {
 		}
 		promote(c, 1)
 	}
-	L = append(L,
-		"setp.ne.b32 Q, "+lead+", 0;",
-		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", bars),
-		fmt.Sprintf("add.s32 bar, bar, %d;", 8*ml.Stages),
-		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];")
-	L = append(L, loopAdvance("WGMX", ml.Stages)...)
-	L = append(L, "WGMX_DONE:")
+	L = append(L, ml.release(lead, bars)...)
 	return asmLines(append(L, loopEnd(na)...)...)
 }
 
@@ -169,28 +152,51 @@ func (ml WGMMAMainloopMX) asmWhole() string {
 			"wgmma.commit_group.sync.aligned;",
 			"wgmma.wait_group.sync.aligned 0;",
 			fmt.Sprintf("@R bra.uni WGMX_P%d;", c),
-			fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", c*ml.ABlock),
-			fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", c*ml.ABlock+32),
 		)
-		// Register 4j+i: row +8*(i/2), column 8j + 2*(lane%4) + i%2.
-		for j := 0; j < ml.N/8; j++ {
-			L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
-			for i := 0; i < 4; i++ {
-				r := 4*j + i
-				sbv, sav := []string{"sb0", "sb1"}[i%2], []string{"sa0", "sa1"}[i/2]
-				L = append(L,
-					fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sbv),
-					fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sav, r))
-			}
-		}
+		L = append(L, ml.aScales(c)...)
+		L = append(L, ml.promoteCols(c, 0, ml.N/8)...)
 		L = append(L, fmt.Sprintf("WGMX_P%d:", c))
 	}
-	L = append(L,
-		"setp.ne.b32 Q, "+lead+", 0;",
+	L = append(L, ml.release(lead, bars)...)
+	return asmLines(append(L, loopEnd(na)...)...)
+}
+
+// aScales is the PTX loading the thread's two rows' A scales (sa0, sa1) of
+// 32-wide block c.
+func (ml WGMMAMainloopMX) aScales(c int) []string {
+	return []string{
+		fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", c*ml.ABlock),
+		fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", c*ml.ABlock+32),
+	}
+}
+
+// promoteCols is the PTX promoting the partial sums of 8-column groups
+// j0..j1-1 of block c into the accumulators: acc += (partial * X_b[col])
+// * X_a[row]. Register 4j+i: row +8*(i/2), column 8j + 2*(lane%4) + i%2.
+func (ml WGMMAMainloopMX) promoteCols(c, j0, j1 int) []string {
+	var L []string
+	for j := j0; j < j1; j++ {
+		L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
+		for i := 0; i < 4; i++ {
+			r := 4*j + i
+			sbv, sav := []string{"sb0", "sb1"}[i%2], []string{"sa0", "sa1"}[i/2]
+			L = append(L,
+				fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sbv),
+				fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sav, r))
+		}
+	}
+	return L
+}
+
+// release is the PTX ending a stage of the K loop: lane 0 of each warp
+// (lead != 0) arrives on empty[s], the ring advances, back to the loop.
+func (ml WGMMAMainloopMX) release(lead, bars string) []string {
+	L := []string{
+		"setp.ne.b32 Q, " + lead + ", 0;",
 		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", bars),
 		fmt.Sprintf("add.s32 bar, bar, %d;", 8*ml.Stages),
-		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];")
+		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];",
+	}
 	L = append(L, loopAdvance("WGMX", ml.Stages)...)
-	L = append(L, "WGMX_DONE:")
-	return asmLines(append(L, loopEnd(na)...)...)
+	return append(L, "WGMX_DONE:")
 }
