@@ -27,9 +27,11 @@ import (
 // sequence, so the ring's stage and phase simply continue from item to item.
 //
 // Shared memory (layouts.PlanGemmSmem; dynamic, realigned to 1024 bytes): the
-// ring of tmaRing, [the staging tile], then Stages full and Stages empty
-// mbarriers [and staging full, empty]. full[s] expects one arrival (the
-// producer's arrive.expect_tx) plus the transaction bytes of the stage;
+// ring of tmaRing, [MXFP8: the producer's code slots], [the staging tile],
+// then Stages full and Stages empty mbarriers [and staging full, empty].
+// full[s] expects one arrival (the producer's arrive.expect_tx; MXFP8: 32
+// more, the producer lanes' after their scale stores) plus the transaction
+// bytes of the stage;
 // empty[s] expects one arrival per consumer warp (lane 0, after
 // wgmma.wait_group shows the warp's reads of the stage are done).
 //
@@ -198,9 +200,10 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 // (pinned with .maxnreg, as setmaxnreg requires); the producer warpgroup
 // drops to prodRegs (40; 48 with the staged epilogue's store warps; 72 when
 // it copies B itself: with 64, ptxas spilled in the GPT-OSS 128x128
-// pointer-table case; 80 when it loads the MXFP8 scale codes one K block
-// ahead: with 72 ptxas spilled 4 bytes in qwen3-30b-a3b's FC1, with 80 it
-// spills 4 bytes in gpt-oss-120b's; expandProdRegs when it widens MXFP8
+// pointer-table case; 80 for the MXFP8 scale codes, chosen when they were
+// loaded into registers one K block ahead (with 72 ptxas spilled 4 bytes in
+// qwen3-30b-a3b's FC1) and kept since the lanes copy them by cp.async
+// (gpt-oss-120b's FC1 still spills 4 bytes); expandProdRegs when it widens MXFP8
 // operands itself) and the consumers take what it frees: setmaxnreg.inc
 // blocks until the registers are in the pool, so the consumers' target
 // must not exceed launchRegs + freed/(128*WG).
@@ -213,7 +216,7 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	case l.expand:
 		l.prodRegs = expandProdRegs
 	case s.MX:
-		l.prodRegs = 80 // the MXFP8 scale codes of the next K block, loaded ahead (72 spilled)
+		l.prodRegs = 80 // the MXFP8 scale-code windows and their decoding (see above)
 	case s.B == BTable:
 		l.prodRegs = 72 // address arithmetic of the cp.async copies of B
 	case l.smem.Staged:

@@ -219,23 +219,38 @@ func TestGridPerSM(t *testing.T) {
 
 // schedule.SharedMemoryBytes, which Validate and `mokc inspect` use, is
 // what the engines allocate: for every preset, target and weight storage,
-// the routed GEMM kernels' dynamic shared memory equals it.
+// and for mxfp8 (grouped; sm_90a and sm_100a with promote, sm_90a with the
+// expansion), the routed GEMM kernels' dynamic shared memory equals it.
 func TestSharedMemoryMatchesSchedule(t *testing.T) {
+	type form struct {
+		storage schedule.WeightStorage
+		mx      bool
+		gemm    schedule.MXGemmKind
+	}
+	forms := []form{{storage: schedule.GroupedWeights}, {storage: schedule.PerExpertWeights},
+		{schedule.GroupedWeights, true, schedule.MXGemmPromote}, {schedule.GroupedWeights, true, schedule.MXGemmExpand}}
 	for _, name := range schedule.Presets() {
-		for _, storage := range []schedule.WeightStorage{schedule.GroupedWeights, schedule.PerExpertWeights} {
+		for _, f := range forms {
 			l, err := schedule.Preset(name)
 			if err != nil {
 				t.Fatal(err)
 			}
-			l.Storage = storage
-			for _, target := range target.All() {
-				s, err := schedule.DefaultSchedule(l, target)
+			l.Storage = f.storage
+			if f.mx {
+				l.Precision = schedule.MXFP8
+			}
+			for _, tg := range target.All() {
+				if f.mx && (tg == target.SM80 || (f.gemm == schedule.MXGemmExpand && tg != target.SM90a)) {
+					continue
+				}
+				s, err := schedule.DefaultSchedule(l, tg)
 				if err != nil {
 					t.Fatal(err)
 				}
+				s.MXGemm = f.gemm
 				p, err := Build(l, s)
 				if err != nil {
-					t.Fatalf("%s %v %v: %v", name, storage, target, err)
+					t.Fatalf("%s %+v %v: %v", name, f, tg, err)
 				}
 				vs, _ := s.VariantSchedule()
 				want := map[string]int{
@@ -246,7 +261,7 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 				}
 				for _, k := range p.Kernels {
 					if w, ok := want[k.Name]; ok && k.SharedBytes != w {
-						t.Errorf("%s %v %v: kernel %s allocates %d bytes of shared memory, schedule says %d", name, storage, target, k.Name, k.SharedBytes, w)
+						t.Errorf("%s %+v %v: kernel %s allocates %d bytes of shared memory, schedule says %d", name, f, tg, k.Name, k.SharedBytes, w)
 					}
 				}
 			}

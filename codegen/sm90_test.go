@@ -258,8 +258,8 @@ func sm90MXCases() []sm90GemmCase {
 	}
 }
 
-// sm90MXWholeCases are MXFP8 GEMMs whose B tile does not halve into whole
-// 16-row groups (72 rows), so the K loop issues one wgmma per 32-wide block
+// sm90MXWholeCases are MXFP8 GEMMs whose B tile is not a multiple of 16
+// rows (72), so the K loop issues one wgmma per 32-wide block
 // (WGMMAMainloopMX.asmWhole), with an odd number of scale codes per row
 // (K = 160: rows' codes not 4-byte aligned, a K tail of 32).
 func sm90MXWholeCases() []sm90GemmCase {
@@ -344,6 +344,22 @@ func TestSM90MXAssemble(t *testing.T) {
 	toolchain.NeedPtxas(t, "sm_90a")
 	if err := toolchain.Assemble(text, "sm_90a"); err != nil {
 		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+	}
+	// The split loop reads one half's partial sums while the other half's
+	// wgmma is in flight: ptxas 12.9 (the sm_100a toolchain's) takes that as
+	// written; a warpgroup wait it injected (C7517) would undo the overlap.
+	// (ptxas 12.5 injects one after every wgmma.wait_group 1.)
+	toolchain.NeedPtxas(t, "sm_100a")
+	newest, err := toolchain.Ptxas("sm_100a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	log, err := toolchain.AssembleLog(newest, text, "sm_90a")
+	if err != nil {
+		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+	}
+	if strings.Contains(log, "(C7517)") || strings.Contains(log, "serialized") {
+		t.Errorf("ptxas %s serialized the MX K loop:\n%s", newest, log)
 	}
 	c := sm90MXCases()[0].spec
 	for name, mod := range map[string]func(s *GemmSpec){

@@ -52,7 +52,8 @@ func newProducer(r tmaRing, spec GemmSpec, threads int, base value.Value, ring m
 }
 
 // emit emits the producer loop for the calling thread (tid in
-// 0..threads-1). Without BTable only tid 0 works; the other threads return.
+// 0..threads-1). With BTable every thread works, with MX the first 32
+// (the scale codes), else only tid 0; the other threads return.
 func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	var err error
 	table, mx := p.spec.B == BTable, p.spec.MX
@@ -244,18 +245,6 @@ func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt, 
 	}
 	return codes
 }
-
-// mxCodesAhead is how many K blocks ahead of the stage it fills the
-// producer copies the scale codes (layouts.GemmConfig.CodeSlots), across
-// work items: 4 (a global round trip under a saturated HBM is 1-2 us, one
-// K block's weights stream in about 0.5 us), at most the K loop's length
-// kTiles (the producer looks one work item ahead). The producer's arrive
-// on a stage's full barrier has release semantics and waits for the
-// thread's earlier loads: with the codes loaded into registers one K block
-// ahead, every stage cost one global round trip, which set the decode
-// GEMM's pace on the H200 (docs/perf.md, mxfp8 v7); cp.async copies are
-// not among the loads a release waits for.
-func mxCodesAhead(kTiles int) int { return max(1, min(4, kTiles)) }
 
 // sfTiles reports whether the stage's scales are UE8M0 bytes in
 // scale-factor tiles for tcgen05.cp (sm_100a) rather than f32 values read

@@ -73,9 +73,16 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 		dt = layouts.DTypeE4M3
 	}
 	r.kTiles = (s.K + r.BK - 1) / r.BK
+	// MX: the producer copies the scale codes that many K blocks ahead by
+	// cp.async (gemmProducer.mxCodeCopy). Its arrive on a stage's full
+	// barrier has release semantics and waits for the thread's earlier
+	// loads: with the codes loaded into registers one K block ahead, every
+	// stage cost one global round trip, which set the decode GEMM's pace
+	// on the H200 (docs/perf.md, mxfp8 v7); cp.async copies are not among
+	// the loads a release waits for.
 	codeSlots := 0
 	if s.MX {
-		codeSlots = mxCodesAhead(r.kTiles)
+		codeSlots = layouts.MXCodeSlots(r.kTiles)
 	}
 	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: dt, Scales: s.MX,
 		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor,

@@ -9,19 +9,18 @@ import (
 )
 
 // WGMMAMainloopMX describes the consumer K loop of an MXFP8 sm_90a GEMM
-// work item (docs/mxfp8.md): per 32-wide block of K one
-// wgmma.mma_async m64nNk32.f32.e4m3.e4m3 into partial accumulators (scale-d
-// = 0), waited for at once, then promoted into the f32 accumulators with
-// the block's scales: acc += (partial * X_b[col]) * X_a[row], both scales
-// powers of two, so each promotion rounds once. Emitted as one inline-PTX
-// statement by (*Builder).WGMMAMainloopMX (the partials are registers of
-// the statement). A warp whose 16 rows all lie past the work item's rows
-// skips the promotions (a warp-uniform branch after the wait; those rows
-// stay 0 and are never stored). On the H200 this changed nothing
-// measurable at T = 64 (docs/perf.md, mxfp8 v1): the whole warpgroup still
-// waits for each block's wgmma. With a B tile of whole 16-row groups the
-// block's wgmma is split in two column halves, one promoted while the
-// other runs (asmSplit, docs/perf.md mxfp8 v8).
+// work item (docs/mxfp8.md): per 32-wide block of K, wgmma.mma_async
+// m64nNk32.f32.e4m3.e4m3 into partial accumulators (scale-d = 0), then the
+// promotion into the f32 accumulators with the block's scales: acc +=
+// (partial * X_b[col]) * X_a[row], both scales powers of two, so each
+// promotion rounds once and no block accumulates at FP8 precision. Emitted
+// as one inline-PTX statement by (*Builder).WGMMAMainloopMX (the partials
+// are registers of the statement). When N is a multiple of 16 each block's
+// wgmma is split in the B tile's two column halves, one promoted while the
+// other runs, in every warp (asmSplit; docs/perf.md mxfp8 v8b); otherwise
+// one wgmma per block, waited for at once, and a warp whose 16 rows all
+// lie past the work item's rows skips the promotions (asmWhole; a
+// warp-uniform branch after the wait; those rows are never stored).
 type WGMMAMainloopMX struct {
 	WGMMAMainloop // N, Stages, StageBytes, BOffset, OffA/OffB (per 32-wide block), DescHi; the rest unused
 	// ABlock and BBlock are the byte strides between two blocks' f32 scales
@@ -31,7 +30,8 @@ type WGMMAMainloopMX struct {
 
 // WGMMAMainloopMX emits the K loop of one work item of a consumer
 // warpgroup: per K tile, wait on full[stage] (parity phase), then per
-// 32-wide block issue, wait and promote (see WGMMAMainloopMX), then lane
+// 32-wide block issue, wait and promote (see WGMMAMainloopMX; the last
+// block's wgmma complete before the release), then lane
 // 0 of each warp (lead != 0) arrives on empty[stage] and (stage, phase)
 // advance. aScOff is the byte offset, from a stage's base, of the f32
 // scale of the thread's first accumulator row in block 0 (its second row,
@@ -40,7 +40,7 @@ type WGMMAMainloopMX struct {
 // aOff as for WGMMAMainloop. Returns the N/2 accumulators (the fragment
 // layout of WGMMABF16) and the advanced stage and phase. live is the number
 // of the work item's rows from the warp's first row on (<= 0: skip the
-// promotions).
+// promotions; used by the one-wgmma loop only).
 func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff, live value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
 	if err := checkWGMMAN(ml.N); err != nil {
 		return nil, nil, nil, err

@@ -134,6 +134,10 @@ func (p *GemmSmem) Describe() (string, error) {
 		fmt.Fprintf(&b, " (dynamic shared memory rounded up to 1024: %d bytes of slack)", p.AlignSlack)
 	}
 	b.WriteByte('\n')
+	if p.CodeSlots > 0 {
+		fmt.Fprintf(&b, "codes    %d slots x %d bytes at %d (the producer's UE8M0 code windows, copied ahead by cp.async: 8 bytes per row)\n",
+			p.CodeSlots, p.CodeSlotBytes, p.CodeOffset)
+	}
 	if p.Staged {
 		fmt.Fprintf(&b, "staging  %d rows x %d bytes at %d (bf16 epilogue tile, rows padded by 16 bytes)\n", p.M, p.StagingStride, p.StagingOffset)
 	}

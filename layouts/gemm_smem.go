@@ -207,6 +207,13 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	return p, nil
 }
 
+// MXCodeSlots is the number of code slots (GemmConfig.CodeSlots) of an
+// MXFP8 GEMM whose K loop has kTiles K blocks: its producer copies the
+// scale codes 4 K blocks ahead of the stage it fills (a global round trip
+// under a saturated HBM is 1-2 us, one K block's weights stream in about
+// 0.5 us), at most kTiles (the producer looks one work item ahead).
+func MXCodeSlots(kTiles int) int { return max(1, min(4, kTiles)) }
+
 // CodeRows is the number of scale rows of one K block whose codes a
 // producer lane group stages (GemmConfig.CodeSlots): the m A rows and the
 // bRows B rows, each rounded up to whole 32-row groups (one row per lane),

@@ -314,7 +314,7 @@ func operandBytes(l Layer) int {
 //     MXFP8 scales), a power of two.
 //
 // mxfp8 tiles are e4m3 with their scales (one per 32 K elements per row;
-// f32 on sm_90a); with MXGemmExpand they are the bf16 tiles of K/2 the
+// f32 on sm_90a) and the producer's code slots (layouts.MXCodeSlots); with MXGemmExpand they are the bf16 tiles of K/2 the
 // expansion writes beside the e4m3 tiles TMA fills (E4M3Staging), with no
 // scales and no staging tile. The tile must have
 // passed the shape rules of Validate.
@@ -333,14 +333,19 @@ func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error)
 	case expand:
 		c.K, c.E4M3Staging = t.K/2, true
 	case mx:
-		c.DType = layouts.DTypeE4M3
+		k := l.Hidden // the GEMM's reduction: FC1 over H, FC2 over I
+		if !fc1 {
+			k = l.Intermediate
+		}
+		c.DType, c.CodeSlots = layouts.DTypeE4M3, layouts.MXCodeSlots((k+t.K-1)/t.K)
 	}
 	if s.Cluster == 2 {
 		c.BRows = t.N / 2
 	}
-	if s.Target == target.SM90a && l.Storage != PerExpertWeights && !expand {
+	if s.Target == target.SM90a && l.Storage != PerExpertWeights && !expand && !(mx && fc1) {
 		// The producer warps store the staged tile; with per-expert
-		// weights they copy B instead, and there is no staging.
+		// weights they copy B instead, and there is no staging (nor for
+		// the mxfp8 FC1, whose output h is f32).
 		c.StagingCols = t.N
 		if fc1 {
 			c.StagingCols /= 2

@@ -91,36 +91,48 @@ func Assemble(ptxText, target string) error {
 	if err != nil {
 		return err
 	}
-	dir, err := os.MkdirTemp("", "mokc-ptxas")
+	log, err := AssembleLog(ptxas, ptxText, target)
 	if err != nil {
 		return err
+	}
+	if serializedWGMMA(log) {
+		return fmt.Errorf("ptxas -arch=%s serialized a wgmma pipeline:\n%s", target, log)
+	}
+	return nil
+}
+
+// AssembleLog runs the ptxas at path ptxas on ptxText for target and
+// returns what it printed (its info lines), or an error with that log when
+// it refuses the input. The cubin is discarded.
+func AssembleLog(ptxas, ptxText, target string) (string, error) {
+	dir, err := os.MkdirTemp("", "mokc-ptxas")
+	if err != nil {
+		return "", err
 	}
 	defer os.RemoveAll(dir)
 	in := filepath.Join(dir, "in.ptx")
 	if err := os.WriteFile(in, []byte(ptxText), 0o644); err != nil {
-		return err
+		return "", err
 	}
 	var out bytes.Buffer
 	cmd := exec.Command(ptxas, "-arch="+target, "-o", filepath.Join(dir, "out.cubin"), in)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("ptxas -arch=%s: %v\n%s", target, err, out.String())
+		return "", fmt.Errorf("ptxas -arch=%s: %v\n%s", target, err, out.String())
 	}
-	if serializedWGMMA(out.String()) {
-		return fmt.Errorf("ptxas -arch=%s serialized a wgmma pipeline:\n%s", target, out.String())
-	}
-	return nil
+	return out.String(), nil
 }
 
 // serializedWGMMA reports whether a ptxas log says it serialized wgmma
-// instructions (C7518: "wgmma.mma_async instructions are serialized due to
-// program dependence on compiler-inserted WG.DP in divergent path"). Not
-// C7517 ("warpgroup.wait is injected ... to allow use of registers defined
-// by GMMA"): ptxas 12.5 reports it for registers read after
+// instructions ("Potential Performance Loss: wgmma.mma_async instructions
+// are serialized due to ...": a divergent path (C7518), insufficient
+// registers, other instructions touching accumulators, ...). Not C7517
+// ("warpgroup.wait is injected ... to allow use of registers defined by
+// GMMA"): ptxas 12.5 reports it for registers read after
 // wgmma.wait_group 1 whose group has completed, which ptxas 12.9 accepts
-// as written.
+// as written (TestSM90MXAssemble checks that with 12.9).
 func serializedWGMMA(log string) bool {
-	return strings.Contains(log, "(C7518)")
+	return strings.Contains(log, "wgmma.mma_async instructions are serialized")
 }
 
 // CompileLLC compiles LLVM IR text (LLVM 19 syntax, see ir.LLVM19Text) to
