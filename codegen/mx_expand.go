@@ -140,7 +140,9 @@ func (l sm90Layout) expandTMA(b *Builder, k *sm90Block, mx GemmSpec) error {
 // x = lane, lane+32, ... under work item w into the stage at shared
 // address st (E4M3CodeOffset + 8x): the aligned 4-byte word holding the
 // row's first code of the block and, when the codes run past it, the next
-// one; rows that are not live read nothing (src-size 0, zero-filled).
+// one; rows that are not live read nothing (src-size 0, zero-filled). As
+// for gemmProducer.mxCodeCopy, the word of a tensor's last code may reach
+// past the end of a tensor that is not a multiple of 4 bytes.
 func (l sm90Layout) expandCodeCopy(b *Builder, mx GemmSpec, w gemmWork, kt, st, lane value.Value) {
 	nsf := int64(mx.K / 32)
 	R := l.BM + l.NB

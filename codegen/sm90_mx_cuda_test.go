@@ -103,9 +103,13 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	const canary = 3
 	d := &dev{t: t, ctx: ctx}
 	defer d.free()
+	// The scale tensors' sizes rounded up to 4 bytes, as the runtime's are:
+	// the kernels copy a row's codes by aligned 4-byte words, and the word
+	// of a tensor's last code may reach past its end (mxCodeCopy).
+	words := func(n int) int { return (n + 3) &^ 3 }
 	bufs := map[string]driver.DevicePtr{
 		codegen.RoleA: d.put(aQ, len(aQ)), codegen.RoleB: d.put(bQ, len(bQ)),
-		codegen.RoleAScales: d.put(aS, len(aS)), codegen.RoleBScales: d.put(bS, len(bS)),
+		codegen.RoleAScales: d.put(aS, words(len(aS))), codegen.RoleBScales: d.put(bS, words(len(bS))),
 		codegen.RoleC:     d.put(nil, esize*(rows+canary)*s.N),
 		codegen.RoleTiles: d.put(tiles, 4*len(tiles)+4), codegen.RoleOffsets: d.put(offsets, 4*len(offsets)),
 		codegen.RoleNumTiles: d.put([]int32{int32(len(tiles) / 2)}, 4),

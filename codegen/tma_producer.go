@@ -189,7 +189,10 @@ func (p gemmProducer) mxCodeSlot(b *Builder, tid, slot value.Value, g int) value
 // of the block and, when the block's codes run past it, the next word (an
 // aligned 8-byte window holds any 4 consecutive bytes); rows that do not
 // exist and words without a code of the block read nothing (src-size 0,
-// zero-filled), so no byte outside the row's codes' words is read.
+// zero-filled), so no byte outside the row's codes' words is read; the
+// word of a tensor's last code reaches past its end when the tensor is not
+// a multiple of 4 bytes (the runtime's scale tensors are: [E, rows, K/32]
+// with rows a multiple of 32, scratch rounded up to 256 bytes).
 func (p gemmProducer) mxCodeCopy(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value) {
 	kb := int64(p.BK / 32)
 	nsf := int64(p.spec.K / 32)
