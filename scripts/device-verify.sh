@@ -29,8 +29,8 @@
 #          MX_LANES="a b|c|d e" sets the lanes' presets (kimi-k2's backward needs the GPU alone), MX_DIRS="bwd"
 #          one direction, MX_ARGS="--sample 32" more flags
 #   expand the MXFP8 expansion (--mx-gemm expand): the widening and GEMM tests, three presets with the
-#          default and the decode tiles, memcheck, timed beside bf16 and promote at T = 64 and 4096 with
-#          three tile shapes (EXPAND_MODELS)
+#          default and the decode tiles, memcheck, timed beside bf16 and promote (and at T = 64 promote's
+#          64x128 decode tile) at T = 64 and 4096 with three tile shapes (EXPAND_MODELS)
 #   mxstages  mxfp8 promote with 4, 5 and 6 stages: checked at 6, timed beside bf16 at T = 64 and 4096
 #   mxcodes  the promote GEMM with the scale codes copied ahead by cp.async (docs/perf.md, mxfp8 v7): the MX
 #          GEMM and rows tests, mokc run --precision mxfp8 forward (four presets) and backward (two), memcheck,
@@ -186,6 +186,8 @@ for phase in $phases; do
 					bash -c "\"$mokc\" run --precision mxfp8 --mx-gemm expand $tiles --model $m --target sm_90a --tokens $TOKENS --repeat 3 --json >>\"$OUT/run-expand.jsonl\""
 			done
 		done
+		step "run --precision mxfp8 promote 64x128x128 6 stages qwen3-30b-a3b T=1,64 x3" 100 "$OUT/run-expand.log" \
+			bash -c "\"$mokc\" run --precision mxfp8 --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 6 --mma-warps 4 --model qwen3-30b-a3b --target sm_90a --tokens 1,64 --repeat 3 --json >>\"$OUT/run-expand.jsonl\""
 		step "run --backward --precision mxfp8 --mx-gemm expand qwen3-30b-a3b T=$TOKENS x3" 200 "$OUT/run-expand.log" \
 			bash -c "\"$mokc\" run --backward --precision mxfp8 --mx-gemm expand --model qwen3-30b-a3b --target sm_90a --tokens $TOKENS --repeat 3 --json >>\"$OUT/run-expand.jsonl\""
 		step "memcheck run --precision mxfp8 --mx-gemm expand (decode tiles) qwen3-30b-a3b T=64" 150 "$OUT/memcheck.log" \
@@ -194,6 +196,9 @@ for phase in $phases; do
 			for T in 64 4096; do
 				step "bench $m T=$T bf16" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
 				step "bench $m T=$T mxfp8 promote" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
+				if [ "$T" = 64 ]; then # promote with one consumer warpgroup and a deeper ring (decode)
+					step "bench $m T=$T mxfp8 promote 64x128x128 6 stages" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --precision mxfp8 --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 6 --mma-warps 4 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
+				fi
 				for tiles in "" "$decode" "--fc1-tile 128x192x128 --fc2-tile 128x192x128 --stages 3"; do
 					step "bench $m T=$T mxfp8 expand $tiles" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --precision mxfp8 --mx-gemm expand $tiles --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
 				done
