@@ -138,10 +138,9 @@ func (l sm90Layout) expandTMA(b *Builder, k *sm90Block, mx GemmSpec) error {
 // expandCodeCopy copies, by lane of the producer's warp 0, the UE8M0
 // codes of K block kt (64 wide: codes 2kt and 2kt+1) of its stage rows
 // x = lane, lane+32, ... under work item w into the stage at shared
-// address st (E4M3CodeOffset + 8x): the aligned 4-byte word holding the
-// row's first code of the block and, when the codes run past it, the next
-// one; rows that are not live read nothing (src-size 0, zero-filled). As
-// for gemmProducer.mxCodeCopy, the word of a tensor's last code may reach
+// address st (E4M3CodeOffset + 8x), each row's window by
+// cpAsyncCodeWindow; rows that are not live read nothing. As for
+// gemmProducer.mxCodeCopy, the word of a tensor's last code may reach
 // past the end of a tensor that is not a multiple of 4 bytes.
 func (l sm90Layout) expandCodeCopy(b *Builder, mx GemmSpec, w gemmWork, kt, st, lane value.Value) {
 	nsf := int64(mx.K / 32)
@@ -151,15 +150,9 @@ func (l sm90Layout) expandCodeCopy(b *Builder, mx GemmSpec, w gemmWork, kt, st, 
 		copyRow := func() {
 			isB := b.ICmp(enum.IPredSGE, x, ir.Int32(int64(l.BM)))
 			ptr, ok := l.expandRowScales(b, mx, w, isB, b.Select(isB, b.AddI(x, -int64(l.BM)), x))
-			addr := b.Add(b.PtrToInt(ptr), b.Wide(b.MulI(kt, 2)))
-			word := b.And(addr, ir.Int64(^3))
-			off := b.Trunc(b.And(addr, ir.Int64(3)), ir.I32)
-			n := b.Sub(ir.Int32(nsf), b.MulI(kt, 2)) // codes from the block's first on
-			n = b.Select(b.ICmp(enum.IPredSLT, n, ir.Int32(2)), n, ir.Int32(2))
-			more := b.And(ok, b.ICmp(enum.IPredSGT, b.Add(off, n), ir.Int32(4)))
+			first := b.Add(b.PtrToInt(ptr), b.Wide(b.MulI(kt, 2)))
 			dst := b.Add(b.AddI(st, int64(l.smem.E4M3CodeOffset)), b.MulI(x, 8))
-			b.cpAsync4(dst, word, b.Select(ok, ir.Int32(4), ir.Int32(0)))
-			b.cpAsync4(b.AddI(dst, 4), b.Select(more, b.AddI(word, 4), word), b.Select(more, ir.Int32(4), ir.Int32(0)))
+			b.cpAsyncCodeWindow(dst, first, ok, kt, 2, nsf)
 		}
 		if x0+32 > R {
 			b.If(b.ICmp(enum.IPredSLT, x, ir.Int32(int64(R))), copyRow)
@@ -174,16 +167,10 @@ func (l sm90Layout) expandCodeCopy(b *Builder, mx GemmSpec, w gemmWork, kt, st, 
 // map for B) and whether the row is live there (A: below the expert's end;
 // B: below BRows); a row that is not live gets row 0's address.
 func (l sm90Layout) expandRowScales(b *Builder, mx GemmSpec, w gemmWork, isB, r value.Value) (ptr, ok value.Value) {
-	nsf, brows := int64(mx.K/32), int64(mx.BRows())
+	nsf := int64(mx.K / 32)
 	gate := bTableLoad{tmaRing: l.tmaRing, N: mx.N, K: mx.K, BRows: mx.BRows()} // the gate/up row map
-	rb := gate.bRow(b, w.n0, r)
-	okB := b.ICmp(enum.IPredSLT, rb, ir.Int32(brows))
-	gB := b.Add(b.MulI(w.e, brows), b.Select(okB, rb, ir.Int32(0)))
-	ra := b.Add(w.row0, r)
-	okA := b.ICmp(enum.IPredSLT, ra, w.rowEnd)
-	gA := b.Select(okA, ra, ir.Int32(0))
-	pA := b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(gA), nsf))
-	pB := b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gB), nsf))
+	pB, okB := scaleRowB(b, gate, w, r, 0, nsf)
+	pA, okA := scaleRowA(b, w, r, nsf)
 	return b.Select(isB, pB, pA), b.Select(isB, okB, okA)
 }
 
@@ -237,9 +224,7 @@ func (l sm90Layout) expandConverter(b *Builder, k *sm90Block, mx GemmSpec, t val
 			for _, e := range units {
 				ptr, ok := src(w, e)
 				blk := b.Add(b.MulI(kt, 2), b.LShr(e.c, ir.Int32(1)))
-				// The window starts at the aligned word holding code 2kt.
-				off := b.And(b.Add(b.Trunc(b.PtrToInt(ptr), ir.I32), b.MulI(kt, 2)), ir.Int32(3))
-				off = b.Add(off, b.LShr(e.c, ir.Int32(1)))
+				off := b.Add(b.codeWindowOffset(b.PtrToInt(ptr), kt, 2), b.LShr(e.c, ir.Int32(1)))
 				x := e.x
 				if e.inStage != nil { // a unit past the stage reads row 0's window (and gets 127)
 					x = b.Select(e.inStage, x, ir.Int32(0))

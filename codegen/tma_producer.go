@@ -156,18 +156,65 @@ func (p gemmProducer) mxCodeRows(b *Builder, tid value.Value, w gemmWork) []mxCo
 	nsf := int64(p.spec.K / 32)
 	var rows []mxCodeRow
 	for r0 := 0; r0 < p.BM; r0 += 32 {
-		r := b.Add(w.row0, b.AddI(tid, int64(r0)))
-		ok := b.ICmp(enum.IPredSLT, r, w.rowEnd)
-		rows = append(rows, mxCodeRow{b.PtrToInt(b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), nsf))), ok})
+		src, ok := scaleRowA(b, w, b.AddI(tid, int64(r0)), nsf)
+		rows = append(rows, mxCodeRow{b.PtrToInt(src), ok})
 	}
 	for j0 := 0; j0 < p.scaleRowsB(); j0 += 32 {
 		j := b.AddI(tid, int64(j0))
-		r := p.tableCopy.bRow(b, w.n0, j)
-		ok := b.And(b.ICmp(enum.IPredSLT, r, ir.Int32(int64(p.spec.BRows()))), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.NB))))
-		gi := b.Add(b.MulI(w.e, int64(p.spec.BRows())), b.Select(ok, r, ir.Int32(0)))
-		rows = append(rows, mxCodeRow{b.PtrToInt(b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gi), nsf))), ok})
+		src, ok := scaleRowB(b, p.tableCopy, w, j, p.NB, nsf)
+		rows = append(rows, mxCodeRow{b.PtrToInt(src), ok})
 	}
 	return rows
+}
+
+// scaleRowA is the first UE8M0 code in global memory ("a_scales", nsf
+// codes per row) of A-tile row r of work item w and whether the row exists
+// (below the expert's end); a row that does not exist gets row 0's.
+func scaleRowA(b *Builder, w gemmWork, r value.Value, nsf int64) (src, ok value.Value) {
+	ra := b.Add(w.row0, r)
+	ok = b.ICmp(enum.IPredSLT, ra, w.rowEnd)
+	return b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(b.Select(ok, ra, ir.Int32(0))), nsf)), ok
+}
+
+// scaleRowB is the first UE8M0 code in global memory ("b_scales", nsf
+// codes per row, BRows rows per expert) of B-tile row j of work item w
+// under gate's gate/up row map and whether the row exists (below BRows,
+// and, when nb > 0, j below nb); a row that does not exist gets the
+// expert's row 0's.
+func scaleRowB(b *Builder, gate bTableLoad, w gemmWork, j value.Value, nb int, nsf int64) (src, ok value.Value) {
+	r := gate.bRow(b, w.n0, j)
+	ok = b.ICmp(enum.IPredSLT, r, ir.Int32(int64(gate.BRows)))
+	if nb > 0 {
+		ok = b.And(ok, b.ICmp(enum.IPredSLT, j, ir.Int32(int64(nb))))
+	}
+	gi := b.Add(b.MulI(w.e, int64(gate.BRows)), b.Select(ok, r, ir.Int32(0)))
+	return b.ByteOffset(b.Param("b_scales"), b.MulI(b.Wide(gi), nsf)), ok
+}
+
+// cpAsyncCodeWindow copies into the 8 bytes at shared address dst the
+// aligned window of a scale row holding its codes of K block kt (kb codes
+// per block, nsf in the row; first: the block's first code in global
+// memory, i64): the aligned 4-byte word holding the first and, when the
+// block's codes run past it, the next word (an aligned 8-byte window
+// holds any 4 consecutive bytes); a row that does not exist (ok false)
+// and a word without a code of the block read nothing (src-size 0,
+// zero-filled). codeWindowOffset is the first code's byte in the window.
+func (b *Builder) cpAsyncCodeWindow(dst, first, ok, kt value.Value, kb, nsf int64) {
+	four := b.Select(ok, ir.Int32(4), ir.Int32(0))
+	word := b.And(first, ir.Int64(^3))
+	off := b.Trunc(b.And(first, ir.Int64(3)), ir.I32)
+	n := b.Sub(ir.Int32(nsf), b.MulI(kt, kb)) // the row's codes from the block's first on
+	n = b.Select(b.ICmp(enum.IPredSLT, n, ir.Int32(kb)), n, ir.Int32(kb))
+	more := b.And(ok, b.ICmp(enum.IPredSGT, b.Add(off, n), ir.Int32(4)))
+	b.cpAsync4(dst, word, four)
+	b.cpAsync4(b.AddI(dst, 4), b.Select(more, b.AddI(word, 4), word), b.Select(more, ir.Int32(4), ir.Int32(0)))
+}
+
+// codeWindowOffset is the byte, in the window cpAsyncCodeWindow copied,
+// of a row's first code of K block kt (row: the row's first code's
+// address, kb codes per block).
+func (b *Builder) codeWindowOffset(row, kt value.Value, kb int64) value.Value {
+	return b.And(b.Add(b.Trunc(row, ir.I32), b.MulI(kt, kb)), ir.Int32(3))
 }
 
 // mxWholeWords reports whether every row's codes of a K block are one
@@ -185,11 +232,8 @@ func (p gemmProducer) mxCodeSlot(b *Builder, tid, slot value.Value, g int) value
 
 // mxCodeCopy emits, by producer lane tid, the cp.async copies of the UE8M0
 // codes of K block kt of work item w into code slot slot and commits them
-// as one group: per row, the aligned 4-byte word holding its first code
-// of the block and, when the block's codes run past it, the next word (an
-// aligned 8-byte window holds any 4 consecutive bytes); rows that do not
-// exist and words without a code of the block read nothing (src-size 0,
-// zero-filled), so no byte outside the row's codes' words is read; the
+// as one group: per row its window (cpAsyncCodeWindow; one word when
+// mxWholeWords), so no byte outside the row's codes' words is read; the
 // word of a tensor's last code reaches past its end when the tensor is not
 // a multiple of 4 bytes (the runtime's scale tensors are: [E, rows, K/32]
 // with rows a multiple of 32, scratch rounded up to 256 bytes).
@@ -199,18 +243,11 @@ func (p gemmProducer) mxCodeCopy(b *Builder, tid value.Value, w gemmWork, kt, sl
 	for g, row := range p.mxCodeRows(b, tid, w) {
 		dst := p.mxCodeSlot(b, tid, slot, g)
 		addr := b.Add(row.src, b.Wide(b.MulI(kt, kb))) // the block's first code
-		four := b.Select(row.ok, ir.Int32(4), ir.Int32(0))
 		if p.mxWholeWords() {
-			b.cpAsync4(dst, addr, four)
+			b.cpAsync4(dst, addr, b.Select(row.ok, ir.Int32(4), ir.Int32(0)))
 			continue
 		}
-		word := b.And(addr, ir.Int64(^3))
-		off := b.Trunc(b.And(addr, ir.Int64(3)), ir.I32)
-		n := b.Sub(ir.Int32(nsf), b.MulI(kt, kb)) // the row's codes from the block's first on
-		n = b.Select(b.ICmp(enum.IPredSLT, n, ir.Int32(kb)), n, ir.Int32(kb))
-		more := b.And(row.ok, b.ICmp(enum.IPredSGT, b.Add(off, n), ir.Int32(4)))
-		b.cpAsync4(dst, word, four)
-		b.cpAsync4(b.AddI(dst, 4), b.Select(more, b.AddI(word, 4), word), b.Select(more, ir.Int32(4), ir.Int32(0)))
+		b.cpAsyncCodeWindow(dst, addr, row.ok, kt, kb, nsf)
 	}
 	b.cpAsyncCommit()
 }
@@ -233,7 +270,7 @@ func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt, 
 			word = b.LoadAt(ir.I32, ptr, 4)
 		} else {
 			pair := b.LoadAt(ir.I64, ptr, 8) // the two words, the first in the low half
-			off := b.And(b.Add(b.Trunc(row.src, ir.I32), b.MulI(kt, int64(kb))), ir.Int32(3))
+			off := b.codeWindowOffset(row.src, kt, int64(kb))
 			word = b.Trunc(b.LShr(pair, b.ZExt(b.MulI(off, 8), ir.I64)), ir.I32)
 			if kb < 4 {
 				word = b.And(word, ir.Int32(int64(1)<<(8*kb)-1))
