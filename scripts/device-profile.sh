@@ -11,7 +11,8 @@
 #   4. With MX_MODEL set (e.g. qwen3-30b-a3b): ncu of that model's mxfp8 routed FC1 at T = MX_TOKENS
 #      (default 64) with MX_FLAGS (default: the expansion with 64x256 tiles) and the same warp-stall
 #      sampling by source line, to see what the converters and consumers wait for (docs/perf.md,
-#      mxfp8 v6's closing paragraph).
+#      mxfp8 v6's closing paragraph); the report is kept (mx-fc1.ncu-rep) and its source page, per SASS
+#      instruction, written as CSV (mx-fc1-sass.csv).
 # Usage: [MODELS=... NCU_MODELS=... (empty: skip)] [WGRAD_MODEL=m [WGRAD=wgmma-ws]] [MX_MODEL=m] bash scripts/device-profile.sh
 set -u
 . "$(dirname "$0")/device-env.sh"
@@ -46,8 +47,13 @@ if [ -n "${MX_MODEL:-}" ]; then
 	# shellcheck disable=SC2086 # flags is a list of flags
 	timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
 		--section SourceCounters --section Occupancy -k 'regex:^moe_fc1$' --launch-skip 2 --launch-count 1 \
-		"$mokc" bench --precision mxfp8 $flags --model "$MX_MODEL" --target "$TARGET" --tokens "${MX_TOKENS:-64}" \
+		-o "$OUT/mx-fc1" "$mokc" bench --precision mxfp8 $flags --model "$MX_MODEL" --target "$TARGET" --tokens "${MX_TOKENS:-64}" \
 		--iters 1 --warmup 2 >>"$OUT/ncu-mxfp8.log" 2>&1
 	echo "rc=$? ncu mxfp8 FC1 $MX_MODEL" | tee -a "$OUT/summary.txt"
+	ncu --import "$OUT/mx-fc1.ncu-rep" >>"$OUT/ncu-mxfp8.log" 2>&1
+	# Per SASS instruction: executed count and warp-stall samples by reason (our PTX has no line
+	# information, so the SASS view is the finest there is).
+	ncu --import "$OUT/mx-fc1.ncu-rep" --page source --print-source sass --csv >"$OUT/mx-fc1-sass.csv" 2>>"$OUT/ncu-mxfp8.log"
+	echo "rc=$? ncu source page (SASS) of mxfp8 FC1" | tee -a "$OUT/summary.txt"
 fi
 [ -f "$OUT/kernels.log" ] && grep -E "^===|moe_|median" "$OUT/kernels.log"
