@@ -14,7 +14,7 @@
 // range of T):
 //
 //	moe_init → [moe_route] → moe_count → moe_scan → moe_permute → moe_gather
-//	→ moe_fc1 [moe_fc1_mid] → moe_fc2 [moe_fc2_mid]
+//	→ moe_fc1 [moe_fc1_mid | moe_fc1_decode] → moe_fc2 [moe_fc2_mid | moe_fc2_decode]
 //	→ [moe_shared_fc1 → moe_shared_fc2] → moe_combine
 //
 // The backward (moe.Backward) lowers the same way: its GEMMs on the

@@ -62,7 +62,8 @@ func (lw *perOp) describeLists() {
 
 // lowerGEMM emits a grouped GEMM op through the target's engine: one kernel,
 // or for dispatched rows under a schedule with a GEMM variant, the base
-// kernel for T outside the variant's token range and "_mid" inside it.
+// kernel for T outside the variant's token range and "_<Variant.Name>"
+// (e.g. moe_fc1_mid) inside it.
 func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 	if g.BMajor == moe.NMajor && !lw.readsNMajorB(g) {
 		g = lw.transposeB(g)
@@ -80,7 +81,7 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 	if err := lw.emitGEMM(g, "", s, base); err != nil {
 		return err
 	}
-	return lw.emitGEMM(g, "_mid", lw.variant, []launch.TokenRange{{Min: lo, Max: hi}})
+	return lw.emitGEMM(g, "_"+s.Variant.Name, lw.variant, []launch.TokenRange{{Min: lo, Max: hi}})
 }
 
 // emitGEMM emits one kernel of g with schedule s, launched for tokens

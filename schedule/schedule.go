@@ -2,6 +2,7 @@ package schedule
 
 import (
 	"fmt"
+	"regexp"
 
 	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/target"
@@ -98,9 +99,11 @@ type Schedule struct {
 	// MXGemmPromote (the default: e4m3 wgmma per 32-wide block, promoted
 	// with the scales) or MXGemmExpand (e4m3 tiles by TMA widened to bf16
 	// in shared memory, the bf16 wgmma loop; the same values, docs/mxfp8.md;
-	// correct on the H200 and, with its best tiles, 0.9-1.3x promote's
-	// time so far, docs/perf.md, mxfp8 v5). Expand is refused for bf16
-	// layers and on other targets, and takes tiles of K = 128.
+	// correct on the H200 and 1.2-1.7x promote's time, docs/perf.md,
+	// mxfp8 v9). Expand is refused for bf16 layers and on other targets,
+	// and takes tiles of K = 128; the default schedule's decode Variant is
+	// promote's (its 6 stages exceed shared memory with expand's bf16
+	// tiles), so a schedule switched to expand drops it (Variant = nil).
 	MXGemm MXGemmKind
 }
 
@@ -222,11 +225,17 @@ const maxGroupM = 1024
 // the mean rows per expert. Its Stages and MMAWarps replace the
 // schedule's for these two kernels; everything else is the schedule's.
 type TileVariant struct {
+	// Name is the suffix of the variant's kernels (moe_fc1_<Name>): lower
+	// case letters and digits.
+	Name             string
 	FC1, FC2         Tile // replace Schedule.FC1 and Schedule.FC2
 	Stages           int  // replaces Schedule.Stages
 	MMAWarps         int  // replaces Schedule.Warps.MMA
 	MinRows, MaxRows int  // mean rows per expert T*K/E, inclusive
 }
+
+// variantName is the form of TileVariant.Name.
+var variantName = regexp.MustCompile(`^[a-z0-9]+$`)
 
 // VariantSchedule returns s with the variant's tiles, stages and MMA warps
 // and no variant (the schedule of the variant's two GEMMs). ok is false when
@@ -429,8 +438,11 @@ func (s Schedule) Validate(l Layer) error {
 	}
 	if v, ok := s.VariantSchedule(); ok {
 		vr := s.Variant
-		if vr.MinRows < 1 || vr.MaxRows < vr.MinRows {
-			return fieldErr("Schedule.Variant", *vr, "needs 1 <= MinRows <= MaxRows")
+		if vr.MinRows < 0 || vr.MaxRows < max(vr.MinRows, 1) {
+			return fieldErr("Schedule.Variant", *vr, "needs 0 <= MinRows <= MaxRows and MaxRows >= 1")
+		}
+		if !variantName.MatchString(vr.Name) {
+			return fieldErr("Schedule.Variant", *vr, "needs a Name of lower case letters and digits (the kernels' suffix)")
 		}
 		if s.Target == target.SM80 {
 			return fieldErr("Schedule.Variant", *vr, "sm_80 has one tile shape per GEMM")
@@ -600,7 +612,9 @@ func pickN(n int, candidates []int) int {
 //     warpgroup and two consumer warpgroups, 4 stages (fewer if shared
 //     memory does not allow); for bf16 layers with grouped weights, a
 //     Variant of 192x192 tiles with three consumer warpgroups and 3 stages
-//     for 100..200 mean rows per expert (midRowsVariant); the backward's
+//     for 100..200 mean rows per expert (midRowsVariant), for mxfp8 layers
+//     with grouped weights a Variant of 64x128 tiles with one consumer
+//     warpgroup and 6 stages for at most 16 (mxDecodeVariant); the backward's
 //     weight gradients on wgmma (WGradWGMMA).
 //   - sm_100a: 128xN tiles with K block 64 (bf16) / 128 (mxfp8), 1 TMA warp,
 //     1 MMA warp, 4 epilogue warps, up to 6 stages as shared memory allows.
@@ -661,8 +675,12 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 			s.Stages--
 		}
 		s.GroupM = DefaultGroupM
-		if tg == target.SM90a && l.Storage == GroupedWeights && l.Precision == BF16 {
+		switch {
+		case tg != target.SM90a || l.Storage != GroupedWeights:
+		case l.Precision == BF16:
 			s.Variant = midRowsVariant(l, s)
+		case l.Precision == MXFP8:
+			s.Variant = mxDecodeVariant(l, s)
 		}
 	default:
 		return Schedule{}, fieldErr("Schedule.Target", tg, "must be sm_80, sm_90a or sm_100a")
@@ -682,8 +700,28 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 // while 128-row tiles were faster at 64, 85 and 256. nil when the 192x192
 // tiles do not fit the layer.
 func midRowsVariant(l Layer, s Schedule) *TileVariant {
-	v := &TileVariant{FC1: Tile{192, 192, s.FC1.K}, FC2: Tile{192, 192, s.FC2.K}, Stages: 3, MMAWarps: 12,
+	v := &TileVariant{Name: "mid", FC1: Tile{192, 192, s.FC1.K}, FC2: Tile{192, 192, s.FC2.K}, Stages: 3, MMAWarps: 12,
 		MinRows: 100, MaxRows: 200}
+	s.Variant = v
+	if vs, _ := s.VariantSchedule(); vs.Validate(l) != nil {
+		return nil
+	}
+	return v
+}
+
+// mxDecodeVariant is the sm_90a MXFP8 variant for at most 16 mean rows
+// per expert (decode): 64x128 tiles with one consumer warpgroup and 6
+// stages. At such T an expert's rows fill a fraction of one 64-row tile,
+// so the second consumer warpgroup of the 128-row tiles has no rows and
+// the promotion (per accumulator, rows or not) runs in one warpgroup
+// either way; the smaller tiles give the ring two more stages. On the
+// H200 (docs/perf.md, mxfp8 v9's outcome; device run 20) it ran the
+// forward at T = 64 (2-4 mean rows per expert) 11% (qwen3-30b-a3b), 10%
+// (gpt-oss-120b) and 7% (deepseek-v3) faster than the 128x128 tiles. nil
+// when the tiles do not fit the layer.
+func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
+	v := &TileVariant{Name: "decode", FC1: Tile{64, 128, s.FC1.K}, FC2: Tile{64, 128, s.FC2.K}, Stages: 6, MMAWarps: 4,
+		MinRows: 0, MaxRows: 16}
 	s.Variant = v
 	if vs, _ := s.VariantSchedule(); vs.Validate(l) != nil {
 		return nil

@@ -259,6 +259,10 @@ func TestScheduleValidateErrors(t *testing.T) {
 	// Expansion plans bf16 tiles of half the K block, without scales.
 	s, _ = DefaultSchedule(m, target.SM90a)
 	s.MXGemm = MXGemmExpand
+	if err := s.Validate(m); err == nil || !strings.Contains(err.Error(), "Schedule.Variant") {
+		t.Errorf("mxfp8 expand with promote's decode variant (6 stages of 64x128 tiles): %v, want a shared-memory refusal", err)
+	}
+	s.Variant = nil // as mokc's --mx-gemm flag does
 	if err := s.Validate(m); err != nil {
 		t.Fatalf("mxfp8 expand: %v", err)
 	}

@@ -28,6 +28,9 @@
 #   mxfp8run  every preset with --precision mxfp8 on sm_90a, forward and backward, T in TOKENS, 10 runs each;
 #          MX_LANES="a b|c|d e" sets the lanes' presets (kimi-k2's backward needs the GPU alone), MX_DIRS="bwd"
 #          one direction, MX_ARGS="--sample 32" more flags
+#   mxdecode  the default mxfp8 schedule's decode variant (64x128x128 tiles, 6 stages, one consumer warpgroup,
+#          at most 16 mean rows per expert): mokc run at T = 0, 1, 64, 256, 4096 on three presets (forward
+#          and one backward), then timed beside bf16 and the 128x128 tiles without the variant at T = 64, 256
 #   expand the MXFP8 expansion (--mx-gemm expand): the widening and GEMM tests, three presets with the
 #          default and the decode tiles, memcheck, timed beside bf16 and promote (and at T = 64 promote's
 #          64x128 decode tile) at T = 64 and 4096 with three tile shapes (EXPAND_MODELS)
@@ -212,6 +215,24 @@ for phase in $phases; do
 			done
 		done
 		grep -hE "FAIL|error" "$OUT"/run-expand.log | tail -20
+		;;
+	mxdecode)
+		# The decode variant (moe_fc1_decode/moe_fc2_decode for T*K/E <= 16): checked across its token
+		# range's edges, then timed against the 128x128 tiles alone (the tile flags drop the variant).
+		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite; do
+			step "run --precision mxfp8 $m T=0,1,64,256,4096 x3" 150 "$OUT/run-mxdecode.log" \
+				bash -c "\"$mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens 0,1,64,256,4096 --repeat 3 --json >>\"$OUT/run-mxdecode.jsonl\""
+		done
+		step "run --backward --precision mxfp8 qwen3-30b-a3b T=1,64,256 x3" 150 "$OUT/run-mxdecode.log" \
+			bash -c "\"$mokc\" run --backward --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,256 --repeat 3 --json >>\"$OUT/run-mxdecode.jsonl\""
+		for m in ${EXPAND_MODELS:-qwen3-30b-a3b gpt-oss-120b deepseek-v3}; do
+			for T in 64 256; do
+				step "bench $m T=$T bf16" 90 "$OUT/bench-mxdecode.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxdecode.jsonl\""
+				step "bench $m T=$T mxfp8 (decode variant)" 90 "$OUT/bench-mxdecode.log" bash -c "\"$mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxdecode.jsonl\""
+				step "bench $m T=$T mxfp8 128x128 tiles" 90 "$OUT/bench-mxdecode.log" bash -c "\"$mokc\" bench --precision mxfp8 --fc1-tile 128x128x128 --fc2-tile 128x128x128 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxdecode.jsonl\""
+			done
+		done
+		grep -hE "FAIL|error" "$OUT"/run-mxdecode.log | tail -20
 		;;
 	mxstages)
 		# The bytes-in-flight hypothesis (docs/perf.md, "mxfp8: bytes in flight"): promote with 4 (the

@@ -141,7 +141,7 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 	}
 	gemms := []gemm{{"moe_fc1", s, s.FC1, true}, {"moe_fc2", s, s.FC2, false}}
 	if v, ok := s.VariantSchedule(); ok {
-		gemms = append(gemms, gemm{"moe_fc1_mid", v, v.FC1, true}, gemm{"moe_fc2_mid", v, v.FC2, false})
+		gemms = append(gemms, gemm{"moe_fc1_" + s.Variant.Name, v, v.FC1, true}, gemm{"moe_fc2_" + s.Variant.Name, v, v.FC2, false})
 	}
 	for i, g := range gemms {
 		p, err := g.sched.GemmSmem(l, g.tile, g.fc1)

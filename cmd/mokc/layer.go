@@ -124,8 +124,8 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; as fast as wgmma on the H200 so far); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
-	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales) or expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; measured at 0.9-1.3x the time of promote as it was before promote's run 19 speedups, and rebuilt since without a GPU run: docs/perf.md, mxfp8 v5 and v9). sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
-		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote").keepingVariant(),
+	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales) or expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.7x the time of promote on the H200: docs/perf.md, mxfp8 v9; expand drops the default schedule's decode tiles, which are promote's). sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
+		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote"),
 }
 
 // withDefault is f with the help text def for its default.
