@@ -426,5 +426,6 @@ for phase in $phases; do
 	esac
 done
 # The device tool brings back only a few files: the logs travel as one archive beside the summary.
-(cd "$OUT" && tar czf logs.tgz --exclude=logs.tgz --exclude=summary.txt . && find . -type f ! -name logs.tgz ! -name summary.txt -delete)
+# The archive is written outside $OUT first (tar warns, and exits 1, when the folder it reads changes).
+logs=$(mktemp) && (cd "$OUT" && tar czf "$logs" --exclude=logs.tgz --exclude=summary.txt . && find . -type f ! -name logs.tgz ! -name summary.txt -delete) && mv "$logs" "$OUT/logs.tgz"
 cat "$summary"
