@@ -700,13 +700,8 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 // while 128-row tiles were faster at 64, 85 and 256. nil when the 192x192
 // tiles do not fit the layer.
 func midRowsVariant(l Layer, s Schedule) *TileVariant {
-	v := &TileVariant{Name: "mid", FC1: Tile{192, 192, s.FC1.K}, FC2: Tile{192, 192, s.FC2.K}, Stages: 3, MMAWarps: 12,
-		MinRows: 100, MaxRows: 200}
-	s.Variant = v
-	if vs, _ := s.VariantSchedule(); vs.Validate(l) != nil {
-		return nil
-	}
-	return v
+	return fitVariant(l, s, TileVariant{Name: "mid", FC1: Tile{192, 192, s.FC1.K}, FC2: Tile{192, 192, s.FC2.K},
+		Stages: 3, MMAWarps: 12, MinRows: 100, MaxRows: 200})
 }
 
 // mxDecodeVariant is the sm_90a MXFP8 variant for at most 16 mean rows
@@ -720,13 +715,18 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 // (gpt-oss-120b) and 7% (deepseek-v3) faster than the 128x128 tiles. nil
 // when the tiles do not fit the layer.
 func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
-	v := &TileVariant{Name: "decode", FC1: Tile{64, 128, s.FC1.K}, FC2: Tile{64, 128, s.FC2.K}, Stages: 6, MMAWarps: 4,
-		MinRows: 0, MaxRows: 16}
-	s.Variant = v
+	return fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{64, 128, s.FC1.K}, FC2: Tile{64, 128, s.FC2.K},
+		Stages: 6, MMAWarps: 4, MinRows: 0, MaxRows: 16})
+}
+
+// fitVariant returns v when s with v is a valid schedule of layer l, else
+// nil.
+func fitVariant(l Layer, s Schedule, v TileVariant) *TileVariant {
+	s.Variant = &v
 	if vs, _ := s.VariantSchedule(); vs.Validate(l) != nil {
 		return nil
 	}
-	return v
+	return &v
 }
 
 // fits reports whether both GEMM tiles fit the target's shared memory and
