@@ -84,7 +84,7 @@ func (ml WGMMAMainloopMX) asmSplit() string {
 		parts[i] = fmt.Sprintf("mp%d", i)
 	}
 	L := loopStart([]string{".reg .pred P, Q;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
-		fmt.Sprintf(".reg .f32 mp<%d>, sb<%d>;", na, ml.N/4), ".reg .f32 sa0, sa1, pr;"}, stage, phase, na)
+		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
 	L = append(L, loopHead("WGMX", kt, bars)...)
 	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
 	L = append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
@@ -97,38 +97,31 @@ func (ml WGMMAMainloopMX) asmSplit() string {
 			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, da, db, 0, 1, 1;", ml.N/2, strings.Join(parts[h*half:(h+1)*half], ", ")),
 			"wgmma.commit_group.sync.aligned;")
 	}
-	// load loads the scales of half h of block c (block c's A scales
-	// with half 0) before the wait for its wgmma, so that their latency
-	// overlaps the tensor cores' (docs/perf.md, mxfp8 v10); promote then
-	// promotes the half, in every warp: no branch may lie between a wgmma
-	// and its wait (ptxas serializes the wgmma pipeline around divergent
-	// paths, C7518), and a warp without rows costs the warps with rows
-	// nothing (each warp of a warpgroup issues on its own sub-partition).
-	load := func(c, h int) {
+	// promote promotes half h of block c, in every warp: no branch may
+	// lie between a wgmma and its wait (ptxas serializes the wgmma
+	// pipeline around divergent paths, C7518), and a warp without rows
+	// costs the warps with rows nothing (each warp of a warpgroup issues
+	// on its own sub-partition). Register 4j+i: row +8*(i/2), column 8j +
+	// 2*(lane%4) + i%2.
+	promote := func(c, h int) {
 		if h == 0 {
 			L = append(L, ml.aScales(c)...)
 		}
-		L = append(L, ml.bScales(c, h*ml.N/16, (h+1)*ml.N/16)...)
-	}
-	promote := func(h int) {
-		L = append(L, ml.promoteCols(h*ml.N/16, (h+1)*ml.N/16)...)
+		L = append(L, ml.promoteCols(c, h*ml.N/16, (h+1)*ml.N/16)...)
 	}
 	nb := len(ml.OffA)
 	issue(0, 0)
 	for c := 0; c < nb; c++ {
 		issue(c, 1)
-		load(c, 0)
 		L = append(L, "wgmma.wait_group.sync.aligned 1;")
-		promote(0)
+		promote(c, 0)
 		if c+1 < nb {
 			issue(c+1, 0)
-			load(c, 1)
 			L = append(L, "wgmma.wait_group.sync.aligned 1;")
 		} else {
-			load(c, 1)
 			L = append(L, "wgmma.wait_group.sync.aligned 0;")
 		}
-		promote(1)
+		promote(c, 1)
 	}
 	L = append(L, ml.release(lead, bars)...)
 	return asmLines(append(L, loopEnd(na)...)...)
@@ -145,7 +138,7 @@ func (ml WGMMAMainloopMX) asmWhole() string {
 		parts[i] = fmt.Sprintf("mp%d", i)
 	}
 	L := loopStart([]string{".reg .pred P, Q, R;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
-		fmt.Sprintf(".reg .f32 mp<%d>, sb<%d>;", na, ml.N/4), ".reg .f32 sa0, sa1, pr;"}, stage, phase, na)
+		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
 	L = append(L, "setp.le.s32 R, "+live+", 0;")
 	L = append(L, loopHead("WGMX", kt, bars)...)
 	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
@@ -156,14 +149,12 @@ func (ml WGMMAMainloopMX) asmWhole() string {
 		L = append(L,
 			"wgmma.fence.sync.aligned;",
 			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, %s, %s, 0, 1, 1;", ml.N, strings.Join(parts, ", "), a, bb),
-			"wgmma.commit_group.sync.aligned;")
-		L = append(L, ml.aScales(c)...) // the block's scales load while its wgmma runs
-		L = append(L, ml.bScales(c, 0, ml.N/8)...)
-		L = append(L,
+			"wgmma.commit_group.sync.aligned;",
 			"wgmma.wait_group.sync.aligned 0;",
 			fmt.Sprintf("@R bra.uni WGMX_P%d;", c),
 		)
-		L = append(L, ml.promoteCols(0, ml.N/8)...)
+		L = append(L, ml.aScales(c)...)
+		L = append(L, ml.promoteCols(c, 0, ml.N/8)...)
 		L = append(L, fmt.Sprintf("WGMX_P%d:", c))
 	}
 	L = append(L, ml.release(lead, bars)...)
@@ -179,28 +170,18 @@ func (ml WGMMAMainloopMX) aScales(c int) []string {
 	}
 }
 
-// bScales is the PTX loading the thread's two columns' B scales of 8-column
-// groups j0..j1-1 of 32-wide block c: group j's into sb<2j>, sb<2j+1>.
-func (ml WGMMAMainloopMX) bScales(c, j0, j1 int) []string {
-	var L []string
-	for j := j0; j < j1; j++ {
-		L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb%d, sb%d}, [xb+%d];", 2*j, 2*j+1, c*ml.BBlock+32*j))
-	}
-	return L
-}
-
 // promoteCols is the PTX promoting the partial sums of 8-column groups
-// j0..j1-1 into the accumulators with the scales that aScales and bScales
-// loaded: acc += (partial * X_b[col]) * X_a[row]. Register 4j+i: row
-// +8*(i/2), column 8j + 2*(lane%4) + i%2.
-func (ml WGMMAMainloopMX) promoteCols(j0, j1 int) []string {
+// j0..j1-1 of block c into the accumulators: acc += (partial * X_b[col])
+// * X_a[row]. Register 4j+i: row +8*(i/2), column 8j + 2*(lane%4) + i%2.
+func (ml WGMMAMainloopMX) promoteCols(c, j0, j1 int) []string {
 	var L []string
 	for j := j0; j < j1; j++ {
+		L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
 		for i := 0; i < 4; i++ {
 			r := 4*j + i
-			sav := []string{"sa0", "sa1"}[i/2]
+			sbv, sav := []string{"sb0", "sb1"}[i%2], []string{"sa0", "sa1"}[i/2]
 			L = append(L,
-				fmt.Sprintf("mul.rn.f32 pr, mp%d, sb%d;", r, 2*j+i%2),
+				fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sbv),
 				fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sav, r))
 		}
 	}
