@@ -69,7 +69,7 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 		g = lw.transposeB(g)
 	}
 	s := lw.sched
-	if g.Rows == moe.Dense || !lw.hasVariant {
+	if !lw.usesVariant(g) {
 		return lw.emitGEMM(g, "", s, nil)
 	}
 	lo, hi := s.Variant.VariantTokens(lw.d.K, lw.d.E)
@@ -90,6 +90,11 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange) error {
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix
+	for _, k := range lw.prog.Kernels {
+		if k.Name == spec.Name {
+			return fmt.Errorf("codegen: two kernels named %s: a GEMM variant's kernels are named moe_<gemm>_<schedule.TileVariant.Name>, which must not be another kernel's name", spec.Name)
+		}
+	}
 	bind := map[string]string{}
 	for _, o := range g.Operands() {
 		bind[o.Role] = o.Buffer.Name
@@ -132,7 +137,17 @@ func (lw *perOp) readsNMajorB(g moe.GEMM) bool {
 		spec.Name = "moe_" + g.Name()
 		return lw.eng.ReadsNMajorB(spec)
 	}
-	return reads(lw.sched) && (g.Rows == moe.Dense || !lw.hasVariant || reads(lw.variant))
+	return reads(lw.sched) && (!lw.usesVariant(g) || reads(lw.variant))
+}
+
+// usesVariant reports whether g runs the schedule's GEMM variant in its
+// token range: a GEMM over dispatched rows, and an MXFP8 one when the
+// variant is for those only (schedule.TileVariant.MXOnly).
+func (lw *perOp) usesVariant(g moe.GEMM) bool {
+	if g.Rows == moe.Dense || !lw.hasVariant {
+		return false
+	}
+	return !lw.sched.Variant.MXOnly || lw.gemmSpec(g, lw.sched).MX
 }
 
 // gemmSpec is gemmSpec for the program's layer: in an mxfp8 layer the bf16

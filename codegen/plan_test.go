@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -124,60 +125,94 @@ func TestBuildRejects(t *testing.T) {
 	}
 }
 
-// TestGemmVariants: where the sm_90a default schedule has a GEMM variant,
-// the program holds both shapes of FC1 and FC2, their token ranges
-// partition T >= 1 (exactly one FC1 and one FC2 run at every T, none at T =
-// 0), the variant runs exactly where T*K/E is in its rows range, and it
-// reads its own tile list.
+// TestGemmVariants: where the sm_90a default schedule has a GEMM variant
+// (bf16 layers' mid-rows tiles, mxfp8 layers' decode tiles), the program
+// holds both shapes of FC1 and FC2, their token ranges partition T >= 1
+// (exactly one FC1 and one FC2 run at every T, none at T = 0), the
+// variant runs exactly where T*K/E is in its rows range, and it reads its
+// own tile list. The decode variant is the MXFP8 GEMMs' only: an mxfp8
+// backward's bf16 data-gradient GEMMs have one shape.
 func TestGemmVariants(t *testing.T) {
-	variants := 0
+	variants := map[schedule.Precision]int{}
 	for _, name := range schedule.Presets() {
-		l, s := presetSchedule(t, name, target.SM90a)
-		p, err := Build(l, s)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if s.Variant == nil {
-			continue
-		}
-		variants++
-		lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
-		for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, 1 << 20, launch.MaxTokens} {
-			if T < 0 {
+		for _, prec := range []schedule.Precision{schedule.BF16, schedule.MXFP8} {
+			l, err := schedule.Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Precision = prec
+			s, err := schedule.DefaultSchedule(l, target.SM90a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Build(l, s)
+			if err != nil {
+				t.Fatalf("%s %v: %v", name, prec, err)
+			}
+			if s.Variant == nil {
 				continue
 			}
-			var runs []string
+			variants[prec]++
+			vfc1, vfc2 := "moe_fc1_"+s.Variant.Name, "moe_fc2_"+s.Variant.Name
+			lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
+			for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, 1 << 20, launch.MaxTokens} {
+				if T < 0 {
+					continue
+				}
+				var runs []string
+				for _, k := range p.Kernels {
+					if strings.HasPrefix(k.Name, "moe_fc") && k.RunsAt(T) {
+						runs = append(runs, k.Name)
+					}
+				}
+				rows := float64(T) * float64(l.TopK) / float64(l.Experts)
+				in := rows >= float64(s.Variant.MinRows) && rows <= float64(s.Variant.MaxRows)
+				want := []string{"moe_fc1", "moe_fc2"}
+				if in {
+					want = []string{vfc1, vfc2}
+				}
+				if T == 0 {
+					want = nil
+				}
+				if !slices.Equal(runs, want) {
+					t.Errorf("%s %v T=%d (%.1f rows per expert): %v run, want %v", name, prec, T, rows, runs, want)
+				}
+			}
+			lists := map[string]string{}
 			for _, k := range p.Kernels {
-				if strings.HasPrefix(k.Name, "moe_fc") && k.RunsAt(T) {
-					runs = append(runs, k.Name)
+				for _, prm := range k.Params {
+					if prm.Name == "tiles" {
+						lists[k.Name] = prm.Buffer
+					}
 				}
 			}
-			rows := float64(T) * float64(l.TopK) / float64(l.Experts)
-			mid := rows >= float64(s.Variant.MinRows) && rows <= float64(s.Variant.MaxRows)
-			want := []string{"moe_fc1", "moe_fc2"}
-			if mid {
-				want = []string{"moe_fc1_mid", "moe_fc2_mid"}
+			if lists[vfc1] == "" || lists[vfc1] == lists["moe_fc1"] {
+				t.Errorf("%s %v: %s reads tile list %q, moe_fc1 %q", name, prec, vfc1, lists[vfc1], lists["moe_fc1"])
 			}
-			if T == 0 {
-				want = nil
-			}
-			if !slices.Equal(runs, want) {
-				t.Errorf("%s T=%d (%.1f rows per expert): %v run, want %v", name, T, rows, runs, want)
-			}
-		}
-		for _, k := range p.Kernels {
-			if k.Name != "moe_fc1_mid" {
+			if prec != schedule.MXFP8 || name != "qwen3-30b-a3b" {
 				continue
 			}
-			for _, prm := range k.Params {
-				if prm.Name == "tiles" && prm.Buffer == "tiles1" {
-					t.Errorf("%s: the 192-row variant reads the 128-row tile list", name)
+			bp, err := moe.Backward(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			bk, err := Lower(bp, s, PerOp)
+			if err != nil {
+				t.Fatalf("%s backward: %v", name, err)
+			}
+			var decode []string
+			for _, k := range bk.Kernels {
+				if strings.HasSuffix(k.Name, "_"+s.Variant.Name) {
+					decode = append(decode, k.Name)
 				}
+			}
+			if !slices.Equal(decode, []string{vfc1}) {
+				t.Errorf("%s mxfp8 backward: kernels %v run the decode variant, want the FC1 recompute's only (%s)", name, decode, vfc1)
 			}
 		}
 	}
-	if variants == 0 {
-		t.Fatal("no preset has a GEMM variant on sm_90a")
+	if variants[schedule.BF16] == 0 || variants[schedule.MXFP8] == 0 {
+		t.Fatalf("presets with a GEMM variant on sm_90a: %v, want bf16 and mxfp8 ones", variants)
 	}
 }
 

@@ -132,7 +132,7 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	if err != nil {
 		return "", false
 	}
-	p.Routing, p.Storage, p.SaveFC1 = l.Routing, l.Storage, l.SaveFC1
+	p.Routing, p.Storage, p.SaveFC1, p.Precision = l.Routing, l.Storage, l.SaveFC1, l.Precision
 	if backward {
 		p.MainGrad = l.MainGrad
 	}
@@ -144,6 +144,9 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 		return "", false
 	}
 	args := []string{"mokc build --model " + l.Name, "--target " + s.Target.String()}
+	if l.Precision == schedule.MXFP8 {
+		args = append(args, "--precision mxfp8")
+	}
 	if l.Routing == schedule.RoutingMap {
 		args = append(args, "--routing map")
 	}
@@ -167,8 +170,12 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	}
 	if s.MXGemm != def.MXGemm {
 		args = append(args, "--mx-gemm "+s.MXGemm.String())
+		if s.MXGemm == schedule.MXGemmExpand {
+			def.Variant = nil // as --mx-gemm expand does (the default's decode variant is promote's)
+		}
 	}
-	// Said by --wgrad, --group-m and --mx-gemm, which keep the GEMM variant.
+	// Said by --wgrad, --group-m and --mx-gemm, which keep the GEMM variant
+	// (but for expand, above).
 	s.WGrad, s.GroupM, s.MXGemm = def.WGrad, def.GroupM, def.MXGemm
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set

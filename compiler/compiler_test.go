@@ -106,6 +106,18 @@ func TestStageErrors(t *testing.T) {
 	if _, ok := ReproduceCommand(lb, sb); ok {
 		t.Error("a forward repro for a layer whose main grads differ from the preset's")
 	}
+	// An mxfp8 layer: --precision mxfp8; --mx-gemm expand drops the
+	// default's decode variant, as the flag does.
+	lx := l
+	lx.Precision = schedule.MXFP8
+	sx := testlayer.DefaultSchedule(t, lx, target.SM90a)
+	if cmd, ok := ReproduceCommand(lx, sx); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --emit llvm" {
+		t.Errorf("ReproduceCommand(mxfp8) = %q, %v", cmd, ok)
+	}
+	sx.MXGemm, sx.Variant = schedule.MXGemmExpand, nil
+	if cmd, ok := ReproduceCommand(lx, sx); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --mx-gemm expand --emit llvm" {
+		t.Errorf("ReproduceCommand(mxfp8, expand) = %q, %v", cmd, ok)
+	}
 	sg := s
 	sg.GroupM = 0
 	if cmd, ok := ReproduceCommand(l, sg); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --group-m 0 --emit llvm" {

@@ -99,11 +99,13 @@ type Schedule struct {
 	// MXGemmPromote (the default: e4m3 wgmma per 32-wide block, promoted
 	// with the scales) or MXGemmExpand (e4m3 tiles by TMA widened to bf16
 	// in shared memory, the bf16 wgmma loop; the same values, docs/mxfp8.md;
-	// correct on the H200 and 1.2-1.7x promote's time, docs/perf.md,
+	// correct on the H200 and 1.2-1.9x promote's time, docs/perf.md,
 	// mxfp8 v9). Expand is refused for bf16 layers and on other targets,
-	// and takes tiles of K = 128; the default schedule's decode Variant is
-	// promote's (its 6 stages exceed shared memory with expand's bf16
-	// tiles), so a schedule switched to expand drops it (Variant = nil).
+	// and takes tiles of K = 128. The default schedule's decode Variant is
+	// promote's: its 6 stages exceed shared memory with expand's bf16
+	// tiles, so Validate refuses it under expand, and a caller switching a
+	// default schedule to expand sets Variant = nil (as mokc's --mx-gemm
+	// expand does).
 	MXGemm MXGemmKind
 }
 
@@ -232,6 +234,11 @@ type TileVariant struct {
 	Stages           int  // replaces Schedule.Stages
 	MMAWarps         int  // replaces Schedule.Warps.MMA
 	MinRows, MaxRows int  // mean rows per expert T*K/E, inclusive
+	// MXOnly: the variant replaces the tiles of the MXFP8 GEMMs only (the
+	// forward's routed GEMMs, the backward's FC1 recompute); the bf16
+	// GEMMs of an mxfp8 layer's backward (the data gradients) keep
+	// FC1/FC2.
+	MXOnly bool
 }
 
 // variantName is the form of TileVariant.Name.
@@ -251,8 +258,9 @@ func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 }
 
 // VariantTokens returns the inclusive token range [lo, hi] in which the
-// variant runs for a layer with top-k k and e experts: the T with
-// MinRows <= T*k/e <= MaxRows. lo > hi when no T qualifies.
+// variant runs for a layer with top-k k and e experts: the T >= 1 with
+// MinRows <= T*k/e <= MaxRows (T = 0 launches no GEMM). lo > hi when no T
+// qualifies.
 func (v TileVariant) VariantTokens(k, e int) (lo, hi int64) {
 	K, E := int64(k), int64(e)
 	lo = (int64(v.MinRows)*E + K - 1) / K
@@ -713,10 +721,12 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 // H200 (docs/perf.md, mxfp8 v9's outcome; device run 20) it ran the
 // forward at T = 64 (2-4 mean rows per expert) 11% (qwen3-30b-a3b), 10%
 // (gpt-oss-120b) and 7% (deepseek-v3) faster than the 128x128 tiles. nil
-// when the tiles do not fit the layer.
+// when the tiles do not fit the layer. MXOnly: the reason is the
+// promotion, and the backward's bf16 data-gradient GEMMs were not timed
+// with these tiles.
 func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
 	return fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{64, 128, s.FC1.K}, FC2: Tile{64, 128, s.FC2.K},
-		Stages: 6, MMAWarps: 4, MinRows: 0, MaxRows: 16})
+		Stages: 6, MMAWarps: 4, MinRows: 0, MaxRows: 16, MXOnly: true})
 }
 
 // fitVariant returns v when s with v is a valid schedule of layer l, else

@@ -42,12 +42,12 @@ if [ -n "${WGRAD_MODEL:-}" ]; then
 	echo "rc=$? ncu weight gradients $WGRAD_MODEL" | tee -a "$OUT/summary.txt"
 fi
 if [ -n "${MX_MODEL:-}" ]; then
-	flags=${MX_FLAGS:---mx-gemm expand --fc1-tile 64x256x128 --fc2-tile 64x256x128 --stages 3 --mma-warps 4}
+	flags=${MX_FLAGS---mx-gemm expand --fc1-tile 64x256x128 --fc2-tile 64x256x128 --stages 3 --mma-warps 4} # MX_FLAGS= : the default schedule
 	echo "=== ncu mxfp8 FC1 $MX_MODEL T=${MX_TOKENS:-64} $flags" >>"$OUT/ncu-mxfp8.log"
 	# shellcheck disable=SC2086 # flags is a list of flags
 	timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-		--section SourceCounters --section Occupancy -k 'regex:^moe_fc1$' --launch-skip 2 --launch-count 1 \
-		-o "$OUT/mx-fc1" "$mokc" bench --precision mxfp8 $flags --model "$MX_MODEL" --target "$TARGET" --tokens "${MX_TOKENS:-64}" \
+		--section SourceCounters --section Occupancy -k 'regex:^moe_fc1(_decode)?$' --launch-skip 2 --launch-count 1 \
+		-f -o "$OUT/mx-fc1" "$mokc" bench --precision mxfp8 $flags --model "$MX_MODEL" --target "$TARGET" --tokens "${MX_TOKENS:-64}" \
 		--iters 1 --warmup 2 >>"$OUT/ncu-mxfp8.log" 2>&1
 	echo "rc=$? ncu mxfp8 FC1 $MX_MODEL" | tee -a "$OUT/summary.txt"
 	ncu --import "$OUT/mx-fc1.ncu-rep" >>"$OUT/ncu-mxfp8.log" 2>&1

@@ -31,6 +31,7 @@
 #   mxdecode  the default mxfp8 schedule's decode variant (64x128x128 tiles, 6 stages, one consumer warpgroup,
 #          at most 16 mean rows per expert): mokc run at T = 0, 1, 64, 256, 4096 on three presets (forward
 #          and one backward), then timed beside bf16 and the 128x128 tiles without the variant at T = 64, 256
+#          (EXPAND_MODELS)
 #   expand the MXFP8 expansion (--mx-gemm expand): the widening and GEMM tests, three presets with the
 #          default and the decode tiles, memcheck, timed beside bf16 and promote (and at T = 64 promote's
 #          64x128 decode tile) at T = 64 and 4096 with three tile shapes (EXPAND_MODELS)
@@ -205,7 +206,7 @@ for phase in $phases; do
 		for m in ${EXPAND_MODELS:-qwen3-30b-a3b deepseek-v3 gpt-oss-120b}; do
 			for T in 64 4096; do
 				step "bench $m T=$T bf16" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
-				step "bench $m T=$T mxfp8 promote" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
+				step "bench $m T=$T mxfp8 promote (default schedule)" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
 				if [ "$T" = 64 ]; then # promote with one consumer warpgroup and a deeper ring (decode)
 					step "bench $m T=$T mxfp8 promote 64x128x128 6 stages" 90 "$OUT/bench-expand.log" bash -c "\"$mokc\" bench --precision mxfp8 --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 6 --mma-warps 4 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-expand.jsonl\""
 				fi
@@ -217,8 +218,9 @@ for phase in $phases; do
 		grep -hE "FAIL|error" "$OUT"/run-expand.log | tail -20
 		;;
 	mxdecode)
-		# The decode variant (moe_fc1_decode/moe_fc2_decode for T*K/E <= 16): checked across its token
-		# range's edges, then timed against the 128x128 tiles alone (the tile flags drop the variant).
+		# The decode variant (moe_fc1_decode/moe_fc2_decode for T*K/E <= 16): checked inside its token range
+		# and past it (qwen3-30b-a3b's range ends at T = 256 exactly), then timed against the 128x128 tiles
+		# alone (the tile flags drop the variant).
 		for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite; do
 			step "run --precision mxfp8 $m T=0,1,64,256,4096 x3" 150 "$OUT/run-mxdecode.log" \
 				bash -c "\"$mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens 0,1,64,256,4096 --repeat 3 --json >>\"$OUT/run-mxdecode.jsonl\""
@@ -420,7 +422,7 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, expand, mxstages, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
 		exit 2
 		;;
 	esac

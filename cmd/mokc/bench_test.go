@@ -80,6 +80,27 @@ func TestScheduleFlags(t *testing.T) {
 			t.Errorf("mokc %s: %v, want %q", strings.Join(c.args, " "), err, c.want)
 		}
 	}
+	// --mx-gemm keeps the default mxfp8 schedule's decode variant, but for
+	// expand, whose stages it does not fit.
+	for _, c := range []struct {
+		gemm   string
+		decode bool
+	}{{"", true}, {"promote", true}, {"expand", false}} {
+		args := []string{"build", "--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--target", "sm_90a", "-o", out}
+		if c.gemm != "" {
+			args = append(args, "--mx-gemm", c.gemm)
+		}
+		if _, err := runCLI(args...); err != nil {
+			t.Fatalf("mokc %s: %v", strings.Join(args, " "), err)
+		}
+		ptx, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(string(ptx), "moe_fc1_decode"); got != c.decode {
+			t.Errorf("--mx-gemm %q: decode kernels %v, want %v", c.gemm, got, c.decode)
+		}
+	}
 }
 
 // A config with quantization_config builds, with a note that the kernels

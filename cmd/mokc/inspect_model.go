@@ -127,8 +127,13 @@ func printLayer(w io.Writer, l schedule.Layer) {
 		fmt.Fprintf(w, "  %-8s shared memory %d of %d bytes%s; at most %d tokens (32-bit indices)\n", "", smem, t.SharedMemoryLimit(), extra, s.MaxTokens(l))
 		if v, ok := s.VariantSchedule(); ok {
 			lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
-			fmt.Fprintf(w, "  %-8s for %d..%d rows per expert (T = %d..%d): FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma\n",
-				"", s.Variant.MinRows, s.Variant.MaxRows, lo, hi, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA)
+			which := "routed GEMMs"
+			if s.Variant.MXOnly {
+				which = "mxfp8 GEMMs"
+			}
+			fmt.Fprintf(w, "  %-8s for %d..%d mean rows per expert (T = %d..%d), the %s as moe_fc1_%s/moe_fc2_%s: FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
+				"", s.Variant.MinRows, s.Variant.MaxRows, lo, hi, which, s.Variant.Name, s.Variant.Name, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA,
+				max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)))
 		}
 	}
 }

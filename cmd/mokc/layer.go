@@ -124,8 +124,8 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; as fast as wgmma on the H200 so far); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
-	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales) or expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.7x the time of promote on the H200: docs/perf.md, mxfp8 v9; expand drops the default schedule's decode tiles, which are promote's). sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
-		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote"),
+	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales) or expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.9x the time of promote on the H200: docs/perf.md, mxfp8 v9; expand drops the default schedule's decode tiles, which are promote's). sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
+		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote").keepingVariant(),
 }
 
 // withDefault is f with the help text def for its default.
@@ -347,7 +347,8 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // flags applied, validated against l. When a flag of the GEMM shape is set
 // the schedule loses its T-dependent GEMM variant: the flags describe the
 // one shape of the routed GEMMs (--wgrad keeps it). A refusal on a field a schedule flag sets names the
-// flag ("--mma-warps 3: ...").
+// flag ("--mma-warps 3: ..."). --mx-gemm expand drops the variant too (the
+// default mxfp8 schedule's decode tiles are promote's).
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := defaultSchedule(l, target)
 	if err != nil {
@@ -363,6 +364,9 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	}
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
 		return s, err
+	}
+	if s.MXGemm == schedule.MXGemmExpand {
+		s.Variant = nil // the default's decode variant is promote's (schedule.Schedule.MXGemm)
 	}
 	if err := s.Validate(l); err != nil {
 		if ferr := flagError(c, scheduleFieldFlags, l, s, "the target's default", err); ferr != err {
