@@ -282,10 +282,7 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				s.MXGemm = f.gemm
-				if f.gemm == schedule.MXGemmExpand {
-					s.Variant = nil // the decode variant is promote's (schedule.Schedule.MXGemm)
-				}
+				s = s.WithMXGemm(f.gemm)
 				p, err := Build(l, s)
 				if err != nil {
 					t.Fatalf("%s %+v %v: %v", name, f, tg, err)

@@ -170,13 +170,11 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	}
 	if s.MXGemm != def.MXGemm {
 		args = append(args, "--mx-gemm "+s.MXGemm.String())
-		if s.MXGemm == schedule.MXGemmExpand {
-			def.Variant = nil // as --mx-gemm expand does (the default's decode variant is promote's)
-		}
 	}
 	// Said by --wgrad, --group-m and --mx-gemm, which keep the GEMM variant
-	// (but for expand, above).
-	s.WGrad, s.GroupM, s.MXGemm = def.WGrad, def.GroupM, def.MXGemm
+	// (but for expand: Schedule.WithMXGemm, as the flag applies it).
+	def = def.WithMXGemm(s.MXGemm)
+	s.WGrad, s.GroupM = def.WGrad, def.GroupM
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set
 		// the rest.

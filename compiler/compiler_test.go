@@ -114,7 +114,7 @@ func TestStageErrors(t *testing.T) {
 	if cmd, ok := ReproduceCommand(lx, sx); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --emit llvm" {
 		t.Errorf("ReproduceCommand(mxfp8) = %q, %v", cmd, ok)
 	}
-	sx.MXGemm, sx.Variant = schedule.MXGemmExpand, nil
+	sx = sx.WithMXGemm(schedule.MXGemmExpand)
 	if cmd, ok := ReproduceCommand(lx, sx); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --mx-gemm expand --emit llvm" {
 		t.Errorf("ReproduceCommand(mxfp8, expand) = %q, %v", cmd, ok)
 	}

@@ -103,10 +103,21 @@ type Schedule struct {
 	// mxfp8 v9). Expand is refused for bf16 layers and on other targets,
 	// and takes tiles of K = 128. The default schedule's decode Variant is
 	// promote's: its 6 stages exceed shared memory with expand's bf16
-	// tiles, so Validate refuses it under expand, and a caller switching a
-	// default schedule to expand sets Variant = nil (as mokc's --mx-gemm
-	// expand does).
+	// tiles, so Validate refuses it under expand: switch a schedule with
+	// WithMXGemm, which drops it.
 	MXGemm MXGemmKind
+}
+
+// WithMXGemm returns s with its mxfp8 routed GEMMs run by k; with
+// MXGemmExpand without a GEMM variant, since the default schedule's decode
+// variant is promote's (its stages do not fit expand's bf16 tiles, see
+// MXGemm).
+func (s Schedule) WithMXGemm(k MXGemmKind) Schedule {
+	s.MXGemm = k
+	if k == MXGemmExpand {
+		s.Variant = nil
+	}
+	return s
 }
 
 // MXGemmKind selects how an MXFP8 GEMM runs on sm_90a.

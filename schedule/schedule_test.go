@@ -262,7 +262,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 	if err := s.Validate(m); err == nil || !strings.Contains(err.Error(), "Schedule.Variant") {
 		t.Errorf("mxfp8 expand with promote's decode variant (6 stages of 64x128 tiles): %v, want a shared-memory refusal", err)
 	}
-	s.Variant = nil // as mokc's --mx-gemm flag does
+	s = s.WithMXGemm(MXGemmExpand) // drops the variant, as mokc's --mx-gemm flag does
 	if err := s.Validate(m); err != nil {
 		t.Fatalf("mxfp8 expand: %v", err)
 	}

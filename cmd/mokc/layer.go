@@ -365,9 +365,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
 		return s, err
 	}
-	if s.MXGemm == schedule.MXGemmExpand {
-		s.Variant = nil // the default's decode variant is promote's (schedule.Schedule.MXGemm)
-	}
+	s = s.WithMXGemm(s.MXGemm) // expand drops the default's decode variant
 	if err := s.Validate(l); err != nil {
 		if ferr := flagError(c, scheduleFieldFlags, l, s, "the target's default", err); ferr != err {
 			return s, ferr
