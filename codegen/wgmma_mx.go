@@ -77,17 +77,7 @@ func (ml WGMMAMainloopMX) asm() string {
 // order per stored accumulator, so the same bits.
 func (ml WGMMAMainloopMX) asmSplit() string {
 	na := ml.N / 2
-	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
-	stage, phase, kt, bars, smem, aOff, lead, aSc, bSc := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8) // live (in(9)) unused
-	parts := make([]string, na)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("mp%d", i)
-	}
-	L := loopStart([]string{".reg .pred P, Q;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
-		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
-	L = append(L, loopHead("WGMX", kt, bars)...)
-	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
-	L = append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
+	L, parts, lead, bars := ml.prologue(false)
 	half := na / 2 // partial sums per half: registers [h*half, (h+1)*half)
 	issue := func(c, h int) {
 		L = append(L,
@@ -131,18 +121,7 @@ func (ml WGMMAMainloopMX) asmSplit() string {
 // once.
 func (ml WGMMAMainloopMX) asmWhole() string {
 	na := ml.N / 2
-	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
-	stage, phase, kt, bars, smem, aOff, lead, aSc, bSc, live := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8), in(9)
-	parts := make([]string, na)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("mp%d", i)
-	}
-	L := loopStart([]string{".reg .pred P, Q, R;", ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
-		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
-	L = append(L, "setp.le.s32 R, "+live+", 0;")
-	L = append(L, loopHead("WGMX", kt, bars)...)
-	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
-	L = append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
+	L, parts, lead, bars := ml.prologue(true)
 	for c := range ml.OffA {
 		step, a, bb := stepDescs("d0a", "d0b", ml.OffA[c], ml.OffB[c])
 		L = append(L, step...)
@@ -159,6 +138,34 @@ func (ml WGMMAMainloopMX) asmWhole() string {
 	}
 	L = append(L, ml.release(lead, bars)...)
 	return asmLines(append(L, loopEnd(na)...)...)
+}
+
+// prologue is the PTX both K loops open with: the statement's registers,
+// the N/2 accumulators zeroed, with skip the predicate R = (live <= 0)
+// (operand 9; the one-wgmma loop's warps without rows), the loop head,
+// the stage's descriptors and the scale addresses xa, xb. parts names the
+// partial sums' registers; lead and bars are release's operands.
+func (ml WGMMAMainloopMX) prologue(skip bool) (L, parts []string, lead, bars string) {
+	na := ml.N / 2
+	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
+	stage, phase, kt, smem, aOff, aSc, bSc, live := in(0), in(1), in(2), in(4), in(5), in(7), in(8), in(9)
+	lead, bars = in(6), in(3)
+	parts = make([]string, na)
+	for i := range parts {
+		parts[i] = fmt.Sprintf("mp%d", i)
+	}
+	preds := ".reg .pred P, Q;"
+	if skip {
+		preds = ".reg .pred P, Q, R;"
+	}
+	L = loopStart([]string{preds, ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
+		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
+	if skip {
+		L = append(L, "setp.le.s32 R, "+live+", 0;")
+	}
+	L = append(L, loopHead("WGMX", kt, bars)...)
+	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
+	return append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";"), parts, lead, bars
 }
 
 // aScales is the PTX loading the thread's two rows' A scales (sa0, sa1) of
