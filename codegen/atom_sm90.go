@@ -7,6 +7,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/target"
 )
 
@@ -118,6 +119,43 @@ type sm90Layout struct {
 	// mmaWG0 is the first consumer warpgroup: 1, or 2 when an MXExpand
 	// kernel has a second warpgroup of converters (nConv).
 	mmaWG0 int
+	// swap: the operand swap of a promoted MXFP8 GEMM of 32-row tiles
+	// (swapAB): one consumer warpgroup, the B tile wgmma's A in 64-row
+	// slices, the token rows its B (WGMMAMainloopMX.Swap, epilogueSwap).
+	swap bool
+}
+
+// swapAB reports whether the sm_90a engine runs s with the operand swap
+// (docs/mxfp8.md, "the operand swap"): a promoted MXFP8 GEMM of 32-row
+// tiles, for experts with few rows, where wgmma m64 over the token rows
+// would compute mostly padding and promote 64 accumulators per thread per
+// 32-wide block.
+func (s GemmSpec) swapAB() bool { return s.MX && !s.MXExpand && s.Tile.BM == 32 }
+
+// checkSwap refuses a GEMM the operand swap does not implement: the
+// weights grouped and K-major (TMA), the B tile whole 64-row slices (for
+// gate/up halves, each half), the gate and up rows of an output column in
+// the same thread (not interleaved), one consumer warpgroup.
+func checkSwap(s GemmSpec) error {
+	switch nb := s.bTileRows(); {
+	case s.B != BGrouped || s.BNMajor:
+		return fmt.Errorf("codegen: %s: the sm_90a MXFP8 operand swap (BM = 32) loads grouped K-major weights with TMA", s.Name)
+	case nb%64 != 0 || (s.bTile() == layouts.GateUpHalves && s.Tile.BN%64 != 0):
+		return fmt.Errorf("codegen: %s: the sm_90a MXFP8 operand swap (BM = 32) reads the B tile in 64-row slices (gate and up halves each): BN = %d, %d B rows", s.Name, s.Tile.BN, nb)
+	case s.bTile() == layouts.GateUpInterleaved:
+		return fmt.Errorf("codegen: %s: the sm_90a MXFP8 operand swap (BM = 32) does not implement interleaved gate/up rows (a column's gate and up in different threads)", s.Name)
+	case s.Tile.Warps != 0 && s.Tile.Warps != 4:
+		return fmt.Errorf("codegen: %s: the sm_90a MXFP8 operand swap (BM = 32) runs one consumer warpgroup (4 warps), schedule has %d", s.Name, s.Tile.Warps)
+	}
+	return nil
+}
+
+// accs is the number of accumulators of a consumer thread.
+func (l sm90Layout) accs() int {
+	if l.swap {
+		return l.NB / 64 * l.BM / 2
+	}
+	return l.NB / 2
 }
 
 // nConv is an MXExpand kernel's converter threads: the producer's warps
@@ -139,15 +177,20 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if err := checkTMATile(s, target.SM90a); err != nil {
 		return l, err
 	}
+	l.swap = s.swapAB()
 	switch {
+	case l.swap:
+		if err := checkSwap(s); err != nil {
+			return l, err
+		}
 	case bm%64 != 0 || bm < 64 || bm > 192:
-		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d must be 64, 128 or 192 (one consumer warpgroup per 64 rows, wgmma m64)", s.Name, bm)
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d must be 64, 128 or 192 (one consumer warpgroup per 64 rows, wgmma m64), or 32 for a promoted MXFP8 GEMM (the operand swap)", s.Name, bm)
 	case s.Tile.BN%8 != 0 || nb > 256:
 		return l, fmt.Errorf("codegen: %s: sm_90a B tile of %d rows (BN = %d) must be a multiple of 8 up to 256 (wgmma m64nNk16; TMA box <= 256 rows)", s.Name, nb, s.Tile.BN)
 	case s.Tile.Cluster > 1:
 		return l, fmt.Errorf("codegen: %s: sm_90a engine runs without clusters (Cluster = %d)", s.Name, s.Tile.Cluster)
 	}
-	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) {
+	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d", s.Name, bm, 4*(bm/64), w)
 	}
 	// Staged epilogue when the staging tile fits (not with BTable, whose
@@ -163,7 +206,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if err := l.checkSmem(s, target.SM90a); err != nil {
 		return l, err
 	}
-	l.WG = l.BM / 64
+	l.WG = max(1, l.BM/64)
 	l.mmaWG0 = 1
 	if l.expand {
 		// A second warpgroup of converters when the block's registers
@@ -330,11 +373,18 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	var aSc, bSc value.Value
 	if k.spec.MX {
 		// The thread's first accumulator row and column among the stage's
-		// f32 scales ([K/32][BM] of A, then [K/32][NB] of B).
+		// f32 scales ([K/32][BM] of A, then [K/32][NB] of B); with the
+		// swap the rows are B-tile rows and the columns token rows.
 		so := int64(l.stageBytes - l.smem.ScaleBytes)
+		bo := so + int64(l.BK/32*l.BM*4)
 		row := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), b.LShr(lane, ir.Int32(2))))
-		aSc = b.AddI(b.MulI(row, 4), so)
-		bSc = b.AddI(b.MulI(b.And(lane, ir.Int32(3)), 8), so+int64(l.BK/32*l.BM*4))
+		ro, co := so, bo
+		if l.swap {
+			mx.Swap, mx.BM, mx.ABlock, mx.BBlock = true, l.BM, 4*l.NB, 4*l.BM
+			ro, co = bo, so
+		}
+		aSc = b.AddI(b.MulI(row, 4), ro)
+		bSc = b.AddI(b.MulI(b.And(lane, ir.Int32(3)), 8), co)
 	}
 	var err error
 	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
@@ -356,14 +406,15 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 			acc, stage, phase, e := mainloop()
 			if e != nil {
 				err = e
-				return append(zerosF32(l.NB/2), v[0], v[1])
+				return append(zerosF32(l.accs()), v[0], v[1])
 			}
 			return append(acc, stage, phase)
 		}, func() []value.Value {
 			stage, phase := b.WGMMADrain(ml, v[0], v[1], kt, k.ring.bars, laneZero)
-			return append(zerosF32(l.NB/2), stage, phase)
+			return append(zerosF32(l.accs()), stage, phase)
 		})
-		acc, stage, phase := res[:l.NB/2], res[l.NB/2], res[l.NB/2+1]
+		na := l.accs()
+		acc, stage, phase := res[:na], res[na], res[na+1]
 		if err != nil {
 			return v
 		}

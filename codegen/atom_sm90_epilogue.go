@@ -56,11 +56,49 @@ func (l sm90Layout) wgmmaRuns(acc []value.Value, row func(h int) value.Value, co
 	return nil
 }
 
+// swapRuns calls run for every output of a consumer thread's accumulators
+// under the operand swap (WGMMAMainloopMX.Swap: register s*BM/2 + 4j+i
+// holds B-tile row 64s + 16*(warp%4) + lane/4 + 8*(i/2), token row 8j +
+// 2*(lane%4) + i%2): run gets the token row in the tile, the output column
+// in the tile and the output's values: gate/up halves, (gate, up) from
+// the gate slice s and the up slice s + S/2 (the tile's output column is
+// the gate row); plain, the one value (column = B-tile row). Runs of one
+// output: a thread's outputs of one token row are 8 columns apart.
+func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp value.Value,
+	run func(tr, tc value.Value, vals []value.Value) error) error {
+	S, per := l.NB/64, l.BM/2
+	f0 := b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), b.LShr(lane, ir.Int32(2)))
+	t0 := b.MulI(b.And(lane, ir.Int32(3)), 2)
+	slices := S
+	if l.gate == layouts.GateUpHalves {
+		slices = S / 2
+	}
+	for s := 0; s < slices; s++ {
+		for r := 0; r < per; r++ {
+			j, i := r/4, r%4
+			tr, tc := b.AddI(t0, int64(8*j+i%2)), b.AddI(f0, int64(64*s+8*(i/2)))
+			vals := []value.Value{acc[s*per+r]}
+			if l.gate == layouts.GateUpHalves {
+				vals = append(vals, acc[(s+slices)*per+r])
+			}
+			if err := run(tr, tc, vals); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
 // epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
 // through the shared Epilogue (bias, activation, bf16 rounding, predicated
 // stores).
 func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	ep := gemmEpilogue(b, spec, w)
+	if l.swap {
+		return l.swapRuns(b, acc, lane, warp, func(tr, tc value.Value, vals []value.Value) error {
+			return ep.Emit(b, b.Add(w.row0, tr), b.Add(w.n0, tc), vals)
+		})
+	}
 	wq := b.And(warp, ir.Int32(3))
 	r0 := b.Add(b.Add(w.row0, b.MulI(c, 64)), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2))))
 	t2 := b.MulI(b.And(lane, ir.Int32(3)), 2)
@@ -86,10 +124,13 @@ func (l sm90Layout) stageOut(b *Builder, k *sm90Block, w gemmWork, c, lane, warp
 	stgFull, stgEmpty := b.AddI(k.ring.bars, int64(16*l.S)), b.AddI(k.ring.bars, int64(16*l.S+8))
 	b.MbarWait(stgEmpty, b.Xor(sph, ir.Int32(1)))
 	ep := gemmEpilogue(b, k.spec, w)
-	wq := b.And(warp, ir.Int32(3))
-	rl := b.Add(b.MulI(c, 64), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // tile row
-	t := b.And(lane, ir.Int32(3))
-	t2 := b.MulI(t, 2)
+	var rl, t, t2 value.Value // the fragment's tile row and column bases (unswapped)
+	if !l.swap {
+		wq := b.And(warp, ir.Int32(3))
+		rl = b.Add(b.MulI(c, 64), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // tile row
+		t = b.And(lane, ir.Int32(3))
+		t2 = b.MulI(t, 2)
+	}
 	stg := b.AddI(k.base, int64(l.smem.StagingOffset))
 	put := func(row value.Value, lc value.Value, vals []value.Value) {
 		col := b.Add(w.n0, lc)
@@ -108,15 +149,22 @@ func (l sm90Layout) stageOut(b *Builder, k *sm90Block, w gemmWork, c, lane, warp
 			}
 		})
 	}
-	_ = l.wgmmaRuns(acc, func(h int) value.Value { return b.AddI(rl, int64(8*h)) }, func(interleaved bool) value.Value {
-		if interleaved {
-			return t
-		}
-		return t2
-	}, func(row, base value.Value, off int, vals []value.Value) error {
-		put(row, b.AddI(base, int64(off)), vals)
-		return nil
-	})
+	if l.swap {
+		_ = l.swapRuns(b, acc, lane, warp, func(tr, tc value.Value, vals []value.Value) error {
+			put(tr, tc, vals)
+			return nil
+		})
+	} else {
+		_ = l.wgmmaRuns(acc, func(h int) value.Value { return b.AddI(rl, int64(8*h)) }, func(interleaved bool) value.Value {
+			if interleaved {
+				return t
+			}
+			return t2
+		}, func(row, base value.Value, off int, vals []value.Value) error {
+			put(row, b.AddI(base, int64(off)), vals)
+			return nil
+		})
+	}
 	b.MbarArrive(stgFull)
 	return err
 }

@@ -72,6 +72,10 @@ func SM90MXCases() []GemmCase { return gemmCases(sm90MXCases()) }
 // (sm90MXWholeCases).
 func SM90MXWholeCases() []GemmCase { return gemmCases(sm90MXWholeCases()) }
 
+// SM90MXSwapCases returns the MXFP8 GEMMs of 32-row tiles run with the
+// operand swap (sm90MXSwapCases).
+func SM90MXSwapCases() []GemmCase { return gemmCases(sm90MXSwapCases()) }
+
 // SM90MXExpandCases returns the same GEMMs run by expansion
 // (sm90MXExpandCases).
 func SM90MXExpandCases() []GemmCase { return gemmCases(sm90MXExpandCases()) }

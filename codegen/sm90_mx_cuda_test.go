@@ -23,12 +23,14 @@ import (
 // bf16 C (the staged epilogue), gated f32 C (halves and interleaved with
 // bias, as FC1 of an mxfp8 layer writes h), ragged experts, a K tail;
 // poisoned C with canary rows; each case run both ways (promoted per
-// block, and by expansion to bf16: GemmSpec.MXExpand), and a promoted one
-// of a 72-row B tile with odd scale rows (sm90MXWholeCases).
+// block, and by expansion to bf16: GemmSpec.MXExpand), a promoted one
+// of a 72-row B tile with odd scale rows (sm90MXWholeCases), and 32-row
+// tiles with the operand swap (sm90MXSwapCases).
 func TestSM90MXGemmGPU(t *testing.T) {
 	ctx, eng := engineOnGPU(t, target.SM90a, 90)
 	cases := append(codegen.SM90MXCases(), codegen.SM90MXWholeCases()...)
 	cases = append(cases, codegen.SM90MXExpandCases()...)
+	cases = append(cases, codegen.SM90MXSwapCases()...)
 	m := ir.NewModule("mx")
 	var infos []codegen.KernelInfo
 	for _, c := range cases {

@@ -267,6 +267,25 @@ func sm90MXWholeCases() []sm90GemmCase {
 		Tile: Tile{BM: 64, BN: 72, BK: 128, Stages: 2, Warps: 4}}, []int{70, 3}}}
 }
 
+// sm90MXSwapCases are MXFP8 GEMMs of 32-row tiles, run with the operand
+// swap (GemmSpec.swapAB): plain bf16 C (staged) with a partial column
+// block and a K tail, gated f32 C with bias (K = 2880), a plain f32 C of
+// one 64-row slice (no pipelining across slices), and gated bf16 C of
+// 128-column tiles (four slices); experts of 0, 1, 31, 32, 33 rows.
+func sm90MXSwapCases() []sm90GemmCase {
+	t := func(bn, stages int) Tile { return Tile{BM: 32, BN: bn, BK: 128, Stages: stages, Warps: 4} }
+	return []sm90GemmCase{
+		{GemmSpec{Name: "mx_swap_store", N: 200, K: 224, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true,
+			Tile: t(128, 4)}, []int{37, 0, 1, 33}},
+		{GemmSpec{Name: "mx_swap_swiglu_f32", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, Tile: t(64, 8)}, []int{1, 70, 32}},
+		{GemmSpec{Name: "mx_swap_store64_f32", N: 136, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiStore, COutF32: true, MX: true,
+			Tile: t(64, 3)}, []int{65, 31}},
+		{GemmSpec{Name: "mx_swap_swiglu", N: 320, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, MX: true, Tile: t(128, 3)}, []int{17, 40}},
+	}
+}
+
 // sm90MXExpandCases are sm90MXCases run by expansion (GemmSpec.MXExpand):
 // the same GEMMs, names suffixed "_expand" (each with two converter
 // warpgroups: BM = 64, or B tiles of at most 128 rows), and one only the
@@ -322,7 +341,7 @@ func TestSM90MXAssemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cases := append(sm90MXCases(), sm90MXWholeCases()...)
+	cases := append(append(sm90MXCases(), sm90MXWholeCases()...), sm90MXSwapCases()...)
 	m, _ := sm90GemmModule(t, eng, cases)
 	text, err := mptx.Compile(m.IR, target.SM90a)
 	if err != nil {
@@ -330,13 +349,21 @@ func TestSM90MXAssemble(t *testing.T) {
 	}
 	// Per kernel, one wgmma per 32-wide block of the K block of 128, or two
 	// (the B tile's halves, WGMMAMainloopMX.asmSplit) when the B tile is
-	// whole 16-row groups.
+	// whole 16-row groups, or one per 64-row slice of the B tile (the
+	// operand swap, m64n32k32).
 	want := 0
 	for _, c := range cases {
-		want += 4
-		if c.spec.bTileRows()%16 == 0 {
+		switch nb := c.spec.bTileRows(); {
+		case c.spec.swapAB():
+			want += 4 * nb / 64
+		case nb%16 == 0:
+			want += 8
+		default:
 			want += 4
 		}
+	}
+	if n, w := strings.Count(text, "m64n32k32.f32.e4m3.e4m3"), 4*(2+2+1+4); n != w {
+		t.Errorf("%d e4m3 wgmma m64n32k32 in the MX kernels, want %d (the swap cases)", n, w)
 	}
 	if n := strings.Count(text, "k32.f32.e4m3.e4m3"); n != want {
 		t.Errorf("%d e4m3 wgmma in the MX kernels, want %d", n, want)
@@ -377,6 +404,22 @@ func TestSM90MXAssemble(t *testing.T) {
 		e, _ := EngineFor(tg)
 		if _, err := e.GroupedGEMM(ir.NewModule("r"), c, 1); err == nil {
 			t.Errorf("%v built an MX GEMM", tg)
+		}
+	}
+	// The operand swap's refusals: interleaved gate/up rows, a gate half
+	// of 32 rows, weights through a pointer table, 8 warps, bf16.
+	sw := sm90MXSwapCases()[1].spec
+	for name, mod := range map[string]func(s *GemmSpec){
+		"interleaved": func(s *GemmSpec) { s.Gate = GateInterleaved },
+		"bn32":        func(s *GemmSpec) { s.Tile.BN = 32 },
+		"table":       func(s *GemmSpec) { s.B = BTable },
+		"warps8":      func(s *GemmSpec) { s.Tile.Warps = 8 },
+		"bf16":        func(s *GemmSpec) { s.MX = false },
+	} {
+		s := sw
+		mod(&s)
+		if _, err := eng.GroupedGEMM(ir.NewModule("r"), s, 1); err == nil || !strings.Contains(err.Error(), "32") {
+			t.Errorf("swap %s: %v", name, err)
 		}
 	}
 }

@@ -86,7 +86,7 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 	}
 	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: dt, Scales: s.MX,
 		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor,
-		E4M3Staging: e4m3Staging, CodeSlots: codeSlots})
+		E4M3Staging: e4m3Staging, CodeSlots: codeSlots, SwapAB: t == target.SM90a && s.swapAB()})
 	if err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}

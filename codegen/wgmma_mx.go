@@ -24,8 +24,27 @@ import (
 type WGMMAMainloopMX struct {
 	WGMMAMainloop // N, Stages, StageBytes, BOffset, OffA/OffB (per 32-wide block), DescHi; the rest unused
 	// ABlock and BBlock are the byte strides between two blocks' f32 scales
-	// of the A rows (4*BM) and of the B-tile rows (4*NB).
+	// of the accumulator rows and of the accumulator columns: 4*BM and
+	// 4*NB (the A rows', the B-tile rows'), or with Swap 4*NB and 4*BM.
 	ABlock, BBlock int
+	// Swap is the operand swap of an A tile of BM (a multiple of 8 up to
+	// 256) token rows (docs/mxfp8.md, "the operand swap"; asmSwap): the B
+	// tile's N rows (weights, N a multiple of 64) are wgmma's A, in 64-row
+	// slices, and the token rows its B: per slice and 32-wide block one
+	// wgmma m64n(BM)k32, BM/2 accumulators per thread per slice (slice s
+	// at registers s*BM/2.., register 4j+i: B-tile row 64s + 16*(warp%4) +
+	// lane/4 + 8*(i/2), token row 8j + 2*(lane%4) + i%2).
+	Swap bool
+	BM   int
+}
+
+// accs is the number of accumulators per thread: N/2, or with Swap
+// BM/2 per 64-row slice of the B tile.
+func (ml WGMMAMainloopMX) accs() int {
+	if ml.Swap {
+		return ml.N / 64 * ml.BM / 2
+	}
+	return ml.N / 2
 }
 
 // WGMMAMainloopMX emits the K loop of one work item of a consumer
@@ -35,20 +54,28 @@ type WGMMAMainloopMX struct {
 // 0 of each warp (lead != 0) arrives on empty[stage] and (stage, phase)
 // advance. aScOff is the byte offset, from a stage's base, of the f32
 // scale of the thread's first accumulator row in block 0 (its second row,
-// 8 below, is 32 bytes on); bScOff that of its first column (2*(lane%4);
-// the next column 4 bytes on, column 8j+c at 32j more). bars, smem and
-// aOff as for WGMMAMainloop. Returns the N/2 accumulators (the fragment
-// layout of WGMMABF16) and the advanced stage and phase. live is the number
+// 8 below, is 32 bytes on; with Swap, slice s's 256*s bytes on); bScOff
+// that of its first column (2*(lane%4); the next column 4 bytes on,
+// column 8j+c at 32j more). bars, smem and aOff as for WGMMAMainloop.
+// Returns the accumulators (accs of them: the fragment layout of
+// WGMMABF16, or Swap's) and the advanced stage and phase. live is the number
 // of the work item's rows from the warp's first row on (<= 0: skip the
 // promotions; used by the one-wgmma loop only).
 func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff, live value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
-	if err := checkWGMMAN(ml.N); err != nil {
+	n := ml.N
+	if ml.Swap {
+		if ml.N%64 != 0 {
+			return nil, nil, nil, fmt.Errorf("codegen: MXFP8 operand swap of a %d-row B tile (64-row slices)", ml.N)
+		}
+		n = ml.BM
+	}
+	if err := checkWGMMAN(n); err != nil {
 		return nil, nil, nil, err
 	}
 	if len(ml.OffA) == 0 || len(ml.OffA) != len(ml.OffB) || ml.Stages < 2 {
 		return nil, nil, nil, fmt.Errorf("codegen: MXFP8 wgmma mainloop with %d/%d blocks and %d stages", len(ml.OffA), len(ml.OffB), ml.Stages)
 	}
-	na := ml.N / 2
+	na := ml.accs()
 	cons := accConstraints(na, false, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r")
 	outs := b.AsmCallN(ml.asm(), cons, append(f32s(na), ir.I32, ir.I32),
 		stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff, live)
@@ -58,6 +85,9 @@ func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars
 // asm is the PTX text of WGMMAMainloopMX: split (asmSplit) when the B
 // tile halves into wgmma N of whole 8-row groups, else one wgmma per block.
 func (ml WGMMAMainloopMX) asm() string {
+	if ml.Swap {
+		return ml.asmSwap()
+	}
 	if ml.N%16 == 0 {
 		return ml.asmSplit()
 	}
@@ -117,6 +147,69 @@ func (ml WGMMAMainloopMX) asmSplit() string {
 	return asmLines(append(L, loopEnd(na)...)...)
 }
 
+// asmSwap is the K loop of the operand swap (see Swap): per 32-wide block
+// c and slice s of the B tile, wgmma m64n(BM)k32 of the slice (wgmma's A,
+// 64 rows of 128 bytes: 512 descriptor units on) by the token rows
+// (wgmma's B) into slice s's partial sums, one commit group each,
+// software-pipelined as asmSplit: the next slice (or the next block's
+// first) is issued before the current one is waited for and promoted
+// (with one slice, issue, wait, promote). Promotion as asmSplit's with the
+// roles of rows and columns exchanged: acc += (partial * X_b[row]) *
+// X_a[col], the weight's scale first, as unswapped.
+func (ml WGMMAMainloopMX) asmSwap() string {
+	na := ml.accs()
+	L, parts, lead, bars := ml.prologue(false)
+	S, per := ml.N/64, ml.BM/2
+	issue := func(c, s int) {
+		L = append(L,
+			fmt.Sprintf("add.s64 da, d0b, %d;", ml.OffB[c]+s*64*8), // 8 descriptor units (128 bytes) per B row
+			fmt.Sprintf("add.s64 db, d0a, %d;", ml.OffA[c]),
+			"wgmma.fence.sync.aligned;",
+			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, da, db, 0, 1, 1;", ml.BM, strings.Join(parts[s*per:(s+1)*per], ", ")),
+			"wgmma.commit_group.sync.aligned;")
+	}
+	promote := func(c, s int) {
+		row := c*ml.ABlock + 256*s
+		L = append(L,
+			fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", row),
+			fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", row+32))
+		for j := 0; j < ml.BM/8; j++ {
+			L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
+			for i := 0; i < 4; i++ {
+				r := s*per + 4*j + i
+				sav, sbv := []string{"sa0", "sa1"}[i/2], []string{"sb0", "sb1"}[i%2]
+				L = append(L,
+					fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sav),
+					fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sbv, r))
+			}
+		}
+	}
+	nb := len(ml.OffA)
+	if S > 1 {
+		issue(0, 0)
+	}
+	for c := 0; c < nb; c++ {
+		for s := 0; s < S; s++ {
+			switch {
+			case S == 1:
+				issue(c, 0)
+				L = append(L, "wgmma.wait_group.sync.aligned 0;")
+			case s+1 < S:
+				issue(c, s+1)
+				L = append(L, "wgmma.wait_group.sync.aligned 1;")
+			case c+1 < nb:
+				issue(c+1, 0)
+				L = append(L, "wgmma.wait_group.sync.aligned 1;")
+			default:
+				L = append(L, "wgmma.wait_group.sync.aligned 0;")
+			}
+			promote(c, s)
+		}
+	}
+	L = append(L, ml.release(lead, bars)...)
+	return asmLines(append(L, loopEnd(na)...)...)
+}
+
 // asmWhole is the K loop with one wgmma per 32-wide block, waited for at
 // once.
 func (ml WGMMAMainloopMX) asmWhole() string {
@@ -140,13 +233,13 @@ func (ml WGMMAMainloopMX) asmWhole() string {
 	return asmLines(append(L, loopEnd(na)...)...)
 }
 
-// prologue is the PTX both K loops open with: the statement's registers,
-// the N/2 accumulators zeroed, with skip the predicate R = (live <= 0)
+// prologue is the PTX every K loop opens with: the statement's registers,
+// the accumulators zeroed, with skip the predicate R = (live <= 0)
 // (operand 9; the one-wgmma loop's warps without rows), the loop head,
 // the stage's descriptors and the scale addresses xa, xb. parts names the
 // partial sums' registers; lead and bars are release's operands.
 func (ml WGMMAMainloopMX) prologue(skip bool) (L, parts []string, lead, bars string) {
-	na := ml.N / 2
+	na := ml.accs()
 	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
 	stage, phase, kt, smem, aOff, aSc, bSc, live := in(0), in(1), in(2), in(4), in(5), in(7), in(8), in(9)
 	lead, bars = in(6), in(3)

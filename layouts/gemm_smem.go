@@ -53,6 +53,14 @@ type GemmConfig struct {
 	// row's K/32 codes of one K block (4 consecutive bytes at any offset
 	// lie in one 8-byte window of two aligned words). 0: none.
 	CodeSlots int
+	// SwapAB plans the sm_90a operand swap of a GEMM with few rows per
+	// expert (docs/mxfp8.md, "the operand swap"): the B tile (weights) is
+	// wgmma's A operand, read in 64-row slices (BRows a multiple of 64),
+	// and the A tile (token rows) its B operand, whose N may be any
+	// multiple of 8 (M = 32: 16 accumulators per thread per slice). The
+	// bytes, swizzle and descriptors of both tiles are those of the
+	// unswapped plan; only the row rules change. sm_90a only.
+	SwapAB bool
 }
 
 // GemmSmem is the shared-memory plan of one grouped-GEMM CTA, the one
@@ -131,7 +139,15 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	}
 	p := &GemmSmem{GemmConfig: c}
 	var err error
-	if p.A, p.B, err = GemmOperandTiles(c.Target, c.DType, c.M, c.BRows, c.K); err != nil {
+	if c.SwapAB {
+		if c.Target != target.SM90a || c.BMajor != KMajor {
+			return nil, fmt.Errorf("layouts: the operand swap (SwapAB) is a plan of K-major tiles on sm_90a (target %v, B MN-major %t)", c.Target, c.BMajor == MNMajor)
+		}
+		// The weights' tile is wgmma's operand A, the token rows' its B.
+		if p.B, p.A, err = GemmOperandTiles(c.Target, c.DType, c.BRows, c.M, c.K); err != nil {
+			return nil, err
+		}
+	} else if p.A, p.B, err = GemmOperandTiles(c.Target, c.DType, c.M, c.BRows, c.K); err != nil {
 		return nil, err
 	}
 	if c.BMajor == MNMajor {

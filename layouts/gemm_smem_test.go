@@ -175,3 +175,49 @@ func TestPlanGemmSmemCodeSlots(t *testing.T) {
 		t.Error("code slots without scales: no error")
 	}
 }
+
+// TestPlanGemmSmemSwapAB: the operand swap plans a 32-row token tile (B
+// operand rules: rows a multiple of 8) beside a weight tile of 64-row
+// slices, with the bytes and descriptors of the unswapped tiles; 32 rows
+// without the swap, a weight tile of 96 rows with it, and the swap off
+// sm_90a are refused.
+func TestPlanGemmSmemSwapAB(t *testing.T) {
+	c := GemmConfig{Target: target.SM90a, DType: DTypeE4M3, Scales: true, M: 32, BRows: 128, K: 128, Stages: 8,
+		StagingCols: 128, CodeSlots: 4, SwapAB: true}
+	p, err := PlanGemmSmem(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := p.A.(*SmemTile), p.B.(*SmemTile)
+	if a.Rows != 32 || a.Operand != OperandB || b.Rows != 128 || b.Operand != OperandA {
+		t.Errorf("swapped tiles: A %d rows as %v, B %d rows as %v", a.Rows, a.Operand, b.Rows, b.Operand)
+	}
+	if want := 32*128 + 128*128 + (32+128)*4*4; p.StageBytes != want {
+		t.Errorf("stage bytes %d, want %d", p.StageBytes, want)
+	}
+	u := c
+	u.M, u.SwapAB = 64, false
+	pu, err := PlanGemmSmem(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := pu.A.(*SmemTile).Descriptor(0, 0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tl := range []*SmemTile{a, b} {
+		if d, err := tl.Descriptor(0, 0, 0); err != nil || d != want {
+			t.Errorf("%d-row tile descriptor %#x (%v), want the unswapped %#x", tl.Rows, d, err, want)
+		}
+	}
+	for name, bad := range map[string]GemmConfig{
+		"no swap":    func() GemmConfig { x := c; x.SwapAB = false; return x }(),
+		"96 rows":    func() GemmConfig { x := c; x.BRows = 96; return x }(),
+		"sm_100a":    func() GemmConfig { x := c; x.Target = target.SM100a; return x }(),
+		"MN-major B": func() GemmConfig { x := c; x.BMajor = MNMajor; return x }(),
+	} {
+		if _, err := PlanGemmSmem(bad); err == nil {
+			t.Errorf("%s: planned", name)
+		}
+	}
+}

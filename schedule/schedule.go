@@ -106,6 +106,10 @@ type Schedule struct {
 	// tiles, so Validate refuses it under expand: switch a schedule with
 	// WithMXGemm, which drops it.
 	MXGemm MXGemmKind
+	// mxOnly marks the schedule of an MXOnly variant's GEMMs
+	// (VariantSchedule): its tiles run the MXFP8 GEMMs only, which alone
+	// take the sm_90a 32-row tiles of the operand swap (validateSwap).
+	mxOnly bool
 }
 
 // WithMXGemm returns s with its mxfp8 routed GEMMs run by k; with
@@ -264,7 +268,7 @@ func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 	}
 	v = s
 	v.FC1, v.FC2, v.Stages, v.Warps.MMA = s.Variant.FC1, s.Variant.FC2, s.Variant.Stages, s.Variant.MMAWarps
-	v.Variant = nil
+	v.Variant, v.mxOnly = nil, s.Variant.MXOnly
 	return v, true
 }
 
@@ -370,6 +374,7 @@ func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error)
 	if s.Cluster == 2 {
 		c.BRows = t.N / 2
 	}
+	c.SwapAB = mx && !expand && s.Target == target.SM90a && t.M == 32
 	if s.Target == target.SM90a && l.Storage != PerExpertWeights && !expand && !(mx && fc1) {
 		// The producer warps store the staged tile; with per-expert
 		// weights they copy B instead, and there is no staging (nor for
@@ -562,7 +567,11 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 				threads, w, t.M*chunks, t.N*chunks, 8*threads)
 		}
 	case target.SM90a:
-		if wg := s.Warps.MMA / 4; t.M != 64*wg {
+		if t.M == 32 {
+			if err := s.validateSwap(l, name, t, fc1); err != nil {
+				return err
+			}
+		} else if wg := s.Warps.MMA / 4; t.M != 64*wg {
 			if t.M%64 != 0 || t.M < 64 || t.M > 192 {
 				return fieldErr(name+".M", t.M, "must be 64, 128 or 192 on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match")
 			}
@@ -611,6 +620,33 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 	return nil
 }
 
+// validateSwap checks a 32-row sm_90a tile: the operand swap of the
+// promoted MXFP8 GEMMs (docs/mxfp8.md, "the operand swap"; the weights'
+// tile is wgmma's A in 64-row slices, the 32 token rows its B), given in
+// a TileVariant with MXOnly (the shared experts' and the backward's bf16
+// GEMMs take FC1/FC2, and bf16 wgmma needs 64 rows), with one consumer
+// warpgroup, grouped weights, gate and up rows in halves, and N a
+// multiple of 64 (FC1: 128, each half a slice).
+func (s Schedule) validateSwap(l Layer, name string, t Tile, fc1 bool) error {
+	half := t.N
+	if fc1 {
+		half /= 2
+	}
+	switch {
+	case l.Precision != MXFP8 || s.MXGemm != MXGemmPromote || !s.mxOnly:
+		return fieldErr(name+".M", t.M, "32-row tiles on sm_90a are the operand swap of the promoted mxfp8 GEMMs: give them in a TileVariant with MXOnly of an mxfp8 layer (the shared experts and the backward's bf16 GEMMs take FC1/FC2, 64, 128 or 192 rows)")
+	case s.Warps.MMA != 4:
+		return fieldErr("Schedule.Warps.MMA", s.Warps.MMA, "must be 4 with 32-row tiles (one consumer warpgroup)")
+	case l.Storage != GroupedWeights:
+		return fieldErr(name+".M", t.M, "32-row tiles (the operand swap) need grouped weights (TMA), not per-expert allocations")
+	case fc1 && l.GateUpInterleaved:
+		return fieldErr(name+".M", t.M, "32-row tiles (the operand swap) need the gate and up rows in halves, not interleaved")
+	case half%64 != 0:
+		return fieldErr(name+".N", t.N, "must be a multiple of %d with 32-row tiles (the weights are read in 64-row slices%s)", 64*t.N/half, map[bool]string{true: ", gate and up halves each", false: ""}[fc1])
+	}
+	return nil
+}
+
 // pickN chooses the tile width among candidates (largest first) that
 // wastes the fewest padded columns of an output dimension of n columns,
 // preferring the larger tile on ties.
@@ -632,8 +668,9 @@ func pickN(n int, candidates []int) int {
 //     memory does not allow); for bf16 layers with grouped weights, a
 //     Variant of 192x192 tiles with three consumer warpgroups and 3 stages
 //     for 100..200 mean rows per expert (midRowsVariant), for mxfp8 layers
-//     with grouped weights a Variant of 64x128 tiles with one consumer
-//     warpgroup and 6 stages for at most 16 (mxDecodeVariant); the backward's
+//     with grouped weights a Variant of 32x128 tiles (the operand swap;
+//     64x128 with 6 stages where the swap does not apply) with one consumer
+//     warpgroup and 8 stages for at most 16 (mxDecodeVariant); the backward's
 //     weight gradients on wgmma (WGradWGMMA).
 //   - sm_100a: 128xN tiles with K block 64 (bf16) / 128 (mxfp8), 1 TMA warp,
 //     1 MMA warp, 4 epilogue warps, up to 6 stages as shared memory allows.
@@ -735,7 +772,20 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 // when the tiles do not fit the layer. MXOnly: the reason is the
 // promotion, and the backward's bf16 data-gradient GEMMs were not timed
 // with these tiles.
+//
+// Where the layer allows the operand swap (validateSwap: grouped weights,
+// gate and up rows in halves), the variant takes 32x128 tiles with 8
+// stages instead (fewer if shared memory does not allow): the weights are
+// wgmma's A, the 32 token rows its N, so a thread promotes 16 partial sums
+// per 64 weight rows and 32-wide block instead of 64 (docs/mxfp8.md, "the
+// operand swap"; docs/perf.md, mxfp8 v13).
 func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
+	for st := 8; st >= 4; st-- {
+		if v := fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{32, 128, s.FC1.K}, FC2: Tile{32, 128, s.FC2.K},
+			Stages: st, MMAWarps: 4, MinRows: 0, MaxRows: 16, MXOnly: true}); v != nil {
+			return v
+		}
+	}
 	return fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{64, 128, s.FC1.K}, FC2: Tile{64, 128, s.FC2.K},
 		Stages: 6, MMAWarps: 4, MinRows: 0, MaxRows: 16, MXOnly: true})
 }

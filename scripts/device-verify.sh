@@ -36,6 +36,9 @@
 #          default and the decode tiles, memcheck, timed beside bf16 and promote (and at T = 64 promote's
 #          64x128 decode tile) at T = 64 and 4096 with three tile shapes (EXPAND_MODELS)
 #   mxstages  mxfp8 promote with 4, 5 and 6 stages: checked at 6, timed beside bf16 at T = 64 and 4096
+#   mxswap  the operand swap of the decode variant (32-row tiles): the MX GEMM and rows tests, mokc run --precision
+#          mxfp8 at T = 0, 1, 64, 256 on four presets and the backward on one, memcheck, bench beside bf16 and, with
+#          OLD_MOKC=path, the previous binary's mxfp8 at T = 64 and 256 (SWAP_MODELS)
 #   mxcodes  the promote GEMM with the scale codes copied ahead by cp.async (docs/perf.md, mxfp8 v7): the MX
 #          GEMM and rows tests, mokc run --precision mxfp8 forward (four presets) and backward (two), memcheck,
 #          then bench beside bf16 and, with OLD_MOKC=path, the previous binary's bf16 and promote at T = 64 and 4096
@@ -236,6 +239,31 @@ for phase in $phases; do
 		done
 		grep -hE "FAIL|error" "$OUT"/run-mxdecode.log | tail -20
 		;;
+	mxswap)
+		# The operand swap (docs/perf.md, mxfp8 v13: the decode variant's 32-row tiles): the MX GEMM tests (its
+		# cases), the rows test, runs inside and past the variant's token range (gpt-oss-120b keeps the 64-row
+		# tiles), the backward's FC1 recompute, memcheck, then timed beside bf16 and, with OLD_MOKC=path, the
+		# previous binary's mxfp8 at T = 64 and 256.
+		(cd codegen && step "codegen: MX GEMMs (swap cases)" 200 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU')
+		(cd runtime && step "runtime: mxfp8 rows per expert 1..255, H = I = 2880" 200 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerMXFP8Rows')
+		for m in qwen3-30b-a3b deepseek-v2-lite mixtral-8x7b gpt-oss-120b; do
+			step "run --precision mxfp8 $m T=0,1,64,256 x3" 150 "$OUT/run-mxswap.log" \
+				bash -c "\"$mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens 0,1,64,256 --repeat 3 --json >>\"$OUT/run-mxswap.jsonl\""
+		done
+		step "run --backward --precision mxfp8 qwen3-30b-a3b T=1,64,256 x3" 150 "$OUT/run-mxswap.log" \
+			bash -c "\"$mokc\" run --backward --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,256 --repeat 3 --json >>\"$OUT/run-mxswap.jsonl\""
+		step "memcheck --precision mxfp8 qwen3-30b-a3b T=64" 150 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64
+		for m in ${SWAP_MODELS:-qwen3-30b-a3b deepseek-v3 mixtral-8x7b}; do
+			for T in 64 256; do
+				step "bench $m T=$T bf16" 90 "$OUT/bench-mxswap.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxswap.jsonl\""
+				step "bench $m T=$T mxfp8" 90 "$OUT/bench-mxswap.log" bash -c "\"$mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxswap.jsonl\""
+				if [ -n "${OLD_MOKC:-}" ]; then
+					step "bench $m T=$T mxfp8 (OLD_MOKC)" 90 "$OUT/bench-mxswap.log" bash -c "\"$OLD_MOKC\" bench --precision mxfp8 --model $m --target sm_90a --tokens $T --kernels --json >>\"$OUT/bench-mxswap-old.jsonl\""
+				fi
+			done
+		done
+		grep -hE "FAIL|error" "$OUT/run-mxswap.log" | tail -20
+		;;
 	mxstages)
 		# The bytes-in-flight hypothesis (docs/perf.md, "mxfp8: bytes in flight"): promote with 4 (the
 		# default), 5 and 6 stages, checked at 6, then timed beside bf16 at T = 64 and 4096.
@@ -422,12 +450,15 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, mxswap, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
 		exit 2
 		;;
 	esac
 done
 # The device tool brings back only a few files: the logs travel as one archive beside the summary.
-# The archive is written outside $OUT first (tar warns, and exits 1, when the folder it reads changes).
-logs=$(mktemp) && (cd "$OUT" && tar czf "$logs" --exclude=logs.tgz --exclude=summary.txt . && find . -type f ! -name logs.tgz ! -name summary.txt -delete) && mv "$logs" "$OUT/logs.tgz"
+# The archive is written outside $OUT first (tar warns, and exits 1, when the folder it reads changes); a
+# second invocation in the same $OUT writes logs-2.tgz, and so on, keeping the earlier archives.
+name=logs.tgz n=1
+while [ -e "$OUT/$name" ]; do n=$((n + 1)) name=logs-$n.tgz; done
+logs=$(mktemp) && (cd "$OUT" && tar czf "$logs" --exclude='logs*.tgz' --exclude=summary.txt . && find . -type f ! -name 'logs*.tgz' ! -name summary.txt -delete) && mv "$logs" "$OUT/$name"
 cat "$summary"
