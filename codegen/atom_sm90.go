@@ -121,7 +121,7 @@ type sm90Layout struct {
 	mmaWG0 int
 	// swap: the operand swap of a promoted MXFP8 GEMM of 32-row tiles
 	// (swapAB): one consumer warpgroup, the B tile wgmma's A in 64-row
-	// slices, the token rows its B (WGMMAMainloopMX.Swap, epilogueSwap).
+	// slices, the token rows its B (WGMMAMainloopMX.Swap, swapRuns).
 	swap bool
 }
 
@@ -134,16 +134,13 @@ func (s GemmSpec) swapAB() bool { return s.MX && !s.MXExpand && s.Tile.BM == 32 
 
 // checkSwap refuses a GEMM the operand swap does not implement: the
 // weights grouped and K-major (TMA), the B tile whole 64-row slices (for
-// gate/up halves, each half), the gate and up rows of an output column in
-// the same thread (not interleaved), one consumer warpgroup.
+// gate/up halves, each half), one consumer warpgroup.
 func checkSwap(s GemmSpec) error {
 	switch nb := s.bTileRows(); {
 	case s.B != BGrouped || s.BNMajor:
 		return fmt.Errorf("codegen: %s: the sm_90a MXFP8 operand swap (BM = 32) loads grouped K-major weights with TMA", s.Name)
 	case nb%64 != 0 || (s.bTile() == layouts.GateUpHalves && s.Tile.BN%64 != 0):
 		return fmt.Errorf("codegen: %s: the sm_90a MXFP8 operand swap (BM = 32) reads the B tile in 64-row slices (gate and up halves each): BN = %d, %d B rows", s.Name, s.Tile.BN, nb)
-	case s.bTile() == layouts.GateUpInterleaved:
-		return fmt.Errorf("codegen: %s: the sm_90a MXFP8 operand swap (BM = 32) does not implement interleaved gate/up rows (a column's gate and up in different threads)", s.Name)
 	case s.Tile.Warps != 0 && s.Tile.Warps != 4:
 		return fmt.Errorf("codegen: %s: the sm_90a MXFP8 operand swap (BM = 32) runs one consumer warpgroup (4 warps), schedule has %d", s.Name, s.Tile.Warps)
 	}

@@ -60,14 +60,40 @@ func (l sm90Layout) wgmmaRuns(acc []value.Value, row func(h int) value.Value, co
 // under the operand swap (WGMMAMainloopMX.Swap: register s*BM/2 + 4j+i
 // holds B-tile row 64s + 16*(warp%4) + lane/4 + 8*(i/2), token row 8j +
 // 2*(lane%4) + i%2): run gets the token row in the tile, the output column
-// in the tile and the output's values: gate/up halves, (gate, up) from
-// the gate slice s and the up slice s + S/2 (the tile's output column is
-// the gate row); plain, the one value (column = B-tile row). Runs of one
-// output: a thread's outputs of one token row are 8 columns apart.
+// in the tile and the output's values:
+//   - gate/up halves: (gate, up) from the gate slice s and the up slice
+//     s + S/2 (the tile's output column is the gate row);
+//   - interleaved: B-tile rows 2c (gate) and 2c+1 (up) of output column c
+//     lie in lanes 4 apart; each pair trades one value (shfl.xor 4) so
+//     that the gate lane (lane/4 even) holds (gate, up) of token 2*(lane%4)
+//   - 8j and the up lane those of the next token;
+//   - plain: the one value (column = B-tile row).
+//
+// Runs of one output: a thread's outputs of one token row are 8 (4
+// interleaved) columns apart.
 func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp value.Value,
 	run func(tr, tc value.Value, vals []value.Value) error) error {
 	S, per := l.NB/64, l.BM/2
-	f0 := b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), b.LShr(lane, ir.Int32(2)))
+	wq := b.And(warp, ir.Int32(3))
+	if l.gate == layouts.GateUpInterleaved {
+		p := b.And(b.LShr(lane, ir.Int32(2)), ir.Int32(1)) // 1: the up lane of the pair
+		up := b.ICmp(enum.IPredNE, p, ir.Int32(0))
+		t0 := b.Add(b.MulI(b.And(lane, ir.Int32(3)), 2), p)
+		c0 := b.Add(b.MulI(wq, 8), b.LShr(lane, ir.Int32(3)))
+		for s := 0; s < S; s++ {
+			for r := 0; r < per; r += 2 {
+				j, h := r/4, (r%4)/2
+				v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2*(lane%4) + 8j and the next
+				got := b.shflXor(b.Select(up, v0, v1), 4)
+				g, u := b.Select(up, got, v0), b.Select(up, v1, got)
+				if err := run(b.AddI(t0, int64(8*j)), b.AddI(c0, int64(32*s+4*h)), []value.Value{g, u}); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	f0 := b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))
 	t0 := b.MulI(b.And(lane, ir.Int32(3)), 2)
 	slices := S
 	if l.gate == layouts.GateUpHalves {

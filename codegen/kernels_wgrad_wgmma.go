@@ -296,7 +296,7 @@ func (b *Builder) wgradStoreBF16(op moe.WeightGrad, main, m0, n0 value.Value, gr
 			var q quad
 			for c := 0; c < 2; c++ {
 				// even lanes send their right pair, odd lanes their left
-				got := b.shflXor1(b.Select(odd, l.acc[c], r.acc[c]))
+				got := b.shflXor(b.Select(odd, l.acc[c], r.acc[c]), 1)
 				q.acc[c] = b.Select(odd, got, l.acc[c])
 				q.acc[2+c] = b.Select(odd, r.acc[c], got)
 			}
@@ -323,10 +323,4 @@ func (b *Builder) wgradStoreBF16(op moe.WeightGrad, main, m0, n0 value.Value, gr
 			})
 		}
 	}
-}
-
-// shflXor1 is the f32 v of lane^1 (shfl.sync.bfly.b32, all 32 lanes).
-func (b *Builder) shflXor1(v value.Value) value.Value {
-	r := b.AsmCallNoMemory("shfl.sync.bfly.b32 $0, $1, 1, 31, -1;", "=r,r", ir.I32, b.BitCast(v, ir.I32))
-	return b.BitCast(r, ir.F32)
 }

@@ -141,6 +141,12 @@ func (b *Builder) WarpUniform(x value.Value) value.Value {
 	return b.AsmCallNoMemory("shfl.sync.idx.b32 $0, $1, 0, 31, -1;", "=r,r", ir.I32, x)
 }
 
+// shflXor is the f32 v of lane^d (shfl.sync.bfly.b32, all 32 lanes).
+func (b *Builder) shflXor(v value.Value, d int) value.Value {
+	r := b.AsmCallNoMemory(fmt.Sprintf("shfl.sync.bfly.b32 $0, $1, %d, 31, -1;", d), "=r,r", ir.I32, b.BitCast(v, ir.I32))
+	return b.BitCast(r, ir.F32)
+}
+
 // CpAsync16 copies 16 bytes from global address src (i64) to shared
 // address dst (i32, or i64) with cp.async.cg (L2 only), reading srcBytes (i32, 16
 // or 0) bytes and zero-filling the rest (PTX ISA "cp.async": src-size).

@@ -270,8 +270,9 @@ func sm90MXWholeCases() []sm90GemmCase {
 // sm90MXSwapCases are MXFP8 GEMMs of 32-row tiles, run with the operand
 // swap (GemmSpec.swapAB): plain bf16 C (staged) with a partial column
 // block and a K tail, gated f32 C with bias (K = 2880), a plain f32 C of
-// one 64-row slice (no pipelining across slices), and gated bf16 C of
-// 128-column tiles (four slices); experts of 0, 1, 31, 32, 33 rows.
+// one 64-row slice, gated bf16 C of 128-column tiles (four slices), and
+// interleaved gate/up rows with bias (GPT-OSS: gate and up of a column in
+// lanes 4 apart); experts of 0, 1, 31, 32, 33, 70 rows.
 func sm90MXSwapCases() []sm90GemmCase {
 	t := func(bn, stages int) Tile { return Tile{BM: 32, BN: bn, BK: 128, Stages: stages, Warps: 4} }
 	return []sm90GemmCase{
@@ -283,6 +284,9 @@ func sm90MXSwapCases() []sm90GemmCase {
 			Tile: t(64, 3)}, []int{65, 31}},
 		{GemmSpec{Name: "mx_swap_swiglu", N: 320, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, MX: true, Tile: t(128, 3)}, []int{17, 40}},
+		{GemmSpec{Name: "mx_swap_gptoss_f32", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
+			Tile: t(64, 4)}, []int{70, 1, 32}},
 	}
 }
 
@@ -362,7 +366,7 @@ func TestSM90MXAssemble(t *testing.T) {
 			want += 4
 		}
 	}
-	if n, w := strings.Count(text, "m64n32k32.f32.e4m3.e4m3"), 4*(2+2+1+4); n != w {
+	if n, w := strings.Count(text, "m64n32k32.f32.e4m3.e4m3"), 4*(2+2+1+4+2); n != w {
 		t.Errorf("%d e4m3 wgmma m64n32k32 in the MX kernels, want %d (the swap cases)", n, w)
 	}
 	if n := strings.Count(text, "k32.f32.e4m3.e4m3"); n != want {
@@ -406,15 +410,14 @@ func TestSM90MXAssemble(t *testing.T) {
 			t.Errorf("%v built an MX GEMM", tg)
 		}
 	}
-	// The operand swap's refusals: interleaved gate/up rows, a gate half
-	// of 32 rows, weights through a pointer table, 8 warps, bf16.
+	// The operand swap's refusals: a gate half of 32 rows, weights through
+	// a pointer table, 8 warps, bf16.
 	sw := sm90MXSwapCases()[1].spec
 	for name, mod := range map[string]func(s *GemmSpec){
-		"interleaved": func(s *GemmSpec) { s.Gate = GateInterleaved },
-		"bn32":        func(s *GemmSpec) { s.Tile.BN = 32 },
-		"table":       func(s *GemmSpec) { s.B = BTable },
-		"warps8":      func(s *GemmSpec) { s.Tile.Warps = 8 },
-		"bf16":        func(s *GemmSpec) { s.MX = false },
+		"bn32":   func(s *GemmSpec) { s.Tile.BN = 32 },
+		"table":  func(s *GemmSpec) { s.B = BTable },
+		"warps8": func(s *GemmSpec) { s.Tile.Warps = 8 },
+		"bf16":   func(s *GemmSpec) { s.MX = false },
 	} {
 		s := sw
 		mod(&s)

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
@@ -28,7 +30,10 @@ var mxRows = []int{1, 127, 128, 129, 0, 255, 64, 3}
 // routing-weight gradient (rel L2 at most 1e-2, cosine at least 0.996,
 // bitwise equal runs), the main-grad increments after the three steps
 // (the same bounds), and the main grads of the expert without rows bit for
-// bit as they started.
+// bit as they started. Three schedules: the default (128-row tiles at
+// these rows), and the operand swap's 32-row tiles forced for every T (a
+// TileVariant over all mean rows) with the gate and up rows interleaved
+// and in halves.
 func TestLayerMXFP8Rows(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
@@ -37,6 +42,32 @@ func TestLayerMXFP8Rows(t *testing.T) {
 	l := schedule.Layer{Name: "mxfp8-rows", Hidden: 2880, Intermediate: 2880, Experts: len(mxRows), TopK: 1,
 		Activation: schedule.GPTOSS, SwiGLULimit: 7, GPTOSSAlpha: 1.702, GateUpInterleaved: true, Biases: true,
 		Precision: schedule.MXFP8, Router: schedule.Router{Score: schedule.ScoreSoftmax}}
+	halves := l
+	halves.GateUpInterleaved = false
+	swap := func(l schedule.Layer) schedule.Schedule {
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		s.Variant = &schedule.TileVariant{Name: "swap", FC1: schedule.Tile{M: 32, N: 128, K: 128}, FC2: schedule.Tile{M: 32, N: 128, K: 128},
+			Stages: 8, MMAWarps: 4, MinRows: 0, MaxRows: 1 << 20, MXOnly: true}
+		if err := s.Validate(l); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	for _, c := range []struct {
+		name string
+		l    schedule.Layer
+		s    schedule.Schedule
+	}{
+		{"default", l, testlayer.DefaultSchedule(t, l, target.SM90a)},
+		{"swap-interleaved", l, swap(l)},
+		{"swap-halves", halves, swap(halves)},
+	} {
+		t.Run(c.name, func(t *testing.T) { mxRowsLayer(t, ctx, stream, c.l, c.s) })
+	}
+}
+
+// mxRowsLayer is TestLayerMXFP8Rows's run of layer l with schedule s.
+func mxRowsLayer(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, s schedule.Schedule) {
 	H := l.Hidden
 	seed := rand.Uint64()
 	t.Logf("seed %d", seed)
@@ -76,7 +107,11 @@ func TestLayerMXFP8Rows(t *testing.T) {
 	x := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, H, seed+1)))
 	dy := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, H, seed+2)))
 
-	ly := newLayer(t, ctx, l, target.SM90a)
+	ly, err := runtime.NewLayer(ctx, l, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ly.Close() })
 	in, err := runtime.UploadInputs(ctx, l, x, r)
 	if err != nil {
 		t.Fatal(err)

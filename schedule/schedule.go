@@ -625,11 +625,11 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 // tile is wgmma's A in 64-row slices, the 32 token rows its B), given in
 // a TileVariant with MXOnly (the shared experts' and the backward's bf16
 // GEMMs take FC1/FC2, and bf16 wgmma needs 64 rows), with one consumer
-// warpgroup, grouped weights, gate and up rows in halves, and N a
-// multiple of 64 (FC1: 128, each half a slice).
+// warpgroup, grouped weights, and N a multiple of 64 (FC1 with gate/up
+// halves: 128, each half whole slices).
 func (s Schedule) validateSwap(l Layer, name string, t Tile, fc1 bool) error {
-	half := t.N
-	if fc1 {
+	half := t.N // rows of the B tile per 64-row run: the whole tile, or each gate/up half
+	if fc1 && !l.GateUpInterleaved {
 		half /= 2
 	}
 	switch {
@@ -639,10 +639,8 @@ func (s Schedule) validateSwap(l Layer, name string, t Tile, fc1 bool) error {
 		return fieldErr("Schedule.Warps.MMA", s.Warps.MMA, "must be 4 with 32-row tiles (one consumer warpgroup)")
 	case l.Storage != GroupedWeights:
 		return fieldErr(name+".M", t.M, "32-row tiles (the operand swap) need grouped weights (TMA), not per-expert allocations")
-	case fc1 && l.GateUpInterleaved:
-		return fieldErr(name+".M", t.M, "32-row tiles (the operand swap) need the gate and up rows in halves, not interleaved")
 	case half%64 != 0:
-		return fieldErr(name+".N", t.N, "must be a multiple of %d with 32-row tiles (the weights are read in 64-row slices%s)", 64*t.N/half, map[bool]string{true: ", gate and up halves each", false: ""}[fc1])
+		return fieldErr(name+".N", t.N, "must be a multiple of %d with 32-row tiles (the weights are read in 64-row slices%s)", 64*t.N/half, map[bool]string{true: ", gate and up halves each", false: ""}[half != t.N])
 	}
 	return nil
 }
@@ -773,14 +771,17 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 // promotion, and the backward's bf16 data-gradient GEMMs were not timed
 // with these tiles.
 //
-// Where the layer allows the operand swap (validateSwap: grouped weights,
-// gate and up rows in halves), the variant takes 32x128 tiles with 8
+// Where the layer allows the operand swap (validateSwap: grouped weights)
+// and its gate and up rows lie in halves, the variant takes 32x128 tiles with 8
 // stages instead (fewer if shared memory does not allow): the weights are
 // wgmma's A, the 32 token rows its N, so a thread promotes 16 partial sums
 // per 64 weight rows and 32-wide block instead of 64 (docs/mxfp8.md, "the
-// operand swap"; docs/perf.md, mxfp8 v13).
+// operand swap"; docs/perf.md, mxfp8 v13). Layers with interleaved
+// gate/up rows (GPT-OSS) keep the 64x128 tiles until the swap's
+// interleaved epilogue has been checked and timed on the GPU (docs/perf.md,
+// mxfp8 v15).
 func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
-	for st := 8; st >= 4; st-- {
+	for st := 8; st >= 4 && !l.GateUpInterleaved; st-- {
 		if v := fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{32, 128, s.FC1.K}, FC2: Tile{32, 128, s.FC2.K},
 			Stages: st, MMAWarps: 4, MinRows: 0, MaxRows: 16, MXOnly: true}); v != nil {
 			return v

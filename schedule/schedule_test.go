@@ -260,7 +260,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 	s, _ = DefaultSchedule(m, target.SM90a)
 	s.MXGemm = MXGemmExpand
 	if err := s.Validate(m); err == nil || !strings.Contains(err.Error(), "Schedule.Variant") {
-		t.Errorf("mxfp8 expand with promote's decode variant (6 stages of 64x128 tiles): %v, want a shared-memory refusal", err)
+		t.Errorf("mxfp8 expand with promote's decode variant (8 stages of 32x128 tiles): %v, want a refusal", err)
 	}
 	s = s.WithMXGemm(MXGemmExpand) // drops the variant, as mokc's --mx-gemm flag does
 	if err := s.Validate(m); err != nil {
@@ -272,6 +272,48 @@ func TestScheduleValidateErrors(t *testing.T) {
 	}
 	s.FC2.K = 256
 	wantFieldErr(t, "expand K", s.Validate(m), "Schedule.FC2.K", "must be 128")
+	// The operand swap: 32-row tiles only in an MXOnly variant of an mxfp8
+	// layer, with 4 MMA warps, grouped weights and whole 64-row slices;
+	// interleaved gate/up layers validate them but default to 64 rows.
+	sw, err := DefaultSchedule(m, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := sw.Variant; v == nil || v.FC1.M != 32 || v.FC2.M != 32 || v.Stages != 8 || v.MMAWarps != 4 || !v.MXOnly {
+		t.Fatalf("mxfp8 sm_90a decode variant: %+v, want 32x128 tiles, 8 stages, 4 MMA warps, MXOnly", v)
+	}
+	perExpert, interleaved := m, m
+	perExpert.Storage = PerExpertWeights
+	interleaved.GateUpInterleaved = true
+	for _, c := range []struct {
+		name string
+		l    Layer
+		edit func(s *Schedule)
+		want string
+	}{
+		{"32 rows outside a variant", m, func(s *Schedule) { s.FC1.M = 32 }, "TileVariant with MXOnly"},
+		{"variant not MXOnly", m, func(s *Schedule) { s.Variant.MXOnly = false }, "TileVariant with MXOnly"},
+		{"bf16 layer", l, func(s *Schedule) {}, "TileVariant with MXOnly"},
+		{"expand", m, func(s *Schedule) { s.MXGemm = MXGemmExpand }, "TileVariant with MXOnly"},
+		{"8 warps", m, func(s *Schedule) { s.Variant.MMAWarps = 8 }, "one consumer warpgroup"},
+		{"per-expert weights", perExpert, func(s *Schedule) {}, "grouped weights"},
+		{"FC1 half of 32 rows", m, func(s *Schedule) { s.Variant.FC1.N = 64 }, "multiple of 128"},
+		{"FC2 of 96 rows", m, func(s *Schedule) { s.Variant.FC2.N = 96 }, "multiple of 64"},
+	} {
+		s := sw
+		v := *sw.Variant
+		s.Variant = &v
+		c.edit(&s)
+		if err := s.Validate(c.l); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("swap %s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	if err := sw.Validate(interleaved); err != nil {
+		t.Errorf("32-row variant of an interleaved layer: %v", err)
+	}
+	if s, err := DefaultSchedule(interleaved, target.SM90a); err != nil || s.Variant == nil || s.Variant.FC1.M != 64 {
+		t.Errorf("interleaved mxfp8 layer's decode variant: %+v, %v, want 64-row tiles", s.Variant, err)
+	}
 	// A schedule is validated with its layer.
 	bad := l
 	bad.TopK = 0

@@ -39,6 +39,8 @@
 #   mxswap  the operand swap of the decode variant (32-row tiles): the MX GEMM and rows tests, mokc run --precision
 #          mxfp8 at T = 0, 1, 64, 256 on four presets and the backward on one, memcheck, bench beside bf16 and, with
 #          OLD_MOKC=path, the previous binary's mxfp8 at T = 64 and 256 (SWAP_MODELS)
+#   mxab   a candidate build (AB_DIR: its codegen.test and mokc) beside this one: its MX GEMM tests and mxfp8 runs
+#          (T = 0, 1, 64, 10 runs), then bf16 and both builds' mxfp8 timed at T = 64
 #   mxcodes  the promote GEMM with the scale codes copied ahead by cp.async (docs/perf.md, mxfp8 v7): the MX
 #          GEMM and rows tests, mokc run --precision mxfp8 forward (four presets) and backward (two), memcheck,
 #          then bench beside bf16 and, with OLD_MOKC=path, the previous binary's bf16 and promote at T = 64 and 4096
@@ -58,6 +60,8 @@ export MOKC_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 root=$PWD
 summary=$OUT/summary.txt
 touch "$summary"
+# OLD_MOKC travels gzipped (gunzip keeps the archive's mode, without x).
+if [ -n "${OLD_MOKC:-}" ] && [ -f "$OLD_MOKC" ]; then chmod +x "$OLD_MOKC"; fi
 # BUDGET (seconds, optional): every step is cut at that deadline and later ones are skipped, so
 # that one device call (at most 600 s) ends with its logs written.
 END=$((SECONDS + ${BUDGET:-86400}))
@@ -264,6 +268,25 @@ for phase in $phases; do
 		done
 		grep -hE "FAIL|error" "$OUT/run-mxswap.log" | tail -20
 		;;
+	mxab)
+		# A candidate build beside this one (AB_DIR: a folder holding its codegen.test and mokc): the candidate's
+		# MX GEMM tests, its runs (forward on three presets, backward on one, T = 0, 1, 64, 10 runs each), then
+		# bf16 and both builds' mxfp8 timed at T = 64 (SWAP_MODELS).
+		ab=$root/${AB_DIR:?mxab needs AB_DIR}
+		(cd codegen && step "candidate codegen: MX GEMMs" 200 "$OUT/tests-ab.log" "$ab/codegen.test" -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU')
+		for m in qwen3-30b-a3b deepseek-v2-lite mixtral-8x7b; do
+			step "candidate run --precision mxfp8 $m T=0,1,64 x10" 100 "$OUT/run-ab.log" \
+				bash -c "\"$ab/mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens 0,1,64 --repeat 10 --json >>\"$OUT/run-ab.jsonl\""
+		done
+		step "candidate run --backward --precision mxfp8 qwen3-30b-a3b T=0,1,64 x10" 100 "$OUT/run-ab.log" \
+			bash -c "\"$ab/mokc\" run --backward --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 0,1,64 --repeat 10 --json >>\"$OUT/run-ab.jsonl\""
+		for m in ${SWAP_MODELS:-qwen3-30b-a3b deepseek-v3 mixtral-8x7b}; do
+			step "bench $m T=64 bf16" 90 "$OUT/bench-ab.log" bash -c "\"$mokc\" bench --model $m --target sm_90a --tokens 64 --kernels --json >>\"$OUT/bench-ab.jsonl\""
+			step "bench $m T=64 mxfp8" 90 "$OUT/bench-ab.log" bash -c "\"$mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens 64 --kernels --json >>\"$OUT/bench-ab.jsonl\""
+			step "bench $m T=64 mxfp8 (candidate)" 90 "$OUT/bench-ab.log" bash -c "\"$ab/mokc\" bench --precision mxfp8 --model $m --target sm_90a --tokens 64 --kernels --json >>\"$OUT/bench-ab-candidate.jsonl\""
+		done
+		grep -hE "FAIL|error" "$OUT/run-ab.log" "$OUT/tests-ab.log" | tail -20
+		;;
 	mxstages)
 		# The bytes-in-flight hypothesis (docs/perf.md, "mxfp8: bytes in flight"): promote with 4 (the
 		# default), 5 and 6 stages, checked at 6, then timed beside bf16 at T = 64 and 4096.
@@ -450,7 +473,7 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, mxswap, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, mxswap, mxab, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
 		exit 2
 		;;
 	esac
