@@ -175,12 +175,13 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, err
 	}
 	l.swap = s.swapAB()
-	switch {
-	case l.swap:
+	if l.swap {
 		if err := checkSwap(s); err != nil {
 			return l, err
 		}
-	case bm%64 != 0 || bm < 64 || bm > 192:
+	}
+	switch {
+	case !l.swap && (bm%64 != 0 || bm < 64 || bm > 192):
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d must be 64, 128 or 192 (one consumer warpgroup per 64 rows, wgmma m64), or 32 for a promoted MXFP8 GEMM (the operand swap)", s.Name, bm)
 	case s.Tile.BN%8 != 0 || nb > 256:
 		return l, fmt.Errorf("codegen: %s: sm_90a B tile of %d rows (BN = %d) must be a multiple of 8 up to 256 (wgmma m64nNk16; TMA box <= 256 rows)", s.Name, nb, s.Tile.BN)

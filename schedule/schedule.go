@@ -106,10 +106,6 @@ type Schedule struct {
 	// tiles, so Validate refuses it under expand: switch a schedule with
 	// WithMXGemm, which drops it.
 	MXGemm MXGemmKind
-	// mxOnly marks the schedule of an MXOnly variant's GEMMs
-	// (VariantSchedule): its tiles run the MXFP8 GEMMs only, which alone
-	// take the sm_90a 32-row tiles of the operand swap (validateSwap).
-	mxOnly bool
 }
 
 // WithMXGemm returns s with its mxfp8 routed GEMMs run by k; with
@@ -261,14 +257,16 @@ var variantName = regexp.MustCompile(`^[a-z0-9]+$`)
 
 // VariantSchedule returns s with the variant's tiles, stages and MMA warps
 // and no variant (the schedule of the variant's two GEMMs). ok is false when
-// s has no variant.
+// s has no variant. The result's tiles apply to the variant's GEMMs only: an
+// MXOnly variant's 32-row tiles (the operand swap) are valid there and
+// nowhere else, so Validate refuses v itself; validate s, which checks them.
 func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 	if s.Variant == nil {
 		return s, false
 	}
 	v = s
 	v.FC1, v.FC2, v.Stages, v.Warps.MMA = s.Variant.FC1, s.Variant.FC2, s.Variant.Stages, s.Variant.MMAWarps
-	v.Variant, v.mxOnly = nil, s.Variant.MXOnly
+	v.Variant = nil
 	return v, true
 }
 
@@ -415,6 +413,13 @@ func (s Schedule) TMEMColumns(l Layer, t Tile) int {
 // budgets of the target). The layer itself is validated first. It never
 // panics.
 func (s Schedule) Validate(l Layer) error {
+	return s.validate(l, false)
+}
+
+// validate is Validate; mxOnly: s is the schedule of an MXOnly variant's
+// GEMMs (VariantSchedule), whose tiles run the MXFP8 GEMMs only, which
+// alone take the sm_90a 32-row tiles of the operand swap (validateSwap).
+func (s Schedule) validate(l Layer, mxOnly bool) error {
 	if err := l.Validate(); err != nil {
 		return err
 	}
@@ -471,7 +476,7 @@ func (s Schedule) Validate(l Layer) error {
 		if s.Target == target.SM80 {
 			return fieldErr("Schedule.Variant", *vr, "sm_80 has one tile shape per GEMM")
 		}
-		if err := v.Validate(l); err != nil {
+		if err := v.validate(l, vr.MXOnly); err != nil {
 			return fmt.Errorf("Schedule.Variant: %w", err)
 		}
 	}
@@ -481,7 +486,7 @@ func (s Schedule) Validate(l Layer) error {
 		t    Tile
 		fc1  bool
 	}{{"Schedule.FC1", s.FC1, true}, {"Schedule.FC2", s.FC2, false}} {
-		if err := s.validateTile(l, c.name, c.t, c.fc1, eb); err != nil {
+		if err := s.validateTile(l, c.name, c.t, c.fc1, eb, mxOnly); err != nil {
 			return err
 		}
 	}
@@ -525,7 +530,7 @@ func (s Schedule) validateWarps() error {
 	return nil
 }
 
-func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) error {
+func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, mxOnly bool) error {
 	if t.M <= 0 || t.N <= 0 || t.K <= 0 {
 		return fieldErr(name, t, "M, N and K must be > 0")
 	}
@@ -568,7 +573,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 		}
 	case target.SM90a:
 		if t.M == 32 {
-			if err := s.validateSwap(l, name, t, fc1); err != nil {
+			if err := s.validateSwap(l, name, t, fc1, mxOnly); err != nil {
 				return err
 			}
 		} else if wg := s.Warps.MMA / 4; t.M != 64*wg {
@@ -626,15 +631,18 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int) e
 // a TileVariant with MXOnly (the shared experts' and the backward's bf16
 // GEMMs take FC1/FC2, and bf16 wgmma needs 64 rows), with one consumer
 // warpgroup, grouped weights, and N a multiple of 64 (FC1 with gate/up
-// halves: 128, each half whole slices).
-func (s Schedule) validateSwap(l Layer, name string, t Tile, fc1 bool) error {
+// halves: 128, each half whole slices). mxOnly: s is an MXOnly
+// variant's schedule.
+func (s Schedule) validateSwap(l Layer, name string, t Tile, fc1, mxOnly bool) error {
 	half := t.N // rows of the B tile per 64-row run: the whole tile, or each gate/up half
 	if fc1 && !l.GateUpInterleaved {
 		half /= 2
 	}
 	switch {
-	case l.Precision != MXFP8 || s.MXGemm != MXGemmPromote || !s.mxOnly:
-		return fieldErr(name+".M", t.M, "32-row tiles on sm_90a are the operand swap of the promoted mxfp8 GEMMs: give them in a TileVariant with MXOnly of an mxfp8 layer (the shared experts and the backward's bf16 GEMMs take FC1/FC2, 64, 128 or 192 rows)")
+	case l.Precision != MXFP8 || !mxOnly:
+		return fieldErr(name+".M", t.M, "32-row tiles on sm_90a (the operand swap) run only the promoted mxfp8 GEMMs, in a TileVariant with MXOnly such as the default mxfp8 schedule's decode tiles (<= 16 mean rows per expert); FC1 and FC2 set the tiles of every GEMM, the shared experts' and the backward's bf16 ones included, which need 64, 128 or 192 rows")
+	case s.MXGemm != MXGemmPromote:
+		return fieldErr(name+".M", t.M, "32-row tiles (the operand swap) run with --mx-gemm promote only: the expansion's bf16 wgmma needs 64 rows")
 	case s.Warps.MMA != 4:
 		return fieldErr("Schedule.Warps.MMA", s.Warps.MMA, "must be 4 with 32-row tiles (one consumer warpgroup)")
 	case l.Storage != GroupedWeights:
@@ -795,7 +803,7 @@ func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
 // nil.
 func fitVariant(l Layer, s Schedule, v TileVariant) *TileVariant {
 	s.Variant = &v
-	if vs, _ := s.VariantSchedule(); vs.Validate(l) != nil {
+	if vs, _ := s.VariantSchedule(); vs.validate(l, v.MXOnly) != nil {
 		return nil
 	}
 	return &v

@@ -294,7 +294,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 		{"32 rows outside a variant", m, func(s *Schedule) { s.FC1.M = 32 }, "TileVariant with MXOnly"},
 		{"variant not MXOnly", m, func(s *Schedule) { s.Variant.MXOnly = false }, "TileVariant with MXOnly"},
 		{"bf16 layer", l, func(s *Schedule) {}, "TileVariant with MXOnly"},
-		{"expand", m, func(s *Schedule) { s.MXGemm = MXGemmExpand }, "TileVariant with MXOnly"},
+		{"expand", m, func(s *Schedule) { s.MXGemm = MXGemmExpand }, "--mx-gemm promote only"},
 		{"8 warps", m, func(s *Schedule) { s.Variant.MMAWarps = 8 }, "one consumer warpgroup"},
 		{"per-expert weights", perExpert, func(s *Schedule) {}, "grouped weights"},
 		{"FC1 half of 32 rows", m, func(s *Schedule) { s.Variant.FC1.N = 64 }, "multiple of 128"},

@@ -156,7 +156,13 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 			fmt.Fprintln(c.App.Writer)
 		}
 		shared := "the shared-expert GEMMs use the same tiles"
-		if l.Precision == schedule.MXFP8 {
+		switch {
+		case i >= 2 && s.Variant.MXOnly:
+			shared = "the mxfp8 GEMMs only; the shared experts and the backward's bf16 GEMMs keep moe_fc1/moe_fc2's tiles"
+			if g.tile.M == 32 {
+				shared += "; 32 rows: the operand swap, the weights as wgmma's A"
+			}
+		case l.Precision == schedule.MXFP8:
 			shared = fmt.Sprintf("the shared-expert GEMMs, bf16, use them with half the K block: %d", g.tile.K/2)
 		}
 		fmt.Fprintf(c.App.Writer, "== %s: tile %v (%s)\n%s", g.name, g.tile, shared, text)

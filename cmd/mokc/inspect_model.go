@@ -131,6 +131,9 @@ func printLayer(w io.Writer, l schedule.Layer) {
 			if s.Variant.MXOnly {
 				which = "mxfp8 GEMMs"
 			}
+			if v.FC1.M == 32 {
+				which += " (32 rows: the operand swap)"
+			}
 			fmt.Fprintf(w, "  %-8s for %d..%d mean rows per expert (T = %d..%d), the %s as moe_fc1_%s/moe_fc2_%s: FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
 				"", s.Variant.MinRows, s.Variant.MaxRows, lo, hi, which, s.Variant.Name, s.Variant.Name, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA,
 				max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)))
