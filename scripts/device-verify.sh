@@ -270,11 +270,11 @@ for phase in $phases; do
 		;;
 	mxab)
 		# A candidate build beside this one (AB_DIR: a folder holding its codegen.test and mokc): the candidate's
-		# MX GEMM tests, its runs (forward on three presets, backward on one, T = 0, 1, 64, 10 runs each), then
+		# MX GEMM tests, its runs (forward on three presets or AB_MODELS, backward on one, T = 0, 1, 64, 10 runs each), then
 		# bf16 and both builds' mxfp8 timed at T = 64 (SWAP_MODELS).
 		ab=$root/${AB_DIR:?mxab needs AB_DIR}
 		(cd codegen && step "candidate codegen: MX GEMMs" 200 "$OUT/tests-ab.log" "$ab/codegen.test" -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU')
-		for m in qwen3-30b-a3b deepseek-v2-lite mixtral-8x7b; do
+		for m in ${AB_MODELS:-qwen3-30b-a3b deepseek-v2-lite mixtral-8x7b}; do
 			step "candidate run --precision mxfp8 $m T=0,1,64 x10" 100 "$OUT/run-ab.log" \
 				bash -c "\"$ab/mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens 0,1,64 --repeat 10 --json >>\"$OUT/run-ab.jsonl\""
 		done
