@@ -355,7 +355,8 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block) error {
 }
 
 // consumers is warpgroups 1..WG: per work item, the K loop (or the drain
-// of a warpgroup without rows), then the epilogue of its 64 rows.
+// of a warpgroup without rows), then the epilogue of its 64 rows (with
+// the operand swap, the one warpgroup's 32 token rows).
 func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	if l.mmaRegs > 0 {
 		b.SetMaxNReg(true, l.mmaRegs)

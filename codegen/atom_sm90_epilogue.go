@@ -65,8 +65,8 @@ func (l sm90Layout) wgmmaRuns(acc []value.Value, row func(h int) value.Value, co
 //     s + S/2 (the tile's output column is the gate row);
 //   - interleaved: B-tile rows 2c (gate) and 2c+1 (up) of output column c
 //     lie in lanes 4 apart; each pair trades one value (shfl.xor 4) so
-//     that the gate lane (lane/4 even) holds (gate, up) of token 2*(lane%4)
-//   - 8j and the up lane those of the next token;
+//     that the gate lane (lane/4 even) holds (gate, up) of token row
+//     8j + 2*(lane%4) and the up lane those of the next token row;
 //   - plain: the one value (column = B-tile row).
 //
 // Runs of one output: a thread's outputs of one token row are 8 (4
@@ -116,7 +116,7 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp value.Val
 }
 
 // epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
-// through the shared Epilogue (bias, activation, bf16 rounding, predicated
+// (with the operand swap, the tile's 32 token rows, by swapRuns) through the shared Epilogue (bias, activation, bf16 rounding, predicated
 // stores).
 func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	ep := gemmEpilogue(b, spec, w)

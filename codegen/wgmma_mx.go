@@ -20,7 +20,8 @@ import (
 // other runs, in every warp (asmSplit; docs/perf.md mxfp8 v8b); otherwise
 // one wgmma per block, waited for at once, and a warp whose 16 rows all
 // lie past the work item's rows skips the promotions (asmWhole; a
-// warp-uniform branch after the wait; those rows are never stored).
+// warp-uniform branch after the wait; those rows are never stored). With
+// Swap the B tile's rows are wgmma's A and the token rows its B (asmSwap).
 type WGMMAMainloopMX struct {
 	WGMMAMainloop // N, Stages, StageBytes, BOffset, OffA/OffB (per 32-wide block), DescHi; the rest unused
 	// ABlock and BBlock are the byte strides between two blocks' f32 scales
@@ -35,7 +36,9 @@ type WGMMAMainloopMX struct {
 	// at registers s*BM/2.., register 4j+i: B-tile row 64s + 16*(warp%4) +
 	// lane/4 + 8*(i/2), token row 8j + 2*(lane%4) + i%2).
 	Swap bool
-	BM   int
+	// BM is the A tile's token rows (the work item's tile rows); read with
+	// Swap only, where it is wgmma's N.
+	BM int
 }
 
 // accs is the number of accumulators per thread: N/2, or with Swap

@@ -248,7 +248,8 @@ type TileVariant struct {
 	// MXOnly: the variant replaces the tiles of the MXFP8 GEMMs only (the
 	// forward's routed GEMMs, the backward's FC1 recompute); the bf16
 	// GEMMs of an mxfp8 layer's backward (the data gradients) keep
-	// FC1/FC2.
+	// FC1/FC2. 32-row tiles (the sm_90a operand swap) need it: they run
+	// the promoted MXFP8 GEMMs only.
 	MXOnly bool
 }
 
@@ -346,8 +347,10 @@ func operandBytes(l Layer) int {
 // mxfp8 tiles are e4m3 with their scales (one per 32 K elements per row;
 // f32 on sm_90a) and the producer's code slots (layouts.MXCodeSlots); with MXGemmExpand they are the bf16 tiles of K/2 the
 // expansion writes beside the e4m3 tiles TMA fills (E4M3Staging), with no
-// scales and no staging tile. The tile must have
-// passed the shape rules of Validate.
+// scales and no staging tile. A promoted mxfp8 tile of 32 rows on sm_90a
+// is planned for the operand swap (layouts.GemmConfig.SwapAB: the token
+// tile laid out as wgmma's B). The tile must have passed the shape rules
+// of Validate.
 func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error) {
 	mx := l.Precision == MXFP8
 	expand := mx && s.MXGemm == MXGemmExpand
@@ -782,9 +785,9 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 // Where the layer allows the operand swap (validateSwap: grouped weights)
 // and its gate and up rows lie in halves, the variant takes 32x128 tiles with 8
 // stages instead (fewer if shared memory does not allow): the weights are
-// wgmma's A, the 32 token rows its N, so a thread promotes 16 partial sums
-// per 64 weight rows and 32-wide block instead of 64 (docs/mxfp8.md, "the
-// operand swap"; docs/perf.md, mxfp8 v13). Layers with interleaved
+// wgmma's A, the 32 token rows its N, so per 32-wide block a thread
+// promotes 16 partial sums per 64 weight rows, 32 per 128-wide tile instead
+// of 64 (docs/mxfp8.md, "the operand swap"; docs/perf.md, mxfp8 v13). Layers with interleaved
 // gate/up rows (GPT-OSS) keep the 64x128 tiles until the swap's
 // interleaved epilogue has been checked and timed on the GPU (docs/perf.md,
 // mxfp8 v15).

@@ -60,7 +60,7 @@ export MOKC_REQUIRE_GPU=1 PYTHONUNBUFFERED=1
 root=$PWD
 summary=$OUT/summary.txt
 touch "$summary"
-# OLD_MOKC travels gzipped (gunzip keeps the archive's mode, without x).
+# OLD_MOKC may come unpacked from a .gz, which keeps the archive's mode (without x).
 if [ -n "${OLD_MOKC:-}" ] && [ -f "$OLD_MOKC" ]; then chmod +x "$OLD_MOKC"; fi
 # BUDGET (seconds, optional): every step is cut at that deadline and later ones are skipped, so
 # that one device call (at most 600 s) ends with its logs written.
@@ -245,8 +245,8 @@ for phase in $phases; do
 		;;
 	mxswap)
 		# The operand swap (docs/perf.md, mxfp8 v13: the decode variant's 32-row tiles): the MX GEMM tests (its
-		# cases), the rows test, runs inside and past the variant's token range (gpt-oss-120b keeps the 64-row
-		# tiles), the backward's FC1 recompute, memcheck, then timed beside bf16 and, with OLD_MOKC=path, the
+		# cases), the rows test (32-row tiles too, gate/up interleaved and in halves), runs inside and past the
+		# variant's token range, the backward's FC1 recompute, memcheck, then timed beside bf16 and, with OLD_MOKC=path, the
 		# previous binary's mxfp8 at T = 64 and 256.
 		(cd codegen && step "codegen: MX GEMMs (swap cases)" 200 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU')
 		(cd runtime && step "runtime: mxfp8 rows per expert 1..255, H = I = 2880" 200 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerMXFP8Rows')
@@ -272,7 +272,11 @@ for phase in $phases; do
 		# A candidate build beside this one (AB_DIR: a folder holding its codegen.test and mokc): the candidate's
 		# MX GEMM tests, its runs (forward on three presets or AB_MODELS, backward on one, T = 0, 1, 64, 10 runs each), then
 		# bf16 and both builds' mxfp8 timed at T = 64 (SWAP_MODELS).
-		ab=$root/${AB_DIR:?mxab needs AB_DIR}
+		if [ -z "${AB_DIR:-}" ]; then
+			echo "mxab skipped: it needs AB_DIR (a folder holding the candidate's codegen.test and mokc)" | tee -a "$summary"
+			continue
+		fi
+		ab=$root/$AB_DIR
 		(cd codegen && step "candidate codegen: MX GEMMs" 200 "$OUT/tests-ab.log" "$ab/codegen.test" -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU')
 		for m in ${AB_MODELS:-qwen3-30b-a3b deepseek-v2-lite mixtral-8x7b}; do
 			step "candidate run --precision mxfp8 $m T=0,1,64 x10" 100 "$OUT/run-ab.log" \
@@ -478,7 +482,7 @@ for phase in $phases; do
 		;;
 	esac
 done
-# The device tool brings back only a few files: the logs travel as one archive beside the summary.
+# The logs go out as one archive beside the summary.
 # The archive is written outside $OUT first (tar warns, and exits 1, when the folder it reads changes); a
 # second invocation in the same $OUT writes logs-2.tgz, and so on, keeping the earlier archives.
 name=logs.tgz n=1
