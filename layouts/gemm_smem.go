@@ -86,7 +86,7 @@ type GemmSmem struct {
 	// x 128 bytes).
 	A, B       OperandTile
 	ScaleBytes int // MXFP8 scale bytes per stage, after A and B (0 for bf16)
-	StageBytes int // A + B (+ scales) of one stage
+	StageBytes int // A + B (+ scales, the stage rounded up to 1024 bytes) of one stage
 	AlignSlack int // bytes requested to realign the base to 1024 (0 on sm_80)
 	// Staged says the staging tile fits (sm_90a with StagingCols > 0);
 	// StagingOffset and StagingStride place it (row stride 2*StagingCols+16
@@ -184,6 +184,11 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 			p.ScaleBytes = SM100ScaleBytes(c.M, c.BRows, c.K)
 		}
 		p.StageBytes += p.ScaleBytes
+		// Every stage's 128-byte swizzled tiles start 1024-byte aligned
+		// (the swizzle repeats every 1024 bytes; PTX ISA 9.7.15.5.1.2):
+		// sm_90a's f32 scales of 32-row tiles (the operand swap) leave a
+		// stage 512 bytes short of that.
+		p.StageBytes = ceilDiv(p.StageBytes, 1024) * 1024
 	}
 	p.AlignSlack = 1024
 	bars := 16 * c.Stages // full and empty mbarrier per stage

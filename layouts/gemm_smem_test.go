@@ -192,7 +192,9 @@ func TestPlanGemmSmemSwapAB(t *testing.T) {
 	if a.Rows != 32 || a.Operand != OperandB || b.Rows != 128 || b.Operand != OperandA {
 		t.Errorf("swapped tiles: A %d rows as %v, B %d rows as %v", a.Rows, a.Operand, b.Rows, b.Operand)
 	}
-	if want := 32*128 + 128*128 + (32+128)*4*4; p.StageBytes != want {
+	// A, B and the f32 scales (23040 bytes), rounded up to 1024 so that
+	// every stage's swizzled tiles stay 1024-byte aligned.
+	if want := (32*128 + 128*128 + (32+128)*4*4 + 1023) &^ 1023; p.StageBytes != want {
 		t.Errorf("stage bytes %d, want %d", p.StageBytes, want)
 	}
 	u := c
@@ -218,6 +220,37 @@ func TestPlanGemmSmemSwapAB(t *testing.T) {
 	} {
 		if _, err := PlanGemmSmem(bad); err == nil {
 			t.Errorf("%s: planned", name)
+		}
+	}
+}
+
+// TestPlanGemmSmemStageAlign: on sm_90a and sm_100a every stage is a
+// multiple of 1024 bytes, so each stage's 128-byte swizzled tiles start
+// 1024-byte aligned like the first's.
+func TestPlanGemmSmemStageAlign(t *testing.T) {
+	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
+		for _, m := range []int{32, 64, 128, 192} {
+			for _, n := range []int{64, 128, 192, 256} {
+				for _, k := range []int{64, 128, 256} {
+					for _, mx := range []bool{false, true} {
+						c := GemmConfig{Target: tg, DType: DTypeBF16, M: m, BRows: n, K: k, Stages: 2}
+						if mx {
+							c.DType, c.Scales = DTypeE4M3, true
+						}
+						c.SwapAB = tg == target.SM90a && mx && m == 32
+						if m == 32 && !c.SwapAB || tg == target.SM100a && m != 128 {
+							continue
+						}
+						p, err := PlanGemmSmem(c)
+						if err != nil {
+							continue // a shape the plan refuses has no stage to check
+						}
+						if p.StageBytes%1024 != 0 {
+							t.Errorf("%v %dx%dx%d mxfp8 %v: stage of %d bytes, not a multiple of 1024", tg, m, n, k, mx, p.StageBytes)
+						}
+					}
+				}
+			}
 		}
 	}
 }
