@@ -782,17 +782,15 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 // promotion, and the backward's bf16 data-gradient GEMMs were not timed
 // with these tiles.
 //
-// Where the layer allows the operand swap (validateSwap: grouped weights)
-// and its gate and up rows lie in halves, the variant takes 32x128 tiles with 8
-// stages instead (fewer if shared memory does not allow): the weights are
+// Where the layer allows the operand swap (validateSwap: grouped weights),
+// the variant takes 32x128 tiles with 8 stages instead (fewer if shared
+// memory does not allow): the weights are
 // wgmma's A, the 32 token rows its N, so per 32-wide block a thread
 // promotes 16 partial sums per 64 weight rows, 32 per 128-wide tile instead
-// of 64 (docs/mxfp8.md, "the operand swap"; docs/perf.md, mxfp8 v13). Layers with interleaved
-// gate/up rows (GPT-OSS) keep the 64x128 tiles until the swap's
-// interleaved epilogue has been checked and timed on the GPU (docs/perf.md,
-// mxfp8 v15).
+// of 64 (docs/mxfp8.md, "the operand swap"; docs/perf.md, mxfp8 v13; with
+// interleaved gate/up rows, GPT-OSS, mxfp8 v15).
 func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
-	for st := 8; st >= 4 && !l.GateUpInterleaved; st-- {
+	for st := 8; st >= 4; st-- {
 		if v := fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{32, 128, s.FC1.K}, FC2: Tile{32, 128, s.FC2.K},
 			Stages: st, MMAWarps: 4, MinRows: 0, MaxRows: 16, MXOnly: true}); v != nil {
 			return v

@@ -311,8 +311,8 @@ func TestScheduleValidateErrors(t *testing.T) {
 	if err := sw.Validate(interleaved); err != nil {
 		t.Errorf("32-row variant of an interleaved layer: %v", err)
 	}
-	if s, err := DefaultSchedule(interleaved, target.SM90a); err != nil || s.Variant == nil || s.Variant.FC1.M != 64 {
-		t.Errorf("interleaved mxfp8 layer's decode variant: %+v, %v, want 64-row tiles", s.Variant, err)
+	if s, err := DefaultSchedule(interleaved, target.SM90a); err != nil || s.Variant == nil || s.Variant.FC1.M != 32 || s.Variant.Stages != 8 {
+		t.Errorf("interleaved mxfp8 layer's decode variant: %+v, %v, want 32-row tiles, 8 stages (the swap)", s.Variant, err)
 	}
 	// A schedule is validated with its layer.
 	bad := l
