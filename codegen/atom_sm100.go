@@ -293,7 +293,7 @@ func (l sm100Layout) mmaStage(b *Builder, d, sa, kt value.Value) {
 // every 32-wide K step into the accumulator at TMEM address d (tmem: the
 // allocation's base); the first step of K block 0 overwrites it.
 func (l sm100Layout) mmaStageMX(b *Builder, tmem, d, sa, stage, kt value.Value) {
-	sf := b.AddI(sa, int64(l.stageBytes-l.smem.ScaleBytes))
+	sf := b.AddI(sa, int64(l.smem.ScaleOffset))
 	sfa := b.Add(tmem, b.AddI(b.MulI(stage, int64(l.mx.colsPer)), int64(l.mx.col0)))
 	sfb := b.AddI(sfa, 4)
 	for t := 0; t <= l.mx.bTiles; t++ {

@@ -374,7 +374,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		// The thread's first accumulator row and column among the stage's
 		// f32 scales ([K/32][BM] of A, then [K/32][NB] of B); with the
 		// swap the rows are B-tile rows and the columns token rows.
-		so := int64(l.stageBytes - l.smem.ScaleBytes)
+		so := int64(l.smem.ScaleOffset)
 		bo := so + int64(l.BK/32*l.BM*4)
 		row := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), b.LShr(lane, ir.Int32(2))))
 		ro, co := so, bo

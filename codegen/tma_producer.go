@@ -312,7 +312,7 @@ func (p gemmProducer) scaleRowsB() int {
 // 16-byte store per tile (A's 4 groups fill tile 0, B's 4 per tile after
 // it; mxScaleCodes gives B whole tiles of groups).
 func (p gemmProducer) mxStoreScaleTiles(b *Builder, tid value.Value, codes []value.Value, sa value.Value) {
-	off := int64(p.stageBytes - p.smem.ScaleBytes) // after the A and B tiles
+	off := int64(p.smem.ScaleOffset) // after the A and B tiles
 	lane := b.Add(b.AddI(sa, off), b.MulI(tid, 16))
 	for t := 0; 4*t < len(codes); t++ {
 		var v value.Value = ir.Undef(ir.Vec(4, ir.I32))
@@ -331,7 +331,7 @@ func (p gemmProducer) mxStoreScaleTiles(b *Builder, tid value.Value, codes []val
 // are not stored.
 func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.Value, sa value.Value) {
 	kb := p.BK / 32
-	off := int64(p.stageBytes - p.smem.ScaleBytes) // after the A and B tiles
+	off := int64(p.smem.ScaleOffset) // after the A and B tiles
 	store := func(dst, word value.Value, stride int64) {
 		for c := 0; c < kb; c++ {
 			code := b.And(b.LShr(word, ir.Int32(int64(8*c))), ir.Int32(0xFF))
@@ -368,7 +368,7 @@ func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error 
 	if table {
 		b.MbarArriveExpectTx(fb, aBytes)
 	} else {
-		b.MbarArriveExpectTx(fb, p.stageBytes-p.smem.ScaleBytes) // the scales (MX) are not TMA's
+		b.MbarArriveExpectTx(fb, p.smem.A.Bytes()+p.smem.B.Bytes()) // the scales (MX) are not TMA's
 	}
 	for a := 0; a < p.atoms; a++ {
 		k0 := b.AddI(b.MulI(kt, int64(p.BK)), int64(p.atomK*a))

@@ -85,9 +85,12 @@ type GemmSmem struct {
 	// 1024-byte aligned; B with BMajor MNMajor: BRows/64 columns of K rows
 	// x 128 bytes).
 	A, B       OperandTile
-	ScaleBytes int // MXFP8 scale bytes per stage, after A and B (0 for bf16)
-	StageBytes int // A + B (+ scales, the stage rounded up to 1024 bytes) of one stage
-	AlignSlack int // bytes requested to realign the base to 1024 (0 on sm_80)
+	ScaleBytes int // MXFP8 scale bytes per stage, at ScaleOffset (0 for bf16)
+	// ScaleOffset is where a stage's scales start: right after its A and B
+	// tiles (A.Bytes() + B.Bytes(), the bytes TMA fills per stage).
+	ScaleOffset int
+	StageBytes  int // A + B (+ scales, the stage rounded up to 1024 bytes) of one stage
+	AlignSlack  int // bytes requested to realign the base to 1024 (0 on sm_80)
 	// Staged says the staging tile fits (sm_90a with StagingCols > 0);
 	// StagingOffset and StagingStride place it (row stride 2*StagingCols+16
 	// bytes: the 8 rows of a fragment store hit distinct banks).
@@ -183,6 +186,7 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		case target.SM100a:
 			p.ScaleBytes = SM100ScaleBytes(c.M, c.BRows, c.K)
 		}
+		p.ScaleOffset = p.StageBytes
 		p.StageBytes += p.ScaleBytes
 		// Every stage's 128-byte swizzled tiles start 1024-byte aligned
 		// (the swizzle repeats every 1024 bytes; PTX ISA 9.7.15.5.1.2):
