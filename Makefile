@@ -52,7 +52,7 @@ golden: toolchain
 	MOKC_REQUIRE_TOOLS=1 $(GO) test $$pkgs -update
 
 ## device-bins: -tags cuda test binaries of $(DEVICE_PKGS) and the mokc CLI, stripped and packed
-## into .carry/bins.tgz (the device tool carries at most 64 MiB with the tree; scripts/device-env.sh
+## into .carry/bins.tgz (at most 64 MiB travel with the tree to the GPU machine; scripts/device-env.sh
 ## unpacks it on the GPU machine); packages without tests are skipped
 device-bins: toolchain
 	rm -rf $(CARRY) && mkdir -p $(CARRY)

@@ -325,7 +325,7 @@ func (p gemmProducer) mxStoreScaleTiles(b *Builder, tid value.Value, codes []val
 
 // mxStoreScales stores the codes of mxScaleCodes into the stage at shared
 // address sa, decoded from UE8M0 to f32 (2^(code-127), NaN for 255), [block]
-// [row] after the stage's A and B tiles (layouts.GemmSmem.ScaleBytes), so
+// [row] after the stage's A and B tiles (layouts.GemmSmem.ScaleOffset), so
 // that a consumer reads one column's scale of a block with one load. B-tile
 // rows past NB (a lane's last row group when NB is not a multiple of 32)
 // are not stored.

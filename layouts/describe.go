@@ -123,7 +123,10 @@ func (p *GemmSmem) Describe() (string, error) {
 	fmt.Fprintf(&b, "%v grouped GEMM CTA: A %dx%d, B %dx%d %v, %d stages\n", p.Target, p.M, p.K, p.BRows, p.K, p.DType, p.Stages)
 	fmt.Fprintf(&b, "stage    %d bytes: A %d + B %d", p.StageBytes, p.A.Bytes(), p.B.Bytes())
 	if p.ScaleBytes > 0 {
-		fmt.Fprintf(&b, " + scales %d", p.ScaleBytes)
+		fmt.Fprintf(&b, " + scales %d at %d", p.ScaleBytes, p.ScaleOffset)
+		if pad := p.StageBytes - p.ScaleOffset - p.ScaleBytes; pad > 0 && !p.E4M3Staging {
+			fmt.Fprintf(&b, " + %d bytes of padding (stages 1024-byte aligned)", pad)
+		}
 	}
 	if p.E4M3Staging {
 		fmt.Fprintf(&b, " + e4m3 A %d at %d + e4m3 B %d (64-byte swizzled rows the expansion widens) + codes %d at %d",

@@ -87,9 +87,10 @@ type GemmSmem struct {
 	A, B       OperandTile
 	ScaleBytes int // MXFP8 scale bytes per stage, at ScaleOffset (0 for bf16)
 	// ScaleOffset is where a stage's scales start: right after its A and B
-	// tiles (A.Bytes() + B.Bytes(), the bytes TMA fills per stage).
+	// tiles (A.Bytes() + B.Bytes(), the bytes TMA fills per stage); 0
+	// without scales.
 	ScaleOffset int
-	StageBytes  int // A + B (+ scales, the stage rounded up to 1024 bytes) of one stage
+	StageBytes  int // the stride between stages: A + B (+ scales, rounded up to 1024 bytes; + the e4m3 staging tiles and codes)
 	AlignSlack  int // bytes requested to realign the base to 1024 (0 on sm_80)
 	// Staged says the staging tile fits (sm_90a with StagingCols > 0);
 	// StagingOffset and StagingStride place it (row stride 2*StagingCols+16
@@ -190,8 +191,10 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		p.StageBytes += p.ScaleBytes
 		// Every stage's 128-byte swizzled tiles start 1024-byte aligned
 		// (the swizzle repeats every 1024 bytes; PTX ISA 9.7.15.5.1.2):
-		// sm_90a's f32 scales of 32-row tiles (the operand swap) leave a
-		// stage 512 bytes short of that.
+		// sm_90a's f32 scales, 16*(M+BRows) bytes per K block of 128, fall
+		// short of that whenever M+BRows is not a multiple of 64 (32-row
+		// tiles of the operand swap, a 72-row B tile). The padding follows
+		// the scales; TMA fills A and B only.
 		p.StageBytes = ceilDiv(p.StageBytes, 1024) * 1024
 	}
 	p.AlignSlack = 1024

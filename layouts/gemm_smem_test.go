@@ -254,3 +254,29 @@ func TestPlanGemmSmemStageAlign(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanGemmSmemScaleOffset: the scales sit right after the A and B
+// tiles (the bytes TMA delivers, which the producer's full barrier
+// expects) and inside the stage, whatever padding follows them.
+func TestPlanGemmSmemScaleOffset(t *testing.T) {
+	for _, tg := range []target.Target{target.SM90a, target.SM100a} {
+		for _, c := range []GemmConfig{
+			{M: 32, BRows: 128, K: 128, SwapAB: true},
+			{M: 128, BRows: 72, K: 128},
+			{M: 64, BRows: 128, K: 128},
+			{M: 128, BRows: 256, K: 128},
+		} {
+			if tg == target.SM100a && (c.M != 128 || c.SwapAB) {
+				continue
+			}
+			c.Target, c.DType, c.Scales, c.Stages = tg, DTypeE4M3, true, 4
+			p, err := PlanGemmSmem(c)
+			if err != nil {
+				t.Fatalf("%v %dx%d: %v", tg, c.M, c.BRows, err)
+			}
+			if p.ScaleOffset != p.A.Bytes()+p.B.Bytes() || p.ScaleOffset+p.ScaleBytes > p.StageBytes || p.StageBytes%1024 != 0 {
+				t.Errorf("%v %dx%d: scales %d at %d, A %d + B %d, stage %d", tg, c.M, c.BRows, p.ScaleBytes, p.ScaleOffset, p.A.Bytes(), p.B.Bytes(), p.StageBytes)
+			}
+		}
+	}
+}

@@ -479,6 +479,12 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 		if s.Target == target.SM80 {
 			return fieldErr("Schedule.Variant", *vr, "sm_80 has one tile shape per GEMM")
 		}
+		if vr.FC1.M != vr.FC2.M {
+			return fieldErr("Schedule.Variant", *vr, "needs FC1 and FC2 tiles of the same rows (one work list of row tiles serves both GEMMs)")
+		}
+		if vr.MXOnly && l.Precision != MXFP8 {
+			return fieldErr("Schedule.Variant", *vr, "MXOnly replaces the tiles of the mxfp8 GEMMs only, and this layer is %v: it would never run", l.Precision)
+		}
 		if err := v.validate(l, vr.MXOnly); err != nil {
 			return fmt.Errorf("Schedule.Variant: %w", err)
 		}
@@ -770,25 +776,22 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 }
 
 // mxDecodeVariant is the sm_90a MXFP8 variant for at most 16 mean rows
-// per expert (decode): 64x128 tiles with one consumer warpgroup and 6
-// stages. At such T an expert's rows fill a fraction of one 64-row tile,
-// so the second consumer warpgroup of the 128-row tiles has no rows and
-// the promotion (per accumulator, rows or not) runs in one warpgroup
-// either way; the smaller tiles give the ring two more stages. On the
-// H200 (docs/perf.md, mxfp8 v9's outcome; device run 20) it ran the
-// forward at T = 64 (2-4 mean rows per expert) 11% (qwen3-30b-a3b), 10%
-// (gpt-oss-120b) and 7% (deepseek-v3) faster than the 128x128 tiles. nil
-// when the tiles do not fit the layer. MXOnly: the reason is the
-// promotion, and the backward's bf16 data-gradient GEMMs were not timed
-// with these tiles.
+// per expert (decode), MXOnly (the promoted MXFP8 GEMMs; the backward's
+// bf16 data-gradient GEMMs keep FC1/FC2). Where the layer allows the
+// operand swap (validateSwap: grouped weights; every preset), 32x128x128
+// tiles with 8 stages (fewer if shared memory does not allow): the weights
+// are wgmma's A, the 32 token rows its N, so per 32-wide block a thread
+// promotes 16 partial sums per 64 weight rows, 32 per 128-wide tile
+// instead of 64 (docs/mxfp8.md, "the operand swap"; on the H200 the
+// forward at T = 64 1.32-1.58x bf16's speed: docs/perf.md, mxfp8 v13 and,
+// for interleaved gate/up rows, v15).
 //
-// Where the layer allows the operand swap (validateSwap: grouped weights),
-// the variant takes 32x128 tiles with 8 stages instead (fewer if shared
-// memory does not allow): the weights are
-// wgmma's A, the 32 token rows its N, so per 32-wide block a thread
-// promotes 16 partial sums per 64 weight rows, 32 per 128-wide tile instead
-// of 64 (docs/mxfp8.md, "the operand swap"; docs/perf.md, mxfp8 v13; with
-// interleaved gate/up rows, GPT-OSS, mxfp8 v15).
+// Otherwise (per-expert weights) the fallback: 64x128x128 tiles with one
+// consumer warpgroup and 6 stages. At such T an expert's rows fill a
+// fraction of one 64-row tile, so the second consumer warpgroup of the
+// 128-row tiles would hold no rows; the smaller tiles give the ring two
+// more stages (docs/perf.md, mxfp8 v9's outcome: 7-11% faster than the
+// 128x128 tiles at T = 64). nil when neither fits the layer.
 func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
 	for st := 8; st >= 4; st-- {
 		if v := fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{32, 128, s.FC1.K}, FC2: Tile{32, 128, s.FC2.K},

@@ -293,7 +293,9 @@ func TestScheduleValidateErrors(t *testing.T) {
 	}{
 		{"32 rows outside a variant", m, func(s *Schedule) { s.FC1.M = 32 }, "TileVariant with MXOnly"},
 		{"variant not MXOnly", m, func(s *Schedule) { s.Variant.MXOnly = false }, "TileVariant with MXOnly"},
-		{"bf16 layer", l, func(s *Schedule) {}, "TileVariant with MXOnly"},
+		{"bf16 layer", l, func(s *Schedule) {}, "MXOnly replaces the tiles of the mxfp8 GEMMs only"},
+		{"bf16 layer, not MXOnly", l, func(s *Schedule) { s.Variant.MXOnly = false }, "TileVariant with MXOnly"},
+		{"FC1 and FC2 rows differ", m, func(s *Schedule) { s.Variant.FC2.M = 64 }, "same rows"},
 		{"expand", m, func(s *Schedule) { s.MXGemm = MXGemmExpand }, "--mx-gemm promote only"},
 		{"8 warps", m, func(s *Schedule) { s.Variant.MMAWarps = 8 }, "one consumer warpgroup"},
 		{"per-expert weights", perExpert, func(s *Schedule) {}, "grouped weights"},

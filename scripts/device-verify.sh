@@ -63,7 +63,7 @@ touch "$summary"
 # OLD_MOKC may come unpacked from a .gz, which keeps the archive's mode (without x).
 if [ -n "${OLD_MOKC:-}" ] && [ -f "$OLD_MOKC" ]; then chmod +x "$OLD_MOKC"; fi
 # BUDGET (seconds, optional): every step is cut at that deadline and later ones are skipped, so
-# that one device call (at most 600 s) ends with its logs written.
+# that one invocation under an outer time limit ends with its logs written.
 END=$((SECONDS + ${BUDGET:-86400}))
 step() { # name timeout log command...
 	local name=$1 limit=$2 log=$3

@@ -162,6 +162,8 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 			if g.tile.M == 32 {
 				shared += "; 32 rows: the operand swap, the weights as wgmma's A"
 			}
+		case i >= 2:
+			shared = "the routed GEMMs only; the shared experts keep moe_fc1/moe_fc2's tiles"
 		case l.Precision == schedule.MXFP8:
 			shared = fmt.Sprintf("the shared-expert GEMMs, bf16, use them with half the K block: %d", g.tile.K/2)
 		}
