@@ -116,8 +116,8 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp value.Val
 }
 
 // epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
-// (with the operand swap, the tile's 32 token rows, by swapRuns) through the shared Epilogue (bias, activation, bf16 rounding, predicated
-// stores).
+// (with the operand swap, the tile's 32 token rows, by swapRuns) through
+// the shared Epilogue (bias, activation, bf16 rounding, predicated stores).
 func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	ep := gemmEpilogue(b, spec, w)
 	if l.swap {

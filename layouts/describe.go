@@ -124,7 +124,7 @@ func (p *GemmSmem) Describe() (string, error) {
 	fmt.Fprintf(&b, "stage    %d bytes: A %d + B %d", p.StageBytes, p.A.Bytes(), p.B.Bytes())
 	if p.ScaleBytes > 0 {
 		fmt.Fprintf(&b, " + scales %d at %d", p.ScaleBytes, p.ScaleOffset)
-		if pad := p.StageBytes - p.ScaleOffset - p.ScaleBytes; pad > 0 && !p.E4M3Staging {
+		if pad := p.StageBytes - p.ScaleOffset - p.ScaleBytes; pad > 0 {
 			fmt.Fprintf(&b, " + %d bytes of padding (stages 1024-byte aligned)", pad)
 		}
 	}

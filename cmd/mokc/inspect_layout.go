@@ -134,14 +134,15 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		return fmt.Errorf("inspect layout: %w", err)
 	}
 	type gemm struct {
-		name  string
-		sched schedule.Schedule
-		tile  schedule.Tile
-		fc1   bool
+		name    string
+		sched   schedule.Schedule
+		tile    schedule.Tile
+		fc1     bool
+		variant bool // the routed GEMMs' tiles of s.Variant
 	}
-	gemms := []gemm{{"moe_fc1", s, s.FC1, true}, {"moe_fc2", s, s.FC2, false}}
+	gemms := []gemm{{"moe_fc1", s, s.FC1, true, false}, {"moe_fc2", s, s.FC2, false, false}}
 	if v, ok := s.VariantSchedule(); ok {
-		gemms = append(gemms, gemm{"moe_fc1_" + s.Variant.Name, v, v.FC1, true}, gemm{"moe_fc2_" + s.Variant.Name, v, v.FC2, false})
+		gemms = append(gemms, gemm{"moe_fc1_" + s.Variant.Name, v, v.FC1, true, true}, gemm{"moe_fc2_" + s.Variant.Name, v, v.FC2, false, true})
 	}
 	for i, g := range gemms {
 		p, err := g.sched.GemmSmem(l, g.tile, g.fc1)
@@ -157,12 +158,12 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		}
 		shared := "the shared-expert GEMMs use the same tiles"
 		switch {
-		case i >= 2 && s.Variant.MXOnly:
+		case g.variant && s.Variant.MXOnly:
 			shared = "the mxfp8 GEMMs only; the shared experts and the backward's bf16 GEMMs keep moe_fc1/moe_fc2's tiles"
 			if g.tile.M == 32 {
 				shared += "; 32 rows: the operand swap, the weights as wgmma's A"
 			}
-		case i >= 2:
+		case g.variant:
 			shared = "the routed GEMMs only; the shared experts keep moe_fc1/moe_fc2's tiles"
 		case l.Precision == schedule.MXFP8:
 			shared = fmt.Sprintf("the shared-expert GEMMs, bf16, use them with half the K block: %d", g.tile.K/2)
