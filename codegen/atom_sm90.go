@@ -396,8 +396,15 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		res := b.IfElseVals(active, func() []value.Value {
 			mainloop := func() ([]value.Value, value.Value, value.Value, error) {
 				if k.spec.MX {
-					// The work item's rows from the warp's first row on.
-					live := b.Sub(w.rowEnd, b.Add(b.Add(w.row0, b.MulI(c, 64)), b.MulI(b.And(warp, ir.Int32(3)), 16)))
+					// The work item's rows from the warp's first row on;
+					// with the swap, the work item's token rows (wgmma's
+					// N: asmSwap's loop width).
+					var live value.Value
+					if l.swap {
+						live = b.Sub(w.rowEnd, w.row0)
+					} else {
+						live = b.Sub(w.rowEnd, b.Add(b.Add(w.row0, b.MulI(c, 64)), b.MulI(b.And(warp, ir.Int32(3)), 16)))
+					}
 					return b.WGMMAMainloopMX(mx, v[0], v[1], kt, k.ring.bars, k.base, aOff, laneZero, aSc, bSc, live)
 				}
 				return b.WGMMAMainloop(ml, v[0], v[1], kt, k.ring.bars, k.base, aOff, laneZero)

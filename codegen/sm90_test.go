@@ -272,21 +272,23 @@ func sm90MXWholeCases() []sm90GemmCase {
 // block and a K tail, gated f32 C with bias (K = 2880), a plain f32 C of
 // one 64-row slice, gated bf16 C of 128-column tiles (four slices), and
 // interleaved gate/up rows with bias (GPT-OSS: gate and up of a column in
-// lanes 4 apart); experts of 0, 1, 31, 32, 33, 70 rows.
+// lanes 4 apart); experts of 0, 1, 9, 17, 23, 31, 33, 40, 46, 65 and 70
+// rows, so that work items of every loop width of asmSwap (8, 16, 24 and 32
+// token rows) occur.
 func sm90MXSwapCases() []sm90GemmCase {
 	t := func(bn, stages int) Tile { return Tile{BM: 32, BN: bn, BK: 128, Stages: stages, Warps: 4} }
 	return []sm90GemmCase{
 		{GemmSpec{Name: "mx_swap_store", N: 200, K: 224, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true,
-			Tile: t(128, 4)}, []int{37, 0, 1, 33}},
+			Tile: t(128, 4)}, []int{46, 0, 1, 33}},
 		{GemmSpec{Name: "mx_swap_swiglu_f32", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
-			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, Tile: t(64, 8)}, []int{1, 70, 32}},
+			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, Tile: t(64, 8)}, []int{1, 70, 9}},
 		{GemmSpec{Name: "mx_swap_store64_f32", N: 136, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiStore, COutF32: true, MX: true,
 			Tile: t(64, 3)}, []int{65, 31}},
 		{GemmSpec{Name: "mx_swap_swiglu", N: 320, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, MX: true, Tile: t(128, 3)}, []int{17, 40}},
 		{GemmSpec{Name: "mx_swap_gptoss_f32", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
-			Tile: t(64, 4)}, []int{70, 1, 32}},
+			Tile: t(64, 4)}, []int{70, 1, 23}},
 	}
 }
 
@@ -353,21 +355,24 @@ func TestSM90MXAssemble(t *testing.T) {
 	}
 	// Per kernel, one wgmma per 32-wide block of the K block of 128, or two
 	// (the B tile's halves, WGMMAMainloopMX.asmSplit) when the B tile is
-	// whole 16-row groups, or one per 64-row slice of the B tile (the
-	// operand swap, m64n32k32).
+	// whole 16-row groups, or one per 64-row slice of the B tile in each of
+	// the operand swap's four loops (m64n8k32 to m64n32k32, by the work
+	// item's token rows).
 	want := 0
 	for _, c := range cases {
 		switch nb := c.spec.bTileRows(); {
 		case c.spec.swapAB():
-			want += 4 * nb / 64
+			want += 4 * 4 * nb / 64
 		case nb%16 == 0:
 			want += 8
 		default:
 			want += 4
 		}
 	}
-	if n, w := strings.Count(text, "m64n32k32.f32.e4m3.e4m3"), 4*(2+2+1+4+2); n != w {
-		t.Errorf("%d e4m3 wgmma m64n32k32 in the MX kernels, want %d (the swap cases)", n, w)
+	for _, w := range []int{8, 16, 24, 32} {
+		if n, want := strings.Count(text, fmt.Sprintf("m64n%dk32.f32.e4m3.e4m3", w)), 4*(2+2+1+4+2); n != want {
+			t.Errorf("%d e4m3 wgmma m64n%dk32 in the MX kernels, want %d (the swap cases)", n, w, want)
+		}
 	}
 	if n := strings.Count(text, "k32.f32.e4m3.e4m3"); n != want {
 		t.Errorf("%d e4m3 wgmma in the MX kernels, want %d", n, want)

@@ -63,7 +63,8 @@ func (ml WGMMAMainloopMX) accs() int {
 // Returns the accumulators (accs of them: the fragment layout of
 // WGMMABF16, or Swap's) and the advanced stage and phase. live is the number
 // of the work item's rows from the warp's first row on (<= 0: skip the
-// promotions; used by the one-wgmma loop only).
+// promotions; used by the one-wgmma loop), or with Swap the work item's
+// token rows (at least 1; the width of asmSwap's loop).
 func (b *Builder) WGMMAMainloopMX(ml WGMMAMainloopMX, stage, phase, ktiles, bars, smem, aOff, lead, aScOff, bScOff, live value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
 	n := ml.N
 	if ml.Swap {
@@ -146,29 +147,81 @@ func (ml WGMMAMainloopMX) asmSplit() string {
 		}
 		promote(c, 1)
 	}
-	L = append(L, ml.release(lead, bars)...)
+	L = append(L, ml.release("WGMX", lead, bars)...)
 	return asmLines(append(L, loopEnd(na)...)...)
 }
 
 // asmSwap is the K loop of the operand swap (see Swap): per 32-wide block
-// c and slice s of the B tile, wgmma m64n(BM)k32 of the slice (wgmma's A,
-// 64 rows of 128 bytes: 512 descriptor units on) by the token rows
-// (wgmma's B) into slice s's partial sums, one commit group each,
+// c and slice s of the B tile, wgmma m64nWk32 of the slice (wgmma's A,
+// 64 rows of 128 bytes: 512 descriptor units on) by the first W token
+// rows (wgmma's B) into slice s's partial sums, one commit group each,
 // software-pipelined as asmSplit: the next slice (or the next block's
 // first) is issued before the current one is waited for and promoted
 // (with one slice, issue, wait, promote). Promotion as asmSplit's with the
 // roles of rows and columns exchanged: acc += (partial * X_b[row]) *
 // X_a[col], the weight's scale first, as unswapped.
+//
+// W is the narrowest of swapWidths holding the work item's token rows
+// (operand live, at least 1): one loop per width, chosen once per work
+// item before any wgmma is issued, so a decode item of 4 rows issues
+// m64n8k32 and promotes 4 of its 16 partial sums per slice. The columns
+// past W are never promoted (their accumulators stay zero and their token
+// rows are never stored); the columns below W get the same products and
+// promotions in the same order whatever W, so the same bits.
 func (ml WGMMAMainloopMX) asmSwap() string {
 	na := ml.accs()
-	L, parts, lead, bars := ml.prologue(false)
+	L, _, lead, bars, live := ml.open(false)
+	ws := ml.swapWidths()
+	for _, w := range ws {
+		L = append(L, fmt.Sprintf(".reg .f32 mw%d_<%d>;", w, ml.N/64*w/2))
+	}
+	for _, w := range ws[:len(ws)-1] {
+		L = append(L, fmt.Sprintf("setp.le.s32 P, %s, %d;", live, w), fmt.Sprintf("@P bra.uni WGMX%d_LOOP;", w))
+	}
+	for i := len(ws) - 1; i >= 0; i-- {
+		l := fmt.Sprintf("WGMX%d", ws[i])
+		L = append(L, ml.loopTop(l, bars)...)
+		L = append(L, ml.swapStage(ws[i])...)
+		L = append(L, ml.release(l, lead, bars)...)
+		if i > 0 {
+			L = append(L, "bra.uni WGMX_END;")
+		}
+	}
+	return asmLines(append(append(L, "WGMX_END:"), loopEnd(na)...)...)
+}
+
+// swapWidths is the wgmma N of asmSwap's loops, ascending: every multiple
+// of 8 up to BM when BM is at most 32 (the decode tiles), else BM alone.
+func (ml WGMMAMainloopMX) swapWidths() []int {
+	if ml.BM > 32 {
+		return []int{ml.BM}
+	}
+	var ws []int
+	for w := 8; w <= ml.BM; w += 8 {
+		ws = append(ws, w)
+	}
+	return ws
+}
+
+// swapStage is one stage's body of asmSwap's loop of width w: the
+// wgmma m64nwk32 of each slice and 32-wide block, pipelined, and the
+// promotions of the partial sums of the first w token rows. Each width
+// has its own partial sums (mw<w>_<s*w/2+k>, k < w/2): with registers
+// shared between the widths' wgmma ptxas serializes every wgmma of the
+// kernel (C7511, "insufficient register resources").
+func (ml WGMMAMainloopMX) swapStage(w int) []string {
+	var L []string
 	S, per := ml.N/64, ml.BM/2
+	parts := make([]string, S*w/2)
+	for k := range parts {
+		parts[k] = fmt.Sprintf("mw%d_%d", w, k)
+	}
 	issue := func(c, s int) {
 		L = append(L,
 			fmt.Sprintf("add.s64 da, d0b, %d;", ml.OffB[c]+s*64*8), // 8 descriptor units (128 bytes) per B row
 			fmt.Sprintf("add.s64 db, d0a, %d;", ml.OffA[c]),
 			"wgmma.fence.sync.aligned;",
-			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, da, db, 0, 1, 1;", ml.BM, strings.Join(parts[s*per:(s+1)*per], ", ")),
+			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, da, db, 0, 1, 1;", w, strings.Join(parts[s*w/2:(s+1)*w/2], ", ")),
 			"wgmma.commit_group.sync.aligned;")
 	}
 	promote := func(c, s int) {
@@ -176,13 +229,13 @@ func (ml WGMMAMainloopMX) asmSwap() string {
 		L = append(L,
 			fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", row),
 			fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", row+32))
-		for j := 0; j < ml.BM/8; j++ {
+		for j := 0; j < w/8; j++ {
 			L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
 			for i := 0; i < 4; i++ {
 				r := s*per + 4*j + i
 				sav, sbv := []string{"sa0", "sa1"}[i/2], []string{"sb0", "sb1"}[i%2]
 				L = append(L,
-					fmt.Sprintf("mul.rn.f32 pr, mp%d, %s;", r, sav),
+					fmt.Sprintf("mul.rn.f32 pr, %s, %s;", parts[s*w/2+4*j+i], sav),
 					fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sbv, r))
 			}
 		}
@@ -209,8 +262,7 @@ func (ml WGMMAMainloopMX) asmSwap() string {
 			promote(c, s)
 		}
 	}
-	L = append(L, ml.release(lead, bars)...)
-	return asmLines(append(L, loopEnd(na)...)...)
+	return L
 }
 
 // asmWhole is the K loop with one wgmma per 32-wide block, waited for at
@@ -232,20 +284,28 @@ func (ml WGMMAMainloopMX) asmWhole() string {
 		L = append(L, ml.promoteCols(c, 0, ml.N/8)...)
 		L = append(L, fmt.Sprintf("WGMX_P%d:", c))
 	}
-	L = append(L, ml.release(lead, bars)...)
+	L = append(L, ml.release("WGMX", lead, bars)...)
 	return asmLines(append(L, loopEnd(na)...)...)
 }
 
-// prologue is the PTX every K loop opens with: the statement's registers,
-// the accumulators zeroed, with skip the predicate R = (live <= 0)
-// (operand 9; the one-wgmma loop's warps without rows), the loop head,
-// the stage's descriptors and the scale addresses xa, xb. parts names the
-// partial sums' registers; lead and bars are release's operands.
+// prologue is the PTX every one-loop statement opens with: open's, then
+// the loop head "WGMX" with the stage's descriptors and scale addresses
+// (loopTop).
 func (ml WGMMAMainloopMX) prologue(skip bool) (L, parts []string, lead, bars string) {
+	L, parts, lead, bars, _ = ml.open(skip)
+	return append(L, ml.loopTop("WGMX", bars)...), parts, lead, bars
+}
+
+// open is the PTX every K loop statement opens with: the statement's
+// registers, the accumulators zeroed and, with skip, the predicate R =
+// (live <= 0) (operand 9; the one-wgmma loop's warps without rows). parts
+// names the partial sums' registers; lead and bars are release's operands,
+// live the operand of the work item's rows.
+func (ml WGMMAMainloopMX) open(skip bool) (L, parts []string, lead, bars, live string) {
 	na := ml.accs()
 	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
-	stage, phase, kt, smem, aOff, aSc, bSc, live := in(0), in(1), in(2), in(4), in(5), in(7), in(8), in(9)
-	lead, bars = in(6), in(3)
+	stage, phase := in(0), in(1)
+	lead, bars, live = in(6), in(3), in(9)
 	parts = make([]string, na)
 	for i := range parts {
 		parts[i] = fmt.Sprintf("mp%d", i)
@@ -259,9 +319,19 @@ func (ml WGMMAMainloopMX) prologue(skip bool) (L, parts []string, lead, bars str
 	if skip {
 		L = append(L, "setp.le.s32 R, "+live+", 0;")
 	}
-	L = append(L, loopHead("WGMX", kt, bars)...)
+	return L, parts, lead, bars, live
+}
+
+// loopTop is the head of K loop l (loopHead: leave at the last K tile,
+// wait on the stage's full barrier), the stage's descriptors and the
+// scale addresses xa, xb.
+func (ml WGMMAMainloopMX) loopTop(l, bars string) []string {
+	na := ml.accs()
+	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
+	kt, smem, aOff, aSc, bSc := in(2), in(4), in(5), in(7), in(8)
+	L := loopHead(l, kt, bars)
 	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
-	return append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";"), parts, lead, bars
+	return append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
 }
 
 // aScales is the PTX loading the thread's two rows' A scales (sa0, sa1) of
@@ -291,15 +361,16 @@ func (ml WGMMAMainloopMX) promoteCols(c, j0, j1 int) []string {
 	return L
 }
 
-// release is the PTX ending a stage of the K loop: lane 0 of each warp
-// (lead != 0) arrives on empty[s], the ring advances, back to the loop.
-func (ml WGMMAMainloopMX) release(lead, bars string) []string {
+// release is the PTX ending a stage of K loop l: lane 0 of each warp
+// (lead != 0) arrives on empty[s], the ring advances, back to l's head;
+// then l's exit label.
+func (ml WGMMAMainloopMX) release(l, lead, bars string) []string {
 	L := []string{
 		"setp.ne.b32 Q, " + lead + ", 0;",
 		fmt.Sprintf("mad.lo.s32 bar, s, 8, %s;", bars),
 		fmt.Sprintf("add.s32 bar, bar, %d;", 8*ml.Stages),
 		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];",
 	}
-	L = append(L, loopAdvance("WGMX", ml.Stages)...)
-	return append(L, "WGMX_DONE:")
+	L = append(L, loopAdvance(l, ml.Stages)...)
+	return append(L, l+"_DONE:")
 }
