@@ -194,7 +194,7 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 	k.base = b.SharedBase1024()
 	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}
 	tmemSlot := b.AddI(k.ring.bars, int64(16*l.S+32))
-	tmA, tmB, fullCount := tmaMaps(b, spec, 32) // BTable: one cp.async arrival per lane of the TMA warp
+	tmA, tmB, fullCount := tmaMaps(b, spec, 32, 1) // BTable: one cp.async arrival per lane of the TMA warp
 	k.ring.init(b, tid, fullCount, 1, func() {
 		for i := 0; i < 2; i++ {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8*i)), 1)

@@ -302,7 +302,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	k.base = b.SharedBase1024()
 	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}
 	var fullCount int
-	k.tmA, k.tmB, fullCount = tmaMaps(b, spec, 128) // BTable: one cp.async arrival per producer thread
+	k.tmA, k.tmB, fullCount = tmaMaps(b, spec, 128, l.mxCodeWarps(spec)) // BTable: one cp.async arrival per producer thread
 	if l.expand {
 		fullCount = l.nConv() // every converter thread, after its stores
 	}
@@ -342,6 +342,7 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block) error {
 		b.SetMaxNReg(false, l.prodRegs)
 	}
 	pr := newProducer(l.tmaRing, k.spec, 128, k.base, k.ring, k.tmA, k.tmB)
+	pr.codeWarps = l.mxCodeWarps(k.spec)
 	if !l.smem.Staged {
 		return pr.emit(b, k.tid, k.work)
 	}
@@ -352,6 +353,18 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block) error {
 		l.storeWarps(b, k, b.AddI(k.tid, -32))
 	})
 	return err
+}
+
+// mxCodeWarps is the number of the producer warpgroup's warps that stage
+// an MXFP8 GEMM's scale codes (gemmProducer.codeWarps): all four, at most
+// one per 32-row group of the stage's scale rows, unless warps 1-3 store
+// the staged epilogue; 1 for bf16 and the expansion (whose converters
+// load the codes themselves).
+func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
+	if !s.MX || l.expand || l.smem.Staged {
+		return 1
+	}
+	return min(4, (l.BM+31)/32+(l.NB+31)/32)
 }
 
 // consumers is warpgroups 1..WG: per work item, the K loop (or the drain

@@ -17,8 +17,9 @@ import (
 // tmaMaps emits the generic addresses of the kernel's tensor maps (tmB nil
 // for BTable) and the arrivals each full barrier expects: the producer's
 // arrive.expect_tx, plus one cp.async arrival per copying thread for
-// BTable.
-func tmaMaps(b *Builder, spec GemmSpec, copiers int) (tmA, tmB value.Value, fullCount int) {
+// BTable, plus (MX) one arrival per lane of the codeWarps warps staging
+// the scale codes.
+func tmaMaps(b *Builder, spec GemmSpec, copiers, codeWarps int) (tmA, tmB value.Value, fullCount int) {
 	tmA = b.PtrToInt(b.Param("tmap_a"))
 	fullCount = 1
 	if spec.B == BTable {
@@ -27,7 +28,7 @@ func tmaMaps(b *Builder, spec GemmSpec, copiers int) (tmA, tmB value.Value, full
 		tmB = b.PtrToInt(b.Param("tmap_b"))
 	}
 	if spec.MX {
-		fullCount += 32 // the scale copies of the producer's first warp
+		fullCount += 32 * max(1, codeWarps) // the lanes staging the scale codes
 	}
 	return tmA, tmB, fullCount
 }
@@ -44,21 +45,48 @@ type gemmProducer struct {
 	ring      mbarRing
 	tmA, tmB  value.Value
 	tableCopy bTableLoad
+	// codeWarps is the number of the producer's warps staging the MX
+	// scale codes (1 to 4; each takes the row groups of codeGroups, the
+	// first warp's lane 0 also issues the TMA loads); tmaMaps counts
+	// their lanes' arrivals.
+	codeWarps int
 }
 
 func newProducer(r tmaRing, spec GemmSpec, threads int, base value.Value, ring mbarRing, tmA, tmB value.Value) gemmProducer {
 	return gemmProducer{tmaRing: r, spec: spec, threads: threads, base: base, ring: ring, tmA: tmA, tmB: tmB,
-		tableCopy: bTableLoad{tmaRing: r, N: spec.N, K: spec.K, BRows: spec.BRows(), threads: threads}}
+		tableCopy: bTableLoad{tmaRing: r, N: spec.N, K: spec.K, BRows: spec.BRows(), threads: threads}, codeWarps: 1}
+}
+
+// mxGroups is the number of 32-row groups of scale rows a stage's codes
+// come in: the A tile's BM/32, then the B tile's scaleRowsB()/32 (rounded
+// up; group g of lane l is A-tile row l+32g, or B-tile row l+32(g-BM/32)).
+func (p gemmProducer) mxGroups() int { return (p.BM+31)/32 + (p.scaleRowsB()+31)/32 }
+
+// codeGroups is the row groups warp wi of the codeWarps stages: g with
+// codeWarps-1-g%codeWarps == wi, so the first warp (which also issues the
+// TMA loads) has the fewest.
+func (p gemmProducer) codeGroups(wi int) []int {
+	var gs []int
+	for g := range p.mxGroups() {
+		if p.codeWarps-1-g%p.codeWarps == wi {
+			gs = append(gs, g)
+		}
+	}
+	return gs
 }
 
 // emit emits the producer loop for the calling thread (tid in
-// 0..threads-1). With BTable every thread works, with MX the first 32
-// (the scale codes), else only tid 0; the other threads return.
+// 0..threads-1). With BTable every thread works, with MX the first
+// 32*codeWarps (the scale codes; each warp its own copy of the loop with
+// its row groups, codeGroups), else only tid 0; the other threads return.
 func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	var err error
 	table, mx := p.spec.B == BTable, p.spec.MX
 	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
-	body := func() {
+	var gs []int // MX: the calling warp's row groups
+	// body is the loop of the calling thread; with tma false it issues no
+	// TMA load (an MX code warp after the first).
+	body := func(tma bool) {
 		// MX: the producer's lanes copy the scale codes of the K block
 		// ahead blocks on (across items) into the code slots by cp.async,
 		// one group per K block (see mxCodesAhead).
@@ -67,7 +95,7 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 			b.If(b.ICmp(enum.IPredSLT, wl.first, wl.items), func() {
 				w := wl.decode(b, wl.first)
 				for d := range ahead {
-					p.mxCodeCopy(b, tid, w, ir.Int32(int64(d)), ir.Int32(int64(d)))
+					p.mxCodeCopy(b, tid, w, ir.Int32(int64(d)), ir.Int32(int64(d)), gs)
 				}
 			})
 		}
@@ -102,20 +130,22 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 					p.tableCopy.emit(b, tid, b.AddI(sa, int64(p.atoms*p.aAtom)), kt, w.n0, ptrE)
 					b.CpAsyncMbarArrive(fb)
 				case mx:
-					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+					if tma {
+						b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+					}
 					b.cpAsyncWait(ahead - 1) // this K block's codes (the later blocks' may be in flight)
-					codes := p.mxScaleCodes(b, tid, w, kt, slot)
+					codes := p.mxScaleCodes(b, tid, w, kt, slot, gs)
 					if p.sfTiles() {
 						p.mxStoreScaleTiles(b, tid, codes, sa)
 						b.FenceProxyAsync() // tcgen05.cp reads them through the async proxy
 					} else {
-						p.mxStoreScales(b, tid, codes, sa)
+						p.mxStoreScales(b, tid, codes, sa, gs)
 					}
 					b.MbarArrive(fb)
 					// The codes were read (stored above): the slot takes
 					// those of the block ahead.
 					wa, kta := wl.ahead(b, w, nextItem, kt, ahead, p.kTiles)
-					p.mxCodeCopy(b, tid, wa, kta, slot)
+					p.mxCodeCopy(b, tid, wa, kta, slot, gs)
 					s1 := b.AddI(slot, 1)
 					slot = b.Select(b.ICmp(enum.IPredEQ, s1, ir.Int32(int64(ahead))), ir.Int32(0), s1)
 				default:
@@ -134,11 +164,22 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	}
 	switch {
 	case table:
-		body()
+		body(true)
+	case mx && p.codeWarps > 1:
+		warp, lane := b.WarpUniform(b.LShr(tid, ir.Int32(5))), b.And(tid, ir.Int32(31))
+		tid = lane // the code slots and scale rows are by lane
+		lead = b.ICmp(enum.IPredEQ, lane, ir.Int32(0))
+		for wi := range p.codeWarps {
+			b.If(b.ICmp(enum.IPredEQ, warp, ir.Int32(int64(wi))), func() {
+				gs = p.codeGroups(wi)
+				body(wi == 0)
+			})
+		}
 	case mx:
-		b.If(b.ICmp(enum.IPredULT, tid, ir.Int32(32)), body)
+		gs = p.codeGroups(0)
+		b.If(b.ICmp(enum.IPredULT, tid, ir.Int32(32)), func() { body(true) })
 	default:
-		b.If(lead, body)
+		b.If(lead, func() { body(true) })
 	}
 	return err
 }
@@ -149,19 +190,20 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 type mxCodeRow struct{ src, ok value.Value }
 
 // mxCodeRows emits the scale rows of work item w that producer lane tid
-// stages, in the code slot's order: its A-tile rows (tid, tid+32, ...;
-// existing below the expert's end), then its B-tile rows (the gate/up row
-// map; existing below BRows and NB; scaleRowsB of them).
-func (p gemmProducer) mxCodeRows(b *Builder, tid value.Value, w gemmWork) []mxCodeRow {
+// stages in row groups gs (mxGroups): A-tile row tid+32g (existing below
+// the expert's end), B-tile row tid+32(g-BM/32) (the gate/up row map;
+// existing below BRows and NB).
+func (p gemmProducer) mxCodeRows(b *Builder, tid value.Value, w gemmWork, gs []int) []mxCodeRow {
 	nsf := int64(p.spec.K / 32)
 	var rows []mxCodeRow
-	for r0 := 0; r0 < p.BM; r0 += 32 {
-		src, ok := scaleRowA(b, w, b.AddI(tid, int64(r0)), nsf)
-		rows = append(rows, mxCodeRow{b.PtrToInt(src), ok})
-	}
-	for j0 := 0; j0 < p.scaleRowsB(); j0 += 32 {
-		j := b.AddI(tid, int64(j0))
-		src, ok := scaleRowB(b, p.tableCopy, w, j, p.NB, nsf)
+	na := (p.BM + 31) / 32
+	for _, g := range gs {
+		var src, ok value.Value
+		if g < na {
+			src, ok = scaleRowA(b, w, b.AddI(tid, int64(32*g)), nsf)
+		} else {
+			src, ok = scaleRowB(b, p.tableCopy, w, b.AddI(tid, int64(32*(g-na))), p.NB, nsf)
+		}
 		rows = append(rows, mxCodeRow{b.PtrToInt(src), ok})
 	}
 	return rows
@@ -231,17 +273,17 @@ func (p gemmProducer) mxCodeSlot(b *Builder, tid, slot value.Value, g int) value
 }
 
 // mxCodeCopy emits, by producer lane tid, the cp.async copies of the UE8M0
-// codes of K block kt of work item w into code slot slot and commits them
-// as one group: per row its window (cpAsyncCodeWindow; one word when
+// codes of K block kt of work item w of row groups gs into code slot slot
+// and commits them as one group: per row its window (cpAsyncCodeWindow; one word when
 // mxWholeWords), so no byte outside the row's codes' words is read; the
 // word of a tensor's last code reaches past its end when the tensor is not
 // a multiple of 4 bytes (the runtime's scale tensors are: [E, rows, K/32]
 // with rows a multiple of 32, scratch rounded up to 256 bytes).
-func (p gemmProducer) mxCodeCopy(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value) {
+func (p gemmProducer) mxCodeCopy(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value, gs []int) {
 	kb := int64(p.BK / 32)
 	nsf := int64(p.spec.K / 32)
-	for g, row := range p.mxCodeRows(b, tid, w) {
-		dst := p.mxCodeSlot(b, tid, slot, g)
+	for i, row := range p.mxCodeRows(b, tid, w, gs) {
+		dst := p.mxCodeSlot(b, tid, slot, gs[i])
 		addr := b.Add(row.src, b.Wide(b.MulI(kt, kb))) // the block's first code
 		if p.mxWholeWords() {
 			b.cpAsync4(dst, addr, b.Select(row.ok, ir.Int32(4), ir.Int32(0)))
@@ -253,18 +295,18 @@ func (p gemmProducer) mxCodeCopy(b *Builder, tid value.Value, w gemmWork, kt, sl
 }
 
 // mxScaleCodes reads, by producer lane tid, the UE8M0 codes of K block kt
-// of work item w from code slot slot (mxCodeCopy, completed): per row of
-// mxCodeRows one i32 with code c of the block in bits 8c..8c+7 (BK/32 <= 4:
+// of work item w of row groups gs from code slot slot (mxCodeCopy,
+// completed): per row of mxCodeRows one i32 with code c of the block in bits 8c..8c+7 (BK/32 <= 4:
 // the MX K block is 128), 127 (1.0) for rows that do not exist and for
 // codes past K (where TMA filled zeros), in the order mxStoreScales and
 // mxStoreScaleTiles store them.
-func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value) []value.Value {
+func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value, gs []int) []value.Value {
 	kb := p.BK / 32
 	nsf := p.spec.K / 32
 	ones := int64(0x7F7F7F7F) >> (8 * (4 - kb)) // 127 in each of the block's kb bytes
 	var codes []value.Value
-	for g, row := range p.mxCodeRows(b, tid, w) {
-		ptr := b.IntToPtr(b.ZExt(p.mxCodeSlot(b, tid, slot, g), ir.I64), SPtr)
+	for i, row := range p.mxCodeRows(b, tid, w, gs) {
+		ptr := b.IntToPtr(b.ZExt(p.mxCodeSlot(b, tid, slot, gs[i]), ir.I64), SPtr)
 		var word value.Value
 		if p.mxWholeWords() {
 			word = b.LoadAt(ir.I32, ptr, 4)
@@ -310,7 +352,8 @@ func (p gemmProducer) scaleRowsB() int {
 // row group: lane tid, group g (row tid+32g) at tid*16 + (g%4)*4 of tile
 // g/4, so a lane's four words of one tile are 16 contiguous bytes: one
 // 16-byte store per tile (A's 4 groups fill tile 0, B's 4 per tile after
-// it; mxScaleCodes gives B whole tiles of groups).
+// it; mxScaleCodes gives B whole tiles of groups). codes are every group's
+// (one code warp).
 func (p gemmProducer) mxStoreScaleTiles(b *Builder, tid value.Value, codes []value.Value, sa value.Value) {
 	off := int64(p.smem.ScaleOffset) // after the A and B tiles
 	lane := b.Add(b.AddI(sa, off), b.MulI(tid, 16))
@@ -328,8 +371,8 @@ func (p gemmProducer) mxStoreScaleTiles(b *Builder, tid value.Value, codes []val
 // [row] after the stage's A and B tiles (layouts.GemmSmem.ScaleOffset), so
 // that a consumer reads one column's scale of a block with one load. B-tile
 // rows past NB (a lane's last row group when NB is not a multiple of 32)
-// are not stored.
-func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.Value, sa value.Value) {
+// are not stored. codes are row groups gs's, in that order.
+func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.Value, sa value.Value, gs []int) {
 	kb := p.BK / 32
 	off := int64(p.smem.ScaleOffset) // after the A and B tiles
 	store := func(dst, word value.Value, stride int64) {
@@ -338,20 +381,19 @@ func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.V
 			b.StoreAt(b.ue8m0F32(code), b.IntToPtr(b.ZExt(b.AddI(dst, int64(c)*stride), ir.I64), SPtr), 4)
 		}
 	}
-	i := 0
-	for r0 := 0; r0 < p.BM; r0 += 32 {
-		r := b.AddI(tid, int64(r0))
-		store(b.Add(b.AddI(sa, off), b.MulI(r, 4)), codes[i], int64(4*p.BM))
-		i++
-	}
 	bOff := off + int64(kb*p.BM*4)
-	for j0 := 0; j0 < p.NB; j0 += 32 {
-		j := b.AddI(tid, int64(j0))
+	na := (p.BM + 31) / 32
+	for i, g := range gs {
+		if g < na {
+			r := b.AddI(tid, int64(32*g))
+			store(b.Add(b.AddI(sa, off), b.MulI(r, 4)), codes[i], int64(4*p.BM))
+			continue
+		}
+		j := b.AddI(tid, int64(32*(g-na)))
 		word := codes[i]
 		b.If(b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.NB))), func() {
 			store(b.Add(b.AddI(sa, bOff), b.MulI(j, 4)), word, int64(4*p.NB))
 		})
-		i++
 	}
 }
 
