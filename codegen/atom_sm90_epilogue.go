@@ -70,28 +70,42 @@ func (l sm90Layout) wgmmaRuns(acc []value.Value, row func(h int) value.Value, co
 //   - plain: the one value (column = B-tile row).
 //
 // Runs of one output: a thread's outputs of one token row are 8 (4
-// interleaved) columns apart.
-func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp value.Value,
+// interleaved) columns apart. The 8-row groups of token rows at or past
+// live (the work item's token rows, at least 1) are skipped by a
+// warp-uniform branch: their accumulators were never promoted
+// (WGMMAMainloopMX.asmSwap) and their rows are never stored.
+func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp, live value.Value,
 	run func(tr, tc value.Value, vals []value.Value) error) error {
 	S, per := l.NB/64, l.BM/2
 	wq := b.And(warp, ir.Int32(3))
+	var err error
+	// group runs body for token rows 8j.. when the item has any.
+	group := func(j int, body func()) {
+		if j == 0 {
+			body()
+			return
+		}
+		b.If(b.ICmp(enum.IPredSGT, live, ir.Int32(int64(8*j))), body)
+	}
 	if l.gate == layouts.GateUpInterleaved {
 		p := b.And(b.LShr(lane, ir.Int32(2)), ir.Int32(1)) // 1: the up lane of the pair
 		up := b.ICmp(enum.IPredNE, p, ir.Int32(0))
 		t0 := b.Add(b.MulI(b.And(lane, ir.Int32(3)), 2), p)
 		c0 := b.Add(b.MulI(wq, 8), b.LShr(lane, ir.Int32(3)))
 		for s := 0; s < S; s++ {
-			for r := 0; r < per; r += 2 {
-				j, h := r/4, (r%4)/2
-				v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2*(lane%4) + 8j and the next
-				got := b.shflXor(b.Select(up, v0, v1), 4)
-				g, u := b.Select(up, got, v0), b.Select(up, v1, got)
-				if err := run(b.AddI(t0, int64(8*j)), b.AddI(c0, int64(32*s+4*h)), []value.Value{g, u}); err != nil {
-					return err
-				}
+			for j := 0; j < per/4; j++ {
+				group(j, func() {
+					for r := 4 * j; r < 4*j+4; r += 2 {
+						h := (r % 4) / 2
+						v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2*(lane%4) + 8j and the next
+						got := b.shflXor(b.Select(up, v0, v1), 4)
+						g, u := b.Select(up, got, v0), b.Select(up, v1, got)
+						err = joinErr(err, run(b.AddI(t0, int64(8*j)), b.AddI(c0, int64(32*s+4*h)), []value.Value{g, u}))
+					}
+				})
 			}
 		}
-		return nil
+		return err
 	}
 	f0 := b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))
 	t0 := b.MulI(b.And(lane, ir.Int32(3)), 2)
@@ -100,19 +114,21 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp value.Val
 		slices = S / 2
 	}
 	for s := 0; s < slices; s++ {
-		for r := 0; r < per; r++ {
-			j, i := r/4, r%4
-			tr, tc := b.AddI(t0, int64(8*j+i%2)), b.AddI(f0, int64(64*s+8*(i/2)))
-			vals := []value.Value{acc[s*per+r]}
-			if l.gate == layouts.GateUpHalves {
-				vals = append(vals, acc[(s+slices)*per+r])
-			}
-			if err := run(tr, tc, vals); err != nil {
-				return err
-			}
+		for j := 0; j < per/4; j++ {
+			group(j, func() {
+				for i := 0; i < 4; i++ {
+					r := 4*j + i
+					tr, tc := b.AddI(t0, int64(8*j+i%2)), b.AddI(f0, int64(64*s+8*(i/2)))
+					vals := []value.Value{acc[s*per+r]}
+					if l.gate == layouts.GateUpHalves {
+						vals = append(vals, acc[(s+slices)*per+r])
+					}
+					err = joinErr(err, run(tr, tc, vals))
+				}
+			})
 		}
 	}
-	return nil
+	return err
 }
 
 // epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
@@ -121,7 +137,7 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp value.Val
 func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	ep := gemmEpilogue(b, spec, w)
 	if l.swap {
-		return l.swapRuns(b, acc, lane, warp, func(tr, tc value.Value, vals []value.Value) error {
+		return l.swapRuns(b, acc, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
 			return ep.Emit(b, b.Add(w.row0, tr), b.Add(w.n0, tc), vals)
 		})
 	}
@@ -150,13 +166,12 @@ func (l sm90Layout) stageOut(b *Builder, k *sm90Block, w gemmWork, c, lane, warp
 	stgFull, stgEmpty := b.AddI(k.ring.bars, int64(16*l.S)), b.AddI(k.ring.bars, int64(16*l.S+8))
 	b.MbarWait(stgEmpty, b.Xor(sph, ir.Int32(1)))
 	ep := gemmEpilogue(b, k.spec, w)
-	var rl, t, t2 value.Value // the fragment's tile row and column bases (unswapped)
-	if !l.swap {
-		wq := b.And(warp, ir.Int32(3))
-		rl = b.Add(b.MulI(c, 64), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // tile row
-		t = b.And(lane, ir.Int32(3))
-		t2 = b.MulI(t, 2)
-	}
+	// The fragment's tile row and column bases (no staging with the
+	// operand swap: sm90Plan).
+	wq := b.And(warp, ir.Int32(3))
+	rl := b.Add(b.MulI(c, 64), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // tile row
+	t := b.And(lane, ir.Int32(3))
+	t2 := b.MulI(t, 2)
 	stg := b.AddI(k.base, int64(l.smem.StagingOffset))
 	put := func(row value.Value, lc value.Value, vals []value.Value) {
 		col := b.Add(w.n0, lc)
@@ -175,22 +190,15 @@ func (l sm90Layout) stageOut(b *Builder, k *sm90Block, w gemmWork, c, lane, warp
 			}
 		})
 	}
-	if l.swap {
-		_ = l.swapRuns(b, acc, lane, warp, func(tr, tc value.Value, vals []value.Value) error {
-			put(tr, tc, vals)
-			return nil
-		})
-	} else {
-		_ = l.wgmmaRuns(acc, func(h int) value.Value { return b.AddI(rl, int64(8*h)) }, func(interleaved bool) value.Value {
-			if interleaved {
-				return t
-			}
-			return t2
-		}, func(row, base value.Value, off int, vals []value.Value) error {
-			put(row, b.AddI(base, int64(off)), vals)
-			return nil
-		})
-	}
+	_ = l.wgmmaRuns(acc, func(h int) value.Value { return b.AddI(rl, int64(8*h)) }, func(interleaved bool) value.Value {
+		if interleaved {
+			return t
+		}
+		return t2
+	}, func(row, base value.Value, off int, vals []value.Value) error {
+		put(row, b.AddI(base, int64(off)), vals)
+		return nil
+	})
 	b.MbarArrive(stgFull)
 	return err
 }

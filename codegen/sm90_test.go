@@ -268,7 +268,8 @@ func sm90MXWholeCases() []sm90GemmCase {
 }
 
 // sm90MXSwapCases are MXFP8 GEMMs of 32-row tiles, run with the operand
-// swap (GemmSpec.swapAB): plain bf16 C (staged) with a partial column
+// swap (GemmSpec.swapAB): plain bf16 C (direct stores: a swap kernel is
+// never staged, its producer warps stage the scale codes) with a partial column
 // block and a K tail, gated f32 C with bias (K = 2880), a plain f32 C of
 // one 64-row slice, gated bf16 C of 128-column tiles (four slices), and
 // interleaved gate/up rows with bias (GPT-OSS: gate and up of a column in
