@@ -31,8 +31,8 @@ import (
 // ring of tmaRing, [MXFP8: the producer's code slots], [the staging tile],
 // then Stages full and Stages empty mbarriers [and staging full, empty].
 // full[s] expects one arrival (the producer's arrive.expect_tx; MXFP8: 32
-// more, the producer lanes' after their scale stores) plus the transaction
-// bytes of the stage;
+// more per code warp, mxCodeWarps, each lane's after its scale stores) plus
+// the transaction bytes of the stage;
 // empty[s] expects one arrival per consumer warp (lane 0, after
 // wgmma.wait_group shows the warp's reads of the stage are done).
 //
@@ -70,7 +70,8 @@ import (
 // releases every stage but issues no wgmma.
 //
 // Staged epilogue (when a BM x BN bf16 staging tile fits next to the ring,
-// and B is not a pointer table): consumers compute the outputs with the
+// C is bf16, B is not a pointer table, and neither the expansion nor the
+// operand swap runs): consumers compute the outputs with the
 // shared Epilogue (Epilogue.Values: bias, activation), round them to bf16
 // into the staging tile and arrive on staging-full, then go straight on to
 // the next work item's K loop; warps 1-3 of the producer warpgroup store
@@ -337,7 +338,8 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 }
 
 // producer is warpgroup 0: thread 0 loads the ring (all 128 threads for
-// BTable); with the staged epilogue, warps 1-3 store the staging tile.
+// BTable); an MX GEMM's scale codes are staged by mxCodeWarps warps; with
+// the staged epilogue, warps 1-3 store the staging tile.
 func (l sm90Layout) producer(b *Builder, k *sm90Block) error {
 	if l.prodRegs > 0 {
 		b.SetMaxNReg(false, l.prodRegs)
@@ -358,14 +360,15 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block) error {
 
 // mxCodeWarps is the number of the producer warpgroup's warps that stage
 // an MXFP8 GEMM's scale codes (gemmProducer.codeWarps): all four, at most
-// one per 32-row group of the stage's scale rows, unless warps 1-3 store
-// the staged epilogue; 1 for bf16 and the expansion (whose converters
-// load the codes themselves).
+// one per 32-row group of the stage's scale rows (gemmProducer.mxGroups),
+// unless warps 1-3 store the staged epilogue; 1 for bf16 and for the
+// expansion (whose producer warp 0 copies the codes for its converters,
+// expandCodeCopy).
 func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
 	if !s.MX || l.expand || l.smem.Staged {
 		return 1
 	}
-	return min(4, (l.BM+31)/32+(l.NB+31)/32)
+	return min(4, gemmProducer{tmaRing: l.tmaRing, spec: s}.mxGroups())
 }
 
 // consumers is warpgroups 1..WG: per work item, the K loop (or the drain

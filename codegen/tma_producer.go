@@ -274,8 +274,9 @@ func (p gemmProducer) mxCodeSlot(b *Builder, tid, slot value.Value, g int) value
 
 // mxCodeCopy emits, by producer lane tid, the cp.async copies of the UE8M0
 // codes of K block kt of work item w of row groups gs into code slot slot
-// and commits them as one group: per row its window (cpAsyncCodeWindow; one word when
-// mxWholeWords), so no byte outside the row's codes' words is read; the
+// and commits them as one group: per row its window (cpAsyncCodeWindow;
+// one word when mxWholeWords), so no byte outside the row's codes' words
+// is read; the
 // word of a tensor's last code reaches past its end when the tensor is not
 // a multiple of 4 bytes (the runtime's scale tensors are: [E, rows, K/32]
 // with rows a multiple of 32, scratch rounded up to 256 bytes).
@@ -296,8 +297,9 @@ func (p gemmProducer) mxCodeCopy(b *Builder, tid value.Value, w gemmWork, kt, sl
 
 // mxScaleCodes reads, by producer lane tid, the UE8M0 codes of K block kt
 // of work item w of row groups gs from code slot slot (mxCodeCopy,
-// completed): per row of mxCodeRows one i32 with code c of the block in bits 8c..8c+7 (BK/32 <= 4:
-// the MX K block is 128), 127 (1.0) for rows that do not exist and for
+// completed): per row of mxCodeRows one i32 with code c of the block in
+// bits 8c..8c+7 (BK/32 <= 4: the MX K block is 128), 127 (1.0) for rows
+// that do not exist and for
 // codes past K (where TMA filled zeros), in the order mxStoreScales and
 // mxStoreScaleTiles store them.
 func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value, gs []int) []value.Value {

@@ -32,7 +32,8 @@ type WGMMAMainloopMX struct {
 	// 256) token rows (docs/mxfp8.md, "the operand swap"; asmSwap): the B
 	// tile's N rows (weights, N a multiple of 64) are wgmma's A, in 64-row
 	// slices, and the token rows its B: per slice and 32-wide block one
-	// wgmma m64n(BM)k32, BM/2 accumulators per thread per slice (slice s
+	// wgmma m64nWk32, W the narrowest of swapWidths holding the work
+	// item's token rows, BM/2 accumulators per thread per slice (slice s
 	// at registers s*BM/2.., register 4j+i: B-tile row 64s + 16*(warp%4) +
 	// lane/4 + 8*(i/2), token row 8j + 2*(lane%4) + i%2).
 	Swap bool
@@ -170,7 +171,7 @@ func (ml WGMMAMainloopMX) asmSplit() string {
 // promotions in the same order whatever W, so the same bits.
 func (ml WGMMAMainloopMX) asmSwap() string {
 	na := ml.accs()
-	L, _, lead, bars, live := ml.open(false)
+	L, _, lead, bars, live := ml.open(false, false)
 	ws := ml.swapWidths()
 	for _, w := range ws {
 		L = append(L, fmt.Sprintf(".reg .f32 mw%d_<%d>;", w, ml.N/64*w/2))
@@ -191,9 +192,10 @@ func (ml WGMMAMainloopMX) asmSwap() string {
 }
 
 // swapWidths is the wgmma N of asmSwap's loops, ascending: every multiple
-// of 8 up to BM when BM is at most 32 (the decode tiles), else BM alone.
+// of 8 up to BM when BM is a multiple of 8 up to 32 (the decode tiles),
+// else BM alone.
 func (ml WGMMAMainloopMX) swapWidths() []int {
-	if ml.BM > 32 {
+	if ml.BM > 32 || ml.BM%8 != 0 {
 		return []int{ml.BM}
 	}
 	var ws []int
@@ -292,30 +294,34 @@ func (ml WGMMAMainloopMX) asmWhole() string {
 // the loop head "WGMX" with the stage's descriptors and scale addresses
 // (loopTop).
 func (ml WGMMAMainloopMX) prologue(skip bool) (L, parts []string, lead, bars string) {
-	L, parts, lead, bars, _ = ml.open(skip)
+	L, parts, lead, bars, _ = ml.open(skip, true)
 	return append(L, ml.loopTop("WGMX", bars)...), parts, lead, bars
 }
 
 // open is the PTX every K loop statement opens with: the statement's
 // registers, the accumulators zeroed and, with skip, the predicate R =
-// (live <= 0) (operand 9; the one-wgmma loop's warps without rows). parts
-// names the partial sums' registers; lead and bars are release's operands,
-// live the operand of the work item's rows.
-func (ml WGMMAMainloopMX) open(skip bool) (L, parts []string, lead, bars, live string) {
+// (live <= 0) (operand 9; the one-wgmma loop's warps without rows). With
+// mp, the partial sums' registers mp<accs>, named by parts (asmSwap
+// declares its own per width); lead and bars are release's operands, live
+// the operand of the work item's rows.
+func (ml WGMMAMainloopMX) open(skip, mp bool) (L, parts []string, lead, bars, live string) {
 	na := ml.accs()
 	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
 	stage, phase := in(0), in(1)
 	lead, bars, live = in(6), in(3), in(9)
-	parts = make([]string, na)
-	for i := range parts {
-		parts[i] = fmt.Sprintf("mp%d", i)
-	}
 	preds := ".reg .pred P, Q;"
 	if skip {
 		preds = ".reg .pred P, Q, R;"
 	}
-	L = loopStart([]string{preds, ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;",
-		fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1, pr;"}, stage, phase, na)
+	decls := []string{preds, ".reg .b32 s, ph, kt, bar, sa, t, xa, xb;", ".reg .b64 d0a, d0b, da, db;"}
+	if mp {
+		parts = make([]string, na)
+		for i := range parts {
+			parts[i] = fmt.Sprintf("mp%d", i)
+		}
+		decls = append(decls, fmt.Sprintf(".reg .f32 mp<%d>;", na))
+	}
+	L = loopStart(append(decls, ".reg .f32 sa0, sa1, sb0, sb1, pr;"), stage, phase, na)
 	if skip {
 		L = append(L, "setp.le.s32 R, "+live+", 0;")
 	}

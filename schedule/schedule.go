@@ -337,7 +337,8 @@ func operandBytes(l Layer) int {
 //     elements plus 16 bytes of padding (ldmatrix without bank conflicts).
 //   - sm_90a: 1024 bytes of alignment slack, Stages buffers of A and B
 //     (128-byte swizzled), a full and an empty mbarrier per stage, and, when
-//     it fits and the weights are grouped, the staged epilogue's bf16 tile
+//     it fits, the weights are grouped and the output is bf16 (not the
+//     mxfp8 FC1, not the operand swap), the staged epilogue's bf16 tile
 //     of M rows of N/2 (FC1) or N (FC2) columns plus 16 bytes of padding.
 //   - sm_100a: the same ring and mbarriers, the accumulator mbarriers and
 //     the TMEM address slot (48 bytes); with Cluster = 2 each CTA holds N/2
