@@ -651,7 +651,7 @@ func (s Schedule) validateSwap(l Layer, name string, t Tile, fc1, mxOnly bool) e
 	}
 	switch {
 	case l.Precision != MXFP8 || !mxOnly:
-		return fieldErr(name+".M", t.M, "32-row tiles on sm_90a (the operand swap) run only the promoted mxfp8 GEMMs, in a TileVariant with MXOnly such as the default mxfp8 schedule's decode tiles (<= 16 mean rows per expert); FC1 and FC2 set the tiles of every GEMM, the shared experts' and the backward's bf16 ones included, which need 64, 128 or 192 rows")
+		return fieldErr(name+".M", t.M, "32-row tiles on sm_90a (the operand swap) run only the promoted mxfp8 GEMMs, in a TileVariant with MXOnly; FC1 and FC2 set the tiles of every GEMM, the shared experts' and the backward's bf16 ones included, which need 64, 128 or 192 rows. The default mxfp8 schedule's decode variant already runs 32-row tiles at <= 16 mean rows per expert: keep FC1 and FC2 at their defaults to get them")
 	case s.MXGemm != MXGemmPromote:
 		return fieldErr(name+".M", t.M, "32-row tiles (the operand swap) run with --mx-gemm promote only: the expansion's bf16 wgmma needs 64 rows")
 	case s.Warps.MMA != 4:

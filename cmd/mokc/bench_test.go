@@ -81,24 +81,27 @@ func TestScheduleFlags(t *testing.T) {
 		}
 	}
 	// --mx-gemm keeps the default mxfp8 schedule's decode variant, but for
-	// expand, whose stages it does not fit.
+	// expand, whose stages it does not fit; a flag of the GEMM shape drops
+	// it too. Dropping it is noted on stderr.
 	for _, c := range []struct {
-		gemm   string
+		flags  []string
 		decode bool
-	}{{"", true}, {"promote", true}, {"expand", false}} {
-		args := []string{"build", "--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--target", "sm_90a", "-o", out}
-		if c.gemm != "" {
-			args = append(args, "--mx-gemm", c.gemm)
-		}
-		if _, err := runCLI(args...); err != nil {
+	}{{nil, true}, {[]string{"--mx-gemm", "promote"}, true}, {[]string{"--mx-gemm", "expand"}, false},
+		{[]string{"--group-m", "4"}, true}, {[]string{"--grid-ctas", "66"}, false}} {
+		args := append([]string{"build", "--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--target", "sm_90a", "-o", out}, c.flags...)
+		msg, err := runCLI(args...)
+		if err != nil {
 			t.Fatalf("mokc %s: %v", strings.Join(args, " "), err)
+		}
+		if noted := strings.Contains(msg, `replaces the default schedule's GEMM variant "decode"`); noted == c.decode {
+			t.Errorf("mokc %s: variant note %v with decode kernels %v: %q", strings.Join(args, " "), noted, c.decode, msg)
 		}
 		ptx, err := os.ReadFile(out)
 		if err != nil {
 			t.Fatal(err)
 		}
 		if got := strings.Contains(string(ptx), "moe_fc1_decode"); got != c.decode {
-			t.Errorf("--mx-gemm %q: decode kernels %v, want %v", c.gemm, got, c.decode)
+			t.Errorf("%v: decode kernels %v, want %v", c.flags, got, c.decode)
 		}
 	}
 }

@@ -348,7 +348,8 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // the schedule loses its T-dependent GEMM variant: the flags describe the
 // one shape of the routed GEMMs (--wgrad keeps it). A refusal on a field a schedule flag sets names the
 // flag ("--mma-warps 3: ..."). --mx-gemm expand drops the variant too (the
-// default mxfp8 schedule's decode tiles are promote's).
+// default mxfp8 schedule's decode tiles are promote's). Dropping a variant
+// is noted on stderr (noteVariantDropped).
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := defaultSchedule(l, target)
 	if err != nil {
@@ -357,15 +358,26 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if !scheduleOverridden(c, false) {
 		return s, nil
 	}
+	variant := s.Variant
+	var dropper string // the first flag that drops the variant
 	for _, f := range scheduleFieldFlags {
 		if !f.keepsVariant && c.IsSet(f.name) {
 			s.Variant = nil // the flags describe the one shape of the routed GEMMs
+			if dropper == "" {
+				dropper = "--" + f.name
+			}
 		}
 	}
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
 		return s, err
 	}
 	s = s.WithMXGemm(s.MXGemm) // expand drops the default's decode variant
+	if variant != nil && s.Variant == nil {
+		if dropper == "" {
+			dropper = "--mx-gemm expand"
+		}
+		noteVariantDropped(c, dropper, l, *variant)
+	}
 	if err := s.Validate(l); err != nil {
 		if ferr := flagError(c, scheduleFieldFlags, l, s, "the target's default", err); ferr != err {
 			return s, ferr
@@ -373,6 +385,19 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
 	return s, nil
+}
+
+// noteVariantDropped tells the user that flag replaced target's default
+// schedule's T-dependent GEMM variant v (e.g. the mxfp8 decode tiles) by the
+// one GEMM shape the schedule flags describe.
+func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedule.TileVariant) {
+	w := c.App.ErrWriter
+	if w == nil {
+		w = os.Stderr
+	}
+	lo, hi := v.VariantTokens(l.TopK, l.Experts)
+	fmt.Fprintf(w, "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d) with the one GEMM shape of the schedule flags at every T; leave the flag out to keep it\n",
+		flag, v.Name, v.FC1, v.FC2, lo, hi)
 }
 
 // noteQuantization tells the user when a config.json describes quantized
