@@ -116,8 +116,8 @@ func (l *SFLayout) Describe(addr uint32) (string, error) {
 // Describe returns the account `mokc inspect layout --model` prints of one
 // grouped GEMM's shared memory: the stage (A, B, scales), the offsets of
 // the ring, staging tile and mbarriers, the totals, TMEM, the B tile's row
-// map, then each operand tile (OperandTile.Describe, placed at the ring
-// base: shared address 0 after the 1024-byte realignment).
+// map, the operand swap's roles, then each operand tile (OperandTile.Describe,
+// placed at shared address 0; the stage's offsets are printed above it).
 func (p *GemmSmem) Describe() (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%v grouped GEMM CTA: A %dx%d, B %dx%d %v, %d stages\n", p.Target, p.M, p.K, p.BRows, p.K, p.DType, p.Stages)
@@ -166,6 +166,10 @@ func (p *GemmSmem) Describe() (string, error) {
 	if p.BRowOrigin > 0 {
 		fmt.Fprintf(&b, "B rows   %v: tile row r holds B_e row %d*n0 + %v(r)\n", p.GateUp, p.BRowOrigin, p.BRowMap)
 	}
+	if p.SwapAB {
+		b.WriteString("operands the operand swap: tile A (the token rows) is laid out as wgmma's operand B, tile B (the weights) as its operand A\n")
+	}
+	fmt.Fprintf(&b, "tiles    each described below at shared address 0; in a stage A starts at byte 0, B at byte %d\n", p.A.Bytes())
 	for i, t := range []OperandTile{p.A, p.B} {
 		n := 0
 		if i == 0 && p.Target == target.SM100a && p.DType == DTypeBF16 {

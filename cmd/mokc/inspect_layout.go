@@ -160,11 +160,16 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		switch {
 		case g.variant && s.Variant.MXOnly:
 			shared = "the mxfp8 GEMMs only; the shared experts and the backward's bf16 GEMMs keep moe_fc1/moe_fc2's tiles"
+			if l.SharedExperts == 0 {
+				shared = "the mxfp8 GEMMs only; the backward's bf16 GEMMs keep moe_fc1/moe_fc2's tiles"
+			}
 			if g.tile.M == 32 {
 				shared += "; 32 rows: the operand swap, the weights as wgmma's A"
 			}
 		case g.variant:
 			shared = "the routed GEMMs only; the shared experts keep moe_fc1/moe_fc2's tiles"
+		case l.SharedExperts == 0:
+			shared = "the routed GEMMs; the layer has no shared experts"
 		case l.Precision == schedule.MXFP8:
 			shared = fmt.Sprintf("the shared-expert GEMMs, bf16, use them with half the K block: %d", g.tile.K/2)
 		}
