@@ -193,10 +193,11 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d", s.Name, bm, 4*(bm/64), w)
 	}
 	// Staged epilogue when the staging tile fits (not with BTable, whose
-	// producer warps are busy copying B, nor with the operand swap, whose
-	// producer warps stage the scale codes: mxCodeWarps).
+	// producer warps are busy copying B; layouts.PlanGemmSmem plans none
+	// for the operand swap, whose producer warps stage the scale codes:
+	// mxCodeWarps).
 	staging := 0
-	if s.B != BTable && !s.COutF32 && !l.expand && !l.swap { // the staging tile is bf16
+	if s.B != BTable && !s.COutF32 && !l.expand { // the staging tile is bf16
 		staging = s.Tile.BN
 	}
 	var err error

@@ -167,7 +167,7 @@ func (l sm90Layout) stageOut(b *Builder, k *sm90Block, w gemmWork, c, lane, warp
 	b.MbarWait(stgEmpty, b.Xor(sph, ir.Int32(1)))
 	ep := gemmEpilogue(b, k.spec, w)
 	// The fragment's tile row and column bases (no staging with the
-	// operand swap: sm90Plan).
+	// operand swap: layouts.PlanGemmSmem).
 	wq := b.And(warp, ir.Int32(3))
 	rl := b.Add(b.MulI(c, 64), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // tile row
 	t := b.And(lane, ir.Int32(3))

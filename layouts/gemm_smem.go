@@ -25,8 +25,9 @@ type GemmConfig struct {
 	Scales bool
 	// StagingCols asks for the sm_90a staged epilogue: a bf16 tile of M rows
 	// x StagingCols output columns next to the ring, kept only when it fits
-	// the target's shared memory. 0: no staging (and always on other
-	// targets).
+	// the target's shared memory and the plan is not SwapAB's (whose
+	// producer warps stage the scale codes, not the epilogue). 0: no staging
+	// (and always on other targets).
 	StagingCols int
 	// GateUp and N give the B tile's row map (GateUpRows over BN = the
 	// output columns of the tile, N the GEMM's output columns); N = 0
@@ -224,7 +225,7 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	}
 	p.Required = p.AlignSlack + ring + bars
 	p.Bytes = p.Required
-	if c.Target == target.SM90a && c.StagingCols > 0 {
+	if c.Target == target.SM90a && c.StagingCols > 0 && !c.SwapAB {
 		stride := 2*c.StagingCols + 16
 		if sb := p.Required + c.M*stride + 16; sb <= c.Target.SharedMemoryLimit() {
 			p.Staged, p.StagingOffset, p.StagingStride = true, ring, stride

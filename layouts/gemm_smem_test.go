@@ -178,7 +178,8 @@ func TestPlanGemmSmemCodeSlots(t *testing.T) {
 
 // TestPlanGemmSmemSwapAB: the operand swap plans a 32-row token tile (B
 // operand rules: rows a multiple of 8) beside a weight tile of 64-row
-// slices, with the bytes and descriptors of the unswapped tiles; 32 rows
+// slices, with the bytes and descriptors of the unswapped tiles and no
+// staging tile; 32 rows
 // without the swap, a weight tile of 96 rows with it, and the swap off
 // sm_90a are refused.
 func TestPlanGemmSmemSwapAB(t *testing.T) {
@@ -187,6 +188,9 @@ func TestPlanGemmSmemSwapAB(t *testing.T) {
 	p, err := PlanGemmSmem(c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if p.Staged {
+		t.Errorf("the swap planned a staging tile (its producer warps stage the scale codes)")
 	}
 	a, b := p.A.(*SmemTile), p.B.(*SmemTile)
 	if a.Rows != 32 || a.Operand != OperandB || b.Rows != 128 || b.Operand != OperandA {

@@ -377,11 +377,11 @@ func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error)
 		c.BRows = t.N / 2
 	}
 	c.SwapAB = mx && !expand && s.Target == target.SM90a && t.M == 32
-	if s.Target == target.SM90a && l.Storage != PerExpertWeights && !expand && !(mx && fc1) && !c.SwapAB {
+	if s.Target == target.SM90a && l.Storage != PerExpertWeights && !expand && !(mx && fc1) {
 		// The producer warps store the staged tile; with per-expert
 		// weights they copy B instead, and there is no staging (nor for
-		// the mxfp8 FC1, whose output h is f32, nor with the operand
-		// swap, whose producer warps stage the scale codes).
+		// the mxfp8 FC1, whose output h is f32; PlanGemmSmem plans none
+		// for the operand swap).
 		c.StagingCols = t.N
 		if fc1 {
 			c.StagingCols /= 2
