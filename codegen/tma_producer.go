@@ -28,7 +28,7 @@ func tmaMaps(b *Builder, spec GemmSpec, copiers, codeWarps int) (tmA, tmB value.
 		tmB = b.PtrToInt(b.Param("tmap_b"))
 	}
 	if spec.MX {
-		fullCount += 32 * max(1, codeWarps) // the lanes staging the scale codes
+		fullCount += 32 * codeWarps // the lanes staging the scale codes
 	}
 	return tmA, tmB, fullCount
 }
@@ -165,19 +165,17 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	switch {
 	case table:
 		body(true)
-	case mx && p.codeWarps > 1:
+	case mx:
+		// Warp wi's copy of the loop; lead (tid 0) lies in warp 0, the one
+		// issuing the TMA loads.
 		warp, lane := b.WarpUniform(b.LShr(tid, ir.Int32(5))), b.And(tid, ir.Int32(31))
 		tid = lane // the code slots and scale rows are by lane
-		lead = b.ICmp(enum.IPredEQ, lane, ir.Int32(0))
 		for wi := range p.codeWarps {
 			b.If(b.ICmp(enum.IPredEQ, warp, ir.Int32(int64(wi))), func() {
 				gs = p.codeGroups(wi)
 				body(wi == 0)
 			})
 		}
-	case mx:
-		gs = p.codeGroups(0)
-		b.If(b.ICmp(enum.IPredULT, tid, ir.Int32(32)), func() { body(true) })
 	default:
 		b.If(lead, func() { body(true) })
 	}
