@@ -305,8 +305,7 @@ func (ml WGMMAMainloopMX) prologue(skip bool) (L, parts []string, lead, bars str
 // declares its own per width); lead and bars are release's operands, live
 // the operand of the work item's rows.
 func (ml WGMMAMainloopMX) open(skip, mp bool) (L, parts []string, lead, bars, live string) {
-	na := ml.accs()
-	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
+	na, in := ml.accs(), ml.input
 	stage, phase := in(0), in(1)
 	lead, bars, live = in(6), in(3), in(9)
 	preds := ".reg .pred P, Q;"
@@ -328,12 +327,16 @@ func (ml WGMMAMainloopMX) open(skip, mp bool) (L, parts []string, lead, bars, li
 	return L, parts, lead, bars, live
 }
 
+// input is the asm operand of WGMMAMainloopMX's input i (0 stage, 1
+// phase, 2 ktiles, 3 bars, 4 smem, 5 aOff, 6 lead, 7 aScOff, 8 bScOff, 9
+// live): after the accs accumulators and the stage and phase outputs.
+func (ml WGMMAMainloopMX) input(i int) string { return fmt.Sprintf("$%d", ml.accs()+2+i) }
+
 // loopTop is the head of K loop l (loopHead: leave at the last K tile,
 // wait on the stage's full barrier), the stage's descriptors and the
 // scale addresses xa, xb.
 func (ml WGMMAMainloopMX) loopTop(l, bars string) []string {
-	na := ml.accs()
-	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
+	in := ml.input
 	kt, smem, aOff, aSc, bSc := in(2), in(4), in(5), in(7), in(8)
 	L := loopHead(l, kt, bars)
 	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
