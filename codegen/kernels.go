@@ -280,7 +280,9 @@ func emitPermute(m *ir.Module, d dims, op moe.Permute) Kernel {
 
 // emitGather: xs[row, :] = x[src_slot[row] / K, :] for row < offsets[E]
 // (times the routing weight, rounded to bf16, when the weight scales the
-// input). One warp per row, 16-byte vectors.
+// input). One warp per row, 16-byte vectors: lane l takes the 8-element
+// chunks l, l+32, ... With op.Q (the MXFP8 forward) the row is not stored
+// but quantized (gatherMX).
 func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	b, k := opKernel(m, op, utilThreads, false)
 	lane, warp := b.LaneWarp()
@@ -291,7 +293,10 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	t := b.UDiv(s, ir.Int32(int64(d.K)))
 	H := int64(d.H)
 	src := b.ByteOffset(b.Param("x"), b.MulI(b.Wide(t), 2*H))
-	dst := b.ByteOffset(b.Param("xs"), b.MulI(b.Wide(row), 2*H))
+	var dst value.Value
+	if op.Q == nil {
+		dst = b.ByteOffset(b.Param("xs"), b.MulI(b.Wide(row), 2*H))
+	}
 	var w value.Value
 	if op.Weights != nil {
 		w = b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)
@@ -300,7 +305,19 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	b.Loop(lane, ir.Int32(H/8), ir.Int32(32), nil, func(c value.Value, _ []value.Value) []value.Value {
 		off := b.MulI(b.Wide(c), 16)
 		v := b.LoadAt(v4, b.ByteOffset(src, off), 16)
-		if w != nil {
+		switch {
+		case op.Q != nil:
+			vals := make([]value.Value, 8)
+			for i := 0; i < 4; i++ {
+				x := b.ExtractElement(v, i)
+				vals[2*i], vals[2*i+1] = b.BF16Lo(x), b.BF16Hi(x)
+				if w != nil {
+					p := b.PackBF16(b.FMul(vals[2*i], w), b.FMul(vals[2*i+1], w))
+					vals[2*i], vals[2*i+1] = b.BF16Lo(p), b.BF16Hi(p)
+				}
+			}
+			b.gatherMX(vals, lane, row, c, H)
+		case w != nil:
 			vals := make([]value.Value, 8)
 			for i := 0; i < 4; i++ {
 				x := b.ExtractElement(v, i)
@@ -308,7 +325,7 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 				vals[2*i+1] = b.FMul(b.BF16Hi(x), w)
 			}
 			StoreBF16(b, b.ByteOffset(dst, off), vals)
-		} else {
+		default:
 			b.StoreAt(v, b.ByteOffset(dst, off), 16)
 		}
 		return nil
@@ -316,6 +333,26 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	b.Ret(nil)
 	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: int64(d.K), D: gatherRows, Min: 1})
 	return k
+}
+
+// gatherMX quantizes chunk c (elements 8c..8c+7) of dispatched row row,
+// the 8 f32 (bf16) vals of lane lane, into the q and scales parameters, as
+// emitQuantize would from the stored bf16 row: a 32-wide block is the
+// chunks of 4 consecutive lanes (H/8 chunks, a multiple of 4, so the 4
+// lanes of a block run together); its amax over them (amax4), the scale
+// code and reciprocal (mxScale), 8 E4M3 bytes stored by the lane, the
+// code byte by the block's first lane.
+func (b *Builder) gatherMX(vals []value.Value, lane, row, c value.Value, H int64) {
+	code, r := b.mxScale(b.amax4(vals))
+	lo := b.e4m3x4(b.FMul(vals[0], r), b.FMul(vals[1], r), b.FMul(vals[2], r), b.FMul(vals[3], r))
+	hi := b.e4m3x4(b.FMul(vals[4], r), b.FMul(vals[5], r), b.FMul(vals[6], r), b.FMul(vals[7], r))
+	var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
+	v = b.InsertElement(b.InsertElement(v, lo, 0), hi, 1)
+	b.StoreAt(v, b.rowPtr(b.Param("q"), row, c, H, 1), 8)
+	b.If(b.ICmp(enum.IPredEQ, b.And(lane, ir.Int32(3)), ir.Int32(0)), func() {
+		at := b.Add(b.MulI(b.Wide(row), H/32), b.Wide(b.UDiv(c, ir.Int32(4))))
+		b.StoreAt(b.Trunc(code, ir.I8), b.ByteOffset(b.Param("scales"), at), 1)
+	})
 }
 
 // emitCombine: one block per token t:

@@ -124,14 +124,7 @@ func (b *Builder) e4m3x4F32(w value.Value) [4]value.Value {
 // (shfl.sync.bfly 1 and 2 among them), its scale (mxScale), each value
 // rounded to E4M3 and widened back, times 2^(code-127).
 func (b *Builder) mxValues8(vals []value.Value) []value.Value {
-	amax := b.absMaxBits(vals, ir.Int32(0))
-	lane := b.And(b.ThreadIdx(ir.X), ir.Int32(31))
-	group := b.Shl(ir.Int32(15), b.And(lane, ir.Int32(28))) // the 4 lanes' member mask
-	for _, d := range []int{1, 2} {
-		o := b.AsmCallNoMemory(fmt.Sprintf("shfl.sync.bfly.b32 $0, $1, %d, 31, $2;", d), "=r,r,r", ir.I32, amax, group)
-		amax = b.Select(b.ICmp(enum.IPredUGT, o, amax), o, amax)
-	}
-	code, inv := b.mxScale(amax)
+	code, inv := b.mxScale(b.amax4(vals))
 	scale := b.ue8m0F32(code)
 	out := make([]value.Value, 0, 8)
 	for i := 0; i < 8; i += 4 {
@@ -141,6 +134,20 @@ func (b *Builder) mxValues8(vals []value.Value) []value.Value {
 		}
 	}
 	return out
+}
+
+// amax4 is absMaxBits of the calling thread's f32 vals and those of the
+// three other lanes of its group of 4 (lanes 4g..4g+3, which must run it
+// together): shfl.sync.bfly 1 and 2 among them.
+func (b *Builder) amax4(vals []value.Value) value.Value {
+	amax := b.absMaxBits(vals, ir.Int32(0))
+	lane := b.And(b.ThreadIdx(ir.X), ir.Int32(31))
+	group := b.Shl(ir.Int32(15), b.And(lane, ir.Int32(28))) // the 4 lanes' member mask
+	for _, d := range []int{1, 2} {
+		o := b.AsmCallNoMemory(fmt.Sprintf("shfl.sync.bfly.b32 $0, $1, %d, 31, $2;", d), "=r,r,r", ir.I32, amax, group)
+		amax = b.Select(b.ICmp(enum.IPredUGT, o, amax), o, amax)
+	}
+	return amax
 }
 
 // emitDequantize is op's kernel: one thread per block of 32 consecutive

@@ -17,15 +17,19 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// TestQuantizeGPU runs the MXFP8 forward's quantize kernels (bf16 rows of
-// x, f32 rows of h) on fresh random rows with special blocks (zeros, a
+// TestQuantizeGPU runs the MXFP8 quantize kernels (the backward's bf16
+// rows of x, the forward's f32 rows of h) on fresh random rows with special blocks (zeros, a
 // NaN, an Inf, tiny and huge values, subnormal quotients) and requires
 // every e4m3 byte and every scale byte to equal layouts.Quantize's (the
 // round-up rule), with poisoned outputs; T = 1 and 37.
 func TestQuantizeGPU(t *testing.T) {
 	ctx := openGPU(t)
 	l := schedule.Layer{Hidden: 256, Intermediate: 96, Experts: 4, TopK: 2, Precision: schedule.MXFP8}
-	p, err := moe.Forward(l)
+	fwd, err := moe.Forward(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bwd, err := moe.Backward(l)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +38,7 @@ func TestQuantizeGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(rand.Uint64(), 17))
-	for _, name := range []string{"quantize_xs", "quantize_h"} {
+	for name, p := range map[string]*moe.Program{"quantize_xs": bwd, "quantize_h": fwd} {
 		q, err := p.Isolate(name)
 		if err != nil {
 			t.Fatal(err)
@@ -101,6 +105,122 @@ func TestQuantizeGPU(t *testing.T) {
 					t.Errorf("%d mismatches", bad)
 				}
 			})
+		}
+	}
+}
+
+// TestGatherMXGPU runs the MXFP8 forward's gather, which quantizes the
+// dispatched rows as it gathers them (moe.Gather with Q and S), on fresh
+// random tokens with quantizeInput's special blocks, a random order of
+// all T*K slots and, with the routing weight on the input, random
+// weights, and requires every e4m3 byte and scale byte of the dispatched
+// rows to equal layouts.Quantize's of the bf16 gathered rows (the weight's
+// product rounded to bf16 first, as the bf16 gather stores it), with
+// poisoned outputs; T = 1 and 37, H = 256 and 2880 (90 blocks: a last
+// pass of the warp's lanes over a row with 8 of its 32 lanes).
+func TestGatherMXGPU(t *testing.T) {
+	ctx := openGPU(t)
+	rng := rand.New(rand.NewPCG(rand.Uint64(), 23))
+	for _, H := range []int{256, 2880} {
+		for _, onInput := range []bool{false, true} {
+			l := schedule.Layer{Hidden: H, Intermediate: 96, Experts: 4, TopK: 2, Precision: schedule.MXFP8, RouterWeightOnInput: onInput}
+			p, err := moe.Forward(l)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := schedule.DefaultSchedule(l, target.SM90a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			q, err := p.Isolate("gather")
+			if err != nil {
+				t.Fatal(err)
+			}
+			prog, err := codegen.Lower(q, s, codegen.PerOp)
+			if err != nil {
+				t.Fatal(err)
+			}
+			text, err := ptx.Compile(prog.Module, target.SM90a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ex, err := newExecutor(ctx, prog, text)
+			if err != nil {
+				t.Fatal(err)
+			}
+			op := q.Ops[0].(moe.Gather)
+			for _, T := range []int{1, 37} {
+				t.Run(fmt.Sprintf("H=%d/weight-on-input=%v/T=%d", H, onInput, T), func(t *testing.T) {
+					K, E := l.TopK, l.Experts
+					rows := T * K
+					x := bf16Vals(bf16Bits(quantizeInput(rng, T, H, true)))
+					src := make([]int32, rows)
+					for i, v := range rng.Perm(rows) {
+						src[i] = int32(v)
+					}
+					offsets := make([]int32, E+1)
+					offsets[E] = int32(rows)
+					w := make([]float32, rows)
+					for i := range w {
+						w[i] = float32(0.25 + rng.Float64())
+					}
+					xs := make([]float32, rows*H)
+					for r, sl := range src {
+						for c := 0; c < H; c++ {
+							v := x[int(sl)/K*H+c]
+							if onInput {
+								v = schedule.RoundBF16(v * w[sl])
+							}
+							xs[r*H+c] = v
+						}
+					}
+					want, err := layouts.Quantize(xs, 1, rows, H, layouts.QuantizeOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					d := &dev{t: t, ctx: ctx}
+					defer d.free()
+					bufs := map[string]driver.DevicePtr{
+						op.X.Name:       d.put(bf16Bits(x), 2*len(x)),
+						op.SrcSlot.Name: d.put(src, 4*rows),
+						op.Offsets.Name: d.put(offsets, 4*(E+1)),
+						op.Q.Name:       d.put(nil, rows*H),
+						op.S.Name:       d.put(nil, rows*H/32),
+					}
+					if onInput {
+						bufs[op.Weights.Name] = d.put(w, 4*rows)
+					}
+					if err := ex.run(T, bufs); err != nil {
+						t.Fatal(err)
+					}
+					gotQ, gotS := make([]uint8, rows*H), make([]uint8, rows*H/32)
+					if err := ctx.CopyFromDevice(gotQ, bufs[op.Q.Name]); err != nil {
+						t.Fatal(err)
+					}
+					if err := ctx.CopyFromDevice(gotS, bufs[op.S.Name]); err != nil {
+						t.Fatal(err)
+					}
+					bad := 0
+					for i := range gotS {
+						if gotS[i] != want.Scales[i] {
+							if bad++; bad < 5 {
+								t.Errorf("scale of block %d: 0x%02x, want 0x%02x", i, gotS[i], want.Scales[i])
+							}
+						}
+					}
+					for i := range gotQ {
+						g, wq := gotQ[i], want.Data[i]
+						if g != wq && !(isE4M3NaN(g) && isE4M3NaN(wq)) {
+							if bad++; bad < 10 {
+								t.Errorf("element %d (%v): 0x%02x, want 0x%02x", i, xs[i], g, wq)
+							}
+						}
+					}
+					if bad > 0 {
+						t.Errorf("%d mismatches", bad)
+					}
+				})
+			}
 		}
 	}
 }

@@ -13,9 +13,9 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// TestQuantizeAssemble lowers the MXFP8 forward's quantize ops on their own
-// (bf16 rows of x, f32 rows of h) for sm_90a and sm_100a and assembles
-// them.
+// TestQuantizeAssemble lowers the MXFP8 forward's quantizing ops on their
+// own (the gather, quantizing bf16 rows of x; quantize_h, f32 rows of h)
+// for sm_90a and sm_100a and assembles them.
 func TestQuantizeAssemble(t *testing.T) {
 	l, err := schedule.Preset("gpt-oss-120b")
 	if err != nil {
@@ -31,7 +31,7 @@ func TestQuantizeAssemble(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, name := range []string{"quantize_xs", "quantize_h"} {
+		for _, name := range []string{"gather", "quantize_h"} { // the gather quantizes the dispatched rows
 			q, err := p.Isolate(name)
 			if err != nil {
 				t.Fatal(err)

@@ -176,6 +176,7 @@ func (ml WGMMAMainloopMX) asmSwap() string {
 	for _, w := range ws {
 		L = append(L, fmt.Sprintf(".reg .f32 mw%d_<%d>;", w, ml.N/64*w/2))
 	}
+	L = append(L, swapScaleRegs(ml.N/64, ws[len(ws)-1]))
 	for _, w := range ws[:len(ws)-1] {
 		L = append(L, fmt.Sprintf("setp.le.s32 P, %s, %d;", live, w), fmt.Sprintf("@P bra.uni WGMX%d_LOOP;", w))
 	}
@@ -210,7 +211,9 @@ func (ml WGMMAMainloopMX) swapWidths() []int {
 // promotions of the partial sums of the first w token rows. Each width
 // has its own partial sums (mw<w>_<s*w/2+k>, k < w/2): with registers
 // shared between the widths' wgmma ptxas serializes every wgmma of the
-// kernel (C7511, "insufficient register resources").
+// kernel (C7511, "insufficient register resources"). Block c's scales are
+// loaded right after its first wgmma is issued (swapScales), a wgmma's
+// latency before their first use, into the registers of block parity c%2.
 func (ml WGMMAMainloopMX) swapStage(w int) []string {
 	var L []string
 	S, per := ml.N/64, ml.BM/2
@@ -225,20 +228,17 @@ func (ml WGMMAMainloopMX) swapStage(w int) []string {
 			"wgmma.fence.sync.aligned;",
 			fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.e4m3 {%s}, da, db, 0, 1, 1;", w, strings.Join(parts[s*w/2:(s+1)*w/2], ", ")),
 			"wgmma.commit_group.sync.aligned;")
+		if s == 0 {
+			L = append(L, ml.swapScales(c, w)...)
+		}
 	}
 	promote := func(c, s int) {
-		row := c*ml.ABlock + 256*s
-		L = append(L,
-			fmt.Sprintf("ld.shared.f32 sa0, [xa+%d];", row),
-			fmt.Sprintf("ld.shared.f32 sa1, [xa+%d];", row+32))
 		for j := 0; j < w/8; j++ {
-			L = append(L, fmt.Sprintf("ld.shared.v2.f32 {sb0, sb1}, [xb+%d];", c*ml.BBlock+32*j))
 			for i := 0; i < 4; i++ {
 				r := s*per + 4*j + i
-				sav, sbv := []string{"sa0", "sa1"}[i/2], []string{"sb0", "sb1"}[i%2]
 				L = append(L,
-					fmt.Sprintf("mul.rn.f32 pr, %s, %s;", parts[s*w/2+4*j+i], sav),
-					fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, sbv, r))
+					fmt.Sprintf("mul.rn.f32 pr, %s, %s;", parts[s*w/2+4*j+i], swapScaleA(c, s, i/2)),
+					fmt.Sprintf("fma.rn.f32 $%d, pr, %s, $%d;", r, swapScaleB(c, j, i%2), r))
 			}
 		}
 	}
@@ -265,6 +265,45 @@ func (ml WGMMAMainloopMX) swapStage(w int) []string {
 		}
 	}
 	return L
+}
+
+// swapScales loads block c's f32 scales for asmSwap's width w into the
+// registers of parity c%2: the thread's two weight rows per slice
+// (swapScaleA) and its two token columns per 8-column group below w
+// (swapScaleB).
+func (ml WGMMAMainloopMX) swapScales(c, w int) []string {
+	var L []string
+	for s := 0; s < ml.N/64; s++ {
+		row := c*ml.ABlock + 256*s
+		L = append(L,
+			fmt.Sprintf("ld.shared.f32 %s, [xa+%d];", swapScaleA(c, s, 0), row),
+			fmt.Sprintf("ld.shared.f32 %s, [xa+%d];", swapScaleA(c, s, 1), row+32))
+	}
+	for j := 0; j < w/8; j++ {
+		L = append(L, fmt.Sprintf("ld.shared.v2.f32 {%s, %s}, [xb+%d];", swapScaleB(c, j, 0), swapScaleB(c, j, 1), c*ml.BBlock+32*j))
+	}
+	return L
+}
+
+// swapScaleA is the register of block c's scale of the thread's weight row
+// 8i (i = 0, 1) of slice s; swapScaleB that of its token column i of
+// 8-column group j. Two sets, by the parity of c.
+func swapScaleA(c, s, i int) string { return fmt.Sprintf("xa%d_%d_%d", c%2, s, i) }
+func swapScaleB(c, j, i int) string { return fmt.Sprintf("xb%d_%d_%d", c%2, j, i) }
+
+// swapScaleRegs declares swapScaleA's and swapScaleB's registers for S
+// slices and widths up to w.
+func swapScaleRegs(S, w int) string {
+	var r []string
+	for p := 0; p < 2; p++ {
+		for s := 0; s < S; s++ {
+			r = append(r, swapScaleA(p, s, 0), swapScaleA(p, s, 1))
+		}
+		for j := 0; j < w/8; j++ {
+			r = append(r, swapScaleB(p, j, 0), swapScaleB(p, j, 1))
+		}
+	}
+	return ".reg .f32 " + strings.Join(r, ", ") + ";"
 }
 
 // asmWhole is the K loop with one wgmma per 32-wide block, waited for at

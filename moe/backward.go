@@ -97,7 +97,7 @@ func Backward(l schedule.Layer) (*Program, error) {
 	errw := p.errorWord()
 
 	// Re-dispatch x and dispatch dy the same way.
-	d := p.dispatch(in, errw)
+	d := p.dispatch(in, errw, false)
 	dys := p.scratch("dys", BF16, "routed rows of dy grouped by expert", TK, c(H))
 	p.Ops = append(p.Ops, Gather{Op: "gather_dy", X: dy, SrcSlot: d.srcSlot, Offsets: d.offsets, XS: dys})
 

@@ -39,7 +39,7 @@ const (
 	BufOffsets   = "offsets"     // i32 [E+1] first dispatched row of each expert
 	BufRowOfSlot = "row_of_slot" // i32 [T*K] row of slot t*K+k, -1 = none
 	BufSrcSlot   = "src_slot"    // i32 [T*K] slot of each dispatched row
-	BufXS        = "xs"          // bf16 [T*K,H] dispatched rows of x
+	BufXS        = "xs"          // bf16 [T*K,H] dispatched rows of x (bf16 forward; the backward)
 	BufH         = "h"           // bf16 [T*K,I] routed activations
 	BufOutRows   = "out_rows"    // bf16 [T*K,H] unweighted expert outputs
 	BufHS        = "hs"          // bf16 [T,S*I_s] shared-expert activations
@@ -70,9 +70,10 @@ const (
 //
 // MXFP8 layers (docs/mxfp8.md): fc1 and fc2 are e4m3 with the ue8m0 block
 // scales fc1_scales [E,2I,H/32] and fc2_scales [E,H,I/32] (K-major, one
-// per 32 along K); the dispatched rows and the activations (kept f32 in h)
-// are quantized by Quantize ops (xs_q, xs_scales, h_q, h_scales) before
-// the routed GEMMs; the shared experts stay bf16.
+// per 32 along K); the dispatched rows are quantized as they are gathered
+// (the gather writes xs_q and xs_scales; there is no xs) and the
+// activations (kept f32 in h) by a Quantize op (h_q, h_scales), before the
+// routed GEMMs; the shared experts stay bf16.
 //
 // With schedule.Layer.SaveFC1 the routed FC1 is a plain GEMM into the
 // scratch fc1_out f32 [T*K, 2I] (the backward's input of that name: whoever
@@ -97,7 +98,7 @@ func Forward(l schedule.Layer) (*Program, error) {
 	errw := p.errorWord()
 
 	// Routing and dispatch.
-	d := p.dispatch(in, errw)
+	d := p.dispatch(in, errw, mx)
 	outRows := p.scratch(BufOutRows, BF16, "unweighted expert outputs per routed row", TK, c(H))
 
 	// Routed experts: grouped GEMMs over the dispatched rows (MXFP8: of
@@ -114,9 +115,7 @@ func Forward(l schedule.Layer) (*Program, error) {
 	}
 	fc1.C, fc2.A = h, h
 	if mx {
-		qx := p.quantize("quantize_xs", d.xs, BufXSQ, BufXSScales, "dispatched rows of x", TK, H)
-		fc1.A, fc1.AScales, fc1.BScales = qx.Q, qx.S, in.fc1Scales
-		p.Ops = append(p.Ops, qx)
+		fc1.A, fc1.AScales, fc1.BScales = d.xsQ, d.xsScales, in.fc1Scales
 	}
 	if l.SaveFC1 {
 		gu := p.scratch(BufFC1Out, F32, "routed FC1 output before the activation, kept for the backward (SaveFC1)", TK, c(2*I))
@@ -205,11 +204,13 @@ func (p *Program) errorWord() *Buffer {
 }
 
 // dispatched are the scratch buffers of the dispatch.
-type dispatched struct{ counts, offsets, rowOfSlot, srcSlot, xs *Buffer }
+type dispatched struct{ counts, offsets, rowOfSlot, srcSlot, xs, xsQ, xsScales *Buffer }
 
 // dispatch appends the routing and dispatch ops (init, route, count, scan,
-// permute, gather of x) and declares their scratch.
-func (p *Program) dispatch(in layerInputs, errw *Buffer) dispatched {
+// permute, gather of x) and declares their scratch. With quantized (the
+// MXFP8 forward) the gather writes the dispatched rows' MXFP8 form, xs_q
+// and xs_scales, and no xs.
+func (p *Program) dispatch(in layerInputs, errw *Buffer, quantized bool) dispatched {
 	l := p.Layer
 	TK := launch.PerT(int64(l.TopK), 0)
 	var d dispatched
@@ -217,22 +218,28 @@ func (p *Program) dispatch(in layerInputs, errw *Buffer) dispatched {
 	d.offsets = p.scratch(BufOffsets, I32, "first row of each expert; offsets[E] = routed rows", c(l.Experts+1))
 	d.rowOfSlot = p.scratch(BufRowOfSlot, I32, "row of slot t*K+k (-1 = none)", TK)
 	d.srcSlot = p.scratch(BufSrcSlot, I32, "slot of each row", TK)
-	d.xs = p.scratch(BufXS, BF16, "routed rows of x grouped by expert", TK, c(l.Hidden))
+	g := Gather{X: in.x, SrcSlot: d.srcSlot, Offsets: d.offsets}
+	if quantized {
+		d.xsQ, d.xsScales = p.mxScratch(BufXSQ, BufXSScales, "dispatched rows of x", TK, l.Hidden)
+		g.Q, g.S = d.xsQ, d.xsScales
+	} else {
+		d.xs = p.scratch(BufXS, BF16, "routed rows of x grouped by expert", TK, c(l.Hidden))
+		g.XS = d.xs
+	}
 	p.Ops = append(p.Ops, Init{Counts: d.counts, Err: errw})
 	if in.route != nil {
 		r := *in.route
 		r.Err = errw
 		p.Ops = append(p.Ops, r)
 	}
-	var gatherWeights *Buffer
 	if l.RouterWeightOnInput {
-		gatherWeights = in.weights
+		g.Weights = in.weights
 	}
 	p.Ops = append(p.Ops,
 		Count{IDs: in.ids, Counts: d.counts, RowOfSlot: d.rowOfSlot, Err: errw},
 		Scan{Counts: d.counts, Offsets: d.offsets},
 		Permute{IDs: in.ids, Offsets: d.offsets, RowOfSlot: d.rowOfSlot, SrcSlot: d.srcSlot},
-		Gather{X: in.x, SrcSlot: d.srcSlot, Offsets: d.offsets, XS: d.xs, Weights: gatherWeights})
+		g)
 	return d
 }
 
@@ -275,9 +282,16 @@ func (p *Program) expertWeights() (fc1, fc2 *Buffer, s WeightStorage) {
 // quantize declares the MXFP8 form of x [rows, k] (scratch q e4m3 and s
 // ue8m0 named qName and sName) and returns the Quantize op that writes it.
 func (p *Program) quantize(op string, x *Buffer, qName, sName, what string, rows launch.Expr, k int) Quantize {
-	q := p.scratch(qName, E4M3, what+", quantized to e4m3 (MXFP8)", rows, c(k))
-	s := p.scratch(sName, UE8M0, "block scales of "+qName+", one per 32 along K", rows, c(k/32))
+	q, s := p.mxScratch(qName, sName, what, rows, k)
 	return Quantize{Op: op, X: x, Q: q, S: s, K: k}
+}
+
+// mxScratch declares the MXFP8 form of rows of k (what they are): scratch
+// q e4m3 [rows, k] and s ue8m0 [rows, k/32] named qName and sName.
+func (p *Program) mxScratch(qName, sName, what string, rows launch.Expr, k int) (q, s *Buffer) {
+	q = p.scratch(qName, E4M3, what+", quantized to e4m3 (MXFP8)", rows, c(k))
+	s = p.scratch(sName, UE8M0, "block scales of "+qName+", one per 32 along K", rows, c(k/32))
+	return q, s
 }
 
 // c is the constant dimension n.

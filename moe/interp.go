@@ -203,7 +203,9 @@ func (in *interp) dispatched(offsets *Buffer) int {
 func (in *interp) gather(o Gather) {
 	H, K := in.p.Layer.Hidden, in.p.Layer.TopK
 	x := in.v[o.X]
-	for r := 0; r < in.dispatched(o.Offsets); r++ {
+	rows := in.dispatched(o.Offsets)
+	var xs []float32 // the rows to quantize (Q and S), bf16 values
+	for r := 0; r < rows; r++ {
 		s := int(in.v[o.SrcSlot][r])
 		t := s / K
 		for c := 0; c < H; c++ {
@@ -211,8 +213,20 @@ func (in *interp) gather(o Gather) {
 			if o.Weights != nil {
 				v *= in.v[o.Weights][s]
 			}
-			in.set(o.XS, r*H+c, v)
+			if o.Q != nil {
+				xs = append(xs, float32(round(BF16, v)))
+			} else {
+				in.set(o.XS, r*H+c, v)
+			}
 		}
+	}
+	if o.Q != nil && rows > 0 {
+		data, scales, err := mxHostValues(xs, rows, H)
+		if err != nil {
+			panic(err) // shapes come from a checked program
+		}
+		copy(in.v[o.Q], data)
+		copy(in.v[o.S], scales)
 	}
 }
 

@@ -73,13 +73,18 @@ type Permute struct {
 
 // Gather dispatches tokens: XS[row] = X[SrcSlot[row] / K] for row <
 // Offsets[E], scaled by the routing weight (rounded to bf16) when Weights
-// is set (RouterWeightOnInput layers).
+// is set (RouterWeightOnInput layers). With Q and S (the MXFP8 forward)
+// it writes, instead of XS, the MXFP8 form of those rows: exactly what
+// Quantize makes of XS (schedule.MXActivations), without XS in memory.
 type Gather struct {
 	Op               string  // the op's name ("" is "gather"; the backward also gathers dy and x)
 	X                *Buffer // bf16 [T,H] token rows (read)
 	SrcSlot, Offsets *Buffer // i32 [T*K] slot of each row, i32 [E+1] (read)
-	XS               *Buffer // bf16 [T*K,H] dispatched rows (written)
+	XS               *Buffer // bf16 [T*K,H] dispatched rows (written; nil with Q and S)
 	Weights          *Buffer // f32 [T,K] routing weights scaling the rows (nil: unscaled)
+	// Q e4m3 [T*K,H] and S ue8m0 [T*K,H/32]: the rows quantized along H,
+	// one scale per 32 (written; both or neither, and then no XS).
+	Q, S *Buffer
 }
 
 // Rows says where a GEMM's A rows come from.
@@ -281,7 +286,8 @@ func (o Permute) Operands() []Operand {
 
 // Operands lists the buffers Gather reads and writes, under their roles.
 func (o Gather) Operands() []Operand {
-	return operands(r("x", o.X), r("src_slot", o.SrcSlot), r("offsets", o.Offsets), w("xs", o.XS), r("weights", o.Weights))
+	return operands(r("x", o.X), r("src_slot", o.SrcSlot), r("offsets", o.Offsets), w("xs", o.XS), r("weights", o.Weights),
+		w("q", o.Q), w("scales", o.S))
 }
 
 // Operands lists the buffers GEMM reads and writes, under their roles.

@@ -11,7 +11,8 @@
 #   4. With MX_MODEL set (e.g. qwen3-30b-a3b): ncu of that model's mxfp8 routed FC1 at T = MX_TOKENS
 #      (default 64) with MX_FLAGS (default: the expansion with 64x256 tiles) and the same warp-stall
 #      sampling by source line, to see what the converters and consumers wait for (docs/perf.md,
-#      mxfp8 v6's closing paragraph); the report is kept (mx-fc1.ncu-rep) and its source page, per SASS
+#      mxfp8 v6's closing paragraph); MX_KERNELS (a regex), MX_SKIP and MX_COUNT pick other launches
+#      (e.g. '^moe_fc[12]_decode$', 4, 2: both decode GEMMs after two warm-up forwards); the report is kept (mx-fc1.ncu-rep) and its source page, per SASS
 #      instruction, written as CSV (mx-fc1-sass.csv).
 # Usage: [MODELS=... NCU_MODELS=... (empty: skip)] [WGRAD_MODEL=m [WGRAD=wgmma-ws]] [MX_MODEL=m] bash scripts/device-profile.sh
 set -u
@@ -46,7 +47,7 @@ if [ -n "${MX_MODEL:-}" ]; then
 	echo "=== ncu mxfp8 FC1 $MX_MODEL T=${MX_TOKENS:-64} $flags" >>"$OUT/ncu-mxfp8.log"
 	# shellcheck disable=SC2086 # flags is a list of flags
 	timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
-		--section SourceCounters --section Occupancy -k 'regex:^moe_fc1(_decode)?$' --launch-skip 2 --launch-count 1 \
+		--section SourceCounters --section Occupancy -k "regex:${MX_KERNELS:-^moe_fc1(_decode)?\$}" --launch-skip "${MX_SKIP:-2}" --launch-count "${MX_COUNT:-1}" \
 		-f -o "$OUT/mx-fc1" "$mokc" bench --precision mxfp8 $flags --model "$MX_MODEL" --target "$TARGET" --tokens "${MX_TOKENS:-64}" \
 		--iters 1 --warmup 2 >>"$OUT/ncu-mxfp8.log" 2>&1
 	echo "rc=$? ncu mxfp8 FC1 $MX_MODEL" | tee -a "$OUT/summary.txt"

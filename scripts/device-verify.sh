@@ -247,10 +247,10 @@ for phase in $phases; do
 		# The operand swap (docs/perf.md, mxfp8 v13: the decode variant's 32-row tiles): the MX GEMM tests (its
 		# cases), the rows test (32-row tiles too, gate/up interleaved and in halves), runs inside and past the
 		# variant's token range, the backward's FC1 recompute, memcheck, then timed beside bf16 and, with OLD_MOKC=path, the
-		# previous binary's mxfp8 at T = 64 and 256.
-		(cd codegen && step "codegen: MX GEMMs (swap cases)" 200 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU')
+		# previous binary's mxfp8 at T = 64 and 256. RUN_MODELS replaces the four presets run.
+		(cd codegen && step "codegen: MX GEMMs (swap cases), quantizing gather, quantize" 200 "$OUT/tests.log" ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU|TestGatherMXGPU|TestQuantizeGPU')
 		(cd runtime && step "runtime: mxfp8 rows per expert 1..255, H = I = 2880" 200 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestLayerMXFP8Rows')
-		for m in qwen3-30b-a3b deepseek-v2-lite mixtral-8x7b gpt-oss-120b; do
+		for m in ${RUN_MODELS:-qwen3-30b-a3b deepseek-v2-lite mixtral-8x7b gpt-oss-120b}; do
 			step "run --precision mxfp8 $m T=0,1,64,256 x3" 150 "$OUT/run-mxswap.log" \
 				bash -c "\"$mokc\" run --precision mxfp8 --model $m --target sm_90a --tokens 0,1,64,256 --repeat 3 --json >>\"$OUT/run-mxswap.jsonl\""
 		done
