@@ -16,6 +16,7 @@ const (
 	utilThreads   = 256 // threads of the routing / dispatch / combine kernels
 	permuteSlots  = 8   // slots per thread per pass of moe_permute
 	gatherRows    = 8   // rows per block of moe_gather (one warp each)
+	gatherBatch   = 4   // 16-byte chunks a lane of moe_gather loads before it stores them
 	routeTokens   = 8   // tokens per block of moe_route (one warp each)
 	scanScratchB  = 8 * 3 * 4
 	countPerBlock = utilThreads
@@ -281,7 +282,8 @@ func emitPermute(m *ir.Module, d dims, op moe.Permute) Kernel {
 // emitGather: xs[row, :] = x[src_slot[row] / K, :] for row < offsets[E]
 // (times the routing weight, rounded to bf16, when the weight scales the
 // input). One warp per row, 16-byte vectors: lane l takes the 8-element
-// chunks l, l+32, ... With op.Q (the MXFP8 forward) the row is not stored
+// chunks l, l+32, ..., gatherBatch of them loaded before any is stored
+// (gatherChunk). With op.Q (the MXFP8 forward) the row is not stored
 // but quantized (gatherMX).
 func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	b, k := opKernel(m, op, utilThreads, false)
@@ -302,37 +304,58 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 		w = b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)
 	}
 	v4 := ir.Vec(4, ir.I32)
-	b.Loop(lane, ir.Int32(H/8), ir.Int32(32), nil, func(c value.Value, _ []value.Value) []value.Value {
-		off := b.MulI(b.Wide(c), 16)
-		v := b.LoadAt(v4, b.ByteOffset(src, off), 16)
-		switch {
-		case op.Q != nil:
-			vals := make([]value.Value, 8)
-			for i := 0; i < 4; i++ {
-				x := b.ExtractElement(v, i)
-				vals[2*i], vals[2*i+1] = b.BF16Lo(x), b.BF16Hi(x)
-				if w != nil {
-					p := b.PackBF16(b.FMul(vals[2*i], w), b.FMul(vals[2*i+1], w))
-					vals[2*i], vals[2*i+1] = b.BF16Lo(p), b.BF16Hi(p)
-				}
-			}
-			b.gatherMX(vals, lane, row, c, H)
-		case w != nil:
-			vals := make([]value.Value, 8)
-			for i := 0; i < 4; i++ {
-				x := b.ExtractElement(v, i)
-				vals[2*i] = b.FMul(b.BF16Lo(x), w)
-				vals[2*i+1] = b.FMul(b.BF16Hi(x), w)
-			}
-			StoreBF16(b, b.ByteOffset(dst, off), vals)
-		default:
-			b.StoreAt(v, b.ByteOffset(dst, off), 16)
+	n := H / 8 // chunks per row
+	b.Loop(lane, ir.Int32(n), ir.Int32(32*gatherBatch), nil, func(c0 value.Value, _ []value.Value) []value.Value {
+		// The batch's loads first, then its stores: one memory latency per
+		// batch, not per chunk.
+		load := func(c value.Value) value.Value { return b.LoadAt(v4, b.ByteOffset(src, b.MulI(b.Wide(c), 16)), 16) }
+		cs, ins, vs := []value.Value{c0}, []value.Value{nil}, []value.Value{load(c0)} // chunk c0 < n: the loop's bound
+		for u := int64(1); u < gatherBatch; u++ {
+			c := b.AddI(c0, 32*u)
+			in := b.ICmp(enum.IPredSLT, c, ir.Int32(n))
+			v := b.IfVals(in, []value.Value{ir.Undef(v4)}, func() []value.Value { return []value.Value{load(c)} })[0]
+			cs, ins, vs = append(cs, c), append(ins, in), append(vs, v)
+		}
+		b.gatherChunk(op, vs[0], w, dst, lane, row, c0, H)
+		for u := 1; u < len(cs); u++ {
+			c, v := cs[u], vs[u]
+			b.If(ins[u], func() { b.gatherChunk(op, v, w, dst, lane, row, c, H) })
 		}
 		return nil
 	})
 	b.Ret(nil)
 	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: int64(d.K), D: gatherRows, Min: 1})
 	return k
+}
+
+// gatherChunk stores chunk c (elements 8c..8c+7, the 16 bytes v) of
+// dispatched row row: as loaded, times the routing weight w (rounded to
+// bf16) when w is set, or with op.Q quantized (gatherMX).
+func (b *Builder) gatherChunk(op moe.Gather, v, w, dst, lane, row, c value.Value, H int64) {
+	off := b.MulI(b.Wide(c), 16)
+	switch {
+	case op.Q != nil:
+		vals := make([]value.Value, 8)
+		for i := 0; i < 4; i++ {
+			x := b.ExtractElement(v, i)
+			vals[2*i], vals[2*i+1] = b.BF16Lo(x), b.BF16Hi(x)
+			if w != nil {
+				p := b.PackBF16(b.FMul(vals[2*i], w), b.FMul(vals[2*i+1], w))
+				vals[2*i], vals[2*i+1] = b.BF16Lo(p), b.BF16Hi(p)
+			}
+		}
+		b.gatherMX(vals, lane, row, c, H)
+	case w != nil:
+		vals := make([]value.Value, 8)
+		for i := 0; i < 4; i++ {
+			x := b.ExtractElement(v, i)
+			vals[2*i] = b.FMul(b.BF16Lo(x), w)
+			vals[2*i+1] = b.FMul(b.BF16Hi(x), w)
+		}
+		StoreBF16(b, b.ByteOffset(dst, off), vals)
+	default:
+		b.StoreAt(v, b.ByteOffset(dst, off), 16)
+	}
 }
 
 // gatherMX quantizes chunk c (elements 8c..8c+7) of dispatched row row,
