@@ -329,8 +329,9 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 }
 
 // gatherChunk stores chunk c (elements 8c..8c+7, the 16 bytes v) of
-// dispatched row row: as loaded, times the routing weight w (rounded to
-// bf16) when w is set, or with op.Q quantized (gatherMX).
+// dispatched row row at dst: as loaded, or times the routing weight w
+// (rounded to bf16) when w is set; with op.Q those values (weighted or not)
+// are quantized into op.Q and op.S instead (gatherMX; dst unused).
 func (b *Builder) gatherChunk(op moe.Gather, v, w, dst, lane, row, c value.Value, H int64) {
 	off := b.MulI(b.Wide(c), 16)
 	switch {
@@ -359,12 +360,12 @@ func (b *Builder) gatherChunk(op moe.Gather, v, w, dst, lane, row, c value.Value
 }
 
 // gatherMX quantizes chunk c (elements 8c..8c+7) of dispatched row row,
-// the 8 f32 (bf16) vals of lane lane, into the q and scales parameters, as
-// emitQuantize would from the stored bf16 row: a 32-wide block is the
-// chunks of 4 consecutive lanes (H/8 chunks, a multiple of 4, so the 4
-// lanes of a block run together); its amax over them (amax4), the scale
-// code and reciprocal (mxScale), 8 E4M3 bytes stored by the lane, the
-// code byte by the block's first lane.
+// the 8 f32 (bf16) vals of lane lane (c mod 4 = lane mod 4), into the q
+// and scales parameters, as emitQuantize would from the stored bf16 row:
+// a 32-wide block is the chunks of 4 consecutive lanes (H/8 chunks, a
+// multiple of 4, so the 4 lanes of a block run together); its amax over
+// them (amax4), the scale code and reciprocal (mxScale), 8 E4M3 bytes
+// stored by the lane, the code byte by the block's first lane.
 func (b *Builder) gatherMX(vals []value.Value, lane, row, c value.Value, H int64) {
 	code, r := b.mxScale(b.amax4(vals))
 	lo := b.e4m3x4(b.FMul(vals[0], r), b.FMul(vals[1], r), b.FMul(vals[2], r), b.FMul(vals[3], r))

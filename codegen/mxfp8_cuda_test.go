@@ -18,10 +18,11 @@ import (
 )
 
 // TestQuantizeGPU runs the MXFP8 quantize kernels (the backward's bf16
-// rows of x, the forward's f32 rows of h) on fresh random rows with special blocks (zeros, a
-// NaN, an Inf, tiny and huge values, subnormal quotients) and requires
+// rows of x, the forward's f32 rows of h) on fresh random rows with
+// special blocks (zeros, a NaN, an Inf, tiny and huge values, subnormal
+// quotients) and requires
 // every e4m3 byte and every scale byte to equal layouts.Quantize's (the
-// round-up rule), with poisoned outputs; T = 1 and 37.
+// round-up rule), with outputs poisoned by mxPoison; T = 1 and 37.
 func TestQuantizeGPU(t *testing.T) {
 	ctx := openGPU(t)
 	l := schedule.Layer{Hidden: 256, Intermediate: 96, Experts: 4, TopK: 2, Precision: schedule.MXFP8}
@@ -37,24 +38,11 @@ func TestQuantizeGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(rand.Uint64(), 17))
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 17))
 	for name, p := range map[string]*moe.Program{"quantize_xs": bwd, "quantize_h": fwd} {
-		q, err := p.Isolate(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := codegen.Lower(q, s, codegen.PerOp)
-		if err != nil {
-			t.Fatal(err)
-		}
-		text, err := ptx.Compile(prog.Module, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ex, err := newExecutor(ctx, prog, text)
-		if err != nil {
-			t.Fatal(err)
-		}
+		q, ex := isolatedOp(t, ctx, p, name, s)
 		op := q.Ops[0].(moe.Quantize)
 		for _, T := range []int{1, 37} {
 			t.Run(fmt.Sprintf("%s/T=%d", name, T), func(t *testing.T) {
@@ -68,42 +56,13 @@ func TestQuantizeGPU(t *testing.T) {
 				}
 				bufs := map[string]driver.DevicePtr{
 					op.X.Name: d.put(xin, 4*len(x)),
-					op.Q.Name: d.put(nil, rows*op.K),
-					op.S.Name: d.put(nil, rows*op.K/32),
+					op.Q.Name: putMXOutput(d, rows*op.K),
+					op.S.Name: putMXOutput(d, rows*op.K/32),
 				}
 				if err := ex.run(T, bufs); err != nil {
 					t.Fatal(err)
 				}
-				gotQ, gotS := make([]uint8, rows*op.K), make([]uint8, rows*op.K/32)
-				if err := ctx.CopyFromDevice(gotQ, bufs[op.Q.Name]); err != nil {
-					t.Fatal(err)
-				}
-				if err := ctx.CopyFromDevice(gotS, bufs[op.S.Name]); err != nil {
-					t.Fatal(err)
-				}
-				want, err := layouts.Quantize(x, 1, rows, op.K, layouts.QuantizeOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				bad := 0
-				for i := range gotS {
-					if gotS[i] != want.Scales[i] {
-						if bad++; bad < 5 {
-							t.Errorf("scale of block %d: 0x%02x, want 0x%02x", i, gotS[i], want.Scales[i])
-						}
-					}
-				}
-				for i := range gotQ {
-					g, w := gotQ[i], want.Data[i]
-					if g != w && !(isE4M3NaN(g) && isE4M3NaN(w)) {
-						if bad++; bad < 10 {
-							t.Errorf("element %d (%v): 0x%02x, want 0x%02x", i, x[i], g, w)
-						}
-					}
-				}
-				if bad > 0 {
-					t.Errorf("%d mismatches", bad)
-				}
+				checkMXBytes(t, ctx, bufs[op.Q.Name], bufs[op.S.Name], x, rows, rows, op.K)
 			})
 		}
 	}
@@ -112,15 +71,18 @@ func TestQuantizeGPU(t *testing.T) {
 // TestGatherMXGPU runs the MXFP8 forward's gather, which quantizes the
 // dispatched rows as it gathers them (moe.Gather with Q and S), on fresh
 // random tokens with quantizeInput's special blocks, a random order of
-// all T*K slots and, with the routing weight on the input, random
-// weights, and requires every e4m3 byte and scale byte of the dispatched
-// rows to equal layouts.Quantize's of the bf16 gathered rows (the weight's
-// product rounded to bf16 first, as the bf16 gather stores it), with
-// poisoned outputs; T = 1 and 37, H = 256 and 2880 (90 blocks: a last
+// all T*K slots of which the first T*K - T/2 are dispatched (offsets[E])
+// and, with the routing weight on the input, random weights, and requires
+// every e4m3 byte and scale byte of the dispatched rows to equal
+// layouts.Quantize's of the bf16 gathered rows (the weight's product
+// rounded to bf16 first, as the bf16 gather stores it) and the other rows
+// to keep their poison (mxPoison); T = 1 and 37, H = 256 and 2880 (90 blocks: a last
 // pass of the warp's lanes over a row with 8 of its 32 lanes).
 func TestGatherMXGPU(t *testing.T) {
 	ctx := openGPU(t)
-	rng := rand.New(rand.NewPCG(rand.Uint64(), 23))
+	seed := rand.Uint64()
+	t.Logf("seed %d", seed)
+	rng := rand.New(rand.NewPCG(seed, 23))
 	for _, H := range []int{256, 2880} {
 		for _, onInput := range []bool{false, true} {
 			l := schedule.Layer{Hidden: H, Intermediate: 96, Experts: 4, TopK: 2, Precision: schedule.MXFP8, RouterWeightOnInput: onInput}
@@ -132,22 +94,7 @@ func TestGatherMXGPU(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			q, err := p.Isolate("gather")
-			if err != nil {
-				t.Fatal(err)
-			}
-			prog, err := codegen.Lower(q, s, codegen.PerOp)
-			if err != nil {
-				t.Fatal(err)
-			}
-			text, err := ptx.Compile(prog.Module, target.SM90a)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ex, err := newExecutor(ctx, prog, text)
-			if err != nil {
-				t.Fatal(err)
-			}
+			q, ex := isolatedOp(t, ctx, p, "gather", s)
 			op := q.Ops[0].(moe.Gather)
 			for _, T := range []int{1, 37} {
 				t.Run(fmt.Sprintf("H=%d/weight-on-input=%v/T=%d", H, onInput, T), func(t *testing.T) {
@@ -158,8 +105,9 @@ func TestGatherMXGPU(t *testing.T) {
 					for i, v := range rng.Perm(rows) {
 						src[i] = int32(v)
 					}
+					n := rows - T/2 // dispatched rows (offsets[E]); the rest are never written
 					offsets := make([]int32, E+1)
-					offsets[E] = int32(rows)
+					offsets[E] = int32(n)
 					w := make([]float32, rows)
 					for i := range w {
 						w[i] = float32(0.25 + rng.Float64())
@@ -174,18 +122,14 @@ func TestGatherMXGPU(t *testing.T) {
 							xs[r*H+c] = v
 						}
 					}
-					want, err := layouts.Quantize(xs, 1, rows, H, layouts.QuantizeOptions{})
-					if err != nil {
-						t.Fatal(err)
-					}
 					d := &dev{t: t, ctx: ctx}
 					defer d.free()
 					bufs := map[string]driver.DevicePtr{
 						op.X.Name:       d.put(bf16Bits(x), 2*len(x)),
 						op.SrcSlot.Name: d.put(src, 4*rows),
 						op.Offsets.Name: d.put(offsets, 4*(E+1)),
-						op.Q.Name:       d.put(nil, rows*H),
-						op.S.Name:       d.put(nil, rows*H/32),
+						op.Q.Name:       putMXOutput(d, rows*H),
+						op.S.Name:       putMXOutput(d, rows*H/32),
 					}
 					if onInput {
 						bufs[op.Weights.Name] = d.put(w, 4*rows)
@@ -193,35 +137,94 @@ func TestGatherMXGPU(t *testing.T) {
 					if err := ex.run(T, bufs); err != nil {
 						t.Fatal(err)
 					}
-					gotQ, gotS := make([]uint8, rows*H), make([]uint8, rows*H/32)
-					if err := ctx.CopyFromDevice(gotQ, bufs[op.Q.Name]); err != nil {
-						t.Fatal(err)
-					}
-					if err := ctx.CopyFromDevice(gotS, bufs[op.S.Name]); err != nil {
-						t.Fatal(err)
-					}
-					bad := 0
-					for i := range gotS {
-						if gotS[i] != want.Scales[i] {
-							if bad++; bad < 5 {
-								t.Errorf("scale of block %d: 0x%02x, want 0x%02x", i, gotS[i], want.Scales[i])
-							}
-						}
-					}
-					for i := range gotQ {
-						g, wq := gotQ[i], want.Data[i]
-						if g != wq && !(isE4M3NaN(g) && isE4M3NaN(wq)) {
-							if bad++; bad < 10 {
-								t.Errorf("element %d (%v): 0x%02x, want 0x%02x", i, xs[i], g, wq)
-							}
-						}
-					}
-					if bad > 0 {
-						t.Errorf("%d mismatches", bad)
-					}
+					checkMXBytes(t, ctx, bufs[op.Q.Name], bufs[op.S.Name], xs, rows, n, H)
 				})
 			}
 		}
+	}
+}
+
+// isolatedOp is op name of p on its own (moe.Program.Isolate), lowered
+// PerOp under s for sm_90a and loaded: the isolated program and its
+// executor.
+func isolatedOp(t *testing.T, ctx *driver.Context, p *moe.Program, name string, s schedule.Schedule) (*moe.Program, *executor) {
+	t.Helper()
+	q, err := p.Isolate(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := codegen.Lower(q, s, codegen.PerOp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := ptx.Compile(prog.Module, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := newExecutor(ctx, prog, text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q, ex
+}
+
+// mxPoison is the byte the MXFP8 outputs are filled with before a kernel
+// runs: neither an e4m3 NaN nor the NaN scale 255 (dev.put's 0xFF is both,
+// so a NaN block never written would pass as written).
+const mxPoison = 0x5A
+
+// putMXOutput allocates bytes of MXFP8 output filled with mxPoison.
+func putMXOutput(d *dev, bytes int) driver.DevicePtr {
+	d.t.Helper()
+	p := d.put(nil, bytes)
+	if err := d.ctx.Memset(p, mxPoison, bytes); err != nil {
+		d.t.Fatal(err)
+	}
+	return p
+}
+
+// checkMXBytes requires the e4m3 bytes at q and the scale bytes at s (the
+// MXFP8 form of rows x k on the device, written for the first n rows) to
+// equal layouts.Quantize's of x (the round-up rule), any NaN for a NaN, in
+// the first n rows, and the rows past them to hold mxPoison still.
+func checkMXBytes(t *testing.T, ctx *driver.Context, q, s driver.DevicePtr, x []float32, rows, n, k int) {
+	t.Helper()
+	gotQ, gotS := make([]uint8, rows*k), make([]uint8, rows*k/32)
+	if err := ctx.CopyFromDevice(gotQ, q); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.CopyFromDevice(gotS, s); err != nil {
+		t.Fatal(err)
+	}
+	want, err := layouts.Quantize(x, 1, rows, k, layouts.QuantizeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := 0
+	for i := range gotS {
+		w := want.Scales[i]
+		if i >= n*k/32 {
+			w = mxPoison
+		}
+		if gotS[i] != w {
+			if bad++; bad < 5 {
+				t.Errorf("scale of block %d: 0x%02x, want 0x%02x", i, gotS[i], w)
+			}
+		}
+	}
+	for i := range gotQ {
+		g, w := gotQ[i], want.Data[i]
+		if i >= n*k {
+			w = mxPoison
+		}
+		if g != w && !(isE4M3NaN(g) && isE4M3NaN(w)) {
+			if bad++; bad < 10 {
+				t.Errorf("element %d (%v): 0x%02x, want 0x%02x", i, x[i], g, w)
+			}
+		}
+	}
+	if bad > 0 {
+		t.Errorf("%d mismatches", bad)
 	}
 }
 

@@ -67,8 +67,9 @@ const (
 // off by more than 1% for one random layer in ten).
 //
 // MXFP8 layers (the routed weights e4m3 with fc1_scales and fc2_scales, as
-// in Forward; schedule.Backward's semantics): FC1 is recomputed as the
-// forward computes it (quantize_xs, then the MXFP8 GEMM); the data
+// in Forward; schedule.Backward's semantics): FC1 is recomputed from the
+// same bytes the forward's quantizing gather writes (the bf16 gather, then
+// quantize_xs; then the MXFP8 GEMM); the data
 // gradients and FC1·x read the forward's weights exactly, as bf16 copies
 // that Dequantize ops write into scratch (fc1_bf16 [E,2I,H], fc2_bf16
 // [E,H,I]: twice the e4m3 bytes), from the unquantized dy and dgu (the

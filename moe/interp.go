@@ -205,6 +205,9 @@ func (in *interp) gather(o Gather) {
 	x := in.v[o.X]
 	rows := in.dispatched(o.Offsets)
 	var xs []float32 // the rows to quantize (Q and S), bf16 values
+	if o.Q != nil {
+		xs = make([]float32, 0, rows*H)
+	}
 	for r := 0; r < rows; r++ {
 		s := int(in.v[o.SrcSlot][r])
 		t := s / K

@@ -56,8 +56,8 @@ func TestInterpretForwardMXFP8(t *testing.T) {
 	}
 }
 
-// TestCheckMXFP8: Check refuses MXFP8 GEMMs and Quantize ops with wrong
-// dtypes or shapes.
+// TestCheckMXFP8: Check refuses MXFP8 GEMMs, Quantize ops and quantizing
+// gathers with wrong dtypes or shapes.
 func TestCheckMXFP8(t *testing.T) {
 	l := schedule.Layer{Hidden: 64, Intermediate: 32, Experts: 4, TopK: 2, Precision: schedule.MXFP8}
 	for name, c := range map[string]struct {
@@ -67,7 +67,12 @@ func TestCheckMXFP8(t *testing.T) {
 		"a scales missing": {func(p *Program) { g := p.op("fc1").(GEMM); g.AScales = nil; p.setOp(g) }, "scales of both"},
 		"bf16 a":           {func(p *Program) { g := p.op("fc2").(GEMM); g.A = p.Buffer(BufH); p.setOp(g) }, "reads e4m3 A and B"},
 		"scales columns":   {func(p *Program) { p.Buffer(BufFC1Scales).Shape[2] = c(3) }, "with 2 columns"},
-		"quantize to bf16": {func(p *Program) { p.Buffer(BufXSQ).DType = BF16 }, "writes e4m3"},
+		"gather to bf16":   {func(p *Program) { p.Buffer(BufXSQ).DType = BF16 }, "writes e4m3"},
+		"quantize to bf16": {func(p *Program) { p.Buffer(BufHQ).DType = BF16 }, "writes e4m3"},
+		"gather q only":    {func(p *Program) { g := p.op("gather").(Gather); g.S = nil; p.setOp(g) }, "both Q and S"},
+		"gather xs and q":  {func(p *Program) { g := p.op("gather").(Gather); g.XS = p.Buffer(BufH); p.setOp(g) }, "no XS"},
+		"gather f32 x":     {func(p *Program) { p.Buffer(BufX).DType = F32 }, "reads bf16 rows"},
+		"gather scales":    {func(p *Program) { p.Buffer(BufXSScales).Shape[1] = c(3) }, "with 2 columns"},
 		"e4m3 unscaled": {func(p *Program) {
 			g := p.op("fc1").(GEMM)
 			g.AScales, g.BScales = nil, nil

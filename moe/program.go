@@ -164,8 +164,9 @@ func checkActivate(op Op) error {
 
 // checkMXFP8 checks the dtypes and shapes of the MXFP8 operands: a GEMM
 // with scales reads e4m3 A and B with ue8m0 scales of K/32 columns (K a
-// multiple of 32), one without reads no e4m3; Quantize (and a Gather with
-// Q and S) turns bf16 or f32 rows of K into e4m3 rows and K/32 scales, Dequantize e4m3 rows with
+// multiple of 32), one without reads no e4m3; Quantize turns bf16 or f32
+// rows of K (a Gather with Q and S bf16 rows) into e4m3 rows and K/32
+// scales, Dequantize e4m3 rows with
 // their scales into bf16; an ActGrad's MXFP8 dot needs whole blocks.
 func checkMXFP8(op Op) error {
 	scales := func(what string, s *Buffer, k int) error {
@@ -202,6 +203,8 @@ func checkMXFP8(op Op) error {
 			return nil
 		case o.Q == nil || o.S == nil || o.XS != nil:
 			return fmt.Errorf("moe: op %s: a quantizing gather writes both Q and S and no XS", o.Name())
+		case o.X.DType != BF16:
+			return fmt.Errorf("moe: op %s: a quantizing gather reads bf16 rows, not %s", o.Name(), o.X.DType)
 		case o.Q.DType != E4M3 || o.X.Shape[len(o.X.Shape)-1] != o.Q.Shape[len(o.Q.Shape)-1]:
 			return fmt.Errorf("moe: op %s: writes e4m3 rows as long as x's, not %s", o.Name(), o.Q)
 		}

@@ -275,19 +275,19 @@ func (l Layer) Validate() error {
 	if l.TopK > l.Experts {
 		return fieldErr("Layer.TopK", l.TopK, "must be <= Layer.Experts (%d)", l.Experts)
 	}
-	if l.Hidden%8 != 0 {
-		return fieldErr("Layer.Hidden", l.Hidden, "must be a multiple of 8 (16-byte aligned bf16 rows for TMA and vector loads)")
-	}
-	if l.Intermediate%8 != 0 {
-		return fieldErr("Layer.Intermediate", l.Intermediate, "must be a multiple of 8 (16-byte aligned bf16 rows for TMA and vector loads)")
-	}
-	if l.Precision == MXFP8 {
+	if l.Precision == MXFP8 { // first: 32 is the rule a user of an mxfp8 layer needs
 		if l.Hidden%32 != 0 {
 			return fieldErr("Layer.Hidden", l.Hidden, "must be a multiple of 32 with mxfp8 weights (one UE8M0 scale per 32 elements along the reduction dimension)")
 		}
 		if l.Intermediate%32 != 0 {
 			return fieldErr("Layer.Intermediate", l.Intermediate, "must be a multiple of 32 with mxfp8 weights (one UE8M0 scale per 32 elements along the reduction dimension)")
 		}
+	}
+	if l.Hidden%8 != 0 {
+		return fieldErr("Layer.Hidden", l.Hidden, "must be a multiple of 8 (16-byte aligned bf16 rows for TMA and vector loads)")
+	}
+	if l.Intermediate%8 != 0 {
+		return fieldErr("Layer.Intermediate", l.Intermediate, "must be a multiple of 8 (16-byte aligned bf16 rows for TMA and vector loads)")
 	}
 	if l.SharedExperts == 0 {
 		if l.SharedIntermediate != 0 {

@@ -11,10 +11,12 @@
 #   4. With MX_MODEL set (e.g. qwen3-30b-a3b): ncu of that model's mxfp8 routed FC1 at T = MX_TOKENS
 #      (default 64) with MX_FLAGS (default: the expansion with 64x256 tiles) and the same warp-stall
 #      sampling by source line, to see what the converters and consumers wait for (docs/perf.md,
-#      mxfp8 v6's closing paragraph); MX_KERNELS (a regex), MX_SKIP and MX_COUNT pick other launches
-#      (e.g. '^moe_fc[12]_decode$', 4, 2: both decode GEMMs after two warm-up forwards); the report is kept (mx-fc1.ncu-rep) and its source page, per SASS
+#      mxfp8 v6's closing paragraph); MX_KERNELS (a regex), MX_SKIP and MX_COUNT pick other
+#      launches (e.g. '^moe_fc[12]_decode$', 4, 2: both decode GEMMs after two warm-up forwards,
+#      kept in the same files); the report is kept (mx-fc1.ncu-rep) and its source page, per SASS
 #      instruction, written as CSV (mx-fc1-sass.csv).
-# Usage: [MODELS=... NCU_MODELS=... (empty: skip)] [WGRAD_MODEL=m [WGRAD=wgmma-ws]] [MX_MODEL=m] bash scripts/device-profile.sh
+# Usage: [MODELS=... NCU_MODELS=... (empty: skip)] [WGRAD_MODEL=m [WGRAD=wgmma-ws]]
+#        [MX_MODEL=m [MX_TOKENS=T] [MX_FLAGS=...] [MX_KERNELS=re MX_SKIP=n MX_COUNT=n]] bash scripts/device-profile.sh
 set -u
 . "$(dirname "$0")/device-env.sh"
 export MOKC_REQUIRE_GPU=1

@@ -36,9 +36,10 @@
 #          default and the decode tiles, memcheck, timed beside bf16 and promote (and at T = 64 promote's
 #          64x128 decode tile) at T = 64 and 4096 with three tile shapes (EXPAND_MODELS)
 #   mxstages  mxfp8 promote with 4, 5 and 6 stages: checked at 6, timed beside bf16 at T = 64 and 4096
-#   mxswap  the operand swap of the decode variant (32-row tiles): the MX GEMM and rows tests, mokc run --precision
-#          mxfp8 at T = 0, 1, 64, 256 on four presets and the backward on one, memcheck, bench beside bf16 and, with
-#          OLD_MOKC=path, the previous binary's mxfp8 at T = 64 and 256 (SWAP_MODELS)
+#   mxswap  the operand swap of the decode variant (32-row tiles): the MX GEMM, quantizing-gather, quantize and rows
+#          tests, mokc run --precision mxfp8 at T = 0, 1, 64, 256 on four presets (RUN_MODELS) and the backward on
+#          one, memcheck, bench beside bf16 and, with OLD_MOKC=path, the previous binary's mxfp8 at T = 64 and 256
+#          (SWAP_MODELS)
 #   mxab   a candidate build (AB_DIR: its codegen.test and mokc) beside this one: its MX GEMM tests and mxfp8 runs
 #          (T = 0, 1, 64, 10 runs), then bf16 and both builds' mxfp8 timed at T = 64
 #   mxcodes  the promote GEMM with the scale codes copied ahead by cp.async (docs/perf.md, mxfp8 v7): the MX

@@ -124,7 +124,7 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; as fast as wgmma on the H200 so far); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
-	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales) or expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.9x the time of promote on the H200: docs/perf.md, mxfp8 v9; expand drops the default schedule's decode tiles, which are promote's). sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
+	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales) or expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.9x the time of promote on the H200 in run 20, 2-3x the default's decode tiles since: docs/perf.md, mxfp8 v9; expand drops the default schedule's decode tiles, which are promote's). sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote").keepingVariant(),
 }
 
@@ -294,6 +294,9 @@ func applyLayerFlags(c *cli.Context, l *schedule.Layer) error {
 			return fmt.Errorf("--storage %q: want grouped or per-expert", c.String("storage"))
 		}
 	}
+	if l.Precision == schedule.MXFP8 && l.Storage == schedule.PerExpertWeights {
+		return errors.New("--storage per-expert: mxfp8 weights need --storage grouped (one e4m3 tensor and one scale tensor per GEMM; per-expert mxfp8 storage has no program yet)")
+	}
 	return flagError(c, layerFieldFlags, *l, schedule.Schedule{}, "the model's", l.Validate())
 }
 
@@ -349,7 +352,7 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // one shape of the routed GEMMs (--wgrad keeps it). A refusal on a field a schedule flag sets names the
 // flag ("--mma-warps 3: ..."). --mx-gemm expand drops the variant too (the
 // default mxfp8 schedule's decode tiles are promote's). Dropping a variant
-// is noted on stderr (noteVariantDropped).
+// is noted on stderr (noteVariantDropped) once the schedule is valid.
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := defaultSchedule(l, target)
 	if err != nil {
@@ -372,17 +375,17 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, err
 	}
 	s = s.WithMXGemm(s.MXGemm) // expand drops the default's decode variant
-	if variant != nil && s.Variant == nil {
-		if dropper == "" {
-			dropper = "--mx-gemm expand"
-		}
-		noteVariantDropped(c, dropper, l, *variant)
-	}
 	if err := s.Validate(l); err != nil {
 		if ferr := flagError(c, scheduleFieldFlags, l, s, "the target's default", err); ferr != err {
 			return s, ferr
 		}
 		return s, fmt.Errorf("schedule flags: %w", err)
+	}
+	if variant != nil && s.Variant == nil { // noted only for a schedule that runs
+		if dropper == "" {
+			dropper = "--mx-gemm expand"
+		}
+		noteVariantDropped(c, dropper, l, *variant)
 	}
 	return s, nil
 }
