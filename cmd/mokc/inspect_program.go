@@ -92,7 +92,7 @@ func inspectProgram(c *cli.Context) error {
 		return nil
 	}
 	fmt.Fprintf(w, "\nkernels (one per op, %s)\n", s)
-	if l.Precision == schedule.MXFP8 {
+	if l.Precision == schedule.MXFP8 && hasBF16GEMM(p) {
 		fmt.Fprintf(w, "(the bf16 GEMMs of an mxfp8 layer take half the K block: %d)\n", s.FC1.K/2)
 	}
 	fmt.Fprintf(w, "memory with the lowering's own scratch (work lists, and transposed weights where the engine cannot read them as stored): %s\n", programMemory(prog.Buffers))
@@ -145,4 +145,15 @@ func programMemory(bufs []launch.Buffer) string {
 		}
 	}
 	return strings.Join(parts, ", ")
+}
+
+// hasBF16GEMM reports whether p has a GEMM without scales (an mxfp8
+// layer's shared experts, its backward's data gradients).
+func hasBF16GEMM(p *moe.Program) bool {
+	for _, op := range p.Ops {
+		if g, ok := op.(moe.GEMM); ok && g.AScales == nil {
+			return true
+		}
+	}
+	return false
 }

@@ -127,3 +127,18 @@ func TestBuildBackwardManifest(t *testing.T) {
 		t.Error("per-expert backward manifest has the grouped fc1_grad")
 	}
 }
+
+// TestInspectProgramMXFP8HalfK: the note on the bf16 GEMMs' half K block
+// appears only for an mxfp8 program that has bf16 GEMMs (deepseek-v3's
+// shared expert), not for one without (qwen3-30b-a3b's forward).
+func TestInspectProgramMXFP8HalfK(t *testing.T) {
+	for model, want := range map[string]bool{"qwen3-30b-a3b": false, "deepseek-v3": true} {
+		out, err := runCLI("inspect", "program", "--model", model, "--precision", "mxfp8", "--target", "sm_90a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(out, "take half the K block"); got != want {
+			t.Errorf("%s: half-K note %v, want %v", model, got, want)
+		}
+	}
+}
