@@ -236,6 +236,9 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 		for _, g := range table {
 			rule = strings.ReplaceAll(rule, g.field, "--"+g.name)
 		}
+		for field, flag := range plainFlagFields {
+			rule = strings.ReplaceAll(rule, field, flag)
+		}
 		if part != "" {
 			rule = fmt.Sprintf("%s = %v: %s", part[1:], fe.Value, rule)
 		}
@@ -243,6 +246,10 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 	}
 	return err
 }
+
+// plainFlagFields are the fields set by flags outside the field tables
+// (parsed on their own), as a rule's text names them.
+var plainFlagFields = map[string]string{"Layer.Precision": "--precision", "Layer.Storage": "--storage", "Schedule.Target": "--target"}
 
 // flagValue dereferences the *int of fieldFlag.ptr; the other fields'
 // pointers print as their values (their String methods).
