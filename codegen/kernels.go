@@ -316,10 +316,11 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 			v := b.IfVals(in, []value.Value{ir.Undef(v4)}, func() []value.Value { return []value.Value{load(c)} })[0]
 			cs, ins, vs = append(cs, c), append(ins, in), append(vs, v)
 		}
-		b.gatherChunk(op, vs[0], w, dst, lane, row, c0, H)
+		q := op.Q != nil
+		b.gatherChunk(q, vs[0], w, dst, row, c0, H)
 		for u := 1; u < len(cs); u++ {
 			c, v := cs[u], vs[u]
-			b.If(ins[u], func() { b.gatherChunk(op, v, w, dst, lane, row, c, H) })
+			b.If(ins[u], func() { b.gatherChunk(q, v, w, dst, row, c, H) })
 		}
 		return nil
 	})
@@ -330,50 +331,47 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 
 // gatherChunk stores chunk c (elements 8c..8c+7, the 16 bytes v) of
 // dispatched row row at dst: as loaded, or times the routing weight w
-// (rounded to bf16) when w is set; with op.Q those values (weighted or not)
-// are quantized into op.Q and op.S instead (gatherMX; dst unused).
-func (b *Builder) gatherChunk(op moe.Gather, v, w, dst, lane, row, c value.Value, H int64) {
-	off := b.MulI(b.Wide(c), 16)
-	switch {
-	case op.Q != nil:
-		vals := make([]value.Value, 8)
-		for i := 0; i < 4; i++ {
-			x := b.ExtractElement(v, i)
-			vals[2*i], vals[2*i+1] = b.BF16Lo(x), b.BF16Hi(x)
-			if w != nil {
-				p := b.PackBF16(b.FMul(vals[2*i], w), b.FMul(vals[2*i+1], w))
-				vals[2*i], vals[2*i+1] = b.BF16Lo(p), b.BF16Hi(p)
-			}
-		}
-		b.gatherMX(vals, lane, row, c, H)
-	case w != nil:
-		vals := make([]value.Value, 8)
-		for i := 0; i < 4; i++ {
-			x := b.ExtractElement(v, i)
-			vals[2*i] = b.FMul(b.BF16Lo(x), w)
-			vals[2*i+1] = b.FMul(b.BF16Hi(x), w)
-		}
-		StoreBF16(b, b.ByteOffset(dst, off), vals)
-	default:
-		b.StoreAt(v, b.ByteOffset(dst, off), 16)
+// (rounded to bf16) when w is set; with q those values (weighted or not)
+// are quantized into the q and scales parameters instead (gatherMX; dst
+// unused).
+func (b *Builder) gatherChunk(q bool, v, w, dst, row, c value.Value, H int64) {
+	if w == nil && !q {
+		b.StoreAt(v, b.ByteOffset(dst, b.MulI(b.Wide(c), 16)), 16)
+		return
 	}
+	vals := b.bf16x8(v)
+	if w != nil {
+		for i := range vals {
+			vals[i] = b.FMul(vals[i], w)
+		}
+		if !q {
+			StoreBF16(b, b.ByteOffset(dst, b.MulI(b.Wide(c), 16)), vals)
+			return
+		}
+		for i := 0; i < 8; i += 2 { // the bf16 values the bf16 gather stores
+			p := b.PackBF16(vals[i], vals[i+1])
+			vals[i], vals[i+1] = b.BF16Lo(p), b.BF16Hi(p)
+		}
+	}
+	b.gatherMX(vals, row, c, H)
 }
 
 // gatherMX quantizes chunk c (elements 8c..8c+7) of dispatched row row,
-// the 8 f32 (bf16) vals of lane lane (c mod 4 = lane mod 4), into the q
-// and scales parameters, as emitQuantize would from the stored bf16 row:
+// the 8 f32 (bf16) vals of the calling lane (c mod 32 is its lane), into
+// the q and scales parameters, as emitQuantize would from the stored bf16
+// row:
 // a 32-wide block is the chunks of 4 consecutive lanes (H/8 chunks, a
 // multiple of 4, so the 4 lanes of a block run together); its amax over
 // them (amax4), the scale code and reciprocal (mxScale), 8 E4M3 bytes
 // stored by the lane, the code byte by the block's first lane.
-func (b *Builder) gatherMX(vals []value.Value, lane, row, c value.Value, H int64) {
+func (b *Builder) gatherMX(vals []value.Value, row, c value.Value, H int64) {
 	code, r := b.mxScale(b.amax4(vals))
 	lo := b.e4m3x4(b.FMul(vals[0], r), b.FMul(vals[1], r), b.FMul(vals[2], r), b.FMul(vals[3], r))
 	hi := b.e4m3x4(b.FMul(vals[4], r), b.FMul(vals[5], r), b.FMul(vals[6], r), b.FMul(vals[7], r))
 	var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
 	v = b.InsertElement(b.InsertElement(v, lo, 0), hi, 1)
 	b.StoreAt(v, b.rowPtr(b.Param("q"), row, c, H, 1), 8)
-	b.If(b.ICmp(enum.IPredEQ, b.And(lane, ir.Int32(3)), ir.Int32(0)), func() {
+	b.If(b.ICmp(enum.IPredEQ, b.And(c, ir.Int32(3)), ir.Int32(0)), func() {
 		at := b.Add(b.MulI(b.Wide(row), H/32), b.Wide(b.UDiv(c, ir.Int32(4))))
 		b.StoreAt(b.Trunc(code, ir.I8), b.ByteOffset(b.Param("scales"), at), 1)
 	})
@@ -466,7 +464,11 @@ func (b *Builder) sharedGateSigmoid(x, gate, t, tid value.Value, H int64) value.
 
 // loadBF16x8 widens the 8 bf16 at byte pointer p (16-byte aligned) to f32.
 func (b *Builder) loadBF16x8(p value.Value) []value.Value {
-	v := b.LoadAt(ir.Vec(4, ir.I32), p, 16)
+	return b.bf16x8(b.LoadAt(ir.Vec(4, ir.I32), p, 16))
+}
+
+// bf16x8 widens the 8 bf16 of v (<4 x i32>, lowest address first) to f32.
+func (b *Builder) bf16x8(v value.Value) []value.Value {
 	out := make([]value.Value, 8)
 	for i := 0; i < 4; i++ {
 		x := b.ExtractElement(v, i)

@@ -58,9 +58,14 @@ func newProducer(r tmaRing, spec GemmSpec, threads int, base value.Value, ring m
 }
 
 // mxGroups is the number of 32-row groups of scale rows a stage's codes
-// come in: the A tile's BM/32, then the B tile's scaleRowsB()/32 (rounded
-// up; group g of lane l is A-tile row l+32g, or B-tile row l+32(g-BM/32)).
-func (p gemmProducer) mxGroups() int { return (p.BM+31)/32 + (p.scaleRowsB()+31)/32 }
+// come in: the A tile's mxGroupsA, then the B tile's scaleRowsB()/32
+// (rounded up; group g of lane l is A-tile row l+32g, or B-tile row
+// l+32(g-mxGroupsA)).
+func (p gemmProducer) mxGroups() int { return p.mxGroupsA() + (p.scaleRowsB()+31)/32 }
+
+// mxGroupsA is the number of the A tile's 32-row groups of scale rows:
+// BM/32, rounded up.
+func (p gemmProducer) mxGroupsA() int { return (p.BM + 31) / 32 }
 
 // codeGroups is the row groups warp wi of the codeWarps stages: g with
 // codeWarps-1-g%codeWarps == wi, so the first warp (which also issues the
@@ -194,7 +199,7 @@ type mxCodeRow struct{ src, ok value.Value }
 func (p gemmProducer) mxCodeRows(b *Builder, tid value.Value, w gemmWork, gs []int) []mxCodeRow {
 	nsf := int64(p.spec.K / 32)
 	var rows []mxCodeRow
-	na := (p.BM + 31) / 32
+	na := p.mxGroupsA()
 	for _, g := range gs {
 		var src, ok value.Value
 		if g < na {
@@ -274,10 +279,10 @@ func (p gemmProducer) mxCodeSlot(b *Builder, tid, slot value.Value, g int) value
 // codes of K block kt of work item w of row groups gs into code slot slot
 // and commits them as one group: per row its window (cpAsyncCodeWindow;
 // one word when mxWholeWords), so no byte outside the row's codes' words
-// is read; the
-// word of a tensor's last code reaches past its end when the tensor is not
-// a multiple of 4 bytes (the runtime's scale tensors are: [E, rows, K/32]
-// with rows a multiple of 32, scratch rounded up to 256 bytes).
+// is read; the word of a tensor's last code reaches past its end when the
+// tensor is not a multiple of 4 bytes (the runtime's scale tensors are:
+// [E, rows, K/32] with rows a multiple of 32, scratch rounded up to 256
+// bytes).
 func (p gemmProducer) mxCodeCopy(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value, gs []int) {
 	kb := int64(p.BK / 32)
 	nsf := int64(p.spec.K / 32)
@@ -297,9 +302,8 @@ func (p gemmProducer) mxCodeCopy(b *Builder, tid value.Value, w gemmWork, kt, sl
 // of work item w of row groups gs from code slot slot (mxCodeCopy,
 // completed): per row of mxCodeRows one i32 with code c of the block in
 // bits 8c..8c+7 (BK/32 <= 4: the MX K block is 128), 127 (1.0) for rows
-// that do not exist and for
-// codes past K (where TMA filled zeros), in the order mxStoreScales and
-// mxStoreScaleTiles store them.
+// that do not exist and for codes past K (where TMA filled zeros), in the
+// order mxStoreScales and mxStoreScaleTiles store them.
 func (p gemmProducer) mxScaleCodes(b *Builder, tid value.Value, w gemmWork, kt, slot value.Value, gs []int) []value.Value {
 	kb := p.BK / 32
 	nsf := p.spec.K / 32
@@ -382,7 +386,7 @@ func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.V
 		}
 	}
 	bOff := off + int64(kb*p.BM*4)
-	na := (p.BM + 31) / 32
+	na := p.mxGroupsA()
 	for i, g := range gs {
 		if g < na {
 			r := b.AddI(tid, int64(32*g))

@@ -340,9 +340,10 @@ func (ml WGMMAMainloopMX) prologue(skip bool) (L, parts []string, lead, bars str
 // open is the PTX every K loop statement opens with: the statement's
 // registers, the accumulators zeroed and, with skip, the predicate R =
 // (live <= 0) (operand 9; the one-wgmma loop's warps without rows). With
-// mp, the partial sums' registers mp<accs>, named by parts (asmSwap
-// declares its own per width); lead and bars are release's operands, live
-// the operand of the work item's rows.
+// mp, the partial sums' registers mp<accs>, named by parts, and the scale
+// registers sa0, sa1, sb0, sb1 of aScales and promoteCols (asmSwap
+// declares its own per width, swapScaleRegs); lead and bars are release's
+// operands, live the operand of the work item's rows.
 func (ml WGMMAMainloopMX) open(skip, mp bool) (L, parts []string, lead, bars, live string) {
 	na, in := ml.accs(), ml.input
 	stage, phase := in(0), in(1)
@@ -357,9 +358,9 @@ func (ml WGMMAMainloopMX) open(skip, mp bool) (L, parts []string, lead, bars, li
 		for i := range parts {
 			parts[i] = fmt.Sprintf("mp%d", i)
 		}
-		decls = append(decls, fmt.Sprintf(".reg .f32 mp<%d>;", na))
+		decls = append(decls, fmt.Sprintf(".reg .f32 mp<%d>;", na), ".reg .f32 sa0, sa1, sb0, sb1;")
 	}
-	L = loopStart(append(decls, ".reg .f32 sa0, sa1, sb0, sb1, pr;"), stage, phase, na)
+	L = loopStart(append(decls, ".reg .f32 pr;"), stage, phase, na)
 	if skip {
 		L = append(L, "setp.le.s32 R, "+live+", 0;")
 	}

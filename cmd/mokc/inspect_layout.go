@@ -159,10 +159,11 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		shared := "the shared-expert GEMMs use the same tiles"
 		switch {
 		case g.variant && s.Variant.MXOnly:
-			shared = "the mxfp8 GEMMs only; the shared experts and the backward's bf16 GEMMs keep moe_fc1/moe_fc2's tiles"
-			if l.SharedExperts == 0 {
-				shared = "the mxfp8 GEMMs only; the backward's bf16 GEMMs keep moe_fc1/moe_fc2's tiles"
+			keep := "the backward's bf16 GEMMs"
+			if l.SharedExperts > 0 {
+				keep = "the shared experts and " + keep
 			}
+			shared = "the mxfp8 GEMMs only; " + keep + " keep moe_fc1/moe_fc2's tiles"
 			if g.tile.M == 32 {
 				shared += "; 32 rows: the operand swap, the weights as wgmma's A"
 			}

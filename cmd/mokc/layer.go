@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"slices"
 	"strings"
@@ -401,13 +402,18 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // schedule's T-dependent GEMM variant v (e.g. the mxfp8 decode tiles) by the
 // one GEMM shape the schedule flags describe.
 func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedule.TileVariant) {
-	w := c.App.ErrWriter
-	if w == nil {
-		w = os.Stderr
-	}
 	lo, hi := v.VariantTokens(l.TopK, l.Experts)
-	fmt.Fprintf(w, "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d) with the one GEMM shape of the schedule flags at every T; leave the flag out to keep it\n",
+	fmt.Fprintf(errWriter(c), "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d) with the one GEMM shape of the schedule flags at every T; leave the flag out to keep it\n",
 		flag, v.Name, v.FC1, v.FC2, lo, hi)
+}
+
+// errWriter is where the command's notes go: the app's ErrWriter, else
+// stderr.
+func errWriter(c *cli.Context) io.Writer {
+	if c.App.ErrWriter != nil {
+		return c.App.ErrWriter
+	}
+	return os.Stderr
 }
 
 // noteQuantization tells the user when a config.json describes quantized
@@ -431,11 +437,7 @@ func noteQuantization(c *cli.Context, file string) {
 	if method == "" {
 		method = "unnamed method"
 	}
-	w := c.App.ErrWriter
-	if w == nil {
-		w = os.Stderr
-	}
-	fmt.Fprintf(w, "mokc: note: %s has quantization_config (%s); the kernels take bf16 weights, or with --precision mxfp8 e4m3 with one ue8m0 scale per 32 along K (docs/mxfp8.md): convert the checkpoint's experts to one of those first\n", file, method)
+	fmt.Fprintf(errWriter(c), "mokc: note: %s has quantization_config (%s); the kernels take bf16 weights, or with --precision mxfp8 e4m3 with one ue8m0 scale per 32 along K (docs/mxfp8.md): convert the checkpoint's experts to one of those first\n", file, method)
 }
 
 // applyPrecision sets l's precision from --precision when given.
