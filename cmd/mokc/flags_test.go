@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,18 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"run", "--tokens", "0,268427265"}, "--tokens 268427265: more than the 268427264 tokens the kernels of qwen3-30b-a3b on sm_90a index in 32 bits"},
 		{[]string{"bench", "--tokens", "268427265"}, "bench: --tokens 268427265: more than the 268427264 tokens"},
 		{[]string{"run", "--top-k", "64"}, "qwen3-30b-a3b: --top-k 64: must be <= 32"},
+		{[]string{"build", "--target", "sm_90a", "--precision", "mxfp8", "--variant-fc2-tile", "32x256x128"},
+			`--variant-fc2-tile: the GEMM variant "decode" (FC1 32x128x128, FC2 32x256x128, 8 stages, up to 16 mean rows per expert): its FC2 tile = 32x256x128: with 8 stages needs`},
+		{[]string{"build", "--target", "sm_90a", "--precision", "mxfp8", "--variant-fc1-tile", "32x64x128", "--variant-stages", "6"},
+			`--variant-fc1-tile, --variant-stages: the GEMM variant "decode" (FC1 32x64x128, FC2 32x128x128, 6 stages, up to 16 mean rows per expert): its FC1 tile N = 64: must be a multiple of 128`},
+		{[]string{"build", "--target", "sm_90a", "--precision", "mxfp8", "--variant-fc1-tile", "64x128x128"},
+			`(FC1 64x128x128, FC2 32x128x128, 8 stages, up to 16 mean rows per expert): needs FC1 and FC2 tiles of the same rows`},
+		{[]string{"build", "--target", "sm_90a", "--precision", "mxfp8", "--fc1-tile", "128x128x128", "--variant-stages", "4"},
+			"--variant-stages: tunes the default schedule's GEMM variant, which --fc1-tile replaces with one GEMM shape"},
+		{[]string{"build", "--target", "sm_90a", "--precision", "mxfp8", "--mx-gemm", "expand", "--variant-max-rows", "32"},
+			"--variant-max-rows: tunes the default schedule's GEMM variant, which --mx-gemm expand replaces with one GEMM shape"},
+		{[]string{"build", "--target", "sm_80", "--variant-stages", "4"},
+			"--variant-stages: the default schedule of this layer on sm_80 has no GEMM variant to tune"},
 	} {
 		args := append(append(c.args[:1:1], q...), c.args[1:]...)
 		start := time.Now()
@@ -92,13 +105,13 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 // the fields exist in FieldErrors' spelling.
 func TestFieldFlagTables(t *testing.T) {
 	seen := map[string]bool{}
-	for _, f := range append(append([]fieldFlag{}, layerFieldFlags...), scheduleFieldFlags...) {
+	for _, f := range slices.Concat(layerFieldFlags, scheduleFieldFlags, variantFieldFlags) {
 		if seen[f.name] {
 			t.Errorf("--%s declared twice", f.name)
 		}
 		seen[f.name] = true
 		var l schedule.Layer
-		var s schedule.Schedule
+		s := schedule.Schedule{Variant: &schedule.TileVariant{}}
 		switch p := f.ptr(&l, &s).(type) {
 		case *int:
 			*p = 12345
@@ -111,7 +124,7 @@ func TestFieldFlagTables(t *testing.T) {
 		default:
 			t.Errorf("--%s: field of type %T", f.name, p)
 		}
-		if !strings.Contains(fmt.Sprintf("%#v %#v", l, s), "12345") {
+		if !strings.Contains(fmt.Sprintf("%#v %#v %#v", l, s, *s.Variant), "12345") {
 			t.Errorf("--%s does not set a field of the layer or the schedule", f.name)
 		}
 		if !strings.HasPrefix(f.field, "Layer.") && !strings.HasPrefix(f.field, "Schedule.") {

@@ -129,6 +129,35 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote").keepingVariant(),
 }
 
+// variantFieldFlags tune the default schedule's T-dependent GEMM variant
+// (schedule.TileVariant: e.g. the mxfp8 decode tiles at few rows per
+// expert, the bf16 mid tiles) instead of replacing it, as the shape flags
+// do; the variant keeps its name, MXOnly and MinRows. mokc inspect program
+// shows the variant and its token range.
+var variantFieldFlags = []fieldFlag{
+	variantFlag("variant-fc1-tile", "FC1 tile MxNxK of the default schedule's GEMM variant (sm_90a mxfp8 decode: M = 32, the operand swap)", "Schedule.Variant.FC1",
+		func(v *schedule.TileVariant) any { return &v.FC1 }),
+	variantFlag("variant-fc2-tile", "FC2 tile MxNxK of the default schedule's GEMM variant (the same M as its FC1 tile)", "Schedule.Variant.FC2",
+		func(v *schedule.TileVariant) any { return &v.FC2 }),
+	variantFlag("variant-stages", "shared-memory pipeline stages of the default schedule's GEMM variant", "Schedule.Variant.Stages",
+		func(v *schedule.TileVariant) any { return &v.Stages }),
+	variantFlag("variant-max-rows", "the largest mean rows per expert (T·top-k/experts, rounded down) at which the default schedule's GEMM variant runs", "Schedule.Variant.MaxRows",
+		func(v *schedule.TileVariant) any { return &v.MaxRows }),
+}
+
+// variantFlag is the fieldFlag of a field of the schedule's GEMM variant
+// (a schedule without one gets a field of a zero variant, which
+// applyVariantFlags refuses to set).
+func variantFlag(name, usage, field string, ptr func(*schedule.TileVariant) any) fieldFlag {
+	return fieldFlag{name: name, usage: usage, field: field, def: "the default schedule's variant", keepsVariant: true,
+		ptr: func(_ *schedule.Layer, s *schedule.Schedule) any {
+			if s.Variant == nil {
+				return ptr(&schedule.TileVariant{})
+			}
+			return ptr(s.Variant)
+		}}
+}
+
 // withDefault is f with the help text def for its default.
 func (f fieldFlag) withDefault(def string) fieldFlag {
 	f.def = def
@@ -171,15 +200,17 @@ func cliFlags(table []fieldFlag, def string) []cli.Flag {
 	return out
 }
 
-// scheduleFlags are the flags of scheduleFieldFlags.
-func scheduleFlags() []cli.Flag { return cliFlags(scheduleFieldFlags, "the target's default") }
+// scheduleFlags are the flags of scheduleFieldFlags and variantFieldFlags.
+func scheduleFlags() []cli.Flag {
+	return append(cliFlags(scheduleFieldFlags, "the target's default"), cliFlags(variantFieldFlags, "")...)
+}
 
 // scheduleOverridden reports whether any schedule flag is set (with
 // shapeOnly, any that describes the routed GEMMs' shape: not one that
 // keeps the GEMM variant, like --wgrad, which means the same on every
 // target).
 func scheduleOverridden(c *cli.Context, shapeOnly bool) bool {
-	for _, f := range scheduleFieldFlags {
+	for _, f := range slices.Concat(scheduleFieldFlags, variantFieldFlags) {
 		if c.IsSet(f.name) && !(shapeOnly && f.keepsVariant) {
 			return true
 		}
@@ -383,7 +414,14 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, err
 	}
 	s = s.WithMXGemm(s.MXGemm) // expand drops the default's decode variant
+	tuned, err := applyVariantFlags(c, &s, dropper)
+	if err != nil {
+		return s, err
+	}
 	if err := s.Validate(l); err != nil {
+		if tuned != "" && strings.HasPrefix(err.Error(), "Schedule.Variant") {
+			return s, variantError(tuned, *s.Variant, err)
+		}
 		if ferr := flagError(c, scheduleFieldFlags, l, s, "the target's default", err); ferr != err {
 			return s, ferr
 		}
@@ -396,6 +434,58 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		noteVariantDropped(c, dropper, l, *variant)
 	}
 	return s, nil
+}
+
+// applyVariantFlags sets the fields of the variant flags that are set in
+// a copy of s's GEMM variant and returns them as "--flag, --flag" (empty
+// when none is set). Errors: a variant flag on a schedule without a
+// variant (the target's default for the layer has none, or dropper, a
+// shape flag or --mx-gemm expand, replaced it).
+func applyVariantFlags(c *cli.Context, s *schedule.Schedule, dropper string) (string, error) {
+	var set []string
+	for _, f := range variantFieldFlags {
+		if c.IsSet(f.name) {
+			set = append(set, "--"+f.name)
+		}
+	}
+	if len(set) == 0 {
+		return "", nil
+	}
+	tuned := strings.Join(set, ", ")
+	if s.Variant == nil {
+		if dropper == "" && s.MXGemm == schedule.MXGemmExpand {
+			dropper = "--mx-gemm expand"
+		}
+		if dropper != "" {
+			return tuned, fmt.Errorf("%s: tunes the default schedule's GEMM variant, which %s replaces with one GEMM shape", tuned, dropper)
+		}
+		return tuned, fmt.Errorf("%s: the default schedule of this layer on %v has no GEMM variant to tune", tuned, s.Target)
+	}
+	v := *s.Variant
+	s.Variant = &v
+	return tuned, applyFlags(c, variantFieldFlags, nil, s)
+}
+
+// variantError is a refusal of the GEMM variant v that the variant flags
+// tuned set, in the flags' terms: the variant, then the rule and the part
+// of the variant it is about.
+func variantError(tuned string, v schedule.TileVariant, err error) error {
+	msg := err.Error()
+	var fe *schedule.FieldError
+	if errors.As(err, &fe) {
+		msg = fe.Rule
+		for field, what := range map[string]string{"Schedule.FC1": "its FC1 tile", "Schedule.FC2": "its FC2 tile",
+			"Schedule.Stages": "its stages", "Schedule.Warps": "its MMA warps"} {
+			if part, ok := strings.CutPrefix(fe.Field, field); ok {
+				if part != "" {
+					what += " " + part[1:]
+				}
+				msg = fmt.Sprintf("%s = %v: %s", what, fe.Value, fe.Rule)
+			}
+		}
+	}
+	return fmt.Errorf("%s: the GEMM variant %q (FC1 %v, FC2 %v, %d stages, up to %d mean rows per expert): %s",
+		tuned, v.Name, v.FC1, v.FC2, v.Stages, v.MaxRows, msg)
 }
 
 // noteVariantDropped tells the user that flag replaced target's default
