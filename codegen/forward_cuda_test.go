@@ -54,11 +54,12 @@ func newExecutor(ctx *driver.Context, p *codegen.Program, ptx string) (*executor
 	return ex, nil
 }
 
-// run launches every kernel for T tokens with the given buffers (every
-// buffer of the program must be present) and waits for the device.
+// run launches the kernels that run for T tokens (Kernel.RunsAt) with the
+// given buffers (every buffer of the program must be present) and waits
+// for the device.
 func (ex *executor) run(T int, bufs map[string]driver.DevicePtr) error {
 	for _, k := range ex.p.Kernels {
-		if T == 0 && k.SkipIfZeroT {
+		if !k.RunsAt(int64(T)) {
 			continue
 		}
 		args := driver.NewArgs()

@@ -184,11 +184,11 @@ func (b *Builder) blockScan(smem value.Value, xs []value.Value) (excl, total []v
 func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
 	var extra []moe.Operand
 	var bms []int64
-	var lists, counts []string
+	var counts []string
 	for _, t := range tiles {
 		extra = append(extra, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
 			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
-		bms, lists, counts = append(bms, int64(t.bm)), append(lists, t.tiles.Name), append(counts, t.count.Name)
+		bms, counts = append(bms, int64(t.bm)), append(counts, t.count.Name)
 	}
 	b, k := opKernel(m, op, utilThreads, false, extra...)
 	smem := b.DynSmem()
@@ -208,16 +208,7 @@ func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
 		excl, total := b.blockScan(smem, xs)
 		off := b.Add(base[0], excl[0])
 		b.If(inE, func() { b.StoreAt(off, b.elemPtr(b.Param("offsets"), e, 4), 4) })
-		for li, bm := range bms {
-			first := b.Add(base[1+li], excl[1+li])
-			list := b.Param(lists[li])
-			b.Loop(ir.Int32(0), xs[1+li], ir.Int32(1), nil, func(j value.Value, _ []value.Value) []value.Value {
-				q := b.elemPtr(list, b.MulI(b.Add(first, j), 2), 4)
-				b.StoreAt(e, q, 4)
-				b.StoreAt(b.Add(off, b.MulI(j, bm)), b.ByteOffsetC(q, 4), 4)
-				return nil
-			})
-		}
+		b.writeTileLists(tiles, bms, xs[1:], excl[1:], base[1:], e, off)
 		next := make([]value.Value, len(base))
 		for j := range base {
 			next[j] = b.Add(base[j], total[j])

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -298,6 +299,77 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 				for _, k := range p.Kernels {
 					if w, ok := want[k.Name]; ok && k.SharedBytes != w {
 						t.Errorf("%s %+v %v: kernel %s allocates %d bytes of shared memory, schedule says %d", name, f, tg, k.Name, k.SharedBytes, w)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestDispatchSmall: with the ids form of the routing, every preset's
+// forward and backward on sm_80 and sm_90a holds moe_dispatch_small, which
+// runs for T = 0 .. 2048/K, and the four routing kernels it replaces run
+// for every larger T: exactly one of the two forms at every T. The
+// routing-map form (a route op between init and count) keeps the four.
+func TestDispatchSmall(t *testing.T) {
+	four := []string{"moe_init", "moe_count", "moe_scan", "moe_permute"}
+	for _, name := range schedule.Presets() {
+		for _, tg := range []target.Target{target.SM80, target.SM90a} {
+			for _, routing := range []schedule.RoutingForm{schedule.RoutingIDs, schedule.RoutingMap} {
+				l, err := schedule.Preset(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Routing = routing
+				s, err := schedule.DefaultSchedule(l, tg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				fwd, err := Build(l, s)
+				if err != nil {
+					t.Fatalf("%s %v: %v", name, tg, err)
+				}
+				bp, err := moe.Backward(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bwd, err := Lower(bp, s, PerOp)
+				if err != nil {
+					t.Fatalf("%s %v backward: %v", name, tg, err)
+				}
+				for pass, p := range []*Program{fwd, bwd} {
+					what := fmt.Sprintf("%s %v routing %d pass %d", name, tg, routing, pass)
+					var small *Kernel
+					for i := range p.Kernels {
+						if p.Kernels[i].Name == "moe_dispatch_small" {
+							small = &p.Kernels[i]
+						}
+					}
+					if routing == schedule.RoutingMap {
+						if small != nil {
+							t.Errorf("%s: moe_dispatch_small with a route op", what)
+						}
+						continue
+					}
+					if small == nil {
+						t.Errorf("%s: no moe_dispatch_small", what)
+						continue
+					}
+					tmax := int64(2048 / l.TopK)
+					for _, T := range []int64{0, 1, tmax - 1, tmax, tmax + 1, 1 << 20, launch.MaxTokens} {
+						var runs []string
+						for _, k := range p.Kernels {
+							if (k.Name == small.Name || slices.Contains(four, k.Name)) && k.RunsAt(T) {
+								runs = append(runs, k.Name)
+							}
+						}
+						want := four
+						if T <= tmax {
+							want = []string{small.Name}
+						}
+						if !slices.Equal(runs, want) {
+							t.Errorf("%s T=%d: runs %v, want %v", what, T, runs, want)
+						}
 					}
 				}
 			}

@@ -90,8 +90,16 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err != nil {
 		return nil, err
 	}
-	for _, op := range p.Ops {
-		if err := lw.lower(op); err != nil {
+	for i := 0; i < len(p.Ops); i++ {
+		n, err := lw.lowerSmallDispatch(p.Ops[i:])
+		if err != nil {
+			return nil, err
+		}
+		if n > 0 {
+			i += n - 1
+			continue
+		}
+		if err := lw.lower(p.Ops[i]); err != nil {
 			return nil, err
 		}
 	}

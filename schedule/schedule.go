@@ -651,7 +651,7 @@ func (s Schedule) validateSwap(l Layer, name string, t Tile, fc1, mxOnly bool) e
 	}
 	switch {
 	case l.Precision != MXFP8 || !mxOnly:
-		return fieldErr(name+".M", t.M, "32-row tiles on sm_90a (the operand swap) run only the promoted mxfp8 GEMMs, in a TileVariant with MXOnly; FC1 and FC2 set the tiles of every GEMM, the shared experts' and the backward's bf16 ones included, which need 64, 128 or 192 rows. The default mxfp8 schedule's decode variant already runs 32-row tiles at <= 16 mean rows per expert: keep FC1 and FC2 at their defaults to get them")
+		return fieldErr(name+".M", t.M, "32-row tiles on sm_90a (the operand swap) run only the promoted mxfp8 GEMMs, in a TileVariant with MXOnly; FC1 and FC2 set the tiles of every GEMM, the shared experts' and the backward's bf16 ones included, which need 64, 128 or 192 rows. The default mxfp8 schedule's decode variant already runs 32-row tiles at <= 64 mean rows per expert: keep FC1 and FC2 at their defaults to get them (--variant-fc1-tile and --variant-fc2-tile tune them)")
 	case s.MXGemm != MXGemmPromote:
 		return fieldErr(name+".M", t.M, "32-row tiles (the operand swap) run with --mx-gemm promote only: the expansion's bf16 wgmma needs 64 rows")
 	case s.Warps.MMA != 4:
@@ -687,7 +687,7 @@ func pickN(n int, candidates []int) int {
 //     for 100..200 mean rows per expert (midRowsVariant), for mxfp8 layers
 //     with grouped weights a Variant of 32x128 tiles (the operand swap;
 //     64x128 with 6 stages where the swap does not apply) with one consumer
-//     warpgroup and 8 stages for at most 16 (mxDecodeVariant); the backward's
+//     warpgroup and 8 stages for at most 64 (mxDecodeVariant); the backward's
 //     weight gradients on wgmma (WGradWGMMA).
 //   - sm_100a: 128xN tiles with K block 64 (bf16) / 128 (mxfp8), 1 TMA warp,
 //     1 MMA warp, 4 epilogue warps, up to 6 stages as shared memory allows.
@@ -777,8 +777,15 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 		Stages: 3, MMAWarps: 12, MinRows: 100, MaxRows: 200})
 }
 
-// mxDecodeVariant is the sm_90a MXFP8 variant for at most 16 mean rows
-// per expert (decode), MXOnly (the promoted MXFP8 GEMMs; the backward's
+// mxDecodeMaxRows is the most mean rows per expert (T·K/E) at which the
+// sm_90a MXFP8 decode variant runs. On the H200 (docs/perf.md, mxfp8 v22)
+// its 32-row tiles beat the 128-row ones at 32 mean rows (olmoe-1b-7b
+// T = 256: 0.200 vs 0.266 ms) and at 64 (mixtral-8x7b T = 256: 0.876 vs
+// 0.966); the variant ran up to 16 before.
+const mxDecodeMaxRows = 64
+
+// mxDecodeVariant is the sm_90a MXFP8 variant for at most mxDecodeMaxRows
+// mean rows per expert (decode), MXOnly (the promoted MXFP8 GEMMs; the backward's
 // bf16 data-gradient GEMMs keep FC1/FC2). Where the layer allows the
 // operand swap (validateSwap: grouped weights; every preset), 32x128x128
 // tiles with 8 stages (fewer if shared memory does not allow): the weights
@@ -788,8 +795,9 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 // forward at T = 64 1.32-1.58x bf16's speed: docs/perf.md, mxfp8 v13 and,
 // for interleaved gate/up rows, v15).
 //
-// Otherwise (per-expert weights) the fallback: 64x128x128 tiles with one
-// consumer warpgroup and 6 stages. At such T an expert's rows fill a
+// Otherwise (per-expert weights) the fallback, for at most 16 mean rows
+// (the range it was measured in): 64x128x128 tiles with one consumer
+// warpgroup and 6 stages. At such T an expert's rows fill a
 // fraction of one 64-row tile, so the second consumer warpgroup of the
 // 128-row tiles would hold no rows; the smaller tiles give the ring two
 // more stages (docs/perf.md, mxfp8 v9's outcome: 7-11% faster than the
@@ -797,7 +805,7 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
 	for st := 8; st >= 4; st-- {
 		if v := fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{32, 128, s.FC1.K}, FC2: Tile{32, 128, s.FC2.K},
-			Stages: st, MMAWarps: 4, MinRows: 0, MaxRows: 16, MXOnly: true}); v != nil {
+			Stages: st, MMAWarps: 4, MinRows: 0, MaxRows: mxDecodeMaxRows, MXOnly: true}); v != nil {
 			return v
 		}
 	}

@@ -7,7 +7,9 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/compiler"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -89,17 +91,13 @@ func buildAction(c *cli.Context) error {
 		if err := os.WriteFile(path, out, 0o644); err != nil {
 			return err
 		}
-		// The GEMM variants' token ranges partition T >= 1, so every T >= 1
-		// launches as many kernels as T = 1 does.
-		launched := 0
-		for _, k := range a.Program.Kernels {
-			if k.RunsAt(1) {
-				launched++
-			}
-		}
 		what := fmt.Sprintf("%d kernels", len(a.Program.Kernels))
-		if launched < len(a.Program.Kernels) {
-			what += fmt.Sprintf(", %d launched per %s (GEMMs in tile shapes chosen by T)", launched, pass)
+		if lo, hi := launchedRange(a.Program.Kernels); hi < len(a.Program.Kernels) {
+			n := fmt.Sprint(hi)
+			if lo < hi {
+				n = fmt.Sprintf("%d to %d", lo, hi)
+			}
+			what += fmt.Sprintf(", %s launched per %s (kernels chosen by T: GEMM tile shapes, the dispatch of few tokens)", n, pass)
 		}
 		// The layer's options that change the kernels, beside the pass.
 		form := pass
@@ -114,4 +112,27 @@ func buildAction(c *cli.Context) error {
 	}
 	_, err = w.Write(out)
 	return err
+}
+
+// launchedRange is the fewest and the most kernels of ks launched for one
+// T >= 1: the kernels' token ranges change only at their ends, so the T
+// where a range starts or ends, and T = 1, cover every count.
+func launchedRange(ks []codegen.Kernel) (lo, hi int) {
+	ts := []int64{1}
+	for _, k := range ks {
+		for _, r := range k.Tokens {
+			ts = append(ts, max(r.Min, 1), r.Max, min(r.Max+1, launch.MaxTokens))
+		}
+	}
+	lo = len(ks) + 1
+	for _, t := range ts {
+		n := 0
+		for _, k := range ks {
+			if k.RunsAt(t) {
+				n++
+			}
+		}
+		lo, hi = min(lo, n), max(hi, n)
+	}
+	return lo, hi
 }

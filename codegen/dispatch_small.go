@@ -1,0 +1,271 @@
+package codegen
+
+import (
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
+)
+
+// The dispatch of few tokens in one block. At decode sizes the routing
+// ops init → count → scan → permute are four launches of a few threads'
+// work each; moe_dispatch_small does the four in one block of utilThreads
+// threads for T·K up to smallSlots (the PerOp lowering launches it for
+// those T and the four kernels for larger T). Its results are the four
+// kernels' to the bit: the same counts, offsets, work lists and error word,
+// and the same permutation (each expert's rows in increasing slot order).
+//
+// Shared memory (dispatchSmallSmem): the blockScan scratch, the error
+// word, per warp w and expert e the count of e among w's slots (then the
+// warp's first row of e), and the validated ids (-1 for a slot without a
+// valid expert). The slots are split among the 8 warps in contiguous
+// ranges of whole 32-slot groups, so a warp's rows of an expert follow
+// those of the warps before it and, inside a warp, the group order and
+// the lane order (match.any.sync ranks) are the slot order.
+
+const (
+	// smallSlots bounds T·K for moe_dispatch_small: at most 8 groups of 32
+	// slots per warp.
+	smallSlots = 2048
+	// smallExperts bounds E for moe_dispatch_small (its per-warp counts
+	// take 32·E bytes of shared memory).
+	smallExperts = 1024
+	smallWarps   = utilThreads / 32
+)
+
+// dispatchSmallSmem is moe_dispatch_small's shared memory: the blockScan
+// scratch (scanScratchB), the error word at errAt, the per-warp counts
+// [smallWarps][E] i32 at countsAt and the ids [smallSlots] i32 at idsAt.
+func dispatchSmallSmem(E int) (errAt, countsAt, idsAt, bytes int64) {
+	errAt = scanScratchB
+	countsAt = errAt + 16
+	idsAt = countsAt + 4*smallWarps*int64(E)
+	return errAt, countsAt, idsAt, idsAt + 4*smallSlots
+}
+
+// smallDispatchOps returns the init, count, scan and permute ops when ops
+// begins with them, in that order, over the same buffers (the ids form of
+// the routing: no route op between init and count).
+func smallDispatchOps(ops []moe.Op) (moe.Init, moe.Count, moe.Scan, moe.Permute, bool) {
+	var (
+		in moe.Init
+		c  moe.Count
+		s  moe.Scan
+		p  moe.Permute
+	)
+	if len(ops) < 4 {
+		return in, c, s, p, false
+	}
+	var ok [4]bool
+	in, ok[0] = ops[0].(moe.Init)
+	c, ok[1] = ops[1].(moe.Count)
+	s, ok[2] = ops[2].(moe.Scan)
+	p, ok[3] = ops[3].(moe.Permute)
+	if ok != [4]bool{true, true, true, true} {
+		return in, c, s, p, false
+	}
+	same := c.Counts == in.Counts && c.Err == in.Err && s.Counts == c.Counts && p.IDs == c.IDs &&
+		p.Offsets == s.Offsets && p.RowOfSlot == c.RowOfSlot
+	return in, c, s, p, same
+}
+
+// smallDispatchTokens is the largest T moe_dispatch_small serves for top-k
+// K and E experts, 0 when it serves none (E beyond smallExperts).
+func smallDispatchTokens(d dims) int64 {
+	if d.E > smallExperts {
+		return 0
+	}
+	return smallSlots / int64(d.K)
+}
+
+// lowerSmallDispatch lowers init, count, scan and permute (smallDispatchOps)
+// as moe_dispatch_small for T = 0 .. smallDispatchTokens and the four
+// kernels for larger T. It returns how many ops it lowered: 0 when ops do
+// not begin with the four, or the layer is beyond moe_dispatch_small.
+func (lw *perOp) lowerSmallDispatch(ops []moe.Op) (int, error) {
+	in, c, s, p, ok := smallDispatchOps(ops)
+	tmax := smallDispatchTokens(lw.d)
+	if !ok || tmax < 1 {
+		return 0, nil
+	}
+	lw.prog.Kernels = append(lw.prog.Kernels, emitDispatchSmall(lw.mod, lw.d, in, c, s, p, lw.lists, tmax))
+	large := []launch.TokenRange{{Min: tmax + 1, Max: launch.MaxTokens}}
+	for _, op := range ops[:4] {
+		n := len(lw.prog.Kernels)
+		if err := lw.lower(op); err != nil {
+			return 0, err
+		}
+		for i := n; i < len(lw.prog.Kernels); i++ {
+			lw.prog.Kernels[i].Tokens = large
+		}
+	}
+	return 4, nil
+}
+
+// emitDispatchSmall is moe_dispatch_small (see the top of this file),
+// launched for T = 0 .. tmax: one block of utilThreads threads.
+func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Scan, p moe.Permute, tiles []tileList, tmax int64) Kernel {
+	extra := []moe.Operand{
+		{Role: "ids", Buffer: c.IDs, Access: moe.Read},
+		{Role: "row_of_slot", Buffer: c.RowOfSlot, Access: moe.Write},
+		{Role: "offsets", Buffer: s.Offsets, Access: moe.Write},
+		{Role: "src_slot", Buffer: p.SrcSlot, Access: moe.Write},
+	}
+	for _, t := range tiles {
+		extra = append(extra, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
+			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
+	}
+	b, k := opKernelNamed(m, "moe_dispatch_small", in, utilThreads, true, extra...)
+	E, K := int64(d.E), int64(d.K)
+	errAt, countsAt, idsAt, bytes := dispatchSmallSmem(d.E)
+	smem := b.DynSmem()
+	sp := func(off int64, i value.Value) value.Value { // the i32 at off + 4i
+		return b.Cast(b.ByteOffset(b.ByteOffsetC(smem, off), b.MulI(b.Wide(i), 4)), ir.I32)
+	}
+	lane, warp := b.LaneWarp()
+	tid := b.ThreadIdx(ir.X)
+	tk := b.MulI(b.Param("T"), K)
+	// Warp w owns slots [w*R, (w+1)*R): R, whole 32-slot groups.
+	R := b.MulI(b.UDiv(b.AddI(tk, 32*smallWarps-1), ir.Int32(32*smallWarps)), 32)
+	first := b.Mul(warp, R)
+	warpCount := func(w, e value.Value) value.Value { return sp(countsAt, b.Add(b.MulI(w, E), e)) }
+
+	// Zero the per-warp counts and the error word.
+	b.Loop(tid, ir.Int32(smallWarps*E), ir.Int32(utilThreads), nil, func(i value.Value, _ []value.Value) []value.Value {
+		b.StoreAt(ir.Int32(0), sp(countsAt, i), 4)
+		return nil
+	})
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() { b.StoreAt(ir.Int32(0), sp(errAt, ir.Int32(0)), 4) })
+	b.SyncThreads()
+
+	// Count (moe_count): validate each slot's id, count it for its warp.
+	b.Loop(ir.Int32(0), R, ir.Int32(32), nil, func(g value.Value, _ []value.Value) []value.Value {
+		s := b.Add(b.Add(first, g), lane)
+		b.If(b.ICmp(enum.IPredSLT, s, tk), func() {
+			id := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
+			bad := b.Or(b.ICmp(enum.IPredSLT, id, ir.Int32(-1)), b.ICmp(enum.IPredSGE, id, ir.Int32(E)))
+			b.If(bad, func() { b.atomicOr(sp(errAt, ir.Int32(0)), ir.Int32(ErrBadExpertID)) })
+			valid := b.And(b.ICmp(enum.IPredSGE, id, ir.Int32(0)), b.ICmp(enum.IPredSLT, id, ir.Int32(E)))
+			b.StoreAt(b.Select(valid, id, ir.Int32(-1)), sp(idsAt, s), 4)
+			b.IfElse(valid, func() {
+				b.AtomicAdd(warpCount(warp, id), ir.Int32(1))
+			}, func() {
+				b.StoreAt(ir.Int32(-1), b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
+			})
+		})
+		return nil
+	})
+	b.SyncThreads()
+
+	// Scan (moe_scan): per expert the warps' counts become each warp's
+	// first row of the expert within it, the totals the offsets and the
+	// work lists.
+	bms := make([]int64, len(tiles))
+	for i, t := range tiles {
+		bms[i] = int64(t.bm)
+	}
+	init := make([]value.Value, 1+len(bms))
+	for i := range init {
+		init[i] = ir.Int32(0)
+	}
+	res := b.Loop(ir.Int32(0), ir.Int32(E), ir.Int32(utilThreads), init, func(c0 value.Value, base []value.Value) []value.Value {
+		e := b.Add(c0, tid)
+		inE := b.ICmp(enum.IPredSLT, e, ir.Int32(E))
+		cnt := b.IfVals(inE, []value.Value{ir.Int32(0)}, func() []value.Value {
+			run := value.Value(ir.Int32(0))
+			for w := int64(0); w < smallWarps; w++ {
+				at := warpCount(ir.Int32(w), e)
+				n := b.LoadAt(ir.I32, at, 4)
+				b.StoreAt(run, at, 4)
+				run = b.Add(run, n)
+			}
+			b.StoreAt(run, b.elemPtr(b.Param("counts"), e, 4), 4)
+			return []value.Value{run}
+		})[0]
+		xs := []value.Value{cnt}
+		for _, bm := range bms {
+			xs = append(xs, b.UDiv(b.AddI(cnt, bm-1), ir.Int32(bm)))
+		}
+		excl, total := b.blockScan(smem, xs)
+		off := b.Add(base[0], excl[0])
+		b.If(inE, func() {
+			b.StoreAt(off, b.elemPtr(b.Param("offsets"), e, 4), 4)
+			for w := int64(0); w < smallWarps; w++ {
+				at := warpCount(ir.Int32(w), e)
+				b.StoreAt(b.Add(b.LoadAt(ir.I32, at, 4), off), at, 4)
+			}
+		})
+		b.writeTileLists(tiles, bms, xs[1:], excl[1:], base[1:], e, off)
+		next := make([]value.Value, len(base))
+		for j := range base {
+			next[j] = b.Add(base[j], total[j])
+		}
+		return next
+	})
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+		b.StoreAt(res[0], b.ByteOffsetC(b.Param("offsets"), 4*E), 4)
+		for i, t := range tiles {
+			b.StoreAt(res[1+i], b.Param(t.count.Name), 4)
+		}
+		b.StoreAt(b.LoadVolatileAt(ir.I32, sp(errAt, ir.Int32(0)), 4), b.Param("err"), 4)
+	})
+	b.SyncThreads()
+
+	// Permute (moe_permute): each warp walks its slots in order; a slot's
+	// row is its warp's next row of its expert plus its rank among the
+	// group's lanes of the same expert; the highest of those lanes moves
+	// the warp's next row past them.
+	ltMask := b.Sub(b.Shl(ir.Int32(1), lane), ir.Int32(1))
+	b.Loop(ir.Int32(0), R, ir.Int32(32), nil, func(g value.Value, _ []value.Value) []value.Value {
+		s := b.Add(b.Add(first, g), lane)
+		in := b.ICmp(enum.IPredSLT, s, tk)
+		id := b.IfVals(in, []value.Value{ir.Int32(-1)}, func() []value.Value {
+			return []value.Value{b.LoadAt(ir.I32, sp(idsAt, s), 4)}
+		})[0]
+		peers := b.matchAny(id)
+		valid := b.ICmp(enum.IPredSGE, id, ir.Int32(0))
+		next := b.IfVals(valid, []value.Value{ir.Int32(0)}, func() []value.Value {
+			return []value.Value{b.LoadAt(ir.I32, warpCount(warp, id), 4)}
+		})[0]
+		b.SyncWarp(ir.FullMask)
+		b.If(valid, func() {
+			row := b.Add(next, b.Popc(b.And(peers, ltMask)))
+			b.StoreAt(row, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
+			b.StoreAt(s, b.elemPtr(b.Param("src_slot"), row, 4), 4)
+			last := b.ICmp(enum.IPredEQ, b.LShr(peers, lane), ir.Int32(1)) // no higher lane of the expert
+			b.If(last, func() { b.StoreAt(b.Add(next, b.Popc(peers)), warpCount(warp, id), 4) })
+		})
+		b.SyncWarp(ir.FullMask)
+		return nil
+	})
+	b.Ret(nil)
+	k.SharedBytes = int(bytes)
+	k.Grid = grid1(Const(1))
+	k.Tokens = []launch.TokenRange{{Min: 0, Max: tmax}}
+	return k
+}
+
+// writeTileLists writes expert e's entries of the GEMM work lists (as
+// emitScan): for list i of bms[i]-row tiles, n[i] tiles (expert, first
+// row) from entry base[i] + excl[i], the rows from off in steps of bms[i].
+func (b *Builder) writeTileLists(tiles []tileList, bms []int64, n, excl, base []value.Value, e, off value.Value) {
+	for li, bm := range bms {
+		first := b.Add(base[li], excl[li])
+		list := b.Param(tiles[li].tiles.Name)
+		b.Loop(ir.Int32(0), n[li], ir.Int32(1), nil, func(j value.Value, _ []value.Value) []value.Value {
+			q := b.elemPtr(list, b.MulI(b.Add(first, j), 2), 4)
+			b.StoreAt(e, q, 4)
+			b.StoreAt(b.Add(off, b.MulI(j, bm)), b.ByteOffsetC(q, 4), 4)
+			return nil
+		})
+	}
+}
+
+// matchAny is match.any.sync.b32 of the i32 v over the full warp: the mask
+// of the lanes holding the same value (PTX ISA "Parallel Synchronization
+// and Communication Instructions: match.sync", sm_70).
+func (b *Builder) matchAny(v value.Value) value.Value {
+	return b.AsmCall("match.any.sync.b32 $0, $1, 0xffffffff;", "=r,r", ir.I32, v)
+}
