@@ -376,3 +376,46 @@ func TestDispatchSmall(t *testing.T) {
 		}
 	}
 }
+
+// TestProgrammaticLaunch: on sm_90a and sm_100a every kernel of the
+// forward and the backward is marked launch.Kernel.Programmatic and its
+// function begins with griddepcontrol.wait before anything else; sm_80's
+// kernels have neither.
+func TestProgrammaticLaunch(t *testing.T) {
+	l, err := schedule.Preset("gpt-oss-20b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range []target.Target{target.SM80, target.SM90a, target.SM100a} {
+		s, err := schedule.DefaultSchedule(l, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fwd, err := Build(l, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bp, err := moe.Backward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bwd, err := Lower(bp, s, PerOp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := tg != target.SM80
+		for _, p := range []*Program{fwd, bwd} {
+			for _, k := range p.Kernels {
+				var first string
+				for _, f := range p.Module.Funcs {
+					if f.Name() == k.Name {
+						first = f.Blocks[0].Insts[0].LLString()
+					}
+				}
+				if k.Programmatic != want || strings.Contains(first, "griddepcontrol.wait") != want {
+					t.Errorf("%v %s: Programmatic %v, first instruction %q", tg, k.Name, k.Programmatic, first)
+				}
+			}
+		}
+	}
+}

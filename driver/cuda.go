@@ -815,7 +815,8 @@ func (f *Function) Launch(grid, block Dim3, sharedBytes int, stream *Stream, arg
 }
 
 // LaunchEx is Launch through cuLaunchKernelEx, with the launch attributes
-// of cfg (a thread-block cluster size when cfg.Cluster is set).
+// of cfg (a thread-block cluster size when cfg.Cluster is set, programmatic
+// stream serialization with cfg.Programmatic).
 func (f *Function) LaunchEx(cfg LaunchConfig, args *Args) error {
 	return f.launch(true, cfg, args)
 }
@@ -862,7 +863,7 @@ func (f *Function) launch(ex bool, cfg LaunchConfig, args *Args) error {
 	r := C.mk_launch(f.ctx.ctx, f.fn, exFlag,
 		C.uint(g[0]), C.uint(g[1]), C.uint(g[2]),
 		C.uint(b[0]), C.uint(b[1]), C.uint(b[2]),
-		C.uint(c[0]), C.uint(c[1]), C.uint(c[2]),
+		C.uint(c[0]), C.uint(c[1]), C.uint(c[2]), cBool(cfg.Programmatic),
 		C.uint(cfg.SharedBytes), s,
 		blob, C.size_t(len(argsBuf(args))), offs, C.int(n))
 	if err := driverError(call, r); err != nil {
@@ -931,4 +932,12 @@ func (c *Context) EncodeTensorMapTiled(dtype TensorMapDataType, rank int, global
 		return out, err
 	}
 	return out, nil
+}
+
+// cBool is b as a C int (1 or 0).
+func cBool(b bool) C.int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -170,7 +170,7 @@ CUresult mk_funcGetParamInfo(CUcontext c, CUfunction f, size_t i, size_t *off, s
 CUresult mk_launch(CUcontext c, CUfunction f, int ex,
                    unsigned gx, unsigned gy, unsigned gz,
                    unsigned bx, unsigned by, unsigned bz,
-                   unsigned cx, unsigned cy, unsigned cz,
+                   unsigned cx, unsigned cy, unsigned cz, int programmatic,
                    unsigned sharedBytes, CUstream s,
                    const void *blob, size_t blobLen, const uint64_t *offs, int n) {
 	MK_SET(c);
@@ -190,7 +190,7 @@ CUresult mk_launch(CUcontext c, CUfunction f, int ex,
 	if (!ex) {
 		r = p_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, sharedBytes, s, params, NULL);
 	} else {
-		CUlaunchAttribute attrs[1];
+		CUlaunchAttribute attrs[2];
 		CUlaunchConfig cfg;
 		memset(attrs, 0, sizeof attrs);
 		memset(&cfg, 0, sizeof cfg);
@@ -202,13 +202,22 @@ CUresult mk_launch(CUcontext c, CUfunction f, int ex,
 		cfg.blockDimZ = bz;
 		cfg.sharedMemBytes = sharedBytes;
 		cfg.hStream = s;
+		unsigned na = 0;
 		if (cx > 0) {
-			attrs[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-			attrs[0].value.clusterDim.x = cx;
-			attrs[0].value.clusterDim.y = cy;
-			attrs[0].value.clusterDim.z = cz;
+			attrs[na].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+			attrs[na].value.clusterDim.x = cx;
+			attrs[na].value.clusterDim.y = cy;
+			attrs[na].value.clusterDim.z = cz;
+			na++;
+		}
+		if (programmatic) {
+			attrs[na].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+			attrs[na].value.programmaticStreamSerializationAllowed = 1;
+			na++;
+		}
+		if (na > 0) {
 			cfg.attrs = attrs;
-			cfg.numAttrs = 1;
+			cfg.numAttrs = na;
 		}
 		r = p_cuLaunchKernelEx(&cfg, f, params, NULL);
 	}

@@ -64,7 +64,7 @@ CUresult mk_funcGetParamInfo(CUcontext c, CUfunction f, size_t i, size_t *off, s
 CUresult mk_launch(CUcontext c, CUfunction f, int ex,
                    unsigned gx, unsigned gy, unsigned gz,
                    unsigned bx, unsigned by, unsigned bz,
-                   unsigned cx, unsigned cy, unsigned cz,
+                   unsigned cx, unsigned cy, unsigned cz, int programmatic,
                    unsigned sharedBytes, CUstream s,
                    const void *blob, size_t blobLen, const uint64_t *offs, int n);
 

@@ -462,3 +462,30 @@ func TestClosedContext(t *testing.T) {
 		t.Fatal("MemsetAsync on a destroyed stream succeeded")
 	}
 }
+
+// A programmatic launch (LaunchConfig.Programmatic) may start while the
+// kernel before it runs, and griddepcontrol.wait still orders it after
+// that kernel: the consumer, launched right after a producer that spins
+// for about 20 µs before writing, reads the producer's value every time.
+func TestProgrammaticLaunch(t *testing.T) {
+	ctx := gputest.Open(t)
+	if ctx.Device().ComputeMajor < 9 {
+		t.Skipf("programmatic dependent launch needs sm_90; device is sm_%d", ctx.Device().ComputeCapability())
+	}
+	m, produce := loadFunction(t, ctx, pdlPTX, "pdl_produce")
+	consume, err := m.Function("pdl_consume")
+	must(t, err)
+	mid, out := alloc(t, ctx, 4), alloc(t, ctx, 4)
+	for i := range 20 {
+		v := uint32(1000 + i)
+		must(t, produce.Launch(driver.Dim3{X: 1}, driver.Dim3{X: 32}, 0, nil, driver.NewArgs().Ptr(mid).I32(int32(v)).I64(40000)))
+		cfg := driver.LaunchConfig{Grid: driver.Dim3{X: 1}, Block: driver.Dim3{X: 32}, Programmatic: true}
+		must(t, consume.LaunchEx(cfg, driver.NewArgs().Ptr(mid).Ptr(out)))
+		must(t, ctx.Synchronize())
+		var got [1]uint32
+		must(t, ctx.CopyFromDevice(got[:], out))
+		if got[0] != v {
+			t.Fatalf("launch %d: the consumer read %d, want the producer's %d", i, got[0], v)
+		}
+	}
+}

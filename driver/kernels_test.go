@@ -232,12 +232,61 @@ DONE:
 }
 `)
 
+// pdlPTX: pdl_produce(u64 out, u32 v, u64 cycles) lets its dependents
+// launch, spins for cycles clock cycles, then writes *out = v;
+// pdl_consume(u64 in, u64 out) waits for the grids it depends on
+// (griddepcontrol.wait) and copies *in to *out.
+var pdlPTX = ptxModule("sm_90", `.visible .entry pdl_produce(
+	.param .u64 p_out,
+	.param .u32 p_v,
+	.param .u64 p_cycles
+)
+{
+	.reg .pred %p<2>;
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<6>;
+
+	griddepcontrol.launch_dependents;
+	ld.param.u64 %rd1, [p_out];
+	cvta.to.global.u64 %rd1, %rd1;
+	ld.param.u32 %r1, [p_v];
+	ld.param.u64 %rd2, [p_cycles];
+	mov.u64 %rd3, %clock64;
+SPIN:
+	mov.u64 %rd4, %clock64;
+	sub.s64 %rd5, %rd4, %rd3;
+	setp.lt.s64 %p1, %rd5, %rd2;
+	@%p1 bra SPIN;
+	st.global.u32 [%rd1], %r1;
+	ret;
+}
+
+.visible .entry pdl_consume(
+	.param .u64 p_in,
+	.param .u64 p_out
+)
+{
+	.reg .b32 %r<2>;
+	.reg .b64 %rd<3>;
+
+	griddepcontrol.wait;
+	ld.param.u64 %rd1, [p_in];
+	cvta.to.global.u64 %rd1, %rd1;
+	ld.param.u64 %rd2, [p_out];
+	cvta.to.global.u64 %rd2, %rd2;
+	ld.global.u32 %r1, [%rd1];
+	st.global.u32 [%rd2], %r1;
+	ret;
+}
+`)
+
 func TestKernelsAssemble(t *testing.T) {
 	for _, k := range []struct{ name, ptx string }{
 		{"mixed_params", mixedParamsPTX},
 		{"dyn_smem", dynSmemPTX},
 		{"tma_load_2d", tmaLoadPTX},
 		{"cluster_rank", clusterPTX},
+		{"pdl", pdlPTX},
 	} {
 		t.Run(k.name, func(t *testing.T) {
 			target := ptxTarget(k.ptx)

@@ -109,6 +109,14 @@ type LaunchConfig struct {
 	// more than 8 blocks per cluster needs
 	// Function.SetNonPortableClusterSizeAllowed.
 	Cluster Dim3
+	// Programmatic sends CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+	// (sm_90+, programmatic dependent launch): the kernel may begin before
+	// the previous kernel in the stream has finished, once that kernel's
+	// blocks have run griddepcontrol.launch_dependents or exited, and must
+	// run griddepcontrol.wait before it touches memory the previous kernel
+	// reads or writes (launch.Kernel.Programmatic; CUDA Programming Guide,
+	// "Programmatic Dependent Launch and Synchronization").
+	Programmatic bool
 }
 
 // checkLaunch validates launch dimensions against the CUDA limits that hold

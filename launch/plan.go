@@ -66,6 +66,16 @@ type Kernel struct {
 	// is fastest; the ranges of the variants of one GEMM partition T >= 1,
 	// so exactly one of them runs.
 	Tokens []TokenRange `json:"tokens,omitempty"`
+	// Programmatic: the kernel begins with griddepcontrol.wait (and
+	// griddepcontrol.launch_dependents), so a launcher may launch it with
+	// programmatic stream serialization
+	// (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, sm_90+): the
+	// launch may begin while the previous kernel in the stream still runs,
+	// and waits at its first instruction until that kernel has finished
+	// and its memory is visible. Launched plainly it runs as any kernel
+	// (the wait returns at once). CUDA Programming Guide, "Programmatic
+	// Dependent Launch and Synchronization"; PTX ISA "griddepcontrol".
+	Programmatic bool `json:"programmatic,omitempty"`
 }
 
 // TokenRange is an inclusive range of token counts T.

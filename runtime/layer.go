@@ -39,6 +39,9 @@ type Layer struct {
 	mu     sync.Mutex
 	closed bool
 	errPtr driver.DevicePtr // the error word, u32 (16 bytes allocated)
+	// plain: launch every kernel with cuLaunchKernel, without programmatic
+	// stream serialization (LaunchPlainly).
+	plain bool
 	// bwd is the backward program, loaded by the first Backward (nil
 	// before): a Layer of its own (plan, module, workspace, error word).
 	bwd *Layer
@@ -353,7 +356,9 @@ func (ly *Layer) grow(T int) error {
 // accumulation). T, the token count, is the outermost dimension of the
 // token input (Bindings). Every kernel of the program that runs at T is
 // launched in order (launch.Kernel.RunsAt: a GEMM variant runs only in its
-// token range). T = 0 is valid and does nothing: no kernel runs and no
+// token range), those marked launch.Kernel.Programmatic with programmatic
+// stream serialization (each waits for the previous kernel at its first
+// instruction, so its launch overlaps that kernel's run). T = 0 is valid and does nothing: no kernel runs and no
 // tensor is read or written (null pointers are fine); only the error word
 // is cleared.
 //
@@ -534,7 +539,15 @@ func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) err
 		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
 			grid.X = sms // one block per SM of this device
 		}
-		if err := ly.funcs[i].Launch(grid, driver.Dim3{X: k.Block}, k.SharedBytes, stream, a); err != nil {
+		cfg := driver.LaunchConfig{Grid: grid, Block: driver.Dim3{X: k.Block}, SharedBytes: k.SharedBytes, Stream: stream}
+		var err error
+		if k.Programmatic && !ly.plain {
+			cfg.Programmatic = true
+			err = ly.funcs[i].LaunchEx(cfg, a)
+		} else {
+			err = ly.funcs[i].Launch(cfg.Grid, cfg.Block, cfg.SharedBytes, stream, a)
+		}
+		if err != nil {
 			return fmt.Errorf("mokc runtime: layer %s: T = %d: %w", ly.layer.Name, T, err)
 		}
 	}
@@ -842,8 +855,23 @@ func (ly *Layer) backward() (*Layer, error) {
 		return nil, err
 	}
 	bwd.saved = ly.saved // nil unless the layer saves FC1 (load checked both plans against it)
+	bwd.plain = ly.plain
 	ly.bwd = bwd
 	return bwd, nil
+}
+
+// LaunchPlainly makes the layer launch every kernel with cuLaunchKernel,
+// without the programmatic stream serialization its plan allows
+// (launch.Kernel.Programmatic), from the next Forward or Backward on: for
+// tools that do not follow programmatic launches, and to measure what they
+// save. The results are the same.
+func (ly *Layer) LaunchPlainly() {
+	ly.mu.Lock()
+	defer ly.mu.Unlock()
+	ly.plain = true
+	if ly.bwd != nil {
+		ly.bwd.plain = true
+	}
 }
 
 // takeWord reads the error word and clears it when it is not 0 (the

@@ -78,6 +78,11 @@ const (
 	SetMaxNReg Feature = "setmaxnreg"           // warpgroup register reallocation (sm_90a, sm_100a)
 	TCGen05    Feature = "tcgen05"              // 5th-generation tensor cores and TMEM (sm_100a)
 	FP8MMA     Feature = "fp8 mma"              // e4m3/e5m2 tensor-core MMA (sm_90a, sm_100a)
+	// GridDepControl: griddepcontrol.wait and .launch_dependents, the
+	// kernel side of programmatic dependent launch (sm_90+; PTX ISA
+	// "Parallel Synchronization and Communication Instructions:
+	// griddepcontrol").
+	GridDepControl Feature = "griddepcontrol"
 )
 
 var table = [...]Info{
@@ -86,10 +91,10 @@ var table = [...]Info{
 		MMA: "mma.sync.aligned.m16n8k16", Features: []Feature{CpAsync, MMASync}},
 	SM90a: {Name: "sm_90a", PTXVersion: "8.0", ComputeCapability: 90, ArchSpecific: true, Part: "H100/H200 SXM", SMs: 132,
 		SharedMemoryPerCTA: 227 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 150109880320,
-		MMA: "wgmma.mma_async m64nNk16", Features: []Feature{CpAsync, MMASync, TMA, Mbarrier, WGMMA, SetMaxNReg, FP8MMA}},
+		MMA: "wgmma.mma_async m64nNk16", Features: []Feature{CpAsync, MMASync, TMA, Mbarrier, WGMMA, SetMaxNReg, FP8MMA, GridDepControl}},
 	SM100a: {Name: "sm_100a", PTXVersion: "8.8", ComputeCapability: 100, ArchSpecific: true, Part: "B200", SMs: 148,
 		SharedMemoryPerCTA: 227 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 192e9, TMEMColumns: 512, TMEMLanes: 128,
-		MMA: "tcgen05.mma.cta_group::1", Features: []Feature{CpAsync, MMASync, TMA, Mbarrier, SetMaxNReg, TCGen05, FP8MMA}},
+		MMA: "tcgen05.mma.cta_group::1", Features: []Feature{CpAsync, MMASync, TMA, Mbarrier, SetMaxNReg, TCGen05, FP8MMA, GridDepControl}},
 }
 
 // All lists every target in order: sm_80, sm_90a, sm_100a.

@@ -42,6 +42,7 @@ func init() {
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards, or with --backward of training steps timing the backward's kernels, with an event between kernels)"},
 				&cli.BoolFlag{Name: "backward", Usage: "time a training step's layer work: Forward then Backward (main grads accumulating), FLOPs and bytes of both"},
+				&cli.BoolFlag{Name: "plain-launch", Usage: "launch every kernel with cuLaunchKernel, without the programmatic dependent launch of sm_90a and sm_100a kernels (launch.Kernel.Programmatic; docs/manifest.md), to measure what it saves"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			),
 			Action: benchAction,
@@ -52,28 +53,30 @@ func init() {
 // benchReport is the result of `mokc bench` (the --json output). Times are
 // in milliseconds, rates in TFLOP/s and GB/s (10^12 and 10^9).
 type benchReport struct {
-	Model      string  `json:"model"`
-	Target     string  `json:"target"`
-	Device     string  `json:"device"`
-	SMs        int     `json:"sms"`
-	L2Bytes    int     `json:"l2_bytes"`
-	Tokens     int     `json:"tokens"`
-	Routing    string  `json:"routing"`
-	Seed       uint64  `json:"seed"`
-	Iters      int     `json:"iters"`
-	Warmup     int     `json:"warmup"`
-	Sets       int     `json:"sets"`
-	Schedule   string  `json:"schedule"`            // schedule.Schedule.String()
-	Precision  string  `json:"precision"`           // routed weights: "bf16" or "mxfp8"
-	Backward   bool    `json:"backward"`            // times Forward + Backward
-	MainGrad   string  `json:"main_grad,omitempty"` // dtype of the main grads (Backward)
-	WGrad      string  `json:"wgrad,omitempty"`     // weight-gradient kernel, "mma", "wgmma" or "wgmma-ws" (Backward)
-	MXGemm     string  `json:"mx_gemm,omitempty"`   // how the mxfp8 GEMMs run: "promote" or "expand" (mxfp8)
-	GroupM     int     `json:"group_m,omitempty"`   // persistent GEMMs' row tiles per group (schedule.Schedule.GroupM; 0: column blocks fastest)
-	SaveFC1    bool    `json:"save_fc1,omitempty"`  // the forward keeps the routed FC1 output for the backward (schedule.Layer.SaveFC1)
-	Kernels    int     `json:"kernels"`
-	Workspace  int     `json:"workspace_bytes"`
-	CompileSec float64 `json:"compile_s"`
+	Model     string `json:"model"`
+	Target    string `json:"target"`
+	Device    string `json:"device"`
+	SMs       int    `json:"sms"`
+	L2Bytes   int    `json:"l2_bytes"`
+	Tokens    int    `json:"tokens"`
+	Routing   string `json:"routing"`
+	Seed      uint64 `json:"seed"`
+	Iters     int    `json:"iters"`
+	Warmup    int    `json:"warmup"`
+	Sets      int    `json:"sets"`
+	Schedule  string `json:"schedule"`            // schedule.Schedule.String()
+	Precision string `json:"precision"`           // routed weights: "bf16" or "mxfp8"
+	Backward  bool   `json:"backward"`            // times Forward + Backward
+	MainGrad  string `json:"main_grad,omitempty"` // dtype of the main grads (Backward)
+	WGrad     string `json:"wgrad,omitempty"`     // weight-gradient kernel, "mma", "wgmma" or "wgmma-ws" (Backward)
+	MXGemm    string `json:"mx_gemm,omitempty"`   // how the mxfp8 GEMMs run: "promote" or "expand" (mxfp8)
+	GroupM    int    `json:"group_m,omitempty"`   // persistent GEMMs' row tiles per group (schedule.Schedule.GroupM; 0: column blocks fastest)
+	// PlainLaunch: every kernel launched with cuLaunchKernel (--plain-launch).
+	PlainLaunch bool    `json:"plain_launch,omitempty"`
+	SaveFC1     bool    `json:"save_fc1,omitempty"` // the forward keeps the routed FC1 output for the backward (schedule.Layer.SaveFC1)
+	Kernels     int     `json:"kernels"`
+	Workspace   int     `json:"workspace_bytes"`
+	CompileSec  float64 `json:"compile_s"`
 
 	MedianMs float64 `json:"median_ms"`
 	MinMs    float64 `json:"min_ms"`
@@ -280,6 +283,10 @@ func benchAction(c *cli.Context) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer ly.Close()
+	if c.Bool("plain-launch") {
+		ly.LaunchPlainly()
+		rep.PlainLaunch = true
+	}
 	rep.CompileSec = time.Since(t0).Seconds()
 	rep.Kernels = len(ly.Kernels())
 	rep.Schedule = s.String()
