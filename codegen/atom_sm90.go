@@ -92,7 +92,7 @@ import (
 // the generic-proxy writes are visible to wgmma's async-proxy reads. A still
 // comes through TMA.
 
-func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB, "") }
+func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB, GemmSpec.swapAB, "") }
 
 // sm90NMajorB: the sm_90a atom reads a plain, grouped (not per-expert)
 // B stored [K, N] directly (wgmma imm-trans-b = 1 over an MN-major tile,
@@ -124,7 +124,25 @@ type sm90Layout struct {
 	// (swapAB): one consumer warpgroup, the B tile wgmma's A in 64-row
 	// slices, the token rows its B (WGMMAMainloopMX.Swap, swapRuns).
 	swap bool
+	// quantAt is, with GemmSpec.QuantizeC, the shared offset (from the
+	// base) of the f32 tile of the work item's outputs the epilogue
+	// quantizes (quantStride floats per token row; after the barriers).
+	quantAt int
 }
+
+// quantCols is the output columns of a work item whose epilogue the
+// fused quantization reads: the gated B tile's NB/2 (gate, up) pairs, else
+// NB; quantStride pads a tile row by 4 floats (16 bytes, so a 16-byte
+// load of any 32-column block stays aligned and the rows of a quarter
+// warp's loads start in different banks).
+func (l sm90Layout) quantCols(s GemmSpec) int {
+	if s.Epilogue == EpiGated {
+		return l.NB / 2
+	}
+	return l.NB
+}
+
+func (l sm90Layout) quantStride(s GemmSpec) int { return l.quantCols(s) + 4 }
 
 // swapAB reports whether the sm_90a engine runs s with the operand swap
 // (docs/mxfp8.md, "the operand swap"): a promoted MXFP8 GEMM of 32-row
@@ -203,6 +221,15 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	var err error
 	if l.tmaRing, err = newTMARing(s, target.SM90a, staging, l.expand); err != nil {
 		return l, err
+	}
+	if s.QuantizeC {
+		// The quantization's tile after the ring, the code slots and the
+		// barriers.
+		if !l.swap {
+			return l, fmt.Errorf("codegen: %s: sm_90a quantizes C in the epilogue of the MXFP8 operand swap (32-row tiles) only", s.Name)
+		}
+		l.quantAt = (l.smem.Required - l.smem.AlignSlack + 15) &^ 15
+		l.smem.Bytes = max(l.smem.Bytes, l.smem.AlignSlack+l.quantAt+4*l.BM*l.quantStride(s))
 	}
 	if err := l.checkSmem(s, target.SM90a); err != nil {
 		return l, err
@@ -446,6 +473,8 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		if l.smem.Staged {
 			err = joinErr(err, l.stageOut(b, k, w, c, lane, warp, acc, sph))
 			sph = b.Xor(sph, ir.Int32(1))
+		} else if k.spec.QuantizeC {
+			err = joinErr(err, l.epilogueQuantize(b, k, w, lane, warp, acc))
 		} else if e := l.epilogue(b, k.spec, w, c, lane, warp, acc); e != nil {
 			err = e
 		}

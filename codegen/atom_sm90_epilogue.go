@@ -154,6 +154,55 @@ func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, war
 	})
 }
 
+// epilogueQuantize is the operand swap's epilogue with GemmSpec.QuantizeC:
+// the outputs stored as epilogue stores them and kept in the f32 tile at
+// quantAt (token row tr at tr*quantStride floats); after named barrier 1
+// of the consumer warpgroup, thread t < 32·quantCols/32 quantizes block
+// t mod (quantCols/32) of token row t / (quantCols/32) when the row is the
+// work item's and the block lies below N (quantizeBlock: the bytes
+// moe.Quantize makes of the stored row), into c_q and c_scales; a second
+// barrier frees the tile for the next work item.
+func (l sm90Layout) epilogueQuantize(b *Builder, k *sm90Block, w gemmWork, lane, warp value.Value, acc []value.Value) error {
+	spec := k.spec
+	ep := gemmEpilogue(b, spec, w)
+	stride := int64(l.quantStride(spec))
+	tile := b.AddI(k.base, int64(l.quantAt))
+	at := func(tr, tc value.Value) value.Value { // the tile's float (tr, tc)
+		return sharedPtr(b, b.Add(tile, b.MulI(b.Add(b.MulI(tr, stride), tc), 4)))
+	}
+	err := l.swapRuns(b, acc, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
+		return ep.EmitThen(b, b.Add(w.row0, tr), b.Add(w.n0, tc), vals, func(outs []value.Value) {
+			for i, o := range outs {
+				b.StoreAt(o, at(tr, b.AddI(tc, int64(i))), 4)
+			}
+		})
+	})
+	wgBarrier := func() { b.BarrierSync(ir.Int32(1), ir.Int32(128)) }
+	wgBarrier()
+	nblk := int64(l.quantCols(spec) / 32)
+	t := b.Add(b.MulI(b.And(warp, ir.Int32(3)), 32), lane)
+	b.If(b.ICmp(enum.IPredSLT, t, ir.Int32(int64(l.BM)*nblk)), func() {
+		tr, blk := b.UDiv(t, ir.Int32(nblk)), b.URem(t, ir.Int32(nblk))
+		row, col := b.Add(w.row0, tr), b.Add(w.n0, b.MulI(blk, 32))
+		in := b.And(b.ICmp(enum.IPredSLT, row, w.rowEnd), b.ICmp(enum.IPredSLT, col, ir.Int32(int64(spec.N))))
+		b.If(in, func() {
+			vals := make([]value.Value, 32)
+			src := b.MulI(blk, 32)
+			for i := 0; i < 8; i++ {
+				v := b.LoadAt(ir.Vec(4, ir.F32), at(tr, b.AddI(src, int64(4*i))), 16)
+				for j := 0; j < 4; j++ {
+					vals[4*i+j] = b.ExtractElement(v, j)
+				}
+			}
+			first := b.Add(b.MulI(b.Wide(row), int64(spec.N)), b.Wide(col))
+			b.quantizeBlock(vals, b.ByteOffset(b.Param("c_q"), first),
+				b.ByteOffset(b.Param("c_scales"), b.Add(b.MulI(b.Wide(row), int64(spec.N/32)), b.Wide(b.LShr(col, ir.Int32(5))))))
+		})
+	})
+	wgBarrier()
+	return err
+}
+
 // stageOut is the consumer side of the staged epilogue: wait until the
 // store warps have drained the staging tile (parity sph^1), compute this
 // warpgroup's outputs with the shared Epilogue (Values: bias, activation),

@@ -25,6 +25,11 @@ import (
 // stored [K, N]): the one place a target's support for an N-major B is
 // decided; where it is false the lowering reads a K-major copy instead.
 //
+// QuantizesC reports whether GroupedGEMM takes spec with QuantizeC set (C's
+// MXFP8 form written by the epilogue): the one place a target's support
+// for it is decided; where it is false the lowering launches the Quantize
+// op's kernel instead.
+//
 // MXFP8 returns nil when GroupedGEMM builds MXFP8 GEMMs (GemmSpec.MX), else
 // the reason it refuses them: the one place a target's MXFP8 support is
 // decided.
@@ -32,6 +37,7 @@ type Engine interface {
 	Target() target.Target
 	GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
 	ReadsNMajorB(spec GemmSpec) bool
+	QuantizesC(spec GemmSpec) bool
 	MXFP8() error
 }
 
@@ -51,6 +57,9 @@ type atomEngine struct {
 	// nMajorB says which specs the atom takes with an N-major B (nil:
 	// none).
 	nMajorB func(GemmSpec) bool
+	// quantizeC says which specs the atom takes with QuantizeC (nil:
+	// none); the plan must also fit.
+	quantizeC func(GemmSpec) bool
 	// noMX is why the atom has no MXFP8 GEMM ("": it has one).
 	noMX string
 }
@@ -70,6 +79,19 @@ func (e atomEngine) ReadsNMajorB(spec GemmSpec) bool {
 	return e.nMajorB != nil && s.Validate() == nil && e.nMajorB(s)
 }
 
+// QuantizesC reports whether the atom writes C's MXFP8 form in spec's
+// epilogue (see Engine): its predicate holds and the plan, with the
+// quantization's shared memory, fits.
+func (e atomEngine) QuantizesC(spec GemmSpec) bool {
+	s := spec
+	s.QuantizeC = true
+	if e.quantizeC == nil || s.Validate() != nil || !e.quantizeC(s) {
+		return false
+	}
+	_, err := e.plan(s)
+	return err == nil
+}
+
 // Target is the engine's target.
 func (e atomEngine) Target() target.Target { return e.target }
 
@@ -80,6 +102,9 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	}
 	if err := e.MXFP8(); spec.MX && err != nil {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: %w", spec.Name, err)
+	}
+	if spec.QuantizeC && !e.QuantizesC(spec) {
+		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not quantize C in the epilogue with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
 	}
 	if spec.BNMajor && !e.ReadsNMajorB(spec) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not read an N-major B with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
@@ -92,11 +117,12 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 }
 
 // registerAtom registers the engine of t whose atom plan derives; nMajorB
-// (nil: none) says which specs it takes with an N-major B; noMX is why it
-// has no MXFP8 GEMM ("": it has one).
-func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error), nMajorB func(GemmSpec) bool, noMX string) {
+// (nil: none) says which specs it takes with an N-major B, quantizeC (nil:
+// none) which with QuantizeC; noMX is why it has no MXFP8 GEMM ("": it
+// has one).
+func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error), nMajorB, quantizeC func(GemmSpec) bool, noMX string) {
 	RegisterEngine(t, func() Engine {
-		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }, nMajorB: nMajorB, noMX: noMX}
+		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }, nMajorB: nMajorB, quantizeC: quantizeC, noMX: noMX}
 	})
 }
 

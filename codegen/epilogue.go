@@ -47,6 +47,13 @@ func NewEpilogue(spec GemmSpec, args EpilogueArgs) *Epilogue {
 //
 // The bf16 rounding is round-to-nearest-even (cvt.rn.bf16.f32).
 func (e *Epilogue) Emit(b *Builder, row, col value.Value, vals []value.Value) error {
+	return e.EmitThen(b, row, col, vals, nil)
+}
+
+// EmitThen is Emit, then, under the same predicate, then(outs) with the
+// stored outputs in fp32 (before any bf16 rounding): for an epilogue that
+// also keeps them (a fused quantization of C).
+func (e *Epilogue) EmitThen(b *Builder, row, col value.Value, vals []value.Value, then func(outs []value.Value)) error {
 	n, err := e.outputs(len(vals))
 	if err != nil {
 		return err
@@ -55,7 +62,13 @@ func (e *Epilogue) Emit(b *Builder, row, col value.Value, vals []value.Value) er
 		return fmt.Errorf("codegen: %s: epilogue run of %d outputs (want 1, 2, 4 or 8)", e.spec.Name, n)
 	}
 	ok := b.And(b.ICmp(enum.IPredSLT, row, e.args.RowEnd), b.ICmp(enum.IPredSLT, col, ir.Int32(int64(e.spec.N))))
-	b.If(ok, func() { e.store(b, row, col, e.values(b, col, vals, n)) })
+	b.If(ok, func() {
+		outs := e.values(b, col, vals, n)
+		e.store(b, row, col, outs)
+		if then != nil {
+			then(outs)
+		}
+	})
 	return nil
 }
 

@@ -146,6 +146,14 @@ type GemmSpec struct {
 	// (schedule.MXGemmExpand): correct on the H200, not yet faster than
 	// promote (docs/perf.md, mxfp8 v5).
 	MXExpand bool
+	// QuantizeC (an MXFP8 GEMM with an f32 C whose N is a multiple of 32):
+	// the epilogue also writes C's MXFP8 form, the bytes moe.Quantize would
+	// write from the stored C: e4m3 c_q [rows, N] and ue8m0 c_scales [rows,
+	// N/32], one scale per 32 columns. The quantization of the next GEMM's
+	// A (the routed activations h) inside this one's epilogue, one launch
+	// fewer. The sm_90a operand swap implements it (its C tile's 32-column
+	// blocks are whole in one work item).
+	QuantizeC bool
 }
 
 // ElemBytes is the size of an A or B element: 1 (MX, e4m3) or 2 (bf16).
@@ -187,6 +195,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: an MXFP8 GEMM needs grouped K-major weights, K a multiple of 32 (K = %d) and a K block of 128 (%d)", s.Name, s.K, s.Tile.BK)
 	case s.MXExpand && !s.MX:
 		return fmt.Errorf("codegen: %s: MXExpand is a way to run an MXFP8 GEMM (MX)", s.Name)
+	case s.QuantizeC && (!s.MX || !s.COutF32 || s.N%32 != 0):
+		return fmt.Errorf("codegen: %s: QuantizeC writes the MXFP8 form of an MXFP8 GEMM's f32 C with N a multiple of 32 (N = %d)", s.Name, s.N)
 	}
 	return nil
 }
@@ -208,6 +218,8 @@ const (
 	RoleTensorMap = "tmap"     // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
 	RoleAScales   = "a_scales" // ptr: ue8m0 [rows, K/32] (MX only)
 	RoleBScales   = "b_scales" // ptr: ue8m0 [E, BRows, K/32] (MX only)
+	RoleCQ        = "c_q"      // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
+	RoleCScales   = "c_scales" // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
 )
 
 // GemmParams returns the parameter list every engine's grouped GEMM kernel
@@ -225,6 +237,11 @@ func GemmParams(s GemmSpec) []Param {
 		ps = append(ps,
 			Param{Name: "a_scales", Type: ParamPtr, Size: 8, Role: RoleAScales},
 			Param{Name: "b_scales", Type: ParamPtr, Size: 8, Role: RoleBScales})
+	}
+	if s.QuantizeC {
+		ps = append(ps,
+			Param{Name: "c_q", Type: ParamPtr, Size: 8, Role: RoleCQ},
+			Param{Name: "c_scales", Type: ParamPtr, Size: 8, Role: RoleCScales})
 	}
 	if s.A == ATiled {
 		ps = append(ps,

@@ -53,24 +53,31 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 			}
 		}
 	}
+	b.quantizeBlock(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.Add(b.MulI(b.Wide(row), nb), b.Wide(blk))))
+	b.Ret(nil)
+	k.SkipIfZeroT = true
+	k.Grid = grid1(Expr{A: rowsX.A * nb, B: rowsX.B * nb, D: utilThreads, Min: 1})
+	return k, nil
+}
+
+// quantizeBlock quantizes one 32-wide block, the f32 vals, as
+// schedule.MXActivations defines it (the amax's round-up scale,
+// mxScale; each value times the scale's reciprocal to e4m3, e4m3x4) and
+// stores its 32 e4m3 bytes at q (16-byte aligned) and its UE8M0 code at s.
+func (b *Builder) quantizeBlock(vals []value.Value, q, s value.Value) {
 	code, r := b.mxScale(b.absMaxBits(vals, ir.Int32(0)))
 	var words [8]value.Value
 	for i := range words {
 		words[i] = b.e4m3x4(b.FMul(vals[4*i], r), b.FMul(vals[4*i+1], r), b.FMul(vals[4*i+2], r), b.FMul(vals[4*i+3], r))
 	}
-	dst := b.ByteOffset(b.Param("q"), first)
 	for h := 0; h < 2; h++ {
 		var v value.Value = ir.Undef(ir.Vec(4, ir.I32))
 		for j := 0; j < 4; j++ {
 			v = b.InsertElement(v, words[4*h+j], j)
 		}
-		b.StoreAt(v, b.ByteOffsetC(dst, int64(16*h)), 16)
+		b.StoreAt(v, b.ByteOffsetC(q, int64(16*h)), 16)
 	}
-	b.StoreAt(b.Trunc(code, ir.I8), b.ByteOffset(b.Param("scales"), b.Add(b.MulI(b.Wide(row), nb), b.Wide(blk))), 1)
-	b.Ret(nil)
-	k.SkipIfZeroT = true
-	k.Grid = grid1(Expr{A: rowsX.A * nb, B: rowsX.B * nb, D: utilThreads, Min: 1})
-	return k, nil
+	b.StoreAt(b.Trunc(code, ir.I8), s, 1)
 }
 
 // absMaxBits is the largest of the magnitudes of the f32 vals and of the

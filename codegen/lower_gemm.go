@@ -70,26 +70,72 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 	}
 	s := lw.sched
 	if !lw.usesVariant(g) {
-		return lw.emitGEMM(g, "", s, nil)
+		return lw.emitGEMM(g, "", s, nil, nil)
 	}
-	lo, hi := s.Variant.VariantTokens(lw.d.K, lw.d.E)
-	var base []launch.TokenRange
+	base, variant := lw.variantRanges()
+	if err := lw.emitGEMM(g, "", s, base, nil); err != nil {
+		return err
+	}
+	return lw.emitGEMM(g, "_"+s.Variant.Name, lw.variant, variant, nil)
+}
+
+// variantRanges are the token ranges of the base kernels of a GEMM with a
+// variant and of the variant's kernels: they partition T >= 1.
+func (lw *perOp) variantRanges() (base, variant []launch.TokenRange) {
+	lo, hi := lw.sched.Variant.VariantTokens(lw.d.K, lw.d.E)
 	if lo > 1 {
 		base = append(base, launch.TokenRange{Min: 1, Max: lo - 1})
 	}
 	base = append(base, launch.TokenRange{Min: hi + 1, Max: launch.MaxTokens})
-	if err := lw.emitGEMM(g, "", s, base); err != nil {
-		return err
+	return base, []launch.TokenRange{{Min: lo, Max: hi}}
+}
+
+// lowerQuantizedGEMM lowers a GEMM with a variant followed by the Quantize
+// of its C (the MXFP8 forward's fc1 and quantize_h) with the quantization
+// in the variant kernel's epilogue where the engine does it
+// (Engine.QuantizesC: the sm_90a operand swap of the decode variant): the
+// variant kernel also writes the Quantize op's outputs, and the quantize
+// kernel runs only in the base kernel's token ranges. It returns 2 when it
+// lowered both ops, 0 when they do not qualify.
+func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
+	if len(ops) < 2 {
+		return 0, nil
 	}
-	return lw.emitGEMM(g, "_"+s.Variant.Name, lw.variant, []launch.TokenRange{{Min: lo, Max: hi}})
+	g, okG := ops[0].(moe.GEMM)
+	q, okQ := ops[1].(moe.Quantize)
+	if !okG || !okQ || q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !lw.usesVariant(g) {
+		return 0, nil
+	}
+	spec := lw.gemmSpec(g, lw.variant)
+	spec.Name = "moe_" + g.Name() + "_" + lw.sched.Variant.Name
+	if !lw.eng.QuantizesC(spec) {
+		return 0, nil
+	}
+	base, variant := lw.variantRanges()
+	if err := lw.emitGEMM(g, "", lw.sched, base, nil); err != nil {
+		return 0, err
+	}
+	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, &q); err != nil {
+		return 0, err
+	}
+	n := len(lw.prog.Kernels)
+	if err := lw.lower(q); err != nil {
+		return 0, err
+	}
+	for i := n; i < len(lw.prog.Kernels); i++ {
+		lw.prog.Kernels[i].Tokens = base
+	}
+	return 2, nil
 }
 
 // emitGEMM emits one kernel of g with schedule s, launched for tokens
 // (nil: every T >= 1), binding the engine's parameter roles to g's operands
-// and the work list of its row tile.
-func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange) error {
+// and the work list of its row tile; with quant (the Quantize of g's C)
+// the epilogue also writes quant's outputs (GemmSpec.QuantizeC).
+func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, quant *moe.Quantize) error {
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix
+	spec.QuantizeC = quant != nil
 	for _, k := range lw.prog.Kernels {
 		if k.Name == spec.Name {
 			return fmt.Errorf("codegen: two kernels named %s: a GEMM variant's kernels are named moe_<gemm>_<schedule.TileVariant.Name>, which must not be another kernel's name", spec.Name)
@@ -102,6 +148,9 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 	if g.Rows == moe.Dispatched {
 		t := lw.listFor(spec.Tile.BM)
 		bind[RoleTiles], bind[RoleNumTiles] = t.tiles.Name, t.count.Name
+	}
+	if quant != nil {
+		bind[RoleCQ], bind[RoleCScales] = quant.Q.Name, quant.S.Name
 	}
 	ki, err := lw.eng.GroupedGEMM(lw.mod, spec, int64(g.RowsPerToken))
 	if err != nil {

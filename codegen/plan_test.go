@@ -297,7 +297,16 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 					want["moe_fc2_"+s.Variant.Name] = vs.SharedMemoryBytes(l, vs.FC2, false)
 				}
 				for _, k := range p.Kernels {
-					if w, ok := want[k.Name]; ok && k.SharedBytes != w {
+					w, ok := want[k.Name]
+					if ok && slices.ContainsFunc(k.Params, func(p Param) bool { return p.Name == "c_q" }) {
+						// The fused quantization's f32 tile (32 token rows of
+						// the gated tile's outputs, 4 floats of padding each)
+						// after the 1024-byte realignment and the 16-byte
+						// aligned end of the rest.
+						vs, _ := s.VariantSchedule()
+						w = 1024 + (w-1024+15)&^15 + 4*vs.FC1.M*(vs.FC1.N/2+4)
+					}
+					if ok && k.SharedBytes != w {
 						t.Errorf("%s %+v %v: kernel %s allocates %d bytes of shared memory, schedule says %d", name, f, tg, k.Name, k.SharedBytes, w)
 					}
 				}
@@ -414,6 +423,50 @@ func TestProgrammaticLaunch(t *testing.T) {
 				}
 				if k.Programmatic != want || strings.Contains(first, "griddepcontrol.wait") != want {
 					t.Errorf("%v %s: Programmatic %v, first instruction %q", tg, k.Name, k.Programmatic, first)
+				}
+			}
+		}
+	}
+}
+
+// TestQuantizeInFC1Epilogue: in every preset's sm_90a mxfp8 forward the
+// decode variant's FC1 writes h_q and h_scales itself (QuantizeC: c_q and
+// c_scales bound to them) and moe_quantize_h runs only outside the
+// variant's token range, so exactly one kernel writes h_q at every T >= 1;
+// on sm_100a moe_quantize_h runs at every T.
+func TestQuantizeInFC1Epilogue(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		for _, tg := range []target.Target{target.SM90a, target.SM100a} {
+			l, err := schedule.Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Precision = schedule.MXFP8
+			s, err := schedule.DefaultSchedule(l, tg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := Build(l, s)
+			if err != nil {
+				t.Fatalf("%s %v: %v", name, tg, err)
+			}
+			for _, T := range []int64{1, 64, 256, 4096, launch.MaxTokens} {
+				var writers []string
+				for _, k := range p.Kernels {
+					for _, prm := range k.Params {
+						if prm.Buffer == moe.BufHQ && (prm.Name == "q" || prm.Name == "c_q") && k.RunsAt(T) {
+							writers = append(writers, k.Name)
+						}
+					}
+				}
+				want := []string{"moe_quantize_h"}
+				if tg == target.SM90a && s.Variant != nil {
+					if lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts); lo <= T && T <= hi {
+						want = []string{"moe_fc1_" + s.Variant.Name}
+					}
+				}
+				if !slices.Equal(writers, want) {
+					t.Errorf("%s %v T=%d: h_q written by %v, want %v", name, tg, T, writers, want)
 				}
 			}
 		}

@@ -92,6 +92,9 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	}
 	for i := 0; i < len(p.Ops); i++ {
 		n, err := lw.lowerSmallDispatch(p.Ops[i:])
+		if n == 0 && err == nil {
+			n, err = lw.lowerQuantizedGEMM(p.Ops[i:])
+		}
 		if err != nil {
 			return nil, err
 		}

@@ -119,6 +119,10 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	if s.Bias {
 		bufs[codegen.RoleBias] = d.put(bias, 4*len(bias))
 	}
+	if s.QuantizeC { // poisoned (0xFF) like C, canary rows included
+		bufs[codegen.RoleCQ] = d.put(nil, (rows+canary)*s.N)
+		bufs[codegen.RoleCScales] = d.put(nil, words((rows+canary)*s.N/32))
+	}
 	f := sm90Function(t, ctx, text, ki)
 	args := sm90GemmArgs(t, ctx, ki, bufs, rows)
 	grid := driver.Dim3{X: int(ki.Grid[0].Eval(int64(rows))), Y: int(ki.Grid[1].Eval(int64(rows))), Z: int(ki.Grid[2].Eval(int64(rows)))}
@@ -227,7 +231,54 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	if bad > 0 {
 		t.Fatalf("%d of %d outputs wrong", bad, len(ref))
 	}
+	if s.QuantizeC {
+		checkQuantizedC(t, ctx, bufs, got, rows, canary, s.N)
+	}
 	t.Log(fmt.Sprintf("%d rows checked", rows))
+}
+
+// checkQuantizedC requires the epilogue's c_q and c_scales (GemmSpec.
+// QuantizeC) to be, byte for byte, layouts.Quantize of the kernel's own f32
+// C rows (what moe_quantize_h makes of them), and the canary rows to stay
+// poisoned.
+func checkQuantizedC(t *testing.T, ctx *driver.Context, bufs map[string]driver.DevicePtr, c []float64, rows, canary, n int) {
+	t.Helper()
+	src := make([]float32, rows*n)
+	for i := range src {
+		src[i] = float32(c[i])
+	}
+	want, err := layouts.Quantize(src, 1, rows, n, layouts.QuantizeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := make([]uint8, (rows+canary)*n)
+	sc := make([]uint8, (rows+canary)*n/32)
+	if err := ctx.CopyFromDevice(q, bufs[codegen.RoleCQ]); err != nil {
+		t.Fatal(err)
+	}
+	if err := ctx.CopyFromDevice(sc, bufs[codegen.RoleCScales]); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range want.Data {
+		if q[i] != w {
+			t.Fatalf("c_q[%d][%d] = %#02x, want %#02x (C = %v, scale code %d)", i/n, i%n, q[i], w, src[i], want.Scales[i/32])
+		}
+	}
+	for i, w := range want.Scales {
+		if sc[i] != w {
+			t.Fatalf("c_scales[%d][%d] = %d, want %d", i/(n/32), i%(n/32), sc[i], w)
+		}
+	}
+	for i := rows * n; i < len(q); i++ {
+		if q[i] != 0xFF {
+			t.Fatalf("canary c_q[%d][%d] overwritten (%#02x)", i/n, i%n, q[i])
+		}
+	}
+	for i := rows * n / 32; i < len(sc); i++ {
+		if sc[i] != 0xFF {
+			t.Fatalf("canary c_scales[%d] overwritten (%d)", i, sc[i])
+		}
+	}
 }
 
 // TestWidenE4M3GPU runs the MXExpand converters' widening (WidenKernel) on

@@ -290,6 +290,13 @@ func sm90MXSwapCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_swap_gptoss_f32", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
 			Tile: t(64, 4)}, []int{70, 1, 23}},
+		// The epilogue also quantizes C (QuantizeC: FC1 with quantize_h
+		// fused), gate/up in halves and interleaved.
+		{GemmSpec{Name: "mx_swap_swiglu_f32_q", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, QuantizeC: true, Tile: t(64, 8)}, []int{1, 70, 9}},
+		{GemmSpec{Name: "mx_swap_gptoss_f32_q", N: 96, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
+			QuantizeC: true, Tile: t(64, 4)}, []int{70, 1, 23}},
 	}
 }
 
@@ -359,11 +366,12 @@ func TestSM90MXAssemble(t *testing.T) {
 	// whole 16-row groups, or one per 64-row slice of the B tile in each of
 	// the operand swap's four loops (m64n8k32 to m64n32k32, by the work
 	// item's token rows).
-	want := 0
+	want, perWidth := 0, 0
 	for _, c := range cases {
 		switch nb := c.spec.bTileRows(); {
 		case c.spec.swapAB():
 			want += 4 * 4 * nb / 64
+			perWidth += 4 * nb / 64
 		case nb%16 == 0:
 			want += 8
 		default:
@@ -371,7 +379,7 @@ func TestSM90MXAssemble(t *testing.T) {
 		}
 	}
 	for _, w := range []int{8, 16, 24, 32} {
-		if n, want := strings.Count(text, fmt.Sprintf("m64n%dk32.f32.e4m3.e4m3", w)), 4*(2+2+1+4+2); n != want {
+		if n, want := strings.Count(text, fmt.Sprintf("m64n%dk32.f32.e4m3.e4m3", w)), perWidth; n != want {
 			t.Errorf("%d e4m3 wgmma m64n%dk32 in the MX kernels, want %d (the swap cases)", n, w, want)
 		}
 	}
