@@ -93,15 +93,23 @@ func (lw *perOp) lowerSmallDispatch(ops []moe.Op) (int, error) {
 	lw.prog.Kernels = append(lw.prog.Kernels, emitDispatchSmall(lw.mod, lw.d, in, c, s, p, lw.lists, tmax))
 	large := []launch.TokenRange{{Min: tmax + 1, Max: launch.MaxTokens}}
 	for _, op := range ops[:4] {
-		n := len(lw.prog.Kernels)
-		if err := lw.lower(op); err != nil {
+		if err := lw.lowerFor(op, large); err != nil {
 			return 0, err
-		}
-		for i := n; i < len(lw.prog.Kernels); i++ {
-			lw.prog.Kernels[i].Tokens = large
 		}
 	}
 	return 4, nil
+}
+
+// lowerFor lowers op (lower) with its kernels launched only for tokens.
+func (lw *perOp) lowerFor(op moe.Op, tokens []launch.TokenRange) error {
+	n := len(lw.prog.Kernels)
+	if err := lw.lower(op); err != nil {
+		return err
+	}
+	for i := n; i < len(lw.prog.Kernels); i++ {
+		lw.prog.Kernels[i].Tokens = tokens
+	}
+	return nil
 }
 
 // emitDispatchSmall is moe_dispatch_small (see the top of this file),
@@ -161,54 +169,23 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 
 	// Scan (moe_scan): per expert the warps' counts become each warp's
 	// first row of the expert within it, the totals the offsets and the
-	// work lists.
-	bms := make([]int64, len(tiles))
-	for i, t := range tiles {
-		bms[i] = int64(t.bm)
-	}
-	init := make([]value.Value, 1+len(bms))
-	for i := range init {
-		init[i] = ir.Int32(0)
-	}
-	res := b.Loop(ir.Int32(0), ir.Int32(E), ir.Int32(utilThreads), init, func(c0 value.Value, base []value.Value) []value.Value {
-		e := b.Add(c0, tid)
-		inE := b.ICmp(enum.IPredSLT, e, ir.Int32(E))
-		cnt := b.IfVals(inE, []value.Value{ir.Int32(0)}, func() []value.Value {
-			run := value.Value(ir.Int32(0))
-			for w := int64(0); w < smallWarps; w++ {
-				at := warpCount(ir.Int32(w), e)
-				n := b.LoadAt(ir.I32, at, 4)
-				b.StoreAt(run, at, 4)
-				run = b.Add(run, n)
-			}
-			b.StoreAt(run, b.elemPtr(b.Param("counts"), e, 4), 4)
-			return []value.Value{run}
-		})[0]
-		xs := []value.Value{cnt}
-		for _, bm := range bms {
-			xs = append(xs, b.UDiv(b.AddI(cnt, bm-1), ir.Int32(bm)))
+	// work lists; thread 0 also writes the error word.
+	b.scanExperts(smem, tid, E, tiles, func(e value.Value) value.Value {
+		run := value.Value(ir.Int32(0))
+		for w := int64(0); w < smallWarps; w++ {
+			at := warpCount(ir.Int32(w), e)
+			n := b.LoadAt(ir.I32, at, 4)
+			b.StoreAt(run, at, 4)
+			run = b.Add(run, n)
 		}
-		excl, total := b.blockScan(smem, xs)
-		off := b.Add(base[0], excl[0])
-		b.If(inE, func() {
-			b.StoreAt(off, b.elemPtr(b.Param("offsets"), e, 4), 4)
-			for w := int64(0); w < smallWarps; w++ {
-				at := warpCount(ir.Int32(w), e)
-				b.StoreAt(b.Add(b.LoadAt(ir.I32, at, 4), off), at, 4)
-			}
-		})
-		b.writeTileLists(tiles, bms, xs[1:], excl[1:], base[1:], e, off)
-		next := make([]value.Value, len(base))
-		for j := range base {
-			next[j] = b.Add(base[j], total[j])
+		b.StoreAt(run, b.elemPtr(b.Param("counts"), e, 4), 4)
+		return run
+	}, func(e, off value.Value) {
+		for w := int64(0); w < smallWarps; w++ {
+			at := warpCount(ir.Int32(w), e)
+			b.StoreAt(b.Add(b.LoadAt(ir.I32, at, 4), off), at, 4)
 		}
-		return next
-	})
-	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
-		b.StoreAt(res[0], b.ByteOffsetC(b.Param("offsets"), 4*E), 4)
-		for i, t := range tiles {
-			b.StoreAt(res[1+i], b.Param(t.count.Name), 4)
-		}
+	}, func() {
 		b.StoreAt(b.LoadVolatileAt(ir.I32, sp(errAt, ir.Int32(0)), 4), b.Param("err"), 4)
 	})
 	b.SyncThreads()

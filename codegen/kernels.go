@@ -183,31 +183,53 @@ func (b *Builder) blockScan(smem value.Value, xs []value.Value) (excl, total []v
 // the op's.
 func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
 	var extra []moe.Operand
-	var bms []int64
-	var counts []string
 	for _, t := range tiles {
 		extra = append(extra, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
 			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
-		bms, counts = append(bms, int64(t.bm)), append(counts, t.count.Name)
 	}
 	b, k := opKernel(m, op, utilThreads, false, extra...)
 	smem := b.DynSmem()
-	tid := b.ThreadIdx(ir.X)
-	E := int64(d.E)
-	init := []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}[:1+len(bms)]
+	b.scanExperts(smem, b.ThreadIdx(ir.X), int64(d.E), tiles, func(e value.Value) value.Value {
+		return b.LoadAt(ir.I32, b.elemPtr(b.Param("counts"), e, 4), 4)
+	}, nil, nil)
+	b.Ret(nil)
+	k.SharedBytes, k.Grid = scanScratchB, grid1(Const(1))
+	return k
+}
+
+// scanExperts is the scan of moe_scan by the block's utilThreads threads
+// (tid: the thread's index), over the E experts in chunks of
+// utilThreads: expert e's row count (count(e), emitted only for e < E),
+// its first row offsets[e], the exclusive prefix in expert order
+// (blockScan over smem's first scanScratchB bytes), its entries of the
+// GEMM work lists (writeTileLists), then done(e, offsets[e]) for e < E;
+// thread 0 writes offsets[E] and the lists' counts, then runs last. done
+// and last may be nil.
+func (b *Builder) scanExperts(smem, tid value.Value, E int64, tiles []tileList, count func(e value.Value) value.Value, done func(e, off value.Value), last func()) {
+	bms := make([]int64, len(tiles))
+	for i, t := range tiles {
+		bms[i] = int64(t.bm)
+	}
+	init := make([]value.Value, 1+len(bms))
+	for i := range init {
+		init[i] = ir.Int32(0)
+	}
 	res := b.Loop(ir.Int32(0), ir.Int32(E), ir.Int32(utilThreads), init, func(c value.Value, base []value.Value) []value.Value {
 		e := b.Add(c, tid)
 		inE := b.ICmp(enum.IPredSLT, e, ir.Int32(E))
-		cnt := b.IfVals(inE, []value.Value{ir.Int32(0)}, func() []value.Value {
-			return []value.Value{b.LoadAt(ir.I32, b.elemPtr(b.Param("counts"), e, 4), 4)}
-		})[0]
+		cnt := b.IfVals(inE, []value.Value{ir.Int32(0)}, func() []value.Value { return []value.Value{count(e)} })[0]
 		xs := []value.Value{cnt}
 		for _, bm := range bms {
 			xs = append(xs, b.UDiv(b.AddI(cnt, bm-1), ir.Int32(bm)))
 		}
 		excl, total := b.blockScan(smem, xs)
 		off := b.Add(base[0], excl[0])
-		b.If(inE, func() { b.StoreAt(off, b.elemPtr(b.Param("offsets"), e, 4), 4) })
+		b.If(inE, func() {
+			b.StoreAt(off, b.elemPtr(b.Param("offsets"), e, 4), 4)
+			if done != nil {
+				done(e, off)
+			}
+		})
 		b.writeTileLists(tiles, bms, xs[1:], excl[1:], base[1:], e, off)
 		next := make([]value.Value, len(base))
 		for j := range base {
@@ -217,13 +239,13 @@ func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
 	})
 	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
 		b.StoreAt(res[0], b.ByteOffsetC(b.Param("offsets"), 4*E), 4)
-		for i, nt := range counts {
-			b.StoreAt(res[1+i], b.Param(nt), 4)
+		for i, t := range tiles {
+			b.StoreAt(res[1+i], b.Param(t.count.Name), 4)
+		}
+		if last != nil {
+			last()
 		}
 	})
-	b.Ret(nil)
-	k.SharedBytes, k.Grid = scanScratchB, grid1(Const(1))
-	return k
 }
 
 // emitPermute: one block per expert e. The rank of slot s = t*K+k among the

@@ -118,12 +118,8 @@ func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, &q); err != nil {
 		return 0, err
 	}
-	n := len(lw.prog.Kernels)
-	if err := lw.lower(q); err != nil {
+	if err := lw.lowerFor(q, base); err != nil {
 		return 0, err
-	}
-	for i := n; i < len(lw.prog.Kernels); i++ {
-		lw.prog.Kernels[i].Tokens = base
 	}
 	return 2, nil
 }
