@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# run 25 call 4 (same binaries as call 3): the runtime's forward and graph-capture tests under
-# programmatic launch, gpt-oss-120b at T = 64, and the decode variant's new range (up to 64 mean
+# run 25 call 4 (call 3's code with moe_scan's loop shared by moe_dispatch_small): the dispatch
+# test and a forward again, the runtime's forward and graph-capture tests under programmatic launch, gpt-oss-120b at T = 64, and the decode variant's new range (up to 64 mean
 # rows per expert) against its old bound (--variant-max-rows 16).
 set -u
 . scripts/device-env.sh
 O=$OUT/logs; mkdir -p $O
 S=$O/summary.txt
 END=$((SECONDS + ${BUDGET:-200}))
-(cd runtime && timeout 100 ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestCaptureForward|TestLayerForward' > $O/tests.log 2>&1; echo "runtime forward + capture tests rc=$?" | tee -a $S)
+(cd codegen && timeout 30 ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestDispatchSmallGPU' > $O/tests.log 2>&1; echo "codegen dispatch test rc=$?" | tee -a $S)
+timeout 40 $mokc run --model qwen3-30b-a3b --target sm_90a --tokens 0,1,64,300 --repeat 3 --json > $O/run.jsonl 2>>$O/run.log; echo "run qwen3-30b-a3b bf16 T=0,1,64,300 rc=$?" | tee -a $S
+(cd runtime && timeout 100 ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestCaptureForward|TestLayerForward' >> $O/tests.log 2>&1; echo "runtime forward + capture tests rc=$?" | tee -a $S)
 b() { # label T args...
   local label=$1 T=$2; shift 2
   [ $SECONDS -gt $END ] && { echo "bench $label T=$T $* skipped (budget)" | tee -a $S; return; }
