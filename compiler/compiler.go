@@ -255,10 +255,11 @@ func checkPTX(a *Artifact) error {
 // manifestNotes returns the launch contract that the tables do not spell
 // out, for the features the program uses.
 func manifestNotes(p *codegen.Program) []string {
-	var tokens, perSM, tmaps bool
+	var tokens, perSM, tmaps, programmatic bool
 	for _, k := range p.Kernels {
 		tokens = tokens || len(k.Tokens) > 0
 		perSM = perSM || k.GridPerSM
+		programmatic = programmatic || k.Programmatic
 		for _, prm := range k.Params {
 			tmaps = tmaps || prm.Type == launch.ParamTmap
 		}
@@ -269,7 +270,10 @@ func manifestNotes(p *codegen.Program) []string {
 		"Launch the kernels in order on one stream; kernels with skip_if_zero_t are not launched when T = 0; no host synchronisation is needed between them.",
 	}
 	if tokens {
-		notes = append(notes, "A kernel with tokens is launched only when T lies in one of its inclusive [min, max] ranges: the variants of one GEMM (same name up to a suffix such as _mid) are tuned for different rows per expert, and exactly one of them runs at each T >= 1; max 2147483647 means no upper limit.")
+		notes = append(notes, "A kernel with tokens is launched only when T lies in one of its inclusive [min, max] ranges: the variants of one GEMM (same name up to a suffix such as _mid) are tuned for different rows per expert, and exactly one of them runs at each T >= 1 (so does moe_dispatch_small or the four routing kernels it replaces for few tokens, at each T >= 0); max 2147483647 means no upper limit.")
+	}
+	if programmatic {
+		notes = append(notes, "A kernel with programmatic begins with griddepcontrol.wait: it may be launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 (cuLaunchKernelEx), so that its launch overlaps the previous kernel, which it waits for before any memory access; a plain launch is correct too.")
 	}
 	if perSM {
 		notes = append(notes, "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct).")

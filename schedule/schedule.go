@@ -589,7 +589,11 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 			}
 		} else if wg := s.Warps.MMA / 4; t.M != 64*wg {
 			if t.M%64 != 0 || t.M < 64 || t.M > 192 {
-				return fieldErr(name+".M", t.M, "must be 64, 128 or 192 on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match")
+				rows := "64, 128 or 192"
+				if mxOnly && l.Precision == MXFP8 {
+					rows = "32 (the mxfp8 operand swap), 64, 128 or 192"
+				}
+				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
 			}
 			return fieldErr(name+".M", t.M, "must be %d with %d MMA warps (64 rows per consumer warpgroup of 4 warps); for M = %d give %d MMA warps (M/16, the same for FC1 and FC2)", 64*wg, s.Warps.MMA, t.M, t.M/16)
 		}

@@ -141,7 +141,9 @@ var variantFieldFlags = []fieldFlag{
 		func(v *schedule.TileVariant) any { return &v.FC2 }),
 	variantFlag("variant-stages", "shared-memory pipeline stages of the default schedule's GEMM variant", "Schedule.Variant.Stages",
 		func(v *schedule.TileVariant) any { return &v.Stages }),
-	variantFlag("variant-max-rows", "the largest mean rows per expert (T·top-k/experts, rounded down) at which the default schedule's GEMM variant runs", "Schedule.Variant.MaxRows",
+	variantFlag("variant-mma-warps", "MMA warps of the default schedule's GEMM variant (sm_90a: 4 per 64 tile rows; 4 for its 32-row mxfp8 tiles)", "Schedule.Variant.MMAWarps",
+		func(v *schedule.TileVariant) any { return &v.MMAWarps }),
+	variantFlag("variant-max-rows", "the most mean rows per expert (T·top-k/experts, not rounded) at which the default schedule's GEMM variant runs", "Schedule.Variant.MaxRows",
 		func(v *schedule.TileVariant) any { return &v.MaxRows }),
 }
 
@@ -463,29 +465,37 @@ func applyVariantFlags(c *cli.Context, s *schedule.Schedule, dropper string) (st
 	}
 	v := *s.Variant
 	s.Variant = &v
-	return tuned, applyFlags(c, variantFieldFlags, nil, s)
+	if err := applyFlags(c, variantFieldFlags, nil, s); err != nil {
+		return tuned, err
+	}
+	if lo := max(v.MinRows, 1); s.Variant.MaxRows < lo {
+		return tuned, fmt.Errorf("--variant-max-rows %d: the GEMM variant %q runs from %d mean rows per expert on, so its largest must be at least %d", s.Variant.MaxRows, v.Name, v.MinRows, lo)
+	}
+	return tuned, nil
 }
 
 // variantError is a refusal of the GEMM variant v that the variant flags
 // tuned set, in the flags' terms: the variant, then the rule and the part
 // of the variant it is about.
 func variantError(tuned string, v schedule.TileVariant, err error) error {
-	msg := err.Error()
+	// The variant's MMA warps have a flag of their own, which the rules
+	// (written for --mma-warps) name as "MMA warps".
+	msg := strings.ReplaceAll(err.Error(), "MMA warps", "MMA warps (--variant-mma-warps)")
 	var fe *schedule.FieldError
 	if errors.As(err, &fe) {
-		msg = fe.Rule
+		msg = strings.ReplaceAll(fe.Rule, "MMA warps", "MMA warps (--variant-mma-warps)")
 		for field, what := range map[string]string{"Schedule.FC1": "its FC1 tile", "Schedule.FC2": "its FC2 tile",
 			"Schedule.Stages": "its stages", "Schedule.Warps": "its MMA warps"} {
 			if part, ok := strings.CutPrefix(fe.Field, field); ok {
-				if part != "" {
+				if part != "" && field != "Schedule.Warps" {
 					what += " " + part[1:]
 				}
-				msg = fmt.Sprintf("%s = %v: %s", what, fe.Value, fe.Rule)
+				msg = fmt.Sprintf("%s = %v: %s", what, fe.Value, msg)
 			}
 		}
 	}
-	return fmt.Errorf("%s: the GEMM variant %q (FC1 %v, FC2 %v, %d stages, up to %d mean rows per expert): %s",
-		tuned, v.Name, v.FC1, v.FC2, v.Stages, v.MaxRows, msg)
+	return fmt.Errorf("%s: the GEMM variant %q (FC1 %v, FC2 %v, %d stages, %d MMA warps, up to %d mean rows per expert): %s",
+		tuned, v.Name, v.FC1, v.FC2, v.Stages, v.MMAWarps, v.MaxRows, msg)
 }
 
 // noteVariantDropped tells the user that flag replaced target's default
