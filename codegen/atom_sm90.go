@@ -228,6 +228,9 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		if !l.swap {
 			return l, fmt.Errorf("codegen: %s: sm_90a quantizes C in the epilogue of the MXFP8 operand swap (32-row tiles) only", s.Name)
 		}
+		if blocks := l.BM * l.quantCols(s) / 32; blocks > 128 {
+			return l, fmt.Errorf("codegen: %s: the epilogue quantizes a tile's %d (row, 32-column block) pairs with its 128 consumer threads, one each: at most 128 (a B tile of at most 256 gated or 128 plain rows)", s.Name, blocks)
+		}
 		l.quantAt = (l.smem.Required - l.smem.AlignSlack + 15) &^ 15
 		l.smem.Bytes = max(l.smem.Bytes, l.smem.AlignSlack+l.quantAt+4*l.BM*l.quantStride(s))
 	}

@@ -157,8 +157,9 @@ func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, war
 // epilogueQuantize is the operand swap's epilogue with GemmSpec.QuantizeC:
 // the outputs stored as epilogue stores them and kept in the f32 tile at
 // quantAt (token row tr at tr*quantStride floats); after named barrier 1
-// of the consumer warpgroup, thread t < 32·quantCols/32 quantizes block
-// t mod (quantCols/32) of token row t / (quantCols/32) when the row is the
+// of the consumer warpgroup, thread t < BM·quantCols/32 (at most its 128
+// threads: sm90Plan) quantizes block t mod (quantCols/32) of token row
+// t / (quantCols/32) when the row is the
 // work item's and the block lies below N (quantizeBlock: the bytes
 // moe.Quantize makes of the stored row), into c_q and c_scales; a second
 // barrier frees the tile for the next work item.

@@ -115,16 +115,12 @@ func (lw *perOp) lowerFor(op moe.Op, tokens []launch.TokenRange) error {
 // emitDispatchSmall is moe_dispatch_small (see the top of this file),
 // launched for T = 0 .. tmax: one block of utilThreads threads.
 func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Scan, p moe.Permute, tiles []tileList, tmax int64) Kernel {
-	extra := []moe.Operand{
+	extra := append([]moe.Operand{
 		{Role: "ids", Buffer: c.IDs, Access: moe.Read},
 		{Role: "row_of_slot", Buffer: c.RowOfSlot, Access: moe.Write},
 		{Role: "offsets", Buffer: s.Offsets, Access: moe.Write},
 		{Role: "src_slot", Buffer: p.SrcSlot, Access: moe.Write},
-	}
-	for _, t := range tiles {
-		extra = append(extra, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
-			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
-	}
+	}, tileListOperands(tiles)...)
 	b, k := opKernelNamed(m, "moe_dispatch_small", in, utilThreads, true, extra...)
 	E, K := int64(d.E), int64(d.K)
 	errAt, countsAt, idsAt, bytes := dispatchSmallSmem(d.E)
@@ -150,17 +146,17 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 
 	// Count (moe_count): validate each slot's id, count it for its warp.
 	b.Loop(ir.Int32(0), R, ir.Int32(32), nil, func(g value.Value, _ []value.Value) []value.Value {
-		s := b.Add(b.Add(first, g), lane)
-		b.If(b.ICmp(enum.IPredSLT, s, tk), func() {
-			id := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
+		slot := b.Add(b.Add(first, g), lane)
+		b.If(b.ICmp(enum.IPredSLT, slot, tk), func() {
+			id := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), slot, 4), 4)
 			bad := b.Or(b.ICmp(enum.IPredSLT, id, ir.Int32(-1)), b.ICmp(enum.IPredSGE, id, ir.Int32(E)))
 			b.If(bad, func() { b.atomicOr(sp(errAt, ir.Int32(0)), ir.Int32(ErrBadExpertID)) })
 			valid := b.And(b.ICmp(enum.IPredSGE, id, ir.Int32(0)), b.ICmp(enum.IPredSLT, id, ir.Int32(E)))
-			b.StoreAt(b.Select(valid, id, ir.Int32(-1)), sp(idsAt, s), 4)
+			b.StoreAt(b.Select(valid, id, ir.Int32(-1)), sp(idsAt, slot), 4)
 			b.IfElse(valid, func() {
 				b.AtomicAdd(warpCount(warp, id), ir.Int32(1))
 			}, func() {
-				b.StoreAt(ir.Int32(-1), b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
+				b.StoreAt(ir.Int32(-1), b.elemPtr(b.Param("row_of_slot"), slot, 4), 4)
 			})
 		})
 		return nil
@@ -196,10 +192,10 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	// the warp's next row past them.
 	ltMask := b.Sub(b.Shl(ir.Int32(1), lane), ir.Int32(1))
 	b.Loop(ir.Int32(0), R, ir.Int32(32), nil, func(g value.Value, _ []value.Value) []value.Value {
-		s := b.Add(b.Add(first, g), lane)
-		in := b.ICmp(enum.IPredSLT, s, tk)
-		id := b.IfVals(in, []value.Value{ir.Int32(-1)}, func() []value.Value {
-			return []value.Value{b.LoadAt(ir.I32, sp(idsAt, s), 4)}
+		slot := b.Add(b.Add(first, g), lane)
+		inRange := b.ICmp(enum.IPredSLT, slot, tk)
+		id := b.IfVals(inRange, []value.Value{ir.Int32(-1)}, func() []value.Value {
+			return []value.Value{b.LoadAt(ir.I32, sp(idsAt, slot), 4)}
 		})[0]
 		peers := b.matchAny(id)
 		valid := b.ICmp(enum.IPredSGE, id, ir.Int32(0))
@@ -209,8 +205,8 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 		b.SyncWarp(ir.FullMask)
 		b.If(valid, func() {
 			row := b.Add(next, b.Popc(b.And(peers, ltMask)))
-			b.StoreAt(row, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
-			b.StoreAt(s, b.elemPtr(b.Param("src_slot"), row, 4), 4)
+			b.StoreAt(row, b.elemPtr(b.Param("row_of_slot"), slot, 4), 4)
+			b.StoreAt(slot, b.elemPtr(b.Param("src_slot"), row, 4), 4)
 			last := b.ICmp(enum.IPredEQ, b.LShr(peers, lane), ir.Int32(1)) // no higher lane of the expert
 			b.If(last, func() { b.StoreAt(b.Add(next, b.Popc(peers)), warpCount(warp, id), 4) })
 		})

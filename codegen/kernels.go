@@ -182,12 +182,7 @@ func (b *Builder) blockScan(smem value.Value, xs []value.Value) (excl, total []v
 // order; ntiles = their number. The work lists are extra operands, after
 // the op's.
 func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
-	var extra []moe.Operand
-	for _, t := range tiles {
-		extra = append(extra, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
-			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
-	}
-	b, k := opKernel(m, op, utilThreads, false, extra...)
+	b, k := opKernel(m, op, utilThreads, false, tileListOperands(tiles)...)
 	smem := b.DynSmem()
 	b.scanExperts(smem, b.ThreadIdx(ir.X), int64(d.E), tiles, func(e value.Value) value.Value {
 		return b.LoadAt(ir.I32, b.elemPtr(b.Param("counts"), e, 4), 4)
@@ -195,6 +190,17 @@ func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
 	b.Ret(nil)
 	k.SharedBytes, k.Grid = scanScratchB, grid1(Const(1))
 	return k
+}
+
+// tileListOperands are the GEMM work lists as operands of the kernel that
+// writes them: per list its tiles and its count, by their buffers' names.
+func tileListOperands(tiles []tileList) []moe.Operand {
+	var out []moe.Operand
+	for _, t := range tiles {
+		out = append(out, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
+			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
+	}
+	return out
 }
 
 // scanExperts is the scan of moe_scan by the block's utilThreads threads

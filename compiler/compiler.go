@@ -270,7 +270,7 @@ func manifestNotes(p *codegen.Program) []string {
 		"Launch the kernels in order on one stream; kernels with skip_if_zero_t are not launched when T = 0; no host synchronisation is needed between them.",
 	}
 	if tokens {
-		notes = append(notes, "A kernel with tokens is launched only when T lies in one of its inclusive [min, max] ranges: the variants of one GEMM (same name up to a suffix such as _mid) are tuned for different rows per expert, and exactly one of them runs at each T >= 1 (so does moe_dispatch_small or the four routing kernels it replaces for few tokens, at each T >= 0); max 2147483647 means no upper limit.")
+		notes = append(notes, "A kernel with tokens is launched only when T lies in one of its inclusive [min, max] ranges: kernels that replace one another by T carry ranges that partition the T they serve, so exactly one of each group runs (the variants of one GEMM, same name up to a suffix such as _mid, tuned for different rows per expert, at each T >= 1; moe_dispatch_small or the four routing kernels it replaces for few tokens, at each T >= 0; moe_quantize_h where the FC1 variant does not write h's quantized form itself); max 2147483647 means no upper limit.")
 	}
 	if programmatic {
 		notes = append(notes, "A kernel with programmatic begins with griddepcontrol.wait: it may be launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 (cuLaunchKernelEx), so that its launch overlaps the previous kernel, which it waits for before any memory access; a plain launch is correct too.")

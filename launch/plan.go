@@ -58,13 +58,17 @@ type Kernel struct {
 	// either is correct; the device's count fills it exactly once.
 	GridPerSM bool `json:"grid_per_sm,omitempty"`
 	// SkipIfZeroT: the launch is omitted when T = 0 (only kernels whose
-	// outputs are empty at T = 0 carry it; the init kernel always runs).
+	// outputs are empty at T = 0 carry it; the kernel that clears the
+	// error word, moe_dispatch_small or moe_init, runs at every T).
 	SkipIfZeroT bool `json:"skip_if_zero_t,omitempty"`
 	// Tokens, when not empty, limits the launch to token counts T inside
-	// one of these inclusive ranges. A program can hold variants of a GEMM
-	// with different tiles (schedule.TileVariant), each for the T where it
-	// is fastest; the ranges of the variants of one GEMM partition T >= 1,
-	// so exactly one of them runs.
+	// one of these inclusive ranges. A program can hold kernels that
+	// replace one another by T, each for the T where it is fastest: the
+	// variants of a GEMM with different tiles (schedule.TileVariant),
+	// whose ranges partition T >= 1; moe_dispatch_small for few tokens and
+	// the four routing kernels it replaces, whose ranges partition T >= 0;
+	// moe_quantize_h where the FC1 variant does not quantize h itself. So
+	// exactly one kernel of each such group runs at each T.
 	Tokens []TokenRange `json:"tokens,omitempty"`
 	// Programmatic: the kernel begins with griddepcontrol.wait (and
 	// griddepcontrol.launch_dependents), so a launcher may launch it with

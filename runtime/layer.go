@@ -862,15 +862,18 @@ func (ly *Layer) backward() (*Layer, error) {
 
 // LaunchPlainly makes the layer launch every kernel with cuLaunchKernel,
 // without the programmatic stream serialization its plan allows
-// (launch.Kernel.Programmatic), from the next Forward or Backward on: for
-// tools that do not follow programmatic launches, and to measure what they
-// save. The results are the same.
+// (launch.Kernel.Programmatic), from the next Forward or Backward on, and
+// in the graphs captured from then on (graphs captured before keep their
+// launches): for tools that do not follow programmatic launches, and to
+// measure what they save. The results are the same.
 func (ly *Layer) LaunchPlainly() {
 	ly.mu.Lock()
 	defer ly.mu.Unlock()
 	ly.plain = true
-	if ly.bwd != nil {
-		ly.bwd.plain = true
+	if bwd := ly.bwd; bwd != nil { // the lock order of withBackward: ly.mu, then bwd.mu
+		bwd.mu.Lock()
+		bwd.plain = true
+		bwd.mu.Unlock()
 	}
 }
 
