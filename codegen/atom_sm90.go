@@ -477,8 +477,8 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 			err = joinErr(err, l.stageOut(b, k, w, c, lane, warp, acc, sph))
 			sph = b.Xor(sph, ir.Int32(1))
 		} else if k.spec.QuantizeC {
-			err = joinErr(err, l.epilogueQuantize(b, k, w, lane, warp, acc))
-		} else if e := l.epilogue(b, k.spec, w, c, lane, warp, acc); e != nil {
+			err = joinErr(err, l.epilogueQuantize(b, k, w, c, lane, warp, acc))
+		} else if e := l.epilogue(b, gemmEpilogue(b, k.spec, w), w, c, lane, warp, acc, nil); e != nil {
 			err = e
 		}
 		return []value.Value{stage, phase, sph}

@@ -133,12 +133,19 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp, live val
 
 // epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
 // (with the operand swap, the tile's 32 token rows, by swapRuns) through
-// the shared Epilogue (bias, activation, bf16 rounding, predicated stores).
-func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
-	ep := gemmEpilogue(b, spec, w)
+// the Epilogue ep of work item w (bias, activation, bf16 rounding,
+// predicated stores). With the operand swap, keep (nil: none) also gets
+// each stored run's fp32 outputs with its token row and column in the
+// tile (Epilogue.EmitThen).
+func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value,
+	keep func(tr, tc value.Value, outs []value.Value)) error {
 	if l.swap {
 		return l.swapRuns(b, acc, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
-			return ep.Emit(b, b.Add(w.row0, tr), b.Add(w.n0, tc), vals)
+			var then func([]value.Value)
+			if keep != nil {
+				then = func(outs []value.Value) { keep(tr, tc, outs) }
+			}
+			return ep.EmitThen(b, b.Add(w.row0, tr), b.Add(w.n0, tc), vals, then)
 		})
 	}
 	wq := b.And(warp, ir.Int32(3))
@@ -163,7 +170,7 @@ func (l sm90Layout) epilogue(b *Builder, spec GemmSpec, w gemmWork, c, lane, war
 // work item's and the block lies below N (quantizeBlock: the bytes
 // moe.Quantize makes of the stored row), into c_q and c_scales; a second
 // barrier frees the tile for the next work item.
-func (l sm90Layout) epilogueQuantize(b *Builder, k *sm90Block, w gemmWork, lane, warp value.Value, acc []value.Value) error {
+func (l sm90Layout) epilogueQuantize(b *Builder, k *sm90Block, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	spec := k.spec
 	ep := gemmEpilogue(b, spec, w)
 	stride := int64(l.quantStride(spec))
@@ -171,12 +178,10 @@ func (l sm90Layout) epilogueQuantize(b *Builder, k *sm90Block, w gemmWork, lane,
 	at := func(tr, tc value.Value) value.Value { // the tile's float (tr, tc)
 		return sharedPtr(b, b.Add(tile, b.MulI(b.Add(b.MulI(tr, stride), tc), 4)))
 	}
-	err := l.swapRuns(b, acc, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
-		return ep.EmitThen(b, b.Add(w.row0, tr), b.Add(w.n0, tc), vals, func(outs []value.Value) {
-			for i, o := range outs {
-				b.StoreAt(o, at(tr, b.AddI(tc, int64(i))), 4)
-			}
-		})
+	err := l.epilogue(b, ep, w, c, lane, warp, acc, func(tr, tc value.Value, outs []value.Value) {
+		for i, o := range outs {
+			b.StoreAt(o, at(tr, b.AddI(tc, int64(i))), 4)
+		}
 	})
 	wgBarrier := func() { b.BarrierSync(ir.Int32(1), ir.Int32(128)) }
 	wgBarrier()

@@ -334,19 +334,7 @@ func TestDispatchSmall(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				fwd, err := Build(l, s)
-				if err != nil {
-					t.Fatalf("%s %v: %v", name, tg, err)
-				}
-				bp, err := moe.Backward(l)
-				if err != nil {
-					t.Fatal(err)
-				}
-				bwd, err := Lower(bp, s, PerOp)
-				if err != nil {
-					t.Fatalf("%s %v backward: %v", name, tg, err)
-				}
-				for pass, p := range []*Program{fwd, bwd} {
+				for pass, p := range forwardAndBackward(t, l, s) {
 					what := fmt.Sprintf("%s %v routing %d pass %d", name, tg, routing, pass)
 					var small *Kernel
 					for i := range p.Kernels {
@@ -386,6 +374,25 @@ func TestDispatchSmall(t *testing.T) {
 	}
 }
 
+// forwardAndBackward lowers layer l's forward and backward programs with
+// schedule s.
+func forwardAndBackward(t *testing.T, l schedule.Layer, s schedule.Schedule) []*Program {
+	t.Helper()
+	fwd, err := Build(l, s)
+	if err != nil {
+		t.Fatalf("%s %v: %v", l.Name, s.Target, err)
+	}
+	bp, err := moe.Backward(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bwd, err := Lower(bp, s, PerOp)
+	if err != nil {
+		t.Fatalf("%s %v backward: %v", l.Name, s.Target, err)
+	}
+	return []*Program{fwd, bwd}
+}
+
 // TestProgrammaticLaunch: on sm_90a and sm_100a every kernel of the
 // forward and the backward is marked launch.Kernel.Programmatic and its
 // function begins with griddepcontrol.wait before anything else; sm_80's
@@ -400,20 +407,8 @@ func TestProgrammaticLaunch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		fwd, err := Build(l, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bp, err := moe.Backward(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		bwd, err := Lower(bp, s, PerOp)
-		if err != nil {
-			t.Fatal(err)
-		}
 		want := tg != target.SM80
-		for _, p := range []*Program{fwd, bwd} {
+		for _, p := range forwardAndBackward(t, l, s) {
 			for _, k := range p.Kernels {
 				var first string
 				for _, f := range p.Module.Funcs {

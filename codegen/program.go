@@ -90,21 +90,12 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err != nil {
 		return nil, err
 	}
-	for i := 0; i < len(p.Ops); i++ {
-		n, err := lw.lowerSmallDispatch(p.Ops[i:])
-		if n == 0 && err == nil {
-			n, err = lw.lowerQuantizedGEMM(p.Ops[i:])
-		}
+	for i := 0; i < len(p.Ops); {
+		n, err := lw.lowerNext(p.Ops[i:])
 		if err != nil {
 			return nil, err
 		}
-		if n > 0 {
-			i += n - 1
-			continue
-		}
-		if err := lw.lower(p.Ops[i]); err != nil {
-			return nil, err
-		}
+		i += n
 	}
 	if err := lw.prog.checkBuffers(); err != nil {
 		return nil, err
@@ -116,6 +107,19 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 		return nil, fmt.Errorf("codegen: %s: %w", p.Layer.Name, err)
 	}
 	return lw.prog, nil
+}
+
+// lowerNext lowers the ops that begin ops and returns how many it took:
+// the ops of the first lowering of several ops that matches
+// (lowerSmallDispatch, lowerQuantizedGEMM: each returns 0 when ops do not
+// begin with its ops), else the first op alone (lower).
+func (lw *perOp) lowerNext(ops []moe.Op) (int, error) {
+	for _, several := range []func([]moe.Op) (int, error){lw.lowerSmallDispatch, lw.lowerQuantizedGEMM} {
+		if n, err := several(ops); n > 0 || err != nil {
+			return n, err
+		}
+	}
+	return 1, lw.lower(ops[0])
 }
 
 // checkBuffers verifies that every pointer parameter names a buffer.
