@@ -416,6 +416,9 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, err
 	}
 	s = s.WithMXGemm(s.MXGemm) // expand drops the default's decode variant
+	if variant != nil && s.Variant == nil && dropper == "" {
+		dropper = "--mx-gemm expand"
+	}
 	tuned, err := applyVariantFlags(c, &s, dropper)
 	if err != nil {
 		return s, err
@@ -430,9 +433,6 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
 	if variant != nil && s.Variant == nil { // noted only for a schedule that runs
-		if dropper == "" {
-			dropper = "--mx-gemm expand"
-		}
 		noteVariantDropped(c, dropper, l, *variant)
 	}
 	return s, nil
@@ -441,8 +441,8 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // applyVariantFlags sets the fields of the variant flags that are set in
 // a copy of s's GEMM variant and returns them as "--flag, --flag" (empty
 // when none is set). Errors: a variant flag on a schedule without a
-// variant (the target's default for the layer has none, or dropper, a
-// shape flag or --mx-gemm expand, replaced it).
+// variant (the target's default for the layer has none, or dropper, the
+// flag that replaced it: a shape flag or --mx-gemm expand).
 func applyVariantFlags(c *cli.Context, s *schedule.Schedule, dropper string) (string, error) {
 	var set []string
 	for _, f := range variantFieldFlags {
@@ -455,9 +455,6 @@ func applyVariantFlags(c *cli.Context, s *schedule.Schedule, dropper string) (st
 	}
 	tuned := strings.Join(set, ", ")
 	if s.Variant == nil {
-		if dropper == "" && s.MXGemm == schedule.MXGemmExpand {
-			dropper = "--mx-gemm expand"
-		}
 		if dropper != "" {
 			return tuned, fmt.Errorf("%s: tunes the default schedule's GEMM variant, which %s replaces with one GEMM shape", tuned, dropper)
 		}
