@@ -782,14 +782,22 @@ func midRowsVariant(l Layer, s Schedule) *TileVariant {
 }
 
 // mxDecodeMaxRows is the most mean rows per expert (T·K/E) at which the
-// sm_90a MXFP8 decode variant runs. On the H200 (docs/perf.md, mxfp8 v22)
-// its 32-row tiles beat the 128-row ones at 32 mean rows (olmoe-1b-7b
-// T = 256: 0.200 vs 0.266 ms) and at 64 (mixtral-8x7b T = 256: 0.876 vs
-// 0.966); the variant ran up to 16 before.
-const mxDecodeMaxRows = 64
+// sm_90a MXFP8 decode variant runs on a layer of few experts (at most
+// mxDecodeFewExperts), mxDecodeMaxRowsMany on the others. On the H200
+// (docs/perf.md, mxfp8 v22 and v24) its 32-row tiles beat the 128-row ones
+// at 32 mean rows (olmoe-1b-7b T = 256: 0.197 vs 0.263 ms; qwen3-30b-a3b
+// T = 512: 0.302 vs 0.378) and, with 8 experts, at 64 (mixtral-8x7b
+// T = 256: 0.883 vs 0.957), but lost at 64 with 128 or 256 experts
+// (qwen3-30b-a3b T = 1024: 0.481 vs 0.466; deepseek-v3 T = 2048: 7.45 vs
+// 6.97).
+const (
+	mxDecodeMaxRows     = 64
+	mxDecodeMaxRowsMany = 32
+	mxDecodeFewExperts  = 16
+)
 
 // mxDecodeVariant is the sm_90a MXFP8 variant for at most mxDecodeMaxRows
-// mean rows per expert (decode), MXOnly (the promoted MXFP8 GEMMs; the backward's
+// (or mxDecodeMaxRowsMany) mean rows per expert (decode), MXOnly (the promoted MXFP8 GEMMs; the backward's
 // bf16 data-gradient GEMMs keep FC1/FC2). Where the layer allows the
 // operand swap (validateSwap: grouped weights; every preset), 32x128x128
 // tiles with 8 stages (fewer if shared memory does not allow): the weights
@@ -807,9 +815,13 @@ const mxDecodeMaxRows = 64
 // more stages (docs/perf.md, mxfp8 v9's outcome: 7-11% faster than the
 // 128x128 tiles at T = 64). nil when neither fits the layer.
 func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
+	maxRows := mxDecodeMaxRows
+	if l.Experts > mxDecodeFewExperts {
+		maxRows = mxDecodeMaxRowsMany
+	}
 	for st := 8; st >= 4; st-- {
 		if v := fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{32, 128, s.FC1.K}, FC2: Tile{32, 128, s.FC2.K},
-			Stages: st, MMAWarps: 4, MinRows: 0, MaxRows: mxDecodeMaxRows, MXOnly: true}); v != nil {
+			Stages: st, MMAWarps: 4, MinRows: 0, MaxRows: maxRows, MXOnly: true}); v != nil {
 			return v
 		}
 	}

@@ -148,11 +148,11 @@ func TestInspectProgramMXFP8HalfK(t *testing.T) {
 // default variant is left as it was for the next schedule.
 func TestVariantFlags(t *testing.T) {
 	args := []string{"inspect", "program", "--model", "olmoe-1b-7b", "--target", "sm_90a", "--precision", "mxfp8"}
-	out, err := runCLI(append(args, "--variant-max-rows", "32", "--variant-fc2-tile", "32x256x128", "--variant-stages", "5")...)
+	out, err := runCLI(append(args, "--variant-max-rows", "48", "--variant-fc2-tile", "32x256x128", "--variant-stages", "5")...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "0..32 rows per expert: FC1 32x128x128 FC2 32x256x128 stages=5 mma warps=4"
+	want := "0..48 rows per expert: FC1 32x128x128 FC2 32x256x128 stages=5 mma warps=4"
 	if !strings.Contains(out, want) || strings.Contains(out, "note:") {
 		t.Errorf("tuned variant: want %q and no note in\n%s", want, out)
 	}
@@ -160,7 +160,7 @@ func TestVariantFlags(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := "0..64 rows per expert: FC1 32x128x128 FC2 32x128x128 stages=8 mma warps=4"; !strings.Contains(out, want) {
+	if want := "0..32 rows per expert: FC1 32x128x128 FC2 32x128x128 stages=8 mma warps=4"; !strings.Contains(out, want) {
 		t.Errorf("default variant after a tuned one: want %q in\n%s", want, out)
 	}
 }
