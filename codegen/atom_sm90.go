@@ -149,12 +149,21 @@ func (l sm90Layout) quantStride(s GemmSpec) int { return l.quantCols(s) + 4 }
 // tiles, for experts with few rows, where wgmma m64 over the token rows
 // would compute mostly padding and promote 64 accumulators per thread per
 // 32-wide block.
-func (s GemmSpec) swapAB() bool { return s.MX && !s.MXExpand && s.Tile.BM == 32 }
+//
+// The register-fed MXFP8 GEMM (GemmSpec.MXRegisterFed) always takes the
+// swap's roles: the weights are wgmma's A (from registers), the token
+// rows its B.
+func (s GemmSpec) swapAB() bool {
+	return s.MX && !s.MXExpand && (s.Tile.BM == 32 || s.MXRegisterFed)
+}
 
 // checkSwap refuses a GEMM the operand swap does not implement: the
 // weights grouped and K-major (TMA), the B tile whole 64-row slices (for
 // gate/up halves, each half), one consumer warpgroup.
 func checkSwap(s GemmSpec) error {
+	if s.MXRegisterFed {
+		return checkRegFed(s)
+	}
 	switch nb := s.bTileRows(); {
 	case s.B != BGrouped || s.BNMajor:
 		return fmt.Errorf("codegen: %s: the sm_90a MXFP8 operand swap (BM = 32) loads grouped K-major weights with TMA", s.Name)
@@ -166,10 +175,67 @@ func checkSwap(s GemmSpec) error {
 	return nil
 }
 
+// checkRegFed refuses a register-fed MXFP8 GEMM (GemmSpec.MXRegisterFed)
+// the sm_90a engine does not implement: grouped K-major weights (TMA), a
+// B tile of 64, 128 or 256 rows (64-row slices; gate/up halves at least
+// one slice each), BM a multiple of 8 up to 128 (wgmma's N; BM/2
+// accumulators per slice), or 256 with a 128-row B tile of plain or
+// interleaved rows (one slice per warpgroup), and one consumer warpgroup
+// per 128 B-tile rows or 128 token rows (regFedWGs).
+func checkRegFed(s GemmSpec) error {
+	switch nb, bm := s.bTileRows(), s.Tile.BM; {
+	case s.B != BGrouped || s.BNMajor:
+		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM loads grouped K-major weights with TMA", s.Name)
+	case (nb != 64 && nb != 128 && nb != 256) || (s.bTile() == layouts.GateUpHalves && nb == 64):
+		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM reads B tiles of 64, 128 or 256 rows (gate/up halves: 64 or 128 rows each), BN = %d gives %d", s.Name, s.Tile.BN, nb)
+	case bm%8 != 0 || (bm > 128 && (bm != 256 || nb != 128 || s.bTile() == layouts.GateUpHalves)):
+		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM's tile rows are wgmma's N: a multiple of 8 up to 128, or 256 with a B tile of 128 plain or interleaved rows; BM = %d", s.Name, bm)
+	case s.Tile.Warps != 0 && s.Tile.Warps != 4*regFedWGs(nb, bm):
+		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM runs one consumer warpgroup per 128 B-tile rows or 128 token rows (%d warps), schedule has %d", s.Name, 4*regFedWGs(nb, bm), s.Tile.Warps)
+	}
+	return nil
+}
+
+// regFedWGs is the consumer warpgroups of a register-fed MXFP8 GEMM
+// of nb B-tile rows and bm token rows: two for 256 of either (each its
+// half of the B tile: gate/up halves, its 64 gate rows and their 64 up
+// rows; else nb/2 consecutive rows), else one.
+func regFedWGs(nb, bm int) int {
+	if nb == 256 || bm == 256 {
+		return 2
+	}
+	return 1
+}
+
+// regFedSets is the A-register sets of a register-fed GEMM's K loop
+// (WGMMAMainloopRegFed.Sets) with wg consumer warpgroups.
+func regFedSets(wg int) int {
+	return 4
+}
+
+// regFedHalf is, for consumer warpgroup c of a register-fed GEMM, its
+// first B-tile row (the thread's rows and scales start there) and its
+// first output column: with two warpgroups, gate/up halves 64c (its gate
+// rows; its up rows 128 on), else c*NB/2 rows and columns (half the
+// columns for interleaved gate/up rows, two rows per column).
+func (l sm90Layout) regFedHalf(b *Builder, c value.Value) (row, col value.Value) {
+	if l.WG < 2 {
+		return ir.Int32(0), ir.Int32(0)
+	}
+	half := int64(l.NB / 2)
+	switch l.gate {
+	case layouts.GateUpHalves:
+		return b.MulI(c, 64), b.MulI(c, 64)
+	case layouts.GateUpInterleaved:
+		return b.MulI(c, half), b.MulI(c, half/2)
+	}
+	return b.MulI(c, half), b.MulI(c, half)
+}
+
 // accs is the number of accumulators of a consumer thread.
 func (l sm90Layout) accs() int {
 	if l.swap {
-		return l.NB / 64 * l.BM / 2
+		return l.NB / 64 / l.WG * l.BM / 2
 	}
 	return l.NB / 2
 }
@@ -238,6 +304,12 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, err
 	}
 	l.WG = max(1, l.BM/64)
+	if l.swap {
+		l.WG = 1
+		if s.MXRegisterFed {
+			l.WG = regFedWGs(l.NB, l.BM)
+		}
+	}
 	l.mmaWG0 = 1
 	if l.expand {
 		// A second warpgroup of converters when the block's registers
@@ -263,7 +335,10 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if acc := l.NB / 2; l.WG >= 2 && acc+40 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d with %d accumulators per thread exceeds the %d registers of a consumer thread", s.Name, l.BM, acc, l.mmaRegs)
 	}
-	if acc := l.NB / 2; s.MX && l.mmaRegs > 0 && 2*acc+48 > l.mmaRegs {
+	if acc, a := l.accs(), 8*regFedSets(l.WG); s.MXRegisterFed && l.mmaRegs > 0 && acc+a+48 > l.mmaRegs {
+		return l, fmt.Errorf("codegen: %s: sm_90a register-fed B tile of %d rows keeps %d accumulators and %d A registers per consumer thread, beyond its %d registers", s.Name, l.NB, acc, a, l.mmaRegs)
+	}
+	if acc := l.NB / 2; s.MX && !s.MXRegisterFed && l.mmaRegs > 0 && 2*acc+48 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a MXFP8 B tile of %d rows keeps %d accumulators and %d partial sums per consumer thread, beyond its %d registers (at most 128 rows)", s.Name, l.NB, acc, acc, l.mmaRegs)
 	}
 	return l, nil
@@ -289,6 +364,8 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	switch {
 	case l.expand:
 		l.prodRegs = expandProdRegs
+	case s.MXRegisterFed:
+		l.prodRegs = 56 // the consumers' A registers (regFedSets); the codes' factors need no f32
 	case s.MX:
 		l.prodRegs = 80 // the MXFP8 scale-code windows and their decoding (see above)
 	case s.B == BTable:
@@ -440,9 +517,27 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		// issuing wgmma; its accumulators are zero and none of its rows
 		// is stored.
 		active := b.ICmp(enum.IPredSLT, b.Add(w.row0, b.MulI(c, 64)), w.rowEnd)
+		if k.spec.MXRegisterFed { // every consumer warpgroup covers all the item's token rows
+			active = ir.Bool(true)
+		}
 		kt := ir.Int32(int64(l.kTiles))
 		res := b.IfElseVals(active, func() []value.Value {
 			mainloop := func() ([]value.Value, value.Value, value.Value, error) {
+				if k.spec.MXRegisterFed {
+					wq := b.And(warp, ir.Int32(3))
+					first, _ := l.regFedHalf(b, c)
+					row := b.Add(first, b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2))))
+					q := b.And(lane, ir.Int32(3))
+					wRow := b.Add(b.MulI(row, 128), b.MulI(b.And(q, ir.Int32(1)), 8))
+					wX := b.Shl(b.Xor(b.And(row, ir.Int32(7)), b.LShr(q, ir.Int32(1))), ir.Int32(4))
+					rf := WGMMAMainloopRegFed{BM: l.BM, Slices: l.NB / 64 / l.WG, SliceRows: 64, Stages: l.S, StageBytes: l.stageBytes,
+						BOffset: l.atoms * l.aAtom, OffTok: offA, DescHi: l.descHi, ScaleBlock: 4 * l.NB, Sets: regFedSets(l.WG)}
+					if l.WG > 1 && l.gate == layouts.GateUpHalves {
+						rf.SliceRows = l.NB / 2 // the warpgroup's gate rows, then its up rows
+					}
+					scOff := b.AddI(b.MulI(row, 4), int64(l.smem.ScaleOffset+l.BK/32*l.BM*4))
+					return b.WGMMAMainloopRegFed(rf, v[0], v[1], kt, k.ring.bars, k.base, wRow, wX, laneZero, scOff)
+				}
 				if k.spec.MX {
 					// The work item's rows from the warp's first row on;
 					// with the swap, the work item's token rows (wgmma's

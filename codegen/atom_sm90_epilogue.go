@@ -59,7 +59,9 @@ func (l sm90Layout) wgmmaRuns(acc []value.Value, row func(h int) value.Value, co
 // swapRuns calls run for every output of a consumer thread's accumulators
 // under the operand swap (WGMMAMainloopMX.Swap: register s*BM/2 + 4j+i
 // holds B-tile row 64s + 16*(warp%4) + lane/4 + 8*(i/2), token row 8j +
-// 2*(lane%4) + i%2): run gets the token row in the tile, the output column
+// 2*(lane%4) + i%2; with the two consumer warpgroups of a register-fed
+// GEMM, the S = NB/128 slices of warpgroup c's half, its columns from
+// regFedHalf's on): run gets the token row in the tile, the output column
 // in the tile and the output's values:
 //   - gate/up halves: (gate, up) from the gate slice s and the up slice
 //     s + S/2 (the tile's output column is the gate row);
@@ -74,9 +76,14 @@ func (l sm90Layout) wgmmaRuns(acc []value.Value, row func(h int) value.Value, co
 // live (the work item's token rows, at least 1) are skipped by a
 // warp-uniform branch: their accumulators were never promoted
 // (WGMMAMainloopMX.asmSwap) and their rows are never stored.
-func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp, live value.Value,
+func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, c, lane, warp, live value.Value,
 	run func(tr, tc value.Value, vals []value.Value) error) error {
-	S, per := l.NB/64, l.BM/2
+	S, per := l.NB/64/l.WG, l.BM/2
+	at := func(tc value.Value) value.Value { return tc }
+	if l.WG > 1 { // the register-fed GEMM's warpgroup c: its half's columns
+		_, col0 := l.regFedHalf(b, c)
+		at = func(tc value.Value) value.Value { return b.Add(col0, tc) }
+	}
 	wq := b.And(warp, ir.Int32(3))
 	var err error
 	// group runs body for token rows 8j.. when the item has any.
@@ -100,7 +107,7 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp, live val
 						v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2*(lane%4) + 8j and the next
 						got := b.shflXor(b.Select(up, v0, v1), 4)
 						g, u := b.Select(up, got, v0), b.Select(up, v1, got)
-						err = joinErr(err, run(b.AddI(t0, int64(8*j)), b.AddI(c0, int64(32*s+4*h)), []value.Value{g, u}))
+						err = joinErr(err, run(b.AddI(t0, int64(8*j)), at(b.AddI(c0, int64(32*s+4*h))), []value.Value{g, u}))
 					}
 				})
 			}
@@ -118,7 +125,7 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp, live val
 			group(j, func() {
 				for i := 0; i < 4; i++ {
 					r := 4*j + i
-					tr, tc := b.AddI(t0, int64(8*j+i%2)), b.AddI(f0, int64(64*s+8*(i/2)))
+					tr, tc := b.AddI(t0, int64(8*j+i%2)), at(b.AddI(f0, int64(64*s+8*(i/2))))
 					vals := []value.Value{acc[s*per+r]}
 					if l.gate == layouts.GateUpHalves {
 						vals = append(vals, acc[(s+slices)*per+r])
@@ -140,7 +147,7 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, lane, warp, live val
 func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value,
 	keep func(tr, tc value.Value, outs []value.Value)) error {
 	if l.swap {
-		return l.swapRuns(b, acc, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
+		return l.swapRuns(b, acc, c, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
 			var then func([]value.Value)
 			if keep != nil {
 				then = func(outs []value.Value) { keep(tr, tc, outs) }

@@ -76,6 +76,10 @@ func SM90MXWholeCases() []GemmCase { return gemmCases(sm90MXWholeCases()) }
 // operand swap (sm90MXSwapCases).
 func SM90MXSwapCases() []GemmCase { return gemmCases(sm90MXSwapCases()) }
 
+// SM90MXRegFedCases returns the register-fed MXFP8 GEMMs
+// (sm90MXRegFedCases).
+func SM90MXRegFedCases() []GemmCase { return gemmCases(sm90MXRegFedCases()) }
+
 // SM90MXExpandCases returns the same GEMMs run by expansion
 // (sm90MXExpandCases).
 func SM90MXExpandCases() []GemmCase { return gemmCases(sm90MXExpandCases()) }

@@ -146,6 +146,22 @@ type GemmSpec struct {
 	// (schedule.MXGemmExpand): correct on the H200, not yet faster than
 	// promote (docs/perf.md, mxfp8 v5).
 	MXExpand bool
+	// MXRegisterFed (with MX) computes the same products a third way on
+	// sm_90a, for tiles of many token rows: A is bf16 [rows, K], the
+	// exact values of the activations' MX quantization (no a_scales),
+	// each row's 32-wide blocks in layouts.RegisterFedOrder; B stays
+	// e4m3 with b_scales; the consumer warpgroup loads B's elements
+	// from the TMA-filled stage into registers in wgmma's A-fragment
+	// layout, widens them there times their scale to bf16 (exact for
+	// scales of at least 2^-124, as MXExpand), and issues bf16 wgmma with
+	// the weights as A from registers and the token rows as B from shared
+	// memory (the operand swap's roles; codegen/wgmma_regfed.go,
+	// docs/mxfp8.md "the register-fed expansion"). B tiles of 64, 128 or
+	// 256 rows (one consumer warpgroup per 128), BM a multiple of 8 up to
+	// 128. Not yet handled (the caller's guarantee): an e4m3 NaN
+	// byte in B and scale codes above 134, which the widening reads as
+	// finite values.
+	MXRegisterFed bool
 	// QuantizeC (an MXFP8 GEMM with an f32 C whose N is a multiple of 32):
 	// the epilogue also writes C's MXFP8 form, the bytes moe.Quantize would
 	// write from the stored C: e4m3 c_q [rows, N] and ue8m0 c_scales [rows,
@@ -156,9 +172,19 @@ type GemmSpec struct {
 	QuantizeC bool
 }
 
-// ElemBytes is the size of an A or B element: 1 (MX, e4m3) or 2 (bf16).
+// ElemBytes is the size of a B element (and of an A element, but with
+// MXRegisterFed): 1 (MX, e4m3) or 2 (bf16).
 func (s GemmSpec) ElemBytes() int {
 	if s.MX {
+		return 1
+	}
+	return 2
+}
+
+// AElemBytes is the size of an A element: 2 (bf16), 1 for an MX GEMM
+// whose A is e4m3 (not MXRegisterFed).
+func (s GemmSpec) AElemBytes() int {
+	if s.MX && !s.MXRegisterFed {
 		return 1
 	}
 	return 2
@@ -195,6 +221,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: an MXFP8 GEMM needs grouped K-major weights, K a multiple of 32 (K = %d) and a K block of 128 (%d)", s.Name, s.K, s.Tile.BK)
 	case s.MXExpand && !s.MX:
 		return fmt.Errorf("codegen: %s: MXExpand is a way to run an MXFP8 GEMM (MX)", s.Name)
+	case s.MXRegisterFed && (!s.MX || s.MXExpand || s.QuantizeC):
+		return fmt.Errorf("codegen: %s: MXRegisterFed is a way to run an MXFP8 GEMM (MX), neither with MXExpand nor with QuantizeC", s.Name)
 	case s.QuantizeC && (!s.MX || !s.COutF32 || s.N%32 != 0):
 		return fmt.Errorf("codegen: %s: QuantizeC writes the MXFP8 form of an MXFP8 GEMM's f32 C with N a multiple of 32 (N = %d)", s.Name, s.N)
 	}
@@ -207,7 +235,7 @@ func (s GemmSpec) Validate() error {
 // role to a buffer or a value. Engines that need tensor maps add parameters
 // with Role RoleTensorMap after these (Param.TensorMap names the operand).
 const (
-	RoleA         = "a"        // ptr: A, bf16 [rows, K] (e4m3 with MX)
+	RoleA         = "a"        // ptr: A, bf16 [rows, K] (e4m3 with MX, but bf16 with MXRegisterFed)
 	RoleB         = "b"        // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
 	RoleBias      = "bias"     // ptr: fp32 [E, BRows] (only if Bias)
 	RoleC         = "c"        // ptr: C, bf16 [rows, N] (f32 with COutF32)
@@ -216,7 +244,7 @@ const (
 	RoleNumTiles  = "ntiles"   // ptr: i32 [1] number of valid tiles (ATiled only)
 	RoleRows      = "rows"     // i32: number of rows M (ADense only)
 	RoleTensorMap = "tmap"     // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
-	RoleAScales   = "a_scales" // ptr: ue8m0 [rows, K/32] (MX only)
+	RoleAScales   = "a_scales" // ptr: ue8m0 [rows, K/32] (MX only, not MXRegisterFed)
 	RoleBScales   = "b_scales" // ptr: ue8m0 [E, BRows, K/32] (MX only)
 	RoleCQ        = "c_q"      // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
 	RoleCScales   = "c_scales" // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
@@ -233,10 +261,11 @@ func GemmParams(s GemmSpec) []Param {
 		ps = append(ps, Param{Name: "bias", Type: ParamPtr, Size: 8, Role: RoleBias})
 	}
 	ps = append(ps, Param{Name: "c", Type: ParamPtr, Size: 8, Role: RoleC})
+	if s.MX && !s.MXRegisterFed {
+		ps = append(ps, Param{Name: "a_scales", Type: ParamPtr, Size: 8, Role: RoleAScales})
+	}
 	if s.MX {
-		ps = append(ps,
-			Param{Name: "a_scales", Type: ParamPtr, Size: 8, Role: RoleAScales},
-			Param{Name: "b_scales", Type: ParamPtr, Size: 8, Role: RoleBScales})
+		ps = append(ps, Param{Name: "b_scales", Type: ParamPtr, Size: 8, Role: RoleBScales})
 	}
 	if s.QuantizeC {
 		ps = append(ps,

@@ -24,13 +24,15 @@ import (
 // bias, as FC1 of an mxfp8 layer writes h), ragged experts, a K tail;
 // poisoned C with canary rows; each case run both ways (promoted per
 // block, and by expansion to bf16: GemmSpec.MXExpand), a promoted one
-// of a 72-row B tile with odd scale rows (sm90MXWholeCases), and 32-row
-// tiles with the operand swap (sm90MXSwapCases).
+// of a 72-row B tile with odd scale rows (sm90MXWholeCases), 32-row
+// tiles with the operand swap (sm90MXSwapCases) and the register-fed GEMMs
+// (sm90MXRegFedCases: A the bf16 values of its quantization).
 func TestSM90MXGemmGPU(t *testing.T) {
 	ctx, eng := engineOnGPU(t, target.SM90a, 90)
 	cases := append(codegen.SM90MXCases(), codegen.SM90MXWholeCases()...)
 	cases = append(cases, codegen.SM90MXExpandCases()...)
 	cases = append(cases, codegen.SM90MXSwapCases()...)
+	cases = append(cases, codegen.SM90MXRegFedCases()...)
 	m := ir.NewModule("mx")
 	var infos []codegen.KernelInfo
 	for _, c := range cases {
@@ -109,8 +111,22 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	// the kernels copy a row's codes by aligned 4-byte words, and the word
 	// of a tensor's last code may reach past its end (mxCodeCopy).
 	words := func(n int) int { return (n + 3) &^ 3 }
+	aBuf := d.put(aQ, len(aQ))
+	if s.MXRegisterFed {
+		// A as the bf16 values of its MX quantization (exact), each row's
+		// 32-wide blocks in layouts.RegisterFedOrder.
+		a16 := make([]uint16, len(aD))
+		for i := range a16 {
+			v := aD[i-i%s.K+layouts.RegisterFedOrder(i%s.K)]
+			a16[i] = layouts.BF16FromF32(float32(v))
+			if float64(layouts.F32FromBF16(a16[i])) != v {
+				t.Fatalf("A[%d] = %v is not a bf16 value", i, v)
+			}
+		}
+		aBuf = d.put(a16, 2*len(a16))
+	}
 	bufs := map[string]driver.DevicePtr{
-		codegen.RoleA: d.put(aQ, len(aQ)), codegen.RoleB: d.put(bQ, len(bQ)),
+		codegen.RoleA: aBuf, codegen.RoleB: d.put(bQ, len(bQ)),
 		codegen.RoleAScales: d.put(aS, words(len(aS))), codegen.RoleBScales: d.put(bS, words(len(bS))),
 		codegen.RoleC:     d.put(nil, esize*(rows+canary)*s.N),
 		codegen.RoleTiles: d.put(tiles, 4*len(tiles)+4), codegen.RoleOffsets: d.put(offsets, 4*len(offsets)),

@@ -300,6 +300,93 @@ func sm90MXSwapCases() []sm90GemmCase {
 	}
 }
 
+// sm90MXRegFedCases are MXFP8 GEMMs run register-fed
+// (GemmSpec.MXRegisterFed: bf16 A, e4m3 B widened in the consumers'
+// registers), with 256-row B tiles (two consumer warpgroups) and with
+// 128 and 64 (one): a plain bf16 C with a K tail and a partial column
+// block, gate/up halves into f32 (with bias and K = 2880; 64 gate rows
+// and their 64 up rows), interleaved gate/up (GPT-OSS) with 64-row tiles
+// and with 128, and a plain f32 C of one 64-row slice with 96-row tiles.
+func sm90MXRegFedCases() []sm90GemmCase {
+	t := func(bm, bn, stages, warps int) Tile {
+		return Tile{BM: bm, BN: bn, BK: 128, Stages: stages, Warps: warps}
+	}
+	return []sm90GemmCase{
+		{GemmSpec{Name: "mx_rf_store", N: 200, K: 224, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true, MXRegisterFed: true,
+			Tile: t(128, 256, 3, 8)}, []int{46, 0, 1, 260}},
+		{GemmSpec{Name: "mx_rf_swiglu_f32", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
+			Tile: t(128, 128, 3, 8)}, []int{1, 70, 200}},
+		{GemmSpec{Name: "mx_rf_swiglu64_f32", N: 160, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
+			Tile: t(128, 64, 4, 4)}, []int{130, 7}},
+		{GemmSpec{Name: "mx_rf_gptoss_f32", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
+			MXRegisterFed: true, Tile: t(64, 64, 3, 4)}, []int{70, 1, 23}},
+		{GemmSpec{Name: "mx_rf_gptoss256_f32", N: 200, K: 2880, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
+			MXRegisterFed: true, Tile: t(128, 128, 3, 8)}, []int{140, 3}},
+		{GemmSpec{Name: "mx_rf_store64_f32", N: 136, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiStore, COutF32: true,
+			MX: true, MXRegisterFed: true, Tile: t(96, 64, 4, 4)}, []int{97, 31}},
+		// 256 token rows: two warpgroups of one 64-row slice each.
+		{GemmSpec{Name: "mx_rf_store_t256", N: 200, K: 288, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true, MXRegisterFed: true,
+			Tile: t(256, 128, 2, 8)}, []int{300, 0, 9}},
+		{GemmSpec{Name: "mx_rf_gptoss_t256_f32", N: 72, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
+			MXRegisterFed: true, Tile: t(256, 64, 2, 8)}, []int{257, 40}},
+	}
+}
+
+// TestSM90MXRegFedAssemble builds the register-fed MXFP8 GEMM cases and
+// assembles them for sm_90a: bf16 wgmma with A from registers, no e4m3
+// one, no a_scales parameter; refusals: a B tile of 256 rows, more than
+// 128 token rows, MXRegisterFed without MX or with MXExpand.
+func TestSM90MXRegFedAssemble(t *testing.T) {
+	eng, err := EngineFor(target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := sm90MXRegFedCases()
+	m, infos := sm90GemmModule(t, eng, cases)
+	text, err := mptx.Compile(m.IR, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(text, "k16.f32.bf16.bf16"); n < 2*len(cases) {
+		t.Errorf("%d bf16 wgmma in the register-fed kernels", n)
+	}
+	if strings.Contains(text, ".e4m3.e4m3") || !strings.Contains(text, "mul.rn.bf16x2") {
+		t.Errorf("register-fed kernels: e4m3 wgmma %t, bf16x2 widening %t", strings.Contains(text, ".e4m3.e4m3"), strings.Contains(text, "mul.rn.bf16x2"))
+	}
+	for _, ki := range infos {
+		for _, p := range ki.Params {
+			if p.Role == RoleAScales {
+				t.Errorf("%s has an a_scales parameter", ki.Name)
+			}
+		}
+	}
+	toolchain.NeedPtxas(t, "sm_90a")
+	if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+	}
+	for _, c := range []struct {
+		edit func(*GemmSpec)
+		want string
+	}{
+		{func(s *GemmSpec) { s.Tile.BN = 192 }, "64, 128 or 256 rows"},
+		{func(s *GemmSpec) { s.Tile.Warps = 4 }, "one consumer warpgroup per 128 B-tile rows"},
+		{func(s *GemmSpec) { s.Tile.BM = 192 }, "multiple of 8 up to 128"},
+		{func(s *GemmSpec) { s.MX = false }, "MXRegisterFed is a way"},
+		{func(s *GemmSpec) { s.MXExpand = true }, "MXRegisterFed is a way"},
+	} {
+		s := cases[0].spec
+		c.edit(&s)
+		if _, err := eng.GroupedGEMM(ir.NewModule("r"), s, 1); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("refusal %q: got %v", c.want, err)
+		}
+	}
+}
+
 // sm90MXExpandCases are sm90MXCases run by expansion (GemmSpec.MXExpand):
 // the same GEMMs, names suffixed "_expand" (each with two converter
 // warpgroups: BM = 64, or B tiles of at most 128 rows), and one only the

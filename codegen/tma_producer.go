@@ -64,8 +64,13 @@ func newProducer(r tmaRing, spec GemmSpec, threads int, base value.Value, ring m
 func (p gemmProducer) mxGroups() int { return p.mxGroupsA() + (p.scaleRowsB()+31)/32 }
 
 // mxGroupsA is the number of the A tile's 32-row groups of scale rows:
-// BM/32, rounded up.
-func (p gemmProducer) mxGroupsA() int { return (p.BM + 31) / 32 }
+// BM/32, rounded up; none when A is bf16 (GemmSpec.MXRegisterFed).
+func (p gemmProducer) mxGroupsA() int {
+	if p.spec.MXRegisterFed {
+		return 0
+	}
+	return (p.BM + 31) / 32
+}
 
 // codeGroups is the row groups warp wi of the codeWarps stages: g with
 // codeWarps-1-g%codeWarps == wi, so the first warp (which also issues the
@@ -382,7 +387,11 @@ func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.V
 	store := func(dst, word value.Value, stride int64) {
 		for c := 0; c < kb; c++ {
 			code := b.And(b.LShr(word, ir.Int32(int64(8*c))), ir.Int32(0xFF))
-			b.StoreAt(b.ue8m0F32(code), b.IntToPtr(b.ZExt(b.AddI(dst, int64(c)*stride), ir.I64), SPtr), 4)
+			v := b.ue8m0F32(code)
+			if p.spec.MXRegisterFed { // the widening's bf16x2 factor
+				v = regFedFactor(b, code)
+			}
+			b.StoreAt(v, b.IntToPtr(b.ZExt(b.AddI(dst, int64(c)*stride), ir.I64), SPtr), 4)
 		}
 	}
 	bOff := off + int64(kb*p.BM*4)
@@ -402,11 +411,13 @@ func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.V
 }
 
 // tma issues the TMA loads of K block kt of work item w into the stage at
-// shared address sa, completing on full barrier fb: per 64-wide atom, A's
-// box of BM rows, then B's boxes by the gate/up layout (layouts.GateUpRows:
-// halves, two boxes of BN rows at n0 and N+n0; interleaved, one box of 2*BN
-// rows at 2*n0; plain, one box at n0); an N-major B, one box of 64 columns
-// by BK rows per column of the tile. BTable loads A only.
+// shared address sa, completing on full barrier fb: A's boxes of BM rows,
+// one per atom (a 128-byte row along K), then B's by the gate/up layout
+// (layouts.GateUpRows: halves, two boxes of BN rows at n0 and N+n0;
+// interleaved, one box of 2*BN rows at 2*n0; plain, one box at n0), one
+// set per B atom (as many as A's but with MXRegisterFed, whose bf16 A
+// has two atoms to B's one); an N-major B, one box of 64 columns by BK
+// rows per column of the tile. BTable loads A only.
 func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error {
 	var err error
 	aBytes := p.atoms * p.aAtom
@@ -416,13 +427,21 @@ func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error 
 	} else {
 		b.MbarArriveExpectTx(fb, p.smem.A.Bytes()+p.smem.B.Bytes()) // the scales (MX) are not TMA's
 	}
-	for a := 0; a < p.atoms; a++ {
+	for a := 0; a < max(p.atoms, p.bAtoms); a++ {
 		k0 := b.AddI(b.MulI(kt, int64(p.BK)), int64(p.atomK*a))
 		dA := b.AddI(sa, int64(a*p.aAtom))
-		dB := b.AddI(sa, int64(aBytes+a*p.bAtom))
-		err = joinErr(err, b.TMALoad(p.tmA, dA, fb, k0, w.row0))
-		if table || p.spec.BNMajor {
+		var dB value.Value
+		if a < p.bAtoms {
+			dB = b.AddI(sa, int64(aBytes+a*p.bAtom))
+		}
+		if a < p.atoms {
+			err = joinErr(err, b.TMALoad(p.tmA, dA, fb, k0, w.row0))
+		}
+		if table || p.spec.BNMajor || a >= p.bAtoms {
 			continue
+		}
+		if p.bAtomK != p.atomK {
+			k0 = b.AddI(b.MulI(kt, int64(p.BK)), int64(p.bAtomK*a))
 		}
 		switch p.gate {
 		case layouts.GateUpHalves:

@@ -20,8 +20,9 @@ import (
 // by a persistent grid over the work items.
 type tmaRing struct {
 	BM, BN, NB, BK, S int // tile rows, output columns, B-tile rows (MMA N), K block, stages
-	atomK             int // K elements of one atom: one 128-byte swizzle row (64 bf16, 128 e4m3)
-	atoms             int // K atoms per stage (BK/atomK)
+	atomK             int // K elements of one A atom: one 128-byte swizzle row (64 bf16, 128 e4m3)
+	atoms             int // A's K atoms per stage (BK/atomK)
+	bAtomK, bAtoms    int // B's (atomK and atoms but with GemmSpec.MXRegisterFed: e4m3 B, bf16 A)
 	aAtom, bAtom      int // bytes of one A / B atom (layouts.SmemTile.AtomBytes)
 	stageBytes        int
 	kTiles, nBlocks   int
@@ -34,8 +35,8 @@ type tmaRing struct {
 // checkTMATile refuses, on target t, a K block that is not whole TMA boxes
 // of 64 bf16 (one 128-byte swizzle row) and a ring of fewer than 2 stages.
 func checkTMATile(s GemmSpec, t target.Target) error {
-	switch ak := 128 / s.ElemBytes(); {
-	case s.Tile.BK%ak != 0:
+	switch ak := 128 / s.AElemBytes(); {
+	case s.Tile.BK%ak != 0 || s.Tile.BK%(128/s.ElemBytes()) != 0:
 		return fmt.Errorf("codegen: %s: %v K block %d must be a multiple of %d (one 128-byte swizzle row per TMA box)", s.Name, t, s.Tile.BK, ak)
 	case s.Tile.Stages < 2:
 		return fmt.Errorf("codegen: %s: %v needs at least 2 pipeline stages, got %d", s.Name, t, s.Tile.Stages)
@@ -86,16 +87,22 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 	}
 	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: dt, Scales: s.MX,
 		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor,
-		E4M3Staging: e4m3Staging, CodeSlots: codeSlots, SwapAB: t == target.SM90a && s.swapAB()})
+		E4M3Staging: e4m3Staging, CodeSlots: codeSlots, SwapAB: t == target.SM90a && s.swapAB(), ABF16: s.MXRegisterFed})
 	if err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	r.a, r.b = r.smem.A.(*layouts.SmemTile), r.smem.B.(*layouts.SmemTile)
-	r.atomK = 128 / s.ElemBytes()
-	r.atoms = r.BK / r.atomK
+	r.atomK, r.bAtomK = 128/s.AElemBytes(), 128/s.ElemBytes()
+	r.atoms, r.bAtoms = r.BK/r.atomK, r.BK/r.bAtomK
 	r.aAtom, r.bAtom = r.a.AtomBytes(), r.b.AtomBytes()
 	r.stageBytes = r.smem.StageBytes
-	if r.offA, r.offB, err = stepOffsets(r.a, r.b); err != nil {
+	if s.MXRegisterFed {
+		// The consumers read B by ld.shared (wgmma_regfed.go): A's steps
+		// alone.
+		if r.offA, _, err = stepOffsets(r.a, r.a); err != nil {
+			return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
+		}
+	} else if r.offA, r.offB, err = stepOffsets(r.a, r.b); err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
 	r.nBlocks = (s.N + r.BN - 1) / r.BN
@@ -207,6 +214,10 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 	if s.MXExpand {
 		ak, swz = 64, 64
 	}
+	aeb, aak, adt := eb, ak, dt
+	if s.MXRegisterFed { // A bf16, B e4m3
+		aeb, aak, adt = 2, 64, "bf16"
+	}
 	bmap := &TensorMap{Operand: RoleB, DType: dt,
 		Dims:        []Expr{Const(k), Const(br), Const(int64(s.Experts))},
 		StrideBytes: []Expr{Const(eb * k), Const(eb * k * br)},
@@ -232,10 +243,10 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 	}
 	return []Param{
 		{Name: "tmap_a", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: &TensorMap{
-			Operand: RoleA, DType: dt,
+			Operand: RoleA, DType: adt,
 			Dims:        []Expr{Const(k), rows},
-			StrideBytes: []Expr{Const(eb * k)},
-			Box:         []int{ak, bm}, Swizzle: swz}},
+			StrideBytes: []Expr{Const(aeb * k)},
+			Box:         []int{aak, bm}, Swizzle: swz}},
 		{Name: "tmap_b", Type: ParamTmap, Size: 128, Align: 64, Role: RoleTensorMap, TensorMap: bmap},
 	}, nil
 }

@@ -62,6 +62,14 @@ type GemmConfig struct {
 	// bytes, swizzle and descriptors of both tiles are those of the
 	// unswapped plan; only the row rules change. sm_90a only.
 	SwapAB bool
+	// ABF16 (with SwapAB and DType e4m3) makes the A tile (token rows)
+	// bf16 while B (weights) stays e4m3: the sm_90a register-fed MXFP8
+	// GEMM, whose consumers load B into registers and widen it to bf16,
+	// with the token rows as wgmma's B operand (K/64 atoms of M x 128
+	// bytes; B K/128 atoms of BRows x 128 bytes). The scales keep A's
+	// space (the plan's offsets are the same), which that GEMM leaves
+	// unused: its A holds the MX values themselves.
+	ABF16 bool
 }
 
 // GemmSmem is the shared-memory plan of one grouped-GEMM CTA, the one
@@ -152,6 +160,13 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		if p.B, p.A, err = GemmOperandTiles(c.Target, c.DType, c.BRows, c.M, c.K); err != nil {
 			return nil, err
 		}
+		if c.ABF16 {
+			if p.A, err = newSmemTile(c.Target, OperandB, DTypeBF16, c.M, c.K, Swizzle128B, false); err != nil {
+				return nil, err
+			}
+		}
+	} else if c.ABF16 {
+		return nil, fmt.Errorf("layouts: a bf16 A tile beside an e4m3 B (ABF16) is a plan of the operand swap (SwapAB)")
 	} else if p.A, p.B, err = GemmOperandTiles(c.Target, c.DType, c.M, c.BRows, c.K); err != nil {
 		return nil, err
 	}

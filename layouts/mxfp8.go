@@ -552,3 +552,20 @@ func (q *MXFP8) quantRows(e, lo, hi int, src source, t *[1 << 16]uint8) {
 }
 
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+// RegisterFedOrder is the order of the K elements inside each 32-element
+// block of the bf16 activations that sm_90a's register-fed MXFP8 GEMM
+// reads (codegen.GemmSpec.MXRegisterFed): position p (0..31) of a block
+// holds the block's element RegisterFedOrder(p). The GEMM's consumer
+// thread q (lane%4) loads the 8 consecutive e4m3 weights 8q..8q+7 of a
+// block with one 8-byte load and splits each 4-byte word into its even
+// and odd bytes (two bf16 pairs each); wgmma's A fragment places those
+// at K positions 2q, 2q+1 (+8, +16, +24) of the block (PTX ISA
+// 9.7.15.5.1.1, the A fragment of m64nNk16 .bf16), so the activations,
+// wgmma's B, take the same order: position p = 8h + 2q + j (h 0..3, j 0..1)
+// holds element 8q + 4(h/2) + h%2 + 2j. A permutation within the block,
+// so the block's scale and its products' sum are unchanged.
+func RegisterFedOrder(p int) int {
+	q, h, j := (p%8)/2, (p/8)%4, p%2
+	return 32*(p/32) + 8*q + 4*(h/2) + h%2 + 2*j
+}

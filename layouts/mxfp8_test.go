@@ -1,6 +1,7 @@
 package layouts
 
 import (
+	"fmt"
 	"math"
 	"math/rand"
 	"testing"
@@ -344,5 +345,21 @@ func TestQuantizeErrorsAndStreaming(t *testing.T) {
 	// Empty tensors are fine.
 	if _, err := Quantize(nil, 2, 0, 64, QuantizeOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// RegisterFedOrder permutes each 32-element block: every element of the
+// block once, none from another block.
+func TestRegisterFedOrder(t *testing.T) {
+	seen := map[int]bool{}
+	for p := 0; p < 96; p++ {
+		n := RegisterFedOrder(p)
+		if n/32 != p/32 || seen[n] {
+			t.Fatalf("RegisterFedOrder(%d) = %d", p, n)
+		}
+		seen[n] = true
+	}
+	if got := []int{RegisterFedOrder(0), RegisterFedOrder(1), RegisterFedOrder(2), RegisterFedOrder(8), RegisterFedOrder(9), RegisterFedOrder(16), RegisterFedOrder(31)}; fmt.Sprint(got) != "[0 2 8 1 3 4 31]" {
+		t.Errorf("RegisterFedOrder of 0, 1, 2, 8, 9, 16, 31: %v", got)
 	}
 }

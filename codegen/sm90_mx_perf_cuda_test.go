@@ -1,0 +1,270 @@
+//go:build cuda
+
+package codegen_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"os"
+	"regexp"
+	"testing"
+
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/target"
+)
+
+// TestSM90MXRegFedPerf times qwen3-30b-a3b's routed GEMMs at T = 4096
+// (128 experts of 256 rows: FC1 gate/up halves N = 768, K = 2048, f32 h;
+// FC2 N = 2048, K = 768, bf16 out) three ways on one GPU: bf16 (the bf16
+// layer's tiles), MXFP8 promoted per 32-wide block (the mxfp8 layer's
+// default) and MXFP8 register-fed (GemmSpec.MXRegisterFed; B tiles of 128
+// rows with one consumer warpgroup, and of 256 with two), and
+// spot-checks 256 outputs of each against the float64 GEMM of its inputs.
+// The inputs are random bytes (e4m3 without NaN, scale codes 112..127) and
+// random bf16, not quantized data: the kernels' speed and sums do not
+// depend on it (the register-fed A in layouts.RegisterFedOrder). Only the
+// variants whose names match MOKC_MXPERF (a regular expression; default
+// all) run, for profiling one kernel. Skipped with -short.
+func TestSM90MXRegFedPerf(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short")
+	}
+	ctx, eng := engineOnGPU(t, target.SM90a, 90)
+	const E, per = 128, 256
+	counts := make([]int, E)
+	for i := range counts {
+		counts[i] = per
+	}
+	fc1 := codegen.GemmSpec{Name: "p_fc1", N: 768, K: 2048, Experts: E, A: codegen.ATiled, B: codegen.BGrouped,
+		Epilogue: codegen.EpiGated, Gate: codegen.GateHalves, Act: codegen.Activation{Kind: codegen.ActSwiGLU}}
+	fc2 := codegen.GemmSpec{Name: "p_fc2", N: 2048, K: 768, Experts: E, A: codegen.ATiled, B: codegen.BGrouped, Epilogue: codegen.EpiStore}
+	type variant struct {
+		name string
+		spec codegen.GemmSpec
+	}
+	var vs []variant
+	for _, g := range []codegen.GemmSpec{fc1, fc2} {
+		bn := 128
+		if g.Epilogue == codegen.EpiGated {
+			bn = 64
+		}
+		bf := g
+		bf.Name += "_bf16"
+		bf.Tile = codegen.Tile{BM: 128, BN: 2 * bn, BK: 64, Stages: 4, Warps: 8}
+		if g.Epilogue == codegen.EpiStore {
+			bf.Tile.Stages = 3
+		}
+		mx := g
+		mx.Name += "_promote"
+		mx.MX, mx.COutF32 = true, g.Epilogue == codegen.EpiGated
+		mx.Tile = codegen.Tile{BM: 128, BN: bn, BK: 128, Stages: 4, Warps: 8}
+		rf := mx
+		rf.Name = g.Name + "_regfed"
+		rf.MXRegisterFed = true
+		rf.Tile.Warps = 4
+		rf2 := rf // two consumer warpgroups, each half of a 256-row B tile
+		rf2.Name += "2"
+		rf2.Tile.BN, rf2.Tile.Warps, rf2.Tile.Stages = 2*bn, 8, 3
+		vs = append(vs, variant{"bf16", bf}, variant{"promote", mx}, variant{"regfed", rf}, variant{"regfed, 2 warpgroups", rf2})
+		if g.Epilogue == codegen.EpiStore { // 256 token rows: two warpgroups of one slice
+			rf3 := rf
+			rf3.Name += "3"
+			rf3.Tile.BM, rf3.Tile.Warps, rf3.Tile.Stages = 256, 8, 2
+			vs = append(vs, variant{"regfed, 256 token rows", rf3})
+		}
+	}
+	if re := os.Getenv("MOKC_MXPERF"); re != "" {
+		var keep []variant
+		for _, v := range vs {
+			if regexp.MustCompile(re).MatchString(v.spec.Name) {
+				keep = append(keep, v)
+			}
+		}
+		vs = keep
+	}
+	m := ir.NewModule("mxperf")
+	infos := make([]codegen.KernelInfo, len(vs))
+	for i, v := range vs {
+		ki, err := eng.GroupedGEMM(m, v.spec, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos[i] = ki
+	}
+	if _, err := m.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	text, err := ptx.Compile(m.IR, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rand.New(rand.NewPCG(rand.Uint64(), 41))
+	rows := E * per
+	offsets := []int32{0}
+	for e := 0; e < E; e++ {
+		offsets = append(offsets, int32((e+1)*per))
+	}
+	d := &dev{t: t, ctx: ctx}
+	defer d.free()
+	for i, v := range vs {
+		s := v.spec
+		br := s.BRows()
+		var tiles []int32
+		for e := 0; e < E; e++ {
+			for r0 := 0; r0 < per; r0 += s.Tile.BM {
+				tiles = append(tiles, int32(e), int32(e*per+r0))
+			}
+		}
+		// Inputs: bf16 (random magnitudes 2^-4..2^0) or e4m3 bytes with
+		// codes, and their float64 values.
+		e4 := func(n int) ([]uint8, []float64) {
+			q, f := make([]uint8, n), make([]float64, n)
+			for j := range q {
+				c := uint8(r.UintN(256))
+				if c&0x7F == 0x7F {
+					c ^= 1
+				}
+				q[j], f[j] = c, float64(layouts.F32FromE4M3(c))
+			}
+			return q, f
+		}
+		b16 := func(n int) ([]uint16, []float64) {
+			h, f := make([]uint16, n), make([]float64, n)
+			for j := range h {
+				h[j] = layouts.BF16FromF32(float32((2*r.Float64() - 1) * math.Ldexp(1, -r.IntN(5))))
+				f[j] = float64(layouts.F32FromBF16(h[j]))
+			}
+			return h, f
+		}
+		codes := func(n int) ([]uint8, []float64) {
+			c, f := make([]uint8, (n+3)&^3), make([]float64, n)
+			for j := range f {
+				c[j] = uint8(112 + r.IntN(16))
+				f[j] = float64(layouts.F32FromUE8M0(c[j]))
+			}
+			return c, f
+		}
+		var aVal, bVal, aSc, bSc []float64
+		bufs := map[string]driver.DevicePtr{}
+		if s.MX && !s.MXRegisterFed {
+			q, f := e4(rows * s.K)
+			c, fs := codes(rows * s.K / 32)
+			bufs[codegen.RoleA], bufs[codegen.RoleAScales], aVal, aSc = d.put(q, len(q)), d.put(c, len(c)), f, fs
+		} else {
+			h, f := b16(rows * s.K)
+			if s.MXRegisterFed { // each row's 32-wide blocks in layouts.RegisterFedOrder
+				hp := make([]uint16, len(h))
+				for j := range hp {
+					hp[j] = h[j-j%s.K+layouts.RegisterFedOrder(j%s.K)]
+				}
+				h = hp
+			}
+			bufs[codegen.RoleA], aVal = d.put(h, 2*len(h)), f
+		}
+		if s.MX {
+			q, f := e4(E * br * s.K)
+			c, fs := codes(E * br * s.K / 32)
+			bufs[codegen.RoleB], bufs[codegen.RoleBScales], bVal, bSc = d.put(q, len(q)), d.put(c, len(c)), f, fs
+		} else {
+			h, f := b16(E * br * s.K)
+			bufs[codegen.RoleB], bVal = d.put(h, 2*len(h)), f
+		}
+		esize := 2
+		if s.COutF32 {
+			esize = 4
+		}
+		bufs[codegen.RoleC] = d.put(nil, esize*rows*s.N)
+		bufs[codegen.RoleTiles] = d.put(tiles, 4*len(tiles)+4)
+		bufs[codegen.RoleOffsets] = d.put(offsets, 4*len(offsets))
+		bufs[codegen.RoleNumTiles] = d.put([]int32{int32(len(tiles) / 2)}, 4)
+		ki := infos[i]
+		f := sm90Function(t, ctx, text, ki)
+		args := sm90GemmArgs(t, ctx, ki, bufs, rows)
+		grid := driver.Dim3{X: int(ki.Grid[0].Eval(int64(rows))), Y: int(ki.Grid[1].Eval(int64(rows))), Z: 1}
+		launch := func() {
+			if err := f.Launch(grid, driver.Dim3{X: ki.Block, Y: 1, Z: 1}, ki.SharedBytes, nil, args); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for w := 0; w < 3; w++ {
+			launch()
+		}
+		e0, _ := ctx.NewEvent()
+		e1, _ := ctx.NewEvent()
+		const iters = 20
+		e0.Record(nil)
+		for w := 0; w < iters; w++ {
+			launch()
+		}
+		e1.Record(nil)
+		if err := e1.Synchronize(); err != nil {
+			t.Fatal(err)
+		}
+		ms, err := driver.ElapsedMs(e0, e1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		flops := 2 * float64(rows) * float64(s.K) * float64(br)
+		t.Logf("%s (%s): rows %d K %d B rows %d, tile %dx%dx%d, %d stages: %.1f µs, %.0f TFLOP/s", s.Name, v.name, rows, s.K, br,
+			s.Tile.BM, s.Tile.BN, s.Tile.BK, s.Tile.Stages, 1e3*float64(ms)/iters, flops*iters/(float64(ms)*1e-3)/1e12)
+		// Spot check: 256 outputs against the float64 GEMM of the inputs'
+		// values (times the scales per 32-wide block).
+		got := make([]float64, rows*s.N)
+		if s.COutF32 {
+			out := make([]float32, len(got))
+			if err := ctx.CopyFromDevice(out, bufs[codegen.RoleC]); err != nil {
+				t.Fatal(err)
+			}
+			for j, x := range out {
+				got[j] = float64(x)
+			}
+		} else {
+			out := make([]uint16, len(got))
+			if err := ctx.CopyFromDevice(out, bufs[codegen.RoleC]); err != nil {
+				t.Fatal(err)
+			}
+			for j, x := range out {
+				got[j] = bf(x)
+			}
+		}
+		dot := func(row, j int) (v, abs float64) {
+			e := row / per
+			for k := 0; k < s.K; k++ {
+				a, b := aVal[row*s.K+k], bVal[(e*br+j)*s.K+k]
+				if aSc != nil {
+					a *= aSc[row*s.K/32+k/32]
+				}
+				if bSc != nil {
+					b *= bSc[(e*br+j)*s.K/32+k/32]
+				}
+				v += a * b
+				abs += math.Abs(a * b)
+			}
+			return v, abs
+		}
+		for n := 0; n < 256; n++ {
+			row, col := r.IntN(rows), r.IntN(s.N)
+			var w, sum float64
+			if s.Epilogue != codegen.EpiGated {
+				w, sum = dot(row, col)
+			} else {
+				g, sg := dot(row, col)
+				u, su := dot(row, s.N+col)
+				sig := 1 / (1 + math.Exp(-g))
+				w, sum = g*sig*u, math.Abs(sig*(1+g*(1-sig))*u)*sg+math.Abs(g*sig)*su
+			}
+			tol := 0x1p-12*sum + 1e-4*math.Abs(w) + 1e-9
+			if !s.COutF32 {
+				tol += math.Abs(w) / 128
+			}
+			if g := got[row*s.N+col]; math.IsNaN(g) || math.Abs(g-w) > tol {
+				t.Errorf("%s: C[%d][%d] = %v, want %v (tolerance %.3g)", s.Name, row, col, g, w, tol)
+				break
+			}
+		}
+	}
+}

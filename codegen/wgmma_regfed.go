@@ -1,0 +1,199 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+	"github.com/mokc/mokc/ir"
+)
+
+// WGMMAMainloopRegFed describes the consumer K loop of the sm_90a
+// register-fed MXFP8 GEMM (GemmSpec.MXRegisterFed; docs/mxfp8.md, "the
+// register-fed expansion"). A stage holds the token rows as bf16 (the
+// exact values of their MX quantization; K/64 atoms of BM rows x 128
+// bytes, 128-byte swizzle, as TMA writes them), the B tile's weights as
+// e4m3 (NB rows x 128 bytes, one atom) and their scales as the bf16x2
+// factors of regFedFactor ([K/32][NB] words at the stage's B scale
+// offset). Per 32-wide block c and 64-row slice s
+// of the B tile, each consumer thread
+//
+//   - loads the block's e4m3 bytes 8q..8q+7 (q = lane%4) of its rows r =
+//     16*(warp%4) + lane/4 and r+8 of the slice, one ld.shared.v2.b32
+//     each, at row*128 + ((chunk ^ row%8) * 16) + byte (the 128-byte
+//     swizzle); of each 4-byte word the odd bytes and the even bytes
+//     make two bf16 pairs of wgmma's A fragment (PTX ISA 9.7.15.5.1.1,
+//     .bf16 m64nNk16: the pairs at K 2q, 2q+8 of each k16 step), which is
+//     why the activations come in layouts.RegisterFedOrder,
+//   - widens each byte by a bit copy (S.EEEE.MMM becomes the bf16
+//     S.0000EEEE.MMM0000, the e4m3 value times 2^-120, as widenE4M3) and
+//     one mul.rn.bf16x2 by the row's factor 2^(code-7), its scale times
+//     2^120 (regFedFactor), so each element is the bf16 value of e4m3
+//     times scale, exact for scales of at least 2^-124 and codes up to 134
+//     (see GemmSpec.MXRegisterFed),
+//   - issues two wgmma m64nBMk16.f32.bf16.bf16 (the block's two k16
+//     steps) with these registers as A and the token rows as B (K-major,
+//     from the stage's descriptor) into slice s's accumulators, commits
+//     them as one group and waits until Sets/2 groups are pending.
+//
+// A warpgroup computes Slices slices, SliceRows B-tile rows apart, from
+// its first row (which the caller's offsets hold): with two consumer
+// warpgroups each takes its half of a 256-row B tile. The A registers
+// come in Sets sets by the group's index (4 blocks times the slices per
+// stage: a multiple of 4), so the widening of the next group overlaps the
+// tensor cores' work on the pending ones. The stage is released (lane 0
+// of each warp arrives on empty[stage]) once the next stage's group
+// Sets/2-1 has been waited for, which leaves the previous stage's groups
+// complete; the last stage after the loop.
+// The accumulators (slice s at registers s*BM/2.., register 4j+i: the
+// slice's row 16*(warp%4) + lane/4 + 8*(i/2), token row 8j + 2*(lane%4) +
+// i%2) are those of the operand swap (WGMMAMainloopMX.Swap, swapRuns).
+type WGMMAMainloopRegFed struct {
+	BM         int    // token rows of the tile: wgmma's N (a multiple of 8 up to 256)
+	Slices     int    // 64-row slices of the B tile this warpgroup computes: 1 or 2
+	SliceRows  int    // B-tile rows from the warpgroup's first slice to its second
+	Stages     int    // ring depth
+	StageBytes int    // bytes between stages
+	BOffset    int    // the e4m3 B tile's offset in a stage (after the bf16 token tile)
+	OffTok     []int  // per k16 step of the stage (BK/16): the token tile's descriptor offset (16-byte units)
+	DescHi     uint64 // the token tile's descriptor bits (K-major, 128-byte swizzle)
+	ScaleBlock int    // bytes between two 32-wide blocks' scales of the B rows (4*NB)
+	// Sets is the number of A-register sets (2 or 4; group g widens into
+	// set g%Sets) and Sets/2 the groups left pending after each commit:
+	// the widening of group g+1 overlaps the pending groups, and its set
+	// was last read by group g+1-Sets, complete by then. Four where one
+	// consumer warpgroup must hide the widening itself, two where two
+	// warpgroups share the tensor cores (and the registers).
+	Sets int
+}
+
+// accs is the number of accumulators per thread: BM/2 per slice.
+func (ml WGMMAMainloopRegFed) accs() int { return ml.Slices * ml.BM / 2 }
+
+// WGMMAMainloopRegFed emits the K loop of one work item of the consumer
+// warpgroup (see WGMMAMainloopRegFed) over ktiles K tiles from ring state
+// (stage, phase). bars is the shared address of full[0] (empty[s] at bars +
+// 8(Stages+s)), smem the ring's base, wRow the thread's byte offset in the
+// B tile (its first row, the warpgroup's first row + 16*(warp%4) +
+// lane/4, times 128, plus 8*(lane%4%2)), wX the swizzle of its first
+// chunk (row%8 ^ (lane%4)/2, times 16), lead nonzero in lane 0 of each warp, scOff the byte offset from a
+// stage's base of the factor of the thread's first row in block 0 (its
+// row +8 is 32 bytes on, its second slice 4*SliceRows).
+// Returns the accumulators and the advanced stage and phase.
+func (b *Builder) WGMMAMainloopRegFed(ml WGMMAMainloopRegFed, stage, phase, ktiles, bars, smem, wRow, wX, lead, scOff value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
+	if err := checkWGMMAN(ml.BM); err != nil {
+		return nil, nil, nil, err
+	}
+	if (ml.Slices != 1 && ml.Slices != 2) || (ml.Sets != 2 && ml.Sets != 4) || ml.Stages < 2 || len(ml.OffTok) != 8 {
+		return nil, nil, nil, fmt.Errorf("codegen: register-fed MXFP8 mainloop with %d slices (1 or 2), %d register sets (2 or 4), %d stages, %d k16 steps (8: K blocks of 128)", ml.Slices, ml.Sets, ml.Stages, len(ml.OffTok))
+	}
+	na := ml.accs()
+	cons := accConstraints(na, false, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "r", "r")
+	outs := b.AsmCallN(ml.asm(), cons, append(f32s(na), ir.I32, ir.I32),
+		stage, phase, ktiles, bars, smem, wRow, wX, lead, scOff)
+	return outs[:na], outs[na], outs[na+1], nil
+}
+
+// regFedFactor is the bf16x2 factor (both halves) of the register-fed
+// widening for the UE8M0 code (i32 0..255), which the producer stores in
+// place of the f32 scale (gemmProducer.mxStoreScales): 2^(code-7), the
+// scale 2^(code-127) times 2^120, exact for codes up to 134; +Inf for
+// 135..254 (a factor beyond bf16's range: GemmSpec.MXRegisterFed) and NaN
+// for 255.
+func regFedFactor(b *Builder, code value.Value) value.Value {
+	c := b.Select(b.ICmp(enum.IPredUGT, code, ir.Int32(135)), ir.Int32(135), code)
+	f := b.Shl(b.AddI(c, 120), ir.Int32(7))
+	f = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(255)), ir.Int32(0x7FC0), f)
+	return b.Or(f, b.Shl(f, ir.Int32(16)))
+}
+
+// asm is the PTX text of WGMMAMainloopRegFed.
+func (ml WGMMAMainloopRegFed) asm() string {
+	na := ml.accs()
+	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
+	stage, phase, ktiles, bars, smem, wRow, wX, lead, scOff := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8)
+	ins := mainloopIns{stage: stage, phase: phase, kt: ktiles, bars: bars, smem: smem, lead: lead}
+	S := ml.Slices
+	L := loopStart([]string{
+		".reg .pred P, Q;",
+		".reg .b32 s, ph, kt, bar, sa, t, xs, e, w, msgn;",
+		fmt.Sprintf(".reg .b32 ad<4>, u<8>, ra<%d>, m<4>;", 8*ml.Sets),
+		".reg .b64 d0b, db;",
+	}, stage, phase, na)
+	L = append(L, "mov.b32 msgn, 0x80008000;")
+	L = append(L, loopHead("WGRF", ktiles, bars)...)
+	L = append(L, fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", ml.StageBytes, smem))
+	L = append(L, descPTX("d0b", "sa", ml.DescHi)...)
+	// ad_c: the thread's 8 bytes of block c in its row: 16-byte chunk
+	// 2c + q/2 (the swizzle: chunk ^ row%8), byte 8*(q%2).
+	L = append(L, fmt.Sprintf("add.s32 w, sa, %d;", ml.BOffset), "add.s32 w, w, "+wRow+";", "add.s32 xs, sa, "+scOff+";")
+	for c := 0; c < 4; c++ {
+		L = append(L, fmt.Sprintf("xor.b32 t, %s, %d;", wX, c<<5), fmt.Sprintf("add.s32 ad%d, w, t;", c))
+	}
+	accs := func(s int) string {
+		r := make([]string, ml.BM/2)
+		for i := range r {
+			r[i] = fmt.Sprintf("$%d", s*ml.BM/2+i)
+		}
+		return "{" + strings.Join(r, ", ") + "}"
+	}
+	// load is group g's loads (block g/S, slice g%S) into the register
+	// set v of its bytes u and factors m: issued one group ahead, so the
+	// shared loads' latency overlaps the group before (the stage's first
+	// group: after the full barrier).
+	load := func(g, v int) {
+		c, s := g/S, g%S
+		for h := 0; h < 2; h++ {
+			L = append(L,
+				fmt.Sprintf("ld.shared.v2.b32 {u%d, u%d}, [ad%d+%d];", 4*v+2*h, 4*v+2*h+1, c, s*ml.SliceRows*128+h*8*128),
+				fmt.Sprintf("ld.shared.b32 m%d, [xs+%d];", 2*v+h, c*ml.ScaleBlock+4*ml.SliceRows*s+32*h))
+		}
+	}
+	G := 4 * S
+	load(0, 0)
+	for g := 0; g < G; g++ {
+		c, s, v := g/S, g%S, g%2
+		set := 8 * (g % ml.Sets)
+		// Word i of row h: its odd bytes (1, 3) are the pair of the
+		// A-fragment register 4i+2+h, its even bytes (0, 2), shifted
+		// into the same places, that of register 4i+h.
+		for h := 0; h < 2; h++ {
+			for i := 0; i < 2; i++ {
+				u := fmt.Sprintf("u%d", 4*v+2*h+i)
+				for odd := 1; odd >= 0; odd-- {
+					src := u
+					if odd == 0 {
+						L = append(L, "shl.b32 e, "+u+", 8;")
+						src = "e"
+					}
+					L = append(L,
+						"shr.b32 t, "+src+", 4;",
+						"and.b32 t, t, 0x07f007f0;",           // exponent and mantissa at bf16's low exponent bits
+						"lop3.b32 e, "+src+", msgn, t, 0xEA;", // (x & signs) | t
+						fmt.Sprintf("mul.rn.bf16x2 ra%d, e, m%d;", set+4*i+2*odd+h, 2*v+h))
+				}
+			}
+		}
+		L = append(L, "wgmma.fence.sync.aligned;")
+		for j := 0; j < 2; j++ {
+			L = append(L, fmt.Sprintf("add.s64 db, d0b, %d;", ml.OffTok[2*c+j]),
+				fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 %s, {ra%d, ra%d, ra%d, ra%d}, db, 1, 1, 1, 0;",
+					ml.BM, accs(s), set+4*j, set+4*j+1, set+4*j+2, set+4*j+3))
+		}
+		L = append(L, "wgmma.commit_group.sync.aligned;")
+		if g+1 < G {
+			load(g+1, (g+1)%2)
+		}
+		if pend := ml.Sets / 2; g == pend-1 {
+			// The previous stage's last group is done: release it.
+			L = append(L, WGMMAMainloop{Stages: ml.Stages}.waitRelease(ins, pend)...)
+		} else {
+			L = append(L, fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", pend))
+		}
+	}
+	L = append(L, loopAdvance("WGRF", ml.Stages)...)
+	L = append(L, "WGRF_DONE:")
+	L = append(L, WGMMAMainloop{Stages: ml.Stages}.waitRelease(ins, 0)...)
+	return asmLines(append(L, loopEnd(na)...)...)
+}
