@@ -88,6 +88,9 @@ type sm100MX struct {
 func sm100Plan(s GemmSpec) (sm100Layout, error) {
 	var l sm100Layout
 	bm, bn, nb := s.Tile.BM, s.Tile.BN, s.bTileRows()
+	if s.MXRegisterFed {
+		return l, fmt.Errorf("codegen: %s: MXRegisterFed is the sm_90a way to run an MXFP8 GEMM; sm_100a runs block-scaled tcgen05.mma", s.Name)
+	}
 	if err := checkTMATile(s, target.SM100a); err != nil {
 		return l, err
 	}

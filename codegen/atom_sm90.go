@@ -105,7 +105,7 @@ func sm90NMajorB(s GemmSpec) bool {
 // sm90Layout is the derived geometry of one sm_90a GEMM kernel.
 type sm90Layout struct {
 	tmaRing
-	WG                int // consumer warpgroups (BM/64)
+	WG                int // consumer warpgroups (BM/64; the operand swap one, the register-fed GEMM regFedWGs)
 	threads           int
 	prodRegs, mmaRegs int    // setmaxnreg targets (0: do not rebalance)
 	launchRegs        int    // registers per thread at launch (.maxnreg) when rebalancing
@@ -122,7 +122,9 @@ type sm90Layout struct {
 	mmaWG0 int
 	// swap: the operand swap of a promoted MXFP8 GEMM of 32-row tiles
 	// (swapAB): one consumer warpgroup, the B tile wgmma's A in 64-row
-	// slices, the token rows its B (WGMMAMainloopMX.Swap, swapRuns).
+	// slices, the token rows its B (WGMMAMainloopMX.Swap, swapRuns); and
+	// the register-fed MXFP8 GEMM, whose one or two warpgroups take the
+	// same roles (WGMMAMainloopRegFed).
 	swap bool
 	// quantAt is, with GemmSpec.QuantizeC, the shared offset (from the
 	// base) of the f32 tile of the work item's outputs the epilogue
@@ -210,6 +212,9 @@ func regFedWGs(nb, bm int) int {
 // regFedSets is the A-register sets of a register-fed GEMM's K loop
 // (WGMMAMainloopRegFed.Sets) with wg consumer warpgroups.
 func regFedSets(wg int) int {
+	if wg > 1 {
+		return 2
+	}
 	return 4
 }
 
@@ -332,7 +337,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, nil // no setmaxnreg: every thread keeps 65536/threads registers
 	}
 	l.registers(s)
-	if acc := l.NB / 2; l.WG >= 2 && acc+40 > l.mmaRegs {
+	if acc := l.NB / 2; l.WG >= 2 && !l.swap && acc+40 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d with %d accumulators per thread exceeds the %d registers of a consumer thread", s.Name, l.BM, acc, l.mmaRegs)
 	}
 	if acc, a := l.accs(), 8*regFedSets(l.WG); s.MXRegisterFed && l.mmaRegs > 0 && acc+a+48 > l.mmaRegs {
@@ -364,8 +369,6 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	switch {
 	case l.expand:
 		l.prodRegs = expandProdRegs
-	case s.MXRegisterFed:
-		l.prodRegs = 56 // the consumers' A registers (regFedSets); the codes' factors need no f32
 	case s.MX:
 		l.prodRegs = 80 // the MXFP8 scale-code windows and their decoding (see above)
 	case s.B == BTable:
@@ -481,7 +484,8 @@ func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
 
 // consumers is warpgroups 1..WG: per work item, the K loop (or the drain
 // of a warpgroup without rows), then the epilogue of its 64 rows (with
-// the operand swap, the one warpgroup's 32 token rows).
+// the operand swap, all the tile's token rows: of the whole B tile, or of
+// the warpgroup's half with two register-fed warpgroups).
 func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	if l.mmaRegs > 0 {
 		b.SetMaxNReg(true, l.mmaRegs)
@@ -497,8 +501,10 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	var aSc, bSc value.Value
 	if k.spec.MX {
 		// The thread's first accumulator row and column among the stage's
-		// f32 scales ([K/32][BM] of A, then [K/32][NB] of B); with the
-		// swap the rows are B-tile rows and the columns token rows.
+		// f32 scales ([K/32][BM] of A, then [K/32][NB] of B; the
+		// register-fed GEMM's are bf16x2 factors of B's rows, addressed
+		// below); with the swap the rows are B-tile rows and the columns
+		// token rows.
 		so := int64(l.smem.ScaleOffset)
 		bo := so + int64(l.BK/32*l.BM*4)
 		row := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), b.LShr(lane, ir.Int32(2))))

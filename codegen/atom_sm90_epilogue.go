@@ -139,7 +139,7 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, c, lane, warp, live 
 }
 
 // epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
-// (with the operand swap, the tile's 32 token rows, by swapRuns) through
+// (with the operand swap, the tile's token rows, by swapRuns) through
 // the Epilogue ep of work item w (bias, activation, bf16 rounding,
 // predicated stores). With the operand swap, keep (nil: none) also gets
 // each stored run's fp32 outputs with its token row and column in the

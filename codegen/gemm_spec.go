@@ -157,8 +157,10 @@ type GemmSpec struct {
 	// the weights as A from registers and the token rows as B from shared
 	// memory (the operand swap's roles; codegen/wgmma_regfed.go,
 	// docs/mxfp8.md "the register-fed expansion"). B tiles of 64, 128 or
-	// 256 rows (one consumer warpgroup per 128), BM a multiple of 8 up to
-	// 128. Not yet handled (the caller's guarantee): an e4m3 NaN
+	// 256 rows with BM a multiple of 8 up to 128 (one consumer warpgroup
+	// per 128 B-tile rows), or a 128-row B tile of plain or interleaved
+	// gate/up rows with BM = 256 (two warpgroups of one slice each). Not
+	// yet handled (the caller's guarantee): an e4m3 NaN
 	// byte in B and scale codes above 134, which the widening reads as
 	// finite values.
 	MXRegisterFed bool

@@ -339,8 +339,9 @@ func sm90MXRegFedCases() []sm90GemmCase {
 
 // TestSM90MXRegFedAssemble builds the register-fed MXFP8 GEMM cases and
 // assembles them for sm_90a: bf16 wgmma with A from registers, no e4m3
-// one, no a_scales parameter; refusals: a B tile of 256 rows, more than
-// 128 token rows, MXRegisterFed without MX or with MXExpand.
+// one, no a_scales parameter; refusals: a 192-row B tile, 4 MMA warps on
+// a 256-row B tile, 192 token rows, MXRegisterFed without MX or with
+// MXExpand.
 func TestSM90MXRegFedAssemble(t *testing.T) {
 	eng, err := EngineFor(target.SM90a)
 	if err != nil {

@@ -199,7 +199,7 @@ type mxCodeRow struct{ src, ok value.Value }
 
 // mxCodeRows emits the scale rows of work item w that producer lane tid
 // stages in row groups gs (mxGroups): A-tile row tid+32g (existing below
-// the expert's end), B-tile row tid+32(g-BM/32) (the gate/up row map;
+// the expert's end), B-tile row tid+32(g-mxGroupsA) (the gate/up row map;
 // existing below BRows and NB).
 func (p gemmProducer) mxCodeRows(b *Builder, tid value.Value, w gemmWork, gs []int) []mxCodeRow {
 	nsf := int64(p.spec.K / 32)
@@ -376,7 +376,8 @@ func (p gemmProducer) mxStoreScaleTiles(b *Builder, tid value.Value, codes []val
 }
 
 // mxStoreScales stores the codes of mxScaleCodes into the stage at shared
-// address sa, decoded from UE8M0 to f32 (2^(code-127), NaN for 255), [block]
+// address sa, decoded from UE8M0 to f32 (2^(code-127), NaN for 255; for
+// the register-fed GEMM the bf16x2 factors of regFedFactor), [block]
 // [row] after the stage's A and B tiles (layouts.GemmSmem.ScaleOffset), so
 // that a consumer reads one column's scale of a block with one load. B-tile
 // rows past NB (a lane's last row group when NB is not a multiple of 32)

@@ -35,8 +35,8 @@ type tmaRing struct {
 // checkTMATile refuses, on target t, a K block that is not whole TMA boxes
 // of 64 bf16 (one 128-byte swizzle row) and a ring of fewer than 2 stages.
 func checkTMATile(s GemmSpec, t target.Target) error {
-	switch ak := 128 / s.AElemBytes(); {
-	case s.Tile.BK%ak != 0 || s.Tile.BK%(128/s.ElemBytes()) != 0:
+	switch ak := max(128/s.AElemBytes(), 128/s.ElemBytes()); {
+	case s.Tile.BK%ak != 0:
 		return fmt.Errorf("codegen: %s: %v K block %d must be a multiple of %d (one 128-byte swizzle row per TMA box)", s.Name, t, s.Tile.BK, ak)
 	case s.Tile.Stages < 2:
 		return fmt.Errorf("codegen: %s: %v needs at least 2 pipeline stages, got %d", s.Name, t, s.Tile.Stages)
@@ -196,7 +196,8 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 // along K (64 bf16, 128 e4m3; an N-major B: 64 along N by BK along K).
 // The e4m3 operands of an MXExpand GEMM come in boxes of one 64-byte row
 // (64 e4m3, the K block of the bf16 ring they are widened into) with the
-// 64-byte swizzle.
+// 64-byte swizzle; the A of an MXRegisterFed GEMM is bf16 (boxes of 64)
+// beside its e4m3 B.
 //
 // The constant dimensions and strides are checked against the limits of
 // cuTensorMapEncodeTiled (CUDA driver API: dimensions at most 2^32

@@ -39,7 +39,8 @@ import (
 //
 // A warpgroup computes Slices slices, SliceRows B-tile rows apart, from
 // its first row (which the caller's offsets hold): with two consumer
-// warpgroups each takes its half of a 256-row B tile. The A registers
+// warpgroups each takes its half of the B tile (of 256 rows, or of 128
+// with 256 token rows, one slice each). The A registers
 // come in Sets sets by the group's index (4 blocks times the slices per
 // stage: a multiple of 4), so the widening of the next group overlaps the
 // tensor cores' work on the pending ones. The stage is released (lane 0

@@ -21,7 +21,8 @@ type GemmConfig struct {
 	// in scale-factor tiles (sm_100a, copied to TMEM; SM100ScaleBytes) or,
 	// on sm_90a, their f32 values (4 bytes
 	// each, [K/32][M] then [K/32][BRows]: the consumers read a column's
-	// scale of each 32-wide block with one load).
+	// scale of each 32-wide block with one load; the register-fed GEMM
+	// stores 4-byte bf16x2 factors of B's rows there instead).
 	Scales bool
 	// StagingCols asks for the sm_90a staged epilogue: a bf16 tile of M rows
 	// x StagingCols output columns next to the ring, kept only when it fits

@@ -655,7 +655,7 @@ func (s Schedule) validateSwap(l Layer, name string, t Tile, fc1, mxOnly bool) e
 	}
 	switch {
 	case l.Precision != MXFP8 || !mxOnly:
-		return fieldErr(name+".M", t.M, "32-row tiles on sm_90a (the operand swap) run only the promoted mxfp8 GEMMs, in a TileVariant with MXOnly; FC1 and FC2 set the tiles of every GEMM, the shared experts' and the backward's bf16 ones included, which need 64, 128 or 192 rows. The default mxfp8 schedule's decode variant already runs 32-row tiles at <= 64 mean rows per expert: keep FC1 and FC2 at their defaults to get them (--variant-fc1-tile and --variant-fc2-tile tune them)")
+		return fieldErr(name+".M", t.M, "32-row tiles on sm_90a (the operand swap) run only the promoted mxfp8 GEMMs, in a TileVariant with MXOnly; FC1 and FC2 set the tiles of every GEMM, the shared experts' and the backward's bf16 ones included, which need 64, 128 or 192 rows. The default mxfp8 schedule's decode variant already runs 32-row tiles at <= 32 mean rows per expert (64 with at most 16 experts): keep FC1 and FC2 at their defaults to get them (--variant-fc1-tile and --variant-fc2-tile tune them)")
 	case s.MXGemm != MXGemmPromote:
 		return fieldErr(name+".M", t.M, "32-row tiles (the operand swap) run with --mx-gemm promote only: the expansion's bf16 wgmma needs 64 rows")
 	case s.Warps.MMA != 4:
@@ -691,7 +691,7 @@ func pickN(n int, candidates []int) int {
 //     for 100..200 mean rows per expert (midRowsVariant), for mxfp8 layers
 //     with grouped weights a Variant of 32x128 tiles (the operand swap;
 //     64x128 with 6 stages where the swap does not apply) with one consumer
-//     warpgroup and 8 stages for at most 64 (mxDecodeVariant); the backward's
+//     warpgroup and 8 stages for at most 32 (64 with at most 16 experts; mxDecodeVariant); the backward's
 //     weight gradients on wgmma (WGradWGMMA).
 //   - sm_100a: 128xN tiles with K block 64 (bf16) / 128 (mxfp8), 1 TMA warp,
 //     1 MMA warp, 4 epilogue warps, up to 6 stages as shared memory allows.
