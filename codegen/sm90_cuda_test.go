@@ -430,24 +430,8 @@ func TestSM90GemmPerf(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			for w := 0; w < 3; w++ {
-				launch()
-			}
-			e0, _ := ctx.NewEvent()
-			e1, _ := ctx.NewEvent()
 			const iters = 20
-			e0.Record(nil)
-			for w := 0; w < iters; w++ {
-				launch()
-			}
-			e1.Record(nil)
-			if err := e1.Synchronize(); err != nil {
-				t.Fatal(err)
-			}
-			ms, err := driver.ElapsedMs(e0, e1)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ms := timeLaunchMs(t, ctx, launch, iters)
 			flops := 2 * float64(d.rows) * float64(c.Spec.K) * float64(c.Spec.BRows())
 			t.Logf("%s (%s): rows %d K %d B rows %d: %.3f ms, %.0f TFLOP/s", c.Spec.Name, v.name, d.rows, c.Spec.K, c.Spec.BRows(),
 				float64(ms)/iters, flops*iters/(float64(ms)*1e-3)/1e12)
@@ -483,4 +467,56 @@ func sm90SpotCheck(t *testing.T, c codegen.GemmCase, d sm90GemmData, got []uint1
 			t.Fatalf("%s: C[%d][%d] = %v, want %v", s.Name, row, col, g, ref)
 		}
 	}
+}
+
+// timeLaunchMs runs launch 3 times to warm up, then iters times between two
+// CUDA events, and returns the events' elapsed milliseconds.
+func timeLaunchMs(t *testing.T, ctx *driver.Context, launch func(), iters int) float64 {
+	t.Helper()
+	for w := 0; w < 3; w++ {
+		launch()
+	}
+	e0, _ := ctx.NewEvent()
+	e1, _ := ctx.NewEvent()
+	e0.Record(nil)
+	for w := 0; w < iters; w++ {
+		launch()
+	}
+	e1.Record(nil)
+	if err := e1.Synchronize(); err != nil {
+		t.Fatal(err)
+	}
+	ms, err := driver.ElapsedMs(e0, e1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(ms)
+}
+
+// readC copies n elements of a GEMM's C from c (f32, else bf16) into
+// float64; a bf16 0xFFFF (the poison's bits) reads as NaN.
+func readC(t *testing.T, ctx *driver.Context, c driver.DevicePtr, n int, f32 bool) []float64 {
+	t.Helper()
+	got := make([]float64, n)
+	if f32 {
+		out := make([]float32, n)
+		if err := ctx.CopyFromDevice(out, c); err != nil {
+			t.Fatal(err)
+		}
+		for i, v := range out {
+			got[i] = float64(v)
+		}
+		return got
+	}
+	out := make([]uint16, n)
+	if err := ctx.CopyFromDevice(out, c); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range out {
+		got[i] = bf(v)
+		if v == 0xFFFF {
+			got[i] = math.NaN()
+		}
+	}
+	return got
 }

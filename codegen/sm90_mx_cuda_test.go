@@ -148,27 +148,7 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	if err := ctx.Synchronize(); err != nil {
 		t.Fatal(err)
 	}
-	got := make([]float64, (rows+canary)*s.N)
-	if s.COutF32 {
-		out := make([]float32, len(got))
-		if err := ctx.CopyFromDevice(out, bufs[codegen.RoleC]); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range out {
-			got[i] = float64(v)
-		}
-	} else {
-		out := make([]uint16, len(got))
-		if err := ctx.CopyFromDevice(out, bufs[codegen.RoleC]); err != nil {
-			t.Fatal(err)
-		}
-		for i, v := range out {
-			got[i] = bf(v)
-			if v == 0xFFFF {
-				got[i] = math.NaN()
-			}
-		}
-	}
+	got := readC(t, ctx, bufs[codegen.RoleC], (rows+canary)*s.N, s.COutF32)
 	sig := func(x float64) float64 { return 1 / (1 + math.Exp(-x)) }
 	bad := 0
 	var rms float64

@@ -190,47 +190,14 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for w := 0; w < 3; w++ {
-			launch()
-		}
-		e0, _ := ctx.NewEvent()
-		e1, _ := ctx.NewEvent()
 		const iters = 20
-		e0.Record(nil)
-		for w := 0; w < iters; w++ {
-			launch()
-		}
-		e1.Record(nil)
-		if err := e1.Synchronize(); err != nil {
-			t.Fatal(err)
-		}
-		ms, err := driver.ElapsedMs(e0, e1)
-		if err != nil {
-			t.Fatal(err)
-		}
+		ms := timeLaunchMs(t, ctx, launch, iters)
 		flops := 2 * float64(rows) * float64(s.K) * float64(br)
 		t.Logf("%s (%s): rows %d K %d B rows %d, tile %dx%dx%d, %d stages: %.1f µs, %.0f TFLOP/s", s.Name, v.name, rows, s.K, br,
 			s.Tile.BM, s.Tile.BN, s.Tile.BK, s.Tile.Stages, 1e3*float64(ms)/iters, flops*iters/(float64(ms)*1e-3)/1e12)
 		// Spot check: 256 outputs against the float64 GEMM of the inputs'
 		// values (times the scales per 32-wide block).
-		got := make([]float64, rows*s.N)
-		if s.COutF32 {
-			out := make([]float32, len(got))
-			if err := ctx.CopyFromDevice(out, bufs[codegen.RoleC]); err != nil {
-				t.Fatal(err)
-			}
-			for j, x := range out {
-				got[j] = float64(x)
-			}
-		} else {
-			out := make([]uint16, len(got))
-			if err := ctx.CopyFromDevice(out, bufs[codegen.RoleC]); err != nil {
-				t.Fatal(err)
-			}
-			for j, x := range out {
-				got[j] = bf(x)
-			}
-		}
+		got := readC(t, ctx, bufs[codegen.RoleC], rows*s.N, s.COutF32)
 		dot := func(row, j int) (v, abs float64) {
 			e := row / per
 			for k := 0; k < s.K; k++ {
