@@ -77,6 +77,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 			"--variant-max-rows: tunes the default schedule's GEMM variant, which --mx-gemm expand replaces with one GEMM shape"},
 		{[]string{"build", "--target", "sm_90a", "--variant-max-rows", "50"},
 			`--variant-max-rows 50: the GEMM variant "mid" runs from 100 mean rows per expert on, so its largest must be at least 100`},
+		{[]string{"build", "--target", "sm_90a", "--precision", "mxfp8", "--variant-max-rows", "0"}, "--variant-max-rows 0: must be >= 1"},
 		{[]string{"build", "--target", "sm_90a", "--variant-fc1-tile", "128x128x64", "--variant-fc2-tile", "128x128x64"},
 			"give 8 MMA warps (--variant-mma-warps)"},
 		{[]string{"build", "--target", "sm_90a", "--precision", "mxfp8", "--variant-fc1-tile", "16x128x128", "--variant-fc2-tile", "16x128x128"},

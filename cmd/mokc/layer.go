@@ -465,7 +465,10 @@ func applyVariantFlags(c *cli.Context, s *schedule.Schedule, dropper string) (st
 	if err := applyFlags(c, variantFieldFlags, nil, s); err != nil {
 		return tuned, err
 	}
-	if lo := max(v.MinRows, 1); s.Variant.MaxRows < lo {
+	switch lo := max(v.MinRows, 1); {
+	case s.Variant.MaxRows < 1:
+		return tuned, fmt.Errorf("--variant-max-rows %d: must be >= 1", s.Variant.MaxRows)
+	case s.Variant.MaxRows < lo:
 		return tuned, fmt.Errorf("--variant-max-rows %d: the GEMM variant %q runs from %d mean rows per expert on, so its largest must be at least %d", s.Variant.MaxRows, v.Name, v.MinRows, lo)
 	}
 	return tuned, nil
