@@ -499,15 +499,30 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable || l.expand}
 	mx := WGMMAMainloopMX{WGMMAMainloop: ml, ABlock: 4 * l.BM, BBlock: 4 * l.NB}
 	var aSc, bSc value.Value
+	var rf WGMMAMainloopRegFed
+	var wRow, wX value.Value // the register-fed thread's B-tile bytes (WGMMAMainloopRegFed)
 	if k.spec.MX {
 		// The thread's first accumulator row and column among the stage's
 		// f32 scales ([K/32][BM] of A, then [K/32][NB] of B; the
-		// register-fed GEMM's are bf16x2 factors of B's rows, addressed
-		// below); with the swap the rows are B-tile rows and the columns
-		// token rows.
+		// register-fed GEMM's are bf16x2 factors of B's rows); with the
+		// swap the rows are B-tile rows and the columns token rows.
 		so := int64(l.smem.ScaleOffset)
 		bo := so + int64(l.BK/32*l.BM*4)
-		row := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), b.LShr(lane, ir.Int32(2))))
+		first := b.MulI(c, 64)
+		if k.spec.MXRegisterFed {
+			first, _ = l.regFedHalf(b, c)
+		}
+		row := b.Add(first, b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), b.LShr(lane, ir.Int32(2))))
+		if k.spec.MXRegisterFed {
+			q := b.And(lane, ir.Int32(3))
+			wRow = b.Add(b.MulI(row, 128), b.MulI(b.And(q, ir.Int32(1)), 8))
+			wX = b.Shl(b.Xor(b.And(row, ir.Int32(7)), b.LShr(q, ir.Int32(1))), ir.Int32(4))
+			rf = WGMMAMainloopRegFed{BM: l.BM, Slices: l.NB / 64 / l.WG, SliceRows: 64, Stages: l.S, StageBytes: l.stageBytes,
+				BOffset: l.atoms * l.aAtom, OffTok: offA, DescHi: l.descHi, ScaleBlock: 4 * l.NB, Sets: regFedSets(l.WG)}
+			if l.WG > 1 && l.gate == layouts.GateUpHalves {
+				rf.SliceRows = l.NB / 2 // the warpgroup's gate rows, then its up rows
+			}
+		}
 		ro, co := so, bo
 		if l.swap {
 			mx.Swap, mx.BM, mx.ABlock, mx.BBlock = true, l.BM, 4*l.NB, 4*l.BM
@@ -530,19 +545,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		res := b.IfElseVals(active, func() []value.Value {
 			mainloop := func() ([]value.Value, value.Value, value.Value, error) {
 				if k.spec.MXRegisterFed {
-					wq := b.And(warp, ir.Int32(3))
-					first, _ := l.regFedHalf(b, c)
-					row := b.Add(first, b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2))))
-					q := b.And(lane, ir.Int32(3))
-					wRow := b.Add(b.MulI(row, 128), b.MulI(b.And(q, ir.Int32(1)), 8))
-					wX := b.Shl(b.Xor(b.And(row, ir.Int32(7)), b.LShr(q, ir.Int32(1))), ir.Int32(4))
-					rf := WGMMAMainloopRegFed{BM: l.BM, Slices: l.NB / 64 / l.WG, SliceRows: 64, Stages: l.S, StageBytes: l.stageBytes,
-						BOffset: l.atoms * l.aAtom, OffTok: offA, DescHi: l.descHi, ScaleBlock: 4 * l.NB, Sets: regFedSets(l.WG)}
-					if l.WG > 1 && l.gate == layouts.GateUpHalves {
-						rf.SliceRows = l.NB / 2 // the warpgroup's gate rows, then its up rows
-					}
-					scOff := b.AddI(b.MulI(row, 4), int64(l.smem.ScaleOffset+l.BK/32*l.BM*4))
-					return b.WGMMAMainloopRegFed(rf, v[0], v[1], kt, k.ring.bars, k.base, wRow, wX, laneZero, scOff)
+					return b.WGMMAMainloopRegFed(rf, v[0], v[1], kt, k.ring.bars, k.base, wRow, wX, laneZero, aSc)
 				}
 				if k.spec.MX {
 					// The work item's rows from the warp's first row on;

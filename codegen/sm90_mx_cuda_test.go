@@ -111,8 +111,10 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	// the kernels copy a row's codes by aligned 4-byte words, and the word
 	// of a tensor's last code may reach past its end (mxCodeCopy).
 	words := func(n int) int { return (n + 3) &^ 3 }
-	aBuf := d.put(aQ, len(aQ))
-	if s.MXRegisterFed {
+	var aBuf driver.DevicePtr
+	if !s.MXRegisterFed {
+		aBuf = d.put(aQ, len(aQ))
+	} else {
 		// A as the bf16 values of its MX quantization (exact), each row's
 		// 32-wide blocks in layouts.RegisterFedOrder.
 		a16 := make([]uint16, len(aD))

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 	"github.com/mokc/mokc/ir"
 )
@@ -103,10 +102,8 @@ func (b *Builder) WGMMAMainloopRegFed(ml WGMMAMainloopRegFed, stage, phase, ktil
 // 135..254 (a factor beyond bf16's range: GemmSpec.MXRegisterFed) and NaN
 // for 255.
 func regFedFactor(b *Builder, code value.Value) value.Value {
-	c := b.Select(b.ICmp(enum.IPredUGT, code, ir.Int32(135)), ir.Int32(135), code)
-	f := b.Shl(b.AddI(c, 120), ir.Int32(7))
-	f = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(255)), ir.Int32(0x7FC0), f)
-	return b.Or(f, b.Shl(f, ir.Int32(16)))
+	// expandFactor of 135 is +Inf; codes 136..254 are taken as 135.
+	return expandFactor(b, b.Select(expandBeyond(b, code), ir.Int32(135), code))
 }
 
 // asm is the PTX text of WGMMAMainloopRegFed.
