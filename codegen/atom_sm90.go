@@ -212,11 +212,18 @@ func regFedWGs(nb, bm int) int {
 // regFedSets is the A-register sets of a register-fed GEMM's K loop
 // (WGMMAMainloopRegFed.Sets) with wg consumer warpgroups.
 func regFedSets(wg int) int {
+	if regFedSetsOverride != 0 {
+		return regFedSetsOverride
+	}
 	if wg > 1 {
 		return 2
 	}
 	return 4
 }
+
+// regFedSetsOverride, when nonzero, replaces regFedSets's choice (the
+// timing tests compare the forms; export_test.go).
+var regFedSetsOverride int
 
 // regFedHalf is, for consumer warpgroup c of a register-fed GEMM, its
 // first B-tile row (the thread's rows and scales start there) and its
@@ -369,6 +376,8 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	switch {
 	case l.expand:
 		l.prodRegs = expandProdRegs
+	case s.MXRegisterFed:
+		l.prodRegs = 56 // the bf16x2 factors (regFedFactor) take fewer than the promotion's codes
 	case s.MX:
 		l.prodRegs = 80 // the MXFP8 scale-code windows and their decoding (see above)
 	case s.B == BTable:

@@ -303,7 +303,8 @@ func emitPermute(m *ir.Module, d dims, op moe.Permute) Kernel {
 // input). One warp per row, 16-byte vectors: lane l takes the 8-element
 // chunks l, l+32, ..., gatherBatch of them loaded before any is stored
 // (gatherChunk). With op.Q (the MXFP8 forward) the row is not stored
-// but quantized (gatherMX).
+// but quantized (gatherMX), with op.V its MXFP8 values stored in the
+// register-fed order (gatherMXValues).
 func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	b, k := opKernel(m, op, utilThreads, false)
 	lane, warp := b.LaneWarp()
@@ -315,7 +316,10 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	H := int64(d.H)
 	src := b.ByteOffset(b.Param("x"), b.MulI(b.Wide(t), 2*H))
 	var dst value.Value
-	if op.Q == nil {
+	switch {
+	case op.V != nil:
+		dst = b.ByteOffset(b.Param("v"), b.MulI(b.Wide(row), 2*H))
+	case op.Q == nil:
 		dst = b.ByteOffset(b.Param("xs"), b.MulI(b.Wide(row), 2*H))
 	}
 	var w value.Value
@@ -335,7 +339,13 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 			v := b.IfVals(in, []value.Value{ir.Undef(v4)}, func() []value.Value { return []value.Value{load(c)} })[0]
 			cs, ins, vs = append(cs, c), append(ins, in), append(vs, v)
 		}
-		q := op.Q != nil
+		q := gatherPlain
+		switch {
+		case op.Q != nil:
+			q = gatherQ
+		case op.V != nil:
+			q = gatherV
+		}
 		b.gatherChunk(q, vs[0], w, dst, row, c0, H)
 		for u := 1; u < len(cs); u++ {
 			c, v := cs[u], vs[u]
@@ -348,13 +358,25 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	return k
 }
 
+// gatherForm is what a gather writes of each row: the bf16 row
+// (gatherPlain), its e4m3 form and scales (gatherQ, moe.Gather Q and S),
+// or its MXFP8 values in the register-fed order (gatherV, moe.Gather V).
+type gatherForm int
+
+const (
+	gatherPlain gatherForm = iota
+	gatherQ
+	gatherV
+)
+
 // gatherChunk stores chunk c (elements 8c..8c+7, the 16 bytes v) of
 // dispatched row row at dst: as loaded, or times the routing weight w
-// (rounded to bf16) when w is set; with q those values (weighted or not)
-// are quantized into the q and scales parameters instead (gatherMX; dst
-// unused).
-func (b *Builder) gatherChunk(q bool, v, w, dst, row, c value.Value, H int64) {
-	if w == nil && !q {
+// (rounded to bf16) when w is set; with gatherQ those values (weighted or
+// not) are quantized into the q and scales parameters instead (gatherMX;
+// dst unused), with gatherV their MXFP8 values stored in the register-fed
+// order at dst (gatherMXValues).
+func (b *Builder) gatherChunk(q gatherForm, v, w, dst, row, c value.Value, H int64) {
+	if w == nil && q == gatherPlain {
 		b.StoreAt(v, b.ByteOffset(dst, b.MulI(b.Wide(c), 16)), 16)
 		return
 	}
@@ -363,7 +385,7 @@ func (b *Builder) gatherChunk(q bool, v, w, dst, row, c value.Value, H int64) {
 		for i := range vals {
 			vals[i] = b.FMul(vals[i], w)
 		}
-		if !q {
+		if q == gatherPlain {
 			StoreBF16(b, b.ByteOffset(dst, b.MulI(b.Wide(c), 16)), vals)
 			return
 		}
@@ -372,7 +394,27 @@ func (b *Builder) gatherChunk(q bool, v, w, dst, row, c value.Value, H int64) {
 			vals[i], vals[i+1] = b.BF16Lo(p), b.BF16Hi(p)
 		}
 	}
+	if q == gatherV {
+		b.gatherMXValues(vals, dst, c)
+		return
+	}
 	b.gatherMX(vals, row, c, H)
+}
+
+// gatherMXValues stores the MXFP8 values (mxValues8: the 4 lanes of a
+// 32-wide block run it together) of chunk c (elements 8c..8c+7 of the
+// row at dst, bf16) in the register-fed order (layouts.RegisterFedOrder):
+// the lane's elements 8q + e (q = c mod 4) go to positions 8h + 2q + j of
+// their block, e = 4(h/2) + h%2 + 2j, as four bf16 pairs (h = 0..3), each
+// a 4-byte store at 16h + 4q.
+func (b *Builder) gatherMXValues(vals []value.Value, dst, c value.Value) {
+	mv := b.mxValues8(vals)
+	q := b.And(c, ir.Int32(3))
+	blk := b.ByteOffset(dst, b.Add(b.MulI(b.Wide(b.LShr(c, ir.Int32(2))), 64), b.MulI(b.Wide(q), 4)))
+	for h := 0; h < 4; h++ {
+		e := 4*(h/2) + h%2
+		b.StoreAt(b.PackBF16(mv[e], mv[e+2]), b.ByteOffsetC(blk, int64(16*h)), 4)
+	}
 }
 
 // gatherMX quantizes chunk c (elements 8c..8c+7) of dispatched row row,

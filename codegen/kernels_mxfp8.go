@@ -7,6 +7,7 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/moe"
 )
 
@@ -53,11 +54,40 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 			}
 		}
 	}
-	b.quantizeBlock(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.Add(b.MulI(b.Wide(row), nb), b.Wide(blk))))
+	if op.V != nil {
+		b.quantizeBlockValues(vals, b.ByteOffset(b.Param("v"), b.MulI(first, 2)))
+	} else {
+		b.quantizeBlock(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.Add(b.MulI(b.Wide(row), nb), b.Wide(blk))))
+	}
 	b.Ret(nil)
 	k.SkipIfZeroT = true
 	k.Grid = grid1(Expr{A: rowsX.A * nb, B: rowsX.B * nb, D: utilThreads, Min: 1})
 	return k, nil
+}
+
+// quantizeBlockValues quantizes one 32-wide block, the f32 vals, as
+// quantizeBlock does, and stores the MXFP8 values (each e4m3 value times
+// the scale, exact in bf16 for scales of at least 2^-124) as 32 bf16 at v
+// (16-byte aligned) in the register-fed order: position p holds element
+// layouts.RegisterFedOrder(p) (moe.Quantize V).
+func (b *Builder) quantizeBlockValues(vals []value.Value, v value.Value) {
+	code, r := b.mxScale(b.absMaxBits(vals, ir.Int32(0)))
+	scale := b.ue8m0F32(code)
+	mv := make([]value.Value, 0, 32)
+	for i := 0; i < 32; i += 4 {
+		w := b.e4m3x4(b.FMul(vals[i], r), b.FMul(vals[i+1], r), b.FMul(vals[i+2], r), b.FMul(vals[i+3], r))
+		for _, x := range b.e4m3x4F32(w) {
+			mv = append(mv, b.FMul(x, scale))
+		}
+	}
+	for h := 0; h < 4; h++ {
+		var st value.Value = ir.Undef(ir.Vec(4, ir.I32))
+		for j := 0; j < 4; j++ {
+			p := 8*h + 2*j // positions p, p+1: one bf16 pair
+			st = b.InsertElement(st, b.PackBF16(mv[layouts.RegisterFedOrder(p)], mv[layouts.RegisterFedOrder(p+1)]), j)
+		}
+		b.StoreAt(st, b.ByteOffsetC(v, int64(16*h)), 16)
+	}
 }
 
 // quantizeBlock quantizes one 32-wide block, the f32 vals, as

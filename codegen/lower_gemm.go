@@ -211,8 +211,9 @@ func (lw *perOp) gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 // for a gated GEMM, FC2's for a plain one.
 func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 	spec := GemmSpec{N: g.N, K: g.K, Experts: g.Experts, A: ATiled, B: BGrouped, Epilogue: EpiStore, Bias: g.Bias != nil,
-		COutF32: g.C.DType == moe.F32, BNMajor: g.BMajor == moe.NMajor, MX: g.AScales != nil}
-	spec.MXExpand = spec.MX && s.MXGemm == schedule.MXGemmExpand
+		COutF32: g.C.DType == moe.F32, BNMajor: g.BMajor == moe.NMajor, MX: g.AScales != nil || g.ARegisterFed,
+		MXRegisterFed: g.ARegisterFed}
+	spec.MXExpand = spec.MX && !spec.MXRegisterFed && s.MXGemm == schedule.MXGemmExpand
 	if g.Rows == moe.Dense {
 		spec.A = ADense
 	}

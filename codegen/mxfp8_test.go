@@ -147,3 +147,53 @@ func TestCheckLayer(t *testing.T) {
 		}
 	}
 }
+
+// TestMXFP8RegFedAssemble lowers the MXFP8 forward and backward of every
+// preset for sm_90a with the register-fed GEMMs (the default schedule
+// WithMXGemm(MXGemmRegFed)): the gather and quantize_h write bf16 values
+// (xs_rf, h_rf; no e4m3 rows), the routed GEMMs are bf16 wgmma with A
+// from registers and no e4m3 wgmma is left; ptxas assembles it.
+func TestMXFP8RegFedAssemble(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			l, err := schedule.Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Precision = schedule.MXFP8
+			s, err := schedule.DefaultSchedule(l, target.SM90a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			s = s.WithMXGemm(schedule.MXGemmRegFed)
+			if err := s.Validate(l); err != nil {
+				t.Fatal(err)
+			}
+			for _, build := range []func(schedule.Layer) (*moe.Program, error){moe.Forward, moe.Backward} {
+				p, err := build(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				prog, err := Lower(p, s, PerOp)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if prog.Buffer(moe.BufXSQ) != nil || prog.Buffer("xs_rf") == nil {
+					t.Errorf("buffers: xs_q %v, xs_rf %v", prog.Buffer(moe.BufXSQ), prog.Buffer("xs_rf"))
+				}
+				text, err := mptx.Compile(prog.Module, target.SM90a)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(text, ".e4m3.e4m3") || !strings.Contains(text, "mul.rn.bf16x2") || !strings.Contains(text, "k16.f32.bf16.bf16") {
+					t.Errorf("e4m3 wgmma %t, register widening %t", strings.Contains(text, ".e4m3.e4m3"), strings.Contains(text, "mul.rn.bf16x2"))
+				}
+				toolchain.NeedPtxas(t, "sm_90a")
+				if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+					t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+				}
+			}
+		})
+	}
+}

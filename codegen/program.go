@@ -86,6 +86,11 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err != nil {
 		return nil, err
 	}
+	if s.MXGemm == schedule.MXGemmRegFed && p.Layer.Precision == schedule.MXFP8 {
+		if p, err = moe.RegisterFed(p); err != nil {
+			return nil, err
+		}
+	}
 	lw, err := newPerOp(p, s, eng)
 	if err != nil {
 		return nil, err

@@ -45,6 +45,7 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 	type variant struct {
 		name string
 		spec codegen.GemmSpec
+		sets int // A-register sets of a register-fed GEMM (0: the engine's choice)
 	}
 	var vs []variant
 	for _, g := range []codegen.GemmSpec{fc1, fc2} {
@@ -69,12 +70,17 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		rf2 := rf // two consumer warpgroups, each half of a 256-row B tile
 		rf2.Name += "2"
 		rf2.Tile.BN, rf2.Tile.Warps, rf2.Tile.Stages = 2*bn, 8, 3
-		vs = append(vs, variant{"bf16", bf}, variant{"promote", mx}, variant{"regfed", rf}, variant{"regfed, 2 warpgroups", rf2})
+		rf2s4 := rf2
+		rf2s4.Name += "s4"
+		vs = append(vs, variant{"bf16", bf, 0}, variant{"promote", mx, 0}, variant{"regfed", rf, 0}, variant{"regfed, 2 warpgroups", rf2, 0},
+			variant{"regfed, 2 warpgroups, 4 register sets", rf2s4, 4})
 		if g.Epilogue == codegen.EpiStore { // 256 token rows: two warpgroups of one slice
 			rf3 := rf
 			rf3.Name += "3"
 			rf3.Tile.BM, rf3.Tile.Warps, rf3.Tile.Stages = 256, 8, 2
-			vs = append(vs, variant{"regfed, 256 token rows", rf3})
+			rf3s4 := rf3
+			rf3s4.Name += "s4"
+			vs = append(vs, variant{"regfed, 256 token rows", rf3, 0}, variant{"regfed, 256 token rows, 4 register sets", rf3s4, 4})
 		}
 	}
 	if re := os.Getenv("MOKC_MXPERF"); re != "" {
@@ -89,7 +95,9 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 	m := ir.NewModule("mxperf")
 	infos := make([]codegen.KernelInfo, len(vs))
 	for i, v := range vs {
+		restore := codegen.SetRegFedSets(v.sets)
 		ki, err := eng.GroupedGEMM(m, v.spec, 1)
+		restore()
 		if err != nil {
 			t.Fatal(err)
 		}

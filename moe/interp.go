@@ -204,8 +204,9 @@ func (in *interp) gather(o Gather) {
 	H, K := in.p.Layer.Hidden, in.p.Layer.TopK
 	x := in.v[o.X]
 	rows := in.dispatched(o.Offsets)
-	var xs []float32 // the rows to quantize (Q and S), bf16 values
-	if o.Q != nil {
+	var xs []float32 // the rows to quantize (Q and S, or V), bf16 values
+	quantized := o.Q != nil || o.V != nil
+	if quantized {
 		xs = make([]float32, 0, rows*H)
 	}
 	for r := 0; r < rows; r++ {
@@ -216,21 +217,32 @@ func (in *interp) gather(o Gather) {
 			if o.Weights != nil {
 				v *= in.v[o.Weights][s]
 			}
-			if o.Q != nil {
+			if quantized {
 				xs = append(xs, float32(round(BF16, v)))
 			} else {
 				in.set(o.XS, r*H+c, v)
 			}
 		}
 	}
-	if o.Q != nil && rows > 0 {
+	if quantized && rows > 0 {
 		data, scales, err := mxHostValues(xs, rows, H)
 		if err != nil {
 			panic(err) // shapes come from a checked program
 		}
-		copy(in.v[o.Q], data)
-		copy(in.v[o.S], scales)
+		in.storeMX(o.Q, o.S, o.V, data, scales, H)
 	}
+}
+
+// storeMX stores quantized rows of k, their e4m3 values data and scale
+// codes scales: into q and s, or (v set) their MXFP8 values into v in
+// the register-fed order (RegisterFed).
+func (in *interp) storeMX(q, s, v *Buffer, data, scales []float64, k int) {
+	if v != nil {
+		registerFedValues(in.v[v], mxValues(data, scales, k))
+		return
+	}
+	copy(in.v[q], data)
+	copy(in.v[s], scales)
 }
 
 // groups returns the row ranges [lo, hi) of each expert: from offsets, or
@@ -269,8 +281,7 @@ func (in *interp) quantize(o Quantize) {
 	if err != nil {
 		panic(err) // shapes come from a checked program
 	}
-	copy(in.v[o.Q], data)
-	copy(in.v[o.S], scales)
+	in.storeMX(o.Q, o.S, o.V, data, scales, o.K)
 }
 
 // mxValues is the logical value of e4m3 values v [rows, k] with ue8m0
@@ -295,6 +306,9 @@ func (in *interp) gemm(o GEMM) {
 	a, b := in.v[o.A], in.v[o.B]
 	if o.AScales != nil { // MXFP8: the scaled values
 		a, b = mxValues(a, in.v[o.AScales], o.K), mxValues(b, in.v[o.BScales], o.K)
+	}
+	if o.ARegisterFed { // A holds the values already, in the register-fed order
+		a, b = naturalOrder(a), mxValues(b, in.v[o.BScales], o.K)
 	}
 	rows := len(a) / o.K
 	pre := make([]float64, nb)

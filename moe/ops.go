@@ -85,6 +85,9 @@ type Gather struct {
 	// Q e4m3 [T*K,H] and S ue8m0 [T*K,H/32]: the rows quantized along H,
 	// one scale per 32 (written; both or neither, and then no XS).
 	Q, S *Buffer
+	// V bf16 [T*K,H]: instead of Q and S (and XS), the MXFP8 values of
+	// the rows Q and S would hold, in the register-fed form (RegisterFed).
+	V *Buffer
 }
 
 // Rows says where a GEMM's A rows come from.
@@ -169,8 +172,13 @@ type GEMM struct {
 	// scales of A [rows, K/32] and of B [E, BRows, K/32] (B K-major), one
 	// per 32 consecutive elements along K; element k of a row counts as
 	// its e4m3 value times 2^(scale-127) (NaN for scale 255). Both or
-	// neither.
+	// neither, unless ARegisterFed.
 	AScales, BScales *Buffer
+	// ARegisterFed: A is bf16 [rows, K], its rows' MXFP8 values in the
+	// register-fed form (RegisterFed; a Gather's or Quantize's V), with
+	// no AScales; B is e4m3 with BScales. The same sums as the GEMM over
+	// A's e4m3 form with its scales.
+	ARegisterFed bool
 }
 
 // Quantize writes the MXFP8 form of X [rows, K] (bf16 or f32, K a multiple
@@ -182,7 +190,10 @@ type Quantize struct {
 	Op   string  // name: "quantize_xs", "quantize_h"
 	X    *Buffer // input rows
 	Q, S *Buffer // e4m3 data and ue8m0 scales (written)
-	K    int     // row length
+	// V bf16 [rows, K]: instead of Q and S, the MXFP8 values they would
+	// hold, in the register-fed form (RegisterFed).
+	V *Buffer
+	K int // row length
 }
 
 // Dequantize writes the bf16 value of MXFP8 weights for the backward's
@@ -287,7 +298,7 @@ func (o Permute) Operands() []Operand {
 // Operands lists the buffers Gather reads and writes, under their roles.
 func (o Gather) Operands() []Operand {
 	return operands(r("x", o.X), r("src_slot", o.SrcSlot), r("offsets", o.Offsets), w("xs", o.XS), r("weights", o.Weights),
-		w("q", o.Q), w("scales", o.S))
+		w("q", o.Q), w("scales", o.S), w("v", o.V))
 }
 
 // Operands lists the buffers GEMM reads and writes, under their roles.
@@ -301,7 +312,7 @@ func (o Quantize) Name() string { return o.Op }
 
 // Operands lists the buffers Quantize reads and writes, under their roles.
 func (o Quantize) Operands() []Operand {
-	return operands(r("x", o.X), w("q", o.Q), w("scales", o.S))
+	return operands(r("x", o.X), w("q", o.Q), w("scales", o.S), w("v", o.V))
 }
 
 // Name is the op's name (PerOp kernel "moe_" + Op).

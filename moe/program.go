@@ -177,6 +177,17 @@ func checkMXFP8(op Op) error {
 	}
 	switch o := op.(type) {
 	case GEMM:
+		if o.ARegisterFed {
+			switch {
+			case o.AScales != nil || o.BScales == nil:
+				return fmt.Errorf("moe: op %s: a register-fed MXFP8 GEMM has B's scales and no A scales", o.Op)
+			case o.A.DType != BF16 || o.B.DType != E4M3:
+				return fmt.Errorf("moe: op %s: a register-fed MXFP8 GEMM reads bf16 A (MXFP8 values) and e4m3 B, not %s and %s", o.Op, o.A.DType, o.B.DType)
+			case o.K%32 != 0 || o.BMajor != KMajor || o.Storage != Stacked:
+				return fmt.Errorf("moe: op %s: a register-fed MXFP8 GEMM needs K = %d a multiple of 32 and grouped K-major weights", o.Op, o.K)
+			}
+			return scales("B", o.BScales, o.K)
+		}
 		if o.AScales == nil && o.BScales == nil {
 			if o.A.DType == E4M3 || o.B.DType == E4M3 {
 				return fmt.Errorf("moe: op %s: e4m3 operands need their scales (AScales, BScales)", o.Op)
@@ -198,6 +209,9 @@ func checkMXFP8(op Op) error {
 		}
 		return scales("B", o.BScales, o.K)
 	case Gather:
+		if o.V != nil {
+			return checkValues(o.Name(), o.X, o.V, o.Q == nil && o.S == nil && o.XS == nil)
+		}
 		switch {
 		case o.Q == nil && o.S == nil:
 			return nil
@@ -214,6 +228,9 @@ func checkMXFP8(op Op) error {
 		}
 		return scales("its", o.S, k)
 	case Quantize:
+		if o.V != nil {
+			return checkValues(o.Op, o.X, o.V, o.Q == nil && o.S == nil)
+		}
 		switch {
 		case o.X.DType != BF16 && o.X.DType != F32:
 			return fmt.Errorf("moe: op %s: quantizes bf16 or f32 rows, not %s", o.Op, o.X.DType)
@@ -235,6 +252,22 @@ func checkMXFP8(op Op) error {
 		if o.MX && (o.FC1X != nil || o.N%32 != 0) {
 			return fmt.Errorf("moe: op %s: the dot over MXFP8 values of h needs N = %d a multiple of 32 and no FC1X", o.Op, o.N)
 		}
+	}
+	return nil
+}
+
+// checkValues checks the register-fed output v of op (a Gather's or a
+// Quantize's V) beside its input rows x: bf16 rows as long as x's, whole
+// blocks of 32, and no other output (alone).
+func checkValues(op string, x, v *Buffer, alone bool) error {
+	k := v.Shape[len(v.Shape)-1]
+	switch {
+	case !alone:
+		return fmt.Errorf("moe: op %s: writes its MXFP8 values (V) and nothing else", op)
+	case x.DType != BF16 && x.DType != F32:
+		return fmt.Errorf("moe: op %s: quantizes bf16 or f32 rows, not %s", op, x.DType)
+	case v.DType != BF16 || x.Shape[len(x.Shape)-1] != k || k.A != 0 || k.B%32 != 0:
+		return fmt.Errorf("moe: op %s: writes bf16 rows as long as x's, whole blocks of 32, not %s", op, v)
 	}
 	return nil
 }

@@ -97,25 +97,34 @@ type Schedule struct {
 	WGrad WGradKernel
 	// MXGemm is how the routed GEMMs of an mxfp8 layer run on sm_90a:
 	// MXGemmPromote (the default: e4m3 wgmma per 32-wide block, promoted
-	// with the scales) or MXGemmExpand (e4m3 tiles by TMA widened to bf16
+	// with the scales), MXGemmExpand (e4m3 tiles by TMA widened to bf16
 	// in shared memory, the bf16 wgmma loop; the same values, docs/mxfp8.md;
 	// correct on the H200 and 1.2-1.9x promote's time, docs/perf.md,
-	// mxfp8 v9). Expand is refused for bf16 layers and on other targets,
-	// and takes tiles of K = 128. The default schedule's decode Variant is
-	// promote's: its 6 stages exceed shared memory with expand's bf16
-	// tiles, so Validate refuses it under expand: switch a schedule with
-	// WithMXGemm, which drops it.
+	// mxfp8 v9) or MXGemmRegFed (the register-fed GEMM: bf16 MXFP8 values
+	// of the rows, the weights widened in registers; docs/mxfp8.md). Expand
+	// and regfed are refused for bf16 layers and on other targets, and take
+	// tiles of K = 128. The default schedule's decode Variant is
+	// promote's (its 32-row tiles read the e4m3 rows), so Validate refuses
+	// it under the other two: switch a schedule with WithMXGemm, which
+	// drops it (and for regfed takes that GEMM's tiles).
 	MXGemm MXGemmKind
 }
 
 // WithMXGemm returns s with its mxfp8 routed GEMMs run by k; with
-// MXGemmExpand without a GEMM variant, since the default schedule's decode
-// variant is promote's (its stages do not fit expand's bf16 tiles, see
-// MXGemm).
+// MXGemmExpand or MXGemmRegFed without a GEMM variant, since the default
+// schedule's decode variant is promote's (see MXGemm); with MXGemmRegFed
+// and the default sm_90a mxfp8 tiles (128x128x128, 8 MMA warps) B tiles
+// of 256 rows (the register-fed GEMM's two consumer warpgroups
+// each take half; 128-row B tiles would take one, docs/mxfp8.md) and
+// at most 3 stages (the bf16 token tile and the e4m3 weights of a K block
+// of 128 are 64 KB).
 func (s Schedule) WithMXGemm(k MXGemmKind) Schedule {
 	s.MXGemm = k
-	if k == MXGemmExpand {
+	if k != MXGemmPromote {
 		s.Variant = nil
+	}
+	if k == MXGemmRegFed && s.Target == target.SM90a && s.Warps.MMA == 8 && s.FC1 == (Tile{128, 128, 128}) && s.FC2 == (Tile{128, 128, 128}) {
+		s.FC1.N, s.FC2.N, s.Stages = 256, 256, min(s.Stages, 3)
 	}
 	return s
 }
@@ -132,12 +141,20 @@ const (
 	// MXGemmExpand: the producer widens e4m3 times scale to bf16 in shared
 	// memory (exact) and the consumers run the bf16 wgmma loop.
 	MXGemmExpand
+	// MXGemmRegFed: the gather and the quantization of h write the rows'
+	// MXFP8 values as bf16 (moe.RegisterFed), and the consumers widen the
+	// e4m3 weights times their scales to bf16 in registers and run bf16
+	// wgmma with them as A (codegen.GemmSpec.MXRegisterFed; exact).
+	MXGemmRegFed
 )
 
-// String returns "promote" or "expand".
+// String returns "promote", "expand" or "regfed".
 func (k MXGemmKind) String() string {
-	if k == MXGemmExpand {
+	switch k {
+	case MXGemmExpand:
 		return "expand"
+	case MXGemmRegFed:
+		return "regfed"
 	}
 	return "promote"
 }
@@ -148,15 +165,17 @@ func (k *MXGemmKind) UnmarshalText(b []byte) (err error) {
 	return err
 }
 
-// ParseMXGemmKind accepts "promote" and "expand".
+// ParseMXGemmKind accepts "promote", "expand" and "regfed".
 func ParseMXGemmKind(v string) (MXGemmKind, error) {
 	switch v {
 	case "promote":
 		return MXGemmPromote, nil
 	case "expand":
 		return MXGemmExpand, nil
+	case "regfed":
+		return MXGemmRegFed, nil
 	}
-	return 0, fmt.Errorf("mxfp8 GEMM %q: want promote or expand", v)
+	return 0, fmt.Errorf("mxfp8 GEMM %q: want promote, expand or regfed", v)
 }
 
 // WGradKernel selects the tensor-core instruction of the backward's
@@ -355,6 +374,7 @@ func operandBytes(l Layer) int {
 func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error) {
 	mx := l.Precision == MXFP8
 	expand := mx && s.MXGemm == MXGemmExpand
+	regFed := mx && s.MXGemm == MXGemmRegFed
 	c := layouts.GemmConfig{Target: s.Target, DType: layouts.DTypeBF16, M: t.M, BRows: t.N, K: t.K, Stages: s.Stages,
 		Scales: mx && !expand, N: l.Hidden}
 	if fc1 {
@@ -376,7 +396,8 @@ func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error)
 	if s.Cluster == 2 {
 		c.BRows = t.N / 2
 	}
-	c.SwapAB = mx && !expand && s.Target == target.SM90a && t.M == 32
+	c.SwapAB = mx && !expand && s.Target == target.SM90a && (t.M == 32 || regFed)
+	c.ABF16 = regFed
 	if s.Target == target.SM90a && l.Storage != PerExpertWeights && !expand && !(mx && fc1) {
 		// The producer warps store the staged tile; with per-expert
 		// weights they copy B instead, and there is no staging (nor for
@@ -464,11 +485,14 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	if s.WGrad != WGradMMA && s.WGrad != WGradWGMMA && s.WGrad != WGradWS {
 		return fieldErr("Schedule.WGrad", int(s.WGrad), "must be mma, wgmma or wgmma-ws")
 	}
-	if s.MXGemm != MXGemmPromote && s.MXGemm != MXGemmExpand {
-		return fieldErr("Schedule.MXGemm", int(s.MXGemm), "must be promote or expand")
+	if s.MXGemm != MXGemmPromote && s.MXGemm != MXGemmExpand && s.MXGemm != MXGemmRegFed {
+		return fieldErr("Schedule.MXGemm", int(s.MXGemm), "must be promote, expand or regfed")
 	}
-	if s.MXGemm == MXGemmExpand && (l.Precision != MXFP8 || s.Target != target.SM90a) {
-		return fieldErr("Schedule.MXGemm", s.MXGemm, "expand needs an mxfp8 layer (Layer.Precision) on sm_90a (Schedule.Target); this layer is %v, the target %v", l.Precision, s.Target)
+	if s.MXGemm != MXGemmPromote && (l.Precision != MXFP8 || s.Target != target.SM90a) {
+		return fieldErr("Schedule.MXGemm", s.MXGemm, "%v needs an mxfp8 layer (Layer.Precision) on sm_90a (Schedule.Target); this layer is %v, the target %v", s.MXGemm, l.Precision, s.Target)
+	}
+	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {
+		return fieldErr("Schedule.MXGemm", s.MXGemm, "regfed loads grouped weights with TMA (Layer.Storage)")
 	}
 	if v, ok := s.VariantSchedule(); ok {
 		vr := s.Variant
@@ -606,6 +630,11 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 		if s.MXGemm == MXGemmExpand && t.K != 128 {
 			return fieldErr(name+".K", t.K, "must be 128 with the mxfp8 expansion (each stage widens 64 e4m3 columns into one 64-wide bf16 K block: half the tile's K)")
 		}
+		if s.MXGemm == MXGemmRegFed {
+			if err := s.validateRegFed(name, t); err != nil {
+				return err
+			}
+		}
 	case target.SM100a:
 		if t.M != 128 {
 			return fieldErr(name+".M", t.M, "must be 128 (the sm_100a engine implements tcgen05.mma cta_group::1 with M = 128, one TMEM lane per row)")
@@ -636,6 +665,22 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 	}
 	if p.Required > s.Target.SharedMemoryLimit() {
 		return fieldErr(name, t, "with %d stages needs %d bytes of shared memory, more than the %d of %v", s.Stages, p.Required, s.Target.SharedMemoryLimit(), s.Target)
+	}
+	return nil
+}
+
+// validateRegFed checks an sm_90a tile of the register-fed MXFP8 GEMMs
+// (MXGemmRegFed; codegen.GemmSpec.MXRegisterFed): K blocks of 128 and B
+// tiles (N) of 64 or 128 rows with one consumer warpgroup (M = 64) or of
+// 256 with two (M = 128), each warpgroup 128 rows of the B tile.
+func (s Schedule) validateRegFed(name string, t Tile) error {
+	switch {
+	case t.K != 128:
+		return fieldErr(name+".K", t.K, "must be 128 with the register-fed mxfp8 GEMM (four 32-wide scale blocks per stage)")
+	case t.N != 64 && t.N != 128 && t.N != 256:
+		return fieldErr(name+".N", t.N, "must be 64, 128 or 256 with the register-fed mxfp8 GEMM (its B tile: 64-row slices, 128 rows per consumer warpgroup)")
+	case (t.N == 256) != (s.Warps.MMA == 8):
+		return fieldErr("Schedule.Warps.MMA", s.Warps.MMA, "must be 8 with B tiles of 256 rows and 4 with 64 or 128 (the register-fed GEMM's consumer warpgroup per 128 B-tile rows); %s is %v", name, t)
 	}
 	return nil
 }

@@ -272,6 +272,35 @@ func TestScheduleValidateErrors(t *testing.T) {
 	}
 	s.FC2.K = 256
 	wantFieldErr(t, "expand K", s.Validate(m), "Schedule.FC2.K", "must be 128")
+	// The register-fed GEMMs: B tiles of 256 rows and 3 stages from the
+	// default, the bf16 token tile beside e4m3 weights (the operand swap's
+	// plan); 128-row B tiles need one consumer warpgroup; bf16 layers and
+	// per-expert weights are refused.
+	s, _ = DefaultSchedule(m, target.SM90a)
+	s = s.WithMXGemm(MXGemmRegFed)
+	if s.Variant != nil || s.FC1 != (Tile{128, 256, 128}) || s.FC2 != (Tile{128, 256, 128}) || s.Stages != 3 {
+		t.Errorf("mxfp8 regfed schedule: %v", s)
+	}
+	if err := s.Validate(m); err != nil {
+		t.Fatalf("mxfp8 regfed: %v", err)
+	}
+	if p, err := s.GemmSmem(m, s.FC1, true); err != nil || !p.SwapAB || !p.ABF16 || p.A.Bytes() != p.B.Bytes() { // 128 bf16 rows, 256 e4m3 ones
+		t.Errorf("mxfp8 regfed's FC1 smem (bf16 token tile, e4m3 weights): %+v, %v", p, err)
+	}
+	r := s
+	r.FC2.N = 128
+	wantFieldErr(t, "regfed 128-row B tile", r.Validate(m), "Schedule.Warps.MMA", "must be 8 with B tiles of 256 rows and 4")
+	r = s
+	r.FC1.N = 192
+	wantFieldErr(t, "regfed 192-row B tile", r.Validate(m), "Schedule.FC1.N", "64, 128 or 256")
+	bs, _ := DefaultSchedule(l, target.SM90a)
+	wantFieldErr(t, "regfed on bf16", bs.WithMXGemm(MXGemmRegFed).Validate(l), "Schedule.MXGemm", "regfed needs an mxfp8 layer")
+	pe := m
+	pe.Storage = PerExpertWeights
+	wantFieldErr(t, "regfed per expert", s.Validate(pe), "Schedule.MXGemm", "grouped weights")
+	if k, err := ParseMXGemmKind("regfed"); err != nil || k != MXGemmRegFed || k.String() != "regfed" {
+		t.Errorf("ParseMXGemmKind(regfed) = %v, %v", k, err)
+	}
 	// The operand swap: 32-row tiles only in an MXOnly variant of an mxfp8
 	// layer, with 4 MMA warps, grouped weights and whole 64-row slices;
 	// interleaved gate/up layers validate them but default to 64 rows.
