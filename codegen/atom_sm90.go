@@ -212,18 +212,11 @@ func regFedWGs(nb, bm int) int {
 // regFedSets is the A-register sets of a register-fed GEMM's K loop
 // (WGMMAMainloopRegFed.Sets) with wg consumer warpgroups.
 func regFedSets(wg int) int {
-	if regFedSetsOverride != 0 {
-		return regFedSetsOverride
-	}
 	if wg > 1 {
-		return 2
+		return 2 // four gained 1% on the H200 (docs/perf.md, mxfp8 v26) and cost ptxas's registers for the ragged tiles' loops
 	}
 	return 4
 }
-
-// regFedSetsOverride, when nonzero, replaces regFedSets's choice (the
-// timing tests compare the forms; export_test.go).
-var regFedSetsOverride int
 
 // regFedHalf is, for consumer warpgroup c of a register-fed GEMM, its
 // first B-tile row (the thread's rows and scales start there) and its
@@ -554,7 +547,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		res := b.IfElseVals(active, func() []value.Value {
 			mainloop := func() ([]value.Value, value.Value, value.Value, error) {
 				if k.spec.MXRegisterFed {
-					return b.WGMMAMainloopRegFed(rf, v[0], v[1], kt, k.ring.bars, k.base, wRow, wX, laneZero, aSc)
+					return b.WGMMAMainloopRegFed(rf, v[0], v[1], kt, k.ring.bars, k.base, wRow, wX, laneZero, aSc, b.Sub(w.rowEnd, w.row0))
 				}
 				if k.spec.MX {
 					// The work item's rows from the warp's first row on;

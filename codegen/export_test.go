@@ -131,11 +131,3 @@ func WidenKernel(m *ir.Module) {
 	}
 	b.Ret(nil)
 }
-
-// SetRegFedSets makes the register-fed GEMMs built until restore is called
-// use n A-register sets (0: regFedSets's choice).
-func SetRegFedSets(n int) (restore func()) {
-	old := regFedSetsOverride
-	regFedSetsOverride = n
-	return func() { regFedSetsOverride = old }
-}

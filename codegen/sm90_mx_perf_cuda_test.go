@@ -24,9 +24,13 @@ import (
 // default) and MXFP8 register-fed (GemmSpec.MXRegisterFed; B tiles of 128
 // rows with one consumer warpgroup, and of 256 with two), and
 // spot-checks 256 outputs of each against the float64 GEMM of its inputs.
-// The inputs are random bytes (e4m3 without NaN, scale codes 112..127) and
+// The inputs are random bytes (e4m3 without NaN, scale codes 112..119) and
 // random bf16, not quantized data: the kernels' speed and sums do not
-// depend on it (the register-fed A in layouts.RegisterFedOrder). Only the
+// depend on it (the register-fed A in layouts.RegisterFedOrder), but for
+// the gated epilogue's division, which takes its slow path when the
+// exponential overflows: the scales keep FC1's pre-activations O(1), as in
+// a layer (with codes up to 127 they reached 10^4 and the MXFP8 FC1s spent
+// a third of their time there; ncu, run 27). Only the
 // variants whose names match MOKC_MXPERF (a regular expression; default
 // all) run, for profiling one kernel. Skipped with -short.
 func TestSM90MXRegFedPerf(t *testing.T) {
@@ -45,7 +49,6 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 	type variant struct {
 		name string
 		spec codegen.GemmSpec
-		sets int // A-register sets of a register-fed GEMM (0: the engine's choice)
 	}
 	var vs []variant
 	for _, g := range []codegen.GemmSpec{fc1, fc2} {
@@ -70,17 +73,12 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		rf2 := rf // two consumer warpgroups, each half of a 256-row B tile
 		rf2.Name += "2"
 		rf2.Tile.BN, rf2.Tile.Warps, rf2.Tile.Stages = 2*bn, 8, 3
-		rf2s4 := rf2
-		rf2s4.Name += "s4"
-		vs = append(vs, variant{"bf16", bf, 0}, variant{"promote", mx, 0}, variant{"regfed", rf, 0}, variant{"regfed, 2 warpgroups", rf2, 0},
-			variant{"regfed, 2 warpgroups, 4 register sets", rf2s4, 4})
+		vs = append(vs, variant{"bf16", bf}, variant{"promote", mx}, variant{"regfed", rf}, variant{"regfed, 2 warpgroups", rf2})
 		if g.Epilogue == codegen.EpiStore { // 256 token rows: two warpgroups of one slice
 			rf3 := rf
 			rf3.Name += "3"
 			rf3.Tile.BM, rf3.Tile.Warps, rf3.Tile.Stages = 256, 8, 2
-			rf3s4 := rf3
-			rf3s4.Name += "s4"
-			vs = append(vs, variant{"regfed, 256 token rows", rf3, 0}, variant{"regfed, 256 token rows, 4 register sets", rf3s4, 4})
+			vs = append(vs, variant{"regfed, 256 token rows", rf3})
 		}
 	}
 	if re := os.Getenv("MOKC_MXPERF"); re != "" {
@@ -95,9 +93,7 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 	m := ir.NewModule("mxperf")
 	infos := make([]codegen.KernelInfo, len(vs))
 	for i, v := range vs {
-		restore := codegen.SetRegFedSets(v.sets)
 		ki, err := eng.GroupedGEMM(m, v.spec, 1)
-		restore()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -151,7 +147,7 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		codes := func(n int) ([]uint8, []float64) {
 			c, f := make([]uint8, (n+3)&^3), make([]float64, n)
 			for j := range f {
-				c[j] = uint8(112 + r.IntN(16))
+				c[j] = uint8(112 + r.IntN(8))
 				f[j] = float64(layouts.F32FromUE8M0(c[j]))
 			}
 			return c, f

@@ -81,7 +81,15 @@ func (ml WGMMAMainloopRegFed) accs() int { return ml.Slices * ml.BM / 2 }
 // stage's base of the factor of the thread's first row in block 0 (its
 // row +8 is 32 bytes on, its second slice 4*SliceRows).
 // Returns the accumulators and the advanced stage and phase.
-func (b *Builder) WGMMAMainloopRegFed(ml WGMMAMainloopRegFed, stage, phase, ktiles, bars, smem, wRow, wX, lead, scOff value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
+//
+// live is the work item's token rows (at least 1): the loop issues wgmma
+// m64nWk16 with W the narrowest of widths holding them, one loop per
+// width chosen once per work item, so the ragged last tile of an expert
+// (a few rows) costs the tensor cores a fraction of a full tile. The
+// accumulators of token rows past W stay zero (those rows are never
+// stored); the rows below W get the same products in the same order
+// whatever W, so the same bits.
+func (b *Builder) WGMMAMainloopRegFed(ml WGMMAMainloopRegFed, stage, phase, ktiles, bars, smem, wRow, wX, lead, scOff, live value.Value) (acc []value.Value, stageOut, phaseOut value.Value, err error) {
 	if err := checkWGMMAN(ml.BM); err != nil {
 		return nil, nil, nil, err
 	}
@@ -89,10 +97,24 @@ func (b *Builder) WGMMAMainloopRegFed(ml WGMMAMainloopRegFed, stage, phase, ktil
 		return nil, nil, nil, fmt.Errorf("codegen: register-fed MXFP8 mainloop with %d slices (1 or 2), %d register sets (2 or 4), %d stages, %d k16 steps (8: K blocks of 128)", ml.Slices, ml.Sets, ml.Stages, len(ml.OffTok))
 	}
 	na := ml.accs()
-	cons := accConstraints(na, false, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "r", "r")
+	cons := accConstraints(na, false, "=r", "=r", "r", "r", "r", "r", "r", "r", "r", "r", "r", "r")
 	outs := b.AsmCallN(ml.asm(), cons, append(f32s(na), ir.I32, ir.I32),
-		stage, phase, ktiles, bars, smem, wRow, wX, lead, scOff)
+		stage, phase, ktiles, bars, smem, wRow, wX, lead, scOff, live)
 	return outs[:na], outs[na], outs[na+1], nil
+}
+
+// widths is the wgmma N of the K loop's copies, descending: BM and, for
+// the ragged last tiles of experts, BM/4 (else BM/2) where that is a
+// multiple of 8 of at least 16. Two: with three (128, 64, 32) ptxas
+// serialized the wgmma of gated GEMMs with a bias for want of registers
+// (C7512), and with four (128, 64, 32, 16) those of qwen3-30b-a3b's FC1.
+func (ml WGMMAMainloopRegFed) widths() []int {
+	for _, w := range []int{ml.BM / 4, ml.BM / 2} {
+		if w >= 16 && w%8 == 0 && (w == ml.BM/4 && 4*w == ml.BM || w == ml.BM/2 && 2*w == ml.BM) {
+			return []int{ml.BM, w}
+		}
+	}
+	return []int{ml.BM}
 }
 
 // regFedFactor is the bf16x2 factor (both halves) of the register-fed
@@ -110,9 +132,8 @@ func regFedFactor(b *Builder, code value.Value) value.Value {
 func (ml WGMMAMainloopRegFed) asm() string {
 	na := ml.accs()
 	in := func(i int) string { return fmt.Sprintf("$%d", na+2+i) }
-	stage, phase, ktiles, bars, smem, wRow, wX, lead, scOff := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8)
+	stage, phase, ktiles, bars, smem, wRow, wX, lead, scOff, live := in(0), in(1), in(2), in(3), in(4), in(5), in(6), in(7), in(8), in(9)
 	ins := mainloopIns{stage: stage, phase: phase, kt: ktiles, bars: bars, smem: smem, lead: lead}
-	S := ml.Slices
 	L := loopStart([]string{
 		".reg .pred P, Q;",
 		".reg .b32 s, ph, kt, bar, sa, t, xs, e, w, msgn;",
@@ -120,7 +141,28 @@ func (ml WGMMAMainloopRegFed) asm() string {
 		".reg .b64 d0b, db;",
 	}, stage, phase, na)
 	L = append(L, "mov.b32 msgn, 0x80008000;")
-	L = append(L, loopHead("WGRF", ktiles, bars)...)
+	ws := ml.widths()
+	for i := len(ws) - 1; i > 0; i-- { // the narrowest width holding the item's rows
+		L = append(L, fmt.Sprintf("setp.le.s32 P, %s, %d;", live, ws[i]), fmt.Sprintf("@P bra.uni WGRF%d_LOOP;", ws[i]))
+	}
+	for i, w := range ws {
+		L = append(L, ml.loop(w, ktiles, bars, smem, wRow, wX, scOff, ins)...)
+		if i+1 < len(ws) {
+			L = append(L, "bra.uni WGRF_DONE;")
+		}
+	}
+	L = append(L, "WGRF_DONE:")
+	L = append(L, WGMMAMainloop{Stages: ml.Stages}.waitRelease(ins, 0)...)
+	return asmLines(append(L, loopEnd(na)...)...)
+}
+
+// loop is the K loop of width w (wgmma m64nwk16 into the first w/2
+// accumulators of each slice) of asm, labels WGRF<w>_*.
+func (ml WGMMAMainloopRegFed) loop(w int, ktiles, bars, smem, wRow, wX, scOff string, ins mainloopIns) []string {
+	S := ml.Slices
+	l := fmt.Sprintf("WGRF%d", w)
+	var L []string
+	L = append(L, loopHead(l, ktiles, bars)...)
 	L = append(L, fmt.Sprintf("mad.lo.s32 sa, s, %d, %s;", ml.StageBytes, smem))
 	L = append(L, descPTX("d0b", "sa", ml.DescHi)...)
 	// ad_c: the thread's 8 bytes of block c in its row: 16-byte chunk
@@ -130,7 +172,7 @@ func (ml WGMMAMainloopRegFed) asm() string {
 		L = append(L, fmt.Sprintf("xor.b32 t, %s, %d;", wX, c<<5), fmt.Sprintf("add.s32 ad%d, w, t;", c))
 	}
 	accs := func(s int) string {
-		r := make([]string, ml.BM/2)
+		r := make([]string, w/2)
 		for i := range r {
 			r[i] = fmt.Sprintf("$%d", s*ml.BM/2+i)
 		}
@@ -177,7 +219,7 @@ func (ml WGMMAMainloopRegFed) asm() string {
 		for j := 0; j < 2; j++ {
 			L = append(L, fmt.Sprintf("add.s64 db, d0b, %d;", ml.OffTok[2*c+j]),
 				fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16 %s, {ra%d, ra%d, ra%d, ra%d}, db, 1, 1, 1, 0;",
-					ml.BM, accs(s), set+4*j, set+4*j+1, set+4*j+2, set+4*j+3))
+					w, accs(s), set+4*j, set+4*j+1, set+4*j+2, set+4*j+3))
 		}
 		L = append(L, "wgmma.commit_group.sync.aligned;")
 		if g+1 < G {
@@ -190,8 +232,6 @@ func (ml WGMMAMainloopRegFed) asm() string {
 			L = append(L, fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", pend))
 		}
 	}
-	L = append(L, loopAdvance("WGRF", ml.Stages)...)
-	L = append(L, "WGRF_DONE:")
-	L = append(L, WGMMAMainloop{Stages: ml.Stages}.waitRelease(ins, 0)...)
-	return asmLines(append(L, loopEnd(na)...)...)
+	L = append(L, loopAdvance(l, ml.Stages)...)
+	return append(L, l+"_DONE:")
 }
