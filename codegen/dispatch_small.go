@@ -103,7 +103,7 @@ func (lw *perOp) lowerSmallDispatch(ops []moe.Op) (int, error) {
 // lowerFor lowers op (lower) with its kernels launched only for tokens.
 func (lw *perOp) lowerFor(op moe.Op, tokens []launch.TokenRange) error {
 	n := len(lw.prog.Kernels)
-	if err := lw.lower(op); err != nil {
+	if err := lw.lowerOp(op); err != nil {
 		return err
 	}
 	for i := n; i < len(lw.prog.Kernels); i++ {

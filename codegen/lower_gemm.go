@@ -69,11 +69,12 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 		g = lw.transposeB(g)
 	}
 	s := lw.sched
+	bg := lw.baseForm(g).(moe.GEMM)
 	if !lw.usesVariant(g) {
-		return lw.emitGEMM(g, "", s, nil, nil)
+		return lw.emitGEMM(bg, "", s, nil, nil)
 	}
 	base, variant := lw.variantRanges()
-	if err := lw.emitGEMM(g, "", s, base, nil); err != nil {
+	if err := lw.emitGEMM(bg, "", s, base, nil); err != nil {
 		return err
 	}
 	return lw.emitGEMM(g, "_"+s.Variant.Name, lw.variant, variant, nil)
@@ -112,13 +113,13 @@ func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 		return 0, nil
 	}
 	base, variant := lw.variantRanges()
-	if err := lw.emitGEMM(g, "", lw.sched, base, nil); err != nil {
+	if err := lw.emitGEMM(lw.baseForm(g).(moe.GEMM), "", lw.sched, base, nil); err != nil {
 		return 0, err
 	}
 	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, &q); err != nil {
 		return 0, err
 	}
-	if err := lw.lowerFor(q, base); err != nil {
+	if err := lw.lowerFor(lw.baseForm(q), base); err != nil {
 		return 0, err
 	}
 	return 2, nil

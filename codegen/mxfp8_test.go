@@ -150,9 +150,12 @@ func TestCheckLayer(t *testing.T) {
 
 // TestMXFP8RegFedAssemble lowers the MXFP8 forward and backward of every
 // preset for sm_90a with the register-fed GEMMs (the default schedule
-// WithMXGemm(MXGemmRegFed)): the gather and quantize_h write bf16 values
-// (xs_rf, h_rf; no e4m3 rows), the routed GEMMs are bf16 wgmma with A
-// from registers and no e4m3 wgmma is left; ptxas assembles it.
+// WithMXGemm(MXGemmRegFed)): with the default's decode variant the program
+// holds both forms, the e4m3 rows (xs_q) for the variant's promoted
+// decode GEMMs in its token range and the bf16 values (xs_rf, gather_rf)
+// for the register-fed GEMMs in the rest, each kernel launched in its
+// range; without the variant only the register-fed form, no e4m3 wgmma
+// and no e4m3 rows. ptxas assembles both.
 func TestMXFP8RegFedAssemble(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		t.Run(name, func(t *testing.T) {
@@ -167,31 +170,54 @@ func TestMXFP8RegFedAssemble(t *testing.T) {
 				t.Fatal(err)
 			}
 			s = s.WithMXGemm(schedule.MXGemmRegFed)
-			if err := s.Validate(l); err != nil {
-				t.Fatal(err)
-			}
-			for _, build := range []func(schedule.Layer) (*moe.Program, error){moe.Forward, moe.Backward} {
-				p, err := build(l)
-				if err != nil {
+			one := s
+			one.Variant = nil
+			for _, sc := range []schedule.Schedule{s, one} {
+				if err := sc.Validate(l); err != nil {
 					t.Fatal(err)
 				}
-				prog, err := Lower(p, s, PerOp)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if prog.Buffer(moe.BufXSQ) != nil || prog.Buffer("xs_rf") == nil {
-					t.Errorf("buffers: xs_q %v, xs_rf %v", prog.Buffer(moe.BufXSQ), prog.Buffer("xs_rf"))
-				}
-				text, err := mptx.Compile(prog.Module, target.SM90a)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if strings.Contains(text, ".e4m3.e4m3") || !strings.Contains(text, "mul.rn.bf16x2") || !strings.Contains(text, "k16.f32.bf16.bf16") {
-					t.Errorf("e4m3 wgmma %t, register widening %t", strings.Contains(text, ".e4m3.e4m3"), strings.Contains(text, "mul.rn.bf16x2"))
-				}
-				toolchain.NeedPtxas(t, "sm_90a")
-				if err := toolchain.Assemble(text, "sm_90a"); err != nil {
-					t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+				both := sc.Variant != nil
+				for _, build := range []func(schedule.Layer) (*moe.Program, error){moe.Forward, moe.Backward} {
+					p, err := build(l)
+					if err != nil {
+						t.Fatal(err)
+					}
+					prog, err := Lower(p, sc, PerOp)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if (prog.Buffer(moe.BufXSQ) != nil) != both || prog.Buffer("xs_rf") == nil {
+						t.Errorf("variant %t: buffers xs_q %v, xs_rf %v", both, prog.Buffer(moe.BufXSQ), prog.Buffer("xs_rf"))
+					}
+					nrf := 0
+					for _, k := range prog.Kernels {
+						if !strings.HasSuffix(k.Name, "_rf") {
+							continue
+						}
+						nrf++
+						if both { // after the variant's range
+							_, hi := sc.Variant.VariantTokens(l.TopK, l.Experts)
+							if len(k.Tokens) != 1 || k.Tokens[0].Min != hi+1 {
+								t.Errorf("kernel %s launched for %v, want from T = %d on", k.Name, k.Tokens, hi+1)
+							}
+						} else if k.Tokens != nil {
+							t.Errorf("no variant: kernel %s launched for %v, want every T", k.Name, k.Tokens)
+						}
+					}
+					if nrf == 0 {
+						t.Errorf("variant %t: no register-fed gather or quantize kernel", both)
+					}
+					text, err := mptx.Compile(prog.Module, target.SM90a)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if strings.Contains(text, ".e4m3.e4m3") != both || !strings.Contains(text, "mul.rn.bf16x2") || !strings.Contains(text, "k16.f32.bf16.bf16") {
+						t.Errorf("variant %t: e4m3 wgmma %t, register widening %t", both, strings.Contains(text, ".e4m3.e4m3"), strings.Contains(text, "mul.rn.bf16x2"))
+					}
+					toolchain.NeedPtxas(t, "sm_90a")
+					if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+						t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+					}
 				}
 			}
 		})

@@ -75,7 +75,12 @@ const (
 // (finished: ir.Module.Finish runs the builder checks and ir.Check) and its
 // launch plan. The kernel parameters and the plan's buffers come from p's
 // operands and buffers; the lowering adds only its own scratch (the GEMM
-// work lists). Errors: an unknown policy or op, a schedule the target's
+// work lists, K-major weight copies). An mxfp8 program under
+// schedule.MXGemmRegFed is lowered in its register-fed form
+// (moe.RegisterFed); with the schedule's decode variant (promote's) in
+// both: the gather and quantize_h write the e4m3 rows in the variant's
+// token range and the register-fed ones (gather_rf, quantize_h_rf) in the
+// rest, each GEMM reading its range's form. Errors: an unknown policy or op, a schedule the target's
 // engine cannot build (an MXFP8 GEMM off sm_90a), more than two distinct
 // GEMM row tiles.
 func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) {
@@ -86,15 +91,20 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err != nil {
 		return nil, err
 	}
+	var rf *moe.Program // the register-fed form, beside p's (regfed with a decode variant)
 	if s.MXGemm == schedule.MXGemmRegFed && p.Layer.Precision == schedule.MXFP8 {
-		if p, err = moe.RegisterFed(p); err != nil {
+		if rf, err = moe.RegisterFed(p); err != nil {
 			return nil, err
+		}
+		if s.Variant == nil {
+			p, rf = rf, nil // one form at every T
 		}
 	}
 	lw, err := newPerOp(p, s, eng)
 	if err != nil {
 		return nil, err
 	}
+	lw.addRegisterFed(rf)
 	for i := 0; i < len(p.Ops); {
 		n, err := lw.lowerNext(p.Ops[i:])
 		if err != nil {
@@ -152,6 +162,9 @@ type perOp struct {
 	// token ranges of the base and variant kernels.
 	variant    schedule.Schedule
 	hasVariant bool
+	// rfOps are the register-fed forms of the ops that have one, by name,
+	// when the program is lowered in both forms (addRegisterFed).
+	rfOps map[string]moe.Op
 }
 
 func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
@@ -189,8 +202,58 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	return lw, nil
 }
 
-// lower emits the kernels of one op.
+// addRegisterFed records rf, the register-fed form of the program lowered
+// (nil: none, or the program is that form): the ops it changes by name,
+// and its new buffers (xs_rf, h_rf) in the plan.
+func (lw *perOp) addRegisterFed(rf *moe.Program) {
+	if rf == nil {
+		return
+	}
+	lw.rfOps = map[string]moe.Op{}
+	for i, op := range lw.src.Ops {
+		if r := rf.Ops[i]; r.Name() != op.Name() || isRegFedGEMM(r) {
+			lw.rfOps[op.Name()] = r
+		}
+	}
+	for _, b := range rf.Buffers {
+		if lw.prog.Buffer(b.Name) == nil {
+			lw.prog.Buffers = append(lw.prog.Buffers, b.Plan())
+		}
+	}
+}
+
+// isRegFedGEMM reports whether op is a GEMM over register-fed rows.
+func isRegFedGEMM(op moe.Op) bool {
+	g, ok := op.(moe.GEMM)
+	return ok && g.ARegisterFed
+}
+
+// baseForm is op as the kernels outside the GEMM variant's token range
+// run it: its register-fed form when the program has one (addRegisterFed),
+// else op.
+func (lw *perOp) baseForm(op moe.Op) moe.Op {
+	if r, ok := lw.rfOps[op.Name()]; ok {
+		return r
+	}
+	return op
+}
+
+// lower emits the kernels of one op; an op with a register-fed form
+// (baseForm) twice: as it is in the GEMM variant's token range, in that
+// form in the rest.
 func (lw *perOp) lower(op moe.Op) error {
+	if r := lw.baseForm(op); r.Name() != op.Name() {
+		base, variant := lw.variantRanges()
+		if err := lw.lowerFor(op, variant); err != nil {
+			return err
+		}
+		return lw.lowerFor(r, base)
+	}
+	return lw.lowerOp(op)
+}
+
+// lowerOp emits the kernels of one op.
+func (lw *perOp) lowerOp(op moe.Op) error {
 	m, d := lw.mod, lw.d
 	var k Kernel
 	switch o := op.(type) {

@@ -18,9 +18,11 @@ import (
 // layouts.RegisterFedOrder; those GEMMs read V with ARegisterFed and no
 // AScales. The values and every sum are the same; Q and S are dropped from
 // the buffers. Quantized rows that another op also reads keep their form.
-// p itself is not changed (its ops and buffer list are copied; the buffers
-// are shared). Errors: the result fails Check (not expected of a checked
-// p).
+// The converted Gather and Quantize ops are named with "_rf" added
+// (gather_rf, quantize_h_rf); every op keeps its place, so op i of the
+// result is op i of p in the register-fed form. p itself is not changed
+// (its ops and buffer list are copied; the buffers are shared). Errors:
+// the result fails Check (not expected of a checked p).
 func RegisterFed(p *Program) (*Program, error) {
 	// Which Q buffers only MXFP8 GEMMs read as A.
 	gemmA, other := map[*Buffer]bool{}, map[*Buffer]bool{}
@@ -56,12 +58,12 @@ func RegisterFed(p *Program) (*Program, error) {
 		switch o := op.(type) {
 		case Gather:
 			if convert(o.Q) {
-				o.V, o.Q, o.S = newV(o.Q, o.S), nil, nil
+				o.Op, o.V, o.Q, o.S = o.Name()+"_rf", newV(o.Q, o.S), nil, nil
 			}
 			op = o
 		case Quantize:
 			if convert(o.Q) {
-				o.V, o.Q, o.S = newV(o.Q, o.S), nil, nil
+				o.Op, o.V, o.Q, o.S = o.Op+"_rf", newV(o.Q, o.S), nil, nil
 			}
 			op = o
 		case GEMM:

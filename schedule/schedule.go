@@ -104,15 +104,19 @@ type Schedule struct {
 	// of the rows, the weights widened in registers; docs/mxfp8.md). Expand
 	// and regfed are refused for bf16 layers and on other targets, and take
 	// tiles of K = 128. The default schedule's decode Variant is
-	// promote's (its 32-row tiles read the e4m3 rows), so Validate refuses
-	// it under the other two: switch a schedule with WithMXGemm, which
-	// drops it (and for regfed takes that GEMM's tiles).
+	// promote's (its 32-row tiles read the e4m3 rows): expand cannot run
+	// it, so Validate refuses it there (switch a schedule with WithMXGemm,
+	// which drops it); under regfed an MXOnly variant stays promote's
+	// (VariantSchedule) and the program holds both forms of the GEMMs'
+	// rows, each written in its GEMMs' token range (codegen.Lower).
 	MXGemm MXGemmKind
 }
 
 // WithMXGemm returns s with its mxfp8 routed GEMMs run by k; with
-// MXGemmExpand or MXGemmRegFed without a GEMM variant, since the default
-// schedule's decode variant is promote's (see MXGemm); with MXGemmRegFed
+// MXGemmExpand without a GEMM variant, since the default schedule's decode
+// variant is promote's (see MXGemm), and with MXGemmRegFed without a
+// variant that is not MXOnly (one for the bf16 GEMMs too, which cannot be
+// promote's); with MXGemmRegFed
 // and the default sm_90a mxfp8 tiles (128x128x128, 8 MMA warps) B tiles
 // of 256 rows (the register-fed GEMM's two consumer warpgroups
 // each take half; 128-row B tiles would take one, docs/mxfp8.md) and
@@ -120,7 +124,7 @@ type Schedule struct {
 // of 128 are 64 KB).
 func (s Schedule) WithMXGemm(k MXGemmKind) Schedule {
 	s.MXGemm = k
-	if k != MXGemmPromote {
+	if k == MXGemmExpand || k == MXGemmRegFed && s.Variant != nil && !s.Variant.MXOnly {
 		s.Variant = nil
 	}
 	if k == MXGemmRegFed && s.Target == target.SM90a && s.Warps.MMA == 8 && s.FC1 == (Tile{128, 128, 128}) && s.FC2 == (Tile{128, 128, 128}) {
@@ -280,6 +284,8 @@ var variantName = regexp.MustCompile(`^[a-z0-9]+$`)
 // s has no variant. The result's tiles apply to the variant's GEMMs only: an
 // MXOnly variant's 32-row tiles (the operand swap) are valid there and
 // nowhere else, so Validate refuses v itself; validate s, which checks them.
+// An MXOnly variant of a MXGemmRegFed schedule runs promote's GEMMs (v's
+// MXGemm is MXGemmPromote).
 func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 	if s.Variant == nil {
 		return s, false
@@ -287,6 +293,9 @@ func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 	v = s
 	v.FC1, v.FC2, v.Stages, v.Warps.MMA = s.Variant.FC1, s.Variant.FC2, s.Variant.Stages, s.Variant.MMAWarps
 	v.Variant = nil
+	if v.MXGemm == MXGemmRegFed && s.Variant.MXOnly {
+		v.MXGemm = MXGemmPromote // the decode tiles are promote's operand swap
+	}
 	return v, true
 }
 
@@ -493,6 +502,9 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	}
 	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {
 		return fieldErr("Schedule.MXGemm", s.MXGemm, "regfed loads grouped weights with TMA (Layer.Storage)")
+	}
+	if s.MXGemm == MXGemmRegFed && s.Variant != nil && !s.Variant.MXOnly {
+		return fieldErr("Schedule.Variant", *s.Variant, "a GEMM variant under regfed must be MXOnly (promote's tiles for the mxfp8 GEMMs of its token range)")
 	}
 	if v, ok := s.VariantSchedule(); ok {
 		vr := s.Variant

@@ -278,8 +278,11 @@ func TestScheduleValidateErrors(t *testing.T) {
 	// per-expert weights are refused.
 	s, _ = DefaultSchedule(m, target.SM90a)
 	s = s.WithMXGemm(MXGemmRegFed)
-	if s.Variant != nil || s.FC1 != (Tile{128, 256, 128}) || s.FC2 != (Tile{128, 256, 128}) || s.Stages != 3 {
-		t.Errorf("mxfp8 regfed schedule: %v", s)
+	if s.Variant == nil || !s.Variant.MXOnly || s.FC1 != (Tile{128, 256, 128}) || s.FC2 != (Tile{128, 256, 128}) || s.Stages != 3 {
+		t.Errorf("mxfp8 regfed schedule (the decode variant kept): %v", s)
+	}
+	if v, _ := s.VariantSchedule(); v.MXGemm != MXGemmPromote {
+		t.Errorf("mxfp8 regfed: the decode variant runs %v, want promote", v.MXGemm)
 	}
 	if err := s.Validate(m); err != nil {
 		t.Fatalf("mxfp8 regfed: %v", err)
@@ -293,6 +296,9 @@ func TestScheduleValidateErrors(t *testing.T) {
 	r = s
 	r.FC1.N = 192
 	wantFieldErr(t, "regfed 192-row B tile", r.Validate(m), "Schedule.FC1.N", "64, 128 or 256")
+	r = s
+	r.Variant = &TileVariant{Name: "big", FC1: s.FC1, FC2: s.FC2, Stages: 3, MMAWarps: 8, MinRows: 1, MaxRows: 8}
+	wantFieldErr(t, "regfed with a variant for every GEMM", r.Validate(m), "Schedule.Variant", "must be MXOnly")
 	bs, _ := DefaultSchedule(l, target.SM90a)
 	wantFieldErr(t, "regfed on bf16", bs.WithMXGemm(MXGemmRegFed).Validate(l), "Schedule.MXGemm", "regfed needs an mxfp8 layer")
 	pe := m

@@ -125,7 +125,7 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; as fast as wgmma on the H200 so far); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
-	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales) expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.9x the time of promote on the H200 in run 20, 2-3x the default's decode tiles since: docs/perf.md, mxfp8 v9) or regfed (the gather and the quantization of h write the rows' MXFP8 values as bf16, the weights are widened exactly to bf16 in registers, bf16 wgmma: the same sums; B tiles of 256 rows, 3 stages; docs/mxfp8.md). expand and regfed drop the default schedule's decode tiles, which are promote's. sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
+	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales) expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.9x the time of promote on the H200 in run 20, 2-3x the default's decode tiles since: docs/perf.md, mxfp8 v9) or regfed (the gather and the quantization of h write the rows' MXFP8 values as bf16, the weights are widened exactly to bf16 in registers, bf16 wgmma: the same sums; B tiles of 256 rows, 3 stages; docs/mxfp8.md; the default schedule's decode tiles stay promote's in their token range). expand drops the default schedule's decode tiles, which are promote's. sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote").keepingVariant(),
 }
 
@@ -391,9 +391,10 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // flags applied, validated against l. When a flag of the GEMM shape is set
 // the schedule loses its T-dependent GEMM variant: the flags describe the
 // one shape of the routed GEMMs (--wgrad keeps it). A refusal on a field a schedule flag sets names the
-// flag ("--mma-warps 3: ..."). --mx-gemm expand and regfed drop the
-// variant too (the default mxfp8 schedule's decode tiles are promote's);
-// regfed's tiles (schedule.Schedule.WithMXGemm) come before the shape flags. Dropping a variant
+// flag ("--mma-warps 3: ..."). --mx-gemm expand drops the variant too
+// (the default mxfp8 schedule's decode tiles are promote's; regfed keeps
+// them in their token range); regfed's tiles
+// (schedule.Schedule.WithMXGemm) come before the shape flags. Dropping a variant
 // is noted on stderr (noteVariantDropped) once the schedule is valid.
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := defaultSchedule(l, target)
@@ -422,7 +423,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
 		return s, err
 	}
-	if s.MXGemm != schedule.MXGemmPromote {
+	if s.MXGemm == schedule.MXGemmExpand {
 		s.Variant = nil // the default's decode variant is promote's
 	}
 	if variant != nil && s.Variant == nil && dropper == "" {
@@ -451,7 +452,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // a copy of s's GEMM variant and returns them as "--flag, --flag" (empty
 // when none is set). Errors: a variant flag on a schedule without a
 // variant (the target's default for the layer has none, or dropper, the
-// flag that replaced it: a shape flag, --mx-gemm expand or regfed).
+// flag that replaced it: a shape flag or --mx-gemm expand).
 func applyVariantFlags(c *cli.Context, s *schedule.Schedule, dropper string) (string, error) {
 	var set []string
 	for _, f := range variantFieldFlags {

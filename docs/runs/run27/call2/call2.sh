@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# run 27 call 2: mxfp8 v28 (the register-fed K loop in two widths by the work item's rows). The MX
+# run 27 call 2: mxfp8 v28 (the register-fed K loop in two widths by the work item's rows) and v29
+# (--mx-gemm regfed keeps the decode variant: both forms of the rows, each in its T range). The MX
 # GEMM cases; the standalone GEMM timings (O(1) FC1 pre-activations now); --mx-gemm regfed in whole
 # layers: forward at T = 0, 1, 64, 4096 on four presets, 10 runs identical at T = 4096, the backward,
-# memcheck; the forward timed at T = 4096 (and 1024, 16384 for qwen3-30b-a3b) beside bf16 and promote.
+# memcheck; the forward timed at T = 4096 (and 64, 1024, 16384 for qwen3-30b-a3b) beside bf16 and promote.
 set -u
 . scripts/device-env.sh
 O=$OUT/logs; mkdir -p $O
@@ -44,6 +45,6 @@ b() { # label T args...
 for m in qwen3-30b-a3b gpt-oss-120b deepseek-v3 mixtral-8x7b; do
   b bf16 4096 --model $m; b promote 4096 --model $m --precision mxfp8; b regfed 4096 --model $m $R
 done
-for T in 1024 16384; do b bf16 $T --model qwen3-30b-a3b; b promote $T --model qwen3-30b-a3b --precision mxfp8; b regfed $T --model qwen3-30b-a3b $R; done
+for T in 64 1024 16384; do b bf16 $T --model qwen3-30b-a3b; b promote $T --model qwen3-30b-a3b --precision mxfp8; b regfed $T --model qwen3-30b-a3b $R; done
 grep -hv "^{" $O/bench.jsonl >> $S
 cd $OUT && tar czf logs.tgz logs && cp logs/summary.txt .
