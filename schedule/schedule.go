@@ -96,12 +96,13 @@ type Schedule struct {
 	// docs/perf.md, backward v5).
 	WGrad WGradKernel
 	// MXGemm is how the routed GEMMs of an mxfp8 layer run on sm_90a:
-	// MXGemmPromote (the default: e4m3 wgmma per 32-wide block, promoted
+	// MXGemmPromote (the zero value: e4m3 wgmma per 32-wide block, promoted
 	// with the scales), MXGemmExpand (e4m3 tiles by TMA widened to bf16
 	// in shared memory, the bf16 wgmma loop; the same values, docs/mxfp8.md;
 	// correct on the H200 and 1.2-1.9x promote's time, docs/perf.md,
 	// mxfp8 v9) or MXGemmRegFed (the register-fed GEMM: bf16 MXFP8 values
-	// of the rows, the weights widened in registers; docs/mxfp8.md). Expand
+	// of the rows, the weights widened in registers; docs/mxfp8.md; the
+	// default where it runs, DefaultMXGemm). Expand
 	// and regfed are refused for bf16 layers and on other targets, and take
 	// tiles of K = 128. The default schedule's decode Variant is
 	// promote's (its 32-row tiles read the e4m3 rows): expand cannot run
@@ -749,7 +750,9 @@ func pickN(n int, candidates []int) int {
 //     with grouped weights a Variant of 32x128 tiles (the operand swap;
 //     64x128 with 6 stages where the swap does not apply) with one consumer
 //     warpgroup and 8 stages for at most 32 (64 with at most 16 experts; mxDecodeVariant); the backward's
-//     weight gradients on wgmma (WGradWGMMA).
+//     weight gradients on wgmma (WGradWGMMA). The mxfp8 routed GEMMs
+//     outside that variant run register-fed (MXGemmRegFed: B tiles of 256
+//     rows, 3 stages; DefaultMXGemm), the variant's promoted.
 //   - sm_100a: 128xN tiles with K block 64 (bf16) / 128 (mxfp8), 1 TMA warp,
 //     1 MMA warp, 4 epilogue warps, up to 6 stages as shared memory allows.
 //
@@ -760,6 +763,25 @@ func pickN(n int, candidates []int) int {
 // The result is validated; an invalid layer or an impossible combination
 // (mxfp8 on sm_80) is an error.
 func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
+	return DefaultScheduleMX(l, tg, DefaultMXGemm(l, tg))
+}
+
+// DefaultMXGemm is the MXFP8 GEMM kind of DefaultSchedule: MXGemmRegFed for
+// an mxfp8 layer with grouped weights on sm_90a (at T = 4096 1.4-1.6x
+// promote's speed on the H200, at T = 1024 1.3x; docs/perf.md, mxfp8 v28),
+// else MXGemmPromote (the only kind of other targets and layers).
+func DefaultMXGemm(l Layer, tg target.Target) MXGemmKind {
+	if l.Precision == MXFP8 && tg == target.SM90a && l.Storage == GroupedWeights {
+		return MXGemmRegFed
+	}
+	return MXGemmPromote
+}
+
+// DefaultScheduleMX is DefaultSchedule with the mxfp8 routed GEMMs run by
+// k: the tiles chosen for promote, then WithMXGemm(k) (expand drops the
+// decode variant, regfed takes its tiles). Errors: as DefaultSchedule, and
+// a k the layer or target cannot run (Validate).
+func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error) {
 	if err := l.Validate(); err != nil {
 		return Schedule{}, err
 	}
@@ -820,6 +842,9 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 		return Schedule{}, fieldErr("Schedule.Target", tg, "must be sm_80, sm_90a or sm_100a")
 	}
 	s.WGrad = DefaultWGrad(tg)
+	if k != MXGemmPromote {
+		s = s.WithMXGemm(k)
+	}
 	if err := s.Validate(l); err != nil {
 		return Schedule{}, fmt.Errorf("default schedule for %v: %w", tg, err)
 	}

@@ -310,9 +310,13 @@ func TestScheduleValidateErrors(t *testing.T) {
 	// The operand swap: 32-row tiles only in an MXOnly variant of an mxfp8
 	// layer, with 4 MMA warps, grouped weights and whole 64-row slices;
 	// interleaved gate/up layers validate them but default to 64 rows.
-	sw, err := DefaultSchedule(m, target.SM90a)
+	// (Under promote: the default's regfed keeps the same variant.)
+	sw, err := DefaultScheduleMX(m, target.SM90a, MXGemmPromote)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if d, _ := DefaultSchedule(m, target.SM90a); d.MXGemm != MXGemmRegFed || d.Variant == nil || *d.Variant != *sw.Variant {
+		t.Errorf("mxfp8 sm_90a default: %v, want regfed with promote's decode variant %v", d, sw.Variant)
 	}
 	if v := sw.Variant; v == nil || v.FC1.M != 32 || v.FC2.M != 32 || v.Stages != 8 || v.MMAWarps != 4 || !v.MXOnly {
 		t.Fatalf("mxfp8 sm_90a decode variant: %+v, want 32x128 tiles, 8 stages, 4 MMA warps, MXOnly", v)

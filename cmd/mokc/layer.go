@@ -125,8 +125,8 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; as fast as wgmma on the H200 so far); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
-	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales) expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.9x the time of promote on the H200 in run 20, 2-3x the default's decode tiles since: docs/perf.md, mxfp8 v9) or regfed (the gather and the quantization of h write the rows' MXFP8 values as bf16, the weights are widened exactly to bf16 in registers, bf16 wgmma: the same sums; B tiles of 256 rows, 3 stages; docs/mxfp8.md; the default schedule's decode tiles stay promote's in their token range). expand drops the default schedule's decode tiles, which are promote's. sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
-		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("promote").keepingVariant(),
+	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales), expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.9x the time of promote on the H200 in run 20, 2-3x the default's decode tiles since: docs/perf.md, mxfp8 v9) or regfed (the gather and the quantization of h write the rows' MXFP8 values as bf16, the weights are widened exactly to bf16 in registers, bf16 wgmma: the same sums; B tiles of 256 rows, 3 stages; docs/mxfp8.md; the default schedule's decode tiles stay promote's in their token range). expand drops the default schedule's decode tiles, which are promote's. sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
+		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("regfed on sm_90a with grouped weights, else promote").keepingVariant(),
 }
 
 // variantFieldFlags tune the default schedule's T-dependent GEMM variant
@@ -393,8 +393,8 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // one shape of the routed GEMMs (--wgrad keeps it). A refusal on a field a schedule flag sets names the
 // flag ("--mma-warps 3: ..."). --mx-gemm expand drops the variant too
 // (the default mxfp8 schedule's decode tiles are promote's; regfed keeps
-// them in their token range); regfed's tiles
-// (schedule.Schedule.WithMXGemm) come before the shape flags. Dropping a variant
+// them in their token range); the kind's default tiles
+// (schedule.DefaultScheduleMX) come before the shape flags. Dropping a variant
 // is noted on stderr (noteVariantDropped) once the schedule is valid.
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := defaultSchedule(l, target)
@@ -415,9 +415,12 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		}
 	}
 	if c.IsSet("mx-gemm") {
-		// regfed's tiles first, so that the shape flags override them.
+		// The kind's default tiles first, so that the shape flags override
+		// them.
 		if k, err := schedule.ParseMXGemmKind(c.String("mx-gemm")); err == nil {
-			s = s.WithMXGemm(k)
+			if d, err := schedule.DefaultScheduleMX(l, target, k); err == nil {
+				s = d
+			}
 		}
 	}
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
