@@ -256,7 +256,8 @@ func TestGridPerSM(t *testing.T) {
 // schedule.SharedMemoryBytes, which Validate and `mokc inspect` use, is
 // what the engines allocate: for every preset, target and weight storage,
 // and for mxfp8 (grouped; sm_90a and sm_100a with promote, sm_90a with the
-// expansion), the routed GEMM kernels' dynamic shared memory equals it.
+// expansion and register-fed), the routed GEMM kernels' dynamic shared
+// memory equals it.
 func TestSharedMemoryMatchesSchedule(t *testing.T) {
 	type form struct {
 		storage schedule.WeightStorage
@@ -264,7 +265,8 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 		gemm    schedule.MXGemmKind
 	}
 	forms := []form{{storage: schedule.GroupedWeights}, {storage: schedule.PerExpertWeights},
-		{schedule.GroupedWeights, true, schedule.MXGemmPromote}, {schedule.GroupedWeights, true, schedule.MXGemmExpand}}
+		{schedule.GroupedWeights, true, schedule.MXGemmPromote}, {schedule.GroupedWeights, true, schedule.MXGemmExpand},
+		{schedule.GroupedWeights, true, schedule.MXGemmRegFed}}
 	for _, name := range schedule.Presets() {
 		for _, f := range forms {
 			l, err := schedule.Preset(name)
@@ -276,14 +278,13 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 				l.Precision = schedule.MXFP8
 			}
 			for _, tg := range target.All() {
-				if f.mx && (tg == target.SM80 || (f.gemm == schedule.MXGemmExpand && tg != target.SM90a)) {
+				if f.mx && (tg == target.SM80 || (f.gemm != schedule.MXGemmPromote && tg != target.SM90a)) {
 					continue
 				}
-				s, err := schedule.DefaultSchedule(l, tg)
+				s, err := schedule.DefaultScheduleMX(l, tg, f.gemm)
 				if err != nil {
 					t.Fatal(err)
 				}
-				s = s.WithMXGemm(f.gemm)
 				p, err := Build(l, s)
 				if err != nil {
 					t.Fatalf("%s %+v %v: %v", name, f, tg, err)
@@ -426,9 +427,10 @@ func TestProgrammaticLaunch(t *testing.T) {
 
 // TestQuantizeInFC1Epilogue: in every preset's sm_90a mxfp8 forward the
 // decode variant's FC1 writes h_q and h_scales itself (QuantizeC: c_q and
-// c_scales bound to them) and moe_quantize_h runs only outside the
-// variant's token range, so exactly one kernel writes h_q at every T >= 1;
-// on sm_100a moe_quantize_h runs at every T.
+// c_scales bound to them) and moe_quantize_h_rf (h's register-fed form,
+// h_rf, for the default's register-fed GEMMs) runs only outside the
+// variant's token range, so exactly one kernel writes h's quantized form
+// at every T >= 1; on sm_100a moe_quantize_h runs at every T.
 func TestQuantizeInFC1Epilogue(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		for _, tg := range []target.Target{target.SM90a, target.SM100a} {
@@ -449,12 +451,15 @@ func TestQuantizeInFC1Epilogue(t *testing.T) {
 				var writers []string
 				for _, k := range p.Kernels {
 					for _, prm := range k.Params {
-						if prm.Buffer == moe.BufHQ && (prm.Name == "q" || prm.Name == "c_q") && k.RunsAt(T) {
+						if (prm.Buffer == moe.BufHQ && (prm.Name == "q" || prm.Name == "c_q") || prm.Buffer == "h_rf" && prm.Name == "v") && k.RunsAt(T) {
 							writers = append(writers, k.Name)
 						}
 					}
 				}
 				want := []string{"moe_quantize_h"}
+				if tg == target.SM90a {
+					want = []string{"moe_quantize_h_rf"}
+				}
 				if tg == target.SM90a && s.Variant != nil {
 					if lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts); lo <= T && T <= hi {
 						want = []string{"moe_fc1_" + s.Variant.Name}

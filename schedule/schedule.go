@@ -499,7 +499,7 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 		return fieldErr("Schedule.MXGemm", int(s.MXGemm), "must be promote, expand or regfed")
 	}
 	if s.MXGemm != MXGemmPromote && (l.Precision != MXFP8 || s.Target != target.SM90a) {
-		return fieldErr("Schedule.MXGemm", s.MXGemm, "%v needs an mxfp8 layer (Layer.Precision) on sm_90a (Schedule.Target); this layer is %v, the target %v", s.MXGemm, l.Precision, s.Target)
+		return fieldErr("Schedule.MXGemm", s.MXGemm, "%v needs an mxfp8 layer (Layer.Precision) on sm_90a (Schedule.Target; sm_100a runs the block-scaled MMA, promote only); this layer is %v, the target %v", s.MXGemm, l.Precision, s.Target)
 	}
 	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {
 		return fieldErr("Schedule.MXGemm", s.MXGemm, "regfed loads grouped weights with TMA (Layer.Storage)")
@@ -648,6 +648,9 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 				return err
 			}
 		}
+		if l.Precision == MXFP8 && s.MXGemm == MXGemmPromote && t.M != 32 && t.N > 128 {
+			return fieldErr(name+".N", t.N, "must be at most 128 with --mx-gemm promote on sm_90a (its consumers keep a partial sum beside each accumulator; docs/mxfp8.md): 256-row B tiles are --mx-gemm regfed's")
+		}
 	case target.SM100a:
 		if t.M != 128 {
 			return fieldErr(name+".M", t.M, "must be 128 (the sm_100a engine implements tcgen05.mma cta_group::1 with M = 128, one TMEM lane per row)")
@@ -693,7 +696,7 @@ func (s Schedule) validateRegFed(name string, t Tile) error {
 	case t.N != 64 && t.N != 128 && t.N != 256:
 		return fieldErr(name+".N", t.N, "must be 64, 128 or 256 with the register-fed mxfp8 GEMM (its B tile: 64-row slices, 128 rows per consumer warpgroup)")
 	case (t.N == 256) != (s.Warps.MMA == 8):
-		return fieldErr("Schedule.Warps.MMA", s.Warps.MMA, "must be 8 with B tiles of 256 rows and 4 with 64 or 128 (the register-fed GEMM's consumer warpgroup per 128 B-tile rows); %s is %v", name, t)
+		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 / 64x64x128 with 4, for FC1 and FC2 alike (%d MMA warps now)", s.Warps.MMA)
 	}
 	return nil
 }

@@ -56,7 +56,7 @@ func TestFlagErrorsNameTheFlag(t *testing.T) {
 		{[]string{"build", "--intermediate", "12"}, "--intermediate 12: must be a multiple of 8"},
 		{[]string{"build", "--precision", "mxfp8", "--hidden", "2050"}, "--hidden 2050: must be a multiple of 32 with mxfp8 weights"},
 		{[]string{"build", "--precision", "mxfp8", "--storage", "per-expert"}, "--storage per-expert: mxfp8 weights need --storage grouped"},
-		{[]string{"build", "--target", "sm_90a", "--mx-gemm", "expand"}, "--mx-gemm expand: expand needs an mxfp8 layer (--precision) on sm_90a (--target)"},
+		{[]string{"build", "--target", "sm_90a", "--mx-gemm", "expand"}, "--mx-gemm expand: expand needs an mxfp8 layer (--precision) on sm_90a (--target; sm_100a runs the block-scaled MMA, promote only)"},
 		{[]string{"build", "--experts", "16384", "--hidden", "8192", "--intermediate", "8192"},
 			"--experts 16384: the weights take 6597.1 GB, more than the 192.0 GB of the largest GPU mokc targets"},
 		{[]string{"build", "--shared-experts", "2"}, "--shared-intermediate 0 (the model's): must be > 0"},

@@ -95,7 +95,7 @@ func inspectProgram(c *cli.Context) error {
 	if l.Precision == schedule.MXFP8 && hasBF16GEMM(p) {
 		fmt.Fprintf(w, "(the bf16 GEMMs of an mxfp8 layer take half the K block: %d)\n", s.FC1.K/2)
 	}
-	fmt.Fprintf(w, "memory with the lowering's own scratch (work lists, and transposed weights where the engine cannot read them as stored): %s\n", programMemory(prog.Buffers))
+	fmt.Fprintf(w, "memory with the lowering's own scratch (work lists, transposed weights where the engine cannot read them as stored, and on sm_90a mxfp8 the register-fed rows xs_rf / h_rf that replace or join the e4m3 ones): %s\n", programMemory(prog.Buffers))
 	for _, k := range prog.Kernels {
 		var ps []string
 		for _, prm := range k.Params {
