@@ -69,7 +69,10 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 		g = lw.transposeB(g)
 	}
 	s := lw.sched
-	bg := lw.baseForm(g).(moe.GEMM)
+	bg := g // the register-fed form where the program has one (always K-major: no transpose)
+	if r, ok := lw.baseForm(g).(moe.GEMM); ok && r.ARegisterFed {
+		bg = r
+	}
 	if !lw.usesVariant(g) {
 		return lw.emitGEMM(bg, "", s, nil, nil)
 	}

@@ -31,7 +31,8 @@ import (
 //     2^120 (regFedFactor), so each element is the bf16 value of e4m3
 //     times scale, exact for scales of at least 2^-124 and codes up to 134
 //     (see GemmSpec.MXRegisterFed),
-//   - issues two wgmma m64nBMk16.f32.bf16.bf16 (the block's two k16
+//   - issues two wgmma m64nWk16.f32.bf16.bf16 (W = BM, or a narrower
+//     width for a work item of few token rows: widths; the block's two k16
 //     steps) with these registers as A and the token rows as B (K-major,
 //     from the stage's descriptor) into slice s's accumulators, commits
 //     them as one group and waits until Sets/2 groups are pending.

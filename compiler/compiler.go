@@ -172,8 +172,11 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 		args = append(args, "--mx-gemm "+s.MXGemm.String())
 	}
 	// Said by --wgrad, --group-m and --mx-gemm, which keep the GEMM variant
-	// (but for expand: Schedule.WithMXGemm, as the flag applies it).
-	def = def.WithMXGemm(s.MXGemm)
+	// (but for expand) and take the kind's default tiles
+	// (schedule.DefaultScheduleMX, as the flag applies it).
+	if d, err := schedule.DefaultScheduleMX(l, s.Target, s.MXGemm); err == nil {
+		def = d
+	}
 	s.WGrad, s.GroupM = def.WGrad, def.GroupM
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set

@@ -106,17 +106,23 @@ func TestStageErrors(t *testing.T) {
 	if _, ok := ReproduceCommand(lb, sb); ok {
 		t.Error("a forward repro for a layer whose main grads differ from the preset's")
 	}
-	// An mxfp8 layer: --precision mxfp8; --mx-gemm expand drops the
-	// default's decode variant, as the flag does.
+	// An mxfp8 layer: --precision mxfp8; --mx-gemm takes the kind's
+	// default tiles (and expand drops the decode variant), as the flag does.
 	lx := l
 	lx.Precision = schedule.MXFP8
 	sx := testlayer.DefaultSchedule(t, lx, target.SM90a)
 	if cmd, ok := ReproduceCommand(lx, sx); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --emit llvm" {
 		t.Errorf("ReproduceCommand(mxfp8) = %q, %v", cmd, ok)
 	}
-	sx = sx.WithMXGemm(schedule.MXGemmExpand)
-	if cmd, ok := ReproduceCommand(lx, sx); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --mx-gemm expand --emit llvm" {
-		t.Errorf("ReproduceCommand(mxfp8, expand) = %q, %v", cmd, ok)
+	for _, k := range []schedule.MXGemmKind{schedule.MXGemmExpand, schedule.MXGemmPromote} {
+		sx, err := schedule.DefaultScheduleMX(lx, target.SM90a, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := "mokc build --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --mx-gemm " + k.String() + " --emit llvm"
+		if cmd, ok := ReproduceCommand(lx, sx); !ok || cmd != want {
+			t.Errorf("ReproduceCommand(mxfp8, %v) = %q, %v, want %q", k, cmd, ok, want)
+		}
 	}
 	sg := s
 	sg.GroupM = 0

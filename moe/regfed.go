@@ -34,14 +34,14 @@ func RegisterFed(p *Program) (*Program, error) {
 			}
 			if isGEMM && o.Role == "a" && g.AScales != nil {
 				gemmA[o.Buffer] = true
-			} else if isGEMM && o.Role == "a_scales" {
-				continue
+			} else if isGEMM && o.Role == "a_scales" && g.AScales != nil {
+				continue // the scales of a GEMM's A, which go with it
 			} else {
 				other[o.Buffer] = true
 			}
 		}
 	}
-	convert := func(q *Buffer) bool { return q != nil && gemmA[q] && !other[q] }
+	convert := func(q, s *Buffer) bool { return q != nil && gemmA[q] && !other[q] && !other[s] }
 	values := map[*Buffer]*Buffer{} // Q -> V
 	out := &Program{Layer: p.Layer}
 	drop := map[*Buffer]bool{}
@@ -57,12 +57,12 @@ func RegisterFed(p *Program) (*Program, error) {
 	for _, op := range p.Ops {
 		switch o := op.(type) {
 		case Gather:
-			if convert(o.Q) {
+			if convert(o.Q, o.S) {
 				o.Op, o.V, o.Q, o.S = o.Name()+"_rf", newV(o.Q, o.S), nil, nil
 			}
 			op = o
 		case Quantize:
-			if convert(o.Q) {
+			if convert(o.Q, o.S) {
 				o.Op, o.V, o.Q, o.S = o.Op+"_rf", newV(o.Q, o.S), nil, nil
 			}
 			op = o
@@ -91,11 +91,12 @@ func RegisterFed(p *Program) (*Program, error) {
 }
 
 // registerFedValues writes the MXFP8 values vals (rows of whole 32-wide
-// blocks) into dst in the register-fed order: position p of each block
-// holds the block's element layouts.RegisterFedOrder(p).
+// blocks) into dst in the register-fed order, rounded to bf16 as the
+// kernels store them (exact for scales of at least 2^-124): position p of
+// each block holds the block's element layouts.RegisterFedOrder(p).
 func registerFedValues(dst, vals []float64) {
 	for i := range vals {
-		dst[i] = vals[i-i%32+layouts.RegisterFedOrder(i%32)]
+		dst[i] = round(BF16, vals[i-i%32+layouts.RegisterFedOrder(i%32)])
 	}
 }
 

@@ -1,10 +1,12 @@
 package moe
 
 import (
+	"math"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -55,6 +57,41 @@ func TestRegisterFed(t *testing.T) {
 			}
 			if !slices.Equal(got[BufY], want[BufY]) {
 				t.Errorf("%s T=%d: register-fed y differs from the e4m3 form's", name, T)
+			}
+			// xs_rf holds xs_q's values, each block in RegisterFedOrder.
+			q, sc, v, H := want[BufXSQ], want[BufXSScales], got["xs_rf"], l.Hidden
+			for i := range q {
+				j := i - i%32 + layouts.RegisterFedOrder(i%32)
+				if w := q[j] * float64(layouts.F32FromUE8M0(uint8(sc[j/32]))); v[i] != w && !(math.IsNaN(v[i]) && math.IsNaN(w)) {
+					t.Fatalf("%s T=%d: xs_rf[%d] = %v, want xs_q's element %d (row %d) times its scale, %v", name, T, i, v[i], j, j/H, w)
+				}
+			}
+		}
+		// The backward: quantize_xs and fc1 (its recompute) convert, the
+		// outputs are the same bits.
+		bp, err := Backward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		brf, err := RegisterFed(bp)
+		if err != nil {
+			t.Fatalf("%s backward: %v", name, err)
+		}
+		if brf.Buffer(BufXSQ) != nil || brf.Buffer("xs_rf") == nil {
+			t.Errorf("%s backward: register-fed form keeps xs_q or lacks xs_rf", name)
+		}
+		pr := newProblem(t, l, 23)
+		want, err := Interpret(bp, 23, pr.bind(t, bp, zeroMainGrads(bp)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := Interpret(brf, 23, pr.bind(t, brf, zeroMainGrads(brf)))
+		if err != nil {
+			t.Fatalf("%s backward: %v", name, err)
+		}
+		for _, b := range bp.Buffers {
+			if b.Kind != Scratch && !slices.Equal(got[b.Name], want[b.Name]) {
+				t.Errorf("%s backward: %s differs in the register-fed form", name, b.Name)
 			}
 		}
 	}

@@ -772,7 +772,10 @@ func DefaultSchedule(l Layer, tg target.Target) (Schedule, error) {
 // DefaultMXGemm is the MXFP8 GEMM kind of DefaultSchedule: MXGemmRegFed for
 // an mxfp8 layer with grouped weights on sm_90a (at T = 4096 1.4-1.6x
 // promote's speed on the H200, at T = 1024 1.3x; docs/perf.md, mxfp8 v28),
-// else MXGemmPromote (the only kind of other targets and layers).
+// else MXGemmPromote (the only kind of other targets and layers). Not
+// handled by the register-fed GEMMs yet (codegen.GemmSpec.MXRegisterFed):
+// e4m3 NaN weight bytes and weight scale codes 135..254; such weights need
+// MXGemmPromote.
 func DefaultMXGemm(l Layer, tg target.Target) MXGemmKind {
 	if l.Precision == MXFP8 && tg == target.SM90a && l.Storage == GroupedWeights {
 		return MXGemmRegFed

@@ -69,7 +69,7 @@ type benchReport struct {
 	Backward  bool   `json:"backward"`            // times Forward + Backward
 	MainGrad  string `json:"main_grad,omitempty"` // dtype of the main grads (Backward)
 	WGrad     string `json:"wgrad,omitempty"`     // weight-gradient kernel, "mma", "wgmma" or "wgmma-ws" (Backward)
-	MXGemm    string `json:"mx_gemm,omitempty"`   // how the mxfp8 GEMMs run: "promote" or "expand" (mxfp8)
+	MXGemm    string `json:"mx_gemm,omitempty"`   // how the mxfp8 GEMMs run: "promote", "expand" or "regfed" (mxfp8)
 	GroupM    int    `json:"group_m,omitempty"`   // persistent GEMMs' row tiles per group (schedule.Schedule.GroupM; 0: column blocks fastest)
 	// PlainLaunch: every kernel launched with cuLaunchKernel (--plain-launch).
 	PlainLaunch bool    `json:"plain_launch,omitempty"`

@@ -405,21 +405,21 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, nil
 	}
 	variant := s.Variant
+	if c.IsSet("mx-gemm") {
+		// The kind's default tiles first, so that the shape flags override
+		// them (and drop its variant).
+		if k, err := schedule.ParseMXGemmKind(c.String("mx-gemm")); err == nil {
+			if d, err := schedule.DefaultScheduleMX(l, target, k); err == nil {
+				s = d
+			}
+		}
+	}
 	var dropper string // the first flag that drops the variant
 	for _, f := range scheduleFieldFlags {
 		if !f.keepsVariant && c.IsSet(f.name) {
 			s.Variant = nil // the flags describe the one shape of the routed GEMMs
 			if dropper == "" {
 				dropper = "--" + f.name
-			}
-		}
-	}
-	if c.IsSet("mx-gemm") {
-		// The kind's default tiles first, so that the shape flags override
-		// them.
-		if k, err := schedule.ParseMXGemmKind(c.String("mx-gemm")); err == nil {
-			if d, err := schedule.DefaultScheduleMX(l, target, k); err == nil {
-				s = d
 			}
 		}
 	}
