@@ -125,6 +125,9 @@ func printLayer(w io.Writer, l schedule.Layer) {
 			extra = fmt.Sprintf(", TMEM %d columns", max(s.TMEMColumns(l, s.FC1), s.TMEMColumns(l, s.FC2)))
 		}
 		fmt.Fprintf(w, "  %-8s shared memory %d of %d bytes%s; at most %d tokens (32-bit indices)\n", "", smem, t.SharedMemoryLimit(), extra, s.MaxTokens(l))
+		if l.Precision == schedule.MXFP8 && t == target.SM90a {
+			fmt.Fprintf(w, "  %-8s mxfp8 GEMMs: %s (--mx-gemm; docs/mxfp8.md)\n", "", mxGemmText[s.MXGemm])
+		}
 		if v, ok := s.VariantSchedule(); ok {
 			lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
 			which := "routed GEMMs"
@@ -139,4 +142,11 @@ func printLayer(w io.Writer, l schedule.Layer) {
 				max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)))
 		}
 	}
+}
+
+// mxGemmText says how each MXFP8 GEMM kind runs on sm_90a (mokc inspect).
+var mxGemmText = map[schedule.MXGemmKind]string{
+	schedule.MXGemmPromote: "promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales)",
+	schedule.MXGemmExpand:  "expand (e4m3 tiles widened to bf16 in shared memory by converter warps)",
+	schedule.MXGemmRegFed:  "regfed (register-fed: the rows' MXFP8 values as bf16, the weights widened to bf16 in registers, bf16 wgmma), past the decode tiles' range",
 }
