@@ -405,6 +405,9 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, nil
 	}
 	variant := s.Variant
+	if c.IsSet("mx-gemm") && l.Precision != schedule.MXFP8 {
+		return s, fmt.Errorf("--mx-gemm %s: says how mxfp8 GEMMs run, and this layer is %v (--precision mxfp8)", c.String("mx-gemm"), l.Precision)
+	}
 	if c.IsSet("mx-gemm") {
 		// The kind's default tiles first, so that the shape flags override
 		// them (and drop its variant).
