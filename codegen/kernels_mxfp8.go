@@ -71,15 +71,8 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 // (16-byte aligned) in the register-fed order: position p holds element
 // layouts.RegisterFedOrder(p) (moe.Quantize V).
 func (b *Builder) quantizeBlockValues(vals []value.Value, v value.Value) {
-	code, r := b.mxScale(b.absMaxBits(vals, ir.Int32(0)))
-	scale := b.ue8m0F32(code)
-	mv := make([]value.Value, 0, 32)
-	for i := 0; i < 32; i += 4 {
-		w := b.e4m3x4(b.FMul(vals[i], r), b.FMul(vals[i+1], r), b.FMul(vals[i+2], r), b.FMul(vals[i+3], r))
-		for _, x := range b.e4m3x4F32(w) {
-			mv = append(mv, b.FMul(x, scale))
-		}
-	}
+	code, inv := b.mxScale(b.absMaxBits(vals, ir.Int32(0)))
+	mv := b.mxRounded(vals, code, inv)
 	for h := 0; h < 4; h++ {
 		var st value.Value = ir.Undef(ir.Vec(4, ir.I32))
 		for j := 0; j < 4; j++ {
@@ -162,9 +155,16 @@ func (b *Builder) e4m3x4F32(w value.Value) [4]value.Value {
 // rounded to E4M3 and widened back, times 2^(code-127).
 func (b *Builder) mxValues8(vals []value.Value) []value.Value {
 	code, inv := b.mxScale(b.amax4(vals))
+	return b.mxRounded(vals, code, inv)
+}
+
+// mxRounded returns the MXFP8 values of vals (f32, a multiple of 4) under
+// the block scale code with reciprocal inv (mxScale): each value times inv
+// rounded to E4M3 (e4m3x4), widened back and times 2^(code-127).
+func (b *Builder) mxRounded(vals []value.Value, code, inv value.Value) []value.Value {
 	scale := b.ue8m0F32(code)
-	out := make([]value.Value, 0, 8)
-	for i := 0; i < 8; i += 4 {
+	out := make([]value.Value, 0, len(vals))
+	for i := 0; i < len(vals); i += 4 {
 		w := b.e4m3x4(b.FMul(vals[i], inv), b.FMul(vals[i+1], inv), b.FMul(vals[i+2], inv), b.FMul(vals[i+3], inv))
 		for _, x := range b.e4m3x4F32(w) {
 			out = append(out, b.FMul(x, scale))

@@ -69,10 +69,7 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 		g = lw.transposeB(g)
 	}
 	s := lw.sched
-	bg := g // the register-fed form where the program has one (always K-major: no transpose)
-	if r, ok := lw.baseForm(g).(moe.GEMM); ok && r.ARegisterFed {
-		bg = r
-	}
+	bg := lw.baseForm(g).(moe.GEMM) // g, or its register-fed form (K-major: never transposed)
 	if !lw.usesVariant(g) {
 		return lw.emitGEMM(bg, "", s, nil, nil)
 	}

@@ -211,8 +211,8 @@ func (lw *perOp) addRegisterFed(rf *moe.Program) {
 	}
 	lw.rfOps = map[string]moe.Op{}
 	for i, op := range lw.src.Ops {
-		if r := rf.Ops[i]; r.Name() != op.Name() || isRegFedGEMM(r) {
-			lw.rfOps[op.Name()] = r
+		if g, ok := rf.Ops[i].(moe.GEMM); rf.Ops[i].Name() != op.Name() || ok && g.ARegisterFed {
+			lw.rfOps[op.Name()] = rf.Ops[i]
 		}
 	}
 	for _, b := range rf.Buffers {
@@ -220,12 +220,6 @@ func (lw *perOp) addRegisterFed(rf *moe.Program) {
 			lw.prog.Buffers = append(lw.prog.Buffers, b.Plan())
 		}
 	}
-}
-
-// isRegFedGEMM reports whether op is a GEMM over register-fed rows.
-func isRegFedGEMM(op moe.Op) bool {
-	g, ok := op.(moe.GEMM)
-	return ok && g.ARegisterFed
 }
 
 // baseForm is op as the kernels outside the GEMM variant's token range

@@ -43,15 +43,12 @@ func RegisterFed(p *Program) (*Program, error) {
 	}
 	convert := func(q, s *Buffer) bool { return q != nil && gemmA[q] && !other[q] && !other[s] }
 	values := map[*Buffer]*Buffer{} // Q -> V
+	dropped := map[*Buffer]bool{}   // the scales of a converted Q
 	out := &Program{Layer: p.Layer}
-	drop := map[*Buffer]bool{}
-	for _, b := range p.Buffers {
-		out.Buffers = append(out.Buffers, b)
-	}
 	newV := func(q, s *Buffer) *Buffer {
 		v := &Buffer{Name: strings.TrimSuffix(q.Name, "_q") + "_rf", Kind: Scratch, DType: BF16, Shape: q.Shape,
 			Doc: "MXFP8 values of " + q.Name + " as bf16, each 32-wide block in the register-fed order (layouts.RegisterFedOrder)"}
-		values[q], drop[q], drop[s] = v, true, true
+		values[q], dropped[s] = v, true
 		return v
 	}
 	for _, op := range p.Ops {
@@ -75,15 +72,13 @@ func RegisterFed(p *Program) (*Program, error) {
 		out.Ops = append(out.Ops, op)
 	}
 	// The V buffers take the place of their Q; Q's scales go.
-	var bufs []*Buffer
-	for _, b := range out.Buffers {
+	for _, b := range p.Buffers {
 		if v := values[b]; v != nil {
-			bufs = append(bufs, v)
-		} else if !drop[b] {
-			bufs = append(bufs, b)
+			out.Buffers = append(out.Buffers, v)
+		} else if !dropped[b] {
+			out.Buffers = append(out.Buffers, b)
 		}
 	}
-	out.Buffers = bufs
 	if err := out.Check(); err != nil {
 		return nil, fmt.Errorf("moe: %s: the register-fed form: %w", p.Layer.Name, err)
 	}

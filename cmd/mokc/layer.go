@@ -405,12 +405,12 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, nil
 	}
 	variant := s.Variant
-	if c.IsSet("mx-gemm") && l.Precision != schedule.MXFP8 {
-		return s, fmt.Errorf("--mx-gemm %s: says how mxfp8 GEMMs run, and this layer is %v (--precision mxfp8)", c.String("mx-gemm"), l.Precision)
-	}
 	if c.IsSet("mx-gemm") {
-		// The kind's default tiles first, so that the shape flags override
-		// them (and drop its variant).
+		if l.Precision != schedule.MXFP8 {
+			return s, fmt.Errorf("--mx-gemm %s: says how mxfp8 GEMMs run, and this layer is %v (--precision mxfp8)", c.String("mx-gemm"), l.Precision)
+		}
+		// The kind's default schedule first (expand's without the decode
+		// variant), so that the shape flags override its tiles.
 		if k, err := schedule.ParseMXGemmKind(c.String("mx-gemm")); err == nil {
 			if d, err := schedule.DefaultScheduleMX(l, target, k); err == nil {
 				s = d
@@ -428,9 +428,6 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	}
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
 		return s, err
-	}
-	if s.MXGemm == schedule.MXGemmExpand {
-		s.Variant = nil // the default's decode variant is promote's
 	}
 	if variant != nil && s.Variant == nil && dropper == "" {
 		dropper = "--mx-gemm " + s.MXGemm.String()
