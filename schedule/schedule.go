@@ -117,19 +117,11 @@ type Schedule struct {
 // MXGemmExpand without a GEMM variant, since the default schedule's decode
 // variant is promote's (see MXGemm), and with MXGemmRegFed without a
 // variant that is not MXOnly (one for the bf16 GEMMs too, which cannot be
-// promote's); with MXGemmRegFed
-// and the default sm_90a mxfp8 tiles (128x128x128, 8 MMA warps) B tiles
-// of 256 rows (the register-fed GEMM's two consumer warpgroups
-// each take half; 128-row B tiles would take one, docs/mxfp8.md) and
-// at most 3 stages (the bf16 token tile and the e4m3 weights of a K block
-// of 128 are 64 KB).
+// promote's). The tiles stay: DefaultScheduleMX gives each kind's.
 func (s Schedule) WithMXGemm(k MXGemmKind) Schedule {
 	s.MXGemm = k
 	if k == MXGemmExpand || k == MXGemmRegFed && s.Variant != nil && !s.Variant.MXOnly {
 		s.Variant = nil
-	}
-	if k == MXGemmRegFed && s.Target == target.SM90a && s.Warps.MMA == 8 && s.FC1 == (Tile{128, 128, 128}) && s.FC2 == (Tile{128, 128, 128}) {
-		s.FC1.N, s.FC2.N, s.Stages = 256, 256, min(s.Stages, 3)
 	}
 	return s
 }
@@ -785,8 +777,11 @@ func DefaultMXGemm(l Layer, tg target.Target) MXGemmKind {
 
 // DefaultScheduleMX is DefaultSchedule with the mxfp8 routed GEMMs run by
 // k: the tiles chosen for promote, then WithMXGemm(k) (expand drops the
-// decode variant, regfed takes its tiles). Errors: as DefaultSchedule, and
-// a k the layer or target cannot run (Validate).
+// decode variant); regfed's sm_90a tiles are B tiles of 256 rows (its two
+// consumer warpgroups take 128 each; docs/mxfp8.md) and at most 3 stages
+// (the bf16 token tile and the e4m3 weights of a K block of 128 are
+// 64 KB). Errors: as DefaultSchedule, and a k the layer or target cannot
+// run (Validate).
 func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error) {
 	if err := l.Validate(); err != nil {
 		return Schedule{}, err
@@ -850,6 +845,9 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 	s.WGrad = DefaultWGrad(tg)
 	if k != MXGemmPromote {
 		s = s.WithMXGemm(k)
+	}
+	if k == MXGemmRegFed && tg == target.SM90a && l.Precision == MXFP8 {
+		s.FC1.N, s.FC2.N, s.Stages = 256, 256, min(s.Stages, 3)
 	}
 	if err := s.Validate(l); err != nil {
 		return Schedule{}, fmt.Errorf("default schedule for %v: %w", tg, err)
