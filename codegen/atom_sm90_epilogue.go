@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"fmt"
+
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
@@ -147,6 +149,9 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, c, lane, warp, live 
 func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value,
 	keep func(tr, tc value.Value, outs []value.Value)) error {
 	if l.swap {
+		if keep == nil && ep.spec.MXRegisterFed && !ep.spec.COutF32 && l.gate != layouts.GateUpInterleaved {
+			return l.swapStoreBF16(b, ep, w, c, lane, warp, acc)
+		}
 		return l.swapRuns(b, acc, c, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
 			var then func([]value.Value)
 			if keep != nil {
@@ -166,6 +171,90 @@ func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp
 	}, func(row, base value.Value, off int, vals []value.Value) error {
 		return ep.Emit(b, row, b.Add(b.AddI(w.n0, int64(off)), base), vals)
 	})
+}
+
+// swapStoreBF16 is the operand swap's epilogue of a bf16 C with one output
+// per accumulator (plain, or gate/up halves: its gate slice; not
+// interleaved), used by the register-fed GEMMs. Per slice s and group j of
+// 8 token rows, a thread's four outputs (swapRuns' layout: B-tile rows f
+// and f+8, f = 16*(warp%4) + lane/4 of the slice; token rows 8j + 2q and
+// +1, q = lane%4) are rounded into two bf16x2, each the thread's fragment
+// of an 8x8 block transposed across the warp by movmatrix (PTX ISA,
+// warp-level matrix instructions, "movmatrix" with .trans: afterwards the thread holds token row
+// 8j + lane/4, output columns 2q and 2q+1 of the block); one shfl.xor 1
+// pairs neighbouring lanes' halves into four consecutive columns (even q:
+// columns 2q..2q+3 of the warp's 16, odd q: 8 + 2(q-1)..), stored with one
+// 8-byte store. A warp store then writes 8 token rows x 32 bytes (whole
+// 32-byte sectors); swapRuns' run-of-one stores wrote 4 rows x 16 bytes
+// per instruction with a quarter of the bytes. The outputs, their bf16
+// rounding and the predicates (token row below the item's end, column
+// below N) are those of Epilogue.Emit; the bias of a column past N (never
+// stored) is read at N-1. Token groups at or past the item's rows are
+// skipped by a warp-uniform branch, as in swapRuns; movmatrix and shfl
+// run in every lane of a warp that enters a group.
+func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
+	N := int64(ep.spec.N)
+	if N%8 != 0 {
+		return fmt.Errorf("codegen: %s: the swapped bf16 epilogue stores runs of 4 columns: N = %d must be a multiple of 8", ep.spec.Name, N)
+	}
+	S, per := l.NB/64/l.WG, l.BM/2
+	slices := S
+	if l.gate == layouts.GateUpHalves {
+		slices = S / 2
+	}
+	var col0 value.Value = ir.Int32(0)
+	if l.WG > 1 {
+		_, col0 = l.regFedHalf(b, c)
+	}
+	live := b.Sub(w.rowEnd, w.row0)
+	wq := b.And(warp, ir.Int32(3))
+	q := b.And(lane, ir.Int32(3))
+	odd := b.ICmp(enum.IPredNE, b.And(q, ir.Int32(1)), ir.Int32(0))
+	f0 := b.Add(b.Add(w.n0, col0), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // output column of B-tile row f, slice 0
+	c4 := b.Add(b.Add(w.n0, col0), b.Add(b.MulI(wq, 16), b.Add(b.MulI(b.LShr(q, ir.Int32(1)), 4), b.MulI(b.And(q, ir.Int32(1)), 8))))
+	tok := b.LShr(lane, ir.Int32(2))
+	var err error
+	for s := 0; s < slices; s++ {
+		for j := 0; j < per/4; j++ {
+			body := func() {
+				outs := make([]value.Value, 4)
+				for i := 0; i < 4; i++ {
+					r := 4*j + i
+					col := b.AddI(f0, int64(64*s+8*(i/2)))
+					col = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
+					vals := []value.Value{acc[s*per+r]}
+					if l.gate == layouts.GateUpHalves {
+						vals = append(vals, acc[(s+slices)*per+r])
+					}
+					o, e := ep.Values(b, col, vals)
+					if e != nil {
+						err = joinErr(err, e)
+						return
+					}
+					outs[i] = o[0]
+				}
+				y0 := b.movMatrixTrans(b.PackBF16(outs[0], outs[1]))
+				y1 := b.movMatrixTrans(b.PackBF16(outs[2], outs[3]))
+				got := b.shflXorI32(b.Select(odd, y0, y1), 1)
+				lo, hi := b.Select(odd, got, y0), b.Select(odd, y1, got)
+				tr := b.AddI(tok, int64(8*j))
+				col := b.AddI(c4, int64(64*s))
+				ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
+				b.If(ok, func() {
+					var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
+					v = b.InsertElement(b.InsertElement(v, lo, 0), hi, 1)
+					off := b.MulI(b.Add(b.MulI(b.Wide(b.Add(w.row0, tr)), N), b.Wide(col)), 2)
+					b.StoreAt(v, b.ByteOffset(ep.args.C, off), 8)
+				})
+			}
+			if j == 0 {
+				body()
+			} else {
+				b.If(b.ICmp(enum.IPredSGT, live, ir.Int32(int64(8*j))), body)
+			}
+		}
+	}
+	return err
 }
 
 // epilogueQuantize is the operand swap's epilogue with GemmSpec.QuantizeC:

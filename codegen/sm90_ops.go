@@ -143,8 +143,21 @@ func (b *Builder) WarpUniform(x value.Value) value.Value {
 
 // shflXor is the f32 v of lane^d (shfl.sync.bfly.b32, all 32 lanes).
 func (b *Builder) shflXor(v value.Value, d int) value.Value {
-	r := b.AsmCallNoMemory(fmt.Sprintf("shfl.sync.bfly.b32 $0, $1, %d, 31, -1;", d), "=r,r", ir.I32, b.BitCast(v, ir.I32))
-	return b.BitCast(r, ir.F32)
+	return b.BitCast(b.shflXorI32(b.BitCast(v, ir.I32), d), ir.F32)
+}
+
+// shflXorI32 is shflXor of an i32.
+func (b *Builder) shflXorI32(v value.Value, d int) value.Value {
+	return b.AsmCallNoMemory(fmt.Sprintf("shfl.sync.bfly.b32 $0, $1, %d, 31, -1;", d), "=r,r", ir.I32, v)
+}
+
+// movMatrixTrans transposes an 8x8 matrix of b16 held across the warp as
+// mma fragments (thread t: row t/4, columns 2(t%4) and +1, the lower column
+// in bits 0..15) and returns the thread's fragment of the transpose (PTX
+// ISA, warp-level matrix instructions: movmatrix.sync.aligned.m8n8.trans.b16;
+// sm_75 and later, PTX 7.8). Every lane of the warp must execute it.
+func (b *Builder) movMatrixTrans(v value.Value) value.Value {
+	return b.AsmCallNoMemory("movmatrix.sync.aligned.m8n8.trans.b16 $0, $1;", "=r,r", ir.I32, v)
 }
 
 // CpAsync16 copies 16 bytes from global address src (i64) to shared
