@@ -6,6 +6,9 @@
 # the forward timed at T = 4096 (and 1024, 16384 for qwen3-30b-a3b), bf16 beside mxfp8 with the
 # previous binary (f480d84, .carry/mokc-old) and this one.
 set -u
+# The binaries travel xz-packed (bins.txz: codegen.test, runtime.test, mokc, mokc-old): the tree and
+# the carried files must stay under 64 MiB.
+python3 -c "import tarfile; tarfile.open('.carry/bins.txz').extractall('.carry')"
 . scripts/device-env.sh
 O=$OUT/logs; mkdir -p $O
 S=$O/summary.txt
