@@ -52,7 +52,8 @@ func (e *Epilogue) Emit(b *Builder, row, col value.Value, vals []value.Value) er
 
 // EmitThen is Emit, then, under the same predicate, then(outs) with the
 // stored outputs in fp32 (before any bf16 rounding): for an epilogue that
-// also keeps them (a fused quantization of C).
+// also keeps them (a fused quantization of C). With GemmSpec.QuantizeCOnly
+// nothing is stored: then alone gets the outputs.
 func (e *Epilogue) EmitThen(b *Builder, row, col value.Value, vals []value.Value, then func(outs []value.Value)) error {
 	n, err := e.outputs(len(vals))
 	if err != nil {
@@ -64,7 +65,9 @@ func (e *Epilogue) EmitThen(b *Builder, row, col value.Value, vals []value.Value
 	ok := b.And(b.ICmp(enum.IPredSLT, row, e.args.RowEnd), b.ICmp(enum.IPredSLT, col, ir.Int32(int64(e.spec.N))))
 	b.If(ok, func() {
 		outs := e.values(b, col, vals, n)
-		e.store(b, row, col, outs)
+		if !e.spec.QuantizeCOnly {
+			e.store(b, row, col, outs)
+		}
 		if then != nil {
 			then(outs)
 		}

@@ -137,7 +137,9 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	if s.Bias {
 		bufs[codegen.RoleBias] = d.put(bias, 4*len(bias))
 	}
-	if s.QuantizeC { // poisoned (0xFF) like C, canary rows included
+	if s.QuantizeCValues { // poisoned (0xFF) like C, canary rows included
+		bufs[codegen.RoleCV] = d.put(nil, 2*(rows+canary)*s.N)
+	} else if s.QuantizeC { // poisoned (0xFF) like C, canary rows included
 		bufs[codegen.RoleCQ] = d.put(nil, (rows+canary)*s.N)
 		bufs[codegen.RoleCScales] = d.put(nil, words((rows+canary)*s.N/32))
 	}
@@ -205,6 +207,7 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 		rms += v * v
 	}
 	rms = math.Sqrt(rms / float64(len(ref)+1))
+	tols := make([]float64, len(ref))
 	for i, w := range ref {
 		// Hopper's e4m3 wgmma sums a K block's products in less than f32
 		// precision (DeepSeek-V3 technical report, section 3.3.2: about 14
@@ -214,6 +217,13 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 		tol := 0x1p-12*sum[i] + 1e-4*math.Abs(w) + 1e-5*rms + 1e-12
 		if !s.COutF32 {
 			tol += math.Abs(w)/128 + 1e-3*rms // and one bf16 rounding
+		}
+		tols[i] = tol
+		if s.QuantizeCOnly { // C itself is never written
+			if !(s.COutF32 && math.Float32bits(float32(got[i])) == 0xFFFFFFFF) && !math.IsNaN(got[i]) {
+				t.Fatalf("C[%d][%d] = %v written with QuantizeCOnly", i/s.N, i%s.N, got[i])
+			}
+			continue
 		}
 		if g := got[i]; math.IsNaN(g) || math.Abs(g-w) > tol {
 			if bad++; bad < 5 {
@@ -229,7 +239,10 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	if bad > 0 {
 		t.Fatalf("%d of %d outputs wrong", bad, len(ref))
 	}
-	if s.QuantizeC {
+	switch {
+	case s.QuantizeCValues:
+		checkQuantizedValues(t, ctx, bufs, got, ref, tols, rows, canary, s.N, s.QuantizeCOnly)
+	case s.QuantizeC:
 		checkQuantizedC(t, ctx, bufs, got, rows, canary, s.N)
 	}
 	t.Log(fmt.Sprintf("%d rows checked", rows))
@@ -275,6 +288,54 @@ func checkQuantizedC(t *testing.T, ctx *driver.Context, bufs map[string]driver.D
 	for i := rows * n / 32; i < len(sc); i++ {
 		if sc[i] != 0xFF {
 			t.Fatalf("canary c_scales[%d] overwritten (%d)", i, sc[i])
+		}
+	}
+}
+
+// checkQuantizedValues requires the epilogue's c_v (GemmSpec.
+// QuantizeCValues) to be, bit for bit, the bf16 MXFP8 values of
+// layouts.Quantize of the kernel's own f32 C rows in the register-fed order
+// (what moe_quantize_h_rf makes of them); with QuantizeCOnly (no C
+// stored) to be within e4m3's rounding of the float64 reference ref (tol:
+// C's tolerance); and the canary rows to stay poisoned.
+func checkQuantizedValues(t *testing.T, ctx *driver.Context, bufs map[string]driver.DevicePtr, c, ref, tol []float64, rows, canary, n int, only bool) {
+	t.Helper()
+	v := make([]uint16, (rows+canary)*n)
+	if err := ctx.CopyFromDevice(v, bufs[codegen.RoleCV]); err != nil {
+		t.Fatal(err)
+	}
+	var want []float32
+	if !only {
+		src := make([]float32, rows*n)
+		for i := range src {
+			src[i] = float32(c[i])
+		}
+		q, err := layouts.Quantize(src, 1, rows, n, layouts.QuantizeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = q.Dequantize()
+	}
+	for i := 0; i < rows*n; i++ {
+		e := i - i%32 + layouts.RegisterFedOrder(i%32) // the element at position i
+		if !only {
+			if w := layouts.BF16FromF32(want[e]); v[i] != w {
+				t.Fatalf("c_v[%d][%d] = %#04x, want %#04x (element %d, C = %v)", i/n, i%n, v[i], w, e%n, c[e])
+			}
+			continue
+		}
+		amax := 0.0
+		for j := e - e%32; j < e-e%32+32; j++ {
+			amax = math.Max(amax, math.Abs(ref[j]))
+		}
+		g := float64(layouts.F32FromBF16(v[i]))
+		if d := math.Abs(g - ref[e]); math.IsNaN(g) || d > math.Abs(ref[e])/16+amax/448/256+2*tol[e] {
+			t.Fatalf("c_v[%d][%d] = %v, want %v within e4m3 rounding (element %d, block amax %v)", i/n, i%n, g, ref[e], e%n, amax)
+		}
+	}
+	for i := rows * n; i < len(v); i++ {
+		if v[i] != 0xFFFF {
+			t.Fatalf("canary c_v[%d][%d] overwritten (%#04x)", i/n, i%n, v[i])
 		}
 	}
 }
