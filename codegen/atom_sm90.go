@@ -128,8 +128,7 @@ type sm90Layout struct {
 	swap bool
 	// quantAt is, with GemmSpec.QuantizeC, the shared offset (from the
 	// base) of the f32 tile of the work item's outputs the epilogue
-	// quantizes (quantStride floats per token row; after the barriers), or
-	// with MXRegisterFed of the code bytes its warps trade.
+	// quantizes (quantStride floats per token row; after the barriers).
 	quantAt int
 }
 
@@ -294,18 +293,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if l.tmaRing, err = newTMARing(s, target.SM90a, staging, l.expand); err != nil {
 		return l, err
 	}
-	if s.QuantizeC && s.MXRegisterFed {
-		// The register-fed epilogue quantizes in registers; after the
-		// ring, the code slots and the barriers, one UE8M0 code byte per
-		// (consumer warp, token row) for the pairs of warps that share a
-		// 32-column block (epilogueQuantizeRF).
-		wg := regFedWGs(l.NB, l.BM)
-		if s.Epilogue != EpiGated || l.gate != layouts.GateUpHalves || l.NB/wg != 128 || l.BM > 128 || !s.QuantizeCValues {
-			return l, fmt.Errorf("codegen: %s: the register-fed epilogue quantizes C to its MXFP8 values (QuantizeCValues) with gate/up halves, 128 B-tile rows per consumer warpgroup and at most 128 token rows (B tile %d rows, %d token rows, gate/up %v)", s.Name, l.NB, l.BM, l.gate)
-		}
-		l.quantAt = (l.smem.Required - l.smem.AlignSlack + 15) &^ 15
-		l.smem.Bytes = max(l.smem.Bytes, l.smem.AlignSlack+l.quantAt+4*wg*l.BM)
-	} else if s.QuantizeC {
+	if s.QuantizeC {
 		// The quantization's tile after the ring, the code slots and the
 		// barriers.
 		if !l.swap {
@@ -594,8 +582,6 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		if l.smem.Staged {
 			err = joinErr(err, l.stageOut(b, k, w, c, lane, warp, acc, sph))
 			sph = b.Xor(sph, ir.Int32(1))
-		} else if k.spec.QuantizeC && k.spec.MXRegisterFed {
-			err = joinErr(err, l.epilogueQuantizeRF(b, k, w, c, lane, warp, acc))
 		} else if k.spec.QuantizeC {
 			err = joinErr(err, l.epilogueQuantize(b, k, w, c, lane, warp, acc))
 		} else if e := l.epilogue(b, gemmEpilogue(b, k.spec, w), w, c, lane, warp, acc, nil); e != nil {

@@ -172,17 +172,10 @@ type GemmSpec struct {
 	// fewer. The sm_90a operand swap implements it (its C tile's 32-column
 	// blocks are whole in one work item).
 	QuantizeC bool
-	// QuantizeCValues (with QuantizeC) writes C's MXFP8 values instead of
-	// its e4m3 bytes and codes: bf16 c_v [rows, N], each 32-column block in
-	// layouts.RegisterFedOrder, the bytes moe.Quantize with V writes from
-	// the stored C (the A operand of a register-fed GEMM). The register-fed
-	// GEMMs implement it with gate/up halves and 128 B-tile rows per
-	// consumer warpgroup (sm90Layout.epilogueQuantizeRF), the operand swap
-	// of 32-row tiles as QuantizeC.
-	QuantizeCValues bool
 	// QuantizeCOnly (with QuantizeC) leaves C itself unstored: the
-	// lowering sets it when no op but the fused Quantize reads C. The
-	// parameter c stays (bound, never written).
+	// epilogue writes only C's MXFP8 form. The lowering sets it when C is
+	// scratch that no op but the fused Quantize reads (the forward's h).
+	// The parameter c stays (bound, never written).
 	QuantizeCOnly bool
 }
 
@@ -235,10 +228,10 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: an MXFP8 GEMM needs grouped K-major weights, K a multiple of 32 (K = %d) and a K block of 128 (%d)", s.Name, s.K, s.Tile.BK)
 	case s.MXExpand && !s.MX:
 		return fmt.Errorf("codegen: %s: MXExpand is a way to run an MXFP8 GEMM (MX)", s.Name)
-	case s.MXRegisterFed && (!s.MX || s.MXExpand):
-		return fmt.Errorf("codegen: %s: MXRegisterFed is a way to run an MXFP8 GEMM (MX), not with MXExpand", s.Name)
-	case (s.QuantizeCValues || s.QuantizeCOnly) && !s.QuantizeC:
-		return fmt.Errorf("codegen: %s: QuantizeCValues and QuantizeCOnly are forms of QuantizeC", s.Name)
+	case s.MXRegisterFed && (!s.MX || s.MXExpand || s.QuantizeC):
+		return fmt.Errorf("codegen: %s: MXRegisterFed is a way to run an MXFP8 GEMM (MX), neither with MXExpand nor with QuantizeC", s.Name)
+	case s.QuantizeCOnly && !s.QuantizeC:
+		return fmt.Errorf("codegen: %s: QuantizeCOnly is a form of QuantizeC", s.Name)
 	case s.QuantizeC && (!s.MX || !s.COutF32 || s.N%32 != 0):
 		return fmt.Errorf("codegen: %s: QuantizeC writes the MXFP8 form of an MXFP8 GEMM's f32 C with N a multiple of 32 (N = %d)", s.Name, s.N)
 	}
@@ -264,7 +257,6 @@ const (
 	RoleBScales   = "b_scales" // ptr: ue8m0 [E, BRows, K/32] (MX only)
 	RoleCQ        = "c_q"      // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
 	RoleCScales   = "c_scales" // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
-	RoleCV        = "c_v"      // ptr: bf16 [rows, N], C's MXFP8 values in the register-fed order (QuantizeCValues only)
 )
 
 // GemmParams returns the parameter list every engine's grouped GEMM kernel
@@ -284,9 +276,7 @@ func GemmParams(s GemmSpec) []Param {
 	if s.MX {
 		ps = append(ps, Param{Name: "b_scales", Type: ParamPtr, Size: 8, Role: RoleBScales})
 	}
-	if s.QuantizeC && s.QuantizeCValues {
-		ps = append(ps, Param{Name: "c_v", Type: ParamPtr, Size: 8, Role: RoleCV})
-	} else if s.QuantizeC {
+	if s.QuantizeC {
 		ps = append(ps,
 			Param{Name: "c_q", Type: ParamPtr, Size: 8, Role: RoleCQ},
 			Param{Name: "c_scales", Type: ParamPtr, Size: 8, Role: RoleCScales})

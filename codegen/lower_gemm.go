@@ -91,68 +91,39 @@ func (lw *perOp) variantRanges() (base, variant []launch.TokenRange) {
 	return base, []launch.TokenRange{{Min: lo, Max: hi}}
 }
 
-// lowerQuantizedGEMM lowers a GEMM followed by the Quantize of its C (the
-// MXFP8 forward's fc1 and quantize_h) with the quantization in the GEMM
-// kernel's epilogue wherever the engine does it (Engine.QuantizesC: the
-// sm_90a operand swap of the decode variant, writing e4m3 and codes, and
-// the register-fed GEMM of the base form, writing the register-fed values
-// h_rf): such a kernel also writes the Quantize op's outputs, and the
-// quantize kernel runs only in the token ranges of GEMM kernels that do
-// not. A fused kernel leaves C unstored (GemmSpec.QuantizeCOnly) when C
-// is scratch that no other op reads. It returns 2 when it lowered both
-// ops, 0 when no kernel fuses them.
+// lowerQuantizedGEMM lowers a GEMM with a variant followed by the Quantize
+// of its C (the MXFP8 forward's fc1 and quantize_h) with the quantization
+// in the variant kernel's epilogue where the engine does it
+// (Engine.QuantizesC: the sm_90a operand swap of the decode variant): the
+// variant kernel also writes the Quantize op's outputs (and leaves C
+// unstored, GemmSpec.QuantizeCOnly, when no other op reads it), and the
+// quantize kernel runs only in the base kernel's token ranges. It returns 2 when it
+// lowered both ops, 0 when they do not qualify.
 func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 	if len(ops) < 2 {
 		return 0, nil
 	}
 	g, okG := ops[0].(moe.GEMM)
 	q, okQ := ops[1].(moe.Quantize)
-	if !okG || !okQ || q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor {
+	if !okG || !okQ || q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !lw.usesVariant(g) {
 		return 0, nil
 	}
-	bg, bq := lw.baseForm(g).(moe.GEMM), lw.baseForm(q).(moe.Quantize)
-	baseFused := lw.fusesQuantize(bg, bq, lw.sched, "")
-	varFused := lw.usesVariant(g) && lw.fusesQuantize(g, q, lw.variant, "_"+lw.sched.Variant.Name)
-	if !baseFused && !varFused {
+	spec := lw.gemmSpec(g, lw.variant)
+	spec.Name = "moe_" + g.Name() + "_" + lw.sched.Variant.Name
+	if !lw.eng.QuantizesC(spec) {
 		return 0, nil
-	}
-	fused := func(ok bool, q moe.Quantize) *moe.Quantize {
-		if ok {
-			return &q
-		}
-		return nil
-	}
-	if !lw.usesVariant(g) {
-		return 2, lw.emitGEMM(bg, "", lw.sched, nil, fused(baseFused, bq))
 	}
 	base, variant := lw.variantRanges()
-	if err := lw.emitGEMM(bg, "", lw.sched, base, fused(baseFused, bq)); err != nil {
+	if err := lw.emitGEMM(lw.baseForm(g).(moe.GEMM), "", lw.sched, base, nil); err != nil {
 		return 0, err
 	}
-	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, fused(varFused, q)); err != nil {
+	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, &q); err != nil {
 		return 0, err
 	}
-	if !baseFused {
-		if err := lw.lowerFor(bq, base); err != nil {
-			return 0, err
-		}
-	}
-	if !varFused {
-		if err := lw.lowerFor(q, variant); err != nil {
-			return 0, err
-		}
+	if err := lw.lowerFor(lw.baseForm(q), base); err != nil {
+		return 0, err
 	}
 	return 2, nil
-}
-
-// fusesQuantize reports whether g's kernel under s (named with suffix)
-// can write q's outputs in its epilogue (Engine.QuantizesC; the values
-// form for a Quantize with V).
-func (lw *perOp) fusesQuantize(g moe.GEMM, q moe.Quantize, s schedule.Schedule, suffix string) bool {
-	spec := lw.gemmSpec(g, s)
-	spec.Name = "moe_" + g.Name() + suffix
-	spec.QuantizeCValues = q.V != nil
-	return lw.eng.QuantizesC(spec)
 }
 
 // onlyReader reports whether buf is scratch that no op of the program (in
@@ -186,8 +157,7 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix
 	if quant != nil {
-		spec.QuantizeC, spec.QuantizeCValues = true, quant.V != nil
-		spec.QuantizeCOnly = lw.onlyReader(g.C, *quant)
+		spec.QuantizeC, spec.QuantizeCOnly = true, lw.onlyReader(g.C, *quant)
 	}
 	for _, k := range lw.prog.Kernels {
 		if k.Name == spec.Name {
@@ -202,9 +172,7 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 		t := lw.listFor(spec.Tile.BM)
 		bind[RoleTiles], bind[RoleNumTiles] = t.tiles.Name, t.count.Name
 	}
-	if quant != nil && quant.V != nil {
-		bind[RoleCV] = quant.V.Name
-	} else if quant != nil {
+	if quant != nil {
 		bind[RoleCQ], bind[RoleCScales] = quant.Q.Name, quant.S.Name
 	}
 	ki, err := lw.eng.GroupedGEMM(lw.mod, spec, int64(g.RowsPerToken))

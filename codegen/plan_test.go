@@ -307,11 +307,6 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 						vs, _ := s.VariantSchedule()
 						w = 1024 + (w-1024+15)&^15 + 4*vs.FC1.M*(vs.FC1.N/2+4)
 					}
-					if ok && slices.ContainsFunc(k.Params, func(p Param) bool { return p.Name == "c_v" }) && k.Name == "moe_fc1" {
-						// The register-fed FC1's quantization: a code byte per
-						// (consumer warp, token row), 4 warps per 128 B-tile rows.
-						w = 1024 + (w-1024+15)&^15 + 4*(s.FC1.N/128)*s.FC1.M
-					}
 					if ok && k.SharedBytes != w {
 						t.Errorf("%s %+v %v: kernel %s allocates %d bytes of shared memory, schedule says %d", name, f, tg, k.Name, k.SharedBytes, w)
 					}
@@ -432,12 +427,10 @@ func TestProgrammaticLaunch(t *testing.T) {
 
 // TestQuantizeInFC1Epilogue: in every preset's sm_90a mxfp8 forward the
 // decode variant's FC1 writes h_q and h_scales itself (QuantizeC: c_q and
-// c_scales bound to them); outside the variant's token range h's
-// register-fed form h_rf (for the default's register-fed GEMMs) is written
-// by the register-fed FC1 itself with gate/up halves (QuantizeCValues: c_v)
-// and by moe_quantize_h_rf with interleaved gate/up rows, so exactly one
-// kernel writes h's quantized form at every T >= 1; on sm_100a
-// moe_quantize_h runs at every T.
+// c_scales bound to them) and moe_quantize_h_rf (h's register-fed form,
+// h_rf, for the default's register-fed GEMMs) runs only outside the
+// variant's token range, so exactly one kernel writes h's quantized form
+// at every T >= 1; on sm_100a moe_quantize_h runs at every T.
 func TestQuantizeInFC1Epilogue(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		for _, tg := range []target.Target{target.SM90a, target.SM100a} {
@@ -458,17 +451,14 @@ func TestQuantizeInFC1Epilogue(t *testing.T) {
 				var writers []string
 				for _, k := range p.Kernels {
 					for _, prm := range k.Params {
-						if (prm.Buffer == moe.BufHQ && (prm.Name == "q" || prm.Name == "c_q") || prm.Buffer == "h_rf" && (prm.Name == "v" || prm.Name == "c_v")) && k.RunsAt(T) {
+						if (prm.Buffer == moe.BufHQ && (prm.Name == "q" || prm.Name == "c_q") || prm.Buffer == "h_rf" && prm.Name == "v") && k.RunsAt(T) {
 							writers = append(writers, k.Name)
 						}
 					}
 				}
 				want := []string{"moe_quantize_h"}
 				if tg == target.SM90a {
-					want = []string{"moe_fc1"}
-					if l.GateUpInterleaved {
-						want = []string{"moe_quantize_h_rf"}
-					}
+					want = []string{"moe_quantize_h_rf"}
 				}
 				if tg == target.SM90a && s.Variant != nil {
 					if lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts); lo <= T && T <= hi {

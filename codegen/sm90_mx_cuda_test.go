@@ -137,9 +137,7 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	if s.Bias {
 		bufs[codegen.RoleBias] = d.put(bias, 4*len(bias))
 	}
-	if s.QuantizeCValues { // poisoned (0xFF) like C, canary rows included
-		bufs[codegen.RoleCV] = d.put(nil, 2*(rows+canary)*s.N)
-	} else if s.QuantizeC { // poisoned (0xFF) like C, canary rows included
+	if s.QuantizeC { // poisoned (0xFF) like C, canary rows included
 		bufs[codegen.RoleCQ] = d.put(nil, (rows+canary)*s.N)
 		bufs[codegen.RoleCScales] = d.put(nil, words((rows+canary)*s.N/32))
 	}
@@ -220,8 +218,8 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 		}
 		tols[i] = tol
 		if s.QuantizeCOnly { // C itself is never written
-			if !(s.COutF32 && math.Float32bits(float32(got[i])) == 0xFFFFFFFF) && !math.IsNaN(got[i]) {
-				t.Fatalf("C[%d][%d] = %v written with QuantizeCOnly", i/s.N, i%s.N, got[i])
+			if g := got[i]; !math.IsNaN(g) && !(s.COutF32 && math.Float32bits(float32(g)) == 0xFFFFFFFF) {
+				t.Fatalf("C[%d][%d] = %v written with QuantizeCOnly", i/s.N, i%s.N, g)
 			}
 			continue
 		}
@@ -239,29 +237,24 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	if bad > 0 {
 		t.Fatalf("%d of %d outputs wrong", bad, len(ref))
 	}
-	switch {
-	case s.QuantizeCValues:
-		checkQuantizedValues(t, ctx, bufs, got, ref, tols, rows, canary, s.N, s.QuantizeCOnly)
-	case s.QuantizeC:
-		checkQuantizedC(t, ctx, bufs, got, rows, canary, s.N)
+	if s.QuantizeC {
+		var near []float64 // with QuantizeCOnly: no C to quantize, the reference and its tolerance instead
+		if s.QuantizeCOnly {
+			near = tols
+		}
+		checkQuantizedC(t, ctx, bufs, got, ref, near, rows, canary, s.N)
 	}
 	t.Log(fmt.Sprintf("%d rows checked", rows))
 }
 
 // checkQuantizedC requires the epilogue's c_q and c_scales (GemmSpec.
 // QuantizeC) to be, byte for byte, layouts.Quantize of the kernel's own f32
-// C rows (what moe_quantize_h makes of them), and the canary rows to stay
+// C rows (what moe_quantize_h makes of them), or, with tol (QuantizeCOnly:
+// no C stored), their values to be within e4m3's rounding of the float64
+// reference ref (tol: C's tolerance); and the canary rows to stay
 // poisoned.
-func checkQuantizedC(t *testing.T, ctx *driver.Context, bufs map[string]driver.DevicePtr, c []float64, rows, canary, n int) {
+func checkQuantizedC(t *testing.T, ctx *driver.Context, bufs map[string]driver.DevicePtr, c, ref, tol []float64, rows, canary, n int) {
 	t.Helper()
-	src := make([]float32, rows*n)
-	for i := range src {
-		src[i] = float32(c[i])
-	}
-	want, err := layouts.Quantize(src, 1, rows, n, layouts.QuantizeOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	q := make([]uint8, (rows+canary)*n)
 	sc := make([]uint8, (rows+canary)*n/32)
 	if err := ctx.CopyFromDevice(q, bufs[codegen.RoleCQ]); err != nil {
@@ -270,15 +263,27 @@ func checkQuantizedC(t *testing.T, ctx *driver.Context, bufs map[string]driver.D
 	if err := ctx.CopyFromDevice(sc, bufs[codegen.RoleCScales]); err != nil {
 		t.Fatal(err)
 	}
-	for i, w := range want.Data {
-		if q[i] != w {
-			t.Fatalf("c_q[%d][%d] = %#02x, want %#02x (C = %v, scale code %d)", i/n, i%n, q[i], w, src[i], want.Scales[i/32])
+	if tol != nil {
+		for i := 0; i < rows*n; i++ {
+			amax := 0.0
+			for j := i - i%32; j < i-i%32+32; j++ {
+				amax = math.Max(amax, math.Abs(ref[j]))
+			}
+			g := float64(layouts.F32FromE4M3(q[i])) * float64(layouts.F32FromUE8M0(sc[i/32]))
+			if d := math.Abs(g - ref[i]); math.IsNaN(g) || d > math.Abs(ref[i])/16+amax/448/256+2*tol[i] {
+				t.Fatalf("c_q[%d][%d] x scale = %v, want %v within e4m3 rounding (block amax %v)", i/n, i%n, g, ref[i], amax)
+			}
 		}
-	}
-	for i, w := range want.Scales {
-		if sc[i] != w {
-			t.Fatalf("c_scales[%d][%d] = %d, want %d", i/(n/32), i%(n/32), sc[i], w)
+	} else {
+		src := make([]float32, rows*n)
+		for i := range src {
+			src[i] = float32(c[i])
 		}
+		want, err := layouts.Quantize(src, 1, rows, n, layouts.QuantizeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkQuantizedBytes(t, q, sc, want, src, n)
 	}
 	for i := rows * n; i < len(q); i++ {
 		if q[i] != 0xFF {
@@ -292,50 +297,18 @@ func checkQuantizedC(t *testing.T, ctx *driver.Context, bufs map[string]driver.D
 	}
 }
 
-// checkQuantizedValues requires the epilogue's c_v (GemmSpec.
-// QuantizeCValues) to be, bit for bit, the bf16 MXFP8 values of
-// layouts.Quantize of the kernel's own f32 C rows in the register-fed order
-// (what moe_quantize_h_rf makes of them); with QuantizeCOnly (no C
-// stored) to be within e4m3's rounding of the float64 reference ref (tol:
-// C's tolerance); and the canary rows to stay poisoned.
-func checkQuantizedValues(t *testing.T, ctx *driver.Context, bufs map[string]driver.DevicePtr, c, ref, tol []float64, rows, canary, n int, only bool) {
+// checkQuantizedBytes requires q and sc to hold want's bytes (the
+// quantization of src, n columns).
+func checkQuantizedBytes(t *testing.T, q, sc []uint8, want *layouts.MXFP8, src []float32, n int) {
 	t.Helper()
-	v := make([]uint16, (rows+canary)*n)
-	if err := ctx.CopyFromDevice(v, bufs[codegen.RoleCV]); err != nil {
-		t.Fatal(err)
-	}
-	var want []float32
-	if !only {
-		src := make([]float32, rows*n)
-		for i := range src {
-			src[i] = float32(c[i])
-		}
-		q, err := layouts.Quantize(src, 1, rows, n, layouts.QuantizeOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = q.Dequantize()
-	}
-	for i := 0; i < rows*n; i++ {
-		e := i - i%32 + layouts.RegisterFedOrder(i%32) // the element at position i
-		if !only {
-			if w := layouts.BF16FromF32(want[e]); v[i] != w {
-				t.Fatalf("c_v[%d][%d] = %#04x, want %#04x (element %d, C = %v)", i/n, i%n, v[i], w, e%n, c[e])
-			}
-			continue
-		}
-		amax := 0.0
-		for j := e - e%32; j < e-e%32+32; j++ {
-			amax = math.Max(amax, math.Abs(ref[j]))
-		}
-		g := float64(layouts.F32FromBF16(v[i]))
-		if d := math.Abs(g - ref[e]); math.IsNaN(g) || d > math.Abs(ref[e])/16+amax/448/256+2*tol[e] {
-			t.Fatalf("c_v[%d][%d] = %v, want %v within e4m3 rounding (element %d, block amax %v)", i/n, i%n, g, ref[e], e%n, amax)
+	for i, w := range want.Data {
+		if q[i] != w {
+			t.Fatalf("c_q[%d][%d] = %#02x, want %#02x (C = %v, scale code %d)", i/n, i%n, q[i], w, src[i], want.Scales[i/32])
 		}
 	}
-	for i := rows * n; i < len(v); i++ {
-		if v[i] != 0xFFFF {
-			t.Fatalf("canary c_v[%d][%d] overwritten (%#04x)", i/n, i%n, v[i])
+	for i, w := range want.Scales {
+		if sc[i] != w {
+			t.Fatalf("c_scales[%d][%d] = %d, want %d", i/(n/32), i%(n/32), sc[i], w)
 		}
 	}
 }

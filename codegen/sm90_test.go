@@ -297,6 +297,10 @@ func sm90MXSwapCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_swap_gptoss_f32_q", N: 96, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
 			QuantizeC: true, Tile: t(64, 4)}, []int{70, 1, 23}},
+		// Only the quantized form (QuantizeCOnly: C stays unwritten).
+		{GemmSpec{Name: "mx_swap_swiglu_f32_qonly", N: 160, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, QuantizeC: true, QuantizeCOnly: true,
+			Tile: t(64, 4)}, []int{70, 1, 23}},
 	}
 }
 
@@ -328,14 +332,6 @@ func sm90MXRegFedCases() []sm90GemmCase {
 			MXRegisterFed: true, Tile: t(128, 128, 3, 8)}, []int{140, 3}},
 		{GemmSpec{Name: "mx_rf_store64_f32", N: 136, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiStore, COutF32: true,
 			MX: true, MXRegisterFed: true, Tile: t(96, 64, 4, 4)}, []int{97, 31}},
-		// C's MXFP8 values written by the epilogue (QuantizeCValues), with
-		// and without C itself; 96 columns of a 128-column tile (a block past N).
-		{GemmSpec{Name: "mx_rf_swiglu_quant", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
-			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
-			QuantizeC: true, QuantizeCValues: true, Tile: t(128, 128, 3, 8)}, []int{1, 70, 200}},
-		{GemmSpec{Name: "mx_rf_swiglu64_quant_only", N: 160, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
-			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
-			QuantizeC: true, QuantizeCValues: true, QuantizeCOnly: true, Tile: t(64, 64, 4, 4)}, []int{130, 7}},
 		// 256 token rows: two warpgroups of one 64-row slice each.
 		{GemmSpec{Name: "mx_rf_store_t256", N: 200, K: 288, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true, MXRegisterFed: true,
 			Tile: t(256, 128, 2, 8)}, []int{300, 0, 9}},
