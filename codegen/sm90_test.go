@@ -298,7 +298,7 @@ func sm90MXSwapCases() []sm90GemmCase {
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
 			QuantizeC: true, Tile: t(64, 4)}, []int{70, 1, 23}},
 		// Only the quantized form (QuantizeCOnly: C stays unwritten).
-		{GemmSpec{Name: "mx_swap_swiglu_f32_qonly", N: 160, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+		{GemmSpec{Name: "mx_swap_swiglu_f32_qonly", N: 160, K: 384, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, QuantizeC: true, QuantizeCOnly: true,
 			Tile: t(64, 4)}, []int{70, 1, 23}},
 	}
