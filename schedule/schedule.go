@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 	"regexp"
+	"strings"
 
 	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/target"
@@ -162,9 +163,9 @@ func (k *MXGemmKind) UnmarshalText(b []byte) (err error) {
 	return err
 }
 
-// ParseMXGemmKind accepts "promote", "expand" and "regfed".
+// ParseMXGemmKind accepts "promote", "expand" and "regfed" (in any case).
 func ParseMXGemmKind(v string) (MXGemmKind, error) {
-	switch v {
+	switch strings.ToLower(v) {
 	case "promote":
 		return MXGemmPromote, nil
 	case "expand":
@@ -636,7 +637,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 			return fieldErr(name+".K", t.K, "must be 128 with the mxfp8 expansion (each stage widens 64 e4m3 columns into one 64-wide bf16 K block: half the tile's K)")
 		}
 		if s.MXGemm == MXGemmRegFed {
-			if err := s.validateRegFed(name, t); err != nil {
+			if err := s.validateRegFed(name, t, fc1 && !l.GateUpInterleaved); err != nil {
 				return err
 			}
 		}
@@ -680,15 +681,18 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 // validateRegFed checks an sm_90a tile of the register-fed MXFP8 GEMMs
 // (MXGemmRegFed; codegen.GemmSpec.MXRegisterFed): K blocks of 128 and B
 // tiles (N) of 64 or 128 rows with one consumer warpgroup (M = 64) or of
-// 256 with two (M = 128), each warpgroup 128 rows of the B tile.
-func (s Schedule) validateRegFed(name string, t Tile) error {
+// 256 with two (M = 128), each warpgroup 128 rows of the B tile; halves
+// (an FC1 with gate/up halves: two 64-row slices at least) 128 or 256.
+func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 	switch {
+	case halves && t.N == 64:
+		return fieldErr(name+".N", t.N, "must be 128 or 256 with the register-fed mxfp8 GEMM of an FC1 with gate/up halves (each half of the B tile is a 64-row wgmma slice at least): give 128x256x128 with 8 MMA warps (the default) or 64x128x128 with 4")
 	case t.K != 128:
 		return fieldErr(name+".K", t.K, "must be 128 with the register-fed mxfp8 GEMM (four 32-wide scale blocks per stage)")
 	case t.N != 64 && t.N != 128 && t.N != 256:
 		return fieldErr(name+".N", t.N, "must be 64, 128 or 256 with the register-fed mxfp8 GEMM (its B tile: 64-row slices, 128 rows per consumer warpgroup)")
 	case (t.N == 256) != (s.Warps.MMA == 8):
-		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 / 64x64x128 with 4, for FC1 and FC2 alike (%d MMA warps now)", s.Warps.MMA)
+		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 with 4 (64x64x128 too for FC2, or an FC1 with interleaved gate/up rows), for FC1 and FC2 alike (%d MMA warps now)", s.Warps.MMA)
 	}
 	return nil
 }

@@ -297,6 +297,16 @@ func TestScheduleValidateErrors(t *testing.T) {
 	r.FC1.N = 192
 	wantFieldErr(t, "regfed 192-row B tile", r.Validate(m), "Schedule.FC1.N", "64, 128 or 256")
 	r = s
+	r.FC1, r.FC2, r.Warps.MMA = Tile{64, 64, 128}, Tile{64, 64, 128}, 4 // FC1's gate/up halves: 32 rows each
+	wantFieldErr(t, "regfed 64-row B tile of gate/up halves", r.Validate(m), "Schedule.FC1.N", "must be 128 or 256")
+	if !m.GateUpInterleaved {
+		mi := m
+		mi.GateUpInterleaved = true
+		if err := r.Validate(mi); err != nil {
+			t.Errorf("regfed 64x64x128 with interleaved gate/up rows: %v", err)
+		}
+	}
+	r = s
 	r.Variant = &TileVariant{Name: "big", FC1: s.FC1, FC2: s.FC2, Stages: 3, MMAWarps: 8, MinRows: 1, MaxRows: 8}
 	wantFieldErr(t, "regfed with a variant for every GEMM", r.Validate(m), "Schedule.Variant", "must be MXOnly")
 	bs, _ := DefaultSchedule(l, target.SM90a)
@@ -306,6 +316,9 @@ func TestScheduleValidateErrors(t *testing.T) {
 	wantFieldErr(t, "regfed per expert", s.Validate(pe), "Schedule.MXGemm", "grouped weights")
 	if k, err := ParseMXGemmKind("regfed"); err != nil || k != MXGemmRegFed || k.String() != "regfed" {
 		t.Errorf("ParseMXGemmKind(regfed) = %v, %v", k, err)
+	}
+	if k, err := ParseMXGemmKind("RegFed"); err != nil || k != MXGemmRegFed {
+		t.Errorf("ParseMXGemmKind(RegFed) = %v, %v", k, err)
 	}
 	// The operand swap: 32-row tiles only in an MXOnly variant of an mxfp8
 	// layer, with 4 MMA warps, grouped weights and whole 64-row slices;
