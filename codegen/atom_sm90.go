@@ -78,7 +78,9 @@ import (
 // the staged tile to C with coalesced, predicated 16-byte stores (rows
 // below RowEnd, columns below N) and arrive on staging-empty. The global
 // stores thus overlap the next tile's wgmma. Otherwise the consumers store
-// directly through Epilogue.Emit.
+// directly through Epilogue.Emit (the register-fed GEMMs' plain bf16 C
+// through Epilogue.Values and their own transposed stores:
+// sm90Layout.swapStoreBF16).
 //
 // BTable (one allocation per expert): a TMA tensor map names one global
 // address, and swapping it per expert would need tensormap.replace on a

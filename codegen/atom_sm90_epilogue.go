@@ -1,8 +1,6 @@
 package codegen
 
 import (
-	"fmt"
-
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
@@ -141,15 +139,15 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, c, lane, warp, live 
 }
 
 // epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
-// (with the operand swap, the tile's token rows, by swapRuns) through
-// the Epilogue ep of work item w (bias, activation, bf16 rounding,
-// predicated stores). With the operand swap, keep (nil: none) also gets
+// (with the operand swap, the tile's token rows, by swapRuns, or for the
+// register-fed GEMMs' plain bf16 C by swapStoreBF16) through the Epilogue
+// ep of work item w (bias, activation, bf16 rounding, predicated stores). With the operand swap, keep (nil: none) also gets
 // each stored run's fp32 outputs with its token row and column in the
 // tile (Epilogue.EmitThen).
 func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value,
 	keep func(tr, tc value.Value, outs []value.Value)) error {
 	if l.swap {
-		if keep == nil && ep.spec.MXRegisterFed && !ep.spec.COutF32 && l.gate != layouts.GateUpInterleaved {
+		if keep == nil && ep.spec.MXRegisterFed && !ep.spec.COutF32 && ep.spec.Epilogue == EpiStore {
 			return l.swapStoreBF16(b, ep, w, c, lane, warp, acc)
 		}
 		return l.swapRuns(b, acc, c, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
@@ -173,35 +171,29 @@ func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp
 	})
 }
 
-// swapStoreBF16 is the operand swap's epilogue of a bf16 C with one output
-// per accumulator (plain, or gate/up halves: its gate slice; not
-// interleaved), used by the register-fed GEMMs. Per slice s and group j of
-// 8 token rows, a thread's four outputs (swapRuns' layout: B-tile rows f
-// and f+8, f = 16*(warp%4) + lane/4 of the slice; token rows 8j + 2q and
-// +1, q = lane%4) are rounded into two bf16x2, each the thread's fragment
-// of an 8x8 block transposed across the warp by movmatrix (PTX ISA,
-// warp-level matrix instructions, "movmatrix" with .trans: afterwards the thread holds token row
-// 8j + lane/4, output columns 2q and 2q+1 of the block); one shfl.xor 1
-// pairs neighbouring lanes' halves into four consecutive columns (even q:
+// swapStoreBF16 is the operand swap's epilogue of a plain (EpiStore) bf16
+// C, used by the register-fed GEMMs (the forward's FC2). Per slice s and
+// group j of 8 token rows, a thread's four outputs (swapRuns' layout:
+// B-tile rows f and f+8, f = 16*(warp%4) + lane/4 of the slice, which are
+// output columns; token rows 8j + 2q and +1, q = lane%4) are rounded into
+// two bf16x2, each the thread's fragment of an 8x8 block transposed across
+// the warp by movmatrix (PTX ISA, warp-level matrix instructions,
+// "movmatrix" with .trans: afterwards the thread holds token row 8j +
+// lane/4, output columns 2q and 2q+1 of the block); one shfl.xor 1 pairs
+// neighbouring lanes' halves into four consecutive columns (even q:
 // columns 2q..2q+3 of the warp's 16, odd q: 8 + 2(q-1)..), stored with one
 // 8-byte store. A warp store then writes 8 token rows x 32 bytes (whole
-// 32-byte sectors); swapRuns' run-of-one stores wrote 4 rows x 16 bytes
-// per instruction with a quarter of the bytes. The outputs, their bf16
-// rounding and the predicates (token row below the item's end, column
-// below N) are those of Epilogue.Emit; the bias of a column past N (never
-// stored) is read at N-1. Token groups at or past the item's rows are
-// skipped by a warp-uniform branch, as in swapRuns; movmatrix and shfl
+// 32-byte sectors when N is a multiple of 16); swapRuns' run-of-one stores
+// wrote 4 rows x 16 bytes per instruction with a quarter of the bytes. The
+// outputs, their bf16 rounding and the predicates (token row below the
+// item's end, column below N; N is a multiple of 8, so a run of 4 is
+// wholly in or out) are those of Epilogue.Emit; the bias of a column past
+// N (never stored) is read at N-1. Token groups at or past the item's rows
+// are skipped by a warp-uniform branch, as in swapRuns; movmatrix and shfl
 // run in every lane of a warp that enters a group.
 func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	N := int64(ep.spec.N)
-	if N%8 != 0 {
-		return fmt.Errorf("codegen: %s: the swapped bf16 epilogue stores runs of 4 columns: N = %d must be a multiple of 8", ep.spec.Name, N)
-	}
 	S, per := l.NB/64/l.WG, l.BM/2
-	slices := S
-	if l.gate == layouts.GateUpHalves {
-		slices = S / 2
-	}
 	var col0 value.Value = ir.Int32(0)
 	if l.WG > 1 {
 		_, col0 = l.regFedHalf(b, c)
@@ -210,31 +202,31 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 	wq := b.And(warp, ir.Int32(3))
 	q := b.And(lane, ir.Int32(3))
 	odd := b.ICmp(enum.IPredNE, b.And(q, ir.Int32(1)), ir.Int32(0))
-	f0 := b.Add(b.Add(w.n0, col0), b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // output column of B-tile row f, slice 0
-	c4 := b.Add(b.Add(w.n0, col0), b.Add(b.MulI(wq, 16), b.Add(b.MulI(b.LShr(q, ir.Int32(1)), 4), b.MulI(b.And(q, ir.Int32(1)), 8))))
+	first := b.Add(w.n0, b.Add(col0, b.MulI(wq, 16)))                                              // the warp's first output column of slice 0
+	f0 := b.Add(first, b.LShr(lane, ir.Int32(2)))                                                  // column f of the thread
+	c4 := b.Add(first, b.Add(b.MulI(b.LShr(q, ir.Int32(1)), 4), b.MulI(b.And(q, ir.Int32(1)), 8))) // its stored run
 	tok := b.LShr(lane, ir.Int32(2))
 	var err error
-	for s := 0; s < slices; s++ {
+	for s := 0; s < S; s++ {
+		// The columns of the thread's outputs, clamped below N for the bias.
+		var cols [2]value.Value
+		for h := range cols {
+			col := b.AddI(f0, int64(64*s+8*h))
+			cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
+		}
 		for j := 0; j < per/4; j++ {
 			body := func() {
 				outs := make([]value.Value, 4)
 				for i := 0; i < 4; i++ {
-					r := 4*j + i
-					col := b.AddI(f0, int64(64*s+8*(i/2)))
-					col = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
-					vals := []value.Value{acc[s*per+r]}
-					if l.gate == layouts.GateUpHalves {
-						vals = append(vals, acc[(s+slices)*per+r])
-					}
-					o, e := ep.Values(b, col, vals)
+					o, e := ep.Values(b, cols[i/2], []value.Value{acc[s*per+4*j+i]})
 					if e != nil {
 						err = joinErr(err, e)
 						return
 					}
 					outs[i] = o[0]
 				}
-				y0 := b.movMatrixTrans(b.PackBF16(outs[0], outs[1]))
-				y1 := b.movMatrixTrans(b.PackBF16(outs[2], outs[3]))
+				y0 := b.movMatrixTrans(b.PackBF16(outs[0], outs[1])) // column f's 8x8 block
+				y1 := b.movMatrixTrans(b.PackBF16(outs[2], outs[3])) // column f+8's
 				got := b.shflXorI32(b.Select(odd, y0, y1), 1)
 				lo, hi := b.Select(odd, got, y0), b.Select(odd, y1, got)
 				tr := b.AddI(tok, int64(8*j))

@@ -24,7 +24,8 @@ type EpilogueArgs struct {
 // Epilogue turns fp32 accumulator values into stored bf16 outputs. It is
 // the one implementation of bias, activation, rounding and predicated
 // stores that every engine uses, so targets agree bit for bit given equal
-// accumulators.
+// accumulators (engines that stage or transpose the tile take Values and
+// round with cvt.rn.bf16x2.f32 as the stores do).
 type Epilogue struct {
 	spec GemmSpec
 	args EpilogueArgs
@@ -38,7 +39,8 @@ func NewEpilogue(spec GemmSpec, args EpilogueArgs) *Epilogue {
 // Emit stores a run of outputs of row row (i32, absolute row of C) starting
 // at output column col (i32; a multiple of the run length), at b's current
 // block, predicated on row < RowEnd and col < N (N is a multiple of 8, so a
-// run of 1, 2, 4 or 8 is either wholly inside or wholly outside).
+// run of 1, 2, 4 or 8 is either wholly inside or wholly outside); with
+// GemmSpec.QuantizeCOnly it stores nothing (EmitThen).
 //
 //   - EpiStore: vals are the accumulators of columns col, col+1, ... (1, 2,
 //     4 or 8 of them); C[row, col+i] = bf16(vals[i] + bias[col+i]).

@@ -247,7 +247,7 @@ const (
 	RoleA         = "a"        // ptr: A, bf16 [rows, K] (e4m3 with MX, but bf16 with MXRegisterFed)
 	RoleB         = "b"        // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
 	RoleBias      = "bias"     // ptr: fp32 [E, BRows] (only if Bias)
-	RoleC         = "c"        // ptr: C, bf16 [rows, N] (f32 with COutF32)
+	RoleC         = "c"        // ptr: C, bf16 [rows, N] (f32 with COutF32; never written with QuantizeCOnly)
 	RoleTiles     = "tiles"    // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
 	RoleOffsets   = "offsets"  // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
 	RoleNumTiles  = "ntiles"   // ptr: i32 [1] number of valid tiles (ATiled only)

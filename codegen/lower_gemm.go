@@ -127,9 +127,10 @@ func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 }
 
 // onlyReader reports whether buf is scratch that no op of the program (in
-// either form) reads but q.
+// either form) reads but q, and not state a backward reads (moe.BufFC1Out,
+// scratch of the forward and an input of the backward).
 func (lw *perOp) onlyReader(buf *moe.Buffer, q moe.Quantize) bool {
-	if buf.Kind != moe.Scratch {
+	if buf.Kind != moe.Scratch || buf.Name == moe.BufFC1Out {
 		return false
 	}
 	ops := append([]moe.Op{}, lw.src.Ops...)
@@ -152,7 +153,9 @@ func (lw *perOp) onlyReader(buf *moe.Buffer, q moe.Quantize) bool {
 // emitGEMM emits one kernel of g with schedule s, launched for tokens
 // (nil: every T >= 1), binding the engine's parameter roles to g's operands
 // and the work list of its row tile; with quant (the Quantize of g's C)
-// the epilogue also writes quant's outputs (GemmSpec.QuantizeC).
+// the epilogue also writes quant's outputs (GemmSpec.QuantizeC), and
+// stores C only if another op reads it (GemmSpec.QuantizeCOnly,
+// onlyReader).
 func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, quant *moe.Quantize) error {
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix

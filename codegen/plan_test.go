@@ -472,3 +472,65 @@ func TestQuantizeInFC1Epilogue(t *testing.T) {
 		}
 	}
 }
+
+// TestQuantizeCOnly: in qwen3-30b-a3b's sm_90a mxfp8 forward only
+// quantize_h (and its register-fed form) reads h, so the decode FC1's fused
+// quantization leaves h unstored (onlyReader, GemmSpec.QuantizeCOnly); a
+// program in which another op also reads h, or a C that is the backward's
+// saved state (moe.BufFC1Out), keeps it.
+func TestQuantizeCOnly(t *testing.T) {
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Precision = schedule.MXFP8
+	s, err := schedule.DefaultSchedule(l, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := EngineFor(target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := moe.Forward(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var q moe.Quantize
+	for _, op := range p.Ops {
+		if o, ok := op.(moe.Quantize); ok && o.Op == "quantize_h" {
+			q = o
+		}
+	}
+	if q.X == nil {
+		t.Fatal("no quantize_h in the mxfp8 forward")
+	}
+	reader := func(p *moe.Program, buf *moe.Buffer) bool {
+		rf, err := moe.RegisterFed(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lw, err := newPerOp(p, s, eng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lw.addRegisterFed(rf)
+		return lw.onlyReader(buf, q)
+	}
+	if !reader(p, q.X) {
+		t.Errorf("h: another reader found in %v", p.Ops)
+	}
+	two := *p
+	nq, ns := *q.Q, *q.S
+	nq.Name, ns.Name = "h_q2", "h_scales2"
+	two.Buffers = append(append([]*moe.Buffer{}, p.Buffers...), &nq, &ns)
+	two.Ops = append(append([]moe.Op{}, p.Ops...), moe.Quantize{Op: "quantize_h2", X: q.X, Q: &nq, S: &ns, K: q.K})
+	if reader(&two, q.X) {
+		t.Error("h read by a second op: onlyReader still true")
+	}
+	saved := *q.X
+	saved.Name = moe.BufFC1Out
+	if reader(p, &saved) {
+		t.Error("the backward's saved fc1_out: onlyReader true")
+	}
+}

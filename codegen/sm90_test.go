@@ -318,6 +318,8 @@ func sm90MXRegFedCases() []sm90GemmCase {
 	return []sm90GemmCase{
 		{GemmSpec{Name: "mx_rf_store", N: 200, K: 224, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true, MXRegisterFed: true,
 			Tile: t(128, 256, 3, 8)}, []int{46, 0, 1, 260}},
+		{GemmSpec{Name: "mx_rf_store_bias", N: 200, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiStore, Bias: true, MX: true,
+			MXRegisterFed: true, Tile: t(128, 256, 3, 8)}, []int{129, 5, 40}}, // bf16 C with a bias: columns 200..255 read it at N-1
 		{GemmSpec{Name: "mx_rf_swiglu_f32", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
 			Tile: t(128, 128, 3, 8)}, []int{1, 70, 200}},
