@@ -86,14 +86,7 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, c, lane, warp, live 
 	}
 	wq := b.And(warp, ir.Int32(3))
 	var err error
-	// group runs body for token rows 8j.. when the item has any.
-	group := func(j int, body func()) {
-		if j == 0 {
-			body()
-			return
-		}
-		b.If(b.ICmp(enum.IPredSGT, live, ir.Int32(int64(8*j))), body)
-	}
+	group := func(j int, body func()) { liveGroup(b, live, j, body) }
 	if l.gate == layouts.GateUpInterleaved {
 		p := b.And(b.LShr(lane, ir.Int32(2)), ir.Int32(1)) // 1: the up lane of the pair
 		up := b.ICmp(enum.IPredNE, p, ir.Int32(0))
@@ -138,12 +131,23 @@ func (l sm90Layout) swapRuns(b *Builder, acc []value.Value, c, lane, warp, live 
 	return err
 }
 
+// liveGroup runs body for the group j of 8 token rows (8j..8j+7) when the
+// work item's live token rows reach it: group 0 always, the others under a
+// warp-uniform branch.
+func liveGroup(b *Builder, live value.Value, j int, body func()) {
+	if j == 0 {
+		body()
+		return
+	}
+	b.If(b.ICmp(enum.IPredSGT, live, ir.Int32(int64(8*j))), body)
+}
+
 // epilogue stores consumer warpgroup c's 64 rows of the accumulator tile
 // (with the operand swap, the tile's token rows, by swapRuns, or for the
 // register-fed GEMMs' plain bf16 C by swapStoreBF16) through the Epilogue
-// ep of work item w (bias, activation, bf16 rounding, predicated stores). With the operand swap, keep (nil: none) also gets
-// each stored run's fp32 outputs with its token row and column in the
-// tile (Epilogue.EmitThen).
+// ep of work item w (bias, activation, bf16 rounding, predicated stores).
+// With the operand swap, keep (nil: none) also gets each stored run's fp32
+// outputs with its token row and column in the tile (Epilogue.EmitThen).
 func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value,
 	keep func(tr, tc value.Value, outs []value.Value)) error {
 	if l.swap {
@@ -194,10 +198,7 @@ func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp
 func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	N := int64(ep.spec.N)
 	S, per := l.NB/64/l.WG, l.BM/2
-	var col0 value.Value = ir.Int32(0)
-	if l.WG > 1 {
-		_, col0 = l.regFedHalf(b, c)
-	}
+	_, col0 := l.regFedHalf(b, c) // 0 with one warpgroup
 	live := b.Sub(w.rowEnd, w.row0)
 	wq := b.And(warp, ir.Int32(3))
 	q := b.And(lane, ir.Int32(3))
@@ -239,11 +240,7 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 					b.StoreAt(v, b.ByteOffset(ep.args.C, off), 8)
 				})
 			}
-			if j == 0 {
-				body()
-			} else {
-				b.If(b.ICmp(enum.IPredSGT, live, ir.Int32(int64(8*j))), body)
-			}
+			liveGroup(b, live, j, body)
 		}
 	}
 	return err

@@ -97,8 +97,8 @@ func (lw *perOp) variantRanges() (base, variant []launch.TokenRange) {
 // (Engine.QuantizesC: the sm_90a operand swap of the decode variant): the
 // variant kernel also writes the Quantize op's outputs (and leaves C
 // unstored, GemmSpec.QuantizeCOnly, when no other op reads it), and the
-// quantize kernel runs only in the base kernel's token ranges. It returns 2 when it
-// lowered both ops, 0 when they do not qualify.
+// quantize kernel runs only in the base kernel's token ranges. It returns
+// 2 when it lowered both ops, 0 when they do not qualify.
 func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 	if len(ops) < 2 {
 		return 0, nil

@@ -80,9 +80,9 @@ const (
 // (moe.RegisterFed); with the schedule's decode variant (promote's) in
 // both: the gather and quantize_h write the e4m3 rows in the variant's
 // token range and the register-fed ones (gather_rf, quantize_h_rf) in the
-// rest, each GEMM reading its range's form. Errors: an unknown policy or op, a schedule the target's
-// engine cannot build (an MXFP8 GEMM off sm_90a), more than two distinct
-// GEMM row tiles.
+// rest, each GEMM reading its range's form. Errors: an unknown policy or
+// op, a schedule the target's engine cannot build (an MXFP8 GEMM off
+// sm_90a), more than two distinct GEMM row tiles.
 func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) {
 	if how != PerOp {
 		return nil, fmt.Errorf("codegen: unknown lowering %d", how)

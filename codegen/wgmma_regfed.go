@@ -110,8 +110,8 @@ func (b *Builder) WGMMAMainloopRegFed(ml WGMMAMainloopRegFed, stage, phase, ktil
 // serialized the wgmma of gated GEMMs with a bias for want of registers
 // (C7512), and with four (128, 64, 32, 16) those of qwen3-30b-a3b's FC1.
 func (ml WGMMAMainloopRegFed) widths() []int {
-	for _, w := range []int{ml.BM / 4, ml.BM / 2} {
-		if w >= 16 && w%8 == 0 && (w == ml.BM/4 && 4*w == ml.BM || w == ml.BM/2 && 2*w == ml.BM) {
+	for _, d := range []int{4, 2} {
+		if w := ml.BM / d; ml.BM%d == 0 && w >= 16 && w%8 == 0 {
 			return []int{ml.BM, w}
 		}
 	}
