@@ -93,8 +93,24 @@ import (
 // thread); consumers issue fence.proxy.async.shared::cta after the wait so
 // the generic-proxy writes are visible to wgmma's async-proxy reads. A still
 // comes through TMA.
+//
+// Gathered A (GemmSpec.GatherK: the forward's FC1 reading x itself, no
+// gather pass): TMA moves boxes of consecutive rows, and a dispatched tile's
+// rows are scattered tokens of x, so the 32 lanes of the producer's warp 0
+// copy the A tile with cp.async (8 lanes per 128-byte row segment, the same
+// swizzled layout, rows past the expert's segment zero-filled) from the
+// tokens of a_rows (each row's slot over the top-k), while lane 0 issues
+// B's TMA loads; full then expects 1 + 32 arrivals (B's transaction bytes
+// and one cp.async.mbarrier.arrive.noinc per lane) and the consumers fence
+// the proxies as for BTable. Warps 1-3 keep the staged epilogue's stores.
 
-func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB, GemmSpec.swapAB, "") }
+func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB, GemmSpec.swapAB, sm90GatherA, "") }
+
+// sm90GatherA: the sm_90a atom reads the dispatched rows of a bf16 GEMM
+// with grouped weights from the token rows (GemmSpec.GatherK): warp 0 of the
+// producer warpgroup copies them by cp.async while its lane 0 issues B's
+// TMA loads (see the top of this file).
+func sm90GatherA(s GemmSpec) bool { return !s.MX && s.B == BGrouped && !s.BNMajor }
 
 // sm90NMajorB: the sm_90a atom reads a plain, grouped (not per-expert)
 // B stored [K, N] directly (wgmma imm-trans-b = 1 over an MN-major tile,
@@ -377,6 +393,8 @@ func (l *sm90Layout) registers(s GemmSpec) {
 		l.prodRegs = 80 // the MXFP8 scale-code windows and their decoding (see above)
 	case s.B == BTable:
 		l.prodRegs = 72 // address arithmetic of the cp.async copies of B
+	case s.GatherK > 0:
+		l.prodRegs = 48 // warp 0's row tokens and cp.async addresses (gatherCopy)
 	case l.smem.Staged:
 		l.prodRegs = 48 // the store warps' copy loop
 	}
@@ -500,7 +518,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 	aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom
 	offA, offB := l.offA, l.offB
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
-		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable || l.expand}
+		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable || l.expand || k.spec.GatherK > 0}
 	mx := WGMMAMainloopMX{WGMMAMainloop: ml, ABlock: 4 * l.BM, BBlock: 4 * l.NB}
 	var aSc, bSc value.Value
 	var rf WGMMAMainloopRegFed

@@ -30,6 +30,11 @@ import (
 // for it is decided; where it is false the lowering launches the Quantize
 // op's kernel instead.
 //
+// GathersA reports whether GroupedGEMM takes spec with GatherK set (the
+// dispatched rows read from the token rows by their slots): the one place
+// a target's support for it is decided; where it is false the lowering
+// launches the Gather op's kernel instead.
+//
 // MXFP8 returns nil when GroupedGEMM builds MXFP8 GEMMs (GemmSpec.MX), else
 // the reason it refuses them: the one place a target's MXFP8 support is
 // decided.
@@ -38,6 +43,7 @@ type Engine interface {
 	GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error)
 	ReadsNMajorB(spec GemmSpec) bool
 	QuantizesC(spec GemmSpec) bool
+	GathersA(spec GemmSpec, topK int) bool
 	MXFP8() error
 }
 
@@ -60,6 +66,9 @@ type atomEngine struct {
 	// quantizeC says which specs the atom takes with QuantizeC (nil:
 	// none); the plan must also fit.
 	quantizeC func(GemmSpec) bool
+	// gatherA says which specs the atom takes with GatherK (nil: none);
+	// the plan must also fit.
+	gatherA func(GemmSpec) bool
 	// noMX is why the atom has no MXFP8 GEMM ("": it has one).
 	noMX string
 }
@@ -92,6 +101,19 @@ func (e atomEngine) QuantizesC(spec GemmSpec) bool {
 	return err == nil
 }
 
+// GathersA reports whether the atom reads spec's A rows from the token
+// rows with top-k topK (GemmSpec.GatherK; see Engine): its predicate holds
+// and the plan fits.
+func (e atomEngine) GathersA(spec GemmSpec, topK int) bool {
+	s := spec
+	s.GatherK = topK
+	if e.gatherA == nil || s.Validate() != nil || !e.gatherA(s) {
+		return false
+	}
+	_, err := e.plan(s)
+	return err == nil
+}
+
 // Target is the engine's target.
 func (e atomEngine) Target() target.Target { return e.target }
 
@@ -106,6 +128,9 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	if spec.QuantizeC && !e.QuantizesC(spec) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not quantize C in the epilogue with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
 	}
+	if spec.GatherK > 0 && !e.GathersA(spec, spec.GatherK) {
+		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not gather the rows of A with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
+	}
 	if spec.BNMajor && !e.ReadsNMajorB(spec) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not read an N-major B with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
 	}
@@ -118,11 +143,11 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 
 // registerAtom registers the engine of t whose atom plan derives; nMajorB
 // (nil: none) says which specs it takes with an N-major B, quantizeC (nil:
-// none) which with QuantizeC; noMX is why it has no MXFP8 GEMM ("": it
-// has one).
-func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error), nMajorB, quantizeC func(GemmSpec) bool, noMX string) {
+// none) which with QuantizeC, gatherA (nil: none) which with GatherK;
+// noMX is why it has no MXFP8 GEMM ("": it has one).
+func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error), nMajorB, quantizeC, gatherA func(GemmSpec) bool, noMX string) {
 	RegisterEngine(t, func() Engine {
-		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }, nMajorB: nMajorB, quantizeC: quantizeC, noMX: noMX}
+		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }, nMajorB: nMajorB, quantizeC: quantizeC, gatherA: gatherA, noMX: noMX}
 	})
 }
 

@@ -177,6 +177,15 @@ type GemmSpec struct {
 	// scratch that no op but the fused Quantize reads (the forward's h).
 	// The parameter c stays (bound, never written).
 	QuantizeCOnly bool
+	// GatherK (ATiled, bf16 A, engines whose GathersA holds) makes the
+	// kernel read the dispatched rows from the token rows themselves: A
+	// is x, bf16 [T, K], and dispatched row r is row a_rows[r] / GatherK
+	// of it (a_rows: i32 [rows], the slot t*topk+k of each row,
+	// moe.Permute's SrcSlot; GatherK the top-k), so no gather pass writes
+	// and no GEMM reads a [T*topk, K] copy (docs/perf.md, gather v1). The
+	// same products in the same order as over the gathered copy. 0: A
+	// holds the dispatched rows.
+	GatherK int
 }
 
 // ElemBytes is the size of a B element (and of an A element, but with
@@ -234,6 +243,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: QuantizeCOnly is a form of QuantizeC", s.Name)
 	case s.QuantizeC && (!s.MX || !s.COutF32 || s.N%32 != 0):
 		return fmt.Errorf("codegen: %s: QuantizeC writes the MXFP8 form of an MXFP8 GEMM's f32 C with N a multiple of 32 (N = %d)", s.Name, s.N)
+	case s.GatherK < 0 || s.GatherK > 0 && (s.A != ATiled || s.AElemBytes() != 2):
+		return fmt.Errorf("codegen: %s: GatherK = %d: a GEMM gathers the bf16 rows of dispatched A (ATiled), GatherK the top-k", s.Name, s.GatherK)
 	}
 	return nil
 }
@@ -257,6 +268,7 @@ const (
 	RoleBScales   = "b_scales" // ptr: ue8m0 [E, BRows, K/32] (MX only)
 	RoleCQ        = "c_q"      // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
 	RoleCScales   = "c_scales" // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
+	RoleARows     = "a_rows"   // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (GatherK only)
 )
 
 // GemmParams returns the parameter list every engine's grouped GEMM kernel
@@ -288,6 +300,9 @@ func GemmParams(s GemmSpec) []Param {
 			Param{Name: "ntiles", Type: ParamPtr, Size: 8, Role: RoleNumTiles})
 	} else {
 		ps = append(ps, Param{Name: "rows", Type: ParamI32, Size: 4, Role: RoleRows})
+	}
+	if s.GatherK > 0 {
+		ps = append(ps, Param{Name: "a_rows", Type: ParamPtr, Size: 8, Role: RoleARows})
 	}
 	return ps
 }

@@ -179,7 +179,13 @@ func TestBackwardPerExpertAssemble(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %v: %v", l.Name, tg, err)
 			}
-			grouped, err := Lower(gp, s, PerOp) // the same schedule (the grouped default may add a GEMM variant)
+			// The same schedule (the grouped default may add a GEMM
+			// variant), with the gather kernels kept: the grouped layer's
+			// FC1·x reads x itself on sm_90a, which a table's weights
+			// (copied by every producer thread) preclude.
+			sg := s
+			sg.Gather = schedule.GatherSeparate
+			grouped, err := Lower(gp, sg, PerOp)
 			if err != nil {
 				t.Fatalf("%s %v grouped: %v", l.Name, tg, err)
 			}

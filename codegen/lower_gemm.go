@@ -71,13 +71,13 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 	s := lw.sched
 	bg := lw.baseForm(g).(moe.GEMM) // g, or its register-fed form (K-major: never transposed)
 	if !lw.usesVariant(g) {
-		return lw.emitGEMM(bg, "", s, nil, nil)
+		return lw.emitGEMM(bg, "", s, nil, fused{})
 	}
 	base, variant := lw.variantRanges()
-	if err := lw.emitGEMM(bg, "", s, base, nil); err != nil {
+	if err := lw.emitGEMM(bg, "", s, base, fused{}); err != nil {
 		return err
 	}
-	return lw.emitGEMM(g, "_"+s.Variant.Name, lw.variant, variant, nil)
+	return lw.emitGEMM(g, "_"+s.Variant.Name, lw.variant, variant, fused{})
 }
 
 // variantRanges are the token ranges of the base kernels of a GEMM with a
@@ -114,10 +114,10 @@ func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 		return 0, nil
 	}
 	base, variant := lw.variantRanges()
-	if err := lw.emitGEMM(lw.baseForm(g).(moe.GEMM), "", lw.sched, base, nil); err != nil {
+	if err := lw.emitGEMM(lw.baseForm(g).(moe.GEMM), "", lw.sched, base, fused{}); err != nil {
 		return 0, err
 	}
-	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, &q); err != nil {
+	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, fused{quant: &q}); err != nil {
 		return 0, err
 	}
 	if err := lw.lowerFor(lw.baseForm(q), base); err != nil {
@@ -126,10 +126,74 @@ func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 	return 2, nil
 }
 
+// lowerGatheredGEMM lowers a Gather of plain bf16 rows (no routing weight
+// on them) followed by the GEMM that alone reads them (the forward's gather
+// and fc1) with the GEMM's kernels reading the rows from the token rows by
+// their slots (GemmSpec.GatherK) where the engine does (Engine.GathersA)
+// and the schedule lets it (schedule.Schedule.Gather is GatherFC1): the
+// gather kernel then runs only in the token ranges of the GEMM kernels
+// that do not, and when none is left the gathered rows' buffer leaves the
+// plan. It returns 2 when it lowered both ops, 0 when they do not qualify.
+func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
+	if len(ops) < 2 || lw.sched.Gather == schedule.GatherSeparate {
+		return 0, nil
+	}
+	ga, okA := ops[0].(moe.Gather)
+	g, okG := ops[1].(moe.GEMM)
+	if !okA || !okG || ga.XS == nil || ga.Weights != nil || ga.Q != nil || ga.S != nil || ga.V != nil ||
+		g.A != ga.XS || g.Rows != moe.Dispatched || g.AScales != nil || g.ARegisterFed || g.BMajor == moe.NMajor ||
+		lw.baseForm(g).Name() != g.Name() || lw.baseForm(ga).Name() != ga.Name() || !lw.onlyReader(ga.XS, g) {
+		return 0, nil
+	}
+	type kernel struct {
+		s      schedule.Schedule
+		suffix string
+		tokens []launch.TokenRange // nil: every T
+	}
+	ks := []kernel{{lw.sched, "", nil}}
+	if lw.usesVariant(g) {
+		base, variant := lw.variantRanges()
+		ks = []kernel{{lw.sched, "", base}, {lw.variant, "_" + lw.sched.Variant.Name, variant}}
+	}
+	gathers := make([]bool, len(ks))
+	var separate []launch.TokenRange // where the gather kernel still runs
+	n := 0
+	for i, k := range ks {
+		spec := lw.gemmSpec(g, k.s)
+		spec.Name = "moe_" + g.Name() + k.suffix
+		if gathers[i] = lw.eng.GathersA(spec, lw.d.K); gathers[i] {
+			n++
+		} else {
+			separate = append(separate, k.tokens...)
+		}
+	}
+	if n == 0 {
+		return 0, nil
+	}
+	if len(separate) > 0 {
+		if err := lw.lowerFor(ga, separate); err != nil {
+			return 0, err
+		}
+	}
+	for i, k := range ks {
+		f := fused{}
+		if gathers[i] {
+			f.gather = &ga
+		}
+		if err := lw.emitGEMM(g, k.suffix, k.s, k.tokens, f); err != nil {
+			return 0, err
+		}
+	}
+	if n == len(ks) {
+		lw.prog.dropBuffer(ga.XS.Name)
+	}
+	return 2, nil
+}
+
 // onlyReader reports whether buf is scratch that no op of the program (in
-// either form) reads but q, and not state a backward reads (moe.BufFC1Out,
+// either form) reads but r, and not state a backward reads (moe.BufFC1Out,
 // scratch of the forward and an input of the backward).
-func (lw *perOp) onlyReader(buf *moe.Buffer, q moe.Quantize) bool {
+func (lw *perOp) onlyReader(buf *moe.Buffer, r moe.Op) bool {
 	if buf.Kind != moe.Scratch || buf.Name == moe.BufFC1Out {
 		return false
 	}
@@ -138,7 +202,7 @@ func (lw *perOp) onlyReader(buf *moe.Buffer, q moe.Quantize) bool {
 		ops = append(ops, op)
 	}
 	for _, op := range ops {
-		if op.Name() == q.Name() || op.Name() == lw.baseForm(q).Name() {
+		if op.Name() == r.Name() || op.Name() == lw.baseForm(r).Name() {
 			continue
 		}
 		for _, o := range op.Operands() {
@@ -150,17 +214,29 @@ func (lw *perOp) onlyReader(buf *moe.Buffer, q moe.Quantize) bool {
 	return true
 }
 
+// fused are the ops a GEMM kernel runs besides the GEMM (each nil: none):
+// the Quantize of its C in the epilogue (GemmSpec.QuantizeC), the Gather
+// of its A rows in the producer (GemmSpec.GatherK).
+type fused struct {
+	quant  *moe.Quantize
+	gather *moe.Gather
+}
+
 // emitGEMM emits one kernel of g with schedule s, launched for tokens
 // (nil: every T >= 1), binding the engine's parameter roles to g's operands
-// and the work list of its row tile; with quant (the Quantize of g's C)
-// the epilogue also writes quant's outputs (GemmSpec.QuantizeC), and
-// stores C only if another op reads it (GemmSpec.QuantizeCOnly,
-// onlyReader).
-func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, quant *moe.Quantize) error {
+// and the work list of its row tile. With f.quant (the Quantize of g's C)
+// the epilogue also writes its outputs (GemmSpec.QuantizeC), and stores C
+// only if another op reads it (GemmSpec.QuantizeCOnly, onlyReader); with
+// f.gather (the Gather writing g's A) the kernel reads A's rows from the
+// gather's token rows by their slots (GemmSpec.GatherK).
+func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, f fused) error {
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix
-	if quant != nil {
-		spec.QuantizeC, spec.QuantizeCOnly = true, lw.onlyReader(g.C, *quant)
+	if f.quant != nil {
+		spec.QuantizeC, spec.QuantizeCOnly = true, lw.onlyReader(g.C, *f.quant)
+	}
+	if f.gather != nil {
+		spec.GatherK = lw.d.K
 	}
 	for _, k := range lw.prog.Kernels {
 		if k.Name == spec.Name {
@@ -175,8 +251,11 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 		t := lw.listFor(spec.Tile.BM)
 		bind[RoleTiles], bind[RoleNumTiles] = t.tiles.Name, t.count.Name
 	}
-	if quant != nil {
-		bind[RoleCQ], bind[RoleCScales] = quant.Q.Name, quant.S.Name
+	if f.quant != nil {
+		bind[RoleCQ], bind[RoleCScales] = f.quant.Q.Name, f.quant.S.Name
+	}
+	if f.gather != nil {
+		bind[RoleA], bind[RoleARows] = f.gather.X.Name, f.gather.SrcSlot.Name
 	}
 	ki, err := lw.eng.GroupedGEMM(lw.mod, spec, int64(g.RowsPerToken))
 	if err != nil {

@@ -534,3 +534,87 @@ func TestQuantizeCOnly(t *testing.T) {
 		t.Error("the backward's saved fc1_out: onlyReader true")
 	}
 }
+
+// TestGatherInFC1: on sm_90a the bf16 forward's FC1 kernels read the
+// dispatched rows from x by their slots (GemmSpec.GatherK: a bound to x,
+// a_rows to src_slot, no tensor map of A) and no gather kernel runs nor
+// xs is planned; under schedule.GatherSeparate, on sm_80 and sm_100a, with
+// the routing weight on the input (llama4-scout: the rows are w·x) and in
+// the mxfp8 forward (quantized rows) the gather kernel stays.
+func TestGatherInFC1(t *testing.T) {
+	build := func(name string, tg target.Target, mx bool, sep bool) *Program {
+		t.Helper()
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if mx {
+			l.Precision = schedule.MXFP8
+		}
+		s, err := schedule.DefaultSchedule(l, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sep {
+			s.Gather = schedule.GatherSeparate
+		}
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatalf("%s %v: %v", name, tg, err)
+		}
+		return p
+	}
+	gathers := func(p *Program) (gather bool, fc1 []string) {
+		for _, k := range p.Kernels {
+			if strings.HasPrefix(k.Name, "moe_gather") {
+				gather = true
+			}
+			if !strings.HasPrefix(k.Name, "moe_fc1") {
+				continue
+			}
+			binds := map[string]string{}
+			for _, prm := range k.Params {
+				binds[prm.Name] = prm.Buffer
+			}
+			if binds["a_rows"] != "" {
+				if binds["a"] != "x" || binds["a_rows"] != "src_slot" || binds["tmap_a"] != "" {
+					t.Errorf("%s: a = %q, a_rows = %q, tmap_a = %q", k.Name, binds["a"], binds["a_rows"], binds["tmap_a"])
+				}
+				fc1 = append(fc1, k.Name)
+			}
+		}
+		return gather, fc1
+	}
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-120b", "deepseek-v3", "mixtral-8x7b"} {
+		p := build(name, target.SM90a, false, false)
+		g, fc1 := gathers(p)
+		if g || len(fc1) == 0 {
+			t.Errorf("%s sm_90a: gather kernel %v, FC1 kernels gathering %v", name, g, fc1)
+		}
+		for _, k := range p.Kernels {
+			if strings.HasPrefix(k.Name, "moe_fc1") && !slices.Contains(fc1, k.Name) {
+				t.Errorf("%s sm_90a: %s reads gathered rows", name, k.Name)
+			}
+		}
+		if p.Buffer(moe.BufXS) != nil {
+			t.Errorf("%s sm_90a: xs still planned", name)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		tg   target.Target
+		mx   bool
+		sep  bool
+	}{
+		{"qwen3-30b-a3b", target.SM90a, false, true},
+		{"qwen3-30b-a3b", target.SM80, false, false},
+		{"qwen3-30b-a3b", target.SM100a, false, false},
+		{"llama4-scout", target.SM90a, false, false},
+		{"qwen3-30b-a3b", target.SM90a, true, false},
+	} {
+		p := build(c.name, c.tg, c.mx, c.sep)
+		if g, fc1 := gathers(p); !g || len(fc1) > 0 {
+			t.Errorf("%s %v mxfp8 %v separate %v: gather kernel %v, FC1 kernels gathering %v", c.name, c.tg, c.mx, c.sep, g, fc1)
+		}
+	}
+}

@@ -126,15 +126,27 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 
 // lowerNext lowers the ops that begin ops and returns how many it took:
 // the ops of the first lowering of several ops that matches
-// (lowerSmallDispatch, lowerQuantizedGEMM: each returns 0 when ops do not
+// (lowerSmallDispatch, lowerQuantizedGEMM, lowerGatheredGEMM: each returns 0 when ops do not
 // begin with its ops), else the first op alone (lower).
 func (lw *perOp) lowerNext(ops []moe.Op) (int, error) {
-	for _, several := range []func([]moe.Op) (int, error){lw.lowerSmallDispatch, lw.lowerQuantizedGEMM} {
+	for _, several := range []func([]moe.Op) (int, error){lw.lowerSmallDispatch, lw.lowerQuantizedGEMM, lw.lowerGatheredGEMM} {
 		if n, err := several(ops); n > 0 || err != nil {
 			return n, err
 		}
 	}
 	return 1, lw.lower(ops[0])
+}
+
+// dropBuffer removes the buffer named name from the plan (scratch that no
+// kernel reads or writes any more: the gathered rows of a GEMM that reads
+// the token rows itself, lowerGatheredGEMM).
+func (p *Program) dropBuffer(name string) {
+	for i := range p.Buffers {
+		if p.Buffers[i].Name == name {
+			p.Buffers = append(p.Buffers[:i], p.Buffers[i+1:]...)
+			return
+		}
+	}
 }
 
 // checkBuffers verifies that every pointer parameter names a buffer.

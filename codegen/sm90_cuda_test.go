@@ -30,6 +30,10 @@ type sm90GemmData struct {
 	bias           []float32 // [E, BRows] or nil
 	offsets, tiles []int32
 	ntiles         int32
+	// x and aRows: with GatherK, the token rows [T, K] and each row's slot
+	// (a holds x row aRows[r]/GatherK at row r, for the reference).
+	x     []uint16
+	aRows []int32
 }
 
 func sm90MakeData(r *rand.Rand, c codegen.GemmCase) sm90GemmData {
@@ -52,6 +56,17 @@ func sm90MakeData(r *rand.Rand, c codegen.GemmCase) sm90GemmData {
 		return out
 	}
 	d.a = rnd(d.rows*s.K, 1)
+	if g := s.GatherK; g > 0 {
+		// Random slots of T tokens, repeats and unused tokens included.
+		T := d.rows/g + 3
+		d.x = rnd(T*s.K, 1)
+		d.aRows = make([]int32, d.rows)
+		for row := range d.aRows {
+			d.aRows[row] = int32(r.IntN(T * g))
+			tok := int(d.aRows[row]) / g
+			copy(d.a[row*s.K:(row+1)*s.K], d.x[tok*s.K:(tok+1)*s.K])
+		}
+	}
 	d.b = rnd(s.Experts*s.BRows()*s.K, 2/math.Sqrt(float64(s.K)))
 	if s.Bias {
 		d.bias = make([]float32, s.Experts*s.BRows())
@@ -144,8 +159,13 @@ func sm90GemmBuffers(t *testing.T, ctx *driver.Context, c codegen.GemmCase, d sm
 		return p
 	}
 	bufs := map[string]driver.DevicePtr{
-		codegen.RoleA: put(d.a, 2*len(d.a)),
 		codegen.RoleC: put(nil, 2*(d.rows+canary)*s.N),
+	}
+	if s.GatherK > 0 {
+		bufs[codegen.RoleA] = put(d.x, 2*len(d.x))
+		bufs[codegen.RoleARows] = put(d.aRows, 4*len(d.aRows))
+	} else {
+		bufs[codegen.RoleA] = put(d.a, 2*len(d.a))
 	}
 	if s.B == codegen.BTable {
 		// One allocation per expert, listed in a device pointer table.

@@ -151,6 +151,12 @@ func (b *Builder) shflXorI32(v value.Value, d int) value.Value {
 	return b.AsmCallNoMemory(fmt.Sprintf("shfl.sync.bfly.b32 $0, $1, %d, 31, -1;", d), "=r,r", ir.I32, v)
 }
 
+// shflIdxI32 is the i32 v of lane src of the warp (shfl.sync.idx over the
+// full warp; src in 0..31).
+func (b *Builder) shflIdxI32(v, src value.Value) value.Value {
+	return b.AsmCallNoMemory("shfl.sync.idx.b32 $0, $1, $2, 31, -1;", "=r,r,r", ir.I32, v, src)
+}
+
 // movMatrixTrans transposes an 8x8 matrix of b16 held across the warp as
 // mma fragments (thread t: row t/4, columns 2(t%4) and +1, the lower column
 // in bits 0..15) and returns the thread's fragment of the transpose (PTX

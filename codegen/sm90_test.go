@@ -161,6 +161,20 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 		{GemmSpec{Name: prefix + "_table_gptoss", N: 136, K: 128, Experts: 2, A: ATiled, B: BTable, Epilogue: EpiGated,
 			Gate: GateInterleaved, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, Bias: true, Tile: t(128, 128, 4)},
 			[]int{65, 130}},
+		// The rows gathered from the token rows by their slots (GatherK):
+		// the staged epilogue with a K tail, the direct one with one
+		// consumer warpgroup, interleaved rows, and three warpgroups.
+		{GemmSpec{Name: prefix + "_gather_swiglu", N: 96, K: 2880, Experts: 8, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: t(128, 128, 3), GatherK: 4},
+			[]int{1, 127, 128, 129, 0, 255, 64, 3}},
+		{GemmSpec{Name: prefix + "_gather_direct", N: 200, K: 200, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiStore,
+			Bias: true, Tile: t(64, 256, 4), GatherK: 2}, []int{37, 0, 130, 300, 64}},
+		{GemmSpec{Name: prefix + "_gather_gptoss", N: 72, K: 256, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, Bias: true, Tile: t(128, 64, 3), GatherK: 1},
+			[]int{70, 5, 0, 200}},
+		{GemmSpec{Name: prefix + "_gather_192", N: 96, K: 392, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: t(192, 96, 3), GatherK: 8},
+			[]int{190, 1, 400}},
 	}
 }
 

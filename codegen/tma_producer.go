@@ -15,13 +15,18 @@ import (
 // layout.
 
 // tmaMaps emits the generic addresses of the kernel's tensor maps (tmB nil
-// for BTable) and the arrivals each full barrier expects: the producer's
-// arrive.expect_tx, plus one cp.async arrival per copying thread for
-// BTable, plus (MX) one arrival per lane of the codeWarps warps staging
+// for BTable, tmA nil with GatherK) and the arrivals each full barrier
+// expects: the producer's arrive.expect_tx, plus one cp.async arrival per
+// copying thread for BTable, plus one per lane of the copying warp with
+// GatherK, plus (MX) one arrival per lane of the codeWarps warps staging
 // the scale codes.
 func tmaMaps(b *Builder, spec GemmSpec, copiers, codeWarps int) (tmA, tmB value.Value, fullCount int) {
-	tmA = b.PtrToInt(b.Param("tmap_a"))
 	fullCount = 1
+	if spec.GatherK > 0 {
+		fullCount += 32 // the lanes of the warp copying the gathered A rows (gatherCopy)
+	} else {
+		tmA = b.PtrToInt(b.Param("tmap_a"))
+	}
 	if spec.B == BTable {
 		fullCount += copiers
 	} else {
@@ -88,10 +93,12 @@ func (p gemmProducer) codeGroups(wi int) []int {
 // emit emits the producer loop for the calling thread (tid in
 // 0..threads-1). With BTable every thread works, with MX the first
 // 32*codeWarps (the scale codes; each warp its own copy of the loop with
-// its row groups, codeGroups), else only tid 0; the other threads return.
+// its row groups, codeGroups), with GatherK the first 32 (the A rows,
+// gatherCopy; tid 0 also issues B's TMA loads), else only tid 0; the other
+// threads return.
 func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	var err error
-	table, mx := p.spec.B == BTable, p.spec.MX
+	table, mx, gather := p.spec.B == BTable, p.spec.MX, p.spec.GatherK > 0
 	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
 	var gs []int // MX: the calling warp's row groups
 	// body is the loop of the calling thread; with tma false it issues no
@@ -125,6 +132,10 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 			if table {
 				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
 			}
+			var toks []value.Value
+			if gather {
+				toks = p.gatherTokens(b, tid, w)
+			}
 			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
 				stage, phase := v[0], v[1]
 				var slot value.Value
@@ -138,6 +149,10 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 				case table:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
 					p.tableCopy.emit(b, tid, b.AddI(sa, int64(p.atoms*p.aAtom)), kt, w.n0, ptrE)
+					b.CpAsyncMbarArrive(fb)
+				case gather:
+					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+					p.gatherCopy(b, tid, kt, sa, toks)
 					b.CpAsyncMbarArrive(fb)
 				case mx:
 					if tma {
@@ -175,6 +190,8 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	switch {
 	case table:
 		body(true)
+	case gather:
+		b.If(b.ICmp(enum.IPredULT, tid, ir.Int32(32)), func() { body(true) }) // warp 0
 	case mx:
 		// Warp wi's copy of the loop; lead (tid 0) lies in warp 0, the one
 		// issuing the TMA loads.
@@ -418,14 +435,17 @@ func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.V
 // interleaved, one box of 2*BN rows at 2*n0; plain, one box at n0), one
 // set per B atom (as many as A's but with MXRegisterFed, whose bf16 A
 // has two atoms to B's one); an N-major B, one box of 64 columns by BK
-// rows per column of the tile. BTable loads A only.
+// rows per column of the tile. BTable loads A only, GatherK B only.
 func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error {
 	var err error
 	aBytes := p.atoms * p.aAtom
-	table := p.spec.B == BTable
-	if table {
+	table, gather := p.spec.B == BTable, p.spec.GatherK > 0
+	switch {
+	case table:
 		b.MbarArriveExpectTx(fb, aBytes)
-	} else {
+	case gather:
+		b.MbarArriveExpectTx(fb, p.smem.B.Bytes()) // A comes by cp.async (gatherCopy)
+	default:
 		b.MbarArriveExpectTx(fb, p.smem.A.Bytes()+p.smem.B.Bytes()) // the scales (MX) are not TMA's
 	}
 	for a := 0; a < max(p.atoms, p.bAtoms); a++ {
@@ -435,7 +455,7 @@ func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error 
 		if a < p.bAtoms {
 			dB = b.AddI(sa, int64(aBytes+a*p.bAtom))
 		}
-		if a < p.atoms {
+		if a < p.atoms && !gather {
 			err = joinErr(err, b.TMALoad(p.tmA, dA, fb, k0, w.row0))
 		}
 		if table || p.spec.BNMajor || a >= p.bAtoms {
@@ -516,4 +536,58 @@ func (t bTableLoad) bRow(b *Builder, n0, j value.Value) value.Value {
 		return b.Add(b.MulI(n0, 2), j)
 	}
 	return b.Add(n0, j)
+}
+
+// gatherTokens emits, for lane of the warp copying a GatherK GEMM's A rows,
+// the token rows of tile rows lane+32i of work item w (i < BM/32): x row
+// a_rows[row]/GatherK (the row's slot over the top-k), or -1 for a row past
+// the expert's segment (zero-filled, never stored).
+func (p gemmProducer) gatherTokens(b *Builder, lane value.Value, w gemmWork) []value.Value {
+	toks := make([]value.Value, p.BM/32)
+	for i := range toks {
+		r := b.Add(w.row0, b.AddI(lane, int64(32*i)))
+		ok := b.ICmp(enum.IPredSLT, r, w.rowEnd)
+		slot := b.LoadAt(ir.I32, b.ByteOffset(b.Param("a_rows"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), 4)), 4)
+		toks[i] = b.Select(ok, b.UDiv(slot, ir.Int32(int64(p.spec.GatherK))), ir.Int32(-1))
+	}
+	return toks
+}
+
+// gatherCopy issues the calling lane's 16-byte cp.async chunks of the A tile
+// of K block kt of a GatherK GEMM into the stage at shared address sa, in
+// the 128-byte swizzled K-major layout TMA's CU_TENSOR_MAP_SWIZZLE_128B
+// produces (chunk c of tile row j of an atom at j*128 + ((c ^ j%8) * 16)):
+// eight lanes per row (chunk c = lane%8, rows j = lane/8 + 4q, so a warp
+// instruction reads four whole 128-byte row segments), each row from x
+// ("a", [T, K] bf16) row toks (gatherTokens: the token of tile row j is
+// lane j%32's toks[j/32], passed by shfl). Rows with token -1 and K past K
+// are zero-filled (src-size 0, nothing read).
+func (p gemmProducer) gatherCopy(b *Builder, lane, kt, sa value.Value, toks []value.Value) {
+	c := b.And(lane, ir.Int32(7))
+	cx := b.Shl(c, ir.Int32(4))
+	r4 := b.LShr(lane, ir.Int32(3))
+	x := b.PtrToInt(b.Param("a"))
+	K := int64(p.spec.K)
+	for a := 0; a < p.atoms; a++ {
+		k := b.Add(b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a)), b.MulI(c, 8))
+		kOK := b.ICmp(enum.IPredSLT, k, ir.Int32(K))
+		for i, tk := range toks {
+			// Tile rows 32i + r4 + 4q, q < 8 (lane r4 + 4q holds their
+			// tokens): a loop, not unrolled, which keeps ptxas from
+			// computing every row's address at once (it spilled with BM =
+			// 192).
+			b.Loop(ir.Int32(0), ir.Int32(8), ir.Int32(1), nil, func(q value.Value, _ []value.Value) []value.Value {
+				src := b.Add(r4, b.MulI(q, 4))
+				j := b.AddI(src, int64(32*i))
+				tok := b.shflIdxI32(tk, src)
+				ok := b.And(kOK, b.ICmp(enum.IPredSGE, tok, ir.Int32(0)))
+				g := b.Add(x, b.MulI(b.Add(b.MulI(b.Wide(tok), K), b.Wide(k)), 2))
+				g = b.Select(ok, g, x)
+				sw := b.Xor(cx, b.Shl(b.And(j, ir.Int32(7)), ir.Int32(4)))
+				d := b.Add(b.AddI(sa, int64(a*p.aAtom)), b.Add(b.MulI(j, 128), sw))
+				b.CpAsync16(d, g, b.Select(ok, ir.Int32(16), ir.Int32(0)))
+				return nil
+			})
+		}
+	}
 }

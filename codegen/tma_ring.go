@@ -166,7 +166,7 @@ type tmaKernel struct {
 }
 
 // build adds the kernel of spec to m: GemmParams, then the tensor maps
-// (tmap_b only without BTable), annotated with threads, one block per SM
+// (tmap_a only without GatherK, tmap_b only without BTable), annotated with threads, one block per SM
 // and launchRegs; emit writes its body.
 func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing, emit func(*Builder) error) (KernelInfo, error) {
 	params := GemmParams(spec)
@@ -177,6 +177,9 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 	params = append(params, tmaps...)
 	if spec.B == BTable {
 		params = params[:len(params)-1] // B comes through cp.async: no tensor map
+	}
+	if spec.GatherK > 0 {
+		params = append(params[:len(params)-2], params[len(params)-1]) // A comes through cp.async: no tmap_a
 	}
 	b := NewKernel(m, spec.Name, k.threads, gemmIRParams(params)...)
 	b.MinBlocksPerSM(1)

@@ -112,6 +112,51 @@ type Schedule struct {
 	// (VariantSchedule) and the program holds both forms of the GEMMs'
 	// rows, each written in its GEMMs' token range (codegen.Lower).
 	MXGemm MXGemmKind
+	// Gather is where the forward's dispatched rows are gathered:
+	// GatherFC1 (the zero value) lets FC1's kernels read each row from x by
+	// its slot where the target's engine does (codegen.Engine.GathersA:
+	// sm_90a, bf16 rows without the routing weight on them), so no [T*K, H]
+	// copy is written; GatherSeparate keeps the gather kernel before FC1
+	// everywhere (the same results, bitwise).
+	Gather GatherKind
+}
+
+// GatherKind selects where the forward's dispatched rows are gathered.
+type GatherKind int
+
+// The gather kinds.
+const (
+	// GatherFC1: FC1's producer copies each dispatched row from x where
+	// the engine does (codegen.GemmSpec.GatherK), else a gather kernel.
+	GatherFC1 GatherKind = iota
+	// GatherSeparate: a gather kernel writes the dispatched rows, FC1
+	// reads them.
+	GatherSeparate
+)
+
+// String returns "fc1" or "separate".
+func (k GatherKind) String() string {
+	if k == GatherSeparate {
+		return "separate"
+	}
+	return "fc1"
+}
+
+// UnmarshalText sets k from "fc1" or "separate" (ParseGatherKind).
+func (k *GatherKind) UnmarshalText(b []byte) (err error) {
+	*k, err = ParseGatherKind(string(b))
+	return err
+}
+
+// ParseGatherKind accepts "fc1" and "separate" (in any case).
+func ParseGatherKind(v string) (GatherKind, error) {
+	switch strings.ToLower(v) {
+	case "fc1":
+		return GatherFC1, nil
+	case "separate":
+		return GatherSeparate, nil
+	}
+	return 0, fmt.Errorf("gather %q: want fc1 or separate", v)
 }
 
 // WithMXGemm returns s with its mxfp8 routed GEMMs run by k; with
@@ -332,6 +377,9 @@ func (s Schedule) String() string {
 	if v := s.Variant; v != nil {
 		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
 			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
+	}
+	if s.Gather != GatherFC1 {
+		text += fmt.Sprintf("; gather %v", s.Gather)
 	}
 	if s.MXGemm != MXGemmPromote {
 		text += fmt.Sprintf("; mxfp8 GEMMs by %v", s.MXGemm)

@@ -127,6 +127,8 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
 	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales), expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.9x the time of promote on the H200 in run 20, 2-3x the default's decode tiles since: docs/perf.md, mxfp8 v9) or regfed (the gather and the quantization of h write the rows' MXFP8 values as bf16, the weights are widened exactly to bf16 in registers, bf16 wgmma: the same sums; B tiles of 256 rows, 3 stages; docs/mxfp8.md; the default schedule's decode tiles stay promote's in their token range). expand drops the default schedule's decode tiles, which are promote's. sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("regfed on sm_90a with grouped weights, else promote").keepingVariant(),
+	scheduleFlag("gather", "where the forward's dispatched rows are gathered: fc1 (FC1's producer copies each row from x by its slot where the engine does: sm_90a, bf16 rows without the routing weight on them; elsewhere a gather kernel) or separate (a gather kernel writes the [T*K, H] rows before FC1 everywhere; the same results)", "Schedule.Gather",
+		func(s *schedule.Schedule) any { return &s.Gather }).keepingVariant(),
 }
 
 // variantFieldFlags tune the default schedule's T-dependent GEMM variant
