@@ -394,7 +394,7 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	case s.B == BTable:
 		l.prodRegs = 72 // address arithmetic of the cp.async copies of B
 	case s.GatherK > 0:
-		l.prodRegs = 48 // warp 0's row tokens and cp.async addresses (gatherCopy)
+		l.prodRegs = 56 // warp 0's row addresses (gatherCopy: BM/32 per lane; with 48 the llc-19 build of BM = 192 spilled)
 	case l.smem.Staged:
 		l.prodRegs = 48 // the store warps' copy loop
 	}

@@ -63,6 +63,9 @@ func TestSM100PresetsAssemble(t *testing.T) {
 func sm100GemmCases() []sm90GemmCase {
 	var cases []sm90GemmCase
 	for _, c := range sm90GemmCases("sm100t") {
+		if c.spec.GatherK > 0 {
+			continue // the sm_100a engine reads gathered rows only (Engine.GathersA)
+		}
 		c.spec.Tile.BM, c.spec.Tile.Warps, c.spec.Tile.EpilogueWarps = 128, 1, 4
 		cases = append(cases, c)
 	}

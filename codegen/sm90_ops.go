@@ -151,12 +151,6 @@ func (b *Builder) shflXorI32(v value.Value, d int) value.Value {
 	return b.AsmCallNoMemory(fmt.Sprintf("shfl.sync.bfly.b32 $0, $1, %d, 31, -1;", d), "=r,r", ir.I32, v)
 }
 
-// shflIdxI32 is the i32 v of lane src of the warp (shfl.sync.idx over the
-// full warp; src in 0..31).
-func (b *Builder) shflIdxI32(v, src value.Value) value.Value {
-	return b.AsmCallNoMemory("shfl.sync.idx.b32 $0, $1, $2, 31, -1;", "=r,r,r", ir.I32, v, src)
-}
-
 // movMatrixTrans transposes an 8x8 matrix of b16 held across the warp as
 // mma fragments (thread t: row t/4, columns 2(t%4) and +1, the lower column
 // in bits 0..15) and returns the thread's fragment of the transpose (PTX
@@ -175,6 +169,12 @@ func (b *Builder) CpAsync16(dst, src, srcBytes value.Value) {
 		cons = "l,l,r,~{memory}"
 	}
 	b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", cons, dst, src, srcBytes)
+}
+
+// cpAsync16CA is CpAsync16 through L1 (cp.async.ca): a later copy of the
+// rest of the same 32-byte sector hits there.
+func (b *Builder) cpAsync16CA(dst, src, srcBytes value.Value) {
+	b.Asm("cp.async.ca.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", dst, src, srcBytes)
 }
 
 // CpAsyncMbarArrive makes the mbarrier at bar receive one arrival (counted

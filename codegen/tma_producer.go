@@ -132,9 +132,9 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 			if table {
 				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
 			}
-			var toks []value.Value
+			var rowSrc, rowLive []value.Value
 			if gather {
-				toks = p.gatherTokens(b, tid, w)
+				rowSrc, rowLive = p.gatherRows(b, tid, w)
 			}
 			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
 				stage, phase := v[0], v[1]
@@ -152,7 +152,7 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 					b.CpAsyncMbarArrive(fb)
 				case gather:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
-					p.gatherCopy(b, tid, kt, sa, toks)
+					p.gatherCopy(b, tid, kt, sa, rowSrc, rowLive)
 					b.CpAsyncMbarArrive(fb)
 				case mx:
 					if tma {
@@ -538,55 +538,54 @@ func (t bTableLoad) bRow(b *Builder, n0, j value.Value) value.Value {
 	return b.Add(n0, j)
 }
 
-// gatherTokens emits, for lane of the warp copying a GatherK GEMM's A rows,
-// the token rows of tile rows lane+32i of work item w (i < BM/32): x row
-// a_rows[row]/GatherK (the row's slot over the top-k), or -1 for a row past
-// the expert's segment (zero-filled, never stored).
-func (p gemmProducer) gatherTokens(b *Builder, lane value.Value, w gemmWork) []value.Value {
-	toks := make([]value.Value, p.BM/32)
-	for i := range toks {
+// gatherRows emits, for lane of the warp copying a GatherK GEMM's A rows,
+// the global address (i64) of the token row of each tile row lane+32i of
+// work item w (i < BM/32): x ("a", [T, K] bf16) row a_rows[row]/GatherK
+// (the row's slot over the top-k), and whether the row lies in the
+// expert's segment (a row past it is not copied: its stale shared-memory
+// bytes reach only accumulator rows that are never stored, as the rows TMA
+// loads past a segment).
+func (p gemmProducer) gatherRows(b *Builder, lane value.Value, w gemmWork) (src, live []value.Value) {
+	x := b.PtrToInt(b.Param("a"))
+	for i := 0; i < p.BM/32; i++ {
 		r := b.Add(w.row0, b.AddI(lane, int64(32*i)))
 		ok := b.ICmp(enum.IPredSLT, r, w.rowEnd)
 		slot := b.LoadAt(ir.I32, b.ByteOffset(b.Param("a_rows"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), 4)), 4)
-		toks[i] = b.Select(ok, b.UDiv(slot, ir.Int32(int64(p.spec.GatherK))), ir.Int32(-1))
+		tok := b.UDiv(slot, ir.Int32(int64(p.spec.GatherK)))
+		src = append(src, b.Add(x, b.MulI(b.Wide(b.Select(ok, tok, ir.Int32(0))), int64(2*p.spec.K))))
+		live = append(live, ok)
 	}
-	return toks
+	return src, live
 }
 
 // gatherCopy issues the calling lane's 16-byte cp.async chunks of the A tile
 // of K block kt of a GatherK GEMM into the stage at shared address sa, in
 // the 128-byte swizzled K-major layout TMA's CU_TENSOR_MAP_SWIZZLE_128B
-// produces (chunk c of tile row j of an atom at j*128 + ((c ^ j%8) * 16)):
-// eight lanes per row (chunk c = lane%8, rows j = lane/8 + 4q, so a warp
-// instruction reads four whole 128-byte row segments), each row from x
-// ("a", [T, K] bf16) row toks (gatherTokens: the token of tile row j is
-// lane j%32's toks[j/32], passed by shfl). Rows with token -1 and K past K
-// are zero-filled (src-size 0, nothing read).
-func (p gemmProducer) gatherCopy(b *Builder, lane, kt, sa value.Value, toks []value.Value) {
-	c := b.And(lane, ir.Int32(7))
-	cx := b.Shl(c, ir.Int32(4))
-	r4 := b.LShr(lane, ir.Int32(3))
-	x := b.PtrToInt(b.Param("a"))
+// produces (chunk c of tile row j of an atom at j*128 + ((c ^ j%8) * 16)).
+// Each lane copies its own rows lane+32i (gatherRows: src, live), all eight
+// chunks of each atom: no shuffles, the chunks at constant offsets from
+// the row's address, and a warp instruction writes 32 rows' chunks at
+// eight distinct swizzled positions (four wavefronts, no more). The
+// copies go through L1 (cp.async.ca), so the chunk a lane reads after its
+// neighbour half of a 32-byte sector hits there instead of L2. Chunks past
+// K are zero-filled (src-size 0, nothing read); rows past the segment are
+// not copied.
+func (p gemmProducer) gatherCopy(b *Builder, lane, kt, sa value.Value, src, live []value.Value) {
+	l8 := b.And(lane, ir.Int32(7))
 	K := int64(p.spec.K)
 	for a := 0; a < p.atoms; a++ {
-		k := b.Add(b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a)), b.MulI(c, 8))
-		kOK := b.ICmp(enum.IPredSLT, k, ir.Int32(K))
-		for i, tk := range toks {
-			// Tile rows 32i + r4 + 4q, q < 8 (lane r4 + 4q holds their
-			// tokens): a loop, not unrolled, which keeps ptxas from
-			// computing every row's address at once (it spilled with BM =
-			// 192).
-			b.Loop(ir.Int32(0), ir.Int32(8), ir.Int32(1), nil, func(q value.Value, _ []value.Value) []value.Value {
-				src := b.Add(r4, b.MulI(q, 4))
-				j := b.AddI(src, int64(32*i))
-				tok := b.shflIdxI32(tk, src)
-				ok := b.And(kOK, b.ICmp(enum.IPredSGE, tok, ir.Int32(0)))
-				g := b.Add(x, b.MulI(b.Add(b.MulI(b.Wide(tok), K), b.Wide(k)), 2))
-				g = b.Select(ok, g, x)
-				sw := b.Xor(cx, b.Shl(b.And(j, ir.Int32(7)), ir.Int32(4)))
-				d := b.Add(b.AddI(sa, int64(a*p.aAtom)), b.Add(b.MulI(j, 128), sw))
-				b.CpAsync16(d, g, b.Select(ok, ir.Int32(16), ir.Int32(0)))
-				return nil
+		k := b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a)) // the atom's first element along K
+		koff := b.MulI(b.Wide(k), 2)
+		for i := range src {
+			j := b.AddI(lane, int64(32*i))
+			row := b.Add(b.AddI(sa, int64(a*p.aAtom)), b.MulI(j, 128))
+			from := b.Add(src[i], koff)
+			b.If(live[i], func() {
+				for c := 0; c < 8; c++ {
+					n := b.Select(b.ICmp(enum.IPredSLT, b.AddI(k, int64(8*c)), ir.Int32(K)), ir.Int32(16), ir.Int32(0))
+					d := b.Add(row, b.Shl(b.Xor(l8, ir.Int32(int64(c))), ir.Int32(4)))
+					b.cpAsync16CA(d, b.AddI(from, int64(16*c)), n)
+				}
 			})
 		}
 	}
