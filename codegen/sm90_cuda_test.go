@@ -57,8 +57,9 @@ func sm90MakeData(r *rand.Rand, c codegen.GemmCase) sm90GemmData {
 	}
 	d.a = rnd(d.rows*s.K, 1)
 	if g := s.GatherK; g > 0 {
-		// Random slots of T tokens, repeats and unused tokens included.
-		T := d.rows/g + 3
+		// Random slots of T tokens, repeats and unused tokens included;
+		// T <= rows, the rows sm90GemmArgs gives x's tensor map.
+		T := max(1, d.rows/g)
 		d.x = rnd(T*s.K, 1)
 		d.aRows = make([]int32, d.rows)
 		for row := range d.aRows {

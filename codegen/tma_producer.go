@@ -50,6 +50,9 @@ type gemmProducer struct {
 	ring      mbarRing
 	tmA, tmB  value.Value
 	tableCopy bTableLoad
+	// gatherAt is, with GemmSpec.GatherK, the shared offset (from the
+	// base) of the work item's row table (gatherRows: BM i64 addresses).
+	gatherAt int
 	// codeWarps is the number of the producer's warps staging the MX
 	// scale codes (1 to 4; each takes the row groups of codeGroups, the
 	// first warp's lane 0 also issues the TMA loads); tmaMaps counts
@@ -132,9 +135,8 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 			if table {
 				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
 			}
-			var rowSrc, rowLive []value.Value
 			if gather {
-				rowSrc, rowLive = p.gatherRows(b, tid, w)
+				p.gatherRows(b, tid, w)
 			}
 			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
 				stage, phase := v[0], v[1]
@@ -152,7 +154,7 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 					b.CpAsyncMbarArrive(fb)
 				case gather:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
-					p.gatherCopy(b, tid, kt, sa, rowSrc, rowLive)
+					p.gatherCopy(b, tid, kt, sa)
 					b.CpAsyncMbarArrive(fb)
 				case mx:
 					if tma {
@@ -538,55 +540,58 @@ func (t bTableLoad) bRow(b *Builder, n0, j value.Value) value.Value {
 	return b.Add(n0, j)
 }
 
-// gatherRows emits, for lane of the warp copying a GatherK GEMM's A rows,
-// the global address (i64) of the token row of each tile row lane+32i of
-// work item w (i < BM/32): x ("a", [T, K] bf16) row a_rows[row]/GatherK
-// (the row's slot over the top-k), and whether the row lies in the
-// expert's segment (a row past it is not copied: its stale shared-memory
+// gatherRows fills, for work item w of a GatherK GEMM, the row table at
+// shared offset gatherAt (from the base) that gatherCopy reads: entry j
+// (i64) is the global address of tile row j's token row in x ("a", [T, K]
+// bf16), row a_rows[row]/GatherK (the row's slot over the top-k), or 0
+// for a row past the expert's segment (not copied: its stale shared-memory
 // bytes reach only accumulator rows that are never stored, as the rows TMA
-// loads past a segment).
-func (p gemmProducer) gatherRows(b *Builder, lane value.Value, w gemmWork) (src, live []value.Value) {
+// loads past a segment). The copying warp's lane fills rows lane+32i,
+// between two warp barriers (the previous item's reads, this item's).
+func (p gemmProducer) gatherRows(b *Builder, lane value.Value, w gemmWork) {
 	x := b.PtrToInt(b.Param("a"))
+	table := b.AddI(p.base, int64(p.gatherAt))
+	b.SyncWarp(ir.Int32(-1))
 	for i := 0; i < p.BM/32; i++ {
-		r := b.Add(w.row0, b.AddI(lane, int64(32*i)))
+		j := b.AddI(lane, int64(32*i))
+		r := b.Add(w.row0, j)
 		ok := b.ICmp(enum.IPredSLT, r, w.rowEnd)
 		slot := b.LoadAt(ir.I32, b.ByteOffset(b.Param("a_rows"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), 4)), 4)
 		tok := b.UDiv(slot, ir.Int32(int64(p.spec.GatherK)))
-		src = append(src, b.Add(x, b.MulI(b.Wide(b.Select(ok, tok, ir.Int32(0))), int64(2*p.spec.K))))
-		live = append(live, ok)
+		src := b.Select(ok, b.Add(x, b.MulI(b.Wide(tok), int64(2*p.spec.K))), ir.Int64(0))
+		b.StoreAt(src, b.IntToPtr(b.ZExt(b.Add(table, b.MulI(j, 8)), ir.I64), SPtr), 8)
 	}
-	return src, live
+	b.SyncWarp(ir.Int32(-1))
 }
 
 // gatherCopy issues the calling lane's 16-byte cp.async chunks of the A tile
 // of K block kt of a GatherK GEMM into the stage at shared address sa, in
 // the 128-byte swizzled K-major layout TMA's CU_TENSOR_MAP_SWIZZLE_128B
-// produces (chunk c of tile row j of an atom at j*128 + ((c ^ j%8) * 16)).
-// Each lane copies its own rows lane+32i (gatherRows: src, live), all eight
-// chunks of each atom: no shuffles, the chunks at constant offsets from
-// the row's address, and a warp instruction writes 32 rows' chunks at
-// eight distinct swizzled positions (four wavefronts, no more). The
-// copies go through L1 (cp.async.ca), so the chunk a lane reads after its
-// neighbour half of a 32-byte sector hits there instead of L2. Chunks past
-// K are zero-filled (src-size 0, nothing read); rows past the segment are
-// not copied.
-func (p gemmProducer) gatherCopy(b *Builder, lane, kt, sa value.Value, src, live []value.Value) {
-	l8 := b.And(lane, ir.Int32(7))
+// produces (chunk c of tile row j of an atom at j*128 + ((c ^ j%8) * 16)):
+// eight lanes per row (chunk c = lane%8 of rows j = lane/8 + 4q), so a warp
+// instruction reads four whole 128-byte row segments (a per-lane row or a
+// per-lane table of shuffled tokens made the copying warp the kernel's
+// bottleneck: docs/perf.md, gather v1), each row's address from the table
+// gatherRows filled (rows past the segment, 0, are not copied). Chunks
+// past K are zero-filled (src-size 0, nothing read).
+func (p gemmProducer) gatherCopy(b *Builder, lane, kt, sa value.Value) {
+	c := b.And(lane, ir.Int32(7))
+	r4 := b.LShr(lane, ir.Int32(3))
+	sw := [2]value.Value{ // the chunk's swizzled offset in rows j%8 = r4 and r4+4
+		b.Shl(b.Xor(c, r4), ir.Int32(4)),
+		b.Shl(b.Xor(c, b.AddI(r4, 4)), ir.Int32(4)),
+	}
+	table := b.Add(b.AddI(p.base, int64(p.gatherAt)), b.MulI(r4, 8))
 	K := int64(p.spec.K)
 	for a := 0; a < p.atoms; a++ {
-		k := b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a)) // the atom's first element along K
+		k := b.Add(b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a)), b.MulI(c, 8))
+		n := b.Select(b.ICmp(enum.IPredSLT, k, ir.Int32(K)), ir.Int32(16), ir.Int32(0))
 		koff := b.MulI(b.Wide(k), 2)
-		for i := range src {
-			j := b.AddI(lane, int64(32*i))
-			row := b.Add(b.AddI(sa, int64(a*p.aAtom)), b.MulI(j, 128))
-			from := b.Add(src[i], koff)
-			b.If(live[i], func() {
-				for c := 0; c < 8; c++ {
-					n := b.Select(b.ICmp(enum.IPredSLT, b.AddI(k, int64(8*c)), ir.Int32(K)), ir.Int32(16), ir.Int32(0))
-					d := b.Add(row, b.Shl(b.Xor(l8, ir.Int32(int64(c))), ir.Int32(4)))
-					b.cpAsync16CA(d, b.AddI(from, int64(16*c)), n)
-				}
-			})
+		row := b.Add(b.AddI(sa, int64(a*p.aAtom)), b.MulI(r4, 128))
+		for q := 0; q < p.BM/4; q++ {
+			src := b.LoadAt(ir.I64, b.IntToPtr(b.ZExt(b.AddI(table, int64(32*q)), ir.I64), SPtr), 8)
+			d := b.Add(b.AddI(row, int64(512*q)), sw[q%2])
+			b.If(b.ICmp(enum.IPredNE, src, ir.Int64(0)), func() { b.CpAsync16(d, b.Add(src, koff), n) })
 		}
 	}
 }

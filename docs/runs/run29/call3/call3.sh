@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# run 29 call 3: gather v1c. The copying warp's lanes issue one TMA box of one row per gathered row
+# (x's tensor map, 128-byte swizzle: TMA swizzles by the shared address, so a one-row box at row j
+# of an atom lands as row j of a BM-row box would); lane 0 expects B's bytes plus the segment's rows'.
+# The sm_90a GEMM cases (the gathered ones check the swizzle bit for bit against the reference and
+# llc-19's PTX), the forward on three presets, and the bench: old (73f273d), v1b (call 2's
+# cp.async per lane, .carry/mokc-s1) and v1c.
+set -u
+python3 -c "import tarfile; tarfile.open('.carry/bins.txz').extractall('.carry')"
+. scripts/device-env.sh
+O=$OUT/logs; mkdir -p $O
+S=$O/summary.txt
+(cd codegen && timeout 150 ../.carry/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU' > $O/gemm.log 2>&1; echo "codegen sm90 GEMM tests rc=$?" | tee -a $S)
+grep -E "^(\s+--- |--- )" $O/gemm.log | grep -v PASS | head -20 >> $S
+grep -E "^\s+--- .*gather" $O/gemm.log | head -10 >> $S
+grep -E "wrong|want" $O/gemm.log | head -10 >> $S
+for m in qwen3-30b-a3b gpt-oss-120b deepseek-v2-lite; do
+  timeout 100 $mokc run --model $m --target sm_90a --tokens 1,64,2048,4096 --repeat 3 >> $O/run.log 2>&1; echo "run $m rc=$?" | tee -a $S
+done
+grep -E "PASS|FAIL" $O/run.log >> $S
+b() { # label bin T args...
+  local label=$1 bin=$2 T=$3; shift 3
+  timeout 60 $bin bench --target sm_90a --tokens $T --kernels --json --iters 30 "$@" > $O/tmp.json 2>>$O/bench.log
+  local rc=$?
+  python3 -c "import json; d=json.load(open('$O/tmp.json')); d['label']='$label'; print(json.dumps(d)); print('$label', '$*', $T, round(d['median_ms'],4), ' '.join('%s=%.0f' % (k['name'][4:], 1000*k['median_ms']) for k in d['kernel_times'] if k['median_ms'] > 0.003))" >> $O/bench.jsonl 2>>$O/bench.log
+  echo "bench $label T=$T $* rc=$rc" >> $S
+}
+OLD=$PWD/.carry/mokc-old; S1=$PWD/.carry/mokc-s1
+for m in qwen3-30b-a3b deepseek-v3; do b old $OLD 4096 --model $m; b v1b $S1 4096 --model $m; b v1c $mokc 4096 --model $m; done
+for T in 64 16384; do b old $OLD $T --model qwen3-30b-a3b; b v1c $mokc $T --model qwen3-30b-a3b; done
+for m in gpt-oss-120b mixtral-8x7b; do b old $OLD 4096 --model $m; b v1c $mokc 4096 --model $m; done
+grep -hv "^{" $O/bench.jsonl >> $S
+cd $OUT && tar czf logs.tgz logs && cp logs/summary.txt .
