@@ -148,9 +148,6 @@ type sm90Layout struct {
 	// base) of the f32 tile of the work item's outputs the epilogue
 	// quantizes (quantStride floats per token row; after the barriers).
 	quantAt int
-	// gatherAt is, with GemmSpec.GatherK, the shared offset (from the
-	// base) of the producer's row table (gemmProducer.gatherRows).
-	gatherAt int
 }
 
 // quantCols is the output columns of a work item whose epilogue the
@@ -307,7 +304,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	// for the operand swap, whose producer warps stage the scale codes:
 	// mxCodeWarps).
 	staging := 0
-	if s.B != BTable && !s.COutF32 && !l.expand { // the staging tile is bf16
+	if s.B != BTable && s.GatherK == 0 && !s.COutF32 && !l.expand { // the staging tile is bf16
 		staging = s.Tile.BN
 	}
 	var err error
@@ -325,11 +322,6 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		}
 		l.quantAt = (l.smem.Required - l.smem.AlignSlack + 15) &^ 15
 		l.smem.Bytes = max(l.smem.Bytes, l.smem.AlignSlack+l.quantAt+4*l.BM*l.quantStride(s))
-	}
-	if s.GatherK > 0 {
-		// The row table after everything else (gemmProducer.gatherRows).
-		l.gatherAt = (l.smem.Bytes - l.smem.AlignSlack + 7) &^ 7
-		l.smem.Bytes = l.smem.AlignSlack + l.gatherAt + 8*l.BM
 	}
 	if err := l.checkSmem(s, target.SM90a); err != nil {
 		return l, err
@@ -402,7 +394,7 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	case s.B == BTable:
 		l.prodRegs = 72 // address arithmetic of the cp.async copies of B
 	case s.GatherK > 0:
-		l.prodRegs = 56 // warp 0's row-table copies (gatherCopy)
+		l.prodRegs = 56 // the row addresses of the gathered A rows (gatherCopy)
 	case l.smem.Staged:
 		l.prodRegs = 48 // the store warps' copy loop
 	}
@@ -487,7 +479,6 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block) error {
 	}
 	pr := newProducer(l.tmaRing, k.spec, 128, k.base, k.ring, k.tmA, k.tmB)
 	pr.codeWarps = l.mxCodeWarps(k.spec)
-	pr.gatherAt = l.gatherAt
 	if !l.smem.Staged {
 		return pr.emit(b, k.tid, k.work)
 	}

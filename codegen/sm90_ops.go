@@ -171,6 +171,12 @@ func (b *Builder) CpAsync16(dst, src, srcBytes value.Value) {
 	b.Asm("cp.async.cg.shared.global [$0], [$1], 16, $2;", cons, dst, src, srcBytes)
 }
 
+// cpAsync16CA is CpAsync16 through L1 (cp.async.ca): a later copy of the
+// rest of the same 32-byte sector hits there.
+func (b *Builder) cpAsync16CA(dst, src, srcBytes value.Value) {
+	b.Asm("cp.async.ca.shared.global [$0], [$1], 16, $2;", "r,l,r,~{memory}", dst, src, srcBytes)
+}
+
 // CpAsyncMbarArrive makes the mbarrier at bar receive one arrival (counted
 // against its expected arrivals: .noinc) once every cp.async this thread
 // issued before has completed.

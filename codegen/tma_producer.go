@@ -17,13 +17,12 @@ import (
 // tmaMaps emits the generic addresses of the kernel's tensor maps (tmB nil
 // for BTable, tmA nil with GatherK) and the arrivals each full barrier
 // expects: the producer's arrive.expect_tx, plus one cp.async arrival per
-// copying thread for BTable, plus one per lane of the copying warp with
-// GatherK, plus (MX) one arrival per lane of the codeWarps warps staging
+// copying thread for BTable and for GatherK, plus (MX) one arrival per lane of the codeWarps warps staging
 // the scale codes.
 func tmaMaps(b *Builder, spec GemmSpec, copiers, codeWarps int) (tmA, tmB value.Value, fullCount int) {
 	fullCount = 1
 	if spec.GatherK > 0 {
-		fullCount += 32 // the lanes of the warp copying the gathered A rows (gatherCopy)
+		fullCount += copiers // the threads copying the gathered A rows (gatherCopy)
 	} else {
 		tmA = b.PtrToInt(b.Param("tmap_a"))
 	}
@@ -45,14 +44,11 @@ func tmaMaps(b *Builder, spec GemmSpec, copiers, codeWarps int) (tmA, tmB value.
 type gemmProducer struct {
 	tmaRing
 	spec      GemmSpec
-	threads   int // producer threads (BTable copies use all of them)
+	threads   int // producer threads (BTable's and GatherK's copies use all of them)
 	base      value.Value
 	ring      mbarRing
 	tmA, tmB  value.Value
 	tableCopy bTableLoad
-	// gatherAt is, with GemmSpec.GatherK, the shared offset (from the
-	// base) of the work item's row table (gatherRows: BM i64 addresses).
-	gatherAt int
 	// codeWarps is the number of the producer's warps staging the MX
 	// scale codes (1 to 4; each takes the row groups of codeGroups, the
 	// first warp's lane 0 also issues the TMA loads); tmaMaps counts
@@ -96,7 +92,7 @@ func (p gemmProducer) codeGroups(wi int) []int {
 // emit emits the producer loop for the calling thread (tid in
 // 0..threads-1). With BTable every thread works, with MX the first
 // 32*codeWarps (the scale codes; each warp its own copy of the loop with
-// its row groups, codeGroups), with GatherK the first 32 (the A rows,
+// its row groups, codeGroups), with GatherK every thread too (the A rows,
 // gatherCopy; tid 0 also issues B's TMA loads), else only tid 0; the other
 // threads return.
 func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
@@ -135,8 +131,9 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 			if table {
 				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
 			}
+			var rowSrc, rowLive []value.Value
 			if gather {
-				p.gatherRows(b, tid, w)
+				rowSrc, rowLive = p.gatherRows(b, tid, w)
 			}
 			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
 				stage, phase := v[0], v[1]
@@ -154,7 +151,7 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 					b.CpAsyncMbarArrive(fb)
 				case gather:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
-					p.gatherCopy(b, tid, kt, sa)
+					p.gatherCopy(b, tid, kt, sa, rowSrc, rowLive)
 					b.CpAsyncMbarArrive(fb)
 				case mx:
 					if tma {
@@ -190,10 +187,8 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 		}
 	}
 	switch {
-	case table:
+	case table, gather:
 		body(true)
-	case gather:
-		b.If(b.ICmp(enum.IPredULT, tid, ir.Int32(32)), func() { body(true) }) // warp 0
 	case mx:
 		// Warp wi's copy of the loop; lead (tid 0) lies in warp 0, the one
 		// issuing the TMA loads.
@@ -540,58 +535,56 @@ func (t bTableLoad) bRow(b *Builder, n0, j value.Value) value.Value {
 	return b.Add(n0, j)
 }
 
-// gatherRows fills, for work item w of a GatherK GEMM, the row table at
-// shared offset gatherAt (from the base) that gatherCopy reads: entry j
-// (i64) is the global address of tile row j's token row in x ("a", [T, K]
-// bf16), row a_rows[row]/GatherK (the row's slot over the top-k), or 0
-// for a row past the expert's segment (not copied: its stale shared-memory
-// bytes reach only accumulator rows that are never stored, as the rows TMA
-// loads past a segment). The copying warp's lane fills rows lane+32i,
-// between two warp barriers (the previous item's reads, this item's).
-func (p gemmProducer) gatherRows(b *Builder, lane value.Value, w gemmWork) {
+// gatherRows emits, for producer thread tid (of p.threads) of a GatherK
+// GEMM, the global address (i64) of the token row of each tile row
+// tid+threads*i of work item w (i < BM/threads, rounded up; rows past BM
+// are not live): x ("a", [T, K] bf16) row a_rows[row]/GatherK (the row's
+// slot over the top-k), and whether the row lies in the expert's segment
+// (a row past it is not copied: its stale shared-memory bytes reach only
+// accumulator rows that are never stored, as the rows TMA loads past a
+// segment).
+func (p gemmProducer) gatherRows(b *Builder, tid value.Value, w gemmWork) (src, live []value.Value) {
 	x := b.PtrToInt(b.Param("a"))
-	table := b.AddI(p.base, int64(p.gatherAt))
-	b.SyncWarp(ir.Int32(-1))
-	for i := 0; i < p.BM/32; i++ {
-		j := b.AddI(lane, int64(32*i))
+	for i := 0; i*p.threads < p.BM; i++ {
+		j := b.AddI(tid, int64(p.threads*i))
 		r := b.Add(w.row0, j)
-		ok := b.ICmp(enum.IPredSLT, r, w.rowEnd)
+		ok := b.And(b.ICmp(enum.IPredSLT, r, w.rowEnd), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.BM))))
 		slot := b.LoadAt(ir.I32, b.ByteOffset(b.Param("a_rows"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), 4)), 4)
 		tok := b.UDiv(slot, ir.Int32(int64(p.spec.GatherK)))
-		src := b.Select(ok, b.Add(x, b.MulI(b.Wide(tok), int64(2*p.spec.K))), ir.Int64(0))
-		b.StoreAt(src, b.IntToPtr(b.ZExt(b.Add(table, b.MulI(j, 8)), ir.I64), SPtr), 8)
+		src = append(src, b.Add(x, b.MulI(b.Wide(b.Select(ok, tok, ir.Int32(0))), int64(2*p.spec.K))))
+		live = append(live, ok)
 	}
-	b.SyncWarp(ir.Int32(-1))
+	return src, live
 }
 
-// gatherCopy issues the calling lane's 16-byte cp.async chunks of the A tile
-// of K block kt of a GatherK GEMM into the stage at shared address sa, in
-// the 128-byte swizzled K-major layout TMA's CU_TENSOR_MAP_SWIZZLE_128B
-// produces (chunk c of tile row j of an atom at j*128 + ((c ^ j%8) * 16)):
-// eight lanes per row (chunk c = lane%8 of rows j = lane/8 + 4q), so a warp
-// instruction reads four whole 128-byte row segments (a per-lane row or a
-// per-lane table of shuffled tokens made the copying warp the kernel's
-// bottleneck: docs/perf.md, gather v1), each row's address from the table
-// gatherRows filled (rows past the segment, 0, are not copied). Chunks
-// past K are zero-filled (src-size 0, nothing read).
-func (p gemmProducer) gatherCopy(b *Builder, lane, kt, sa value.Value) {
-	c := b.And(lane, ir.Int32(7))
-	r4 := b.LShr(lane, ir.Int32(3))
-	sw := [2]value.Value{ // the chunk's swizzled offset in rows j%8 = r4 and r4+4
-		b.Shl(b.Xor(c, r4), ir.Int32(4)),
-		b.Shl(b.Xor(c, b.AddI(r4, 4)), ir.Int32(4)),
-	}
-	table := b.Add(b.AddI(p.base, int64(p.gatherAt)), b.MulI(r4, 8))
+// gatherCopy issues thread tid's 16-byte cp.async chunks of the A tile of K
+// block kt of a GatherK GEMM into the stage at shared address sa, in the
+// 128-byte swizzled K-major layout TMA's CU_TENSOR_MAP_SWIZZLE_128B
+// produces (chunk c of tile row j of an atom at j*128 + ((c ^ j%8) * 16)).
+// Every producer thread copies its own rows (gatherRows: src, live), all
+// eight chunks of each atom: the chunks at constant offsets from the row's
+// address, and a warp instruction writes 32 rows' chunks at eight distinct
+// swizzled positions (four wavefronts, no more). The copies go through L1
+// (cp.async.ca), so the chunk a thread reads after the neighbouring half of
+// a 32-byte sector hits there instead of L2. Chunks past K are zero-filled
+// (src-size 0, nothing read); rows past the segment are not copied.
+func (p gemmProducer) gatherCopy(b *Builder, tid, kt, sa value.Value, src, live []value.Value) {
+	l8 := b.And(tid, ir.Int32(7))
 	K := int64(p.spec.K)
 	for a := 0; a < p.atoms; a++ {
-		k := b.Add(b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a)), b.MulI(c, 8))
-		n := b.Select(b.ICmp(enum.IPredSLT, k, ir.Int32(K)), ir.Int32(16), ir.Int32(0))
+		k := b.AddI(b.MulI(kt, int64(p.BK)), int64(64*a)) // the atom's first element along K
 		koff := b.MulI(b.Wide(k), 2)
-		row := b.Add(b.AddI(sa, int64(a*p.aAtom)), b.MulI(r4, 128))
-		for q := 0; q < p.BM/4; q++ {
-			src := b.LoadAt(ir.I64, b.IntToPtr(b.ZExt(b.AddI(table, int64(32*q)), ir.I64), SPtr), 8)
-			d := b.Add(b.AddI(row, int64(512*q)), sw[q%2])
-			b.If(b.ICmp(enum.IPredNE, src, ir.Int64(0)), func() { b.CpAsync16(d, b.Add(src, koff), n) })
+		for i := range src {
+			j := b.AddI(tid, int64(p.threads*i))
+			row := b.Add(b.AddI(sa, int64(a*p.aAtom)), b.MulI(j, 128))
+			from := b.Add(src[i], koff)
+			b.If(live[i], func() {
+				for c := 0; c < 8; c++ {
+					n := b.Select(b.ICmp(enum.IPredSLT, b.AddI(k, int64(8*c)), ir.Int32(K)), ir.Int32(16), ir.Int32(0))
+					d := b.Add(row, b.Shl(b.Xor(l8, ir.Int32(int64(c))), ir.Int32(4)))
+					b.cpAsync16CA(d, b.AddI(from, int64(16*c)), n)
+				}
+			})
 		}
 	}
 }
