@@ -1,7 +1,9 @@
 package codegen
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
@@ -126,14 +128,24 @@ func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 	return 2, nil
 }
 
+// gatherFC1Rows bounds the mean dispatched rows per expert, T*topk/E, up to
+// which FC1 reads the rows from x itself (GemmSpec.GatherK): at decode
+// sizes that saves the gather kernel's launch and round trip (qwen3-30b-a3b
+// T = 64: 0.323 -> 0.310 ms on the H200), while at T = 4096 the copying
+// threads' cp.async made FC1 1.4-1.5x slower than its TMA loads of the
+// gathered rows (docs/perf.md, gather v1).
+const gatherFC1Rows = 16
+
 // lowerGatheredGEMM lowers a Gather of plain bf16 rows (no routing weight
 // on them) followed by the GEMM that alone reads them (the forward's gather
-// and fc1) with the GEMM's kernels reading the rows from the token rows by
-// their slots (GemmSpec.GatherK) where the engine does (Engine.GathersA)
+// and fc1) with, at decode sizes (at most gatherFC1Rows mean rows per expert,
+// T*topk/E), a second kernel of each of the GEMM's kernels that reads the
+// rows from x by their slots (GemmSpec.GatherK, named
+// moe_<gemm>[_<variant>]_gathered) where the engine does (Engine.GathersA)
 // and the schedule lets it (schedule.Schedule.Gather is GatherFC1): the
-// gather kernel then runs only in the token ranges of the GEMM kernels
-// that do not, and when none is left the gathered rows' buffer leaves the
-// plan. It returns 2 when it lowered both ops, 0 when they do not qualify.
+// gather kernel and the plain GEMM kernels run only at the other token
+// counts. It returns 2 when it lowered both ops, 0 when they do not
+// qualify.
 func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 	if len(ops) < 2 || lw.sched.Gather == schedule.GatherSeparate {
 		return 0, nil
@@ -145,6 +157,11 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 		lw.baseForm(g).Name() != g.Name() || lw.baseForm(ga).Name() != ga.Name() || !lw.onlyReader(ga.XS, g) {
 		return 0, nil
 	}
+	decode := launch.TokenRange{Min: 1, Max: int64(gatherFC1Rows * lw.d.E / lw.d.K)}
+	if decode.Max < 1 {
+		return 0, nil
+	}
+	rest := launch.TokenRange{Min: decode.Max + 1, Max: launch.MaxTokens}
 	type kernel struct {
 		s      schedule.Schedule
 		suffix string
@@ -155,39 +172,78 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 		base, variant := lw.variantRanges()
 		ks = []kernel{{lw.sched, "", base}, {lw.variant, "_" + lw.sched.Variant.Name, variant}}
 	}
-	gathers := make([]bool, len(ks))
-	var separate []launch.TokenRange // where the gather kernel still runs
-	n := 0
-	for i, k := range ks {
-		spec := lw.gemmSpec(g, k.s)
-		spec.Name = "moe_" + g.Name() + k.suffix
-		if gathers[i] = lw.eng.GathersA(spec, lw.d.K); gathers[i] {
-			n++
-		} else {
-			separate = append(separate, k.tokens...)
-		}
+	all := []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
+	type split struct {
+		k         kernel
+		near, far []launch.TokenRange // the gathering kernel's tokens, the plain one's
 	}
-	if n == 0 {
+	var splits []split
+	var separate []launch.TokenRange // where the gather kernel runs
+	gathers := false
+	for _, k := range ks {
+		tokens := k.tokens
+		if tokens == nil {
+			tokens = all
+		}
+		spec := lw.gemmSpec(g, k.s)
+		spec.Name = "moe_" + g.Name() + k.suffix + "_gathered"
+		near, far := intersect(tokens, decode), intersect(tokens, rest)
+		if len(near) == 0 || !lw.eng.GathersA(spec, lw.d.K) {
+			near, far = nil, tokens
+		}
+		gathers = gathers || len(near) > 0
+		separate = append(separate, far...)
+		splits = append(splits, split{k, near, far})
+	}
+	if !gathers {
 		return 0, nil
 	}
 	if len(separate) > 0 {
-		if err := lw.lowerFor(ga, separate); err != nil {
+		if err := lw.lowerFor(ga, merge(separate)); err != nil {
 			return 0, err
 		}
-	}
-	for i, k := range ks {
-		f := fused{}
-		if gathers[i] {
-			f.gather = &ga
-		}
-		if err := lw.emitGEMM(g, k.suffix, k.s, k.tokens, f); err != nil {
-			return 0, err
-		}
-	}
-	if n == len(ks) {
+	} else {
 		lw.prog.dropBuffer(ga.XS.Name)
 	}
+	for _, sp := range splits {
+		if len(sp.near) > 0 {
+			if err := lw.emitGEMM(g, sp.k.suffix+"_gathered", sp.k.s, sp.near, fused{gather: &ga}); err != nil {
+				return 0, err
+			}
+		}
+		if len(sp.far) > 0 {
+			if err := lw.emitGEMM(g, sp.k.suffix, sp.k.s, sp.far, fused{}); err != nil {
+				return 0, err
+			}
+		}
+	}
 	return 2, nil
+}
+
+// merge sorts token ranges and joins those that touch.
+func merge(ranges []launch.TokenRange) []launch.TokenRange {
+	rs := slices.Clone(ranges)
+	slices.SortFunc(rs, func(a, b launch.TokenRange) int { return cmp.Compare(a.Min, b.Min) })
+	var out []launch.TokenRange
+	for _, r := range rs {
+		if n := len(out); n > 0 && r.Min <= out[n-1].Max+1 {
+			out[n-1].Max = max(out[n-1].Max, r.Max)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// intersect is the parts of ranges inside r.
+func intersect(ranges []launch.TokenRange, r launch.TokenRange) []launch.TokenRange {
+	var out []launch.TokenRange
+	for _, t := range ranges {
+		if lo, hi := max(t.Min, r.Min), min(t.Max, r.Max); lo <= hi {
+			out = append(out, launch.TokenRange{Min: lo, Max: hi})
+		}
+	}
+	return out
 }
 
 // onlyReader reports whether buf is scratch that no op of the program (in
