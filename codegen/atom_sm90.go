@@ -70,7 +70,7 @@ import (
 // releases every stage but issues no wgmma.
 //
 // Staged epilogue (when a BM x BN bf16 staging tile fits next to the ring,
-// C is bf16, B is not a pointer table, and neither the expansion nor the
+// C is bf16, B is not a pointer table, A is not gathered, and neither the expansion nor the
 // operand swap runs): consumers compute the outputs with the
 // shared Epilogue (Epilogue.Values: bias, activation), round them to bf16
 // into the staging tile and arrive on staging-full, then go straight on to
@@ -94,22 +94,28 @@ import (
 // the generic-proxy writes are visible to wgmma's async-proxy reads. A still
 // comes through TMA.
 //
-// Gathered A (GemmSpec.GatherK: the forward's FC1 reading x itself, no
-// gather pass): TMA moves boxes of consecutive rows, and a dispatched tile's
-// rows are scattered tokens of x, so the 32 lanes of the producer's warp 0
-// copy the A tile with cp.async (8 lanes per 128-byte row segment, the same
-// swizzled layout, rows past the expert's segment zero-filled) from the
-// tokens of a_rows (each row's slot over the top-k), while lane 0 issues
-// B's TMA loads; full then expects 1 + 32 arrivals (B's transaction bytes
-// and one cp.async.mbarrier.arrive.noinc per lane) and the consumers fence
-// the proxies as for BTable. Warps 1-3 keep the staged epilogue's stores.
+// Gathered A (GemmSpec.GatherK: FC1 reading x itself, no gather pass; the
+// lowering uses it at decode sizes only, codegen.lowerGatheredGEMM): TMA
+// moves boxes of consecutive rows, and a dispatched tile's rows are
+// scattered tokens of x, so every producer thread copies its own rows of
+// the A tile with cp.async (row tid + 128i, all eight 16-byte chunks of
+// each atom, through L1, into the same swizzled layout; rows past the
+// expert's segment are not copied) from the tokens of a_rows (each row's
+// slot over the top-k), while thread 0 issues B's TMA loads; full then
+// expects 1 + 128 arrivals (B's transaction bytes and one
+// cp.async.mbarrier.arrive.noinc per thread), the consumers fence the
+// proxies as for BTable, and the epilogue stores directly (the staging
+// tile's store warps copy rows instead). At T = 4096 these copies made FC1
+// 1.4-1.5x slower than its TMA loads of the gathered rows, with one copying
+// warp or four, through L1 or not; one TMA box per row was 4.7x slower
+// (docs/perf.md, gather v1).
 
 func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB, GemmSpec.swapAB, sm90GatherA, "") }
 
 // sm90GatherA: the sm_90a atom reads the dispatched rows of a bf16 GEMM
-// with grouped weights from the token rows (GemmSpec.GatherK): warp 0 of the
-// producer warpgroup copies them by cp.async while its lane 0 issues B's
-// TMA loads (see the top of this file).
+// with grouped weights from the token rows (GemmSpec.GatherK): the producer
+// warpgroup copies them by cp.async while its thread 0 issues B's TMA
+// loads (see the top of this file).
 func sm90GatherA(s GemmSpec) bool { return !s.MX && s.B == BGrouped && !s.BNMajor }
 
 // sm90NMajorB: the sm_90a atom reads a plain, grouped (not per-expert)
@@ -299,8 +305,8 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d", s.Name, bm, 4*(bm/64), w)
 	}
-	// Staged epilogue when the staging tile fits (not with BTable, whose
-	// producer warps are busy copying B; layouts.PlanGemmSmem plans none
+	// Staged epilogue when the staging tile fits (not with BTable or
+	// GatherK, whose producer warps are busy copying B or A; layouts.PlanGemmSmem plans none
 	// for the operand swap, whose producer warps stage the scale codes:
 	// mxCodeWarps).
 	staging := 0

@@ -182,9 +182,9 @@ type GemmSpec struct {
 	// is x, bf16 [T, K], and dispatched row r is row a_rows[r] / GatherK
 	// of it (a_rows: i32 [rows], the slot t*topk+k of each row,
 	// moe.Permute's SrcSlot; GatherK the top-k), so no gather pass writes
-	// and no GEMM reads a [T*topk, K] copy (docs/perf.md, gather v1). The
-	// same products in the same order as over the gathered copy. 0: A
-	// holds the dispatched rows.
+	// and no GEMM reads a [T*topk, K] copy. The same products in the same
+	// order as over the gathered copy. Faster at decode sizes only
+	// (docs/perf.md, gather v1 and v2). 0: A holds the dispatched rows.
 	GatherK int
 }
 

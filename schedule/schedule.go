@@ -113,11 +113,12 @@ type Schedule struct {
 	// rows, each written in its GEMMs' token range (codegen.Lower).
 	MXGemm MXGemmKind
 	// Gather is where the forward's dispatched rows are gathered:
-	// GatherFC1 (the zero value) lets FC1's kernels read each row from x by
-	// its slot where the target's engine does (codegen.Engine.GathersA:
-	// sm_90a, bf16 rows without the routing weight on them), so no [T*K, H]
-	// copy is written; GatherSeparate keeps the gather kernel before FC1
-	// everywhere (the same results, bitwise).
+	// GatherFC1 (the zero value) lets FC1 read each row from x by its slot
+	// at decode sizes (at most 16 mean rows per expert) where the target's
+	// engine does (codegen.Engine.GathersA: sm_90a, bf16 rows without the
+	// routing weight on them), one launch and one [T*K, H] round trip
+	// fewer (docs/perf.md, gather v2); GatherSeparate keeps the gather
+	// kernel before FC1 at every T (the same results, bitwise).
 	Gather GatherKind
 }
 
@@ -126,8 +127,9 @@ type GatherKind int
 
 // The gather kinds.
 const (
-	// GatherFC1: FC1's producer copies each dispatched row from x where
-	// the engine does (codegen.GemmSpec.GatherK), else a gather kernel.
+	// GatherFC1: at decode sizes FC1's producer copies each dispatched row
+	// from x where the engine does (codegen.GemmSpec.GatherK), else a
+	// gather kernel writes the rows.
 	GatherFC1 GatherKind = iota
 	// GatherSeparate: a gather kernel writes the dispatched rows, FC1
 	// reads them.
