@@ -30,8 +30,9 @@ import (
 // for it is decided; where it is false the lowering launches the Quantize
 // op's kernel instead.
 //
-// GathersA reports whether GroupedGEMM takes spec with GatherK set (the
-// dispatched rows read from the token rows by their slots): the one place
+// GathersA reports whether GroupedGEMM takes spec with GatherK = topK (the
+// layer's top-k; the dispatched rows read from the token rows by their
+// slots): the one place
 // a target's support for it is decided; where it is false the lowering
 // launches the Gather op's kernel instead.
 //

@@ -177,9 +177,10 @@ type GemmSpec struct {
 	// scratch that no op but the fused Quantize reads (the forward's h).
 	// The parameter c stays (bound, never written).
 	QuantizeCOnly bool
-	// GatherK (ATiled, bf16 A, engines whose GathersA holds) makes the
-	// kernel read the dispatched rows from the token rows themselves: A
-	// is x, bf16 [T, K], and dispatched row r is row a_rows[r] / GatherK
+	// GatherK (ATiled, bf16 A, grouped weights, engines whose GathersA
+	// holds) makes the kernel read the dispatched rows from the token rows
+	// themselves: A is x, bf16 [T, K] (K the reduction length, the hidden
+	// size), and dispatched row r is row a_rows[r] / GatherK
 	// of it (a_rows: i32 [rows], the slot t*topk+k of each row,
 	// moe.Permute's SrcSlot; GatherK the top-k), so no gather pass writes
 	// and no GEMM reads a [T*topk, K] copy. The same products in the same
@@ -243,8 +244,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: QuantizeCOnly is a form of QuantizeC", s.Name)
 	case s.QuantizeC && (!s.MX || !s.COutF32 || s.N%32 != 0):
 		return fmt.Errorf("codegen: %s: QuantizeC writes the MXFP8 form of an MXFP8 GEMM's f32 C with N a multiple of 32 (N = %d)", s.Name, s.N)
-	case s.GatherK < 0 || s.GatherK > 0 && (s.A != ATiled || s.AElemBytes() != 2):
-		return fmt.Errorf("codegen: %s: GatherK = %d: a GEMM gathers the bf16 rows of dispatched A (ATiled), GatherK the top-k", s.Name, s.GatherK)
+	case s.GatherK < 0 || s.GatherK > 0 && (s.A != ATiled || s.AElemBytes() != 2 || s.B == BTable):
+		return fmt.Errorf("codegen: %s: GatherK = %d: a GEMM gathers the bf16 rows of dispatched A (ATiled) beside grouped weights, GatherK the top-k", s.Name, s.GatherK)
 	}
 	return nil
 }

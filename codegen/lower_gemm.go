@@ -144,8 +144,8 @@ const gatherFC1Rows = 16
 // moe_<gemm>[_<variant>]_gathered) where the engine does (Engine.GathersA)
 // and the schedule lets it (schedule.Schedule.Gather is GatherFC1): the
 // gather kernel and the plain GEMM kernels run only at the other token
-// counts. It returns 2 when it lowered both ops, 0 when they do not
-// qualify.
+// counts (xs stays planned for them). bf16 layers only. It returns 2 when
+// it lowered both ops, 0 when they do not qualify.
 func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 	if len(ops) < 2 || lw.sched.Gather == schedule.GatherSeparate {
 		return 0, nil
@@ -154,7 +154,13 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 	g, okG := ops[1].(moe.GEMM)
 	if !okA || !okG || ga.XS == nil || ga.Weights != nil || ga.Q != nil || ga.S != nil || ga.V != nil ||
 		g.A != ga.XS || g.Rows != moe.Dispatched || g.AScales != nil || g.ARegisterFed || g.BMajor == moe.NMajor ||
-		lw.baseForm(g).Name() != g.Name() || lw.baseForm(ga).Name() != ga.Name() || !lw.onlyReader(ga.XS, g) {
+		!lw.onlyReader(ga.XS, g) {
+		return 0, nil
+	}
+	if _, rf := lw.rfOps[g.Name()]; rf || lw.src.Layer.Precision == schedule.MXFP8 {
+		// Register-fed forms, and the bf16 GEMMs of an mxfp8 layer
+		// (llama4-scout's backward FC1·x), have not run gathered on the
+		// H200: they keep the gather kernel.
 		return 0, nil
 	}
 	decode := launch.TokenRange{Min: 1, Max: int64(gatherFC1Rows * lw.d.E / lw.d.K)}
@@ -198,12 +204,8 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 	if !gathers {
 		return 0, nil
 	}
-	if len(separate) > 0 {
-		if err := lw.lowerFor(ga, merge(separate)); err != nil {
-			return 0, err
-		}
-	} else {
-		lw.prog.dropBuffer(ga.XS.Name)
+	if err := lw.lowerFor(ga, merge(separate)); err != nil { // separate holds every T above decode
+		return 0, err
 	}
 	for _, sp := range splits {
 		if len(sp.near) > 0 {

@@ -545,7 +545,7 @@ func TestQuantizeCOnly(t *testing.T) {
 // exactly one of the two; under schedule.GatherSeparate, on sm_80 and
 // sm_100a, with the routing weight on the input (llama4-scout: the rows are
 // w·x) and in the mxfp8 forward (quantized rows) the gather kernel runs at
-// every T.
+// every T. llama4-scout's bf16 backward gathers FC1·x's rows the same way.
 func TestGatherInFC1(t *testing.T) {
 	build := func(name string, tg target.Target, mx bool, sep bool) (schedule.Layer, *Program) {
 		t.Helper()
@@ -603,6 +603,44 @@ func TestGatherInFC1(t *testing.T) {
 			g, fc1 := at(p, T)
 			if want := T <= decode; g == want || (len(fc1) == 1) != want {
 				t.Errorf("%s sm_90a T=%d: gather kernel %v, FC1 kernels gathering %v", name, T, g, fc1)
+			}
+		}
+	}
+	// llama4-scout's bf16 backward: FC1·x of the unweighted rows gathers
+	// them at decode sizes (gather_x elsewhere); its mxfp8 backward keeps
+	// gather_x at every T.
+	for _, prec := range []schedule.Precision{schedule.BF16, schedule.MXFP8} {
+		l, err := schedule.Preset("llama4-scout")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Precision = prec
+		s, err := schedule.DefaultSchedule(l, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bp, err := moe.Backward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Lower(bp, s, PerOp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		decode := int64(gatherFC1Rows * l.Experts / l.TopK)
+		for _, T := range []int64{1, decode, decode + 1, 4096} {
+			var runs []string
+			for _, k := range p.Kernels {
+				if (k.Name == "moe_gather_x" || strings.HasPrefix(k.Name, "moe_fc1_x")) && k.RunsAt(T) {
+					runs = append(runs, k.Name)
+				}
+			}
+			want := []string{"moe_gather_x", "moe_fc1_x"}
+			if T <= decode && prec == schedule.BF16 {
+				want = []string{"moe_fc1_x_gathered"}
+			}
+			if !slices.Equal(runs, want) {
+				t.Errorf("llama4-scout %v backward T=%d: %v run, want %v", prec, T, runs, want)
 			}
 		}
 	}

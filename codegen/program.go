@@ -137,18 +137,6 @@ func (lw *perOp) lowerNext(ops []moe.Op) (int, error) {
 	return 1, lw.lower(ops[0])
 }
 
-// dropBuffer removes the buffer named name from the plan (scratch that no
-// kernel reads or writes any more: the gathered rows of a GEMM that reads
-// the token rows itself, lowerGatheredGEMM).
-func (p *Program) dropBuffer(name string) {
-	for i := range p.Buffers {
-		if p.Buffers[i].Name == name {
-			p.Buffers = append(p.Buffers[:i], p.Buffers[i+1:]...)
-			return
-		}
-	}
-}
-
 // checkBuffers verifies that every pointer parameter names a buffer.
 func (p *Program) checkBuffers() error {
 	for _, k := range p.Kernels {

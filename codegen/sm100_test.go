@@ -64,7 +64,7 @@ func sm100GemmCases() []sm90GemmCase {
 	var cases []sm90GemmCase
 	for _, c := range sm90GemmCases("sm100t") {
 		if c.spec.GatherK > 0 {
-			continue // the sm_100a engine reads gathered rows only (Engine.GathersA)
+			continue // the sm_100a engine does not gather A (no GathersA predicate)
 		}
 		c.spec.Tile.BM, c.spec.Tile.Warps, c.spec.Tile.EpilogueWarps = 128, 1, 4
 		cases = append(cases, c)

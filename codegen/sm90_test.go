@@ -161,9 +161,10 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 		{GemmSpec{Name: prefix + "_table_gptoss", N: 136, K: 128, Experts: 2, A: ATiled, B: BTable, Epilogue: EpiGated,
 			Gate: GateInterleaved, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, Bias: true, Tile: t(128, 128, 4)},
 			[]int{65, 130}},
-		// The rows gathered from the token rows by their slots (GatherK):
-		// the staged epilogue with a K tail, the direct one with one
-		// consumer warpgroup, interleaved rows, and three warpgroups.
+		// The rows gathered from the token rows by their slots (GatherK,
+		// always with direct stores): K = 2880 (45 K blocks), one consumer
+		// warpgroup with a K tail (200), interleaved rows with a bias, and
+		// three warpgroups.
 		{GemmSpec{Name: prefix + "_gather_swiglu", N: 96, K: 2880, Experts: 8, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: t(128, 128, 3), GatherK: 4},
 			[]int{1, 127, 128, 129, 0, 255, 64, 3}},

@@ -112,7 +112,8 @@ type Schedule struct {
 	// (VariantSchedule) and the program holds both forms of the GEMMs'
 	// rows, each written in its GEMMs' token range (codegen.Lower).
 	MXGemm MXGemmKind
-	// Gather is where the forward's dispatched rows are gathered:
+	// Gather is where the forward's dispatched rows (and the bf16
+	// backward's rows of FC1·x) are gathered:
 	// GatherFC1 (the zero value) lets FC1 read each row from x by its slot
 	// at decode sizes (at most 16 mean rows per expert) where the target's
 	// engine does (codegen.Engine.GathersA: sm_90a, bf16 rows without the
@@ -150,7 +151,8 @@ func (k *GatherKind) UnmarshalText(b []byte) (err error) {
 	return err
 }
 
-// ParseGatherKind accepts "fc1" and "separate" (in any case).
+// ParseGatherKind accepts "fc1" and "separate" (in any case); any other
+// value is an error naming it.
 func ParseGatherKind(v string) (GatherKind, error) {
 	switch strings.ToLower(v) {
 	case "fc1":
@@ -158,7 +160,7 @@ func ParseGatherKind(v string) (GatherKind, error) {
 	case "separate":
 		return GatherSeparate, nil
 	}
-	return 0, fmt.Errorf("gather %q: want fc1 or separate", v)
+	return 0, fmt.Errorf("%q: want fc1 or separate", v)
 }
 
 // WithMXGemm returns s with its mxfp8 routed GEMMs run by k; with
