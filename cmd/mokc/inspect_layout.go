@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -175,6 +176,34 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 			shared = fmt.Sprintf("the shared-expert GEMMs, bf16, use them with half the K block: %d", g.tile.K/2)
 		}
 		fmt.Fprintf(c.App.Writer, "== %s: tile %v (%s)\n%s", g.name, g.tile, shared, text)
+		if g.fc1 {
+			if err := inspectGathered(c, l, s, g.name); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// inspectGathered prints, after FC1's plan, the decode-size form of the
+// kernel that reads its rows from x (codegen.GemmSpec.GatherK, named
+// <name>_gathered) when the lowering emits one: its token range and shared
+// memory (the same ring and barriers, no staging tile).
+func inspectGathered(c *cli.Context, l schedule.Layer, s schedule.Schedule, name string) error {
+	p, err := codegen.Build(l, s)
+	if err != nil {
+		return fmt.Errorf("inspect layout: %w", err)
+	}
+	for _, k := range p.Kernels {
+		if k.Name != name+"_gathered" {
+			continue
+		}
+		var ts []string
+		for _, r := range k.Tokens {
+			ts = append(ts, fmt.Sprintf("%d..%d", r.Min, r.Max))
+		}
+		fmt.Fprintf(c.App.Writer, "%s: the same tiles for T in %s (decode sizes), the rows copied from x by the producer warpgroup (cp.async; --gather separate: never), no staging tile: %d bytes of dynamic shared memory\n",
+			k.Name, strings.Join(ts, ", "), k.SharedBytes)
 	}
 	return nil
 }
