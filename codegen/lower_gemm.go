@@ -70,16 +70,36 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 	if g.BMajor == moe.NMajor && !lw.readsNMajorB(g) {
 		g = lw.transposeB(g)
 	}
-	s := lw.sched
 	bg := lw.baseForm(g).(moe.GEMM) // g, or its register-fed form (K-major: never transposed)
+	for _, k := range lw.gemmKernels(g) {
+		form := g
+		if k.suffix == "" {
+			form = bg
+		}
+		if err := lw.emitGEMM(form, k.suffix, k.s, k.tokens, fused{}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// gemmKernel is one kernel of a GEMM op: the schedule it takes, its name
+// suffix and the token counts it runs at (nil: every T).
+type gemmKernel struct {
+	s      schedule.Schedule
+	suffix string
+	tokens []launch.TokenRange
+}
+
+// gemmKernels are the kernels of g: one, or under a schedule with a GEMM
+// variant for g (usesVariant) the base kernel outside the variant's token
+// range and "_<Variant.Name>" inside it.
+func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 	if !lw.usesVariant(g) {
-		return lw.emitGEMM(bg, "", s, nil, fused{})
+		return []gemmKernel{{lw.sched, "", nil}}
 	}
 	base, variant := lw.variantRanges()
-	if err := lw.emitGEMM(bg, "", s, base, fused{}); err != nil {
-		return err
-	}
-	return lw.emitGEMM(g, "_"+s.Variant.Name, lw.variant, variant, fused{})
+	return []gemmKernel{{lw.sched, "", base}, {lw.variant, "_" + lw.sched.Variant.Name, variant}}
 }
 
 // variantRanges are the token ranges of the base kernels of a GEMM with a
@@ -163,30 +183,17 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 		// H200: they keep the gather kernel.
 		return 0, nil
 	}
-	decode := launch.TokenRange{Min: 1, Max: int64(gatherFC1Rows * lw.d.E / lw.d.K)}
-	if decode.Max < 1 {
-		return 0, nil
-	}
+	decode := launch.TokenRange{Min: 1, Max: int64(gatherFC1Rows * lw.d.E / lw.d.K)} // top-k <= E: at least 16
 	rest := launch.TokenRange{Min: decode.Max + 1, Max: launch.MaxTokens}
-	type kernel struct {
-		s      schedule.Schedule
-		suffix string
-		tokens []launch.TokenRange // nil: every T
-	}
-	ks := []kernel{{lw.sched, "", nil}}
-	if lw.usesVariant(g) {
-		base, variant := lw.variantRanges()
-		ks = []kernel{{lw.sched, "", base}, {lw.variant, "_" + lw.sched.Variant.Name, variant}}
-	}
 	all := []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
 	type split struct {
-		k         kernel
+		k         gemmKernel
 		near, far []launch.TokenRange // the gathering kernel's tokens, the plain one's
 	}
 	var splits []split
 	var separate []launch.TokenRange // where the gather kernel runs
 	gathers := false
-	for _, k := range ks {
+	for _, k := range lw.gemmKernels(g) {
 		tokens := k.tokens
 		if tokens == nil {
 			tokens = all

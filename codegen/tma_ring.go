@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/llir/llvm/ir/value"
 
@@ -175,12 +176,10 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 		return KernelInfo{}, err
 	}
 	params = append(params, tmaps...)
-	if spec.B == BTable {
-		params = params[:len(params)-1] // B comes through cp.async: no tensor map
-	}
-	if spec.GatherK > 0 {
-		params = append(params[:len(params)-2], params[len(params)-1]) // A comes through cp.async: no tmap_a
-	}
+	params = slices.DeleteFunc(params, func(p Param) bool {
+		return p.Name == "tmap_a" && spec.GatherK > 0 || // A comes through cp.async
+			p.Name == "tmap_b" && spec.B == BTable // B comes through cp.async
+	})
 	b := NewKernel(m, spec.Name, k.threads, gemmIRParams(params)...)
 	b.MinBlocksPerSM(1)
 	if k.launchRegs > 0 {

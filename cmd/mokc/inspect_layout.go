@@ -145,6 +145,10 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 	if v, ok := s.VariantSchedule(); ok {
 		gemms = append(gemms, gemm{"moe_fc1_" + s.Variant.Name, v, v.FC1, true, true}, gemm{"moe_fc2_" + s.Variant.Name, v, v.FC2, false, true})
 	}
+	prog, err := codegen.Build(l, s) // for the kernels the lowering adds (inspectGathered)
+	if err != nil {
+		return fmt.Errorf("inspect layout: %w", err)
+	}
 	for i, g := range gemms {
 		p, err := g.sched.GemmSmem(l, g.tile, g.fc1)
 		if err != nil {
@@ -177,9 +181,7 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		}
 		fmt.Fprintf(c.App.Writer, "== %s: tile %v (%s)\n%s", g.name, g.tile, shared, text)
 		if g.fc1 {
-			if err := inspectGathered(c, l, s, g.name); err != nil {
-				return err
-			}
+			inspectGathered(c, prog, g.name)
 		}
 	}
 	return nil
@@ -187,13 +189,9 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 
 // inspectGathered prints, after FC1's plan, the decode-size form of the
 // kernel that reads its rows from x (codegen.GemmSpec.GatherK, named
-// <name>_gathered) when the lowering emits one: its token range and shared
-// memory (the same ring and barriers, no staging tile).
-func inspectGathered(c *cli.Context, l schedule.Layer, s schedule.Schedule, name string) error {
-	p, err := codegen.Build(l, s)
-	if err != nil {
-		return fmt.Errorf("inspect layout: %w", err)
-	}
+// <name>_gathered) when p holds one: its token range and shared memory
+// (the same ring and barriers, no staging tile).
+func inspectGathered(c *cli.Context, p *codegen.Program, name string) {
 	for _, k := range p.Kernels {
 		if k.Name != name+"_gathered" {
 			continue
@@ -205,7 +203,6 @@ func inspectGathered(c *cli.Context, l schedule.Layer, s schedule.Schedule, name
 		fmt.Fprintf(c.App.Writer, "%s: the same tiles for T in %s (decode sizes), the rows copied from x by the producer warpgroup (cp.async; --gather separate: never), no staging tile: %d bytes of dynamic shared memory\n",
 			k.Name, strings.Join(ts, ", "), k.SharedBytes)
 	}
-	return nil
 }
 
 // parseInts parses a comma-separated list of non-negative integers.
