@@ -54,7 +54,7 @@ import (
 // (cta_group::2).
 
 func init() {
-	registerAtom(target.SM100a, sm100Plan, nil, nil, nil, "")
+	registerAtom(target.SM100a, sm100Plan, atomCaps{})
 }
 
 // sm100Layout is the derived geometry of one sm_100a GEMM kernel.

@@ -37,7 +37,9 @@ import (
 // thread the B fragment of mma.m16n8k16 from it: no transposed copy of the
 // weights.
 
-func init() { registerAtom(target.SM80, sm80Plan, sm80NMajorB, nil, nil, "sm_80 has no fp8 MMA") }
+func init() {
+	registerAtom(target.SM80, sm80Plan, atomCaps{nMajorB: sm80NMajorB, noMX: "sm_80 has no fp8 MMA"})
+}
 
 // sm80NMajorB: the sm_80 atom reads an N-major B directly (grouped or
 // through a pointer table) whenever it can plan the spec.

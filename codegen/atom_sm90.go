@@ -109,14 +109,34 @@ import (
 // 1.4-1.5x slower than its TMA loads of the gathered rows, with one copying
 // warp or four, through L1 or not; one TMA box per row was 4.7x slower
 // (docs/perf.md, gather v1).
+//
+// Gathered MXFP8 A (the operand swap's 32 token rows, e4m3, GatherK with
+// MX): the rows come from the token rows' MXFP8 form (x_q [T, K] and its
+// scales, one quantization per token) by the same slots. The code warps
+// copy them (gemmProducer.gatherChunkCopy: the A tile's 16-byte chunks
+// round-robin over their lanes, each lane's chunks' rows loaded once per
+// work item), and stage the A rows' scale codes from the tokens' scale
+// rows (scaleRowA); full expects 1 + 64 per code warp (B's transaction
+// bytes, each lane's cp.async arrival and its code arrival).
 
-func init() { registerAtom(target.SM90a, sm90Plan, sm90NMajorB, GemmSpec.swapAB, sm90GatherA, "") }
+func init() {
+	registerAtom(target.SM90a, sm90Plan, atomCaps{nMajorB: sm90NMajorB, quantizeC: GemmSpec.swapAB, gatherA: sm90GatherA, splitK: sm90SplitK})
+}
 
 // sm90GatherA: the sm_90a atom reads the dispatched rows of a bf16 GEMM
-// with grouped weights from the token rows (GemmSpec.GatherK): the producer
-// warpgroup copies them by cp.async while its thread 0 issues B's TMA
-// loads (see the top of this file).
-func sm90GatherA(s GemmSpec) bool { return !s.MX && s.B == BGrouped && !s.BNMajor }
+// with grouped weights, or of the promoted MXFP8 operand swap (32-row
+// tiles: the decode FC1), from the token rows (GemmSpec.GatherK): the
+// producer warpgroup copies them by cp.async while its thread 0 issues B's
+// TMA loads (see the top of this file).
+func sm90GatherA(s GemmSpec) bool {
+	return s.B == BGrouped && !s.BNMajor && (!s.MX || s.swapAB() && !s.MXRegisterFed)
+}
+
+// sm90SplitK: the sm_90a atom splits the reduction of a dense bf16 GEMM
+// (GemmSpec.SplitK, which Validate bounds) without the operand swap: the
+// producer's TMA loads start at the item's first K block and the
+// epilogue stores the item's part of C.
+func sm90SplitK(s GemmSpec) bool { return !s.swapAB() }
 
 // sm90NMajorB: the sm_90a atom reads a plain, grouped (not per-expert)
 // B stored [K, N] directly (wgmma imm-trans-b = 1 over an MN-major tile,

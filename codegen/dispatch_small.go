@@ -82,15 +82,30 @@ func smallDispatchTokens(d dims) int64 {
 
 // lowerSmallDispatch lowers init, count, scan and permute (smallDispatchOps)
 // as moe_dispatch_small for T = 0 .. smallDispatchTokens and the four
-// kernels for larger T. It returns how many ops it lowered: 0 when ops do
-// not begin with the four, or the layer is beyond moe_dispatch_small.
+// kernels for larger T. Where the lowering quantizes x per token
+// (lw.tokenQuant) it runs moe_dispatch_small_quantize_x instead, which
+// also quantizes x (tokenQuant.fused). It returns how many ops it
+// lowered: 0 when ops do not begin with the four, or the layer is beyond
+// moe_dispatch_small.
 func (lw *perOp) lowerSmallDispatch(ops []moe.Op) (int, error) {
 	in, c, s, p, ok := smallDispatchOps(ops)
 	tmax := smallDispatchTokens(lw.d)
 	if !ok || tmax < 1 {
 		return 0, nil
 	}
-	lw.prog.Kernels = append(lw.prog.Kernels, emitDispatchSmall(lw.mod, lw.d, in, c, s, p, lw.lists, tmax))
+	small := []launch.TokenRange{{Min: 0, Max: tmax}}
+	if tq := lw.tokenQuant; tq != nil {
+		tq.fused = intersect(tq.tokens, small[0])
+		for _, r := range tq.fused {
+			small = without(small, r)
+		}
+	}
+	if len(small) > 0 {
+		lw.prog.Kernels = append(lw.prog.Kernels, emitDispatchSmall(lw.mod, lw.d, in, c, s, p, lw.lists, small, nil))
+	}
+	if tq := lw.tokenQuant; tq != nil && len(tq.fused) > 0 {
+		lw.prog.Kernels = append(lw.prog.Kernels, emitDispatchSmall(lw.mod, lw.d, in, c, s, p, lw.lists, tq.fused, &tq.op))
+	}
 	large := []launch.TokenRange{{Min: tmax + 1, Max: launch.MaxTokens}}
 	for _, op := range ops[:4] {
 		if err := lw.lowerFor(op, large); err != nil {
@@ -113,15 +128,41 @@ func (lw *perOp) lowerFor(op moe.Op, tokens []launch.TokenRange) error {
 }
 
 // emitDispatchSmall is moe_dispatch_small (see the top of this file),
-// launched for T = 0 .. tmax: one block of utilThreads threads.
-func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Scan, p moe.Permute, tiles []tileList, tmax int64) Kernel {
+// launched for tokens (within T = 0 .. smallDispatchTokens): one block of
+// utilThreads threads. With q (the quantization of x per token, whose
+// token rows the gathering MXFP8 FC1 reads: lowerMXGatheredGEMM) it is
+// moe_dispatch_small_quantize_x: blocks 1.. run q's kernel beside the
+// dispatch (thread idx of emitQuantize at block 1 + idx/utilThreads), so
+// the quantization costs no launch of its own.
+func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Scan, p moe.Permute, tiles []tileList, tokens []launch.TokenRange, q *moe.Quantize) Kernel {
 	extra := append([]moe.Operand{
 		{Role: "ids", Buffer: c.IDs, Access: moe.Read},
 		{Role: "row_of_slot", Buffer: c.RowOfSlot, Access: moe.Write},
 		{Role: "offsets", Buffer: s.Offsets, Access: moe.Write},
 		{Role: "src_slot", Buffer: p.SrcSlot, Access: moe.Write},
 	}, tileListOperands(tiles)...)
-	b, k := opKernelNamed(m, "moe_dispatch_small", in, utilThreads, true, extra...)
+	name := "moe_dispatch_small"
+	if q != nil {
+		name += "_" + q.Name()
+		extra = append(extra, q.Operands()...)
+	}
+	b, k := opKernelNamed(m, name, in, utilThreads, true, extra...)
+	k.Grid = grid1(Const(1))
+	if q != nil {
+		nb := int64(q.K / 32)
+		rowsX := q.X.Shape[0]
+		if rowsX.A != 1 || rowsX.B != 0 {
+			panic("codegen: moe_dispatch_small quantizes token rows ([T, K]) only")
+		}
+		blk := b.BlockIdx(ir.X)
+		qb, dispatch := b.NewBlock("quantize"), b.NewBlock("dispatch")
+		b.CondBr(b.ICmp(enum.IPredNE, blk, ir.Int32(0)), qb, dispatch)
+		b.SetBlock(qb)
+		b.quantizeThread(*q, b.Add(b.MulI(b.AddI(blk, -1), utilThreads), b.ThreadIdx(ir.X)))
+		b.Ret(nil)
+		b.SetBlock(dispatch)
+		k.Grid = grid1(Expr{A: nb, B: utilThreads, D: utilThreads, Min: 1}) // 1 + ceil(T*nb/utilThreads)
+	}
 	E, K := int64(d.E), int64(d.K)
 	errAt, countsAt, idsAt, bytes := dispatchSmallSmem(d.E)
 	smem := b.DynSmem()
@@ -215,8 +256,7 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	})
 	b.Ret(nil)
 	k.SharedBytes = int(bytes)
-	k.Grid = grid1(Const(1))
-	k.Tokens = []launch.TokenRange{{Min: 0, Max: tmax}}
+	k.Tokens = tokens
 	return k
 }
 

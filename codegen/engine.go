@@ -36,6 +36,11 @@ import (
 // a target's support for it is decided; where it is false the lowering
 // launches the Gather op's kernel instead.
 //
+// SplitsK reports whether GroupedGEMM takes spec with SplitK = splits (the
+// reduction in parts, summed by a reduce kernel): the one place a
+// target's support for it is decided; where it is false the lowering
+// keeps the whole reduction in one work item.
+//
 // MXFP8 returns nil when GroupedGEMM builds MXFP8 GEMMs (GemmSpec.MX), else
 // the reason it refuses them: the one place a target's MXFP8 support is
 // decided.
@@ -45,6 +50,7 @@ type Engine interface {
 	ReadsNMajorB(spec GemmSpec) bool
 	QuantizesC(spec GemmSpec) bool
 	GathersA(spec GemmSpec, topK int) bool
+	SplitsK(spec GemmSpec, splits int) bool
 	MXFP8() error
 }
 
@@ -61,15 +67,17 @@ type atom interface {
 type atomEngine struct {
 	target target.Target
 	plan   func(GemmSpec) (atom, error)
-	// nMajorB says which specs the atom takes with an N-major B (nil:
-	// none).
-	nMajorB func(GemmSpec) bool
-	// quantizeC says which specs the atom takes with QuantizeC (nil:
-	// none); the plan must also fit.
-	quantizeC func(GemmSpec) bool
-	// gatherA says which specs the atom takes with GatherK (nil: none);
-	// the plan must also fit.
-	gatherA func(GemmSpec) bool
+	atomCaps
+}
+
+// atomCaps are the optional forms of a GEMM an atom builds, each a
+// predicate over specs (nil: none) that Validate has accepted with the
+// form set; for all but nMajorB the plan must also fit.
+type atomCaps struct {
+	nMajorB   func(GemmSpec) bool // an N-major B (BNMajor)
+	quantizeC func(GemmSpec) bool // C's MXFP8 form in the epilogue (QuantizeC)
+	gatherA   func(GemmSpec) bool // A's rows read by slot (GatherK)
+	splitK    func(GemmSpec) bool // the reduction in parts (SplitK)
 	// noMX is why the atom has no MXFP8 GEMM ("": it has one).
 	noMX string
 }
@@ -115,6 +123,19 @@ func (e atomEngine) GathersA(spec GemmSpec, topK int) bool {
 	return err == nil
 }
 
+// SplitsK reports whether the atom splits spec's reduction into splits
+// parts (GemmSpec.SplitK; see Engine): its predicate holds and the plan
+// fits.
+func (e atomEngine) SplitsK(spec GemmSpec, splits int) bool {
+	s := spec
+	s.SplitK = splits
+	if e.splitK == nil || splits < 2 || s.Validate() != nil || !e.splitK(s) {
+		return false
+	}
+	_, err := e.plan(s)
+	return err == nil
+}
+
 // Target is the engine's target.
 func (e atomEngine) Target() target.Target { return e.target }
 
@@ -132,6 +153,9 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	if spec.GatherK > 0 && !e.GathersA(spec, spec.GatherK) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not gather the rows of A with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
 	}
+	if spec.SplitK > 1 && !e.SplitsK(spec, spec.SplitK) {
+		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not split the reduction in %d parts with tile %dx%dx%d", spec.Name, e.target, spec.SplitK, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
+	}
 	if spec.BNMajor && !e.ReadsNMajorB(spec) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not read an N-major B with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
 	}
@@ -142,13 +166,11 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	return a.build(m, spec, rowsPerT)
 }
 
-// registerAtom registers the engine of t whose atom plan derives; nMajorB
-// (nil: none) says which specs it takes with an N-major B, quantizeC (nil:
-// none) which with QuantizeC, gatherA (nil: none) which with GatherK;
-// noMX is why it has no MXFP8 GEMM ("": it has one).
-func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error), nMajorB, quantizeC, gatherA func(GemmSpec) bool, noMX string) {
+// registerAtom registers the engine of t whose atom plan derives, with
+// the optional forms caps.
+func registerAtom[A atom](t target.Target, plan func(GemmSpec) (A, error), caps atomCaps) {
 	RegisterEngine(t, func() Engine {
-		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }, nMajorB: nMajorB, quantizeC: quantizeC, gatherA: gatherA, noMX: noMX}
+		return atomEngine{target: t, plan: func(s GemmSpec) (atom, error) { return plan(s) }, atomCaps: caps}
 	})
 }
 

@@ -177,17 +177,35 @@ type GemmSpec struct {
 	// scratch that no op but the fused Quantize reads (the forward's h).
 	// The parameter c stays (bound, never written).
 	QuantizeCOnly bool
-	// GatherK (ATiled, bf16 A, grouped weights, engines whose GathersA
-	// holds) makes the kernel read the dispatched rows from the token rows
+	// GatherK (ATiled, grouped weights, engines whose GathersA holds)
+	// makes the kernel read the dispatched rows from the token rows
 	// themselves: A is x, bf16 [T, K] (K the reduction length, the hidden
 	// size), and dispatched row r is row a_rows[r] / GatherK
 	// of it (a_rows: i32 [rows], the slot t*topk+k of each row,
 	// moe.Permute's SrcSlot; GatherK the top-k), so no gather pass writes
-	// and no GEMM reads a [T*topk, K] copy. The same products in the same
-	// order as over the gathered copy. Faster at decode sizes only
-	// (docs/perf.md, gather v1 and v2). 0: A holds the dispatched rows.
+	// and no GEMM reads a [T*topk, K] copy. For an MXFP8 GEMM with e4m3 A
+	// (MX, not MXRegisterFed) A is the token rows' MXFP8 form, e4m3 [T, K]
+	// with a_scales ue8m0 [T, K/32], and row r reads both at that token
+	// row: a quantization of x per token (T rows) replaces the quantizing
+	// gather of T*topk rows, with the same bytes in every dispatched row.
+	// The same products in the same order as over the gathered copy.
+	// Faster at decode sizes only (docs/perf.md, gather v1 and v2). 0: A
+	// holds the dispatched rows.
 	GatherK int
+	// SplitK = S >= 2 splits the reduction into S equal parts of
+	// ceil(K/BK)/S K blocks (which must divide evenly) for a dense A
+	// (ADense) with the plain store of an f32 C, no bias, bf16 grouped
+	// K-major weights: work item (tile, column block, split s) sums K
+	// blocks s*ceil(K/BK)/S.. and stores its f32 partial sums at C + s *
+	// rows * N (C is f32 [S, rows, N]); a reduce kernel adds the S parts
+	// in order s = 0, 1, ... and applies the GEMM's epilogue. S times the
+	// work items for GEMMs of few column blocks over a long K (the shared
+	// experts at decode sizes, docs/perf.md split-K v1). 0 or 1: none.
+	SplitK int
 }
+
+// splits is the number of parts of the reduction: SplitK, at least 1.
+func (s GemmSpec) splits() int { return max(s.SplitK, 1) }
 
 // ElemBytes is the size of a B element (and of an A element, but with
 // MXRegisterFed): 1 (MX, e4m3) or 2 (bf16).
@@ -244,8 +262,12 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: QuantizeCOnly is a form of QuantizeC", s.Name)
 	case s.QuantizeC && (!s.MX || !s.COutF32 || s.N%32 != 0):
 		return fmt.Errorf("codegen: %s: QuantizeC writes the MXFP8 form of an MXFP8 GEMM's f32 C with N a multiple of 32 (N = %d)", s.Name, s.N)
-	case s.GatherK < 0 || s.GatherK > 0 && (s.A != ATiled || s.AElemBytes() != 2 || s.B == BTable):
-		return fmt.Errorf("codegen: %s: GatherK = %d: a GEMM gathers the bf16 rows of dispatched A (ATiled) beside grouped weights, GatherK the top-k", s.Name, s.GatherK)
+	case s.SplitK < 0 || s.SplitK > 1 && (s.A != ADense || s.Epilogue != EpiStore || !s.COutF32 || s.Bias || s.MX || s.BNMajor || s.B != BGrouped || s.QuantizeC || s.GatherK != 0):
+		return fmt.Errorf("codegen: %s: SplitK = %d: a split reduction is for a dense A with the plain store of an f32 C, no bias, bf16 grouped K-major weights", s.Name, s.SplitK)
+	case s.SplitK > 1 && ((s.K+s.Tile.BK-1)/s.Tile.BK)%s.SplitK != 0:
+		return fmt.Errorf("codegen: %s: SplitK = %d does not divide the %d K blocks of %d", s.Name, s.SplitK, (s.K+s.Tile.BK-1)/s.Tile.BK, s.Tile.BK)
+	case s.GatherK < 0 || s.GatherK > 0 && (s.A != ATiled || s.MXRegisterFed || s.MXExpand || s.B == BTable):
+		return fmt.Errorf("codegen: %s: GatherK = %d: a GEMM gathers the bf16 (or, MXFP8, e4m3) rows of dispatched A (ATiled) beside grouped weights, neither register-fed nor expanded, GatherK the top-k", s.Name, s.GatherK)
 	}
 	return nil
 }
@@ -265,11 +287,11 @@ const (
 	RoleNumTiles  = "ntiles"   // ptr: i32 [1] number of valid tiles (ATiled only)
 	RoleRows      = "rows"     // i32: number of rows M (ADense only)
 	RoleTensorMap = "tmap"     // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
-	RoleAScales   = "a_scales" // ptr: ue8m0 [rows, K/32] (MX only, not MXRegisterFed)
+	RoleAScales   = "a_scales" // ptr: ue8m0 [rows, K/32] (MX only, not MXRegisterFed; [T, K/32] with GatherK)
 	RoleBScales   = "b_scales" // ptr: ue8m0 [E, BRows, K/32] (MX only)
 	RoleCQ        = "c_q"      // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
 	RoleCScales   = "c_scales" // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
-	RoleARows     = "a_rows"   // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (GatherK only)
+	RoleARows     = "a_rows"   // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
 )
 
 // GemmParams returns the parameter list every engine's grouped GEMM kernel

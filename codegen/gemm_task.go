@@ -22,6 +22,9 @@ import (
 // and one column block.
 type gemmWork struct {
 	e, row0, rowEnd, n0 value.Value // expert, first row, row bound, first output column (i32)
+	// split and kt0 (GemmSpec.SplitK; nil without): the item's part of
+	// the reduction and its first K block.
+	split, kt0 value.Value
 }
 
 // workList is the persistent walk over the work items of a grouped GEMM:
@@ -43,6 +46,10 @@ func newWorkList(b *Builder, spec GemmSpec, bm, bn, nBlocks int) workList {
 	return wl
 }
 
+// kTiles is the K loop's length of each work item: the K blocks of BK
+// (the tile's reduction per stage), divided among the SplitK parts.
+func kTiles(s GemmSpec, bk int) int { return (s.K + bk - 1) / bk / s.splits() }
+
 // each emits the loop over the block's work items, carrying vars from
 // item to item (init: their values before the first); body gets the
 // decoded item and returns the vars for the next.
@@ -53,8 +60,17 @@ func (wl workList) each(b *Builder, init []value.Value, body func(w gemmWork, v 
 }
 
 // decode emits the decoding of work item it (gemmDecode).
+// With SplitK = S the items are S rounds of the tiles' items: item it is
+// part it / (tiles*nBlocks) of item it % (tiles*nBlocks).
 func (wl workList) decode(b *Builder, it value.Value) gemmWork {
-	return gemmDecode(b, wl.spec, it, wl.tiles, wl.bm, wl.bn, wl.nBlocks)
+	if wl.spec.splits() == 1 {
+		return gemmDecode(b, wl.spec, it, wl.tiles, wl.bm, wl.bn, wl.nBlocks)
+	}
+	per := b.MulI(wl.tiles, int64(wl.nBlocks))
+	w := gemmDecode(b, wl.spec, b.URem(it, per), wl.tiles, wl.bm, wl.bn, wl.nBlocks)
+	w.split = b.UDiv(it, per)
+	w.kt0 = b.MulI(w.split, int64(kTiles(wl.spec, wl.spec.Tile.BK)))
+	return w
 }
 
 // eachAhead is each with the block's next work item decoded beside the
@@ -75,20 +91,23 @@ func (wl workList) ahead(b *Builder, w, next gemmWork, kt value.Value, d, kTiles
 	ka := b.AddI(kt, int64(d))
 	in := b.ICmp(enum.IPredSLT, ka, ir.Int32(int64(kTiles)))
 	sel := func(x, y value.Value) value.Value { return b.Select(in, x, y) }
-	return gemmWork{e: sel(w.e, next.e), row0: sel(w.row0, next.row0), rowEnd: sel(w.rowEnd, next.rowEnd), n0: sel(w.n0, next.n0)},
-		sel(ka, b.AddI(ka, -int64(kTiles)))
+	a := gemmWork{e: sel(w.e, next.e), row0: sel(w.row0, next.row0), rowEnd: sel(w.rowEnd, next.rowEnd), n0: sel(w.n0, next.n0)}
+	if w.split != nil {
+		a.split, a.kt0 = sel(w.split, next.split), sel(w.kt0, next.kt0)
+	}
+	return a, sel(ka, b.AddI(ka, -int64(kTiles)))
 }
 
 // gemmItems emits the row-tile count of a persistent grouped GEMM with bm
 // rows per tile, *ntiles (ATiled) or ceil(rows/bm) (ADense), and its
-// work-item count, tiles times the nBlocks column blocks.
+// work-item count, tiles times the nBlocks column blocks (times SplitK).
 func gemmItems(b *Builder, s GemmSpec, bm, nBlocks int) (tiles, items value.Value) {
 	if s.A == ATiled {
 		tiles = b.LoadAt(ir.I32, b.Param("ntiles"), 4)
 	} else {
 		tiles = b.UDiv(b.AddI(b.Param("rows"), int64(bm-1)), ir.Int32(int64(bm)))
 	}
-	return tiles, b.MulI(tiles, int64(nBlocks))
+	return tiles, b.MulI(tiles, int64(nBlocks*s.splits()))
 }
 
 // gemmDecode emits the decoding of work item it of tiles row tiles: tile
@@ -148,13 +167,18 @@ func gemmDecode(b *Builder, s GemmSpec, it, tiles value.Value, bm, bn, nBlocks i
 }
 
 // gemmEpilogue is the shared Epilogue of work item w: C, the bias row of
-// w's expert (fp32 [BRows], when the spec has a bias), rows below w.rowEnd.
+// w's expert (fp32 [BRows], when the spec has a bias), rows below w.rowEnd;
+// with SplitK, C of w's part (f32, rows * N elements per part).
 func gemmEpilogue(b *Builder, spec GemmSpec, w gemmWork) *Epilogue {
 	var bias value.Value
 	if spec.Bias {
 		bias = b.ByteOffset(b.Param("bias"), b.MulI(b.Wide(w.e), int64(4*spec.BRows())))
 	}
-	return NewEpilogue(spec, EpilogueArgs{C: b.Param("c"), Bias: bias, RowEnd: w.rowEnd})
+	c := b.Param("c")
+	if w.split != nil {
+		c = b.ByteOffset(c, b.MulI(b.Mul(b.Wide(w.split), b.Wide(b.Param("rows"))), int64(4*spec.N)))
+	}
+	return NewEpilogue(spec, EpilogueArgs{C: c, Bias: bias, RowEnd: w.rowEnd})
 }
 
 // persistentGrid is the block count of a persistent engine kernel: t.Grid, or

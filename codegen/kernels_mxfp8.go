@@ -34,7 +34,19 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 	b, k := opKernel(m, op, utilThreads, true)
 	rowsX := op.X.Shape[0]
 	nb := int64(op.K / 32)
-	idx := b.Add(b.MulI(b.BlockIdx(ir.X), utilThreads), b.ThreadIdx(ir.X))
+	b.quantizeThread(op, b.Add(b.MulI(b.BlockIdx(ir.X), utilThreads), b.ThreadIdx(ir.X)))
+	b.Ret(nil)
+	k.SkipIfZeroT = true
+	k.Grid = grid1(Expr{A: rowsX.A * nb, B: rowsX.B * nb, D: utilThreads, Min: 1})
+	return k, nil
+}
+
+// quantizeThread emits the work of thread idx (i32, from 0) of op's
+// kernel (emitQuantize): block idx%(K/32) of row idx/(K/32), returning
+// for a row past X's rows at T (parameters x, q and scales or v, and T).
+func (b *Builder) quantizeThread(op moe.Quantize, idx value.Value) {
+	rowsX := op.X.Shape[0]
+	nb := int64(op.K / 32)
 	rows := b.Add(b.MulI(b.Param("T"), rowsX.A), ir.Int32(rowsX.B))
 	row, blk := b.UDiv(idx, ir.Int32(nb)), b.URem(idx, ir.Int32(nb))
 	b.ReturnIf(b.ICmp(enum.IPredUGE, row, rows))
@@ -59,10 +71,6 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 	} else {
 		b.quantizeBlock(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.Add(b.MulI(b.Wide(row), nb), b.Wide(blk))))
 	}
-	b.Ret(nil)
-	k.SkipIfZeroT = true
-	k.Grid = grid1(Expr{A: rowsX.A * nb, B: rowsX.B * nb, D: utilThreads, Min: 1})
-	return k, nil
 }
 
 // quantizeBlockValues quantizes one 32-wide block, the f32 vals, as

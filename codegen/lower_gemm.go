@@ -67,6 +67,9 @@ func (lw *perOp) describeLists() {
 // kernel for T outside the variant's token range and "_<Variant.Name>"
 // (e.g. moe_fc1_mid) inside it.
 func (lw *perOp) lowerGEMM(g moe.GEMM) error {
+	if split, err := lw.lowerSplitKGEMM(g); split || err != nil {
+		return err
+	}
 	if g.BMajor == moe.NMajor && !lw.readsNMajorB(g) {
 		g = lw.transposeB(g)
 	}
@@ -216,7 +219,7 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 	}
 	for _, sp := range splits {
 		if len(sp.near) > 0 {
-			if err := lw.emitGEMM(g, sp.k.suffix+"_gathered", sp.k.s, sp.near, fused{gather: &ga}); err != nil {
+			if err := lw.emitGEMM(g, sp.k.suffix+"_gathered", sp.k.s, sp.near, fused{gather: &gatherSrc{x: ga.X, slots: ga.SrcSlot}}); err != nil {
 				return 0, err
 			}
 		}
@@ -280,11 +283,21 @@ func (lw *perOp) onlyReader(buf *moe.Buffer, r moe.Op) bool {
 }
 
 // fused are the ops a GEMM kernel runs besides the GEMM (each nil: none):
-// the Quantize of its C in the epilogue (GemmSpec.QuantizeC), the Gather
-// of its A rows in the producer (GemmSpec.GatherK).
+// the Quantize of its C in the epilogue (GemmSpec.QuantizeC), the gather
+// of its A rows in the producer (GemmSpec.GatherK); and the parts of its
+// reduction (GemmSpec.SplitK), summed by a reduce kernel.
 type fused struct {
 	quant  *moe.Quantize
-	gather *moe.Gather
+	gather *gatherSrc
+	splitK int // the reduction's parts (GemmSpec.SplitK; 0: one)
+}
+
+// gatherSrc is where a gathering GEMM (GemmSpec.GatherK) reads its A rows:
+// the token rows x (bf16 [T, K], or the e4m3 rows of their per-token
+// quantization with their scales [T, K/32]) at the token of each row's
+// slot in slots (moe.Permute's SrcSlot).
+type gatherSrc struct {
+	x, scales, slots *moe.Buffer
 }
 
 // emitGEMM emits one kernel of g with schedule s, launched for tokens
@@ -292,8 +305,8 @@ type fused struct {
 // and the work list of its row tile. With f.quant (the Quantize of g's C)
 // the epilogue also writes its outputs (GemmSpec.QuantizeC), and stores C
 // only if another op reads it (GemmSpec.QuantizeCOnly, onlyReader); with
-// f.gather (the Gather writing g's A) the kernel reads A's rows from the
-// gather's token rows by their slots (GemmSpec.GatherK).
+// f.gather the kernel reads A's rows (and an MXFP8 A's scales) from the
+// token rows by their slots (GemmSpec.GatherK).
 func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, f fused) error {
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix
@@ -303,6 +316,7 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 	if f.gather != nil {
 		spec.GatherK = lw.d.K
 	}
+	spec.SplitK = f.splitK
 	for _, k := range lw.prog.Kernels {
 		if k.Name == spec.Name {
 			return fmt.Errorf("codegen: two kernels named %s: a GEMM variant's kernels are named moe_<gemm>_<schedule.TileVariant.Name>, which must not be another kernel's name", spec.Name)
@@ -320,7 +334,10 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 		bind[RoleCQ], bind[RoleCScales] = f.quant.Q.Name, f.quant.S.Name
 	}
 	if f.gather != nil {
-		bind[RoleA], bind[RoleARows] = f.gather.X.Name, f.gather.SrcSlot.Name
+		bind[RoleA], bind[RoleARows] = f.gather.x.Name, f.gather.slots.Name
+		if f.gather.scales != nil {
+			bind[RoleAScales] = f.gather.scales.Name
+		}
 	}
 	ki, err := lw.eng.GroupedGEMM(lw.mod, spec, int64(g.RowsPerToken))
 	if err != nil {

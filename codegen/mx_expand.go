@@ -170,7 +170,7 @@ func (l sm90Layout) expandRowScales(b *Builder, mx GemmSpec, w gemmWork, isB, r 
 	nsf := int64(mx.K / 32)
 	gate := bTableLoad{tmaRing: l.tmaRing, N: mx.N, K: mx.K, BRows: mx.BRows()} // the gate/up row map
 	pB, okB := scaleRowB(b, gate, w, r, 0, nsf)
-	pA, okA := scaleRowA(b, w, r, nsf)
+	pA, okA := scaleRowA(b, w, r, nsf, 0)
 	return b.Select(isB, pB, pA), b.Select(isB, okB, okA)
 }
 

@@ -465,6 +465,9 @@ func TestQuantizeInFC1Epilogue(t *testing.T) {
 				if tg == target.SM90a && s.Variant != nil {
 					if lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts); lo <= T && T <= hi {
 						want = []string{"moe_fc1_" + s.Variant.Name}
+						if T <= mxGatherMaxTokens && !l.RouterWeightOnInput { // the gather weights llama4-scout's rows
+							want = []string{"moe_fc1_" + s.Variant.Name + "_gathered"}
+						}
 					}
 				}
 				if !slices.Equal(writers, want) {
@@ -586,8 +589,13 @@ func TestGatherInFC1(t *testing.T) {
 			if binds["a_rows"] == "" {
 				continue
 			}
-			if !strings.HasPrefix(k.Name, "moe_fc1") || !strings.HasSuffix(k.Name, "_gathered") || binds["a"] != "x" || binds["a_rows"] != "src_slot" || binds["tmap_a"] != "" {
-				t.Errorf("%s: a = %q, a_rows = %q, tmap_a = %q", k.Name, binds["a"], binds["a_rows"], binds["tmap_a"])
+			// bf16 reads x; mxfp8 x's per-token MXFP8 form and its scales
+			a, scales := "x", ""
+			if binds["a_scales"] != "" {
+				a, scales = "x_q", "x_scales"
+			}
+			if !strings.HasPrefix(k.Name, "moe_fc1") || !strings.HasSuffix(k.Name, "_gathered") || binds["a"] != a || binds["a_scales"] != scales || binds["a_rows"] != "src_slot" || binds["tmap_a"] != "" {
+				t.Errorf("%s: a = %q, a_scales = %q, a_rows = %q, tmap_a = %q", k.Name, binds["a"], binds["a_scales"], binds["a_rows"], binds["tmap_a"])
 			}
 			gathering = append(gathering, k.Name)
 		}
@@ -654,12 +662,28 @@ func TestGatherInFC1(t *testing.T) {
 		{"qwen3-30b-a3b", target.SM80, false, false},
 		{"qwen3-30b-a3b", target.SM100a, false, false},
 		{"llama4-scout", target.SM90a, false, false},
-		{"qwen3-30b-a3b", target.SM90a, true, false},
+		{"qwen3-30b-a3b", target.SM90a, true, true},
+		{"qwen3-30b-a3b", target.SM100a, true, false},
 	} {
 		_, p := build(c.name, c.tg, c.mx, c.sep)
 		for _, T := range []int64{1, 64, 4096} {
 			if g, fc1 := at(p, T); !g || len(fc1) > 0 {
 				t.Errorf("%s %v mxfp8 %v separate %v T=%d: gather kernel %v, FC1 kernels gathering %v", c.name, c.tg, c.mx, c.sep, T, g, fc1)
+			}
+		}
+	}
+	// every sm_90a mxfp8 forward gathers in the decode FC1 at T <= 4
+	// (mxGatherMaxTokens, reading x_q and x_scales) and runs the
+	// quantizing gather from T = 5 on
+	for _, name := range schedule.Presets() {
+		l, p := build(name, target.SM90a, true, false)
+		if l.RouterWeightOnInput {
+			continue
+		}
+		for _, T := range []int64{1, mxGatherMaxTokens, mxGatherMaxTokens + 1, 64, 4096} {
+			g, fc1 := at(p, T)
+			if want := T <= mxGatherMaxTokens; g == want || (len(fc1) == 1) != want {
+				t.Errorf("%s sm_90a mxfp8 T=%d: gather kernel %v, FC1 kernels gathering %v", name, T, g, fc1)
 			}
 		}
 	}

@@ -105,6 +105,7 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 		return nil, err
 	}
 	lw.addRegisterFed(rf)
+	lw.planTokenQuant()
 	for i := 0; i < len(p.Ops); {
 		n, err := lw.lowerNext(p.Ops[i:])
 		if err != nil {
@@ -126,10 +127,10 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 
 // lowerNext lowers the ops that begin ops and returns how many it took:
 // the ops of the first lowering of several ops that matches
-// (lowerSmallDispatch, lowerQuantizedGEMM, lowerGatheredGEMM: each returns 0 when ops do not
-// begin with its ops), else the first op alone (lower).
+// (lowerSmallDispatch, lowerMXGatheredGEMM, lowerQuantizedGEMM, lowerGatheredGEMM: each returns 0
+// when ops do not begin with its ops), else the first op alone (lower).
 func (lw *perOp) lowerNext(ops []moe.Op) (int, error) {
-	for _, several := range []func([]moe.Op) (int, error){lw.lowerSmallDispatch, lw.lowerQuantizedGEMM, lw.lowerGatheredGEMM} {
+	for _, several := range []func([]moe.Op) (int, error){lw.lowerSmallDispatch, lw.lowerMXGatheredGEMM, lw.lowerQuantizedGEMM, lw.lowerGatheredGEMM} {
 		if n, err := several(ops); n > 0 || err != nil {
 			return n, err
 		}
@@ -165,6 +166,9 @@ type perOp struct {
 	// rfOps are the register-fed forms of the ops that have one, by name,
 	// when the program is lowered in both forms (addRegisterFed).
 	rfOps map[string]moe.Op
+	// tokenQuant is the per-token quantization of x that the MXFP8
+	// forward's decode FC1 reads (planTokenQuant; nil: none).
+	tokenQuant *tokenQuant
 }
 
 func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {

@@ -25,7 +25,8 @@ import (
 // poisoned C with canary rows; each case run both ways (promoted per
 // block, and by expansion to bf16: GemmSpec.MXExpand), a promoted one
 // of a 72-row B tile with odd scale rows (sm90MXWholeCases), 32-row
-// tiles with the operand swap (sm90MXSwapCases) and the register-fed GEMMs
+// tiles with the operand swap (sm90MXSwapCases, some reading their rows
+// from token rows by slot: GatherK) and the register-fed GEMMs
 // (sm90MXRegFedCases: A the bf16 values of its quantization).
 func TestSM90MXGemmGPU(t *testing.T) {
 	ctx, eng := engineOnGPU(t, target.SM90a, 90)
@@ -90,6 +91,22 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 		offsets = append(offsets, int32(rows))
 	}
 	aQ, aS, aD := mxHostMatrix(t, r, rows, s.K)
+	var aRows []int32
+	if g := s.GatherK; g > 0 {
+		// The token rows' MXFP8 form, T of them, and random slots
+		// (repeats and unused tokens included): row r of A is token
+		// aRows[r]/g's, for the reference.
+		T := max(1, rows/g)
+		aQ, aS, aD = mxHostMatrix(t, r, T, s.K)
+		aRows = make([]int32, rows)
+		rowD := make([]float64, rows*s.K)
+		for row := range aRows {
+			aRows[row] = int32(r.IntN(T * g))
+			tok := int(aRows[row]) / g
+			copy(rowD[row*s.K:(row+1)*s.K], aD[tok*s.K:(tok+1)*s.K])
+		}
+		aD = rowD
+	}
 	bQ, bS, bD := mxHostMatrix(t, r, s.Experts*br, s.K)
 	var bias []float32
 	if s.Bias {
@@ -136,6 +153,9 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	}
 	if s.Bias {
 		bufs[codegen.RoleBias] = d.put(bias, 4*len(bias))
+	}
+	if s.GatherK > 0 {
+		bufs[codegen.RoleARows] = d.put(aRows, 4*len(aRows))
 	}
 	if s.QuantizeC { // poisoned (0xFF) like C, canary rows included
 		bufs[codegen.RoleCQ] = d.put(nil, (rows+canary)*s.N)

@@ -316,6 +316,19 @@ func sm90MXSwapCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_swap_swiglu_f32_qonly", N: 160, K: 384, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, QuantizeC: true, QuantizeCOnly: true,
 			Tile: t(64, 4)}, []int{70, 1, 23}},
+		// The rows and their scale codes read from the token rows' MXFP8
+		// form by their slots (GatherK: the decode FC1 of the mxfp8
+		// forward): K = 2880 (scale rows not 4-byte aligned) with C
+		// quantized only, interleaved gate/up rows with a bias, and a plain
+		// bf16 C with a K tail and a partial column block.
+		{GemmSpec{Name: "mx_swap_gather_swiglu_qonly", N: 96, K: 2880, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, QuantizeC: true, QuantizeCOnly: true,
+			Tile: t(64, 8), GatherK: 4}, []int{1, 70, 9, 0, 33}},
+		{GemmSpec{Name: "mx_swap_gather_gptoss_q", N: 96, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
+			QuantizeC: true, Tile: t(64, 4), GatherK: 1}, []int{70, 1, 23}},
+		{GemmSpec{Name: "mx_swap_gather_store", N: 200, K: 224, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true,
+			Tile: t(128, 4), GatherK: 8}, []int{46, 0, 1, 33}},
 	}
 }
 

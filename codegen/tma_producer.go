@@ -17,13 +17,17 @@ import (
 // tmaMaps emits the generic addresses of the kernel's tensor maps (tmB nil
 // for BTable, tmA nil with GatherK) and the arrivals each full barrier
 // expects: the producer's arrive.expect_tx, plus one cp.async arrival per
-// copying thread for BTable and for GatherK, plus (MX) one arrival per lane of the codeWarps warps staging
-// the scale codes.
+// copying thread for BTable and for GatherK (with MX the lanes of the
+// codeWarps warps copy the gathered rows), plus (MX) one arrival per lane
+// of the codeWarps warps staging the scale codes.
 func tmaMaps(b *Builder, spec GemmSpec, copiers, codeWarps int) (tmA, tmB value.Value, fullCount int) {
 	fullCount = 1
-	if spec.GatherK > 0 {
+	switch {
+	case spec.GatherK > 0 && spec.MX:
+		fullCount += 32 * codeWarps // the code warps' lanes copying the gathered A rows (gatherChunkCopy)
+	case spec.GatherK > 0:
 		fullCount += copiers // the threads copying the gathered A rows (gatherCopy)
-	} else {
+	default:
 		tmA = b.PtrToInt(b.Param("tmap_a"))
 	}
 	if spec.B == BTable {
@@ -92,7 +96,8 @@ func (p gemmProducer) codeGroups(wi int) []int {
 // emit emits the producer loop for the calling thread (tid in
 // 0..threads-1). With BTable every thread works, with MX the first
 // 32*codeWarps (the scale codes; each warp its own copy of the loop with
-// its row groups, codeGroups), with GatherK every thread too (the A rows,
+// its row groups, codeGroups; with GatherK they also copy the A rows,
+// gatherChunkCopy), with GatherK every thread too (the A rows,
 // gatherCopy; tid 0 also issues B's TMA loads), else only tid 0; the other
 // threads return.
 func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
@@ -101,8 +106,9 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
 	var gs []int // MX: the calling warp's row groups
 	// body is the loop of the calling thread; with tma false it issues no
-	// TMA load (an MX code warp after the first).
-	body := func(tma bool) {
+	// TMA load (an MX code warp after the first). copier is the thread's
+	// index among the MX code warps' lanes (their gathered A chunks).
+	body := func(tma bool, copier value.Value) {
 		// MX: the producer's lanes copy the scale codes of the K block
 		// ahead blocks on (across items) into the code slots by cp.async,
 		// one group per K block (see mxCodesAhead).
@@ -132,7 +138,11 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
 			}
 			var rowSrc, rowLive []value.Value
-			if gather {
+			var chunks []gatherChunk
+			switch {
+			case gather && mx:
+				chunks = p.gatherChunks(b, copier, 32*p.codeWarps, w)
+			case gather:
 				rowSrc, rowLive = p.gatherRows(b, tid, w)
 			}
 			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
@@ -149,13 +159,20 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
 					p.tableCopy.emit(b, tid, b.AddI(sa, int64(p.atoms*p.aAtom)), kt, w.n0, ptrE)
 					b.CpAsyncMbarArrive(fb)
-				case gather:
+				case gather && !mx:
 					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
 					p.gatherCopy(b, tid, kt, sa, rowSrc, rowLive)
 					b.CpAsyncMbarArrive(fb)
 				case mx:
 					if tma {
 						b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+					}
+					if gather {
+						// The A chunks join the next committed group
+						// (mxCodeCopy's), which the waits below do not
+						// wait for: the full barrier counts them.
+						p.gatherChunkCopy(b, kt, sa, chunks)
+						b.CpAsyncMbarArrive(fb)
 					}
 					b.cpAsyncWait(ahead - 1) // this K block's codes (the later blocks' may be in flight)
 					codes := p.mxScaleCodes(b, tid, w, kt, slot, gs)
@@ -187,21 +204,22 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 		}
 	}
 	switch {
-	case table, gather:
-		body(true)
+	case table, gather && !mx:
+		body(true, nil)
 	case mx:
 		// Warp wi's copy of the loop; lead (tid 0) lies in warp 0, the one
 		// issuing the TMA loads.
 		warp, lane := b.WarpUniform(b.LShr(tid, ir.Int32(5))), b.And(tid, ir.Int32(31))
+		copier := tid
 		tid = lane // the code slots and scale rows are by lane
 		for wi := range p.codeWarps {
 			b.If(b.ICmp(enum.IPredEQ, warp, ir.Int32(int64(wi))), func() {
 				gs = p.codeGroups(wi)
-				body(wi == 0)
+				body(wi == 0, copier)
 			})
 		}
 	default:
-		b.If(lead, func() { body(true) })
+		b.If(lead, func() { body(true, nil) })
 	}
 	return err
 }
@@ -222,7 +240,7 @@ func (p gemmProducer) mxCodeRows(b *Builder, tid value.Value, w gemmWork, gs []i
 	for _, g := range gs {
 		var src, ok value.Value
 		if g < na {
-			src, ok = scaleRowA(b, w, b.AddI(tid, int64(32*g)), nsf)
+			src, ok = scaleRowA(b, w, b.AddI(tid, int64(32*g)), nsf, p.spec.GatherK)
 		} else {
 			src, ok = scaleRowB(b, p.tableCopy, w, b.AddI(tid, int64(32*(g-na))), p.NB, nsf)
 		}
@@ -233,11 +251,18 @@ func (p gemmProducer) mxCodeRows(b *Builder, tid value.Value, w gemmWork, gs []i
 
 // scaleRowA is the first UE8M0 code in global memory ("a_scales", nsf
 // codes per row) of A-tile row r of work item w and whether the row exists
-// (below the expert's end); a row that does not exist gets row 0's.
-func scaleRowA(b *Builder, w gemmWork, r value.Value, nsf int64) (src, ok value.Value) {
+// (below the expert's end); a row that does not exist gets row 0's. With
+// gatherK > 0 (GemmSpec.GatherK) the scale row is the row's token's,
+// a_rows[row] / gatherK.
+func scaleRowA(b *Builder, w gemmWork, r value.Value, nsf int64, gatherK int) (src, ok value.Value) {
 	ra := b.Add(w.row0, r)
 	ok = b.ICmp(enum.IPredSLT, ra, w.rowEnd)
-	return b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(b.Select(ok, ra, ir.Int32(0))), nsf)), ok
+	ra = b.Select(ok, ra, ir.Int32(0))
+	if gatherK > 0 {
+		ra = b.UDiv(b.LoadAt(ir.I32, b.elemPtr(b.Param("a_rows"), ra, 4), 4), ir.Int32(int64(gatherK)))
+		ra = b.Select(ok, ra, ir.Int32(0))
+	}
+	return b.ByteOffset(b.Param("a_scales"), b.MulI(b.Wide(ra), nsf)), ok
 }
 
 // scaleRowB is the first UE8M0 code in global memory ("b_scales", nsf
@@ -435,6 +460,9 @@ func (p gemmProducer) mxStoreScales(b *Builder, tid value.Value, codes []value.V
 // rows per column of the tile. BTable loads A only, GatherK B only.
 func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error {
 	var err error
+	if w.kt0 != nil { // SplitK: the item's K blocks start at kt0
+		kt = b.Add(kt, w.kt0)
+	}
 	aBytes := p.atoms * p.aAtom
 	table, gather := p.spec.B == BTable, p.spec.GatherK > 0
 	switch {
@@ -547,14 +575,23 @@ func (p gemmProducer) gatherRows(b *Builder, tid value.Value, w gemmWork) (src, 
 	x := b.PtrToInt(b.Param("a"))
 	for i := 0; i*p.threads < p.BM; i++ {
 		j := b.AddI(tid, int64(p.threads*i))
-		r := b.Add(w.row0, j)
-		ok := b.And(b.ICmp(enum.IPredSLT, r, w.rowEnd), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.BM))))
-		slot := b.LoadAt(ir.I32, b.ByteOffset(b.Param("a_rows"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), 4)), 4)
-		tok := b.UDiv(slot, ir.Int32(int64(p.spec.GatherK)))
-		src = append(src, b.Add(x, b.MulI(b.Wide(b.Select(ok, tok, ir.Int32(0))), int64(2*p.spec.K))))
-		live = append(live, ok)
+		s, ok := p.gatherRow(b, x, w, j)
+		src, live = append(src, s), append(live, ok)
 	}
 	return src, live
+}
+
+// gatherRow is the global address (i64) of the token row of A-tile row j
+// of work item w of a GatherK GEMM (x: A's address, i64; row
+// a_rows[row0+j] / GatherK, AElemBytes*K bytes per row) and whether it is
+// live: j < BM and the row lies in the expert's segment. A row that is not
+// live gets token 0's address.
+func (p gemmProducer) gatherRow(b *Builder, x value.Value, w gemmWork, j value.Value) (src, live value.Value) {
+	r := b.Add(w.row0, j)
+	ok := b.And(b.ICmp(enum.IPredSLT, r, w.rowEnd), b.ICmp(enum.IPredSLT, j, ir.Int32(int64(p.BM))))
+	slot := b.LoadAt(ir.I32, b.ByteOffset(b.Param("a_rows"), b.MulI(b.Wide(b.Select(ok, r, ir.Int32(0))), 4)), 4)
+	tok := b.UDiv(slot, ir.Int32(int64(p.spec.GatherK)))
+	return b.Add(x, b.MulI(b.Wide(b.Select(ok, tok, ir.Int32(0))), int64(p.spec.AElemBytes()*p.spec.K))), ok
 }
 
 // gatherCopy issues thread tid's 16-byte cp.async chunks of the A tile of K
@@ -587,6 +624,57 @@ func (p gemmProducer) gatherCopy(b *Builder, tid, kt, sa value.Value, src, live 
 					d := b.Add(row, b.Shl(b.Xor(l8, ir.Int32(int64(c))), ir.Int32(4)))
 					b.cpAsync16CA(d, b.AddI(from, int64(16*c)), n)
 				}
+			})
+		}
+	}
+}
+
+// gatherChunk is one 16-byte chunk of the A tile a copier thread copies
+// per K block of a gathered MXFP8 GEMM (gatherChunks): its source in the
+// token row at the K block's start (i64), its destination's offset in the
+// stage's A atom (the 128-byte swizzle: chunk c of tile row j at j*128 +
+// ((c ^ j%8) * 16)), its first element along K within the atom's row, and
+// whether it is live (its row is: gatherRow).
+type gatherChunk struct {
+	src, dst, k0, live value.Value
+}
+
+// gatherChunks emits, for copier thread t of n (the MX code warps' lanes)
+// and work item w of a GatherK GEMM, the A tile's chunks the thread copies:
+// chunk u = t + n*i (i < BM*8/n, rounded up) of the tile's BM rows of
+// eight chunks each per atom, row u/8, chunk u%8; each row's token
+// address loaded once per work item (gatherRow).
+func (p gemmProducer) gatherChunks(b *Builder, t value.Value, n int, w gemmWork) []gatherChunk {
+	x := b.PtrToInt(b.Param("a"))
+	per := int64(16 / p.spec.AElemBytes()) // elements per chunk
+	var cs []gatherChunk
+	for i := 0; i*n < 8*p.BM; i++ {
+		u := b.AddI(t, int64(n*i))
+		j, c := b.LShr(u, ir.Int32(3)), b.And(u, ir.Int32(7))
+		src, live := p.gatherRow(b, x, w, j)
+		sw := b.Shl(b.Xor(c, b.And(j, ir.Int32(7))), ir.Int32(4))
+		cs = append(cs, gatherChunk{src: b.Add(src, b.Wide(b.MulI(c, 16))), dst: b.Add(b.MulI(j, 128), sw),
+			k0: b.MulI(c, per), live: live})
+	}
+	return cs
+}
+
+// gatherChunkCopy issues the cp.async copies (through L1) of chunks
+// (gatherChunks) of the A tile of K block kt into the stage at shared
+// address sa, one per atom: the chunk's elements along K from
+// kt*BK + atomK*a + k0; a chunk past K is zero-filled (src-size 0, nothing
+// read: K is a multiple of 32, so a chunk is whole or past it); a chunk
+// whose row is not live is not copied.
+func (p gemmProducer) gatherChunkCopy(b *Builder, kt, sa value.Value, chunks []gatherChunk) {
+	eb := int64(p.spec.AElemBytes())
+	for a := 0; a < p.atoms; a++ {
+		k := b.AddI(b.MulI(kt, int64(p.BK)), int64(p.atomK*a))
+		for _, ch := range chunks {
+			b.If(ch.live, func() {
+				kc := b.Add(k, ch.k0)
+				n := b.Select(b.ICmp(enum.IPredSLT, kc, ir.Int32(int64(p.spec.K))), ir.Int32(16), ir.Int32(0))
+				from := b.Add(ch.src, b.MulI(b.Wide(k), eb))
+				b.cpAsync16CA(b.Add(b.AddI(sa, int64(a*p.aAtom)), ch.dst), from, n)
 			})
 		}
 	}

@@ -74,7 +74,7 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 	if s.MX {
 		dt = layouts.DTypeE4M3
 	}
-	r.kTiles = (s.K + r.BK - 1) / r.BK
+	r.kTiles = kTiles(s, r.BK)
 	// MX: the producer copies the scale codes that many K blocks ahead by
 	// cp.async (gemmProducer.mxCodeCopy). Its arrive on a stage's full
 	// barrier has release semantics and waits for the thread's earlier

@@ -373,12 +373,15 @@ func (ml WGMMAMainloopMX) open(skip, mp bool) (L, parts []string, lead, bars, li
 func (ml WGMMAMainloopMX) input(i int) string { return fmt.Sprintf("$%d", ml.accs()+2+i) }
 
 // loopTop is the head of K loop l (loopHead: leave at the last K tile,
-// wait on the stage's full barrier), the stage's descriptors and the
-// scale addresses xa, xb.
+// wait on the stage's full barrier; with ProxyFence the fence after it),
+// the stage's descriptors and the scale addresses xa, xb.
 func (ml WGMMAMainloopMX) loopTop(l, bars string) []string {
 	in := ml.input
 	kt, smem, aOff, aSc, bSc := in(2), in(4), in(5), in(7), in(8)
 	L := loopHead(l, kt, bars)
+	if ml.ProxyFence {
+		L = append(L, "fence.proxy.async.shared::cta;")
+	}
 	L = append(L, stageDescs(ml.StageBytes, smem, aOff, ml.BOffset, ml.DescHi, ml.DescHi)...)
 	return append(L, "add.s32 xa, sa, "+aSc+";", "add.s32 xb, sa, "+bSc+";")
 }

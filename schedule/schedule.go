@@ -117,9 +117,11 @@ type Schedule struct {
 	// GatherFC1 (the zero value) lets FC1 read each row from x by its slot
 	// at decode sizes (at most 16 mean rows per expert) where the target's
 	// engine does (codegen.Engine.GathersA: sm_90a, bf16 rows without the
-	// routing weight on them), one launch and one [T*K, H] round trip
-	// fewer (docs/perf.md, gather v2); GatherSeparate keeps the gather
-	// kernel before FC1 at every T (the same results, bitwise).
+	// routing weight on them; and, for T <= 4, the MXFP8 decode FC1's
+	// e4m3 rows from x's per-token quantization), one launch and one
+	// [T*K, H] round trip fewer (docs/perf.md, gather v2 and v3);
+	// GatherSeparate keeps the gather kernel before FC1 at every T (the
+	// same results, bitwise).
 	Gather GatherKind
 }
 
