@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"fmt"
 	"slices"
 
 	"github.com/mokc/mokc/launch"
@@ -53,7 +54,8 @@ type tokenQuant struct {
 // fc1 and quantize_h), the engine quantizes C in the variant's epilogue
 // (Engine.QuantizesC) and gathers A with it (Engine.GathersA), and the
 // schedule lets FC1 gather (schedule.Schedule.Gather is GatherFC1). It
-// adds the buffers x_q and x_scales to the plan.
+// adds the buffers x_q and x_scales to the plan (rows for the largest T
+// it covers).
 func (lw *perOp) planTokenQuant() {
 	if lw.sched.Gather == schedule.GatherSeparate || !lw.hasVariant {
 		return
@@ -74,18 +76,18 @@ func (lw *perOp) planTokenQuant() {
 		if !lw.eng.QuantizesC(spec) || !lw.eng.GathersA(spec, lw.d.K) {
 			return
 		}
-		H := int64(ga.X.Shape[1].B)
-		xq := &moe.Buffer{Name: "x_q", Kind: moe.Scratch, DType: moe.E4M3,
-			Shape: []launch.Expr{launch.PerT(1, 0), launch.Const(H)},
-			Doc:   "the token rows x quantized (MXFP8 along H), read by the gathering decode FC1"}
-		xs := &moe.Buffer{Name: "x_scales", Kind: moe.Scratch, DType: moe.UE8M0,
-			Shape: []launch.Expr{launch.PerT(1, 0), launch.Const(H / 32)},
-			Doc:   "x_q's scales, one per 32 along H"}
 		_, variant := lw.variantRanges()
 		lo, hi := max(variant[0].Min, 1), min(variant[0].Max, mxGatherMaxTokens)
 		if lo > hi {
 			return
 		}
+		H := int64(ga.X.Shape[1].B)
+		xq := &moe.Buffer{Name: "x_q", Kind: moe.Scratch, DType: moe.E4M3,
+			Shape: []launch.Expr{launch.Const(hi), launch.Const(H)},
+			Doc:   fmt.Sprintf("the token rows x quantized (MXFP8 along H) at T <= %d, read by the gathering decode FC1", hi)}
+		xs := &moe.Buffer{Name: "x_scales", Kind: moe.Scratch, DType: moe.UE8M0,
+			Shape: []launch.Expr{launch.Const(hi), launch.Const(H / 32)},
+			Doc:   "x_q's scales, one per 32 along H"}
 		for _, b := range []*moe.Buffer{xq, xs} {
 			if lw.prog.Buffer(b.Name) != nil {
 				return // the program has a buffer of that name: no per-token form

@@ -85,7 +85,7 @@ func (lw *perOp) splitKFor(g moe.GEMM) (plain moe.GEMM, spec GemmSpec, tokens la
 	}
 	spec.SplitK = best
 	plain.C.Shape = []launch.Expr{launch.Const(int64(best * bm)), launch.Const(int64(bRows))}
-	plain.C.Doc = fmt.Sprintf("the f32 parts of %s's split reduction at T <= %d (part s at rows s*T..)", g.Op, bm)
+	plain.C.Doc = fmt.Sprintf("the f32 parts of %s's reduction split in %d at T <= %d (part s at rows s*T..)", g.Op, best, bm)
 	return plain, spec, launch.TokenRange{Min: 1, Max: int64(bm)}, true
 }
 

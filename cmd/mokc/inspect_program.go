@@ -95,7 +95,17 @@ func inspectProgram(c *cli.Context) error {
 	if l.Precision == schedule.MXFP8 && hasBF16GEMM(p) {
 		fmt.Fprintf(w, "(the bf16 GEMMs of an mxfp8 layer take half the K block: %d)\n", s.FC1.K/2)
 	}
-	fmt.Fprintf(w, "memory with the lowering's own scratch (work lists, transposed weights where the engine cannot read them as stored, on sm_90a the split reductions' f32 parts <op>_part of the shared experts at T <= 128, and on sm_90a mxfp8 the register-fed rows xs_rf / h_rf that replace or join the e4m3 ones and x_q / x_scales, x's per-token MXFP8 form read by the decode FC1 at T <= 4): %s\n", programMemory(prog.Buffers))
+	fmt.Fprintf(w, "memory with the lowering's own scratch (below): %s\n", programMemory(prog.Buffers))
+	for _, b := range prog.Buffers {
+		if p.Buffer(b.Name) != nil {
+			continue
+		}
+		dims := make([]string, len(b.Shape))
+		for i, d := range b.Shape {
+			dims[i] = d.String()
+		}
+		fmt.Fprintf(w, "lowering scratch %s %s[%s]: %s\n", b.Name, b.DType, strings.Join(dims, ","), b.Doc)
+	}
 	for _, k := range prog.Kernels {
 		var ps []string
 		for _, prm := range k.Params {
