@@ -9,6 +9,7 @@ import (
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/schedule"
 )
 
 // Split-K for the dense GEMMs (the shared experts) at decode sizes.
@@ -45,11 +46,12 @@ const splitKMinBlocks = 4
 // form's spec (the weights' rows as outputs, an f32 C) with SplitK set,
 // and the token counts it runs at (1..BM, one row tile), or ok false when
 // g is not a dense bf16 GEMM without bias over grouped K-major weights,
-// the engine does not split it, or no split is cheaper by splitKCost at T
-// = BM (S: a divisor of the K blocks leaving each part at least
-// splitKMinBlocks of them).
+// the schedule turns splitting off (schedule.SplitKOff), the engine does
+// not split it, or no split is cheaper by splitKCost at T = BM (S: a
+// divisor of the K blocks leaving each part at least splitKMinBlocks of
+// them).
 func (lw *perOp) splitKFor(g moe.GEMM) (plain moe.GEMM, spec GemmSpec, tokens launch.TokenRange, ok bool) {
-	if g.Rows != moe.Dense || g.Bias != nil || g.BMajor != moe.KMajor || g.Storage != moe.Stacked ||
+	if lw.sched.SplitK == schedule.SplitKOff || g.Rows != moe.Dense || g.Bias != nil || g.BMajor != moe.KMajor || g.Storage != moe.Stacked ||
 		g.AScales != nil || g.ARegisterFed || g.C.DType != moe.BF16 || g.A.DType != moe.BF16 {
 		return g, spec, tokens, false
 	}

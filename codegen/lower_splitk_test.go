@@ -63,6 +63,32 @@ func TestSplitKShared(t *testing.T) {
 	}
 }
 
+// TestSplitKOff: schedule.SplitKOff keeps deepseek-v3's shared GEMMs one
+// kernel each at every T on sm_90a, with no parts buffer.
+func TestSplitKOff(t *testing.T) {
+	l, err := schedule.Preset("deepseek-v3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.DefaultSchedule(l, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.SplitK = schedule.SplitKOff
+	p, err := Build(l, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range p.Kernels {
+		if strings.HasSuffix(k.Name, "_splitk") || strings.HasSuffix(k.Name, "_reduce") || strings.HasPrefix(k.Name, "moe_shared") && k.Tokens != nil {
+			t.Errorf("split-k off: kernel %s for %v", k.Name, k.Tokens)
+		}
+	}
+	if b := p.Buffer("shared_fc1_part"); b != nil {
+		t.Errorf("split-k off: buffer %s", b.Name)
+	}
+}
+
 // TestSplitKChoice: the split counts the cost model picks for the shared
 // experts of deepseek-v3 (16 and 28 column blocks of 256 B rows, K = 7168
 // and 2048) and qwen2-57b-a14b's shared FC2 (14 blocks, K = 20480), and

@@ -123,6 +123,52 @@ type Schedule struct {
 	// GatherSeparate keeps the gather kernel before FC1 at every T (the
 	// same results, bitwise).
 	Gather GatherKind
+	// SplitK is whether the dense GEMMs (the shared experts) split their
+	// reduction at decode sizes: SplitKAuto (the zero value) where the
+	// target's engine does (codegen.Engine.SplitsK: sm_90a) and the
+	// lowering's cost model expects a gain (T <= 128 rows, one row tile;
+	// docs/perf.md split-K v1); SplitKOff keeps one kernel per GEMM at
+	// every T. The split sums in another order: deterministic, not the
+	// same bits as the unsplit kernel.
+	SplitK SplitKKind
+}
+
+// SplitKKind selects whether the dense GEMMs split their reduction.
+type SplitKKind int
+
+// The split-K kinds.
+const (
+	// SplitKAuto: at decode sizes, where the engine does and the cost
+	// model gains (codegen.GemmSpec.SplitK).
+	SplitKAuto SplitKKind = iota
+	// SplitKOff: one work item per output tile at every T.
+	SplitKOff
+)
+
+// String returns "auto" or "off".
+func (k SplitKKind) String() string {
+	if k == SplitKOff {
+		return "off"
+	}
+	return "auto"
+}
+
+// UnmarshalText sets k from "auto" or "off" (ParseSplitKKind).
+func (k *SplitKKind) UnmarshalText(b []byte) (err error) {
+	*k, err = ParseSplitKKind(string(b))
+	return err
+}
+
+// ParseSplitKKind accepts "auto" and "off" (in any case); any other value
+// is an error naming it.
+func ParseSplitKKind(v string) (SplitKKind, error) {
+	switch strings.ToLower(v) {
+	case "auto":
+		return SplitKAuto, nil
+	case "off":
+		return SplitKOff, nil
+	}
+	return 0, fmt.Errorf("%q: want auto or off", v)
 }
 
 // GatherKind selects where the forward's dispatched rows are gathered.
@@ -386,6 +432,9 @@ func (s Schedule) String() string {
 	}
 	if s.Gather != GatherFC1 {
 		text += fmt.Sprintf("; gather %v", s.Gather)
+	}
+	if s.SplitK != SplitKAuto {
+		text += fmt.Sprintf("; split-k %v", s.SplitK)
 	}
 	if s.MXGemm != MXGemmPromote {
 		text += fmt.Sprintf("; mxfp8 GEMMs by %v", s.MXGemm)

@@ -132,6 +132,8 @@ func TestFieldFlagTables(t *testing.T) {
 			*p = 12345
 		case *schedule.GatherKind:
 			*p = 12345
+		case *schedule.SplitKKind:
+			*p = 12345
 		default:
 			t.Errorf("--%s: field of type %T", f.name, p)
 		}

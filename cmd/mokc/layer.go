@@ -129,6 +129,8 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("regfed on sm_90a with grouped weights, else promote").keepingVariant(),
 	scheduleFlag("gather", "where the forward's dispatched rows (and a bf16 backward's rows of FC1·x) are gathered: fc1 (at decode sizes, up to 16 mean rows per expert, FC1's producer copies each row from x by its slot where the engine does: sm_90a, bf16 rows without the routing weight on them, and for T <= 4 the mxfp8 decode FC1, from x quantized once per token; elsewhere a gather kernel) or separate (a gather kernel writes the [T*K, H] rows before FC1 at every T; the same results)", "Schedule.Gather",
 		func(s *schedule.Schedule) any { return &s.Gather }).withDefault("fc1").keepingVariant(),
+	scheduleFlag("split-k", "whether the shared experts' GEMMs split their reduction at decode sizes: auto (at T <= 128, where the engine does (sm_90a) and its cost model gains: f32 parts and a reduce kernel adding them in a fixed order; deterministic, another order of the sums than the unsplit kernel) or off (one kernel per GEMM at every T)", "Schedule.SplitK",
+		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
 }
 
 // variantFieldFlags tune the default schedule's T-dependent GEMM variant
@@ -237,7 +239,7 @@ func applyFlags(c *cli.Context, table []fieldFlag, l *schedule.Layer, s *schedul
 				return fmt.Errorf("--%s %q: want MxNxK, e.g. 128x256x64", f.name, c.String(f.name))
 			}
 			*p = t
-		case encoding.TextUnmarshaler: // the kernel choices (*schedule.WGradKernel, *schedule.MXGemmKind)
+		case encoding.TextUnmarshaler: // the kernel choices (*schedule.WGradKernel, *schedule.MXGemmKind, ...)
 			if err := p.UnmarshalText([]byte(c.String(f.name))); err != nil {
 				return fmt.Errorf("--%s: %w", f.name, err)
 			}
