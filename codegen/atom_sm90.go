@@ -328,9 +328,10 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	// Staged epilogue when the staging tile fits (not with BTable or
 	// GatherK, whose producer warps are busy copying B or A; layouts.PlanGemmSmem plans none
 	// for the operand swap, whose producer warps stage the scale codes:
-	// mxCodeWarps).
+	// mxCodeWarps). Never with SplitK, whose f32 parts the staging tile's
+	// store warps (storeWarps) would write to C without the part's offset.
 	staging := 0
-	if s.B != BTable && s.GatherK == 0 && !s.COutF32 && !l.expand { // the staging tile is bf16
+	if s.B != BTable && s.GatherK == 0 && !s.COutF32 && s.splits() == 1 && !l.expand { // the staging tile is bf16
 		staging = s.Tile.BN
 	}
 	var err error

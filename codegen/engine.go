@@ -36,10 +36,12 @@ import (
 // a target's support for it is decided; where it is false the lowering
 // launches the Gather op's kernel instead.
 //
-// SplitsK reports whether GroupedGEMM takes spec with SplitK = splits (the
-// reduction in parts, summed by a reduce kernel): the one place a
-// target's support for it is decided; where it is false the lowering
-// keeps the whole reduction in one work item.
+// SplitsK reports whether GroupedGEMM takes spec with SplitK = splits
+// (the number of parts of the reduction, summed by a reduce kernel): the
+// one place a target's support for it is decided; where it is false the
+// lowering keeps the whole reduction in one work item. It is false (never
+// an error) for splits < 2, for splits not dividing ceil(K/BK) and for
+// any spec Validate refuses with it.
 //
 // MXFP8 returns nil when GroupedGEMM builds MXFP8 GEMMs (GemmSpec.MX), else
 // the reason it refuses them: the one place a target's MXFP8 support is

@@ -198,9 +198,14 @@ type GemmSpec struct {
 	// K-major weights: work item (tile, column block, split s) sums K
 	// blocks s*ceil(K/BK)/S.. and stores its f32 partial sums at C + s *
 	// rows * N (C is f32 [S, rows, N]); a reduce kernel adds the S parts
-	// in order s = 0, 1, ... and applies the GEMM's epilogue. S times the
-	// work items for GEMMs of few column blocks over a long K (the shared
-	// experts at decode sizes, docs/perf.md split-K v1). 0 or 1: none.
+	// in order s = 0, 1, ... and applies the GEMM's epilogue (the
+	// lowering's, codegen/lower_splitk.go: the engine's kernel writes only
+	// the parts). S times the work items for GEMMs of few column blocks
+	// over a long K (the shared experts at decode sizes, docs/perf.md
+	// split-K v1). 0 or 1: none. Errors: Validate refuses another form of
+	// GEMM or an S that does not divide ceil(K/BK); GroupedGEMM refuses it
+	// on engines whose SplitsK is false (sm_80, sm_100a, the sm_90a
+	// operand swap).
 	SplitK int
 }
 

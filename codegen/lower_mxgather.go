@@ -26,10 +26,11 @@ import (
 // The gathering kernel's code warps copy A's rows themselves (cp.async)
 // before each stage's work, which costs more than the gather saves once
 // the experts hold more than a few rows: on the H200 (docs/perf.md, gather
-// v3) it is faster at T <= 4 (T = 1: 0.043 against 0.053 ms on
-// qwen3-30b-a3b) and slower from T = 8 on gpt-oss-120b, 32 on
-// qwen3-30b-a3b and 10-13% slower at the decode range's top. So it covers
-// T in 1..mxGatherMaxTokens of the variant's range.
+// v3) it is faster at T <= 4 (T = 1 on qwen3-30b-a3b: 0.043 against
+// 0.059 ms with the gather in the same run) and slower from T = 8 on
+// gpt-oss-120b, 32 on qwen3-30b-a3b and 8-13% slower at the decode
+// range's top. So it covers T in 1..mxGatherMaxTokens of the variant's
+// range.
 
 // mxGatherMaxTokens is the largest token count at which the MXFP8 decode
 // FC1 gathers its rows itself (measured on sm_90a, docs/perf.md gather v3).
@@ -66,6 +67,8 @@ func (lw *perOp) planTokenQuant() {
 		g, okG := ops[i+1].(moe.GEMM)
 		q, okQ := ops[i+2].(moe.Quantize)
 		if !okA || !okG || !okQ || ga.Q == nil || ga.S == nil || ga.Weights != nil || ga.X.DType != moe.BF16 ||
+			len(ga.X.Shape) != 2 || ga.X.Shape[0] != launch.PerT(1, 0) || // x's rows are the T tokens
+
 			g.A != ga.Q || g.AScales != ga.S || g.Rows != moe.Dispatched || g.BMajor == moe.NMajor ||
 			q.X != g.C || q.K != g.N || !lw.usesVariant(g) || !lw.onlyReader(ga.Q, g) || !lw.onlyReader(ga.S, g) {
 			continue

@@ -200,8 +200,14 @@ func inspectGathered(c *cli.Context, p *codegen.Program, name string) {
 		for _, r := range k.Tokens {
 			ts = append(ts, fmt.Sprintf("%d..%d", r.Min, r.Max))
 		}
-		fmt.Fprintf(c.App.Writer, "%s: the same tiles for T in %s (decode sizes), the rows copied from x by the producer warpgroup (cp.async; --gather separate: never), no staging tile: %d bytes of dynamic shared memory\n",
-			k.Name, strings.Join(ts, ", "), k.SharedBytes)
+		from := "the rows copied from x by the producer warpgroup"
+		for _, prm := range k.Params {
+			if prm.Name == "a_scales" { // mxfp8: x's per-token MXFP8 form, by the code warps
+				from = "the rows' e4m3 bytes copied from x_q (x quantized once per token) by the scale-code warps, their scale codes read from x_scales"
+			}
+		}
+		fmt.Fprintf(c.App.Writer, "%s: the same tiles for T in %s (decode sizes), %s (cp.async; --gather separate: never), no staging tile: %d bytes of dynamic shared memory\n",
+			k.Name, strings.Join(ts, ", "), from, k.SharedBytes)
 	}
 }
 
