@@ -131,3 +131,30 @@ func WidenKernel(m *ir.Module) {
 	}
 	b.Ret(nil)
 }
+
+// SplitKCase is a GEMM run split in parts (splitKCase): Gemm as a layer
+// defines it, Split the spec of its split kernel.
+type SplitKCase struct {
+	Gemm  GemmCase
+	Split GemmSpec
+}
+
+// SM90SplitKCases returns the split GEMMs of the sm_90a engine test
+// (sm90SplitKCases).
+func SM90SplitKCases() []SplitKCase {
+	var out []SplitKCase
+	for _, c := range sm90SplitKCases() {
+		out = append(out, SplitKCase{Gemm: GemmCase{Spec: c.gemm.spec, Counts: c.gemm.counts}, Split: c.split})
+	}
+	return out
+}
+
+// SplitKModule builds the split kernels and their reduce kernels of cases
+// into one module (splitKModule).
+func SplitKModule(t testing.TB, eng Engine, cases []SplitKCase) (*ir.Module, []KernelInfo, []Kernel) {
+	in := make([]splitKCase, len(cases))
+	for i, c := range cases {
+		in[i] = splitKCase{gemm: sm90GemmCase{spec: c.Gemm.Spec, counts: c.Gemm.Counts}, split: c.Split}
+	}
+	return splitKModule(t, eng, in)
+}

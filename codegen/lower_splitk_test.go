@@ -5,6 +5,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -151,4 +154,71 @@ func TestSplitKValidate(t *testing.T) {
 			t.Errorf("%s: Validate accepted %+v", name, s)
 		}
 	}
+}
+
+// splitKCase is a GEMM run split (GemmSpec.SplitK) in the engine tests:
+// gemm the GEMM as a layer defines it (its epilogue; counts: one entry,
+// its rows), split the plain spec of its split kernel (the weights' rows
+// as outputs, f32 parts).
+type splitKCase struct {
+	gemm  sm90GemmCase
+	split GemmSpec
+}
+
+// sm90SplitKCases: the plain store with a partial column block and a K
+// tail, SwiGLU over gate/up halves, and GPT-OSS over interleaved rows with
+// two row tiles; 4, 8 and 3 parts.
+func sm90SplitKCases() []splitKCase {
+	t := Tile{BM: 128, BN: 128, BK: 64, Stages: 3, Warps: 8}
+	mk := func(g GemmSpec, rows, splits int) splitKCase {
+		g.Experts, g.A, g.B, g.Tile = 1, ADense, BGrouped, t
+		s := g
+		s.Name, s.N, s.Epilogue, s.Gate, s.Act, s.COutF32, s.SplitK = g.Name+"_splitk", g.BRows(), EpiStore, GateHalves, Activation{}, true, splits
+		return splitKCase{gemm: sm90GemmCase{spec: g, counts: []int{rows}}, split: s}
+	}
+	return []splitKCase{
+		mk(GemmSpec{Name: "splitk_store", N: 200, K: 1000, Epilogue: EpiStore}, 100, 4),
+		mk(GemmSpec{Name: "splitk_swiglu", N: 96, K: 1000, Epilogue: EpiGated, Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}}, 37, 8),
+		mk(GemmSpec{Name: "splitk_gptoss", N: 72, K: 520, Epilogue: EpiGated, Gate: GateInterleaved,
+			Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}}, 129, 3),
+	}
+}
+
+// splitKModule builds each case's split kernel and its reduce kernel
+// (named gemm's name + "_reduce"; parameters part, c, T) into one module.
+func splitKModule(t testing.TB, eng Engine, cases []splitKCase) (*ir.Module, []KernelInfo, []Kernel) {
+	t.Helper()
+	m := ir.NewModule("splitk")
+	var infos []KernelInfo
+	var reduces []Kernel
+	for _, c := range cases {
+		ki, err := eng.GroupedGEMM(m, c.split, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		spec := c.gemm.spec
+		spec.Name += "_reduce"
+		k, err := emitSplitReduce(m, spec, c.split.SplitK, &moe.Buffer{Name: "part"}, &moe.Buffer{Name: "c"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos, reduces = append(infos, ki), append(reduces, k)
+	}
+	if _, err := m.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	return m, infos, reduces
+}
+
+// TestSM90SplitKAssemble: the split kernels and reduce kernels of
+// sm90SplitKCases build and assemble for sm_90a with mokc's PTX backend
+// (TestSM90SplitKGPU runs them).
+func TestSM90SplitKAssemble(t *testing.T) {
+	eng, err := EngineFor(target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, _, _ := splitKModule(t, eng, sm90SplitKCases())
+	toolchain.NeedPtxas(t, "sm_90a")
+	assembleOurs(t, m.IR, target.SM90a)
 }
