@@ -121,7 +121,7 @@ func launchedRange(ks []codegen.Kernel) (lo, hi int) {
 	ts := []int64{1}
 	for _, k := range ks {
 		for _, r := range k.Tokens {
-			ts = append(ts, max(r.Min, 1), r.Max, min(r.Max+1, launch.MaxTokens))
+			ts = append(ts, max(r.Min, 1), max(r.Max, 1), min(r.Max+1, launch.MaxTokens))
 		}
 	}
 	lo = len(ks) + 1

@@ -184,7 +184,37 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 			inspectGathered(c, prog, g.name)
 		}
 	}
+	inspectSplit(c, prog)
 	return nil
+}
+
+// inspectSplit prints a line for each kernel of p that runs a GEMM with
+// its reduction split in parts (codegen.GemmSpec.SplitK, named
+// <op>_splitk: the shared experts at decode sizes): its token range, where
+// its f32 parts go and its shared memory (FC2's tile over the weights'
+// rows, no staging tile).
+func inspectSplit(c *cli.Context, p *codegen.Program) {
+	for _, k := range p.Kernels {
+		if !strings.HasSuffix(k.Name, "_splitk") {
+			continue
+		}
+		var ts []string
+		for _, r := range k.Tokens {
+			ts = append(ts, fmt.Sprintf("%d..%d", r.Min, r.Max))
+		}
+		parts := ""
+		for _, prm := range k.Params {
+			if prm.Name == "c" {
+				parts = prm.Buffer
+			}
+		}
+		doc := ""
+		if b := p.Buffer(parts); b != nil {
+			doc = ": " + b.Doc
+		}
+		fmt.Fprintf(c.App.Writer, "%s: FC2's tile over the weights' rows for T in %s, the reduction split in parts written as f32 to %s%s (a reduce kernel adds them; --split-k off: never), no staging tile: %d bytes of dynamic shared memory\n",
+			k.Name, strings.Join(ts, ", "), parts, doc, k.SharedBytes)
+	}
 }
 
 // inspectGathered prints, after FC1's plan, the decode-size form of the
