@@ -183,11 +183,15 @@ func gemmEpilogue(b *Builder, spec GemmSpec, w gemmWork) *Epilogue {
 
 // persistentGrid is the block count of a persistent engine kernel: t.Grid, or
 // def (the target's SM count) when it is 0.
-func persistentGrid(t Tile, def int) Expr {
+func persistentGrid(t Tile, def int) Expr { return Const(int64(gridCTAs(t, def))) }
+
+// gridCTAs is the CTA count of a persistent engine kernel: t.Grid, or def
+// (the target's SM count) when it is 0.
+func gridCTAs(t Tile, def int) int {
 	if t.Grid > 0 {
-		return Const(int64(t.Grid))
+		return t.Grid
 	}
-	return Const(int64(def))
+	return def
 }
 
 // ringNext advances a (stage, phase) pair of an S-stage ring: the phase

@@ -67,11 +67,8 @@ func (lw *perOp) splitKFor(g moe.GEMM) (plain moe.GEMM, spec GemmSpec, tokens la
 	bm, bn := spec.Tile.BM, spec.Tile.BN
 	items := (bRows + bn - 1) / bn
 	blocks := (g.K + spec.Tile.BK - 1) / spec.Tile.BK
-	sms := lw.sched.Target.SMs() // the persistent grid (Tile.Grid: its override)
-	if spec.Tile.Grid > 0 {
-		sms = spec.Tile.Grid
-	}
-	tileBytes := int64(bn) * int64(g.K) * 2
+	sms := gridCTAs(spec.Tile, lw.sched.Target.SMs())
+	tileBytes := int64(bn) * int64(g.K) * int64(spec.ElemBytes())
 	partBytes := int64(bm) * int64(bRows) * 4
 	best, bestCost := 1, splitKCost(items, 1, sms, tileBytes, 0)
 	for s := 2; blocks/s >= splitKMinBlocks; s++ {

@@ -94,11 +94,11 @@ func (p gemmProducer) codeGroups(wi int) []int {
 }
 
 // emit emits the producer loop for the calling thread (tid in
-// 0..threads-1). With BTable every thread works, with MX the first
+// 0..threads-1). With BTable every thread works; with MX the first
 // 32*codeWarps (the scale codes; each warp its own copy of the loop with
 // its row groups, codeGroups; with GatherK they also copy the A rows,
-// gatherChunkCopy), with GatherK every thread too (the A rows,
-// gatherCopy; tid 0 also issues B's TMA loads), else only tid 0; the other
+// gatherChunkCopy); with a bf16 GatherK every thread (the A rows,
+// gatherCopy; tid 0 also issues B's TMA loads); else only tid 0. The other
 // threads return.
 func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	var err error

@@ -198,10 +198,6 @@ func inspectSplit(c *cli.Context, p *codegen.Program) {
 		if !strings.HasSuffix(k.Name, "_splitk") {
 			continue
 		}
-		var ts []string
-		for _, r := range k.Tokens {
-			ts = append(ts, fmt.Sprintf("%d..%d", r.Min, r.Max))
-		}
 		parts := ""
 		for _, prm := range k.Params {
 			if prm.Name == "c" {
@@ -213,7 +209,7 @@ func inspectSplit(c *cli.Context, p *codegen.Program) {
 			doc = ": " + b.Doc
 		}
 		fmt.Fprintf(c.App.Writer, "%s: FC2's tile over the weights' rows for T in %s, the reduction split in parts written as f32 to %s%s (a reduce kernel adds them; --split-k off: never), no staging tile: %d bytes of dynamic shared memory\n",
-			k.Name, strings.Join(ts, ", "), parts, doc, k.SharedBytes)
+			k.Name, tokenRanges(k.Tokens), parts, doc, k.SharedBytes)
 	}
 }
 
@@ -226,10 +222,6 @@ func inspectGathered(c *cli.Context, p *codegen.Program, name string) {
 		if k.Name != name+"_gathered" {
 			continue
 		}
-		var ts []string
-		for _, r := range k.Tokens {
-			ts = append(ts, fmt.Sprintf("%d..%d", r.Min, r.Max))
-		}
 		from := "the rows copied from x by the producer warpgroup"
 		for _, prm := range k.Params {
 			if prm.Name == "a_scales" { // mxfp8: x's per-token MXFP8 form, by the code warps
@@ -237,7 +229,7 @@ func inspectGathered(c *cli.Context, p *codegen.Program, name string) {
 			}
 		}
 		fmt.Fprintf(c.App.Writer, "%s: the same tiles for T in %s (decode sizes), %s (cp.async; --gather separate: never), no staging tile: %d bytes of dynamic shared memory\n",
-			k.Name, strings.Join(ts, ", "), from, k.SharedBytes)
+			k.Name, tokenRanges(k.Tokens), from, k.SharedBytes)
 	}
 }
 

@@ -118,21 +118,27 @@ func inspectProgram(c *cli.Context) error {
 				ps = append(ps, prm.Name)
 			}
 		}
-		var ranges []string
-		for _, r := range k.Tokens {
-			if r.Max == launch.MaxTokens {
-				ranges = append(ranges, fmt.Sprintf("%d..", r.Min))
-			} else {
-				ranges = append(ranges, fmt.Sprintf("%d..%d", r.Min, r.Max))
-			}
-		}
 		when := ""
-		if len(ranges) > 0 {
-			when = " for T in " + strings.Join(ranges, ", ")
+		if len(k.Tokens) > 0 {
+			when = " for T in " + tokenRanges(k.Tokens)
 		}
 		fmt.Fprintf(w, "%-16s grid %v x %v x %v block %d smem %d%s\n    (%s)\n", k.Name, k.Grid[0], k.Grid[1], k.Grid[2], k.Block, k.SharedBytes, when, strings.Join(ps, ", "))
 	}
 	return nil
+}
+
+// tokenRanges writes token ranges as "1..4, 257.." (an open end for
+// launch.MaxTokens).
+func tokenRanges(rs []launch.TokenRange) string {
+	var out []string
+	for _, r := range rs {
+		if r.Max == launch.MaxTokens {
+			out = append(out, fmt.Sprintf("%d..", r.Min))
+		} else {
+			out = append(out, fmt.Sprintf("%d..%d", r.Min, r.Max))
+		}
+	}
+	return strings.Join(out, ", ")
 }
 
 // programMemory sums buffers by kind, as bytes per token plus a constant:
