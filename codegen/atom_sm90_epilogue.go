@@ -151,7 +151,7 @@ func liveGroup(b *Builder, live value.Value, j int, body func()) {
 func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value,
 	keep func(tr, tc value.Value, outs []value.Value)) error {
 	if l.swap {
-		if keep == nil && ep.spec.MXRegisterFed && !ep.spec.COutF32 && ep.spec.Epilogue == EpiStore {
+		if keep == nil && ep.spec.MXRegisterFed && !ep.spec.COutF32 && (ep.spec.Epilogue == EpiStore || l.gate == layouts.GateUpHalves) {
 			return l.swapStoreBF16(b, ep, w, c, lane, warp, acc)
 		}
 		return l.swapRuns(b, acc, c, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
@@ -175,12 +175,15 @@ func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp
 	})
 }
 
-// swapStoreBF16 is the operand swap's epilogue of a plain (EpiStore) bf16
-// C, used by the register-fed GEMMs (the forward's FC2). Per slice s and
-// group j of 8 token rows, a thread's four outputs (swapRuns' layout:
-// B-tile rows f and f+8, f = 16*(warp%4) + lane/4 of the slice, which are
-// output columns; token rows 8j + 2q and +1, q = lane%4) are rounded into
-// two bf16x2, each the thread's fragment of an 8x8 block transposed across
+// swapStoreBF16 is the operand swap's epilogue of a bf16 C, plain
+// (EpiStore) or gated with gate/up halves, used by the register-fed GEMMs
+// (the forward's FC2, and FC1 storing h rounded to odd: GemmSpec.CRoundOdd).
+// Per output slice s (gated: the pairs of gate slice s and up slice s +
+// S/2, as swapRuns pairs them) and group j of 8 token rows, a thread's four
+// outputs (swapRuns' layout: B-tile rows f and f+8, f = 16*(warp%4) +
+// lane/4 of the slice, which are output columns; token rows 8j + 2q and
+// +1, q = lane%4) are rounded (to nearest even, or to odd with CRoundOdd)
+// into two bf16x2, each the thread's fragment of an 8x8 block transposed across
 // the warp by movmatrix (PTX ISA, warp-level matrix instructions,
 // "movmatrix" with .trans: afterwards the thread holds token row 8j +
 // lane/4, output columns 2q and 2q+1 of the block); one shfl.xor 1 pairs
@@ -198,6 +201,14 @@ func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp
 func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	N := int64(ep.spec.N)
 	S, per := l.NB/64/l.WG, l.BM/2
+	slices := S
+	if ep.spec.Epilogue == EpiGated {
+		slices = S / 2
+	}
+	pack := b.PackBF16
+	if ep.spec.CRoundOdd {
+		pack = b.PackBF16RoundOdd
+	}
 	_, col0 := l.regFedHalf(b, c) // 0 with one warpgroup
 	live := b.Sub(w.rowEnd, w.row0)
 	wq := b.And(warp, ir.Int32(3))
@@ -208,7 +219,7 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 	c4 := b.Add(first, b.Add(b.MulI(b.LShr(q, ir.Int32(1)), 4), b.MulI(b.And(q, ir.Int32(1)), 8))) // its stored run
 	tok := b.LShr(lane, ir.Int32(2))
 	var err error
-	for s := 0; s < S; s++ {
+	for s := 0; s < slices; s++ {
 		// The columns of the thread's outputs, clamped below N for the bias.
 		var cols [2]value.Value
 		for h := range cols {
@@ -219,15 +230,19 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 			body := func() {
 				outs := make([]value.Value, 4)
 				for i := 0; i < 4; i++ {
-					o, e := ep.Values(b, cols[i/2], []value.Value{acc[s*per+4*j+i]})
+					vals := []value.Value{acc[s*per+4*j+i]}
+					if ep.spec.Epilogue == EpiGated {
+						vals = append(vals, acc[(s+slices)*per+4*j+i])
+					}
+					o, e := ep.Values(b, cols[i/2], vals)
 					if e != nil {
 						err = joinErr(err, e)
 						return
 					}
 					outs[i] = o[0]
 				}
-				y0 := b.movMatrixTrans(b.PackBF16(outs[0], outs[1])) // column f's 8x8 block
-				y1 := b.movMatrixTrans(b.PackBF16(outs[2], outs[3])) // column f+8's
+				y0 := b.movMatrixTrans(pack(outs[0], outs[1])) // column f's 8x8 block
+				y1 := b.movMatrixTrans(pack(outs[2], outs[3])) // column f+8's
 				got := b.shflXorI32(b.Select(odd, y0, y1), 1)
 				lo, hi := b.Select(odd, got, y0), b.Select(odd, y1, got)
 				tr := b.AddI(tok, int64(8*j))

@@ -252,6 +252,16 @@ func (b *Builder) PackBF16(lo, hi value.Value) value.Value {
 	return b.AsmCallNoMemory("cvt.rn.bf16x2.f32 $0, $2, $1;", "=r,f,f", ir.I32, lo, hi)
 }
 
+// PackBF16RoundOdd is PackBF16 rounding to odd instead of to nearest even:
+// each half is the f32's upper 16 bits (truncation) with its last bit set
+// when any of the lower 16 was (a NaN stays a NaN, an infinity an
+// infinity; GemmSpec.CRoundOdd says why).
+func (b *Builder) PackBF16RoundOdd(lo, hi value.Value) value.Value {
+	return b.AsmCallNoMemory("{\n.reg .b32 a, c, s, t;\nmov.b32 a, $1;\nmov.b32 c, $2;\n"+
+		"and.b32 s, a, 65535;\nmin.u32 s, s, 1;\nand.b32 t, c, 65535;\nmin.u32 t, t, 1;\nshl.b32 t, t, 16;\nor.b32 s, s, t;\n"+
+		"prmt.b32 t, a, c, 0x7632;\nor.b32 $0, t, s;\n}", "=r,f,f", ir.I32, lo, hi)
+}
+
 // BF16Lo / BF16Hi widen the low / high bf16 of an i32 to f32 (exactly).
 func (b *Builder) BF16Lo(w value.Value) value.Value {
 	return b.BitCast(b.Shl(w, ir.Int32(16)), ir.F32)

@@ -124,6 +124,20 @@ type GemmSpec struct {
 	// the backward's FC1 recompute, whose clamped activation's derivative
 	// is discontinuous, and its data gradients keep fp32 precision.
 	COutF32 bool
+	// CRoundOdd stores C as bf16 [rows, N] rounded to odd (the f32 output
+	// truncated to bf16, its last bit set when any dropped bit was: Boldo
+	// and Melquiond, "Emulation of FMA and correctly-rounded sums: proved
+	// algorithms using rounding to odd", IEEE TC 57(4), 2008) instead of
+	// the f32 C an MXFP8 GEMM's next quantization reads (the forward's h):
+	// rounding to odd with 8 significant bits keeps every later rounding
+	// to e4m3's 4 (and every comparison with a bf16 number, such as the
+	// round-up scale's thresholds 448*2^k) as from the f32 value, so the
+	// quantization of the stored C gives the bytes it gives from the f32
+	// C, except in blocks whose amax is below 2^-113 (docs/mxfp8.md, "h
+	// stored as bf16 rounded to odd"), at half the bytes. The sm_90a
+	// register-fed GEMM with a plain or gate/up-halves epilogue
+	// (sm90Layout.swapStoreBF16), not with COutF32 or QuantizeC.
+	CRoundOdd bool
 	// BNMajor: B_e is [K, BRows()] row-major (N contiguous), as a weight
 	// [out, in] is for the data gradient that reduces over its rows (the
 	// backward's dh = dy·FC2 and dxs = dgu·FC1). Only engines whose
@@ -263,6 +277,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: MXExpand is a way to run an MXFP8 GEMM (MX)", s.Name)
 	case s.MXRegisterFed && (!s.MX || s.MXExpand || s.QuantizeC):
 		return fmt.Errorf("codegen: %s: MXRegisterFed is a way to run an MXFP8 GEMM (MX), neither with MXExpand nor with QuantizeC", s.Name)
+	case s.CRoundOdd && (s.COutF32 || !s.MXRegisterFed || s.Epilogue == EpiGated && s.Gate != GateHalves):
+		return fmt.Errorf("codegen: %s: CRoundOdd stores a register-fed MXFP8 GEMM's C (plain or gate/up halves) as bf16 rounded to odd, not with COutF32", s.Name)
 	case s.QuantizeCOnly && !s.QuantizeC:
 		return fmt.Errorf("codegen: %s: QuantizeCOnly is a form of QuantizeC", s.Name)
 	case s.QuantizeC && (!s.MX || !s.COutF32 || s.N%32 != 0):
@@ -286,7 +302,7 @@ const (
 	RoleA         = "a"        // ptr: A, bf16 [rows, K] (e4m3 with MX, but bf16 with MXRegisterFed)
 	RoleB         = "b"        // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
 	RoleBias      = "bias"     // ptr: fp32 [E, BRows] (only if Bias)
-	RoleC         = "c"        // ptr: C, bf16 [rows, N] (f32 with COutF32; never written with QuantizeCOnly)
+	RoleC         = "c"        // ptr: C, bf16 [rows, N] (f32 with COutF32; rounded to odd with CRoundOdd; never written with QuantizeCOnly)
 	RoleTiles     = "tiles"    // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
 	RoleOffsets   = "offsets"  // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
 	RoleNumTiles  = "ntiles"   // ptr: i32 [1] number of valid tiles (ATiled only)

@@ -130,12 +130,7 @@ func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 	}
 	g, okG := ops[0].(moe.GEMM)
 	q, okQ := ops[1].(moe.Quantize)
-	if !okG || !okQ || q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !lw.usesVariant(g) {
-		return 0, nil
-	}
-	spec := lw.gemmSpec(g, lw.variant)
-	spec.Name = "moe_" + g.Name() + "_" + lw.sched.Variant.Name
-	if !lw.eng.QuantizesC(spec) {
+	if !okG || !okQ || !lw.quantizedPair(g, q) {
 		return 0, nil
 	}
 	base, variant := lw.variantRanges()
@@ -317,6 +312,12 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 		spec.GatherK = lw.d.K
 	}
 	spec.SplitK = f.splitK
+	if lw.roundOdd[g.C.Name] && !spec.QuantizeCOnly {
+		if !spec.MXRegisterFed {
+			return fmt.Errorf("codegen: %s: %s is stored as bf16 rounded to odd, which only the register-fed GEMM writes (planRoundOdd)", spec.Name, g.C.Name)
+		}
+		spec.COutF32, spec.CRoundOdd = false, true
+	}
 	for _, k := range lw.prog.Kernels {
 		if k.Name == spec.Name {
 			return fmt.Errorf("codegen: two kernels named %s: a GEMM variant's kernels are named moe_<gemm>_<schedule.TileVariant.Name>, which must not be another kernel's name", spec.Name)

@@ -106,6 +106,7 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	}
 	lw.addRegisterFed(rf)
 	lw.planTokenQuant()
+	lw.planRoundOdd()
 	for i := 0; i < len(p.Ops); {
 		n, err := lw.lowerNext(p.Ops[i:])
 		if err != nil {
@@ -169,6 +170,9 @@ type perOp struct {
 	// tokenQuant is the per-token quantization of x that the MXFP8
 	// forward's decode FC1 reads (planTokenQuant; nil: none).
 	tokenQuant *tokenQuant
+	// roundOdd are the f32 scratch buffers stored as bf16 rounded to odd
+	// (planRoundOdd), by name.
+	roundOdd map[string]bool
 }
 
 func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
@@ -254,7 +258,7 @@ func (lw *perOp) lower(op moe.Op) error {
 func (lw *perOp) lowerOp(op moe.Op) error {
 	m, d := lw.mod, lw.d
 	var k Kernel
-	switch o := op.(type) {
+	switch o := lw.roundOddForm(op).(type) {
 	case moe.Init:
 		k = emitInit(m, d, o)
 	case moe.Route:

@@ -97,12 +97,15 @@ func inspectProgram(c *cli.Context) error {
 	}
 	fmt.Fprintf(w, "memory with the lowering's own scratch (below): %s\n", programMemory(prog.Buffers))
 	for _, b := range prog.Buffers {
-		if p.Buffer(b.Name) != nil {
-			continue
-		}
 		dims := make([]string, len(b.Shape))
 		for i, d := range b.Shape {
 			dims[i] = d.String()
+		}
+		if src := p.Buffer(b.Name); src != nil {
+			if string(src.DType) != b.DType { // stored in another form (h as bf16 rounded to odd)
+				fmt.Fprintf(w, "lowering stores %s as %s[%s]: %s\n", b.Name, b.DType, strings.Join(dims, ","), b.Doc)
+			}
+			continue
 		}
 		fmt.Fprintf(w, "lowering scratch %s %s[%s]: %s\n", b.Name, b.DType, strings.Join(dims, ","), b.Doc)
 	}

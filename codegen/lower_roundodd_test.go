@@ -1,0 +1,133 @@
+package codegen
+
+import (
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/layouts"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// roundOddBF16 is the host form of Builder.PackBF16RoundOdd for one value:
+// the f32's upper 16 bits, the last one set when any lower bit was.
+func roundOddBF16(x float32) uint16 {
+	b := math.Float32bits(x)
+	h := uint16(b >> 16)
+	if b&0xFFFF != 0 {
+		h |= 1
+	}
+	return h
+}
+
+// TestRoundOddKeepsMXQuantization checks the claim of GemmSpec.CRoundOdd
+// on the host: a block of 32 f32 values and its bf16 values rounded to odd
+// quantize (layouts.Quantize, the round-up scale the kernels use) to the
+// same e4m3 bytes and UE8M0 code whenever the block's amax is at least
+// 2^-113: random blocks over the exponent range, blocks at the scale's
+// thresholds 448*2^k and one f32 step either side, blocks of e4m3 ties,
+// and blocks with a NaN, an Inf, zeros.
+func TestRoundOddKeepsMXQuantization(t *testing.T) {
+	opt := layouts.QuantizeOptions{Axis: layouts.AlongCols, Rule: layouts.ScaleRoundUp, Workers: 1}
+	rng := rand.New(rand.NewPCG(3, 5))
+	check := func(what string, vals []float32) {
+		t.Helper()
+		odd := make([]uint16, len(vals))
+		for i, v := range vals {
+			odd[i] = roundOddBF16(v)
+		}
+		a, err := layouts.Quantize(vals, 1, 1, len(vals), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := layouts.QuantizeBF16(odd, 1, 1, len(vals), opt)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(a.Data) != string(b.Data) || string(a.Scales) != string(b.Scales) {
+			t.Fatalf("%s: from f32 codes %v data %v, from bf16 rounded to odd codes %v data %v (values %v)", what, a.Scales, a.Data, b.Scales, b.Data, vals)
+		}
+	}
+	block := func(scale float64) []float32 {
+		v := make([]float32, 32)
+		for i := range v {
+			v[i] = float32(rng.NormFloat64() * scale)
+		}
+		return v
+	}
+	for e := -112; e <= 120; e++ {
+		for range 200 {
+			check("random", block(math.Ldexp(1, e)))
+		}
+	}
+	for k := -120; k <= 118; k++ {
+		t0 := float32(math.Ldexp(448, k))
+		for _, d := range []int{-2, -1, 0, 1, 2} {
+			amax := math.Float32frombits(uint32(int32(math.Float32bits(t0)) + int32(d)))
+			v := block(math.Ldexp(1, k+6))
+			for i := range v {
+				if math.Abs(float64(v[i])) > float64(amax) {
+					v[i] = amax / 2
+				}
+			}
+			v[rng.IntN(32)] = -amax
+			check("threshold", v)
+		}
+	}
+	for k := -100; k <= 100; k += 7 {
+		// Midpoints of e4m3 steps (ties to even) and one f32 step off them.
+		v := make([]float32, 32)
+		v[0] = float32(math.Ldexp(448, k))
+		for i := 1; i < 32; i++ {
+			m := float32(math.Ldexp(float64(8+i%8)+0.5, k+5-i/8))
+			v[i] = math.Float32frombits(math.Float32bits(m) + uint32(i%3) - 1)
+		}
+		check("ties", v)
+	}
+	special := block(1)
+	special[3] = float32(math.NaN())
+	check("nan", special)
+	special = block(1)
+	special[5] = float32(math.Inf(-1))
+	check("inf", special)
+	check("zeros", make([]float32, 32))
+}
+
+// TestRoundOddLowering: the sm_90a mxfp8 forward (register-fed past the
+// decode tiles) stores h as bf16 rounded to odd where FC1 has gate/up
+// halves (qwen3-30b-a3b): the plan's h is bf16, FC1's register-fed kernel
+// packs to odd, quantize_h_rf reads bf16; with interleaved gate/up rows
+// (gpt-oss-120b) h stays f32.
+func TestRoundOddLowering(t *testing.T) {
+	for _, c := range []struct {
+		model string
+		odd   bool
+	}{{"qwen3-30b-a3b", true}, {"gpt-oss-120b", false}} {
+		l, err := schedule.Preset(c.model)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Precision = schedule.MXFP8
+		s, err := schedule.DefaultSchedule(l, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		h := p.Buffer("h")
+		if h == nil {
+			t.Fatalf("%s: no buffer h", c.model)
+		}
+		if got := h.DType == "bf16"; got != c.odd {
+			t.Errorf("%s: h is %s, want bf16: %v", c.model, h.DType, c.odd)
+		}
+		ptx := p.Module.String()
+		if got := strings.Contains(ptx, "prmt.b32 t, a, c, 0x7632"); got != c.odd {
+			t.Errorf("%s: FC1 packs h rounded to odd: %v, want %v", c.model, got, c.odd)
+		}
+	}
+}
