@@ -151,7 +151,10 @@ func liveGroup(b *Builder, live value.Value, j int, body func()) {
 func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value,
 	keep func(tr, tc value.Value, outs []value.Value)) error {
 	if l.swap {
-		if keep == nil && ep.spec.MXRegisterFed && !ep.spec.COutF32 && (ep.spec.Epilogue == EpiStore || l.gate == layouts.GateUpHalves) {
+		if keep == nil && ep.spec.MXRegisterFed && !ep.spec.COutF32 {
+			if ep.spec.Epilogue == EpiGated && l.gate == layouts.GateUpInterleaved {
+				return l.swapStoreBF16Interleaved(b, ep, w, c, lane, warp, acc)
+			}
 			return l.swapStoreBF16(b, ep, w, c, lane, warp, acc)
 		}
 		return l.swapRuns(b, acc, c, lane, warp, b.Sub(w.rowEnd, w.row0), func(tr, tc value.Value, vals []value.Value) error {
@@ -251,6 +254,84 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 				b.If(ok, func() {
 					var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
 					v = b.InsertElement(b.InsertElement(v, lo, 0), hi, 1)
+					off := b.MulI(b.Add(b.MulI(b.Wide(b.Add(w.row0, tr)), N), b.Wide(col)), 2)
+					b.StoreAt(v, b.ByteOffset(ep.args.C, off), 8)
+				})
+			}
+			liveGroup(b, live, j, body)
+		}
+	}
+	return err
+}
+
+// swapStoreBF16Interleaved is swapStoreBF16 for interleaved gate/up rows
+// (GPT-OSS): after swapRuns' exchange (shfl.xor 4) a thread holds, per
+// slice s and group j of 8 token rows, the outputs of token row R = 8j +
+// 2q + p (q = lane%4, p = lane/4%2) at output columns c and c+4 of the
+// warp's 8 (c = lane/8, 8*(warp%4) + 32s on from its first column). They
+// are rounded into one bf16x2 (to nearest even, or to odd with CRoundOdd),
+// which one shfl.xor 8 trades with the lane of column c^1: lanes of even c
+// keep columns c, c+1, lanes of odd c columns c+3, c+4; one shfl.xor 16
+// then gives lane c = 0 columns 0..3 and lane c = 1 columns 4..7 of row
+// R, each stored with one 8-byte store (a warp store: 8 token rows x 16
+// bytes; swapRuns stored each output alone). Outputs, rounding and
+// predicates as Epilogue.Emit's (a run of 4 columns below N, N a multiple
+// of 8); the bias of a column past N is read at N-1. The shuffles run in
+// every lane of a warp that enters a group (warp-uniform, as swapRuns').
+func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
+	N := int64(ep.spec.N)
+	S, per := l.NB/64/l.WG, l.BM/2
+	pack := b.PackBF16
+	if ep.spec.CRoundOdd {
+		pack = b.PackBF16RoundOdd
+	}
+	_, col0 := l.regFedHalf(b, c) // 0 with one warpgroup
+	live := b.Sub(w.rowEnd, w.row0)
+	wq := b.And(warp, ir.Int32(3))
+	p := b.And(b.LShr(lane, ir.Int32(2)), ir.Int32(1))
+	up := b.ICmp(enum.IPredNE, p, ir.Int32(0))
+	cl := b.LShr(lane, ir.Int32(3))                                   // c
+	oddC := b.ICmp(enum.IPredNE, b.And(cl, ir.Int32(1)), ir.Int32(0)) // odd c
+	store := b.ICmp(enum.IPredULT, cl, ir.Int32(2))                   // c = 0 and 1 store
+	tr0 := b.Add(b.MulI(b.And(lane, ir.Int32(3)), 2), p)              // token row R of group 0
+	first := b.Add(w.n0, b.Add(col0, b.MulI(wq, 8)))                  // the warp's first output column of slice 0
+	lo16, hi16 := ir.Int32(0xFFFF), ir.Int32(-65536)
+	var err error
+	for s := 0; s < S; s++ {
+		base := b.AddI(first, int64(32*s))
+		var cols [2]value.Value // the thread's output columns, clamped below N for the bias
+		for h := range cols {
+			col := b.Add(base, b.AddI(cl, int64(4*h)))
+			cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
+		}
+		for j := 0; j < per/4; j++ {
+			body := func() {
+				var outs [2]value.Value
+				for h := range outs {
+					r := 4*j + 2*h
+					v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2q + 8j and the next
+					got := b.shflXor(b.Select(up, v0, v1), 4)
+					g, u := b.Select(up, got, v0), b.Select(up, v1, got)
+					o, e := ep.Values(b, cols[h], []value.Value{g, u})
+					if e != nil {
+						err = joinErr(err, e)
+						return
+					}
+					outs[h] = o[0]
+				}
+				mine := pack(outs[0], outs[1]) // columns c (low half) and c+4
+				other := b.shflXorI32(mine, 8) // columns c^1 and c^1+4
+				// even c: (c, c+1) from the low halves; odd c: (c+3, c+4) from the high halves.
+				x := b.Select(oddC,
+					b.Or(b.LShr(other, ir.Int32(16)), b.And(mine, hi16)),
+					b.Or(b.And(mine, lo16), b.Shl(other, ir.Int32(16))))
+				y := b.shflXorI32(x, 16) // lane c^2's pair: columns 2, 3 for c = 0, 6, 7 for c = 1
+				tr := b.AddI(tr0, int64(8*j))
+				col := b.Add(base, b.MulI(cl, 4)) // c = 0: columns 0..3, c = 1: 4..7
+				ok := b.And(store, b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N))))
+				b.If(ok, func() {
+					var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
+					v = b.InsertElement(b.InsertElement(v, x, 0), y, 1)
 					off := b.MulI(b.Add(b.MulI(b.Wide(b.Add(w.row0, tr)), N), b.Wide(col)), 2)
 					b.StoreAt(v, b.ByteOffset(ep.args.C, off), 8)
 				})

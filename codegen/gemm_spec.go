@@ -135,8 +135,8 @@ type GemmSpec struct {
 	// quantization of the stored C gives the bytes it gives from the f32
 	// C, except in blocks whose amax is below 2^-113 (docs/mxfp8.md, "h
 	// stored as bf16 rounded to odd"), at half the bytes. The sm_90a
-	// register-fed GEMM with a plain or gate/up-halves epilogue
-	// (sm90Layout.swapStoreBF16), not with COutF32 or QuantizeC.
+	// register-fed GEMM (sm90Layout.swapStoreBF16 and
+	// swapStoreBF16Interleaved), not with COutF32 or QuantizeC.
 	CRoundOdd bool
 	// BNMajor: B_e is [K, BRows()] row-major (N contiguous), as a weight
 	// [out, in] is for the data gradient that reduces over its rows (the
@@ -277,8 +277,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: MXExpand is a way to run an MXFP8 GEMM (MX)", s.Name)
 	case s.MXRegisterFed && (!s.MX || s.MXExpand || s.QuantizeC):
 		return fmt.Errorf("codegen: %s: MXRegisterFed is a way to run an MXFP8 GEMM (MX), neither with MXExpand nor with QuantizeC", s.Name)
-	case s.CRoundOdd && (s.COutF32 || !s.MXRegisterFed || s.Epilogue == EpiGated && s.Gate != GateHalves):
-		return fmt.Errorf("codegen: %s: CRoundOdd stores a register-fed MXFP8 GEMM's C (plain or gate/up halves) as bf16 rounded to odd, not with COutF32", s.Name)
+	case s.CRoundOdd && (s.COutF32 || !s.MXRegisterFed):
+		return fmt.Errorf("codegen: %s: CRoundOdd stores a register-fed MXFP8 GEMM's C as bf16 rounded to odd, not with COutF32", s.Name)
 	case s.QuantizeCOnly && !s.QuantizeC:
 		return fmt.Errorf("codegen: %s: QuantizeCOnly is a form of QuantizeC", s.Name)
 	case s.QuantizeC && (!s.MX || !s.COutF32 || s.N%32 != 0):

@@ -18,9 +18,8 @@ import (
 
 // planRoundOdd chooses the f32 scratch the lowering stores as bf16 rounded
 // to odd (lw.roundOdd, by buffer name) and makes its planned buffer bf16
-// of the same shape: the C of a register-fed GEMM with a plain or gate/up
-// halves epilogue (the forward's FC1 under schedule.MXGemmRegFed) that no
-// op reads but Quantize ops, where no other kernel stores it as f32: the
+// of the same shape: the C of a register-fed GEMM (the forward's FC1 under
+// schedule.MXGemmRegFed) that no op reads but Quantize ops, where no other kernel stores it as f32: the
 // program's other form of the GEMM, when it has one (the decode variant's
 // promote GEMM), must quantize C in its epilogue and leave it unstored
 // (variantQuantizesC).
@@ -38,7 +37,7 @@ func (lw *perOp) planRoundOdd() {
 	}
 	for _, op := range gemms {
 		g, ok := op.(moe.GEMM)
-		if !ok || !g.ARegisterFed || g.C.DType != moe.F32 || g.C.Kind != moe.Scratch || g.Gated && g.GateUp != moe.GateUpHalves {
+		if !ok || !g.ARegisterFed || g.C.DType != moe.F32 || g.C.Kind != moe.Scratch {
 			continue
 		}
 		if lw.rfOps != nil && !lw.variantQuantizesC(g.Name()) {

@@ -96,20 +96,23 @@ func TestRoundOddKeepsMXQuantization(t *testing.T) {
 }
 
 // TestRoundOddLowering: the sm_90a mxfp8 forward (register-fed past the
-// decode tiles) stores h as bf16 rounded to odd where FC1 has gate/up
-// halves (qwen3-30b-a3b): the plan's h is bf16, FC1's register-fed kernel
-// packs to odd, quantize_h_rf reads bf16; with interleaved gate/up rows
-// (gpt-oss-120b) h stays f32.
+// decode tiles) stores h as bf16 rounded to odd, FC1 with gate/up halves
+// (qwen3-30b-a3b) or interleaved (gpt-oss-120b): the plan's h is bf16 and
+// FC1's register-fed kernel packs to odd; a bf16 layer's h is bf16
+// rounded to nearest (no packing to odd).
 func TestRoundOddLowering(t *testing.T) {
 	for _, c := range []struct {
 		model string
+		bf16  bool
 		odd   bool
-	}{{"qwen3-30b-a3b", true}, {"gpt-oss-120b", false}} {
+	}{{"qwen3-30b-a3b", false, true}, {"gpt-oss-120b", false, true}, {"qwen3-30b-a3b", true, false}} {
 		l, err := schedule.Preset(c.model)
 		if err != nil {
 			t.Fatal(err)
 		}
-		l.Precision = schedule.MXFP8
+		if !c.bf16 {
+			l.Precision = schedule.MXFP8
+		}
 		s, err := schedule.DefaultSchedule(l, target.SM90a)
 		if err != nil {
 			t.Fatal(err)
@@ -122,8 +125,8 @@ func TestRoundOddLowering(t *testing.T) {
 		if h == nil {
 			t.Fatalf("%s: no buffer h", c.model)
 		}
-		if got := h.DType == "bf16"; got != c.odd {
-			t.Errorf("%s: h is %s, want bf16: %v", c.model, h.DType, c.odd)
+		if h.DType != "bf16" {
+			t.Errorf("%s: h is %s, want bf16", c.model, h.DType)
 		}
 		ptx := p.Module.String()
 		if got := strings.Contains(ptx, "prmt.b32 t, a, c, 0x7632"); got != c.odd {

@@ -337,7 +337,8 @@ func sm90MXSwapCases() []sm90GemmCase {
 // registers), with 256-row B tiles (two consumer warpgroups) and with
 // 128 and 64 (one): a plain bf16 C with a K tail and a partial column
 // block, gate/up halves into f32 (with bias and K = 2880; 64 gate rows
-// and their 64 up rows) and into bf16 rounded to odd, interleaved gate/up (GPT-OSS) with 64-row tiles
+// and their 64 up rows) and into bf16 rounded to odd (also interleaved,
+// with 64, 128 and 256 token rows), interleaved gate/up (GPT-OSS) with 64-row tiles
 // and with 128, and a plain f32 C of one 64-row slice with 96-row tiles.
 func sm90MXRegFedCases() []sm90GemmCase {
 	t := func(bm, bn, stages, warps int) Tile {
@@ -362,6 +363,15 @@ func sm90MXRegFedCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_rf_swiglu64_odd", N: 160, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, CRoundOdd: true, MX: true, MXRegisterFed: true,
 			Tile: t(128, 64, 4, 4)}, []int{130, 7}},
+		{GemmSpec{Name: "mx_rf_gptoss_odd", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, CRoundOdd: true, MX: true,
+			MXRegisterFed: true, Tile: t(64, 64, 3, 4)}, []int{70, 1, 23}},
+		{GemmSpec{Name: "mx_rf_gptoss256_odd", N: 200, K: 2880, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, CRoundOdd: true, MX: true,
+			MXRegisterFed: true, Tile: t(128, 128, 3, 8)}, []int{140, 3}},
+		{GemmSpec{Name: "mx_rf_gptoss_t256_odd", N: 72, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, CRoundOdd: true, MX: true,
+			MXRegisterFed: true, Tile: t(256, 64, 2, 8)}, []int{257, 40}},
 		{GemmSpec{Name: "mx_rf_gptoss_f32", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
 			MXRegisterFed: true, Tile: t(64, 64, 3, 4)}, []int{70, 1, 23}},
