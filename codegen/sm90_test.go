@@ -267,6 +267,11 @@ func sm90MXCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_gptoss_f32", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
 			Tile: t(64, 64, 2)}, []int{70, 1, 64}},
+		// e4m3 NaN bytes in B (the test puts three, "_nan"): NaN outputs
+		// in their columns, as the float64 GEMM's (promoted, and expanded:
+		// sm90MXExpandCases).
+		{GemmSpec{Name: "mx_store_nan", N: 200, K: 224, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true,
+			Tile: t(128, 128, 3)}, []int{37, 0, 300}},
 		// The backward's FC1 recompute: a plain f32 C.
 		{GemmSpec{Name: "mx_store_f32", N: 136, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiStore, COutF32: true, MX: true,
 			Tile: t(128, 128, 3)}, []int{65, 130}},
@@ -297,6 +302,8 @@ func sm90MXSwapCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_swap_store", N: 200, K: 224, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true,
 			Tile: t(128, 4)}, []int{46, 0, 1, 33}},
 		{GemmSpec{Name: "mx_swap_swiglu_f32", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, Tile: t(64, 8)}, []int{1, 70, 9}},
+		{GemmSpec{Name: "mx_swap_swiglu_nan_f32", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, Tile: t(64, 8)}, []int{1, 70, 9}},
 		{GemmSpec{Name: "mx_swap_store64_f32", N: 136, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiStore, COutF32: true, MX: true,
 			Tile: t(64, 3)}, []int{65, 31}},
