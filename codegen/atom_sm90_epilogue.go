@@ -251,12 +251,7 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 				tr := b.AddI(tok, int64(8*j))
 				col := b.AddI(c4, int64(64*s))
 				ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
-				b.If(ok, func() {
-					var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
-					v = b.InsertElement(b.InsertElement(v, lo, 0), hi, 1)
-					off := b.MulI(b.Add(b.MulI(b.Wide(b.Add(w.row0, tr)), N), b.Wide(col)), 2)
-					b.StoreAt(v, b.ByteOffset(ep.args.C, off), 8)
-				})
+				b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, lo, hi) })
 			}
 			liveGroup(b, live, j, body)
 		}
@@ -329,17 +324,21 @@ func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWor
 				tr := b.AddI(tr0, int64(8*j))
 				col := b.Add(base, b.MulI(cl, 4)) // c = 0: columns 0..3, c = 1: 4..7
 				ok := b.And(store, b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N))))
-				b.If(ok, func() {
-					var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
-					v = b.InsertElement(b.InsertElement(v, x, 0), y, 1)
-					off := b.MulI(b.Add(b.MulI(b.Wide(b.Add(w.row0, tr)), N), b.Wide(col)), 2)
-					b.StoreAt(v, b.ByteOffset(ep.args.C, off), 8)
-				})
+				b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, x, y) })
 			}
 			liveGroup(b, live, j, body)
 		}
 	}
 	return err
+}
+
+// storeBF16x4 stores the two bf16x2 words lo, hi (columns col..col+3 of
+// row row0+tr of the bf16 C at c, N columns) with one 8-byte store.
+func storeBF16x4(b *Builder, c, row0, tr, col value.Value, N int64, lo, hi value.Value) {
+	var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
+	v = b.InsertElement(b.InsertElement(v, lo, 0), hi, 1)
+	off := b.MulI(b.Add(b.MulI(b.Wide(b.Add(row0, tr)), N), b.Wide(col)), 2)
+	b.StoreAt(v, b.ByteOffset(c, off), 8)
 }
 
 // epilogueQuantize is the operand swap's epilogue with GemmSpec.QuantizeC:

@@ -62,6 +62,26 @@ func presetSchedule(t testing.TB, name string, tg target.Target) (schedule.Layer
 	return l, s
 }
 
+// buildPreset builds the forward of preset name with precision pr under
+// its default schedule on tg.
+func buildPreset(t testing.TB, name string, pr schedule.Precision, tg target.Target) (*Program, schedule.Schedule) {
+	t.Helper()
+	l, err := schedule.Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.Precision = pr
+	s, err := schedule.DefaultSchedule(l, tg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(l, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, s
+}
+
 // buildText builds l under s and returns the program with its LLVM 19 text.
 func buildText(t testing.TB, l schedule.Layer, s schedule.Schedule) (*Program, string) {
 	t.Helper()

@@ -106,21 +106,11 @@ func TestRoundOddLowering(t *testing.T) {
 		bf16  bool
 		odd   bool
 	}{{"qwen3-30b-a3b", false, true}, {"gpt-oss-120b", false, true}, {"qwen3-30b-a3b", true, false}} {
-		l, err := schedule.Preset(c.model)
-		if err != nil {
-			t.Fatal(err)
+		pr := schedule.MXFP8
+		if c.bf16 {
+			pr = schedule.BF16
 		}
-		if !c.bf16 {
-			l.Precision = schedule.MXFP8
-		}
-		s, err := schedule.DefaultSchedule(l, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Build(l, s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _ := buildPreset(t, c.model, pr, target.SM90a)
 		h := p.Buffer("h")
 		if h == nil {
 			t.Fatalf("%s: no buffer h", c.model)

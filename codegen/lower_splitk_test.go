@@ -106,18 +106,7 @@ func TestSplitKChoice(t *testing.T) {
 		{"qwen2-57b-a14b", "shared_fc2", 8},
 		{"deepseek-v2-lite", "shared_fc2", 11},
 	} {
-		l, err := schedule.Preset(c.name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := schedule.DefaultSchedule(l, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := Build(l, s)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, s := buildPreset(t, c.name, schedule.BF16, target.SM90a)
 		b := p.Buffer(c.op + "_part")
 		if b == nil || len(b.Shape) != 2 || b.Shape[0].B != int64(c.want*s.FC2.M) {
 			t.Errorf("%s %s: parts buffer %+v, want %d parts of %d rows", c.name, c.op, b, c.want, s.FC2.M)
