@@ -1,6 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -55,7 +58,7 @@ func init() {
 				&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids (fixed-width ids + weights) or map (dense routing map + probs)"},
 				&cli.IntFlag{Name: "sample", Usage: "tokens checked against the reference", DefaultText: "all when T <= 256, else 256"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
-				&cli.BoolFlag{Name: "json", Usage: "print one JSON object per (model, target, T) on stdout"},
+				&cli.BoolFlag{Name: "json", Usage: "print one JSON object per (model, target, T) on stdout (y_sha256: the SHA-256 of the first run's whole y, which two binaries computing the same bits share at the same --seed)"},
 				&cli.BoolFlag{Name: "backward", Usage: "check the backward instead: dx and the routing-weight gradient on --sample tokens, the weight (and bias) gradients of two experts on 2 of every 64 intermediate columns (all when I <= 256) and (up to T*S*I_s*H = 2^34) the shared experts', against schedule's float64 gradients (rel L2 <= 1e-2, cosine >= 0.9999), --repeat runs bitwise"},
 			),
 			Action: runAction,
@@ -143,8 +146,13 @@ type runReport struct {
 	Runs          int     `json:"runs"`
 	// IdenticalRuns counts the runs whose y equals the first run's bit for
 	// bit (the first included): Runs when deterministic.
-	IdenticalRuns  int      `json:"identical_runs"`
-	Deterministic  bool     `json:"deterministic"`
+	IdenticalRuns int  `json:"identical_runs"`
+	Deterministic bool `json:"deterministic"`
+	// YSHA256 is the SHA-256 of the first run's y (bf16 [T, H], its bytes
+	// as the device wrote them, little-endian), hex: two binaries or
+	// schedules that compute the same bits give the same digest (at the
+	// same --seed and --routing).
+	YSHA256        string   `json:"y_sha256"`
 	ErrorWord      string   `json:"error_word"` // "ok" or CheckErrors' message
 	Tolerance      float64  `json:"tolerance"`
 	CompileSeconds float64  `json:"compile_s"`   // compile and load for this target
@@ -640,6 +648,7 @@ func inputSeeds(seed uint64, T int) (uint64, uint64) {
 // runResult is what the runs of one (target, T) found.
 type runResult struct {
 	sample         []uint16 // the sampled rows of the first run's y, [len(rows)*H]
+	ySHA256        string   // yDigest of the first run's y
 	unwritten, nan int      // the most over the runs
 	identical      int
 	word           string
@@ -797,6 +806,7 @@ func applyResult(rep *runReport, res runResult, st *tokenSet, H int) {
 	rep.AllWritten = res.unwritten == 0
 	rep.IdenticalRuns = res.identical
 	rep.Deterministic = res.identical == rep.Runs
+	rep.YSHA256 = res.ySHA256
 	if res.word != "" {
 		rep.ErrorWord = res.word
 	}
@@ -867,12 +877,23 @@ func runRepeats(k runKernel, st *tokenSet, H, repeat int) runResult {
 			res.identical++
 		}
 	}
+	res.ySHA256 = yDigest(first)
 	res.sample = make([]uint16, len(st.rows)*H)
 	for i, t := range st.rows {
 		copy(res.sample[i*H:(i+1)*H], first[t*H:(t+1)*H])
 	}
 	res.seconds = time.Since(t0).Seconds()
 	return res
+}
+
+// yDigest is the hex SHA-256 of the bf16 values y as little-endian bytes.
+func yDigest(y []uint16) string {
+	buf := make([]byte, 2*len(y))
+	for i, v := range y {
+		binary.LittleEndian.PutUint16(buf[2*i:], v)
+	}
+	sum := sha256.Sum256(buf)
+	return hex.EncodeToString(sum[:])
 }
 
 // joinRows joins the sampled rows of every token set into one problem: x

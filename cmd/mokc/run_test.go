@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	goruntime "runtime"
 	"slices"
@@ -517,5 +519,21 @@ func TestUsageErrorOneLine(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "not defined") || !strings.Contains(err.Error(), c.help) || out != "" {
 			t.Errorf("%s: error %v, output %q", c.args, err, out)
 		}
+	}
+}
+
+// TestYDigest: yDigest hashes y's bf16 values as little-endian bytes
+// (the empty y gives the SHA-256 of nothing), and one bit flipped changes
+// it.
+func TestYDigest(t *testing.T) {
+	if got, want := yDigest(nil), "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"; got != want {
+		t.Fatalf("yDigest(nil) = %s, want %s", got, want)
+	}
+	// 0x3F80 (1.0) and 0xC000 (-2.0): bytes 80 3f 00 c0.
+	if got, want := yDigest([]uint16{0x3F80, 0xC000}), fmt.Sprintf("%x", sha256.Sum256([]byte{0x80, 0x3f, 0x00, 0xc0})); got != want {
+		t.Fatalf("yDigest = %s, want %s", got, want)
+	}
+	if yDigest([]uint16{0x3F80, 0xC000}) == yDigest([]uint16{0x3F81, 0xC000}) {
+		t.Fatal("one flipped bit gives the same digest")
 	}
 }
