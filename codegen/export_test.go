@@ -158,3 +158,6 @@ func SplitKModule(t testing.TB, eng Engine, cases []SplitKCase) (*ir.Module, []K
 	}
 	return splitKModule(t, eng, in)
 }
+
+// RoundOddBF16 is roundOddBF16: x rounded to bf16 by rounding to odd.
+func RoundOddBF16(x float32) uint16 { return roundOddBF16(x) }

@@ -10,7 +10,8 @@ import (
 // reads it back to write its MXFP8 values: at T = 4096 on qwen3-30b-a3b
 // 100 MB written by scattered 4-byte stores and read again (docs/perf.md,
 // mxfp8 v27-v30). Stored as bf16 rounded to odd, h is half the bytes, the
-// FC1 epilogue stores it as the bf16 FC2 does (sm90Layout.swapStoreBF16),
+// FC1 epilogue stores it as the bf16 FC2 does (sm90Layout.swapStoreBF16;
+// swapStoreBF16Interleaved for interleaved gate/up rows),
 // and the quantization reads bf16: the same MXFP8 bytes as from the f32
 // values (docs/mxfp8.md, "h stored as bf16 rounded to odd"). The moe
 // program, and so the reference, keep h as f32; only the plan's buffer
@@ -52,7 +53,7 @@ func (lw *perOp) planRoundOdd() {
 		lw.roundOdd[g.C.Name] = true
 		stored := *g.C
 		stored.DType = moe.BF16
-		stored.Doc += "; stored as bf16 rounded to odd, which the quantization reads as it would the f32 values (docs/mxfp8.md)"
+		stored.Doc = "activations of the routed rows (f32), stored as bf16 rounded to odd: the quantization next reads them to the same MXFP8 bytes as the f32 values (docs/mxfp8.md)"
 		for i := range lw.prog.Buffers {
 			if lw.prog.Buffers[i].Name == stored.Name {
 				lw.prog.Buffers[i] = stored.Plan()

@@ -57,12 +57,12 @@ func TestRoundOddKeepsMXQuantization(t *testing.T) {
 		}
 		return v
 	}
-	for e := -112; e <= 120; e++ {
+	for e := -113; e <= 120; e++ {
 		for range 200 {
 			check("random", block(math.Ldexp(1, e)))
 		}
 	}
-	for k := -120; k <= 118; k++ {
+	for k := -121; k <= 118; k++ {
 		t0 := float32(math.Ldexp(448, k))
 		for _, d := range []int{-2, -1, 0, 1, 2} {
 			amax := math.Float32frombits(uint32(int32(math.Float32bits(t0)) + int32(d)))
@@ -93,6 +93,25 @@ func TestRoundOddKeepsMXQuantization(t *testing.T) {
 	special[5] = float32(math.Inf(-1))
 	check("inf", special)
 	check("zeros", make([]float32, 32))
+}
+
+// TestRoundOddKeepsScaleCode checks the scale half of the claim over
+// every f32 amax from 2^-113 up (Inf and NaN included): the round-up
+// scale code (layouts.ScaleFromAmax, amax/448 as an f32 division) of amax
+// and of amax rounded to odd to bf16 are equal. About 2^31 values: skipped
+// with -short.
+func TestRoundOddKeepsScaleCode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("scans 2^31 values")
+	}
+	start := math.Float32bits(float32(math.Ldexp(1, -113)))
+	for b := uint64(start); b <= 0x7FFFFFFF; b++ {
+		a := math.Float32frombits(uint32(b))
+		o := math.Float32frombits(uint32(roundOddBF16(a)) << 16)
+		if x, y := layouts.ScaleFromAmax(a, layouts.ScaleRoundUp), layouts.ScaleFromAmax(o, layouts.ScaleRoundUp); x != y {
+			t.Fatalf("amax %#08x (%g): code %d, rounded to odd %#04x: code %d", b, a, x, roundOddBF16(a), y)
+		}
+	}
 }
 
 // TestRoundOddLowering: the sm_90a mxfp8 forward (register-fed past the

@@ -57,6 +57,60 @@ func TestSM90MXGemmGPU(t *testing.T) {
 	}
 }
 
+// TestSM90RoundOddGPU runs each register-fed case that stores C as bf16
+// rounded to odd (GemmSpec.CRoundOdd) beside its f32 twin (COutF32, the
+// same K loop) on the same random inputs and requires every stored bf16
+// to be the f32 output rounded to odd, bit for bit (codegen.RoundOddBF16):
+// the epilogues' packing (Builder.PackBF16RoundOdd) and their column
+// bookkeeping exactly, which the tolerance of TestSM90MXGemmGPU cannot
+// tell from rounding to nearest.
+func TestSM90RoundOddGPU(t *testing.T) {
+	ctx, eng := engineOnGPU(t, target.SM90a, 90)
+	var cases []codegen.GemmCase
+	for _, c := range codegen.SM90MXRegFedCases() {
+		if !c.Spec.CRoundOdd {
+			continue
+		}
+		twin := c
+		twin.Spec.Name += "_f32"
+		twin.Spec.CRoundOdd, twin.Spec.COutF32 = false, true
+		cases = append(cases, c, twin)
+	}
+	if len(cases) == 0 {
+		t.Fatal("no CRoundOdd cases")
+	}
+	m := ir.NewModule("odd")
+	var infos []codegen.KernelInfo
+	for _, c := range cases {
+		ki, err := eng.GroupedGEMM(m, c.Spec, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		infos = append(infos, ki)
+	}
+	if _, err := m.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	text, err := ptx.Compile(m.IR, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := rand.Uint64()
+	for i := 0; i < len(cases); i += 2 {
+		t.Run(cases[i].Spec.Name, func(t *testing.T) {
+			odd := runMXGemm(t, ctx, rand.New(rand.NewPCG(seed, 23)), text, cases[i], infos[i])
+			f32 := runMXGemm(t, ctx, rand.New(rand.NewPCG(seed, 23)), text, cases[i+1], infos[i+1])
+			for j := range odd {
+				want := codegen.RoundOddBF16(float32(f32[j]))
+				if got := uint16(math.Float32bits(float32(odd[j])) >> 16); got != want && !(math.IsNaN(odd[j]) && math.IsNaN(f32[j])) {
+					t.Fatalf("C[%d][%d] = %#04x, the f32 output %v rounded to odd is %#04x", j/cases[i].Spec.N, j%cases[i].Spec.N, got, f32[j], want)
+				}
+			}
+			t.Logf("%d outputs bit for bit", len(odd))
+		})
+	}
+}
+
 // mxHostMatrix quantizes rows x k random values (each row's magnitude
 // 2^e, e random in -12..12) and returns the e4m3 bytes, the scale codes and
 // the dequantized values.
@@ -78,7 +132,10 @@ func mxHostMatrix(t *testing.T, r *rand.Rand, rows, k int) (data, scales []uint8
 	return q.Data, q.Scales, deq
 }
 
-func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c codegen.GemmCase, ki codegen.KernelInfo) {
+// runMXGemm runs case c (kernel ki of text) on random inputs drawn from
+// r, checks C against the float64 GEMM and returns C's rows (rows x N, as
+// float64).
+func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c codegen.GemmCase, ki codegen.KernelInfo) []float64 {
 	s := c.Spec
 	br := s.BRows()
 	var rows int
@@ -279,6 +336,7 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 		checkQuantizedC(t, ctx, bufs, got, ref, near, rows, canary, s.N)
 	}
 	t.Log(fmt.Sprintf("%d rows checked", rows))
+	return got[:rows*s.N]
 }
 
 // checkQuantizedC requires the epilogue's c_q and c_scales (GemmSpec.

@@ -14,7 +14,8 @@ import (
 // activation h, along I) before the FP8 MMA.
 //
 // Each element is first rounded to float32 (the kernels hold x as bf16 and
-// h as f32, both exact in f32); the blocks are then quantized exactly as
+// h as f32, both exact in f32; the register-fed forward stores h as bf16
+// rounded to odd, which quantizes to the same bytes: docs/mxfp8.md); the blocks are then quantized exactly as
 // the routed weights are (layouts.Quantize along the columns with
 // layouts.ScaleRoundUp, Transformer Engine's rule; OCP Microscaling
 // Formats v1.0 MXFP8: E4M3 elements, one UE8M0 scale per 32): the scale X
