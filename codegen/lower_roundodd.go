@@ -20,10 +20,11 @@ import (
 // planRoundOdd chooses the f32 scratch the lowering stores as bf16 rounded
 // to odd (lw.roundOdd, by buffer name) and makes its planned buffer bf16
 // of the same shape: the C of a register-fed GEMM (the forward's FC1 under
-// schedule.MXGemmRegFed) that no op reads but Quantize ops, where no other kernel stores it as f32: the
-// program's other form of the GEMM, when it has one (the decode variant's
-// promote GEMM), must quantize C in its epilogue and leave it unstored
-// (variantQuantizesC).
+// schedule.MXGemmRegFed) that no op reads but Quantize ops, where no other
+// kernel stores it as f32: the program's other form of the GEMM, when it
+// has one (the decode variant's promote GEMM), must quantize C in its
+// epilogue and leave it unstored (variantQuantizesC). emitGEMM refuses any
+// other kernel storing such a C.
 func (lw *perOp) planRoundOdd() {
 	gemms := lw.src.Ops
 	if lw.rfOps != nil {
