@@ -208,10 +208,7 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 	if ep.spec.Epilogue == EpiGated {
 		slices = S / 2
 	}
-	pack := b.PackBF16
-	if ep.spec.CRoundOdd {
-		pack = b.PackBF16RoundOdd
-	}
+	pack := ep.packBF16(b)
 	_, col0 := l.regFedHalf(b, c) // 0 with one warpgroup
 	live := b.Sub(w.rowEnd, w.row0)
 	wq := b.And(warp, ir.Int32(3))
@@ -276,10 +273,7 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	N := int64(ep.spec.N)
 	S, per := l.NB/64/l.WG, l.BM/2
-	pack := b.PackBF16
-	if ep.spec.CRoundOdd {
-		pack = b.PackBF16RoundOdd
-	}
+	pack := ep.packBF16(b)
 	_, col0 := l.regFedHalf(b, c) // 0 with one warpgroup
 	live := b.Sub(w.rowEnd, w.row0)
 	wq := b.And(warp, ir.Int32(3))

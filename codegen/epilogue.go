@@ -90,6 +90,16 @@ func (e *Epilogue) Values(b *Builder, col value.Value, vals []value.Value) ([]va
 	return e.values(b, col, vals, n), nil
 }
 
+// packBF16 is how the epilogue rounds two f32 outputs into a bf16x2 (lo
+// in the low half): to odd with GemmSpec.CRoundOdd
+// (Builder.PackBF16RoundOdd), else to nearest even (Builder.PackBF16).
+func (e *Epilogue) packBF16(b *Builder) func(lo, hi value.Value) value.Value {
+	if e.spec.CRoundOdd {
+		return b.PackBF16RoundOdd
+	}
+	return b.PackBF16
+}
+
 // outputs is the number of outputs of a run of nv accumulator values: nv,
 // or nv/2 (gate, up) pairs for EpiGated.
 func (e *Epilogue) outputs(nv int) (int, error) {

@@ -146,6 +146,19 @@ func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 	return 2, nil
 }
 
+// quantizedPair reports whether GEMM g followed by the Quantize q of its C
+// lowers as lowerQuantizedGEMM's pair: the decode variant's kernel
+// quantizes C in its epilogue (Engine.QuantizesC), the base kernels run q
+// after g.
+func (lw *perOp) quantizedPair(g moe.GEMM, q moe.Quantize) bool {
+	if q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !lw.usesVariant(g) {
+		return false
+	}
+	spec := lw.gemmSpec(g, lw.variant)
+	spec.Name = "moe_" + g.Name() + "_" + lw.sched.Variant.Name
+	return lw.eng.QuantizesC(spec)
+}
+
 // gatherFC1Rows bounds the mean dispatched rows per expert, T*topk/E, up to
 // which FC1 reads the rows from x itself (GemmSpec.GatherK): at decode
 // sizes that saves the gather kernel's launch and round trip (qwen3-30b-a3b
@@ -253,6 +266,16 @@ func intersect(ranges []launch.TokenRange, r launch.TokenRange) []launch.TokenRa
 	return out
 }
 
+// allForms is the program's ops followed by their register-fed forms
+// (addRegisterFed; none when the program has one form).
+func (lw *perOp) allForms() []moe.Op {
+	ops := append([]moe.Op{}, lw.src.Ops...)
+	for _, op := range lw.rfOps {
+		ops = append(ops, op)
+	}
+	return ops
+}
+
 // onlyReader reports whether buf is scratch that no op of the program (in
 // either form) reads but r, and not state a backward reads (moe.BufFC1Out,
 // scratch of the forward and an input of the backward).
@@ -260,11 +283,7 @@ func (lw *perOp) onlyReader(buf *moe.Buffer, r moe.Op) bool {
 	if buf.Kind != moe.Scratch || buf.Name == moe.BufFC1Out {
 		return false
 	}
-	ops := append([]moe.Op{}, lw.src.Ops...)
-	for _, op := range lw.rfOps {
-		ops = append(ops, op)
-	}
-	for _, op := range ops {
+	for _, op := range lw.allForms() {
 		if op.Name() == r.Name() || op.Name() == lw.baseForm(r).Name() {
 			continue
 		}

@@ -33,10 +33,7 @@ func (lw *perOp) planRoundOdd() {
 			gemms = append(gemms, op)
 		}
 	}
-	all := append([]moe.Op{}, lw.src.Ops...)
-	for _, op := range lw.rfOps {
-		all = append(all, op)
-	}
+	all := lw.allForms()
 	for _, op := range gemms {
 		g, ok := op.(moe.GEMM)
 		if !ok || !g.ARegisterFed || g.C.DType != moe.F32 || g.C.Kind != moe.Scratch {
@@ -98,19 +95,6 @@ func (lw *perOp) variantQuantizesC(name string) bool {
 		return ok && lw.quantizedPair(g, q) && lw.onlyReader(g.C, q)
 	}
 	return false
-}
-
-// quantizedPair reports whether GEMM g followed by the Quantize q of its C
-// lowers as lowerQuantizedGEMM's pair: the decode variant's kernel
-// quantizes C in its epilogue (Engine.QuantizesC), the base kernels run q
-// after g.
-func (lw *perOp) quantizedPair(g moe.GEMM, q moe.Quantize) bool {
-	if q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !lw.usesVariant(g) {
-		return false
-	}
-	spec := lw.gemmSpec(g, lw.variant)
-	spec.Name = "moe_" + g.Name() + "_" + lw.sched.Variant.Name
-	return lw.eng.QuantizesC(spec)
 }
 
 // roundOddForm is op with the f32 buffers the lowering stores as bf16

@@ -35,22 +35,7 @@ func TestSM90MXGemmGPU(t *testing.T) {
 	cases = append(cases, codegen.SM90MXExpandCases()...)
 	cases = append(cases, codegen.SM90MXSwapCases()...)
 	cases = append(cases, codegen.SM90MXRegFedCases()...)
-	m := ir.NewModule("mx")
-	var infos []codegen.KernelInfo
-	for _, c := range cases {
-		ki, err := eng.GroupedGEMM(m, c.Spec, 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		infos = append(infos, ki)
-	}
-	if _, err := m.Finish(); err != nil {
-		t.Fatal(err)
-	}
-	text, err := ptx.Compile(m.IR, target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	text, infos := buildMXKernels(t, eng, "mx", cases)
 	r := rand.New(rand.NewPCG(rand.Uint64(), 23))
 	for i, c := range cases {
 		t.Run(c.Spec.Name, func(t *testing.T) { runMXGemm(t, ctx, r, text, c, infos[i]) })
@@ -79,7 +64,28 @@ func TestSM90RoundOddGPU(t *testing.T) {
 	if len(cases) == 0 {
 		t.Fatal("no CRoundOdd cases")
 	}
-	m := ir.NewModule("odd")
+	text, infos := buildMXKernels(t, eng, "odd", cases)
+	seed := rand.Uint64()
+	for i := 0; i < len(cases); i += 2 {
+		t.Run(cases[i].Spec.Name, func(t *testing.T) {
+			odd := runMXGemm(t, ctx, rand.New(rand.NewPCG(seed, 23)), text, cases[i], infos[i])
+			f32 := runMXGemm(t, ctx, rand.New(rand.NewPCG(seed, 23)), text, cases[i+1], infos[i+1])
+			for j := range odd {
+				want := codegen.RoundOddBF16(float32(f32[j]))
+				if got := uint16(math.Float32bits(float32(odd[j])) >> 16); got != want && !(math.IsNaN(odd[j]) && math.IsNaN(f32[j])) {
+					t.Fatalf("C[%d][%d] = %#04x, the f32 output %v rounded to odd is %#04x", j/cases[i].Spec.N, j%cases[i].Spec.N, got, f32[j], want)
+				}
+			}
+			t.Logf("%d outputs bit for bit", len(odd))
+		})
+	}
+}
+
+// buildMXKernels builds the sm_90a kernels of cases into one module named
+// name and returns its PTX and each case's KernelInfo.
+func buildMXKernels(t *testing.T, eng codegen.Engine, name string, cases []codegen.GemmCase) (string, []codegen.KernelInfo) {
+	t.Helper()
+	m := ir.NewModule(name)
 	var infos []codegen.KernelInfo
 	for _, c := range cases {
 		ki, err := eng.GroupedGEMM(m, c.Spec, 1)
@@ -95,20 +101,7 @@ func TestSM90RoundOddGPU(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	seed := rand.Uint64()
-	for i := 0; i < len(cases); i += 2 {
-		t.Run(cases[i].Spec.Name, func(t *testing.T) {
-			odd := runMXGemm(t, ctx, rand.New(rand.NewPCG(seed, 23)), text, cases[i], infos[i])
-			f32 := runMXGemm(t, ctx, rand.New(rand.NewPCG(seed, 23)), text, cases[i+1], infos[i+1])
-			for j := range odd {
-				want := codegen.RoundOddBF16(float32(f32[j]))
-				if got := uint16(math.Float32bits(float32(odd[j])) >> 16); got != want && !(math.IsNaN(odd[j]) && math.IsNaN(f32[j])) {
-					t.Fatalf("C[%d][%d] = %#04x, the f32 output %v rounded to odd is %#04x", j/cases[i].Spec.N, j%cases[i].Spec.N, got, f32[j], want)
-				}
-			}
-			t.Logf("%d outputs bit for bit", len(odd))
-		})
-	}
+	return text, infos
 }
 
 // mxHostMatrix quantizes rows x k random values (each row's magnitude
