@@ -120,6 +120,9 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err := lw.programmaticLaunch(); err != nil {
 		return nil, err
 	}
+	if err := lw.phaseTimes(); err != nil {
+		return nil, err
+	}
 	if _, err := lw.mod.Finish(); err != nil {
 		return nil, fmt.Errorf("codegen: %s: %w", p.Layer.Name, err)
 	}

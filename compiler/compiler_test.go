@@ -226,3 +226,43 @@ func TestCompileBackward(t *testing.T) {
 		t.Errorf("forward: pass %q, %v", f.Manifest.Pass, err)
 	}
 }
+
+// An instrumented forward (schedule.Schedule.PhaseTimes) declares the
+// launch.BufPhaseTimes scratch buffer in its manifest, sized for its
+// kernels, and every kernel takes it as its last parameter, packed in its
+// param layout; the uninstrumented manifest has neither.
+func TestCompilePhaseTimes(t *testing.T) {
+	l := testlayer.Preset(t, "deepseek-v2-lite")
+	for _, tg := range []target.Target{target.SM80, target.SM90a} {
+		s := testlayer.DefaultSchedule(t, l, tg)
+		for _, on := range []bool{false, true} {
+			s.PhaseTimes = on
+			a, err := Compile(l, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := a.Manifest
+			var buf *launch.Buffer
+			for i := range m.Buffers {
+				if m.Buffers[i].Name == launch.BufPhaseTimes {
+					buf = &m.Buffers[i]
+				}
+			}
+			if (buf != nil) != on {
+				t.Fatalf("%v PhaseTimes %t: buffer %v", tg, on, buf)
+			}
+			if !on {
+				continue
+			}
+			if buf.Kind != launch.BufScratch || buf.Bytes.Eval(1) != int64(16*launch.PhaseSlots*len(m.Kernels)) {
+				t.Errorf("%v: %s is %s of %d bytes for %d kernels", tg, buf.Name, buf.Kind, buf.Bytes.Eval(1), len(m.Kernels))
+			}
+			for _, k := range m.Kernels {
+				last := k.Params[len(k.Params)-1]
+				if last.Buffer != launch.BufPhaseTimes || len(k.ParamLayout) != len(k.Params) {
+					t.Errorf("%v: %s: last parameter %q, %d params in a layout of %d", tg, k.Name, last.Name, len(k.Params), len(k.ParamLayout))
+				}
+			}
+		}
+	}
+}

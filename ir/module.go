@@ -291,3 +291,31 @@ func (m *Module) intrinsic(name string) *llir.Func {
 }
 
 var _ value.Value = (*llir.Global)(nil)
+
+// KernelFunc returns the builder of the kernel (or function) called name
+// that the module already holds, or nil: for passes that add to finished
+// kernels (codegen's instrumentation).
+func (m *Module) KernelFunc(name string) *Func {
+	for _, f := range m.funcs {
+		if f.IR.Name() == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// AppendParam adds parameter p after f's last one and returns it. Tensor-
+// map parameters keep their 1-based positions in the kernel's
+// grid_constant annotation, so appending never moves one; p itself must
+// not be a tensor map.
+func (f *Func) AppendParam(p Param) value.Value {
+	if p.TensorMap || p.Type == nil {
+		f.errorf("appended parameter %q: a typed, non-tensor-map parameter is required", p.Name)
+		return constant.NewUndef(types.I32)
+	}
+	lp := llir.NewParam(p.Name, p.Type)
+	f.IR.Params = append(f.IR.Params, lp)
+	f.IR.Sig.Params = append(f.IR.Sig.Params, p.Type)
+	f.params = append(f.params, p)
+	return lp
+}

@@ -142,6 +142,22 @@ type Buffer struct {
 	Doc   string     `json:"doc"`   // one-line description of the contents
 }
 
+// BufPhaseTimes is the scratch buffer of an instrumented program
+// (schedule.Schedule.PhaseTimes): u64 [len(Kernels) * 2 * PhaseSlots], and
+// every kernel's last parameter. For kernel i (its index in the plan's
+// Kernels) the PhaseSlots words from 2*PhaseSlots*i hold the earliest start
+// of its blocks and the next PhaseSlots words the latest end of its warps,
+// in %globaltimer nanoseconds (PTX ISA "Special Registers: %globaltimer");
+// block b's records go to slot b mod PhaseSlots, so that no one address
+// takes every block's reduction. A launcher sets the start words to all
+// ones and the end words to zero before a run; the kernel started at its
+// least start word and ended at its greatest end word, and one that did
+// not run leaves them as set.
+const BufPhaseTimes = "phase_times"
+
+// PhaseSlots is the number of words per kernel and record in BufPhaseTimes.
+const PhaseSlots = 32
+
 // ErrBuffer is the name of the error word buffer (u32[1]) of every forward
 // program; the kernels OR the error codes below into it and 0 means no error.
 const ErrBuffer = "err"

@@ -131,6 +131,15 @@ type Schedule struct {
 	// every T. The split sums in another order: deterministic, not the
 	// same bits as the unsplit kernel.
 	SplitK SplitKKind
+	// PhaseTimes instruments the program: every kernel also takes the
+	// scratch buffer codegen.BufPhaseTimes and records there, with
+	// %globaltimer (ns), when its blocks start (after the wait for the
+	// previous kernel) and when their warps end, so that a launcher reads
+	// each kernel's place on the device's own timeline without events
+	// between the launches (mokc bench --phases; runtime.Layer.PhaseTimes).
+	// The outputs do not change; the cost is two reductions per block and
+	// one per warp.
+	PhaseTimes bool
 }
 
 // SplitKKind selects whether the dense GEMMs split their reduction.
@@ -441,6 +450,9 @@ func (s Schedule) String() string {
 	}
 	if s.WGrad != DefaultWGrad(s.Target) {
 		text += fmt.Sprintf("; backward weight gradients on %v", s.WGrad)
+	}
+	if s.PhaseTimes {
+		text += "; kernels record phase times"
 	}
 	return text
 }

@@ -41,6 +41,7 @@ func init() {
 				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards, or with --backward of training steps timing the backward's kernels, with an event between kernels)"},
+				&cli.BoolFlag{Name: "phases", Usage: "instrument the kernels (schedule.Schedule.PhaseTimes: each records its first block's start and last warp's end on the device's %globaltimer) and report, over a third pass of --iters forwards launched as in the timed pass (no events between kernels), each kernel's median start after the first kernel's and its median duration; the timed pass then runs the instrumented kernels too (not with --backward)"},
 				&cli.BoolFlag{Name: "backward", Usage: "time a training step's layer work: Forward then Backward (main grads accumulating), FLOPs and bytes of both"},
 				&cli.BoolFlag{Name: "plain-launch", Usage: "launch every kernel with cuLaunchKernel, without the programmatic dependent launch of sm_90a and sm_100a kernels (launch.Kernel.Programmatic; docs/manifest.md), to measure what it saves"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
@@ -101,6 +102,21 @@ type benchReport struct {
 	// backward's kernels timed) with an event recorded between kernels; a
 	// kernel's time includes the launch gap before it.
 	KernelTimes []kernelTime `json:"kernel_times,omitempty"`
+	// Phases (--phases) is each kernel that ran, in launch order, with its
+	// median start after the first kernel's start and its median duration
+	// (first block's start to last warp's end, from the kernels' own
+	// %globaltimer records: runtime.Layer.PhaseTimes) over a third pass of
+	// Iters forwards; PhaseSpanMs is the median of the first start to the
+	// last end. MedianMs then times the instrumented kernels.
+	Phases      []phaseTime `json:"phases,omitempty"`
+	PhaseSpanMs float64     `json:"phase_span_ms,omitempty"`
+}
+
+// phaseTime is one kernel's place in the forward (--phases), in ms.
+type phaseTime struct {
+	Name    string  `json:"name"`
+	StartMs float64 `json:"start_ms"` // median start after the first kernel's start
+	Ms      float64 `json:"ms"`       // median duration
 }
 
 // kernelTime is one kernel's share of the forward.
@@ -254,6 +270,12 @@ func benchAction(c *cli.Context) error {
 	}
 	if err == nil {
 		err = checkProgram(l, c.Bool("backward"))
+	}
+	if err == nil && c.Bool("phases") {
+		if c.Bool("backward") {
+			err = fmt.Errorf("--phases: times the forward's kernels; leave out --backward")
+		}
+		s.PhaseTimes = true
 	}
 	if err != nil {
 		return fmt.Errorf("bench: %w", err)
@@ -485,6 +507,11 @@ func benchAction(c *cli.Context) error {
 			return fmt.Errorf("bench: --kernels: %w", err)
 		}
 	}
+	if c.Bool("phases") {
+		if rep.Phases, rep.PhaseSpanMs, err = benchPhases(ly, stream, iters, func(i int) error { return ly.Forward(stream, sets[i%len(sets)].args) }); err != nil {
+			return fmt.Errorf("bench: --phases: %w", err)
+		}
+	}
 	if err := writeBenchReport(c.App.Writer, rep, c.Bool("json")); err != nil {
 		return err
 	}
@@ -552,6 +579,51 @@ func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream,
 	return out, nil
 }
 
+// benchPhases runs forward(i) for i < iters, each after a reset of ly's
+// phase-time records, and returns each kernel's median start (after the
+// first kernel's start) and duration and the median span of the forward
+// (first start to last end), in ms, in launch order of the kernels that ran.
+func benchPhases(ly *runtime.Layer, stream *driver.Stream, iters int, forward func(int) error) ([]phaseTime, float64, error) {
+	starts, durs := map[string][]float64{}, map[string][]float64{}
+	var order []string
+	spans := make([]float64, 0, iters)
+	for i := 0; i < iters; i++ {
+		if err := ly.ResetPhaseTimes(stream); err != nil {
+			return nil, 0, err
+		}
+		if err := forward(i); err != nil {
+			return nil, 0, err
+		}
+		pts, err := ly.PhaseTimes(stream)
+		if err != nil {
+			return nil, 0, err
+		}
+		if len(pts) == 0 {
+			return nil, 0, fmt.Errorf("no kernel recorded its times")
+		}
+		t0, t1 := pts[0].Start, pts[0].End
+		for _, p := range pts {
+			t0, t1 = min(t0, p.Start), max(t1, p.End)
+		}
+		for _, p := range pts {
+			if _, ok := starts[p.Kernel]; !ok {
+				order = append(order, p.Kernel)
+			}
+			starts[p.Kernel] = append(starts[p.Kernel], float64(p.Start-t0)/1e6)
+			durs[p.Kernel] = append(durs[p.Kernel], float64(p.End-p.Start)/1e6)
+		}
+		spans = append(spans, float64(t1-t0)/1e6)
+	}
+	out := make([]phaseTime, len(order))
+	for j, name := range order {
+		slices.Sort(starts[name])
+		slices.Sort(durs[name])
+		out[j] = phaseTime{Name: name, StartMs: median(starts[name]), Ms: median(durs[name])}
+	}
+	slices.Sort(spans)
+	return out, median(spans), nil
+}
+
 func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 	if asJSON {
 		return writeJSONLine(w, rep)
@@ -580,6 +652,12 @@ func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 	row("error word", "%s", rep.ErrorWord)
 	for _, k := range rep.KernelTimes {
 		row("  "+k.Name, "%.4f ms  %4.1f%%", k.MedianMs, 100*k.Fraction)
+	}
+	if len(rep.Phases) > 0 {
+		row("phases", "%.4f ms from the first kernel's start to the last kernel's end (device timer)", rep.PhaseSpanMs)
+	}
+	for _, p := range rep.Phases {
+		row("  "+p.Name, "starts +%.4f ms, runs %.4f ms", p.StartMs, p.Ms)
 	}
 	return nil
 }
