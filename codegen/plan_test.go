@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 
+	llir "github.com/llir/llvm/ir"
+
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
@@ -398,8 +400,11 @@ func forwardAndBackward(t *testing.T, l schedule.Layer, s schedule.Schedule) []*
 
 // TestProgrammaticLaunch: on sm_90a and sm_100a every kernel of the
 // forward and the backward is marked launch.Kernel.Programmatic and its
-// function begins with griddepcontrol.wait before anything else; sm_80's
-// kernels have neither.
+// function begins with griddepcontrol.wait before anything else, followed
+// at once by griddepcontrol.launch_dependents or, for the persistent GEMMs
+// and the kernels that run only past decode sizes (triggersAtExit), with
+// launch_dependents before every return instead; sm_80's kernels have
+// none of it. Both placements occur on both targets.
 func TestProgrammaticLaunch(t *testing.T) {
 	l, err := schedule.Preset("gpt-oss-20b")
 	if err != nil {
@@ -411,6 +416,7 @@ func TestProgrammaticLaunch(t *testing.T) {
 			t.Fatal(err)
 		}
 		want := tg != target.SM80
+		placed := map[bool]bool{}
 		for _, p := range forwardAndBackward(t, l, s) {
 			for _, k := range p.Kernels {
 				var first string
@@ -422,7 +428,28 @@ func TestProgrammaticLaunch(t *testing.T) {
 				if k.Programmatic != want || strings.Contains(first, "griddepcontrol.wait") != want {
 					t.Errorf("%v %s: Programmatic %v, first instruction %q", tg, k.Name, k.Programmatic, first)
 				}
+				if !want {
+					continue
+				}
+				exit := triggersAtExit(&k)
+				placed[exit] = true
+				if strings.Contains(first, "launch_dependents") == exit {
+					t.Errorf("%v %s: at exit %v, first instruction %q", tg, k.Name, exit, first)
+				}
+				for _, f := range p.Module.Funcs {
+					if f.Name() != k.Name {
+						continue
+					}
+					for _, b := range f.Blocks {
+						if _, ret := b.Term.(*llir.TermRet); ret && exit && !strings.Contains(b.Insts[len(b.Insts)-1].LLString(), "launch_dependents") {
+							t.Errorf("%v %s: a return without launch_dependents before it", tg, k.Name)
+						}
+					}
+				}
 			}
+		}
+		if want && (!placed[false] || !placed[true]) {
+			t.Errorf("%v: launch_dependents placed first %v, at the returns %v: want both", tg, placed[false], placed[true])
 		}
 	}
 }
