@@ -39,11 +39,11 @@ func (lw *perOp) phaseTimes() error {
 	n := int64(len(lw.prog.Kernels))
 	buf := &moe.Buffer{Name: launch.BufPhaseTimes, Kind: moe.Scratch, DType: moe.U64,
 		Shape: []launch.Expr{launch.Const(2 * launch.PhaseSlots * n)},
-		Doc:   "device timestamps (ns) of each kernel's start and end, for mokc bench --phases"}
+		Doc:   "device timestamps (ns) of each kernel's start and end (launch.BufPhaseTimes; set before a run whose records are read), for mokc bench --phases"}
 	lw.prog.Buffers = append(lw.prog.Buffers, buf.Plan())
 	for i := range lw.prog.Kernels {
 		k := &lw.prog.Kernels[i]
-		f := lw.mod.KernelFunc(k.Name)
+		f := lw.mod.FuncNamed(k.Name)
 		if f == nil || len(f.IR.Blocks) == 0 {
 			return fmt.Errorf("codegen: kernel %s has no function in the module", k.Name)
 		}

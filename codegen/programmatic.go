@@ -6,6 +6,7 @@ import (
 	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/types"
 
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/target"
 )
 
@@ -15,46 +16,45 @@ import (
 // previous kernel in the stream has finished and its memory is visible; it
 // returns at once for a plain launch), so every memory access comes after
 // it and reading and overwriting the previous kernels' buffers stays
-// ordered as in a plain launch. griddepcontrol.launch_dependents lets the
-// next kernel's blocks launch once every block of this one has issued it
-// or exited; where a kernel issues it decides how early the next one's
-// blocks take the SMs. Measured on the H200 (docs/perf.md, "launch v2"):
-//   - the persistent GEMMs (KernelInfo.GridPerSM) issue it at their
-//     return: the forward 0.5% (T = 4096) to 3% (deepseek-v2-lite mxfp8,
-//     T = 64) faster than issuing it first;
-//   - a kernel that runs only at large T (every token range it has starts
-//     above triggerEarlyMaxT) issues it at its return too: issued first,
-//     the next GEMM's blocks take the SMs of its last wave early and the
-//     bf16 forward at qwen3-30b-a3b T = 4096 ran 3% slower;
-//   - the others (the decode-size and every-T row-wise kernels) issue it
+// ordered as in a plain launch. The next kernel's blocks may launch once
+// every block of this one has issued griddepcontrol.launch_dependents or
+// exited; a block has issued it when its first thread does, so a kernel
+// triggers early by issuing it right after the wait and at its end by not
+// issuing it at all (a block that exits counts as triggered; issuing it
+// before the returns would trigger at the first thread's return, which in
+// a warp-specialized GEMM is an idle producer lane's, near the start).
+// Where a kernel triggers decides how early the next one's blocks take the
+// SMs. Measured on the H200 (docs/perf.md, "launch v2"):
+//   - the persistent GEMMs (KernelInfo.GridPerSM) trigger at their end:
+//     the mxfp8 forward 0.5% (T = 4096) to 3% (deepseek-v2-lite, T = 64)
+//     faster than triggering early;
+//   - a row-wise kernel that runs at large T (a token range open to
+//     launch.MaxTokens) triggers at its end too: early, the next GEMM's
+//     blocks take the SMs of its last wave and the bf16 forward at
+//     qwen3-30b-a3b T = 4096 ran 3% slower;
+//   - the others (the decode-size and every-T row-wise kernels) trigger
 //     right after the wait, which hides the next launch where the kernels
-//     are a few µs long (T = 64: 1-3% faster than at their return).
+//     are a few µs long (T = 64: 1-3% faster than at their end).
 
-// triggerEarlyMaxT is the largest token count at which a row-wise kernel's
-// early trigger was measured to pay (decode sizes; moe_dispatch_small's
-// range is T·K <= 2048).
-const triggerEarlyMaxT = 256
-
-// triggersAtExit reports whether kernel k issues launch_dependents at its
-// return rather than after its wait (see above).
+// triggersAtExit reports whether kernel k triggers its dependents' launch
+// only by exiting (see above): a persistent GEMM, or a kernel launched in
+// token ranges of which one is open-ended (not a decode-size kernel, not
+// one that runs at every T).
 func triggersAtExit(k *Kernel) bool {
 	if k.GridPerSM {
 		return true
 	}
-	if len(k.Tokens) == 0 {
-		return false // runs at every T
-	}
 	for _, r := range k.Tokens {
-		if r.Min <= triggerEarlyMaxT {
-			return false
+		if r.Max == launch.MaxTokens {
+			return true
 		}
 	}
-	return true
+	return false
 }
 
 // programmaticLaunch puts griddepcontrol.wait at the entry of every kernel
-// of lw's program and griddepcontrol.launch_dependents after it or before
-// every return (triggersAtExit), and marks the kernels
+// of lw's program, followed by griddepcontrol.launch_dependents unless
+// the kernel triggers by exiting (triggersAtExit), and marks the kernels
 // launch.Kernel.Programmatic, on targets that have it.
 func (lw *perOp) programmaticLaunch() error {
 	if !lw.sched.Target.Has(target.GridDepControl) {
@@ -76,17 +76,11 @@ func (lw *perOp) programmaticLaunch() error {
 		if f == nil || len(f.Blocks) == 0 {
 			return fmt.Errorf("codegen: kernel %s has no function in the module", k.Name)
 		}
-		entry := f.Blocks[0]
-		if !triggersAtExit(k) {
-			entry.Insts = append([]llir.Instruction{asm(wait + "\n\t" + trigger)}, entry.Insts...)
-		} else {
-			entry.Insts = append([]llir.Instruction{asm(wait)}, entry.Insts...)
-			for _, b := range f.Blocks {
-				if _, ok := b.Term.(*llir.TermRet); ok {
-					b.Insts = append(b.Insts, asm(trigger))
-				}
-			}
+		text := wait + "\n\t" + trigger
+		if triggersAtExit(k) {
+			text = wait
 		}
+		f.Blocks[0].Insts = append([]llir.Instruction{asm(text)}, f.Blocks[0].Insts...)
 		k.Programmatic = true
 	}
 	return nil

@@ -240,6 +240,42 @@ func TestTensorMapParam(t *testing.T) {
 		`!"grid_constant", !{i32 2, i32 3}`)
 }
 
+// TestAppendParam: a parameter appended to a finished kernel (FuncNamed)
+// follows the others in its signature and keeps the tensor maps'
+// grid_constant positions; FuncNamed of an unknown name is nil; a tensor
+// map, an untyped or a duplicate name is an error of Finish.
+func TestAppendParam(t *testing.T) {
+	m := ir.NewModule("t")
+	k := m.Kernel("k", ir.P("a", ir.I32), ir.TensorMapParam("tm"))
+	k.Ret(nil)
+	f := m.FuncNamed("k")
+	if f == nil || m.FuncNamed("nope") != nil {
+		t.Fatalf("FuncNamed(k) = %v, FuncNamed(nope) = %v", f, m.FuncNamed("nope"))
+	}
+	p := f.AppendParam(ir.P("extra", ir.GlobalPtr(ir.I8)))
+	if !p.Type().Equal(ir.GlobalPtr(ir.I8)) {
+		t.Errorf("appended parameter of type %v", p.Type())
+	}
+	if _, err := m.Finish(); err != nil {
+		t.Fatal(err)
+	}
+	wantText(t, m.String(),
+		"define void @k(i32 %a, [128 x i8]* byval([128 x i8]) align 64 %tm, i8 addrspace(1)* %extra)",
+		`!"grid_constant", !{i32 2}`)
+	for name, bad := range map[string]ir.Param{
+		"tensor map": ir.TensorMapParam("tm2"),
+		"untyped":    {Name: "u"},
+		"duplicate":  ir.P("a", ir.I32),
+	} {
+		m := ir.NewModule("t")
+		m.Kernel("k", ir.P("a", ir.I32)).Ret(nil)
+		m.FuncNamed("k").AppendParam(bad)
+		if _, err := m.Finish(); err == nil || !strings.Contains(err.Error(), "appended parameter") {
+			t.Errorf("%s: Finish error %v", name, err)
+		}
+	}
+}
+
 // TestBuilderErrors: bad input to a helper is reported by Finish, naming the
 // function and the problem, and never panics.
 func TestBuilderErrors(t *testing.T) {

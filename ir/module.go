@@ -292,10 +292,10 @@ func (m *Module) intrinsic(name string) *llir.Func {
 
 var _ value.Value = (*llir.Global)(nil)
 
-// KernelFunc returns the builder of the kernel (or function) called name
-// that the module already holds, or nil: for passes that add to finished
-// kernels (codegen's instrumentation).
-func (m *Module) KernelFunc(name string) *Func {
+// FuncNamed returns the builder of the kernel or device function called
+// name that the module already holds, or nil: for passes that add to
+// finished functions (codegen's instrumentation).
+func (m *Module) FuncNamed(name string) *Func {
 	for _, f := range m.funcs {
 		if f.IR.Name() == name {
 			return f
@@ -304,14 +304,24 @@ func (m *Module) KernelFunc(name string) *Func {
 	return nil
 }
 
-// AppendParam adds parameter p after f's last one and returns it. Tensor-
+// AppendParam adds parameter p after f's last one and returns it (the
+// llir parameter; its type is p.Type). Meant for kernels, whose callers
+// are launchers: the calls of a device function are not updated. Tensor-
 // map parameters keep their 1-based positions in the kernel's
-// grid_constant annotation, so appending never moves one; p itself must
-// not be a tensor map.
+// grid_constant annotation, so appending never moves one. Errors,
+// recorded in the module (Finish returns them) with an undef i32 returned
+// instead: p is a tensor map, p has no type, or f has a parameter named
+// p.Name already.
 func (f *Func) AppendParam(p Param) value.Value {
 	if p.TensorMap || p.Type == nil {
 		f.errorf("appended parameter %q: a typed, non-tensor-map parameter is required", p.Name)
 		return constant.NewUndef(types.I32)
+	}
+	for _, q := range f.IR.Params {
+		if q.Name() == p.Name {
+			f.errorf("appended parameter %q: the function has one of that name", p.Name)
+			return constant.NewUndef(types.I32)
+		}
 	}
 	lp := llir.NewParam(p.Name, p.Type)
 	f.IR.Params = append(f.IR.Params, lp)

@@ -70,8 +70,10 @@ type Kernel struct {
 	// moe_quantize_h where the FC1 variant does not quantize h itself. So
 	// exactly one kernel of each such group runs at each T.
 	Tokens []TokenRange `json:"tokens,omitempty"`
-	// Programmatic: the kernel begins with griddepcontrol.wait (and
-	// griddepcontrol.launch_dependents), so a launcher may launch it with
+	// Programmatic: the kernel begins with griddepcontrol.wait (followed by
+	// griddepcontrol.launch_dependents, except in the kernels that let the
+	// next one launch only when they exit: the persistent GEMMs and the
+	// row-wise kernels launched at large T), so a launcher may launch it with
 	// programmatic stream serialization
 	// (CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION, sm_90+): the
 	// launch may begin while the previous kernel in the stream still runs,

@@ -347,6 +347,14 @@ func (ly *Layer) grow(T int) error {
 	}
 	ly.ws, ly.wsBytes, ly.wsT, ly.wsOff = ws, total, newT, off
 	ly.lastT = -1 // addresses changed
+	if _, ok := ly.plan.bufIndex[launch.BufPhaseTimes]; ok {
+		// The phase-time records start reset in every new workspace.
+		ptr, n, err := ly.phaseBuffer()
+		if err != nil {
+			return err
+		}
+		return ly.ctx.CopyToDevice(ptr, ly.phaseResetImage(n))
+	}
 	return nil
 }
 

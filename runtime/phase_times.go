@@ -10,9 +10,11 @@ import (
 
 // PhaseTime is one kernel's place on the device's timeline in the runs
 // since the last ResetPhaseTimes of an instrumented layer
-// (schedule.Schedule.PhaseTimes): the start of its first block (after its
-// wait for the previous kernel) and the end of its last warp, in
-// %globaltimer nanoseconds (launch.BufPhaseTimes).
+// (schedule.Schedule.PhaseTimes): the start of its first block (thread 0,
+// after its wait for the previous kernel) and the latest return of a
+// warp's lane 0, in %globaltimer nanoseconds (launch.BufPhaseTimes). The
+// timer's resolution is the device's (about 1 µs on some parts, finer on
+// the H200 measured here), which bounds what a kernel of a few µs shows.
 type PhaseTime struct {
 	Kernel     string // the kernel's name
 	Start, End uint64 // ns on the device's global timer
@@ -20,10 +22,11 @@ type PhaseTime struct {
 
 // phaseBuffer returns the device address and bytes of ly's phase_times
 // buffer: an error when the layer is not instrumented or no Forward has
-// laid out its workspace yet.
+// laid out its workspace yet (grow resets the records of every new
+// workspace).
 func (ly *Layer) phaseBuffer() (driver.DevicePtr, int, error) {
 	i, ok := ly.plan.bufIndex[launch.BufPhaseTimes]
-	if !ok || !ly.sched.PhaseTimes {
+	if !ok {
 		return 0, 0, fmt.Errorf("mokc runtime: layer %s: not instrumented (schedule.Schedule.PhaseTimes)", ly.layer.Name)
 	}
 	if ly.wsOff == nil || ly.wsOff[i] < 0 {
@@ -32,10 +35,11 @@ func (ly *Layer) phaseBuffer() (driver.DevicePtr, int, error) {
 	return ly.ws.Offset(ly.wsOff[i]), 16 * launch.PhaseSlots * len(ly.plan.Kernels), nil
 }
 
-// ResetPhaseTimes queues on stream the reset of the layer's phase-time
-// records (starts all ones, ends zero), so that PhaseTimes reports the
-// runs queued after it. Errors: the layer is not instrumented, or no
-// Forward has run yet (the records live in its workspace).
+// ResetPhaseTimes queues on stream (nil: the legacy default stream) the
+// reset of the layer's phase-time records (starts all ones, ends zero), so
+// that PhaseTimes reports the runs queued after it. Errors: the layer is
+// not instrumented, or no Forward has laid out the workspace yet (the
+// records live in it; a new workspace starts with them reset).
 func (ly *Layer) ResetPhaseTimes(stream *driver.Stream) error {
 	ly.mu.Lock()
 	defer ly.mu.Unlock()
@@ -43,20 +47,32 @@ func (ly *Layer) ResetPhaseTimes(stream *driver.Stream) error {
 	if err != nil {
 		return err
 	}
-	init := make([]uint64, n/8)
-	for k := range ly.plan.Kernels {
-		for s := range launch.PhaseSlots {
-			init[2*launch.PhaseSlots*k+s] = math.MaxUint64
-		}
-	}
-	return ly.ctx.CopyToDeviceAsync(ptr, init, stream)
+	return ly.ctx.CopyToDeviceAsync(ptr, ly.phaseResetImage(n), stream)
 }
 
-// PhaseTimes waits for stream and returns, in launch order, the kernels
-// that ran since the last ResetPhaseTimes with their first start and last
-// end. Errors: as ResetPhaseTimes, and the stream's.
+// phaseResetImage is the reset value of the n-byte phase_times buffer:
+// every kernel's start words all ones, its end words zero.
+func (ly *Layer) phaseResetImage(n int) []uint64 {
+	img := make([]uint64, n/8)
+	for k := range ly.plan.Kernels {
+		for s := range launch.PhaseSlots {
+			img[2*launch.PhaseSlots*k+s] = math.MaxUint64
+		}
+	}
+	return img
+}
+
+// PhaseTimes waits for stream (nil: the whole context, as for the legacy
+// default stream) and returns, in launch order, the kernels that ran since
+// the last ResetPhaseTimes (or since the workspace was laid out) with
+// their first start and last end. Errors: as ResetPhaseTimes, and the
+// stream's.
 func (ly *Layer) PhaseTimes(stream *driver.Stream) ([]PhaseTime, error) {
-	if err := stream.Synchronize(); err != nil {
+	sync := ly.ctx.Synchronize
+	if stream != nil {
+		sync = stream.Synchronize
+	}
+	if err := sync(); err != nil {
 		return nil, err
 	}
 	ly.mu.Lock()

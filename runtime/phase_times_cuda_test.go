@@ -14,7 +14,8 @@ import (
 // ran at each T, in launch order, each starting no earlier than the
 // previous kernel ended (its start is recorded after its wait for that
 // kernel; 2 µs allowed for the timer's granularity) and ending after it
-// started; a second Forward without a reset keeps the earliest starts.
+// started; a second Forward without a reset keeps the earliest starts; a
+// workspace that grows for a larger T starts with its records reset.
 // Each target the device runs, qwen3-30b-a3b at T = 1, 64 and 600.
 func TestPhaseTimesGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
@@ -44,6 +45,11 @@ func TestPhaseTimesGPU(t *testing.T) {
 					if got[j] != want[j] {
 						t.Fatalf("T=%d: y[%d] = %#04x instrumented, %#04x without", T, j, got[j], want[j])
 					}
+				}
+				// Without a reset: the records of runChecked's runs, in a
+				// workspace that grew for this T (and so started reset).
+				if pts, err := ly.PhaseTimes(nil); err != nil || len(pts) < 4 || pts[0].End <= pts[0].Start {
+					t.Fatalf("T=%d: records of the unreset workspace: %+v, %v", T, pts, err)
 				}
 				b := argsOf(dw, c.in, stream).b
 				if err := ly.ResetPhaseTimes(stream); err != nil {

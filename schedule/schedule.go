@@ -131,14 +131,15 @@ type Schedule struct {
 	// every T. The split sums in another order: deterministic, not the
 	// same bits as the unsplit kernel.
 	SplitK SplitKKind
-	// PhaseTimes instruments the program: every kernel also takes the
-	// scratch buffer codegen.BufPhaseTimes and records there, with
-	// %globaltimer (ns), when its blocks start (after the wait for the
-	// previous kernel) and when their warps end, so that a launcher reads
-	// each kernel's place on the device's own timeline without events
-	// between the launches (mokc bench --phases; runtime.Layer.PhaseTimes).
-	// The outputs do not change; the cost is two reductions per block and
-	// one per warp.
+	// PhaseTimes instruments the program (the forward's and the
+	// backward's): every kernel also takes the scratch buffer
+	// launch.BufPhaseTimes and records there, with %globaltimer (ns), when
+	// its blocks start (after the wait for the previous kernel) and when
+	// their warps return, so that a launcher reads each kernel's place on
+	// the device's own timeline without events between the launches (mokc
+	// bench --phases; runtime.Layer.PhaseTimes, for the forward). The
+	// outputs do not change; the cost is one reduction per block and one
+	// per warp.
 	PhaseTimes bool
 }
 

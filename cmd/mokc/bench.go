@@ -21,7 +21,7 @@ func init() {
 		return &cli.Command{
 			Name:  "bench",
 			Usage: "(GPU) time a layer's forward, or forward + backward (--backward), against the roofline",
-			UsageText: "mokc bench --model qwen3-30b-a3b --target sm_90a --tokens 4096 [--iters 100] [--kernels] [--backward [--main-grad fp32|bf16]] [--json]\n\n" +
+			UsageText: "mokc bench --model qwen3-30b-a3b --target sm_90a --tokens 4096 [--iters 100] [--kernels] [--phases] [--backward [--main-grad fp32|bf16]] [--json]\n\n" +
 				"Times the forward with CUDA events on one stream (median of --iters after --warmup runs), rotating\n" +
 				"among several input sets when one set's data fits in L2. FLOPs count every routed and shared GEMM\n" +
 				"executed: routes*(2I*H + H*I)*2 + T*(2I_s*H + H*I_s)*2; bytes count the weights of the experts that\n" +
@@ -41,7 +41,7 @@ func init() {
 				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards, or with --backward of training steps timing the backward's kernels, with an event between kernels)"},
-				&cli.BoolFlag{Name: "phases", Usage: "instrument the kernels (schedule.Schedule.PhaseTimes: each records its first block's start and last warp's end on the device's %globaltimer) and report, over a third pass of --iters forwards launched as in the timed pass (no events between kernels), each kernel's median start after the first kernel's and its median duration; the timed pass then runs the instrumented kernels too (not with --backward)"},
+				&cli.BoolFlag{Name: "phases", Usage: "instrument the kernels (schedule.Schedule.PhaseTimes: each records its first block's start and last warp's end on the device's %globaltimer) and report, over a further pass of --iters forwards (each launched as in the timed pass, with no events between its kernels, then waited for), each kernel's median start after the first kernel's and its median duration; the timed pass then runs the instrumented kernels too (not with --backward)"},
 				&cli.BoolFlag{Name: "backward", Usage: "time a training step's layer work: Forward then Backward (main grads accumulating), FLOPs and bytes of both"},
 				&cli.BoolFlag{Name: "plain-launch", Usage: "launch every kernel with cuLaunchKernel, without the programmatic dependent launch of sm_90a and sm_100a kernels (launch.Kernel.Programmatic; docs/manifest.md), to measure what it saves"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
@@ -105,8 +105,8 @@ type benchReport struct {
 	// Phases (--phases) is each kernel that ran, in launch order, with its
 	// median start after the first kernel's start and its median duration
 	// (first block's start to last warp's end, from the kernels' own
-	// %globaltimer records: runtime.Layer.PhaseTimes) over a third pass of
-	// Iters forwards; PhaseSpanMs is the median of the first start to the
+	// %globaltimer records: runtime.Layer.PhaseTimes) over a further pass
+	// of Iters forwards, each waited for; PhaseSpanMs is the median of the first start to the
 	// last end. MedianMs then times the instrumented kernels.
 	Phases      []phaseTime `json:"phases,omitempty"`
 	PhaseSpanMs float64     `json:"phase_span_ms,omitempty"`
