@@ -366,7 +366,9 @@ func (ly *Layer) grow(T int) error {
 // launched in order (launch.Kernel.RunsAt: a GEMM variant runs only in its
 // token range), those marked launch.Kernel.Programmatic with programmatic
 // stream serialization (each waits for the previous kernel at its first
-// instruction, so its launch overlaps that kernel's run). T = 0 is valid
+// instruction, so its launch may overlap that kernel's run, as far as the
+// previous kernel lets its dependents launch early: codegen's launch v2).
+// T = 0 is valid
 // and does nothing: no kernel runs and no tensor is read or written (null
 // pointers are fine); only the error word is cleared.
 //
