@@ -367,7 +367,7 @@ func (ly *Layer) grow(T int) error {
 // token range), those marked launch.Kernel.Programmatic with programmatic
 // stream serialization (each waits for the previous kernel at its first
 // instruction, so its launch may overlap that kernel's run, as far as the
-// previous kernel lets its dependents launch early: codegen's launch v2).
+// previous kernel lets its dependents launch early: codegen/programmatic.go).
 // T = 0 is valid
 // and does nothing: no kernel runs and no tensor is read or written (null
 // pointers are fine); only the error word is cleared.
