@@ -30,8 +30,9 @@ func phaseRecord(end bool) string {
 
 // phaseTimes instruments every kernel of lw's program when the schedule
 // asks for it (schedule.Schedule.PhaseTimes): the buffer launch.BufPhaseTimes,
-// one more parameter per kernel, the start record after the entry's
-// programmatic wait (or first) and the end record before every return.
+// one more parameter per kernel, the start record first in the entry
+// (programmaticLaunch, which runs after this pass, puts its wait before
+// it) and the end record before every return.
 func (lw *perOp) phaseTimes() error {
 	if !lw.sched.PhaseTimes {
 		return nil
@@ -57,12 +58,8 @@ func (lw *perOp) phaseTimes() error {
 			return gep, llir.NewCall(asm, gep)
 		}
 		entry := f.IR.Blocks[0]
-		at := 0
-		if k.Programmatic {
-			at = 1 // after griddepcontrol.wait
-		}
 		gep, c := call(phaseRecord(false))
-		entry.Insts = append(entry.Insts[:at], append([]llir.Instruction{gep, c}, entry.Insts[at:]...)...)
+		entry.Insts = append([]llir.Instruction{gep, c}, entry.Insts...)
 		for _, blk := range f.IR.Blocks {
 			if _, ok := blk.Term.(*llir.TermRet); ok {
 				gep, c := call(phaseRecord(true))

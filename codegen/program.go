@@ -117,10 +117,10 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err := lw.prog.checkBuffers(); err != nil {
 		return nil, err
 	}
-	if err := lw.programmaticLaunch(); err != nil {
+	if err := lw.phaseTimes(); err != nil {
 		return nil, err
 	}
-	if err := lw.phaseTimes(); err != nil {
+	if err := lw.programmaticLaunch(); err != nil { // its wait goes before the start records
 		return nil, err
 	}
 	if _, err := lw.mod.Finish(); err != nil {

@@ -60,10 +60,6 @@ func (lw *perOp) programmaticLaunch() error {
 	if !lw.sched.Target.Has(target.GridDepControl) {
 		return nil
 	}
-	funcs := map[string]*llir.Func{}
-	for _, f := range lw.mod.IR.Funcs {
-		funcs[f.Name()] = f
-	}
 	asm := func(text string) *llir.InstCall {
 		a := llir.NewInlineAsm(types.NewPointer(types.NewFunc(types.Void)), text, "~{memory}")
 		a.SideEffect = true
@@ -72,15 +68,16 @@ func (lw *perOp) programmaticLaunch() error {
 	const wait, trigger = "griddepcontrol.wait;", "griddepcontrol.launch_dependents;"
 	for i := range lw.prog.Kernels {
 		k := &lw.prog.Kernels[i]
-		f := funcs[k.Name]
-		if f == nil || len(f.Blocks) == 0 {
+		f := lw.mod.FuncNamed(k.Name)
+		if f == nil || len(f.IR.Blocks) == 0 {
 			return fmt.Errorf("codegen: kernel %s has no function in the module", k.Name)
 		}
 		text := wait + "\n\t" + trigger
 		if triggersAtExit(k) {
 			text = wait
 		}
-		f.Blocks[0].Insts = append([]llir.Instruction{asm(text)}, f.Blocks[0].Insts...)
+		entry := f.IR.Blocks[0]
+		entry.Insts = append([]llir.Instruction{asm(text)}, entry.Insts...)
 		k.Programmatic = true
 	}
 	return nil

@@ -50,13 +50,24 @@ func (ly *Layer) ResetPhaseTimes(stream *driver.Stream) error {
 	return ly.ctx.CopyToDeviceAsync(ptr, ly.phaseResetImage(n), stream)
 }
 
+// phaseWord is the index in the phase_times buffer of kernel k's slot s
+// of its start records, or of its end records when end is set
+// (launch.BufPhaseTimes).
+func phaseWord(k, s int, end bool) int {
+	w := 2*launch.PhaseSlots*k + s
+	if end {
+		w += launch.PhaseSlots
+	}
+	return w
+}
+
 // phaseResetImage is the reset value of the n-byte phase_times buffer:
 // every kernel's start words all ones, its end words zero.
 func (ly *Layer) phaseResetImage(n int) []uint64 {
 	img := make([]uint64, n/8)
 	for k := range ly.plan.Kernels {
 		for s := range launch.PhaseSlots {
-			img[2*launch.PhaseSlots*k+s] = math.MaxUint64
+			img[phaseWord(k, s, false)] = math.MaxUint64
 		}
 	}
 	return img
@@ -89,8 +100,8 @@ func (ly *Layer) PhaseTimes(stream *driver.Stream) ([]PhaseTime, error) {
 	for k, kern := range ly.plan.Kernels {
 		t := PhaseTime{Kernel: kern.Name, Start: math.MaxUint64}
 		for s := range launch.PhaseSlots {
-			t.Start = min(t.Start, words[2*launch.PhaseSlots*k+s])
-			t.End = max(t.End, words[2*launch.PhaseSlots*k+launch.PhaseSlots+s])
+			t.Start = min(t.Start, words[phaseWord(k, s, false)])
+			t.End = max(t.End, words[phaseWord(k, s, true)])
 		}
 		if t.Start != math.MaxUint64 && t.End >= t.Start {
 			out = append(out, t)
