@@ -403,7 +403,7 @@ func testBackwardGPU(t *testing.T, ctx *driver.Context, what string, l schedule.
 		if v, ok := in[b.Name]; ok {
 			bufs[b.Name] = d.put(hostTo(moe.DType(b.DType), v), bytes)
 		} else {
-			bufs[b.Name] = d.put(nil, bytes) // poisoned; main grads are uploaded per run
+			bufs[b.Name] = d.scratch(b.Name, bytes) // poisoned (the work queue zeroed); main grads are uploaded per run
 		}
 	}
 	// The reference: float64 gradients, main grads accumulated from mg0.

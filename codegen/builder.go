@@ -211,6 +211,32 @@ func (b *Builder) Loop(start, end, step value.Value, init []value.Value, body fu
 	return vars
 }
 
+// While emits `for vars := init; cond(vars); vars = body(vars) {}` with
+// loop-carried values: cond, emitted at the top of each iteration, gives
+// an i1; body returns the values for the next iteration. It returns the
+// values after the loop (zero iterations are fine).
+func (b *Builder) While(init []value.Value, cond func(vars []value.Value) value.Value, body func(vars []value.Value) []value.Value) []value.Value {
+	pre := b.Block()
+	head, bodyB, exit := b.NewBlock("while"), b.NewBlock("body"), b.NewBlock("endwhile")
+	b.Br(head)
+	phis := make([]*llir.InstPhi, len(init))
+	vars := make([]value.Value, len(init))
+	for k, v := range init {
+		phis[k] = head.NewPhi(llir.NewIncoming(v, pre))
+		vars[k] = phis[k]
+	}
+	b.CondBr(cond(vars), bodyB, exit)
+	b.SetBlock(bodyB)
+	next := body(vars)
+	latch := b.Block()
+	for k := range phis {
+		phis[k].Incs = append(phis[k].Incs, llir.NewIncoming(next[k], latch))
+	}
+	b.Br(head)
+	b.SetBlock(exit)
+	return vars
+}
+
 // LaneWarp returns (lane, warp) of the current thread from threadIdx.x.
 func (b *Builder) LaneWarp() (lane, warp value.Value) {
 	t := b.ThreadIdx(ir.X)

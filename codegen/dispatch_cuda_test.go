@@ -10,6 +10,8 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/schedule"
 )
 
 // moe_dispatch_small writes what moe_init, moe_count, moe_scan and
@@ -19,7 +21,7 @@ import (
 func TestDispatchSmallGPU(t *testing.T) {
 	ctx := openGPU(t)
 	for _, c := range codegen.ForwardCases(t) {
-		p := codegen.BuildForwardCase(t, c)
+		p := codegen.BuildForwardCaseDispatch(t, c, schedule.DispatchOps) // the four kernels past its T
 		small := kernelNamed(p, "moe_dispatch_small")
 		if small == nil {
 			continue // the routing-map form keeps its route op between init and count
@@ -132,3 +134,94 @@ func bufBytes(p *codegen.Program, name string, T int) int {
 
 // head is the first bytes of b, for a message.
 func head(b []byte) string { return fmt.Sprintf("% x", b[:min(len(b), 32)]) }
+
+// moe_dispatch (the work queue, schedule.DispatchQueue) writes what
+// moe_init, moe_count, moe_scan and moe_permute (schedule.DispatchOps)
+// write, byte for byte, on random ids with unrouted (-1) and out-of-range
+// ones, from the first T past moe_dispatch_small through partial and many
+// chunks of 2048 slots; every T runs twice on the same queue words, which
+// only the kernel itself resets (they start zeroed, as the runtime
+// allocates them), and the words are zero again at the end.
+func TestDispatchQueueGPU(t *testing.T) {
+	ctx := openGPU(t)
+	for _, c := range codegen.ForwardCases(t) {
+		p := codegen.BuildForwardCaseDispatch(t, c, schedule.DispatchQueue)
+		queue := kernelNamed(p, "moe_dispatch")
+		if queue == nil {
+			continue // the routing-map form keeps its route op between init and count
+		}
+		ops := codegen.BuildForwardCaseDispatch(t, c, schedule.DispatchOps)
+		t.Run(c.Name, func(t *testing.T) {
+			exQ := newExecutorOf(t, ctx, p)
+			exO := newExecutorOf(t, ctx, ops)
+			var written []string // the buffers both forms write
+			for _, prm := range queue.Params {
+				if prm.Type == codegen.ParamPtr && prm.Buffer != "ids" && ops.Buffer(prm.Buffer) != nil {
+					written = append(written, prm.Buffer)
+				}
+			}
+			seed := rand.Uint64()
+			t.Logf("seed %d", seed)
+			rng := rand.New(rand.NewPCG(seed, 1))
+			l := c.Layer
+			tmin := int(queue.Tokens[0].Min)
+			d := &dev{t: t, ctx: ctx}
+			defer d.free()
+			maxT := 9000
+			bufs := map[string]driver.DevicePtr{}
+			for _, name := range written {
+				bufs[name] = d.put(nil, bufBytes(p, name, maxT))
+			}
+			bufs["dispatch_parts"] = d.put(nil, bufBytes(p, "dispatch_parts", maxT))
+			bufs[launch.BufWorkQueue] = d.scratch(launch.BufWorkQueue, bufBytes(p, launch.BufWorkQueue, maxT))
+			for _, T := range []int{tmin, tmin + 1, 2048/l.TopK + 1, 3000, maxT} {
+				ids := make([]int32, T*l.TopK)
+				for i := range ids {
+					switch u := rng.IntN(100); {
+					case u < 5:
+						ids[i] = -1
+					case u < 7:
+						ids[i] = int32(l.Experts + rng.IntN(3)) // out of range: reported, not routed
+					default:
+						ids[i] = int32(rng.IntN(l.Experts))
+					}
+				}
+				dT := &dev{t: t, ctx: ctx}
+				bufs["ids"] = dT.put(ids, 4*len(ids))
+				want := runNamed(t, exO, d, T, bufs, written, "moe_init", "moe_count", "moe_scan", "moe_permute")
+				for run := range 2 {
+					got := runNamed(t, exQ, d, T, bufs, written, "moe_dispatch")
+					for _, name := range written {
+						if i := slices.Compare(got[name], want[name]); i != 0 {
+							t.Errorf("T=%d run %d: %s differs from the four kernels' (%v vs %v)", T, run, name, head(got[name]), head(want[name]))
+						}
+					}
+				}
+				dT.free()
+			}
+			words := make([]byte, bufBytes(p, launch.BufWorkQueue, maxT))
+			if err := ctx.CopyFromDevice(words, bufs[launch.BufWorkQueue]); err != nil {
+				t.Fatal(err)
+			}
+			for i, w := range words {
+				if w != 0 {
+					t.Fatalf("work queue byte %d is %#x after the runs, want 0", i, w)
+				}
+			}
+		})
+	}
+}
+
+// newExecutorOf loads our PTX of p.
+func newExecutorOf(t *testing.T, ctx *driver.Context, p *codegen.Program) *executor {
+	t.Helper()
+	src, err := ourPTX(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex, err := newExecutor(ctx, p, src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ex
+}

@@ -7,6 +7,7 @@ import (
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/schedule"
 )
 
 // The dispatch of few tokens in one block. At decode sizes the routing
@@ -81,8 +82,9 @@ func smallDispatchTokens(d dims) int64 {
 }
 
 // lowerSmallDispatch lowers init, count, scan and permute (smallDispatchOps)
-// as moe_dispatch_small for T = 0 .. smallDispatchTokens and the four
-// kernels for larger T. Where the lowering quantizes x per token
+// as moe_dispatch_small for T = 0 .. smallDispatchTokens and as the four
+// kernels for larger T, except that with schedule.DispatchQueue
+// moe_dispatch (dispatch_queue.go) takes the T where T·K > queueMinSlots. Where the lowering quantizes x per token
 // (lw.tokenQuant) it runs moe_dispatch_small_quantize_x instead, which
 // also quantizes x (tokenQuant.fused). It returns how many ops it
 // lowered: 0 when ops do not begin with the four, or the layer is beyond
@@ -107,6 +109,18 @@ func (lw *perOp) lowerSmallDispatch(ops []moe.Op) (int, error) {
 		lw.prog.Kernels = append(lw.prog.Kernels, emitDispatchSmall(lw.mod, lw.d, in, c, s, p, lw.lists, tq.fused, &tq.op))
 	}
 	large := []launch.TokenRange{{Min: tmax + 1, Max: launch.MaxTokens}}
+	if lw.sched.Dispatch == schedule.DispatchQueue {
+		qmin := max(tmax+1, queueMinSlots/int64(lw.d.K)+1)
+		parts := dispatchParts(lw.d)
+		lw.prog.Buffers = append(lw.prog.Buffers, parts.Plan())
+		queue, qw := lw.workQueue()
+		lw.prog.Kernels = append(lw.prog.Kernels, emitDispatchQueue(lw.mod, lw.d, in, c, s, p, lw.lists,
+			[]launch.TokenRange{{Min: qmin, Max: launch.MaxTokens}}, parts, queue, qw))
+		if qmin == tmax+1 {
+			return 4, nil
+		}
+		large = []launch.TokenRange{{Min: tmax + 1, Max: qmin - 1}}
+	}
 	for _, op := range ops[:4] {
 		if err := lw.lowerFor(op, large); err != nil {
 			return 0, err
@@ -166,42 +180,15 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	E, K := int64(d.E), int64(d.K)
 	errAt, countsAt, idsAt, bytes := dispatchSmallSmem(d.E)
 	smem := b.DynSmem()
-	sp := func(off int64, i value.Value) value.Value { // the i32 at off + 4i
-		return b.Cast(b.ByteOffset(b.ByteOffsetC(smem, off), b.MulI(b.Wide(i), 4)), ir.I32)
-	}
 	lane, warp := b.LaneWarp()
 	tid := b.ThreadIdx(ir.X)
 	tk := b.MulI(b.Param("T"), K)
 	// Warp w owns slots [w*R, (w+1)*R): R, whole 32-slot groups.
 	R := b.MulI(b.UDiv(b.AddI(tk, 32*smallWarps-1), ir.Int32(32*smallWarps)), 32)
-	first := b.Mul(warp, R)
-	warpCount := func(w, e value.Value) value.Value { return sp(countsAt, b.Add(b.MulI(w, E), e)) }
-
-	// Zero the per-warp counts and the error word.
-	b.Loop(tid, ir.Int32(smallWarps*E), ir.Int32(utilThreads), nil, func(i value.Value, _ []value.Value) []value.Value {
-		b.StoreAt(ir.Int32(0), sp(countsAt, i), 4)
-		return nil
-	})
-	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() { b.StoreAt(ir.Int32(0), sp(errAt, ir.Int32(0)), 4) })
-	b.SyncThreads()
-
-	// Count (moe_count): validate each slot's id, count it for its warp.
-	b.Loop(ir.Int32(0), R, ir.Int32(32), nil, func(g value.Value, _ []value.Value) []value.Value {
-		slot := b.Add(b.Add(first, g), lane)
-		b.If(b.ICmp(enum.IPredSLT, slot, tk), func() {
-			id := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), slot, 4), 4)
-			bad := b.Or(b.ICmp(enum.IPredSLT, id, ir.Int32(-1)), b.ICmp(enum.IPredSGE, id, ir.Int32(E)))
-			b.If(bad, func() { b.atomicOr(sp(errAt, ir.Int32(0)), ir.Int32(ErrBadExpertID)) })
-			valid := b.And(b.ICmp(enum.IPredSGE, id, ir.Int32(0)), b.ICmp(enum.IPredSLT, id, ir.Int32(E)))
-			b.StoreAt(b.Select(valid, id, ir.Int32(-1)), sp(idsAt, slot), 4)
-			b.IfElse(valid, func() {
-				b.AtomicAdd(warpCount(warp, id), ir.Int32(1))
-			}, func() {
-				b.StoreAt(ir.Int32(-1), b.elemPtr(b.Param("row_of_slot"), slot, 4), 4)
-			})
-		})
-		return nil
-	})
+	sw := slotWarps{smem: smem, E: E, errAt: errAt, countsAt: countsAt, idsAt: idsAt,
+		first: b.Mul(warp, R), R: R, tk: tk, lane: lane, warp: warp}
+	sw.zero(b, tid)
+	sw.count(b, true)
 	b.SyncThreads()
 
 	// Scan (moe_scan): per expert the warps' counts become each warp's
@@ -210,7 +197,7 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	b.scanExperts(smem, tid, E, tiles, func(e value.Value) value.Value {
 		run := value.Value(ir.Int32(0))
 		for w := int64(0); w < smallWarps; w++ {
-			at := warpCount(ir.Int32(w), e)
+			at := sw.warpCount(b, ir.Int32(w), e)
 			n := b.LoadAt(ir.I32, at, 4)
 			b.StoreAt(run, at, 4)
 			run = b.Add(run, n)
@@ -219,29 +206,130 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 		return run
 	}, func(e, off value.Value) {
 		for w := int64(0); w < smallWarps; w++ {
-			at := warpCount(ir.Int32(w), e)
+			at := sw.warpCount(b, ir.Int32(w), e)
 			b.StoreAt(b.Add(b.LoadAt(ir.I32, at, 4), off), at, 4)
 		}
 	}, func() {
-		b.StoreAt(b.LoadVolatileAt(ir.I32, sp(errAt, ir.Int32(0)), 4), b.Param("err"), 4)
+		b.StoreAt(b.LoadVolatileAt(ir.I32, sw.sp(b, errAt, ir.Int32(0)), 4), b.Param("err"), 4)
 	})
 	b.SyncThreads()
+	sw.permute(b)
+	b.Ret(nil)
+	k.SharedBytes = int(bytes)
+	k.Tokens = tokens
+	return k
+}
 
-	// Permute (moe_permute): each warp walks its slots in order; a slot's
-	// row is its warp's next row of its expert plus its rank among the
-	// group's lanes of the same expert; the highest of those lanes moves
-	// the warp's next row past them.
+// slotWarps is the counting and ranking of a run of routed slots by the
+// smallWarps warps of a block, shared by moe_dispatch_small and
+// moe_dispatch: the calling warp owns slots [first, first+R) below tk (R
+// whole 32-slot groups; warp w's range follows warp w-1's), and the block's
+// shared memory at smem holds the error word at errAt, the count of expert
+// e among warp w's slots at countsAt + 4(w*E+e) (then, after a scan, the
+// warp's next row of e) and each slot's validated id at idsAt +
+// 4(slot-base) (base: the run's first slot; nil for 0).
+type slotWarps struct {
+	smem                   value.Value
+	E                      int64
+	errAt, countsAt, idsAt int64
+	first, R, tk, base     value.Value
+	lane, warp             value.Value
+	// groups, when nonzero, is R/32 as a constant: count loads the ids
+	// of all the warp's groups before it uses any, so that their
+	// latencies overlap (moe_dispatch's chunks); 0 loops over the groups.
+	groups int
+}
+
+// sp is the i32 at shared byte offset off + 4i.
+func (sw slotWarps) sp(b *Builder, off int64, i value.Value) value.Value {
+	return b.Cast(b.ByteOffset(b.ByteOffsetC(sw.smem, off), b.MulI(b.Wide(i), 4)), ir.I32)
+}
+
+// warpCount is warp w's count (or next row) of expert e in shared memory.
+func (sw slotWarps) warpCount(b *Builder, w, e value.Value) value.Value {
+	return sw.sp(b, sw.countsAt, b.Add(b.MulI(w, sw.E), e))
+}
+
+// idAt is slot's validated id in shared memory.
+func (sw slotWarps) idAt(b *Builder, slot value.Value) value.Value {
+	if sw.base != nil {
+		slot = b.Sub(slot, sw.base)
+	}
+	return sw.sp(b, sw.idsAt, slot)
+}
+
+// zero zeroes every warp's counts and the error word (thread tid of the
+// block's utilThreads), then synchronises the block.
+func (sw slotWarps) zero(b *Builder, tid value.Value) {
+	b.Loop(tid, ir.Int32(smallWarps*sw.E), ir.Int32(utilThreads), nil, func(i value.Value, _ []value.Value) []value.Value {
+		b.StoreAt(ir.Int32(0), sw.sp(b, sw.countsAt, i), 4)
+		return nil
+	})
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() { b.StoreAt(ir.Int32(0), sw.sp(b, sw.errAt, ir.Int32(0)), 4) })
+	b.SyncThreads()
+}
+
+// count is moe_count over the warp's slots: each slot's id is validated
+// (out of range: ErrBadExpertID into the shared error word, then treated
+// as -1) and kept in shared memory, and counted for the warp; with
+// unrouted, a slot without a valid expert also gets row_of_slot -1.
+func (sw slotWarps) count(b *Builder, unrouted bool) {
+	E := sw.E
+	one := func(slot, id value.Value) {
+		bad := b.Or(b.ICmp(enum.IPredSLT, id, ir.Int32(-1)), b.ICmp(enum.IPredSGE, id, ir.Int32(E)))
+		b.If(bad, func() { b.atomicOr(sw.sp(b, sw.errAt, ir.Int32(0)), ir.Int32(ErrBadExpertID)) })
+		valid := b.And(b.ICmp(enum.IPredSGE, id, ir.Int32(0)), b.ICmp(enum.IPredSLT, id, ir.Int32(E)))
+		b.StoreAt(b.Select(valid, id, ir.Int32(-1)), sw.idAt(b, slot), 4)
+		if !unrouted {
+			b.If(valid, func() { b.AtomicAdd(sw.warpCount(b, sw.warp, id), ir.Int32(1)) })
+			return
+		}
+		b.IfElse(valid, func() {
+			b.AtomicAdd(sw.warpCount(b, sw.warp, id), ir.Int32(1))
+		}, func() {
+			b.StoreAt(ir.Int32(-1), b.elemPtr(b.Param("row_of_slot"), slot, 4), 4)
+		})
+	}
+	if sw.groups > 0 {
+		slots, ids := make([]value.Value, sw.groups), make([]value.Value, sw.groups)
+		for g := range slots {
+			slots[g] = b.Add(b.AddI(sw.first, int64(32*g)), sw.lane)
+			ids[g] = b.IfVals(b.ICmp(enum.IPredSLT, slots[g], sw.tk), []value.Value{ir.Int32(-1)}, func() []value.Value {
+				return []value.Value{b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), slots[g], 4), 4)}
+			})[0]
+		}
+		for g := range slots {
+			b.If(b.ICmp(enum.IPredSLT, slots[g], sw.tk), func() { one(slots[g], ids[g]) })
+		}
+		return
+	}
+	b.Loop(ir.Int32(0), sw.R, ir.Int32(32), nil, func(g value.Value, _ []value.Value) []value.Value {
+		slot := b.Add(b.Add(sw.first, g), sw.lane)
+		b.If(b.ICmp(enum.IPredSLT, slot, sw.tk), func() {
+			one(slot, b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), slot, 4), 4))
+		})
+		return nil
+	})
+}
+
+// permute is moe_permute over the warp's slots, once every warp count
+// holds the warp's first row of its expert: each warp walks its slots in
+// order; a slot's row is its warp's next row of its expert plus its rank
+// among the group's lanes of the same expert; the highest of those lanes
+// moves the warp's next row past them.
+func (sw slotWarps) permute(b *Builder) {
+	lane, warp := sw.lane, sw.warp
 	ltMask := b.Sub(b.Shl(ir.Int32(1), lane), ir.Int32(1))
-	b.Loop(ir.Int32(0), R, ir.Int32(32), nil, func(g value.Value, _ []value.Value) []value.Value {
-		slot := b.Add(b.Add(first, g), lane)
-		inRange := b.ICmp(enum.IPredSLT, slot, tk)
+	b.Loop(ir.Int32(0), sw.R, ir.Int32(32), nil, func(g value.Value, _ []value.Value) []value.Value {
+		slot := b.Add(b.Add(sw.first, g), lane)
+		inRange := b.ICmp(enum.IPredSLT, slot, sw.tk)
 		id := b.IfVals(inRange, []value.Value{ir.Int32(-1)}, func() []value.Value {
-			return []value.Value{b.LoadAt(ir.I32, sp(idsAt, slot), 4)}
+			return []value.Value{b.LoadAt(ir.I32, sw.idAt(b, slot), 4)}
 		})[0]
 		peers := b.matchAny(id)
 		valid := b.ICmp(enum.IPredSGE, id, ir.Int32(0))
 		next := b.IfVals(valid, []value.Value{ir.Int32(0)}, func() []value.Value {
-			return []value.Value{b.LoadAt(ir.I32, warpCount(warp, id), 4)}
+			return []value.Value{b.LoadAt(ir.I32, sw.warpCount(b, warp, id), 4)}
 		})[0]
 		b.SyncWarp(ir.FullMask)
 		b.If(valid, func() {
@@ -249,15 +337,11 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 			b.StoreAt(row, b.elemPtr(b.Param("row_of_slot"), slot, 4), 4)
 			b.StoreAt(slot, b.elemPtr(b.Param("src_slot"), row, 4), 4)
 			last := b.ICmp(enum.IPredEQ, b.LShr(peers, lane), ir.Int32(1)) // no higher lane of the expert
-			b.If(last, func() { b.StoreAt(b.Add(next, b.Popc(peers)), warpCount(warp, id), 4) })
+			b.If(last, func() { b.StoreAt(b.Add(next, b.Popc(peers)), sw.warpCount(b, warp, id), 4) })
 		})
 		b.SyncWarp(ir.FullMask)
 		return nil
 	})
-	b.Ret(nil)
-	k.SharedBytes = int(bytes)
-	k.Tokens = tokens
-	return k
 }
 
 // writeTileLists writes expert e's entries of the GEMM work lists (as

@@ -13,9 +13,10 @@
 // kernels split by token range when the schedule has a GEMM variant for a
 // range of T; dispatch_small.go: with the ids form of the routing, init,
 // count, scan and permute also run as one block, moe_dispatch_small, for
-// T·K up to 2048):
+// T·K up to 2048, and, dispatch_queue.go, past T·K = 8192 as moe_dispatch,
+// whose blocks take numbered work items from a queue in global memory):
 //
-//	[moe_dispatch_small |] moe_init → [moe_route] → moe_count → moe_scan → moe_permute → moe_gather
+//	[moe_dispatch_small | moe_dispatch |] moe_init → [moe_route] → moe_count → moe_scan → moe_permute → moe_gather
 //	→ moe_fc1 [moe_fc1_mid | moe_fc1_decode] → moe_fc2 [moe_fc2_mid | moe_fc2_decode]
 //	→ [moe_shared_fc1 → moe_shared_fc2] → moe_combine
 //

@@ -8,6 +8,7 @@ import (
 
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // This file exports the cases of the internal tests to the GPU tests, which
@@ -32,6 +33,22 @@ func ForwardCases(t testing.TB) []ForwardCase {
 // BuildForwardCase builds the sm_80 program of c (buildCase).
 func BuildForwardCase(t testing.TB, c ForwardCase) *Program {
 	return buildCase(t, fwdCase{name: c.Name, layer: c.Layer})
+}
+
+// BuildForwardCaseDispatch builds the sm_80 program of c with the
+// routing ops run as k (schedule.Schedule.Dispatch).
+func BuildForwardCaseDispatch(t testing.TB, c ForwardCase, k schedule.DispatchKind) *Program {
+	t.Helper()
+	s, err := schedule.DefaultSchedule(c.Layer, target.SM80)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Dispatch = k
+	p, err := Build(c.Layer, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 // TimingSchedule is the sm_80 default schedule of l with "stages,warps,bk"

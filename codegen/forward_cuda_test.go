@@ -12,6 +12,7 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -137,6 +138,19 @@ func (d *dev) put(v any, bytes int) driver.DevicePtr {
 		}
 	} else if err := d.ctx.Memset(p, 0xFF, bytes); err != nil { // poison
 		d.t.Fatal(err)
+	}
+	return p
+}
+
+// scratch allocates the program's buffer name of bytes bytes: the work
+// queues zeroed (launch.BufWorkQueue), any other one poisoned (put).
+func (d *dev) scratch(name string, bytes int) driver.DevicePtr {
+	d.t.Helper()
+	p := d.put(nil, bytes)
+	if name == launch.BufWorkQueue {
+		if err := d.ctx.Memset(p, 0, max(bytes, 16)); err != nil {
+			d.t.Fatal(err)
+		}
 	}
 	return p
 }
@@ -315,7 +329,7 @@ func forwardBuffers(t *testing.T, d *dev, p *codegen.Program, l schedule.Layer, 
 			if b.Kind == codegen.BufInput {
 				t.Fatalf("input %s not provided", b.Name)
 			}
-			bufs[b.Name] = d.put(nil, int(b.Bytes.Eval(int64(T))))
+			bufs[b.Name] = d.scratch(b.Name, int(b.Bytes.Eval(int64(T))))
 		}
 	}
 	return bufs

@@ -320,55 +320,63 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 
 // TestDispatchSmall: with the ids form of the routing, every preset's
 // forward and backward on sm_80 and sm_90a holds moe_dispatch_small, which
-// runs for T = 0 .. 2048/K, and the four routing kernels it replaces run
-// for every larger T: exactly one of the two forms at every T. The
-// routing-map form (a route op between init and count) keeps the four.
+// runs for T = 0 .. 2048/K, and for every larger T the four routing
+// kernels, except that with schedule.DispatchQueue the work-queue kernel
+// moe_dispatch runs past T = 8192/K: exactly one of the forms at every T.
+// The routing-map form (a route op between init and count) keeps the four.
 func TestDispatchSmall(t *testing.T) {
 	four := []string{"moe_init", "moe_count", "moe_scan", "moe_permute"}
 	for _, name := range schedule.Presets() {
 		for _, tg := range []target.Target{target.SM80, target.SM90a} {
 			for _, routing := range []schedule.RoutingForm{schedule.RoutingIDs, schedule.RoutingMap} {
-				l, err := schedule.Preset(name)
-				if err != nil {
-					t.Fatal(err)
-				}
-				l.Routing = routing
-				s, err := schedule.DefaultSchedule(l, tg)
-				if err != nil {
-					t.Fatal(err)
-				}
-				for pass, p := range forwardAndBackward(t, l, s) {
-					what := fmt.Sprintf("%s %v routing %d pass %d", name, tg, routing, pass)
-					var small *Kernel
-					for i := range p.Kernels {
-						if p.Kernels[i].Name == "moe_dispatch_small" {
-							small = &p.Kernels[i]
-						}
+				for _, kind := range []schedule.DispatchKind{schedule.DispatchQueue, schedule.DispatchOps} {
+					l, err := schedule.Preset(name)
+					if err != nil {
+						t.Fatal(err)
 					}
-					if routing == schedule.RoutingMap {
-						if small != nil {
-							t.Errorf("%s: moe_dispatch_small with a route op", what)
-						}
-						continue
+					l.Routing = routing
+					s, err := schedule.DefaultSchedule(l, tg)
+					if err != nil {
+						t.Fatal(err)
 					}
-					if small == nil {
-						t.Errorf("%s: no moe_dispatch_small", what)
-						continue
-					}
-					tmax := int64(2048 / l.TopK)
-					for _, T := range []int64{0, 1, tmax - 1, tmax, tmax + 1, 1 << 20, launch.MaxTokens} {
-						var runs []string
-						for _, k := range p.Kernels {
-							if (k.Name == small.Name || slices.Contains(four, k.Name)) && k.RunsAt(T) {
-								runs = append(runs, k.Name)
+					s.Dispatch = kind
+					for pass, p := range forwardAndBackward(t, l, s) {
+						what := fmt.Sprintf("%s %v routing %d dispatch %v pass %d", name, tg, routing, kind, pass)
+						var small *Kernel
+						for i := range p.Kernels {
+							if p.Kernels[i].Name == "moe_dispatch_small" {
+								small = &p.Kernels[i]
 							}
 						}
-						want := four
-						if T <= tmax {
-							want = []string{small.Name}
+						if routing == schedule.RoutingMap {
+							if small != nil {
+								t.Errorf("%s: moe_dispatch_small with a route op", what)
+							}
+							continue
 						}
-						if !slices.Equal(runs, want) {
-							t.Errorf("%s T=%d: runs %v, want %v", what, T, runs, want)
+						if small == nil {
+							t.Errorf("%s: no moe_dispatch_small", what)
+							continue
+						}
+						tmax, qmax := int64(2048/l.TopK), int64(8192/l.TopK)
+						for _, T := range []int64{0, 1, tmax - 1, tmax, tmax + 1, qmax, qmax + 1, 1 << 20, launch.MaxTokens} {
+							large := four
+							if kind == schedule.DispatchQueue && T > qmax {
+								large = []string{"moe_dispatch"}
+							}
+							var runs []string
+							for _, k := range p.Kernels {
+								if (k.Name == small.Name || slices.Contains(four, k.Name) || k.Name == "moe_dispatch") && k.RunsAt(T) {
+									runs = append(runs, k.Name)
+								}
+							}
+							want := large
+							if T <= tmax {
+								want = []string{small.Name}
+							}
+							if !slices.Equal(runs, want) {
+								t.Errorf("%s T=%d: runs %v, want %v", what, T, runs, want)
+							}
 						}
 					}
 				}
@@ -436,7 +444,7 @@ func TestProgrammaticLaunch(t *testing.T) {
 				if !want {
 					continue
 				}
-				exit := triggersAtExit(&k)
+				exit := triggersAtExit(&k, smallDispatchTokens(dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK})+1)
 				kinds[exit] = true
 				if early := strings.Contains(first, "launch_dependents"); early == exit || triggers != map[bool]int{false: 1, true: 0}[exit] {
 					t.Errorf("%v %s: triggers by exiting %v, but %d launch_dependents, first instruction %q", tg, k.Name, exit, triggers, first)

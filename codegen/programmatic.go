@@ -29,27 +29,33 @@ import (
 //     the mxfp8 forward 0.5% (T = 4096) to 3% (deepseek-v2-lite, T = 64)
 //     faster than triggering early;
 //   - a row-wise kernel that runs at large T (a token range open to
-//     launch.MaxTokens) triggers at its end too: early, the next GEMM's
-//     blocks take the SMs of its last wave and the bf16 forward at
-//     qwen3-30b-a3b T = 4096 ran 3% slower;
+//     launch.MaxTokens, or only past the one-block dispatch's T) triggers
+//     at its end too: early, the next GEMM's blocks take the SMs of its
+//     last wave and the bf16 forward at qwen3-30b-a3b T = 4096 ran 3%
+//     slower (and the four routing kernels between the one-block dispatch
+//     and moe_dispatch, early, 0.3% slower at T = 300: docs/perf.md,
+//     dispatch v2);
 //   - the others (the decode-size and every-T row-wise kernels) trigger
 //     right after the wait, which hides the next launch where the kernels
 //     are a few µs long (T = 64: 1-3% faster than at their end).
 
 // triggersAtExit reports whether kernel k triggers its dependents' launch
 // only by exiting (see above): a persistent GEMM, or a kernel launched in
-// token ranges of which one is open-ended (not a decode-size kernel, not
-// one that runs at every T).
-func triggersAtExit(k *Kernel) bool {
+// token ranges of which one is open-ended or all start at large (not a
+// decode-size kernel, not one that runs at every T); large is the first
+// T past the one-block dispatch (smallDispatchTokens + 1; 1 or less: none).
+func triggersAtExit(k *Kernel, large int64) bool {
 	if k.GridPerSM {
 		return true
 	}
+	above := len(k.Tokens) > 0 && large > 1
 	for _, r := range k.Tokens {
 		if r.Max == launch.MaxTokens {
 			return true
 		}
+		above = above && r.Min >= large
 	}
-	return false
+	return above
 }
 
 // programmaticLaunch puts griddepcontrol.wait at the entry of every kernel
@@ -73,7 +79,7 @@ func (lw *perOp) programmaticLaunch() error {
 			return fmt.Errorf("codegen: kernel %s has no function in the module", k.Name)
 		}
 		text := wait + "\n\t" + trigger
-		if triggersAtExit(k) {
+		if triggersAtExit(k, smallDispatchTokens(lw.d)+1) {
 			text = wait
 		}
 		entry := f.IR.Blocks[0]

@@ -94,7 +94,7 @@ func timingBuffers(t *testing.T, d *dev, p *codegen.Program, l schedule.Layer, T
 	}
 	for _, b := range p.Buffers {
 		if _, ok := bufs[b.Name]; !ok {
-			bufs[b.Name] = d.put(nil, int(b.Bytes.Eval(int64(T))))
+			bufs[b.Name] = d.scratch(b.Name, int(b.Bytes.Eval(int64(T))))
 		}
 	}
 	return bufs

@@ -157,6 +157,15 @@ type Buffer struct {
 // not run leaves them as set.
 const BufPhaseTimes = "phase_times"
 
+// BufWorkQueue is the scratch buffer of the work queues and dependency
+// counters of kernels whose blocks take numbered work items
+// (codegen's moe_dispatch: u32 words, 4 per such kernel). A launcher zeroes
+// it when it allocates the workspace; every kernel leaves its words zero
+// when it ends (its last block resets them), so runs, and the replays of a
+// captured graph, need no host work. Unlike the other scratch buffers it
+// must not be poisoned or reused for anything else between runs.
+const BufWorkQueue = "work_queue"
+
 // PhaseSlots is the number of words per kernel and record in BufPhaseTimes.
 const PhaseSlots = 32
 

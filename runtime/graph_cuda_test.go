@@ -3,26 +3,47 @@
 package runtime_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/target"
 )
+
+// captureCase is one target and token count of TestCaptureForward.
+type captureCase struct {
+	target target.Target
+	T      int
+}
+
+// captureCases is every target with every T of ts.
+func captureCases(targets []target.Target, ts ...int) []captureCase {
+	var out []captureCase
+	for _, tg := range targets {
+		for _, T := range ts {
+			out = append(out, captureCase{tg, T})
+		}
+	}
+	return out
+}
 
 // TestCaptureForward: a forward captured into a CUDA graph and replayed
 // gives the bits of the uncaptured Forward, first with the inputs it was
 // captured with, then with other inputs written into the same buffers; a
 // larger T after the capture is refused (the workspace is pinned); each
-// target the device runs, T = 64.
+// target the device runs, T = 64 and 1100.
 func TestCaptureForward(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	seed, w, dw := randomWeightsOnDevice(t, ctx, l)
-	const T = 64
-	for _, target := range targets {
-		t.Run(target.String(), func(t *testing.T) {
+	// T = 1100 runs the dispatch as moe_dispatch, whose work queue must be
+	// zero again after every replay.
+	for _, tc := range captureCases(targets, 64, 1100) {
+		target, T := tc.target, tc.T
+		t.Run(fmt.Sprintf("%v/T=%d", target, T), func(t *testing.T) {
 			ly := newLayer(t, ctx, l, target)
 			c1, c2 := newCase(t, ctx, l, w, T, seed+1), newCase(t, ctx, l, w, T, seed+2)
 			y1 := runChecked(t, ctx, ly, argsOf(dw, c1.in, stream), c1.ref, "uncaptured 1", nil)

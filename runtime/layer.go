@@ -347,6 +347,13 @@ func (ly *Layer) grow(T int) error {
 	}
 	ly.ws, ly.wsBytes, ly.wsT, ly.wsOff = ws, total, newT, off
 	ly.lastT = -1 // addresses changed
+	if i, ok := ly.plan.bufIndex[launch.BufWorkQueue]; ok {
+		// The work queues start at zero; the kernels leave them so.
+		n := int(max(ly.plan.Buffers[i].Bytes.Eval(int64(newT)), 1))
+		if err := ly.ctx.Memset(ly.ws.Offset(off[i]), 0, n); err != nil {
+			return err
+		}
+	}
 	if _, ok := ly.plan.bufIndex[launch.BufPhaseTimes]; ok {
 		// The phase-time records start reset in every new workspace.
 		ptr, n, err := ly.phaseBuffer()

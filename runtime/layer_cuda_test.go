@@ -260,26 +260,35 @@ func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l
 	testMarks(t, ctx, stream, ly, l, w, dw, seed, name)
 
 	// Out-of-range ids are reported by CheckErrors and their slots count
-	// as -1 (no contribution); the next valid forward reports nothing.
-	const T = 64
-	c := newCase(t, ctx, l, w, T, seed^0xbad)
-	bad := c.r
-	bad.IDs = append([]int32(nil), c.r.IDs...)
-	badSlots := []int{3 * K, 7*K + K - 1, 9*K + 1}
-	bad.IDs[badSlots[0]] = int32(E)
-	bad.IDs[badSlots[1]] = -5
-	bad.IDs[badSlots[2]] = math.MaxInt32
-	asNone := bad
-	asNone.IDs = append([]int32(nil), bad.IDs...)
-	for _, i := range badSlots {
-		asNone.IDs[i] = -1
+	// as -1 (no contribution); the next valid forward reports nothing. At
+	// T = 64 the dispatch is one block (moe_dispatch_small), at 2048/K + 1
+	// the four routing kernels (codegen's TestDispatchQueueGPU checks the
+	// work-queue kernel of larger T, moe_dispatch, against them, out-of-range
+	// ids and error word included).
+	for _, T := range []int{2048/K + 1, 64} {
+		c := newCase(t, ctx, l, w, T, seed^0xbad)
+		bad := c.r
+		bad.IDs = append([]int32(nil), c.r.IDs...)
+		badSlots := []int{3 * K, 7*K + K - 1, 9*K + 1, T*K - 2}
+		bad.IDs[badSlots[0]] = int32(E)
+		bad.IDs[badSlots[1]] = -5
+		bad.IDs[badSlots[2]] = math.MaxInt32
+		bad.IDs[badSlots[3]] = int32(E + 1)
+		asNone := bad
+		asNone.IDs = append([]int32(nil), bad.IDs...)
+		for _, i := range badSlots {
+			asNone.IDs[i] = -1
+		}
+		what := fmt.Sprintf("%s T=%d", name, T)
+		runBadRouting(t, ctx, stream, ly, l, w, dw, c.x, bad, asNone, what+" ids out of range", func(re *runtime.RoutingError) bool {
+			return re.BadExpertID() && !re.TooManyRoutes() && strings.Contains(re.Error(), "expert id out of range")
+		})
+		runChecked(t, ctx, ly, argsOf(dw, c.in, stream), c.ref, what+" valid after invalid", nil)
 	}
-	runBadRouting(t, ctx, stream, ly, l, w, dw, c.x, bad, asNone, name+" ids out of range", func(re *runtime.RoutingError) bool {
-		return re.BadExpertID() && !re.TooManyRoutes() && strings.Contains(re.Error(), "expert id out of range")
-	})
-	runChecked(t, ctx, ly, argsOf(dw, c.in, stream), c.ref, name+" valid after invalid", nil)
 
 	// A wrong argument is refused before anything runs.
+	const T = 64
+	c := newCase(t, ctx, l, w, T, seed^0xbad)
 	args := argsOf(dw, c.in, stream)
 	ids := args.b[moe.BufIDs]
 	ids.Shape = []int{T, K + 1}

@@ -131,6 +131,16 @@ type Schedule struct {
 	// every T. The split sums in another order: deterministic, not the
 	// same bits as the unsplit kernel.
 	SplitK SplitKKind
+	// Dispatch is how the forward's routing ops init, count, scan and
+	// permute run past the one-block dispatch of decode sizes (codegen's
+	// moe_dispatch_small, T·top-k <= 2048): DispatchQueue (the zero value)
+	// as one kernel, moe_dispatch, whose blocks take numbered work items
+	// from a queue in global memory (the count of each 2048-slot chunk,
+	// the scan, the permutation of each chunk) and wait for the items they
+	// depend on through counters (docs/megakernel.md, step 1);
+	// DispatchOps as the four kernels, one per op. The same bytes either
+	// way (counts, offsets, work lists, row_of_slot, src_slot, error word).
+	Dispatch DispatchKind
 	// PhaseTimes instruments the program (the forward's and the
 	// backward's): every kernel also takes the scratch buffer
 	// launch.BufPhaseTimes and records there, with %globaltimer (ns), when
@@ -179,6 +189,43 @@ func ParseSplitKKind(v string) (SplitKKind, error) {
 		return SplitKOff, nil
 	}
 	return 0, fmt.Errorf("%q: want auto or off", v)
+}
+
+// DispatchKind selects how the routing ops run past decode sizes.
+type DispatchKind int
+
+// The dispatch kinds.
+const (
+	// DispatchQueue: one kernel with a work queue and dependency counters.
+	DispatchQueue DispatchKind = iota
+	// DispatchOps: one kernel per op (init, count, scan, permute).
+	DispatchOps
+)
+
+// String returns "queue" or "ops".
+func (k DispatchKind) String() string {
+	if k == DispatchOps {
+		return "ops"
+	}
+	return "queue"
+}
+
+// UnmarshalText sets k from "queue" or "ops" (ParseDispatchKind).
+func (k *DispatchKind) UnmarshalText(b []byte) (err error) {
+	*k, err = ParseDispatchKind(string(b))
+	return err
+}
+
+// ParseDispatchKind accepts "queue" and "ops" (in any case); any other
+// value is an error naming it.
+func ParseDispatchKind(v string) (DispatchKind, error) {
+	switch strings.ToLower(v) {
+	case "queue":
+		return DispatchQueue, nil
+	case "ops":
+		return DispatchOps, nil
+	}
+	return 0, fmt.Errorf("%q: want queue or ops", v)
 }
 
 // GatherKind selects where the forward's dispatched rows are gathered.
@@ -445,6 +492,9 @@ func (s Schedule) String() string {
 	}
 	if s.SplitK != SplitKAuto {
 		text += fmt.Sprintf("; split-k %v", s.SplitK)
+	}
+	if s.Dispatch != DispatchQueue {
+		text += fmt.Sprintf("; dispatch %v", s.Dispatch)
 	}
 	if s.MXGemm != MXGemmPromote {
 		text += fmt.Sprintf("; mxfp8 GEMMs by %v", s.MXGemm)

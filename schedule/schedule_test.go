@@ -450,3 +450,37 @@ func TestValidateNeverPanics(t *testing.T) {
 		}
 	}
 }
+
+// The dispatch kinds parse from their names in any case and print them
+// back; the zero value is the queue; anything else is refused by name, and
+// a schedule that is not the default says so in its text.
+func TestDispatchKind(t *testing.T) {
+	for _, k := range []DispatchKind{DispatchQueue, DispatchOps} {
+		got, err := ParseDispatchKind(strings.ToUpper(k.String()))
+		if err != nil || got != k {
+			t.Errorf("ParseDispatchKind(%q) = %v, %v", strings.ToUpper(k.String()), got, err)
+		}
+	}
+	if _, err := ParseDispatchKind("four"); err == nil || !strings.Contains(err.Error(), `"four"`) {
+		t.Errorf("ParseDispatchKind(four): %v", err)
+	}
+	var k DispatchKind
+	if k != DispatchQueue {
+		t.Errorf("zero DispatchKind is %v", k)
+	}
+	l, err := Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DefaultSchedule(l, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(s.String(), "dispatch") {
+		t.Errorf("default schedule %q names its dispatch", s)
+	}
+	s.Dispatch = DispatchOps
+	if !strings.Contains(s.String(), "dispatch ops") {
+		t.Errorf("schedule %q does not say dispatch ops", s)
+	}
+}

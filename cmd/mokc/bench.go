@@ -41,7 +41,7 @@ func init() {
 				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards, or with --backward of training steps timing the backward's kernels, with an event between kernels)"},
-				&cli.BoolFlag{Name: "phases", Usage: "instrument the kernels (schedule.Schedule.PhaseTimes: each records its first block's start and last warp's end on the device's %globaltimer) and report, over a further pass of --iters forwards (each launched as in the timed pass, with no events between its kernels, then waited for), each kernel's median start after the first kernel's and its median duration; the timed pass then runs the instrumented kernels too (not with --backward)"},
+				&cli.BoolFlag{Name: "phases", Usage: "instrument the kernels (schedule.Schedule.PhaseTimes: each records its first block's start and last warp's end on the device's %globaltimer) and report, over a further pass of --iters forwards (each launched as in the timed pass, with no events between its kernels, queued behind two unrecorded forwards so that the device, not the host's launches, sets the pace, then waited for), each kernel's median start after the first kernel's and its median duration; the timed pass then runs the instrumented kernels too (not with --backward)"},
 				&cli.BoolFlag{Name: "backward", Usage: "time a training step's layer work: Forward then Backward (main grads accumulating), FLOPs and bytes of both"},
 				&cli.BoolFlag{Name: "plain-launch", Usage: "launch every kernel with cuLaunchKernel, without the programmatic dependent launch of sm_90a and sm_100a kernels (launch.Kernel.Programmatic; docs/manifest.md), to measure what it saves"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
@@ -583,11 +583,25 @@ func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream,
 // phase-time records, and returns each kernel's median start (after the
 // first kernel's start) and duration and the median span of the forward
 // (first start to last end), in ms, in launch order of the kernels that ran.
+// Each recorded forward is queued behind phaseLead unrecorded ones, so that
+// the host has launched its kernels before the device reaches them, as in
+// back-to-back runs: on an idle device the records would show the host's
+// launch pace between kernels shorter than a launch (docs/perf.md,
+// dispatch v2).
+// phaseLead is the number of unrecorded forwards queued before each
+// recorded one (benchPhases).
+const phaseLead = 2
+
 func benchPhases(ly *runtime.Layer, stream *driver.Stream, iters int, forward func(int) error) ([]phaseTime, float64, error) {
 	starts, durs := map[string][]float64{}, map[string][]float64{}
 	var order []string
 	spans := make([]float64, 0, iters)
 	for i := 0; i < iters; i++ {
+		for range phaseLead {
+			if err := forward(i); err != nil {
+				return nil, 0, err
+			}
+		}
 		if err := ly.ResetPhaseTimes(stream); err != nil {
 			return nil, 0, err
 		}

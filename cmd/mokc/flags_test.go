@@ -134,6 +134,8 @@ func TestFieldFlagTables(t *testing.T) {
 			*p = 12345
 		case *schedule.SplitKKind:
 			*p = 12345
+		case *schedule.DispatchKind:
+			*p = 12345
 		default:
 			t.Errorf("--%s: field of type %T", f.name, p)
 		}

@@ -129,6 +129,8 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("regfed on sm_90a with grouped weights, else promote").keepingVariant(),
 	scheduleFlag("gather", "where the forward's dispatched rows (and a bf16 backward's rows of FC1·x) are gathered: fc1 (at decode sizes, up to 16 mean rows per expert, FC1's producer copies each row from x by its slot where the engine does: sm_90a, bf16 rows without the routing weight on them, and for T <= 4 the mxfp8 decode FC1, from x quantized once per token; elsewhere a gather kernel) or separate (a gather kernel writes the [T*K, H] rows before FC1 at every T; the same results)", "Schedule.Gather",
 		func(s *schedule.Schedule) any { return &s.Gather }).withDefault("fc1").keepingVariant(),
+	scheduleFlag("dispatch", "how the forward's routing ops (init, count, scan, permute) run past decode sizes (T·top-k > 2048, where one block does all four): queue (one kernel whose blocks take work items from a queue in global memory: the count of each 2048-slot chunk, the scan, the permutation of each chunk) or ops (one kernel per op); the same bytes either way", "Schedule.Dispatch",
+		func(s *schedule.Schedule) any { return &s.Dispatch }).withDefault("queue").keepingVariant(),
 	scheduleFlag("split-k", "whether the shared experts' GEMMs split their reduction at decode sizes: auto (at T <= 128, where the engine does (sm_90a) and its cost model gains: f32 parts and a reduce kernel adding them in a fixed order; deterministic, another order of the sums than the unsplit kernel) or off (one kernel per GEMM at every T)", "Schedule.SplitK",
 		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
 }
