@@ -138,8 +138,8 @@ func head(b []byte) string { return fmt.Sprintf("% x", b[:min(len(b), 32)]) }
 // moe_dispatch (the work queue, schedule.DispatchQueue) writes what
 // moe_init, moe_count, moe_scan and moe_permute (schedule.DispatchOps)
 // write, byte for byte, on random ids with unrouted (-1) and out-of-range
-// ones, from the first T past moe_dispatch_small through partial and many
-// chunks of 2048 slots; every T runs twice on the same queue words, which
+// ones, from the first T past moe_dispatch_small through partial, whole and
+// many chunks of 2048 slots; every T runs twice on the same queue words, which
 // only the kernel itself resets (they start zeroed, as the runtime
 // allocates them), and the words are zero again at the end.
 func TestDispatchQueueGPU(t *testing.T) {
@@ -174,7 +174,10 @@ func TestDispatchQueueGPU(t *testing.T) {
 			}
 			bufs["dispatch_parts"] = d.put(nil, bufBytes(p, "dispatch_parts", maxT))
 			bufs[launch.BufWorkQueue] = d.scratch(launch.BufWorkQueue, bufBytes(p, launch.BufWorkQueue, maxT))
-			for _, T := range []int{tmin, tmin + 1, 2048/l.TopK + 1, 3000, maxT} {
+			// 2048/K + 1 lies below the kernel's launch range (two chunks, the
+			// second nearly empty); 16384/K fills whole chunks when K divides
+			// 16384.
+			for _, T := range []int{tmin, tmin + 1, 2048/l.TopK + 1, 16384 / l.TopK, 3000, maxT} {
 				ids := make([]int32, T*l.TopK)
 				for i := range ids {
 					switch u := rng.IntN(100); {

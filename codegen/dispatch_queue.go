@@ -51,11 +51,12 @@ const queueChunk = smallSlots
 
 // queueMinSlots is the most routed slots (T·K) at which the four kernels
 // run rather than moe_dispatch. Measured on the H200 (docs/perf.md,
-// dispatch v2: qwen3-30b-a3b's forward, back to back): moe_dispatch was 4
-// µs slower at T·K = 2400 (two chunks: its three dependent rounds of items
-// against four kernels of about 1 µs each), level at 8192 and 4 and 11 µs
-// faster at 16,384 and 32,768, where moe_permute, each of its E blocks
-// reading every id, grows with T·K.
+// dispatch v2: qwen3-30b-a3b's forward, back to back): with moe_dispatch
+// the forward was 4 µs slower at T·K = 2400 (two chunks: its three
+// dependent rounds of items took 8.4 µs against 6.7 for the four short
+// kernels), 0-1 µs slower at 8192, and 4 and 12 µs faster at 16,384 and
+// 32,768, where moe_permute, each of its E blocks reading every id, grows
+// with T·K.
 const queueMinSlots = 4 * queueChunk
 
 // The words of moe_dispatch in launch.BufWorkQueue, from its first.

@@ -273,7 +273,7 @@ func manifestNotes(p *codegen.Program) []string {
 		"Launch the kernels in order on one stream; kernels with skip_if_zero_t are not launched when T = 0; no host synchronisation is needed between them.",
 	}
 	if tokens {
-		notes = append(notes, "A kernel with tokens is launched only when T lies in one of its inclusive [min, max] ranges: kernels that replace one another by T carry ranges that partition the T they serve, so exactly one of each group runs (the variants of one GEMM, same name up to a suffix such as _mid, tuned for different rows per expert, at each T >= 1; moe_dispatch_small or the four routing kernels it replaces for few tokens, at each T >= 0; moe_quantize_h where the FC1 variant does not write h's quantized form itself; on sm_90a mxfp8, moe_gather / moe_gather_rf, moe_quantize_xs / moe_quantize_xs_rf and the decode FC1 / moe_quantize_h_rf, which write the quantized rows in the form of the GEMMs of their T range: e4m3 with scales for the decode variant, bf16 MXFP8 values for the register-fed GEMMs); max 2147483647 means no upper limit.")
+		notes = append(notes, "A kernel with tokens is launched only when T lies in one of its inclusive [min, max] ranges: kernels that replace one another by T carry ranges that partition the T they serve, so exactly one of each group runs (the variants of one GEMM, same name up to a suffix such as _mid, tuned for different rows per expert, at each T >= 1; moe_dispatch_small (few tokens), the four routing kernels or moe_dispatch (past 8192 routed slots), at each T >= 0; moe_quantize_h where the FC1 variant does not write h's quantized form itself; on sm_90a mxfp8, moe_gather / moe_gather_rf, moe_quantize_xs / moe_quantize_xs_rf and the decode FC1 / moe_quantize_h_rf, which write the quantized rows in the form of the GEMMs of their T range: e4m3 with scales for the decode variant, bf16 MXFP8 values for the register-fed GEMMs); max 2147483647 means no upper limit.")
 	}
 	if programmatic {
 		notes = append(notes, "A kernel with programmatic begins with griddepcontrol.wait: it may be launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 (cuLaunchKernelEx), so that its launch overlaps the previous kernel, which it waits for before any memory access; a plain launch is correct too.")
@@ -303,8 +303,13 @@ func manifestNotes(p *codegen.Program) []string {
 		notes = append(notes,
 			"A tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, element strides all 1, re-encoded when T or the buffer address changes; dims and box are innermost first and stride_bytes are for dims 1...")
 	}
+	for _, b := range p.Buffers {
+		if b.Name == launch.BufWorkQueue {
+			notes = append(notes, "The scratch "+launch.BufWorkQueue+" holds the work queues and dependency counters of moe_dispatch: zero it when the workspace is allocated; the kernel leaves it zero after every run (a run that faults leaves it as it was: zero it again), so later runs and graph replays need nothing. Do not share it between workspaces that run at the same time.")
+		}
+	}
 	return append(notes,
-		"Workspace buffers need no initialisation; after the forward the u32 "+moe.BufErr+" buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",
+		"Workspace buffers need no initialisation but where a note says otherwise; after the forward the u32 "+moe.BufErr+" buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",
 		"Buffer shapes are outermost first (row-major); allocate bytes (an upper bound of the shape times the element size; at least 1 byte when it evaluates to 0) at a 16-byte aligned address (TMA and the 16-byte vector accesses need it); every element of "+moe.BufY+" is written by the forward.",
 		"Every {a, b, d, min} (grids, shapes, bytes, scalar arguments) is evaluated as size_formula says.")
 }

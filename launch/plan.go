@@ -126,7 +126,7 @@ type BufferKind string
 const (
 	BufInput   BufferKind = "input"   // caller-provided input (activations, routing, weights)
 	BufOutput  BufferKind = "output"  // caller-provided output
-	BufScratch BufferKind = "scratch" // workspace the runtime allocates; contents need no initialisation
+	BufScratch BufferKind = "scratch" // workspace the runtime allocates; contents need no initialisation, but BufWorkQueue's (zero at allocation)
 	// BufInOut is caller-owned and accumulated into: read, then written
 	// (the backward's main-grad buffers, main += dW).
 	BufInOut BufferKind = "inout"
@@ -163,7 +163,8 @@ const BufPhaseTimes = "phase_times"
 // it when it allocates the workspace; every kernel leaves its words zero
 // when it ends (its last block resets them), so runs, and the replays of a
 // captured graph, need no host work. Unlike the other scratch buffers it
-// must not be poisoned or reused for anything else between runs.
+// must not be poisoned or reused for anything else between runs; after a
+// run that faulted (its words as the fault left them) zero it again.
 const BufWorkQueue = "work_queue"
 
 // PhaseSlots is the number of words per kernel and record in BufPhaseTimes.

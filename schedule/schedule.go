@@ -132,14 +132,16 @@ type Schedule struct {
 	// same bits as the unsplit kernel.
 	SplitK SplitKKind
 	// Dispatch is how the forward's routing ops init, count, scan and
-	// permute run past the one-block dispatch of decode sizes (codegen's
-	// moe_dispatch_small, T·top-k <= 2048): DispatchQueue (the zero value)
-	// as one kernel, moe_dispatch, whose blocks take numbered work items
-	// from a queue in global memory (the count of each 2048-slot chunk,
-	// the scan, the permutation of each chunk) and wait for the items they
-	// depend on through counters (docs/megakernel.md, step 1);
-	// DispatchOps as the four kernels, one per op. The same bytes either
-	// way (counts, offsets, work lists, row_of_slot, src_slot, error word).
+	// permute run, with the ids form of the routing, past T·top-k = 8192
+	// (up to 2048 one block does all four, codegen's moe_dispatch_small;
+	// from 2049 to 8192, and with a routing map, the four kernels run
+	// whatever this says): DispatchQueue (the zero value) as one kernel,
+	// moe_dispatch, whose blocks take numbered work items from a queue in
+	// global memory (the count of each 2048-slot chunk, the scan, the
+	// permutation of each chunk) and wait for the items they depend on
+	// through counters (docs/megakernel.md, step 1); DispatchOps as the
+	// four kernels, one per op. The same bytes either way (counts,
+	// offsets, work lists, row_of_slot, src_slot, error word).
 	Dispatch DispatchKind
 	// PhaseTimes instruments the program (the forward's and the
 	// backward's): every kernel also takes the scratch buffer

@@ -579,6 +579,10 @@ func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream,
 	return out, nil
 }
 
+// phaseLead is the number of unrecorded forwards queued before each
+// recorded one (benchPhases).
+const phaseLead = 2
+
 // benchPhases runs forward(i) for i < iters, each after a reset of ly's
 // phase-time records, and returns each kernel's median start (after the
 // first kernel's start) and duration and the median span of the forward
@@ -588,10 +592,6 @@ func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream,
 // back-to-back runs: on an idle device the records would show the host's
 // launch pace between kernels shorter than a launch (docs/perf.md,
 // dispatch v2).
-// phaseLead is the number of unrecorded forwards queued before each
-// recorded one (benchPhases).
-const phaseLead = 2
-
 func benchPhases(ly *runtime.Layer, stream *driver.Stream, iters int, forward func(int) error) ([]phaseTime, float64, error) {
 	starts, durs := map[string][]float64{}, map[string][]float64{}
 	var order []string

@@ -97,7 +97,7 @@ func buildAction(c *cli.Context) error {
 			if lo < hi {
 				n = fmt.Sprintf("%d to %d", lo, hi)
 			}
-			what += fmt.Sprintf(", %s launched per %s at T >= 1 (kernels chosen by T: GEMM tile shapes, the dispatch of few tokens)", n, pass)
+			what += fmt.Sprintf(", %s launched per %s at T >= 1 (kernels chosen by T: GEMM tile shapes, the dispatch of few and of many tokens)", n, pass)
 		}
 		// The layer's options that change the kernels, beside the pass.
 		form := pass
