@@ -1,0 +1,61 @@
+# Helpers of the one-off device scripts (docs/runs/runNN/callK/callK.sh), sourced after
+# scripts/device-env.sh on the GPU machine. They expect $OUT/logs to exist and append to
+# $OUT/logs/summary.txt ($S), one line per result:
+#
+#   START=$(date +%s)       # set once at the top of the script, for left
+#   left N                  # true while fewer than N seconds have passed since START
+#   run_json LABEL BIN MODEL PRECISION TOKENS [FLAGS...]
+#                           # `BIN run --json --repeat 2` on sm_90a: per T, rel L2, the first 16 hex
+#                           # digits of y_sha256 (equal between two binaries computing the same bits),
+#                           # identical runs, PASS/FAIL, the error word
+#   bench LABEL BIN T [FLAGS...]
+#                           # `BIN bench --json` on sm_90a: the JSON (with "label") to bench.jsonl and a
+#                           # line with the median, min, p90, and with --phases each kernel as
+#                           # name@start+duration (µs) and the span; skipped once left 540 fails
+#                           # (BENCH_BUDGET overrides 540)
+#
+# The summary lines of bench go to bench.jsonl first (lines not starting with "{"); end the script
+# with `grep -hv "^{" $O/bench.jsonl >> $S`.
+O=$OUT/logs
+S=$O/summary.txt
+mkdir -p "$O"
+
+left() { [ $(($(date +%s) - START)) -lt "$1" ]; }
+
+run_json() {
+	local label=$1 bin=$2 model=$3 prec=$4 tokens=$5
+	shift 5
+	timeout 150 "$bin" run --model "$model" --target sm_90a --precision "$prec" --tokens "$tokens" --repeat 2 --json "$@" 2>>"$O/run-err.log" |
+		LABEL=$label PREC=$prec python3 -c '
+import json, os, sys
+for line in sys.stdin:
+    line = line.strip()
+    if not line.startswith("{"):
+        continue
+    d = json.loads(line)
+    if "tokens" not in d:
+        continue
+    print(os.environ["LABEL"], d["model"], os.environ["PREC"], d["tokens"], repr(d["rel_l2"]), d.get("y_sha256", "")[:16],
+          "%d/%d" % (d["identical_runs"], d["runs"]), "PASS" if d["pass"] else "FAIL", d.get("error_word", ""))
+' >>"$S"
+}
+
+bench() {
+	local label=$1 bin=$2 T=$3
+	shift 3
+	left "${BENCH_BUDGET:-540}" || {
+		echo "skipped bench $label T=$T $*" >>"$S"
+		return
+	}
+	timeout 90 "$bin" bench --target sm_90a --tokens "$T" --json "$@" >"$O/tmp.json" 2>>"$O/bench.log" || return
+	LABEL=$label ARGS="$*" T=$T python3 -c '
+import json, os
+d = json.load(open(os.environ["O"] + "/tmp.json"))
+d["label"] = os.environ["LABEL"]
+print(json.dumps(d))
+ph = " ".join("%s@%.1f+%.1f" % (p["name"][4:], 1000 * p["start_ms"], 1000 * p["ms"]) for p in d.get("phases", []))
+print(os.environ["LABEL"], os.environ["ARGS"], os.environ["T"], "median", round(d["median_ms"], 4), "min", round(d["min_ms"], 4),
+      "p90", round(d["p90_ms"], 4), "span", round(d.get("phase_span_ms", 0), 4), ph)
+' >>"$O/bench.jsonl" 2>>"$O/bench.log"
+}
+export O
