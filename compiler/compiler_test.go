@@ -266,3 +266,42 @@ func TestCompilePhaseTimes(t *testing.T) {
 		}
 	}
 }
+
+// The manifest of a program with the routing work queue (moe_dispatch)
+// lists the work_queue scratch buffer (4 u32 words) and says in its notes
+// that it must be zero at allocation, and that moe_dispatch runs past
+// 8192 routed slots; with --dispatch ops there is neither the buffer nor
+// the note.
+func TestManifestWorkQueue(t *testing.T) {
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	for _, kind := range []schedule.DispatchKind{schedule.DispatchQueue, schedule.DispatchOps} {
+		s.Dispatch = kind
+		a, err := Compile(l, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := a.Manifest
+		var buf *launch.Buffer
+		for i := range m.Buffers {
+			if m.Buffers[i].Name == launch.BufWorkQueue {
+				buf = &m.Buffers[i]
+			}
+		}
+		note := strings.Contains(strings.Join(m.Notes, "\n"), "The scratch "+launch.BufWorkQueue+" ")
+		if want := kind == schedule.DispatchQueue; (buf != nil) != want || note != want {
+			t.Fatalf("dispatch %v: buffer %v, note %t", kind, buf, note)
+		}
+		if buf == nil {
+			continue
+		}
+		if buf.Kind != launch.BufScratch || buf.DType != "u32" || buf.Bytes.Eval(1<<20) != 16 {
+			t.Errorf("%s is %s %s of %d bytes, want scratch u32 of 16", buf.Name, buf.Kind, buf.DType, buf.Bytes.Eval(1<<20))
+		}
+		for _, k := range m.Kernels {
+			if k.Name == "moe_dispatch" && (len(k.Tokens) != 1 || k.Tokens[0].Min != 8192/int64(l.TopK)+1) {
+				t.Errorf("moe_dispatch runs for %v, want from T = %d", k.Tokens, 8192/l.TopK+1)
+			}
+		}
+	}
+}
