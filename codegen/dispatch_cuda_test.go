@@ -27,14 +27,7 @@ func TestDispatchSmallGPU(t *testing.T) {
 			continue // the routing-map form keeps its route op between init and count
 		}
 		t.Run(c.Name, func(t *testing.T) {
-			src, err := ourPTX(p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ex, err := newExecutor(ctx, p, src)
-			if err != nil {
-				t.Fatal(err)
-			}
+			ex := newExecutorOf(t, ctx, p)
 			four := []string{"moe_init", "moe_count", "moe_scan", "moe_permute"}
 			var written []string // the buffers the kernels write
 			for _, prm := range small.Params {
@@ -48,17 +41,7 @@ func TestDispatchSmallGPU(t *testing.T) {
 			l := c.Layer
 			tmax := small.Tokens[0].Max
 			for _, T := range []int{0, 1, 37, int(tmax)} {
-				ids := make([]int32, T*l.TopK)
-				for i := range ids {
-					switch u := rng.IntN(100); {
-					case u < 5:
-						ids[i] = -1
-					case u < 7 && T > 1:
-						ids[i] = int32(l.Experts + rng.IntN(3)) // out of range: reported, not routed
-					default:
-						ids[i] = int32(rng.IntN(l.Experts))
-					}
-				}
+				ids := randomIDs(rng, T, l.TopK, l.Experts)
 				d := &dev{t: t, ctx: ctx}
 				bufs := map[string]driver.DevicePtr{"ids": d.put(ids, 4*len(ids))}
 				for _, name := range written {
@@ -178,17 +161,7 @@ func TestDispatchQueueGPU(t *testing.T) {
 			// second nearly empty); 16384/K fills whole chunks when K divides
 			// 16384.
 			for _, T := range []int{tmin, tmin + 1, 2048/l.TopK + 1, 16384 / l.TopK, 3000, maxT} {
-				ids := make([]int32, T*l.TopK)
-				for i := range ids {
-					switch u := rng.IntN(100); {
-					case u < 5:
-						ids[i] = -1
-					case u < 7:
-						ids[i] = int32(l.Experts + rng.IntN(3)) // out of range: reported, not routed
-					default:
-						ids[i] = int32(rng.IntN(l.Experts))
-					}
-				}
+				ids := randomIDs(rng, T, l.TopK, l.Experts)
 				dT := &dev{t: t, ctx: ctx}
 				bufs["ids"] = dT.put(ids, 4*len(ids))
 				want := runNamed(t, exO, d, T, bufs, written, "moe_init", "moe_count", "moe_scan", "moe_permute")
@@ -213,6 +186,24 @@ func TestDispatchQueueGPU(t *testing.T) {
 			}
 		})
 	}
+}
+
+// randomIDs is the ids [T, K] of a dispatch test over E experts: 5% of
+// the slots unrouted (-1), 2% out of range (E .. E+2: reported, not
+// routed; only for T > 1), the rest uniform.
+func randomIDs(rng *rand.Rand, T, K, E int) []int32 {
+	ids := make([]int32, T*K)
+	for i := range ids {
+		switch u := rng.IntN(100); {
+		case u < 5:
+			ids[i] = -1
+		case u < 7 && T > 1:
+			ids[i] = int32(E + rng.IntN(3))
+		default:
+			ids[i] = int32(rng.IntN(E))
+		}
+	}
+	return ids
 }
 
 // newExecutorOf loads our PTX of p.

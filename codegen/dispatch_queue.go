@@ -163,11 +163,7 @@ func emitDispatchQueue(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 		sw.count(b, true)
 		b.SyncThreads()
 		b.Loop(tid, ir.Int32(E), ir.Int32(utilThreads), nil, func(e value.Value, _ []value.Value) []value.Value {
-			sum := value.Value(ir.Int32(0))
-			for w := int64(0); w < smallWarps; w++ {
-				sum = b.Add(sum, b.LoadAt(ir.I32, sw.warpCount(b, ir.Int32(w), e), 4))
-			}
-			b.StoreAt(sum, part(ci, e), 4)
+			b.StoreAt(sw.warpPrefix(b, e, ir.Int32(0), false), part(ci, e), 4)
 			return nil
 		})
 		b.If(lead, func() {
@@ -179,20 +175,14 @@ func emitDispatchQueue(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	scanItem := func() {
 		await(queueCounts, n)
 		b.scanExperts(smem, tid, E, tiles, func(e value.Value) value.Value {
-			sum := b.sumParts(n, func(ci value.Value) value.Value { return part(ci, e) })
+			sum := b.reduceParts(n, func(ci value.Value) value.Value { return part(ci, e) }, b.Add)
 			b.StoreAt(sum, b.elemPtr(b.Param("counts"), e, 4), 4)
 			return sum
 		}, func(e, off value.Value) {
 			b.firstRows(n, off, func(ci value.Value) value.Value { return part(ci, e) })
 		}, func() {
-			errs := b.Loop(ir.Int32(0), n, ir.Int32(sumBatch), []value.Value{ir.Int32(0)}, func(c0 value.Value, v []value.Value) []value.Value {
-				or := v[0]
-				for _, x := range b.loadParts(n, c0, func(ci value.Value) value.Value { return part(ci, ir.Int32(E)) }) {
-					or = b.Or(or, x)
-				}
-				return []value.Value{or}
-			})
-			b.StoreAt(errs[0], b.Param("err"), 4)
+			errs := b.reduceParts(n, func(ci value.Value) value.Value { return part(ci, ir.Int32(E)) }, b.Or)
+			b.StoreAt(errs, b.Param("err"), 4)
 		})
 		publish(func() { b.StoreRelease(ir.Int32(1), word(queueScan), ir.ScopeGPU) })
 	}
@@ -207,13 +197,7 @@ func emitDispatchQueue(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 		// Warp w's first row of expert e: the chunk's first row of e and
 		// the counts of e of the warps before w.
 		b.Loop(tid, ir.Int32(E), ir.Int32(utilThreads), nil, func(e value.Value, _ []value.Value) []value.Value {
-			run := b.LoadAt(ir.I32, part(ci, e), 4)
-			for w := int64(0); w < smallWarps; w++ {
-				at := sw.warpCount(b, ir.Int32(w), e)
-				cnt := b.LoadAt(ir.I32, at, 4)
-				b.StoreAt(run, at, 4)
-				run = b.Add(run, cnt)
-			}
+			sw.warpPrefix(b, e, b.LoadAt(ir.I32, part(ci, e), 4), true)
 			return nil
 		})
 		b.SyncThreads()
@@ -247,15 +231,16 @@ func emitDispatchQueue(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	return k
 }
 
-// sumParts is the sum over chunks ci = 0 .. n-1 of the i32 at at(ci),
-// loaded sumBatch at a time so that their latencies overlap.
-func (b *Builder) sumParts(n value.Value, at func(ci value.Value) value.Value) value.Value {
+// reduceParts folds op (b.Add, b.Or) over the i32 at at(ci) for chunks
+// ci = 0 .. n-1 from 0, loaded sumBatch at a time so that their latencies
+// overlap (loadParts gives 0 past n).
+func (b *Builder) reduceParts(n value.Value, at func(ci value.Value) value.Value, op func(x, y value.Value) value.Value) value.Value {
 	res := b.Loop(ir.Int32(0), n, ir.Int32(sumBatch), []value.Value{ir.Int32(0)}, func(c0 value.Value, v []value.Value) []value.Value {
-		sum := v[0]
+		acc := v[0]
 		for _, x := range b.loadParts(n, c0, at) {
-			sum = b.Add(sum, x)
+			acc = op(acc, x)
 		}
-		return []value.Value{sum}
+		return []value.Value{acc}
 	})
 	return res[0]
 }
@@ -275,7 +260,7 @@ func (b *Builder) firstRows(n, first value.Value, at func(ci value.Value) value.
 	})
 }
 
-// sumBatch is how many chunks' counts sumParts and firstRows load at once.
+// sumBatch is how many chunks' words reduceParts and firstRows load at once.
 const sumBatch = 8
 
 // loadParts loads the sumBatch i32 at at(c0+j), 0 past n.

@@ -195,13 +195,7 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	// first row of the expert within it, the totals the offsets and the
 	// work lists; thread 0 also writes the error word.
 	b.scanExperts(smem, tid, E, tiles, func(e value.Value) value.Value {
-		run := value.Value(ir.Int32(0))
-		for w := int64(0); w < smallWarps; w++ {
-			at := sw.warpCount(b, ir.Int32(w), e)
-			n := b.LoadAt(ir.I32, at, 4)
-			b.StoreAt(run, at, 4)
-			run = b.Add(run, n)
-		}
+		run := sw.warpPrefix(b, e, ir.Int32(0), true)
 		b.StoreAt(run, b.elemPtr(b.Param("counts"), e, 4), 4)
 		return run
 	}, func(e, off value.Value) {
@@ -256,6 +250,22 @@ func (sw slotWarps) idAt(b *Builder, slot value.Value) value.Value {
 		slot = b.Sub(slot, sw.base)
 	}
 	return sw.sp(b, sw.idsAt, slot)
+}
+
+// warpPrefix walks the warps' counts of expert e in warp order from
+// start: with store, each count becomes start plus the counts of the warps
+// before it (the warp's first row of e); it returns start plus all of them.
+func (sw slotWarps) warpPrefix(b *Builder, e, start value.Value, store bool) value.Value {
+	run := start
+	for w := int64(0); w < smallWarps; w++ {
+		at := sw.warpCount(b, ir.Int32(w), e)
+		n := b.LoadAt(ir.I32, at, 4)
+		if store {
+			b.StoreAt(run, at, 4)
+		}
+		run = b.Add(run, n)
+	}
+	return run
 }
 
 // zero zeroes every warp's counts and the error word (thread tid of the
