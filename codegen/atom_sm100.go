@@ -214,7 +214,7 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 	b.SyncThreads()
 	b.TCGen05FenceAfter()
 	k.tmem = b.LoadAt(ir.I32, b.IntToPtr(b.ZExt(tmemSlot, ir.I64), SPtr), 4)
-	k.work = l.workList(b, spec)
+	k.work = l.workList(b, spec, nil)
 	isLead := b.ICmp(enum.IPredEQ, lane, ir.Int32(0))
 	b.IfElse(b.ICmp(enum.IPredSLT, warp, ir.Int32(int64(l.epiWarps))), func() {
 		err = joinErr(err, l.epilogueWarps(b, &k, lane, warp))

@@ -120,7 +120,8 @@ import (
 // bytes, each lane's cp.async arrival and its code arrival).
 
 func init() {
-	registerAtom(target.SM90a, sm90Plan, atomCaps{nMajorB: sm90NMajorB, quantizeC: GemmSpec.swapAB, gatherA: sm90GatherA, splitK: sm90SplitK})
+	registerAtom(target.SM90a, sm90Plan, atomCaps{nMajorB: sm90NMajorB, quantizeC: GemmSpec.swapAB, gatherA: sm90GatherA, splitK: sm90SplitK,
+		queue: func(s GemmSpec) bool { return !s.MXExpand }})
 }
 
 // sm90GatherA: the sm_90a atom reads the dispatched rows of a bf16 GEMM
@@ -468,7 +469,9 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	if l.expand {
 		fullCount = l.nConv() // every converter thread, after its stores
 	}
+	q := l.itemRing(b, spec, k.base)
 	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
+		q.initBars(b)
 		if l.smem.Staged {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
@@ -478,7 +481,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		}
 	}, k.tmA, k.tmB)
 	b.SyncThreads()
-	k.work = l.workList(b, spec)
+	k.work = l.workList(b, spec, q)
 	var err error
 	producerWG := b.ICmp(enum.IPredEQ, wg, ir.Int32(0))
 	if l.mmaWG0 > 1 {

@@ -76,17 +76,17 @@ func dispatchParts(d dims) *moe.Buffer {
 		Doc:   "moe_dispatch: per 2048-slot chunk and expert the chunk's count of the expert, then its first row of it; the chunk's error bits at [chunk][E]"}
 }
 
-// workQueue returns the program's launch.BufWorkQueue buffer with
-// queueWords more words for one kernel and the first of them, adding the
-// buffer to the plan on first use.
-func (lw *perOp) workQueue() (*moe.Buffer, int64) {
+// workQueue returns the program's launch.BufWorkQueue buffer with n more
+// words for one kernel and the first of them, adding the buffer to the
+// plan on first use.
+func (lw *perOp) workQueue(n int64) (*moe.Buffer, int64) {
 	pb := lw.prog.Buffer(launch.BufWorkQueue)
 	var first int64
 	if pb != nil {
 		first = pb.Shape[0].Eval(0)
 	}
 	buf := &moe.Buffer{Name: launch.BufWorkQueue, Kind: moe.Scratch, DType: moe.U32,
-		Shape: []launch.Expr{launch.Const(first + queueWords)},
+		Shape: []launch.Expr{launch.Const(first + n)},
 		Doc:   "work queues and dependency counters of the queue-scheduled kernels (launch.BufWorkQueue: zeroed at allocation, left zero by every run)"}
 	if pb != nil {
 		*pb = buf.Plan()

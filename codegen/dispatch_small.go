@@ -113,7 +113,7 @@ func (lw *perOp) lowerSmallDispatch(ops []moe.Op) (int, error) {
 		qmin := max(tmax+1, queueMinSlots/int64(lw.d.K)+1)
 		parts := dispatchParts(lw.d)
 		lw.prog.Buffers = append(lw.prog.Buffers, parts.Plan())
-		queue, qw := lw.workQueue()
+		queue, qw := lw.workQueue(queueWords)
 		lw.prog.Kernels = append(lw.prog.Kernels, emitDispatchQueue(lw.mod, lw.d, in, c, s, p, lw.lists,
 			[]launch.TokenRange{{Min: qmin, Max: launch.MaxTokens}}, parts, queue, qw))
 		if qmin == tmax+1 {

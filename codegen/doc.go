@@ -54,7 +54,9 @@
 // once: the GemmSpec (rows from the tile list or a dense A, weights grouped
 // or one allocation per expert, plain or gated with the B tile's gate/up
 // layout layouts.GateUp), the work list (workList: tile x column block,
-// walked by every role of a persistent block), the (stage, phase) ring and
+// walked by every role of a persistent block in a fixed order or, with
+// GemmSpec.QueueItems, taken from a queue by the producer and handed to
+// the other roles through a ring in shared memory), the (stage, phase) ring and
 // its mbarriers (mbarRing, ringNext), and the Epilogue, so bias, activation
 // and bf16 rounding are the same on every target. An atom is what one
 // target adds, in one file (and its epilogue side):

@@ -43,6 +43,10 @@ import (
 // an error) for splits < 2, for splits not dividing ceil(K/BK) and for
 // any spec Validate refuses with it.
 //
+// QueuesItems reports whether GroupedGEMM takes spec with QueueItems set
+// (work items past each block's first two taken from a queue): the one
+// place a target's support for it is decided.
+//
 // MXFP8 returns nil when GroupedGEMM builds MXFP8 GEMMs (GemmSpec.MX), else
 // the reason it refuses them: the one place a target's MXFP8 support is
 // decided.
@@ -53,6 +57,7 @@ type Engine interface {
 	QuantizesC(spec GemmSpec) bool
 	GathersA(spec GemmSpec, topK int) bool
 	SplitsK(spec GemmSpec, splits int) bool
+	QueuesItems(spec GemmSpec) bool
 	MXFP8() error
 }
 
@@ -80,6 +85,7 @@ type atomCaps struct {
 	quantizeC func(GemmSpec) bool // C's MXFP8 form in the epilogue (QuantizeC)
 	gatherA   func(GemmSpec) bool // A's rows read by slot (GatherK)
 	splitK    func(GemmSpec) bool // the reduction in parts (SplitK)
+	queue     func(GemmSpec) bool // work items from a queue (QueueItems)
 	// noMX is why the atom has no MXFP8 GEMM ("": it has one).
 	noMX string
 }
@@ -138,6 +144,19 @@ func (e atomEngine) SplitsK(spec GemmSpec, splits int) bool {
 	return err == nil
 }
 
+// QueuesItems reports whether the atom takes spec's work items from a
+// queue (GemmSpec.QueueItems; see Engine): its predicate holds and the
+// plan, with the item ring, fits.
+func (e atomEngine) QueuesItems(spec GemmSpec) bool {
+	s := spec
+	s.QueueItems = true
+	if e.queue == nil || s.Validate() != nil || !e.queue(s) {
+		return false
+	}
+	_, err := e.plan(s)
+	return err == nil
+}
+
 // Target is the engine's target.
 func (e atomEngine) Target() target.Target { return e.target }
 
@@ -157,6 +176,9 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	}
 	if spec.SplitK > 1 && !e.SplitsK(spec, spec.SplitK) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not split the reduction in %d parts with tile %dx%dx%d", spec.Name, e.target, spec.SplitK, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
+	}
+	if spec.QueueItems && !e.QueuesItems(spec) {
+		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not take work items from a queue with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
 	}
 	if spec.BNMajor && !e.ReadsNMajorB(spec) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not read an N-major B with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)

@@ -222,6 +222,22 @@ type GemmSpec struct {
 	// on engines whose SplitsK is false (sm_80, sm_100a, the sm_90a
 	// operand swap).
 	SplitK int
+	// QueueItems (ATiled, engines whose QueuesItems holds: sm_90a) makes
+	// the persistent walk dynamic: each block runs items blockIdx.x and
+	// blockIdx.x + gridDim.x as the fixed walk does, and every later item
+	// number is 2*gridDim.x plus what the block's producer takes from a
+	// queue word with an atomic add (one item ahead of the one it loads),
+	// handing it to the block's other roles through a ring in shared
+	// memory (layouts.GemmConfig.ItemSlots). A block whose SM runs fast
+	// takes more items, so the kernel ends with the mean SM rather than
+	// the slowest (docs/megakernel.md, "GEMM items from the queue"). Each
+	// output is computed by one item in the same K order as in the fixed
+	// walk: the same bits. The queue is the two u32 words QueueWord and
+	// QueueWord+1 of the kernel's "queue" parameter (launch.BufWorkQueue:
+	// the next number, and the blocks that are done, the last of which
+	// zeroes both), zero before the launch.
+	QueueItems bool
+	QueueWord  int
 }
 
 // splits is the number of parts of the reduction: SplitK, at least 1.
@@ -288,6 +304,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: SplitK = %d: a split reduction is for a dense A with the plain store of an f32 C, no bias, bf16 grouped K-major weights", s.Name, s.SplitK)
 	case s.SplitK > 1 && ((s.K+s.Tile.BK-1)/s.Tile.BK)%s.SplitK != 0:
 		return fmt.Errorf("codegen: %s: SplitK = %d does not divide the %d K blocks of %d", s.Name, s.SplitK, (s.K+s.Tile.BK-1)/s.Tile.BK, s.Tile.BK)
+	case s.QueueItems && (s.A != ATiled || s.QueueWord < 0):
+		return fmt.Errorf("codegen: %s: QueueItems takes the work items of a GEMM over dispatched rows (ATiled) from a queue at a word index >= 0 (%d)", s.Name, s.QueueWord)
 	case s.GatherK < 0 || s.GatherK > 0 && (s.A != ATiled || s.MXRegisterFed || s.MXExpand || s.B == BTable):
 		return fmt.Errorf("codegen: %s: GatherK = %d: a GEMM gathers the bf16 (or, MXFP8, e4m3) rows of dispatched A (ATiled) beside grouped weights, neither register-fed nor expanded, GatherK the top-k", s.Name, s.GatherK)
 	}
@@ -314,6 +332,7 @@ const (
 	RoleCQ        = "c_q"      // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
 	RoleCScales   = "c_scales" // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
 	RoleARows     = "a_rows"   // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
+	RoleQueue     = "queue"    // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
 )
 
 // GemmParams returns the parameter list every engine's grouped GEMM kernel
@@ -348,6 +367,9 @@ func GemmParams(s GemmSpec) []Param {
 	}
 	if s.GatherK > 0 {
 		ps = append(ps, Param{Name: "a_rows", Type: ParamPtr, Size: 8, Role: RoleARows})
+	}
+	if s.QueueItems {
+		ps = append(ps, Param{Name: "queue", Type: ParamPtr, Size: 8, Role: RoleQueue})
 	}
 	return ps
 }

@@ -32,10 +32,16 @@ type gemmWork struct {
 // it/nBlocks of the list or of the dense rows, column block it%nBlocks).
 // Every role of a block walks the same sequence, so rings continue from
 // item to item.
+//
+// With GemmSpec.QueueItems (q set) the walk is dynamic: items first and
+// first+step, then the numbers the producer's lead thread (writer, set on
+// its copy of the list) takes from the queue and hands out through q.
 type workList struct {
 	spec                      GemmSpec
 	bm, bn, nBlocks           int
 	tiles, items, first, step value.Value // row tiles; item count; this block's first item and stride
+	q                         *itemRing   // the item ring (nil: the fixed walk)
+	writer                    value.Value // i1: the calling thread takes the items and fills q (nil: it reads q)
 }
 
 // newWorkList emits the item count and the block's first item and stride.
@@ -54,8 +60,21 @@ func kTiles(s GemmSpec, bk int) int { return (s.K + bk - 1) / bk / s.splits() }
 // item to item (init: their values before the first); body gets the
 // decoded item and returns the vars for the next.
 func (wl workList) each(b *Builder, init []value.Value, body func(w gemmWork, v []value.Value) []value.Value) []value.Value {
-	return b.Loop(wl.first, wl.items, wl.step, init, func(it value.Value, v []value.Value) []value.Value {
+	return wl.walk(b, init, func(it value.Value, _ func() value.Value, v []value.Value) []value.Value {
 		return body(wl.decode(b, it), v)
+	})
+}
+
+// walk emits the loop over the block's item numbers: body gets the
+// current one and a function emitting the block's next (items or more
+// after the last). The fixed walk steps by gridDim.x; the dynamic one (q)
+// is itemRing.walk's.
+func (wl workList) walk(b *Builder, init []value.Value, body func(it value.Value, next func() value.Value, v []value.Value) []value.Value) []value.Value {
+	if wl.q != nil {
+		return wl.q.walk(b, wl, init, body)
+	}
+	return b.Loop(wl.first, wl.items, wl.step, init, func(it value.Value, v []value.Value) []value.Value {
+		return body(it, func() value.Value { return b.Add(it, wl.step) }, v)
 	})
 }
 
@@ -77,8 +96,8 @@ func (wl workList) decode(b *Builder, it value.Value) gemmWork {
 // current one (the current one again when it is the block's last), for a
 // role that loads ahead across items.
 func (wl workList) eachAhead(b *Builder, init []value.Value, body func(w, next gemmWork, v []value.Value) []value.Value) []value.Value {
-	return b.Loop(wl.first, wl.items, wl.step, init, func(it value.Value, v []value.Value) []value.Value {
-		n := b.Add(it, wl.step)
+	return wl.walk(b, init, func(it value.Value, next func() value.Value, v []value.Value) []value.Value {
+		n := next()
 		n = b.Select(b.ICmp(enum.IPredSLT, n, wl.items), n, it)
 		return body(wl.decode(b, it), wl.decode(b, n), v)
 	})
@@ -96,6 +115,114 @@ func (wl workList) ahead(b *Builder, w, next gemmWork, kt value.Value, d, kTiles
 		a.split, a.kt0 = sel(w.split, next.split), sel(w.kt0, next.kt0)
 	}
 	return a, sel(ka, b.AddI(ka, -int64(kTiles)))
+}
+
+// itemRing is the shared-memory ring of a QueueItems GEMM's block
+// (GemmSpec.QueueItems, layouts.GemmConfig.ItemSlots): the block's item
+// numbers past its first two, in order. Entry j >= 1 (the block's item
+// j+1; entry 0, item 1, is first+step) lies in slot (j-1) mod slots: an
+// mbarrier of one arrival, completed once per entry, and the u32 number.
+// The writer (the producer's lead thread) takes entry j from the queue
+// word by an atomic add when it starts item j (the add's latency falls on
+// the producer, a ring of stages ahead of the consumers), stores it and
+// arrives on its slot's mbarrier; every other thread that walks waits on
+// the slot's phase of parity ((j-1)/slots)&1 and loads the number. An
+// entry of items or more ends the walk; numbers only grow, so once a block
+// takes one, every later take is past the end too: no item is lost or
+// taken twice.
+//
+// The writer rewrites a slot only after every thread has read it: it
+// starts item j once it has issued every stage of item j-1, which needs
+// the consumers to have released every stage but the last S of it (S the
+// ring's stages, each item at least one K block), so the consumers (and
+// the producer's other warps, which arrive on every stage before the
+// consumers take it) have started item j-1-S and read entry j-2-S; the
+// staged epilogue's store warps follow the consumers by at most one item.
+// With slots = S+4 (itemSlots) entry j's slot, last holding entry
+// j-slots, is free, and no reader waits on a phase two rounds back.
+type itemRing struct {
+	slots int
+	at    value.Value // i32 shared address of the first slot's mbarrier
+	word  int         // the first of the kernel's two words in "queue": the next number taken, the blocks done
+}
+
+// itemSlots is the item ring's slots for spec (layouts.GemmConfig.ItemSlots;
+// see itemRing): the stages plus 4 with QueueItems, else 0.
+func itemSlots(s GemmSpec) int {
+	if !s.QueueItems {
+		return 0
+	}
+	return s.Tile.Stages + 4
+}
+
+// initBars emits the initialisation of the slots' mbarriers (one arrival
+// each) by the calling thread (mbarRing.init's extra).
+func (q *itemRing) initBars(b *Builder) {
+	if q == nil {
+		return
+	}
+	for i := range q.slots {
+		b.MbarInit(b.AddI(q.at, int64(8*i)), 1)
+	}
+}
+
+// slot returns entry j's mbarrier, its number's shared address and the
+// parity of the phase that completes when it is stored (j >= 1).
+func (q *itemRing) slot(b *Builder, j value.Value) (bar, num, parity value.Value) {
+	e := b.AddI(j, -1)
+	s := b.URem(e, ir.Int32(int64(q.slots)))
+	bar = b.Add(q.at, b.MulI(s, 8))
+	num = b.Add(b.AddI(q.at, int64(8*q.slots)), b.MulI(s, 4))
+	return bar, num, b.And(b.UDiv(e, ir.Int32(int64(q.slots))), ir.Int32(1))
+}
+
+// queueWord is the global address of the kernel's queue word i (0: the
+// next number, 1: the blocks done).
+func (q *itemRing) queueWord(b *Builder, i int64) value.Value {
+	return b.Cast(b.ByteOffsetC(b.Param("queue"), 4*(int64(q.word)+i)), ir.I32)
+}
+
+// take emits the writer's atomic add on the queue word: the next item
+// number, 2*gridDim.x plus the word's old value.
+func (q *itemRing) take(b *Builder, wl workList) value.Value {
+	return b.Add(b.MulI(wl.step, 2), b.AtomicAdd(q.queueWord(b, 0), ir.Int32(1)))
+}
+
+// walk is workList.walk over the ring (see itemRing): it carries the
+// item and its index j in the block's walk; after the loop the writer
+// counts the block done, and the last block's zeroes both words for the
+// next launch (every block has taken its last number before its acq_rel
+// add).
+func (q *itemRing) walk(b *Builder, wl workList, init []value.Value, body func(it value.Value, next func() value.Value, v []value.Value) []value.Value) []value.Value {
+	second := b.Add(wl.first, wl.step)
+	start := append([]value.Value{wl.first, ir.Int32(0)}, init...)
+	out := b.While(start, func(v []value.Value) value.Value { return b.ICmp(enum.IPredSLT, v[0], wl.items) }, func(v []value.Value) []value.Value {
+		it, j := v[0], v[1]
+		later := b.ICmp(enum.IPredSGT, j, ir.Int32(0))
+		if wl.writer != nil {
+			b.If(b.And(wl.writer, later), func() {
+				bar, num, _ := q.slot(b, j)
+				b.StoreAt(q.take(b, wl), sharedPtr(b, num), 4)
+				b.MbarArrive(bar)
+			})
+		}
+		next := b.IfElseVals(later, func() []value.Value {
+			bar, num, parity := q.slot(b, j)
+			b.MbarWait(bar, parity)
+			return []value.Value{b.LoadAt(ir.I32, sharedPtr(b, num), 4)}
+		}, func() []value.Value { return []value.Value{second} })[0]
+		return append([]value.Value{next, b.AddI(j, 1)}, body(it, func() value.Value { return next }, v[2:])...)
+	})
+	if wl.writer != nil {
+		b.If(wl.writer, func() {
+			done := b.AtomicAddAcqRel(q.queueWord(b, 1), ir.Int32(1), ir.ScopeGPU)
+			b.If(b.ICmp(enum.IPredEQ, done, b.AddI(wl.step, -1)), func() {
+				b.StoreAt(ir.Int32(0), q.queueWord(b, 0), 4)
+				b.StoreAt(ir.Int32(0), q.queueWord(b, 1), 4)
+			})
+		})
+	}
+	return out[2:]
 }
 
 // gemmItems emits the row-tile count of a persistent grouped GEMM with bm

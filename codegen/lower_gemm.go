@@ -337,6 +337,12 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 		}
 		spec.COutF32, spec.CRoundOdd = false, true
 	}
+	var queue *moe.Buffer
+	if lw.sched.Items == schedule.ItemsQueue && spec.A == ATiled && lw.eng.QueuesItems(spec) {
+		var qw int64
+		queue, qw = lw.workQueue(gemmQueueWords)
+		spec.QueueItems, spec.QueueWord = true, int(qw)
+	}
 	for _, k := range lw.prog.Kernels {
 		if k.Name == spec.Name {
 			return fmt.Errorf("codegen: two kernels named %s: a GEMM variant's kernels are named moe_<gemm>_<schedule.TileVariant.Name>, which must not be another kernel's name", spec.Name)
@@ -358,6 +364,9 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 		if f.gather.scales != nil {
 			bind[RoleAScales] = f.gather.scales.Name
 		}
+	}
+	if queue != nil {
+		bind[RoleQueue] = queue.Name
 	}
 	ki, err := lw.eng.GroupedGEMM(lw.mod, spec, int64(g.RowsPerToken))
 	if err != nil {
@@ -383,6 +392,10 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 	lw.prog.Kernels = append(lw.prog.Kernels, k)
 	return nil
 }
+
+// gemmQueueWords is the words of launch.BufWorkQueue a GEMM with
+// GemmSpec.QueueItems uses: the next item number and the blocks done.
+const gemmQueueWords = 2
 
 // readsNMajorB reports whether the engine reads g's N-major B directly
 // under every schedule g is emitted with (the base and, for dispatched

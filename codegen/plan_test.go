@@ -718,3 +718,94 @@ func TestGatherInFC1(t *testing.T) {
 		}
 	}
 }
+
+// TestQueueItems: with schedule.ItemsQueue every sm_90a GEMM over
+// dispatched rows (the routed FC1 and FC2 and their variants, forward and
+// backward; bf16 and mxfp8) takes the "queue" parameter bound to
+// launch.BufWorkQueue, two words of it each beside moe_dispatch's four, and
+// its function holds the queue's atomic add and the acq_rel count of the
+// blocks done; no other GEMM does, nor any GEMM
+// with the fixed walk or on targets whose engine has no queue (sm_80,
+// sm_100a), and the engines say so.
+func TestQueueItems(t *testing.T) {
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite"} {
+		for _, prec := range []schedule.Precision{schedule.BF16, schedule.MXFP8} {
+			for _, tg := range []target.Target{target.SM80, target.SM90a, target.SM100a} {
+				l, err := schedule.Preset(name)
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Precision = prec
+				s, err := schedule.DefaultSchedule(l, tg)
+				if err != nil {
+					continue // mxfp8 on sm_80
+				}
+				for _, kind := range []schedule.ItemsKind{schedule.ItemsFixed, schedule.ItemsQueue} {
+					s.Items = kind
+					for pass, p := range forwardAndBackward(t, l, s) {
+						what := fmt.Sprintf("%s %v %v items %v pass %d", name, prec, tg, kind, pass)
+						queued, words := 0, int64(0)
+						for _, k := range p.Kernels {
+							if k.Name == "moe_dispatch" {
+								words += queueWords
+							}
+							gemm := slices.ContainsFunc(k.Params, func(q Param) bool { return q.Role == RoleTiles })
+							i := slices.IndexFunc(k.Params, func(q Param) bool { return q.Role == RoleQueue })
+							want := gemm && kind == schedule.ItemsQueue && tg == target.SM90a
+							if (i >= 0) != want {
+								t.Errorf("%s: %s has the queue parameter %v, want %v", what, k.Name, i >= 0, want)
+							}
+							if !gemm {
+								continue
+							}
+							var text strings.Builder
+							for _, f := range p.Module.Funcs {
+								if f.Name() == k.Name {
+									text.WriteString(f.LLString())
+								}
+							}
+							for _, frag := range []string{"atomicrmw add", "atom.acq_rel.gpu"} {
+								if strings.Contains(text.String(), frag) != want {
+									t.Errorf("%s: %s holds %q: %v, want %v", what, k.Name, frag, !want, want)
+								}
+							}
+							if i < 0 {
+								continue
+							}
+							queued++
+							words += gemmQueueWords
+							if k.Params[i].Buffer != launch.BufWorkQueue {
+								t.Errorf("%s: %s's queue is bound to %q", what, k.Name, k.Params[i].Buffer)
+							}
+						}
+						if kind == schedule.ItemsQueue && tg == target.SM90a && queued < 2 {
+							t.Errorf("%s: %d kernels take their items from the queue", what, queued)
+						}
+						var got int64
+						if b := p.Buffer(launch.BufWorkQueue); b != nil {
+							got = b.Shape[0].Eval(0)
+						}
+						if got != words {
+							t.Errorf("%s: work_queue holds %d words, the kernels use %d", what, got, words)
+						}
+					}
+				}
+			}
+		}
+	}
+	spec := GemmSpec{Name: "g", N: 256, K: 256, Experts: 4, Tile: Tile{BM: 128, BN: 128, BK: 64, Stages: 4, Warps: 8}}
+	for _, tg := range []target.Target{target.SM80, target.SM90a, target.SM100a} {
+		eng, err := EngineFor(tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := eng.QueuesItems(spec); got != (tg == target.SM90a) {
+			t.Errorf("%v: QueuesItems = %v", tg, got)
+		}
+		dense := spec
+		dense.A, dense.Experts = ADense, 1
+		if eng.QueuesItems(dense) {
+			t.Errorf("%v: QueuesItems of a dense A", tg)
+		}
+	}
+}

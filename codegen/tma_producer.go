@@ -104,11 +104,18 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 	var err error
 	table, mx, gather := p.spec.B == BTable, p.spec.MX, p.spec.GatherK > 0
 	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
+	if wl.q != nil {
+		wl.writer = lead // the lead takes the work items from the queue
+	}
 	var gs []int // MX: the calling warp's row groups
 	// body is the loop of the calling thread; with tma false it issues no
 	// TMA load (an MX code warp after the first). copier is the thread's
 	// index among the MX code warps' lanes (their gathered A chunks).
 	body := func(tma bool, copier value.Value) {
+		wl := wl
+		if !tma {
+			wl.writer = nil // an MX code warp after the first reads the items
+		}
 		// MX: the producer's lanes copy the scale codes of the K block
 		// ahead blocks on (across items) into the code slots by cp.async,
 		// one group per K block (see mxCodesAhead).

@@ -54,9 +54,21 @@ type tmaBlock struct {
 	work workList // the block's work items
 }
 
-// workList emits the ring's walk over the work items of spec.
-func (r tmaRing) workList(b *Builder, spec GemmSpec) workList {
-	return newWorkList(b, spec, r.BM, r.BN, r.nBlocks)
+// workList emits the ring's walk over the work items of spec, through the
+// item ring q with QueueItems (nil: the fixed walk).
+func (r tmaRing) workList(b *Builder, spec GemmSpec, q *itemRing) workList {
+	wl := newWorkList(b, spec, r.BM, r.BN, r.nBlocks)
+	wl.q = q
+	return wl
+}
+
+// itemRing is the item ring of a QueueItems kernel with 1024-aligned
+// shared base base (nil without QueueItems).
+func (r tmaRing) itemRing(b *Builder, spec GemmSpec, base value.Value) *itemRing {
+	if !spec.QueueItems {
+		return nil
+	}
+	return &itemRing{slots: r.smem.ItemSlots, at: b.AddI(base, int64(r.smem.ItemOffset)), word: spec.QueueWord}
 }
 
 // newTMARing derives the ring of spec on t, with the staged epilogue's
@@ -88,7 +100,7 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 	}
 	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: dt, Scales: s.MX,
 		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor,
-		E4M3Staging: e4m3Staging, CodeSlots: codeSlots, SwapAB: t == target.SM90a && s.swapAB(), ABF16: s.MXRegisterFed})
+		E4M3Staging: e4m3Staging, CodeSlots: codeSlots, ItemSlots: itemSlots(s), SwapAB: t == target.SM90a && s.swapAB(), ABF16: s.MXRegisterFed})
 	if err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}

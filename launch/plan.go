@@ -158,8 +158,8 @@ type Buffer struct {
 const BufPhaseTimes = "phase_times"
 
 // BufWorkQueue is the scratch buffer of the work queues and dependency
-// counters of kernels whose blocks take numbered work items
-// (codegen's moe_dispatch: u32 words, 4 per such kernel). A launcher zeroes
+// counters of kernels whose blocks take numbered work items (u32 words:
+// codegen's moe_dispatch 4, a GEMM with GemmSpec.QueueItems 2). A launcher zeroes
 // it when it allocates the workspace; every kernel leaves its words zero
 // when it ends (its last block resets them), so runs, and the replays of a
 // captured graph, need no host work. Unlike the other scratch buffers it

@@ -141,6 +141,10 @@ func (p *GemmSmem) Describe() (string, error) {
 		fmt.Fprintf(&b, "codes    %d slots x %d bytes at %d (the producer's UE8M0 code windows, copied ahead by cp.async: 8 bytes per row)\n",
 			p.CodeSlots, p.CodeSlotBytes, p.CodeOffset)
 	}
+	if p.ItemSlots > 0 {
+		fmt.Fprintf(&b, "items    %d mbarriers at %d, %d item numbers at %d (the work items the producer takes from the queue, for the other roles)\n",
+			p.ItemSlots, p.ItemOffset, p.ItemSlots, p.ItemOffset+8*p.ItemSlots)
+	}
 	if p.Staged {
 		fmt.Fprintf(&b, "staging  %d rows x %d bytes at %d (bf16 epilogue tile, rows padded by 16 bytes)\n", p.M, p.StagingStride, p.StagingOffset)
 	}

@@ -55,6 +55,13 @@ type GemmConfig struct {
 	// row's K/32 codes of one K block (4 consecutive bytes at any offset
 	// lie in one 8-byte window of two aligned words). 0: none.
 	CodeSlots int
+	// ItemSlots adds, on sm_90a and sm_100a, the ring through which a
+	// persistent CTA's producer hands the work items it takes from a queue
+	// in global memory to the CTA's other roles: ItemSlots mbarriers (one
+	// arrival each: the item number is stored) then ItemSlots u32 item
+	// numbers, after the code slots (GemmSmem.ItemOffset). 0: none (the
+	// CTA walks a fixed list of items).
+	ItemSlots int
 	// SwapAB plans the sm_90a operand swap of a GEMM with few rows per
 	// expert (docs/mxfp8.md, "the operand swap"): the B tile (weights) is
 	// wgmma's A operand, read in 64-row slices (BRows a multiple of 64),
@@ -82,10 +89,11 @@ type GemmConfig struct {
 //
 //	sm_80:   Stages x [A: PaddedTile M x K][B: PaddedTile BRows x K (MN-major: K lines of BRows)]
 //	sm_90a:  slack, Stages x [A atoms][B atoms][scales][e4m3 A][e4m3 B][e4m3 codes], [CodeSlots x codes],
+//	         [ItemSlots mbarriers, ItemSlots item numbers (rounded up to 128 bytes)],
 //	         [staging M x (2*StagingCols+16)],
 //	         full[Stages], empty[Stages] mbarriers (8 bytes each), [e4m3 full[Stages], empty[Stages]],
 //	         [staging full, empty]
-//	sm_100a: slack, Stages x [A atoms][B atoms][scales], [CodeSlots x codes], full[Stages], empty[Stages],
+//	sm_100a: slack, Stages x [A atoms][B atoms][scales], [CodeSlots x codes], [item ring], full[Stages], empty[Stages],
 //	         tmem_full[2], tmem_empty[2], TMEM address word (+12 bytes of padding)
 type GemmSmem struct {
 	GemmConfig
@@ -123,6 +131,10 @@ type GemmSmem struct {
 	// group g (rows 32g..32g+31, A's groups first, then B's) at 256*g +
 	// 8*(row%32) in it.
 	CodeOffset, CodeSlotBytes int
+	// ItemOffset places the item ring of GemmConfig.ItemSlots: its
+	// mbarriers at ItemOffset + 8*i, its item numbers at ItemOffset +
+	// 8*ItemSlots + 4*i (0 without).
+	ItemOffset int
 	// Required is the dynamic shared memory the kernel cannot do without
 	// (everything but the staging tile); Bytes what it requests (Required,
 	// plus the staging tile when Staged).
@@ -233,6 +245,15 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		}
 		p.CodeOffset, p.CodeSlotBytes = ring, 8*CodeRows(c.Target, c.M, c.BRows)
 		ring += c.CodeSlots * p.CodeSlotBytes
+	}
+	if c.ItemSlots < 0 {
+		return nil, fmt.Errorf("layouts: %d item slots", c.ItemSlots)
+	}
+	if c.ItemSlots > 0 {
+		// Rounded up to 128 bytes: what follows (the staging tile, read
+		// and written 16 bytes at a time) keeps the alignment it had.
+		p.ItemOffset = ring
+		ring += ceilDiv(12*c.ItemSlots, 128) * 128
 	}
 	p.BarrierOffset = ring
 	if c.Target == target.SM100a {

@@ -176,6 +176,36 @@ func TestPlanGemmSmemCodeSlots(t *testing.T) {
 	}
 }
 
+// TestPlanGemmSmemItemSlots: the item ring follows the code slots (before
+// the barriers and the staging tile), 8 bytes of mbarrier and 4 of item
+// number per slot, rounded up to 128 bytes so that the staging tile after
+// it keeps its alignment; a negative count is refused.
+func TestPlanGemmSmemItemSlots(t *testing.T) {
+	for _, slots := range []int{7, 8, 12} {
+		c := GemmConfig{Target: target.SM90a, DType: DTypeBF16, M: 128, BRows: 256, K: 64, Stages: 3, StagingCols: 128, ItemSlots: slots}
+		p, err := PlanGemmSmem(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.ItemSlots = 0
+		q, err := PlanGemmSmem(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ring := (12*slots + 127) / 128 * 128
+		if p.ItemOffset != 3*p.StageBytes || p.BarrierOffset != q.BarrierOffset+ring || p.Required != q.Required+ring {
+			t.Errorf("%d slots: items at %d, barriers at %d, %d bytes required; want %d, %d, %d", slots,
+				p.ItemOffset, p.BarrierOffset, p.Required, 3*p.StageBytes, q.BarrierOffset+ring, q.Required+ring)
+		}
+		if !p.Staged || p.StagingOffset%128 != 0 || p.StagingOffset != q.StagingOffset+ring {
+			t.Errorf("%d slots: staging tile at %d (staged %v), without the ring at %d", slots, p.StagingOffset, p.Staged, q.StagingOffset)
+		}
+	}
+	if _, err := PlanGemmSmem(GemmConfig{Target: target.SM90a, DType: DTypeBF16, M: 128, BRows: 128, K: 64, Stages: 4, ItemSlots: -1}); err == nil {
+		t.Error("-1 item slots: no error")
+	}
+}
+
 // TestPlanGemmSmemSwapAB: the operand swap plans a 32-row token tile (B
 // operand rules: rows a multiple of 8) beside a weight tile of 64-row
 // slices, with the bytes and descriptors of the unswapped tiles and no

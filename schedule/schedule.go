@@ -143,6 +143,16 @@ type Schedule struct {
 	// four kernels, one per op. The same bytes either way (counts,
 	// offsets, work lists, row_of_slot, src_slot, error word).
 	Dispatch DispatchKind
+	// Items is how the persistent GEMMs over dispatched rows (the routed
+	// FC1 and FC2, forward and backward) give out their work items on
+	// engines that take them from a queue (codegen.Engine.QueuesItems:
+	// sm_90a): ItemsFixed (the zero value) as a fixed walk, block b taking
+	// items b, b + grid, b + 2·grid, ...; ItemsQueue with every item past
+	// a block's first two taken from a queue in global memory when the
+	// block's producer reaches it, so fast SMs take more items
+	// (docs/megakernel.md, "GEMM items from the queue"). The same bits
+	// either way (each output tile is one item, in one K order).
+	Items ItemsKind
 	// PhaseTimes instruments the program (the forward's and the
 	// backward's): every kernel also takes the scratch buffer
 	// launch.BufPhaseTimes and records there, with %globaltimer (ns), when
@@ -228,6 +238,43 @@ func ParseDispatchKind(v string) (DispatchKind, error) {
 		return DispatchOps, nil
 	}
 	return 0, fmt.Errorf("%q: want queue or ops", v)
+}
+
+// ItemsKind selects how the persistent GEMMs give out their work items.
+type ItemsKind int
+
+// The item kinds.
+const (
+	// ItemsFixed: block b runs items b, b + grid, ...
+	ItemsFixed ItemsKind = iota
+	// ItemsQueue: past its first two, a block takes its items from a queue.
+	ItemsQueue
+)
+
+// String returns "fixed" or "queue".
+func (k ItemsKind) String() string {
+	if k == ItemsQueue {
+		return "queue"
+	}
+	return "fixed"
+}
+
+// UnmarshalText sets k from "fixed" or "queue" (ParseItemsKind).
+func (k *ItemsKind) UnmarshalText(b []byte) (err error) {
+	*k, err = ParseItemsKind(string(b))
+	return err
+}
+
+// ParseItemsKind accepts "fixed" and "queue" (in any case); any other
+// value is an error naming it.
+func ParseItemsKind(v string) (ItemsKind, error) {
+	switch strings.ToLower(v) {
+	case "fixed":
+		return ItemsFixed, nil
+	case "queue":
+		return ItemsQueue, nil
+	}
+	return 0, fmt.Errorf("%q: want fixed or queue", v)
 }
 
 // GatherKind selects where the forward's dispatched rows are gathered.
@@ -497,6 +544,9 @@ func (s Schedule) String() string {
 	}
 	if s.Dispatch != DispatchQueue {
 		text += fmt.Sprintf("; dispatch %v", s.Dispatch)
+	}
+	if s.Items != ItemsFixed {
+		text += fmt.Sprintf("; GEMM items from a %v", s.Items)
 	}
 	if s.MXGemm != MXGemmPromote {
 		text += fmt.Sprintf("; mxfp8 GEMMs by %v", s.MXGemm)

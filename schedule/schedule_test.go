@@ -484,3 +484,37 @@ func TestDispatchKind(t *testing.T) {
 		t.Errorf("schedule %q does not say dispatch ops", s)
 	}
 }
+
+// The item kinds parse from their names in any case and print them back;
+// the zero value is the fixed walk; anything else is refused by name, and
+// a schedule with the queue says so in its text.
+func TestItemsKind(t *testing.T) {
+	for _, k := range []ItemsKind{ItemsFixed, ItemsQueue} {
+		got, err := ParseItemsKind(strings.ToUpper(k.String()))
+		if err != nil || got != k {
+			t.Errorf("ParseItemsKind(%q) = %v, %v", strings.ToUpper(k.String()), got, err)
+		}
+	}
+	if _, err := ParseItemsKind("dynamic"); err == nil || !strings.Contains(err.Error(), `"dynamic"`) {
+		t.Errorf("ParseItemsKind(dynamic): %v", err)
+	}
+	var k ItemsKind
+	if k != ItemsFixed {
+		t.Errorf("zero ItemsKind is %v", k)
+	}
+	l, err := Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := DefaultSchedule(l, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(s.String(), "items") {
+		t.Errorf("default schedule %q names its items", s)
+	}
+	s.Items = ItemsQueue
+	if !strings.Contains(s.String(), "GEMM items from a queue") {
+		t.Errorf("schedule %q does not say its GEMM items come from a queue", s)
+	}
+}

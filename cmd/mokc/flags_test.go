@@ -136,6 +136,8 @@ func TestFieldFlagTables(t *testing.T) {
 			*p = 12345
 		case *schedule.DispatchKind:
 			*p = 12345
+		case *schedule.ItemsKind:
+			*p = 12345
 		default:
 			t.Errorf("--%s: field of type %T", f.name, p)
 		}

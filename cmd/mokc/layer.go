@@ -131,6 +131,8 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.Gather }).withDefault("fc1").keepingVariant(),
 	scheduleFlag("dispatch", "how the forward's routing ops (init, count, scan, permute) run with the ids routing past T·top-k = 8192: queue (one kernel, moe_dispatch, whose blocks take work items from a queue in global memory: the count of each 2048-slot chunk, the scan, the permutation of each chunk) or ops (one kernel per op); the same bytes either way. Up to 2048 routed slots one block does all four, from 2049 to 8192 the four kernels run in both modes, and the routing-map form always runs them", "Schedule.Dispatch",
 		func(s *schedule.Schedule) any { return &s.Dispatch }).withDefault("queue").keepingVariant(),
+	scheduleFlag("items", "how the persistent GEMMs over dispatched rows (the routed FC1 and FC2) give out their work items where the engine can (sm_90a): fixed (block b runs items b, b + grid, ...) or queue (past its first two, each block's producer takes the next item from a queue in global memory, so SMs that run fast take more); the same bits either way", "Schedule.Items",
+		func(s *schedule.Schedule) any { return &s.Items }).withDefault("fixed").keepingVariant(),
 	scheduleFlag("split-k", "whether the shared experts' GEMMs split their reduction at decode sizes: auto (at T <= 128, where the engine does (sm_90a) and its cost model gains: f32 parts and a reduce kernel adding them in a fixed order; deterministic, another order of the sums than the unsplit kernel) or off (one kernel per GEMM at every T)", "Schedule.SplitK",
 		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
 }

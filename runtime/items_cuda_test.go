@@ -1,0 +1,89 @@
+//go:build cuda
+
+package runtime_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/runtime"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// TestItemsQueueGPU: with the routed GEMMs' work items taken from a queue
+// (schedule.ItemsQueue) the forward passes runChecked's checks and gives
+// the fixed walk's bits, in direct runs and in replays of a captured graph
+// (each launch leaves the queue words zero for the next), bf16 and mxfp8
+// on sm_90a, at T = 64 (the decode GEMMs), 1100 and 4096.
+func TestItemsQueueGPU(t *testing.T) {
+	ctx, targets, stream := openLayerTest(t)
+	if !slices.Contains(targets, target.SM90a) {
+		t.Skip("the queue walk is sm_90a's")
+	}
+	for _, prec := range []schedule.Precision{schedule.BF16, schedule.MXFP8} {
+		l := testlayer.Preset(t, "qwen3-30b-a3b")
+		l.Precision = prec
+		seed, w, dw := randomWeightsOnDevice(t, ctx, l)
+		fixed := newLayer(t, ctx, l, target.SM90a)
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		s.Items = schedule.ItemsQueue
+		queue, err := runtime.NewLayer(ctx, l, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { queue.Close() })
+		for _, T := range []int{64, 1100, 4096} {
+			t.Run(fmt.Sprintf("%v/T=%d", prec, T), func(t *testing.T) {
+				c := newCase(t, ctx, l, w, T, seed+uint64(T))
+				args := argsOf(dw, c.in, stream)
+				want := runChecked(t, ctx, fixed, args, c.ref, "fixed walk", nil)
+				got := runChecked(t, ctx, queue, args, c.ref, "queue", nil)
+				same := func(y []uint16, what string) {
+					t.Helper()
+					if i := firstDiffBits(y, want); i >= 0 {
+						t.Fatalf("%s: y[%d] = %#04x, fixed walk %#04x", what, i, y[i], want[i])
+					}
+				}
+				same(got, "queue")
+				g, err := queue.CaptureForward(stream, args.b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Destroy()
+				for replay := range 2 {
+					if err := runtime.Poison(ctx, stream, args.b[moe.BufY]); err != nil {
+						t.Fatal(err)
+					}
+					if err := g.Launch(stream); err != nil {
+						t.Fatal(err)
+					}
+					if err := queue.CheckErrors(stream); err != nil {
+						t.Fatalf("replay %d: %v", replay, err)
+					}
+					y := make([]uint16, len(want))
+					if err := ctx.CopyFromDevice(y, args.b[moe.BufY].Ptr); err != nil {
+						t.Fatal(err)
+					}
+					same(y, fmt.Sprintf("replay %d", replay))
+				}
+			})
+		}
+	}
+}
+
+// firstDiffBits is the first index where a and b differ, -1 if none.
+func firstDiffBits(a, b []uint16) int {
+	for i := range a {
+		if i >= len(b) || a[i] != b[i] {
+			return i
+		}
+	}
+	if len(b) > len(a) {
+		return len(a)
+	}
+	return -1
+}
