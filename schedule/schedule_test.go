@@ -451,56 +451,41 @@ func TestValidateNeverPanics(t *testing.T) {
 	}
 }
 
-// The dispatch kinds parse from their names in any case and print them
-// back; the zero value is the queue; anything else is refused by name, and
-// a schedule that is not the default says so in its text.
+// The dispatch and item kinds parse from their names in any case and
+// print them back; the zero value is the default (the dispatch queue, the
+// fixed walk); anything else is refused by name, and a schedule that is not
+// the default says so in its text.
 func TestDispatchKind(t *testing.T) {
-	for _, k := range []DispatchKind{DispatchQueue, DispatchOps} {
-		got, err := ParseDispatchKind(strings.ToUpper(k.String()))
-		if err != nil || got != k {
-			t.Errorf("ParseDispatchKind(%q) = %v, %v", strings.ToUpper(k.String()), got, err)
-		}
-	}
-	if _, err := ParseDispatchKind("four"); err == nil || !strings.Contains(err.Error(), `"four"`) {
-		t.Errorf("ParseDispatchKind(four): %v", err)
-	}
-	var k DispatchKind
-	if k != DispatchQueue {
-		t.Errorf("zero DispatchKind is %v", k)
-	}
-	l, err := Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := DefaultSchedule(l, target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(s.String(), "dispatch") {
-		t.Errorf("default schedule %q names its dispatch", s)
-	}
-	s.Dispatch = DispatchOps
-	if !strings.Contains(s.String(), "dispatch ops") {
-		t.Errorf("schedule %q does not say dispatch ops", s)
-	}
+	testKind(t, ParseDispatchKind, []DispatchKind{DispatchQueue, DispatchOps}, "four",
+		func(s *Schedule, k DispatchKind) { s.Dispatch = k }, "dispatch", "dispatch ops")
 }
 
-// The item kinds parse from their names in any case and print them back;
-// the zero value is the fixed walk; anything else is refused by name, and
-// a schedule with the queue says so in its text.
 func TestItemsKind(t *testing.T) {
-	for _, k := range []ItemsKind{ItemsFixed, ItemsQueue} {
-		got, err := ParseItemsKind(strings.ToUpper(k.String()))
+	testKind(t, ParseItemsKind, []ItemsKind{ItemsFixed, ItemsQueue}, "dynamic",
+		func(s *Schedule, k ItemsKind) { s.Items = k }, "items", "GEMM items from a queue")
+}
+
+// testKind checks a schedule kind: parse of every kind's upper-cased
+// name gives it back, bad is refused with its name in the error, kinds[0]
+// is the zero value, the default schedule's text holds no word quiet and
+// the schedule set to kinds[1] holds loud.
+func testKind[K interface {
+	comparable
+	fmt.Stringer
+}](t *testing.T, parse func(string) (K, error), kinds []K, bad string, set func(*Schedule, K), quiet, loud string) {
+	t.Helper()
+	for _, k := range kinds {
+		got, err := parse(strings.ToUpper(k.String()))
 		if err != nil || got != k {
-			t.Errorf("ParseItemsKind(%q) = %v, %v", strings.ToUpper(k.String()), got, err)
+			t.Errorf("parse(%q) = %v, %v", strings.ToUpper(k.String()), got, err)
 		}
 	}
-	if _, err := ParseItemsKind("dynamic"); err == nil || !strings.Contains(err.Error(), `"dynamic"`) {
-		t.Errorf("ParseItemsKind(dynamic): %v", err)
+	if _, err := parse(bad); err == nil || !strings.Contains(err.Error(), `"`+bad+`"`) {
+		t.Errorf("parse(%s): %v", bad, err)
 	}
-	var k ItemsKind
-	if k != ItemsFixed {
-		t.Errorf("zero ItemsKind is %v", k)
+	var zero K
+	if zero != kinds[0] {
+		t.Errorf("zero %T is %v", zero, zero)
 	}
 	l, err := Preset("qwen3-30b-a3b")
 	if err != nil {
@@ -510,11 +495,11 @@ func TestItemsKind(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(s.String(), "items") {
-		t.Errorf("default schedule %q names its items", s)
+	if strings.Contains(s.String(), quiet) {
+		t.Errorf("default schedule %q says %q", s, quiet)
 	}
-	s.Items = ItemsQueue
-	if !strings.Contains(s.String(), "GEMM items from a queue") {
-		t.Errorf("schedule %q does not say its GEMM items come from a queue", s)
+	set(&s, kinds[1])
+	if !strings.Contains(s.String(), loud) {
+		t.Errorf("schedule %q does not say %q", s, loud)
 	}
 }
