@@ -178,7 +178,7 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not split the reduction in %d parts with tile %dx%dx%d", spec.Name, e.target, spec.SplitK, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
 	}
 	if spec.QueueItems && !e.QueuesItems(spec) {
-		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not take work items from a queue with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
+		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not take this GEMM's work items from a queue (QueueItems: sm_90a, dispatched rows, not with MXExpand, the item ring within shared memory)", spec.Name, e.target)
 	}
 	if spec.BNMajor && !e.ReadsNMajorB(spec) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not read an N-major B with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)

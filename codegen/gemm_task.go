@@ -136,23 +136,26 @@ func (wl workList) ahead(b *Builder, w, next gemmWork, kt value.Value, d, kTiles
 // the consumers to have released every stage but the last S of it (S the
 // ring's stages, each item at least one K block), so the consumers (and
 // the producer's other warps, which arrive on every stage before the
-// consumers take it) have started item j-1-S and read entry j-2-S; the
-// staged epilogue's store warps follow the consumers by at most one item.
-// With slots = S+4 (itemSlots) entry j's slot, last holding entry
-// j-slots, is free, and no reader waits on a phase two rounds back.
+// consumers take it) have started item j-1-S and read entry j-1-S (a
+// role reads entry i when it starts item i). The staged epilogue's store
+// warps follow the consumers' K loop by up to two items (the consumers
+// release item m's stages before they wait for the staging tile of item
+// m-1), so they have read entry j-3-S. With slots = S+4 (itemSlots) entry
+// j's slot, last holding entry j-S-4, is free (one slot to spare), and
+// no reader waits on a phase two rounds back.
 type itemRing struct {
 	slots int
 	at    value.Value // i32 shared address of the first slot's mbarrier
 	word  int         // the first of the kernel's two words in "queue": the next number taken, the blocks done
 }
 
-// itemSlots is the item ring's slots for spec (layouts.GemmConfig.ItemSlots;
-// see itemRing): the stages plus 4 with QueueItems, else 0.
+// itemSlots is the item ring's slots for spec (layouts.ItemSlots of its
+// stages with QueueItems, else 0; see itemRing).
 func itemSlots(s GemmSpec) int {
 	if !s.QueueItems {
 		return 0
 	}
-	return s.Tile.Stages + 4
+	return layouts.ItemSlots(s.Tile.Stages)
 }
 
 // initBars emits the initialisation of the slots' mbarriers (one arrival

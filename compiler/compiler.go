@@ -3,6 +3,7 @@ package compiler
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -304,7 +305,13 @@ func manifestNotes(p *codegen.Program) []string {
 			"A tensor_map parameter is 128 bytes from cuTensorMapEncodeTiled over its buffer with the listed dims, strides, box and swizzle, interleave none, L2 promotion 256B, out-of-bounds fill zero, element strides all 1, re-encoded when T or the buffer address changes; dims and box are innermost first and stride_bytes are for dims 1...")
 	}
 	if p.Buffer(launch.BufWorkQueue) != nil {
-		notes = append(notes, "The scratch "+launch.BufWorkQueue+" holds the work queues and dependency counters of moe_dispatch and of the GEMMs built with --items queue: zero it when the workspace is allocated; the kernels leave it zero after every run (a run that faults leaves it as it was: zero it again), so later runs and graph replays need nothing. Do not share it between workspaces that run at the same time.")
+		var users []string // the kernels taking it
+		for _, k := range p.Kernels {
+			if slices.ContainsFunc(k.Params, func(q codegen.Param) bool { return q.Buffer == launch.BufWorkQueue }) {
+				users = append(users, k.Name)
+			}
+		}
+		notes = append(notes, "The scratch "+launch.BufWorkQueue+" holds the work queues and dependency counters of "+strings.Join(users, ", ")+": zero it when the workspace is allocated; the kernels leave it zero after every run (a run that faults leaves it as it was: zero it again), so later runs and graph replays need nothing. Do not share it between workspaces that run at the same time.")
 	}
 	return append(notes,
 		"Workspace buffers need no initialisation but where a note says otherwise; after the forward the u32 "+moe.BufErr+" buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",

@@ -3,6 +3,7 @@ package compiler
 import (
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -267,16 +268,20 @@ func TestCompilePhaseTimes(t *testing.T) {
 	}
 }
 
-// The manifest of a program with the routing work queue (moe_dispatch)
-// lists the work_queue scratch buffer (4 u32 words) and says in its notes
-// that it must be zero at allocation, and that moe_dispatch runs past
-// 8192 routed slots; with --dispatch ops there is neither the buffer nor
-// the note.
+// The manifest of a program with a work queue lists the work_queue scratch
+// buffer (u32 words: 4 for moe_dispatch, 2 per GEMM with --items queue)
+// and says in its notes that it must be zero at allocation, naming the
+// kernels that take it; moe_dispatch runs past 8192 routed slots; with
+// --dispatch ops and the fixed walk there is neither the buffer nor the
+// note.
 func TestManifestWorkQueue(t *testing.T) {
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
-	for _, kind := range []schedule.DispatchKind{schedule.DispatchQueue, schedule.DispatchOps} {
-		s.Dispatch = kind
+	for _, c := range []struct {
+		dispatch schedule.DispatchKind
+		items    schedule.ItemsKind
+	}{{schedule.DispatchQueue, schedule.ItemsFixed}, {schedule.DispatchOps, schedule.ItemsFixed}, {schedule.DispatchOps, schedule.ItemsQueue}} {
+		s.Dispatch, s.Items = c.dispatch, c.items
 		a, err := Compile(l, s)
 		if err != nil {
 			t.Fatal(err)
@@ -288,15 +293,34 @@ func TestManifestWorkQueue(t *testing.T) {
 				buf = &m.Buffers[i]
 			}
 		}
-		note := strings.Contains(strings.Join(m.Notes, "\n"), "The scratch "+launch.BufWorkQueue+" ")
-		if want := kind == schedule.DispatchQueue; (buf != nil) != want || note != want {
-			t.Fatalf("dispatch %v: buffer %v, note %t", kind, buf, note)
+		var note string
+		for _, n := range m.Notes {
+			if strings.Contains(n, "The scratch "+launch.BufWorkQueue+" ") {
+				note = n
+			}
+		}
+		words := int64(0)
+		for _, k := range m.Kernels {
+			if !slices.ContainsFunc(k.Params, func(p launch.Param) bool { return p.Buffer == launch.BufWorkQueue }) {
+				continue
+			}
+			if k.Name == "moe_dispatch" {
+				words += 4
+			} else {
+				words += 2
+			}
+			if !strings.Contains(note, k.Name) {
+				t.Errorf("%+v: the note %q does not name %s", c, note, k.Name)
+			}
+		}
+		if want := c.dispatch == schedule.DispatchQueue || c.items == schedule.ItemsQueue; (buf != nil) != want || (note != "") != want || want != (words > 0) {
+			t.Fatalf("%+v: buffer %v, note %q, %d words taken", c, buf, note, words)
 		}
 		if buf == nil {
 			continue
 		}
-		if buf.Kind != launch.BufScratch || buf.DType != "u32" || buf.Bytes.Eval(1<<20) != 16 {
-			t.Errorf("%s is %s %s of %d bytes, want scratch u32 of 16", buf.Name, buf.Kind, buf.DType, buf.Bytes.Eval(1<<20))
+		if buf.Kind != launch.BufScratch || buf.DType != "u32" || buf.Bytes.Eval(1<<20) != 4*words {
+			t.Errorf("%+v: %s is %s %s of %d bytes, want scratch u32 of %d", c, buf.Name, buf.Kind, buf.DType, buf.Bytes.Eval(1<<20), 4*words)
 		}
 		for _, k := range m.Kernels {
 			if k.Name == "moe_dispatch" && (len(k.Tokens) != 1 || k.Tokens[0].Min != 8192/int64(l.TopK)+1) {

@@ -55,12 +55,13 @@ type GemmConfig struct {
 	// row's K/32 codes of one K block (4 consecutive bytes at any offset
 	// lie in one 8-byte window of two aligned words). 0: none.
 	CodeSlots int
-	// ItemSlots adds, on sm_90a and sm_100a, the ring through which a
-	// persistent CTA's producer hands the work items it takes from a queue
-	// in global memory to the CTA's other roles: ItemSlots mbarriers (one
-	// arrival each: the item number is stored) then ItemSlots u32 item
-	// numbers, after the code slots (GemmSmem.ItemOffset). 0: none (the
-	// CTA walks a fixed list of items).
+	// ItemSlots adds the ring through which a persistent CTA's producer
+	// hands the work items it takes from a queue in global memory to the
+	// CTA's other roles (ItemSlots gives the count): ItemSlots mbarriers
+	// (one arrival each: the item number is stored) then ItemSlots u32
+	// item numbers, after the code slots (GemmSmem.ItemOffset). sm_90a and
+	// sm_100a (the plan refuses it on sm_80, and a negative count); codegen
+	// builds it on sm_90a. 0: none (the CTA walks a fixed list of items).
 	ItemSlots int
 	// SwapAB plans the sm_90a operand swap of a GEMM with few rows per
 	// expert (docs/mxfp8.md, "the operand swap"): the B tile (weights) is
@@ -203,6 +204,9 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 			return nil, err
 		}
 	}
+	if c.ItemSlots < 0 || c.ItemSlots > 0 && c.Target == target.SM80 {
+		return nil, fmt.Errorf("layouts: %d item slots on %v (an item ring is for the persistent CTAs of sm_90a and sm_100a)", c.ItemSlots, c.Target)
+	}
 	if c.Target == target.SM80 {
 		p.Required = c.Stages * p.StageBytes
 		p.Bytes = p.Required
@@ -246,9 +250,6 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 		p.CodeOffset, p.CodeSlotBytes = ring, 8*CodeRows(c.Target, c.M, c.BRows)
 		ring += c.CodeSlots * p.CodeSlotBytes
 	}
-	if c.ItemSlots < 0 {
-		return nil, fmt.Errorf("layouts: %d item slots", c.ItemSlots)
-	}
 	if c.ItemSlots > 0 {
 		// Rounded up to 128 bytes: what follows (the staging tile, read
 		// and written 16 bytes at a time) keeps the alignment it had.
@@ -272,6 +273,16 @@ func PlanGemmSmem(c GemmConfig) (*GemmSmem, error) {
 	}
 	return p, nil
 }
+
+// ItemSlots is the item ring's slots (GemmConfig.ItemSlots) of a
+// persistent CTA with a ring of stages pipeline stages: stages + 4. The
+// producer's lead hands out an item when it starts the item before, and
+// every other role of the CTA is at most stages + 2 items behind it (the
+// stage ring bounds the consumers, the staged epilogue's store warps
+// follow them by up to two items), so a slot is read before it is
+// rewritten and no reader waits on a phase two rounds back (codegen's
+// itemRing).
+func ItemSlots(stages int) int { return stages + 4 }
 
 // MXCodeSlots is the number of code slots (GemmConfig.CodeSlots) of an
 // MXFP8 GEMM whose K loop has kTiles K blocks: its producer copies the

@@ -179,7 +179,7 @@ func TestPlanGemmSmemCodeSlots(t *testing.T) {
 // TestPlanGemmSmemItemSlots: the item ring follows the code slots (before
 // the barriers and the staging tile), 8 bytes of mbarrier and 4 of item
 // number per slot, rounded up to 128 bytes so that the staging tile after
-// it keeps its alignment; a negative count is refused.
+// it keeps its alignment; a negative count, and any on sm_80, is refused.
 func TestPlanGemmSmemItemSlots(t *testing.T) {
 	for _, slots := range []int{7, 8, 12} {
 		c := GemmConfig{Target: target.SM90a, DType: DTypeBF16, M: 128, BRows: 256, K: 64, Stages: 3, StagingCols: 128, ItemSlots: slots}
@@ -203,6 +203,9 @@ func TestPlanGemmSmemItemSlots(t *testing.T) {
 	}
 	if _, err := PlanGemmSmem(GemmConfig{Target: target.SM90a, DType: DTypeBF16, M: 128, BRows: 128, K: 64, Stages: 4, ItemSlots: -1}); err == nil {
 		t.Error("-1 item slots: no error")
+	}
+	if _, err := PlanGemmSmem(GemmConfig{Target: target.SM80, DType: DTypeBF16, M: 128, BRows: 128, K: 32, Stages: 4, ItemSlots: 8}); err == nil {
+		t.Error("item slots on sm_80: no error")
 	}
 }
 

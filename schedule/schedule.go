@@ -144,14 +144,18 @@ type Schedule struct {
 	// offsets, work lists, row_of_slot, src_slot, error word).
 	Dispatch DispatchKind
 	// Items is how the persistent GEMMs over dispatched rows (the routed
-	// FC1 and FC2, forward and backward) give out their work items on
-	// engines that take them from a queue (codegen.Engine.QueuesItems:
-	// sm_90a): ItemsFixed (the zero value) as a fixed walk, block b taking
-	// items b, b + grid, b + 2·grid, ...; ItemsQueue with every item past
-	// a block's first two taken from a queue in global memory when the
-	// block's producer reaches it, so fast SMs take more items
-	// (docs/megakernel.md, "GEMM items from the queue"). The same bits
-	// either way (each output tile is one item, in one K order).
+	// FC1 and FC2 and their variants, forward and backward) give out their
+	// work items: ItemsFixed (the zero value) as a fixed walk, block b
+	// taking items b, b + grid, b + 2·grid, ...; ItemsQueue with every item
+	// past a block's first two taken from a queue in global memory (the
+	// scratch launch.BufWorkQueue) when the block's producer starts the
+	// item before it, so SMs that run fast take more items
+	// (docs/megakernel.md, "GEMM items from a queue"). The same bits
+	// either way (each output tile is one item, in one K order). Opt-in:
+	// on the H200 the queue made the mxfp8 forward at T = 4096 up to 4%
+	// faster and some bf16 and decode-size forwards up to 5% slower
+	// (docs/perf.md, items v1 and v2). Validate refuses ItemsQueue off
+	// sm_90a and with MXGemmExpand.
 	Items ItemsKind
 	// PhaseTimes instruments the program (the forward's and the
 	// backward's): every kernel also takes the scratch buffer
@@ -619,6 +623,9 @@ func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error)
 	}
 	c.SwapAB = mx && !expand && s.Target == target.SM90a && (t.M == 32 || regFed)
 	c.ABF16 = regFed
+	if s.Items == ItemsQueue {
+		c.ItemSlots = layouts.ItemSlots(s.Stages) // the routed GEMMs' item ring (the dense ones have none: an upper bound)
+	}
 	if s.Target == target.SM90a && l.Storage != PerExpertWeights && !expand && !(mx && fc1) {
 		// The producer warps store the staged tile; with per-expert
 		// weights they copy B instead, and there is no staging (nor for
@@ -711,6 +718,15 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	}
 	if s.MXGemm != MXGemmPromote && (l.Precision != MXFP8 || s.Target != target.SM90a) {
 		return fieldErr("Schedule.MXGemm", s.MXGemm, "%v needs an mxfp8 layer (Layer.Precision) on sm_90a (Schedule.Target; sm_100a runs the block-scaled MMA, promote only); this layer is %v, the target %v", s.MXGemm, l.Precision, s.Target)
+	}
+	if s.Items != ItemsFixed && s.Items != ItemsQueue {
+		return fieldErr("Schedule.Items", int(s.Items), "must be fixed or queue")
+	}
+	if s.Items == ItemsQueue && s.Target != target.SM90a {
+		return fieldErr("Schedule.Items", s.Items, "the queue walk is the sm_90a persistent GEMMs' (sm_80 runs one CTA per tile, sm_100a has none yet); this schedule is for %v (Schedule.Target)", s.Target)
+	}
+	if s.Items == ItemsQueue && s.MXGemm == MXGemmExpand {
+		return fieldErr("Schedule.Items", s.Items, "the queue walk is not built with the expansion's converter warps (Schedule.MXGemm expand)")
 	}
 	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {
 		return fieldErr("Schedule.MXGemm", s.MXGemm, "regfed loads grouped weights with TMA (Layer.Storage)")

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/target"
 )
 
@@ -463,6 +464,44 @@ func TestDispatchKind(t *testing.T) {
 func TestItemsKind(t *testing.T) {
 	testKind(t, ParseItemsKind, []ItemsKind{ItemsFixed, ItemsQueue}, "dynamic",
 		func(s *Schedule, k ItemsKind) { s.Items = k }, "items", "GEMM items from a queue")
+	// The queue walk is sm_90a's, not the expansion's; its item ring
+	// counts in the planned shared memory.
+	l, err := Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range target.All() {
+		s, err := DefaultSchedule(l, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fixed, err := s.GemmSmem(l, s.FC1, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Items = ItemsQueue
+		err = s.Validate(l)
+		if (err == nil) != (tg == target.SM90a) || err != nil && !strings.Contains(err.Error(), "Schedule.Items") {
+			t.Errorf("%v: Validate of the queue walk: %v", tg, err)
+		}
+		if tg != target.SM90a {
+			continue
+		}
+		queue, err := s.GemmSmem(l, s.FC1, true)
+		if err != nil || queue.Bytes <= fixed.Bytes || queue.ItemSlots != layouts.ItemSlots(s.Stages) {
+			t.Errorf("%v: the queue's plan %+v (%v) beside the fixed walk's %d bytes", tg, queue, err, fixed.Bytes)
+		}
+	}
+	mx := l
+	mx.Precision = MXFP8
+	s, err := DefaultSchedule(mx, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.MXGemm, s.Variant, s.Items = MXGemmExpand, nil, ItemsQueue
+	if err := s.Validate(mx); err == nil || !strings.Contains(err.Error(), "Schedule.Items") {
+		t.Errorf("the queue walk with the expansion: %v", err)
+	}
 }
 
 // testKind checks a schedule kind: parse of every kind's upper-cased
