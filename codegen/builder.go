@@ -187,28 +187,13 @@ func (b *Builder) ReturnIf(cond value.Value) {
 // iteration. It returns the values after the loop. The test is at the top,
 // so zero iterations are fine.
 func (b *Builder) Loop(start, end, step value.Value, init []value.Value, body func(i value.Value, vars []value.Value) []value.Value) []value.Value {
-	pre := b.Block()
-	head, bodyB, exit := b.NewBlock("loop"), b.NewBlock("body"), b.NewBlock("endloop")
-	b.Br(head)
-	iv := head.NewPhi(llir.NewIncoming(start, pre))
-	phis := make([]*llir.InstPhi, len(init))
-	vars := make([]value.Value, len(init))
-	for k, v := range init {
-		phis[k] = head.NewPhi(llir.NewIncoming(v, pre))
-		vars[k] = phis[k]
-	}
-	b.CondBr(b.ICmp(enum.IPredSLT, iv, end), bodyB, exit)
-	b.SetBlock(bodyB)
-	next := body(iv, vars)
-	in := b.Add(iv, step)
-	latch := b.Block()
-	iv.Incs = append(iv.Incs, llir.NewIncoming(in, latch))
-	for k := range phis {
-		phis[k].Incs = append(phis[k].Incs, llir.NewIncoming(next[k], latch))
-	}
-	b.Br(head)
-	b.SetBlock(exit)
-	return vars
+	out := b.loop([3]string{"loop", "body", "endloop"}, append([]value.Value{start}, init...), func(v []value.Value) value.Value {
+		return b.ICmp(enum.IPredSLT, v[0], end)
+	}, func(v []value.Value) []value.Value {
+		next := body(v[0], v[1:])
+		return append([]value.Value{b.Add(v[0], step)}, next...)
+	})
+	return out[1:]
 }
 
 // While emits `for vars := init; cond(vars); vars = body(vars) {}` with
@@ -216,8 +201,13 @@ func (b *Builder) Loop(start, end, step value.Value, init []value.Value, body fu
 // an i1; body returns the values for the next iteration. It returns the
 // values after the loop (zero iterations are fine).
 func (b *Builder) While(init []value.Value, cond func(vars []value.Value) value.Value, body func(vars []value.Value) []value.Value) []value.Value {
+	return b.loop([3]string{"while", "body", "endwhile"}, init, cond, body)
+}
+
+// loop is While with the names of its head, body and exit blocks.
+func (b *Builder) loop(names [3]string, init []value.Value, cond func(vars []value.Value) value.Value, body func(vars []value.Value) []value.Value) []value.Value {
 	pre := b.Block()
-	head, bodyB, exit := b.NewBlock("while"), b.NewBlock("body"), b.NewBlock("endwhile")
+	head, bodyB, exit := b.NewBlock(names[0]), b.NewBlock(names[1]), b.NewBlock(names[2])
 	b.Br(head)
 	phis := make([]*llir.InstPhi, len(init))
 	vars := make([]value.Value, len(init))

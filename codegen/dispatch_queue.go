@@ -68,6 +68,33 @@ const (
 	queueWords
 )
 
+// kernelQueue is one kernel's words in launch.BufWorkQueue: n u32 words
+// from word first of its "queue" parameter (perOp.workQueue gives them).
+type kernelQueue struct{ first, n int64 }
+
+// word is the global address of the kernel's word i.
+func (q kernelQueue) word(b *Builder, i int64) value.Value {
+	return b.Cast(b.ByteOffsetC(b.Param("queue"), 4*(q.first+i)), ir.I32)
+}
+
+// leave emits, for the calling thread (one per block, once it has taken
+// its last item number and passed its last wait), the count of the blocks
+// done on word left by an acq_rel add, and the zeroing of the n words by
+// the last block of the grid, so the next launch starts from zero: every
+// other block's takes come before its add. grid is gridDim.x (nil: read
+// after the add).
+func (q kernelQueue) leave(b *Builder, left int64, grid value.Value) {
+	done := b.AtomicAddAcqRel(q.word(b, left), ir.Int32(1), ir.ScopeGPU)
+	if grid == nil {
+		grid = b.GridDim(ir.X)
+	}
+	b.If(b.ICmp(enum.IPredEQ, done, b.AddI(grid, -1)), func() {
+		for i := range q.n {
+			b.StoreAt(ir.Int32(0), q.word(b, i), 4)
+		}
+	})
+}
+
 // dispatchParts is moe_dispatch's scratch of per-chunk counts (then first
 // rows): i32 [ceil(T·K/queueChunk), E+1].
 func dispatchParts(d dims) *moe.Buffer {
@@ -77,9 +104,9 @@ func dispatchParts(d dims) *moe.Buffer {
 }
 
 // workQueue returns the program's launch.BufWorkQueue buffer with n more
-// words for one kernel and the first of them, adding the buffer to the
-// plan on first use.
-func (lw *perOp) workQueue(n int64) (*moe.Buffer, int64) {
+// words for one kernel and those words, adding the buffer to the plan on
+// first use.
+func (lw *perOp) workQueue(n int64) (*moe.Buffer, kernelQueue) {
 	pb := lw.prog.Buffer(launch.BufWorkQueue)
 	var first int64
 	if pb != nil {
@@ -93,13 +120,13 @@ func (lw *perOp) workQueue(n int64) (*moe.Buffer, int64) {
 	} else {
 		lw.prog.Buffers = append(lw.prog.Buffers, buf.Plan())
 	}
-	return buf, first
+	return buf, kernelQueue{first: first, n: n}
 }
 
 // emitDispatchQueue is moe_dispatch (see the top of this file), launched
-// for tokens: n+1 blocks of utilThreads threads; qw is the first of its
+// for tokens: n+1 blocks of utilThreads threads; qw are its queueWords
 // words in queue (launch.BufWorkQueue) and parts its dispatchParts.
-func emitDispatchQueue(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Scan, p moe.Permute, tiles []tileList, tokens []launch.TokenRange, parts, queue *moe.Buffer, qw int64) Kernel {
+func emitDispatchQueue(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Scan, p moe.Permute, tiles []tileList, tokens []launch.TokenRange, parts, queue *moe.Buffer, qw kernelQueue) Kernel {
 	extra := append([]moe.Operand{
 		{Role: "ids", Buffer: c.IDs, Access: moe.Read},
 		{Role: "row_of_slot", Buffer: c.RowOfSlot, Access: moe.Write},
@@ -119,7 +146,7 @@ func emitDispatchQueue(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	tk := b.MulI(b.Param("T"), K)
 	n := b.UDiv(b.AddI(tk, queueChunk-1), ir.Int32(queueChunk))
 	items := b.AddI(b.MulI(n, 2), 1)
-	word := func(i int64) value.Value { return b.Cast(b.ByteOffsetC(b.Param("queue"), 4*(qw+i)), ir.I32) }
+	word := func(i int64) value.Value { return qw.word(b, i) }
 	part := func(ci, e value.Value) value.Value {
 		return b.elemPtr(b.Param("parts"), b.Add(b.MulI(ci, E+1), e), 4)
 	}
@@ -213,17 +240,8 @@ func emitDispatchQueue(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 		})
 		return []value.Value{take()}
 	})
-	// The last block to leave zeroes the words for the next run: every
-	// other block has taken its last number (and passed its waits) before
-	// its acq_rel add here.
-	b.If(lead, func() {
-		left := b.AtomicAddAcqRel(word(queueLeft), ir.Int32(1), ir.ScopeGPU)
-		b.If(b.ICmp(enum.IPredEQ, left, b.AddI(b.GridDim(ir.X), -1)), func() {
-			for i := int64(0); i < queueWords; i++ {
-				b.StoreAt(ir.Int32(0), word(i), 4)
-			}
-		})
-	})
+	// The last block to leave zeroes the words for the next run.
+	b.If(lead, func() { qw.leave(b, queueLeft, nil) })
 	b.Ret(nil)
 	k.SharedBytes = int(bytes) + 16
 	k.Grid = grid1(launch.Expr{A: K, B: queueChunk, D: queueChunk, Min: 1}) // n + 1

@@ -84,7 +84,8 @@ func smallDispatchTokens(d dims) int64 {
 // lowerSmallDispatch lowers init, count, scan and permute (smallDispatchOps)
 // as moe_dispatch_small for T = 0 .. smallDispatchTokens and as the four
 // kernels for larger T, except that with schedule.DispatchQueue
-// moe_dispatch (dispatch_queue.go) takes the T where T·K > queueMinSlots. Where the lowering quantizes x per token
+// moe_dispatch (dispatch_queue.go) takes the T where T·K > queueMinSlots.
+// Where the lowering quantizes x per token
 // (lw.tokenQuant) it runs moe_dispatch_small_quantize_x instead, which
 // also quantizes x (tokenQuant.fused). It returns how many ops it
 // lowered: 0 when ops do not begin with the four, or the layer is beyond

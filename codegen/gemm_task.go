@@ -146,7 +146,7 @@ func (wl workList) ahead(b *Builder, w, next gemmWork, kt value.Value, d, kTiles
 type itemRing struct {
 	slots int
 	at    value.Value // i32 shared address of the first slot's mbarrier
-	word  int         // the first of the kernel's two words in "queue": the next number taken, the blocks done
+	words kernelQueue // gemmQueueWords: the next number taken, the blocks done
 }
 
 // itemSlots is the item ring's slots for spec (layouts.ItemSlots of its
@@ -179,23 +179,16 @@ func (q *itemRing) slot(b *Builder, j value.Value) (bar, num, parity value.Value
 	return bar, num, b.And(b.UDiv(e, ir.Int32(int64(q.slots))), ir.Int32(1))
 }
 
-// queueWord is the global address of the kernel's queue word i (0: the
-// next number, 1: the blocks done).
-func (q *itemRing) queueWord(b *Builder, i int64) value.Value {
-	return b.Cast(b.ByteOffsetC(b.Param("queue"), 4*(int64(q.word)+i)), ir.I32)
-}
-
 // take emits the writer's atomic add on the queue word: the next item
 // number, 2*gridDim.x plus the word's old value.
 func (q *itemRing) take(b *Builder, wl workList) value.Value {
-	return b.Add(b.MulI(wl.step, 2), b.AtomicAdd(q.queueWord(b, 0), ir.Int32(1)))
+	return b.Add(b.MulI(wl.step, 2), b.AtomicAdd(q.words.word(b, 0), ir.Int32(1)))
 }
 
 // walk is workList.walk over the ring (see itemRing): it carries the
 // item and its index j in the block's walk; after the loop the writer
-// counts the block done, and the last block's zeroes both words for the
-// next launch (every block has taken its last number before its acq_rel
-// add).
+// counts the block done, the last block zeroing the words
+// (kernelQueue.leave).
 func (q *itemRing) walk(b *Builder, wl workList, init []value.Value, body func(it value.Value, next func() value.Value, v []value.Value) []value.Value) []value.Value {
 	second := b.Add(wl.first, wl.step)
 	start := append([]value.Value{wl.first, ir.Int32(0)}, init...)
@@ -217,13 +210,7 @@ func (q *itemRing) walk(b *Builder, wl workList, init []value.Value, body func(i
 		return append([]value.Value{next, b.AddI(j, 1)}, body(it, func() value.Value { return next }, v[2:])...)
 	})
 	if wl.writer != nil {
-		b.If(wl.writer, func() {
-			done := b.AtomicAddAcqRel(q.queueWord(b, 1), ir.Int32(1), ir.ScopeGPU)
-			b.If(b.ICmp(enum.IPredEQ, done, b.AddI(wl.step, -1)), func() {
-				b.StoreAt(ir.Int32(0), q.queueWord(b, 0), 4)
-				b.StoreAt(ir.Int32(0), q.queueWord(b, 1), 4)
-			})
-		})
+		b.If(wl.writer, func() { q.words.leave(b, 1, wl.step) })
 	}
 	return out[2:]
 }

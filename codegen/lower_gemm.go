@@ -339,9 +339,9 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 	}
 	var queue *moe.Buffer
 	if lw.sched.Items == schedule.ItemsQueue && spec.A == ATiled && lw.eng.QueuesItems(spec) {
-		var qw int64
+		var qw kernelQueue
 		queue, qw = lw.workQueue(gemmQueueWords)
-		spec.QueueItems, spec.QueueWord = true, int(qw)
+		spec.QueueItems, spec.QueueWord = true, int(qw.first)
 	}
 	for _, k := range lw.prog.Kernels {
 		if k.Name == spec.Name {

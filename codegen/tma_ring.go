@@ -68,7 +68,8 @@ func (r tmaRing) itemRing(b *Builder, spec GemmSpec, base value.Value) *itemRing
 	if !spec.QueueItems {
 		return nil
 	}
-	return &itemRing{slots: r.smem.ItemSlots, at: b.AddI(base, int64(r.smem.ItemOffset)), word: spec.QueueWord}
+	return &itemRing{slots: r.smem.ItemSlots, at: b.AddI(base, int64(r.smem.ItemOffset)),
+		words: kernelQueue{first: int64(spec.QueueWord), n: gemmQueueWords}}
 }
 
 // newTMARing derives the ring of spec on t, with the staged epilogue's
