@@ -44,8 +44,9 @@ import (
 // any spec Validate refuses with it.
 //
 // QueuesItems reports whether GroupedGEMM takes spec with QueueItems set
-// (work items past each block's first two taken from a queue): the one
-// place a target's support for it is decided.
+// (each block's work items past the fixed walk's rounds but its last
+// taken from a queue): the one place a target's support for it is
+// decided.
 //
 // MXFP8 returns nil when GroupedGEMM builds MXFP8 GEMMs (GemmSpec.MX), else
 // the reason it refuses them: the one place a target's MXFP8 support is

@@ -118,31 +118,38 @@ func (wl workList) ahead(b *Builder, w, next gemmWork, kt value.Value, d, kTiles
 }
 
 // itemRing is the shared-memory ring of a QueueItems GEMM's block
-// (GemmSpec.QueueItems, layouts.GemmConfig.ItemSlots): the block's item
-// numbers past its first two, in order. Entry j >= 1 (the block's item
-// j+1; entry 0, item 1, is first+step) lies in slot (j-1) mod slots: an
-// mbarrier of one arrival, completed once per entry, and the u32 number.
-// The writer (the producer's lead thread) takes entry j from the queue
-// word by an atomic add when it starts item j (the add's latency falls on
-// the producer, a ring of stages ahead of the consumers), stores it and
-// arrives on its slot's mbarrier; every other thread that walks waits on
-// the slot's phase of parity ((j-1)/slots)&1 and loads the number. An
-// entry of items or more ends the walk; numbers only grow, so once a block
-// takes one, every later take is past the end too: no item is lost or
-// taken twice.
+// (GemmSpec.QueueItems, layouts.GemmConfig.ItemSlots). A block runs the
+// fixed walk's first R items (first + i*step, i < R, R = fixedRounds:
+// every round of the fixed walk but its last, at least two) and takes
+// every later one from the queue: the fixed order, whose consecutive items
+// (a GroupM group's row tiles of one weight column block) run on
+// consecutive blocks at the same time and share their B tile in L2, for
+// most of the kernel, and a dynamic tail. Entry e >= 0 of the ring (the
+// block's item R+e, the number R*gridDim.x plus the queue word's old
+// value) lies in slot e mod slots: an mbarrier of one arrival, completed
+// once per entry, and the u32 number. The writer (the producer's lead
+// thread) takes entry e from the queue word by an atomic add when it
+// starts item R+e-1 (the add's latency falls on the producer, a ring of
+// stages ahead of the consumers), stores it and arrives on its slot's
+// mbarrier; every other thread that walks waits on the slot's phase of
+// parity (e/slots)&1 and loads the number. An entry of items or more ends
+// the walk; numbers only grow and start past every fixed item, so once a
+// block takes one, every later take is past the end too: no item is lost
+// or taken twice.
 //
 // The writer rewrites a slot only after every thread has read it: it
-// starts item j once it has issued every stage of item j-1, which needs
-// the consumers to have released every stage but the last S of it (S the
-// ring's stages, each item at least one K block), so the consumers (and
-// the producer's other warps, which arrive on every stage before the
-// consumers take it) have started item j-1-S and read entry j-1-S (a
-// role reads entry i when it starts item i). The staged epilogue's store
-// warps follow the consumers' K loop by up to two items (the consumers
-// release item m's stages before they wait for the staging tile of item
-// m-1), so they have read entry j-3-S. With slots = S+4 (itemSlots) entry
-// j's slot, last holding entry j-S-4, is free (one slot to spare), and
-// no reader waits on a phase two rounds back.
+// starts item j (and writes item j+1's entry) once it has issued every
+// stage of item j-1, which needs the consumers to have released every
+// stage but the last S of it (S the ring's stages, each item at least one
+// K block), so the consumers (and the producer's other warps, which
+// arrive on every stage before the consumers take it) have started item
+// j-1-S (a role reads item i+1's entry when it starts item i). The staged
+// epilogue's store warps follow the consumers' K loop by up to two items
+// (the consumers release item m's stages before they wait for the staging
+// tile of item m-1), so they have started item j-3-S. With slots = S+4
+// (itemSlots) the slot of item j+1's entry last held item j-S-3's, which
+// every role read when it started item j-S-4: it is free (one item to
+// spare), and no reader waits on a phase two rounds back.
 type itemRing struct {
 	slots int
 	at    value.Value // i32 shared address of the first slot's mbarrier
@@ -169,45 +176,55 @@ func (q *itemRing) initBars(b *Builder) {
 	}
 }
 
-// slot returns entry j's mbarrier, its number's shared address and the
-// parity of the phase that completes when it is stored (j >= 1).
-func (q *itemRing) slot(b *Builder, j value.Value) (bar, num, parity value.Value) {
-	e := b.AddI(j, -1)
+// slot returns entry e's mbarrier, its number's shared address and the
+// parity of the phase that completes when it is stored (e >= 0).
+func (q *itemRing) slot(b *Builder, e value.Value) (bar, num, parity value.Value) {
 	s := b.URem(e, ir.Int32(int64(q.slots)))
 	bar = b.Add(q.at, b.MulI(s, 8))
 	num = b.Add(b.AddI(q.at, int64(8*q.slots)), b.MulI(s, 4))
 	return bar, num, b.And(b.UDiv(e, ir.Int32(int64(q.slots))), ir.Int32(1))
 }
 
+// fixedRounds emits R, the block's items taken by the fixed walk: the
+// fixed walk's full rounds but the last, items/gridDim.x - 1, and at
+// least two (see itemRing).
+func fixedRounds(b *Builder, wl workList) value.Value {
+	r := b.AddI(b.UDiv(wl.items, wl.step), -1)
+	return b.Select(b.ICmp(enum.IPredSGT, r, ir.Int32(2)), r, ir.Int32(2))
+}
+
 // take emits the writer's atomic add on the queue word: the next item
-// number, 2*gridDim.x plus the word's old value.
-func (q *itemRing) take(b *Builder, wl workList) value.Value {
-	return b.Add(b.MulI(wl.step, 2), b.AtomicAdd(q.words.word(b, 0), ir.Int32(1)))
+// number, fixed (R*gridDim.x, the first past every fixed item) plus the
+// word's old value.
+func (q *itemRing) take(b *Builder, fixed value.Value) value.Value {
+	return b.Add(fixed, b.AtomicAdd(q.words.word(b, 0), ir.Int32(1)))
 }
 
 // walk is workList.walk over the ring (see itemRing): it carries the
-// item and its index j in the block's walk; after the loop the writer
-// counts the block done, the last block zeroing the words
+// item and its index j in the block's walk; item j+1 is first+(j+1)*step
+// while j+1 < R, else entry e = j+1-R of the ring. After the loop the
+// writer counts the block done, the last block zeroing the words
 // (kernelQueue.leave).
 func (q *itemRing) walk(b *Builder, wl workList, init []value.Value, body func(it value.Value, next func() value.Value, v []value.Value) []value.Value) []value.Value {
-	second := b.Add(wl.first, wl.step)
-	start := append([]value.Value{wl.first, ir.Int32(0)}, init...)
+	r := fixedRounds(b, wl)
+	fixed := b.Mul(r, wl.step)
+	start := append([]value.Value{wl.first, b.Sub(ir.Int32(1), r)}, init...)
 	out := b.While(start, func(v []value.Value) value.Value { return b.ICmp(enum.IPredSLT, v[0], wl.items) }, func(v []value.Value) []value.Value {
-		it, j := v[0], v[1]
-		later := b.ICmp(enum.IPredSGT, j, ir.Int32(0))
+		it, e := v[0], v[1] // e: the entry of the block's next item
+		queued := b.ICmp(enum.IPredSGE, e, ir.Int32(0))
 		if wl.writer != nil {
-			b.If(b.And(wl.writer, later), func() {
-				bar, num, _ := q.slot(b, j)
-				b.StoreAt(q.take(b, wl), sharedPtr(b, num), 4)
+			b.If(b.And(wl.writer, queued), func() {
+				bar, num, _ := q.slot(b, e)
+				b.StoreAt(q.take(b, fixed), sharedPtr(b, num), 4)
 				b.MbarArrive(bar)
 			})
 		}
-		next := b.IfElseVals(later, func() []value.Value {
-			bar, num, parity := q.slot(b, j)
+		next := b.IfElseVals(queued, func() []value.Value {
+			bar, num, parity := q.slot(b, e)
 			b.MbarWait(bar, parity)
 			return []value.Value{b.LoadAt(ir.I32, sharedPtr(b, num), 4)}
-		}, func() []value.Value { return []value.Value{second} })[0]
-		return append([]value.Value{next, b.AddI(j, 1)}, body(it, func() value.Value { return next }, v[2:])...)
+		}, func() []value.Value { return []value.Value{b.Add(it, wl.step)} })[0]
+		return append([]value.Value{next, b.AddI(e, 1)}, body(it, func() value.Value { return next }, v[2:])...)
 	})
 	if wl.writer != nil {
 		b.If(wl.writer, func() { q.words.leave(b, 1, wl.step) })

@@ -146,16 +146,18 @@ type Schedule struct {
 	// Items is how the persistent GEMMs over dispatched rows (the routed
 	// FC1 and FC2 and their variants, forward and backward) give out their
 	// work items: ItemsFixed (the zero value) as a fixed walk, block b
-	// taking items b, b + grid, b + 2·grid, ...; ItemsQueue with every item
-	// past a block's first two taken from a queue in global memory (the
-	// scratch launch.BufWorkQueue) when the block's producer starts the
-	// item before it, so SMs that run fast take more items
+	// taking items b, b + grid, b + 2·grid, ...; ItemsQueue with the fixed
+	// walk's rounds but its last (at least two) as before and every later
+	// item taken from a queue in global memory (the scratch
+	// launch.BufWorkQueue) when the block's producer starts the item before
+	// it, so SMs that run fast take more of the tail
 	// (docs/megakernel.md, "GEMM items from a queue"). The same bits
 	// either way (each output tile is one item, in one K order). Opt-in:
 	// on the H200 the queue made the mxfp8 forward at T = 4096 up to 4%
 	// faster and some bf16 and decode-size forwards up to 5% slower
-	// (docs/perf.md, items v1 and v2). Validate refuses ItemsQueue off
-	// sm_90a and with MXGemmExpand.
+	// with every item past a block's first two from the queue (docs/perf.md,
+	// items v1 and v2; v3, this walk, not yet measured). Validate refuses
+	// ItemsQueue off sm_90a and with MXGemmExpand.
 	Items ItemsKind
 	// PhaseTimes instruments the program (the forward's and the
 	// backward's): every kernel also takes the scratch buffer
@@ -251,7 +253,8 @@ type ItemsKind int
 const (
 	// ItemsFixed: block b runs items b, b + grid, ...
 	ItemsFixed ItemsKind = iota
-	// ItemsQueue: past its first two, a block takes its items from a queue.
+	// ItemsQueue: past the fixed walk's rounds but its last, a block takes
+	// its items from a queue.
 	ItemsQueue
 )
 
