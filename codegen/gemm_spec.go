@@ -223,10 +223,11 @@ type GemmSpec struct {
 	// operand swap).
 	SplitK int
 	// QueueItems (ATiled, engines whose QueuesItems holds: sm_90a) makes
-	// the persistent walk dynamic: each block runs items blockIdx.x and
-	// blockIdx.x + gridDim.x as the fixed walk does, and every later item
-	// number is 2*gridDim.x plus what the block's producer takes from a
-	// queue word with an atomic add (one item ahead of the one it loads),
+	// the persistent walk's tail dynamic: each block runs the fixed walk's
+	// first R items (R = its rounds but the last, at least two:
+	// fixedRounds), and every later item number is R*gridDim.x plus what
+	// the block's producer takes from a queue word with an atomic add (one
+	// item ahead of the one it loads),
 	// handing it to the block's other roles through a ring in shared
 	// memory (layouts.GemmConfig.ItemSlots). A block whose SM runs fast
 	// takes more items, so the kernel ends with the mean SM rather than
