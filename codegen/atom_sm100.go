@@ -223,7 +223,7 @@ func (l sm100Layout) emit(b *Builder, spec GemmSpec) error {
 			// TMA producer warp: the same loads as sm_90a (lane 0; all 32
 			// lanes copy B with cp.async for BTable).
 			pr := newProducer(l.tmaRing, spec, 32, k.base, k.ring, tmA, tmB)
-			err = joinErr(err, pr.emit(b, lane, k.work))
+			err = joinErr(err, pr.emit(b, lane, k.work, nil))
 		})
 		b.If(b.And(isMMA, isLead), func() { l.mmaIssuer(b, &k) })
 	})

@@ -333,7 +333,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	// store warps (storeWarps) would write to C without the part's offset.
 	staging := 0
 	if s.B != BTable && s.GatherK == 0 && !s.COutF32 && s.splits() == 1 && !l.expand { // the staging tile is bf16
-		staging = s.Tile.BN
+		staging = max(s.Tile.BN, s.minStaging)
 	}
 	var err error
 	if l.tmaRing, err = newTMARing(s, target.SM90a, staging, l.expand); err != nil {
@@ -492,9 +492,9 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			err = l.expandProducer(b, &k, mxSpec)
 			return
 		}
-		err = l.producer(b, &k)
+		err = l.producer(b, &k, nil)
 	}, func() {
-		err = l.consumers(b, &k, wg)
+		err = l.consumers(b, &k, wg, nil)
 	})
 	b.Ret(nil)
 	return err
@@ -502,21 +502,30 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 
 // producer is warpgroup 0: thread 0 loads the ring (all 128 threads for
 // BTable); an MX GEMM's scale codes are staged by mxCodeWarps warps; with
-// the staged epilogue, warps 1-3 store the staging tile.
-func (l sm90Layout) producer(b *Builder, k *sm90Block) error {
+// the staged epilogue, warps 1-3 store the staging tile. With next (a
+// chained kernel's second GEMM) each role goes on to its items.
+func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error {
 	if l.prodRegs > 0 {
 		b.SetMaxNReg(false, l.prodRegs)
 	}
 	pr := newProducer(l.tmaRing, k.spec, 128, k.base, k.ring, k.tmA, k.tmB)
 	pr.codeWarps = l.mxCodeWarps(k.spec)
+	var then *chainedProducer
+	if next != nil {
+		then = &chainedProducer{p: newProducer(next.l.tmaRing, next.k.spec, 128, k.base, k.ring, next.k.tmA, next.k.tmB), wl: next.k.work}
+	}
 	if !l.smem.Staged {
-		return pr.emit(b, k.tid, k.work)
+		return pr.emit(b, k.tid, k.work, then)
 	}
 	var err error
 	b.IfElse(b.ICmp(enum.IPredULT, k.tid, ir.Int32(32)), func() {
-		err = pr.emit(b, k.tid, k.work)
+		err = pr.emit(b, k.tid, k.work, then)
 	}, func() {
-		l.storeWarps(b, k, b.AddI(k.tid, -32))
+		t := b.AddI(k.tid, -32)
+		v := l.storeWarps(b, k, t, nil)
+		if next != nil {
+			b.withParams(chainPrefix, func() { next.l.storeWarps(b, &next.k, t, v) })
+		}
 	})
 	return err
 }
@@ -537,11 +546,29 @@ func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
 // consumers is warpgroups 1..WG: per work item, the K loop (or the drain
 // of a warpgroup without rows), then the epilogue of its 64 rows (with
 // the operand swap, all the tile's token rows: of the whole B tile, or of
-// the warpgroup's half with two register-fed warpgroups).
-func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
+// the warpgroup's half with two register-fed warpgroups). With next (a
+// chained kernel's second GEMM) they go on to its items, the ring's and
+// the staging tile's phases continuing.
+func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value, next *sm90Chained) error {
 	if l.mmaRegs > 0 {
 		b.SetMaxNReg(true, l.mmaRegs)
 	}
+	v, err := l.consumerLoop(b, k, wg, nil)
+	if next != nil {
+		b.withParams(chainPrefix, func() {
+			_, e := next.l.consumerLoop(b, &next.k, wg, v)
+			err = joinErr(err, e)
+		})
+	}
+	return err
+}
+
+// consumerLoop is consumers' loop over the work items of k from the
+// ring's stage and phase and the staging tile's parity in init (nil: the
+// first), returning them after the last item. With signalTiles every
+// consumer thread signals each item's row tile once its part of C is
+// stored (signalTile; the staged epilogue's store warps do it instead).
+func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init []value.Value) ([]value.Value, error) {
 	c := b.AddI(wg, -int64(l.mmaWG0))
 	lane, warp := b.LaneWarp()
 	laneZero := b.ZExt(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), ir.I32)
@@ -584,7 +611,10 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		bSc = b.AddI(b.MulI(b.And(lane, ir.Int32(3)), 8), co)
 	}
 	var err error
-	k.work.each(b, []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+	if init == nil {
+		init = []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}
+	}
+	out := k.work.each(b, init, func(w gemmWork, v []value.Value) []value.Value {
 		// A warpgroup whose 64 rows all lie past the expert's segment
 		// (the ragged last tile of an expert) drains the ring instead of
 		// issuing wgmma; its accumulators are zero and none of its rows
@@ -637,7 +667,10 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value) error {
 		} else if e := l.epilogue(b, gemmEpilogue(b, k.spec, w), w, c, lane, warp, acc, nil); e != nil {
 			err = e
 		}
+		if k.spec.signalTiles && !l.smem.Staged {
+			b.signalTile(w)
+		}
 		return []value.Value{stage, phase, sph}
 	})
-	return err
+	return out, err
 }

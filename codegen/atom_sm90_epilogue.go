@@ -436,8 +436,10 @@ func (l sm90Layout) stageOut(b *Builder, k *sm90Block, w gemmWork, c, lane, warp
 // of the producer warpgroup (t = 0..95): for every work item, wait for
 // staging-full, copy the tile's rows below RowEnd and columns below N to C
 // in 16-byte chunks (consecutive threads take consecutive chunks of a row:
-// coalesced), and arrive on staging-empty.
-func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value) {
+// coalesced), (signalTiles) signal the item's row tile (signalTile), and
+// arrive on staging-empty. init is the staging tile's parity before the
+// first item (nil: 0); it returns the parity after the last.
+func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value, init []value.Value) []value.Value {
 	stgFull, stgEmpty := b.AddI(k.ring.bars, int64(16*l.S)), b.AddI(k.ring.bars, int64(16*l.S+8))
 	stg := b.AddI(k.base, int64(l.smem.StagingOffset))
 	stride := int64(l.smem.StagingStride)
@@ -445,7 +447,10 @@ func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value) {
 	total := l.BM * cpr
 	v4 := ir.Vec(4, ir.I32)
 	N := int64(k.spec.N)
-	k.work.each(b, []value.Value{ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+	if init == nil {
+		init = []value.Value{ir.Int32(0)}
+	}
+	return k.work.each(b, init, func(w gemmWork, v []value.Value) []value.Value {
 		sph := v[0]
 		b.MbarWait(stgFull, sph)
 		b.Loop(t, ir.Int32(int64(total)), ir.Int32(96), nil, func(q value.Value, _ []value.Value) []value.Value {
@@ -462,6 +467,9 @@ func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value) {
 			})
 			return nil
 		})
+		if k.spec.signalTiles {
+			b.signalTile(w)
+		}
 		b.MbarArrive(stgEmpty)
 		return []value.Value{b.Xor(sph, ir.Int32(1))}
 	})

@@ -40,6 +40,31 @@ var (
 //     (sm90_ops.go, wgmma.go, sm100_ops.go).
 type Builder struct {
 	*ir.Kernel
+	// paramPrefix, when set, makes Param look for prefix+name first: the
+	// second GEMM of a chained kernel (chainPrefix) is emitted by the
+	// one-GEMM code with its own parameters.
+	paramPrefix string
+}
+
+// Param returns the kernel parameter name (with paramPrefix set, the
+// parameter paramPrefix+name when the kernel has one).
+func (b *Builder) Param(name string) value.Value {
+	if b.paramPrefix != "" {
+		for _, p := range b.IR.Params {
+			if p.Name() == b.paramPrefix+name {
+				return p
+			}
+		}
+	}
+	return b.Kernel.Param(name)
+}
+
+// withParams emits body with Param looking for prefix+name first.
+func (b *Builder) withParams(prefix string, body func()) {
+	old := b.paramPrefix
+	b.paramPrefix = prefix
+	defer func() { b.paramPrefix = old }()
+	body()
 }
 
 // NewKernel adds kernel name with params to m, annotated with maxntidx =

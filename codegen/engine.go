@@ -48,6 +48,19 @@ import (
 // taken from a queue): the one place a target's support for it is
 // decided.
 //
+// ChainedGEMM adds one kernel named name to m that runs the work items of
+// first and then those of second, a GEMM over the same dispatched rows in
+// the same row tiles whose A is first's C (K = first.N), each item of
+// second starting once its row tile of first's C is stored (gemm_chain.go;
+// the forward's FC1 and FC2 in one launch, docs/megakernel.md). Its
+// parameters are first's (GemmParams, ending with tile_done, RoleTileDone:
+// u32 per row tile of the tile list, zero before the launch; then its
+// tensor maps), then second's but tile_done with names prefixed "g2_",
+// where the same roles bind to second's buffers. Errors: a pair ChainsGEMMs refuses, with the
+// reason. ChainsGEMMs reports whether ChainedGEMM takes the pair: the one
+// place a target's support for it is decided; where it is false the
+// lowering launches the two kernels.
+//
 // MXFP8 returns nil when GroupedGEMM builds MXFP8 GEMMs (GemmSpec.MX), else
 // the reason it refuses them: the one place a target's MXFP8 support is
 // decided.
@@ -59,6 +72,8 @@ type Engine interface {
 	GathersA(spec GemmSpec, topK int) bool
 	SplitsK(spec GemmSpec, splits int) bool
 	QueuesItems(spec GemmSpec) bool
+	ChainedGEMM(m *ir.Module, name string, first, second GemmSpec, rowsPerT int64) (KernelInfo, error)
+	ChainsGEMMs(first, second GemmSpec) bool
 	MXFP8() error
 }
 

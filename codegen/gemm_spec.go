@@ -239,6 +239,17 @@ type GemmSpec struct {
 	// zeroes both), zero before the launch.
 	QueueItems bool
 	QueueWord  int
+	// signalTiles and waitTiles are set by Engine.ChainedGEMM on the two
+	// GEMMs of a chained kernel (gemm_chain.go): the first's epilogue
+	// threads each add one to their item's row tile's word of tile_done
+	// once its C is stored, the second's producer waits before each
+	// item's loads until the word reaches waitTiles.
+	signalTiles bool
+	waitTiles   int
+	// minStaging is the least columns of the staged epilogue's staging
+	// tile (sm_90a; 0: the tile's BN), which a chained kernel sets to the
+	// wider of its GEMMs' so that both plans place the barriers alike.
+	minStaging int
 }
 
 // splits is the number of parts of the reduction: SplitK, at least 1.
@@ -319,21 +330,22 @@ func (s GemmSpec) Validate() error {
 // role to a buffer or a value. Engines that need tensor maps add parameters
 // with Role RoleTensorMap after these (Param.TensorMap names the operand).
 const (
-	RoleA         = "a"        // ptr: A, bf16 [rows, K] (e4m3 with MX, but bf16 with MXRegisterFed)
-	RoleB         = "b"        // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
-	RoleBias      = "bias"     // ptr: fp32 [E, BRows] (only if Bias)
-	RoleC         = "c"        // ptr: C, bf16 [rows, N] (f32 with COutF32; rounded to odd with CRoundOdd; never written with QuantizeCOnly)
-	RoleTiles     = "tiles"    // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
-	RoleOffsets   = "offsets"  // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
-	RoleNumTiles  = "ntiles"   // ptr: i32 [1] number of valid tiles (ATiled only)
-	RoleRows      = "rows"     // i32: number of rows M (ADense only)
-	RoleTensorMap = "tmap"     // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
-	RoleAScales   = "a_scales" // ptr: ue8m0 [rows, K/32] (MX only, not MXRegisterFed; [T, K/32] with GatherK)
-	RoleBScales   = "b_scales" // ptr: ue8m0 [E, BRows, K/32] (MX only)
-	RoleCQ        = "c_q"      // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
-	RoleCScales   = "c_scales" // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
-	RoleARows     = "a_rows"   // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
-	RoleQueue     = "queue"    // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
+	RoleA         = "a"         // ptr: A, bf16 [rows, K] (e4m3 with MX, but bf16 with MXRegisterFed)
+	RoleB         = "b"         // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
+	RoleBias      = "bias"      // ptr: fp32 [E, BRows] (only if Bias)
+	RoleC         = "c"         // ptr: C, bf16 [rows, N] (f32 with COutF32; rounded to odd with CRoundOdd; never written with QuantizeCOnly)
+	RoleTiles     = "tiles"     // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
+	RoleOffsets   = "offsets"   // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
+	RoleNumTiles  = "ntiles"    // ptr: i32 [1] number of valid tiles (ATiled only)
+	RoleRows      = "rows"      // i32: number of rows M (ADense only)
+	RoleTensorMap = "tmap"      // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
+	RoleAScales   = "a_scales"  // ptr: ue8m0 [rows, K/32] (MX only, not MXRegisterFed; [T, K/32] with GatherK)
+	RoleBScales   = "b_scales"  // ptr: ue8m0 [E, BRows, K/32] (MX only)
+	RoleCQ        = "c_q"       // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
+	RoleCScales   = "c_scales"  // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
+	RoleARows     = "a_rows"    // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
+	RoleQueue     = "queue"     // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
+	RoleTileDone  = "tile_done" // ptr: u32 [maxTiles], per row tile the first GEMM's signals, zero before the launch (Engine.ChainedGEMM's kernels only)
 )
 
 // GemmParams returns the parameter list every engine's grouped GEMM kernel
@@ -371,6 +383,9 @@ func GemmParams(s GemmSpec) []Param {
 	}
 	if s.QueueItems {
 		ps = append(ps, Param{Name: "queue", Type: ParamPtr, Size: 8, Role: RoleQueue})
+	}
+	if s.signalTiles || s.waitTiles > 0 {
+		ps = append(ps, Param{Name: "tile_done", Type: ParamPtr, Size: 8, Role: RoleTileDone})
 	}
 	return ps
 }

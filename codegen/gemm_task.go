@@ -22,6 +22,7 @@ import (
 // and one column block.
 type gemmWork struct {
 	e, row0, rowEnd, n0 value.Value // expert, first row, row bound, first output column (i32)
+	tile                value.Value // the row tile's index in the tile list (or among the dense rows' tiles)
 	// split and kt0 (GemmSpec.SplitK; nil without): the item's part of
 	// the reduction and its first K block.
 	split, kt0 value.Value
@@ -285,7 +286,7 @@ func gemmDecode(b *Builder, s GemmSpec, it, tiles value.Value, bm, bn, nBlocks i
 		t = b.UDiv(it, ir.Int32(int64(nBlocks)))
 		nb = b.URem(it, ir.Int32(int64(nBlocks)))
 	}
-	var w gemmWork
+	w := gemmWork{tile: t}
 	w.n0 = b.MulI(nb, int64(bn))
 	if s.A == ATiled {
 		q := b.ByteOffset(b.Param("tiles"), b.MulI(b.Wide(t), 8))

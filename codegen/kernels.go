@@ -193,12 +193,16 @@ func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
 }
 
 // tileListOperands are the GEMM work lists as operands of the kernel that
-// writes them: per list its tiles and its count, by their buffers' names.
+// writes them: per list its tiles, its count and (when the list has them)
+// its chained kernel's counters, by their buffers' names.
 func tileListOperands(tiles []tileList) []moe.Operand {
 	var out []moe.Operand
 	for _, t := range tiles {
 		out = append(out, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
 			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
+		if t.done != nil {
+			out = append(out, moe.Operand{Role: t.done.Name, Buffer: t.done, Access: moe.Write})
+		}
 	}
 	return out
 }

@@ -15,6 +15,9 @@ import (
 type tileList struct {
 	bm           int
 	tiles, count *moe.Buffer
+	// done (nil: none) is the chained kernel's counters, u32 per tile,
+	// which the kernel writing the list zeroes (planChain).
+	done *moe.Buffer
 }
 
 // listFor returns the work list of bm-row tiles, adding it if new: list i
@@ -320,8 +323,19 @@ type gatherSrc struct {
 // the epilogue also writes its outputs (GemmSpec.QuantizeC), and stores C
 // only if another op reads it (GemmSpec.QuantizeCOnly, onlyReader); with
 // f.gather the kernel reads A's rows (and an MXFP8 A's scales) from the
-// token rows by their slots (GemmSpec.GatherK).
+// token rows by their slots (GemmSpec.GatherK). The base kernels of a
+// chained pair (planChain) go through chainGEMM.
 func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, f fused) error {
+	if lw.chain != nil && suffix == "" && f == (fused{}) {
+		if held, err := lw.chainGEMM(g, s, tokens); held || err != nil {
+			return err
+		}
+	}
+	return lw.emitGEMMKernel(g, suffix, s, tokens, f)
+}
+
+// emitGEMMKernel is emitGEMM's kernel.
+func (lw *perOp) emitGEMMKernel(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, f fused) error {
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix
 	if f.quant != nil {
@@ -348,14 +362,7 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 			return fmt.Errorf("codegen: two kernels named %s: a GEMM variant's kernels are named moe_<gemm>_<schedule.TileVariant.Name>, which must not be another kernel's name", spec.Name)
 		}
 	}
-	bind := map[string]string{}
-	for _, o := range g.Operands() {
-		bind[o.Role] = o.Buffer.Name
-	}
-	if g.Rows == moe.Dispatched {
-		t := lw.listFor(spec.Tile.BM)
-		bind[RoleTiles], bind[RoleNumTiles] = t.tiles.Name, t.count.Name
-	}
+	bind := lw.gemmBind(g, spec)
 	if f.quant != nil {
 		bind[RoleCQ], bind[RoleCScales] = f.quant.Q.Name, f.quant.S.Name
 	}
@@ -372,6 +379,27 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 	if err != nil {
 		return err
 	}
+	return lw.addGEMMKernel(ki, tokens, func(Param) map[string]string { return bind })
+}
+
+// gemmBind maps the parameter roles of g's kernel (spec) to buffer names:
+// g's operands and, for dispatched rows, the work list of its row tile.
+func (lw *perOp) gemmBind(g moe.GEMM, spec GemmSpec) map[string]string {
+	bind := map[string]string{}
+	for _, o := range g.Operands() {
+		bind[o.Role] = o.Buffer.Name
+	}
+	if g.Rows == moe.Dispatched {
+		t := lw.listFor(spec.Tile.BM)
+		bind[RoleTiles], bind[RoleNumTiles] = t.tiles.Name, t.count.Name
+	}
+	return bind
+}
+
+// addGEMMKernel adds the GEMM kernel ki, launched for tokens, to the
+// program, each parameter bound by its role in the map bindFor gives it
+// (a tensor map by its operand; rows to T times one).
+func (lw *perOp) addGEMMKernel(ki KernelInfo, tokens []launch.TokenRange, bindFor func(Param) map[string]string) error {
 	k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: tokens,
 		GridPerSM: ki.GridPerSM}
 	for _, prm := range ki.Params {
@@ -382,7 +410,7 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 		if role == RoleRows {
 			v := PerT(1, 0)
 			prm.Value = &v
-		} else if buf, ok := bind[role]; ok {
+		} else if buf, ok := bindFor(prm)[role]; ok {
 			prm.Buffer = buf
 		} else {
 			return fmt.Errorf("codegen: %s: parameter %s has role %q that the lowering cannot bind", ki.Name, prm.Name, role)

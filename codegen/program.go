@@ -107,12 +107,16 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	lw.addRegisterFed(rf)
 	lw.planTokenQuant()
 	lw.planRoundOdd()
+	lw.planChain()
 	for i := 0; i < len(p.Ops); {
 		n, err := lw.lowerNext(p.Ops[i:])
 		if err != nil {
 			return nil, err
 		}
 		i += n
+	}
+	if err := lw.flushChain(); err != nil {
+		return nil, err
 	}
 	if err := lw.prog.checkBuffers(); err != nil {
 		return nil, err
@@ -163,6 +167,7 @@ type perOp struct {
 	prog  *Program
 	d     dims
 	lists []tileList // GEMM work lists, one per distinct row tile
+	chain *chainPlan // the chained GEMM pair (planChain; nil: none)
 	// variant is the T-range GEMM variant's schedule (hasVariant) and the
 	// token ranges of the base and variant kernels.
 	variant    schedule.Schedule

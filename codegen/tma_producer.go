@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"fmt"
+
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
@@ -99,121 +101,35 @@ func (p gemmProducer) codeGroups(wi int) []int {
 // its row groups, codeGroups; with GatherK they also copy the A rows,
 // gatherChunkCopy); with a bf16 GatherK every thread (the A rows,
 // gatherCopy; tid 0 also issues B's TMA loads); else only tid 0. The other
-// threads return.
-func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
+// threads return. With next (a chained kernel's second GEMM: TMA loads by
+// tid 0 alone) tid 0 goes on to next's items, the ring's stage and phase
+// continuing.
+func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList, next *chainedProducer) error {
 	var err error
-	table, mx, gather := p.spec.B == BTable, p.spec.MX, p.spec.GatherK > 0
 	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
 	if wl.q != nil {
 		wl.writer = lead // the lead takes the work items from the queue
 	}
-	var gs []int // MX: the calling warp's row groups
-	// body is the loop of the calling thread; with tma false it issues no
-	// TMA load (an MX code warp after the first). copier is the thread's
-	// index among the MX code warps' lanes (their gathered A chunks).
-	body := func(tma bool, copier value.Value) {
-		wl := wl
-		if !tma {
-			wl.writer = nil // an MX code warp after the first reads the items
-		}
-		// MX: the producer's lanes copy the scale codes of the K block
-		// ahead blocks on (across items) into the code slots by cp.async,
-		// one group per K block (see mxCodesAhead).
-		ahead := p.smem.CodeSlots
-		if mx {
-			b.If(b.ICmp(enum.IPredSLT, wl.first, wl.items), func() {
-				w := wl.decode(b, wl.first)
-				for d := range ahead {
-					p.mxCodeCopy(b, tid, w, ir.Int32(int64(d)), ir.Int32(int64(d)), gs)
-				}
-			})
-		}
-		walk := wl.eachAhead
-		if !mx { // only the scale codes load ahead across items
-			walk = func(b *Builder, init []value.Value, body func(w, next gemmWork, v []value.Value) []value.Value) []value.Value {
-				return wl.each(b, init, func(w gemmWork, v []value.Value) []value.Value { return body(w, w, v) })
-			}
-		}
-		// The vars: stage, phase and (MX) the code slot of the K block.
-		init := []value.Value{ir.Int32(0), ir.Int32(0)}
-		if mx {
-			init = append(init, ir.Int32(0))
-		}
-		walk(b, init, func(w, nextItem gemmWork, v []value.Value) []value.Value {
-			var ptrE value.Value
-			if table {
-				ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
-			}
-			var rowSrc, rowLive []value.Value
-			var chunks []gatherChunk
-			switch {
-			case gather && mx:
-				chunks = p.gatherChunks(b, copier, 32*p.codeWarps, w)
-			case gather:
-				rowSrc, rowLive = p.gatherRows(b, tid, w)
-			}
-			return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
-				stage, phase := v[0], v[1]
-				var slot value.Value
-				if mx {
-					slot = v[2]
-				}
-				b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
-				fb := p.ring.full(b, stage)
-				sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
-				switch {
-				case table:
-					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
-					p.tableCopy.emit(b, tid, b.AddI(sa, int64(p.atoms*p.aAtom)), kt, w.n0, ptrE)
-					b.CpAsyncMbarArrive(fb)
-				case gather && !mx:
-					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
-					p.gatherCopy(b, tid, kt, sa, rowSrc, rowLive)
-					b.CpAsyncMbarArrive(fb)
-				case mx:
-					if tma {
-						b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
-					}
-					if gather {
-						// The A chunks join the next committed group
-						// (mxCodeCopy's), which the waits below do not
-						// wait for: the full barrier counts them.
-						p.gatherChunkCopy(b, kt, sa, chunks)
-						b.CpAsyncMbarArrive(fb)
-					}
-					b.cpAsyncWait(ahead - 1) // this K block's codes (the later blocks' may be in flight)
-					codes := p.mxScaleCodes(b, tid, w, kt, slot, gs)
-					if p.sfTiles() {
-						p.mxStoreScaleTiles(b, tid, codes, sa)
-						b.FenceProxyAsync() // tcgen05.cp reads them through the async proxy
-					} else {
-						p.mxStoreScales(b, tid, codes, sa, gs)
-					}
-					b.MbarArrive(fb)
-					// The codes were read (stored above): the slot takes
-					// those of the block ahead.
-					wa, kta := wl.ahead(b, w, nextItem, kt, ahead, p.kTiles)
-					p.mxCodeCopy(b, tid, wa, kta, slot, gs)
-					s1 := b.AddI(slot, 1)
-					slot = b.Select(b.ICmp(enum.IPredEQ, s1, ir.Int32(int64(ahead))), ir.Int32(0), s1)
-				default:
-					err = joinErr(err, p.tma(b, w, kt, sa, fb))
-				}
-				s2, p2 := ringNext(b, stage, phase, p.S)
-				if mx {
-					return []value.Value{s2, p2, slot}
-				}
-				return []value.Value{s2, p2}
-			})
-		})
-		if mx {
-			b.cpAsyncWait(0) // no copy outlives the block
-		}
+	loop := func(tma bool, copier value.Value, gs []int) {
+		_, e := p.loop(b, tid, lead, wl, tma, copier, gs, nil)
+		err = joinErr(err, e)
 	}
 	switch {
-	case table, gather && !mx:
-		body(true, nil)
-	case mx:
+	case next != nil:
+		if p.spec.B == BTable || p.spec.MX || p.spec.GatherK > 0 || next.p.spec.B == BTable || next.p.spec.MX || next.p.spec.GatherK > 0 {
+			return fmt.Errorf("codegen: %s: a chained kernel's producer loads bf16 tiles by TMA alone", p.spec.Name)
+		}
+		b.If(lead, func() {
+			v, e := p.loop(b, tid, lead, wl, true, nil, nil, nil)
+			err = joinErr(err, e)
+			b.withParams(chainPrefix, func() {
+				_, e := next.p.loop(b, tid, lead, next.wl, true, nil, nil, v)
+				err = joinErr(err, e)
+			})
+		})
+	case p.spec.B == BTable, p.spec.GatherK > 0 && !p.spec.MX:
+		loop(true, nil, nil)
+	case p.spec.MX:
 		// Warp wi's copy of the loop; lead (tid 0) lies in warp 0, the one
 		// issuing the TMA loads.
 		warp, lane := b.WarpUniform(b.LShr(tid, ir.Int32(5))), b.And(tid, ir.Int32(31))
@@ -221,14 +137,137 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList) error {
 		tid = lane // the code slots and scale rows are by lane
 		for wi := range p.codeWarps {
 			b.If(b.ICmp(enum.IPredEQ, warp, ir.Int32(int64(wi))), func() {
-				gs = p.codeGroups(wi)
-				body(wi == 0, copier)
+				_, e := p.loop(b, tid, lead, wl, wi == 0, copier, p.codeGroups(wi), nil)
+				err = joinErr(err, e)
 			})
 		}
 	default:
-		b.If(lead, func() { body(true, nil) })
+		b.If(lead, func() { loop(true, nil, nil) })
 	}
 	return err
+}
+
+// chainedProducer is the second GEMM of a chained kernel as its producer
+// runs it (emit's next): the GEMM's producer and work list, emitted with
+// chainPrefix's parameters.
+type chainedProducer struct {
+	p  gemmProducer
+	wl workList
+}
+
+// loop is the producer loop of the calling thread over the work items of
+// wl (see emit), from the ring's stage and phase in init (nil: the
+// first), returning them after the last item; with tma false it issues
+// no TMA load (an MX code warp after the first). copier is the thread's
+// index among the MX code warps' lanes (their gathered A chunks), gs the
+// calling warp's MX row groups. With waitTiles (the second GEMM of a
+// chained kernel) each item's loads wait for its row tile's signals
+// (waitTile).
+func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma bool, copier value.Value, gs []int, init []value.Value) ([]value.Value, error) {
+	var err error
+	table, mx, gather := p.spec.B == BTable, p.spec.MX, p.spec.GatherK > 0
+	if !tma {
+		wl.writer = nil // an MX code warp after the first reads the items
+	}
+	// MX: the producer's lanes copy the scale codes of the K block
+	// ahead blocks on (across items) into the code slots by cp.async,
+	// one group per K block (see mxCodesAhead).
+	ahead := p.smem.CodeSlots
+	if mx {
+		b.If(b.ICmp(enum.IPredSLT, wl.first, wl.items), func() {
+			w := wl.decode(b, wl.first)
+			for d := range ahead {
+				p.mxCodeCopy(b, tid, w, ir.Int32(int64(d)), ir.Int32(int64(d)), gs)
+			}
+		})
+	}
+	walk := wl.eachAhead
+	if !mx { // only the scale codes load ahead across items
+		walk = func(b *Builder, init []value.Value, body func(w, next gemmWork, v []value.Value) []value.Value) []value.Value {
+			return wl.each(b, init, func(w gemmWork, v []value.Value) []value.Value { return body(w, w, v) })
+		}
+	}
+	// The vars: stage, phase and (MX) the code slot of the K block.
+	if init == nil {
+		init = []value.Value{ir.Int32(0), ir.Int32(0)}
+		if mx {
+			init = append(init, ir.Int32(0))
+		}
+	}
+	out := walk(b, init, func(w, nextItem gemmWork, v []value.Value) []value.Value {
+		if p.spec.waitTiles > 0 {
+			p.waitTile(b, w)
+		}
+		var ptrE value.Value
+		if table {
+			ptrE = b.LoadAt(ir.I64, b.ByteOffset(b.Param("b"), b.MulI(b.Wide(w.e), 8)), 8)
+		}
+		var rowSrc, rowLive []value.Value
+		var chunks []gatherChunk
+		switch {
+		case gather && mx:
+			chunks = p.gatherChunks(b, copier, 32*p.codeWarps, w)
+		case gather:
+			rowSrc, rowLive = p.gatherRows(b, tid, w)
+		}
+		return b.Loop(ir.Int32(0), ir.Int32(int64(p.kTiles)), ir.Int32(1), v, func(kt value.Value, v []value.Value) []value.Value {
+			stage, phase := v[0], v[1]
+			var slot value.Value
+			if mx {
+				slot = v[2]
+			}
+			b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+			fb := p.ring.full(b, stage)
+			sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
+			switch {
+			case table:
+				b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+				p.tableCopy.emit(b, tid, b.AddI(sa, int64(p.atoms*p.aAtom)), kt, w.n0, ptrE)
+				b.CpAsyncMbarArrive(fb)
+			case gather && !mx:
+				b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+				p.gatherCopy(b, tid, kt, sa, rowSrc, rowLive)
+				b.CpAsyncMbarArrive(fb)
+			case mx:
+				if tma {
+					b.If(lead, func() { err = joinErr(err, p.tma(b, w, kt, sa, fb)) })
+				}
+				if gather {
+					// The A chunks join the next committed group
+					// (mxCodeCopy's), which the waits below do not
+					// wait for: the full barrier counts them.
+					p.gatherChunkCopy(b, kt, sa, chunks)
+					b.CpAsyncMbarArrive(fb)
+				}
+				b.cpAsyncWait(ahead - 1) // this K block's codes (the later blocks' may be in flight)
+				codes := p.mxScaleCodes(b, tid, w, kt, slot, gs)
+				if p.sfTiles() {
+					p.mxStoreScaleTiles(b, tid, codes, sa)
+					b.FenceProxyAsync() // tcgen05.cp reads them through the async proxy
+				} else {
+					p.mxStoreScales(b, tid, codes, sa, gs)
+				}
+				b.MbarArrive(fb)
+				// The codes were read (stored above): the slot takes
+				// those of the block ahead.
+				wa, kta := wl.ahead(b, w, nextItem, kt, ahead, p.kTiles)
+				p.mxCodeCopy(b, tid, wa, kta, slot, gs)
+				s1 := b.AddI(slot, 1)
+				slot = b.Select(b.ICmp(enum.IPredEQ, s1, ir.Int32(int64(ahead))), ir.Int32(0), s1)
+			default:
+				err = joinErr(err, p.tma(b, w, kt, sa, fb))
+			}
+			s2, p2 := ringNext(b, stage, phase, p.S)
+			if mx {
+				return []value.Value{s2, p2, slot}
+			}
+			return []value.Value{s2, p2}
+		})
+	})
+	if mx {
+		b.cpAsyncWait(0) // no copy outlives the block
+	}
+	return out, err
 }
 
 // mxCodeRow is one scale row a producer lane stages per K block: the

@@ -183,16 +183,10 @@ type tmaKernel struct {
 // (tmap_a only without GatherK, tmap_b only without BTable), annotated with threads, one block per SM
 // and launchRegs; emit writes its body.
 func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing, emit func(*Builder) error) (KernelInfo, error) {
-	params := GemmParams(spec)
-	tmaps, err := tmaTensorMaps(spec, rowsPerT, r.BM, r.bBoxRows())
+	params, err := tmaParams(spec, rowsPerT, r)
 	if err != nil {
 		return KernelInfo{}, err
 	}
-	params = append(params, tmaps...)
-	params = slices.DeleteFunc(params, func(p Param) bool {
-		return p.Name == "tmap_a" && spec.GatherK > 0 || // A comes through cp.async
-			p.Name == "tmap_b" && spec.B == BTable // B comes through cp.async
-	})
 	b := NewKernel(m, spec.Name, k.threads, gemmIRParams(params)...)
 	b.MinBlocksPerSM(1)
 	if k.launchRegs > 0 {
@@ -203,6 +197,21 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 	}
 	return KernelInfo{Name: spec.Name, Params: params, Block: k.threads, SharedBytes: r.smem.Bytes,
 		Grid: [3]Expr{persistentGrid(spec.Tile, k.tg.SMs()), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0}, nil
+}
+
+// tmaParams is the parameter list of the TMA kernel of spec with ring r:
+// GemmParams, then the tensor maps (tmap_a only without GatherK, tmap_b
+// only without BTable).
+func tmaParams(spec GemmSpec, rowsPerT int64, r tmaRing) ([]Param, error) {
+	tmaps, err := tmaTensorMaps(spec, rowsPerT, r.BM, r.bBoxRows())
+	if err != nil {
+		return nil, err
+	}
+	params := append(GemmParams(spec), tmaps...)
+	return slices.DeleteFunc(params, func(p Param) bool {
+		return p.Name == "tmap_a" && spec.GatherK > 0 || // A comes through cp.async
+			p.Name == "tmap_b" && spec.B == BTable // B comes through cp.async
+	}), nil
 }
 
 // tmaTensorMaps returns the tensor-map parameters (after GemmParams) of an

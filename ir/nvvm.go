@@ -228,6 +228,12 @@ func (f *Func) AtomicAddAcqRel(p, v value.Value, s Scope) value.Value {
 // `fence.proxy.async.shared::cta` (PTX ISA §9.7.13.4; sm_90+).
 func (f *Func) FenceProxyAsync() { f.Asm("fence.proxy.async.shared::cta;", "") }
 
+// FenceProxyAsyncGlobal orders the thread's generic-proxy accesses of
+// global memory with its later (and earlier) async-proxy ones, such as a
+// TMA load of rows that generic stores wrote: `fence.proxy.async.global`
+// (PTX ISA §9.7.13.4, "Memory Consistency Model: proxies"; sm_90+).
+func (f *Func) FenceProxyAsyncGlobal() { f.Asm("fence.proxy.async.global;", "") }
+
 // --- warp shuffles and votes ---
 
 func (f *Func) shfl(kind string, mask, v, b value.Value, c int64) value.Value {

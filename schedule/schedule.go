@@ -159,6 +159,20 @@ type Schedule struct {
 	// items v1 and v2; v3, this walk, not yet measured). Validate refuses
 	// ItemsQueue off sm_90a and with MXGemmExpand.
 	Items ItemsKind
+	// Chain is whether the forward's routed FC1 and FC2 run as one
+	// persistent kernel (docs/megakernel.md, step 2): ChainOff (the zero
+	// value) launches the two GEMM kernels; ChainFC runs FC1's work items
+	// and then FC2's in one kernel, moe_fc1_fc2, each FC2 item starting
+	// once its row tile of h is stored (a counter per row tile in the
+	// lowering's scratch tile_done<i>, zeroed by the kernel that writes the
+	// tile list), so blocks without FC1 items left start FC2 while others
+	// finish FC1. The same bits either way. At the token counts where
+	// both GEMMs run their base kernels over dispatched rows (not the
+	// gathered decode FC1 nor a GEMM variant's kernels); sm_90a, bf16
+	// layers with grouped weights, the fixed walk, one block per SM (an
+	// FC2 item waits for other blocks' FC1 items, so all must be
+	// resident; Validate refuses the rest).
+	Chain ChainKind
 	// PhaseTimes instruments the program (the forward's and the
 	// backward's): every kernel also takes the scratch buffer
 	// launch.BufPhaseTimes and records there, with %globaltimer (ns), when
@@ -282,6 +296,43 @@ func ParseItemsKind(v string) (ItemsKind, error) {
 		return ItemsQueue, nil
 	}
 	return 0, fmt.Errorf("%q: want fixed or queue", v)
+}
+
+// ChainKind selects whether the forward's FC1 and FC2 share a kernel.
+type ChainKind int
+
+// The chain kinds.
+const (
+	// ChainOff: FC1 and FC2 are a kernel each.
+	ChainOff ChainKind = iota
+	// ChainFC: FC1's and FC2's work items in one kernel, moe_fc1_fc2.
+	ChainFC
+)
+
+// String returns "off" or "fc1-fc2".
+func (k ChainKind) String() string {
+	if k == ChainFC {
+		return "fc1-fc2"
+	}
+	return "off"
+}
+
+// UnmarshalText sets k from "off" or "fc1-fc2" (ParseChainKind).
+func (k *ChainKind) UnmarshalText(b []byte) (err error) {
+	*k, err = ParseChainKind(string(b))
+	return err
+}
+
+// ParseChainKind accepts "off" and "fc1-fc2" (in any case); any other
+// value is an error naming it.
+func ParseChainKind(v string) (ChainKind, error) {
+	switch strings.ToLower(v) {
+	case "off":
+		return ChainOff, nil
+	case "fc1-fc2":
+		return ChainFC, nil
+	}
+	return 0, fmt.Errorf("%q: want off or fc1-fc2", v)
 }
 
 // GatherKind selects where the forward's dispatched rows are gathered.
@@ -555,6 +606,9 @@ func (s Schedule) String() string {
 	if s.Items != ItemsFixed {
 		text += fmt.Sprintf("; GEMM items from a %v", s.Items)
 	}
+	if s.Chain != ChainOff {
+		text += fmt.Sprintf("; chain %v", s.Chain)
+	}
 	if s.MXGemm != MXGemmPromote {
 		text += fmt.Sprintf("; mxfp8 GEMMs by %v", s.MXGemm)
 	}
@@ -730,6 +784,23 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	}
 	if s.Items == ItemsQueue && s.MXGemm == MXGemmExpand {
 		return fieldErr("Schedule.Items", s.Items, "the queue walk is not built with the expansion's converter warps (Schedule.MXGemm expand)")
+	}
+	if s.Chain != ChainOff && s.Chain != ChainFC {
+		return fieldErr("Schedule.Chain", int(s.Chain), "must be off or fc1-fc2")
+	}
+	if s.Chain == ChainFC {
+		switch {
+		case s.Target != target.SM90a:
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built for sm_90a's persistent GEMMs; this schedule is for %v (Schedule.Target)", s.Target)
+		case l.Precision != BF16:
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built for bf16 layers; this layer is %v (Layer.Precision)", l.Precision)
+		case l.Storage != GroupedWeights:
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel loads grouped weights with TMA (Layer.Storage)")
+		case s.Items != ItemsFixed:
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel walks its work items in the fixed order (Schedule.Items fixed)")
+		case s.GridCTAs != 0:
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel runs one block per SM of the device (Schedule.GridCTAs 0, not %d): its FC2 items wait for other blocks' FC1 items, so every block must be resident", s.GridCTAs)
+		}
 	}
 	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {
 		return fieldErr("Schedule.MXGemm", s.MXGemm, "regfed loads grouped weights with TMA (Layer.Storage)")

@@ -504,6 +504,51 @@ func TestItemsKind(t *testing.T) {
 	}
 }
 
+func TestChainKind(t *testing.T) {
+	testKind(t, ParseChainKind, []ChainKind{ChainOff, ChainFC}, "fc2-fc1",
+		func(s *Schedule, k ChainKind) { s.Chain = k }, "chain", "chain fc1-fc2")
+	// The chained kernel is sm_90a's, for bf16 layers with grouped
+	// weights and the fixed walk.
+	l, err := Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tg := range target.All() {
+		s, err := DefaultSchedule(l, tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Chain = ChainFC
+		if err := s.Validate(l); (err == nil) != (tg == target.SM90a) {
+			t.Errorf("%v: Validate with the chain: %v", tg, err)
+		}
+	}
+	s, err := DefaultSchedule(l, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Chain = ChainFC
+	s.Items = ItemsQueue
+	if err := s.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.Chain") {
+		t.Errorf("the chain with the queue walk: %v", err)
+	}
+	s.Items, s.GridCTAs = ItemsFixed, 264
+	if err := s.Validate(l); err == nil || !strings.Contains(err.Error(), "resident") {
+		t.Errorf("the chain with 264 CTAs: %v", err)
+	}
+	s.GridCTAs, s.Chain = 0, ChainKind(7)
+	if err := s.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.Chain") {
+		t.Errorf("chain kind 7: %v", err)
+	}
+	mx := l
+	mx.Precision = MXFP8
+	if s, err := DefaultSchedule(mx, target.SM90a); err != nil {
+		t.Fatal(err)
+	} else if s.Chain = ChainFC; s.Validate(mx) == nil {
+		t.Errorf("the chain on an mxfp8 layer: no error")
+	}
+}
+
 // testKind checks a schedule kind: parse of every kind's upper-cased
 // name gives it back, bad is refused with its name in the error, kinds[0]
 // is the zero value, the default schedule's text holds no word quiet and

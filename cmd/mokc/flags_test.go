@@ -138,6 +138,8 @@ func TestFieldFlagTables(t *testing.T) {
 			*p = 12345
 		case *schedule.ItemsKind:
 			*p = 12345
+		case *schedule.ChainKind:
+			*p = 12345
 		default:
 			t.Errorf("--%s: field of type %T", f.name, p)
 		}

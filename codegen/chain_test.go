@@ -1,0 +1,220 @@
+package codegen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// TestChainFC: under schedule.ChainFC the forward of every bf16 preset on
+// sm_90a launches moe_fc1_fc2 instead of moe_fc1 and moe_fc2 at the token
+// counts where both run their base kernels, and exactly one FC1 and one
+// FC2 kernel at every T; the chained kernel's parameters bind the first
+// GEMM's roles to fc1's buffers and the g2_ ones to fc2's, tile_done to
+// the tile list's counters, which every kernel writing that list takes;
+// without the chain no program has counters. The backward is unchanged.
+func TestChainFC(t *testing.T) {
+	names := schedule.Presets()
+	if testing.Short() {
+		names = []string{"qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite"}
+	}
+	Ts := []int64{0, 1, 16, 64, 129, 300, 1100, 2000, 4096, 16384}
+	for _, name := range names {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := schedule.DefaultSchedule(l, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off := forwardAndBackward(t, l, s)
+		s.Chain = schedule.ChainFC
+		on := forwardAndBackward(t, l, s)
+		for pass := range on {
+			if pass == 1 {
+				if a, b := kernelNames(off[1]), kernelNames(on[1]); !slices.Equal(a, b) {
+					t.Errorf("%s backward: kernels %v with the chain, %v without", name, b, a)
+				}
+				continue
+			}
+			p, base := on[0], off[0]
+			if b := base.Buffer("tile_done1"); b != nil {
+				t.Errorf("%s: the forward without the chain plans %s", name, b.Name)
+			}
+			chained := 0
+			for _, T := range Ts {
+				got, want := launchedAt(p, T), launchedAt(base, T)
+				fc1 := countPrefix(got, "moe_fc1")
+				fc2 := countPrefix(got, "moe_fc2") + countPrefix(got, "moe_fc1_fc2") // the chained kernel runs both
+				if T > 0 && (fc1 != 1 || fc2 != 1) {
+					t.Errorf("%s T = %d: %d FC1 and %d FC2 kernels launched: %v", name, T, fc1, fc2, got)
+				}
+				if slices.Contains(got, "moe_fc1_fc2") {
+					chained++
+					i := slices.Index(want, "moe_fc1")
+					want = slices.Replace(want, i, i+1, "moe_fc1_fc2")
+					want = slices.DeleteFunc(want, func(n string) bool { return n == "moe_fc2" })
+				}
+				if !slices.Equal(got, want) {
+					t.Errorf("%s T = %d: kernels %v, want %v", name, T, got, want)
+				}
+			}
+			if chained == 0 {
+				t.Errorf("%s: moe_fc1_fc2 runs at none of T = %v", name, Ts)
+			}
+			checkChainBinding(t, name, p)
+		}
+	}
+}
+
+// checkChainBinding checks moe_fc1_fc2's parameters in p (see TestChainFC).
+func checkChainBinding(t *testing.T, name string, p *Program) {
+	t.Helper()
+	i := slices.IndexFunc(p.Kernels, func(k launch.Kernel) bool { return k.Name == "moe_fc1_fc2" })
+	if i < 0 {
+		t.Errorf("%s: no moe_fc1_fc2", name)
+		return
+	}
+	bound := map[string]string{}
+	for _, q := range p.Kernels[i].Params {
+		bound[q.Name] = q.Buffer
+	}
+	want := map[string]string{"a": "xs", "b": "fc1", "c": "h", "tmap_a": "xs", "tmap_b": "fc1",
+		"g2_a": "h", "g2_b": "fc2", "g2_c": "out_rows", "g2_tmap_a": "h", "g2_tmap_b": "fc2", "g2_tiles": bound["tiles"],
+		"tile_done": strings.Replace(bound["tiles"], "tiles", "tile_done", 1)}
+	for n, b := range want {
+		if bound[n] != b {
+			t.Errorf("%s: moe_fc1_fc2's %s is bound to %q, want %q", name, n, bound[n], b)
+		}
+	}
+	if p.Buffer(want["tile_done"]) == nil {
+		t.Errorf("%s: the plan lacks %s", name, want["tile_done"])
+	}
+	for _, k := range p.Kernels {
+		writes, done := false, false
+		for _, q := range k.Params {
+			writes = writes || q.Buffer == "n"+bound["tiles"] && !strings.HasPrefix(k.Name, "moe_fc") && !strings.HasPrefix(k.Name, "moe_shared")
+			done = done || q.Buffer == want["tile_done"]
+		}
+		if writes && !done {
+			t.Errorf("%s: %s writes %s but not its counters %s", name, k.Name, bound["tiles"], want["tile_done"])
+		}
+	}
+}
+
+// launchedAt is the names of p's kernels launched for T tokens, in order.
+func launchedAt(p *Program, T int64) []string {
+	var out []string
+	for _, k := range p.Kernels {
+		if k.RunsAt(T) {
+			out = append(out, k.Name)
+		}
+	}
+	return out
+}
+
+// kernelNames is the names of p's kernels, in order.
+func kernelNames(p *Program) []string {
+	var out []string
+	for _, k := range p.Kernels {
+		out = append(out, k.Name)
+	}
+	return out
+}
+
+// countPrefix counts the names that are prefix or start with prefix + "_"
+// (moe_fc1's variants and moe_fc1_fc2 for "moe_fc1").
+func countPrefix(names []string, prefix string) int {
+	n := 0
+	for _, s := range names {
+		if s == prefix || strings.HasPrefix(s, prefix+"_") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestChainRefused: the chained kernel is refused, with the reason, off
+// sm_90a, for mxfp8 layers, weights in one allocation per expert and the
+// queue walk.
+func TestChainRefused(t *testing.T) {
+	for _, c := range []struct {
+		tg    target.Target
+		prec  schedule.Precision
+		per   bool
+		queue bool
+		want  string
+	}{
+		{target.SM80, schedule.BF16, false, false, "sm_90a"},
+		{target.SM100a, schedule.BF16, false, false, "sm_90a"},
+		{target.SM90a, schedule.MXFP8, false, false, "bf16 layers"},
+		{target.SM90a, schedule.BF16, true, false, "grouped weights"},
+		{target.SM90a, schedule.BF16, false, true, "fixed order"},
+	} {
+		l, err := schedule.Preset("qwen3-30b-a3b")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Precision = c.prec
+		if c.per {
+			l.Storage = schedule.PerExpertWeights
+		}
+		s, err := schedule.DefaultSchedule(l, c.tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Chain = schedule.ChainFC
+		if c.queue {
+			s.Items = schedule.ItemsQueue
+		}
+		what := fmt.Sprintf("%v %v per-expert %v queue %v", c.tg, c.prec, c.per, c.queue)
+		if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), "Schedule.Chain") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want a Schedule.Chain error naming %q", what, err, c.want)
+		}
+	}
+}
+
+// TestChainAssemble: ptxas assembles the chained forwards of both gate/up
+// layouts (qwen3-30b-a3b's halves, gpt-oss-20b's interleaved rows with
+// biases).
+func TestChainAssemble(t *testing.T) {
+	var texts []string
+	names := []string{"qwen3-30b-a3b", "gpt-oss-20b"}
+	for _, name := range names {
+		l, err := schedule.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := schedule.DefaultSchedule(l, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Chain = schedule.ChainFC
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		res, err := ptx.CompileModule(p.Module, target.SM90a)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if !strings.Contains(res.Text, ".entry moe_fc1_fc2") {
+			t.Fatalf("%s: no moe_fc1_fc2 in the PTX", name)
+		}
+		texts = append(texts, res.Text)
+	}
+	toolchain.NeedPtxas(t, target.SM90a.String())
+	for i, text := range texts {
+		if err := toolchain.Assemble(text, target.SM90a.String()); err != nil {
+			t.Errorf("%s: %v", names[i], err)
+		}
+	}
+}

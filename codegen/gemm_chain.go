@@ -1,0 +1,225 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/target"
+)
+
+// Chained GEMMs: the work items of two grouped GEMMs over the same
+// dispatched rows in one persistent kernel (Engine.ChainedGEMM), the
+// second reading the first's C as its A (the forward's FC1 and FC2: h is
+// FC1's C and FC2's A). Every role of a block walks the first GEMM's items
+// as in its own kernel, then the second's, the stage ring's and the
+// staging tile's phases continuing, so a block that runs out of FC1 items
+// starts FC2 items while others finish theirs, where two kernels would
+// wait for FC1's last item (its tail) and then ramp FC2 up. The two GEMMs
+// share one tile list (the same tile rows), and item (tile t, column
+// block n) of the second needs the whole of row tile t of the first's C,
+// every one of its column blocks: the first's epilogue threads each add
+// one to tile_done[t] (a release add at gpu scope after a
+// fence.proxy.async.global, once their part of C is stored: signalTile),
+// and the second's producer waits before an item's first load until
+// tile_done[t] holds every signal of the tile (an acquire poll, then
+// fence.proxy.async.global before its TMA loads of the rows: waitTile;
+// PTX ISA, "Memory Consistency Model": release and acquire patterns,
+// proxies). An item only waits for items the fixed walk gives out before
+// it (every first-GEMM item precedes every second-GEMM one in each block's
+// walk) and the grid's blocks are all resident (one per SM), so no wait
+// lasts forever. tile_done is zeroed by the kernel that writes the tile
+// list (writeTileLists), every run. Each output is computed by one item in
+// the K order of its own kernel: the same bits as the two kernels.
+
+// chainPrefix is the prefix of a chained kernel's parameters of its second
+// GEMM ("g2_a", "g2_tmap_b", ...); tile_done is shared.
+const chainPrefix = "g2_"
+
+// signalTile emits the calling thread's signal that its part of work item
+// w's C is stored: a release add of one to tile_done[w.tile] (gpu scope),
+// after a proxy fence so that the second GEMM's TMA loads, an async-proxy
+// read, see the stores.
+func (b *Builder) signalTile(w gemmWork) {
+	b.FenceProxyAsyncGlobal()
+	b.RedAddRelease(b.Cast(b.elemPtr(b.Param("tile_done"), w.tile, 4), ir.I32), ir.Int32(1), ir.ScopeGPU)
+}
+
+// waitTile emits the producer's wait, before work item w's loads, for the
+// signals of w's row tile (spec.waitTiles of them), then a proxy fence
+// that orders the rows they published before its TMA loads.
+func (p gemmProducer) waitTile(b *Builder, w gemmWork) {
+	word := b.Cast(b.elemPtr(b.Param("tile_done"), w.tile, 4), ir.I32)
+	b.Kernel.Loop(func() value.Value {
+		return b.ICmp(enum.IPredULT, b.LoadAcquire(word, ir.ScopeGPU), ir.Int32(int64(p.spec.waitTiles)))
+	})
+	b.FenceProxyAsyncGlobal()
+}
+
+// chainer is an atom that runs its GEMM's work items and then another's
+// in one kernel (see the top of this file).
+type chainer interface {
+	// canChain says why the atom cannot chain second (planned from s2)
+	// after its own GEMM (s1), or nil.
+	canChain(s1 GemmSpec, second atom, s2 GemmSpec) error
+	// buildChain adds the chained kernel name to m.
+	buildChain(m *ir.Module, name string, s1 GemmSpec, second atom, s2 GemmSpec, rowsPerT int64) (KernelInfo, error)
+}
+
+// chainPlans validates and plans the two GEMMs of a chained kernel, each
+// with a staging tile of the wider of their output tiles (minStaging), so
+// that their shared-memory plans place the barriers alike; it returns
+// the specs as planned.
+func (e atomEngine) chainPlans(first, second GemmSpec) (chainer, atom, GemmSpec, GemmSpec, error) {
+	fail := func(err error) (chainer, atom, GemmSpec, GemmSpec, error) { return nil, nil, first, second, err }
+	for _, s := range []GemmSpec{first, second} {
+		if err := s.Validate(); err != nil {
+			return fail(err)
+		}
+		switch {
+		case s.A != ATiled || s.MX || s.B != BGrouped || s.BNMajor || s.GatherK > 0 || s.SplitK > 1 || s.QueueItems || s.QuantizeC:
+			return fail(fmt.Errorf("codegen: %s: a chained kernel runs bf16 GEMMs over dispatched rows with grouped K-major weights loaded by TMA, the fixed walk, one part of the reduction", s.Name))
+		}
+	}
+	if second.K != first.N || first.Tile.BM != second.Tile.BM || first.COutF32 {
+		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel's second GEMM reads the first's bf16 C (K = %d, the first's N = %d) in the same row tiles (BM %d, %d)", first.Name, second.Name, second.K, first.N, first.Tile.BM, second.Tile.BM))
+	}
+	first.minStaging = max(first.Tile.BN, second.Tile.BN)
+	second.minStaging = first.minStaging
+	a1, err := e.plan(first)
+	if err != nil {
+		return fail(err)
+	}
+	a2, err := e.plan(second)
+	if err != nil {
+		return fail(err)
+	}
+	c, ok := a1.(chainer)
+	if !ok {
+		return fail(fmt.Errorf("codegen: %s: the %v engine does not chain GEMMs in one kernel", first.Name, e.target))
+	}
+	if err := c.canChain(first, a2, second); err != nil {
+		return fail(err)
+	}
+	return c, a2, first, second, nil
+}
+
+// ChainsGEMMs reports whether the atom chains second after first in one
+// kernel (see Engine).
+func (e atomEngine) ChainsGEMMs(first, second GemmSpec) bool {
+	_, _, _, _, err := e.chainPlans(first, second)
+	return err == nil
+}
+
+// ChainedGEMM adds the chained kernel of first and second to m (see
+// Engine).
+func (e atomEngine) ChainedGEMM(m *ir.Module, name string, first, second GemmSpec, rowsPerT int64) (KernelInfo, error) {
+	c, a2, first, second, err := e.chainPlans(first, second)
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	return c.buildChain(m, name, first, a2, second, rowsPerT)
+}
+
+// sm90Chained is the second GEMM of an sm_90a chained kernel: its layout
+// and block state (the first's shared base and ring).
+type sm90Chained struct {
+	l sm90Layout
+	k sm90Block
+}
+
+// canChain: the sm_90a atom chains two GEMMs whose blocks are alike (the
+// same warpgroups and registers, the same ring of stages and barriers,
+// both with the staged epilogue or both without), neither with the
+// expansion nor the operand swap.
+func (l sm90Layout) canChain(s1 GemmSpec, second atom, s2 GemmSpec) error {
+	l2, ok := second.(sm90Layout)
+	switch {
+	case !ok:
+		return fmt.Errorf("codegen: %s: an sm_90a kernel chains sm_90a GEMMs", s1.Name)
+	case l.expand || l.swap || l2.expand || l2.swap:
+		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel runs neither the MXFP8 expansion nor the operand swap", s1.Name, s2.Name)
+	case l.WG != l2.WG || l.mmaWG0 != l2.mmaWG0 || l.threads != l2.threads || l.prodRegs != l2.prodRegs || l.mmaRegs != l2.mmaRegs || l.launchRegs != l2.launchRegs:
+		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs need the same warpgroups and registers (%d and %d consumer warpgroups)", s1.Name, s2.Name, l.WG, l2.WG)
+	case l.S != l2.S || l.stageBytes != l2.stageBytes || l.smem.BarrierOffset != l2.smem.BarrierOffset || l.smem.Staged != l2.smem.Staged:
+		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs share one ring: the same stages (%d, %d) of the same bytes (%d, %d), the same barriers and epilogue staging", s1.Name, s2.Name, l.S, l2.S, l.stageBytes, l2.stageBytes)
+	}
+	return nil
+}
+
+// signalers is the threads that signal each work item of the first GEMM
+// of a chained kernel: the staged epilogue's 96 store threads, else every
+// consumer thread.
+func (l sm90Layout) signalers() int {
+	if l.smem.Staged {
+		return 96
+	}
+	return 128 * l.WG
+}
+
+// buildChain adds the sm_90a chained kernel: the first GEMM's parameters
+// (with tile_done), then the second's with chainPrefix, shared memory for
+// the larger of the two plans.
+func (l sm90Layout) buildChain(m *ir.Module, name string, s1 GemmSpec, second atom, s2 GemmSpec, rowsPerT int64) (KernelInfo, error) {
+	l2 := second.(sm90Layout)
+	s1.signalTiles = true
+	s2.waitTiles = l.nBlocks * l.signalers()
+	params, err := tmaParams(s1, rowsPerT, l.tmaRing)
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	p2, err := tmaParams(s2, rowsPerT, l2.tmaRing)
+	if err != nil {
+		return KernelInfo{}, err
+	}
+	for _, q := range p2 {
+		if q.Role != RoleTileDone {
+			q.Name = chainPrefix + q.Name
+			params = append(params, q)
+		}
+	}
+	b := NewKernel(m, name, l.threads, gemmIRParams(params)...)
+	b.MinBlocksPerSM(1)
+	if l.launchRegs > 0 {
+		b.MaxRegisters(l.launchRegs)
+	}
+	if err := l.emitChain(b, s1, l2, s2); err != nil {
+		return KernelInfo{}, err
+	}
+	return KernelInfo{Name: name, Params: params, Block: l.threads, SharedBytes: max(l.smem.Bytes, l2.smem.Bytes),
+		Grid: [3]Expr{persistentGrid(s1.Tile, target.SM90a.SMs()), Const(1), Const(1)}, GridPerSM: s1.Tile.Grid == 0}, nil
+}
+
+// emitChain is the body of an sm_90a chained kernel: emit's, with the
+// second GEMM's tensor maps, work list and roles after the first's.
+func (l sm90Layout) emitChain(b *Builder, s1 GemmSpec, l2 sm90Layout, s2 GemmSpec) error {
+	k := sm90Block{tmaBlock: tmaBlock{spec: s1}, tid: b.ThreadIdx(ir.X)}
+	wg := b.WarpUniform(b.LShr(k.tid, ir.Int32(7)))
+	k.base = b.SharedBase1024()
+	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}
+	var fullCount int
+	k.tmA, k.tmB, fullCount = tmaMaps(b, s1, 128, 1)
+	next := &sm90Chained{l: l2, k: sm90Block{tmaBlock: tmaBlock{spec: s2, base: k.base, ring: k.ring}, tid: k.tid}}
+	b.withParams(chainPrefix, func() { next.k.tmA, next.k.tmB, _ = tmaMaps(b, s2, 128, 1) })
+	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
+		if l.smem.Staged {
+			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
+			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
+		}
+		b.PrefetchTensorMap(next.k.tmA)
+		b.PrefetchTensorMap(next.k.tmB)
+	}, k.tmA, k.tmB)
+	b.SyncThreads()
+	k.work = l.workList(b, s1, nil)
+	b.withParams(chainPrefix, func() { next.k.work = l2.workList(b, s2, nil) })
+	var err error
+	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
+		err = l.producer(b, &k, next)
+	}, func() {
+		err = l.consumers(b, &k, wg, next)
+	})
+	b.Ret(nil)
+	return err
+}
