@@ -46,6 +46,10 @@
 #          GEMM and rows tests, mokc run --precision mxfp8 forward (four presets) and backward (two), memcheck,
 #          then bench beside bf16 and, with OLD_MOKC=path, the previous binary's bf16 and promote at T = 64 and 4096
 #   sanitize  compute-sanitizer memcheck and racecheck of run --backward at T = 64 (qwen3-30b-a3b, gpt-oss-120b)
+#   megakernel  --items queue and --chain fc1-fc2 beside the default in one binary: their runtime GPU tests, mokc
+#          run's y_sha256 compared per (preset, precision, T) across the flag sets (MK_MODELS, MK_TOKENS), the
+#          queue's backward, memcheck and racecheck of moe_fc1_fc2
+#   megabench  the same flag sets timed, alternated, at T = 4096 and 300 (bf16), 4096 and 64 (mxfp8)
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
 #          --save-fc1 --group-m 8 (bf16 main grads), beside PyTorch's autograd pipeline
@@ -405,6 +409,88 @@ for phase in $phases; do
 	sanitize)
 		sanitize_backward
 		;;
+	megakernel)
+		# The persistent lowering's opt-in steps beside the default, in the same binary: --items queue (the
+		# fixed walk's rounds, then a queue) and --chain fc1-fc2 (moe_fc1_fc2). The runtime tests (the default's
+		# bits, graph replays), mokc run's y_sha256 per (preset, precision, T) under each flag set, compared by
+		# sha_compare below, the queue's backward, memcheck and racecheck of the chained kernel. megabench
+		# times them: medians alternated (default, chain, queue) at T = 4096 and 300 (bf16), 4096 and 64 (mxfp8).
+		(cd runtime && step "runtime: TestItemsQueueGPU TestChainGPU TestCaptureForward" 480 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestItemsQueueGPU|TestChainGPU|TestCaptureForward')
+		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -10
+		mkrun() { # label precision model flags...
+			local label=$1 prec=$2 m=$3
+			shift 3
+			step "run $m $prec $label" 150 "$OUT/mk-run.log" bash -c "\"$mokc\" run --model $m --target sm_90a --precision $prec --tokens ${MK_TOKENS:-0,1,64,300,1100,4096} --repeat 3 --json $* | sed 's/^{/{\"label\":\"$label\",/' >>\"$OUT/mk-run.jsonl\""
+		}
+		for m in ${MK_MODELS:-qwen3-30b-a3b gpt-oss-20b olmoe-1b-7b mixtral-8x7b deepseek-v2-lite}; do
+			mkrun default bf16 $m
+			mkrun chain bf16 $m --chain fc1-fc2
+			mkrun queue bf16 $m --items queue
+			mkrun default mxfp8 $m
+			mkrun queue mxfp8 $m --items queue
+		done
+		python3 - "$OUT/mk-run.jsonl" <<'PY' | tee -a "$summary"
+import collections, json, sys
+sha = collections.defaultdict(dict)
+bad = 0
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if "tokens" not in d:
+        continue
+    sha[(d["model"], d.get("precision", ""), d["tokens"])][d["label"]] = d.get("y_sha256", "")
+    bad += not d["pass"]
+same = sum(len(set(v.values())) == 1 for v in sha.values())
+print("sha_compare: %d (model, precision, T) with one y_sha256 across the flag sets, %d differ, %d runs failed" % (same, len(sha) - same, bad))
+for k, v in sorted(sha.items()):
+    if len(set(v.values())) > 1:
+        print("  differ", k, {l: h[:16] for l, h in v.items()})
+PY
+		step "run --backward qwen3-30b-a3b --items queue bf16,mxfp8" 240 "$OUT/mk-run.log" bash -c "\"$mokc\" run --backward --items queue --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\" && \"$mokc\" run --backward --items queue --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\""
+		for tool in memcheck racecheck; do
+			step "$tool run --chain fc1-fc2 qwen3-30b-a3b T=300" 240 "$OUT/mk-sanitize.log" \
+				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --model qwen3-30b-a3b --target sm_90a --tokens 300 --repeat 1
+		done
+		step "memcheck run --chain fc1-fc2 gpt-oss-20b T=4096" 240 "$OUT/mk-sanitize.log" \
+			compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --chain fc1-fc2 --model gpt-oss-20b --target sm_90a --tokens 4096 --repeat 1
+		;;
+	megabench)
+		mkbench() { # T flags...
+			local T=$1
+			shift
+			step "bench T=$T $*" 90 "$OUT/mk-bench.log" bash -c "\"$mokc\" bench --target sm_90a --tokens $T --iters 20 --kernels --json $* >>\"$OUT/mk-bench.jsonl\""
+		}
+		for i in 1 2; do
+			for m in qwen3-30b-a3b gpt-oss-20b mixtral-8x7b olmoe-1b-7b; do
+				mkbench 4096 --model $m
+				mkbench 4096 --model $m --chain fc1-fc2
+				mkbench 4096 --model $m --items queue
+				mkbench 4096 --model $m --precision mxfp8
+				mkbench 4096 --model $m --precision mxfp8 --items queue
+			done
+			for m in qwen3-30b-a3b olmoe-1b-7b; do
+				mkbench 300 --model $m
+				mkbench 300 --model $m --chain fc1-fc2
+			done
+			for m in olmoe-1b-7b deepseek-v2-lite qwen2-57b-a14b; do
+				mkbench 64 --model $m --precision mxfp8
+				mkbench 64 --model $m --precision mxfp8 --items queue
+			done
+		done
+		python3 - "$OUT/mk-bench.jsonl" <<'PY' | tee -a "$summary"
+import json, sys
+dec = json.JSONDecoder()
+text, i = open(sys.argv[1]).read(), 0
+while True:
+    while i < len(text) and text[i] in " \n\t":
+        i += 1
+    if i >= len(text):
+        break
+    d, i = dec.raw_decode(text, i)
+    sched = d.get("schedule", "")
+    flags = [f for f, mark in (("chain", "chain fc1-fc2"), ("queue", "from a queue")) if mark in sched] or ["default"]
+    print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), "+".join(flags), "median %.4f ms" % d.get("median_ms", 0))
+PY
+		;;
 	raster)
 		# The persistent GEMMs' work-item order (--group-m): correctness first (every tile once; the same
 		# bits as column-blocks-fastest), then forward and forward + backward at T = 4096, alternated.
@@ -478,7 +564,7 @@ for phase in $phases; do
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, mxswap, mxab, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, mxswap, mxab, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize, megakernel, megabench)" >&2
 		exit 2
 		;;
 	esac
