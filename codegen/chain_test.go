@@ -15,8 +15,9 @@ import (
 
 // TestChainFC: under schedule.ChainFC the forward of every bf16 preset on
 // sm_90a launches moe_fc1_fc2 instead of moe_fc1 and moe_fc2 at the token
-// counts where both run their base kernels, and exactly one FC1 and one
-// FC2 kernel at every T; the chained kernel's parameters bind the first
+// counts where both run their base kernels (and moe_fc1_fc2_<variant>
+// where both run the tile variant's), and exactly one FC1 and one FC2
+// kernel at every T; the chained kernel's parameters bind the first
 // GEMM's roles to fc1's buffers and the g2_ ones to fc2's, tile_done to
 // the tile list's counters, which every kernel writing that list takes;
 // without the chain no program has counters. The backward is unchanged.
@@ -57,11 +58,13 @@ func TestChainFC(t *testing.T) {
 				if T > 0 && (fc1 != 1 || fc2 != 1) {
 					t.Errorf("%s T = %d: %d FC1 and %d FC2 kernels launched: %v", name, T, fc1, fc2, got)
 				}
-				if slices.Contains(got, "moe_fc1_fc2") {
+				if i := slices.IndexFunc(got, func(n string) bool { return strings.HasPrefix(n, "moe_fc1_fc2") }); i >= 0 {
 					chained++
-					i := slices.Index(want, "moe_fc1")
-					want = slices.Replace(want, i, i+1, "moe_fc1_fc2")
-					want = slices.DeleteFunc(want, func(n string) bool { return n == "moe_fc2" })
+					suffix := strings.TrimPrefix(got[i], "moe_fc1_fc2")
+					if j := slices.Index(want, "moe_fc1"+suffix); j >= 0 {
+						want = slices.Replace(want, j, j+1, got[i])
+					}
+					want = slices.DeleteFunc(want, func(n string) bool { return n == "moe_fc2"+suffix })
 				}
 				if !slices.Equal(got, want) {
 					t.Errorf("%s T = %d: kernels %v, want %v", name, T, got, want)
@@ -70,21 +73,22 @@ func TestChainFC(t *testing.T) {
 			if chained == 0 {
 				t.Errorf("%s: moe_fc1_fc2 runs at none of T = %v", name, Ts)
 			}
-			checkChainBinding(t, name, p)
+			for _, k := range p.Kernels {
+				if strings.HasPrefix(k.Name, "moe_fc1_fc2") {
+					checkChainBinding(t, name, p, k)
+				}
+			}
 		}
 	}
 }
 
-// checkChainBinding checks moe_fc1_fc2's parameters in p (see TestChainFC).
-func checkChainBinding(t *testing.T, name string, p *Program) {
+// checkChainBinding checks the parameters of p's chained kernel ck (see
+// TestChainFC).
+func checkChainBinding(t *testing.T, name string, p *Program, ck launch.Kernel) {
 	t.Helper()
-	i := slices.IndexFunc(p.Kernels, func(k launch.Kernel) bool { return k.Name == "moe_fc1_fc2" })
-	if i < 0 {
-		t.Errorf("%s: no moe_fc1_fc2", name)
-		return
-	}
+	name += " " + ck.Name
 	bound := map[string]string{}
-	for _, q := range p.Kernels[i].Params {
+	for _, q := range ck.Params {
 		bound[q.Name] = q.Buffer
 	}
 	want := map[string]string{"a": "xs", "b": "fc1", "c": "h", "tmap_a": "xs", "tmap_b": "fc1",

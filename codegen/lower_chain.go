@@ -2,6 +2,8 @@ package codegen
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/mokc/mokc/launch"
@@ -11,18 +13,20 @@ import (
 
 // chainPlan is a pair of GEMM ops lowered as one chained kernel
 // (schedule.ChainFC, Engine.ChainedGEMM) at the token counts where both
-// run their base kernels: the forward's fc1 and the fc2 right after it,
-// which reads fc1's C.
+// run the same kernel form: the forward's fc1 and the fc2 right after it,
+// which reads fc1's C, in their base kernels ("") and, under a schedule
+// with a GEMM variant, in the variant's ("_<name>").
 type chainPlan struct {
-	first, second string   // the ops' names
-	list          tileList // their tile list (with its done counters)
-	// held is the first op's base kernel, held back by chainGEMM until the
-	// second's, which decides the token counts the pair shares.
-	held *heldGEMM
+	first, second string // the ops' names
+	// forms is the kernel-name suffixes of the forms the engine chains.
+	forms map[string]bool
+	// held is, per form, the first op's kernel, held back by chainGEMM
+	// until the second's, which decides the token counts the pair shares.
+	held map[string]*heldGEMM
 }
 
-// heldGEMM is a base kernel of a GEMM op that emitGEMM has not emitted
-// yet: the op, its schedule and its token counts.
+// heldGEMM is a kernel of a GEMM op that emitGEMM has not emitted yet:
+// the op, its schedule and its token counts.
 type heldGEMM struct {
 	g      moe.GEMM
 	s      schedule.Schedule
@@ -31,12 +35,13 @@ type heldGEMM struct {
 
 // planChain finds, under schedule.ChainFC, the gated GEMM over dispatched
 // rows followed at once by the GEMM that reads its C (the forward's fc1
-// and fc2) whose base kernels the engine chains (Engine.ChainsGEMMs), and
-// gives their tile list the counters the chained kernel signals through
-// (tile_done<i>, u32 per tile, zeroed by the kernel that writes the list:
-// writeTileLists). It runs before the ops are lowered, so that the kernels
-// writing the list take the counters. No pair, or one the engine refuses,
-// leaves the program as without the chain.
+// and fc2), and the kernel forms (base, variant) whose two kernels the
+// engine chains (Engine.ChainsGEMMs); it gives each such form's tile list
+// the counters the chained kernel signals through (tile_done<i>, u32 per
+// tile, zeroed by the kernel that writes the list: writeTileLists). It
+// runs before the ops are lowered, so that the kernels writing the lists
+// take the counters. No pair, or none the engine chains, leaves the
+// program as without the chain.
 func (lw *perOp) planChain() {
 	if lw.sched.Chain != schedule.ChainFC {
 		return
@@ -49,94 +54,116 @@ func (lw *perOp) planChain() {
 			g1.BMajor == moe.NMajor || g2.BMajor == moe.NMajor || lw.baseForm(g1).Name() != g1.Name() || lw.baseForm(g2).Name() != g2.Name() {
 			continue
 		}
-		s1, s2 := lw.gemmSpec(g1, lw.sched), lw.gemmSpec(g2, lw.sched)
-		s1.Name, s2.Name = "moe_"+g1.Name(), "moe_"+g2.Name()
-		if !lw.eng.ChainsGEMMs(s1, s2) {
-			return
-		}
-		for li, t := range lw.lists {
-			if t.bm != s1.Tile.BM {
+		c := &chainPlan{first: g1.Name(), second: g2.Name(), forms: map[string]bool{}, held: map[string]*heldGEMM{}}
+		for _, k := range lw.gemmKernels(g1) {
+			if !slices.ContainsFunc(lw.gemmKernels(g2), func(k2 gemmKernel) bool { return k2.suffix == k.suffix }) {
 				continue
 			}
-			if t.done == nil {
-				t.done = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", "tile_done", 1), Kind: moe.Scratch, DType: moe.U32,
-					Shape: []launch.Expr{t.tiles.Shape[0]},
-					Doc:   fmt.Sprintf("moe_%s_%s: per tile of %s the %s items whose output rows are stored (zeroed with the list)", g1.Name(), g2.Name(), t.tiles.Name, g1.Name())}
-				lw.lists[li] = t
-				lw.prog.Buffers = append(lw.prog.Buffers, t.done.Plan())
+			s1, s2 := lw.gemmSpec(g1, k.s), lw.gemmSpec(g2, k.s)
+			s1.Name, s2.Name = "moe_"+g1.Name()+k.suffix, "moe_"+g2.Name()+k.suffix
+			if !lw.eng.ChainsGEMMs(s1, s2) {
+				continue
 			}
-			lw.chain = &chainPlan{first: g1.Name(), second: g2.Name(), list: t}
+			c.forms[k.suffix] = true
+			lw.chainCounters(s1.Tile.BM, "moe_"+g1.Name()+"_"+g2.Name()+k.suffix)
+		}
+		if len(c.forms) > 0 {
+			lw.chain = c
 		}
 		return
 	}
 }
 
-// chainGEMM is emitGEMM's part for the base kernels of a chained pair: it
-// holds back the first op's (held true), and at the second's emits the
-// first's kernel where the second's does not run, the chained kernel
-// where both run, and the second's kernel where the first's does not, in
-// that order. Kernels of other ops: held false.
-func (lw *perOp) chainGEMM(g moe.GEMM, s schedule.Schedule, tokens []launch.TokenRange) (held bool, err error) {
+// chainCounters gives the tile list of bm-row tiles the counters of the
+// chained kernel name (once per list).
+func (lw *perOp) chainCounters(bm int, name string) {
+	for li, t := range lw.lists {
+		if t.bm != bm || t.done != nil {
+			continue
+		}
+		t.done = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", "tile_done", 1), Kind: moe.Scratch, DType: moe.U32,
+			Shape: []launch.Expr{t.tiles.Shape[0]},
+			Doc:   fmt.Sprintf("%s: per tile of %s the FC1 items whose rows of h are stored, times their storing threads (zeroed with the list)", name, t.tiles.Name)}
+		lw.lists[li] = t
+		lw.prog.Buffers = append(lw.prog.Buffers, t.done.Plan())
+	}
+}
+
+// chainGEMM is emitGEMM's part for the kernels of a chained pair in a
+// form the engine chains (suffix): it holds back the first op's kernel
+// (held true), and at the second's emits the first's kernel where the
+// second's does not run, the chained kernel where both run, and the
+// second's kernel where the first's does not, in that order. Other
+// kernels: held false.
+func (lw *perOp) chainGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange) (held bool, err error) {
 	c := lw.chain
+	if !c.forms[suffix] {
+		return false, nil
+	}
 	switch g.Name() {
 	case c.first:
-		c.held = &heldGEMM{g, s, tokens}
+		c.held[suffix] = &heldGEMM{g, s, tokens}
 		return true, nil
 	case c.second:
-		if c.held == nil {
+		if c.held[suffix] == nil {
 			return false, nil
 		}
 	default:
 		return false, nil
 	}
-	h := c.held
-	c.held = nil
+	h := c.held[suffix]
+	delete(c.held, suffix)
 	t1, t2 := everyT(h.tokens), everyT(tokens)
 	both := intersectAll(t1, t2)
 	if len(both) == 0 {
-		if err := lw.emitGEMMKernel(h.g, "", h.s, h.tokens, fused{}); err != nil {
+		if err := lw.emitGEMMKernel(h.g, suffix, h.s, h.tokens, fused{}); err != nil {
 			return true, err
 		}
 		return false, nil
 	}
 	if only := subtract(t1, both); len(only) > 0 {
-		if err := lw.emitGEMMKernel(h.g, "", h.s, only, fused{}); err != nil {
+		if err := lw.emitGEMMKernel(h.g, suffix, h.s, only, fused{}); err != nil {
 			return true, err
 		}
 	}
-	if err := lw.emitChained(h.g, h.s, g, s, both); err != nil {
+	if err := lw.emitChained(h.g, g, suffix, s, both); err != nil {
 		return true, err
 	}
 	if only := subtract(t2, both); len(only) > 0 {
-		return true, lw.emitGEMMKernel(g, "", s, only, fused{})
+		return true, lw.emitGEMMKernel(g, suffix, s, only, fused{})
 	}
 	return true, nil
 }
 
-// flushChain emits a held first kernel whose second never came (the
-// second op lowered another way): as emitGEMM would have.
+// flushChain emits the held first kernels whose second never came (the
+// second op lowered another way), as emitGEMM would have.
 func (lw *perOp) flushChain() error {
-	if lw.chain == nil || lw.chain.held == nil {
+	if lw.chain == nil {
 		return nil
 	}
-	h := lw.chain.held
-	lw.chain.held = nil
-	return lw.emitGEMMKernel(h.g, "", h.s, h.tokens, fused{})
+	for _, suffix := range slices.Sorted(maps.Keys(lw.chain.held)) {
+		h := lw.chain.held[suffix]
+		delete(lw.chain.held, suffix)
+		if err := lw.emitGEMMKernel(h.g, suffix, h.s, h.tokens, fused{}); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
-// emitChained emits the chained kernel moe_<first>_<second> of GEMMs g1
-// and g2, launched for tokens: the engine's parameters bound to g1's
-// operands and its tile list, tile_done to the list's counters, and the
-// second GEMM's (chainPrefix) to g2's.
-func (lw *perOp) emitChained(g1 moe.GEMM, s1 schedule.Schedule, g2 moe.GEMM, s2 schedule.Schedule, tokens []launch.TokenRange) error {
-	spec1, spec2 := lw.gemmSpec(g1, s1), lw.gemmSpec(g2, s2)
-	spec1.Name, spec2.Name = "moe_"+g1.Name(), "moe_"+g2.Name()
-	ki, err := lw.eng.ChainedGEMM(lw.mod, "moe_"+g1.Name()+"_"+g2.Name(), spec1, spec2, int64(g1.RowsPerToken))
+// emitChained emits the chained kernel moe_<first>_<second><suffix> of
+// GEMMs g1 and g2 under schedule s, launched for tokens: the engine's
+// parameters bound to g1's operands and its tile list, tile_done to the
+// list's counters, and the second GEMM's (chainPrefix) to g2's.
+func (lw *perOp) emitChained(g1, g2 moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange) error {
+	spec1, spec2 := lw.gemmSpec(g1, s), lw.gemmSpec(g2, s)
+	spec1.Name, spec2.Name = "moe_"+g1.Name()+suffix, "moe_"+g2.Name()+suffix
+	ki, err := lw.eng.ChainedGEMM(lw.mod, "moe_"+g1.Name()+"_"+g2.Name()+suffix, spec1, spec2, int64(g1.RowsPerToken))
 	if err != nil {
 		return err
 	}
 	bind1, bind2 := lw.gemmBind(g1, spec1), lw.gemmBind(g2, spec2)
-	bind1[RoleTileDone] = lw.chain.list.done.Name
+	bind1[RoleTileDone] = lw.listFor(spec1.Tile.BM).done.Name
 	return lw.addGEMMKernel(ki, tokens, func(p Param) map[string]string {
 		if strings.HasPrefix(p.Name, chainPrefix) {
 			return bind2

@@ -323,11 +323,11 @@ type gatherSrc struct {
 // the epilogue also writes its outputs (GemmSpec.QuantizeC), and stores C
 // only if another op reads it (GemmSpec.QuantizeCOnly, onlyReader); with
 // f.gather the kernel reads A's rows (and an MXFP8 A's scales) from the
-// token rows by their slots (GemmSpec.GatherK). The base kernels of a
-// chained pair (planChain) go through chainGEMM.
+// token rows by their slots (GemmSpec.GatherK). The kernels of a chained
+// pair (planChain) go through chainGEMM.
 func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, f fused) error {
-	if lw.chain != nil && suffix == "" && f == (fused{}) {
-		if held, err := lw.chainGEMM(g, s, tokens); held || err != nil {
+	if lw.chain != nil && f == (fused{}) {
+		if held, err := lw.chainGEMM(g, suffix, s, tokens); held || err != nil {
 			return err
 		}
 	}

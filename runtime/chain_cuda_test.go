@@ -5,6 +5,7 @@ package runtime_test
 import (
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/codegen"
@@ -21,7 +22,7 @@ import (
 // every run), on bf16 presets of both gate/up layouts (qwen3-30b-a3b's
 // halves, gpt-oss-20b's interleaved rows with biases and the clamped
 // activation) at T = 4096 and at the first T of each token range where
-// the chained kernel runs.
+// a chained kernel runs (the base tiles' and the tile variant's).
 func TestChainGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
@@ -64,8 +65,9 @@ func TestChainGPU(t *testing.T) {
 }
 
 // chainTokens is the token counts TestChainGPU runs for layer l under
-// schedule s: 4096 and the first T of each range where moe_fc1_fc2 runs,
-// largest first.
+// schedule s: 4096 and the first T of each range where a chained kernel
+// runs (moe_fc1_fc2, the tile variant's moe_fc1_fc2_<name>), largest
+// first.
 func chainTokens(t *testing.T, l schedule.Layer, s schedule.Schedule) []int {
 	t.Helper()
 	p, err := codegen.Build(l, s)
@@ -74,7 +76,7 @@ func chainTokens(t *testing.T, l schedule.Layer, s schedule.Schedule) []int {
 	}
 	var Ts []int
 	for _, k := range p.Kernels {
-		if k.Name != "moe_fc1_fc2" {
+		if !strings.HasPrefix(k.Name, "moe_fc1_fc2") { // and the tile variant's moe_fc1_fc2_<name>
 			continue
 		}
 		for _, r := range k.Tokens {

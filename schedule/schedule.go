@@ -167,8 +167,9 @@ type Schedule struct {
 	// lowering's scratch tile_done<i>, zeroed by the kernel that writes the
 	// tile list), so blocks without FC1 items left start FC2 while others
 	// finish FC1. The same bits either way. At the token counts where
-	// both GEMMs run their base kernels over dispatched rows (not the
-	// gathered decode FC1 nor a GEMM variant's kernels); sm_90a, bf16
+	// both GEMMs run their base kernels over dispatched rows, and where
+	// both run the GEMM variant's (moe_fc1_fc2_<name>), not where the
+	// decode FC1 gathers its rows; sm_90a, bf16
 	// layers with grouped weights, the fixed walk, one block per SM (an
 	// FC2 item waits for other blocks' FC1 items, so all must be
 	// resident; Validate refuses the rest).
