@@ -169,8 +169,8 @@ type Schedule struct {
 	// finish FC1. The same bits either way. At the token counts where
 	// both GEMMs run their base kernels over dispatched rows, and where
 	// both run the GEMM variant's (moe_fc1_fc2_<name>), not where the
-	// decode FC1 gathers its rows; sm_90a, bf16
-	// layers with grouped weights, the fixed walk, one block per SM (an
+	// decode FC1 gathers its rows; sm_90a, bf16 layers with grouped
+	// weights and without SaveFC1, the fixed walk, one block per SM (an
 	// FC2 item waits for other blocks' FC1 items, so all must be
 	// resident; Validate refuses the rest).
 	Chain ChainKind
@@ -797,6 +797,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built for bf16 layers; this layer is %v (Layer.Precision)", l.Precision)
 		case l.Storage != GroupedWeights:
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel loads grouped weights with TMA (Layer.Storage)")
+		case l.SaveFC1:
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel applies the activation in FC1's epilogue; a layer that saves FC1's output (Layer.SaveFC1) activates it in a kernel of its own between the GEMMs")
 		case s.Items != ItemsFixed:
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel walks its work items in the fixed order (Schedule.Items fixed)")
 		case s.GridCTAs != 0:

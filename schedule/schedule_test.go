@@ -536,7 +536,13 @@ func TestChainKind(t *testing.T) {
 	if err := s.Validate(l); err == nil || !strings.Contains(err.Error(), "resident") {
 		t.Errorf("the chain with 264 CTAs: %v", err)
 	}
-	s.GridCTAs, s.Chain = 0, ChainKind(7)
+	s.GridCTAs = 0
+	saved := l
+	saved.SaveFC1 = true
+	if err := s.Validate(saved); err == nil || !strings.Contains(err.Error(), "SaveFC1") {
+		t.Errorf("the chain with SaveFC1: %v", err)
+	}
+	s.Chain = ChainKind(7)
 	if err := s.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.Chain") {
 		t.Errorf("chain kind 7: %v", err)
 	}
