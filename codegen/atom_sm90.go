@@ -524,7 +524,7 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 		t := b.AddI(k.tid, -32)
 		v := l.storeWarps(b, k, t, nil)
 		if next != nil {
-			b.withParams(chainPrefix, func() { next.l.storeWarps(b, &next.k, t, v) })
+			b.withParams(chainPrefix, chainShared, func() { next.l.storeWarps(b, &next.k, t, v) })
 		}
 	})
 	return err
@@ -555,7 +555,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value, next *sm
 	}
 	v, err := l.consumerLoop(b, k, wg, nil)
 	if next != nil {
-		b.withParams(chainPrefix, func() {
+		b.withParams(chainPrefix, chainShared, func() {
 			_, e := next.l.consumerLoop(b, &next.k, wg, v)
 			err = joinErr(err, e)
 		})

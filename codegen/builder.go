@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"slices"
 	"strings"
 
 	llir "github.com/llir/llvm/ir"
@@ -40,30 +41,30 @@ var (
 //     (sm90_ops.go, wgmma.go, sm100_ops.go).
 type Builder struct {
 	*ir.Kernel
-	// paramPrefix, when set, makes Param look for prefix+name first: the
-	// second GEMM of a chained kernel (chainPrefix) is emitted by the
-	// one-GEMM code with its own parameters.
+	// paramPrefix, when set, makes Param return the parameter
+	// paramPrefix+name, but for the names in paramShared: the second GEMM
+	// of a chained kernel (chainPrefix) is emitted by the one-GEMM code
+	// with its own parameters.
 	paramPrefix string
+	paramShared []string
 }
 
 // Param returns the kernel parameter name (with paramPrefix set, the
-// parameter paramPrefix+name when the kernel has one).
+// parameter paramPrefix+name unless name is shared; a missing one is a
+// builder error).
 func (b *Builder) Param(name string) value.Value {
-	if b.paramPrefix != "" {
-		for _, p := range b.IR.Params {
-			if p.Name() == b.paramPrefix+name {
-				return p
-			}
-		}
+	if b.paramPrefix != "" && !slices.Contains(b.paramShared, name) {
+		name = b.paramPrefix + name
 	}
 	return b.Kernel.Param(name)
 }
 
-// withParams emits body with Param looking for prefix+name first.
-func (b *Builder) withParams(prefix string, body func()) {
-	old := b.paramPrefix
-	b.paramPrefix = prefix
-	defer func() { b.paramPrefix = old }()
+// withParams emits body with Param taking the parameters prefix+name, but
+// for the names shared.
+func (b *Builder) withParams(prefix string, shared []string, body func()) {
+	oldP, oldS := b.paramPrefix, b.paramShared
+	b.paramPrefix, b.paramShared = prefix, shared
+	defer func() { b.paramPrefix, b.paramShared = oldP, oldS }()
 	body()
 }
 

@@ -2,6 +2,10 @@ package codegen
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -87,6 +91,9 @@ func TestChainFC(t *testing.T) {
 func checkChainBinding(t *testing.T, name string, p *Program, ck launch.Kernel) {
 	t.Helper()
 	name += " " + ck.Name
+	if !ck.CoResident || !ck.GridPerSM {
+		t.Errorf("%s: co_resident %v, grid_per_sm %v", name, ck.CoResident, ck.GridPerSM)
+	}
 	bound := map[string]string{}
 	for _, q := range ck.Params {
 		bound[q.Name] = q.Buffer
@@ -147,8 +154,8 @@ func countPrefix(names []string, prefix string) int {
 }
 
 // TestChainRefused: the chained kernel is refused, with the reason, off
-// sm_90a, for mxfp8 layers, weights in one allocation per expert and the
-// queue walk.
+// sm_90a, for mxfp8 layers, weights in one allocation per expert, the
+// queue walk and GEMMs whose rings differ.
 func TestChainRefused(t *testing.T) {
 	for _, c := range []struct {
 		tg    target.Target
@@ -162,6 +169,7 @@ func TestChainRefused(t *testing.T) {
 		{target.SM90a, schedule.MXFP8, false, false, "bf16 layers"},
 		{target.SM90a, schedule.BF16, true, false, "grouped weights"},
 		{target.SM90a, schedule.BF16, false, true, "fixed order"},
+		{target.SM90a, schedule.BF16, false, false, "share no kernel"}, // FC1 tile 128x128x64: another ring
 	} {
 		l, err := schedule.Preset("qwen3-30b-a3b")
 		if err != nil {
@@ -179,8 +187,12 @@ func TestChainRefused(t *testing.T) {
 		if c.queue {
 			s.Items = schedule.ItemsQueue
 		}
+		if c.want == "share no kernel" {
+			s.FC1 = schedule.Tile{M: 128, N: 128, K: 64}
+			s.Variant = nil
+		}
 		what := fmt.Sprintf("%v %v per-expert %v queue %v", c.tg, c.prec, c.per, c.queue)
-		if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), "Schedule.Chain") || !strings.Contains(err.Error(), c.want) {
+		if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), "Chain") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a Schedule.Chain error naming %q", what, err, c.want)
 		}
 	}
@@ -188,7 +200,8 @@ func TestChainRefused(t *testing.T) {
 
 // TestChainAssemble: ptxas assembles the chained forwards of both gate/up
 // layouts (qwen3-30b-a3b's halves, gpt-oss-20b's interleaved rows with
-// biases).
+// biases) without a serialized wgmma pipeline, and the chained kernels
+// (base and tile variant) without spills (ptxas -v).
 func TestChainAssemble(t *testing.T) {
 	var texts []string
 	names := []string{"qwen3-30b-a3b", "gpt-oss-20b"}
@@ -215,10 +228,35 @@ func TestChainAssemble(t *testing.T) {
 		}
 		texts = append(texts, res.Text)
 	}
-	toolchain.NeedPtxas(t, target.SM90a.String())
+	ptxas := toolchain.NeedPtxas(t, target.SM90a.String())
+	entry := regexp.MustCompile(`entry function '(\w+)'`)
 	for i, text := range texts {
 		if err := toolchain.Assemble(text, target.SM90a.String()); err != nil {
 			t.Errorf("%s: %v", names[i], err)
+		}
+		dir := t.TempDir()
+		in := filepath.Join(dir, "in.ptx")
+		if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(ptxas, "-arch=sm_90a", "-v", "-o", filepath.Join(dir, "out.cubin"), in).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: ptxas: %v\n%s", names[i], err, out)
+		}
+		fn, chained := "", 0
+		for _, line := range strings.Split(string(out), "\n") {
+			if m := entry.FindStringSubmatch(line); m != nil {
+				fn = m[1]
+				if strings.HasPrefix(fn, "moe_fc1_fc2") {
+					chained++
+				}
+			}
+			if strings.HasPrefix(fn, "moe_fc1_fc2") && strings.Contains(line, "spill stores") && !strings.Contains(line, " 0 bytes spill stores") {
+				t.Errorf("%s %s: %s", names[i], fn, strings.TrimSpace(line))
+			}
+		}
+		if chained == 0 {
+			t.Errorf("%s: ptxas -v compiled no chained kernel", names[i])
 		}
 	}
 }

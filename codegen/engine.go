@@ -56,10 +56,10 @@ import (
 // parameters are first's (GemmParams, ending with tile_done, RoleTileDone:
 // u32 per row tile of the tile list, zero before the launch; then its
 // tensor maps), then second's but tile_done with names prefixed "g2_",
-// where the same roles bind to second's buffers. Errors: a pair ChainsGEMMs refuses, with the
-// reason. ChainsGEMMs reports whether ChainedGEMM takes the pair: the one
-// place a target's support for it is decided; where it is false the
-// lowering launches the two kernels.
+// where the same roles bind to second's buffers; its blocks wait for one
+// another (KernelInfo.CoResident). Errors: ChainsGEMMs'. ChainsGEMMs
+// returns nil when ChainedGEMM takes the pair, else the reason: the one
+// place a target's support for it is decided.
 //
 // MXFP8 returns nil when GroupedGEMM builds MXFP8 GEMMs (GemmSpec.MX), else
 // the reason it refuses them: the one place a target's MXFP8 support is
@@ -73,7 +73,7 @@ type Engine interface {
 	SplitsK(spec GemmSpec, splits int) bool
 	QueuesItems(spec GemmSpec) bool
 	ChainedGEMM(m *ir.Module, name string, first, second GemmSpec, rowsPerT int64) (KernelInfo, error)
-	ChainsGEMMs(first, second GemmSpec) bool
+	ChainsGEMMs(first, second GemmSpec) error
 	MXFP8() error
 }
 

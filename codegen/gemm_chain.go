@@ -35,8 +35,11 @@ import (
 // the K order of its own kernel: the same bits as the two kernels.
 
 // chainPrefix is the prefix of a chained kernel's parameters of its second
-// GEMM ("g2_a", "g2_tmap_b", ...); tile_done is shared.
+// GEMM ("g2_a", "g2_tmap_b", ...); chainShared are the parameters both
+// GEMMs take unprefixed.
 const chainPrefix = "g2_"
+
+var chainShared = []string{"tile_done"}
 
 // signalTile emits the calling thread's signal that its part of work item
 // w's C is stored: a release add of one to tile_done[w.tile] (gpu scope),
@@ -83,6 +86,9 @@ func (e atomEngine) chainPlans(first, second GemmSpec) (chainer, atom, GemmSpec,
 			return fail(fmt.Errorf("codegen: %s: a chained kernel runs bf16 GEMMs over dispatched rows with grouped K-major weights loaded by TMA, the fixed walk, one part of the reduction", s.Name))
 		}
 	}
+	if first.Tile.Grid != 0 || second.Tile.Grid != 0 {
+		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs one block per SM of the device, all resident (Tile.Grid 0, not %d and %d)", first.Name, second.Name, first.Tile.Grid, second.Tile.Grid))
+	}
 	if second.K != first.N || first.Tile.BM != second.Tile.BM || first.COutF32 {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel's second GEMM reads the first's bf16 C (K = %d, the first's N = %d) in the same row tiles (BM %d, %d)", first.Name, second.Name, second.K, first.N, first.Tile.BM, second.Tile.BM))
 	}
@@ -106,11 +112,11 @@ func (e atomEngine) chainPlans(first, second GemmSpec) (chainer, atom, GemmSpec,
 	return c, a2, first, second, nil
 }
 
-// ChainsGEMMs reports whether the atom chains second after first in one
-// kernel (see Engine).
-func (e atomEngine) ChainsGEMMs(first, second GemmSpec) bool {
+// ChainsGEMMs says why the atom cannot chain second after first in one
+// kernel, or nil (see Engine).
+func (e atomEngine) ChainsGEMMs(first, second GemmSpec) error {
 	_, _, _, _, err := e.chainPlans(first, second)
-	return err == nil
+	return err
 }
 
 // ChainedGEMM adds the chained kernel of first and second to m (see
@@ -189,7 +195,7 @@ func (l sm90Layout) buildChain(m *ir.Module, name string, s1 GemmSpec, second at
 		return KernelInfo{}, err
 	}
 	return KernelInfo{Name: name, Params: params, Block: l.threads, SharedBytes: max(l.smem.Bytes, l2.smem.Bytes),
-		Grid: [3]Expr{persistentGrid(s1.Tile, target.SM90a.SMs()), Const(1), Const(1)}, GridPerSM: s1.Tile.Grid == 0}, nil
+		Grid: [3]Expr{persistentGrid(s1.Tile, target.SM90a.SMs()), Const(1), Const(1)}, GridPerSM: true, CoResident: true}, nil
 }
 
 // emitChain is the body of an sm_90a chained kernel: emit's, with the
@@ -202,7 +208,7 @@ func (l sm90Layout) emitChain(b *Builder, s1 GemmSpec, l2 sm90Layout, s2 GemmSpe
 	var fullCount int
 	k.tmA, k.tmB, fullCount = tmaMaps(b, s1, 128, 1)
 	next := &sm90Chained{l: l2, k: sm90Block{tmaBlock: tmaBlock{spec: s2, base: k.base, ring: k.ring}, tid: k.tid}}
-	b.withParams(chainPrefix, func() { next.k.tmA, next.k.tmB, _ = tmaMaps(b, s2, 128, 1) })
+	b.withParams(chainPrefix, chainShared, func() { next.k.tmA, next.k.tmB, _ = tmaMaps(b, s2, 128, 1) })
 	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
 		if l.smem.Staged {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
@@ -213,7 +219,7 @@ func (l sm90Layout) emitChain(b *Builder, s1 GemmSpec, l2 sm90Layout, s2 GemmSpe
 	}, k.tmA, k.tmB)
 	b.SyncThreads()
 	k.work = l.workList(b, s1, nil)
-	b.withParams(chainPrefix, func() { next.k.work = l2.workList(b, s2, nil) })
+	b.withParams(chainPrefix, chainShared, func() { next.k.work = l2.workList(b, s2, nil) })
 	var err error
 	b.IfElse(b.ICmp(enum.IPredEQ, wg, ir.Int32(0)), func() {
 		err = l.producer(b, &k, next)

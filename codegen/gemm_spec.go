@@ -431,4 +431,6 @@ type KernelInfo struct {
 	// GridPerSM: Grid[0] is one block per SM of the target's reference part
 	// (the default persistent grid); launchers may use the device's count.
 	GridPerSM bool `json:"grid_per_sm,omitempty"`
+	// CoResident: the blocks wait for one another (launch.Kernel.CoResident).
+	CoResident bool `json:"co_resident,omitempty"`
 }

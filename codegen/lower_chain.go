@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -40,11 +41,12 @@ type heldGEMM struct {
 // the counters the chained kernel signals through (tile_done<i>, u32 per
 // tile, zeroed by the kernel that writes the list: writeTileLists). It
 // runs before the ops are lowered, so that the kernels writing the lists
-// take the counters. No pair, or none the engine chains, leaves the
-// program as without the chain.
-func (lw *perOp) planChain() {
+// take the counters. A program without the pair (the backward) is
+// lowered as without the chain; a pair the engine chains in no form is
+// an error naming the reason.
+func (lw *perOp) planChain() error {
 	if lw.sched.Chain != schedule.ChainFC {
-		return
+		return nil
 	}
 	ops := lw.src.Ops
 	for i := 0; i+1 < len(ops); i++ {
@@ -55,23 +57,27 @@ func (lw *perOp) planChain() {
 			continue
 		}
 		c := &chainPlan{first: g1.Name(), second: g2.Name(), forms: map[string]bool{}, held: map[string]*heldGEMM{}}
+		var why error
 		for _, k := range lw.gemmKernels(g1) {
 			if !slices.ContainsFunc(lw.gemmKernels(g2), func(k2 gemmKernel) bool { return k2.suffix == k.suffix }) {
 				continue
 			}
 			s1, s2 := lw.gemmSpec(g1, k.s), lw.gemmSpec(g2, k.s)
 			s1.Name, s2.Name = "moe_"+g1.Name()+k.suffix, "moe_"+g2.Name()+k.suffix
-			if !lw.eng.ChainsGEMMs(s1, s2) {
+			if err := lw.eng.ChainsGEMMs(s1, s2); err != nil {
+				why = cmp.Or(why, err)
 				continue
 			}
 			c.forms[k.suffix] = true
 			lw.chainCounters(s1.Tile.BM, "moe_"+g1.Name()+"_"+g2.Name()+k.suffix)
 		}
-		if len(c.forms) > 0 {
-			lw.chain = c
+		if len(c.forms) == 0 {
+			return fmt.Errorf("codegen: %s: Schedule.Chain %v: %s and %s share no kernel: %w", lw.src.Layer.Name, lw.sched.Chain, g1.Name(), g2.Name(), why)
 		}
-		return
+		lw.chain = c
+		return nil
 	}
+	return nil
 }
 
 // chainCounters gives the tile list of bm-row tiles the counters of the
@@ -126,7 +132,7 @@ func (lw *perOp) chainGEMM(g moe.GEMM, suffix string, s schedule.Schedule, token
 			return true, err
 		}
 	}
-	if err := lw.emitChained(h.g, g, suffix, s, both); err != nil {
+	if err := lw.emitChained(h.g, h.s, g, s, suffix, both); err != nil {
 		return true, err
 	}
 	if only := subtract(t2, both); len(only) > 0 {
@@ -135,28 +141,22 @@ func (lw *perOp) chainGEMM(g moe.GEMM, suffix string, s schedule.Schedule, token
 	return true, nil
 }
 
-// flushChain emits the held first kernels whose second never came (the
-// second op lowered another way), as emitGEMM would have.
-func (lw *perOp) flushChain() error {
-	if lw.chain == nil {
+// checkChain reports a first kernel still held once the program is
+// lowered (its second never came: an internal error, as the kernel would
+// launch after the ops that read it).
+func (lw *perOp) checkChain() error {
+	if lw.chain == nil || len(lw.chain.held) == 0 {
 		return nil
 	}
-	for _, suffix := range slices.Sorted(maps.Keys(lw.chain.held)) {
-		h := lw.chain.held[suffix]
-		delete(lw.chain.held, suffix)
-		if err := lw.emitGEMMKernel(h.g, suffix, h.s, h.tokens, fused{}); err != nil {
-			return err
-		}
-	}
-	return nil
+	return fmt.Errorf("codegen: %s: the chained pair's %s kernels %v were held for %s, which never came", lw.src.Layer.Name, lw.chain.first, slices.Sorted(maps.Keys(lw.chain.held)), lw.chain.second)
 }
 
 // emitChained emits the chained kernel moe_<first>_<second><suffix> of
-// GEMMs g1 and g2 under schedule s, launched for tokens: the engine's
-// parameters bound to g1's operands and its tile list, tile_done to the
-// list's counters, and the second GEMM's (chainPrefix) to g2's.
-func (lw *perOp) emitChained(g1, g2 moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange) error {
-	spec1, spec2 := lw.gemmSpec(g1, s), lw.gemmSpec(g2, s)
+// GEMMs g1 (under schedule s1) and g2 (s2), launched for tokens: the
+// engine's parameters bound to g1's operands and its tile list, tile_done
+// to the list's counters, and the second GEMM's (chainPrefix) to g2's.
+func (lw *perOp) emitChained(g1 moe.GEMM, s1 schedule.Schedule, g2 moe.GEMM, s2 schedule.Schedule, suffix string, tokens []launch.TokenRange) error {
+	spec1, spec2 := lw.gemmSpec(g1, s1), lw.gemmSpec(g2, s2)
 	spec1.Name, spec2.Name = "moe_"+g1.Name()+suffix, "moe_"+g2.Name()+suffix
 	ki, err := lw.eng.ChainedGEMM(lw.mod, "moe_"+g1.Name()+"_"+g2.Name()+suffix, spec1, spec2, int64(g1.RowsPerToken))
 	if err != nil {

@@ -107,7 +107,9 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	lw.addRegisterFed(rf)
 	lw.planTokenQuant()
 	lw.planRoundOdd()
-	lw.planChain()
+	if err := lw.planChain(); err != nil {
+		return nil, err
+	}
 	for i := 0; i < len(p.Ops); {
 		n, err := lw.lowerNext(p.Ops[i:])
 		if err != nil {
@@ -115,7 +117,7 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 		}
 		i += n
 	}
-	if err := lw.flushChain(); err != nil {
+	if err := lw.checkChain(); err != nil {
 		return nil, err
 	}
 	if err := lw.prog.checkBuffers(); err != nil {

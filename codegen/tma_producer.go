@@ -122,7 +122,7 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList, next *chain
 		b.If(lead, func() {
 			v, e := p.loop(b, tid, lead, wl, true, nil, nil, nil)
 			err = joinErr(err, e)
-			b.withParams(chainPrefix, func() {
+			b.withParams(chainPrefix, chainShared, func() {
 				_, e := next.p.loop(b, tid, lead, next.wl, true, nil, nil, v)
 				err = joinErr(err, e)
 			})

@@ -329,3 +329,31 @@ func TestManifestWorkQueue(t *testing.T) {
 		}
 	}
 }
+
+// TestManifestCoResident: a chained forward (--chain fc1-fc2) marks its
+// chained kernels co_resident, one block per SM, and its notes say how to
+// launch them; the default forward has neither.
+func TestManifestCoResident(t *testing.T) {
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	for _, chain := range []schedule.ChainKind{schedule.ChainOff, schedule.ChainFC} {
+		s.Chain = chain
+		a, err := Compile(l, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var co []string
+		for _, k := range a.Manifest.Kernels {
+			if k.CoResident {
+				co = append(co, k.Name)
+				if !k.GridPerSM {
+					t.Errorf("%v: %s is co_resident without grid_per_sm", chain, k.Name)
+				}
+			}
+		}
+		note := slices.ContainsFunc(a.Manifest.Notes, func(n string) bool { return strings.Contains(n, "co_resident") && strings.Contains(n, "hangs") })
+		if want := chain == schedule.ChainFC; (len(co) > 0) != want || note != want {
+			t.Errorf("%v: co_resident kernels %v, note %v", chain, co, note)
+		}
+	}
+}

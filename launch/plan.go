@@ -57,6 +57,13 @@ type Kernel struct {
 	// the device instead. The kernel strides over its work by gridDim.x, so
 	// either is correct; the device's count fills it exactly once.
 	GridPerSM bool `json:"grid_per_sm,omitempty"`
+	// CoResident: the kernel's blocks wait for one another's work (a
+	// chained kernel's second GEMM waits for the first's rows, codegen
+	// Engine.ChainedGEMM), so every block of the grid must be resident at
+	// once: launch at most one block per SM of the device (GridPerSM's
+	// grid) where no other work holds an SM until it ends. A grid that
+	// cannot be all resident hangs.
+	CoResident bool `json:"co_resident,omitempty"`
 	// SkipIfZeroT: the launch is omitted when T = 0 (only kernels whose
 	// outputs are empty at T = 0 carry it; the kernel that clears the
 	// error word, moe_dispatch_small or moe_init, runs at every T).

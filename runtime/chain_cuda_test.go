@@ -10,6 +10,7 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -17,12 +18,15 @@ import (
 
 // TestChainGPU: with the forward's FC1 and FC2 in one kernel
 // (schedule.ChainFC, moe_fc1_fc2) the forward passes runChecked's checks
-// and gives the two kernels' bits, in direct runs and in replays of a
-// captured graph (the kernel writing the tile list zeroes the counters
-// every run), on bf16 presets of both gate/up layouts (qwen3-30b-a3b's
-// halves, gpt-oss-20b's interleaved rows with biases and the clamped
-// activation) at T = 4096 and at the first T of each token range where
-// a chained kernel runs (the base tiles' and the tile variant's).
+// and gives the two kernels' bits for two inputs, in direct runs and in
+// replays of a graph captured over the first input's buffers, the second
+// input then copied into them (the kernel writing the tile list zeroes
+// the counters every run, so an FC2 item waits for this run's rows of h,
+// not the last run's), on bf16 presets of both gate/up layouts
+// (qwen3-30b-a3b's halves, gpt-oss-20b's interleaved rows with biases
+// and the clamped activation) at T = 4096 and at the first T of each
+// token range where a chained kernel runs (the base tiles' and the tile
+// variant's).
 func TestChainGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
@@ -45,20 +49,34 @@ func TestChainGPU(t *testing.T) {
 		}
 		for _, T := range Ts { // largest first: a capture pins the workspace
 			t.Run(fmt.Sprintf("%s/T=%d", name, T), func(t *testing.T) {
-				c := newCase(t, ctx, l, w, T, seed+uint64(T))
-				args := argsOf(dw, c.in, stream)
-				want := runChecked(t, ctx, off, args, c.ref, "two kernels", nil)
-				got := runChecked(t, ctx, chained, args, c.ref, "chained", nil)
-				if i := firstDiffBits(got, want); i >= 0 {
-					t.Fatalf("chained: y[%d] = %#04x, two kernels %#04x", i, got[i], want[i])
+				c1, c2 := newCase(t, ctx, l, w, T, seed+uint64(T)), newCase(t, ctx, l, w, T, seed+uint64(T)+1)
+				var want [2][]uint16
+				for i, c := range []caseData{c1, c2} {
+					args := argsOf(dw, c.in, stream)
+					want[i] = runChecked(t, ctx, off, args, c.ref, "two kernels", nil)
+					got := runChecked(t, ctx, chained, args, c.ref, "chained", nil)
+					if j := firstDiffBits(got, want[i]); j >= 0 {
+						t.Fatalf("input %d chained: y[%d] = %#04x, two kernels %#04x", i+1, j, got[j], want[i][j])
+					}
 				}
-				g, err := chained.CaptureForward(stream, args.b)
+				b := argsOf(dw, c1.in, stream).b
+				g, err := chained.CaptureForward(stream, b)
 				if err != nil {
 					t.Fatal(err)
 				}
 				defer g.Destroy()
-				replayChecked(t, ctx, stream, chained, g, args.b, want, "replay 1")
-				replayChecked(t, ctx, stream, chained, g, args.b, want, "replay 2")
+				replayChecked(t, ctx, stream, chained, g, b, want[0], "replay of the captured inputs")
+				for name, src := range c2.in.Tensors {
+					if name == moe.BufY {
+						continue
+					}
+					dst := c1.in.Tensors[name]
+					if err := ctx.CopyDeviceToDevice(dst.Ptr, src.Ptr, dst.Bytes); err != nil {
+						t.Fatal(err)
+					}
+				}
+				replayChecked(t, ctx, stream, chained, g, b, want[1], "replay with new inputs in the same buffers")
+				replayChecked(t, ctx, stream, chained, g, b, want[1], "second replay")
 			})
 		}
 	}

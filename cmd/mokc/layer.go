@@ -293,7 +293,7 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 
 // plainFlagFields are the fields set by flags outside the field tables
 // (parsed on their own), as a rule's text names them.
-var plainFlagFields = map[string]string{"Layer.Precision": "--precision", "Layer.Storage": "--storage", "Schedule.Target": "--target"}
+var plainFlagFields = map[string]string{"Layer.Precision": "--precision", "Layer.Storage": "--storage", "Schedule.Target": "--target", "Layer.SaveFC1": "--save-fc1"}
 
 // flagValue dereferences the *int of fieldFlag.ptr; the other fields'
 // pointers print as their values (their String methods).
