@@ -332,7 +332,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	// mxCodeWarps). Never with SplitK, whose f32 parts the staging tile's
 	// store warps (storeWarps) would write to C without the part's offset.
 	staging := 0
-	if s.B != BTable && s.GatherK == 0 && !s.COutF32 && s.splits() == 1 && !l.expand { // the staging tile is bf16
+	if s.B != BTable && s.GatherK == 0 && !s.COutF32 && s.splits() == 1 && !l.expand && !s.noStaging { // the staging tile is bf16
 		staging = max(s.Tile.BN, s.minStaging)
 	}
 	var err error
@@ -426,6 +426,7 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	case l.smem.Staged:
 		l.prodRegs = 48 // the store warps' copy loop
 	}
+	l.prodRegs = max(l.prodRegs, s.minProdRegs)
 	l.launchRegs, l.mmaRegs = regBudget(l.threads, l.WG, l.prodRegs)
 }
 
@@ -513,6 +514,7 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 	var then *chainedProducer
 	if next != nil {
 		then = &chainedProducer{p: newProducer(next.l.tmaRing, next.k.spec, 128, k.base, k.ring, next.k.tmA, next.k.tmB), wl: next.k.work}
+		then.p.extraArrivals = next.extraArrivals
 	}
 	if !l.smem.Staged {
 		return pr.emit(b, k.tid, k.work, then)

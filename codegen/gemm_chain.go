@@ -64,6 +64,10 @@ func (p gemmProducer) waitTile(b *Builder, w gemmWork) {
 // chainer is an atom that runs its GEMM's work items and then another's
 // in one kernel (see the top of this file).
 type chainer interface {
+	// align returns the specs s1 (its own) and s2 (second's) changed so
+	// that their plans can share one kernel (the same shared-memory
+	// layout of barriers, the same register split), when they differ.
+	align(s1 GemmSpec, second atom, s2 GemmSpec) (GemmSpec, GemmSpec)
 	// canChain says why the atom cannot chain second (planned from s2)
 	// after its own GEMM (s1), or nil.
 	canChain(s1 GemmSpec, second atom, s2 GemmSpec) error
@@ -82,9 +86,12 @@ func (e atomEngine) chainPlans(first, second GemmSpec) (chainer, atom, GemmSpec,
 			return fail(err)
 		}
 		switch {
-		case s.A != ATiled || s.MX || s.B != BGrouped || s.BNMajor || s.GatherK > 0 || s.SplitK > 1 || s.QueueItems || s.QuantizeC:
+		case s.A != ATiled || s.MX || s.B != BGrouped || s.BNMajor || s.SplitK > 1 || s.QueueItems || s.QuantizeC:
 			return fail(fmt.Errorf("codegen: %s: a chained kernel runs bf16 GEMMs over dispatched rows with grouped K-major weights loaded by TMA, the fixed walk, one part of the reduction", s.Name))
 		}
+	}
+	if second.GatherK > 0 {
+		return fail(fmt.Errorf("codegen: %s: a chained kernel's second GEMM reads the first's C by TMA, not gathered rows", second.Name))
 	}
 	if first.Tile.Grid != 0 || second.Tile.Grid != 0 {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs one block per SM of the device, all resident (Tile.Grid 0, not %d and %d)", first.Name, second.Name, first.Tile.Grid, second.Tile.Grid))
@@ -105,6 +112,20 @@ func (e atomEngine) chainPlans(first, second GemmSpec) (chainer, atom, GemmSpec,
 	c, ok := a1.(chainer)
 	if !ok {
 		return fail(fmt.Errorf("codegen: %s: the %v engine does not chain GEMMs in one kernel", first.Name, e.target))
+	}
+	for range 2 { // the staging, then the registers (align)
+		f, s := c.align(first, a2, second)
+		if f == first && s == second {
+			break
+		}
+		first, second = f, s
+		if a1, err = e.plan(first); err != nil {
+			return fail(err)
+		}
+		if a2, err = e.plan(second); err != nil {
+			return fail(err)
+		}
+		c = a1.(chainer)
 	}
 	if err := c.canChain(first, a2, second); err != nil {
 		return fail(err)
@@ -130,10 +151,32 @@ func (e atomEngine) ChainedGEMM(m *ir.Module, name string, first, second GemmSpe
 }
 
 // sm90Chained is the second GEMM of an sm_90a chained kernel: its layout
-// and block state (the first's shared base and ring).
+// and block state (the first's shared base and ring), and the arrivals
+// its TMA thread adds on each full barrier for the first GEMM's copying
+// threads (gemmProducer.extraArrivals).
 type sm90Chained struct {
-	l sm90Layout
-	k sm90Block
+	l             sm90Layout
+	k             sm90Block
+	extraArrivals int
+}
+
+// align: a first GEMM that gathers its rows (GemmSpec.GatherK: its
+// producer warps copy them, so it has no staged epilogue) makes the
+// second plan none either, and the producer warpgroup keeps the larger of
+// the two GEMMs' registers.
+func (l sm90Layout) align(s1 GemmSpec, second atom, s2 GemmSpec) (GemmSpec, GemmSpec) {
+	l2, ok := second.(sm90Layout)
+	if !ok {
+		return s1, s2
+	}
+	if l.smem.Staged != l2.smem.Staged {
+		s1.noStaging, s2.noStaging = true, true
+		return s1, s2 // the registers follow the staging: align again after the plan
+	}
+	if regs := max(l.prodRegs, l2.prodRegs); l.prodRegs != regs || l2.prodRegs != regs {
+		s1.minProdRegs, s2.minProdRegs = regs, regs
+	}
+	return s1, s2
 }
 
 // canChain: the sm_90a atom chains two GEMMs whose blocks are alike (the
@@ -205,10 +248,11 @@ func (l sm90Layout) emitChain(b *Builder, s1 GemmSpec, l2 sm90Layout, s2 GemmSpe
 	wg := b.WarpUniform(b.LShr(k.tid, ir.Int32(7)))
 	k.base = b.SharedBase1024()
 	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}
-	var fullCount int
-	k.tmA, k.tmB, fullCount = tmaMaps(b, s1, 128, 1)
+	var fullCount, fullCount2 int
+	k.tmA, k.tmB, fullCount = tmaMaps(b, s1, 128, 1) // a gathering first GEMM: no tmap_a, a copy arrival per producer thread
 	next := &sm90Chained{l: l2, k: sm90Block{tmaBlock: tmaBlock{spec: s2, base: k.base, ring: k.ring}, tid: k.tid}}
-	b.withParams(chainPrefix, chainShared, func() { next.k.tmA, next.k.tmB, _ = tmaMaps(b, s2, 128, 1) })
+	b.withParams(chainPrefix, chainShared, func() { next.k.tmA, next.k.tmB, fullCount2 = tmaMaps(b, s2, 128, 1) })
+	next.extraArrivals = fullCount - fullCount2
 	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
 		if l.smem.Staged {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread

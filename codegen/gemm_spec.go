@@ -247,9 +247,13 @@ type GemmSpec struct {
 	signalTiles bool
 	waitTiles   int
 	// minStaging is the least columns of the staged epilogue's staging
-	// tile (sm_90a; 0: the tile's BN), which a chained kernel sets to the
-	// wider of its GEMMs' so that both plans place the barriers alike.
-	minStaging int
+	// tile (sm_90a; 0: the tile's BN), noStaging plans none, and
+	// minProdRegs is the least registers of the producer warpgroup
+	// (setmaxnreg): a chained kernel sets them so that its GEMMs' plans
+	// place the barriers and split the registers alike.
+	minStaging  int
+	noStaging   bool
+	minProdRegs int
 }
 
 // splits is the number of parts of the reduction: SplitK, at least 1.

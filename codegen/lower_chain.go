@@ -12,32 +12,37 @@ import (
 	"github.com/mokc/mokc/schedule"
 )
 
-// chainPlan is a pair of GEMM ops lowered as one chained kernel
+// chainPlan is a pair of GEMM ops lowered as chained kernels
 // (schedule.ChainFC, Engine.ChainedGEMM) at the token counts where both
-// run the same kernel form: the forward's fc1 and the fc2 right after it,
-// which reads fc1's C, in their base kernels ("") and, under a schedule
-// with a GEMM variant, in the variant's ("_<name>").
+// run kernels of forms the engine chains: the forward's fc1 and the fc2
+// right after it, which reads fc1's C. A form is a kernel-name suffix:
+// the base kernels (""), the tile variant's ("_<name>") and fc1's
+// gathering decode kernels ("_gathered", "_<name>_gathered"), each
+// paired with fc2's kernel of the same tiles.
 type chainPlan struct {
 	first, second string // the ops' names
-	// forms is the kernel-name suffixes of the forms the engine chains.
-	forms map[string]bool
-	// held is, per form, the first op's kernel, held back by chainGEMM
-	// until the second's, which decides the token counts the pair shares.
+	// pairs maps each of fc1's forms the engine chains to fc2's form it
+	// chains with.
+	pairs map[string]string
+	// held is fc1's kernels of those forms, held back by chainGEMM until
+	// fc2's, which decide the token counts each pair shares.
 	held map[string]*heldGEMM
 }
 
 // heldGEMM is a kernel of a GEMM op that emitGEMM has not emitted yet:
-// the op, its schedule and its token counts.
+// the op, its schedule, its token counts and its fused work.
 type heldGEMM struct {
 	g      moe.GEMM
 	s      schedule.Schedule
 	tokens []launch.TokenRange
+	f      fused
 }
 
 // planChain finds, under schedule.ChainFC, the gated GEMM over dispatched
 // rows followed at once by the GEMM that reads its C (the forward's fc1
-// and fc2), and the kernel forms (base, variant) whose two kernels the
-// engine chains (Engine.ChainsGEMMs); it gives each such form's tile list
+// and fc2), and the kernel forms whose kernels the engine chains
+// (Engine.ChainsGEMMs): fc1's base, tile-variant and gathering kernels,
+// each with fc2's of the same tiles. It gives each such form's tile list
 // the counters the chained kernel signals through (tile_done<i>, u32 per
 // tile, zeroed by the kernel that writes the list: writeTileLists). It
 // runs before the ops are lowered, so that the kernels writing the lists
@@ -56,22 +61,29 @@ func (lw *perOp) planChain() error {
 			g1.BMajor == moe.NMajor || g2.BMajor == moe.NMajor || lw.baseForm(g1).Name() != g1.Name() || lw.baseForm(g2).Name() != g2.Name() {
 			continue
 		}
-		c := &chainPlan{first: g1.Name(), second: g2.Name(), forms: map[string]bool{}, held: map[string]*heldGEMM{}}
+		c := &chainPlan{first: g1.Name(), second: g2.Name(), pairs: map[string]string{}, held: map[string]*heldGEMM{}}
 		var why error
+		try := func(form, form2 string, s1, s2 GemmSpec) {
+			if err := lw.eng.ChainsGEMMs(s1, s2); err != nil {
+				why = cmp.Or(why, err)
+				return
+			}
+			c.pairs[form] = form2
+			lw.chainCounters(s1.Tile.BM, "moe_"+g1.Name()+"_"+g2.Name()+form)
+		}
 		for _, k := range lw.gemmKernels(g1) {
 			if !slices.ContainsFunc(lw.gemmKernels(g2), func(k2 gemmKernel) bool { return k2.suffix == k.suffix }) {
 				continue
 			}
 			s1, s2 := lw.gemmSpec(g1, k.s), lw.gemmSpec(g2, k.s)
 			s1.Name, s2.Name = "moe_"+g1.Name()+k.suffix, "moe_"+g2.Name()+k.suffix
-			if err := lw.eng.ChainsGEMMs(s1, s2); err != nil {
-				why = cmp.Or(why, err)
-				continue
+			try(k.suffix, k.suffix, s1, s2)
+			if lw.sched.Gather != schedule.GatherSeparate && lw.eng.GathersA(s1, lw.d.K) {
+				s1.GatherK, s1.Name = lw.d.K, s1.Name+"_gathered"
+				try(k.suffix+"_gathered", k.suffix, s1, s2)
 			}
-			c.forms[k.suffix] = true
-			lw.chainCounters(s1.Tile.BM, "moe_"+g1.Name()+"_"+g2.Name()+k.suffix)
 		}
-		if len(c.forms) == 0 {
+		if len(c.pairs) == 0 {
 			return fmt.Errorf("codegen: %s: Schedule.Chain %v: %s and %s share no kernel: %w", lw.src.Layer.Name, lw.sched.Chain, g1.Name(), g2.Name(), why)
 		}
 		lw.chain = c
@@ -95,48 +107,69 @@ func (lw *perOp) chainCounters(bm int, name string) {
 	}
 }
 
-// chainGEMM is emitGEMM's part for the kernels of a chained pair in a
-// form the engine chains (suffix): it holds back the first op's kernel
-// (held true), and at the second's emits the first's kernel where the
-// second's does not run, the chained kernel where both run, and the
-// second's kernel where the first's does not, in that order. Other
-// kernels: held false.
-func (lw *perOp) chainGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange) (held bool, err error) {
+// chainGEMM is emitGEMM's part for the kernels of a chained pair: it
+// holds back fc1's kernels of the forms the engine chains (held true),
+// and at an fc2 kernel with held partners emits, for the token counts
+// each partner shares with it, the chained kernel, after the partners'
+// kernels where fc2's does not run and before fc2's kernel where no
+// partner runs. Other kernels: held false.
+func (lw *perOp) chainGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, f fused) (held bool, err error) {
 	c := lw.chain
-	if !c.forms[suffix] {
-		return false, nil
-	}
 	switch g.Name() {
 	case c.first:
-		c.held[suffix] = &heldGEMM{g, s, tokens}
-		return true, nil
-	case c.second:
-		if c.held[suffix] == nil {
+		if _, ok := c.pairs[suffix]; !ok {
 			return false, nil
 		}
+		c.held[suffix] = &heldGEMM{g, s, tokens, f}
+		return true, nil
+	case c.second:
 	default:
 		return false, nil
 	}
-	h := c.held[suffix]
-	delete(c.held, suffix)
-	t1, t2 := everyT(h.tokens), everyT(tokens)
-	both := intersectAll(t1, t2)
-	if len(both) == 0 {
-		if err := lw.emitGEMMKernel(h.g, suffix, h.s, h.tokens, fused{}); err != nil {
-			return true, err
+	var forms []string // fc1's held forms that chain with this kernel
+	for _, form := range slices.Sorted(maps.Keys(c.held)) {
+		if c.pairs[form] == suffix {
+			forms = append(forms, form)
 		}
+	}
+	if len(forms) == 0 {
 		return false, nil
 	}
-	if only := subtract(t1, both); len(only) > 0 {
-		if err := lw.emitGEMMKernel(h.g, suffix, h.s, only, fused{}); err != nil {
+	rest := everyT(tokens)
+	type chained struct {
+		form string
+		h    *heldGEMM
+		both []launch.TokenRange
+	}
+	var cs []chained
+	for _, form := range forms {
+		h := c.held[form]
+		delete(c.held, form)
+		t1 := everyT(h.tokens)
+		both := intersectAll(t1, rest)
+		rest = subtract(rest, both)
+		if only := subtract(t1, both); len(only) > 0 {
+			if len(both) == 0 {
+				only = h.tokens // as emitGEMM would have
+			}
+			if err := lw.emitGEMMKernel(h.g, form, h.s, only, h.f); err != nil {
+				return true, err
+			}
+		}
+		if len(both) > 0 {
+			cs = append(cs, chained{form, h, both})
+		}
+	}
+	for _, ch := range cs {
+		if err := lw.emitChained(ch.h, g, s, suffix, ch.form, ch.both); err != nil {
 			return true, err
 		}
 	}
-	if err := lw.emitChained(h.g, h.s, g, s, suffix, both); err != nil {
-		return true, err
-	}
-	if only := subtract(t2, both); len(only) > 0 {
-		return true, lw.emitGEMMKernel(g, suffix, s, only, fused{})
+	if len(rest) > 0 {
+		if len(cs) == 0 {
+			rest = tokens // as emitGEMM would have
+		}
+		return true, lw.emitGEMMKernel(g, suffix, s, rest, fused{})
 	}
 	return true, nil
 }
@@ -151,18 +184,24 @@ func (lw *perOp) checkChain() error {
 	return fmt.Errorf("codegen: %s: the chained pair's %s kernels %v were held for %s, which never came", lw.src.Layer.Name, lw.chain.first, slices.Sorted(maps.Keys(lw.chain.held)), lw.chain.second)
 }
 
-// emitChained emits the chained kernel moe_<first>_<second><suffix> of
-// GEMMs g1 (under schedule s1) and g2 (s2), launched for tokens: the
-// engine's parameters bound to g1's operands and its tile list, tile_done
-// to the list's counters, and the second GEMM's (chainPrefix) to g2's.
-func (lw *perOp) emitChained(g1 moe.GEMM, s1 schedule.Schedule, g2 moe.GEMM, s2 schedule.Schedule, suffix string, tokens []launch.TokenRange) error {
-	spec1, spec2 := lw.gemmSpec(g1, s1), lw.gemmSpec(g2, s2)
-	spec1.Name, spec2.Name = "moe_"+g1.Name()+suffix, "moe_"+g2.Name()+suffix
-	ki, err := lw.eng.ChainedGEMM(lw.mod, "moe_"+g1.Name()+"_"+g2.Name()+suffix, spec1, spec2, int64(g1.RowsPerToken))
+// emitChained emits the chained kernel moe_<first>_<second><form> of fc1's
+// held kernel h (of form form) and GEMM g2 (fc2's kernel of form suffix,
+// under schedule s2), launched for tokens: the engine's parameters bound
+// as h's and g2's kernels bind theirs (the second GEMM's with
+// chainPrefix), tile_done to the list's counters.
+func (lw *perOp) emitChained(h *heldGEMM, g2 moe.GEMM, s2 schedule.Schedule, suffix, form string, tokens []launch.TokenRange) error {
+	spec1, bind1, err := lw.gemmKernelSpec(h.g, form, h.s, h.f)
 	if err != nil {
 		return err
 	}
-	bind1, bind2 := lw.gemmBind(g1, spec1), lw.gemmBind(g2, spec2)
+	spec2, bind2, err := lw.gemmKernelSpec(g2, suffix, s2, fused{})
+	if err != nil {
+		return err
+	}
+	ki, err := lw.eng.ChainedGEMM(lw.mod, "moe_"+h.g.Name()+"_"+g2.Name()+form, spec1, spec2, int64(h.g.RowsPerToken))
+	if err != nil {
+		return err
+	}
 	bind1[RoleTileDone] = lw.listFor(spec1.Tile.BM).done.Name
 	return lw.addGEMMKernel(ki, tokens, func(p Param) map[string]string {
 		if strings.HasPrefix(p.Name, chainPrefix) {

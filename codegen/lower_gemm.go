@@ -326,8 +326,8 @@ type gatherSrc struct {
 // token rows by their slots (GemmSpec.GatherK). The kernels of a chained
 // pair (planChain) go through chainGEMM.
 func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, f fused) error {
-	if lw.chain != nil && f == (fused{}) {
-		if held, err := lw.chainGEMM(g, suffix, s, tokens); held || err != nil {
+	if lw.chain != nil && f.quant == nil && f.splitK == 0 {
+		if held, err := lw.chainGEMM(g, suffix, s, tokens, f); held || err != nil {
 			return err
 		}
 	}
@@ -336,6 +336,26 @@ func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens
 
 // emitGEMMKernel is emitGEMM's kernel.
 func (lw *perOp) emitGEMMKernel(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, f fused) error {
+	spec, bind, err := lw.gemmKernelSpec(g, suffix, s, f)
+	if err != nil {
+		return err
+	}
+	for _, k := range lw.prog.Kernels {
+		if k.Name == spec.Name {
+			return fmt.Errorf("codegen: two kernels named %s: a GEMM variant's kernels are named moe_<gemm>_<schedule.TileVariant.Name>, which must not be another kernel's name", spec.Name)
+		}
+	}
+	ki, err := lw.eng.GroupedGEMM(lw.mod, spec, int64(g.RowsPerToken))
+	if err != nil {
+		return err
+	}
+	return lw.addGEMMKernel(ki, tokens, func(Param) map[string]string { return bind })
+}
+
+// gemmKernelSpec is the spec of g's kernel moe_<g><suffix> under schedule
+// s with the fused work f (emitGEMM), and the buffers its parameter roles
+// bind to; it adds the kernel's queue words with schedule.ItemsQueue.
+func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, f fused) (GemmSpec, map[string]string, error) {
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix
 	if f.quant != nil {
@@ -347,7 +367,7 @@ func (lw *perOp) emitGEMMKernel(g moe.GEMM, suffix string, s schedule.Schedule, 
 	spec.SplitK = f.splitK
 	if lw.roundOdd[g.C.Name] && !spec.QuantizeCOnly {
 		if !spec.MXRegisterFed {
-			return fmt.Errorf("codegen: %s: %s is stored as bf16 rounded to odd, which only the register-fed GEMM writes (planRoundOdd)", spec.Name, g.C.Name)
+			return spec, nil, fmt.Errorf("codegen: %s: %s is stored as bf16 rounded to odd, which only the register-fed GEMM writes (planRoundOdd)", spec.Name, g.C.Name)
 		}
 		spec.COutF32, spec.CRoundOdd = false, true
 	}
@@ -356,11 +376,6 @@ func (lw *perOp) emitGEMMKernel(g moe.GEMM, suffix string, s schedule.Schedule, 
 		var qw kernelQueue
 		queue, qw = lw.workQueue(gemmQueueWords)
 		spec.QueueItems, spec.QueueWord = true, int(qw.first)
-	}
-	for _, k := range lw.prog.Kernels {
-		if k.Name == spec.Name {
-			return fmt.Errorf("codegen: two kernels named %s: a GEMM variant's kernels are named moe_<gemm>_<schedule.TileVariant.Name>, which must not be another kernel's name", spec.Name)
-		}
 	}
 	bind := lw.gemmBind(g, spec)
 	if f.quant != nil {
@@ -375,11 +390,7 @@ func (lw *perOp) emitGEMMKernel(g moe.GEMM, suffix string, s schedule.Schedule, 
 	if queue != nil {
 		bind[RoleQueue] = queue.Name
 	}
-	ki, err := lw.eng.GroupedGEMM(lw.mod, spec, int64(g.RowsPerToken))
-	if err != nil {
-		return err
-	}
-	return lw.addGEMMKernel(ki, tokens, func(Param) map[string]string { return bind })
+	return spec, bind, nil
 }
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:

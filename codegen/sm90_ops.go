@@ -56,6 +56,13 @@ func (b *Builder) MbarArrive(bar value.Value) {
 	b.Asm("mbarrier.arrive.shared::cta.b64 _, [$0];", "r,~{memory}", bar)
 }
 
+// MbarArriveCount arrives n times on bar at once (mbarrier.arrive with a
+// count, sm_90: PTX ISA "Parallel Synchronization and Communication
+// Instructions: mbarrier.arrive").
+func (b *Builder) MbarArriveCount(bar value.Value, n int) {
+	b.Asm("mbarrier.arrive.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", bar, ir.Int32(int64(n)))
+}
+
 // MbarArriveIf arrives once on bar when pred (i32) is nonzero.
 func (b *Builder) MbarArriveIf(bar, pred value.Value) {
 	b.Asm("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, $1, 0;\n\t@p mbarrier.arrive.shared::cta.b64 _, [$0];\n\t}", "r,r,~{memory}", bar, pred)

@@ -60,6 +60,11 @@ type gemmProducer struct {
 	// first warp's lane 0 also issues the TMA loads); tmaMaps counts
 	// their lanes' arrivals.
 	codeWarps int
+	// extraArrivals is the arrivals the TMA thread adds on each full
+	// barrier beside its arrive.expect_tx: a chained kernel's second GEMM
+	// loaded by TMA alone, after a first whose copying threads the
+	// barriers count (GatherK).
+	extraArrivals int
 }
 
 func newProducer(r tmaRing, spec GemmSpec, threads int, base value.Value, ring mbarRing, tmA, tmB value.Value) gemmProducer {
@@ -116,16 +121,28 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList, next *chain
 	}
 	switch {
 	case next != nil:
-		if p.spec.B == BTable || p.spec.MX || p.spec.GatherK > 0 || next.p.spec.B == BTable || next.p.spec.MX || next.p.spec.GatherK > 0 {
-			return fmt.Errorf("codegen: %s: a chained kernel's producer loads bf16 tiles by TMA alone", p.spec.Name)
+		if p.spec.B == BTable || p.spec.MX || next.p.spec.B == BTable || next.p.spec.MX || next.p.spec.GatherK > 0 {
+			return fmt.Errorf("codegen: %s: a chained kernel's producer loads bf16 tiles, the second GEMM's by TMA alone", p.spec.Name)
 		}
-		b.If(lead, func() {
-			v, e := p.loop(b, tid, lead, wl, true, nil, nil, nil)
-			err = joinErr(err, e)
+		then := func(v []value.Value) {
 			b.withParams(chainPrefix, chainShared, func() {
 				_, e := next.p.loop(b, tid, lead, next.wl, true, nil, nil, v)
 				err = joinErr(err, e)
 			})
+		}
+		if p.spec.GatherK > 0 { // every thread copies the first GEMM's rows; tid 0 goes on
+			v, e := p.loop(b, tid, lead, wl, true, nil, nil, nil)
+			err = joinErr(err, e)
+			b.If(lead, func() {
+				b.FenceProxyAsync() // the stages' A tiles, written by cp.async, are TMA's from here on
+				then(v)
+			})
+			break
+		}
+		b.If(lead, func() {
+			v, e := p.loop(b, tid, lead, wl, true, nil, nil, nil)
+			err = joinErr(err, e)
+			then(v)
 		})
 	case p.spec.B == BTable, p.spec.GatherK > 0 && !p.spec.MX:
 		loop(true, nil, nil)
@@ -256,6 +273,9 @@ func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma b
 				slot = b.Select(b.ICmp(enum.IPredEQ, s1, ir.Int32(int64(ahead))), ir.Int32(0), s1)
 			default:
 				err = joinErr(err, p.tma(b, w, kt, sa, fb))
+				if p.extraArrivals > 0 {
+					b.MbarArriveCount(fb, p.extraArrivals)
+				}
 			}
 			s2, p2 := ringNext(b, stage, phase, p.S)
 			if mx {

@@ -166,10 +166,11 @@ type Schedule struct {
 	// once its row tile of h is stored (a counter per row tile in the
 	// lowering's scratch tile_done<i>, zeroed by the kernel that writes the
 	// tile list), so blocks without FC1 items left start FC2 while others
-	// finish FC1. The same bits either way. At the token counts where
-	// both GEMMs run their base kernels over dispatched rows, and where
-	// both run the GEMM variant's (moe_fc1_fc2_<name>), not where the
-	// decode FC1 gathers its rows; sm_90a, bf16 layers with grouped
+	// finish FC1. The same bits either way. At every T where FC1 and FC2
+	// run kernels of the same tiles: their base kernels over dispatched
+	// rows, the GEMM variant's (moe_fc1_fc2_<name>) and, at decode sizes,
+	// FC1's gathering kernel with FC2's (moe_fc1_fc2_gathered, FC2 then
+	// without the staged epilogue); sm_90a, bf16 layers with grouped
 	// weights and without SaveFC1, the fixed walk, one block per SM (an
 	// FC2 item waits for other blocks' FC1 items, so all must be
 	// resident; Validate refuses the rest).

@@ -49,7 +49,7 @@
 #   megakernel  --items queue and --chain fc1-fc2 beside the default in one binary: their runtime GPU tests, mokc
 #          run's y_sha256 compared per (preset, precision, T) across the flag sets (MK_MODELS, MK_TOKENS), the
 #          queue's backward, memcheck and racecheck of moe_fc1_fc2
-#   megabench  the same flag sets timed, alternated, at T = 4096 and 300 (bf16), 4096 and 64 (mxfp8)
+#   megabench  the same flag sets timed, alternated, at T = 4096, 300 and 64 (bf16), 4096 and 64 (mxfp8)
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
 #          --save-fc1 --group-m 8 (bf16 main grads), beside PyTorch's autograd pipeline
@@ -470,6 +470,10 @@ PY
 			for m in qwen3-30b-a3b olmoe-1b-7b; do
 				mkbench 300 --model $m
 				mkbench 300 --model $m --chain fc1-fc2
+			done
+			for m in qwen3-30b-a3b olmoe-1b-7b deepseek-v2-lite; do
+				mkbench 64 --model $m
+				mkbench 64 --model $m --chain fc1-fc2
 			done
 			for m in olmoe-1b-7b deepseek-v2-lite qwen2-57b-a14b; do
 				mkbench 64 --model $m --precision mxfp8
