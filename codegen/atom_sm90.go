@@ -515,6 +515,7 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 	if next != nil {
 		then = &chainedProducer{p: newProducer(next.l.tmaRing, next.k.spec, 128, k.base, k.ring, next.k.tmA, next.k.tmB), wl: next.k.work}
 		then.p.extraArrivals = next.extraArrivals
+		then.p.codeWarps = next.l.mxCodeWarps(next.k.spec)
 	}
 	if !l.smem.Staged {
 		return pr.emit(b, k.tid, k.work, then)

@@ -31,29 +31,31 @@ func TestChainFC(t *testing.T) {
 	if testing.Short() {
 		names = []string{"qwen3-30b-a3b", "gpt-oss-20b", "deepseek-v2-lite"}
 	}
-	Ts := []int64{0, 1, 16, 64, 129, 300, 1100, 2000, 4096, 16384}
-	for _, name := range names {
-		l, err := schedule.Preset(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := schedule.DefaultSchedule(l, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		off := forwardAndBackward(t, l, s)
-		s.Chain = schedule.ChainFC
-		on := forwardAndBackward(t, l, s)
-		for pass := range on {
-			if pass == 1 {
-				if a, b := kernelNames(off[1]), kernelNames(on[1]); !slices.Equal(a, b) {
-					t.Errorf("%s backward: kernels %v with the chain, %v without", name, b, a)
-				}
+	Ts := []int64{0, 1, 4, 5, 16, 64, 129, 256, 300, 1100, 2000, 4096, 16384}
+	for _, prec := range []schedule.Precision{schedule.BF16, schedule.MXFP8} {
+		for _, name := range names {
+			if prec == schedule.MXFP8 && !slices.Contains([]string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b", "deepseek-v2-lite", "qwen2-57b-a14b"}, name) {
 				continue
+			}
+			l, err := schedule.Preset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l.Precision = prec
+			s, err := schedule.DefaultSchedule(l, target.SM90a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			what := fmt.Sprintf("%s %v", name, prec)
+			off := forwardAndBackward(t, l, s)
+			s.Chain = schedule.ChainFC
+			on := forwardAndBackward(t, l, s)
+			if a, b := kernelNames(off[1]), kernelNames(on[1]); !slices.Equal(a, b) {
+				t.Errorf("%s backward: kernels %v with the chain, %v without", what, b, a)
 			}
 			p, base := on[0], off[0]
 			if b := base.Buffer("tile_done1"); b != nil {
-				t.Errorf("%s: the forward without the chain plans %s", name, b.Name)
+				t.Errorf("%s: the forward without the chain plans %s", what, b.Name)
 			}
 			chained := 0
 			for _, T := range Ts {
@@ -61,7 +63,7 @@ func TestChainFC(t *testing.T) {
 				fc1 := countPrefix(got, "moe_fc1")
 				fc2 := countPrefix(got, "moe_fc2") + countPrefix(got, "moe_fc1_fc2") // the chained kernel runs both
 				if T > 0 && (fc1 != 1 || fc2 != 1) {
-					t.Errorf("%s T = %d: %d FC1 and %d FC2 kernels launched: %v", name, T, fc1, fc2, got)
+					t.Errorf("%s T = %d: %d FC1 and %d FC2 kernels launched: %v", what, T, fc1, fc2, got)
 				}
 				if i := slices.IndexFunc(got, func(n string) bool { return strings.HasPrefix(n, "moe_fc1_fc2") }); i >= 0 {
 					chained++
@@ -72,15 +74,15 @@ func TestChainFC(t *testing.T) {
 					want = slices.DeleteFunc(want, func(n string) bool { return n == "moe_fc2"+strings.TrimSuffix(suffix, "_gathered") })
 				}
 				if !slices.Equal(got, want) {
-					t.Errorf("%s T = %d: kernels %v, want %v", name, T, got, want)
+					t.Errorf("%s T = %d: kernels %v, want %v", what, T, got, want)
 				}
 			}
 			if chained == 0 {
-				t.Errorf("%s: moe_fc1_fc2 runs at none of T = %v", name, Ts)
+				t.Errorf("%s: moe_fc1_fc2 runs at none of T = %v", what, Ts)
 			}
 			for _, k := range p.Kernels {
 				if strings.HasPrefix(k.Name, "moe_fc1_fc2") {
-					checkChainBinding(t, name, p, k)
+					checkChainBinding(t, what, p, base, k)
 				}
 			}
 		}
@@ -88,39 +90,62 @@ func TestChainFC(t *testing.T) {
 }
 
 // checkChainBinding checks the parameters of p's chained kernel ck (see
-// TestChainFC).
-func checkChainBinding(t *testing.T, name string, p *Program, ck launch.Kernel) {
+// TestChainFC): each binds the buffer that the same parameter of the
+// kernel it replaces in base (the unchained program) binds, moe_fc1<form>
+// for the first GEMM's, moe_fc2<form> (without _gathered) for the g2_
+// ones; tile_done binds the counters of the list the first GEMM reads,
+// which every kernel writing that list takes; ck is co_resident, one
+// block per SM.
+func checkChainBinding(t *testing.T, name string, p, base *Program, ck launch.Kernel) {
 	t.Helper()
 	name += " " + ck.Name
 	if !ck.CoResident || !ck.GridPerSM {
 		t.Errorf("%s: co_resident %v, grid_per_sm %v", name, ck.CoResident, ck.GridPerSM)
 	}
+	form := strings.TrimPrefix(ck.Name, "moe_fc1_fc2")
+	params := func(kernel string) map[string]string {
+		i := slices.IndexFunc(base.Kernels, func(k launch.Kernel) bool { return k.Name == kernel })
+		if i < 0 {
+			t.Fatalf("%s: the unchained program has no %s", name, kernel)
+		}
+		m := map[string]string{}
+		for _, q := range base.Kernels[i].Params {
+			m[q.Name] = q.Buffer
+		}
+		return m
+	}
+	first, second := params("moe_fc1"+form), params("moe_fc2"+strings.TrimSuffix(form, "_gathered"))
 	bound := map[string]string{}
 	for _, q := range ck.Params {
 		bound[q.Name] = q.Buffer
 	}
-	want := map[string]string{"a": "xs", "b": "fc1", "c": "h", "tmap_a": "xs", "tmap_b": "fc1",
-		"g2_a": "h", "g2_b": "fc2", "g2_c": "out_rows", "g2_tmap_a": "h", "g2_tmap_b": "fc2", "g2_tiles": bound["tiles"],
-		"tile_done": strings.Replace(bound["tiles"], "tiles", "tile_done", 1)}
-	if strings.HasSuffix(ck.Name, "_gathered") { // FC1 copies the rows from x by their slots
-		want["a"], want["a_rows"], want["tmap_a"] = "x", "src_slot", ""
-	}
-	for n, b := range want {
-		if bound[n] != b {
-			t.Errorf("%s: moe_fc1_fc2's %s is bound to %q, want %q", name, n, bound[n], b)
+	done := strings.Replace(bound["tiles"], "tiles", "tile_done", 1)
+	for n, b := range bound {
+		want, ok := first[n]
+		switch {
+		case n == "tile_done":
+			want, ok = done, true
+		case strings.HasPrefix(n, chainPrefix):
+			want, ok = second[strings.TrimPrefix(n, chainPrefix)]
+		}
+		if !ok || b != want {
+			t.Errorf("%s: %s is bound to %q, want %q (in the unchained kernels: %v)", name, n, b, want, ok)
 		}
 	}
-	if p.Buffer(want["tile_done"]) == nil {
-		t.Errorf("%s: the plan lacks %s", name, want["tile_done"])
+	if len(bound) != len(first)+len(second)+1 {
+		t.Errorf("%s: %d parameters, the two kernels have %d and %d", name, len(bound), len(first), len(second))
+	}
+	if p.Buffer(done) == nil {
+		t.Errorf("%s: the plan lacks %s", name, done)
 	}
 	for _, k := range p.Kernels {
-		writes, done := false, false
+		writes, takes := false, false
 		for _, q := range k.Params {
 			writes = writes || q.Buffer == "n"+bound["tiles"] && !strings.HasPrefix(k.Name, "moe_fc") && !strings.HasPrefix(k.Name, "moe_shared")
-			done = done || q.Buffer == want["tile_done"]
+			takes = takes || q.Buffer == done
 		}
-		if writes && !done {
-			t.Errorf("%s: %s writes %s but not its counters %s", name, k.Name, bound["tiles"], want["tile_done"])
+		if writes && !takes {
+			t.Errorf("%s: %s writes %s but not its counters %s", name, k.Name, bound["tiles"], done)
 		}
 	}
 }
@@ -158,8 +183,9 @@ func countPrefix(names []string, prefix string) int {
 }
 
 // TestChainRefused: the chained kernel is refused, with the reason, off
-// sm_90a, for mxfp8 layers, weights in one allocation per expert, the
-// queue walk and GEMMs whose rings differ.
+// sm_90a, for weights in one allocation per expert, the queue walk, GEMMs
+// whose rings differ and an mxfp8 schedule without the decode tiles
+// (where a kernel quantizes h between the GEMMs).
 func TestChainRefused(t *testing.T) {
 	for _, c := range []struct {
 		tg    target.Target
@@ -170,7 +196,7 @@ func TestChainRefused(t *testing.T) {
 	}{
 		{target.SM80, schedule.BF16, false, false, "sm_90a"},
 		{target.SM100a, schedule.BF16, false, false, "sm_90a"},
-		{target.SM90a, schedule.MXFP8, false, false, "bf16 layers"},
+		{target.SM90a, schedule.MXFP8, false, false, "decode tiles"}, // --mx-gemm expand: no decode tiles, h quantized by a kernel
 		{target.SM90a, schedule.BF16, true, false, "grouped weights"},
 		{target.SM90a, schedule.BF16, false, true, "fixed order"},
 		{target.SM90a, schedule.BF16, false, false, "share no kernel"}, // FC1 tile 128x128x64: another ring
@@ -195,6 +221,9 @@ func TestChainRefused(t *testing.T) {
 			s.FC1 = schedule.Tile{M: 128, N: 128, K: 64}
 			s.Variant = nil
 		}
+		if c.want == "decode tiles" {
+			s.MXGemm, s.Variant = schedule.MXGemmExpand, nil
+		}
 		what := fmt.Sprintf("%v %v per-expert %v queue %v", c.tg, c.prec, c.per, c.queue)
 		if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), "Chain") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want a Schedule.Chain error naming %q", what, err, c.want)
@@ -204,18 +233,22 @@ func TestChainRefused(t *testing.T) {
 
 // TestChainAssemble: ptxas assembles the chained forwards of both gate/up
 // layouts (qwen3-30b-a3b's halves, gpt-oss-20b's interleaved rows with
-// biases) without a serialized wgmma pipeline, and the chained kernels
-// (base, tile variant, gathering decode FC1) without spills (ptxas -v of
+// biases) and an mxfp8 one (olmoe-1b-7b: the decode tiles' chained
+// kernel) without a serialized wgmma pipeline, and the chained kernels
+// (base, tile variant, gathering decode FC1, mxfp8 decode) without spills (ptxas -v of
 // CUDA 12.9, the sm_100a toolchain's: the GPU machines' drivers compile
 // the PTX with CUDA 13; ptxas 12.5 spills 4 bytes in
 // qwen3-30b-a3b's moe_fc1_fc2_gathered).
 func TestChainAssemble(t *testing.T) {
 	var texts []string
-	names := []string{"qwen3-30b-a3b", "gpt-oss-20b"}
+	names := []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b mxfp8"}
 	for _, name := range names {
-		l, err := schedule.Preset(name)
+		l, err := schedule.Preset(strings.TrimSuffix(name, " mxfp8"))
 		if err != nil {
 			t.Fatal(err)
+		}
+		if strings.HasSuffix(name, " mxfp8") {
+			l.Precision = schedule.MXFP8
 		}
 		s, err := schedule.DefaultSchedule(l, target.SM90a)
 		if err != nil {

@@ -13,7 +13,9 @@ import (
 // Chained GEMMs: the work items of two grouped GEMMs over the same
 // dispatched rows in one persistent kernel (Engine.ChainedGEMM), the
 // second reading the first's C as its A (the forward's FC1 and FC2: h is
-// FC1's C and FC2's A). Every role of a block walks the first GEMM's items
+// FC1's C and FC2's A; in an mxfp8 forward's decode tiles FC2 reads h's
+// MXFP8 form, which FC1's epilogue writes, GemmSpec.QuantizeC, and FC2's
+// scale-code warps wait too before they copy an item's A codes). Every role of a block walks the first GEMM's items
 // as in its own kernel, then the second's, the stage ring's and the
 // staging tile's phases continuing, so a block that runs out of FC1 items
 // starts FC2 items while others finish theirs, where two kernels would
@@ -86,17 +88,17 @@ func (e atomEngine) chainPlans(first, second GemmSpec) (chainer, atom, GemmSpec,
 			return fail(err)
 		}
 		switch {
-		case s.A != ATiled || s.MX || s.B != BGrouped || s.BNMajor || s.SplitK > 1 || s.QueueItems || s.QuantizeC:
-			return fail(fmt.Errorf("codegen: %s: a chained kernel runs bf16 GEMMs over dispatched rows with grouped K-major weights loaded by TMA, the fixed walk, one part of the reduction", s.Name))
+		case s.A != ATiled || s.B != BGrouped || s.BNMajor || s.SplitK > 1 || s.QueueItems || s.MX && (!s.swapAB() || s.MXRegisterFed || s.GatherK > 0):
+			return fail(fmt.Errorf("codegen: %s: a chained kernel runs GEMMs over dispatched rows with grouped K-major weights loaded by TMA, the fixed walk, one part of the reduction: bf16, or MXFP8 promoted with the operand swap (the decode tiles) not gathering its rows", s.Name))
 		}
 	}
-	if second.GatherK > 0 {
-		return fail(fmt.Errorf("codegen: %s: a chained kernel's second GEMM reads the first's C by TMA, not gathered rows", second.Name))
+	if second.GatherK > 0 || second.QuantizeC || first.MX != second.MX {
+		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel's second GEMM reads the first's C (or its MXFP8 form, QuantizeC) by TMA, in the first's precision", first.Name, second.Name))
 	}
 	if first.Tile.Grid != 0 || second.Tile.Grid != 0 {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs one block per SM of the device, all resident (Tile.Grid 0, not %d and %d)", first.Name, second.Name, first.Tile.Grid, second.Tile.Grid))
 	}
-	if second.K != first.N || first.Tile.BM != second.Tile.BM || first.COutF32 {
+	if second.K != first.N || first.Tile.BM != second.Tile.BM || first.COutF32 && !first.QuantizeC {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel's second GEMM reads the first's bf16 C (K = %d, the first's N = %d) in the same row tiles (BM %d, %d)", first.Name, second.Name, second.K, first.N, first.Tile.BM, second.Tile.BM))
 	}
 	first.minStaging = max(first.Tile.BN, second.Tile.BN)
@@ -188,8 +190,10 @@ func (l sm90Layout) canChain(s1 GemmSpec, second atom, s2 GemmSpec) error {
 	switch {
 	case !ok:
 		return fmt.Errorf("codegen: %s: an sm_90a kernel chains sm_90a GEMMs", s1.Name)
-	case l.expand || l.swap || l2.expand || l2.swap:
-		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel runs neither the MXFP8 expansion nor the operand swap", s1.Name, s2.Name)
+	case l.expand || l2.expand || l.swap != l2.swap:
+		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel runs no MXFP8 expansion, and the operand swap in both GEMMs or neither", s1.Name, s2.Name)
+	case l.smem.CodeSlots != l2.smem.CodeSlots || l.smem.CodeOffset != l2.smem.CodeOffset || l.mxCodeWarps(s1) != l2.mxCodeWarps(s2):
+		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's MXFP8 GEMMs share the scale codes' slots and warps (%d and %d slots)", s1.Name, s2.Name, l.smem.CodeSlots, l2.smem.CodeSlots)
 	case l.WG != l2.WG || l.mmaWG0 != l2.mmaWG0 || l.threads != l2.threads || l.prodRegs != l2.prodRegs || l.mmaRegs != l2.mmaRegs || l.launchRegs != l2.launchRegs:
 		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs need the same warpgroups and registers (%d and %d consumer warpgroups)", s1.Name, s2.Name, l.WG, l2.WG)
 	case l.S != l2.S || l.stageBytes != l2.stageBytes || l.smem.BarrierOffset != l2.smem.BarrierOffset || l.smem.Staged != l2.smem.Staged:
@@ -249,9 +253,9 @@ func (l sm90Layout) emitChain(b *Builder, s1 GemmSpec, l2 sm90Layout, s2 GemmSpe
 	k.base = b.SharedBase1024()
 	k.ring = mbarRing{bars: b.AddI(k.base, int64(l.smem.BarrierOffset)), S: l.S}
 	var fullCount, fullCount2 int
-	k.tmA, k.tmB, fullCount = tmaMaps(b, s1, 128, 1) // a gathering first GEMM: no tmap_a, a copy arrival per producer thread
+	k.tmA, k.tmB, fullCount = tmaMaps(b, s1, 128, l.mxCodeWarps(s1)) // a gathering first GEMM: no tmap_a, a copy arrival per producer thread
 	next := &sm90Chained{l: l2, k: sm90Block{tmaBlock: tmaBlock{spec: s2, base: k.base, ring: k.ring}, tid: k.tid}}
-	b.withParams(chainPrefix, chainShared, func() { next.k.tmA, next.k.tmB, fullCount2 = tmaMaps(b, s2, 128, 1) })
+	b.withParams(chainPrefix, chainShared, func() { next.k.tmA, next.k.tmB, fullCount2 = tmaMaps(b, s2, 128, l2.mxCodeWarps(s2)) })
 	next.extraArrivals = fullCount - fullCount2
 	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
 		if l.smem.Staged {

@@ -57,8 +57,14 @@ func (lw *perOp) planChain() error {
 	for i := 0; i+1 < len(ops); i++ {
 		g1, ok1 := ops[i].(moe.GEMM)
 		g2, ok2 := ops[i+1].(moe.GEMM)
-		if !ok1 || !ok2 || !g1.Gated || g1.Rows != moe.Dispatched || g2.Rows != moe.Dispatched || g2.A != g1.C ||
-			g1.BMajor == moe.NMajor || g2.BMajor == moe.NMajor || lw.baseForm(g1).Name() != g1.Name() || lw.baseForm(g2).Name() != g2.Name() {
+		var q *moe.Quantize // an mxfp8 forward's quantize_h between them
+		if qq, ok := ops[i+1].(moe.Quantize); ok && i+2 < len(ops) {
+			g2, ok2 = ops[i+2].(moe.GEMM)
+			q = &qq
+		}
+		if !ok1 || !ok2 || !g1.Gated || g1.Rows != moe.Dispatched || g2.Rows != moe.Dispatched ||
+			q == nil && g2.A != g1.C || q != nil && (q.X != g1.C || q.Q == nil || g2.A != q.Q) ||
+			g1.BMajor == moe.NMajor || g2.BMajor == moe.NMajor {
 			continue
 		}
 		c := &chainPlan{first: g1.Name(), second: g2.Name(), pairs: map[string]string{}, held: map[string]*heldGEMM{}}
@@ -75,13 +81,26 @@ func (lw *perOp) planChain() error {
 			if !slices.ContainsFunc(lw.gemmKernels(g2), func(k2 gemmKernel) bool { return k2.suffix == k.suffix }) {
 				continue
 			}
-			s1, s2 := lw.gemmSpec(g1, k.s), lw.gemmSpec(g2, k.s)
+			f1, f2 := g1, g2
+			if k.suffix == "" { // the base kernels run the program's register-fed form, if it has one
+				f1, f2 = lw.baseForm(g1).(moe.GEMM), lw.baseForm(g2).(moe.GEMM)
+			}
+			s1, s2 := lw.gemmSpec(f1, k.s), lw.gemmSpec(f2, k.s)
 			s1.Name, s2.Name = "moe_"+g1.Name()+k.suffix, "moe_"+g2.Name()+k.suffix
+			if q != nil { // chained only where FC1's epilogue quantizes h (lowerQuantizedGEMM)
+				if k.suffix == "" || !lw.quantizedPair(g1, *q) {
+					continue
+				}
+				s1.QuantizeC, s1.QuantizeCOnly = true, lw.onlyReader(g1.C, *q)
+			}
 			try(k.suffix, k.suffix, s1, s2)
-			if lw.sched.Gather != schedule.GatherSeparate && lw.eng.GathersA(s1, lw.d.K) {
+			if q == nil && lw.sched.Gather != schedule.GatherSeparate && lw.eng.GathersA(s1, lw.d.K) {
 				s1.GatherK, s1.Name = lw.d.K, s1.Name+"_gathered"
 				try(k.suffix+"_gathered", k.suffix, s1, s2)
 			}
+		}
+		if len(c.pairs) == 0 && why == nil {
+			why = fmt.Errorf("%s writes the MXFP8 form of %s in its epilogue only in the decode tiles' kernels (schedule.Schedule.Variant), which this schedule has none of; elsewhere a quantize kernel runs between the GEMMs", g1.Name(), g1.C.Name)
 		}
 		if len(c.pairs) == 0 {
 			return fmt.Errorf("codegen: %s: Schedule.Chain %v: %s and %s share no kernel: %w", lw.src.Layer.Name, lw.sched.Chain, g1.Name(), g2.Name(), why)

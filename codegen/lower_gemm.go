@@ -326,7 +326,7 @@ type gatherSrc struct {
 // token rows by their slots (GemmSpec.GatherK). The kernels of a chained
 // pair (planChain) go through chainGEMM.
 func (lw *perOp) emitGEMM(g moe.GEMM, suffix string, s schedule.Schedule, tokens []launch.TokenRange, f fused) error {
-	if lw.chain != nil && f.quant == nil && f.splitK == 0 {
+	if lw.chain != nil && f.splitK == 0 {
 		if held, err := lw.chainGEMM(g, suffix, s, tokens, f); held || err != nil {
 			return err
 		}

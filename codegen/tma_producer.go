@@ -119,11 +119,12 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList, next *chain
 		_, e := p.loop(b, tid, lead, wl, tma, copier, gs, nil)
 		err = joinErr(err, e)
 	}
+	if next != nil && (p.spec.B == BTable || next.p.spec.B == BTable || next.p.spec.GatherK > 0 || p.spec.MX != next.p.spec.MX ||
+		p.spec.MX && (p.spec.GatherK > 0 || p.codeWarps != next.p.codeWarps)) {
+		return fmt.Errorf("codegen: %s: a chained kernel's producer loads the second GEMM's tiles by TMA, in the first's precision (MXFP8: the same code warps, the first not gathering)", p.spec.Name)
+	}
 	switch {
-	case next != nil:
-		if p.spec.B == BTable || p.spec.MX || next.p.spec.B == BTable || next.p.spec.MX || next.p.spec.GatherK > 0 {
-			return fmt.Errorf("codegen: %s: a chained kernel's producer loads bf16 tiles, the second GEMM's by TMA alone", p.spec.Name)
-		}
+	case next != nil && !p.spec.MX:
 		then := func(v []value.Value) {
 			b.withParams(chainPrefix, chainShared, func() {
 				_, e := next.p.loop(b, tid, lead, next.wl, true, nil, nil, v)
@@ -154,8 +155,16 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList, next *chain
 		tid = lane // the code slots and scale rows are by lane
 		for wi := range p.codeWarps {
 			b.If(b.ICmp(enum.IPredEQ, warp, ir.Int32(int64(wi))), func() {
-				_, e := p.loop(b, tid, lead, wl, wi == 0, copier, p.codeGroups(wi), nil)
+				v, e := p.loop(b, tid, lead, wl, wi == 0, copier, p.codeGroups(wi), nil)
 				err = joinErr(err, e)
+				if next != nil {
+					// The first loop's code copies are drained (its
+					// cpAsyncWait(0)): the second starts at code slot 0.
+					b.withParams(chainPrefix, chainShared, func() {
+						_, e := next.p.loop(b, tid, lead, next.wl, wi == 0, copier, next.p.codeGroups(wi), []value.Value{v[0], v[1], ir.Int32(0)})
+						err = joinErr(err, e)
+					})
+				}
 			})
 		}
 	default:
@@ -193,6 +202,9 @@ func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma b
 	if mx {
 		b.If(b.ICmp(enum.IPredSLT, wl.first, wl.items), func() {
 			w := wl.decode(b, wl.first)
+			if p.spec.waitTiles > 0 { // the A rows' codes come from the first GEMM
+				p.waitTile(b, w)
+			}
 			for d := range ahead {
 				p.mxCodeCopy(b, tid, w, ir.Int32(int64(d)), ir.Int32(int64(d)), gs)
 			}
@@ -266,7 +278,12 @@ func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma b
 				}
 				b.MbarArrive(fb)
 				// The codes were read (stored above): the slot takes
-				// those of the block ahead.
+				// those of the block ahead, from kTiles-ahead on the
+				// next item's (whose A rows' codes a chained kernel's
+				// second GEMM waits for first).
+				if p.spec.waitTiles > 0 {
+					b.If(b.ICmp(enum.IPredEQ, kt, ir.Int32(int64(p.kTiles-ahead))), func() { p.waitTile(b, nextItem) })
+				}
 				wa, kta := wl.ahead(b, w, nextItem, kt, ahead, p.kTiles)
 				p.mxCodeCopy(b, tid, wa, kta, slot, gs)
 				s1 := b.AddI(slot, 1)

@@ -24,16 +24,19 @@ import (
 // the counters every run, so an FC2 item waits for this run's rows of h,
 // not the last run's), on bf16 presets of both gate/up layouts
 // (qwen3-30b-a3b's halves, gpt-oss-20b's interleaved rows with biases
-// and the clamped activation) at T = 4096 and at the first T of each
-// token range where a chained kernel runs (the base tiles' and the tile
-// variant's).
+// and the clamped activation) and two mxfp8 ones (the decode tiles'
+// chained kernel, FC1's epilogue writing h's MXFP8 form), at the token
+// counts chainTokens gives.
 func TestChainGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
 		t.Skip("the chained kernel is sm_90a's")
 	}
-	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b"} {
-		l := testlayer.Preset(t, name)
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b", "qwen3-30b-a3b mxfp8", "olmoe-1b-7b mxfp8"} {
+		l := testlayer.Preset(t, strings.TrimSuffix(name, " mxfp8"))
+		if strings.HasSuffix(name, " mxfp8") {
+			l.Precision = schedule.MXFP8
+		}
 		seed, w, dw := randomWeightsOnDevice(t, ctx, l)
 		off := newLayer(t, ctx, l, target.SM90a)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
@@ -83,9 +86,9 @@ func TestChainGPU(t *testing.T) {
 }
 
 // chainTokens is the token counts TestChainGPU runs for layer l under
-// schedule s: 4096 and the first T of each range where a chained kernel
-// runs (moe_fc1_fc2, the tile variant's moe_fc1_fc2_<name>), largest
-// first.
+// schedule s: the first T of each range where a chained kernel runs
+// (moe_fc1_fc2, moe_fc1_fc2_<variant>, moe_fc1_fc2_gathered), and 64 and
+// 4096 where one does, largest first.
 func chainTokens(t *testing.T, l schedule.Layer, s schedule.Schedule) []int {
 	t.Helper()
 	p, err := codegen.Build(l, s)
@@ -99,8 +102,10 @@ func chainTokens(t *testing.T, l schedule.Layer, s schedule.Schedule) []int {
 		}
 		for _, r := range k.Tokens {
 			Ts = append(Ts, int(r.Min))
-			if r.Min <= 4096 && 4096 <= r.Max && r.Min != 4096 {
-				Ts = append(Ts, 4096)
+			for _, T := range []int64{64, 4096} {
+				if r.Min <= T && T <= r.Max {
+					Ts = append(Ts, int(T))
+				}
 			}
 		}
 	}

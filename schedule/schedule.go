@@ -166,14 +166,17 @@ type Schedule struct {
 	// once its row tile of h is stored (a counter per row tile in the
 	// lowering's scratch tile_done<i>, zeroed by the kernel that writes the
 	// tile list), so blocks without FC1 items left start FC2 while others
-	// finish FC1. The same bits either way. At every T where FC1 and FC2
-	// run kernels of the same tiles: their base kernels over dispatched
-	// rows, the GEMM variant's (moe_fc1_fc2_<name>) and, at decode sizes,
-	// FC1's gathering kernel with FC2's (moe_fc1_fc2_gathered, FC2 then
-	// without the staged epilogue); sm_90a, bf16 layers with grouped
-	// weights and without SaveFC1, the fixed walk, one block per SM (an
-	// FC2 item waits for other blocks' FC1 items, so all must be
-	// resident; Validate refuses the rest).
+	// finish FC1. The same bits either way. bf16: at every T where FC1
+	// and FC2 run kernels of the same tiles (their base kernels over
+	// dispatched rows, the GEMM variant's, moe_fc1_fc2_<name>, and at
+	// decode sizes FC1's gathering kernel with FC2's,
+	// moe_fc1_fc2_gathered, FC2 then without the staged epilogue); mxfp8:
+	// the decode tiles' kernels (moe_fc1_fc2_<variant>, FC1's epilogue
+	// writing h's MXFP8 form), not where a kernel quantizes h between the
+	// GEMMs. sm_90a, grouped weights, without SaveFC1, the fixed walk, one
+	// block per SM (an FC2 item waits for other blocks' FC1 items, so all
+	// must be resident; Validate refuses the rest, the lowering a schedule
+	// whose GEMMs share no kernel).
 	Chain ChainKind
 	// PhaseTimes instruments the program (the forward's and the
 	// backward's): every kernel also takes the scratch buffer
@@ -794,8 +797,6 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 		switch {
 		case s.Target != target.SM90a:
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built for sm_90a's persistent GEMMs; this schedule is for %v (Schedule.Target)", s.Target)
-		case l.Precision != BF16:
-			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built for bf16 layers; this layer is %v (Layer.Precision)", l.Precision)
 		case l.Storage != GroupedWeights:
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel loads grouped weights with TMA (Layer.Storage)")
 		case l.SaveFC1:

@@ -427,6 +427,7 @@ for phase in $phases; do
 			mkrun chain bf16 $m --chain fc1-fc2
 			mkrun queue bf16 $m --items queue
 			mkrun default mxfp8 $m
+			mkrun chain mxfp8 $m --chain fc1-fc2
 			mkrun queue mxfp8 $m --items queue
 		done
 		python3 - "$OUT/mk-run.jsonl" <<'PY' | tee -a "$summary"
@@ -449,6 +450,8 @@ PY
 		for tool in memcheck racecheck; do
 			step "$tool run --chain fc1-fc2 qwen3-30b-a3b T=300" 240 "$OUT/mk-sanitize.log" \
 				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --model qwen3-30b-a3b --target sm_90a --tokens 300 --repeat 1
+			step "$tool run --chain fc1-fc2 qwen3-30b-a3b mxfp8 T=64" 240 "$OUT/mk-sanitize.log" \
+				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64 --repeat 1
 		done
 		step "memcheck run --chain fc1-fc2 gpt-oss-20b T=4096" 240 "$OUT/mk-sanitize.log" \
 			compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --chain fc1-fc2 --model gpt-oss-20b --target sm_90a --tokens 4096 --repeat 1
@@ -477,6 +480,7 @@ PY
 			done
 			for m in olmoe-1b-7b deepseek-v2-lite qwen2-57b-a14b; do
 				mkbench 64 --model $m --precision mxfp8
+				mkbench 64 --model $m --precision mxfp8 --chain fc1-fc2
 				mkbench 64 --model $m --precision mxfp8 --items queue
 			done
 		done
