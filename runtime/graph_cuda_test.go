@@ -61,15 +61,7 @@ func TestCaptureForward(t *testing.T) {
 				replayChecked(t, ctx, stream, ly, g, b, want, what)
 			}
 			replay(y1, "replay of the captured inputs")
-			for name, src := range c2.in.Tensors {
-				if name == moe.BufY {
-					continue
-				}
-				dst := c1.in.Tensors[name]
-				if err := ctx.CopyDeviceToDevice(dst.Ptr, src.Ptr, dst.Bytes); err != nil {
-					t.Fatal(err)
-				}
-			}
+			copyInputs(t, ctx, c1.in, c2.in)
 			replay(y2, "replay with new inputs in the same buffers")
 			replay(y2, "second replay")
 			big := newCase(t, ctx, l, w, 4*T, seed+3)
@@ -77,6 +69,22 @@ func TestCaptureForward(t *testing.T) {
 				t.Errorf("a Forward beyond the captured workspace: %v", err)
 			}
 		})
+	}
+}
+
+// copyInputs copies the input tensors of src (all but y) into dst's
+// buffers of the same names, as a caller replaying a captured graph
+// writes new inputs.
+func copyInputs(t *testing.T, ctx *driver.Context, dst, src *runtime.DeviceTensors) {
+	t.Helper()
+	for name, s := range src.Tensors {
+		if name == moe.BufY {
+			continue
+		}
+		d := dst.Tensors[name]
+		if err := ctx.CopyDeviceToDevice(d.Ptr, s.Ptr, d.Bytes); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
