@@ -193,7 +193,7 @@ func (l sm90Layout) canChain(s1 GemmSpec, second atom, s2 GemmSpec) error {
 	case l.expand || l2.expand || l.swap != l2.swap:
 		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel runs no MXFP8 expansion, and the operand swap in both GEMMs or neither", s1.Name, s2.Name)
 	case l.smem.CodeSlots != l2.smem.CodeSlots || l.smem.CodeOffset != l2.smem.CodeOffset || l.mxCodeWarps(s1) != l2.mxCodeWarps(s2):
-		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's MXFP8 GEMMs share the scale codes' slots and warps (%d and %d slots)", s1.Name, s2.Name, l.smem.CodeSlots, l2.smem.CodeSlots)
+		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's MXFP8 GEMMs share the scale codes' slots and warps (%d and %d slots, %d and %d warps)", s1.Name, s2.Name, l.smem.CodeSlots, l2.smem.CodeSlots, l.mxCodeWarps(s1), l2.mxCodeWarps(s2))
 	case l.WG != l2.WG || l.mmaWG0 != l2.mmaWG0 || l.threads != l2.threads || l.prodRegs != l2.prodRegs || l.mmaRegs != l2.mmaRegs || l.launchRegs != l2.launchRegs:
 		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs need the same warpgroups and registers (%d and %d consumer warpgroups)", s1.Name, s2.Name, l.WG, l2.WG)
 	case l.S != l2.S || l.stageBytes != l2.stageBytes || l.smem.BarrierOffset != l2.smem.BarrierOffset || l.smem.Staged != l2.smem.Staged:

@@ -142,6 +142,9 @@ func (lw *perOp) chainGEMM(g moe.GEMM, suffix string, s schedule.Schedule, token
 		c.held[suffix] = &heldGEMM{g, s, tokens, f}
 		return true, nil
 	case c.second:
+		if f != (fused{}) {
+			return false, fmt.Errorf("codegen: %s: the chained pair's %s kernel %s fuses other work, which the chained kernel does not", lw.src.Layer.Name, c.second, suffix)
+		}
 	default:
 		return false, nil
 	}
@@ -170,6 +173,13 @@ func (lw *perOp) chainGEMM(g moe.GEMM, suffix string, s schedule.Schedule, token
 		if only := subtract(t1, both); len(only) > 0 {
 			if len(both) == 0 {
 				only = h.tokens // as emitGEMM would have
+			}
+			// Held back, this kernel launches after the second op's
+			// kernels lowered so far: none may run at its T.
+			for _, k := range lw.prog.Kernels {
+				if strings.HasPrefix(k.Name, "moe_"+c.second) && len(intersectAll(everyT(k.Tokens), everyT(only))) > 0 {
+					return true, fmt.Errorf("codegen: %s: %s's held kernel moe_%s%s would launch after %s at T in %v", lw.src.Layer.Name, c.first, c.first, form, k.Name, intersectAll(everyT(k.Tokens), everyT(only)))
+				}
 			}
 			if err := lw.emitGEMMKernel(h.g, form, h.s, only, h.f); err != nil {
 				return true, err

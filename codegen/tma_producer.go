@@ -280,7 +280,11 @@ func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma b
 				// The codes were read (stored above): the slot takes
 				// those of the block ahead, from kTiles-ahead on the
 				// next item's (whose A rows' codes a chained kernel's
-				// second GEMM waits for first).
+				// second GEMM waits for first: this holds back the
+				// current item's last ahead-1 stages when the next
+				// item's row tile is not done, which the fixed walk
+				// makes rare, as FC2's items reach a tile well after
+				// FC1's do).
 				if p.spec.waitTiles > 0 {
 					b.If(b.ICmp(enum.IPredEQ, kt, ir.Int32(int64(p.kTiles-ahead))), func() { p.waitTile(b, nextItem) })
 				}

@@ -450,6 +450,8 @@ PY
 		for tool in memcheck racecheck; do
 			step "$tool run --chain fc1-fc2 qwen3-30b-a3b T=300" 240 "$OUT/mk-sanitize.log" \
 				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --model qwen3-30b-a3b --target sm_90a --tokens 300 --repeat 1
+			step "$tool run --chain fc1-fc2 qwen3-30b-a3b T=64" 240 "$OUT/mk-sanitize.log" \
+				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --model qwen3-30b-a3b --target sm_90a --tokens 64 --repeat 1
 			step "$tool run --chain fc1-fc2 qwen3-30b-a3b mxfp8 T=64" 240 "$OUT/mk-sanitize.log" \
 				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64 --repeat 1
 		done
