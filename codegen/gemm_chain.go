@@ -14,27 +14,30 @@ import (
 // dispatched rows in one persistent kernel (Engine.ChainedGEMM), the
 // second reading the first's C as its A (the forward's FC1 and FC2: h is
 // FC1's C and FC2's A; in an mxfp8 forward's decode tiles FC2 reads h's
-// MXFP8 form, which FC1's epilogue writes, GemmSpec.QuantizeC, and FC2's
-// scale-code warps wait too before they copy an item's A codes). Every role of a block walks the first GEMM's items
-// as in its own kernel, then the second's, the stage ring's and the
-// staging tile's phases continuing, so a block that runs out of FC1 items
-// starts FC2 items while others finish theirs, where two kernels would
-// wait for FC1's last item (its tail) and then ramp FC2 up. The two GEMMs
-// share one tile list (the same tile rows), and item (tile t, column
-// block n) of the second needs the whole of row tile t of the first's C,
-// every one of its column blocks: the first's epilogue threads each add
-// one to tile_done[t] (a release add at gpu scope after a
+// MXFP8 form, which FC1's epilogue writes, GemmSpec.QuantizeC). Every
+// role of a block walks the first GEMM's items as in its own kernel, then
+// the second's, the stage ring's, the staging tile's and the code slots'
+// state handed over, so a block that runs out of FC1 items starts FC2
+// items while others finish theirs, where two kernels would wait for
+// FC1's last item (its tail) and then ramp FC2 up. The two GEMMs share
+// one tile list (the same tile rows), and item (tile t, column block n)
+// of the second needs the whole of row tile t of the first's C, every one
+// of its column blocks: the first's storing threads each add one to
+// tile_done[t] (a release add at gpu scope after a
 // fence.proxy.async.global, once their part of C is stored: signalTile),
 // and the second's producer waits before an item's first load until
 // tile_done[t] holds every signal of the tile (an acquire poll, then
 // fence.proxy.async.global before its TMA loads of the rows: waitTile;
 // PTX ISA, "Memory Consistency Model": release and acquire patterns,
-// proxies). An item only waits for items the fixed walk gives out before
-// it (every first-GEMM item precedes every second-GEMM one in each block's
-// walk) and the grid's blocks are all resident (one per SM), so no wait
-// lasts forever. tile_done is zeroed by the kernel that writes the tile
-// list (writeTileLists), every run. Each output is computed by one item in
-// the K order of its own kernel: the same bits as the two kernels.
+// proxies); an MXFP8 second GEMM's scale-code warps wait likewise before
+// they copy an item's A codes, which run ahead of its stages. An item
+// only waits for items the fixed walk gives out before it (every
+// first-GEMM item precedes every second-GEMM one in each block's walk)
+// and the grid's blocks are all resident (one per SM, KernelInfo
+// .CoResident), so no wait lasts forever. tile_done is zeroed by the
+// kernel that writes the tile list (writeTileLists), every run. Each
+// output is computed by one item in the K order of its own kernel: the
+// same bits as the two kernels.
 
 // chainPrefix is the prefix of a chained kernel's parameters of its second
 // GEMM ("g2_a", "g2_tmap_b", ...); chainShared are the parameters both
