@@ -33,8 +33,8 @@ import (
 // they copy an item's A codes, which run ahead of its stages. An item
 // only waits for items the fixed walk gives out before it (every
 // first-GEMM item precedes every second-GEMM one in each block's walk)
-// and the grid's blocks are all resident (one per SM, KernelInfo
-// .CoResident), so no wait lasts forever. tile_done is zeroed by the
+// and the grid's blocks are all resident (one per SM: CoResident), so no
+// wait lasts forever. tile_done is zeroed by the
 // kernel that writes the tile list (writeTileLists), every run. Each
 // output is computed by one item in the K order of its own kernel: the
 // same bits as the two kernels.
