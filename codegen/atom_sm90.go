@@ -527,7 +527,9 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 		t := b.AddI(k.tid, -32)
 		v := l.storeWarps(b, k, t, nil)
 		if next != nil {
+			b.phaseMark(0, true)
 			b.withParams(chainPrefix, chainShared, func() { next.l.storeWarps(b, &next.k, t, v) })
+			b.phaseMark(1, true)
 		}
 	})
 	return err
@@ -556,12 +558,18 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value, next *sm
 	if l.mmaRegs > 0 {
 		b.SetMaxNReg(true, l.mmaRegs)
 	}
+	if next != nil {
+		b.phaseMark(0, false)
+	}
 	v, err := l.consumerLoop(b, k, wg, nil)
 	if next != nil {
+		b.phaseMark(0, true)
+		b.phaseMark(1, false)
 		b.withParams(chainPrefix, chainShared, func() {
 			_, e := next.l.consumerLoop(b, &next.k, wg, v)
 			err = joinErr(err, e)
 		})
+		b.phaseMark(1, true)
 	}
 	return err
 }

@@ -301,3 +301,64 @@ func TestChainAssemble(t *testing.T) {
 		}
 	}
 }
+
+// TestChainPhaseTimes: an instrumented chained forward (schedule
+// .Schedule.PhaseTimes) names each chained kernel's two inner phases, sizes
+// phase_times for a record per kernel and per inner phase, and records in
+// the chained kernel the kernel's start and end and the phases' marks (the
+// consumers' starts of both phases and the producer's of the second: min
+// records; the consumers' and store warps' ends: max records); without
+// phase times no mark is left in the PTX.
+func TestChainPhaseTimes(t *testing.T) {
+	l, err := schedule.Preset("qwen3-30b-a3b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := schedule.DefaultSchedule(l, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Chain = schedule.ChainFC
+	for _, phases := range []bool{false, true} {
+		s.PhaseTimes = phases
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ptx.CompileModule(p.Module, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(res.Text, phaseMarkText) {
+			t.Errorf("phase times %v: a phase mark is left in the PTX", phases)
+		}
+		inner := 0
+		for _, k := range p.Kernels {
+			inner += len(k.Phases)
+			if k.Name == "moe_fc1_fc2" && !slices.Equal(k.Phases, []string{"moe_fc1_fc2/fc1", "moe_fc1_fc2/fc2"}) {
+				t.Errorf("moe_fc1_fc2's phases: %v", k.Phases)
+			}
+		}
+		if inner != 6 { // moe_fc1_fc2, moe_fc1_fc2_gathered and moe_fc1_fc2_mid
+			t.Errorf("%d inner phases, want 6", inner)
+		}
+		if !phases {
+			continue
+		}
+		if b := p.Buffer(launch.BufPhaseTimes); b == nil || b.Shape[0].Eval(0) != int64(2*launch.PhaseSlots*(len(p.Kernels)+inner)) {
+			t.Errorf("phase_times: %+v, want %d records", b, len(p.Kernels)+inner)
+		}
+		i := strings.Index(res.Text, ".entry moe_fc1_fc2(")
+		if i < 0 {
+			t.Fatal("no moe_fc1_fc2 in the PTX")
+		}
+		body := res.Text[i:]
+		body = body[:strings.Index(body, "\n}\n")]
+		if n := strings.Count(body, "red.global.min.u64"); n != 4 {
+			t.Errorf("moe_fc1_fc2 has %d start records, want 4 (the kernel, both phases in the consumers, the second in the producer)", n)
+		}
+		if n := strings.Count(body, "red.global.max.u64"); n < 5 {
+			t.Errorf("moe_fc1_fc2 has %d end records, want at least 5 (the returns, both phases in the consumers and the store warps)", n)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
@@ -245,7 +246,17 @@ func (l sm90Layout) buildChain(m *ir.Module, name string, s1 GemmSpec, second at
 		return KernelInfo{}, err
 	}
 	return KernelInfo{Name: name, Params: params, Block: l.threads, SharedBytes: max(l.smem.Bytes, l2.smem.Bytes),
-		Grid: [3]Expr{persistentGrid(s1.Tile, target.SM90a.SMs()), Const(1), Const(1)}, GridPerSM: true, CoResident: true}, nil
+		Grid: [3]Expr{persistentGrid(s1.Tile, target.SM90a.SMs()), Const(1), Const(1)}, GridPerSM: true, CoResident: true,
+		Phases: []string{chainPhase(name, s1), chainPhase(name, s2)}}, nil
+}
+
+// chainPhase names the inner phase of a chained kernel's GEMM s (its work
+// items): "<kernel>/<GEMM kernel name without moe_>", e.g.
+// moe_fc1_fc2/fc1. The roles mark phase 0 (the first GEMM) and 1
+// (phaseMark): the consumers both ends of each, the staged epilogue's
+// store warps their ends, the producer the second's start.
+func chainPhase(kernel string, s GemmSpec) string {
+	return kernel + "/" + strings.TrimPrefix(s.Name, "moe_")
 }
 
 // emitChain is the body of an sm_90a chained kernel: emit's, with the

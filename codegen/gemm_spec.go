@@ -437,4 +437,7 @@ type KernelInfo struct {
 	GridPerSM bool `json:"grid_per_sm,omitempty"`
 	// CoResident: the blocks wait for one another (launch.Kernel.CoResident).
 	CoResident bool `json:"co_resident,omitempty"`
+	// Phases names the kernel's inner phases, which it marks
+	// (launch.Kernel.Phases, phaseMark).
+	Phases []string `json:"phases,omitempty"`
 }

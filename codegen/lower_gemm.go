@@ -412,7 +412,7 @@ func (lw *perOp) gemmBind(g moe.GEMM, spec GemmSpec) map[string]string {
 // (a tensor map by its operand; rows to T times one).
 func (lw *perOp) addGEMMKernel(ki KernelInfo, tokens []launch.TokenRange, bindFor func(Param) map[string]string) error {
 	k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: tokens,
-		GridPerSM: ki.GridPerSM, CoResident: ki.CoResident}
+		GridPerSM: ki.GridPerSM, CoResident: ki.CoResident, Phases: ki.Phases}
 	for _, prm := range ki.Params {
 		role := prm.Role
 		if prm.Type == ParamTmap && prm.TensorMap != nil {

@@ -126,6 +126,7 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList, next *chain
 	switch {
 	case next != nil && !p.spec.MX:
 		then := func(v []value.Value) {
+			b.phaseMark(1, false)
 			b.withParams(chainPrefix, chainShared, func() {
 				_, e := next.p.loop(b, tid, lead, next.wl, true, nil, nil, v)
 				err = joinErr(err, e)
@@ -160,6 +161,7 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList, next *chain
 				if next != nil {
 					// The first loop's code copies are drained (its
 					// cpAsyncWait(0)): the second starts at code slot 0.
+					b.phaseMark(1, false)
 					b.withParams(chainPrefix, chainShared, func() {
 						_, e := next.p.loop(b, tid, lead, next.wl, wi == 0, copier, next.p.codeGroups(wi), []value.Value{v[0], v[1], ir.Int32(0)})
 						err = joinErr(err, e)

@@ -64,6 +64,10 @@ type Kernel struct {
 	// grid) where no other work holds an SM until it ends. A grid that
 	// cannot be all resident hangs.
 	CoResident bool `json:"co_resident,omitempty"`
+	// Phases names the kernel's inner phases (a chained kernel's: its
+	// GEMMs' work items, "<kernel>/<gemm>"), each with records of its own
+	// in BufPhaseTimes of an instrumented program.
+	Phases []string `json:"phases,omitempty"`
 	// SkipIfZeroT: the launch is omitted when T = 0 (only kernels whose
 	// outputs are empty at T = 0 carry it; the kernel that clears the
 	// error word, moe_dispatch_small or moe_init, runs at every T).
@@ -152,8 +156,8 @@ type Buffer struct {
 }
 
 // BufPhaseTimes is the scratch buffer of an instrumented program
-// (schedule.Schedule.PhaseTimes): u64 [len(Kernels) * 2 * PhaseSlots], and
-// every kernel's last parameter. For kernel i (its index in the plan's
+// (schedule.Schedule.PhaseTimes): u64 [(len(Kernels) + inner phases) * 2 *
+// PhaseSlots], and every kernel's last parameter. For kernel i (its index in the plan's
 // Kernels) the PhaseSlots words from 2*PhaseSlots*i hold the earliest start
 // of its blocks and the next PhaseSlots words the latest end of its warps,
 // in %globaltimer nanoseconds (PTX ISA "Special Registers: %globaltimer");
@@ -161,7 +165,11 @@ type Buffer struct {
 // takes every block's reduction. A launcher sets the start words to all
 // ones and the end words to zero before a run; the kernel started at its
 // least start word and ended at its greatest end word, and one that did
-// not run leaves them as set.
+// not run leaves them as set. The kernels' inner phases (Kernel.Phases)
+// follow as records of their own: record len(Kernels)+j is the j-th inner
+// phase in the order of Kernels (the first kernel's phases first), its
+// start the earliest start of a warp's lane 0 in the phase and its end the
+// latest end.
 const BufPhaseTimes = "phase_times"
 
 // BufWorkQueue is the scratch buffer of the work queues and dependency

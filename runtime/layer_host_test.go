@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
@@ -158,5 +159,27 @@ func TestPoisonCounts(t *testing.T) {
 	}
 	if err := Poison(nil, nil, NewTensor(0, 0, BF16, 0, 7)); err != nil {
 		t.Errorf("Poison of an empty tensor: %v", err)
+	}
+}
+
+// TestPhaseRecords: the phase_times buffer holds a record per kernel, then
+// one per inner phase (launch.BufPhaseTimes), and its reset image sets
+// every record's start words to all ones and its end words to zero.
+func TestPhaseRecords(t *testing.T) {
+	ly := &Layer{plan: &plan{Manifest: launch.Manifest{Kernels: []launch.ManifestKernel{
+		{Kernel: launch.Kernel{Name: "moe_dispatch"}},
+		{Kernel: launch.Kernel{Name: "moe_fc1_fc2", Phases: []string{"moe_fc1_fc2/fc1", "moe_fc1_fc2/fc2"}}},
+		{Kernel: launch.Kernel{Name: "moe_combine"}},
+	}}}}
+	if n := ly.phaseRecords(); n != 5 {
+		t.Fatalf("phaseRecords = %d, want 5", n)
+	}
+	img := ly.phaseResetImage(16 * launch.PhaseSlots * 5)
+	for r := range 5 {
+		for s := range launch.PhaseSlots {
+			if img[phaseWord(r, s, false)] != math.MaxUint64 || img[phaseWord(r, s, true)] != 0 {
+				t.Fatalf("record %d slot %d: start %#x end %#x", r, s, img[phaseWord(r, s, false)], img[phaseWord(r, s, true)])
+			}
+		}
 	}
 }

@@ -12,7 +12,10 @@ import (
 // since the last ResetPhaseTimes of an instrumented layer
 // (schedule.Schedule.PhaseTimes): the start of its first block (thread 0,
 // after its wait for the previous kernel) and the latest return of a
-// warp's lane 0, in %globaltimer nanoseconds (launch.BufPhaseTimes). The
+// warp's lane 0, in %globaltimer nanoseconds (launch.BufPhaseTimes); or an
+// inner phase's of a kernel (launch.Kernel.Phases: Kernel is the phase's
+// name, "<kernel>/<part>"), from the first warp entering it to the last
+// leaving it. The
 // timer's resolution is the device's (about 1 µs on some parts, finer on
 // the H200 measured here), which bounds what a kernel of a few µs shows.
 type PhaseTime struct {
@@ -32,7 +35,17 @@ func (ly *Layer) phaseBuffer() (driver.DevicePtr, int, error) {
 	if ly.wsOff == nil || ly.wsOff[i] < 0 {
 		return 0, 0, fmt.Errorf("mokc runtime: layer %s: phase times: no workspace yet (run a Forward first)", ly.layer.Name)
 	}
-	return ly.ws.Offset(ly.wsOff[i]), 16 * launch.PhaseSlots * len(ly.plan.Kernels), nil
+	return ly.ws.Offset(ly.wsOff[i]), 16 * launch.PhaseSlots * ly.phaseRecords(), nil
+}
+
+// phaseRecords is the records of the phase_times buffer: one per kernel,
+// then one per inner phase (launch.BufPhaseTimes).
+func (ly *Layer) phaseRecords() int {
+	n := len(ly.plan.Kernels)
+	for _, k := range ly.plan.Kernels {
+		n += len(k.Phases)
+	}
+	return n
 }
 
 // ResetPhaseTimes queues on stream (nil: the legacy default stream) the
@@ -50,9 +63,9 @@ func (ly *Layer) ResetPhaseTimes(stream *driver.Stream) error {
 	return ly.ctx.CopyToDeviceAsync(ptr, ly.phaseResetImage(n), stream)
 }
 
-// phaseWord is the index in the phase_times buffer of kernel k's slot s
-// of its start records, or of its end records when end is set
-// (launch.BufPhaseTimes).
+// phaseWord is the index in the phase_times buffer of record k's (kernel
+// k's, or past the kernels an inner phase's) slot s of its start records,
+// or of its end records when end is set (launch.BufPhaseTimes).
 func phaseWord(k, s int, end bool) int {
 	w := 2*launch.PhaseSlots*k + s
 	if end {
@@ -62,10 +75,10 @@ func phaseWord(k, s int, end bool) int {
 }
 
 // phaseResetImage is the reset value of the n-byte phase_times buffer:
-// every kernel's start words all ones, its end words zero.
+// every record's start words all ones, its end words zero.
 func (ly *Layer) phaseResetImage(n int) []uint64 {
 	img := make([]uint64, n/8)
-	for k := range ly.plan.Kernels {
+	for k := range ly.phaseRecords() {
 		for s := range launch.PhaseSlots {
 			img[phaseWord(k, s, false)] = math.MaxUint64
 		}
@@ -97,14 +110,22 @@ func (ly *Layer) PhaseTimes(stream *driver.Stream) ([]PhaseTime, error) {
 		return nil, err
 	}
 	var out []PhaseTime
-	for k, kern := range ly.plan.Kernels {
-		t := PhaseTime{Kernel: kern.Name, Start: math.MaxUint64}
+	record := func(r int, name string) {
+		t := PhaseTime{Kernel: name, Start: math.MaxUint64}
 		for s := range launch.PhaseSlots {
-			t.Start = min(t.Start, words[phaseWord(k, s, false)])
-			t.End = max(t.End, words[phaseWord(k, s, true)])
+			t.Start = min(t.Start, words[phaseWord(r, s, false)])
+			t.End = max(t.End, words[phaseWord(r, s, true)])
 		}
 		if t.Start != math.MaxUint64 && t.End >= t.Start {
 			out = append(out, t)
+		}
+	}
+	inner := len(ly.plan.Kernels)
+	for k, kern := range ly.plan.Kernels {
+		record(k, kern.Name)
+		for _, ph := range kern.Phases { // after their kernel
+			record(inner, ph)
+			inner++
 		}
 	}
 	return out, nil

@@ -486,6 +486,12 @@ PY
 				mkbench 64 --model $m --precision mxfp8 --items queue
 			done
 		done
+		# The chained kernels' inner phases (FC1's items, FC2's) beside the two kernels'.
+		for prec_T in "bf16 4096" "bf16 64" "mxfp8 64"; do
+			read -r prec T <<<"$prec_T"
+			mkbench "$T" --model qwen3-30b-a3b --precision "$prec" --phases
+			mkbench "$T" --model qwen3-30b-a3b --precision "$prec" --chain fc1-fc2 --phases
+		done
 		python3 - "$OUT/mk-bench.jsonl" <<'PY' | tee -a "$summary"
 import json, sys
 dec = json.JSONDecoder()
@@ -498,7 +504,8 @@ while True:
     d, i = dec.raw_decode(text, i)
     sched = d.get("schedule", "")
     flags = [f for f, mark in (("chain", "chain fc1-fc2"), ("queue", "from a queue")) if mark in sched] or ["default"]
-    print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), "+".join(flags), "median %.4f ms" % d.get("median_ms", 0))
+    ph = " ".join("%s@%.1f+%.1f" % (p["name"][4:], 1000 * p["start_ms"], 1000 * p["ms"]) for p in d.get("phases", []))
+    print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), "+".join(flags), "median %.4f ms" % d.get("median_ms", 0), ph)
 PY
 		;;
 	raster)
