@@ -198,8 +198,8 @@ func TestChainRefused(t *testing.T) {
 		{target.SM100a, schedule.BF16, false, false, "sm_90a"},
 		{target.SM90a, schedule.MXFP8, false, false, "decode tiles"}, // --mx-gemm expand: no decode tiles, h quantized by a kernel
 		{target.SM90a, schedule.BF16, true, false, "grouped weights"},
-		{target.SM90a, schedule.BF16, false, true, "fixed order"},
-		{target.SM90a, schedule.BF16, false, false, "share no kernel"}, // FC1 tile 128x128x64: another ring
+		{target.SM90a, schedule.BF16, false, true, "fixed walk"},
+		{target.SM90a, schedule.BF16, false, false, "in none of their kernel forms"}, // FC1 tile 128x128x64: another ring
 	} {
 		l, err := schedule.Preset("qwen3-30b-a3b")
 		if err != nil {
@@ -217,7 +217,7 @@ func TestChainRefused(t *testing.T) {
 		if c.queue {
 			s.Items = schedule.ItemsQueue
 		}
-		if c.want == "share no kernel" {
+		if c.want == "in none of their kernel forms" {
 			s.FC1 = schedule.Tile{M: 128, N: 128, K: 64}
 			s.Variant = nil
 		}

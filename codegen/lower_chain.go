@@ -103,7 +103,7 @@ func (lw *perOp) planChain() error {
 			why = fmt.Errorf("%s writes the MXFP8 form of %s in its epilogue only in the decode tiles' kernels (schedule.Schedule.Variant), which this schedule has none of; elsewhere a quantize kernel runs between the GEMMs", g1.Name(), g1.C.Name)
 		}
 		if len(c.pairs) == 0 {
-			return fmt.Errorf("codegen: %s: Schedule.Chain %v: %s and %s share no kernel: %w", lw.src.Layer.Name, lw.sched.Chain, g1.Name(), g2.Name(), why)
+			return fmt.Errorf("codegen: %s: Schedule.Chain %v: %s and %s run in one kernel in none of their kernel forms (they need the same schedule tile MxNxK, FC1's N counting its gate and up rows, and the same stages): %s", lw.src.Layer.Name, lw.sched.Chain, g1.Name(), g2.Name(), strings.TrimPrefix(why.Error(), "codegen: "))
 		}
 		lw.chain = c
 		return nil
@@ -120,7 +120,7 @@ func (lw *perOp) chainCounters(bm int, name string) {
 		}
 		t.done = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", "tile_done", 1), Kind: moe.Scratch, DType: moe.U32,
 			Shape: []launch.Expr{t.tiles.Shape[0]},
-			Doc:   fmt.Sprintf("%s: per tile of %s the FC1 items whose rows of h are stored, times their storing threads (zeroed with the list)", name, t.tiles.Name)}
+			Doc:   fmt.Sprintf("the chained kernels' counters (%s, ...): per tile of %s, one count per FC1 thread that has stored its part of the tile's rows of h, over all its column blocks (zeroed with the list)", name, t.tiles.Name)}
 		lw.lists[li] = t
 		lw.prog.Buffers = append(lw.prog.Buffers, t.done.Plan())
 	}

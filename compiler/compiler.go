@@ -281,10 +281,10 @@ func manifestNotes(p *codegen.Program) []string {
 		notes = append(notes, "A kernel with programmatic begins with griddepcontrol.wait: it may be launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 (cuLaunchKernelEx), so that its launch overlaps the previous kernel, which it waits for before any memory access; a plain launch is correct too.")
 	}
 	if perSM {
-		notes = append(notes, "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct, but for a kernel with co_resident).")
+		notes = append(notes, "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct, except for a kernel with co_resident).")
 	}
 	if coResident {
-		notes = append(notes, "A kernel with co_resident (moe_fc1_fc2: the routed FC1 and FC2 in one kernel) has blocks that wait for one another's work: launch it with one block per SM of the device (no more than can be resident at once; never the reference part's grid[0] on a device with fewer SMs) and with no other work holding an SM until it ends, or it hangs.")
+		notes = append(notes, "A kernel with co_resident (moe_fc1_fc2 and its other forms: the routed FC1 and FC2 in one kernel, whose phases name its FC1 and FC2 items for the phase_times records) has blocks that wait for one another's work: launch it with one block per SM of the device (no more than can be resident at once; never the reference part's grid[0] on a device with fewer SMs) and with no other work holding an SM until it ends, or it hangs.")
 	}
 	notes = append(notes,
 		"A kernel whose shared_bytes exceed 48 KiB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.",

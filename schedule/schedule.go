@@ -798,13 +798,13 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 		case s.Target != target.SM90a:
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built for sm_90a's persistent GEMMs; this schedule is for %v (Schedule.Target)", s.Target)
 		case l.Storage != GroupedWeights:
-			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel loads grouped weights with TMA (Layer.Storage)")
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs grouped weights, which it loads with TMA (Layer.Storage)")
 		case l.SaveFC1:
-			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel applies the activation in FC1's epilogue; a layer that saves FC1's output (Layer.SaveFC1) activates it in a kernel of its own between the GEMMs")
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs the activation in FC1's epilogue; a layer that saves FC1's output (Layer.SaveFC1) activates it in a kernel of its own between the GEMMs")
 		case s.Items != ItemsFixed:
-			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel walks its work items in the fixed order (Schedule.Items fixed)")
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs the fixed walk of its work items (Schedule.Items fixed)")
 		case s.GridCTAs != 0:
-			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel runs one block per SM of the device (Schedule.GridCTAs 0, not %d): its FC2 items wait for other blocks' FC1 items, so every block must be resident", s.GridCTAs)
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs one block per SM of the device, the default grid (leave Schedule.GridCTAs out: %d is set): its FC2 items wait for other blocks' FC1 items, so every block must be resident", s.GridCTAs)
 		}
 	}
 	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {
