@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -91,7 +92,11 @@ func inspectProgram(c *cli.Context) error {
 	if prog == nil {
 		return nil
 	}
-	fmt.Fprintf(w, "\nkernels (one per op, %s)\n", s)
+	how := "one per op"
+	if slices.ContainsFunc(prog.Kernels, func(k codegen.Kernel) bool { return len(k.Phases) > 0 }) {
+		how = "one per op, but FC1 and FC2 in one kernel where they chain"
+	}
+	fmt.Fprintf(w, "\nkernels (%s, %s)\n", how, s)
 	if l.Precision == schedule.MXFP8 && hasBF16GEMM(p) {
 		fmt.Fprintf(w, "(the bf16 GEMMs of an mxfp8 layer take half the K block: %d)\n", s.FC1.K/2)
 	}
