@@ -77,9 +77,9 @@ func TestChainGPU(t *testing.T) {
 }
 
 // chainTokens is the token counts TestChainGPU runs for layer l under
-// schedule s: the first T of each range where a chained kernel runs
-// (moe_fc1_fc2, moe_fc1_fc2_<variant>, moe_fc1_fc2_gathered), and 64 and
-// 4096 where one does, largest first.
+// schedule s: one per chained kernel (moe_fc1_fc2, moe_fc1_fc2_<variant>,
+// moe_fc1_fc2_gathered, moe_fc1_fc2_decode), 64 where it runs there, else
+// the first T of its first range, and 4096 where one runs, largest first.
 func chainTokens(t *testing.T, l schedule.Layer, s schedule.Schedule) []int {
 	t.Helper()
 	p, err := codegen.Build(l, s)
@@ -88,16 +88,16 @@ func chainTokens(t *testing.T, l schedule.Layer, s schedule.Schedule) []int {
 	}
 	var Ts []int
 	for _, k := range p.Kernels {
-		if !strings.HasPrefix(k.Name, "moe_fc1_fc2") { // and the tile variant's moe_fc1_fc2_<name>
+		if !strings.HasPrefix(k.Name, "moe_fc1_fc2") || len(k.Tokens) == 0 { // and its _gathered, _<variant> forms
 			continue
 		}
-		for _, r := range k.Tokens {
-			Ts = append(Ts, int(r.Min))
-			for _, T := range []int64{64, 4096} {
-				if r.Min <= T && T <= r.Max {
-					Ts = append(Ts, int(T))
-				}
-			}
+		T := int(k.Tokens[0].Min)
+		if k.RunsAt(64) {
+			T = 64
+		}
+		Ts = append(Ts, T)
+		if k.RunsAt(4096) {
+			Ts = append(Ts, 4096)
 		}
 	}
 	slices.Sort(Ts)
