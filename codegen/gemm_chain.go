@@ -187,8 +187,9 @@ func (l sm90Layout) align(s1 GemmSpec, second atom, s2 GemmSpec) (GemmSpec, Gemm
 
 // canChain: the sm_90a atom chains two GEMMs whose blocks are alike (the
 // same warpgroups and registers, the same ring of stages and barriers,
-// both with the staged epilogue or both without), neither with the
-// expansion nor the operand swap.
+// both with the staged epilogue or both without, both with the operand
+// swap or neither, MXFP8's code slots and warps alike), neither with the
+// expansion.
 func (l sm90Layout) canChain(s1 GemmSpec, second atom, s2 GemmSpec) error {
 	l2, ok := second.(sm90Layout)
 	switch {

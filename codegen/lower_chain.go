@@ -99,10 +99,10 @@ func (lw *perOp) planChain() error {
 				try(k.suffix+"_gathered", k.suffix, s1, s2)
 			}
 		}
-		if len(c.pairs) == 0 && why == nil {
-			why = fmt.Errorf("%s writes the MXFP8 form of %s in its epilogue only in the decode tiles' kernels (schedule.Schedule.Variant), which this schedule has none of; elsewhere a quantize kernel runs between the GEMMs", g1.Name(), g1.C.Name)
-		}
 		if len(c.pairs) == 0 {
+			if why == nil { // no form was tried: an mxfp8 forward without the decode tiles
+				why = fmt.Errorf("%s writes the MXFP8 form of %s in its epilogue only in the decode tiles' kernels (schedule.Schedule.Variant), which this schedule has none of; elsewhere a quantize kernel runs between the GEMMs", g1.Name(), g1.C.Name)
+			}
 			return fmt.Errorf("codegen: %s: Schedule.Chain %v: %s and %s run in one kernel in none of their kernel forms (they need the same schedule tile MxNxK, FC1's N counting its gate and up rows, and the same stages): %s", lw.src.Layer.Name, lw.sched.Chain, g1.Name(), g2.Name(), strings.TrimPrefix(why.Error(), "codegen: "))
 		}
 		lw.chain = c

@@ -106,48 +106,50 @@ func (p gemmProducer) codeGroups(wi int) []int {
 // its row groups, codeGroups; with GatherK they also copy the A rows,
 // gatherChunkCopy); with a bf16 GatherK every thread (the A rows,
 // gatherCopy; tid 0 also issues B's TMA loads); else only tid 0. The other
-// threads return. With next (a chained kernel's second GEMM: TMA loads by
-// tid 0 alone) tid 0 goes on to next's items, the ring's stage and phase
-// continuing.
+// threads return. With next (a chained kernel's second GEMM) the threads
+// that load it (tid 0, or an MXFP8 GEMM's code warps) go on to next's
+// items, the ring's stage and phase continuing.
 func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList, next *chainedProducer) error {
 	var err error
 	lead := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
 	if wl.q != nil {
 		wl.writer = lead // the lead takes the work items from the queue
 	}
-	loop := func(tma bool, copier value.Value, gs []int) {
-		_, e := p.loop(b, tid, lead, wl, tma, copier, gs, nil)
-		err = joinErr(err, e)
-	}
 	if next != nil && (p.spec.B == BTable || next.p.spec.B == BTable || next.p.spec.GatherK > 0 || p.spec.MX != next.p.spec.MX ||
 		p.spec.MX && (p.spec.GatherK > 0 || p.codeWarps != next.p.codeWarps)) {
 		return fmt.Errorf("codegen: %s: a chained kernel's producer loads the second GEMM's tiles by TMA, in the first's precision (MXFP8: the same code warps, the first not gathering)", p.spec.Name)
 	}
-	switch {
-	case next != nil && !p.spec.MX:
-		then := func(v []value.Value) {
-			b.phaseMark(1, false)
-			b.withParams(chainPrefix, chainShared, func() {
-				_, e := next.p.loop(b, tid, lead, next.wl, true, nil, nil, v)
-				err = joinErr(err, e)
-			})
+	// first runs the calling thread's loop over wl; then goes on to next's
+	// items (none without next) from its final stage and phase (an MX
+	// loop drains its code copies, cpAsyncWait(0): the second starts at
+	// code slot 0).
+	first := func(tma bool, copier value.Value, gs []int) []value.Value {
+		v, e := p.loop(b, tid, lead, wl, tma, copier, gs, nil)
+		err = joinErr(err, e)
+		return v
+	}
+	then := func(v []value.Value, tma bool, copier value.Value, gs []int) {
+		if next == nil {
+			return
 		}
-		if p.spec.GatherK > 0 { // every thread copies the first GEMM's rows; tid 0 goes on
-			v, e := p.loop(b, tid, lead, wl, true, nil, nil, nil)
+		if p.spec.MX {
+			v = []value.Value{v[0], v[1], ir.Int32(0)}
+		}
+		b.phaseMark(1, false)
+		b.withParams(chainPrefix, chainShared, func() {
+			_, e := next.p.loop(b, tid, lead, next.wl, tma, copier, gs, v)
 			err = joinErr(err, e)
+		})
+	}
+	switch {
+	case p.spec.B == BTable, p.spec.GatherK > 0 && !p.spec.MX:
+		v := first(true, nil, nil)
+		if next != nil { // every thread copied the first GEMM's rows; tid 0 goes on
 			b.If(lead, func() {
 				b.FenceProxyAsync() // the stages' A tiles, written by cp.async, are TMA's from here on
-				then(v)
+				then(v, true, nil, nil)
 			})
-			break
 		}
-		b.If(lead, func() {
-			v, e := p.loop(b, tid, lead, wl, true, nil, nil, nil)
-			err = joinErr(err, e)
-			then(v)
-		})
-	case p.spec.B == BTable, p.spec.GatherK > 0 && !p.spec.MX:
-		loop(true, nil, nil)
 	case p.spec.MX:
 		// Warp wi's copy of the loop; lead (tid 0) lies in warp 0, the one
 		// issuing the TMA loads.
@@ -156,21 +158,14 @@ func (p gemmProducer) emit(b *Builder, tid value.Value, wl workList, next *chain
 		tid = lane // the code slots and scale rows are by lane
 		for wi := range p.codeWarps {
 			b.If(b.ICmp(enum.IPredEQ, warp, ir.Int32(int64(wi))), func() {
-				v, e := p.loop(b, tid, lead, wl, wi == 0, copier, p.codeGroups(wi), nil)
-				err = joinErr(err, e)
+				v := first(wi == 0, copier, p.codeGroups(wi))
 				if next != nil {
-					// The first loop's code copies are drained (its
-					// cpAsyncWait(0)): the second starts at code slot 0.
-					b.phaseMark(1, false)
-					b.withParams(chainPrefix, chainShared, func() {
-						_, e := next.p.loop(b, tid, lead, next.wl, wi == 0, copier, next.p.codeGroups(wi), []value.Value{v[0], v[1], ir.Int32(0)})
-						err = joinErr(err, e)
-					})
+					then(v, wi == 0, copier, next.p.codeGroups(wi))
 				}
 			})
 		}
 	default:
-		b.If(lead, func() { loop(true, nil, nil) })
+		b.If(lead, func() { then(first(true, nil, nil), true, nil, nil) })
 	}
 	return err
 }
