@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/ptx"
@@ -37,15 +38,9 @@ func TestChainFC(t *testing.T) {
 			if prec == schedule.MXFP8 && !slices.Contains([]string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b", "deepseek-v2-lite", "qwen2-57b-a14b"}, name) {
 				continue
 			}
-			l, err := schedule.Preset(name)
-			if err != nil {
-				t.Fatal(err)
-			}
+			l := testlayer.Preset(t, name)
 			l.Precision = prec
-			s, err := schedule.DefaultSchedule(l, target.SM90a)
-			if err != nil {
-				t.Fatal(err)
-			}
+			s := testlayer.DefaultSchedule(t, l, target.SM90a)
 			what := fmt.Sprintf("%s %v", name, prec)
 			off := forwardAndBackward(t, l, s)
 			s.Chain = schedule.ChainFC
@@ -201,18 +196,12 @@ func TestChainRefused(t *testing.T) {
 		{target.SM90a, schedule.BF16, false, true, "fixed walk"},
 		{target.SM90a, schedule.BF16, false, false, "in none of their kernel forms"}, // FC1 tile 128x128x64: another ring
 	} {
-		l, err := schedule.Preset("qwen3-30b-a3b")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := testlayer.Preset(t, "qwen3-30b-a3b")
 		l.Precision = c.prec
 		if c.per {
 			l.Storage = schedule.PerExpertWeights
 		}
-		s, err := schedule.DefaultSchedule(l, c.tg)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testlayer.DefaultSchedule(t, l, c.tg)
 		s.Chain = schedule.ChainFC
 		if c.queue {
 			s.Items = schedule.ItemsQueue
@@ -243,17 +232,11 @@ func TestChainAssemble(t *testing.T) {
 	var texts []string
 	names := []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b mxfp8"}
 	for _, name := range names {
-		l, err := schedule.Preset(strings.TrimSuffix(name, " mxfp8"))
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := testlayer.Preset(t, strings.TrimSuffix(name, " mxfp8"))
 		if strings.HasSuffix(name, " mxfp8") {
 			l.Precision = schedule.MXFP8
 		}
-		s, err := schedule.DefaultSchedule(l, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Chain = schedule.ChainFC
 		p, err := Build(l, s)
 		if err != nil {
@@ -310,14 +293,8 @@ func TestChainAssemble(t *testing.T) {
 // records; the consumers' and store warps' ends: max records); without
 // phase times no mark is left in the PTX.
 func TestChainPhaseTimes(t *testing.T) {
-	l, err := schedule.Preset("qwen3-30b-a3b")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := schedule.DefaultSchedule(l, target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	s.Chain = schedule.ChainFC
 	for _, phases := range []bool{false, true} {
 		s.PhaseTimes = phases

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
@@ -18,15 +19,9 @@ func TestQueueItemsAssemble(t *testing.T) {
 	precs := []schedule.Precision{schedule.BF16, schedule.MXFP8}
 	var texts []string
 	for _, prec := range precs {
-		l, err := schedule.Preset("qwen3-30b-a3b")
-		if err != nil {
-			t.Fatal(err)
-		}
+		l := testlayer.Preset(t, "qwen3-30b-a3b")
 		l.Precision = prec
-		s, err := schedule.DefaultSchedule(l, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Items = schedule.ItemsQueue
 		p, err := codegen.Build(l, s)
 		if err != nil {

@@ -10,7 +10,6 @@ import (
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/internal/testlayer"
-	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -40,11 +39,7 @@ func TestChainGPU(t *testing.T) {
 		off := newLayer(t, ctx, l, target.SM90a)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Chain = schedule.ChainFC
-		chained, err := runtime.NewLayer(ctx, l, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { chained.Close() })
+		chained := loadLayer(t, ctx, l, s)
 		Ts := chainTokens(t, l, s)
 		if len(Ts) == 0 {
 			t.Fatalf("%s: the chained kernel runs at no T", name)
@@ -54,12 +49,7 @@ func TestChainGPU(t *testing.T) {
 				c1, c2 := newCase(t, ctx, l, w, T, seed+uint64(T)), newCase(t, ctx, l, w, T, seed+uint64(T)+1)
 				var want [2][]uint16
 				for i, c := range []caseData{c1, c2} {
-					args := argsOf(dw, c.in, stream)
-					want[i] = runChecked(t, ctx, off, args, c.ref, "two kernels", nil)
-					got := runChecked(t, ctx, chained, args, c.ref, "chained", nil)
-					if j := firstDiffBits(got, want[i]); j >= 0 {
-						t.Fatalf("input %d chained: y[%d] = %#04x, two kernels %#04x", i+1, j, got[j], want[i][j])
-					}
+					want[i] = sameBits(t, ctx, off, chained, argsOf(dw, c.in, stream), c.ref, "two kernels", fmt.Sprintf("input %d chained", i+1))
 				}
 				b := argsOf(dw, c1.in, stream).b
 				g, err := chained.CaptureForward(stream, b)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
@@ -30,20 +31,12 @@ func TestItemsQueueGPU(t *testing.T) {
 		fixed := newLayer(t, ctx, l, target.SM90a)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Items = schedule.ItemsQueue
-		queue, err := runtime.NewLayer(ctx, l, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { queue.Close() })
+		queue := loadLayer(t, ctx, l, s)
 		for _, T := range []int{4096, 1100, 64} { // largest first: a capture pins the workspace
 			t.Run(fmt.Sprintf("%v/T=%d", prec, T), func(t *testing.T) {
 				c := newCase(t, ctx, l, w, T, seed+uint64(T))
 				args := argsOf(dw, c.in, stream)
-				want := runChecked(t, ctx, fixed, args, c.ref, "fixed walk", nil)
-				got := runChecked(t, ctx, queue, args, c.ref, "queue", nil)
-				if i := firstDiffBits(got, want); i >= 0 {
-					t.Fatalf("queue: y[%d] = %#04x, fixed walk %#04x", i, got[i], want[i])
-				}
+				want := sameBits(t, ctx, fixed, queue, args, c.ref, "fixed walk", "queue")
 				g, err := queue.CaptureForward(stream, args.b)
 				if err != nil {
 					t.Fatal(err)
@@ -54,6 +47,19 @@ func TestItemsQueueGPU(t *testing.T) {
 			})
 		}
 	}
+}
+
+// sameBits runs args through base and other (runChecked's checks, named
+// baseWhat and otherWhat) and wants other's y bit for bit base's, which
+// it returns.
+func sameBits(t *testing.T, ctx *driver.Context, base, other *runtime.Layer, args forwardCall, ref []float64, baseWhat, otherWhat string) []uint16 {
+	t.Helper()
+	want := runChecked(t, ctx, base, args, ref, baseWhat, nil)
+	got := runChecked(t, ctx, other, args, ref, otherWhat, nil)
+	if i := firstDiffBits(got, want); i >= 0 {
+		t.Fatalf("%s: y[%d] = %#04x, %s %#04x", otherWhat, i, got[i], baseWhat, want[i])
+	}
+	return want
 }
 
 // firstDiffBits is the first index where a and b differ, -1 if none.

@@ -212,7 +212,12 @@ func randomWeightsOnDevice(t *testing.T, ctx *driver.Context, l schedule.Layer) 
 // closed when t ends.
 func newLayer(t *testing.T, ctx *driver.Context, l schedule.Layer, target target.Target) *runtime.Layer {
 	t.Helper()
-	s := testlayer.DefaultSchedule(t, l, target)
+	return loadLayer(t, ctx, l, testlayer.DefaultSchedule(t, l, target))
+}
+
+// loadLayer compiles and loads l with schedule s, closed when t ends.
+func loadLayer(t *testing.T, ctx *driver.Context, l schedule.Layer, s schedule.Schedule) *runtime.Layer {
+	t.Helper()
 	ly, err := runtime.NewLayer(ctx, l, s)
 	if err != nil {
 		t.Fatal(err)
