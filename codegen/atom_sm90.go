@@ -509,13 +509,11 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 	if l.prodRegs > 0 {
 		b.SetMaxNReg(false, l.prodRegs)
 	}
-	pr := newProducer(l.tmaRing, k.spec, 128, k.base, k.ring, k.tmA, k.tmB)
-	pr.codeWarps = l.mxCodeWarps(k.spec)
+	pr := l.producerOf(k)
 	var then *chainedProducer
 	if next != nil {
-		then = &chainedProducer{p: newProducer(next.l.tmaRing, next.k.spec, 128, k.base, k.ring, next.k.tmA, next.k.tmB), wl: next.k.work}
+		then = &chainedProducer{p: next.l.producerOf(&next.k), wl: next.k.work}
 		then.p.extraArrivals = next.extraArrivals
-		then.p.codeWarps = next.l.mxCodeWarps(next.k.spec)
 	}
 	if !l.smem.Staged {
 		return pr.emit(b, k.tid, k.work, then)
@@ -533,6 +531,14 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 		}
 	})
 	return err
+}
+
+// producerOf is the load side of block k's ring for l's GEMM: its
+// producer warpgroup's 128 threads, the MX code warps of mxCodeWarps.
+func (l sm90Layout) producerOf(k *sm90Block) gemmProducer {
+	pr := newProducer(l.tmaRing, k.spec, 128, k.base, k.ring, k.tmA, k.tmB)
+	pr.codeWarps = l.mxCodeWarps(k.spec)
+	return pr
 }
 
 // mxCodeWarps is the number of the producer warpgroup's warps that stage
