@@ -77,7 +77,7 @@ func phaseMarkOf(inst llir.Instruction) (i int, end, ok bool) {
 func (lw *perOp) phaseTimes() error {
 	if !lw.sched.PhaseTimes {
 		for _, k := range lw.prog.Kernels {
-			if f := lw.mod.FuncNamed(k.Name); f != nil {
+			if f := lw.mod.FuncNamed(k.Name); f != nil && len(k.Phases) > 0 { // only those mark their phases
 				for _, blk := range f.IR.Blocks {
 					blk.Insts = slices.DeleteFunc(blk.Insts, func(inst llir.Instruction) bool { _, _, ok := phaseMarkOf(inst); return ok })
 				}
