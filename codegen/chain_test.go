@@ -89,7 +89,8 @@ func TestChainFC(t *testing.T) {
 // kernel it replaces in base (the unchained program) binds, moe_fc1<form>
 // for the first GEMM's, moe_fc2<form> (without _gathered) for the g2_
 // ones; tile_done binds the counters of the list the first GEMM reads,
-// which every kernel writing that list takes; ck is co_resident, one
+// which every kernel writing that list takes, err the error word, and
+// wait_limit_ns is launch.DefaultWaitLimitNs; ck is co_resident, one
 // block per SM.
 func checkChainBinding(t *testing.T, name string, p, base *Program, ck launch.Kernel) {
 	t.Helper()
@@ -120,6 +121,19 @@ func checkChainBinding(t *testing.T, name string, p, base *Program, ck launch.Ke
 		switch {
 		case n == "tile_done":
 			want, ok = done, true
+		case n == "err":
+			want, ok = launch.ErrBuffer, true
+		case n == launch.ParamWaitLimit:
+			want, ok = "", true // a scalar
+			var v *launch.Expr
+			for _, q := range ck.Params {
+				if q.Name == n {
+					v = q.Value
+				}
+			}
+			if v == nil || *v != launch.Const(launch.DefaultWaitLimitNs) {
+				t.Errorf("%s: %s has the value %v, want %d", name, n, v, int64(launch.DefaultWaitLimitNs))
+			}
 		case strings.HasPrefix(n, chainPrefix):
 			want, ok = second[strings.TrimPrefix(n, chainPrefix)]
 		}
@@ -127,7 +141,7 @@ func checkChainBinding(t *testing.T, name string, p, base *Program, ck launch.Ke
 			t.Errorf("%s: %s is bound to %q, want %q (in the unchained kernels: %v)", name, n, b, want, ok)
 		}
 	}
-	if len(bound) != len(first)+len(second)+1 {
+	if len(bound) != len(first)+len(second)+3 { // tile_done, err, wait_limit_ns
 		t.Errorf("%s: %d parameters, the two kernels have %d and %d", name, len(bound), len(first), len(second))
 	}
 	if p.Buffer(done) == nil {

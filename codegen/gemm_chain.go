@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llir/llvm/ir/enum"
@@ -35,7 +36,9 @@ import (
 // only waits for items the fixed walk gives out before it (every
 // first-GEMM item precedes every second-GEMM one in each block's walk)
 // and the grid's blocks are all resident (one per SM: CoResident), so no
-// wait lasts forever. tile_done is zeroed by the
+// wait lasts forever; should they not be (other persistent work on the
+// device, a share of its SMs), a wait gives up after the kernel's wait
+// limit and reports it in the error word (awaitCount). tile_done is zeroed by the
 // kernel that writes the tile list (writeTileLists), every run. Each
 // output is computed by one item in the K order of its own kernel: the
 // same bits as the two kernels.
@@ -45,7 +48,7 @@ import (
 // GEMMs take unprefixed.
 const chainPrefix = "g2_"
 
-var chainShared = []string{"tile_done"}
+var chainShared = []string{RoleTileDone, RoleErr, RoleWaitLimit}
 
 // signalTile emits the calling thread's signal that its part of work item
 // w's C is stored: a release add of one to tile_done[w.tile] (gpu scope),
@@ -60,11 +63,31 @@ func (b *Builder) signalTile(w gemmWork) {
 // signals of w's row tile (spec.waitTiles of them), then a proxy fence
 // that orders the rows they published before its TMA loads.
 func (p gemmProducer) waitTile(b *Builder, w gemmWork) {
-	word := b.Cast(b.elemPtr(b.Param("tile_done"), w.tile, 4), ir.I32)
-	b.Kernel.Loop(func() value.Value {
-		return b.ICmp(enum.IPredULT, b.LoadAcquire(word, ir.ScopeGPU), ir.Int32(int64(p.spec.waitTiles)))
-	})
+	b.awaitCount(b.Cast(b.elemPtr(b.Param("tile_done"), w.tile, 4), ir.I32), ir.Int32(int64(p.spec.waitTiles)))
 	b.FenceProxyAsyncGlobal()
+}
+
+// awaitCount emits the calling thread's wait until the u32 at word
+// (global) holds at least target: an acquire poll at gpu scope, bounded
+// by the kernel's wait limit (parameter wait_limit_ns, nanoseconds of
+// %globaltimer from the wait's start; 0: no bound). A wait that reaches
+// the limit ORs ErrWaitTimeout into the error word (parameter err) and
+// returns, as does every wait that finds the bit already set, so that a
+// grid whose blocks are not all resident ends with the error reported
+// instead of hanging; its outputs are then not valid (the runtime's
+// CheckErrors says so).
+func (b *Builder) awaitCount(word, target value.Value) {
+	errWord := b.Cast(b.Param(RoleErr), ir.I32)
+	// limit-1 as unsigned: a limit of 0 is never exceeded.
+	last := b.Sub(b.Param(RoleWaitLimit), ir.Int64(1))
+	start := b.GlobalTimer()
+	b.Kernel.Loop(func() value.Value {
+		pending := b.ICmp(enum.IPredULT, b.LoadAcquire(word, ir.ScopeGPU), target)
+		over := b.ICmp(enum.IPredUGT, b.Sub(b.GlobalTimer(), start), last)
+		b.If(b.And(pending, over), func() { b.atomicOr(errWord, ir.Int32(ErrWaitTimeout)) })
+		given := b.ICmp(enum.IPredNE, b.And(b.LoadVolatile(errWord), ir.Int32(ErrWaitTimeout)), ir.Int32(0))
+		return b.And(pending, b.Xor(b.Or(over, given), ir.Bool(true)))
+	})
 }
 
 // chainer is an atom that runs its GEMM's work items and then another's
@@ -233,7 +256,11 @@ func (l sm90Layout) buildChain(m *ir.Module, name string, s1 GemmSpec, second at
 		return KernelInfo{}, err
 	}
 	for _, q := range p2 {
-		if q.Role != RoleTileDone {
+		switch {
+		case q.Role == RoleTileDone: // the first's
+		case slices.Contains(chainShared, q.Role): // the second's only, unprefixed
+			params = append(params, q)
+		default:
 			q.Name = chainPrefix + q.Name
 			params = append(params, q)
 		}

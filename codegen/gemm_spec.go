@@ -334,22 +334,24 @@ func (s GemmSpec) Validate() error {
 // role to a buffer or a value. Engines that need tensor maps add parameters
 // with Role RoleTensorMap after these (Param.TensorMap names the operand).
 const (
-	RoleA         = "a"         // ptr: A, bf16 [rows, K] (e4m3 with MX, but bf16 with MXRegisterFed)
-	RoleB         = "b"         // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
-	RoleBias      = "bias"      // ptr: fp32 [E, BRows] (only if Bias)
-	RoleC         = "c"         // ptr: C, bf16 [rows, N] (f32 with COutF32; rounded to odd with CRoundOdd; never written with QuantizeCOnly)
-	RoleTiles     = "tiles"     // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
-	RoleOffsets   = "offsets"   // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
-	RoleNumTiles  = "ntiles"    // ptr: i32 [1] number of valid tiles (ATiled only)
-	RoleRows      = "rows"      // i32: number of rows M (ADense only)
-	RoleTensorMap = "tmap"      // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
-	RoleAScales   = "a_scales"  // ptr: ue8m0 [rows, K/32] (MX only, not MXRegisterFed; [T, K/32] with GatherK)
-	RoleBScales   = "b_scales"  // ptr: ue8m0 [E, BRows, K/32] (MX only)
-	RoleCQ        = "c_q"       // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
-	RoleCScales   = "c_scales"  // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
-	RoleARows     = "a_rows"    // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
-	RoleQueue     = "queue"     // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
-	RoleTileDone  = "tile_done" // ptr: u32 [maxTiles], per row tile the first GEMM's signals, zero before the launch (Engine.ChainedGEMM's kernels only)
+	RoleA         = "a"             // ptr: A, bf16 [rows, K] (e4m3 with MX, but bf16 with MXRegisterFed)
+	RoleB         = "b"             // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
+	RoleBias      = "bias"          // ptr: fp32 [E, BRows] (only if Bias)
+	RoleC         = "c"             // ptr: C, bf16 [rows, N] (f32 with COutF32; rounded to odd with CRoundOdd; never written with QuantizeCOnly)
+	RoleTiles     = "tiles"         // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
+	RoleOffsets   = "offsets"       // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
+	RoleNumTiles  = "ntiles"        // ptr: i32 [1] number of valid tiles (ATiled only)
+	RoleRows      = "rows"          // i32: number of rows M (ADense only)
+	RoleTensorMap = "tmap"          // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
+	RoleAScales   = "a_scales"      // ptr: ue8m0 [rows, K/32] (MX only, not MXRegisterFed; [T, K/32] with GatherK)
+	RoleBScales   = "b_scales"      // ptr: ue8m0 [E, BRows, K/32] (MX only)
+	RoleCQ        = "c_q"           // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
+	RoleCScales   = "c_scales"      // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
+	RoleARows     = "a_rows"        // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
+	RoleQueue     = "queue"         // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
+	RoleTileDone  = "tile_done"     // ptr: u32 [maxTiles], per row tile the first GEMM's signals, zero before the launch (Engine.ChainedGEMM's kernels only)
+	RoleErr       = "err"           // ptr: u32 [1], the program's error word, ErrWaitTimeout ORed in when a wait gives up (a second GEMM's, waitTiles, only)
+	RoleWaitLimit = "wait_limit_ns" // i64: nanoseconds a wait may last, 0 without limit (launch.ParamWaitLimit; a second GEMM's only)
 )
 
 // GemmParams returns the parameter list every engine's grouped GEMM kernel
@@ -391,11 +393,16 @@ func GemmParams(s GemmSpec) []Param {
 	if s.signalTiles || s.waitTiles > 0 {
 		ps = append(ps, Param{Name: "tile_done", Type: ParamPtr, Size: 8, Role: RoleTileDone})
 	}
+	if s.waitTiles > 0 {
+		ps = append(ps,
+			Param{Name: "err", Type: ParamPtr, Size: 8, Role: RoleErr},
+			Param{Name: RoleWaitLimit, Type: ParamI64, Size: 8, Role: RoleWaitLimit})
+	}
 	return ps
 }
 
 // gemmIRParams turns a GEMM parameter list into kernel parameters: pointers
-// are global byte pointers (GPtr), i32 scalars i32, tensor maps
+// are global byte pointers (GPtr), i32 and i64 scalars i32 and i64, tensor maps
 // ir.TensorMapParam (byval [128 x i8], listed under "grid_constant").
 func gemmIRParams(params []Param) []ir.Param {
 	ps := make([]ir.Param, len(params))
@@ -403,6 +410,8 @@ func gemmIRParams(params []Param) []ir.Param {
 		switch q.Type {
 		case ParamI32:
 			ps[i] = ir.P(q.Name, ir.I32)
+		case ParamI64:
+			ps[i] = ir.P(q.Name, ir.I64)
 		case ParamTmap:
 			ps[i] = ir.TensorMapParam(q.Name)
 		default:

@@ -409,7 +409,8 @@ func (lw *perOp) gemmBind(g moe.GEMM, spec GemmSpec) map[string]string {
 
 // addGEMMKernel adds the GEMM kernel ki, launched for tokens, to the
 // program, each parameter bound by its role in the map bindFor gives it
-// (a tensor map by its operand; rows to T times one).
+// (a tensor map by its operand; rows to T times one, the wait limit to
+// launch.DefaultWaitLimitNs, err to the program's error word).
 func (lw *perOp) addGEMMKernel(ki KernelInfo, tokens []launch.TokenRange, bindFor func(Param) map[string]string) error {
 	k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: tokens,
 		GridPerSM: ki.GridPerSM, CoResident: ki.CoResident, Phases: ki.Phases}
@@ -418,12 +419,18 @@ func (lw *perOp) addGEMMKernel(ki KernelInfo, tokens []launch.TokenRange, bindFo
 		if prm.Type == ParamTmap && prm.TensorMap != nil {
 			role = prm.TensorMap.Operand
 		}
-		if role == RoleRows {
+		switch buf, ok := bindFor(prm)[role]; {
+		case role == RoleRows:
 			v := PerT(1, 0)
 			prm.Value = &v
-		} else if buf, ok := bindFor(prm)[role]; ok {
+		case role == RoleWaitLimit:
+			v := Const(launch.DefaultWaitLimitNs)
+			prm.Value = &v
+		case role == RoleErr:
+			prm.Buffer = moe.BufErr
+		case ok:
 			prm.Buffer = buf
-		} else {
+		default:
 			return fmt.Errorf("codegen: %s: parameter %s has role %q that the lowering cannot bind", ki.Name, prm.Name, role)
 		}
 		k.Params = append(k.Params, prm)

@@ -24,6 +24,7 @@ type (
 const (
 	ParamPtr  = launch.ParamPtr  // 64-bit device address
 	ParamI32  = launch.ParamI32  // .u32 / .s32
+	ParamI64  = launch.ParamI64  // .u64
 	ParamTmap = launch.ParamTmap // 128-byte CUtensorMap passed by value
 )
 
@@ -35,10 +36,12 @@ const (
 )
 
 // Error codes a Program ORs into its error word (buffer "err", u32[1]); 0
-// means no error (launch.ErrBadExpertID, launch.ErrTooManyRoute).
+// means no error (launch.ErrBadExpertID, launch.ErrTooManyRoute,
+// launch.ErrWaitTimeout).
 const (
 	ErrBadExpertID  = launch.ErrBadExpertID  // an id >= E or < -1 (the slot is treated as -1)
 	ErrTooManyRoute = launch.ErrTooManyRoute // a dense routing-map row with more than K routes
+	ErrWaitTimeout  = launch.ErrWaitTimeout  // a co-resident kernel's wait gave up (its outputs are not valid)
 )
 
 // Const is launch.Const: the Expr that is c for every T.

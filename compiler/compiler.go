@@ -284,7 +284,7 @@ func manifestNotes(p *codegen.Program) []string {
 		notes = append(notes, "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct, except for a kernel with co_resident).")
 	}
 	if coResident {
-		notes = append(notes, "A kernel with co_resident (moe_fc1_fc2 and its other forms: the routed FC1 and FC2 in one kernel, whose phases name its FC1 and FC2 items for the phase_times records) has blocks that wait for one another's work: launch it with one block per SM of the device (no more than can be resident at once; never the reference part's grid[0] on a device with fewer SMs) and with no other work holding an SM until it ends, or it hangs.")
+		notes = append(notes, "A kernel with co_resident (moe_fc1_fc2 and its other forms: the routed FC1 and FC2 in one kernel, whose phases name its FC1 and FC2 items for the phase_times records) has blocks that wait for one another's work: launch it with one block per SM of the device (no more than can be resident at once; never the reference part's grid[0] on a device with fewer SMs) and with no other work holding an SM until it ends. Its parameter wait_limit_ns bounds each wait (nanoseconds of %globaltimer; 0: no bound): a wait that lasts longer sets bit 2 (4) of the error word err and the kernel ends with its outputs not valid instead of hanging.")
 	}
 	notes = append(notes,
 		"A kernel whose shared_bytes exceed 48 KiB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.",

@@ -61,8 +61,10 @@ type Kernel struct {
 	// chained kernel's second GEMM waits for the first's rows, codegen
 	// Engine.ChainedGEMM), so every block of the grid must be resident at
 	// once: launch at most one block per SM of the device (GridPerSM's
-	// grid) where no other work holds an SM until it ends. A grid that
-	// cannot be all resident hangs.
+	// grid) where no other work holds an SM until it ends. Where its
+	// blocks are not all resident, a wait gives up after the kernel's
+	// wait limit (ParamWaitLimit) and the error word reports
+	// ErrWaitTimeout: the run's outputs are then not valid.
 	CoResident bool `json:"co_resident,omitempty"`
 	// Phases names the kernel's inner phases (a chained kernel's: its
 	// GEMMs' work items, "<kernel>/<gemm>"), each with records of its own
@@ -193,4 +195,27 @@ const ErrBuffer = "err"
 const (
 	ErrBadExpertID  = 1 // an id >= E or < -1 (the slot is treated as -1)
 	ErrTooManyRoute = 2 // a dense routing-map row with more than K routes (the first K in expert order are kept)
+	// ErrWaitTimeout: a block of a CoResident kernel waited longer than
+	// its wait limit (ParamWaitLimit) for another block's work and went
+	// on without it, so the run's outputs are not valid. The blocks were
+	// not all resident at once (other persistent work on the device, an
+	// MPS or green-context share of its SMs, a grid above one block per
+	// SM) or a block stopped early; once one wait has given up, every
+	// later wait of the run gives up at once, so the kernel ends.
+	ErrWaitTimeout = 4
 )
+
+// ParamWaitLimit is the name of the i64 parameter of a CoResident
+// kernel whose blocks wait for one another: how long, in nanoseconds of
+// %globaltimer (PTX ISA "Special Registers: %globaltimer"), one wait may
+// last before it gives up and sets ErrWaitTimeout; 0 waits without limit.
+// Its Param.Value is DefaultWaitLimitNs; a launcher may pass another
+// value (more under a sanitizer that slows the kernel by more than the
+// limit allows, 0 to never give up).
+const ParamWaitLimit = "wait_limit_ns"
+
+// DefaultWaitLimitNs is the wait limit (ParamWaitLimit) a program's
+// manifest gives, in nanoseconds: 10 s, hundreds of times the longest
+// wait of a run whose blocks are all resident (at most the first GEMM's
+// time: tens of milliseconds for the largest presets at T = 16384).
+const DefaultWaitLimitNs = 10_000_000_000

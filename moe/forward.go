@@ -32,7 +32,7 @@ const (
 
 	// Outputs.
 	BufY   = "y"              // bf16 [T,H] layer output
-	BufErr = launch.ErrBuffer // u32 [1] error word (launch.ErrBadExpertID, launch.ErrTooManyRoute)
+	BufErr = launch.ErrBuffer // u32 [1] error word (launch.ErrBadExpertID, launch.ErrTooManyRoute, launch.ErrWaitTimeout)
 
 	// Scratch.
 	BufCounts    = "counts"      // i32 [E] slots per expert
@@ -200,7 +200,7 @@ func (p *Program) inputs() layerInputs {
 
 // errorWord declares the error word output.
 func (p *Program) errorWord() *Buffer {
-	return p.buffer(BufErr, Output, U32, "error word: OR of ErrBadExpertID (1), ErrTooManyRoute (2)", c(1))
+	return p.buffer(BufErr, Output, U32, "error word: OR of ErrBadExpertID (1), ErrTooManyRoute (2), ErrWaitTimeout (4)", c(1))
 }
 
 // dispatched are the scratch buffers of the dispatch.

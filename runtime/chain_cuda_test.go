@@ -3,13 +3,16 @@
 package runtime_test
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 )
@@ -93,4 +96,54 @@ func chainTokens(t *testing.T, l schedule.Layer, s schedule.Schedule) []int {
 	slices.Sort(Ts)
 	slices.Reverse(Ts)
 	return slices.Compact(Ts)
+}
+
+// TestChainWaitTimeoutGPU: with a wait limit of 1 ns the chained kernel's
+// FC2 items give up on any FC1 row tile not yet done, and CheckErrors
+// reports it as a *runtime.WaitTimeoutError naming the kernel (not a
+// routing error); the run ends (no hang), and with the default limit back
+// the next run gives the two kernels' bits again (the counters a run that
+// gave up leaves are zeroed by the next run's tile-list writer). At T =
+// 4096 some FC2 item reaches a row tile before the last of its FC1 items
+// is stored in every run seen so far; a run where none did has nothing to
+// report, and the test is skipped then.
+func TestChainWaitTimeoutGPU(t *testing.T) {
+	ctx, targets, stream := openLayerTest(t)
+	if !slices.Contains(targets, target.SM90a) {
+		t.Skip("the chained kernel is sm_90a's")
+	}
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	seed, w, dw := randomWeightsOnDevice(t, ctx, l)
+	off := newLayer(t, ctx, l, target.SM90a)
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	s.Chain = schedule.ChainFC
+	chained := loadLayer(t, ctx, l, s)
+	const T = 4096
+	c := newCase(t, ctx, l, w, T, seed+T)
+	args := argsOf(dw, c.in, stream)
+	if err := chained.SetWaitLimit(time.Nanosecond); err != nil {
+		t.Fatal(err)
+	}
+	if err := args.run(chained); err != nil {
+		t.Fatal(err)
+	}
+	err := chained.CheckErrors(stream)
+	var we *runtime.WaitTimeoutError
+	var re *runtime.RoutingError
+	switch {
+	case err == nil:
+		t.Skip("no FC2 item found its row tile unfinished: nothing timed out")
+	case !errors.As(err, &we) || errors.As(err, &re):
+		t.Fatalf("CheckErrors = %v (%T), want only a *runtime.WaitTimeoutError", err, err)
+	case !slices.Contains(we.Kernels, "moe_fc1_fc2") || we.Limit != time.Nanosecond:
+		t.Fatalf("WaitTimeoutError names kernels %v and limit %v, want moe_fc1_fc2 and 1ns: %v", we.Kernels, we.Limit, err)
+	}
+	t.Logf("limit 1 ns: %v", err)
+	if err := chained.SetWaitLimit(10 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	sameBits(t, ctx, off, chained, args, c.ref, "two kernels", "chained, after a run that gave up")
+	if err := chained.SetWaitLimit(-time.Second); err == nil {
+		t.Error("SetWaitLimit(-1s) = nil, want an error")
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
@@ -42,6 +43,9 @@ type Layer struct {
 	// plain: launch every kernel with cuLaunchKernel, without programmatic
 	// stream serialization (LaunchPlainly).
 	plain bool
+	// waitLimit overrides the wait limit of the co-resident kernels
+	// (launch.ParamWaitLimit, nanoseconds) when not nil (SetWaitLimit).
+	waitLimit *int64
 	// bwd is the backward program, loaded by the first Backward (nil
 	// before): a Layer of its own (plan, module, workspace, error word).
 	bwd *Layer
@@ -622,7 +626,11 @@ func (ly *Layer) buildArgs(T int, bind []driver.DevicePtr) error {
 			case launch.ParamI32:
 				a.I32(int32(prm.Value.Eval(int64(T))))
 			case launch.ParamI64:
-				a.I64(prm.Value.Eval(int64(T)))
+				v := prm.Value.Eval(int64(T))
+				if prm.Name == launch.ParamWaitLimit && ly.waitLimit != nil {
+					v = *ly.waitLimit
+				}
+				a.I64(v)
 			case launch.ParamTmap:
 				bi := p.bufIndex[prm.Buffer]
 				enc, err := ly.tensorMap([2]int{i, j}, prm, bind[bi], sizes[bi], T)
@@ -872,7 +880,7 @@ func (ly *Layer) backward() (*Layer, error) {
 		return nil, err
 	}
 	bwd.saved = ly.saved // nil unless the layer saves FC1 (load checked both plans against it)
-	bwd.plain = ly.plain
+	bwd.plain, bwd.waitLimit = ly.plain, ly.waitLimit
 	ly.bwd = bwd
 	return bwd, nil
 }
@@ -894,6 +902,30 @@ func (ly *Layer) LaunchPlainly() {
 	}
 }
 
+// SetWaitLimit sets how long one wait of a co-resident kernel
+// (launch.Kernel.CoResident: a block waiting for another block's work)
+// may last before it gives up and the run reports a *WaitTimeoutError
+// (launch.ErrWaitTimeout), from the next Forward or Backward on and in
+// the graphs captured from then on; 0 waits without limit. The default is
+// the manifest's (launch.DefaultWaitLimitNs, 10 s). Raise it for tools
+// that slow a kernel by more than that (compute-sanitizer's racecheck on
+// a large T). Errors: a negative d.
+func (ly *Layer) SetWaitLimit(d time.Duration) error {
+	if d < 0 {
+		return fmt.Errorf("mokc runtime: layer %s: wait limit %v: must be >= 0 (0: no limit)", ly.layer.Name, d)
+	}
+	ly.mu.Lock()
+	defer ly.mu.Unlock()
+	ns := d.Nanoseconds()
+	ly.waitLimit, ly.lastBind = &ns, nil // pack the arguments again
+	if bwd := ly.bwd; bwd != nil {       // the lock order of withBackward: ly.mu, then bwd.mu
+		bwd.mu.Lock()
+		bwd.waitLimit, bwd.lastBind = &ns, nil
+		bwd.mu.Unlock()
+	}
+	return nil
+}
+
 // takeWord reads the error word and clears it when it is not 0 (the
 // context has been synchronised).
 func (ly *Layer) takeWord() (uint32, error) {
@@ -912,7 +944,9 @@ func (ly *Layer) takeWord() (uint32, error) {
 // CheckErrors waits for the work queued on stream (nil: the whole context)
 // and returns the first device fault as a *DriverError, or the error word
 // of the most recent Forward (ORed with the most recent Backward's) as a
-// *RoutingError, and then clears the words.
+// *RoutingError for the routing problems and a *WaitTimeoutError for a
+// co-resident kernel's wait that gave up (both joined by errors.Join when
+// both occurred), and then clears the words.
 // The word is reset by every Forward, so a caller that wants the verdict of
 // each Forward calls CheckErrors after each one; the mokc CLI and the tests
 // always do.
@@ -942,10 +976,70 @@ func (ly *Layer) CheckErrors(stream *driver.Stream) error {
 		}
 		word |= w
 	}
-	if word == 0 {
-		return nil
+	var errs []error
+	if code := word &^ launch.ErrWaitTimeout; code != 0 {
+		errs = append(errs, &RoutingError{Layer: ly.layer.Name, Code: code, Experts: ly.layer.Experts, TopK: ly.layer.TopK})
 	}
-	return &RoutingError{Layer: ly.layer.Name, Code: word, Experts: ly.layer.Experts, TopK: ly.layer.TopK}
+	if word&launch.ErrWaitTimeout != 0 {
+		errs = append(errs, ly.waitTimeout())
+	}
+	if len(errs) == 1 {
+		return errs[0]
+	}
+	return errors.Join(errs...) // nil when word is 0
+}
+
+// waitTimeout describes a run whose error word holds
+// launch.ErrWaitTimeout: the co-resident kernels of ly's plan (and of its
+// backward's) launched at the last run's T and the wait limit in effect.
+func (ly *Layer) waitTimeout() *WaitTimeoutError {
+	e := &WaitTimeoutError{Layer: ly.layer.Name, Limit: time.Duration(launch.DefaultWaitLimitNs)}
+	for _, l := range []*Layer{ly, ly.bwd} {
+		if l == nil {
+			continue
+		}
+		for _, k := range l.plan.Kernels {
+			if !k.CoResident || l.lastT >= 0 && !k.RunsAt(int64(l.lastT)) {
+				continue
+			}
+			e.Kernels = append(e.Kernels, k.Name)
+			for _, prm := range k.Params {
+				if prm.Name == launch.ParamWaitLimit && prm.Value != nil {
+					e.Limit = time.Duration(prm.Value.Eval(0))
+				}
+			}
+		}
+	}
+	if ly.waitLimit != nil {
+		e.Limit = time.Duration(*ly.waitLimit)
+	}
+	return e
+}
+
+// WaitTimeoutError reports a run in which a block of a co-resident kernel
+// (launch.Kernel.CoResident: a chained kernel's second GEMM waiting for
+// the first's rows) waited longer than the wait limit for another block's
+// work and went on without it (launch.ErrWaitTimeout): the run's outputs
+// are not valid. The grid's blocks, one per SM, were not all resident at
+// once: other persistent work on the device, an MPS or green-context
+// share of its SMs, or a block that stopped early. A tool that slows the
+// kernels by more than the limit allows (compute-sanitizer at a large T)
+// needs a larger one (Layer.SetWaitLimit).
+type WaitTimeoutError struct {
+	Layer   string        // schedule.Layer.Name of the layer that ran
+	Kernels []string      // the co-resident kernels the last run launched, one of which gave up
+	Limit   time.Duration // the wait limit in effect
+}
+
+// Error says which kernels could have given up, the limit and what it
+// means for the run.
+func (e *WaitTimeoutError) Error() string {
+	which := strings.Join(e.Kernels, " or ")
+	if which == "" {
+		which = "a co-resident kernel"
+	}
+	return fmt.Sprintf("mokc runtime: layer %s: a block of %s waited longer than the wait limit (%v) for another block's work and went on without it, so this run's outputs are not valid (error word bit %#x): the kernel's blocks, one per SM, were not all resident at once (other persistent work on the device, an MPS or green-context share of its SMs, or a block that stopped); Layer.SetWaitLimit (mokc --wait-limit) raises the limit where a tool slows the kernel",
+		e.Layer, which, e.Limit, launch.ErrWaitTimeout)
 }
 
 // RoutingError is the error word of a forward program: the OR of the codes

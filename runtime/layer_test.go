@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mokc/mokc/codegen"
 	"github.com/mokc/mokc/compiler"
@@ -727,5 +728,82 @@ func TestForwardRefusesTooManyTokens(t *testing.T) {
 	err = ly.Forward(nil, fakeBindings(p, limit+1))
 	if err == nil || !strings.Contains(err.Error(), fmt.Sprintf("T = %d: more than the %d tokens", limit+1, limit)) {
 		t.Errorf("Forward at T = %d: %v", limit+1, err)
+	}
+}
+
+// TestWaitLimitArgs: a chained forward's co-resident kernel gets the
+// manifest's wait limit (launch.DefaultWaitLimitNs) as its wait_limit_ns
+// argument, and after SetWaitLimit the given one (the arguments packed
+// again, even at the same T and buffers); the WaitTimeoutError of such a
+// layer names the kernel and the limit in effect; a negative limit is
+// refused.
+func TestWaitLimitArgs(t *testing.T) {
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	s.Chain = schedule.ChainFC
+	a, err := compiler.Compile(l, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := a.ManifestJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := parsePlan(m, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := func(driver.TensorMapDataType, int, driver.DevicePtr, []uint64, []uint64, []uint32, []uint32,
+		driver.TensorMapInterleave, driver.TensorMapSwizzle, driver.TensorMapL2Promotion, driver.TensorMapOOBFill) ([driver.TensorMapBytes]byte, error) {
+		return [driver.TensorMapBytes]byte{}, nil
+	}
+	ly := &Layer{plan: p, layer: l, lastT: -1, tmaps: map[[2]int]tmapEntry{}, encode: fake, errPtr: 1 << 45, ws: 1 << 46}
+	ly.wsOff, _ = p.scratchLayout(4096)
+	ly.wsT = 4096
+	const T = 4096
+	_, bind, err := p.bind(fakeBindings(p, T))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ly.bindOwn(bind, T); err != nil {
+		t.Fatal(err)
+	}
+	// limits returns the wait_limit_ns argument of every kernel that takes one.
+	limits := func() map[string]int64 {
+		if T != ly.lastT || !slices.Equal(bind, ly.lastBind) {
+			if err := ly.buildArgs(T, bind); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := map[string]int64{}
+		for i, k := range p.Kernels {
+			for j, prm := range k.Params {
+				if prm.Name == launch.ParamWaitLimit && ly.args[i] != nil {
+					got[k.Name] = int64(leU64(ly.args[i].Value(j)))
+				}
+			}
+		}
+		return got
+	}
+	if got := limits(); len(got) != 1 || got["moe_fc1_fc2"] != launch.DefaultWaitLimitNs {
+		t.Fatalf("wait limits %v, want moe_fc1_fc2: %d", got, int64(launch.DefaultWaitLimitNs))
+	}
+	if err := ly.SetWaitLimit(3 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if got := limits(); got["moe_fc1_fc2"] != 3e9 {
+		t.Fatalf("after SetWaitLimit(3s): wait limits %v", got)
+	}
+	e := ly.waitTimeout()
+	if !slices.Equal(e.Kernels, []string{"moe_fc1_fc2"}) || e.Limit != 3*time.Second {
+		t.Errorf("waitTimeout() = %+v", e)
+	}
+	for _, w := range []string{"moe_fc1_fc2 waited longer than the wait limit (3s)", "not valid", "SetWaitLimit"} {
+		if !strings.Contains(e.Error(), w) {
+			t.Errorf("%q lacks %q", e.Error(), w)
+		}
+	}
+	if err := ly.SetWaitLimit(-time.Second); err == nil {
+		t.Error("SetWaitLimit(-1s) = nil, want an error")
 	}
 }

@@ -413,9 +413,10 @@ for phase in $phases; do
 		# The persistent lowering's opt-in steps beside the default, in the same binary: --items queue (the
 		# fixed walk's rounds, then a queue) and --chain fc1-fc2 (moe_fc1_fc2). The runtime tests (the default's
 		# bits, graph replays), mokc run's y_sha256 per (preset, precision, T) under each flag set, compared by
-		# sha_compare below, the queue's backward, memcheck and racecheck of the chained kernel. megabench
+		# sha_compare below, the queue's backward, memcheck and racecheck of the chained kernel (a wait limit of
+		# 60 s under the sanitizers, which slow it). megabench
 		# times them: medians alternated (default, chain, queue) at T = 4096 and 300 (bf16), 4096 and 64 (mxfp8).
-		(cd runtime && step "runtime: TestItemsQueueGPU TestChainGPU TestCaptureForward" 480 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestItemsQueueGPU|TestChainGPU|TestCaptureForward')
+		(cd runtime && step "runtime: TestItemsQueueGPU TestChainGPU TestChainWaitTimeoutGPU TestCaptureForward" 480 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestItemsQueueGPU|TestChainGPU|TestChainWaitTimeoutGPU|TestCaptureForward')
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -10
 		mkrun() { # label precision model flags...
 			local label=$1 prec=$2 m=$3
@@ -449,14 +450,14 @@ PY
 		step "run --backward qwen3-30b-a3b --items queue bf16,mxfp8" 240 "$OUT/mk-run.log" bash -c "\"$mokc\" run --backward --items queue --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\" && \"$mokc\" run --backward --items queue --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\""
 		for tool in memcheck racecheck; do
 			step "$tool run --chain fc1-fc2 qwen3-30b-a3b T=300" 240 "$OUT/mk-sanitize.log" \
-				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --model qwen3-30b-a3b --target sm_90a --tokens 300 --repeat 1
+				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --wait-limit 60s --model qwen3-30b-a3b --target sm_90a --tokens 300 --repeat 1
 			step "$tool run --chain fc1-fc2 qwen3-30b-a3b T=64" 240 "$OUT/mk-sanitize.log" \
-				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --model qwen3-30b-a3b --target sm_90a --tokens 64 --repeat 1
+				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --wait-limit 60s --model qwen3-30b-a3b --target sm_90a --tokens 64 --repeat 1
 			step "$tool run --chain fc1-fc2 qwen3-30b-a3b mxfp8 T=64" 240 "$OUT/mk-sanitize.log" \
-				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64 --repeat 1
+				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --wait-limit 60s --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 64 --repeat 1
 		done
 		step "memcheck run --chain fc1-fc2 gpt-oss-20b T=4096" 240 "$OUT/mk-sanitize.log" \
-			compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --chain fc1-fc2 --model gpt-oss-20b --target sm_90a --tokens 4096 --repeat 1
+			compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --chain fc1-fc2 --wait-limit 60s --model gpt-oss-20b --target sm_90a --tokens 4096 --repeat 1
 		;;
 	megabench)
 		mkbench() { # T flags...

@@ -43,6 +43,7 @@ func init() {
 				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards, or with --backward of training steps timing the backward's kernels, with an event between kernels)"},
 				&cli.BoolFlag{Name: "phases", Usage: "instrument the kernels (schedule.Schedule.PhaseTimes: each records its first block's start and last warp's end on the device's %globaltimer) and report, over a further pass of --iters forwards (each launched as in the timed pass, with no events between its kernels, queued behind two unrecorded forwards so that the device, not the host's launches, sets the pace, then waited for), each kernel's median start after the first kernel's and its median duration; the timed pass then runs the instrumented kernels too (not with --backward)"},
 				&cli.BoolFlag{Name: "backward", Usage: "time a training step's layer work: Forward then Backward (main grads accumulating), FLOPs and bytes of both"},
+				waitLimitFlag(),
 				&cli.BoolFlag{Name: "plain-launch", Usage: "launch every kernel with cuLaunchKernel, without the programmatic dependent launch of sm_90a and sm_100a kernels (launch.Kernel.Programmatic; docs/manifest.md), to measure what it saves"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object"},
 			),
@@ -264,6 +265,10 @@ func benchAction(c *cli.Context) error {
 	case c.Int("sets") < 0:
 		return fmt.Errorf("bench: --sets %d: must be >= 0", c.Int("sets"))
 	}
+	waitLimit, err := waitLimitFlagValue(c)
+	if err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	l, s, err := gpuLayer(c)
 	if err == nil {
 		err = checkTokens(l, s, T)
@@ -305,6 +310,9 @@ func benchAction(c *cli.Context) error {
 		return fmt.Errorf("bench: %w", err)
 	}
 	defer ly.Close()
+	if err := setWaitLimit(ly, waitLimit); err != nil {
+		return fmt.Errorf("bench: %w", err)
+	}
 	if c.Bool("plain-launch") {
 		ly.LaunchPlainly()
 		rep.PlainLaunch = true

@@ -19,6 +19,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/mokc/mokc/driver"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/runtime"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -59,6 +60,7 @@ func init() {
 				&cli.IntFlag{Name: "sample", Usage: "tokens checked against the reference", DefaultText: "all when T <= 256, else 256"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "json", Usage: "print one JSON object per (model, target, T) on stdout (y_sha256: the SHA-256 of the first run's whole y, which two binaries computing the same bits share at the same --seed)"},
+				waitLimitFlag(),
 				&cli.BoolFlag{Name: "backward", Usage: "check the backward instead: dx and the routing-weight gradient on --sample tokens, the weight (and bias) gradients of two experts on 2 of every 64 intermediate columns (all when I <= 256) and (up to T*S*I_s*H = 2^34) the shared experts', against schedule's float64 gradients (rel L2 <= 1e-2, cosine >= 0.9999), --repeat runs bitwise"},
 			),
 			Action: runAction,
@@ -238,6 +240,8 @@ type runConfig struct {
 	sample  int
 	seed    uint64
 	json    bool
+	// waitLimit is --wait-limit (nil: not given, the manifest's).
+	waitLimit *time.Duration
 	// editLayer applies the layer flags to a preset's layer (nil: none).
 	editLayer func(*schedule.Layer) error
 	// schedule returns the schedule of a layer on a target: the default,
@@ -305,6 +309,9 @@ func parseRunFlags(c *cli.Context) (runConfig, error) {
 		return cfg, fmt.Errorf("--sample %d: must be >= 0 (0: the default)", cfg.sample)
 	}
 	if cfg.routing, err = routingForm(c); err != nil {
+		return cfg, err
+	}
+	if cfg.waitLimit, err = waitLimitFlagValue(c); err != nil {
 		return cfg, err
 	}
 	cfg.schedule = defaultSchedule
@@ -438,6 +445,9 @@ type cudaBackend struct {
 	ctx     *driver.Context
 	stream  *driver.Stream
 	weights *runtime.DeviceTensors
+	// waitLimit is every layer's runtime.Layer.SetWaitLimit (nil: the
+	// manifest's).
+	waitLimit *time.Duration
 }
 
 func (b *cudaBackend) describe() string {
@@ -470,6 +480,10 @@ func (b *cudaBackend) loadInputs(l schedule.Layer, x []float32, r schedule.Routi
 func (b *cudaBackend) compile(l schedule.Layer, s schedule.Schedule) (runKernel, error) {
 	ly, err := runtime.NewLayer(b.ctx, l, s)
 	if err != nil {
+		return nil, err
+	}
+	if err := setWaitLimit(ly, b.waitLimit); err != nil {
+		ly.Close()
 		return nil, err
 	}
 	return &cudaKernel{b: b, ly: ly}, nil
@@ -513,9 +527,10 @@ func (k *cudaKernel) forward(in runInputs, y []uint16) (string, error) {
 
 func (k *cudaKernel) close() error { return k.ly.Close() }
 
-// openRunBackend opens the device `mokc run` checks on and returns it with
-// the function that releases it; tests substitute a host stand-in.
-var openRunBackend = func(device int) (runBackend, func(), error) {
+// openRunBackend opens the device `mokc run` checks on, its layers given
+// waitLimit (nil: the manifest's), and returns it with the function that
+// releases it; tests substitute a host stand-in.
+var openRunBackend = func(device int, waitLimit *time.Duration) (runBackend, func(), error) {
 	ctx, err := openDevice("run", device)
 	if err != nil {
 		return nil, nil, err
@@ -525,7 +540,7 @@ var openRunBackend = func(device int) (runBackend, func(), error) {
 		ctx.Close()
 		return nil, nil, fmt.Errorf("run: %w", err)
 	}
-	b := &cudaBackend{ctx: ctx, stream: stream}
+	b := &cudaBackend{ctx: ctx, stream: stream, waitLimit: waitLimit}
 	return b, func() {
 		if b.weights != nil {
 			b.freeWeights()
@@ -564,7 +579,7 @@ func runAction(c *cli.Context) error {
 		defer ctx.Close()
 		return runBackwardAll(cfg, ctx, c.App.Writer, c.App.ErrWriter)
 	}
-	b, release, err := openRunBackend(c.Int("device"))
+	b, release, err := openRunBackend(c.Int("device"), cfg.waitLimit)
 	if err != nil {
 		return err
 	}
@@ -977,4 +992,34 @@ func writeRunReport(w io.Writer, rep runReport, asJSON bool) error {
 		rep.Model, rep.Target, rep.Tokens, rep.CheckedTokens, rep.RelL2, rep.MaxAbsErr, rep.RefRMS, rep.NaNCount, rep.Unwritten,
 		rep.IdenticalRuns, rep.Runs, rep.ErrorWord, verdict)
 	return err
+}
+
+// waitLimitFlag is --wait-limit of run and bench: how long a block of a
+// co-resident kernel (a chained kernel's second GEMM) waits for another
+// block's work before the run reports runtime.WaitTimeoutError.
+func waitLimitFlag() cli.Flag {
+	return &cli.DurationFlag{Name: "wait-limit",
+		Usage:       "how long one block of a co-resident kernel (--chain) waits for another's work before the run fails with a clear error instead of hanging (0: no limit; raise it under compute-sanitizer at large T)",
+		DefaultText: time.Duration(launch.DefaultWaitLimitNs).String() + ", the manifest's"}
+}
+
+// waitLimitFlagValue returns --wait-limit, nil when not given; a negative
+// duration is an error.
+func waitLimitFlagValue(c *cli.Context) (*time.Duration, error) {
+	if !c.IsSet("wait-limit") {
+		return nil, nil
+	}
+	d := c.Duration("wait-limit")
+	if d < 0 {
+		return nil, fmt.Errorf("--wait-limit %v: must be >= 0 (0: no limit)", d)
+	}
+	return &d, nil
+}
+
+// setWaitLimit gives ly the wait limit d (nil: keeps the manifest's).
+func setWaitLimit(ly *runtime.Layer, d *time.Duration) error {
+	if d == nil {
+		return nil
+	}
+	return ly.SetWaitLimit(*d)
 }

@@ -190,6 +190,9 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 		return rep, err
 	}
 	defer ly.Close()
+	if err := setWaitLimit(ly, cfg.waitLimit); err != nil {
+		return rep, err
+	}
 	sx, sr := inputSeeds(cfg.seed, T)
 	x := runtime.FromBF16(runtime.ToBF16(schedule.RandomInput(T, l.Hidden, sx)))
 	r, err := schedule.GenerateRouting(l, x, sr)

@@ -72,6 +72,8 @@ func TestGPUCommandsFlagErrors(t *testing.T) {
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--target", "sm_90a,SM_90A"}, "given twice"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--repeat", "0"}, "--repeat 0"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--sample", "-2"}, "--sample -2"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--wait-limit", "-1s"}, "--wait-limit -1s: must be >= 0"},
+		{[]string{"bench", "--model", "qwen3-30b-a3b", "--wait-limit", "-2s"}, "--wait-limit -2s: must be >= 0"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--routing", "dense"}, "--routing"},
 		{[]string{"run", "--model", "all", "--hf-config", "x.json"}, "not both"},
 		{[]string{"run", "--model", "qwen4"}, "unknown preset"},
@@ -362,7 +364,7 @@ func withFake(t *testing.T, b *fakeBackend, shrink bool, args ...string) (string
 	t.Helper()
 	oldOpen, oldPreset := openRunBackend, runPresetLayer
 	defer func() { openRunBackend, runPresetLayer = oldOpen, oldPreset }()
-	openRunBackend = func(int) (runBackend, func(), error) { return b, func() {}, nil }
+	openRunBackend = func(int, *time.Duration) (runBackend, func(), error) { return b, func() {}, nil }
 	if shrink {
 		runPresetLayer = smallPreset
 	}
