@@ -121,7 +121,7 @@ import (
 
 func init() {
 	registerAtom(target.SM90a, sm90Plan, atomCaps{nMajorB: sm90NMajorB, quantizeC: GemmSpec.swapAB, gatherA: sm90GatherA, splitK: sm90SplitK,
-		queue: func(s GemmSpec) bool { return !s.MXExpand }})
+		queue: func(s GemmSpec) bool { return !s.MXExpand }, cluster: func(s GemmSpec) bool { return checkSM90Cluster(s) == nil }})
 }
 
 // sm90GatherA: the sm_90a atom reads the dispatched rows of a bf16 GEMM
@@ -147,9 +147,37 @@ func sm90NMajorB(s GemmSpec) bool {
 	return s.B == BGrouped && s.Tile.BN%64 == 0 && s.Tile.BK <= 256
 }
 
+// checkSM90Cluster refuses a 2-CTA cluster (Tile.Cluster = 2) the sm_90a
+// engine does not build: the pair walks the work items together, its
+// CTAs on the column blocks 2c and 2c+1 of one row tile, each loading
+// half of the tile's A rows by TMA multicast into both CTAs' rings
+// (workList.pairWork, gemmProducer.tma) and releasing every stage in both
+// (WGMMAMainloop.Peer). So: bf16 with grouped K-major weights by TMA,
+// dispatched rows by TMA (no gathered rows, no split reduction), the
+// fixed walk, not chained, an even number of column blocks and half-tiles
+// of whole 8-row swizzle groups.
+func checkSM90Cluster(s GemmSpec) error {
+	nBlocks := (s.N + s.Tile.BN - 1) / s.Tile.BN
+	switch {
+	case s.Tile.Cluster != 2:
+		return fmt.Errorf("codegen: %s: sm_90a clusters have 2 CTAs (Cluster = %d)", s.Name, s.Tile.Cluster)
+	case s.MX || s.B != BGrouped || s.BNMajor || s.A != ATiled || s.GatherK > 0 || s.splits() > 1:
+		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters share the A rows of bf16 GEMMs over dispatched rows with grouped K-major weights, all by TMA, in one part of the reduction", s.Name)
+	case s.QueueItems || s.signalTiles || s.waitTiles > 0:
+		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters walk the fixed order of work items in one GEMM kernel (not with a queue or a chained kernel)", s.Name)
+	case nBlocks%2 != 0:
+		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters take column blocks in pairs: N = %d makes %d blocks of %d", s.Name, s.N, nBlocks, s.Tile.BN)
+	case s.Tile.BM%16 != 0:
+		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters load half of the A tile each, whole 8-row swizzle groups: BM = %d", s.Name, s.Tile.BM)
+	}
+	return nil
+}
+
 // sm90Layout is the derived geometry of one sm_90a GEMM kernel.
 type sm90Layout struct {
 	tmaRing
+	// cluster is the CTAs per cluster: 1, or 2 (checkSM90Cluster).
+	cluster           int
 	WG                int // consumer warpgroups (BM/64; the operand swap one, the register-fed GEMM regFedWGs)
 	threads           int
 	prodRegs, mmaRegs int    // setmaxnreg targets (0: do not rebalance)
@@ -321,8 +349,11 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	case s.Tile.BN%8 != 0 || nb > 256:
 		return l, fmt.Errorf("codegen: %s: sm_90a B tile of %d rows (BN = %d) must be a multiple of 8 up to 256 (wgmma m64nNk16; TMA box <= 256 rows)", s.Name, nb, s.Tile.BN)
 	case s.Tile.Cluster > 1:
-		return l, fmt.Errorf("codegen: %s: sm_90a engine runs without clusters (Cluster = %d)", s.Name, s.Tile.Cluster)
+		if err := checkSM90Cluster(s); err != nil {
+			return l, err
+		}
 	}
+	l.cluster = max(1, s.Tile.Cluster)
 	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d", s.Name, bm, 4*(bm/64), w)
 	}
@@ -471,7 +502,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		fullCount = l.nConv() // every converter thread, after its stores
 	}
 	q := l.itemRing(b, spec, k.base)
-	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
+	k.ring.init(b, k.tid, fullCount, 4*l.WG*l.cluster, func() { // a cluster's stages: released by both CTAs' consumer warps
 		q.initBars(b)
 		if l.smem.Staged {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
@@ -482,6 +513,12 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 		}
 	}, k.tmA, k.tmB)
 	b.SyncThreads()
+	if l.cluster > 1 {
+		// The peer's multicast loads and arrivals use this CTA's barriers:
+		// both initialised first. At the end, neither CTA exits while the
+		// other may still arrive on its barriers.
+		b.ClusterSync()
+	}
 	k.work = l.workList(b, spec, q)
 	var err error
 	producerWG := b.ICmp(enum.IPredEQ, wg, ir.Int32(0))
@@ -497,6 +534,9 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	}, func() {
 		err = l.consumers(b, &k, wg, nil)
 	})
+	if l.cluster > 1 {
+		b.ClusterSync()
+	}
 	b.Ret(nil)
 	return err
 }
@@ -538,6 +578,7 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 func (l sm90Layout) producerOf(k *sm90Block) gemmProducer {
 	pr := newProducer(l.tmaRing, k.spec, 128, k.base, k.ring, k.tmA, k.tmB)
 	pr.codeWarps = l.mxCodeWarps(k.spec)
+	pr.rank = k.work.rank
 	return pr
 }
 
@@ -592,7 +633,8 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 	aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom
 	offA, offB := l.offA, l.offB
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
-		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable || l.expand || k.spec.GatherK > 0}
+		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable || l.expand || k.spec.GatherK > 0,
+		Peer: l.cluster > 1}
 	mx := WGMMAMainloopMX{WGMMAMainloop: ml, ABlock: 4 * l.BM, BBlock: 4 * l.NB}
 	var aSc, bSc value.Value
 	var rf WGMMAMainloopRegFed

@@ -48,6 +48,12 @@ import (
 // taken from a queue): the one place a target's support for it is
 // decided.
 //
+// Clusters reports whether GroupedGEMM takes spec with Tile.Cluster = 2
+// (spec's CTAs in pairs of a thread-block cluster): the one place a
+// target's support for it is decided; where it is false the lowering
+// builds the GEMM without clusters, and a schedule whose GEMMs all run
+// without is refused.
+//
 // ChainedGEMM adds one kernel named name to m that runs the work items of
 // first and then those of second, a GEMM over the same dispatched rows in
 // the same row tiles whose A is first's C (K = first.N), each item of
@@ -72,6 +78,7 @@ type Engine interface {
 	GathersA(spec GemmSpec, topK int) bool
 	SplitsK(spec GemmSpec, splits int) bool
 	QueuesItems(spec GemmSpec) bool
+	Clusters(spec GemmSpec) bool
 	ChainedGEMM(m *ir.Module, name string, first, second GemmSpec, rowsPerT int64) (KernelInfo, error)
 	ChainsGEMMs(first, second GemmSpec) error
 	MXFP8() error
@@ -102,6 +109,7 @@ type atomCaps struct {
 	gatherA   func(GemmSpec) bool // A's rows read by slot (GatherK)
 	splitK    func(GemmSpec) bool // the reduction in parts (SplitK)
 	queue     func(GemmSpec) bool // work items from a queue (QueueItems)
+	cluster   func(GemmSpec) bool // CTA pairs of a 2-CTA cluster (Tile.Cluster = 2)
 	// noMX is why the atom has no MXFP8 GEMM ("": it has one).
 	noMX string
 }
@@ -167,6 +175,18 @@ func (e atomEngine) QueuesItems(spec GemmSpec) bool {
 	s := spec
 	s.QueueItems = true
 	if e.queue == nil || s.Validate() != nil || !e.queue(s) {
+		return false
+	}
+	_, err := e.plan(s)
+	return err == nil
+}
+
+// Clusters reports whether the atom builds spec in 2-CTA clusters
+// (Tile.Cluster = 2; see Engine): its predicate holds and the plan fits.
+func (e atomEngine) Clusters(spec GemmSpec) bool {
+	s := spec
+	s.Tile.Cluster = 2
+	if e.cluster == nil || s.Validate() != nil || !e.cluster(s) {
 		return false
 	}
 	_, err := e.plan(s)

@@ -122,6 +122,9 @@ func (e atomEngine) chainPlans(first, second GemmSpec) (chainer, atom, GemmSpec,
 	if second.GatherK > 0 || second.QuantizeC || first.MX != second.MX {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel's second GEMM reads the first's C (or its MXFP8 form, QuantizeC) by TMA, in the first's precision", first.Name, second.Name))
 	}
+	if first.Tile.Cluster > 1 || second.Tile.Cluster > 1 {
+		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs its GEMMs without clusters (Cluster %d)", first.Name, second.Name, max(first.Tile.Cluster, second.Tile.Cluster)))
+	}
 	if first.Tile.Grid != 0 || second.Tile.Grid != 0 {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs one block per SM of the device, all resident (Tile.Grid 0, not %d and %d)", first.Name, second.Name, first.Tile.Grid, second.Tile.Grid))
 	}

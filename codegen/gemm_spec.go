@@ -446,6 +446,9 @@ type KernelInfo struct {
 	GridPerSM bool `json:"grid_per_sm,omitempty"`
 	// CoResident: the blocks wait for one another (launch.Kernel.CoResident).
 	CoResident bool `json:"co_resident,omitempty"`
+	// Cluster is the blocks per thread-block cluster along x, 0 for none
+	// (launch.Kernel.Cluster).
+	Cluster int `json:"cluster,omitempty"`
 	// Phases names the kernel's inner phases, which it marks
 	// (launch.Kernel.Phases, phaseMark).
 	Phases []string `json:"phases,omitempty"`

@@ -43,6 +43,25 @@ type workList struct {
 	tiles, items, first, step value.Value // row tiles; item count; this block's first item and stride
 	q                         *itemRing   // the item ring (nil: the fixed walk)
 	writer                    value.Value // i1: the calling thread takes the items and fills q (nil: it reads q)
+	// rank is the CTA's rank in a 2-CTA cluster whose CTAs walk the
+	// items together (pairWork; nil: none): an item is then a row tile
+	// and a pair of neighbouring column blocks (bn and nBlocks the pair's),
+	// of which the CTA takes the rank-th, rankBN columns wide.
+	rank   value.Value
+	rankBN int
+}
+
+// pairWork turns wl into the walk of a 2-CTA cluster (Tile.Cluster = 2,
+// nBlocks even): the cluster's items, numbered from its index in the grid
+// (%clusterid.x) with the cluster count as stride, each a row tile and a
+// pair of column blocks 2c, 2c+1, of which CTA rank r takes block 2c+r.
+// Both CTAs decode the same tile at the same step of their walks.
+func (wl workList) pairWork(b *Builder) workList {
+	wl.rank, wl.rankBN = b.ClusterCTARank(), wl.bn
+	wl.bn, wl.nBlocks = 2*wl.bn, wl.nBlocks/2
+	wl.tiles, wl.items = gemmItems(b, wl.spec, wl.bm, wl.nBlocks)
+	wl.first, wl.step = b.ClusterID(), b.ClusterCount()
+	return wl
 }
 
 // newWorkList emits the item count and the block's first item and stride.
@@ -83,6 +102,11 @@ func (wl workList) walk(b *Builder, init []value.Value, body func(it value.Value
 // With SplitK = S the items are S rounds of the tiles' items: item it is
 // part it / (tiles*nBlocks) of item it % (tiles*nBlocks).
 func (wl workList) decode(b *Builder, it value.Value) gemmWork {
+	if wl.rank != nil {
+		w := gemmDecode(b, wl.spec, it, wl.tiles, wl.bm, wl.bn, wl.nBlocks)
+		w.n0 = b.Add(w.n0, b.MulI(wl.rank, int64(wl.rankBN)))
+		return w
+	}
 	if wl.spec.splits() == 1 {
 		return gemmDecode(b, wl.spec, it, wl.tiles, wl.bm, wl.bn, wl.nBlocks)
 	}

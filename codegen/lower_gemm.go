@@ -390,7 +390,24 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 	if queue != nil {
 		bind[RoleQueue] = queue.Name
 	}
+	// The other forms were chosen without a cluster; the GEMM runs in
+	// clusters where the engine builds it so.
+	if lw.sched.Cluster > 1 && lw.eng.Clusters(spec) {
+		spec.Tile.Cluster, lw.clustered = lw.sched.Cluster, true
+	}
 	return spec, bind, nil
+}
+
+// checkCluster refuses a forward under a schedule with Cluster > 1 none
+// of whose GEMMs the engine builds in clusters (Engine.Clusters): the
+// setting would change nothing. A backward's GEMMs may all run without
+// (the forward's check refuses an engine that never builds clusters).
+func (lw *perOp) checkCluster() error {
+	forward := slices.ContainsFunc(lw.src.Buffers, func(b *moe.Buffer) bool { return b.Name == moe.BufY && b.Kind == moe.Output })
+	if lw.sched.Cluster <= 1 || lw.clustered || !forward {
+		return nil
+	}
+	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: bf16 routed GEMMs over dispatched rows with grouped weights, an even number of column blocks, not chained or queued)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
 }
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:
@@ -413,7 +430,7 @@ func (lw *perOp) gemmBind(g moe.GEMM, spec GemmSpec) map[string]string {
 // launch.DefaultWaitLimitNs, err to the program's error word).
 func (lw *perOp) addGEMMKernel(ki KernelInfo, tokens []launch.TokenRange, bindFor func(Param) map[string]string) error {
 	k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: tokens,
-		GridPerSM: ki.GridPerSM, CoResident: ki.CoResident, Phases: ki.Phases}
+		GridPerSM: ki.GridPerSM, CoResident: ki.CoResident, Phases: ki.Phases, Cluster: ki.Cluster}
 	for _, prm := range ki.Params {
 		role := prm.Role
 		if prm.Type == ParamTmap && prm.TensorMap != nil {
@@ -499,7 +516,7 @@ func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 		}
 	}
 	spec.Tile = Tile{BM: t.M, BN: bn, BK: t.K, Stages: s.Stages, Warps: s.Warps.MMA,
-		ProducerWarps: s.Warps.Producer, EpilogueWarps: s.Warps.Epilogue, Cluster: s.Cluster, Grid: s.GridCTAs, GroupM: s.GroupM}
+		ProducerWarps: s.Warps.Producer, EpilogueWarps: s.Warps.Epilogue, Grid: s.GridCTAs, GroupM: s.GroupM} // Cluster: gemmKernelSpec
 	return spec
 }
 

@@ -120,6 +120,9 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err := lw.checkChain(); err != nil {
 		return nil, err
 	}
+	if err := lw.checkCluster(); err != nil {
+		return nil, err
+	}
 	if err := lw.prog.checkBuffers(); err != nil {
 		return nil, err
 	}
@@ -183,6 +186,9 @@ type perOp struct {
 	// roundOdd are the f32 scratch buffers stored as bf16 rounded to odd
 	// (planRoundOdd), by name.
 	roundOdd map[string]bool
+	// clustered: a GEMM kernel was built in clusters (Schedule.Cluster,
+	// Engine.Clusters; checkCluster).
+	clustered bool
 }
 
 func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {

@@ -109,6 +109,55 @@ func (b *Builder) TMALoad(tmap, dst, bar value.Value, coords ...value.Value) err
 	return nil
 }
 
+// TMALoadMulticast is TMALoad delivering the box to the same shared
+// offset dst, and its complete_tx to the same mbarrier offset bar, in
+// every CTA of the cluster whose rank has its bit set in ctaMask (i16;
+// PTX ISA "cp.async.bulk.tensor", .multicast::cluster; sm_90).
+func (b *Builder) TMALoadMulticast(tmap, dst, bar, ctaMask value.Value, coords ...value.Value) error {
+	n := len(coords)
+	if n < 1 || n > 5 {
+		return fmt.Errorf("codegen: TMA multicast load with %d coordinates (want 1..5)", n)
+	}
+	cs := make([]string, n)
+	for i := range cs {
+		cs[i] = fmt.Sprintf("$%d", 4+i)
+	}
+	text := fmt.Sprintf("cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$1, {%s}], [$2], $3;",
+		n, strings.Join(cs, ", "))
+	cons := "r,l,r,h" + strings.Repeat(",r", n) + ",~{memory}"
+	args := append([]value.Value{dst, tmap, bar, ctaMask}, coords...)
+	b.Asm(text, cons, args...)
+	return nil
+}
+
+// ClusterCTARank returns the calling CTA's rank in its cluster (PTX
+// %cluster_ctarank, i32).
+func (b *Builder) ClusterCTARank() value.Value {
+	return b.AsmCall("mov.u32 $0, %cluster_ctarank;", "=r", ir.I32)
+}
+
+// ClusterID returns the calling CTA's cluster index along x in the grid
+// (PTX %clusterid.x, i32).
+func (b *Builder) ClusterID() value.Value {
+	return b.AsmCall("mov.u32 $0, %clusterid.x;", "=r", ir.I32)
+}
+
+// ClusterCount returns the number of clusters along x in the grid (PTX
+// %nclusterid.x, i32).
+func (b *Builder) ClusterCount() value.Value {
+	return b.AsmCall("mov.u32 $0, %nclusterid.x;", "=r", ir.I32)
+}
+
+// ClusterSync is barrier.cluster.arrive.release then
+// barrier.cluster.wait.acquire: every thread of every CTA of the cluster
+// waits for all of them, and the memory operations before it (the
+// mbarrier initialisations, fence.mbarrier_init) are visible to the
+// cluster after it (PTX ISA "barrier.cluster"). Every non-exited thread
+// of the cluster must execute it.
+func (b *Builder) ClusterSync() {
+	b.Asm("barrier.cluster.arrive.release;\n\tbarrier.cluster.wait.acquire;", "~{memory}")
+}
+
 // SetMaxNReg is setmaxnreg.{inc,dec}.sync.aligned.u32 n: the executing
 // warpgroup requests (inc) or releases (dec) registers so each thread has n
 // (24..256, a multiple of 8). All warps of the warpgroup must execute it.

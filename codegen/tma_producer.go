@@ -60,6 +60,10 @@ type gemmProducer struct {
 	// first warp's lane 0 also issues the TMA loads); tmaMaps counts
 	// their lanes' arrivals.
 	codeWarps int
+	// rank is the CTA's rank in a 2-CTA cluster (workList.pairWork; nil:
+	// none): the TMA thread loads the rank-th half of the A tile's rows
+	// and multicasts it to both CTAs.
+	rank value.Value
 	// extraArrivals is the arrivals the TMA thread adds on each full
 	// barrier beside its arrive.expect_tx: a chained kernel's second GEMM
 	// loaded by TMA alone, after a first whose copying threads the
@@ -564,7 +568,15 @@ func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error 
 		if a < p.bAtoms {
 			dB = b.AddI(sa, int64(aBytes+a*p.bAtom))
 		}
-		if a < p.atoms && !gather {
+		switch {
+		case a >= p.atoms || gather:
+		case p.rank != nil:
+			// Half of the rows, into the same offsets of both CTAs' stages,
+			// completing on both CTAs' full barriers (each expects the
+			// whole tile's bytes).
+			half := int64(p.BM / 2)
+			err = joinErr(err, b.TMALoadMulticast(p.tmA, b.Add(dA, b.MulI(p.rank, half*128)), fb, ir.Int16(3), k0, b.Add(w.row0, b.MulI(p.rank, half))))
+		default:
 			err = joinErr(err, b.TMALoad(p.tmA, dA, fb, k0, w.row0))
 		}
 		if table || p.spec.BNMajor || a >= p.bAtoms {

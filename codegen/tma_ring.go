@@ -59,6 +59,9 @@ type tmaBlock struct {
 func (r tmaRing) workList(b *Builder, spec GemmSpec, q *itemRing) workList {
 	wl := newWorkList(b, spec, r.BM, r.BN, r.nBlocks)
 	wl.q = q
+	if spec.Tile.Cluster == 2 {
+		return wl.pairWork(b)
+	}
 	return wl
 }
 
@@ -180,8 +183,8 @@ type tmaKernel struct {
 }
 
 // build adds the kernel of spec to m: GemmParams, then the tensor maps
-// (tmap_a only without GatherK, tmap_b only without BTable), annotated with threads, one block per SM
-// and launchRegs; emit writes its body.
+// (tmap_a only without GatherK, tmap_b only without BTable), annotated with threads, one block per SM,
+// launchRegs and the cluster shape (Tile.Cluster > 1); emit writes its body.
 func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing, emit func(*Builder) error) (KernelInfo, error) {
 	params, err := tmaParams(spec, rowsPerT, r)
 	if err != nil {
@@ -192,18 +195,24 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 	if k.launchRegs > 0 {
 		b.MaxRegisters(k.launchRegs)
 	}
+	cluster := 0
+	if spec.Tile.Cluster > 1 {
+		cluster = spec.Tile.Cluster
+		b.ClusterDims(cluster, 1, 1)
+	}
 	if err := emit(b); err != nil {
 		return KernelInfo{}, err
 	}
 	return KernelInfo{Name: spec.Name, Params: params, Block: k.threads, SharedBytes: r.smem.Bytes,
-		Grid: [3]Expr{persistentGrid(spec.Tile, k.tg.SMs()), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0}, nil
+		Grid: [3]Expr{persistentGrid(spec.Tile, k.tg.SMs()), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0, Cluster: cluster}, nil
 }
 
 // tmaParams is the parameter list of the TMA kernel of spec with ring r:
 // GemmParams, then the tensor maps (tmap_a only without GatherK, tmap_b
-// only without BTable).
+// only without BTable; A's box BM/Cluster rows).
 func tmaParams(spec GemmSpec, rowsPerT int64, r tmaRing) ([]Param, error) {
-	tmaps, err := tmaTensorMaps(spec, rowsPerT, r.BM, r.bBoxRows())
+	// A 2-CTA cluster's CTAs each load half of A's rows (multicast to both).
+	tmaps, err := tmaTensorMaps(spec, rowsPerT, r.BM/max(1, spec.Tile.Cluster), r.bBoxRows())
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llir/llvm/ir/types"
@@ -229,6 +230,28 @@ type WGMMAMainloop struct {
 	// wait: needed when (part of) the stage was written by generic-proxy
 	// stores or cp.async rather than TMA.
 	ProxyFence bool
+	// Peer releases each stage in the other CTA of a 2-CTA cluster too
+	// (its empty barrier at the same offset, through mapa, with
+	// mbarrier.arrive.release.cluster): the stage's A rows come by TMA
+	// multicast from both CTAs, so neither may refill a stage before the
+	// two CTAs' consumers have read it.
+	Peer bool
+}
+
+// peerArrive is the PTX that lets lane 0 of each warp (predicate P) also
+// arrive on the barrier at the shared offset in register bar of the other
+// CTA of its 2-CTA cluster (PTX ISA "mapa", "mbarrier.arrive": a
+// shared::cluster address and .release.cluster).
+func peerArrive() []string {
+	return []string{
+		"{",
+		".reg .b32 pr, rb;",
+		"mov.u32 pr, %cluster_ctarank;",
+		"xor.b32 pr, pr, 1;",
+		"mapa.shared::cluster.u32 rb, bar, pr;",
+		"@P mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb];",
+		"}",
+	}
 }
 
 // WGMMAMainloop emits the whole K loop of one work item of a consumer
@@ -307,7 +330,7 @@ func descPTX(dst, addr string, hi uint64) []string {
 // pending, then, when kt > 0, lets lane 0 of each warp arrive on the empty
 // barrier of the stage before s (its reads are done).
 func (ml WGMMAMainloop) waitRelease(ins mainloopIns, n int) []string {
-	return []string{
+	L := []string{
 		fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", n),
 		"setp.gt.s32 P, kt, 0;",
 		"setp.ne.b32 Q, " + ins.lead + ", 0;",
@@ -319,6 +342,10 @@ func (ml WGMMAMainloop) waitRelease(ins mainloopIns, n int) []string {
 		fmt.Sprintf("add.s32 bar, bar, %d;", 8*ml.Stages),
 		"@P mbarrier.arrive.shared::cta.b64 _, [bar];",
 	}
+	if ml.Peer {
+		L = append(L, peerArrive()...)
+	}
+	return L
 }
 
 // WGMMADrain emits the ring side of WGMMAMainloop without the wgmma: for
@@ -347,6 +374,7 @@ func (b *Builder) WGMMADrain(ml WGMMAMainloop, stage, phase, ktiles, bars, lead 
 		"@!P bra WGMD_WAIT;",
 		fmt.Sprintf("add.s32 bar, bar, %d;", 8*S),
 		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];",
+		"PEER_ARRIVE",
 		"add.s32 s, s, 1;",
 		fmt.Sprintf("setp.eq.s32 P, s, %d;", S),
 		"@P mov.b32 s, 0;",
@@ -358,6 +386,13 @@ func (b *Builder) WGMMADrain(ml WGMMAMainloop, stage, phase, ktiles, bars, lead 
 		"mov.b32 $1, ph;",
 		"}",
 	}
+	i := slices.Index(L, "PEER_ARRIVE")
+	var peer []string
+	if ml.Peer {
+		peer = []string{"mov.pred P, Q;"} // peerArrive arrives under P
+		peer = append(peer, peerArrive()...)
+	}
+	L = slices.Replace(L, i, i+1, peer...)
 	outs := b.AsmCallN(asmLines(L...), "=r,=r,r,r,r,r,r,~{memory}", []types.Type{ir.I32, ir.I32},
 		stage, phase, ktiles, bars, lead)
 	return outs[0], outs[1]

@@ -259,9 +259,10 @@ func checkPTX(a *Artifact) error {
 // manifestNotes returns the launch contract that the tables do not spell
 // out, for the features the program uses.
 func manifestNotes(p *codegen.Program) []string {
-	var tokens, perSM, coResident, tmaps, programmatic bool
+	var tokens, perSM, coResident, tmaps, programmatic, cluster bool
 	for _, k := range p.Kernels {
 		tokens = tokens || len(k.Tokens) > 0
+		cluster = cluster || k.Cluster > 1
 		perSM = perSM || k.GridPerSM
 		coResident = coResident || k.CoResident
 		programmatic = programmatic || k.Programmatic
@@ -282,6 +283,9 @@ func manifestNotes(p *codegen.Program) []string {
 	}
 	if perSM {
 		notes = append(notes, "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct, except for a kernel with co_resident).")
+	}
+	if cluster {
+		notes = append(notes, "A kernel with cluster declares its thread-block cluster in the PTX (.reqnctapercluster): launch it as any other (no cluster attribute is needed), with grid[0] a multiple of cluster (for grid_per_sm, the device's SM count rounded down to one). The sm_90a routed GEMMs built with cluster 2 walk their work items in CTA pairs that share each row tile's A rows by TMA multicast.")
 	}
 	if coResident {
 		notes = append(notes, "A kernel with co_resident (moe_fc1_fc2 and its other forms: the routed FC1 and FC2 in one kernel, whose phases name its FC1 and FC2 items for the phase_times records) has blocks that wait for one another's work: launch it with one block per SM of the device (no more than can be resident at once; never the reference part's grid[0] on a device with fewer SMs) and with no other work holding an SM until it ends. Its parameter wait_limit_ns bounds each wait (nanoseconds of %globaltimer; 0: no bound): a wait that lasts longer sets bit 2 (4) of the error word err and the kernel ends with its outputs not valid instead of hanging.")

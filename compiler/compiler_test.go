@@ -351,7 +351,7 @@ func TestManifestCoResident(t *testing.T) {
 				}
 			}
 		}
-		note := slices.ContainsFunc(a.Manifest.Notes, func(n string) bool { return strings.Contains(n, "co_resident") && strings.Contains(n, "hangs") })
+		note := slices.ContainsFunc(a.Manifest.Notes, func(n string) bool { return strings.Contains(n, "co_resident") && strings.Contains(n, "wait_limit_ns") })
 		if want := chain == schedule.ChainFC; (len(co) > 0) != want || note != want {
 			t.Errorf("%v: co_resident kernels %v, note %v", chain, co, note)
 		}

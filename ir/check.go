@@ -216,6 +216,10 @@ func (c *checker) annotations() {
 				if n, ok := mdInt(val); !ok || n < 16 || n > 255 {
 					c.modErr("nvvm.annotations for @%s: \"maxnreg\" must be i32 in [16, 255]", fnName)
 				}
+			case "cluster_dim_x", "cluster_dim_y", "cluster_dim_z":
+				if n, ok := mdInt(val); !ok || n < 1 || n > 8 {
+					c.modErr("nvvm.annotations for @%s: %q must be i32 in [1, 8]", fnName, key.Value)
+				}
 			case "grid_constant":
 				idx, ok := unwrapMD(val).(*metadata.Tuple)
 				if !ok {

@@ -153,8 +153,11 @@ func TestCheckRejectsText(t *testing.T) {
 		{"varargs", "define internal void @f(i32 %a, ...) {\nentry:\nret void\n}\n",
 			[]string{"@f", "variadic"}},
 		{"unknown annotation key", "define void @k() {\nentry:\nret void\n}\n!nvvm.annotations = !{!0}\n" +
-			"!0 = !{void ()* @k, !\"kernel\", i32 1, !\"cluster_dim_x\", i32 2}\n",
-			[]string{"@k", "key \"cluster_dim_x\""}},
+			"!0 = !{void ()* @k, !\"kernel\", i32 1, !\"cluster_max_blocks\", i32 2}\n",
+			[]string{"@k", "key \"cluster_max_blocks\""}},
+		{"cluster_dim_x range", "define void @k() {\nentry:\nret void\n}\n!nvvm.annotations = !{!0}\n" +
+			"!0 = !{void ()* @k, !\"kernel\", i32 1, !\"cluster_dim_x\", i32 16}\n",
+			[]string{"@k", "\"cluster_dim_x\" must be i32 in [1, 8]"}},
 		{"maxntidx range", "define void @k() {\nentry:\nret void\n}\n!nvvm.annotations = !{!0}\n" +
 			"!0 = !{void ()* @k, !\"kernel\", i32 1, !\"maxntidx\", i32 4096}\n",
 			[]string{"@k", "\"maxntidx\" must be i32 in [1, 1024]"}},

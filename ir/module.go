@@ -198,6 +198,15 @@ func (k *Kernel) MinBlocksPerSM(n int) *Kernel { return k.annotate("minctasm", n
 // `.maxnreg n`), 16..255.
 func (k *Kernel) MaxRegisters(n int) *Kernel { return k.annotate("maxnreg", n, 16, 255) }
 
+// ClusterDims sets the kernel's thread-block cluster shape (annotations
+// cluster_dim_x/y/z → PTX `.explicitcluster` and `.reqnctapercluster x,
+// y, z`; sm_90 or newer): a launch groups the grid's blocks into clusters
+// of x*y*z blocks (each extent 1..8, the portable cluster size), and every
+// grid extent must be a multiple of the cluster's.
+func (k *Kernel) ClusterDims(x, y, z int) *Kernel {
+	return k.annotate("cluster_dim_x", x, 1, 8).annotate("cluster_dim_y", y, 1, 8).annotate("cluster_dim_z", z, 1, 8)
+}
+
 func (m *Module) checkGlobalName(name string) bool {
 	for _, g := range m.IR.Globals {
 		if g.Name() == name {

@@ -66,6 +66,13 @@ type Kernel struct {
 	// wait limit (ParamWaitLimit) and the error word reports
 	// ErrWaitTimeout: the run's outputs are then not valid.
 	CoResident bool `json:"co_resident,omitempty"`
+	// Cluster is the thread-block cluster size along x (0: none), which
+	// the kernel's PTX declares (.reqnctapercluster): a launch needs no
+	// cluster attribute, but Grid[0] must be a multiple of it (the
+	// runtime rounds GridPerSM's grid down to one). The sm_90a routed
+	// GEMMs of schedule.Schedule.Cluster = 2 walk their work items in
+	// CTA pairs sharing A by TMA multicast.
+	Cluster int `json:"cluster,omitempty"`
 	// Phases names the kernel's inner phases (a chained kernel's: its
 	// GEMMs' work items, "<kernel>/<gemm>"), each with records of its own
 	// in BufPhaseTimes of an instrumented program.

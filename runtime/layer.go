@@ -559,6 +559,9 @@ func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) err
 		grid := driver.Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
 		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
 			grid.X = sms // one block per SM of this device
+			if k.Cluster > 1 {
+				grid.X -= sms % k.Cluster // whole clusters
+			}
 		}
 		cfg := driver.LaunchConfig{Grid: grid, Block: driver.Dim3{X: k.Block}, SharedBytes: k.SharedBytes, Stream: stream}
 		var err error

@@ -78,9 +78,14 @@ type Schedule struct {
 	// already runs row tiles fastest). DefaultSchedule takes
 	// DefaultGroupM on sm_90a and sm_100a.
 	GroupM int
-	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_100a
-	// (cta_group::2: the pair computes a 2M x N tile, each CTA holding M rows
-	// of A and N/2 rows of B).
+	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_90a and
+	// sm_100a. On sm_100a (cta_group::2) the pair computes a 2M x N tile,
+	// each CTA holding M rows of A and N/2 rows of B. On sm_90a the pair
+	// walks the routed GEMMs' work items together, the two CTAs on
+	// neighbouring column blocks of one row tile: each loads half of the
+	// tile's A rows by TMA multicast into both CTAs' shared memory, so A
+	// crosses from L2 once per pair (codegen's sm_90a atom; bf16 GEMMs
+	// with grouped weights and an even number of column blocks).
 	Cluster int
 	// Variant, when not nil, is a second shape of the routed-expert GEMMs
 	// that the forward runs instead of FC1/FC2 when the mean rows per
@@ -680,7 +685,7 @@ func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error)
 		}
 		c.DType, c.CodeSlots = layouts.DTypeE4M3, layouts.MXCodeSlots((k+t.K-1)/t.K)
 	}
-	if s.Cluster == 2 {
+	if s.Cluster == 2 && s.Target == target.SM100a {
 		c.BRows = t.N / 2
 	}
 	c.SwapAB = mx && !expand && s.Target == target.SM90a && (t.M == 32 || regFed)
@@ -748,8 +753,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	if s.Stages < 2 || s.Stages > 16 {
 		return fieldErr("Schedule.Stages", s.Stages, "must be in 2..16")
 	}
-	if s.Cluster != 1 && !(s.Cluster == 2 && s.Target == target.SM100a) {
-		return fieldErr("Schedule.Cluster", s.Cluster, "must be 1 (or 2 on sm_100a)")
+	if s.Cluster != 1 && !(s.Cluster == 2 && (s.Target == target.SM100a || s.Target == target.SM90a)) {
+		return fieldErr("Schedule.Cluster", s.Cluster, "must be 1 (or 2 on sm_90a and sm_100a)")
 	}
 	if s.GridCTAs < 0 || s.GridCTAs > maxGridCTAs {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be in 0..%d (0 = one CTA per SM; a persistent grid beyond a few CTAs per SM only adds idle CTAs)", maxGridCTAs)

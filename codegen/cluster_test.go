@@ -1,0 +1,147 @@
+package codegen
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// TestSM90Cluster: with Schedule.Cluster = 2 on sm_90a the routed bf16
+// FC1 and FC2 kernels that run over TMA-loaded dispatched rows with an
+// even number of column blocks are built for 2-CTA clusters (the plan's
+// kernel says cluster 2, the PTX declares .reqnctapercluster 2, 1, 1, A's
+// tensor map box is half the tile's rows, loaded by a multicast TMA, and
+// the stages are released in the peer CTA too); the other GEMMs (the
+// decode form gathering its rows, the shared expert's) keep no cluster,
+// and the kernels launched at each T are the same as without; the module
+// assembles with ptxas without spills. The backward builds too.
+func TestSM90Cluster(t *testing.T) {
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "deepseek-v2-lite"} {
+		l := testlayer.Preset(t, name)
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		base, err := Build(l, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.Cluster = 2
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		bp, err := moe.Backward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Lower(bp, s, PerOp); err != nil {
+			t.Errorf("%s backward: %v", name, err)
+		}
+		for _, T := range []int64{1, 64, 300, 2000, 4096} {
+			if a, b := launchedAt(p, T), launchedAt(base, T); strings.Join(a, " ") != strings.Join(b, " ") {
+				t.Errorf("%s T = %d: kernels %v with clusters, %v without", name, T, a, b)
+			}
+		}
+		clustered := 0
+		for _, k := range p.Kernels {
+			routed := (strings.HasPrefix(k.Name, "moe_fc1") || strings.HasPrefix(k.Name, "moe_fc2")) && !strings.HasSuffix(k.Name, "_gathered")
+			if k.Cluster == 0 {
+				if routed && evenBlocks(t, l, s, k.Name) {
+					t.Errorf("%s: %s has no cluster, though its column blocks pair up", name, k.Name)
+				}
+				continue
+			}
+			clustered++
+			if k.Cluster != 2 || !routed || !k.GridPerSM {
+				t.Errorf("%s: %s: cluster %d, grid_per_sm %v", name, k.Name, k.Cluster, k.GridPerSM)
+			}
+			for _, q := range k.Params {
+				if q.Name == "tmap_a" {
+					if box := q.TensorMap.Box; box[1] != tileRows(s, k.Name)/2 {
+						t.Errorf("%s: %s: A box %v, want %d rows", name, k.Name, box, tileRows(s, k.Name)/2)
+					}
+				}
+			}
+		}
+		if clustered == 0 {
+			t.Fatalf("%s: no kernel built in clusters", name)
+		}
+		res, err := ptx.CompileModule(p.Module, target.SM90a)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, want := range []string{".reqnctapercluster 2, 1, 1", ".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.wait.acquire"} {
+			if n := strings.Count(res.Text, want); n < clustered {
+				t.Errorf("%s: %q %d times for %d clustered kernels", name, want, n, clustered)
+			}
+		}
+		if testing.Short() {
+			continue
+		}
+		toolchain.NeedPtxas(t, target.SM90a.String())
+		if err := toolchain.Assemble(res.Text, target.SM90a.String()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// evenBlocks reports whether kernel's GEMM (moe_fc1.., moe_fc2..) has an
+// even number of column blocks under s (or its variant, for a kernel of
+// the variant's suffix).
+func evenBlocks(t *testing.T, l schedule.Layer, s schedule.Schedule, kernel string) bool {
+	t.Helper()
+	v := s
+	if strings.Count(kernel, "_") > 1 { // moe_fc1_<variant>
+		var ok bool
+		if v, ok = s.VariantSchedule(); !ok {
+			t.Fatalf("%s: no variant", kernel)
+		}
+	}
+	n, bn := l.Hidden, v.FC2.N
+	if strings.HasPrefix(kernel, "moe_fc1") {
+		n, bn = l.Intermediate, v.FC1.N/2
+	}
+	return (n+bn-1)/bn%2 == 0
+}
+
+// tileRows is the row tile (M) of kernel's GEMM under s or its variant.
+func tileRows(s schedule.Schedule, kernel string) int {
+	if strings.Count(kernel, "_") > 1 {
+		v, _ := s.VariantSchedule()
+		return v.FC1.M
+	}
+	return s.FC1.M
+}
+
+// TestClusterRefused: a cluster is refused with its reason where it
+// cannot apply: on sm_80 (the schedule), with the chained FC1 and FC2, and
+// for a layer none of whose GEMMs pair their column blocks (the engine
+// builds none of them in clusters).
+func TestClusterRefused(t *testing.T) {
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	s80 := testlayer.DefaultSchedule(t, l, target.SM80)
+	s80.Cluster = 2
+	if err := s80.Validate(l); err == nil || !strings.Contains(err.Error(), "sm_90a and sm_100a") {
+		t.Errorf("sm_80 cluster 2: %v", err)
+	}
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	s.Cluster, s.Chain = 2, schedule.ChainFC
+	if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), "without clusters") {
+		t.Errorf("chain with cluster 2: %v", err)
+	}
+	odd := l
+	odd.Name, odd.Hidden, odd.Intermediate = "odd-blocks", 640, 384 // FC2 640/256 and FC1 384/128: 3 blocks each
+	s = testlayer.DefaultSchedule(t, odd, target.SM90a)
+	s.Cluster, s.Variant = 2, nil
+	_, err := Build(odd, s)
+	if err == nil || !strings.Contains(err.Error(), "builds none of this program's GEMMs in clusters") {
+		t.Errorf("%s with cluster 2: %v", odd.Name, err)
+	}
+	if err != nil {
+		t.Log(err)
+	}
+}
