@@ -789,6 +789,28 @@ func (f *Function) SetMaxDynamicSharedBytes(n int) error {
 		C.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, C.int(n)))
 }
 
+// MaxActiveClusters returns how many thread-block clusters of cluster
+// blocks (along x) of the kernel, each block of block threads with
+// sharedBytes of dynamic shared memory, can be resident on the device at
+// once (cuOccupancyMaxActiveClusters; grid is the grid the launch would
+// use, a multiple of cluster). A persistent kernel in clusters sizes its
+// grid by it: clusters past it would only start once others end. Set
+// SetMaxDynamicSharedBytes first when sharedBytes exceeds 48 KiB.
+func (f *Function) MaxActiveClusters(grid, block, sharedBytes, cluster int) (int, error) {
+	if err := f.live(); err != nil {
+		return 0, err
+	}
+	if cluster < 1 || grid < cluster || grid%cluster != 0 || block < 1 || sharedBytes < 0 {
+		return 0, fmt.Errorf("mokc driver: MaxActiveClusters(grid %d, block %d, shared %d, cluster %d): want a grid of whole clusters", grid, block, sharedBytes, cluster)
+	}
+	var n C.int
+	if err := driverError("cuOccupancyMaxActiveClusters", C.mk_maxActiveClusters(f.ctx.ctx, &n, f.fn,
+		C.uint(grid), C.uint(block), C.uint(sharedBytes), C.uint(cluster))); err != nil {
+		return 0, fmt.Errorf("%w (kernel %s)", err, f.name)
+	}
+	return int(n), nil
+}
+
 // SetNonPortableClusterSizeAllowed allows clusters of more than 8 blocks
 // (up to 16 on H100/H200) for the kernel (cuFuncSetAttribute
 // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED).

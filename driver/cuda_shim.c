@@ -42,7 +42,7 @@ _Static_assert(CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA == 1, "OOB NaN"
 	X(cuFuncGetAttribute) X(cuFuncSetAttribute)                                              \
 	X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuTensorMapEncodeTiled)                          \
 	X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch)     \
-	X(cuGraphExecDestroy) X(cuGraphDestroy)
+	X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuOccupancyMaxActiveClusters)
 
 #define MK_DECLARE(name) static __typeof__(name) *p_##name;
 MK_DRIVER_FUNCS(MK_DECLARE)
@@ -224,6 +224,29 @@ CUresult mk_launch(CUcontext c, CUfunction f, int ex,
 	free(params);
 	free(store);
 	return r;
+}
+
+CUresult mk_maxActiveClusters(CUcontext c, int *n, CUfunction f, unsigned gx, unsigned bx,
+                              unsigned sharedBytes, unsigned cx) {
+	MK_SET(c);
+	CUlaunchAttribute attr;
+	CUlaunchConfig cfg;
+	memset(&attr, 0, sizeof attr);
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = gx;
+	cfg.gridDimY = 1;
+	cfg.gridDimZ = 1;
+	cfg.blockDimX = bx;
+	cfg.blockDimY = 1;
+	cfg.blockDimZ = 1;
+	cfg.sharedMemBytes = sharedBytes;
+	attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+	attr.value.clusterDim.x = cx;
+	attr.value.clusterDim.y = 1;
+	attr.value.clusterDim.z = 1;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	return p_cuOccupancyMaxActiveClusters(n, f, &cfg);
 }
 
 CUresult mk_tensorMapEncodeTiled(CUcontext c, void *out, int dtype, unsigned rank, uint64_t addr,

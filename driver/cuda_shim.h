@@ -59,6 +59,8 @@ CUresult mk_moduleUnload(CUcontext c, CUmodule m);
 CUresult mk_moduleGetFunction(CUcontext c, CUfunction *f, CUmodule m, const char *name);
 CUresult mk_funcGetAttribute(CUcontext c, int *v, int attr, CUfunction f);
 CUresult mk_funcSetAttribute(CUcontext c, CUfunction f, int attr, int v);
+CUresult mk_maxActiveClusters(CUcontext c, int *n, CUfunction f, unsigned gx, unsigned bx,
+                              unsigned sharedBytes, unsigned cx);
 CUresult mk_funcGetParamInfo(CUcontext c, CUfunction f, size_t i, size_t *off, size_t *size);
 
 CUresult mk_launch(CUcontext c, CUfunction f, int ex,

@@ -138,6 +138,11 @@ func (f *Function) ParamSizes() ([]int, error) { return nil, ErrNoCUDA }
 // SetMaxDynamicSharedBytes returns ErrNoCUDA.
 func (f *Function) SetMaxDynamicSharedBytes(n int) error { return ErrNoCUDA }
 
+// MaxActiveClusters returns ErrNoCUDA.
+func (f *Function) MaxActiveClusters(grid, block, sharedBytes, cluster int) (int, error) {
+	return 0, ErrNoCUDA
+}
+
 // SetNonPortableClusterSizeAllowed returns ErrNoCUDA.
 func (f *Function) SetNonPortableClusterSizeAllowed(allowed bool) error { return ErrNoCUDA }
 

@@ -147,3 +147,39 @@ func TestChainWaitTimeoutGPU(t *testing.T) {
 		t.Error("SetWaitLimit(-1s) = nil, want an error")
 	}
 }
+
+// TestClusterGPU: with the routed bf16 GEMMs in 2-CTA clusters
+// (schedule.Schedule.Cluster = 2: CTA pairs sharing A by TMA multicast)
+// the forward passes runChecked's checks and gives the bits of the
+// unclustered forward (each output computed by one CTA with the same
+// tiles in the same K order), and a captured graph replays them, on
+// qwen3-30b-a3b (gate/up halves), gpt-oss-20b (interleaved rows, biases)
+// and mixtral-8x7b, at token counts of the base tiles and of the tile
+// variant.
+func TestClusterGPU(t *testing.T) {
+	ctx, targets, stream := openLayerTest(t)
+	if !slices.Contains(targets, target.SM90a) {
+		t.Skip("2-CTA clusters are built for sm_90a")
+	}
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b"} {
+		l := testlayer.Preset(t, name)
+		seed, w, dw := randomWeightsOnDevice(t, ctx, l)
+		off := newLayer(t, ctx, l, target.SM90a)
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		s.Cluster = 2
+		clustered := loadLayer(t, ctx, l, s)
+		for _, T := range []int{4096, 2000, 300} {
+			t.Run(fmt.Sprintf("%s/T=%d", name, T), func(t *testing.T) {
+				c := newCase(t, ctx, l, w, T, seed+uint64(T))
+				args := argsOf(dw, c.in, stream)
+				want := sameBits(t, ctx, off, clustered, args, c.ref, "unclustered", "clustered")
+				g, err := clustered.CaptureForward(stream, args.b)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Destroy()
+				replayChecked(t, ctx, stream, clustered, g, args.b, want, "replay of the clustered forward")
+			})
+		}
+	}
+}

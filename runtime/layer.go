@@ -43,6 +43,9 @@ type Layer struct {
 	// plain: launch every kernel with cuLaunchKernel, without programmatic
 	// stream serialization (LaunchPlainly).
 	plain bool
+	// clusterGrids is the grid of each persistent kernel in clusters (by
+	// index in the plan; clusterGrid).
+	clusterGrids map[int]int
 	// waitLimit overrides the wait limit of the co-resident kernels
 	// (launch.ParamWaitLimit, nanoseconds) when not nil (SetWaitLimit).
 	waitLimit *int64
@@ -234,6 +237,16 @@ func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string
 				return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
 			}
 		}
+		if k.Cluster > 1 && k.GridPerSM {
+			g, err := clusterGrid(f, k, dev.SMCount)
+			if err != nil {
+				return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
+			}
+			if ly.clusterGrids == nil {
+				ly.clusterGrids = map[int]int{}
+			}
+			ly.clusterGrids[len(ly.funcs)] = g
+		}
 		ly.funcs = append(ly.funcs, f)
 	}
 	if ly.errPtr, err = ctx.Alloc(16); err != nil {
@@ -244,6 +257,27 @@ func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string
 		return fail(err)
 	}
 	return ly, nil
+}
+
+// clusterGrid is the grid of persistent kernel k (GridPerSM) built in
+// clusters of k.Cluster blocks on a device of sms SMs: one block per SM,
+// rounded down to whole clusters, and no more clusters than can be
+// resident at once (driver.Function.MaxActiveClusters): a cluster past
+// those would start only when another ends and run its items after
+// everyone else's.
+func clusterGrid(f *driver.Function, k launch.ManifestKernel, sms int) (int, error) {
+	g := sms - sms%k.Cluster
+	if g < k.Cluster {
+		return 0, fmt.Errorf("%d SMs hold no cluster of %d blocks", sms, k.Cluster)
+	}
+	n, err := f.MaxActiveClusters(g, k.Block, k.SharedBytes, k.Cluster)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("no cluster of %d blocks of %d threads and %d bytes of shared memory fits the device", k.Cluster, k.Block, k.SharedBytes)
+	}
+	return min(g, n*k.Cluster), nil
 }
 
 // Layer returns the layer description the Layer was built for.
@@ -559,9 +593,9 @@ func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) err
 		grid := driver.Dim3{X: int(k.Grid[0].Eval(int64(T))), Y: int(k.Grid[1].Eval(int64(T))), Z: int(k.Grid[2].Eval(int64(T)))}
 		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
 			grid.X = sms // one block per SM of this device
-			if k.Cluster > 1 {
-				grid.X -= sms % k.Cluster // whole clusters
-			}
+		}
+		if g, ok := ly.clusterGrids[i]; ok {
+			grid.X = g // whole clusters, all resident at once
 		}
 		cfg := driver.LaunchConfig{Grid: grid, Block: driver.Dim3{X: k.Block}, SharedBytes: k.SharedBytes, Stream: stream}
 		var err error

@@ -50,6 +50,9 @@
 #          run's y_sha256 compared per (preset, precision, T) across the flag sets (MK_MODELS, MK_TOKENS), the
 #          queue's backward, memcheck and racecheck of moe_fc1_fc2
 #   megabench  the same flag sets timed, alternated, at T = 4096, 300 and 64 (bf16), 4096 and 64 (mxfp8)
+#   cluster  --cluster 2 (the bf16 routed GEMMs in CTA pairs sharing A by TMA multicast): TestClusterGPU, mokc run's
+#          y_sha256 with and without per (preset, T) (CL_MODELS, CL_TOKENS), the backward, memcheck, racecheck and
+#          synccheck, then medians alternated with the default at T = 4096 (four presets) and 16384
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
 #          --save-fc1 --group-m 8 (bf16 main grads), beside PyTorch's autograd pipeline
@@ -509,6 +512,68 @@ while True:
     print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), "+".join(flags), "median %.4f ms" % d.get("median_ms", 0), ph)
 PY
 		;;
+	cluster)
+		# The bf16 routed GEMMs in 2-CTA clusters (--cluster 2: CTA pairs sharing A by TMA multicast): the runtime
+		# test (the unclustered forward's bits, graph replay), mokc run's y_sha256 with and without per (preset, T),
+		# the backward, memcheck and racecheck, then medians alternated with the default at T = 4096 and 16384.
+		(cd runtime && step "runtime: TestClusterGPU" 300 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestClusterGPU')
+		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -10
+		for m in ${CL_MODELS:-qwen3-30b-a3b gpt-oss-20b mixtral-8x7b deepseek-v3 olmoe-1b-7b}; do
+			for label in default cluster; do
+				flags=""
+				[ $label = cluster ] && flags="--cluster 2"
+				step "run $m $label" 150 "$OUT/cl-run.log" bash -c "\"$mokc\" run --model $m --target sm_90a --tokens ${CL_TOKENS:-0,1,64,300,1100,2000,4096} --repeat 3 --json $flags | sed 's/^{/{\"label\":\"$label\",/' >>\"$OUT/cl-run.jsonl\""
+			done
+		done
+		python3 - "$OUT/cl-run.jsonl" <<'PY' | tee -a "$summary"
+import collections, json, sys
+sha = collections.defaultdict(dict)
+bad = 0
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if "tokens" not in d:
+        continue
+    sha[(d["model"], d["tokens"])][d["label"]] = d.get("y_sha256", "")
+    bad += not d["pass"]
+same = sum(len(set(v.values())) == 1 and len(v) == 2 for v in sha.values())
+print("cluster sha_compare: %d (model, T) with one y_sha256 with and without clusters, %d not, %d runs failed" % (same, len(sha) - same, bad))
+for k, v in sorted(sha.items()):
+    if len(set(v.values())) > 1 or len(v) != 2:
+        print("  differ", k, {l: h[:16] for l, h in v.items()})
+PY
+		step "run --backward --cluster 2 qwen3-30b-a3b" 200 "$OUT/cl-run.log" "$mokc" run --backward --cluster 2 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2
+		for tool in memcheck racecheck synccheck; do
+			step "$tool run --cluster 2 qwen3-30b-a3b T=300" 240 "$OUT/cl-sanitize.log" \
+				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --cluster 2 --model qwen3-30b-a3b --target sm_90a --tokens 300 --repeat 1
+		done
+		clbench() { # T flags...
+			local T=$1
+			shift
+			step "bench T=$T $*" 90 "$OUT/cl-bench.log" bash -c "\"$mokc\" bench --target sm_90a --tokens $T --iters 30 --kernels --json $* >>\"$OUT/cl-bench.jsonl\""
+		}
+		for i in 1 2; do
+			for m in qwen3-30b-a3b gpt-oss-120b mixtral-8x7b deepseek-v3; do
+				clbench 4096 --model $m
+				clbench 4096 --model $m --cluster 2
+			done
+			clbench 16384 --model qwen3-30b-a3b
+			clbench 16384 --model qwen3-30b-a3b --cluster 2
+		done
+		python3 - "$OUT/cl-bench.jsonl" <<'PY' | tee -a "$summary"
+import json, sys
+dec = json.JSONDecoder()
+text, i = open(sys.argv[1]).read(), 0
+while True:
+    while i < len(text) and text[i] in " \n\t":
+        i += 1
+    if i >= len(text):
+        break
+    d, i = dec.raw_decode(text, i)
+    flag = "cluster" if "cluster=2" in d.get("schedule", "") else "default"
+    ks = " ".join("%s=%.1f" % (k["name"], 1000 * k["median_ms"]) for k in d.get("kernel_times", []) if k["name"].startswith("moe_fc"))
+    print("bench", d.get("model"), "T=%s" % d.get("tokens"), flag, "median %.4f ms" % d.get("median_ms", 0), ks)
+PY
+		;;
 	raster)
 		# The persistent GEMMs' work-item order (--group-m): correctness first (every tile once; the same
 		# bits as column-blocks-fastest), then forward and forward + backward at T = 4096, alternated.
@@ -582,7 +647,7 @@ PY
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, mxswap, mxab, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize, megakernel, megabench)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, mxswap, mxab, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize, megakernel, megabench, cluster)" >&2
 		exit 2
 		;;
 	esac
