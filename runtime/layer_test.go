@@ -152,7 +152,7 @@ func TestLayerPlanRejects(t *testing.T) {
 		manifest   []byte
 	}{
 		{"not json", "layer manifest", []byte("{")},
-		{"unknown field", "unknown field", edit(func(m map[string]any) { kernel(m, 0)["cluster"] = 2 })},
+		{"unknown field", "unknown field", edit(func(m map[string]any) { kernel(m, 0)["cluster_shape"] = 2 })},
 		{"shape", "does not match the layer", edit(func(m map[string]any) { m["shape"].(map[string]any)["top_k"] = 4 })},
 		{"target", "unknown target", edit(func(m map[string]any) { m["target"] = "sm_75" })},
 		{"missing buffer", "lacks", edit(func(m map[string]any) { param(m, 0, 0)["buffer"] = "nowhere" })},
