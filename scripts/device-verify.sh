@@ -52,7 +52,7 @@
 #   megabench  the same flag sets timed, alternated, at T = 4096, 300 and 64 (bf16), 4096 and 64 (mxfp8)
 #   cluster  --cluster 2 (the bf16 routed GEMMs in CTA pairs sharing A by TMA multicast): TestClusterGPU, mokc run's
 #          y_sha256 with and without per (preset, T) (CL_MODELS, CL_TOKENS), the backward, memcheck, racecheck and
-#          synccheck, then medians alternated with the default at T = 4096 (four presets) and 16384
+#          synccheck, then medians alternated with the default at T = 4096 (four presets), 16384 and 64
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
 #          --save-fc1 --group-m 8 (bf16 main grads), beside PyTorch's autograd pipeline
@@ -558,6 +558,8 @@ PY
 			done
 			clbench 16384 --model qwen3-30b-a3b
 			clbench 16384 --model qwen3-30b-a3b --cluster 2
+			clbench 64 --model qwen3-30b-a3b # FC2 is clustered at decode sizes too (FC1 gathers its rows there)
+			clbench 64 --model qwen3-30b-a3b --cluster 2
 		done
 		python3 - "$OUT/cl-bench.jsonl" <<'PY' | tee -a "$summary"
 import json, sys

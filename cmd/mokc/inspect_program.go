@@ -127,8 +127,14 @@ func inspectProgram(c *cli.Context) error {
 			}
 		}
 		when := ""
+		if k.Cluster > 1 {
+			when += fmt.Sprintf(" in clusters of %d", k.Cluster)
+		}
+		if k.CoResident {
+			when += " co-resident"
+		}
 		if len(k.Tokens) > 0 {
-			when = " for T in " + tokenRanges(k.Tokens)
+			when += " for T in " + tokenRanges(k.Tokens)
 		}
 		fmt.Fprintf(w, "%-16s grid %v x %v x %v block %d smem %d%s\n    (%s)\n", k.Name, k.Grid[0], k.Grid[1], k.Grid[2], k.Block, k.SharedBytes, when, strings.Join(ps, ", "))
 	}
