@@ -151,7 +151,7 @@ func sm90NMajorB(s GemmSpec) bool {
 // engine does not build: the pair walks the work items together, its
 // CTAs on the column blocks 2c and 2c+1 of one row tile, each loading
 // half of the tile's A rows by TMA multicast into both CTAs' rings
-// (workList.pairWork, gemmProducer.tma) and releasing every stage in both
+// (newPairWork, gemmProducer.tma) and releasing every stage in both
 // (WGMMAMainloop.Peer). So: bf16 with grouped K-major weights by TMA,
 // dispatched rows by TMA (no gathered rows, no split reduction), the
 // fixed walk, not chained, an even number of column blocks and half-tiles

@@ -44,22 +44,22 @@ type workList struct {
 	q                         *itemRing   // the item ring (nil: the fixed walk)
 	writer                    value.Value // i1: the calling thread takes the items and fills q (nil: it reads q)
 	// rank is the CTA's rank in a 2-CTA cluster whose CTAs walk the
-	// items together (pairWork; nil: none): an item is then a row tile
+	// items together (newPairWork; nil: none): an item is then a row tile
 	// and a pair of neighbouring column blocks (bn and nBlocks the pair's),
 	// of which the CTA takes the rank-th, rankBN columns wide.
 	rank   value.Value
 	rankBN int
 }
 
-// pairWork turns wl into the walk of a 2-CTA cluster (Tile.Cluster = 2,
-// nBlocks even): the cluster's items, numbered from its index in the grid
-// (%clusterid.x) with the cluster count as stride, each a row tile and a
-// pair of column blocks 2c, 2c+1, of which CTA rank r takes block 2c+r.
-// Both CTAs decode the same tile at the same step of their walks.
-func (wl workList) pairWork(b *Builder) workList {
-	wl.rank, wl.rankBN = b.ClusterCTARank(), wl.bn
-	wl.bn, wl.nBlocks = 2*wl.bn, wl.nBlocks/2
-	wl.tiles, wl.items = gemmItems(b, wl.spec, wl.bm, wl.nBlocks)
+// newPairWork emits the walk of a 2-CTA cluster (Tile.Cluster = 2,
+// nBlocks even) over spec's items of bm x bn tiles: the cluster's items,
+// numbered from its index in the grid (%clusterid.x) with the cluster
+// count as stride, each a row tile and a pair of column blocks 2c, 2c+1,
+// of which CTA rank r takes block 2c+r. Both CTAs decode the same tile at
+// the same step of their walks.
+func newPairWork(b *Builder, spec GemmSpec, bm, bn, nBlocks int) workList {
+	wl := workList{spec: spec, bm: bm, bn: 2 * bn, nBlocks: nBlocks / 2, rank: b.ClusterCTARank(), rankBN: bn}
+	wl.tiles, wl.items = gemmItems(b, spec, bm, wl.nBlocks)
 	wl.first, wl.step = b.ClusterID(), b.ClusterCount()
 	return wl
 }

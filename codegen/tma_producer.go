@@ -60,7 +60,7 @@ type gemmProducer struct {
 	// first warp's lane 0 also issues the TMA loads); tmaMaps counts
 	// their lanes' arrivals.
 	codeWarps int
-	// rank is the CTA's rank in a 2-CTA cluster (workList.pairWork; nil:
+	// rank is the CTA's rank in a 2-CTA cluster (newPairWork; nil:
 	// none): the TMA thread loads the rank-th half of the A tile's rows
 	// and multicasts it to both CTAs.
 	rank value.Value
@@ -246,7 +246,11 @@ func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma b
 			if mx {
 				slot = v[2]
 			}
-			b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+			if p.rank != nil { // the peer CTA's consumers release the stage too
+				b.MbarWaitCluster(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+			} else {
+				b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
+			}
 			fb := p.ring.full(b, stage)
 			sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
 			switch {

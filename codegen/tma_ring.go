@@ -57,11 +57,11 @@ type tmaBlock struct {
 // workList emits the ring's walk over the work items of spec, through the
 // item ring q with QueueItems (nil: the fixed walk).
 func (r tmaRing) workList(b *Builder, spec GemmSpec, q *itemRing) workList {
+	if spec.Tile.Cluster == 2 { // no queue: checkSM90Cluster
+		return newPairWork(b, spec, r.BM, r.BN, r.nBlocks)
+	}
 	wl := newWorkList(b, spec, r.BM, r.BN, r.nBlocks)
 	wl.q = q
-	if spec.Tile.Cluster == 2 {
-		return wl.pairWork(b)
-	}
 	return wl
 }
 

@@ -79,8 +79,9 @@ type Schedule struct {
 	// DefaultGroupM on sm_90a and sm_100a.
 	GroupM int
 	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_90a and
-	// sm_100a. On sm_100a (cta_group::2) the pair computes a 2M x N tile,
-	// each CTA holding M rows of A and N/2 rows of B. On sm_90a the pair
+	// sm_100a. On sm_100a (cta_group::2, which its engine refuses today)
+	// the pair would compute a 2M x N tile, each CTA holding M rows of A
+	// and N/2 rows of B. On sm_90a the pair
 	// walks the routed GEMMs' work items together, the two CTAs on
 	// neighbouring column blocks of one row tile: each loads half of the
 	// tile's A rows by TMA multicast into both CTAs' shared memory, so A
