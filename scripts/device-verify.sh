@@ -52,7 +52,8 @@
 #   megabench  the same flag sets timed, alternated, at T = 4096, 300 and 64 (bf16), 4096 and 64 (mxfp8)
 #   cluster  --cluster 2 (the bf16 routed GEMMs in CTA pairs sharing A by TMA multicast): TestClusterGPU, mokc run's
 #          y_sha256 with and without per (preset, T) (CL_MODELS, CL_TOKENS), the backward, memcheck, racecheck and
-#          synccheck, then medians alternated with the default at T = 4096 (four presets), 16384 and 64
+#          synccheck
+#   clusterbench  --cluster 2's medians alternated with the default at T = 4096 (four presets), 16384 and 64
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
 #          --save-fc1 --group-m 8 (bf16 main grads), beside PyTorch's autograd pipeline
@@ -515,14 +516,14 @@ PY
 	cluster)
 		# The bf16 routed GEMMs in 2-CTA clusters (--cluster 2: CTA pairs sharing A by TMA multicast): the runtime
 		# test (the unclustered forward's bits, graph replay), mokc run's y_sha256 with and without per (preset, T),
-		# the backward, memcheck and racecheck, then medians alternated with the default at T = 4096 and 16384.
+		# the backward, memcheck, racecheck and synccheck. clusterbench times them.
 		(cd runtime && step "runtime: TestClusterGPU" 300 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestClusterGPU')
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -10
-		for m in ${CL_MODELS:-qwen3-30b-a3b gpt-oss-20b mixtral-8x7b deepseek-v3 olmoe-1b-7b}; do
+		for m in ${CL_MODELS:-qwen3-30b-a3b gpt-oss-20b mixtral-8x7b olmoe-1b-7b deepseek-v2-lite}; do
 			for label in default cluster; do
 				flags=""
 				[ $label = cluster ] && flags="--cluster 2"
-				step "run $m $label" 150 "$OUT/cl-run.log" bash -c "\"$mokc\" run --model $m --target sm_90a --tokens ${CL_TOKENS:-0,1,64,300,1100,2000,4096} --repeat 3 --json $flags | sed 's/^{/{\"label\":\"$label\",/' >>\"$OUT/cl-run.jsonl\""
+				step "run $m $label" 150 "$OUT/cl-run.log" bash -c "\"$mokc\" run --model $m --target sm_90a --tokens ${CL_TOKENS:-0,1,64,300,2000,4096} --repeat 2 --json $flags | sed 's/^{/{\"label\":\"$label\",/' >>\"$OUT/cl-run.jsonl\""
 			done
 		done
 		python3 - "$OUT/cl-run.jsonl" <<'PY' | tee -a "$summary"
@@ -546,6 +547,8 @@ PY
 			step "$tool run --cluster 2 qwen3-30b-a3b T=300" 240 "$OUT/cl-sanitize.log" \
 				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --cluster 2 --model qwen3-30b-a3b --target sm_90a --tokens 300 --repeat 1
 		done
+		;;
+	clusterbench)
 		clbench() { # T flags...
 			local T=$1
 			shift
@@ -649,7 +652,7 @@ PY
 		done
 		;;
 	*)
-		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, mxswap, mxab, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize, megakernel, megabench, cluster)" >&2
+		echo "unknown phase $phase (tests, run, perf, bwdtests, bwdrun, backward, mxfp8, mxfp8run, mxdecode, mxswap, mxab, expand, mxcodes, mxstages, sweep, raster, new, savefc1, train, speed, sanitize, megakernel, megabench, cluster, clusterbench)" >&2
 		exit 2
 		;;
 	esac
