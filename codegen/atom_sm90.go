@@ -152,7 +152,8 @@ func sm90NMajorB(s GemmSpec) bool {
 // CTAs on the column blocks 2c and 2c+1 of one row tile, each loading
 // half of the tile's A rows by TMA multicast into both CTAs' rings
 // (newPairWork, gemmProducer.tma) and releasing every stage in both
-// (WGMMAMainloop.Peer). So: bf16 with grouped K-major weights by TMA,
+// (WGMMAMainloop.Peer). So: bf16 A rows (a bf16 GEMM, or the register-fed
+// MXFP8 one, whose A is the rows' bf16 MXFP8 values) with grouped K-major weights by TMA,
 // dispatched rows by TMA (no gathered rows, no split reduction), the
 // fixed walk, not chained, an even number of column blocks and half-tiles
 // of whole 8-row swizzle groups.
@@ -161,8 +162,8 @@ func checkSM90Cluster(s GemmSpec) error {
 	switch {
 	case s.Tile.Cluster != 2:
 		return fmt.Errorf("codegen: %s: sm_90a clusters have 2 CTAs (Cluster = %d)", s.Name, s.Tile.Cluster)
-	case s.MX || s.B != BGrouped || s.BNMajor || s.A != ATiled || s.GatherK > 0 || s.splits() > 1:
-		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters share the A rows of bf16 GEMMs over dispatched rows with grouped K-major weights, all by TMA, in one part of the reduction", s.Name)
+	case s.MX && !s.MXRegisterFed || s.MXExpand || s.B != BGrouped || s.BNMajor || s.A != ATiled || s.GatherK > 0 || s.splits() > 1:
+		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters share the bf16 A rows (of a bf16 or register-fed MXFP8 GEMM) over dispatched rows with grouped K-major weights, all by TMA, in one part of the reduction", s.Name)
 	case s.QueueItems || s.signalTiles || s.waitTiles > 0:
 		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters walk the fixed order of work items in one GEMM kernel (not with a queue or a chained kernel)", s.Name)
 	case nBlocks%2 != 0:
@@ -656,7 +657,7 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 			wRow = b.Add(b.MulI(row, 128), b.MulI(b.And(q, ir.Int32(1)), 8))
 			wX = b.Shl(b.Xor(b.And(row, ir.Int32(7)), b.LShr(q, ir.Int32(1))), ir.Int32(4))
 			rf = WGMMAMainloopRegFed{BM: l.BM, Slices: l.NB / 64 / l.WG, SliceRows: 64, Stages: l.S, StageBytes: l.stageBytes,
-				BOffset: l.atoms * l.aAtom, OffTok: offA, DescHi: l.descHi, ScaleBlock: 4 * l.NB, Sets: regFedSets(l.WG)}
+				BOffset: l.atoms * l.aAtom, OffTok: offA, DescHi: l.descHi, ScaleBlock: 4 * l.NB, Sets: regFedSets(l.WG), Peer: l.cluster > 1}
 			if l.WG > 1 && l.gate == layouts.GateUpHalves {
 				rf.SliceRows = l.NB / 2 // the warpgroup's gate rows, then its up rows
 			}

@@ -12,18 +12,23 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// TestSM90Cluster: with Schedule.Cluster = 2 on sm_90a the routed bf16
-// FC1 and FC2 kernels that run over TMA-loaded dispatched rows with an
-// even number of column blocks are built for 2-CTA clusters (the plan's
+// TestSM90Cluster: with Schedule.Cluster = 2 on sm_90a the routed FC1 and
+// FC2 kernels (bf16, and mxfp8's register-fed ones) that run over
+// TMA-loaded dispatched rows with an even number of column blocks are
+// built for 2-CTA clusters (the plan's
 // kernel says cluster 2, the PTX declares .reqnctapercluster 2, 1, 1, A's
 // tensor map box is half the tile's rows, loaded by a multicast TMA, and
 // the stages are released in the peer CTA too); the other GEMMs (the
-// decode form gathering its rows, the shared expert's) keep no cluster,
+// decode forms gathering their rows or promoting 32-row tiles, the shared
+// expert's) keep no cluster,
 // and the kernels launched at each T are the same as without; the module
 // assembles with ptxas without spills. The backward builds too.
 func TestSM90Cluster(t *testing.T) {
-	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "deepseek-v2-lite"} {
-		l := testlayer.Preset(t, name)
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "deepseek-v2-lite", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
+		l := testlayer.Preset(t, strings.TrimSuffix(name, " mxfp8"))
+		if strings.HasSuffix(name, " mxfp8") {
+			l.Precision = schedule.MXFP8
+		}
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		base, err := Build(l, s)
 		if err != nil {
@@ -48,7 +53,9 @@ func TestSM90Cluster(t *testing.T) {
 		}
 		clustered := 0
 		for _, k := range p.Kernels {
-			routed := (strings.HasPrefix(k.Name, "moe_fc1") || strings.HasPrefix(k.Name, "moe_fc2")) && !strings.HasSuffix(k.Name, "_gathered")
+			// The routed GEMMs but the forms gathering their rows and the
+			// mxfp8 decode tiles (promoted, the operand swap).
+			routed := (strings.HasPrefix(k.Name, "moe_fc1") || strings.HasPrefix(k.Name, "moe_fc2")) && !strings.HasSuffix(k.Name, "_gathered") && !strings.Contains(k.Name, "_decode")
 			if k.Cluster == 0 {
 				if routed && evenBlocks(t, l, s, k.Name) {
 					t.Errorf("%s: %s has no cluster, though its column blocks pair up", name, k.Name)

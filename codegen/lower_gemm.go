@@ -407,7 +407,7 @@ func (lw *perOp) checkCluster() error {
 	if lw.sched.Cluster <= 1 || lw.clustered || !forward {
 		return nil
 	}
-	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: bf16 routed GEMMs over dispatched rows with grouped weights, an even number of column blocks, not chained or queued)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
+	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: routed GEMMs over bf16 dispatched rows, bf16 or register-fed mxfp8, with grouped weights, an even number of column blocks, not chained or queued)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
 }
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:

@@ -67,6 +67,9 @@ type WGMMAMainloopRegFed struct {
 	// consumer warpgroup must hide the widening itself, two where two
 	// warpgroups share the tensor cores (and the registers).
 	Sets int
+	// Peer releases each stage in the other CTA of a 2-CTA cluster too
+	// (WGMMAMainloop.Peer).
+	Peer bool
 }
 
 // accs is the number of accumulators per thread: BM/2 per slice.
@@ -153,7 +156,7 @@ func (ml WGMMAMainloopRegFed) asm() string {
 		}
 	}
 	L = append(L, "WGRF_DONE:")
-	L = append(L, WGMMAMainloop{Stages: ml.Stages}.waitRelease(ins, 0)...)
+	L = append(L, WGMMAMainloop{Stages: ml.Stages, Peer: ml.Peer}.waitRelease(ins, 0)...)
 	return asmLines(append(L, loopEnd(na)...)...)
 }
 
@@ -228,7 +231,7 @@ func (ml WGMMAMainloopRegFed) loop(w int, ktiles, bars, smem, wRow, wX, scOff st
 		}
 		if pend := ml.Sets / 2; g == pend-1 {
 			// The previous stage's last group is done: release it.
-			L = append(L, WGMMAMainloop{Stages: ml.Stages}.waitRelease(ins, pend)...)
+			L = append(L, WGMMAMainloop{Stages: ml.Stages, Peer: ml.Peer}.waitRelease(ins, pend)...)
 		} else {
 			L = append(L, fmt.Sprintf("wgmma.wait_group.sync.aligned %d;", pend))
 		}

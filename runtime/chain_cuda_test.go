@@ -148,21 +148,26 @@ func TestChainWaitTimeoutGPU(t *testing.T) {
 	}
 }
 
-// TestClusterGPU: with the routed bf16 GEMMs in 2-CTA clusters
+// TestClusterGPU: with the routed GEMMs in 2-CTA clusters
 // (schedule.Schedule.Cluster = 2: CTA pairs sharing A by TMA multicast)
 // the forward passes runChecked's checks and gives the bits of the
 // unclustered forward (each output computed by one CTA with the same
 // tiles in the same K order), and a captured graph replays them, on
 // qwen3-30b-a3b (gate/up halves), gpt-oss-20b (interleaved rows, biases)
-// and mixtral-8x7b, at token counts of the base tiles and of the tile
-// variant.
+// and mixtral-8x7b in bf16, and qwen3-30b-a3b and gpt-oss-20b in mxfp8
+// (the register-fed GEMMs at T = 2000 and 4096; the decode tiles,
+// unclustered, at 300), at token counts of the base tiles and of the
+// tile variant.
 func TestClusterGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
 		t.Skip("2-CTA clusters are built for sm_90a")
 	}
-	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b"} {
-		l := testlayer.Preset(t, name)
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
+		l := testlayer.Preset(t, strings.TrimSuffix(name, " mxfp8"))
+		if strings.HasSuffix(name, " mxfp8") {
+			l.Precision = schedule.MXFP8
+		}
 		seed, w, dw := randomWeightsOnDevice(t, ctx, l)
 		off := newLayer(t, ctx, l, target.SM90a)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)

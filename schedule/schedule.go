@@ -85,8 +85,9 @@ type Schedule struct {
 	// walks the routed GEMMs' work items together, the two CTAs on
 	// neighbouring column blocks of one row tile: each loads half of the
 	// tile's A rows by TMA multicast into both CTAs' shared memory, so A
-	// crosses from L2 once per pair (codegen's sm_90a atom; bf16 GEMMs
-	// with grouped weights and an even number of column blocks).
+	// crosses from L2 once per pair (codegen's sm_90a atom; GEMMs over
+	// bf16 rows, bf16 or register-fed MXFP8, with grouped weights and an
+	// even number of column blocks).
 	Cluster int
 	// Variant, when not nil, is a second shape of the routed-expert GEMMs
 	// that the forward runs instead of FC1/FC2 when the mean rows per

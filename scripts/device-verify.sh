@@ -53,7 +53,8 @@
 #   cluster  --cluster 2 (the bf16 routed GEMMs in CTA pairs sharing A by TMA multicast): TestClusterGPU, mokc run's
 #          y_sha256 with and without per (preset, T) (CL_MODELS, CL_TOKENS), the backward, memcheck, racecheck and
 #          synccheck
-#   clusterbench  --cluster 2's medians alternated with the default at T = 4096 (four presets), 16384 and 64
+#   clusterbench  --cluster 2's medians alternated with the default at T = 4096 (four presets; three in mxfp8), 16384
+#          and 64
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
 #          --save-fc1 --group-m 8 (bf16 main grads), beside PyTorch's autograd pipeline
@@ -520,10 +521,12 @@ PY
 		(cd runtime && step "runtime: TestClusterGPU" 300 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestClusterGPU')
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -10
 		for m in ${CL_MODELS:-qwen3-30b-a3b gpt-oss-20b mixtral-8x7b olmoe-1b-7b deepseek-v2-lite}; do
-			for label in default cluster; do
-				flags=""
-				[ $label = cluster ] && flags="--cluster 2"
-				step "run $m $label" 150 "$OUT/cl-run.log" bash -c "\"$mokc\" run --model $m --target sm_90a --tokens ${CL_TOKENS:-0,1,64,300,2000,4096} --repeat 2 --json $flags | sed 's/^{/{\"label\":\"$label\",/' >>\"$OUT/cl-run.jsonl\""
+			for prec in bf16 mxfp8; do
+				for label in default cluster; do
+					flags=""
+					[ $label = cluster ] && flags="--cluster 2"
+					step "run $m $prec $label" 150 "$OUT/cl-run.log" bash -c "\"$mokc\" run --model $m --target sm_90a --precision $prec --tokens ${CL_TOKENS:-0,1,64,300,2000,4096} --repeat 2 --json $flags | sed 's/^{/{\"label\":\"$label\",/' >>\"$OUT/cl-run.jsonl\""
+				done
 			done
 		done
 		python3 - "$OUT/cl-run.jsonl" <<'PY' | tee -a "$summary"
@@ -534,10 +537,10 @@ for line in open(sys.argv[1]):
     d = json.loads(line)
     if "tokens" not in d:
         continue
-    sha[(d["model"], d["tokens"])][d["label"]] = d.get("y_sha256", "")
+    sha[(d["model"], d.get("precision", ""), d["tokens"])][d["label"]] = d.get("y_sha256", "")
     bad += not d["pass"]
 same = sum(len(set(v.values())) == 1 and len(v) == 2 for v in sha.values())
-print("cluster sha_compare: %d (model, T) with one y_sha256 with and without clusters, %d not, %d runs failed" % (same, len(sha) - same, bad))
+print("cluster sha_compare: %d (model, precision, T) with one y_sha256 with and without clusters, %d not, %d runs failed" % (same, len(sha) - same, bad))
 for k, v in sorted(sha.items()):
     if len(set(v.values())) > 1 or len(v) != 2:
         print("  differ", k, {l: h[:16] for l, h in v.items()})
@@ -547,6 +550,8 @@ PY
 			step "$tool run --cluster 2 qwen3-30b-a3b T=300" 240 "$OUT/cl-sanitize.log" \
 				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --cluster 2 --model qwen3-30b-a3b --target sm_90a --tokens 300 --repeat 1
 		done
+		step "memcheck run --cluster 2 qwen3-30b-a3b mxfp8 T=2000" 240 "$OUT/cl-sanitize.log" \
+			compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --cluster 2 --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 2000 --repeat 1
 		;;
 	clusterbench)
 		clbench() { # T flags...
@@ -563,6 +568,10 @@ PY
 			clbench 16384 --model qwen3-30b-a3b --cluster 2
 			clbench 64 --model qwen3-30b-a3b # FC2 is clustered at decode sizes too (FC1 gathers its rows there)
 			clbench 64 --model qwen3-30b-a3b --cluster 2
+			for m in qwen3-30b-a3b mixtral-8x7b olmoe-1b-7b; do # issue #11's T = 4096 ratio: the register-fed GEMMs
+				clbench 4096 --model $m --precision mxfp8
+				clbench 4096 --model $m --precision mxfp8 --cluster 2
+			done
 		done
 		python3 - "$OUT/cl-bench.jsonl" <<'PY' | tee -a "$summary"
 import json, sys
@@ -576,7 +585,7 @@ while True:
     d, i = dec.raw_decode(text, i)
     flag = "cluster" if "cluster=2" in d.get("schedule", "") else "default"
     ks = " ".join("%s=%.1f" % (k["name"], 1000 * k["median_ms"]) for k in d.get("kernel_times", []) if k["name"].startswith("moe_fc"))
-    print("bench", d.get("model"), "T=%s" % d.get("tokens"), flag, "median %.4f ms" % d.get("median_ms", 0), ks)
+    print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), flag, "median %.4f ms" % d.get("median_ms", 0), ks)
 PY
 		;;
 	raster)

@@ -120,7 +120,7 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("stages", "shared-memory pipeline stages", "Schedule.Stages", func(s *schedule.Schedule) any { return &s.Stages }),
 	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
 		"Schedule.Warps"),
-	scheduleFlag("cluster", "CTAs per thread-block cluster: 1, or 2 on sm_90a (the pair shares each row tile's A rows by TMA multicast, each CTA its own column block, for the bf16 routed GEMMs with grouped weights and an even number of column blocks; not on sm_100a yet)", "Schedule.Cluster", func(s *schedule.Schedule) any { return &s.Cluster }).keepingVariant(),
+	scheduleFlag("cluster", "CTAs per thread-block cluster: 1, or 2 on sm_90a (the pair shares each row tile's A rows by TMA multicast, each CTA its own column block, for the routed GEMMs over bf16 rows (bf16, and mxfp8's register-fed ones) with grouped weights and an even number of column blocks; not on sm_100a yet)", "Schedule.Cluster", func(s *schedule.Schedule) any { return &s.Cluster }).keepingVariant(),
 	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
 	scheduleFlag("group-m", "persistent grids (sm_90a, sm_100a): walk the GEMM work items in groups of up to this many row tiles of one expert, column block by column block, so that each weight slice is read by the group while it is in L2 (0: column blocks fastest; default 8 on sm_90a and sm_100a, which ran mixtral-8x7b's forward in 4.21 ms instead of 5.26 on the H200: docs/perf.md, raster v2)", "Schedule.GroupM",
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
