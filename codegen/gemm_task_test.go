@@ -135,3 +135,43 @@ func TestGroupMAssemble(t *testing.T) {
 		}
 	}
 }
+
+// TestPairItems: the walk of a 2-CTA cluster (newPairWork) decodes item
+// it of the cluster with the pair's column blocks (nBlocks/2 of twice the
+// width, tiledItem's formulas) and gives CTA rank r column block 2c+r:
+// both CTAs of a cluster always decode the same row tile, and every (row
+// tile, column block) goes to exactly one CTA of one cluster item.
+func TestPairItems(t *testing.T) {
+	const bm = 128
+	for _, rows := range [][]int{{1024, 1024}, {128, 0, 129, 1, 1000, 256, 0, 897}, {64}, {5000, 3}} {
+		var list [][2]int
+		offsets := []int{0}
+		for e, n := range rows {
+			for j := 0; j < (n+bm-1)/bm; j++ {
+				list = append(list, [2]int{e, offsets[e] + j*bm})
+			}
+			offsets = append(offsets, offsets[e]+n)
+		}
+		tiles := len(list)
+		for _, nBlocks := range []int{2, 6, 16, 112} {
+			for _, g := range []int{0, 1, 3, 8} {
+				seen := make([]bool, tiles*nBlocks)
+				for it := 0; it < tiles*nBlocks/2; it++ {
+					var tl, c int
+					if g == 0 {
+						tl, c = it/(nBlocks/2), it%(nBlocks/2)
+					} else {
+						tl, c = tiledItem(it, g, bm, nBlocks/2, list, offsets)
+					}
+					for r := range 2 {
+						nb := 2*c + r
+						if tl < 0 || tl >= tiles || nb >= nBlocks || seen[tl*nBlocks+nb] {
+							t.Fatalf("rows %v blocks %d group %d: cluster item %d rank %d -> (%d, %d) out of range or twice", rows, nBlocks, g, it, r, tl, nb)
+						}
+						seen[tl*nBlocks+nb] = true
+					}
+				}
+			}
+		}
+	}
+}
