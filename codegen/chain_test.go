@@ -246,10 +246,7 @@ func TestChainAssemble(t *testing.T) {
 	var texts []string
 	names := []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b mxfp8"}
 	for _, name := range names {
-		l := testlayer.Preset(t, strings.TrimSuffix(name, " mxfp8"))
-		if strings.HasSuffix(name, " mxfp8") {
-			l.Precision = schedule.MXFP8
-		}
+		l := testlayer.Named(t, name)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Chain = schedule.ChainFC
 		p, err := Build(l, s)

@@ -25,10 +25,7 @@ import (
 // assembles with ptxas without spills. The backward builds too.
 func TestSM90Cluster(t *testing.T) {
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "deepseek-v2-lite", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
-		l := testlayer.Preset(t, strings.TrimSuffix(name, " mxfp8"))
-		if strings.HasSuffix(name, " mxfp8") {
-			l.Precision = schedule.MXFP8
-		}
+		l := testlayer.Named(t, name)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		base, err := Build(l, s)
 		if err != nil {

@@ -42,14 +42,7 @@ func tiledItem(it, g, bm, nBlocks int, list [][2]int, offsets []int) (t, nb int)
 func TestGroupedItemsTiled(t *testing.T) {
 	const bm = 128
 	for _, rows := range [][]int{{1024, 1024}, {128, 0, 129, 1, 1000, 256, 0, 897}, {64, 64, 64}, {5000}} {
-		var list [][2]int
-		offsets := []int{0}
-		for e, n := range rows {
-			for j := 0; j < (n+bm-1)/bm; j++ {
-				list = append(list, [2]int{e, offsets[e] + j*bm})
-			}
-			offsets = append(offsets, offsets[e]+n)
-		}
+		list, offsets := expertTiles(rows, bm)
 		tiles := len(list)
 		for _, nBlocks := range []int{1, 3, 16, 112} {
 			for _, g := range []int{1, 2, 3, 8, 16} {
@@ -144,14 +137,7 @@ func TestGroupMAssemble(t *testing.T) {
 func TestPairItems(t *testing.T) {
 	const bm = 128
 	for _, rows := range [][]int{{1024, 1024}, {128, 0, 129, 1, 1000, 256, 0, 897}, {64}, {5000, 3}} {
-		var list [][2]int
-		offsets := []int{0}
-		for e, n := range rows {
-			for j := 0; j < (n+bm-1)/bm; j++ {
-				list = append(list, [2]int{e, offsets[e] + j*bm})
-			}
-			offsets = append(offsets, offsets[e]+n)
-		}
+		list, offsets := expertTiles(rows, bm)
 		tiles := len(list)
 		for _, nBlocks := range []int{2, 6, 16, 112} {
 			for _, g := range []int{0, 1, 3, 8} {
@@ -174,4 +160,18 @@ func TestPairItems(t *testing.T) {
 			}
 		}
 	}
+}
+
+// expertTiles is the work list of experts with rows[e] rows each in tiles of
+// bm rows, as emitScan writes it (each expert's tiles in order, (expert,
+// first row)), and the experts' row offsets.
+func expertTiles(rows []int, bm int) (list [][2]int, offsets []int) {
+	offsets = []int{0}
+	for e, n := range rows {
+		for j := 0; j < (n+bm-1)/bm; j++ {
+			list = append(list, [2]int{e, offsets[e] + j*bm})
+		}
+		offsets = append(offsets, offsets[e]+n)
+	}
+	return list, offsets
 }

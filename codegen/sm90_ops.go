@@ -108,20 +108,7 @@ func (b *Builder) PrefetchTensorMap(tmap value.Value) {
 // Elements outside the tensor are filled with zeros and still count toward
 // the transaction bytes (the whole box is always delivered).
 func (b *Builder) TMALoad(tmap, dst, bar value.Value, coords ...value.Value) error {
-	n := len(coords)
-	if n < 1 || n > 5 {
-		return fmt.Errorf("codegen: TMA load with %d coordinates (want 1..5)", n)
-	}
-	cs := make([]string, n)
-	for i := range cs {
-		cs[i] = fmt.Sprintf("$%d", 3+i)
-	}
-	text := fmt.Sprintf("cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1, {%s}], [$2];",
-		n, strings.Join(cs, ", "))
-	cons := "r,l,r" + strings.Repeat(",r", n) + ",~{memory}"
-	args := append([]value.Value{dst, tmap, bar}, coords...)
-	b.Asm(text, cons, args...)
-	return nil
+	return b.tmaLoad(tmap, dst, bar, nil, coords)
 }
 
 // TMALoadMulticast is TMALoad delivering the box to the same shared
@@ -129,19 +116,28 @@ func (b *Builder) TMALoad(tmap, dst, bar value.Value, coords ...value.Value) err
 // every CTA of the cluster whose rank has its bit set in ctaMask (i16;
 // PTX ISA "cp.async.bulk.tensor", .multicast::cluster; sm_90).
 func (b *Builder) TMALoadMulticast(tmap, dst, bar, ctaMask value.Value, coords ...value.Value) error {
+	return b.tmaLoad(tmap, dst, bar, ctaMask, coords)
+}
+
+// tmaLoad emits TMALoad, or TMALoadMulticast when ctaMask is not nil.
+func (b *Builder) tmaLoad(tmap, dst, bar, ctaMask value.Value, coords []value.Value) error {
 	n := len(coords)
 	if n < 1 || n > 5 {
-		return fmt.Errorf("codegen: TMA multicast load with %d coordinates (want 1..5)", n)
+		return fmt.Errorf("codegen: TMA load with %d coordinates (want 1..5)", n)
+	}
+	args, cons, mc, first := []value.Value{dst, tmap, bar}, "r,l,r", "", 3
+	if ctaMask != nil {
+		args, cons, mc, first = append(args, ctaMask), cons+",h", ".multicast::cluster", 4
 	}
 	cs := make([]string, n)
 	for i := range cs {
-		cs[i] = fmt.Sprintf("$%d", 4+i)
+		cs[i] = fmt.Sprintf("$%d", first+i)
 	}
-	text := fmt.Sprintf("cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster [$0], [$1, {%s}], [$2], $3;",
-		n, strings.Join(cs, ", "))
-	cons := "r,l,r,h" + strings.Repeat(",r", n) + ",~{memory}"
-	args := append([]value.Value{dst, tmap, bar, ctaMask}, coords...)
-	b.Asm(text, cons, args...)
+	text := fmt.Sprintf("cp.async.bulk.tensor.%dd.shared::cluster.global.mbarrier::complete_tx::bytes%s [$0], [$1, {%s}], [$2]", n, mc, strings.Join(cs, ", "))
+	if ctaMask != nil {
+		text += ", $3"
+	}
+	b.Asm(text+";", cons+strings.Repeat(",r", n)+",~{memory}", append(args, coords...)...)
 	return nil
 }
 

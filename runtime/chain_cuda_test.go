@@ -34,10 +34,7 @@ func TestChainGPU(t *testing.T) {
 		t.Skip("the chained kernel is sm_90a's")
 	}
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b", "qwen3-30b-a3b mxfp8", "olmoe-1b-7b mxfp8"} {
-		l := testlayer.Preset(t, strings.TrimSuffix(name, " mxfp8"))
-		if strings.HasSuffix(name, " mxfp8") {
-			l.Precision = schedule.MXFP8
-		}
+		l := testlayer.Named(t, name)
 		seed, w, dw := randomWeightsOnDevice(t, ctx, l)
 		off := newLayer(t, ctx, l, target.SM90a)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
@@ -164,27 +161,6 @@ func TestClusterGPU(t *testing.T) {
 		t.Skip("2-CTA clusters are built for sm_90a")
 	}
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
-		l := testlayer.Preset(t, strings.TrimSuffix(name, " mxfp8"))
-		if strings.HasSuffix(name, " mxfp8") {
-			l.Precision = schedule.MXFP8
-		}
-		seed, w, dw := randomWeightsOnDevice(t, ctx, l)
-		off := newLayer(t, ctx, l, target.SM90a)
-		s := testlayer.DefaultSchedule(t, l, target.SM90a)
-		s.Cluster = 2
-		clustered := loadLayer(t, ctx, l, s)
-		for _, T := range []int{4096, 2000, 300} {
-			t.Run(fmt.Sprintf("%s/T=%d", name, T), func(t *testing.T) {
-				c := newCase(t, ctx, l, w, T, seed+uint64(T))
-				args := argsOf(dw, c.in, stream)
-				want := sameBits(t, ctx, off, clustered, args, c.ref, "unclustered", "clustered")
-				g, err := clustered.CaptureForward(stream, args.b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer g.Destroy()
-				replayChecked(t, ctx, stream, clustered, g, args.b, want, "replay of the clustered forward")
-			})
-		}
+		sameAsDefault(t, ctx, stream, name, func(s *schedule.Schedule) { s.Cluster = 2 }, []int{4096, 2000, 300}, "unclustered", "clustered")
 	}
 }

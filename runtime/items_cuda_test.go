@@ -24,28 +24,40 @@ func TestItemsQueueGPU(t *testing.T) {
 	if !slices.Contains(targets, target.SM90a) {
 		t.Skip("the queue walk is sm_90a's")
 	}
-	for _, prec := range []schedule.Precision{schedule.BF16, schedule.MXFP8} {
-		l := testlayer.Preset(t, "qwen3-30b-a3b")
-		l.Precision = prec
-		seed, w, dw := randomWeightsOnDevice(t, ctx, l)
-		fixed := newLayer(t, ctx, l, target.SM90a)
-		s := testlayer.DefaultSchedule(t, l, target.SM90a)
-		s.Items = schedule.ItemsQueue
-		queue := loadLayer(t, ctx, l, s)
-		for _, T := range []int{4096, 1100, 64} { // largest first: a capture pins the workspace
-			t.Run(fmt.Sprintf("%v/T=%d", prec, T), func(t *testing.T) {
-				c := newCase(t, ctx, l, w, T, seed+uint64(T))
-				args := argsOf(dw, c.in, stream)
-				want := sameBits(t, ctx, fixed, queue, args, c.ref, "fixed walk", "queue")
-				g, err := queue.CaptureForward(stream, args.b)
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer g.Destroy()
-				replayChecked(t, ctx, stream, queue, g, args.b, want, "replay 1")
-				replayChecked(t, ctx, stream, queue, g, args.b, want, "replay 2")
-			})
-		}
+	for _, name := range []string{"qwen3-30b-a3b", "qwen3-30b-a3b mxfp8"} {
+		sameAsDefault(t, ctx, stream, name, func(s *schedule.Schedule) { s.Items = schedule.ItemsQueue },
+			[]int{4096, 1100, 64}, "fixed walk", "queue")
+	}
+}
+
+// sameAsDefault checks the forward of layer name (testlayer.Named) under
+// its default sm_90a schedule changed by edit against the default
+// schedule's: runChecked's checks and the default's bits at each T of Ts
+// (largest first: a capture pins the workspace), in direct runs and in
+// two replays of a graph captured over the case's buffers (each launch
+// leaves the workspace's queue words and counters as the next needs).
+// baseWhat and otherWhat name the two in failures.
+func sameAsDefault(t *testing.T, ctx *driver.Context, stream *driver.Stream, name string, edit func(*schedule.Schedule), Ts []int, baseWhat, otherWhat string) {
+	t.Helper()
+	l := testlayer.Named(t, name)
+	seed, w, dw := randomWeightsOnDevice(t, ctx, l)
+	base := newLayer(t, ctx, l, target.SM90a)
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	edit(&s)
+	other := loadLayer(t, ctx, l, s)
+	for _, T := range Ts {
+		t.Run(fmt.Sprintf("%s/T=%d", name, T), func(t *testing.T) {
+			c := newCase(t, ctx, l, w, T, seed+uint64(T))
+			args := argsOf(dw, c.in, stream)
+			want := sameBits(t, ctx, base, other, args, c.ref, baseWhat, otherWhat)
+			g, err := other.CaptureForward(stream, args.b)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Destroy()
+			replayChecked(t, ctx, stream, other, g, args.b, want, "replay 1")
+			replayChecked(t, ctx, stream, other, g, args.b, want, "replay 2")
+		})
 	}
 }
 

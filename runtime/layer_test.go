@@ -573,18 +573,8 @@ func TestLayerArgsPacking(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			m, err := a.ManifestJSON()
-			if err != nil {
-				t.Fatal(err)
-			}
-			p, err := parsePlan(m, l)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ly := &Layer{plan: p, layer: l, lastT: -1, tmaps: map[[2]int]tmapEntry{}, encode: fake,
-				errPtr: 1 << 45, ws: 1 << 46}
-			ly.wsOff, _ = p.scratchLayout(4096)
-			ly.wsT = 4096
+			ly := packingLayer(t, a, l, fake)
+			p := ly.plan
 			what := l.Name + " " + target.String()
 			// extents returns a tensor map's dims and strides at T.
 			extents := func(tm *launch.TensorMap, T int) string {
@@ -745,21 +735,12 @@ func TestWaitLimitArgs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := a.ManifestJSON()
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := parsePlan(m, l)
-	if err != nil {
-		t.Fatal(err)
-	}
 	fake := func(driver.TensorMapDataType, int, driver.DevicePtr, []uint64, []uint64, []uint32, []uint32,
 		driver.TensorMapInterleave, driver.TensorMapSwizzle, driver.TensorMapL2Promotion, driver.TensorMapOOBFill) ([driver.TensorMapBytes]byte, error) {
 		return [driver.TensorMapBytes]byte{}, nil
 	}
-	ly := &Layer{plan: p, layer: l, lastT: -1, tmaps: map[[2]int]tmapEntry{}, encode: fake, errPtr: 1 << 45, ws: 1 << 46}
-	ly.wsOff, _ = p.scratchLayout(4096)
-	ly.wsT = 4096
+	ly := packingLayer(t, a, l, fake)
+	p := ly.plan
 	const T = 4096
 	_, bind, err := p.bind(fakeBindings(p, T))
 	if err != nil {
@@ -806,4 +787,24 @@ func TestWaitLimitArgs(t *testing.T) {
 	if err := ly.SetWaitLimit(-time.Second); err == nil {
 		t.Error("SetWaitLimit(-1s) = nil, want an error")
 	}
+}
+
+// packingLayer is a Layer over artifact a's plan for packing arguments
+// without a device: tensor maps encoded by encode, the error word and the
+// workspace at made-up addresses, the workspace laid out for T = 4096.
+func packingLayer(t *testing.T, a *compiler.Artifact, l schedule.Layer, encode func(driver.TensorMapDataType, int, driver.DevicePtr, []uint64, []uint64, []uint32, []uint32,
+	driver.TensorMapInterleave, driver.TensorMapSwizzle, driver.TensorMapL2Promotion, driver.TensorMapOOBFill) ([driver.TensorMapBytes]byte, error)) *Layer {
+	t.Helper()
+	m, err := a.ManifestJSON()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := parsePlan(m, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ly := &Layer{plan: p, layer: l, lastT: -1, tmaps: map[[2]int]tmapEntry{}, encode: encode, errPtr: 1 << 45, ws: 1 << 46}
+	ly.wsOff, _ = p.scratchLayout(4096)
+	ly.wsT = 4096
+	return ly
 }

@@ -92,6 +92,28 @@ step() { # name timeout log command...
 	printf '%-48s rc=%-3d %4ds\n' "$name" "$rc" "$((SECONDS - t0))" | tee -a "$summary"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"$summary"
+# sha_compare FILE N WHAT: from mokc run --json lines labelled by flag set ("label"), the (model,
+# precision, T) whose N labelled runs share one y_sha256, those that do not, and the failed runs.
+sha_compare() {
+	python3 - "$1" "$2" "$3" <<'PY' | tee -a "$summary"
+import collections, json, sys
+sha = collections.defaultdict(dict)
+bad = 0
+for line in open(sys.argv[1]):
+    d = json.loads(line)
+    if "tokens" not in d:
+        continue
+    sha[(d["model"], d.get("precision", ""), d["tokens"])][d["label"]] = d.get("y_sha256", "")
+    bad += not d["pass"]
+n = int(sys.argv[2])
+ok = lambda v: len(set(v.values())) == 1 and len(v) == n
+same = sum(ok(v) for v in sha.values())
+print("sha_compare: %d (model, precision, T) with one y_sha256 %s, %d not, %d runs failed" % (same, sys.argv[3], len(sha) - same, bad))
+for k, v in sorted(sha.items()):
+    if not ok(v):
+        print("  differ", k, {l: h[:16] for l, h in v.items()})
+PY
+}
 # sanitize_backward: compute-sanitizer memcheck and racecheck of the forward + backward (issue #10's check)
 # on qwen3-30b-a3b and gpt-oss-120b at T = 64, sm_90a, with the default schedule.
 sanitize_backward() {
@@ -436,22 +458,7 @@ for phase in $phases; do
 			mkrun chain mxfp8 $m --chain fc1-fc2
 			mkrun queue mxfp8 $m --items queue
 		done
-		python3 - "$OUT/mk-run.jsonl" <<'PY' | tee -a "$summary"
-import collections, json, sys
-sha = collections.defaultdict(dict)
-bad = 0
-for line in open(sys.argv[1]):
-    d = json.loads(line)
-    if "tokens" not in d:
-        continue
-    sha[(d["model"], d.get("precision", ""), d["tokens"])][d["label"]] = d.get("y_sha256", "")
-    bad += not d["pass"]
-same = sum(len(set(v.values())) == 1 for v in sha.values())
-print("sha_compare: %d (model, precision, T) with one y_sha256 across the flag sets, %d differ, %d runs failed" % (same, len(sha) - same, bad))
-for k, v in sorted(sha.items()):
-    if len(set(v.values())) > 1:
-        print("  differ", k, {l: h[:16] for l, h in v.items()})
-PY
+		sha_compare "$OUT/mk-run.jsonl" 3 "across the flag sets"
 		step "run --backward qwen3-30b-a3b --items queue bf16,mxfp8" 240 "$OUT/mk-run.log" bash -c "\"$mokc\" run --backward --items queue --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\" && \"$mokc\" run --backward --items queue --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\""
 		for tool in memcheck racecheck; do
 			step "$tool run --chain fc1-fc2 qwen3-30b-a3b T=300" 240 "$OUT/mk-sanitize.log" \
@@ -529,22 +536,7 @@ PY
 				done
 			done
 		done
-		python3 - "$OUT/cl-run.jsonl" <<'PY' | tee -a "$summary"
-import collections, json, sys
-sha = collections.defaultdict(dict)
-bad = 0
-for line in open(sys.argv[1]):
-    d = json.loads(line)
-    if "tokens" not in d:
-        continue
-    sha[(d["model"], d.get("precision", ""), d["tokens"])][d["label"]] = d.get("y_sha256", "")
-    bad += not d["pass"]
-same = sum(len(set(v.values())) == 1 and len(v) == 2 for v in sha.values())
-print("cluster sha_compare: %d (model, precision, T) with one y_sha256 with and without clusters, %d not, %d runs failed" % (same, len(sha) - same, bad))
-for k, v in sorted(sha.items()):
-    if len(set(v.values())) > 1 or len(v) != 2:
-        print("  differ", k, {l: h[:16] for l, h in v.items()})
-PY
+		sha_compare "$OUT/cl-run.jsonl" 2 "with and without --cluster 2"
 		step "run --backward --cluster 2 qwen3-30b-a3b" 200 "$OUT/cl-run.log" "$mokc" run --backward --cluster 2 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2
 		for tool in memcheck racecheck synccheck; do
 			step "$tool run --cluster 2 qwen3-30b-a3b T=300" 240 "$OUT/cl-sanitize.log" \

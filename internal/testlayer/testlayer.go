@@ -1,10 +1,11 @@
 // Package testlayer gives tests the layers and schedules they start from,
-// failing the test instead of returning an error: a preset by name, a
-// preset with per-expert weight storage, and a layer's default schedule on
-// a target.
+// failing the test instead of returning an error: a preset by name (with
+// MXFP8 weights by a suffix), a preset with per-expert weight storage, and
+// a layer's default schedule on a target.
 package testlayer
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/mokc/mokc/schedule"
@@ -18,6 +19,18 @@ func Preset(t testing.TB, name string) schedule.Layer {
 	l, err := schedule.Preset(name)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return l
+}
+
+// Named returns the preset named name (Preset), or, for "<preset> mxfp8",
+// that preset with MXFP8 routed weights (schedule.MXFP8).
+func Named(t testing.TB, name string) schedule.Layer {
+	t.Helper()
+	base, mx := strings.CutSuffix(name, " mxfp8")
+	l := Preset(t, base)
+	if mx {
+		l.Precision = schedule.MXFP8
 	}
 	return l
 }
