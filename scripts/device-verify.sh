@@ -114,6 +114,27 @@ for k, v in sorted(sha.items()):
         print("  differ", k, {l: h[:16] for l, h in v.items()})
 PY
 }
+# bench_summary FILE: one line per mokc bench --json report in FILE: the preset, precision, T, the
+# opt-in flags its schedule names (chain, queue, cluster), the median, the routed GEMM kernels' medians
+# (--kernels) and the inner phases (--phases), in microseconds.
+bench_summary() {
+	python3 - "$1" <<'PY' | tee -a "$summary"
+import json, sys
+dec = json.JSONDecoder()
+text, i = open(sys.argv[1]).read(), 0
+while True:
+    while i < len(text) and text[i] in " \n\t":
+        i += 1
+    if i >= len(text):
+        break
+    d, i = dec.raw_decode(text, i)
+    sched = d.get("schedule", "")
+    flags = [f for f, mark in (("chain", "chain fc1-fc2"), ("queue", "from a queue"), ("cluster", "cluster=2")) if mark in sched] or ["default"]
+    ks = " ".join("%s=%.1f" % (k["name"], 1000 * k["median_ms"]) for k in d.get("kernel_times", []) if k["name"].startswith("moe_fc"))
+    ph = " ".join("%s@%.1f+%.1f" % (p["name"][4:], 1000 * p["start_ms"], 1000 * p["ms"]) for p in d.get("phases", []))
+    print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), "+".join(flags), "median %.4f ms" % d.get("median_ms", 0), ks, ph)
+PY
+}
 # sanitize_backward: compute-sanitizer memcheck and racecheck of the forward + backward (issue #10's check)
 # on qwen3-30b-a3b and gpt-oss-120b at T = 64, sm_90a, with the default schedule.
 sanitize_backward() {
@@ -505,21 +526,7 @@ for phase in $phases; do
 			mkbench "$T" --model qwen3-30b-a3b --precision "$prec" --phases
 			mkbench "$T" --model qwen3-30b-a3b --precision "$prec" --chain fc1-fc2 --phases
 		done
-		python3 - "$OUT/mk-bench.jsonl" <<'PY' | tee -a "$summary"
-import json, sys
-dec = json.JSONDecoder()
-text, i = open(sys.argv[1]).read(), 0
-while True:
-    while i < len(text) and text[i] in " \n\t":
-        i += 1
-    if i >= len(text):
-        break
-    d, i = dec.raw_decode(text, i)
-    sched = d.get("schedule", "")
-    flags = [f for f, mark in (("chain", "chain fc1-fc2"), ("queue", "from a queue")) if mark in sched] or ["default"]
-    ph = " ".join("%s@%.1f+%.1f" % (p["name"][4:], 1000 * p["start_ms"], 1000 * p["ms"]) for p in d.get("phases", []))
-    print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), "+".join(flags), "median %.4f ms" % d.get("median_ms", 0), ph)
-PY
+		bench_summary "$OUT/mk-bench.jsonl"
 		;;
 	cluster)
 		# The bf16 routed GEMMs in 2-CTA clusters (--cluster 2: CTA pairs sharing A by TMA multicast): the runtime
@@ -565,20 +572,7 @@ PY
 				clbench 4096 --model $m --precision mxfp8 --cluster 2
 			done
 		done
-		python3 - "$OUT/cl-bench.jsonl" <<'PY' | tee -a "$summary"
-import json, sys
-dec = json.JSONDecoder()
-text, i = open(sys.argv[1]).read(), 0
-while True:
-    while i < len(text) and text[i] in " \n\t":
-        i += 1
-    if i >= len(text):
-        break
-    d, i = dec.raw_decode(text, i)
-    flag = "cluster" if "cluster=2" in d.get("schedule", "") else "default"
-    ks = " ".join("%s=%.1f" % (k["name"], 1000 * k["median_ms"]) for k in d.get("kernel_times", []) if k["name"].startswith("moe_fc"))
-    print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), flag, "median %.4f ms" % d.get("median_ms", 0), ks)
-PY
+		bench_summary "$OUT/cl-bench.jsonl"
 		;;
 	raster)
 		# The persistent GEMMs' work-item order (--group-m): correctness first (every tile once; the same
