@@ -302,6 +302,19 @@ func (ly *Layer) Kernels() []string {
 	return out
 }
 
+// ClusterGrids returns, by kernel name, the blocks each persistent kernel
+// built in thread-block clusters (launch.Kernel.Cluster) is launched with
+// on this device: one per SM in whole clusters, no more clusters than can
+// be resident at once (driver.Function.MaxActiveClusters). Empty when no
+// kernel has clusters.
+func (ly *Layer) ClusterGrids() map[string]int {
+	out := map[string]int{}
+	for i, g := range ly.clusterGrids {
+		out[ly.plan.Kernels[i].Name] = g
+	}
+	return out
+}
+
 // Inputs returns the input buffers the caller binds (Bindings), in the
 // manifest's order: activations, routing, weights.
 func (ly *Layer) Inputs() []BufferSpec { return ly.plan.specs(launch.BufInput) }

@@ -116,7 +116,7 @@ PY
 }
 # bench_summary FILE: one line per mokc bench --json report in FILE: the preset, precision, T, the
 # opt-in flags its schedule names (chain, queue, cluster), the median, the routed GEMM kernels' medians
-# (--kernels) and the inner phases (--phases), in microseconds.
+# (--kernels) and the inner phases (--phases), in microseconds, and the blocks of the kernels in clusters.
 bench_summary() {
 	python3 - "$1" <<'PY' | tee -a "$summary"
 import json, sys
@@ -132,7 +132,8 @@ while True:
     flags = [f for f, mark in (("chain", "chain fc1-fc2"), ("queue", "from a queue"), ("cluster", "cluster=2")) if mark in sched] or ["default"]
     ks = " ".join("%s=%.1f" % (k["name"], 1000 * k["median_ms"]) for k in d.get("kernel_times", []) if k["name"].startswith("moe_fc"))
     ph = " ".join("%s@%.1f+%.1f" % (p["name"][4:], 1000 * p["start_ms"], 1000 * p["ms"]) for p in d.get("phases", []))
-    print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), "+".join(flags), "median %.4f ms" % d.get("median_ms", 0), ks, ph)
+    cg = " ".join("%s:%d" % kv for kv in sorted(d.get("cluster_grids", {}).items()))
+    print("bench", d.get("model"), d.get("precision", ""), "T=%s" % d.get("tokens"), "+".join(flags), "median %.4f ms" % d.get("median_ms", 0), ks, ph, cg)
 PY
 }
 # sanitize_backward: compute-sanitizer memcheck and racecheck of the forward + backward (issue #10's check)

@@ -74,11 +74,14 @@ type benchReport struct {
 	MXGemm    string `json:"mx_gemm,omitempty"`   // how the mxfp8 GEMMs run: "promote", "expand" or "regfed" (mxfp8)
 	GroupM    int    `json:"group_m,omitempty"`   // persistent GEMMs' row tiles per group (schedule.Schedule.GroupM; 0: column blocks fastest)
 	// PlainLaunch: every kernel launched with cuLaunchKernel (--plain-launch).
-	PlainLaunch bool    `json:"plain_launch,omitempty"`
-	SaveFC1     bool    `json:"save_fc1,omitempty"` // the forward keeps the routed FC1 output for the backward (schedule.Layer.SaveFC1)
-	Kernels     int     `json:"kernels"`
-	Workspace   int     `json:"workspace_bytes"`
-	CompileSec  float64 `json:"compile_s"`
+	PlainLaunch bool `json:"plain_launch,omitempty"`
+	SaveFC1     bool `json:"save_fc1,omitempty"` // the forward keeps the routed FC1 output for the backward (schedule.Layer.SaveFC1)
+	Kernels     int  `json:"kernels"`
+	// ClusterGrids is the blocks each kernel in thread-block clusters
+	// runs with on this device (runtime.Layer.ClusterGrids).
+	ClusterGrids map[string]int `json:"cluster_grids,omitempty"`
+	Workspace    int            `json:"workspace_bytes"`
+	CompileSec   float64        `json:"compile_s"`
 
 	MedianMs float64 `json:"median_ms"`
 	MinMs    float64 `json:"min_ms"`
@@ -320,6 +323,10 @@ func benchAction(c *cli.Context) error {
 	rep.CompileSec = time.Since(t0).Seconds()
 	rep.Kernels = len(ly.Kernels())
 	rep.Schedule = s.String()
+	if g := ly.ClusterGrids(); len(g) > 0 {
+		rep.ClusterGrids = g
+		logf("kernels in clusters of %d, launched with these blocks (all clusters resident): %v", s.Cluster, g)
+	}
 
 	// One set's inputs decide how many sets to rotate among.
 	type set struct {
