@@ -122,26 +122,60 @@ func tileRows(s schedule.Schedule, kernel string) int {
 }
 
 // TestClusterRefused: a cluster is refused with its reason where it
-// cannot apply: on sm_80 (the schedule), with the chained FC1 and FC2, and
-// for a layer none of whose GEMMs pair their column blocks (the engine
-// builds none of them in clusters).
+// cannot apply: on sm_80, with a bf16 forward's chained FC1 and FC2, the
+// queue walk or per-expert weights (the schedule), and for a layer none of
+// whose GEMMs pair their column blocks (the engine builds none of them in
+// clusters); an mxfp8 forward chains its decode GEMMs and pairs its
+// register-fed ones.
 func TestClusterRefused(t *testing.T) {
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	s80 := testlayer.DefaultSchedule(t, l, target.SM80)
 	s80.Cluster = 2
-	if err := s80.Validate(l); err == nil || !strings.Contains(err.Error(), "sm_90a and sm_100a") {
+	if err := s80.Validate(l); err == nil || !strings.Contains(err.Error(), "or 2 on sm_90a") {
 		t.Errorf("sm_80 cluster 2: %v", err)
 	}
-	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	for _, c := range []struct {
+		what string
+		edit func(*schedule.Layer, *schedule.Schedule)
+		want string
+	}{
+		{"bf16 chain", func(l *schedule.Layer, s *schedule.Schedule) { s.Chain = schedule.ChainFC }, "run without clusters"},
+		{"queue", func(l *schedule.Layer, s *schedule.Schedule) { s.Items = schedule.ItemsQueue }, "fixed order"},
+		{"per-expert", func(l *schedule.Layer, s *schedule.Schedule) { l.Storage = schedule.PerExpertWeights }, "grouped weights"},
+	} {
+		l, s := l, testlayer.DefaultSchedule(t, l, target.SM90a)
+		s.Cluster = 2
+		c.edit(&l, &s)
+		if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s with cluster 2: %v, want an error saying %q", c.what, err, c.want)
+		}
+	}
+	// An mxfp8 forward takes both: chained decode kernels, paired
+	// register-fed GEMMs at larger T.
+	mx := l
+	mx.Precision = schedule.MXFP8
+	s := testlayer.DefaultSchedule(t, mx, target.SM90a)
 	s.Cluster, s.Chain = 2, schedule.ChainFC
-	if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), "without clusters") {
-		t.Errorf("chain with cluster 2: %v", err)
+	p, err := Build(mx, s)
+	if err != nil {
+		t.Fatalf("mxfp8 chain with cluster 2: %v", err)
+	}
+	chained, clustered := false, false
+	for _, k := range p.Kernels {
+		chained = chained || strings.HasPrefix(k.Name, "moe_fc1_fc2")
+		clustered = clustered || k.Cluster == 2
+		if k.Cluster == 2 && k.CoResident {
+			t.Errorf("%s: co-resident in clusters", k.Name)
+		}
+	}
+	if !chained || !clustered {
+		t.Errorf("mxfp8 chain with cluster 2: chained %v, clustered %v", chained, clustered)
 	}
 	odd := l
 	odd.Name, odd.Hidden, odd.Intermediate = "odd-blocks", 640, 384 // FC2 640/256 and FC1 384/128: 3 blocks each
 	s = testlayer.DefaultSchedule(t, odd, target.SM90a)
 	s.Cluster, s.Variant = 2, nil
-	_, err := Build(odd, s)
+	_, err = Build(odd, s)
 	if err == nil || !strings.Contains(err.Error(), "builds none of this program's GEMMs in clusters") {
 		t.Errorf("%s with cluster 2: %v", odd.Name, err)
 	}

@@ -282,13 +282,17 @@ func manifestNotes(p *codegen.Program) []string {
 		notes = append(notes, "A kernel with programmatic begins with griddepcontrol.wait: it may be launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 (cuLaunchKernelEx), so that its launch overlaps the previous kernel, which it waits for before any memory access; a plain launch is correct too.")
 	}
 	if perSM {
-		notes = append(notes, "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct, except for a kernel with co_resident).")
+		note := "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct"
+		if coResident {
+			note += ", except for a kernel with co_resident: at most one block per SM"
+		}
+		notes = append(notes, note+").")
 	}
 	if cluster {
 		notes = append(notes, "A kernel with cluster declares its thread-block cluster in the PTX (.reqnctapercluster): launch it as any other (no cluster attribute is needed), with grid[0] a multiple of cluster (for grid_per_sm, the device's SM count rounded down to one, and no more clusters than cuOccupancyMaxActiveClusters gives: more are correct but start only as others end). The sm_90a routed GEMMs built with cluster 2 walk their work items in CTA pairs that share each row tile's A rows by TMA multicast.")
 	}
 	if coResident {
-		notes = append(notes, "A kernel with co_resident (moe_fc1_fc2 and its other forms: the routed FC1 and FC2 in one kernel, whose phases name its FC1 and FC2 items for the phase_times records) has blocks that wait for one another's work: launch it with one block per SM of the device (no more than can be resident at once; never the reference part's grid[0] on a device with fewer SMs) and with no other work holding an SM until it ends. Its parameter wait_limit_ns bounds each wait (nanoseconds of %globaltimer; 0: no bound): a wait that lasts longer sets bit 2 (4) of the error word err and the kernel ends with its outputs not valid instead of hanging.")
+		notes = append(notes, "A kernel with co_resident (moe_fc1_fc2 and its other forms: the routed FC1 and FC2 in one kernel, whose phases name its FC1 and FC2 items for the phase_times records) has blocks that wait for one another's work: launch it with at most one block per SM of the device, all resident at once (the Go runtime launches exactly one per SM; never the reference part's grid[0] on a device with fewer SMs), with no other work holding an SM until it ends. Its parameter wait_limit_ns bounds each wait (nanoseconds of %globaltimer; 0: no bound): a wait that lasts longer sets bit 2 (4) of the error word err and the kernel ends with its outputs not valid instead of hanging.")
 	}
 	notes = append(notes,
 		"A kernel whose shared_bytes exceed 48 KiB needs cuFuncSetAttribute(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) first.",
@@ -322,7 +326,7 @@ func manifestNotes(p *codegen.Program) []string {
 		notes = append(notes, "The scratch "+launch.BufWorkQueue+" holds the work queues and dependency counters of "+strings.Join(users, ", ")+": zero it when the workspace is allocated; the kernels leave it zero after every run (a run that faults leaves it as it was: zero it again), so later runs and graph replays need nothing. Do not share it between workspaces that run at the same time.")
 	}
 	return append(notes,
-		"Workspace buffers need no initialisation but where a note says otherwise; after the forward the u32 "+moe.BufErr+" buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row).",
+		"Workspace buffers need no initialisation but where a note says otherwise; after the forward the u32 "+moe.BufErr+" buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row) and, in a program with co_resident kernels, every wait ended in time (bit 2: the outputs are not valid).",
 		"Buffer shapes are outermost first (row-major); allocate bytes (an upper bound of the shape times the element size; at least 1 byte when it evaluates to 0) at a 16-byte aligned address (TMA and the 16-byte vector accesses need it); every element of "+moe.BufY+" is written by the forward.",
 		"Every {a, b, d, min} (grids, shapes, bytes, scalar arguments) is evaluated as size_formula says.")
 }

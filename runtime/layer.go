@@ -954,8 +954,9 @@ func (ly *Layer) LaunchPlainly() {
 
 // SetWaitLimit sets how long one wait of a co-resident kernel
 // (launch.Kernel.CoResident: a block waiting for another block's work)
-// may last before it gives up and the run reports a *WaitTimeoutError
-// (launch.ErrWaitTimeout), from the next Forward or Backward on and in
+// may last before it gives up, the run's outputs then not valid and
+// CheckErrors returning a *WaitTimeoutError (launch.ErrWaitTimeout), from
+// the next Forward or Backward on and in
 // the graphs captured from then on; 0 waits without limit. The default is
 // the manifest's (launch.DefaultWaitLimitNs, 10 s). Raise it for tools
 // that slow a kernel by more than that (compute-sanitizer's racecheck on
@@ -1088,7 +1089,7 @@ func (e *WaitTimeoutError) Error() string {
 	if which == "" {
 		which = "a co-resident kernel"
 	}
-	return fmt.Sprintf("mokc runtime: layer %s: a block of %s waited longer than the wait limit (%v) for another block's work and went on without it, so this run's outputs are not valid (error word bit %#x): the kernel's blocks, one per SM, were not all resident at once (other persistent work on the device, an MPS or green-context share of its SMs, or a block that stopped); Layer.SetWaitLimit (mokc --wait-limit) raises the limit where a tool slows the kernel",
+	return fmt.Sprintf("mokc runtime: layer %s: a block of %s waited longer than the wait limit (%v) for another block's work and went on without it, so this run's outputs are not valid (error word bit 2, value %d). Likely causes: the kernel's blocks, one per SM, were not all resident at once (other persistent work on the device, an MPS or green-context share of its SMs), a block stopped, or a tool slowed the kernel past the limit (Layer.SetWaitLimit, mokc run/bench --wait-limit, raises it)",
 		e.Layer, which, e.Limit, launch.ErrWaitTimeout)
 }
 

@@ -756,7 +756,7 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 		return fieldErr("Schedule.Stages", s.Stages, "must be in 2..16")
 	}
 	if s.Cluster != 1 && !(s.Cluster == 2 && (s.Target == target.SM100a || s.Target == target.SM90a)) {
-		return fieldErr("Schedule.Cluster", s.Cluster, "must be 1 (or 2 on sm_90a and sm_100a)")
+		return fieldErr("Schedule.Cluster", s.Cluster, "must be 1 (or 2 on sm_90a; sm_100a takes 2 too, but its engine builds no clusters yet)")
 	}
 	if s.GridCTAs < 0 || s.GridCTAs > maxGridCTAs {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be in 0..%d (0 = one CTA per SM; a persistent grid beyond a few CTAs per SM only adds idle CTAs)", maxGridCTAs)
@@ -812,6 +812,21 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs the fixed walk of its work items (Schedule.Items fixed)")
 		case s.GridCTAs != 0:
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs one block per SM of the device, the default grid (leave Schedule.GridCTAs out: %d is set): its FC2 items wait for other blocks' FC1 items, so every block must be resident", s.GridCTAs)
+		}
+	}
+	if s.Cluster == 2 && s.Target == target.SM90a {
+		// The sm_90a pairs share the rows of grouped GEMMs walked in the
+		// fixed order (codegen's checkSM90Cluster): refused here where no
+		// routed GEMM could pair, with the setting that prevents it.
+		switch {
+		case l.Storage != GroupedWeights:
+			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs load grouped weights with TMA (Layer.Storage)")
+		case s.Items != ItemsFixed:
+			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs walk the fixed order of work items (Schedule.Items fixed): a queue gives items to single CTAs")
+		case s.Chain == ChainFC && l.Precision == BF16:
+			return fieldErr("Schedule.Cluster", s.Cluster, "the chained FC1 and FC2 kernels (Schedule.Chain) run without clusters, and a bf16 forward chains its routed GEMMs at every T: choose one (an mxfp8 forward takes both: its chained decode kernels, its paired register-fed GEMMs at larger T)")
+		case s.MXGemm == MXGemmExpand && l.Precision == MXFP8:
+			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs share bf16 rows: not the expansion's e4m3 tiles (Schedule.MXGemm expand)")
 		}
 	}
 	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -70,6 +71,9 @@ func buildAction(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if s.Cluster > 1 {
+		noteClusters(errWriter(c), a.Program.Kernels, s.Cluster)
+	}
 	var out []byte
 	switch emit {
 	case "ptx":
@@ -135,4 +139,29 @@ func launchedRange(ks []codegen.Kernel) (lo, hi int) {
 		lo, hi = min(lo, n), max(hi, n)
 	}
 	return lo, hi
+}
+
+// noteClusters tells which routed GEMM kernels run in clusters of n and
+// which do not (the engine pairs only some of them: codegen's
+// checkSM90Cluster).
+func noteClusters(w io.Writer, ks []launch.Kernel, n int) {
+	var in, out []string
+	for _, k := range ks {
+		switch {
+		case k.Cluster > 1:
+			in = append(in, k.Name)
+		case strings.HasPrefix(k.Name, "moe_fc") || strings.HasPrefix(k.Name, "moe_shared_fc"):
+			out = append(out, k.Name)
+		}
+	}
+	fmt.Fprintf(w, "mokc: note: --cluster %d: in clusters: %s; without (forms that gather their rows, promote 32-row tiles, split K or chain, the shared experts' dense rows, or an odd number of column blocks): %s\n",
+		n, listOrNone(in), listOrNone(out))
+}
+
+// listOrNone joins names with ", ", or says "none".
+func listOrNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return strings.Join(names, ", ")
 }
