@@ -156,8 +156,8 @@ func sm90NMajorB(s GemmSpec) bool {
 // MXFP8 one, whose A is the rows' bf16 MXFP8 values) with grouped weights
 // (K-major, or N-major as the backward's data gradients read them) by TMA,
 // dispatched rows by TMA (no gathered rows, no split reduction), the
-// fixed walk, not chained, an even number of column blocks and half-tiles
-// of whole 8-row swizzle groups.
+// fixed walk (a chained kernel's too: both GEMMs paired), an even number
+// of column blocks and half-tiles of whole 8-row swizzle groups.
 func checkSM90Cluster(s GemmSpec) error {
 	nBlocks := (s.N + s.Tile.BN - 1) / s.Tile.BN
 	switch {
@@ -165,8 +165,8 @@ func checkSM90Cluster(s GemmSpec) error {
 		return fmt.Errorf("codegen: %s: sm_90a clusters have 2 CTAs (Cluster = %d)", s.Name, s.Tile.Cluster)
 	case s.MX && !s.MXRegisterFed || s.MXExpand || s.B != BGrouped || s.A != ATiled || s.GatherK > 0 || s.splits() > 1:
 		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters share the bf16 A rows (of a bf16 or register-fed MXFP8 GEMM) over dispatched rows with grouped weights, all by TMA, in one part of the reduction", s.Name)
-	case s.QueueItems || s.signalTiles || s.waitTiles > 0:
-		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters walk the fixed order of work items in one GEMM kernel (not with a queue or a chained kernel)", s.Name)
+	case s.QueueItems:
+		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters walk the fixed order of work items (not a queue's)", s.Name)
 	case nBlocks%2 != 0:
 		return fmt.Errorf("codegen: %s: sm_90a 2-CTA clusters take column blocks in pairs: N = %d makes %d blocks of %d", s.Name, s.N, nBlocks, s.Tile.BN)
 	case s.Tile.BM%16 != 0:

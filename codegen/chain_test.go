@@ -236,19 +236,24 @@ func TestChainRefused(t *testing.T) {
 
 // TestChainAssemble: ptxas assembles the chained forwards of both gate/up
 // layouts (qwen3-30b-a3b's halves, gpt-oss-20b's interleaved rows with
-// biases) and an mxfp8 one (olmoe-1b-7b: the decode tiles' chained
-// kernel) without a serialized wgmma pipeline, and the chained kernels
+// biases), an mxfp8 one (olmoe-1b-7b: the decode tiles' chained kernel)
+// and one in 2-CTA clusters (mixtral-8x7b, Schedule.Cluster = 2) without
+// a serialized wgmma pipeline, and the chained kernels
 // (base, tile variant, gathering decode FC1, mxfp8 decode) without spills (ptxas -v of
 // CUDA 12.9, the sm_100a toolchain's: the GPU machines' drivers compile
 // the PTX with CUDA 13; ptxas 12.5 spills 4 bytes in
 // qwen3-30b-a3b's moe_fc1_fc2_gathered).
 func TestChainAssemble(t *testing.T) {
 	var texts []string
-	names := []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b mxfp8"}
+	names := []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b mxfp8", "mixtral-8x7b in clusters"}
 	for _, name := range names {
-		l := testlayer.Named(t, name)
+		base, clustered := strings.CutSuffix(name, " in clusters")
+		l := testlayer.Named(t, base)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Chain = schedule.ChainFC
+		if clustered {
+			s.Cluster = 2 // both of mixtral-8x7b's GEMMs pair (FC1 112 column blocks, FC2 16)
+		}
 		p, err := Build(l, s)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)

@@ -122,11 +122,10 @@ func tileRows(s schedule.Schedule, kernel string) int {
 }
 
 // TestClusterRefused: a cluster is refused with its reason where it
-// cannot apply: on sm_80, with a bf16 forward's chained FC1 and FC2, the
-// queue walk or per-expert weights (the schedule), and for a layer none of
-// whose GEMMs pair their column blocks (the engine builds none of them in
-// clusters); an mxfp8 forward chains its decode GEMMs and pairs its
-// register-fed ones.
+// cannot apply: on sm_80, with the queue walk or per-expert weights (the
+// schedule), and for a layer none of whose GEMMs pair their column blocks
+// (the engine builds none of them in clusters); with the chain, the
+// chained kernels pair where both GEMMs do.
 func TestClusterRefused(t *testing.T) {
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	s80 := testlayer.DefaultSchedule(t, l, target.SM80)
@@ -139,7 +138,6 @@ func TestClusterRefused(t *testing.T) {
 		edit func(*schedule.Layer, *schedule.Schedule)
 		want string
 	}{
-		{"bf16 chain", func(l *schedule.Layer, s *schedule.Schedule) { s.Chain = schedule.ChainFC }, "run without clusters"},
 		{"queue", func(l *schedule.Layer, s *schedule.Schedule) { s.Items = schedule.ItemsQueue }, "fixed order"},
 		{"per-expert", func(l *schedule.Layer, s *schedule.Schedule) { l.Storage = schedule.PerExpertWeights }, "grouped weights"},
 	} {
@@ -150,32 +148,38 @@ func TestClusterRefused(t *testing.T) {
 			t.Errorf("%s with cluster 2: %v, want an error saying %q", c.what, err, c.want)
 		}
 	}
-	// An mxfp8 forward takes both: chained decode kernels, paired
-	// register-fed GEMMs at larger T.
-	mx := l
-	mx.Precision = schedule.MXFP8
-	s := testlayer.DefaultSchedule(t, mx, target.SM90a)
-	s.Cluster, s.Chain = 2, schedule.ChainFC
-	p, err := Build(mx, s)
-	if err != nil {
-		t.Fatalf("mxfp8 chain with cluster 2: %v", err)
-	}
-	chained, clustered := false, false
-	for _, k := range p.Kernels {
-		chained = chained || strings.HasPrefix(k.Name, "moe_fc1_fc2")
-		clustered = clustered || k.Cluster == 2
-		if k.Cluster == 2 && k.CoResident {
-			t.Errorf("%s: co-resident in clusters", k.Name)
+	// With the chain: a bf16 forward's base chained kernel pairs (both
+	// GEMMs' column blocks do; its gathered form and qwen3-30b-a3b's
+	// tile variant, whose FC2 has 11 blocks, do not); an mxfp8 forward
+	// chains its decode GEMMs (unpaired) and pairs its register-fed ones.
+	for _, prec := range []schedule.Precision{schedule.BF16, schedule.MXFP8} {
+		l := l
+		l.Precision = prec
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		s.Cluster, s.Chain = 2, schedule.ChainFC
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatalf("%v chain with cluster 2: %v", prec, err)
 		}
-	}
-	if !chained || !clustered {
-		t.Errorf("mxfp8 chain with cluster 2: chained %v, clustered %v", chained, clustered)
+		var got []string
+		for _, k := range p.Kernels {
+			if k.Cluster == 2 {
+				got = append(got, k.Name)
+			}
+		}
+		want := []string{"moe_fc1_fc2"}
+		if prec == schedule.MXFP8 {
+			want = []string{"moe_fc1", "moe_fc2"}
+		}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("%v chain with cluster 2: kernels in clusters %v, want %v", prec, got, want)
+		}
 	}
 	odd := l
 	odd.Name, odd.Hidden, odd.Intermediate = "odd-blocks", 640, 384 // FC2 640/256 and FC1 384/128: 3 blocks each
-	s = testlayer.DefaultSchedule(t, odd, target.SM90a)
+	s := testlayer.DefaultSchedule(t, odd, target.SM90a)
 	s.Cluster, s.Variant = 2, nil
-	_, err = Build(odd, s)
+	_, err := Build(odd, s)
 	if err == nil || !strings.Contains(err.Error(), "builds none of this program's GEMMs in clusters") {
 		t.Errorf("%s with cluster 2: %v", odd.Name, err)
 	}

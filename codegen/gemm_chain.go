@@ -122,8 +122,8 @@ func (e atomEngine) chainPlans(first, second GemmSpec) (chainer, atom, GemmSpec,
 	if second.GatherK > 0 || second.QuantizeC || first.MX != second.MX {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel's second GEMM reads the first's C (or its MXFP8 form, QuantizeC) by TMA, in the first's precision", first.Name, second.Name))
 	}
-	if first.Tile.Cluster > 1 || second.Tile.Cluster > 1 {
-		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs its GEMMs without clusters (Cluster %d)", first.Name, second.Name, max(first.Tile.Cluster, second.Tile.Cluster)))
+	if first.Tile.Cluster != second.Tile.Cluster {
+		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs both GEMMs in clusters of the same size or neither (Cluster %d and %d)", first.Name, second.Name, first.Tile.Cluster, second.Tile.Cluster))
 	}
 	if first.Tile.Grid != 0 || second.Tile.Grid != 0 {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs one block per SM of the device, all resident (Tile.Grid 0, not %d and %d)", first.Name, second.Name, first.Tile.Grid, second.Tile.Grid))
@@ -227,6 +227,8 @@ func (l sm90Layout) canChain(s1 GemmSpec, second atom, s2 GemmSpec) error {
 		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's MXFP8 GEMMs share the scale codes' slots and warps (%d and %d slots, %d and %d warps)", s1.Name, s2.Name, l.smem.CodeSlots, l2.smem.CodeSlots, l.mxCodeWarps(s1), l2.mxCodeWarps(s2))
 	case l.WG != l2.WG || l.mmaWG0 != l2.mmaWG0 || l.threads != l2.threads || l.prodRegs != l2.prodRegs || l.mmaRegs != l2.mmaRegs || l.launchRegs != l2.launchRegs:
 		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs need the same warpgroups and registers (%d and %d consumer warpgroups)", s1.Name, s2.Name, l.WG, l2.WG)
+	case l.cluster != l2.cluster:
+		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs run in the same clusters (%d and %d CTAs)", s1.Name, s2.Name, l.cluster, l2.cluster)
 	case l.S != l2.S || l.stageBytes != l2.stageBytes || l.smem.BarrierOffset != l2.smem.BarrierOffset || l.smem.Staged != l2.smem.Staged:
 		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs share one ring: the same stages (%d, %d) of the same bytes (%d, %d), the same barriers and epilogue staging", s1.Name, s2.Name, l.S, l2.S, l.stageBytes, l2.stageBytes)
 	}
@@ -273,12 +275,17 @@ func (l sm90Layout) buildChain(m *ir.Module, name string, s1 GemmSpec, second at
 	if l.launchRegs > 0 {
 		b.MaxRegisters(l.launchRegs)
 	}
+	cluster := 0
+	if l.cluster > 1 {
+		cluster = l.cluster
+		b.ClusterDims(cluster, 1, 1)
+	}
 	if err := l.emitChain(b, s1, l2, s2); err != nil {
 		return KernelInfo{}, err
 	}
 	return KernelInfo{Name: name, Params: params, Block: l.threads, SharedBytes: max(l.smem.Bytes, l2.smem.Bytes),
 		Grid: [3]Expr{persistentGrid(s1.Tile, target.SM90a.SMs()), Const(1), Const(1)}, GridPerSM: true, CoResident: true,
-		Phases: []string{chainPhase(name, s1), chainPhase(name, s2)}}, nil
+		Phases: []string{chainPhase(name, s1), chainPhase(name, s2)}, Cluster: cluster}, nil
 }
 
 // chainPhase names the inner phase of a chained kernel's GEMM s (its work
@@ -302,7 +309,7 @@ func (l sm90Layout) emitChain(b *Builder, s1 GemmSpec, l2 sm90Layout, s2 GemmSpe
 	next := &sm90Chained{l: l2, k: sm90Block{tmaBlock: tmaBlock{spec: s2, base: k.base, ring: k.ring}, tid: k.tid}}
 	b.withParams(chainPrefix, chainShared, func() { next.k.tmA, next.k.tmB, fullCount2 = tmaMaps(b, s2, 128, l2.mxCodeWarps(s2)) })
 	next.extraArrivals = fullCount - fullCount2
-	k.ring.init(b, k.tid, fullCount, 4*l.WG, func() {
+	k.ring.init(b, k.tid, fullCount, 4*l.WG*l.cluster, func() { // a cluster's stages: released by both CTAs' consumer warps
 		if l.smem.Staged {
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
 			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
@@ -311,6 +318,9 @@ func (l sm90Layout) emitChain(b *Builder, s1 GemmSpec, l2 sm90Layout, s2 GemmSpe
 		b.PrefetchTensorMap(next.k.tmB)
 	}, k.tmA, k.tmB)
 	b.SyncThreads()
+	if l.cluster > 1 {
+		b.ClusterSync() // as in emit: the peer's barriers initialised first
+	}
 	k.work = l.workList(b, s1, nil)
 	b.withParams(chainPrefix, chainShared, func() { next.k.work = l2.workList(b, s2, nil) })
 	var err error
@@ -319,6 +329,9 @@ func (l sm90Layout) emitChain(b *Builder, s1 GemmSpec, l2 sm90Layout, s2 GemmSpe
 	}, func() {
 		err = l.consumers(b, &k, wg, next)
 	})
+	if l.cluster > 1 {
+		b.ClusterSync() // neither CTA exits while the other may arrive on its barriers
+	}
 	b.Ret(nil)
 	return err
 }

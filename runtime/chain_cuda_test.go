@@ -154,7 +154,7 @@ func TestChainWaitTimeoutGPU(t *testing.T) {
 // and mixtral-8x7b in bf16, and qwen3-30b-a3b and gpt-oss-20b in mxfp8
 // (the register-fed GEMMs at T = 2000 and 4096; the decode tiles,
 // unclustered, at 300), at token counts of the base tiles and of the
-// tile variant.
+// tile variant; and mixtral-8x7b's chained FC1 and FC2 in clusters.
 func TestClusterGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
@@ -163,4 +163,6 @@ func TestClusterGPU(t *testing.T) {
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
 		sameAsDefault(t, ctx, stream, name, func(s *schedule.Schedule) { s.Cluster = 2 }, []int{4096, 2000, 300}, "unclustered", "clustered")
 	}
+	// The chained FC1 and FC2 in clusters (mixtral-8x7b: both GEMMs pair).
+	sameAsDefault(t, ctx, stream, "mixtral-8x7b", func(s *schedule.Schedule) { s.Cluster, s.Chain = 2, schedule.ChainFC }, []int{4096, 300}, "two kernels", "chained in clusters")
 }

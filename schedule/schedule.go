@@ -823,8 +823,6 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs load grouped weights with TMA (Layer.Storage)")
 		case s.Items != ItemsFixed:
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs walk the fixed order of work items (Schedule.Items fixed): a queue gives items to single CTAs")
-		case s.Chain == ChainFC && l.Precision == BF16:
-			return fieldErr("Schedule.Cluster", s.Cluster, "the chained FC1 and FC2 kernels (Schedule.Chain) run without clusters, and a bf16 forward chains its routed GEMMs at every T: choose one (an mxfp8 forward takes both: its chained decode kernels, its paired register-fed GEMMs at larger T)")
 		case s.MXGemm == MXGemmExpand && l.Precision == MXFP8:
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs share bf16 rows: not the expansion's e4m3 tiles (Schedule.MXGemm expand)")
 		}

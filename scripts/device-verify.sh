@@ -537,14 +537,15 @@ for phase in $phases; do
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -10
 		for m in ${CL_MODELS:-qwen3-30b-a3b gpt-oss-20b mixtral-8x7b olmoe-1b-7b deepseek-v2-lite}; do
 			for prec in bf16 mxfp8; do
-				for label in default cluster; do
+				for label in default cluster chaincl; do
 					flags=""
 					[ $label = cluster ] && flags="--cluster 2"
+					[ $label = chaincl ] && flags="--cluster 2 --chain fc1-fc2"
 					step "run $m $prec $label" 150 "$OUT/cl-run.log" bash -c "\"$mokc\" run --model $m --target sm_90a --precision $prec --tokens ${CL_TOKENS:-0,1,64,300,2000,4096} --repeat 2 --json $flags | sed 's/^{/{\"label\":\"$label\",/' >>\"$OUT/cl-run.jsonl\""
 				done
 			done
 		done
-		sha_compare "$OUT/cl-run.jsonl" 2 "with and without --cluster 2"
+		sha_compare "$OUT/cl-run.jsonl" 3 "across the default, --cluster 2 and --cluster 2 --chain fc1-fc2"
 		step "run --backward --cluster 2 qwen3-30b-a3b" 200 "$OUT/cl-run.log" "$mokc" run --backward --cluster 2 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2
 		for tool in memcheck racecheck synccheck; do
 			step "$tool run --cluster 2 qwen3-30b-a3b T=300" 240 "$OUT/cl-sanitize.log" \
@@ -563,6 +564,9 @@ for phase in $phases; do
 			for m in qwen3-30b-a3b gpt-oss-120b mixtral-8x7b deepseek-v3; do
 				clbench 4096 --model $m
 				clbench 4096 --model $m --cluster 2
+			done
+			for m in qwen3-30b-a3b mixtral-8x7b; do
+				clbench 4096 --model $m --cluster 2 --chain fc1-fc2
 			done
 			clbench 16384 --model qwen3-30b-a3b
 			clbench 16384 --model qwen3-30b-a3b --cluster 2

@@ -154,7 +154,7 @@ func noteClusters(w io.Writer, ks []launch.Kernel, n int) {
 			out = append(out, k.Name)
 		}
 	}
-	fmt.Fprintf(w, "mokc: note: --cluster %d: in clusters: %s; without (forms that gather their rows, promote 32-row tiles, split K or chain, the shared experts' dense rows, or an odd number of column blocks): %s\n",
+	fmt.Fprintf(w, "mokc: note: --cluster %d: in clusters: %s; without (forms that gather their rows, promote 32-row tiles or split K, a chained kernel whose two GEMMs do not both pair, the shared experts' dense rows, or an odd number of column blocks): %s\n",
 		n, listOrNone(in), listOrNone(out))
 }
 
