@@ -355,3 +355,50 @@ func TestChainPhaseTimes(t *testing.T) {
 		}
 	}
 }
+
+// TestChainWaitPTX: every chained kernel's waits for its row tiles are
+// bounded (codegen awaitCount): the PTX reads %globaltimer, compares the
+// elapsed time with the wait_limit_ns parameter less one as unsigned (0:
+// no bound), ORs launch.ErrWaitTimeout into both error words and reads
+// the run's word back (ld.volatile) to give up once another wait has.
+func TestChainWaitPTX(t *testing.T) {
+	for _, name := range []string{"qwen3-30b-a3b", "olmoe-1b-7b mxfp8"} {
+		l := testlayer.Named(t, name)
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		s.Chain = schedule.ChainFC
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res, err := ptx.CompileModule(p.Module, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries := strings.Split(res.Text, ".visible .entry ")
+		n := 0
+		for _, e := range entries[1:] {
+			if !strings.HasPrefix(e, "moe_fc1_fc2") {
+				continue
+			}
+			n++
+			kernel := e[:strings.Index(e, "(")]
+			for _, want := range []*regexp.Regexp{
+				regexp.MustCompile(`\.param \.u64 wait_limit_ns`),
+				regexp.MustCompile(`mov\.u64\s+%rd\d+, %globaltimer;`),
+				regexp.MustCompile(`sub\.s64\s+%rd\d+, %rd\d+, 1;`),
+				regexp.MustCompile(`setp\.gt\.u64\s+%p\d+, %rd\d+, %rd\d+;`),
+				regexp.MustCompile(`ld\.volatile\.global\.u32`),
+			} {
+				if !want.MatchString(e) {
+					t.Errorf("%s %s: no %s", name, kernel, want)
+				}
+			}
+			if ors := regexp.MustCompile(`atom(\.\w+)*\.global\.or\.b32\s+%r\d+, \[%rd\d+(\+4)?\], 4;`).FindAllString(e, -1); len(ors) < 2 {
+				t.Errorf("%s %s: ErrWaitTimeout ORed %d times, want both error words: %v", name, kernel, len(ors), ors)
+			}
+		}
+		if n == 0 {
+			t.Errorf("%s: no chained kernel", name)
+		}
+	}
+}

@@ -71,20 +71,25 @@ func (p gemmProducer) waitTile(b *Builder, w gemmWork) {
 // (global) holds at least target: an acquire poll at gpu scope, bounded
 // by the kernel's wait limit (parameter wait_limit_ns, nanoseconds of
 // %globaltimer from the wait's start; 0: no bound). A wait that reaches
-// the limit ORs ErrWaitTimeout into the error word (parameter err) and
-// returns, as does every wait that finds the bit already set, so that a
+// the limit ORs ErrWaitTimeout into both error words (parameter err: the
+// run's, and the one kept across runs, launch.ErrBuffer) and returns, as
+// does every wait that finds the bit already set in the run's word, so that a
 // grid whose blocks are not all resident ends with the error reported
 // instead of hanging; its outputs are then not valid (the runtime's
 // CheckErrors says so).
 func (b *Builder) awaitCount(word, target value.Value) {
 	errWord := b.Cast(b.Param(RoleErr), ir.I32)
+	keptWord := b.Cast(b.ByteOffsetC(b.Param(RoleErr), 4), ir.I32) // launch.ErrBuffer's word 1
 	// limit-1 as unsigned: a limit of 0 is never exceeded.
 	last := b.Sub(b.Param(RoleWaitLimit), ir.Int64(1))
 	start := b.GlobalTimer()
 	b.Kernel.Loop(func() value.Value {
 		pending := b.ICmp(enum.IPredULT, b.LoadAcquire(word, ir.ScopeGPU), target)
 		over := b.ICmp(enum.IPredUGT, b.Sub(b.GlobalTimer(), start), last)
-		b.If(b.And(pending, over), func() { b.atomicOr(errWord, ir.Int32(ErrWaitTimeout)) })
+		b.If(b.And(pending, over), func() {
+			b.atomicOr(errWord, ir.Int32(ErrWaitTimeout))
+			b.atomicOr(keptWord, ir.Int32(ErrWaitTimeout))
+		})
 		given := b.ICmp(enum.IPredNE, b.And(b.LoadVolatile(errWord), ir.Int32(ErrWaitTimeout)), ir.Int32(0))
 		return b.And(pending, b.Xor(b.Or(over, given), ir.Bool(true)))
 	})

@@ -350,7 +350,7 @@ const (
 	RoleARows     = "a_rows"        // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
 	RoleQueue     = "queue"         // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
 	RoleTileDone  = "tile_done"     // ptr: u32 [maxTiles], per row tile the first GEMM's signals, zero before the launch (Engine.ChainedGEMM's kernels only)
-	RoleErr       = "err"           // ptr: u32 [1], the program's error word, ErrWaitTimeout ORed in when a wait gives up (a second GEMM's, waitTiles, only)
+	RoleErr       = "err"           // ptr: u32 [2], the program's error words (launch.ErrBuffer), ErrWaitTimeout ORed into both when a wait gives up (a second GEMM's, waitTiles, only)
 	RoleWaitLimit = "wait_limit_ns" // i64: nanoseconds a wait may last, 0 without limit (launch.ParamWaitLimit; a second GEMM's only)
 )
 

@@ -35,7 +35,7 @@ const (
 	BufScratch = launch.BufScratch // workspace the runtime allocates
 )
 
-// Error codes a Program ORs into its error word (buffer "err", u32[1]); 0
+// Error codes a Program ORs into its error word (buffer "err", u32[2], word 0; launch.ErrBuffer); 0
 // means no error (launch.ErrBadExpertID, launch.ErrTooManyRoute,
 // launch.ErrWaitTimeout).
 const (

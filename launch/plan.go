@@ -194,8 +194,12 @@ const BufWorkQueue = "work_queue"
 // PhaseSlots is the number of words per kernel and record in BufPhaseTimes.
 const PhaseSlots = 32
 
-// ErrBuffer is the name of the error word buffer (u32[1]) of every forward
-// program; the kernels OR the error codes below into it and 0 means no error.
+// ErrBuffer is the name of the error words buffer (u32[2]) of every forward
+// program. Word 0 is the run's: its first kernel clears it, the kernels OR
+// the error codes below into it, and 0 means no error. Word 1 keeps
+// ErrWaitTimeout across runs (no kernel clears it): a launcher that reads
+// word 0 only after some runs still learns that an earlier one timed out;
+// it clears word 1 when it has read it.
 const ErrBuffer = "err"
 
 // Error codes of the error word (buffer ErrBuffer).
@@ -208,7 +212,8 @@ const (
 	// not all resident at once (other persistent work on the device, an
 	// MPS or green-context share of its SMs, a grid above one block per
 	// SM) or a block stopped early; once one wait has given up, every
-	// later wait of the run gives up at once, so the kernel ends.
+	// later wait of the run that finds its work not yet done gives up at
+	// once, so the kernel ends. Set in both words of ErrBuffer.
 	ErrWaitTimeout = 4
 )
 

@@ -32,7 +32,7 @@ const (
 
 	// Outputs.
 	BufY   = "y"              // bf16 [T,H] layer output
-	BufErr = launch.ErrBuffer // u32 [1] error word (launch.ErrBadExpertID, launch.ErrTooManyRoute, launch.ErrWaitTimeout)
+	BufErr = launch.ErrBuffer // u32 [2] error words (launch.ErrBuffer: launch.ErrBadExpertID, launch.ErrTooManyRoute, launch.ErrWaitTimeout)
 
 	// Scratch.
 	BufCounts    = "counts"      // i32 [E] slots per expert
@@ -62,11 +62,13 @@ const (
 // fc1_bias f32 [E,2I] and fc2_bias f32 [E,H] (Biases, in FC1 row order);
 // shared_fc1 bf16 [2*S*I_s, H] (gate rows, then up rows), shared_fc2 bf16
 // [H, S*I_s], shared_gate bf16 [H] (SharedGate); y bf16 [T,H]. The error
-// word err u32 [1] (BufErr) is an Output too, but not the caller's: the
-// init op clears it and the routing ops OR launch.ErrBadExpertID and
-// launch.ErrTooManyRoute into it, so a launcher of the manifest allocates it
-// and reads it after the forward, and runtime.Layer owns it (CheckErrors
-// reports it; Forward refuses a binding of it).
+// words err u32 [2] (BufErr, launch.ErrBuffer) are an Output too, but not
+// the caller's: the init op clears word 0 and the routing ops OR
+// launch.ErrBadExpertID and launch.ErrTooManyRoute into it (a co-resident
+// kernel's timeout, launch.ErrWaitTimeout, goes into both words), so a
+// launcher of the manifest allocates them (zeroed) and reads them after the
+// forward, and runtime.Layer owns them (CheckErrors reports them; Forward
+// refuses a binding of them).
 //
 // MXFP8 layers (docs/mxfp8.md): fc1 and fc2 are e4m3 with the ue8m0 block
 // scales fc1_scales [E,2I,H/32] and fc2_scales [E,H,I/32] (K-major, one
@@ -200,7 +202,7 @@ func (p *Program) inputs() layerInputs {
 
 // errorWord declares the error word output.
 func (p *Program) errorWord() *Buffer {
-	return p.buffer(BufErr, Output, U32, "error word: OR of ErrBadExpertID (1), ErrTooManyRoute (2), ErrWaitTimeout (4)", c(1))
+	return p.buffer(BufErr, Output, U32, "error words: [0] this run's OR of ErrBadExpertID (1), ErrTooManyRoute (2), ErrWaitTimeout (4), cleared by its first kernel; [1] ErrWaitTimeout of any run since the launcher last cleared it", c(2))
 }
 
 // dispatched are the scratch buffers of the dispatch.

@@ -31,7 +31,7 @@ func TestForwardPresets(t *testing.T) {
 		}
 		T := int64(37)
 		H, I, E, K := int64(l.Hidden), int64(l.Intermediate), int64(l.Experts), int64(l.TopK)
-		for b, bytes := range map[string]int64{BufX: 2 * T * H, BufXS: 2 * T * K * H, BufH: 2 * T * K * I, BufErr: 4, BufOffsets: 4 * (E + 1)} {
+		for b, bytes := range map[string]int64{BufX: 2 * T * H, BufXS: 2 * T * K * H, BufH: 2 * T * K * I, BufErr: 8, BufOffsets: 4 * (E + 1)} {
 			if got := p.Buffer(b).Bytes().Eval(T); got != bytes {
 				t.Errorf("%s: %s is %d bytes at T=%d, want %d", name, b, got, T, bytes)
 			}

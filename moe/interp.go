@@ -51,6 +51,9 @@ func Interpret(p *Program, T int, bind map[string][]float64) (map[string][]float
 			for i := range v {
 				v[i] = math.NaN()
 			}
+			if b.Name == BufErr {
+				v[1] = 0 // the word kept across runs: the launcher's, zero at allocation
+			}
 			in.v[b] = v
 		}
 		out[b.Name] = in.v[b]

@@ -27,11 +27,12 @@ func r(role string, b *Buffer) Operand  { return Operand{Role: role, Buffer: b, 
 func w(role string, b *Buffer) Operand  { return Operand{Role: role, Buffer: b, Access: Write} }
 func rw(role string, b *Buffer) Operand { return Operand{Role: role, Buffer: b, Access: ReadWrite} }
 
-// Init zeroes the per-expert slot counts Counts i32 [E] and the error word
-// Err u32 [1].
+// Init zeroes the per-expert slot counts Counts i32 [E] and the run's
+// error word, word 0 of Err u32 [2] (word 1 keeps timeouts across runs:
+// launch.ErrBuffer).
 type Init struct {
 	Counts *Buffer // i32 [E], zeroed
-	Err    *Buffer // u32 [1], zeroed
+	Err    *Buffer // u32 [2], word 0 zeroed
 }
 
 // Route turns a dense routing map Map u8 [T,E] (nonzero = routed) and its
@@ -42,7 +43,7 @@ type Init struct {
 type Route struct {
 	Map, Probs   *Buffer // u8 [T,E] routing map, f32 [T,E] probs (read)
 	IDs, Weights *Buffer // i32 [T,K], f32 [T,K] fixed-width routing (written)
-	Err          *Buffer // u32 [1] error word (ORed into)
+	Err          *Buffer // u32 [2] error words (word 0 ORed into)
 }
 
 // Count validates IDs i32 [T,K] (an id outside [-1, E) sets
@@ -52,7 +53,7 @@ type Count struct {
 	IDs       *Buffer // i32 [T,K] expert ids (read)
 	Counts    *Buffer // i32 [E] slots per expert (added to)
 	RowOfSlot *Buffer // i32 [T*K], -1 written for unrouted slots
-	Err       *Buffer // u32 [1] error word (ORed into)
+	Err       *Buffer // u32 [2] error words (word 0 ORed into)
 }
 
 // Scan writes Offsets i32 [E+1], the exclusive prefix sum of Counts i32

@@ -95,15 +95,16 @@ func chainTokens(t *testing.T, l schedule.Layer, s schedule.Schedule) []int {
 	return slices.Compact(Ts)
 }
 
-// TestChainWaitTimeoutGPU: with a wait limit of 1 ns the chained kernel's
-// FC2 items give up on any FC1 row tile not yet done, and CheckErrors
-// reports it as a *runtime.WaitTimeoutError naming the kernel (not a
-// routing error); the run ends (no hang), and with the default limit back
-// the next run gives the two kernels' bits again (the counters a run that
-// gave up leaves are zeroed by the next run's tile-list writer). At T =
-// 4096 some FC2 item reaches a row tile before the last of its FC1 items
-// is stored in every run seen so far; a run where none did has nothing to
-// report, and the test is skipped then.
+// TestChainWaitTimeoutGPU: launched with twice as many blocks as SMs
+// (runtime.SetLaunchGrid), the chained kernel's first wave of blocks
+// reaches FC2 items whose row tiles have FC1 items of blocks that cannot
+// start until the first wave ends: its waits give up after the wait limit
+// (200 ms here), the kernel ends, and CheckErrors returns a
+// *runtime.WaitTimeoutError naming the kernel and the limit, not a routing
+// error. With the plan's grid and the default limit back, the next run
+// gives the two kernels' bits (the counters a timed-out run leaves are
+// zeroed by the next run's tile-list writer, and CheckErrors cleared the
+// error words).
 func TestChainWaitTimeoutGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
@@ -118,9 +119,11 @@ func TestChainWaitTimeoutGPU(t *testing.T) {
 	const T = 4096
 	c := newCase(t, ctx, l, w, T, seed+T)
 	args := argsOf(dw, c.in, stream)
-	if err := chained.SetWaitLimit(time.Nanosecond); err != nil {
+	runtime.SetLaunchGrid(chained, "moe_fc1_fc2", 2*ctx.Device().SMCount)
+	if err := chained.SetWaitLimit(200 * time.Millisecond); err != nil {
 		t.Fatal(err)
 	}
+	start := time.Now()
 	if err := args.run(chained); err != nil {
 		t.Fatal(err)
 	}
@@ -128,21 +131,17 @@ func TestChainWaitTimeoutGPU(t *testing.T) {
 	var we *runtime.WaitTimeoutError
 	var re *runtime.RoutingError
 	switch {
-	case err == nil:
-		t.Skip("no FC2 item found its row tile unfinished: nothing timed out")
 	case !errors.As(err, &we) || errors.As(err, &re):
 		t.Fatalf("CheckErrors = %v (%T), want only a *runtime.WaitTimeoutError", err, err)
-	case !slices.Contains(we.Kernels, "moe_fc1_fc2") || we.Limit != time.Nanosecond:
-		t.Fatalf("WaitTimeoutError names kernels %v and limit %v, want moe_fc1_fc2 and 1ns: %v", we.Kernels, we.Limit, err)
+	case !slices.Contains(we.Kernels, "moe_fc1_fc2") || we.Limit != 200*time.Millisecond:
+		t.Fatalf("WaitTimeoutError names kernels %v and limit %v, want moe_fc1_fc2 and 200ms: %v", we.Kernels, we.Limit, err)
 	}
-	t.Logf("limit 1 ns: %v", err)
+	t.Logf("twice the blocks, limit 200 ms: ended after %v: %v", time.Since(start), err)
+	runtime.SetLaunchGrid(chained, "moe_fc1_fc2", 0)
 	if err := chained.SetWaitLimit(10 * time.Second); err != nil {
 		t.Fatal(err)
 	}
 	sameBits(t, ctx, off, chained, args, c.ref, "two kernels", "chained, after a run that gave up")
-	if err := chained.SetWaitLimit(-time.Second); err == nil {
-		t.Error("SetWaitLimit(-1s) = nil, want an error")
-	}
 }
 
 // TestClusterGPU: with the routed GEMMs in 2-CTA clusters

@@ -22,11 +22,13 @@
 // overlapping outputs) before launching anything, with errors naming the
 // buffer. Forward queues the whole forward on a stream without host
 // synchronisation; CheckErrors waits for it and reports the program's
-// error word as a *RoutingError. CaptureForward (CaptureBackward) records
+// error words as a *RoutingError (bad routing) and a *WaitTimeoutError (a
+// co-resident kernel's block that waited too long for another's work:
+// outputs not valid). CaptureForward (CaptureBackward) records
 // one pass into a CUDA graph instead, replayed on the same buffers; the
 // workspace is then pinned (a larger T is refused).
 //
-// The error word (moe.BufErr, u32) is not bindable: binding it is an error
+// The error words (moe.BufErr, u32 [2]) are not bindable: binding it is an error
 // naming it. The kernels report bad routing there and nowhere else (an
 // expert id outside [-1, E) counts as -1, a routing-map row with more than
 // K routes keeps its first K), so a word the caller owned could be read

@@ -43,9 +43,10 @@ type Layer struct {
 	// plain: launch every kernel with cuLaunchKernel, without programmatic
 	// stream serialization (LaunchPlainly).
 	plain bool
-	// clusterGrids is the grid of each persistent kernel in clusters (by
-	// index in the plan; clusterGrid).
-	clusterGrids map[int]int
+	// gridX is the x-grid of the kernels launched with another grid than
+	// the plan's, by index in the plan: a persistent kernel in clusters
+	// (clusterGrid), or one a test sets.
+	gridX map[int]int
 	// waitLimit overrides the wait limit of the co-resident kernels
 	// (launch.ParamWaitLimit, nanoseconds) when not nil (SetWaitLimit).
 	waitLimit *int64
@@ -242,10 +243,10 @@ func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string
 			if err != nil {
 				return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
 			}
-			if ly.clusterGrids == nil {
-				ly.clusterGrids = map[int]int{}
+			if ly.gridX == nil {
+				ly.gridX = map[int]int{}
 			}
-			ly.clusterGrids[len(ly.funcs)] = g
+			ly.gridX[len(ly.funcs)] = g
 		}
 		ly.funcs = append(ly.funcs, f)
 	}
@@ -309,8 +310,10 @@ func (ly *Layer) Kernels() []string {
 // kernel has clusters.
 func (ly *Layer) ClusterGrids() map[string]int {
 	out := map[string]int{}
-	for i, g := range ly.clusterGrids {
-		out[ly.plan.Kernels[i].Name] = g
+	for i, g := range ly.gridX {
+		if k := ly.plan.Kernels[i]; k.Cluster > 1 {
+			out[k.Name] = g
+		}
 	}
 	return out
 }
@@ -607,7 +610,7 @@ func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) err
 		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
 			grid.X = sms // one block per SM of this device
 		}
-		if g, ok := ly.clusterGrids[i]; ok {
+		if g, ok := ly.gridX[i]; ok {
 			grid.X = g // whole clusters, all resident at once
 		}
 		cfg := driver.LaunchConfig{Grid: grid, Block: driver.Dim3{X: k.Block}, SharedBytes: k.SharedBytes, Stream: stream}
@@ -977,30 +980,33 @@ func (ly *Layer) SetWaitLimit(d time.Duration) error {
 	return nil
 }
 
-// takeWord reads the error word and clears it when it is not 0 (the
-// context has been synchronised).
+// takeWord reads the error words (launch.ErrBuffer: the last run's, and
+// the timeouts of every run since the last take) and clears them when
+// they are not 0 (the context has been synchronised); it returns their OR.
 func (ly *Layer) takeWord() (uint32, error) {
-	var word [1]uint32
+	var word [2]uint32
 	if err := ly.ctx.CopyFromDevice(word[:], ly.errPtr); err != nil {
 		return 0, err
 	}
-	if word[0] != 0 {
-		if err := ly.ctx.Memset(ly.errPtr, 0, 4); err != nil {
+	if word[0]|word[1] != 0 {
+		if err := ly.ctx.Memset(ly.errPtr, 0, 8); err != nil {
 			return 0, err
 		}
 	}
-	return word[0], nil
+	return word[0] | word[1], nil
 }
 
 // CheckErrors waits for the work queued on stream (nil: the whole context)
-// and returns the first device fault as a *DriverError, or the error word
-// of the most recent Forward (ORed with the most recent Backward's) as a
-// *RoutingError for the routing problems and a *WaitTimeoutError for a
-// co-resident kernel's wait that gave up (both joined by errors.Join when
-// both occurred), and then clears the words.
-// The word is reset by every Forward, so a caller that wants the verdict of
-// each Forward calls CheckErrors after each one; the mokc CLI and the tests
-// always do.
+// and returns the first device fault as a *DriverError, or the error words
+// (launch.ErrBuffer) of the most recent Forward (ORed with the most recent
+// Backward's) as a *RoutingError for the routing problems and a
+// *WaitTimeoutError for a co-resident kernel's wait that gave up in any
+// run since the last CheckErrors (both joined by errors.Join when both
+// occurred), and then clears the words. The routing word is reset by every
+// Forward, so a caller that wants the routing verdict of each Forward
+// calls CheckErrors after each one (mokc run and the tests do; mokc bench
+// after each batch of runs, where a timeout anywhere in the batch fails
+// it).
 func (ly *Layer) CheckErrors(stream *driver.Stream) error {
 	ly.mu.Lock()
 	defer ly.mu.Unlock()
@@ -1027,12 +1033,20 @@ func (ly *Layer) CheckErrors(stream *driver.Stream) error {
 		}
 		word |= w
 	}
+	return wordErrors(ly.layer, word, ly.waitTimeout)
+}
+
+// wordErrors is the error of the error words' OR word of a run of layer
+// l: nil for 0, a *RoutingError for the routing codes, the
+// *WaitTimeoutError timeout gives for launch.ErrWaitTimeout, both joined
+// (errors.Join) when both occurred.
+func wordErrors(l schedule.Layer, word uint32, timeout func() *WaitTimeoutError) error {
 	var errs []error
 	if code := word &^ launch.ErrWaitTimeout; code != 0 {
-		errs = append(errs, &RoutingError{Layer: ly.layer.Name, Code: code, Experts: ly.layer.Experts, TopK: ly.layer.TopK})
+		errs = append(errs, &RoutingError{Layer: l.Name, Code: code, Experts: l.Experts, TopK: l.TopK})
 	}
 	if word&launch.ErrWaitTimeout != 0 {
-		errs = append(errs, ly.waitTimeout())
+		errs = append(errs, timeout())
 	}
 	if len(errs) == 1 {
 		return errs[0]

@@ -784,8 +784,38 @@ func TestWaitLimitArgs(t *testing.T) {
 			t.Errorf("%q lacks %q", e.Error(), w)
 		}
 	}
+	if err := ly.SetWaitLimit(0); err != nil {
+		t.Fatal(err)
+	}
+	if got := limits(); got["moe_fc1_fc2"] != 0 {
+		t.Fatalf("after SetWaitLimit(0): wait limits %v, want 0 (no limit)", got)
+	}
 	if err := ly.SetWaitLimit(-time.Second); err == nil {
 		t.Error("SetWaitLimit(-1s) = nil, want an error")
+	}
+}
+
+// TestWordErrors: the error words' OR becomes nil, a *RoutingError, a
+// *WaitTimeoutError, or both joined, each with its own bits.
+func TestWordErrors(t *testing.T) {
+	l := schedule.Layer{Name: "q", Experts: 128, TopK: 8}
+	timeout := func() *WaitTimeoutError {
+		return &WaitTimeoutError{Layer: "q", Kernels: []string{"moe_fc1_fc2"}, Limit: time.Second}
+	}
+	for _, c := range []struct {
+		word             uint32
+		routing, waiting bool
+	}{{0, false, false}, {launch.ErrBadExpertID, true, false}, {launch.ErrWaitTimeout, false, true}, {launch.ErrTooManyRoute | launch.ErrWaitTimeout, true, true}} {
+		err := wordErrors(l, c.word, timeout)
+		var re *RoutingError
+		var we *WaitTimeoutError
+		if (err == nil) != (c.word == 0) || errors.As(err, &re) != c.routing || errors.As(err, &we) != c.waiting {
+			t.Errorf("word %#x: %v (routing %v, timeout %v)", c.word, err, c.routing, c.waiting)
+			continue
+		}
+		if re != nil && re.Code&launch.ErrWaitTimeout != 0 {
+			t.Errorf("word %#x: the routing error keeps the timeout bit: %v", c.word, re)
+		}
 	}
 }
 

@@ -475,8 +475,7 @@ func benchAction(c *cli.Context) error {
 	}
 	rep.ErrorWord = "ok"
 	if err := ly.CheckErrors(stream); err != nil {
-		var re *runtime.RoutingError
-		if !errors.As(err, &re) {
+		if !routingOnly(err) {
 			return fmt.Errorf("bench: %w", err)
 		}
 		rep.ErrorWord = err.Error()
@@ -565,11 +564,8 @@ func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream,
 			return nil, err
 		}
 	}
-	if err := ly.CheckErrors(stream); err != nil {
-		var re *runtime.RoutingError
-		if !errors.As(err, &re) {
-			return nil, err
-		}
+	if err := ly.CheckErrors(stream); err != nil && !routingOnly(err) {
+		return nil, err
 	}
 	out := make([]kernelTime, len(names))
 	var total float64
@@ -689,4 +685,15 @@ func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 		row("  "+p.Name, "starts +%.4f ms, runs %.4f ms", p.StartMs, p.Ms)
 	}
 	return nil
+}
+
+// routingOnly reports whether err, from runtime.Layer.CheckErrors, is the
+// routing error word alone: bench reports it and goes on (the kernels
+// treated the bad routes as documented), while a device fault or a
+// co-resident kernel's timeout (runtime.WaitTimeoutError: outputs not
+// valid, timings not either) ends the benchmark.
+func routingOnly(err error) bool {
+	var re *runtime.RoutingError
+	var we *runtime.WaitTimeoutError
+	return errors.As(err, &re) && !errors.As(err, &we)
 }
