@@ -362,10 +362,14 @@ func TestChainPhaseTimes(t *testing.T) {
 // no bound), ORs launch.ErrWaitTimeout into both error words and reads
 // the run's word back (ld.volatile) to give up once another wait has.
 func TestChainWaitPTX(t *testing.T) {
-	for _, name := range []string{"qwen3-30b-a3b", "olmoe-1b-7b mxfp8"} {
-		l := testlayer.Named(t, name)
+	for _, name := range []string{"qwen3-30b-a3b", "olmoe-1b-7b mxfp8", "mixtral-8x7b in clusters"} {
+		base, clustered := strings.CutSuffix(name, " in clusters")
+		l := testlayer.Named(t, base)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Chain = schedule.ChainFC
+		if clustered {
+			s.Cluster = 2
+		}
 		p, err := Build(l, s)
 		if err != nil {
 			t.Fatal(err)
@@ -393,8 +397,20 @@ func TestChainWaitPTX(t *testing.T) {
 					t.Errorf("%s %s: no %s", name, kernel, want)
 				}
 			}
-			if ors := regexp.MustCompile(`atom(\.\w+)*\.global\.or\.b32\s+%r\d+, \[%rd\d+(\+4)?\], 4;`).FindAllString(e, -1); len(ors) < 2 {
-				t.Errorf("%s %s: ErrWaitTimeout ORed %d times, want both error words: %v", name, kernel, len(ors), ors)
+			// Both words: the run's at err, the kept one at err + 4.
+			ors := regexp.MustCompile(`atom(?:\.\w+)*\.global\.or\.b32\s+%r\d+, \[(%rd\d+)\], 4;`).FindAllStringSubmatch(e, -1)
+			if len(ors) == 0 || len(ors)%2 != 0 {
+				t.Errorf("%s %s: ErrWaitTimeout ORed %d times, want pairs (both error words per wait)", name, kernel, len(ors))
+				continue
+			}
+			plus4 := map[[2]string]bool{}
+			for _, a := range regexp.MustCompile(`add\.s64\s+(%rd\d+), (%rd\d+), 4;`).FindAllStringSubmatch(e, -1) {
+				plus4[[2]string{a[2], a[1]}] = true // a[1] = a[2] + 4
+			}
+			for i := 0; i < len(ors); i += 2 {
+				if w0, w1 := ors[i][1], ors[i+1][1]; !plus4[[2]string{w0, w1}] {
+					t.Errorf("%s %s: a wait ORs into %s and %s, not err and err + 4", name, kernel, w0, w1)
+				}
 			}
 		}
 		if n == 0 {

@@ -393,7 +393,7 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 	// The other forms were chosen without a cluster; the GEMM runs in
 	// clusters where the engine builds it so.
 	if lw.sched.Cluster > 1 && lw.eng.Clusters(spec) {
-		spec.Tile.Cluster, lw.clustered = lw.sched.Cluster, true
+		spec.Tile.Cluster = lw.sched.Cluster
 	}
 	return spec, bind, nil
 }
@@ -407,7 +407,7 @@ func (lw *perOp) checkCluster() error {
 	if lw.sched.Cluster <= 1 || lw.clustered || !forward {
 		return nil
 	}
-	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: routed GEMMs over bf16 dispatched rows, bf16 or register-fed mxfp8, with grouped weights, an even number of column blocks, not chained or queued)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
+	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: routed GEMMs over bf16 dispatched rows, bf16 or register-fed mxfp8, with grouped weights, an even number of column blocks, the fixed walk; a chained kernel where both of its GEMMs pair)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
 }
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:
@@ -431,6 +431,7 @@ func (lw *perOp) gemmBind(g moe.GEMM, spec GemmSpec) map[string]string {
 func (lw *perOp) addGEMMKernel(ki KernelInfo, tokens []launch.TokenRange, bindFor func(Param) map[string]string) error {
 	k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: tokens,
 		GridPerSM: ki.GridPerSM, CoResident: ki.CoResident, Phases: ki.Phases, Cluster: ki.Cluster}
+	lw.clustered = lw.clustered || ki.Cluster > 1
 	for _, prm := range ki.Params {
 		role := prm.Role
 		if prm.Type == ParamTmap && prm.TensorMap != nil {

@@ -186,7 +186,7 @@ type perOp struct {
 	// roundOdd are the f32 scratch buffers stored as bf16 rounded to odd
 	// (planRoundOdd), by name.
 	roundOdd map[string]bool
-	// clustered: a GEMM kernel was built in clusters (Schedule.Cluster,
+	// clustered: a kernel in clusters was added (Schedule.Cluster,
 	// Engine.Clusters; checkCluster).
 	clustered bool
 }

@@ -326,7 +326,7 @@ func manifestNotes(p *codegen.Program) []string {
 		notes = append(notes, "The scratch "+launch.BufWorkQueue+" holds the work queues and dependency counters of "+strings.Join(users, ", ")+": zero it when the workspace is allocated; the kernels leave it zero after every run (a run that faults leaves it as it was: zero it again), so later runs and graph replays need nothing. Do not share it between workspaces that run at the same time.")
 	}
 	return append(notes,
-		"Workspace buffers need no initialisation but where a note says otherwise; after the forward the u32 "+moe.BufErr+" buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row) and, in a program with co_resident kernels, every wait ended in time (bit 2: the outputs are not valid).",
+		"Workspace buffers need no initialisation but where a note says otherwise; after the forward word 0 of the u32 [2] "+moe.BufErr+" buffer is 0 when the routing was valid (bit 0: an expert id out of range; bit 1: more than K routes in a routing-map row) and, in a program with co_resident kernels, every wait ended in time (bit 2: the outputs are not valid).",
 		"Buffer shapes are outermost first (row-major); allocate bytes (an upper bound of the shape times the element size; at least 1 byte when it evaluates to 0) at a 16-byte aligned address (TMA and the 16-byte vector accesses need it); every element of "+moe.BufY+" is written by the forward.",
 		"Every {a, b, d, min} (grids, shapes, bytes, scalar arguments) is evaluated as size_formula says.")
 }

@@ -39,7 +39,7 @@ type Layer struct {
 
 	mu     sync.Mutex
 	closed bool
-	errPtr driver.DevicePtr // the error word, u32 (16 bytes allocated)
+	errPtr driver.DevicePtr // the error words, u32 [2] (launch.ErrBuffer; 16 bytes allocated)
 	// plain: launch every kernel with cuLaunchKernel, without programmatic
 	// stream serialization (LaunchPlainly).
 	plain bool

@@ -93,7 +93,7 @@ step() { # name timeout log command...
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv >>"$summary"
 # sha_compare FILE N WHAT: from mokc run --json lines labelled by flag set ("label"), the (model,
-# precision, T) whose N labelled runs share one y_sha256, those that do not, and the failed runs.
+# precision, T) whose labelled runs (at least N) share one y_sha256, those that do not, and the failed runs.
 sha_compare() {
 	python3 - "$1" "$2" "$3" <<'PY' | tee -a "$summary"
 import collections, json, sys
@@ -106,7 +106,7 @@ for line in open(sys.argv[1]):
     sha[(d["model"], d.get("precision", ""), d["tokens"])][d["label"]] = d.get("y_sha256", "")
     bad += not d["pass"]
 n = int(sys.argv[2])
-ok = lambda v: len(set(v.values())) == 1 and len(v) == n
+ok = lambda v: len(set(v.values())) == 1 and len(v) >= n
 same = sum(ok(v) for v in sha.values())
 print("sha_compare: %d (model, precision, T) with one y_sha256 %s, %d not, %d runs failed" % (same, sys.argv[3], len(sha) - same, bad))
 for k, v in sorted(sha.items()):
@@ -541,11 +541,13 @@ for phase in $phases; do
 					flags=""
 					[ $label = cluster ] && flags="--cluster 2"
 					[ $label = chaincl ] && flags="--cluster 2 --chain fc1-fc2"
+					# bf16 chains in clusters only where both GEMMs pair (CL_CHAIN_MODELS); elsewhere refused
+					[ $label = chaincl ] && [ $prec = bf16 ] && [[ " ${CL_CHAIN_MODELS:-qwen3-30b-a3b mixtral-8x7b olmoe-1b-7b} " != *" $m "* ]] && continue
 					step "run $m $prec $label" 150 "$OUT/cl-run.log" bash -c "\"$mokc\" run --model $m --target sm_90a --precision $prec --tokens ${CL_TOKENS:-0,1,64,300,2000,4096} --repeat 2 --json $flags | sed 's/^{/{\"label\":\"$label\",/' >>\"$OUT/cl-run.jsonl\""
 				done
 			done
 		done
-		sha_compare "$OUT/cl-run.jsonl" 3 "across the default, --cluster 2 and --cluster 2 --chain fc1-fc2"
+		sha_compare "$OUT/cl-run.jsonl" 2 "across the default, --cluster 2 and (where it builds) --cluster 2 --chain fc1-fc2"
 		step "run --backward --cluster 2 qwen3-30b-a3b" 200 "$OUT/cl-run.log" "$mokc" run --backward --cluster 2 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2
 		for tool in memcheck racecheck synccheck; do
 			step "$tool run --cluster 2 qwen3-30b-a3b T=300" 240 "$OUT/cl-sanitize.log" \

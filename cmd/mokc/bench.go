@@ -688,10 +688,10 @@ func writeBenchReport(w io.Writer, rep benchReport, asJSON bool) error {
 }
 
 // routingOnly reports whether err, from runtime.Layer.CheckErrors, is the
-// routing error word alone: bench reports it and goes on (the kernels
-// treated the bad routes as documented), while a device fault or a
-// co-resident kernel's timeout (runtime.WaitTimeoutError: outputs not
-// valid, timings not either) ends the benchmark.
+// routing error word alone: run and bench report it and go on (the
+// kernels treated the bad routes as documented), while a device fault or
+// a co-resident kernel's timeout (runtime.WaitTimeoutError: outputs not
+// valid, timings not either) ends them.
 func routingOnly(err error) bool {
 	var re *runtime.RoutingError
 	var we *runtime.WaitTimeoutError

@@ -511,9 +511,8 @@ func (k *cudaKernel) forward(in runInputs, y []uint16) (string, error) {
 	}
 	word := ""
 	if err := k.ly.CheckErrors(stream); err != nil {
-		var re *runtime.RoutingError
-		if !errors.As(err, &re) {
-			return "", err // a device fault: nothing more to check
+		if !routingOnly(err) {
+			return "", err // a device fault or a timeout: nothing more to check
 		}
 		word = err.Error()
 	}

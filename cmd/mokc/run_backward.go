@@ -1,7 +1,6 @@
 package main
 
 import (
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"io"
@@ -321,8 +320,7 @@ func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b run
 	}
 	word := "ok"
 	if err := ly.CheckErrors(nil); err != nil {
-		var re *runtime.RoutingError
-		if !errors.As(err, &re) {
+		if !routingOnly(err) {
 			return nil, 0, "", err
 		}
 		word = err.Error()
