@@ -246,26 +246,12 @@ func TestChainRefused(t *testing.T) {
 func TestChainAssemble(t *testing.T) {
 	var texts []string
 	names := []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b mxfp8", "mixtral-8x7b in clusters"}
-	for _, name := range names {
-		base, clustered := strings.CutSuffix(name, " in clusters")
-		l := testlayer.Named(t, base)
-		s := testlayer.DefaultSchedule(t, l, target.SM90a)
-		s.Chain = schedule.ChainFC
-		if clustered {
-			s.Cluster = 2 // both of mixtral-8x7b's GEMMs pair (FC1 112 column blocks, FC2 16)
-		}
-		p, err := Build(l, s)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		res, err := ptx.CompileModule(p.Module, target.SM90a)
-		if err != nil {
-			t.Fatalf("%s: %v", name, err)
-		}
-		if !strings.Contains(res.Text, ".entry moe_fc1_fc2") {
+	for _, name := range names { // mixtral-8x7b: both GEMMs pair (FC1 112 column blocks, FC2 16)
+		text := chainedPTX(t, name)
+		if !strings.Contains(text, ".entry moe_fc1_fc2") {
 			t.Fatalf("%s: no moe_fc1_fc2 in the PTX", name)
 		}
-		texts = append(texts, res.Text)
+		texts = append(texts, text)
 	}
 	toolchain.NeedPtxas(t, target.SM90a.String())
 	ptxas := toolchain.NeedPtxas(t, target.SM100a.String()) // CUDA 12.9's, which also assembles sm_90a
@@ -363,22 +349,7 @@ func TestChainPhaseTimes(t *testing.T) {
 // the run's word back (ld.volatile) to give up once another wait has.
 func TestChainWaitPTX(t *testing.T) {
 	for _, name := range []string{"qwen3-30b-a3b", "olmoe-1b-7b mxfp8", "mixtral-8x7b in clusters"} {
-		base, clustered := strings.CutSuffix(name, " in clusters")
-		l := testlayer.Named(t, base)
-		s := testlayer.DefaultSchedule(t, l, target.SM90a)
-		s.Chain = schedule.ChainFC
-		if clustered {
-			s.Cluster = 2
-		}
-		p, err := Build(l, s)
-		if err != nil {
-			t.Fatal(err)
-		}
-		res, err := ptx.CompileModule(p.Module, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries := strings.Split(res.Text, ".visible .entry ")
+		entries := strings.Split(chainedPTX(t, name), ".visible .entry ")
 		n := 0
 		for _, e := range entries[1:] {
 			if !strings.HasPrefix(e, "moe_fc1_fc2") {
@@ -417,4 +388,27 @@ func TestChainWaitPTX(t *testing.T) {
 			t.Errorf("%s: no chained kernel", name)
 		}
 	}
+}
+
+// chainedPTX is the sm_90a PTX of the chained forward (Schedule.Chain
+// fc1-fc2) of layer name (testlayer.Named), in 2-CTA clusters
+// (Schedule.Cluster = 2) when name ends in " in clusters".
+func chainedPTX(t *testing.T, name string) string {
+	t.Helper()
+	base, clustered := strings.CutSuffix(name, " in clusters")
+	l := testlayer.Named(t, base)
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	s.Chain = schedule.ChainFC
+	if clustered {
+		s.Cluster = 2
+	}
+	p, err := Build(l, s)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	res, err := ptx.CompileModule(p.Module, target.SM90a)
+	if err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	return res.Text
 }

@@ -114,6 +114,13 @@ for k, v in sorted(sha.items()):
         print("  differ", k, {l: h[:16] for l, h in v.items()})
 PY
 }
+# bench_step PREFIX ITERS T flags...: mokc bench of T tokens on sm_90a with --kernels, its JSON appended
+# to $OUT/PREFIX-bench.jsonl (bench_summary reads it), its log to $OUT/PREFIX-bench.log.
+bench_step() {
+	local prefix=$1 iters=$2 T=$3
+	shift 3
+	step "bench T=$T $*" 90 "$OUT/$prefix-bench.log" bash -c "\"$mokc\" bench --target sm_90a --tokens $T --iters $iters --kernels --json $* >>\"$OUT/$prefix-bench.jsonl\""
+}
 # bench_summary FILE: one line per mokc bench --json report in FILE: the preset, precision, T, the
 # opt-in flags its schedule names (chain, queue, cluster), the median, the routed GEMM kernels' medians
 # (--kernels) and the inner phases (--phases), in microseconds, and the blocks of the kernels in clusters.
@@ -494,11 +501,7 @@ for phase in $phases; do
 			compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --chain fc1-fc2 --wait-limit 60s --model gpt-oss-20b --target sm_90a --tokens 4096 --repeat 1
 		;;
 	megabench)
-		mkbench() { # T flags...
-			local T=$1
-			shift
-			step "bench T=$T $*" 90 "$OUT/mk-bench.log" bash -c "\"$mokc\" bench --target sm_90a --tokens $T --iters 20 --kernels --json $* >>\"$OUT/mk-bench.jsonl\""
-		}
+		mkbench() { bench_step mk 20 "$@"; }
 		for i in 1 2; do
 			for m in qwen3-30b-a3b gpt-oss-20b mixtral-8x7b olmoe-1b-7b; do
 				mkbench 4096 --model $m
@@ -557,11 +560,7 @@ for phase in $phases; do
 			compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --cluster 2 --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 2000 --repeat 1
 		;;
 	clusterbench)
-		clbench() { # T flags...
-			local T=$1
-			shift
-			step "bench T=$T $*" 90 "$OUT/cl-bench.log" bash -c "\"$mokc\" bench --target sm_90a --tokens $T --iters 30 --kernels --json $* >>\"$OUT/cl-bench.jsonl\""
-		}
+		clbench() { bench_step cl 30 "$@"; }
 		for i in 1 2; do
 			for m in qwen3-30b-a3b gpt-oss-120b mixtral-8x7b deepseek-v3; do
 				clbench 4096 --model $m
