@@ -149,19 +149,19 @@ func TestChainWaitTimeoutGPU(t *testing.T) {
 // the forward passes runChecked's checks and gives the bits of the
 // unclustered forward (each output computed by one CTA with the same
 // tiles in the same K order), and a captured graph replays them, on
-// qwen3-30b-a3b (gate/up halves), gpt-oss-20b (interleaved rows, biases)
-// and mixtral-8x7b in bf16, and qwen3-30b-a3b and gpt-oss-20b in mxfp8
-// (the register-fed GEMMs at T = 2000 and 4096; the decode tiles,
-// unclustered, at 300), at token counts of the base tiles and of the
-// tile variant; and mixtral-8x7b's chained FC1 and FC2 in clusters.
+// qwen3-30b-a3b (gate/up halves) and gpt-oss-20b (interleaved rows,
+// biases) in bf16, qwen3-30b-a3b and olmoe-1b-7b in mxfp8 (the
+// register-fed GEMMs), at T = 4096 and 2000 (the base tiles and the tile
+// variant), and olmoe-1b-7b's chained FC1 and FC2 in clusters (T = 4096,
+// 300).
 func TestClusterGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
 		t.Skip("2-CTA clusters are built for sm_90a")
 	}
-	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
-		sameAsDefault(t, ctx, stream, name, func(s *schedule.Schedule) { s.Cluster = 2 }, []int{4096, 2000, 300}, "unclustered", "clustered")
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "qwen3-30b-a3b mxfp8", "olmoe-1b-7b mxfp8"} {
+		sameAsDefault(t, ctx, stream, name, func(s *schedule.Schedule) { s.Cluster = 2 }, []int{4096, 2000}, "unclustered", "clustered")
 	}
-	// The chained FC1 and FC2 in clusters (mixtral-8x7b: both GEMMs pair).
-	sameAsDefault(t, ctx, stream, "mixtral-8x7b", func(s *schedule.Schedule) { s.Cluster, s.Chain = 2, schedule.ChainFC }, []int{4096, 300}, "two kernels", "chained in clusters")
+	// The chained FC1 and FC2 in clusters (olmoe-1b-7b: both GEMMs pair).
+	sameAsDefault(t, ctx, stream, "olmoe-1b-7b", func(s *schedule.Schedule) { s.Cluster, s.Chain = 2, schedule.ChainFC }, []int{4096, 300}, "two kernels", "chained in clusters")
 }

@@ -200,11 +200,23 @@ func randomWeightsOnDevice(t *testing.T, ctx *driver.Context, l schedule.Layer) 
 	if err != nil {
 		t.Fatal(err)
 	}
+	if l.Precision == schedule.MXFP8 {
+		for _, m := range [][][]float32{w.FC1, w.FC2} {
+			for _, v := range m {
+				copy(v, runtime.FromBF16(runtime.ToBF16(v))) // the bf16 weights the upload quantizes
+			}
+		}
+	}
 	dw, err := runtime.UploadWeights(ctx, l, w)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { dw.Free() })
+	if l.Precision == schedule.MXFP8 {
+		if w, err = schedule.MXWeights(l, w); err != nil { // the values the kernels compute with
+			t.Fatal(err)
+		}
+	}
 	return seed, w, dw
 }
 
