@@ -404,7 +404,8 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 // (the forward's check refuses an engine that never builds clusters).
 func (lw *perOp) checkCluster() error {
 	forward := slices.ContainsFunc(lw.src.Buffers, func(b *moe.Buffer) bool { return b.Name == moe.BufY && b.Kind == moe.Output })
-	if lw.sched.Cluster <= 1 || lw.clustered || !forward {
+	clustered := slices.ContainsFunc(lw.prog.Kernels, func(k launch.Kernel) bool { return k.Cluster > 1 })
+	if lw.sched.Cluster <= 1 || clustered || !forward {
 		return nil
 	}
 	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: routed GEMMs over bf16 dispatched rows, bf16 or register-fed mxfp8, with grouped weights, an even number of column blocks, the fixed walk; a chained kernel where both of its GEMMs pair)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
@@ -431,7 +432,6 @@ func (lw *perOp) gemmBind(g moe.GEMM, spec GemmSpec) map[string]string {
 func (lw *perOp) addGEMMKernel(ki KernelInfo, tokens []launch.TokenRange, bindFor func(Param) map[string]string) error {
 	k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: tokens,
 		GridPerSM: ki.GridPerSM, CoResident: ki.CoResident, Phases: ki.Phases, Cluster: ki.Cluster}
-	lw.clustered = lw.clustered || ki.Cluster > 1
 	for _, prm := range ki.Params {
 		role := prm.Role
 		if prm.Type == ParamTmap && prm.TensorMap != nil {

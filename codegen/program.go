@@ -186,9 +186,6 @@ type perOp struct {
 	// roundOdd are the f32 scratch buffers stored as bf16 rounded to odd
 	// (planRoundOdd), by name.
 	roundOdd map[string]bool
-	// clustered: a kernel in clusters was added (Schedule.Cluster,
-	// Engine.Clusters; checkCluster).
-	clustered bool
 }
 
 func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
