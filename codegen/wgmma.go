@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/llir/llvm/ir/types"
@@ -238,18 +237,18 @@ type WGMMAMainloop struct {
 	Peer bool
 }
 
-// peerArrive is the PTX that lets lane 0 of each warp (predicate P) also
-// arrive on the barrier at the shared offset in register bar of the other
-// CTA of its 2-CTA cluster (PTX ISA "mapa", "mbarrier.arrive": a
+// peerArrive is the PTX that lets lane 0 of each warp (predicate pred)
+// also arrive on the barrier at the shared offset in register bar of the
+// other CTA of its 2-CTA cluster (PTX ISA "mapa", "mbarrier.arrive": a
 // shared::cluster address and .release.cluster).
-func peerArrive() []string {
+func peerArrive(pred string) []string {
 	return []string{
 		"{",
 		".reg .b32 pr, rb;",
 		"mov.u32 pr, %cluster_ctarank;",
 		"xor.b32 pr, pr, 1;",
 		"mapa.shared::cluster.u32 rb, bar, pr;",
-		"@P mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb];",
+		"@" + pred + " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb];",
 		"}",
 	}
 }
@@ -343,7 +342,7 @@ func (ml WGMMAMainloop) waitRelease(ins mainloopIns, n int) []string {
 		"@P mbarrier.arrive.shared::cta.b64 _, [bar];",
 	}
 	if ml.Peer {
-		L = append(L, peerArrive()...)
+		L = append(L, peerArrive("P")...)
 	}
 	return L
 }
@@ -374,7 +373,11 @@ func (b *Builder) WGMMADrain(ml WGMMAMainloop, stage, phase, ktiles, bars, lead 
 		"@!P bra WGMD_WAIT;",
 		fmt.Sprintf("add.s32 bar, bar, %d;", 8*S),
 		"@Q mbarrier.arrive.shared::cta.b64 _, [bar];",
-		"PEER_ARRIVE",
+	}
+	if ml.Peer {
+		L = append(L, peerArrive("Q")...)
+	}
+	L = append(L,
 		"add.s32 s, s, 1;",
 		fmt.Sprintf("setp.eq.s32 P, s, %d;", S),
 		"@P mov.b32 s, 0;",
@@ -385,14 +388,7 @@ func (b *Builder) WGMMADrain(ml WGMMAMainloop, stage, phase, ktiles, bars, lead 
 		"mov.b32 $0, s;",
 		"mov.b32 $1, ph;",
 		"}",
-	}
-	i := slices.Index(L, "PEER_ARRIVE")
-	var peer []string
-	if ml.Peer {
-		peer = []string{"mov.pred P, Q;"} // peerArrive arrives under P
-		peer = append(peer, peerArrive()...)
-	}
-	L = slices.Replace(L, i, i+1, peer...)
+	)
 	outs := b.AsmCallN(asmLines(L...), "=r,=r,r,r,r,r,r,~{memory}", []types.Type{ir.I32, ir.I32},
 		stage, phase, ktiles, bars, lead)
 	return outs[0], outs[1]
