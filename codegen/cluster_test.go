@@ -78,9 +78,16 @@ func TestSM90Cluster(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		for _, want := range []string{".reqnctapercluster 2, 1, 1", ".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.release.cluster.shared::cluster.b64", "barrier.cluster.wait.acquire"} {
+		for _, want := range []string{".reqnctapercluster 2, 1, 1", ".multicast::cluster", "mapa.shared::cluster.u32", "mbarrier.arrive.shared::cluster.b64", "barrier.cluster.wait.acquire"} {
 			if n := strings.Count(res.Text, want); n < clustered {
 				t.Errorf("%s: %q %d times for %d clustered kernels", name, want, n, clustered)
+			}
+		}
+		// The peer release is a .release.cta arrive: a cluster-scope one puts a
+		// memory barrier in every consumer warp's stage (peerArrive).
+		for _, bad := range []string{"mbarrier.arrive.release.cluster", "try_wait.parity.acquire.cluster"} {
+			if strings.Contains(res.Text, bad) {
+				t.Errorf("%s: %q in the PTX", name, bad)
 			}
 		}
 		if testing.Short() {

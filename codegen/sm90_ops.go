@@ -81,21 +81,6 @@ func (b *Builder) MbarWait(bar, parity value.Value) {
 		"}"), "r,r,~{memory}", bar, parity)
 }
 
-// MbarWaitCluster is MbarWait with acquire semantics at cluster scope
-// (mbarrier.try_wait.parity.acquire.cluster): for a barrier that threads
-// of another CTA of the cluster arrive on with release.cluster (a 2-CTA
-// cluster's empty barriers), so that their reads of the stage are ordered
-// before the waiter's next writes to it.
-func (b *Builder) MbarWaitCluster(bar, parity value.Value) {
-	b.Asm(asmLines(
-		"{",
-		".reg .pred p;",
-		"MBAR_WAIT:",
-		"mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [$0], $1;",
-		"@!p bra MBAR_WAIT;",
-		"}"), "r,r,~{memory}", bar, parity)
-}
-
 // PrefetchTensorMap prefetches the tensor map at generic address tmap (i64).
 func (b *Builder) PrefetchTensorMap(tmap value.Value) {
 	b.Asm("prefetch.tensormap [$0];", "l,~{memory}", tmap)

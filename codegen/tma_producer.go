@@ -246,11 +246,9 @@ func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma b
 			if mx {
 				slot = v[2]
 			}
-			if p.rank != nil { // the peer CTA's consumers release the stage too
-				b.MbarWaitCluster(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
-			} else {
-				b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
-			}
+			// In a 2-CTA cluster the peer CTA's consumers release the stage
+			// too (the empty barrier counts both CTAs' warps; peerArrive).
+			b.MbarWait(p.ring.empty(b, stage), b.Xor(phase, ir.Int32(1)))
 			fb := p.ring.full(b, stage)
 			sa := b.Add(p.base, b.MulI(stage, int64(p.stageBytes)))
 			switch {

@@ -230,17 +230,22 @@ type WGMMAMainloop struct {
 	// stores or cp.async rather than TMA.
 	ProxyFence bool
 	// Peer releases each stage in the other CTA of a 2-CTA cluster too
-	// (its empty barrier at the same offset, through mapa, with
-	// mbarrier.arrive.release.cluster): the stage's A rows come by TMA
-	// multicast from both CTAs, so neither may refill a stage before the
-	// two CTAs' consumers have read it.
+	// (its empty barrier at the same offset, through mapa): the stage's
+	// A rows come by TMA multicast from both CTAs, so neither may refill
+	// a stage before the two CTAs' consumers have read it.
 	Peer bool
 }
 
 // peerArrive is the PTX that lets lane 0 of each warp (predicate pred)
 // also arrive on the barrier at the shared offset in register bar of the
 // other CTA of its 2-CTA cluster (PTX ISA "mapa", "mbarrier.arrive": a
-// shared::cluster address and .release.cluster).
+// shared::cluster address, the default .release.cta semantics). The
+// arrive follows the wgmma.wait_group that retired the reads of the stage,
+// so the peer's TMA cannot overwrite what is still being read; a
+// .release.cluster arrive would add a cluster-scope memory barrier to
+// every stage of every consumer warp (ncu: warps stalled on it about a
+// third of their cycles, the GEMM 25-40% slower; docs/perf.md "cluster
+// v1") for no ordering the pipeline needs.
 func peerArrive(pred string) []string {
 	return []string{
 		"{",
@@ -248,7 +253,7 @@ func peerArrive(pred string) []string {
 		"mov.u32 pr, %cluster_ctarank;",
 		"xor.b32 pr, pr, 1;",
 		"mapa.shared::cluster.u32 rb, bar, pr;",
-		"@" + pred + " mbarrier.arrive.release.cluster.shared::cluster.b64 _, [rb];",
+		"@" + pred + " mbarrier.arrive.shared::cluster.b64 _, [rb];",
 		"}",
 	}
 }
