@@ -15,7 +15,7 @@ for f in "--cluster 2" ""; do
 	timeout 60 "$NCU" --kernel-name moe_fc1 --launch-skip 3 --launch-count 1 --section SpeedOfLight --section WarpStateStats --metrics $M \
 		"$mokc" bench --model qwen3-30b-a3b --target sm_90a --tokens 4096 --iters 3 --warmup 2 $f >>"$O/ncu.log" 2>&1
 done
-BENCH_BUDGET=545
+BENCH_BUDGET=490
 for i in 1 2; do
 	for m in qwen3-30b-a3b mixtral-8x7b gpt-oss-20b olmoe-1b-7b; do
 		bench default "$mokc" 4096 --model $m --iters 20 --kernels
