@@ -561,7 +561,7 @@ for phase in $phases; do
 		;;
 	clusterbench)
 		clbench() { bench_step cl 30 "$@"; }
-		for i in 1 2; do
+		for i in $(seq "${CL_ROUNDS:-2}"); do # CL_ROUNDS: alternated rounds (default 2)
 			for m in qwen3-30b-a3b gpt-oss-120b mixtral-8x7b deepseek-v3; do
 				clbench 4096 --model $m
 				clbench 4096 --model $m --cluster 2
