@@ -244,7 +244,7 @@ type WGMMAMainloop struct {
 // so the peer's TMA cannot overwrite what is still being read; a
 // .release.cluster arrive would add a cluster-scope memory barrier to
 // every stage of every consumer warp (ncu: warps stalled on it about a
-// third of their cycles, the GEMM 25-40% slower; docs/perf.md "cluster
+// third of their cycles, the GEMMs 18-40% slower; docs/perf.md "cluster
 // v1") for no ordering the pipeline needs.
 func peerArrive(pred string) []string {
 	return []string{

@@ -54,7 +54,7 @@
 #          y_sha256 with and without per (preset, T) (CL_MODELS, CL_TOKENS), the backward, memcheck, racecheck and
 #          synccheck
 #   clusterbench  --cluster 2's medians alternated with the default at T = 4096 (four presets; three in mxfp8), 16384
-#          and 64
+#          and 64, in CL_ROUNDS rounds (default 2)
 #   train  the runtime's training tests alone (TestLayerSaveFC1, TestLayerBackward's three steps)
 #   speed  issue #10's four presets at T = 4096: forward --group-m 0 vs 8, forward + backward default vs
 #          --save-fc1 --group-m 8 (bf16 main grads), beside PyTorch's autograd pipeline
