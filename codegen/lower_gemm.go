@@ -408,7 +408,7 @@ func (lw *perOp) checkCluster() error {
 	if lw.sched.Cluster <= 1 || clustered || !forward {
 		return nil
 	}
-	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: routed GEMMs over bf16 dispatched rows, bf16 or register-fed mxfp8, with grouped weights, an even number of column blocks, the fixed walk; a chained kernel where both of its GEMMs pair)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
+	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: routed GEMMs over bf16 dispatched rows, bf16 or register-fed mxfp8, with grouped weights, an even number of column blocks, the fixed walk; a chained kernel where both of its GEMMs pair): leave the cluster setting at 1 (mokc: no --cluster)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
 }
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:

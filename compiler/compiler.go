@@ -127,7 +127,8 @@ func ReproduceCommand(l schedule.Layer, s schedule.Schedule) (cmd string, ok boo
 
 // reproduceCommand is ReproduceCommand for the forward or, with backward,
 // the backward: then with --backward, and --main-grad bf16 and --wgrad
-// where l and s have them (--save-fc1, --group-m and --mx-gemm in either).
+// where l and s have them (--save-fc1, --group-m, --mx-gemm, --gather,
+// --cluster, --chain and --items in either).
 func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd string, ok bool) {
 	p, err := schedule.Preset(l.Name)
 	if err != nil {
@@ -172,13 +173,27 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	if s.MXGemm != def.MXGemm {
 		args = append(args, "--mx-gemm "+s.MXGemm.String())
 	}
+	// The choices that keep the GEMM variant: --gather, --cluster, --chain,
+	// --items.
+	if s.Gather != def.Gather {
+		args = append(args, "--gather "+s.Gather.String())
+	}
+	if s.Cluster != def.Cluster {
+		args = append(args, fmt.Sprintf("--cluster %d", s.Cluster))
+	}
+	if s.Chain != def.Chain {
+		args = append(args, "--chain "+s.Chain.String())
+	}
+	if s.Items != def.Items {
+		args = append(args, "--items "+s.Items.String())
+	}
 	// Said by --wgrad, --group-m and --mx-gemm, which keep the GEMM variant
 	// (but for expand) and take the kind's default tiles
 	// (schedule.DefaultScheduleMX, as the flag applies it).
 	if d, err := schedule.DefaultScheduleMX(l, s.Target, s.MXGemm); err == nil {
 		def = d
 	}
-	s.WGrad, s.GroupM = def.WGrad, def.GroupM
+	s.WGrad, s.GroupM, s.Gather, s.Cluster, s.Chain, s.Items = def.WGrad, def.GroupM, def.Gather, def.Cluster, def.Chain, def.Items
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set
 		// the rest.

@@ -130,6 +130,17 @@ func TestStageErrors(t *testing.T) {
 	if cmd, ok := ReproduceCommand(l, sg); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --group-m 0 --emit llvm" {
 		t.Errorf("ReproduceCommand(GroupM 0) = %q, %v", cmd, ok)
 	}
+	// The choices that keep the variant, each a flag of its own.
+	so := s
+	so.Gather, so.Cluster, so.Chain = schedule.GatherSeparate, 2, schedule.ChainFC
+	if cmd, ok := ReproduceCommand(l, so); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --gather separate --cluster 2 --chain fc1-fc2 --emit llvm" {
+		t.Errorf("ReproduceCommand(gather, cluster, chain) = %q, %v", cmd, ok)
+	}
+	so = s
+	so.Items = schedule.ItemsQueue
+	if cmd, ok := ReproduceCommand(l, so); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --items queue --emit llvm" {
+		t.Errorf("ReproduceCommand(items queue) = %q, %v", cmd, ok)
+	}
 	renamed := l
 	renamed.Hidden *= 2
 	if cmd, ok := ReproduceCommand(renamed, s); ok {

@@ -74,6 +74,9 @@ func buildAction(c *cli.Context) error {
 	if s.Cluster > 1 {
 		noteClusters(errWriter(c), a.Program.Kernels, s.Cluster)
 	}
+	if s.Chain != schedule.ChainOff {
+		noteChain(errWriter(c), a.Program.Kernels, s.Chain, c.Bool("backward"))
+	}
 	var out []byte
 	switch emit {
 	case "ptx":
@@ -101,7 +104,7 @@ func buildAction(c *cli.Context) error {
 			if lo < hi {
 				n = fmt.Sprintf("%d to %d", lo, hi)
 			}
-			what += fmt.Sprintf(", %s launched per %s at T >= 1 (kernels chosen by T: GEMM tile shapes, the dispatch of few and of many tokens)", n, pass)
+			what += fmt.Sprintf(", %s launched per %s at T >= 1 (which ones depends on T: `mokc inspect program --target` lists each kernel's T range)", n, pass)
 		}
 		// The layer's options that change the kernels, beside the pass.
 		form := pass
@@ -154,8 +157,29 @@ func noteClusters(w io.Writer, ks []launch.Kernel, n int) {
 			out = append(out, k.Name)
 		}
 	}
-	fmt.Fprintf(w, "mokc: note: --cluster %d: in clusters: %s; without (forms that gather their rows, promote 32-row tiles or split K, a chained kernel whose two GEMMs do not both pair, the shared experts' dense rows, or an odd number of column blocks): %s\n",
+	fmt.Fprintf(w, "mokc: note: --cluster %d: in clusters: %s; without (forms that gather their rows, promote 32-row tiles or split K, a chained kernel whose two GEMMs do not both pair, the shared experts' dense rows, the weight gradients, or an odd number of column blocks): %s\n",
 		n, listOrNone(in), listOrNone(out))
+}
+
+// noteChain tells which of the program's kernels run FC1 and FC2 chained
+// (moe_fc1_fc2*) and which routed GEMMs stay kernels of their own, or, for
+// a backward, that the chain is the forward's.
+func noteChain(w io.Writer, ks []launch.Kernel, k schedule.ChainKind, backward bool) {
+	if backward {
+		fmt.Fprintf(w, "mokc: note: --chain %v chains the forward's GEMMs; the backward program is the same without it\n", k)
+		return
+	}
+	var in, out []string
+	for _, kn := range ks {
+		switch {
+		case strings.HasPrefix(kn.Name, "moe_fc1_fc2"):
+			in = append(in, kn.Name)
+		case strings.HasPrefix(kn.Name, "moe_fc1") || strings.HasPrefix(kn.Name, "moe_fc2"):
+			out = append(out, kn.Name)
+		}
+	}
+	fmt.Fprintf(w, "mokc: note: --chain %v: FC1 and FC2 in one kernel: %s; as two kernels (where the two GEMMs run different tiles, a kernel quantizes h between mxfp8's register-fed GEMMs, or the mxfp8 decode FC1 gathers x's MXFP8 rows): %s\n",
+		k, listOrNone(in), listOrNone(out))
 }
 
 // listOrNone joins names with ", ", or says "none".
