@@ -69,26 +69,7 @@ func TestLayerMXFP8Rows(t *testing.T) {
 // mxRowsLayer is TestLayerMXFP8Rows's run of layer l with schedule s.
 func mxRowsLayer(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, s schedule.Schedule) {
 	H := l.Hidden
-	seed := rand.Uint64()
-	t.Logf("seed %d", seed)
-	w, err := schedule.RandomWeights(l, seed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, m := range [][][]float32{w.FC1, w.FC2} {
-		for _, v := range m {
-			copy(v, runtime.FromBF16(runtime.ToBF16(v))) // the bf16 weights the upload quantizes
-		}
-	}
-	dwts, err := runtime.UploadWeights(ctx, l, w)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { dwts.Free() })
-	wq, err := schedule.MXWeights(l, w) // the values the kernels compute with
-	if err != nil {
-		t.Fatal(err)
-	}
+	seed, wq, dwts := randomWeightsOnDevice(t, ctx, l) // wq: the values the kernels compute with
 
 	// Routing: expert e on mxRows[e] tokens, in a shuffled token order.
 	var ids []int32
