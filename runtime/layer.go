@@ -43,10 +43,12 @@ type Layer struct {
 	// plain: launch every kernel with cuLaunchKernel, without programmatic
 	// stream serialization (LaunchPlainly).
 	plain bool
-	// gridX is the x-grid of the kernels launched with another grid than
-	// the plan's, by index in the plan: a persistent kernel in clusters
-	// (clusterGrid), or one a test sets.
-	gridX map[int]int
+	// clusterGrids is the grid of each persistent kernel in clusters (by
+	// index in the plan; clusterGrid).
+	clusterGrids map[int]int
+	// gridOverride is the x-grid a test sets for a kernel (by index in
+	// the plan; SetLaunchGrid in export_test.go), over any other.
+	gridOverride map[int]int
 	// waitLimit overrides the wait limit of the co-resident kernels
 	// (launch.ParamWaitLimit, nanoseconds) when not nil (SetWaitLimit).
 	waitLimit *int64
@@ -243,10 +245,10 @@ func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string
 			if err != nil {
 				return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
 			}
-			if ly.gridX == nil {
-				ly.gridX = map[int]int{}
+			if ly.clusterGrids == nil {
+				ly.clusterGrids = map[int]int{}
 			}
-			ly.gridX[len(ly.funcs)] = g
+			ly.clusterGrids[len(ly.funcs)] = g
 		}
 		ly.funcs = append(ly.funcs, f)
 	}
@@ -310,10 +312,8 @@ func (ly *Layer) Kernels() []string {
 // kernel has clusters.
 func (ly *Layer) ClusterGrids() map[string]int {
 	out := map[string]int{}
-	for i, g := range ly.gridX {
-		if k := ly.plan.Kernels[i]; k.Cluster > 1 {
-			out[k.Name] = g
-		}
+	for i, g := range ly.clusterGrids {
+		out[ly.plan.Kernels[i].Name] = g
 	}
 	return out
 }
@@ -610,8 +610,11 @@ func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) err
 		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
 			grid.X = sms // one block per SM of this device
 		}
-		if g, ok := ly.gridX[i]; ok {
+		if g, ok := ly.clusterGrids[i]; ok {
 			grid.X = g // whole clusters, all resident at once
+		}
+		if g, ok := ly.gridOverride[i]; ok {
+			grid.X = g
 		}
 		cfg := driver.LaunchConfig{Grid: grid, Block: driver.Dim3{X: k.Block}, SharedBytes: k.SharedBytes, Stream: stream}
 		var err error
