@@ -232,8 +232,6 @@ func (l sm90Layout) canChain(s1 GemmSpec, second atom, s2 GemmSpec) error {
 		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's MXFP8 GEMMs share the scale codes' slots and warps (%d and %d slots, %d and %d warps)", s1.Name, s2.Name, l.smem.CodeSlots, l2.smem.CodeSlots, l.mxCodeWarps(s1), l2.mxCodeWarps(s2))
 	case l.WG != l2.WG || l.mmaWG0 != l2.mmaWG0 || l.threads != l2.threads || l.prodRegs != l2.prodRegs || l.mmaRegs != l2.mmaRegs || l.launchRegs != l2.launchRegs:
 		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs need the same warpgroups and registers (%d and %d consumer warpgroups)", s1.Name, s2.Name, l.WG, l2.WG)
-	case l.cluster != l2.cluster:
-		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs run in the same clusters (%d and %d CTAs)", s1.Name, s2.Name, l.cluster, l2.cluster)
 	case l.S != l2.S || l.stageBytes != l2.stageBytes || l.smem.BarrierOffset != l2.smem.BarrierOffset || l.smem.Staged != l2.smem.Staged:
 		return fmt.Errorf("codegen: %s, %s: a chained sm_90a kernel's GEMMs share one ring: the same stages (%d, %d) of the same bytes (%d, %d), the same barriers and epilogue staging", s1.Name, s2.Name, l.S, l2.S, l.stageBytes, l2.stageBytes)
 	}

@@ -167,25 +167,21 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 			args = append(args, "--wgrad "+s.WGrad.String())
 		}
 	}
-	if s.GroupM != def.GroupM {
-		args = append(args, fmt.Sprintf("--group-m %d", s.GroupM))
-	}
-	if s.MXGemm != def.MXGemm {
-		args = append(args, "--mx-gemm "+s.MXGemm.String())
-	}
-	// The choices that keep the GEMM variant: --gather, --cluster, --chain,
-	// --items.
-	if s.Gather != def.Gather {
-		args = append(args, "--gather "+s.Gather.String())
-	}
-	if s.Cluster != def.Cluster {
-		args = append(args, fmt.Sprintf("--cluster %d", s.Cluster))
-	}
-	if s.Chain != def.Chain {
-		args = append(args, "--chain "+s.Chain.String())
-	}
-	if s.Items != def.Items {
-		args = append(args, "--items "+s.Items.String())
+	// The flags that keep the GEMM variant, where s differs from the default.
+	for _, f := range []struct {
+		differs bool
+		arg     string
+	}{
+		{s.GroupM != def.GroupM, fmt.Sprintf("--group-m %d", s.GroupM)},
+		{s.MXGemm != def.MXGemm, "--mx-gemm " + s.MXGemm.String()},
+		{s.Gather != def.Gather, "--gather " + s.Gather.String()},
+		{s.Cluster != def.Cluster, fmt.Sprintf("--cluster %d", s.Cluster)},
+		{s.Chain != def.Chain, "--chain " + s.Chain.String()},
+		{s.Items != def.Items, "--items " + s.Items.String()},
+	} {
+		if f.differs {
+			args = append(args, f.arg)
+		}
 	}
 	// Said by --wgrad, --group-m and --mx-gemm, which keep the GEMM variant
 	// (but for expand) and take the kind's default tiles

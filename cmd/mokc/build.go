@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -148,15 +149,7 @@ func launchedRange(ks []codegen.Kernel) (lo, hi int) {
 // which do not (the engine pairs only some of them: codegen's
 // checkSM90Cluster).
 func noteClusters(w io.Writer, ks []launch.Kernel, n int) {
-	var in, out []string
-	for _, k := range ks {
-		switch {
-		case k.Cluster > 1:
-			in = append(in, k.Name)
-		case strings.HasPrefix(k.Name, "moe_fc") || strings.HasPrefix(k.Name, "moe_shared_fc"):
-			out = append(out, k.Name)
-		}
-	}
+	in, out := kernelNames(ks, func(k launch.Kernel) bool { return k.Cluster > 1 }, "moe_fc", "moe_shared_fc")
 	fmt.Fprintf(w, "mokc: note: --cluster %d: in clusters: %s; without (forms that gather their rows, promote 32-row tiles or split K, a chained kernel whose two GEMMs do not both pair, the shared experts' dense rows, the weight gradients, or an odd number of column blocks): %s\n",
 		n, listOrNone(in), listOrNone(out))
 }
@@ -169,17 +162,23 @@ func noteChain(w io.Writer, ks []launch.Kernel, k schedule.ChainKind, backward b
 		fmt.Fprintf(w, "mokc: note: --chain %v chains the forward's GEMMs; the backward program is the same without it\n", k)
 		return
 	}
-	var in, out []string
-	for _, kn := range ks {
-		switch {
-		case strings.HasPrefix(kn.Name, "moe_fc1_fc2"):
-			in = append(in, kn.Name)
-		case strings.HasPrefix(kn.Name, "moe_fc1") || strings.HasPrefix(kn.Name, "moe_fc2"):
-			out = append(out, kn.Name)
-		}
-	}
+	in, out := kernelNames(ks, func(k launch.Kernel) bool { return strings.HasPrefix(k.Name, "moe_fc1_fc2") }, "moe_fc1", "moe_fc2")
 	fmt.Fprintf(w, "mokc: note: --chain %v: FC1 and FC2 in one kernel: %s; as two kernels (where the two GEMMs run different tiles, a kernel quantizes h between mxfp8's register-fed GEMMs, or the mxfp8 decode FC1 gathers x's MXFP8 rows): %s\n",
 		k, listOrNone(in), listOrNone(out))
+}
+
+// kernelNames splits the names of the kernels of ks into those that
+// is picks and the others whose names start with one of prefixes.
+func kernelNames(ks []launch.Kernel, is func(launch.Kernel) bool, prefixes ...string) (in, out []string) {
+	for _, k := range ks {
+		switch {
+		case is(k):
+			in = append(in, k.Name)
+		case slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(k.Name, p) }):
+			out = append(out, k.Name)
+		}
+	}
+	return in, out
 }
 
 // listOrNone joins names with ", ", or says "none".
