@@ -103,6 +103,8 @@ func sm100Plan(s GemmSpec) (sm100Layout, error) {
 		return l, fmt.Errorf("codegen: %s: sm_100a tile BM = %d: only M = 128 (tcgen05.mma cta_group::1, one TMEM lane per row) is implemented", s.Name, bm)
 	case s.Tile.Cluster > 1:
 		return l, fmt.Errorf("codegen: %s: sm_100a engine: 2-CTA clusters (cta_group::2) are not implemented (Cluster = %d)", s.Name, s.Tile.Cluster)
+	case s.Tile.BlocksPerSM > 1:
+		return l, fmt.Errorf("codegen: %s: sm_100a engine: one block per SM (its TMEM allocation and shared memory are planned for one), not %d", s.Name, s.Tile.BlocksPerSM)
 	case nb%16 != 0 || nb < 16 || nb > 256 || bn%8 != 0:
 		return l, fmt.Errorf("codegen: %s: sm_100a B tile of %d rows (BN = %d) must be a multiple of 16 in 16..256 (tcgen05.mma M = 128)", s.Name, nb, bn)
 	case l.epiWarps%4 != 0 || l.epiWarps > 16:

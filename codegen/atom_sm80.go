@@ -78,6 +78,9 @@ func sm80Plan(s GemmSpec) (sm80Layout, error) {
 	if l.S < 2 {
 		return l, fmt.Errorf("codegen: %s: sm_80 needs at least 2 pipeline stages, got %d", s.Name, l.S)
 	}
+	if s.Tile.BlocksPerSM > 1 {
+		return l, fmt.Errorf("codegen: %s: the sm_80 engine launches one block per tile, not a persistent grid of %d blocks per SM", s.Name, s.Tile.BlocksPerSM)
+	}
 	if !l.warpGrid() {
 		return l, fmt.Errorf("codegen: %s: %d warps do not tile %dx%d in m16 x n16 warp tiles", s.Name, l.W, l.BM, l.BNB)
 	}

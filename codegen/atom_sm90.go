@@ -27,6 +27,16 @@ import (
 // the BM-row blocks of A (ADense). Producer and consumers walk the same item
 // sequence, so the ring's stage and phase simply continue from item to item.
 //
+// Two blocks per SM (Tile.BlocksPerSM = 2): each block has its consumer
+// warpgroups first and one producer warp after them (160 threads with one
+// consumer warpgroup), no setmaxnreg, .maxnreg 65536/(2*threads) (200),
+// at most half the SM's shared memory (target.Target.SharedMemoryFor) and
+// no staged epilogue; the grid is two blocks per SM. Each block's
+// epilogue then runs while the other block's wgmma use the tensor cores,
+// which one block of two consumer warpgroups cannot do: both finish their
+// K loops together. The producer warp loads by TMA only (grouped weights,
+// dispatched rows, the fixed walk, MXFP8's codes by its lanes).
+//
 // Shared memory (layouts.PlanGemmSmem; dynamic, realigned to 1024 bytes): the
 // ring of tmaRing, [MXFP8: the producer's code slots], [the staging tile],
 // then Stages full and Stages empty mbarriers [and staging full, empty].
@@ -121,16 +131,17 @@ import (
 
 func init() {
 	registerAtom(target.SM90a, sm90Plan, atomCaps{nMajorB: sm90NMajorB, quantizeC: GemmSpec.swapAB, gatherA: sm90GatherA, splitK: sm90SplitK,
-		queue: func(s GemmSpec) bool { return !s.MXExpand }, cluster: func(s GemmSpec) bool { return checkSM90Cluster(s) == nil }})
+		queue: func(s GemmSpec) bool { return !s.MXExpand && s.Tile.BlocksPerSM <= 1 }, cluster: func(s GemmSpec) bool { return checkSM90Cluster(s) == nil }})
 }
 
 // sm90GatherA: the sm_90a atom reads the dispatched rows of a bf16 GEMM
 // with grouped weights, or of the promoted MXFP8 operand swap (32-row
 // tiles: the decode FC1), from the token rows (GemmSpec.GatherK): the
 // producer warpgroup copies them by cp.async while its thread 0 issues B's
-// TMA loads (see the top of this file).
+// TMA loads (see the top of this file); not in a block of two per SM,
+// whose producer is one warp.
 func sm90GatherA(s GemmSpec) bool {
-	return s.B == BGrouped && !s.BNMajor && (!s.MX || s.swapAB() && !s.MXRegisterFed)
+	return s.B == BGrouped && !s.BNMajor && (!s.MX || s.swapAB() && !s.MXRegisterFed) && s.Tile.BlocksPerSM <= 1
 }
 
 // sm90SplitK: the sm_90a atom splits the reduction of a dense bf16 GEMM
@@ -179,7 +190,10 @@ func checkSM90Cluster(s GemmSpec) error {
 type sm90Layout struct {
 	tmaRing
 	// cluster is the CTAs per cluster: 1, or 2 (checkSM90Cluster).
-	cluster           int
+	cluster int
+	// perSM is the blocks each SM holds at once (Tile.BlocksPerSM): 1, or
+	// 2 with half the registers and shared memory each.
+	perSM             int
 	WG                int // consumer warpgroups (BM/64; the operand swap one, the register-fed GEMM regFedWGs)
 	threads           int
 	prodRegs, mmaRegs int    // setmaxnreg targets (0: do not rebalance)
@@ -285,9 +299,11 @@ func regFedWGs(nb, bm int) int {
 }
 
 // regFedSets is the A-register sets of a register-fed GEMM's K loop
-// (WGMMAMainloopRegFed.Sets) with wg consumer warpgroups.
-func regFedSets(wg int) int {
-	if wg > 1 {
+// (WGMMAMainloopRegFed.Sets) with wg consumer warpgroups in each of
+// blocks blocks per SM: two where another warpgroup shares the tensor
+// cores (and the registers), else four.
+func regFedSets(wg, blocks int) int {
+	if wg > 1 || blocks > 1 {
 		return 2 // four gained 1% on the H200 (docs/perf.md, mxfp8 v26) and cost ptxas's registers for the ragged tiles' loops
 	}
 	return 4
@@ -356,6 +372,10 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		}
 	}
 	l.cluster = max(1, s.Tile.Cluster)
+	l.perSM = blocksPerSM(s.Tile)
+	if l.perSM > 1 && (s.B != BGrouped || s.GatherK > 0 || s.QueueItems || l.expand || s.splits() > 1) {
+		return l, fmt.Errorf("codegen: %s: sm_90a blocks of which two share an SM have one producer warp, which loads grouped weights and dispatched rows by TMA (no pointer table, gathered rows, expansion, queue or split reduction)", s.Name)
+	}
 	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d", s.Name, bm, 4*(bm/64), w)
 	}
@@ -365,7 +385,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	// mxCodeWarps). Never with SplitK, whose f32 parts the staging tile's
 	// store warps (storeWarps) would write to C without the part's offset.
 	staging := 0
-	if s.B != BTable && s.GatherK == 0 && !s.COutF32 && s.splits() == 1 && !l.expand && !s.noStaging { // the staging tile is bf16
+	if s.B != BTable && s.GatherK == 0 && !s.COutF32 && s.splits() == 1 && !l.expand && !s.noStaging && l.perSM == 1 { // the staging tile is bf16; its store warps are the producer warpgroup's
 		staging = max(s.Tile.BN, s.minStaging)
 	}
 	var err error
@@ -404,6 +424,18 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		}
 	}
 	l.threads = 128 * (l.WG + l.mmaWG0)
+	if l.perSM > 1 {
+		// One producer warp after the consumer warpgroups (a warpgroup's
+		// warps are 4 consecutive ones from a multiple of 4), and no
+		// setmaxnreg: ptxas allocates every thread's registers within the
+		// launch's .maxnreg, which two blocks of a producer warpgroup and
+		// a consumer warpgroup would hold to 128.
+		l.mmaWG0, l.threads = 0, 128*l.WG+32
+		l.launchRegs = (65536 / (l.perSM * l.threads)) &^ 7
+		if acc := l.accs(); acc+48 > l.launchRegs {
+			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d with %d accumulators per consumer thread exceeds the %d registers of one of %d blocks per SM", s.Name, l.BM, l.NB, acc, l.launchRegs, l.perSM)
+		}
+	}
 	// The address-independent bits of the tiles' wgmma descriptors (start
 	// address 0; equal to SM90DescK128B).
 	if l.descHi, err = l.a.Descriptor(0, 0, 0); err != nil {
@@ -412,14 +444,14 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if l.descHiB, err = l.b.Descriptor(0, 0, 0); err != nil {
 		return l, fmt.Errorf("codegen: %s: %w", s.Name, err)
 	}
-	if l.mmaWG0 > 1 {
-		return l, nil // no setmaxnreg: every thread keeps 65536/threads registers
+	if l.mmaWG0 != 1 {
+		return l, nil // no setmaxnreg: every thread keeps the registers of the launch
 	}
 	l.registers(s)
 	if acc := l.NB / 2; l.WG >= 2 && !l.swap && acc+40 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d with %d accumulators per thread exceeds the %d registers of a consumer thread", s.Name, l.BM, acc, l.mmaRegs)
 	}
-	if acc, a := l.accs(), 8*regFedSets(l.WG); s.MXRegisterFed && l.mmaRegs > 0 && acc+a+48 > l.mmaRegs {
+	if acc, a := l.accs(), 8*regFedSets(l.WG, l.perSM); s.MXRegisterFed && l.mmaRegs > 0 && acc+a+48 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a register-fed B tile of %d rows keeps %d accumulators and %d A registers per consumer thread, beyond its %d registers", s.Name, l.NB, acc, a, l.mmaRegs)
 	}
 	if acc := l.NB / 2; s.MX && !s.MXRegisterFed && l.mmaRegs > 0 && 2*acc+48 > l.mmaRegs {
@@ -442,7 +474,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 // must not exceed launchRegs + freed/(128*WG).
 func (l *sm90Layout) registers(s GemmSpec) {
 	if l.WG < 2 {
-		return
+		return // one consumer warpgroup keeps what the launch gives it
 	}
 	l.prodRegs = 40
 	switch {
@@ -523,8 +555,13 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	}
 	k.work = l.workList(b, spec, q)
 	var err error
-	producerWG := b.ICmp(enum.IPredEQ, wg, ir.Int32(0))
-	if l.mmaWG0 > 1 {
+	var producerWG value.Value
+	switch l.mmaWG0 {
+	case 0: // the producer warp after the consumer warpgroups
+		producerWG = b.ICmp(enum.IPredEQ, wg, ir.Int32(int64(l.WG)))
+	case 1:
+		producerWG = b.ICmp(enum.IPredEQ, wg, ir.Int32(0))
+	default:
 		producerWG = b.ICmp(enum.IPredULT, wg, ir.Int32(int64(l.mmaWG0)))
 	}
 	b.IfElse(producerWG, func() {
@@ -532,7 +569,11 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 			err = l.expandProducer(b, &k, mxSpec)
 			return
 		}
-		err = l.producer(b, &k, nil)
+		pk := k
+		if l.mmaWG0 == 0 {
+			pk.tid = b.AddI(k.tid, -128*int64(l.WG)) // the producer warp's own thread index
+		}
+		err = l.producer(b, &pk, nil)
 	}, func() {
 		err = l.consumers(b, &k, wg, nil)
 	})
@@ -591,7 +632,7 @@ func (l sm90Layout) producerOf(k *sm90Block) gemmProducer {
 // expansion (whose producer warp 0 copies the codes for its converters,
 // expandCodeCopy).
 func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
-	if !s.MX || l.expand || l.smem.Staged {
+	if !s.MX || l.expand || l.smem.Staged || l.perSM > 1 {
 		return 1
 	}
 	return min(4, gemmProducer{tmaRing: l.tmaRing, spec: s}.mxGroups())
@@ -658,7 +699,8 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 			wRow = b.Add(b.MulI(row, 128), b.MulI(b.And(q, ir.Int32(1)), 8))
 			wX = b.Shl(b.Xor(b.And(row, ir.Int32(7)), b.LShr(q, ir.Int32(1))), ir.Int32(4))
 			rf = WGMMAMainloopRegFed{BM: l.BM, Slices: l.NB / 64 / l.WG, SliceRows: 64, Stages: l.S, StageBytes: l.stageBytes,
-				BOffset: l.atoms * l.aAtom, OffTok: offA, DescHi: l.descHi, ScaleBlock: 4 * l.NB, Sets: regFedSets(l.WG), Peer: l.cluster > 1}
+				BOffset: l.atoms * l.aAtom, OffTok: offA, DescHi: l.descHi, ScaleBlock: 4 * l.NB, Sets: regFedSets(l.WG, l.perSM), Peer: l.cluster > 1,
+				OneWidth: l.perSM > 1}
 			if l.WG > 1 && l.gate == layouts.GateUpHalves {
 				rf.SliceRows = l.NB / 2 // the warpgroup's gate rows, then its up rows
 			}

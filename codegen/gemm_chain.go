@@ -127,6 +127,9 @@ func (e atomEngine) chainPlans(first, second GemmSpec) (chainer, atom, GemmSpec,
 	if second.GatherK > 0 || second.QuantizeC || first.MX != second.MX {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel's second GEMM reads the first's C (or its MXFP8 form, QuantizeC) by TMA, in the first's precision", first.Name, second.Name))
 	}
+	if first.Tile.BlocksPerSM > 1 || second.Tile.BlocksPerSM > 1 {
+		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs one block per SM (its blocks wait for one another), not BlocksPerSM %d and %d", first.Name, second.Name, first.Tile.BlocksPerSM, second.Tile.BlocksPerSM))
+	}
 	if first.Tile.Cluster != second.Tile.Cluster {
 		return fail(fmt.Errorf("codegen: %s, %s: a chained kernel runs both GEMMs in clusters of the same size or neither (Cluster %d and %d)", first.Name, second.Name, first.Tile.Cluster, second.Tile.Cluster))
 	}

@@ -87,6 +87,13 @@ type Tile struct {
 	ProducerWarps int `json:"producer_warps,omitempty"`
 	EpilogueWarps int `json:"epilogue_warps,omitempty"` // schedule.WarpRoles.Epilogue
 	Cluster       int `json:"cluster,omitempty"`        // CTAs per cluster (schedule.Schedule.Cluster; 0 or 1: none)
+	// BlocksPerSM is the blocks of the kernel each SM holds at once: 0 or
+	// 1 for one; 2 on sm_90a, each block then within half the SM's
+	// registers and shared memory (target.Target.SharedMemoryFor), so that
+	// one block's epilogue runs while the other's K loop keeps the tensor
+	// cores busy. The persistent grid (Grid = 0) is then BlocksPerSM blocks
+	// per SM (KernelInfo.BlocksPerSM). Not with Cluster > 1.
+	BlocksPerSM int `json:"blocks_per_sm,omitempty"`
 	// Grid is the persistent grid of the engines that loop over tiles
 	// (sm_90a, sm_100a): schedule.Schedule.GridCTAs, 0 for one block per SM
 	// of the target's reference part (target.Target.SMs).
@@ -290,6 +297,8 @@ func (s GemmSpec) Validate() error {
 	switch {
 	case s.Name == "":
 		return fmt.Errorf("codegen: GemmSpec.Name is empty")
+	case s.Tile.BlocksPerSM < 0 || s.Tile.BlocksPerSM > 2 || s.Tile.BlocksPerSM > 1 && s.Tile.Cluster > 1:
+		return fmt.Errorf("codegen: %s: BlocksPerSM = %d must be 0, 1 or 2, and 2 only without clusters (Cluster = %d)", s.Name, s.Tile.BlocksPerSM, s.Tile.Cluster)
 	case s.N <= 0 || s.N%8 != 0:
 		return fmt.Errorf("codegen: %s: N = %d must be a positive multiple of 8", s.Name, s.N)
 	case s.K <= 0 || s.K%8 != 0:
@@ -449,6 +458,10 @@ type KernelInfo struct {
 	// Cluster is the blocks per thread-block cluster along x, 0 for none
 	// (launch.Kernel.Cluster).
 	Cluster int `json:"cluster,omitempty"`
+	// BlocksPerSM is the blocks per SM the kernel is built to hold at once
+	// (Tile.BlocksPerSM; 0 for one): a GridPerSM grid is that many per SM
+	// (launch.Kernel.BlocksPerSM).
+	BlocksPerSM int `json:"blocks_per_sm,omitempty"`
 	// Phases names the kernel's inner phases, which it marks
 	// (launch.Kernel.Phases, phaseMark).
 	Phases []string `json:"phases,omitempty"`

@@ -345,13 +345,16 @@ func gemmEpilogue(b *Builder, spec GemmSpec, w gemmWork) *Epilogue {
 func persistentGrid(t Tile, def int) Expr { return Const(int64(gridCTAs(t, def))) }
 
 // gridCTAs is the CTA count of a persistent engine kernel: t.Grid, or def
-// (the target's SM count) when it is 0.
+// (the target's SM count) times the blocks per SM when it is 0.
 func gridCTAs(t Tile, def int) int {
 	if t.Grid > 0 {
 		return t.Grid
 	}
-	return def
+	return def * blocksPerSM(t)
 }
+
+// blocksPerSM is t.BlocksPerSM, 1 for its zero value.
+func blocksPerSM(t Tile) int { return max(1, t.BlocksPerSM) }
 
 // ringNext advances a (stage, phase) pair of an S-stage ring: the phase
 // parity flips each time the stage wraps to 0.

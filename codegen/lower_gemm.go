@@ -431,7 +431,8 @@ func (lw *perOp) gemmBind(g moe.GEMM, spec GemmSpec) map[string]string {
 // launch.DefaultWaitLimitNs, err to the program's error word).
 func (lw *perOp) addGEMMKernel(ki KernelInfo, tokens []launch.TokenRange, bindFor func(Param) map[string]string) error {
 	k := Kernel{Name: ki.Name, Block: ki.Block, Grid: ki.Grid, SharedBytes: ki.SharedBytes, SkipIfZeroT: true, Tokens: tokens,
-		GridPerSM: ki.GridPerSM, CoResident: ki.CoResident, Phases: ki.Phases, Cluster: ki.Cluster}
+		GridPerSM: ki.GridPerSM, CoResident: ki.CoResident, Phases: ki.Phases, Cluster: ki.Cluster,
+		BlocksPerSM: ki.BlocksPerSM}
 	for _, prm := range ki.Params {
 		role := prm.Role
 		if prm.Type == ParamTmap && prm.TensorMap != nil {

@@ -63,8 +63,8 @@ func TestSM100PresetsAssemble(t *testing.T) {
 func sm100GemmCases() []sm90GemmCase {
 	var cases []sm90GemmCase
 	for _, c := range sm90GemmCases("sm100t") {
-		if c.spec.GatherK > 0 {
-			continue // the sm_100a engine does not gather A (no GathersA predicate)
+		if c.spec.GatherK > 0 || c.spec.Tile.BlocksPerSM > 1 {
+			continue // the sm_100a engine neither gathers A (no GathersA predicate) nor runs two blocks per SM
 		}
 		c.spec.Tile.BM, c.spec.Tile.Warps, c.spec.Tile.EpilogueWarps = 128, 1, 4
 		cases = append(cases, c)

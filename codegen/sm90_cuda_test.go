@@ -255,6 +255,21 @@ func sm90Function(t *testing.T, ctx *driver.Context, text string, ki codegen.Ker
 			t.Fatal(err)
 		}
 	}
+	if ki.BlocksPerSM > 1 {
+		// Built for several blocks per SM: they fit at once (registers,
+		// shared memory with the largest carveout), as the runtime's
+		// grid assumes.
+		if err := f.SetPreferredSharedCarveout(100); err != nil {
+			t.Fatal(err)
+		}
+		n, err := f.MaxActiveBlocksPerSM(ki.Block, ki.SharedBytes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n < ki.BlocksPerSM {
+			t.Errorf("%s: %d blocks of %d threads and %d bytes of shared memory fit an SM, built for %d", ki.Name, n, ki.Block, ki.SharedBytes, ki.BlocksPerSM)
+		}
+	}
 	return f
 }
 

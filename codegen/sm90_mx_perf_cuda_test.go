@@ -22,7 +22,8 @@ import (
 // FC2 N = 2048, K = 768, bf16 out) three ways on one GPU: bf16 (the bf16
 // layer's tiles), MXFP8 promoted per 32-wide block (the mxfp8 layer's
 // default) and MXFP8 register-fed (GemmSpec.MXRegisterFed; B tiles of 128
-// rows with one consumer warpgroup, and of 256 with two), and
+// rows with one consumer warpgroup, and of 256 with two), bf16 and
+// register-fed also with two blocks per SM (Tile.BlocksPerSM), and
 // spot-checks 256 outputs of each against the float64 GEMM of its inputs.
 // The inputs are random bytes (e4m3 without NaN, scale codes 112..119) and
 // random bf16, not quantized data: the kernels' speed and sums do not
@@ -73,7 +74,17 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		rf2 := rf // two consumer warpgroups, each half of a 256-row B tile
 		rf2.Name += "2"
 		rf2.Tile.BN, rf2.Tile.Warps, rf2.Tile.Stages = 2*bn, 8, 3
-		vs = append(vs, variant{"bf16", bf}, variant{"promote", mx}, variant{"regfed", rf}, variant{"regfed, 2 warpgroups", rf2})
+		// Two blocks per SM (Tile.BlocksPerSM), each one consumer
+		// warpgroup and two stages: one block's epilogue beside the
+		// other's K loop.
+		bf2 := bf
+		bf2.Name += "_2sm"
+		bf2.Tile = codegen.Tile{BM: 64, BN: 2 * bn, BK: 64, Stages: 2, Warps: 4, BlocksPerSM: 2}
+		rfs := rf
+		rfs.Name += "_2sm"
+		rfs.Tile.Stages, rfs.Tile.BlocksPerSM = 2, 2
+		vs = append(vs, variant{"bf16", bf}, variant{"promote", mx}, variant{"regfed", rf}, variant{"regfed, 2 warpgroups", rf2},
+			variant{"bf16, 2 blocks per SM", bf2}, variant{"regfed, 2 blocks per SM", rfs})
 		if g.Epilogue == codegen.EpiStore { // 256 token rows: two warpgroups of one slice
 			rf3 := rf
 			rf3.Name += "3"

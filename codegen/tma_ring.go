@@ -101,6 +101,9 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 	codeSlots := 0
 	if s.MX {
 		codeSlots = layouts.MXCodeSlots(r.kTiles)
+		if blocksPerSM(s.Tile) > 1 {
+			codeSlots = min(codeSlots, r.S) // no deeper than the ring: half an SM's shared memory
+		}
 	}
 	r.smem, err = layouts.PlanGemmSmem(layouts.GemmConfig{Target: t, DType: dt, Scales: s.MX,
 		M: r.BM, BRows: r.NB, K: r.BK, Stages: r.S, StagingCols: stagingCols, GateUp: r.gate, N: s.N, BMajor: bMajor,
@@ -128,6 +131,11 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 
 // checkSmem refuses a ring that does not fit t's shared memory.
 func (r tmaRing) checkSmem(s GemmSpec, t target.Target) error {
+	if n := blocksPerSM(s.Tile); n > 1 {
+		if lim := t.SharedMemoryFor(n); r.smem.Bytes > lim {
+			return fmt.Errorf("codegen: %s: %v tile %dx%dx%d with %d stages needs %d bytes of shared memory (> %d, the share of one of %d blocks per SM): fewer stages or a smaller tile", s.Name, t, r.BM, r.NB, r.BK, r.S, r.smem.Bytes, lim, n)
+		}
+	}
 	if lim := t.SharedMemoryLimit(); r.smem.Bytes > lim {
 		return fmt.Errorf("codegen: %s: %v tile %dx%dx%d with %d stages needs %d bytes of shared memory (> %d)", s.Name, t, r.BM, r.NB, r.BK, r.S, r.smem.Bytes, lim)
 	}
@@ -191,6 +199,10 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 		return KernelInfo{}, err
 	}
 	b := NewKernel(m, spec.Name, k.threads, gemmIRParams(params)...)
+	// Two blocks per SM fit by .maxnreg (launchRegs) and the shared
+	// memory the plan checked; .minnctapersm 2 would make ptxas plan the
+	// registers of 2 x 192 threads (a block of 160: one consumer
+	// warpgroup and a producer warp), 168, fewer than the K loops need.
 	b.MinBlocksPerSM(1)
 	if k.launchRegs > 0 {
 		b.MaxRegisters(k.launchRegs)
@@ -204,7 +216,8 @@ func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing,
 		return KernelInfo{}, err
 	}
 	return KernelInfo{Name: spec.Name, Params: params, Block: k.threads, SharedBytes: r.smem.Bytes,
-		Grid: [3]Expr{persistentGrid(spec.Tile, k.tg.SMs()), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0, Cluster: cluster}, nil
+		Grid: [3]Expr{persistentGrid(spec.Tile, k.tg.SMs()), Const(1), Const(1)}, GridPerSM: spec.Tile.Grid == 0, Cluster: cluster,
+		BlocksPerSM: spec.Tile.BlocksPerSM}, nil
 }
 
 // tmaParams is the parameter list of the TMA kernel of spec with ring r:

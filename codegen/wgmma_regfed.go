@@ -70,6 +70,11 @@ type WGMMAMainloopRegFed struct {
 	// Peer releases each stage in the other CTA of a 2-CTA cluster too
 	// (WGMMAMainloop.Peer).
 	Peer bool
+	// OneWidth: one K loop, of width BM, whatever the item's token rows.
+	// The narrower copy (widths) costs registers: with 200 per thread (two
+	// blocks per SM, Tile.BlocksPerSM) ptxas serialized the gated GEMMs'
+	// wgmma with it (C7512) and kept them pipelined without (186).
+	OneWidth bool
 }
 
 // accs is the number of accumulators per thread: BM/2 per slice.
@@ -109,10 +114,13 @@ func (b *Builder) WGMMAMainloopRegFed(ml WGMMAMainloopRegFed, stage, phase, ktil
 
 // widths is the wgmma N of the K loop's copies, descending: BM and, for
 // the ragged last tiles of experts, BM/4 (else BM/2) where that is a
-// multiple of 8 of at least 16. Two: with three (128, 64, 32) ptxas
+// multiple of 8 of at least 16; BM alone with OneWidth. Two: with three (128, 64, 32) ptxas
 // serialized the wgmma of gated GEMMs with a bias for want of registers
 // (C7512), and with four (128, 64, 32, 16) those of qwen3-30b-a3b's FC1.
 func (ml WGMMAMainloopRegFed) widths() []int {
+	if ml.OneWidth {
+		return []int{ml.BM}
+	}
 	for _, d := range []int{4, 2} {
 		if w := ml.BM / d; ml.BM%d == 0 && w >= 16 && w%8 == 0 {
 			return []int{ml.BM, w}

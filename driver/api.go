@@ -52,6 +52,8 @@ var (
 		ParamSizes() ([]int, error)
 		SetMaxDynamicSharedBytes(n int) error
 		SetNonPortableClusterSizeAllowed(allowed bool) error
+		MaxActiveBlocksPerSM(block, sharedBytes int) (int, error)
+		SetPreferredSharedCarveout(percent int) error
 		Launch(grid, block Dim3, sharedBytes int, stream *Stream, args *Args) error
 		LaunchEx(cfg LaunchConfig, args *Args) error
 	} = (*Function)(nil)

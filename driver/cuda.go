@@ -811,6 +811,44 @@ func (f *Function) MaxActiveClusters(grid, block, sharedBytes, cluster int) (int
 	return int(n), nil
 }
 
+// MaxActiveBlocksPerSM returns how many blocks of the kernel, each of
+// block threads with sharedBytes of dynamic shared memory, can be
+// resident on one SM at once (cuOccupancyMaxActiveBlocksPerMultiprocessor),
+// given its registers per thread and the shared-memory carveout it asks
+// for (SetPreferredSharedCarveout). A persistent kernel meant to run
+// several blocks per SM sizes its grid by it. Set SetMaxDynamicSharedBytes
+// first when sharedBytes exceeds 48 KiB.
+func (f *Function) MaxActiveBlocksPerSM(block, sharedBytes int) (int, error) {
+	if err := f.live(); err != nil {
+		return 0, err
+	}
+	if block < 1 || sharedBytes < 0 {
+		return 0, fmt.Errorf("mokc driver: MaxActiveBlocksPerSM(block %d, shared %d): want a block of at least one thread", block, sharedBytes)
+	}
+	var n C.int
+	if err := driverError("cuOccupancyMaxActiveBlocksPerMultiprocessor", C.mk_maxActiveBlocks(f.ctx.ctx, &n, f.fn,
+		C.int(block), C.size_t(sharedBytes))); err != nil {
+		return 0, fmt.Errorf("%w (kernel %s)", err, f.name)
+	}
+	return int(n), nil
+}
+
+// SetPreferredSharedCarveout asks that an SM running the kernel give
+// percent (0..100) of its unified L1/shared memory to shared memory
+// (cuFuncSetAttribute CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT;
+// 100: the most shared memory, which a kernel of several blocks per SM,
+// each with a large share, needs). The driver takes it as a hint.
+func (f *Function) SetPreferredSharedCarveout(percent int) error {
+	if err := f.live(); err != nil {
+		return err
+	}
+	if percent < 0 || percent > 100 {
+		return fmt.Errorf("mokc driver: SetPreferredSharedCarveout(%d): want a percentage 0..100", percent)
+	}
+	return driverError("cuFuncSetAttribute", C.mk_funcSetAttribute(f.ctx.ctx, f.fn,
+		C.CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT, C.int(percent)))
+}
+
 // SetNonPortableClusterSizeAllowed allows clusters of more than 8 blocks
 // (up to 16 on H100/H200) for the kernel (cuFuncSetAttribute
 // CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED).

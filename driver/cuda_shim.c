@@ -42,7 +42,8 @@ _Static_assert(CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA == 1, "OOB NaN"
 	X(cuFuncGetAttribute) X(cuFuncSetAttribute)                                              \
 	X(cuLaunchKernel) X(cuLaunchKernelEx) X(cuTensorMapEncodeTiled)                          \
 	X(cuStreamBeginCapture) X(cuStreamEndCapture) X(cuGraphInstantiate) X(cuGraphLaunch)     \
-	X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuOccupancyMaxActiveClusters)
+	X(cuGraphExecDestroy) X(cuGraphDestroy) X(cuOccupancyMaxActiveClusters)                   \
+	X(cuOccupancyMaxActiveBlocksPerMultiprocessor)
 
 #define MK_DECLARE(name) static __typeof__(name) *p_##name;
 MK_DRIVER_FUNCS(MK_DECLARE)
@@ -157,6 +158,7 @@ MK_IN_CTX(mk_moduleUnload, p_cuModuleUnload(m), CUmodule m)
 MK_IN_CTX(mk_moduleGetFunction, p_cuModuleGetFunction(f, m, name), CUfunction *f, CUmodule m, const char *name)
 MK_IN_CTX(mk_funcGetAttribute, p_cuFuncGetAttribute(v, (CUfunction_attribute)attr, f), int *v, int attr, CUfunction f)
 MK_IN_CTX(mk_funcSetAttribute, p_cuFuncSetAttribute(f, (CUfunction_attribute)attr, v), CUfunction f, int attr, int v)
+MK_IN_CTX(mk_maxActiveBlocks, p_cuOccupancyMaxActiveBlocksPerMultiprocessor(n, f, bx, sharedBytes), int *n, CUfunction f, int bx, size_t sharedBytes)
 CUresult mk_funcGetParamInfo(CUcontext c, CUfunction f, size_t i, size_t *off, size_t *size) {
 	if (!p_cuFuncGetParamInfo) return CUDA_ERROR_NOT_SUPPORTED;
 	MK_SET(c);

@@ -61,6 +61,7 @@ CUresult mk_funcGetAttribute(CUcontext c, int *v, int attr, CUfunction f);
 CUresult mk_funcSetAttribute(CUcontext c, CUfunction f, int attr, int v);
 CUresult mk_maxActiveClusters(CUcontext c, int *n, CUfunction f, unsigned gx, unsigned bx,
                               unsigned sharedBytes, unsigned cx);
+CUresult mk_maxActiveBlocks(CUcontext c, int *n, CUfunction f, int bx, size_t sharedBytes);
 CUresult mk_funcGetParamInfo(CUcontext c, CUfunction f, size_t i, size_t *off, size_t *size);
 
 CUresult mk_launch(CUcontext c, CUfunction f, int ex,

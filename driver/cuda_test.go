@@ -337,6 +337,20 @@ func TestDynamicShared100K(t *testing.T) {
 	if attrs.MaxDynamicSharedBytes != bytes {
 		t.Errorf("MaxDynamicSharedBytes = %d, want %d", attrs.MaxDynamicSharedBytes, bytes)
 	}
+	// Two 100 KiB blocks fit an SM of 228 KiB (sm_90, sm_100) once the
+	// carveout gives shared memory the most: the occupancy query says so.
+	must(t, f.SetPreferredSharedCarveout(100))
+	n, err := f.MaxActiveBlocksPerSM(256, bytes)
+	must(t, err)
+	if want := ctx.Device().MaxSharedBytesPerSM / (bytes + 1024); n != want {
+		t.Errorf("MaxActiveBlocksPerSM(256, %d) = %d, want %d (%d bytes of shared memory per SM)", bytes, n, want, ctx.Device().MaxSharedBytesPerSM)
+	}
+	if _, err := f.MaxActiveBlocksPerSM(0, bytes); err == nil {
+		t.Error("MaxActiveBlocksPerSM of 0 threads: no error")
+	}
+	if err := f.SetPreferredSharedCarveout(101); err == nil {
+		t.Error("SetPreferredSharedCarveout(101): no error")
+	}
 	must(t, f.Launch(driver.Dim3{X: 1}, driver.Dim3{X: 256}, bytes, nil, args))
 	must(t, ctx.Synchronize())
 	got := make([]uint32, words)

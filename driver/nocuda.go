@@ -143,6 +143,12 @@ func (f *Function) MaxActiveClusters(grid, block, sharedBytes, cluster int) (int
 	return 0, ErrNoCUDA
 }
 
+// MaxActiveBlocksPerSM returns ErrNoCUDA.
+func (f *Function) MaxActiveBlocksPerSM(block, sharedBytes int) (int, error) { return 0, ErrNoCUDA }
+
+// SetPreferredSharedCarveout returns ErrNoCUDA.
+func (f *Function) SetPreferredSharedCarveout(percent int) error { return ErrNoCUDA }
+
 // SetNonPortableClusterSizeAllowed returns ErrNoCUDA.
 func (f *Function) SetNonPortableClusterSizeAllowed(allowed bool) error { return ErrNoCUDA }
 

@@ -53,6 +53,8 @@ func TestNoCUDA(t *testing.T) {
 	_, errs["ParamSizes"] = f.ParamSizes()
 	errs["SetMaxDynamicSharedBytes"] = f.SetMaxDynamicSharedBytes(100 * 1024)
 	errs["SetNonPortableClusterSizeAllowed"] = f.SetNonPortableClusterSizeAllowed(true)
+	_, errs["MaxActiveBlocksPerSM"] = f.MaxActiveBlocksPerSM(128, 0)
+	errs["SetPreferredSharedCarveout"] = f.SetPreferredSharedCarveout(100)
 	errs["Launch"] = f.Launch(Dim3{X: 1}, Dim3{X: 32}, 0, nil, NewArgs().U32(1))
 	errs["LaunchEx"] = f.LaunchEx(LaunchConfig{Grid: Dim3{X: 2}, Block: Dim3{X: 32}, Cluster: Dim3{X: 2}}, nil)
 	a := bf16Tile()

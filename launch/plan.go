@@ -53,8 +53,8 @@ type Kernel struct {
 	Grid        [3]Expr `json:"grid"`
 	SharedBytes int     `json:"shared_bytes"` // dynamic shared memory (the runtime raises the >48 KB limit)
 	// GridPerSM: Grid[0] is one block per SM of the target's reference part
-	// (the default grid of a persistent GEMM); launch one block per SM of
-	// the device instead. The kernel strides over its work by gridDim.x, so
+	// (the default grid of a persistent GEMM; BlocksPerSM per SM where it
+	// is set); launch as many per SM of the device instead. The kernel strides over its work by gridDim.x, so
 	// either is correct; the device's count fills it exactly once.
 	GridPerSM bool `json:"grid_per_sm,omitempty"`
 	// CoResident: the kernel's blocks wait for one another's work (a
@@ -73,6 +73,13 @@ type Kernel struct {
 	// GEMMs of schedule.Schedule.Cluster = 2 walk their work items in
 	// CTA pairs sharing A by TMA multicast.
 	Cluster int `json:"cluster,omitempty"`
+	// BlocksPerSM is the blocks per SM a GridPerSM kernel is built to hold
+	// at once (0: one): its grid is that many per SM of the device, where
+	// they fit (the runtime launches fewer per SM where the device's
+	// occupancy says fewer fit: the walk over the work items is correct
+	// with any grid). The sm_90a GEMMs of codegen.Tile.BlocksPerSM = 2 run
+	// two blocks per SM, so one's epilogue overlaps the other's K loop.
+	BlocksPerSM int `json:"blocks_per_sm,omitempty"`
 	// Phases names the kernel's inner phases (a chained kernel's: its
 	// GEMMs' work items, "<kernel>/<gemm>"), each with records of its own
 	// in BufPhaseTimes of an instrumented program.

@@ -43,9 +43,10 @@ type Layer struct {
 	// plain: launch every kernel with cuLaunchKernel, without programmatic
 	// stream serialization (LaunchPlainly).
 	plain bool
-	// clusterGrids is the grid of each persistent kernel in clusters (by
-	// index in the plan; clusterGrid).
-	clusterGrids map[int]int
+	// deviceGrids is the grid of each persistent kernel whose grid the
+	// device's occupancy sets (by index in the plan): in clusters
+	// (clusterGrid) or of several blocks per SM (perSMGrid).
+	deviceGrids map[int]int
 	// gridOverride is the x-grid a test sets for a kernel (by index in
 	// the plan; SetLaunchGrid in export_test.go), over any other.
 	gridOverride map[int]int
@@ -240,15 +241,19 @@ func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string
 				return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
 			}
 		}
-		if k.Cluster > 1 && k.GridPerSM {
-			g, err := clusterGrid(f, k, dev.SMCount)
+		if k.GridPerSM && (k.Cluster > 1 || k.BlocksPerSM > 1) {
+			grid := clusterGrid
+			if k.Cluster <= 1 {
+				grid = perSMGrid
+			}
+			g, err := grid(f, k, dev.SMCount)
 			if err != nil {
 				return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
 			}
-			if ly.clusterGrids == nil {
-				ly.clusterGrids = map[int]int{}
+			if ly.deviceGrids == nil {
+				ly.deviceGrids = map[int]int{}
 			}
-			ly.clusterGrids[len(ly.funcs)] = g
+			ly.deviceGrids[len(ly.funcs)] = g
 		}
 		ly.funcs = append(ly.funcs, f)
 	}
@@ -283,6 +288,24 @@ func clusterGrid(f *driver.Function, k launch.ManifestKernel, sms int) (int, err
 	return min(g, n*k.Cluster), nil
 }
 
+// perSMGrid is the grid of persistent kernel k (GridPerSM) built for
+// k.BlocksPerSM blocks per SM on a device of sms SMs: that many per SM
+// where they fit at once (driver.Function.MaxActiveBlocksPerSM, after
+// asking for the largest shared-memory carveout), else as many as fit.
+func perSMGrid(f *driver.Function, k launch.ManifestKernel, sms int) (int, error) {
+	if err := f.SetPreferredSharedCarveout(100); err != nil {
+		return 0, err
+	}
+	n, err := f.MaxActiveBlocksPerSM(k.Block, k.SharedBytes)
+	if err != nil {
+		return 0, err
+	}
+	if n < 1 {
+		return 0, fmt.Errorf("no block of %d threads and %d bytes of shared memory fits an SM", k.Block, k.SharedBytes)
+	}
+	return sms * min(n, k.BlocksPerSM), nil
+}
+
 // Layer returns the layer description the Layer was built for.
 func (ly *Layer) Layer() schedule.Layer { return ly.layer }
 
@@ -311,9 +334,25 @@ func (ly *Layer) Kernels() []string {
 // be resident at once (driver.Function.MaxActiveClusters). Empty when no
 // kernel has clusters.
 func (ly *Layer) ClusterGrids() map[string]int {
+	return ly.gridsWhere(func(k launch.ManifestKernel) bool { return k.Cluster > 1 })
+}
+
+// PerSMGrids returns, by kernel name, the blocks each persistent kernel
+// built for several blocks per SM (launch.Kernel.BlocksPerSM) is launched
+// with on this device: that many per SM, fewer where fewer fit at once
+// (driver.Function.MaxActiveBlocksPerSM). Empty when no kernel is.
+func (ly *Layer) PerSMGrids() map[string]int {
+	return ly.gridsWhere(func(k launch.ManifestKernel) bool { return k.Cluster <= 1 && k.BlocksPerSM > 1 })
+}
+
+// gridsWhere is the device grids (deviceGrids) of the kernels for which
+// keep holds, by name.
+func (ly *Layer) gridsWhere(keep func(launch.ManifestKernel) bool) map[string]int {
 	out := map[string]int{}
-	for i, g := range ly.clusterGrids {
-		out[ly.plan.Kernels[i].Name] = g
+	for i, g := range ly.deviceGrids {
+		if k := ly.plan.Kernels[i]; keep(k) {
+			out[k.Name] = g
+		}
 	}
 	return out
 }
@@ -610,8 +649,8 @@ func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) err
 		if sms := ly.ctx.Device().SMCount; k.GridPerSM && sms > 0 {
 			grid.X = sms // one block per SM of this device
 		}
-		if g, ok := ly.clusterGrids[i]; ok {
-			grid.X = g // whole clusters, all resident at once
+		if g, ok := ly.deviceGrids[i]; ok {
+			grid.X = g // whole clusters, all resident at once; or the blocks per SM that fit
 		}
 		if g, ok := ly.gridOverride[i]; ok {
 			grid.X = g

@@ -44,8 +44,14 @@ type Info struct {
 	// (CUDA C Programming Guide, "Compute Capabilities": 163 KB on 8.0,
 	// 227 KB on 9.0 and 10.0).
 	SharedMemoryPerCTA int
-	RegistersPerSM     int // 32-bit registers per SM (65536 on all three)
-	MaxThreadsPerCTA   int // 1024
+	// SharedMemoryPerSM is the shared memory of one SM in bytes, which the
+	// resident CTAs divide, each also holding 1 KB the system reserves
+	// (CUDA C Programming Guide, "Compute Capabilities": 164 KB on 8.0,
+	// 228 KB on 9.0 and 10.0; "reserved shared memory per thread block":
+	// 1 KB).
+	SharedMemoryPerSM int
+	RegistersPerSM    int // 32-bit registers per SM (65536 on all three)
+	MaxThreadsPerCTA  int // 1024
 	// MemoryBytes is the device memory of the largest part of the
 	// architecture, in bytes: A100 SXM 80 GB (80 GiB, NVIDIA A100 datasheet),
 	// H200 SXM 141 GB (cuDeviceTotalMem of the H200 the GPU tests ran on:
@@ -87,13 +93,13 @@ const (
 
 var table = [...]Info{
 	SM80: {Name: "sm_80", PTXVersion: "8.0", ComputeCapability: 80, Part: "A100 SXM", SMs: 108,
-		SharedMemoryPerCTA: 163 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 80 << 30,
+		SharedMemoryPerCTA: 163 * 1024, SharedMemoryPerSM: 164 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 80 << 30,
 		MMA: "mma.sync.aligned.m16n8k16", Features: []Feature{CpAsync, MMASync}},
 	SM90a: {Name: "sm_90a", PTXVersion: "8.0", ComputeCapability: 90, ArchSpecific: true, Part: "H100/H200 SXM", SMs: 132,
-		SharedMemoryPerCTA: 227 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 150109880320,
+		SharedMemoryPerCTA: 227 * 1024, SharedMemoryPerSM: 228 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 150109880320,
 		MMA: "wgmma.mma_async m64nNk16", Features: []Feature{CpAsync, MMASync, TMA, Mbarrier, WGMMA, SetMaxNReg, FP8MMA, GridDepControl}},
 	SM100a: {Name: "sm_100a", PTXVersion: "8.8", ComputeCapability: 100, ArchSpecific: true, Part: "B200", SMs: 148,
-		SharedMemoryPerCTA: 227 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 192e9, TMEMColumns: 512, TMEMLanes: 128,
+		SharedMemoryPerCTA: 227 * 1024, SharedMemoryPerSM: 228 * 1024, RegistersPerSM: 65536, MaxThreadsPerCTA: 1024, MemoryBytes: 192e9, TMEMColumns: 512, TMEMLanes: 128,
 		MMA: "tcgen05.mma.cta_group::1", Features: []Feature{CpAsync, MMASync, TMA, Mbarrier, SetMaxNReg, TCGen05, FP8MMA, GridDepControl}},
 }
 
@@ -175,6 +181,14 @@ func (t Target) SMs() int { return t.Info().SMs }
 // SharedMemoryLimit is the largest dynamic shared memory of one CTA in
 // bytes (Info.SharedMemoryPerCTA).
 func (t Target) SharedMemoryLimit() int { return t.Info().SharedMemoryPerCTA }
+
+// SharedMemoryFor is the largest dynamic shared memory of one CTA in bytes
+// when n CTAs (n >= 1) are to be resident on an SM at once: the SM's
+// shared memory shared among them, less each one's reserved 1 KB
+// (Info.SharedMemoryPerSM), and at most SharedMemoryLimit.
+func (t Target) SharedMemoryFor(n int) int {
+	return min(t.SharedMemoryLimit(), t.Info().SharedMemoryPerSM/max(1, n)-1024)
+}
 
 // MaxMemoryBytes is the largest Info.MemoryBytes of the table (B200's 192
 // GB): no layer whose weights exceed it fits on any GPU mokc targets.

@@ -53,6 +53,9 @@ func TestTable(t *testing.T) {
 	if SM90a.SMs() != 132 || SM90a.SharedMemoryLimit() != 227*1024 || SM80.SharedMemoryLimit() != 163*1024 {
 		t.Errorf("table: %+v %+v", SM90a.Info(), SM80.Info())
 	}
+	if SM90a.SharedMemoryFor(1) != 227*1024 || SM90a.SharedMemoryFor(2) != 113*1024 || SM80.SharedMemoryFor(2) != 81*1024 {
+		t.Errorf("shared memory for 1 and 2 CTAs per SM: %d %d, sm_80 %d", SM90a.SharedMemoryFor(1), SM90a.SharedMemoryFor(2), SM80.SharedMemoryFor(2))
+	}
 	if !SM90a.Has(WGMMA) || SM100a.Has(WGMMA) || !SM100a.Has(TCGen05) || SM80.Has(FP8MMA) {
 		t.Error("feature table")
 	}

@@ -105,6 +105,12 @@ func Assemble(ptxText, target string) error {
 // returns what it printed (its info lines), or an error with that log when
 // it refuses the input. The cubin is discarded.
 func AssembleLog(ptxas, ptxText, target string) (string, error) {
+	return assemble(ptxas, ptxText, target)
+}
+
+// assemble runs ptxas on ptxText for target with the flags more and
+// returns what it printed (see AssembleLog).
+func assemble(ptxas, ptxText, target string, more ...string) (string, error) {
 	dir, err := os.MkdirTemp("", "mokc-ptxas")
 	if err != nil {
 		return "", err
@@ -115,7 +121,7 @@ func AssembleLog(ptxas, ptxText, target string) (string, error) {
 		return "", err
 	}
 	var out bytes.Buffer
-	cmd := exec.Command(ptxas, "-arch="+target, "-o", filepath.Join(dir, "out.cubin"), in)
+	cmd := exec.Command(ptxas, append(append([]string{"-arch=" + target}, more...), "-o", filepath.Join(dir, "out.cubin"), in)...)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
 		return "", fmt.Errorf("ptxas -arch=%s: %v\n%s", target, err, out.String())
@@ -189,4 +195,53 @@ func NeedPtxas(t testing.TB, target string) string {
 func NeedLLC(t testing.TB) string {
 	t.Helper()
 	return Need(t, LLC)
+}
+
+// Resources is what ptxas -v reports of one kernel.
+type Resources struct {
+	Registers   int // registers per thread
+	SpillStores int // bytes of spill stores
+	SpillLoads  int // bytes of spill loads
+}
+
+// KernelResources assembles ptxText for target with the ptxas at path
+// ptxas and -v, and returns each entry's registers and spills by name
+// (parseResources), or an error with ptxas's log when it refuses the
+// input. The cubin is discarded.
+func KernelResources(ptxas, ptxText, target string) (map[string]Resources, error) {
+	log, err := assemble(ptxas, ptxText, target, "-v")
+	if err != nil {
+		return nil, err
+	}
+	return parseResources(log), nil
+}
+
+// parseResources reads ptxas -v's lines "Compiling entry function 'k'",
+// "N bytes stack frame, S bytes spill stores, L bytes spill loads" and
+// "Used R registers" into each entry's Resources.
+func parseResources(log string) map[string]Resources {
+	out := map[string]Resources{}
+	var name string
+	for _, line := range strings.Split(log, "\n") {
+		var r Resources
+		switch {
+		case strings.Contains(line, "Compiling entry function '"):
+			name = strings.SplitN(strings.SplitN(line, "'", 3)[1], "'", 2)[0]
+		case name == "":
+		case strings.Contains(line, "bytes spill stores"):
+			var frame int
+			if _, err := fmt.Sscanf(strings.TrimSpace(line), "%d bytes stack frame, %d bytes spill stores, %d bytes spill loads", &frame, &r.SpillStores, &r.SpillLoads); err == nil {
+				cur := out[name]
+				cur.SpillStores, cur.SpillLoads = r.SpillStores, r.SpillLoads
+				out[name] = cur
+			}
+		case strings.Contains(line, "Used "):
+			if _, err := fmt.Sscanf(line[strings.Index(line, "Used "):], "Used %d registers", &r.Registers); err == nil {
+				cur := out[name]
+				cur.Registers = r.Registers
+				out[name] = cur
+			}
+		}
+	}
+	return out
 }

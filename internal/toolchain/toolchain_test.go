@@ -17,3 +17,22 @@ func TestSerializedWGMMA(t *testing.T) {
 		}
 	}
 }
+
+// TestParseResources reads ptxas -v's registers and spills per entry.
+func TestParseResources(t *testing.T) {
+	log := `ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'moe_fc1' for 'sm_90a'
+ptxas info    : Function properties for moe_fc1
+    0 bytes stack frame, 8 bytes spill stores, 4 bytes spill loads
+ptxas info    : Used 128 registers, used 1 barriers
+ptxas info    : Compiling entry function 'moe_fc2' for 'sm_90a'
+ptxas info    : Function properties for moe_fc2
+    0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 90 registers
+`
+	got := parseResources(log)
+	want := map[string]Resources{"moe_fc1": {128, 8, 4}, "moe_fc2": {90, 0, 0}}
+	if len(got) != len(want) || got["moe_fc1"] != want["moe_fc1"] || got["moe_fc2"] != want["moe_fc2"] {
+		t.Errorf("parseResources = %+v, want %+v", got, want)
+	}
+}
