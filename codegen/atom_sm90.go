@@ -131,7 +131,8 @@ import (
 
 func init() {
 	registerAtom(target.SM90a, sm90Plan, atomCaps{nMajorB: sm90NMajorB, quantizeC: GemmSpec.swapAB, gatherA: sm90GatherA, splitK: sm90SplitK,
-		queue: func(s GemmSpec) bool { return !s.MXExpand && s.Tile.BlocksPerSM <= 1 }, cluster: func(s GemmSpec) bool { return checkSM90Cluster(s) == nil }})
+		queue: func(s GemmSpec) bool { return !s.MXExpand && s.Tile.BlocksPerSM <= 1 }, cluster: func(s GemmSpec) bool { return checkSM90Cluster(s) == nil },
+		sharesSM: sm90SharesSM})
 }
 
 // sm90GatherA: the sm_90a atom reads the dispatched rows of a bf16 GEMM
@@ -142,6 +143,15 @@ func init() {
 // whose producer is one warp.
 func sm90GatherA(s GemmSpec) bool {
 	return s.B == BGrouped && !s.BNMajor && (!s.MX || s.swapAB() && !s.MXRegisterFed) && s.Tile.BlocksPerSM <= 1
+}
+
+// sm90SharesSM: the sm_90a atom runs two blocks per SM (one consumer
+// warpgroup, or two of small tiles, and one producer warp each; see the
+// top of this file) for bf16 and register-fed MXFP8 GEMMs whose producer
+// warp loads everything by TMA; sm90Plan checks the rest (registers,
+// shared memory).
+func sm90SharesSM(s GemmSpec) bool {
+	return (!s.MX || s.MXRegisterFed) && s.B == BGrouped && s.GatherK == 0 && !s.QueueItems && s.splits() == 1
 }
 
 // sm90SplitK: the sm_90a atom splits the reduction of a dense bf16 GEMM
@@ -700,7 +710,7 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 			wX = b.Shl(b.Xor(b.And(row, ir.Int32(7)), b.LShr(q, ir.Int32(1))), ir.Int32(4))
 			rf = WGMMAMainloopRegFed{BM: l.BM, Slices: l.NB / 64 / l.WG, SliceRows: 64, Stages: l.S, StageBytes: l.stageBytes,
 				BOffset: l.atoms * l.aAtom, OffTok: offA, DescHi: l.descHi, ScaleBlock: 4 * l.NB, Sets: regFedSets(l.WG, l.perSM), Peer: l.cluster > 1,
-				OneWidth: l.perSM > 1}
+				OneWidth: l.perSM > 1 && l.accs() > 64}
 			if l.WG > 1 && l.gate == layouts.GateUpHalves {
 				rf.SliceRows = l.NB / 2 // the warpgroup's gate rows, then its up rows
 			}

@@ -54,6 +54,12 @@ import (
 // builds the GEMM without clusters, and a schedule whose GEMMs all run
 // without is refused.
 //
+// SharesSM reports whether GroupedGEMM takes spec with Tile.BlocksPerSM =
+// 2 (two blocks of the kernel resident on each SM, each within half its
+// registers and shared memory): the one place a target's support for it
+// is decided; where it is false the lowering builds the GEMM one block
+// per SM, and a schedule whose GEMMs all run so is refused.
+//
 // ChainedGEMM adds one kernel named name to m that runs the work items of
 // first and then those of second, a GEMM over the same dispatched rows in
 // the same row tiles whose A is first's C (K = first.N), each item of
@@ -79,6 +85,7 @@ type Engine interface {
 	SplitsK(spec GemmSpec, splits int) bool
 	QueuesItems(spec GemmSpec) bool
 	Clusters(spec GemmSpec) bool
+	SharesSM(spec GemmSpec) bool
 	ChainedGEMM(m *ir.Module, name string, first, second GemmSpec, rowsPerT int64) (KernelInfo, error)
 	ChainsGEMMs(first, second GemmSpec) error
 	MXFP8() error
@@ -110,6 +117,7 @@ type atomCaps struct {
 	splitK    func(GemmSpec) bool // the reduction in parts (SplitK)
 	queue     func(GemmSpec) bool // work items from a queue (QueueItems)
 	cluster   func(GemmSpec) bool // CTA pairs of a 2-CTA cluster (Tile.Cluster = 2)
+	sharesSM  func(GemmSpec) bool // two blocks per SM (Tile.BlocksPerSM = 2)
 	// noMX is why the atom has no MXFP8 GEMM ("": it has one).
 	noMX string
 }
@@ -187,6 +195,19 @@ func (e atomEngine) Clusters(spec GemmSpec) bool {
 	s := spec
 	s.Tile.Cluster = 2
 	if e.cluster == nil || s.Validate() != nil || !e.cluster(s) {
+		return false
+	}
+	_, err := e.plan(s)
+	return err == nil
+}
+
+// SharesSM reports whether the atom builds spec two blocks per SM
+// (Tile.BlocksPerSM = 2; see Engine): its predicate holds and the plan,
+// within half an SM, fits.
+func (e atomEngine) SharesSM(spec GemmSpec) bool {
+	s := spec
+	s.Tile.BlocksPerSM = 2
+	if e.sharesSM == nil || s.Validate() != nil || !e.sharesSM(s) {
 		return false
 	}
 	_, err := e.plan(s)

@@ -395,6 +395,9 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 	if lw.sched.Cluster > 1 && lw.eng.Clusters(spec) {
 		spec.Tile.Cluster = lw.sched.Cluster
 	}
+	if lw.sched.BlocksPerSM > 1 && lw.eng.SharesSM(spec) {
+		spec.Tile.BlocksPerSM = lw.sched.BlocksPerSM
+	}
 	return spec, bind, nil
 }
 
@@ -410,6 +413,22 @@ func (lw *perOp) checkCluster() error {
 	}
 	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: routed GEMMs over bf16 dispatched rows, bf16 or register-fed mxfp8, with grouped weights, an even number of column blocks, the fixed walk; a chained kernel where both of its GEMMs pair): leave the cluster setting at 1 (mokc: no --cluster)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
 }
+
+// checkSharesSM refuses a forward under a schedule with BlocksPerSM > 1
+// none of whose GEMMs the engine builds so (Engine.SharesSM): the setting
+// would change nothing. A backward's GEMMs may all run one per SM.
+func (lw *perOp) checkSharesSM() error {
+	forward := slices.ContainsFunc(lw.src.Buffers, func(b *moe.Buffer) bool { return b.Name == moe.BufY && b.Kind == moe.Output })
+	shared := slices.ContainsFunc(lw.prog.Kernels, func(k launch.Kernel) bool { return k.BlocksPerSM > 1 })
+	if lw.sched.BlocksPerSM <= 1 || shared || !forward {
+		return nil
+	}
+	return fmt.Errorf("codegen: %s: Schedule.BlocksPerSM %d: the %v engine builds none of this program's GEMMs two blocks per SM (sm_90a: bf16 or register-fed mxfp8 GEMMs with grouped weights, rows by TMA, one consumer warpgroup per 64 tile rows or 128 B-tile rows within half an SM's registers and shared memory: %s; a chained kernel runs one per SM): leave the setting at 1 (mokc: no --blocks-per-sm)",
+		lw.src.Layer.Name, lw.sched.BlocksPerSM, lw.sched.Target, sharesSMHint)
+}
+
+// sharesSMHint is how a schedule's tiles fit two blocks per SM on sm_90a.
+const sharesSMHint = "for example mokc's --mma-warps 4 with --fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2 (bf16) or --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 (mxfp8)"
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:
 // g's operands and, for dispatched rows, the work list of its row tile.

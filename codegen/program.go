@@ -120,6 +120,9 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err := lw.checkChain(); err != nil {
 		return nil, err
 	}
+	if err := lw.checkSharesSM(); err != nil {
+		return nil, err
+	}
 	if err := lw.checkCluster(); err != nil {
 		return nil, err
 	}

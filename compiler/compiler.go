@@ -178,6 +178,7 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 		{s.Cluster != def.Cluster, fmt.Sprintf("--cluster %d", s.Cluster)},
 		{s.Chain != def.Chain, "--chain " + s.Chain.String()},
 		{s.Items != def.Items, "--items " + s.Items.String()},
+		{s.BlocksPerSM != def.BlocksPerSM, fmt.Sprintf("--blocks-per-sm %d", s.BlocksPerSM)},
 	} {
 		if f.differs {
 			args = append(args, f.arg)
@@ -189,7 +190,7 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	if d, err := schedule.DefaultScheduleMX(l, s.Target, s.MXGemm); err == nil {
 		def = d
 	}
-	s.WGrad, s.GroupM, s.Gather, s.Cluster, s.Chain, s.Items = def.WGrad, def.GroupM, def.Gather, def.Cluster, def.Chain, def.Items
+	s.WGrad, s.GroupM, s.Gather, s.Cluster, s.Chain, s.Items, s.BlocksPerSM = def.WGrad, def.GroupM, def.Gather, def.Cluster, def.Chain, def.Items, def.BlocksPerSM
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set
 		// the rest.

@@ -89,6 +89,19 @@ type Schedule struct {
 	// bf16 rows, bf16 or register-fed MXFP8, with grouped weights and an
 	// even number of column blocks).
 	Cluster int
+	// BlocksPerSM is how many blocks of each persistent GEMM kernel an SM
+	// holds at once: 0 or 1 for one; 2 on sm_90a, where the GEMMs of the
+	// FC1 and FC2 tiles that codegen's engine builds so (bf16 and
+	// register-fed MXFP8 GEMMs loading grouped weights and dispatched or
+	// dense rows by TMA: Engine.SharesSM) run as blocks of one consumer
+	// warpgroup per 64 tile rows (register-fed: per 128 B-tile rows) and
+	// one producer warp, each within half the SM's registers and shared
+	// memory, two per SM, so that one block's epilogue runs while the
+	// other's wgmma keep the tensor cores busy. The other GEMMs (those the
+	// engine does not build so, such as the promoted MXFP8 decode tiles
+	// and gathered rows) and a chained kernel run one per SM. Not with
+	// clusters, the queue walk, per-expert storage or the expansion.
+	BlocksPerSM int
 	// Variant, when not nil, is a second shape of the routed-expert GEMMs
 	// that the forward runs instead of FC1/FC2 when the mean rows per
 	// expert, T*K/E, lies in [Variant.MinRows, Variant.MaxRows]: the
@@ -602,6 +615,9 @@ func (s Schedule) String() string {
 	grid := s.GridText()
 	text := fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
 		s.Target, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, grid)
+	if s.BlocksPerSM > 1 {
+		text += fmt.Sprintf(" %d blocks per SM", s.BlocksPerSM)
+	}
 	if v := s.Variant; v != nil {
 		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
 			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
@@ -769,6 +785,21 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	}
 	if !s.Persistent && s.GridCTAs != 0 {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be 0 for a grid of one CTA per tile: no grid size to set (the sm_80 engine is not persistent)")
+	}
+	if s.BlocksPerSM < 0 || s.BlocksPerSM > 2 || s.BlocksPerSM == 2 && s.Target != target.SM90a {
+		return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "must be 0 or 1 (one block per SM), or 2 on sm_90a")
+	}
+	if s.BlocksPerSM == 2 {
+		switch {
+		case s.Cluster > 1:
+			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM do not run in clusters (Schedule.Cluster %d)", s.Cluster)
+		case s.Items != ItemsFixed:
+			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM walk the fixed order of work items (Schedule.Items fixed): their producer is one warp")
+		case l.Storage != GroupedWeights:
+			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM load grouped weights with TMA (Layer.Storage)")
+		case s.MXGemm == MXGemmExpand && l.Precision == MXFP8:
+			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM are not built with the expansion's converter warps (Schedule.MXGemm expand)")
+		}
 	}
 	if s.Persistent && s.GridCTAs%s.Cluster != 0 {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be a multiple of Schedule.Cluster (%d)", s.Cluster)

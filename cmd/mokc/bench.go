@@ -80,8 +80,11 @@ type benchReport struct {
 	// ClusterGrids is the blocks each kernel in thread-block clusters
 	// runs with on this device (runtime.Layer.ClusterGrids).
 	ClusterGrids map[string]int `json:"cluster_grids,omitempty"`
-	Workspace    int            `json:"workspace_bytes"`
-	CompileSec   float64        `json:"compile_s"`
+	// PerSMGrids is the blocks each kernel built for several blocks per
+	// SM runs with on this device (runtime.Layer.PerSMGrids).
+	PerSMGrids map[string]int `json:"per_sm_grids,omitempty"`
+	Workspace  int            `json:"workspace_bytes"`
+	CompileSec float64        `json:"compile_s"`
 
 	MedianMs float64 `json:"median_ms"`
 	MinMs    float64 `json:"min_ms"`
@@ -326,6 +329,10 @@ func benchAction(c *cli.Context) error {
 	if g := ly.ClusterGrids(); len(g) > 0 {
 		rep.ClusterGrids = g
 		logf("kernels in clusters of %d, launched with these blocks (all clusters resident): %v", s.Cluster, g)
+	}
+	if g := ly.PerSMGrids(); len(g) > 0 {
+		rep.PerSMGrids = g
+		logf("kernels built for %d blocks per SM, launched with these blocks (as many per SM as fit): %v", s.BlocksPerSM, g)
 	}
 
 	// One set's inputs decide how many sets to rotate among.

@@ -132,3 +132,34 @@ func TestBuildNotesQuantization(t *testing.T) {
 		t.Errorf("manifest does not name the layer DeepSeek-V3-fp8: %v", err)
 	}
 }
+
+// --blocks-per-sm 2 builds the GEMMs whose tiles fit half an SM two per
+// SM (blocks of 160 threads) and says which; with the default tiles it is
+// refused with tiles that fit, and the repro command keeps the flag.
+func TestBlocksPerSMFlag(t *testing.T) {
+	out := t.TempDir() + "/moe.ptx"
+	msg, err := runCLI("build", "--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--target", "sm_90a", "--fc1-tile", "64x128x128",
+		"--fc2-tile", "64x128x128", "--stages", "3", "--mma-warps", "4", "--blocks-per-sm", "2", "-o", out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(msg, "--blocks-per-sm 2: 2 per SM: moe_fc1, moe_fc2;") {
+		t.Errorf("no note of the kernels two per SM: %q", msg)
+	}
+	ptx, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(ptx), ".maxntid 160, 1, 1"); n != 2 {
+		t.Errorf("%d kernels of 160 threads, want moe_fc1 and moe_fc2", n)
+	}
+	_, err = runCLI("build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--blocks-per-sm", "2", "-o", out)
+	if err == nil || !strings.Contains(err.Error(), "--fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2") ||
+		!strings.Contains(err.Error(), "reproduce: mokc build --model qwen3-30b-a3b --target sm_90a --blocks-per-sm 2") {
+		t.Errorf("--blocks-per-sm 2 with the default tiles: %v", err)
+	}
+	if _, err := runCLI("build", "--model", "qwen3-30b-a3b", "--target", "sm_80", "--blocks-per-sm", "2", "-o", out); err == nil ||
+		!strings.Contains(err.Error(), "or 2 on sm_90a") {
+		t.Errorf("--blocks-per-sm 2 on sm_80: %v", err)
+	}
+}

@@ -75,6 +75,9 @@ func buildAction(c *cli.Context) error {
 	if s.Cluster > 1 {
 		noteClusters(errWriter(c), a.Program.Kernels, s.Cluster)
 	}
+	if s.BlocksPerSM > 1 {
+		noteSharesSM(errWriter(c), a.Program.Kernels, s.BlocksPerSM)
+	}
 	if s.Chain != schedule.ChainOff {
 		noteChain(errWriter(c), a.Program.Kernels, s.Chain, c.Bool("backward"))
 	}
@@ -152,6 +155,15 @@ func noteClusters(w io.Writer, ks []launch.Kernel, n int) {
 	in, out := kernelNames(ks, func(k launch.Kernel) bool { return k.Cluster > 1 }, "moe_fc", "moe_shared_fc")
 	fmt.Fprintf(w, "mokc: note: --cluster %d: in clusters: %s; without (forms that gather their rows, promote 32-row tiles or split K, a chained kernel whose two GEMMs do not both pair, the shared experts' dense rows, the weight gradients, or an odd number of column blocks): %s\n",
 		n, listOrNone(in), listOrNone(out))
+}
+
+// noteSharesSM tells which GEMM kernels run n blocks per SM and which
+// one (the engine builds only some of them so: codegen's
+// Engine.SharesSM).
+func noteSharesSM(w io.Writer, ks []launch.Kernel, n int) {
+	in, out := kernelNames(ks, func(k launch.Kernel) bool { return k.BlocksPerSM > 1 }, "moe_fc", "moe_shared_fc", "moe_dx", "moe_dh")
+	fmt.Fprintf(w, "mokc: note: --blocks-per-sm %d: %d per SM: %s; one per SM (forms that gather their rows, promote 32-row tiles or split K, a chained kernel, the weight gradients, tiles beyond half an SM's registers or shared memory): %s\n",
+		n, n, listOrNone(in), listOrNone(out))
 }
 
 // noteChain tells which of the program's kernels run FC1 and FC2 chained

@@ -130,6 +130,9 @@ func inspectProgram(c *cli.Context) error {
 		if k.Cluster > 1 {
 			when += fmt.Sprintf(" in clusters of %d", k.Cluster)
 		}
+		if k.BlocksPerSM > 1 {
+			when += fmt.Sprintf(" %d blocks per SM", k.BlocksPerSM)
+		}
 		if k.CoResident {
 			when += " co-resident"
 		}

@@ -1,0 +1,146 @@
+package codegen
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// sharesSMSchedule is layer l's default sm_90a schedule with two blocks
+// per SM and tiles that fit one of them (one consumer warpgroup):
+// 64x256x64 with two stages for bf16, 64x128x128 with three for mxfp8's
+// register-fed GEMMs.
+func sharesSMSchedule(t *testing.T, l schedule.Layer) schedule.Schedule {
+	t.Helper()
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 256, K: 64}, 2
+	if l.Precision == schedule.MXFP8 {
+		s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 128, K: 128}, schedule.Tile{M: 64, N: 128, K: 128}, 3
+	}
+	s.Warps.MMA = 4
+	return s
+}
+
+// TestSharesSM: with Schedule.BlocksPerSM = 2 on sm_90a the routed FC1
+// and FC2 kernels of bf16 and register-fed mxfp8 layers are built two
+// blocks per SM (the plan says blocks_per_sm 2, 160 threads: a consumer
+// warpgroup and a producer warp, at most half an SM's shared memory), the
+// shared experts' GEMMs too, the others (the mxfp8 decode tiles, gathered
+// rows) one per SM; the kernels launched at each T are those of the same
+// schedule with one block per SM; the module assembles with ptxas, and
+// the backward lowers.
+func TestSharesSM(t *testing.T) {
+	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v2-lite", "gpt-oss-20b", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
+		l := testlayer.Named(t, name)
+		s := sharesSMSchedule(t, l)
+		base, err := Build(l, s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		s.BlocksPerSM = 2
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, T := range []int64{1, 64, 300, 2000, 4096} {
+			if a, b := launchedAt(p, T), launchedAt(base, T); strings.Join(a, " ") != strings.Join(b, " ") {
+				t.Errorf("%s T = %d: kernels %v two blocks per SM, %v one", name, T, a, b)
+			}
+		}
+		shared := map[string]bool{}
+		for _, k := range p.Kernels {
+			if k.BlocksPerSM == 0 {
+				continue
+			}
+			shared[k.Name] = true
+			if k.BlocksPerSM != 2 || !k.GridPerSM || k.Block != 160 || k.SharedBytes > target.SM90a.SharedMemoryFor(2) {
+				t.Errorf("%s: %s: blocks_per_sm %d, grid_per_sm %t, %d threads, %d bytes of shared memory", name, k.Name, k.BlocksPerSM, k.GridPerSM, k.Block, k.SharedBytes)
+			}
+		}
+		for _, k := range []string{"moe_fc1", "moe_fc2"} {
+			if !shared[k] {
+				t.Errorf("%s: %s one block per SM (two per SM: %v)", name, k, shared)
+			}
+		}
+		if l.SharedExperts > 0 && !shared["moe_shared_fc1"] {
+			t.Errorf("%s: the shared expert's FC1 one block per SM (two per SM: %v)", name, shared)
+		}
+		bp, err := moe.Backward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Lower(bp, s, PerOp); err != nil {
+			t.Errorf("%s backward: %v", name, err)
+		}
+		if testing.Short() {
+			continue
+		}
+		res, err := ptx.CompileModule(p.Module, target.SM90a)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		toolchain.NeedPtxas(t, target.SM90a.String())
+		if err := toolchain.Assemble(res.Text, target.SM90a.String()); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// TestSharesSMRefused: two blocks per SM are refused with the reason
+// where they cannot apply: on sm_80 and sm_100a, with clusters, the queue
+// walk or per-expert weights (the schedule), and with tiles none of whose
+// GEMMs fits half an SM (the default's); with the chain the chained
+// kernel runs one per SM.
+func TestSharesSMRefused(t *testing.T) {
+	l := testlayer.Preset(t, "qwen3-30b-a3b")
+	for _, tg := range []target.Target{target.SM80, target.SM100a} {
+		s := testlayer.DefaultSchedule(t, l, tg)
+		s.BlocksPerSM = 2
+		if err := s.Validate(l); err == nil || !strings.Contains(err.Error(), "or 2 on sm_90a") {
+			t.Errorf("%v two blocks per SM: %v", tg, err)
+		}
+	}
+	for _, c := range []struct {
+		what string
+		edit func(*schedule.Layer, *schedule.Schedule)
+		want string
+	}{
+		{"cluster", func(l *schedule.Layer, s *schedule.Schedule) { s.Cluster = 2 }, "clusters"},
+		{"queue", func(l *schedule.Layer, s *schedule.Schedule) { s.Items = schedule.ItemsQueue }, "fixed order"},
+		{"per-expert", func(l *schedule.Layer, s *schedule.Schedule) { l.Storage = schedule.PerExpertWeights }, "grouped weights"},
+		{"default tiles", func(l *schedule.Layer, s *schedule.Schedule) { *s = testlayer.DefaultSchedule(t, *l, target.SM90a) }, "builds none of this program's GEMMs two blocks per SM"},
+	} {
+		l, s := l, sharesSMSchedule(t, l)
+		c.edit(&l, &s)
+		s.BlocksPerSM = 2
+		if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s with two blocks per SM: %v, want an error saying %q", c.what, err, c.want)
+		}
+	}
+	// With the chain: its kernels run one per SM (their blocks wait for
+	// one another), so a layer whose GEMMs all chain is refused; one with
+	// a shared expert runs that two per SM.
+	s := sharesSMSchedule(t, l)
+	s.BlocksPerSM, s.Chain = 2, schedule.ChainFC
+	if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), "a chained kernel runs one per SM") {
+		t.Errorf("%s chained, two blocks per SM: %v", l.Name, err)
+	}
+	ds := testlayer.Named(t, "deepseek-v2-lite")
+	s = sharesSMSchedule(t, ds)
+	s.BlocksPerSM, s.Chain = 2, schedule.ChainFC
+	p, err := Build(ds, s)
+	if err != nil {
+		t.Fatalf("%s chained, two blocks per SM: %v", ds.Name, err)
+	}
+	for _, k := range p.Kernels {
+		if shared, chained := k.BlocksPerSM > 1, strings.HasPrefix(k.Name, "moe_fc1_fc2"); chained && shared || k.Name == "moe_shared_fc1" && !shared {
+			t.Errorf("%s: %s: %d blocks per SM", ds.Name, k.Name, k.BlocksPerSM)
+		}
+	}
+}
