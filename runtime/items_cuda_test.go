@@ -39,10 +39,19 @@ func TestItemsQueueGPU(t *testing.T) {
 // baseWhat and otherWhat name the two in failures.
 func sameAsDefault(t *testing.T, ctx *driver.Context, stream *driver.Stream, name string, edit func(*schedule.Schedule), Ts []int, baseWhat, otherWhat string) {
 	t.Helper()
+	sameAs(t, ctx, stream, name, func(*schedule.Schedule) {}, edit, Ts, baseWhat, otherWhat)
+}
+
+// sameAs is sameAsDefault with the base schedule the default changed by
+// baseEdit, and the other the base changed by edit; it returns the other
+// layer.
+func sameAs(t *testing.T, ctx *driver.Context, stream *driver.Stream, name string, baseEdit, edit func(*schedule.Schedule), Ts []int, baseWhat, otherWhat string) *runtime.Layer {
+	t.Helper()
 	l := testlayer.Named(t, name)
 	seed, w, dw := randomWeightsOnDevice(t, ctx, l)
-	base := newLayer(t, ctx, l, target.SM90a)
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	baseEdit(&s)
+	base := loadLayer(t, ctx, l, s)
 	edit(&s)
 	other := loadLayer(t, ctx, l, s)
 	for _, T := range Ts {
@@ -59,6 +68,7 @@ func sameAsDefault(t *testing.T, ctx *driver.Context, stream *driver.Stream, nam
 			replayChecked(t, ctx, stream, other, g, args.b, want, "replay 2")
 		})
 	}
+	return other
 }
 
 // sameBits runs args through base and other (runChecked's checks, named
@@ -85,4 +95,34 @@ func firstDiffBits(a, b []uint16) int {
 		return len(a)
 	}
 	return -1
+}
+
+// TestSharesSMGPU: with the GEMMs whose tiles fit half an SM built two
+// blocks per SM (schedule.Schedule.BlocksPerSM = 2) the forward passes
+// runChecked's checks and gives the bits of the same tiles one block per
+// SM, in direct runs and graph replays, bf16 (qwen3-30b-a3b; deepseek-v2-
+// lite with its shared experts) and mxfp8 (qwen3-30b-a3b, gpt-oss-20b:
+// the register-fed GEMMs) at T = 4096, 300 and 1; and the runtime
+// launches them two per SM (Layer.PerSMGrids).
+func TestSharesSMGPU(t *testing.T) {
+	ctx, targets, stream := openLayerTest(t)
+	if !slices.Contains(targets, target.SM90a) {
+		t.Skip("two blocks per SM are built for sm_90a")
+	}
+	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v2-lite", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
+		tiles := func(s *schedule.Schedule) {
+			s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 256, K: 64}, 2
+			if testlayer.Named(t, name).Precision == schedule.MXFP8 {
+				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 128, K: 128}, schedule.Tile{M: 64, N: 128, K: 128}, 3
+			}
+			s.Warps.MMA, s.Variant = 4, nil
+		}
+		ly := sameAs(t, ctx, stream, name, tiles, func(s *schedule.Schedule) { s.BlocksPerSM = 2 }, []int{4096, 300, 1}, "one block per SM", "two blocks per SM")
+		g, sms := ly.PerSMGrids(), ctx.Device().SMCount
+		for _, k := range []string{"moe_fc1", "moe_fc2"} {
+			if g[k] != 2*sms {
+				t.Errorf("%s: %s launched with %d blocks, want %d (two per SM): %v", name, k, g[k], 2*sms, g)
+			}
+		}
+	}
 }

@@ -2,7 +2,8 @@
 # run 37 call 2 (two blocks per SM, v1), ordered by need, for a call of about 480 s. Carry:
 # .carry/bins.tgz of `make device-bins` (codegen.test, driver.test, runtime.test, mokc: 19 MB).
 #  1. GPU correctness of the kernels built two per SM: the driver's occupancy query, the bf16 and
-#     register-fed GEMM cases (*_2sm, each checking that two blocks fit an SM), round-to-odd bits.
+#     register-fed GEMM cases (*_2sm, each checking that two blocks fit an SM), round-to-odd bits,
+#     and the layers (TestSharesSMGPU: the bits of the same tiles one per SM, graph replays).
 #  2. Standalone speed: TestSM90MXRegFedPerf (qwen3-30b-a3b's routed GEMMs at T = 4096: bf16,
 #     promote, regfed with one and two warpgroups, bf16 and regfed two blocks per SM).
 #  3. Layer correctness with --blocks-per-sm 2 (y_sha256 beside the same tiles one per SM: the same
@@ -22,6 +23,7 @@ step driver driver 60 $C/driver.test -test.v -test.count=1 -test.run 'TestDynami
 step codegen gemm 90 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU'
 step codegen mx 120 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU|TestSM90RoundOddGPU'
 grep -hE "^\s+--- FAIL|fit an SM|want" "$O/gemm.log" "$O/mx.log" | head -20 >>"$S"
+step runtime shares 150 $C/runtime.test -test.v -test.count=1 -test.run 'TestSharesSMGPU'
 step codegen perf 150 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
 grep -E "µs, .* TFLOP/s|FAIL" "$O/perf.log" >>"$S"
 BF="--fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2 --mma-warps 4"
