@@ -78,10 +78,11 @@ type Schedule struct {
 	// already runs row tiles fastest). DefaultSchedule takes
 	// DefaultGroupM on sm_90a and sm_100a.
 	GroupM int
-	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_90a and
-	// sm_100a. On sm_100a (cta_group::2, which its engine refuses today)
-	// the pair would compute a 2M x N tile, each CTA holding M rows of A
-	// and N/2 rows of B. On sm_90a the pair
+	// Cluster is the number of CTAs per cluster: 1, or 2 on sm_90a
+	// (Validate refuses 2 on sm_100a, whose engine builds no clusters yet;
+	// with cta_group::2 the pair would compute a 2M x N tile, each CTA
+	// holding M rows of A and N/2 rows of B, as GemmSmem plans it). On
+	// sm_90a the pair
 	// walks the routed GEMMs' work items together, the two CTAs on
 	// neighbouring column blocks of one row tile: each loads half of the
 	// tile's A rows by TMA multicast into both CTAs' shared memory, so A
@@ -771,8 +772,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	if s.Stages < 2 || s.Stages > 16 {
 		return fieldErr("Schedule.Stages", s.Stages, "must be in 2..16")
 	}
-	if s.Cluster != 1 && !(s.Cluster == 2 && (s.Target == target.SM100a || s.Target == target.SM90a)) {
-		return fieldErr("Schedule.Cluster", s.Cluster, "must be 1 (or 2 on sm_90a; sm_100a takes 2 too, but its engine builds no clusters yet)")
+	if s.Cluster != 1 && !(s.Cluster == 2 && s.Target == target.SM90a) {
+		return fieldErr("Schedule.Cluster", s.Cluster, "must be 1, or 2 on sm_90a (the sm_100a engine builds no clusters yet: its cta_group::2 pairs are planned, GemmSmem, not built)")
 	}
 	if s.GridCTAs < 0 || s.GridCTAs > maxGridCTAs {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be in 0..%d (0 = one CTA per SM; a persistent grid beyond a few CTAs per SM only adds idle CTAs)", maxGridCTAs)

@@ -212,6 +212,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 	}{
 		{"stages", def(target.SM80), func(s *Schedule) { s.Stages = 1 }, "Schedule.Stages", "2..16"},
 		{"cluster on sm_80", def(target.SM80), func(s *Schedule) { s.Cluster = 2 }, "Schedule.Cluster", "or 2 on sm_90a"},
+		{"cluster on sm_100a", def(target.SM100a), func(s *Schedule) { s.Cluster = 2 }, "Schedule.Cluster", "the sm_100a engine builds no clusters yet"},
 		{"grid without persistent", def(target.SM90a), func(s *Schedule) { s.Persistent, s.GridCTAs, s.GroupM = false, 100, 0 }, "Schedule.GridCTAs", "one CTA per tile"},
 		{"negative grid", def(target.SM90a), func(s *Schedule) { s.GridCTAs = -1 }, "Schedule.GridCTAs", "must be in 0.."},
 		{"sm80 M", def(target.SM80), func(s *Schedule) { s.FC1.M = 120 }, "Schedule.FC1.M", "m16n8k16"},
