@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run 36 call 3 (cluster v2), ordered by need, for a call of about 420 s: clusterbench (medians,
+# run 37 call 1 (cluster v2; written as run 36 call 3, which found no machine), ordered by need, for a call of about 420 s: clusterbench (medians,
 # --cluster 2 against the default); y_sha256 of the default, --cluster 2 and --cluster 2 --chain
 # fc1-fc2 on four (preset, precision); racecheck and synccheck of the clustered forward; ncu of the
 # clustered and default moe_fc1 (qwen3-30b-a3b bf16 T = 4096: stalls, L2 bytes); then chain v1 and
