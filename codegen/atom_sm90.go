@@ -29,9 +29,11 @@ import (
 //
 // Two blocks per SM (Tile.BlocksPerSM = 2): each block has its consumer
 // warpgroups first and one producer warp after them (160 threads with one
-// consumer warpgroup), no setmaxnreg, .maxnreg 65536/(2*threads) (200),
-// at most half the SM's shared memory (target.Target.SharedMemoryFor) and
-// no staged epilogue; the grid is two blocks per SM. Each block's
+// consumer warpgroup), no setmaxnreg, .minnctapersm 2 and .maxnreg of
+// sharedSMRegs (168 for 160 threads: the register file's sub-partitions
+// hold 3 of the two blocks' 10 warps), at most half the SM's shared memory
+// (target.Target.SharedMemoryFor) and no staged epilogue; the grid is two
+// blocks per SM. Each block's
 // epilogue then runs while the other block's wgmma use the tensor cores,
 // which one block of two consumer warpgroups cannot do: both finish their
 // K loops together. The producer warp loads by TMA only (grouped weights,
@@ -207,7 +209,7 @@ type sm90Layout struct {
 	WG                int // consumer warpgroups (BM/64; the operand swap one, the register-fed GEMM regFedWGs)
 	threads           int
 	prodRegs, mmaRegs int    // setmaxnreg targets (0: do not rebalance)
-	launchRegs        int    // registers per thread at launch (.maxnreg) when rebalancing
+	launchRegs        int    // registers per thread at launch (.maxnreg) when rebalancing or sharing the SM (0: none)
 	descHi            uint64 // wgmma smem descriptor bits of the K-major 128B-swizzled atoms
 	descHiB           uint64 // B's (descHi, or those of the MN-major columns for an N-major B)
 	// expand: an MXExpand GEMM. The layout is then the bf16 GEMM's (K block
@@ -217,7 +219,8 @@ type sm90Layout struct {
 	expand bool
 	bf     GemmSpec
 	// mmaWG0 is the first consumer warpgroup: 1, or 2 when an MXExpand
-	// kernel has a second warpgroup of converters (nConv).
+	// kernel has a second warpgroup of converters (nConv), or 0 in a block
+	// of two per SM, whose producer is one warp after the consumers.
 	mmaWG0 int
 	// swap: the operand swap of a promoted MXFP8 GEMM of 32-row tiles
 	// (swapAB): one consumer warpgroup, the B tile wgmma's A in 64-row
@@ -383,8 +386,8 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	}
 	l.cluster = max(1, s.Tile.Cluster)
 	l.perSM = blocksPerSM(s.Tile)
-	if l.perSM > 1 && (s.B != BGrouped || s.GatherK > 0 || s.QueueItems || l.expand || s.splits() > 1) {
-		return l, fmt.Errorf("codegen: %s: sm_90a blocks of which two share an SM have one producer warp, which loads grouped weights and dispatched rows by TMA (no pointer table, gathered rows, expansion, queue or split reduction)", s.Name)
+	if l.perSM > 1 && (s.B != BGrouped || s.GatherK > 0 || s.QueueItems || l.expand || s.splits() > 1 || s.MX && !s.MXRegisterFed) {
+		return l, fmt.Errorf("codegen: %s: sm_90a blocks of which two share an SM have one producer warp, which loads grouped weights and dispatched rows by TMA, bf16 or register-fed MXFP8 (no pointer table, gathered rows, promoted MXFP8, expansion, queue or split reduction)", s.Name)
 	}
 	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d", s.Name, bm, 4*(bm/64), w)
@@ -441,9 +444,20 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		// launch's .maxnreg, which two blocks of a producer warpgroup and
 		// a consumer warpgroup would hold to 128.
 		l.mmaWG0, l.threads = 0, 128*l.WG+32
-		l.launchRegs = (65536 / (l.perSM * l.threads)) &^ 7
-		if acc := l.accs(); acc+48 > l.launchRegs {
-			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d with %d accumulators per consumer thread exceeds the %d registers of one of %d blocks per SM", s.Name, l.BM, l.NB, acc, l.launchRegs, l.perSM)
+		l.launchRegs = sharedSMRegs(l.threads, l.perSM)
+		// What ptxas needed beside the accumulators (without spills, within
+		// 168): the bf16 K loop and a gated epilogue 26 (64x256 tiles:
+		// 154 registers), a plain one more (64x256: 168 and 88 bytes of
+		// spills), the register-fed loop 67 (64 token rows: 131).
+		need := l.accs() + 40
+		if s.Epilogue != EpiGated {
+			need = l.accs() + 48
+		}
+		if s.MXRegisterFed {
+			need = l.accs() + 8*regFedSets(l.WG, l.perSM) + 48 // and the A registers, bytes and factors
+		}
+		if need > l.launchRegs {
+			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d keeps %d accumulators per consumer thread, about %d registers, beyond the %d of one of %d blocks per SM (%d threads each): a smaller tile", s.Name, l.BM, l.NB, l.accs(), need, l.launchRegs, l.perSM, l.threads)
 		}
 	}
 	// The address-independent bits of the tiles' wgmma descriptors (start
@@ -503,6 +517,20 @@ func (l *sm90Layout) registers(s GemmSpec) {
 	}
 	l.prodRegs = max(l.prodRegs, s.minProdRegs)
 	l.launchRegs, l.mmaRegs = regBudget(l.threads, l.WG, l.prodRegs)
+}
+
+// sharedSMRegs is the registers per thread (a multiple of 8) with which n
+// blocks of threads each fit one SM at once: an SM's 65536 registers lie
+// in 4 sub-partitions of 16384, each warp's all in the one it runs on,
+// allocated in units of 256 per warp, and the n blocks' warps spread over
+// the sub-partitions, so the fullest holds ceil(n*warps/4) of them (CUDA
+// C Programming Guide, "Hardware Multithreading" and the compute
+// capability tables: 64K registers per SM, 4 warp schedulers). Two
+// blocks of 160 threads: 168.
+func sharedSMRegs(threads, n int) int {
+	warps := n * ((threads + 31) / 32)
+	perWarp := (16384 / ((warps + 3) / 4)) &^ 255
+	return min(255, perWarp/32) &^ 7
 }
 
 // regBudget is the setmaxnreg split of a block of threads (one per SM; a
@@ -594,10 +622,11 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	return err
 }
 
-// producer is warpgroup 0: thread 0 loads the ring (all 128 threads for
-// BTable); an MX GEMM's scale codes are staged by mxCodeWarps warps; with
-// the staged epilogue, warps 1-3 store the staging tile. With next (a
-// chained kernel's second GEMM) each role goes on to its items.
+// producer is warpgroup 0 (in a block of two per SM, the warp after the
+// consumers, k.tid its own lane index): thread 0 loads the ring (all 128
+// threads for BTable); an MX GEMM's scale codes are staged by mxCodeWarps
+// warps; with the staged epilogue, warps 1-3 store the staging tile. With
+// next (a chained kernel's second GEMM) each role goes on to its items.
 func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error {
 	if l.prodRegs > 0 {
 		b.SetMaxNReg(false, l.prodRegs)
@@ -627,9 +656,14 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 }
 
 // producerOf is the load side of block k's ring for l's GEMM: its
-// producer warpgroup's 128 threads, the MX code warps of mxCodeWarps.
+// producer warpgroup's 128 threads (a block of two per SM: its producer
+// warp's 32), the MX code warps of mxCodeWarps.
 func (l sm90Layout) producerOf(k *sm90Block) gemmProducer {
-	pr := newProducer(l.tmaRing, k.spec, 128, k.base, k.ring, k.tmA, k.tmB)
+	threads := 128
+	if l.mmaWG0 == 0 {
+		threads = 32
+	}
+	pr := newProducer(l.tmaRing, k.spec, threads, k.base, k.ring, k.tmA, k.tmB)
 	pr.codeWarps = l.mxCodeWarps(k.spec)
 	pr.rank = k.work.rank
 	return pr
@@ -638,9 +672,9 @@ func (l sm90Layout) producerOf(k *sm90Block) gemmProducer {
 // mxCodeWarps is the number of the producer warpgroup's warps that stage
 // an MXFP8 GEMM's scale codes (gemmProducer.codeWarps): all four, at most
 // one per 32-row group of the stage's scale rows (gemmProducer.mxGroups),
-// unless warps 1-3 store the staged epilogue; 1 for bf16 and for the
+// unless warps 1-3 store the staged epilogue; 1 for bf16, for the
 // expansion (whose producer warp 0 copies the codes for its converters,
-// expandCodeCopy).
+// expandCodeCopy) and in a block of two per SM (one producer warp).
 func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
 	if !s.MX || l.expand || l.smem.Staged || l.perSM > 1 {
 		return 1
@@ -648,7 +682,7 @@ func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
 	return min(4, gemmProducer{tmaRing: l.tmaRing, spec: s}.mxGroups())
 }
 
-// consumers is warpgroups 1..WG: per work item, the K loop (or the drain
+// consumers is warpgroups mmaWG0..mmaWG0+WG-1: per work item, the K loop (or the drain
 // of a warpgroup without rows), then the epilogue of its 64 rows (with
 // the operand swap, all the tile's token rows: of the whole B tile, or of
 // the warpgroup's half with two register-fed warpgroups). With next (a

@@ -341,7 +341,7 @@ func gemmEpilogue(b *Builder, spec GemmSpec, w gemmWork) *Epilogue {
 }
 
 // persistentGrid is the block count of a persistent engine kernel: t.Grid, or
-// def (the target's SM count) when it is 0.
+// def (the target's SM count) times t's blocks per SM when it is 0.
 func persistentGrid(t Tile, def int) Expr { return Const(int64(gridCTAs(t, def))) }
 
 // gridCTAs is the CTA count of a persistent engine kernel: t.Grid, or def

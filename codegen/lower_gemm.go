@@ -428,7 +428,7 @@ func (lw *perOp) checkSharesSM() error {
 }
 
 // sharesSMHint is how a schedule's tiles fit two blocks per SM on sm_90a.
-const sharesSMHint = "for example mokc's --mma-warps 4 with --fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2 (bf16) or --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 (mxfp8)"
+const sharesSMHint = "for example mokc's --mma-warps 4 with --fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 (bf16) or --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 (mxfp8)"
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:
 // g's operands and, for dispatched rows, the work list of its row tile.

@@ -14,12 +14,12 @@ import (
 
 // sharesSMSchedule is layer l's default sm_90a schedule with two blocks
 // per SM and tiles that fit one of them (one consumer warpgroup):
-// 64x256x64 with two stages for bf16, 64x128x128 with three for mxfp8's
-// register-fed GEMMs.
+// 64x256x64 (FC1) and 64x192x64 (FC2) with two stages for bf16,
+// 64x128x128 with three for mxfp8's register-fed GEMMs.
 func sharesSMSchedule(t *testing.T, l schedule.Layer) schedule.Schedule {
 	t.Helper()
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
-	s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 256, K: 64}, 2
+	s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 192, K: 64}, 2
 	if l.Precision == schedule.MXFP8 {
 		s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 128, K: 128}, schedule.Tile{M: 64, N: 128, K: 128}, 3
 	}
@@ -33,8 +33,9 @@ func sharesSMSchedule(t *testing.T, l schedule.Layer) schedule.Schedule {
 // warpgroup and a producer warp, at most half an SM's shared memory), the
 // shared experts' GEMMs too, the others (the mxfp8 decode tiles, gathered
 // rows) one per SM; the kernels launched at each T are those of the same
-// schedule with one block per SM; the module assembles with ptxas, and
-// the backward lowers.
+// schedule with one block per SM; the module assembles with ptxas, the
+// kernels two per SM within 168 registers and without spills; the
+// backward lowers.
 func TestSharesSM(t *testing.T) {
 	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v2-lite", "gpt-oss-20b", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
 		l := testlayer.Named(t, name)
@@ -68,6 +69,11 @@ func TestSharesSM(t *testing.T) {
 				t.Errorf("%s: %s one block per SM (two per SM: %v)", name, k, shared)
 			}
 		}
+		for k := range shared {
+			if strings.HasSuffix(k, "_gathered") || strings.Contains(k, "_decode") || strings.Contains(k, "splitk") {
+				t.Errorf("%s: %s two per SM: its rows are gathered, its tiles promoted or its reduction split", name, k)
+			}
+		}
 		if l.SharedExperts > 0 && !shared["moe_shared_fc1"] {
 			t.Errorf("%s: the shared expert's FC1 one block per SM (two per SM: %v)", name, shared)
 		}
@@ -85,9 +91,18 @@ func TestSharesSM(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		toolchain.NeedPtxas(t, target.SM90a.String())
+		ptxas := toolchain.NeedPtxas(t, target.SM90a.String())
 		if err := toolchain.Assemble(res.Text, target.SM90a.String()); err != nil {
 			t.Errorf("%s: %v", name, err)
+		}
+		rs, err := toolchain.KernelResources(ptxas, res.Text, target.SM90a.String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range shared {
+			if r := rs[k]; r.Registers == 0 || r.Registers > 168 || r.SpillStores > 0 {
+				t.Errorf("%s: %s: ptxas reports %+v: want at most 168 registers (two blocks of 160 threads per SM) and no spills", name, k, r)
+			}
 		}
 	}
 }
@@ -123,17 +138,20 @@ func TestSharesSMRefused(t *testing.T) {
 			t.Errorf("%s with two blocks per SM: %v, want an error saying %q", c.what, err, c.want)
 		}
 	}
-	// With the chain: its kernels run one per SM (their blocks wait for
-	// one another), so a layer whose GEMMs all chain is refused; one with
-	// a shared expert runs that two per SM.
+	// With the chain (FC1 and FC2 of the same tiles): its kernels run one
+	// per SM (their blocks wait for one another), so a layer whose GEMMs
+	// all chain is refused; one with a shared expert runs that two per SM.
+	chained := func(s *schedule.Schedule) {
+		s.FC1, s.BlocksPerSM, s.Chain = s.FC2, 2, schedule.ChainFC
+	}
 	s := sharesSMSchedule(t, l)
-	s.BlocksPerSM, s.Chain = 2, schedule.ChainFC
+	chained(&s)
 	if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), "a chained kernel runs one per SM") {
 		t.Errorf("%s chained, two blocks per SM: %v", l.Name, err)
 	}
 	ds := testlayer.Named(t, "deepseek-v2-lite")
 	s = sharesSMSchedule(t, ds)
-	s.BlocksPerSM, s.Chain = 2, schedule.ChainFC
+	chained(&s)
 	p, err := Build(ds, s)
 	if err != nil {
 		t.Fatalf("%s chained, two blocks per SM: %v", ds.Name, err)

@@ -176,9 +176,10 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 		{GemmSpec{Name: prefix + "_gather_192", N: 96, K: 392, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: t(192, 96, 3), GatherK: 8},
 			[]int{190, 1, 400}},
-		// Two blocks per SM (Tile.BlocksPerSM), each with half the
-		// registers and shared memory: the staged epilogue with a bias, and
-		// gate/up halves over K = 2880 with two stages.
+		// Two blocks per SM (Tile.BlocksPerSM), each within half the
+		// registers and shared memory (direct stores: no staged
+		// epilogue): a bias, and gate/up halves over K = 2880 with two
+		// stages.
 		{GemmSpec{Name: prefix + "_store_2sm", N: 200, K: 200, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiStore,
 			Bias: true, Tile: perSM(t(64, 128, 3))}, []int{37, 0, 130, 300, 64}},
 		{GemmSpec{Name: prefix + "_swiglu_2sm", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
@@ -406,17 +407,17 @@ func sm90MXRegFedCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_rf_gptoss_t256_f32", N: 72, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
 			MXRegisterFed: true, Tile: t(256, 64, 2, 8)}, []int{257, 40}},
-		// Two blocks per SM (Tile.BlocksPerSM), one consumer warpgroup and
-		// two stages each: a plain bf16 C, gate/up halves and interleaved
-		// rows into bf16 rounded to odd.
+		// Two blocks per SM (Tile.BlocksPerSM), one consumer warpgroup of
+		// 64 token rows and three stages each: a plain bf16 C, gate/up
+		// halves and interleaved rows into bf16 rounded to odd.
 		{GemmSpec{Name: "mx_rf_store_2sm", N: 200, K: 224, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true, MXRegisterFed: true,
-			Tile: perSM(t(128, 128, 2, 4))}, []int{46, 0, 1, 260}},
+			Tile: perSM(t(64, 128, 3, 4))}, []int{46, 0, 1, 260}},
 		{GemmSpec{Name: "mx_rf_swiglu_odd_2sm", N: 160, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, CRoundOdd: true, MX: true, MXRegisterFed: true,
-			Tile: perSM(t(128, 64, 2, 4))}, []int{130, 7}},
+			Tile: perSM(t(64, 64, 3, 4))}, []int{130, 7}},
 		{GemmSpec{Name: "mx_rf_gptoss_odd_2sm", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, CRoundOdd: true, MX: true,
-			MXRegisterFed: true, Tile: perSM(t(128, 64, 2, 4))}, []int{70, 1, 23}},
+			MXRegisterFed: true, Tile: perSM(t(64, 64, 3, 4))}, []int{70, 1, 23}},
 	}
 }
 
@@ -834,8 +835,10 @@ func TestSM90LaunchRegisters(t *testing.T) {
 // TestSM90BlocksPerSMAssemble builds the sm_90a cases of two blocks per SM
 // (Tile.BlocksPerSM: bf16 and register-fed MXFP8) and checks what makes
 // two fit an SM: blocks of 160 threads (a consumer warpgroup and a
-// producer warp) with .maxnreg 200 (2 x 160 x 200 of the SM's 65536
-// registers), no spills and no serialized wgmma in ptxas's report, at
+// producer warp) with .minnctapersm 2 and .maxnreg 168 (sharedSMRegs: the
+// 10 warps of two blocks put 3 on one of the SM's four 16384-register
+// sub-partitions), at most 168 registers, no spills and no serialized
+// wgmma in ptxas's report, at
 // most half the SM's shared memory each (target.Target.SharedMemoryFor),
 // a grid of two blocks per SM; and the refusals (a third stage that does
 // not fit, a cluster, three blocks per SM, a pointer table, sm_80 and
@@ -862,8 +865,8 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 	for _, ki := range infos {
 		entry := text[strings.Index(text, ".entry "+ki.Name+"("):]
 		head := entry[:strings.Index(entry, "{")]
-		if ki.Block != 160 || !strings.Contains(head, ".maxntid 160, 1, 1") || !strings.Contains(head, ".maxnreg 200") {
-			t.Errorf("%s: %d threads, entry directives %q, want .maxntid 160 and .maxnreg 200", ki.Name, ki.Block, head[strings.Index(head, ")"):])
+		if ki.Block != 160 || !strings.Contains(head, ".maxntid 160, 1, 1") || !strings.Contains(head, ".minnctapersm 2") || !strings.Contains(head, ".maxnreg 168") {
+			t.Errorf("%s: %d threads, entry directives %q, want .maxntid 160, .minnctapersm 2 and .maxnreg 168", ki.Name, ki.Block, head[strings.Index(head, ")"):])
 		}
 		if lim := target.SM90a.SharedMemoryFor(2); ki.SharedBytes > lim {
 			t.Errorf("%s: %d bytes of shared memory, more than the %d of one of two blocks per SM", ki.Name, ki.SharedBytes, lim)
@@ -886,8 +889,8 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 	}
 	for _, ki := range infos {
 		r, ok := res[ki.Name]
-		if !ok || r.Registers > 200 || r.SpillStores > 0 || r.SpillLoads > 0 {
-			t.Errorf("%s: ptxas reports %+v (found %t): want at most 200 registers and no spills", ki.Name, r, ok)
+		if !ok || r.Registers > 168 || r.SpillStores > 0 || r.SpillLoads > 0 {
+			t.Errorf("%s: ptxas reports %+v (found %t): want at most 168 registers and no spills", ki.Name, r, ok)
 		}
 		t.Logf("%s: %d registers, %d bytes of shared memory", ki.Name, r.Registers, ki.SharedBytes)
 	}
@@ -898,13 +901,15 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 		edit func(*GemmSpec)
 		want string
 	}{
-		{target.SM90a, rf, func(s *GemmSpec) { s.Tile.Stages = 3 }, "the share of one of 2 blocks per SM"},
+		{target.SM90a, rf, func(s *GemmSpec) { s.Tile.Stages = 4 }, "the share of one of 2 blocks per SM"},
+		{target.SM90a, rf, func(s *GemmSpec) { s.Tile.BM, s.Tile.Stages = 128, 2 }, "beyond the 168 of one of 2 blocks per SM"},
+		{target.SM90a, rf, func(s *GemmSpec) { s.MXRegisterFed, s.CRoundOdd, s.COutF32, s.Tile.BM = false, false, true, 32 }, "one producer warp"},
 		{target.SM90a, rf, func(s *GemmSpec) { s.Tile.Cluster = 2 }, "2 only without clusters"},
 		{target.SM90a, rf, func(s *GemmSpec) { s.Tile.BlocksPerSM = 3 }, "must be 0, 1 or 2"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.B = BTable }, "one producer warp"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.GatherK = 2 }, "does not gather"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.QueueItems = true }, "queue"},
-		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BM, s.Tile.BN, s.Tile.Warps, s.Tile.Stages = 128, 256, 8, 2 }, "registers of one of 2 blocks per SM"},
+		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BM, s.Tile.BN, s.Tile.Warps, s.Tile.Stages = 128, 256, 8, 2 }, "beyond the 96 of one of 2 blocks per SM (288 threads each)"},
 		{target.SM80, bf, func(s *GemmSpec) {}, "not a persistent grid of 2 blocks per SM"},
 		{target.SM100a, bf, func(s *GemmSpec) { s.Tile.BM, s.Tile.Warps, s.Tile.EpilogueWarps = 128, 1, 4 }, "one block per SM"},
 	} {

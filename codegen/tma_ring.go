@@ -181,7 +181,8 @@ func stepOffsets(a, b *layouts.SmemTile) (offA, offB []int, err error) {
 
 // tmaKernel is the launch shape of a persistent TMA atom's kernel. Its
 // default grid is one block per SM of the target table's reference part
-// (H100/H200 SXM: 132, B200: 148; Tile.Grid overrides it). On a part with
+// (H100/H200 SXM: 132, B200: 148), Tile.BlocksPerSM per SM where set
+// (Tile.Grid overrides it). On a part with
 // fewer SMs the surplus blocks simply wait for a free SM; blocks without
 // work exit after initialising their barriers.
 type tmaKernel struct {
@@ -191,19 +192,15 @@ type tmaKernel struct {
 }
 
 // build adds the kernel of spec to m: GemmParams, then the tensor maps
-// (tmap_a only without GatherK, tmap_b only without BTable), annotated with threads, one block per SM,
-// launchRegs and the cluster shape (Tile.Cluster > 1); emit writes its body.
+// (tmap_a only without GatherK, tmap_b only without BTable), annotated with threads, Tile.BlocksPerSM
+// (at least one) blocks per SM, launchRegs and the cluster shape (Tile.Cluster > 1); emit writes its body.
 func (k tmaKernel) build(m *ir.Module, spec GemmSpec, rowsPerT int64, r tmaRing, emit func(*Builder) error) (KernelInfo, error) {
 	params, err := tmaParams(spec, rowsPerT, r)
 	if err != nil {
 		return KernelInfo{}, err
 	}
 	b := NewKernel(m, spec.Name, k.threads, gemmIRParams(params)...)
-	// Two blocks per SM fit by .maxnreg (launchRegs) and the shared
-	// memory the plan checked; .minnctapersm 2 would make ptxas plan the
-	// registers of 2 x 192 threads (a block of 160: one consumer
-	// warpgroup and a producer warp), 168, fewer than the K loops need.
-	b.MinBlocksPerSM(1)
+	b.MinBlocksPerSM(blocksPerSM(spec.Tile)) // with launchRegs (sharedSMRegs) and the planned shared memory, that many fit an SM
 	if k.launchRegs > 0 {
 		b.MaxRegisters(k.launchRegs)
 	}

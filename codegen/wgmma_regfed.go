@@ -71,9 +71,10 @@ type WGMMAMainloopRegFed struct {
 	// (WGMMAMainloop.Peer).
 	Peer bool
 	// OneWidth: one K loop, of width BM, whatever the item's token rows.
-	// The narrower copy (widths) costs registers: with 200 per thread (two
-	// blocks per SM, Tile.BlocksPerSM) ptxas serialized the gated GEMMs'
-	// wgmma with it (C7512) and kept them pipelined without (186).
+	// The narrower copy (widths) costs registers: within the 168 of two
+	// blocks per SM (Tile.BlocksPerSM) ptxas serialized the wgmma of 96
+	// token rows with it (C7512) and kept them pipelined without (154
+	// registers); 64 token rows keep both widths.
 	OneWidth bool
 }
 

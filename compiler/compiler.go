@@ -271,10 +271,11 @@ func checkPTX(a *Artifact) error {
 // manifestNotes returns the launch contract that the tables do not spell
 // out, for the features the program uses.
 func manifestNotes(p *codegen.Program) []string {
-	var tokens, perSM, coResident, tmaps, programmatic, cluster bool
+	var tokens, perSM, coResident, tmaps, programmatic, cluster, blocksPerSM bool
 	for _, k := range p.Kernels {
 		tokens = tokens || len(k.Tokens) > 0
 		cluster = cluster || k.Cluster > 1
+		blocksPerSM = blocksPerSM || k.BlocksPerSM > 1
 		perSM = perSM || k.GridPerSM
 		coResident = coResident || k.CoResident
 		programmatic = programmatic || k.Programmatic
@@ -294,7 +295,7 @@ func manifestNotes(p *codegen.Program) []string {
 		notes = append(notes, "A kernel with programmatic begins with griddepcontrol.wait: it may be launched with CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION = 1 (cuLaunchKernelEx), so that its launch overlaps the previous kernel, which it waits for before any memory access; a plain launch is correct too.")
 	}
 	if perSM {
-		note := "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part: launch one block per SM of the device instead (it strides over its tiles by gridDim.x, so any grid is correct"
+		note := "A kernel with grid_per_sm is a persistent GEMM whose grid[0] is one block per SM of the target's reference part (blocks_per_sm per SM where set): launch one block per SM of the device instead (blocks_per_sm where set; it strides over its tiles by gridDim.x, so any grid is correct"
 		if coResident {
 			note += ", except for a kernel with co_resident: at most one block per SM"
 		}
@@ -302,6 +303,9 @@ func manifestNotes(p *codegen.Program) []string {
 	}
 	if cluster {
 		notes = append(notes, "A kernel with cluster declares its thread-block cluster in the PTX (.reqnctapercluster): launch it as any other (no cluster attribute is needed), with grid[0] a multiple of cluster (for grid_per_sm, the device's SM count rounded down to one, and no more clusters than cuOccupancyMaxActiveClusters gives: more are correct but start only as others end). The sm_90a routed GEMMs built with cluster 2 walk their work items in CTA pairs that share each row tile's A rows by TMA multicast.")
+	}
+	if blocksPerSM {
+		notes = append(notes, "A kernel with blocks_per_sm is built for that many blocks resident on each SM at once (its .maxnreg and shared memory are within that share): set its CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT to 100 and launch blocks_per_sm blocks per SM of the device; where cuOccupancyMaxActiveBlocksPerMultiprocessor gives fewer, the results are still correct but the kernel runs one block per SM (the Go runtime refuses such a device).")
 	}
 	if coResident {
 		notes = append(notes, "A kernel with co_resident (moe_fc1_fc2 and its other forms: the routed FC1 and FC2 in one kernel, whose phases name its FC1 and FC2 items for the phase_times records) has blocks that wait for one another's work: launch it with at most one block per SM of the device, all resident at once (the Go runtime launches one per SM, rounded down to whole clusters that can all be resident for a kernel with cluster; never the reference part's grid[0] on a device with fewer SMs), with no other work holding an SM until it ends. Its parameter wait_limit_ns bounds each wait (nanoseconds of %globaltimer; 0: no bound): a wait that lasts longer sets bit 2 (4) of both words of err (word 1 is not cleared by the next run: clear it after reading it) and the kernel ends with its outputs not valid instead of hanging.")

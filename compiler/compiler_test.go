@@ -147,19 +147,19 @@ func TestStageErrors(t *testing.T) {
 		t.Errorf("ReproduceCommand(a preset's name on another layer) = %q", cmd)
 	}
 
-	// A codegen refusal (the sm_100a engine has no 2-CTA clusters yet) of
-	// a layer that is not a preset has no hint.
+	// A codegen refusal (two blocks per SM with the default tiles, none of
+	// which fits half an SM) of a layer that is not a preset has no hint.
 	custom := l
 	custom.Name = "my-layer"
 	custom.Precision = schedule.MXFP8
-	ms, err := schedule.DefaultSchedule(custom, target.SM100a)
+	ms, err := schedule.DefaultSchedule(custom, target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms.Cluster = 2
+	ms.BlocksPerSM = 2
 	_, err = Compile(custom, ms)
 	if !errors.As(err, &se) || se.Stage != "codegen" || strings.Contains(err.Error(), "reproduce") {
-		t.Errorf("2-CTA clusters for a layer that is not a preset on sm_100a: %v (want a codegen-stage error without a reproduce hint)", err)
+		t.Errorf("two blocks per SM with the default tiles for a layer that is not a preset: %v (want a codegen-stage error without a reproduce hint)", err)
 	}
 	// The same layer builds for sm_90a and sm_100a.
 	for _, tg := range []target.Target{target.SM90a, target.SM100a} {

@@ -73,12 +73,13 @@ type Kernel struct {
 	// GEMMs of schedule.Schedule.Cluster = 2 walk their work items in
 	// CTA pairs sharing A by TMA multicast.
 	Cluster int `json:"cluster,omitempty"`
-	// BlocksPerSM is the blocks per SM a GridPerSM kernel is built to hold
-	// at once (0: one): its grid is that many per SM of the device, where
-	// they fit (the runtime launches fewer per SM where the device's
-	// occupancy says fewer fit: the walk over the work items is correct
-	// with any grid). The sm_90a GEMMs of codegen.Tile.BlocksPerSM = 2 run
-	// two blocks per SM, so one's epilogue overlaps the other's K loop.
+	// BlocksPerSM is the blocks per SM a kernel is built to hold at once
+	// (0: one; .maxnreg and shared memory within that share): with
+	// GridPerSM its grid is that many per SM of the device (the Go runtime
+	// asks for the largest shared-memory carveout and refuses a device
+	// where fewer fit; the walk over the work items is correct with any
+	// grid). The sm_90a GEMMs of codegen.Tile.BlocksPerSM = 2 run two
+	// blocks per SM, so one's epilogue overlaps the other's K loop.
 	BlocksPerSM int `json:"blocks_per_sm,omitempty"`
 	// Phases names the kernel's inner phases (a chained kernel's: its
 	// GEMMs' work items, "<kernel>/<gemm>"), each with records of its own

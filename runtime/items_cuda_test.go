@@ -111,7 +111,7 @@ func TestSharesSMGPU(t *testing.T) {
 	}
 	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v2-lite", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
 		tiles := func(s *schedule.Schedule) {
-			s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 256, K: 64}, 2
+			s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 192, K: 64}, 2
 			if testlayer.Named(t, name).Precision == schedule.MXFP8 {
 				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 128, K: 128}, schedule.Tile{M: 64, N: 128, K: 128}, 3
 			}
@@ -119,7 +119,11 @@ func TestSharesSMGPU(t *testing.T) {
 		}
 		ly := sameAs(t, ctx, stream, name, tiles, func(s *schedule.Schedule) { s.BlocksPerSM = 2 }, []int{4096, 300, 1}, "one block per SM", "two blocks per SM")
 		g, sms := ly.PerSMGrids(), ctx.Device().SMCount
-		for _, k := range []string{"moe_fc1", "moe_fc2"} {
+		ks := []string{"moe_fc1", "moe_fc2"}
+		if testlayer.Named(t, name).SharedExperts > 0 {
+			ks = append(ks, "moe_shared_fc1", "moe_shared_fc2")
+		}
+		for _, k := range ks {
 			if g[k] != 2*sms {
 				t.Errorf("%s: %s launched with %d blocks, want %d (two per SM): %v", name, k, g[k], 2*sms, g)
 			}

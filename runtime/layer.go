@@ -241,6 +241,13 @@ func load(ctx *driver.Context, l schedule.Layer, s schedule.Schedule, ptx string
 				return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
 			}
 		}
+		if k.BlocksPerSM > 1 {
+			// Several blocks per SM each need their share of its shared
+			// memory: ask for the largest carveout.
+			if err := f.SetPreferredSharedCarveout(100); err != nil {
+				return fail(fmt.Errorf("mokc runtime: layer %s: kernel %s: %w", l.Name, k.Name, err))
+			}
+		}
 		if k.GridPerSM && (k.Cluster > 1 || k.BlocksPerSM > 1) {
 			grid := clusterGrid
 			if k.Cluster <= 1 {
@@ -289,21 +296,21 @@ func clusterGrid(f *driver.Function, k launch.ManifestKernel, sms int) (int, err
 }
 
 // perSMGrid is the grid of persistent kernel k (GridPerSM) built for
-// k.BlocksPerSM blocks per SM on a device of sms SMs: that many per SM
-// where they fit at once (driver.Function.MaxActiveBlocksPerSM, after
-// asking for the largest shared-memory carveout), else as many as fit.
+// k.BlocksPerSM blocks per SM on a device of sms SMs: that many per SM.
+// An error where fewer fit at once (driver.Function.MaxActiveBlocksPerSM,
+// after the largest shared-memory carveout was asked for): the kernel
+// would still be correct, but run as one block per SM of a kernel built
+// for more, which is the schedule's choice to undo, not the runtime's.
 func perSMGrid(f *driver.Function, k launch.ManifestKernel, sms int) (int, error) {
-	if err := f.SetPreferredSharedCarveout(100); err != nil {
-		return 0, err
-	}
 	n, err := f.MaxActiveBlocksPerSM(k.Block, k.SharedBytes)
 	if err != nil {
 		return 0, err
 	}
-	if n < 1 {
-		return 0, fmt.Errorf("no block of %d threads and %d bytes of shared memory fits an SM", k.Block, k.SharedBytes)
+	if n < k.BlocksPerSM {
+		return 0, fmt.Errorf("built for %d blocks per SM, but %d of %d threads, %d bytes of shared memory and their registers fit an SM of this device: build it one per SM (no --blocks-per-sm; schedule.Schedule.BlocksPerSM)",
+			k.BlocksPerSM, n, k.Block, k.SharedBytes)
 	}
-	return sms * min(n, k.BlocksPerSM), nil
+	return sms * k.BlocksPerSM, nil
 }
 
 // Layer returns the layer description the Layer was built for.
@@ -339,8 +346,8 @@ func (ly *Layer) ClusterGrids() map[string]int {
 
 // PerSMGrids returns, by kernel name, the blocks each persistent kernel
 // built for several blocks per SM (launch.Kernel.BlocksPerSM) is launched
-// with on this device: that many per SM, fewer where fewer fit at once
-// (driver.Function.MaxActiveBlocksPerSM). Empty when no kernel is.
+// with on this device: that many per SM (NewLayer fails where fewer fit at
+// once: driver.Function.MaxActiveBlocksPerSM). Empty when no kernel is.
 func (ly *Layer) PerSMGrids() map[string]int {
 	return ly.gridsWhere(func(k launch.ManifestKernel) bool { return k.Cluster <= 1 && k.BlocksPerSM > 1 })
 }
@@ -650,7 +657,7 @@ func (ly *Layer) launch(stream *driver.Stream, T int, marks []*driver.Event) err
 			grid.X = sms // one block per SM of this device
 		}
 		if g, ok := ly.deviceGrids[i]; ok {
-			grid.X = g // whole clusters, all resident at once; or the blocks per SM that fit
+			grid.X = g // whole clusters, all resident at once; or BlocksPerSM per SM
 		}
 		if g, ok := ly.gridOverride[i]; ok {
 			grid.X = g

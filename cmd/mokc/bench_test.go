@@ -154,7 +154,7 @@ func TestBlocksPerSMFlag(t *testing.T) {
 		t.Errorf("%d kernels of 160 threads, want moe_fc1 and moe_fc2", n)
 	}
 	_, err = runCLI("build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--blocks-per-sm", "2", "-o", out)
-	if err == nil || !strings.Contains(err.Error(), "--fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2") ||
+	if err == nil || !strings.Contains(err.Error(), "--fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2") ||
 		!strings.Contains(err.Error(), "reproduce: mokc build --model qwen3-30b-a3b --target sm_90a --blocks-per-sm 2") {
 		t.Errorf("--blocks-per-sm 2 with the default tiles: %v", err)
 	}

@@ -26,17 +26,19 @@ grep -hE "^\s+--- FAIL|fit an SM|want" "$O/gemm.log" "$O/mx.log" | head -20 >>"$
 step runtime shares 150 $C/runtime.test -test.v -test.count=1 -test.run 'TestSharesSMGPU'
 step codegen perf 150 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
 grep -E "µs, .* TFLOP/s|FAIL" "$O/perf.log" >>"$S"
-BF="--fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2 --mma-warps 4"
+BF="--fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 --mma-warps 4"
 MX="--fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 --mma-warps 4"
 for m in qwen3-30b-a3b mixtral-8x7b; do
+	left 300 || break
 	run_json bf-tiles "$mokc" $m bf16 1,64,300,4096 $BF
 	run_json bf-2sm "$mokc" $m bf16 1,64,300,4096 $BF --blocks-per-sm 2
 done
 for m in qwen3-30b-a3b gpt-oss-20b; do
+	left 330 || break
 	run_json mx-tiles "$mokc" $m mxfp8 1,64,300,4096 $MX
 	run_json mx-2sm "$mokc" $m mxfp8 1,64,300,4096 $MX --blocks-per-sm 2
 done
-timeout 120 "$mokc" run --backward --model deepseek-v2-lite --target sm_90a --tokens 64,1000 --repeat 2 $BF --blocks-per-sm 2 >"$O/bwd.log" 2>&1
+left 360 && timeout 120 "$mokc" run --backward --model deepseek-v2-lite --target sm_90a --tokens 64,1000 --repeat 2 $BF --blocks-per-sm 2 >"$O/bwd.log" 2>&1
 echo "backward deepseek-v2-lite --blocks-per-sm 2 rc=$? $(grep -cE 'PASS' "$O/bwd.log") PASS $(grep -cE 'FAIL' "$O/bwd.log") FAIL" >>"$S"
 BENCH_BUDGET=${BENCH_BUDGET:-450}
 for i in 1 2; do
