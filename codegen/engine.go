@@ -54,11 +54,12 @@ import (
 // builds the GEMM without clusters, and a schedule whose GEMMs all run
 // without is refused.
 //
-// SharesSM reports whether GroupedGEMM takes spec with Tile.BlocksPerSM =
-// 2 (two blocks of the kernel resident on each SM, each within half its
-// registers and shared memory): the one place a target's support for it
-// is decided; where it is false the lowering builds the GEMM one block
-// per SM, and a schedule whose GEMMs all run so is refused.
+// SharesSM returns nil when GroupedGEMM takes spec with Tile.BlocksPerSM
+// = 2 (two blocks of the kernel resident on each SM, each within half its
+// registers and shared memory), else the reason: the one place a target's
+// support for it is decided; where it refuses, the lowering builds the
+// GEMM one block per SM, and a schedule whose GEMMs all run so is refused
+// with the reasons.
 //
 // ChainedGEMM adds one kernel named name to m that runs the work items of
 // first and then those of second, a GEMM over the same dispatched rows in
@@ -85,7 +86,7 @@ type Engine interface {
 	SplitsK(spec GemmSpec, splits int) bool
 	QueuesItems(spec GemmSpec) bool
 	Clusters(spec GemmSpec) bool
-	SharesSM(spec GemmSpec) bool
+	SharesSM(spec GemmSpec) error
 	ChainedGEMM(m *ir.Module, name string, first, second GemmSpec, rowsPerT int64) (KernelInfo, error)
 	ChainsGEMMs(first, second GemmSpec) error
 	MXFP8() error
@@ -201,17 +202,25 @@ func (e atomEngine) Clusters(spec GemmSpec) bool {
 	return err == nil
 }
 
-// SharesSM reports whether the atom builds spec two blocks per SM
+// SharesSM returns nil when the atom builds spec two blocks per SM
 // (Tile.BlocksPerSM = 2; see Engine): its predicate holds and the plan,
-// within half an SM, fits.
-func (e atomEngine) SharesSM(spec GemmSpec) bool {
+// within half an SM, fits; else the plan's reason, or the predicate's.
+func (e atomEngine) SharesSM(spec GemmSpec) error {
 	s := spec
 	s.Tile.BlocksPerSM = 2
-	if e.sharesSM == nil || s.Validate() != nil || !e.sharesSM(s) {
-		return false
+	if e.sharesSM == nil {
+		return fmt.Errorf("codegen: %s: the %v engine runs one block per SM", s.Name, e.target)
 	}
-	_, err := e.plan(s)
-	return err == nil
+	if err := s.Validate(); err != nil {
+		return err
+	}
+	if _, err := e.plan(s); err != nil {
+		return err
+	}
+	if !e.sharesSM(s) {
+		return fmt.Errorf("codegen: %s: the %v engine builds this GEMM one block per SM (its rows gathered, its weights in a pointer table, promoted MXFP8, a split reduction or a queue)", s.Name, e.target)
+	}
+	return nil
 }
 
 // Target is the engine's target.

@@ -3,7 +3,9 @@ package codegen
 import (
 	"cmp"
 	"fmt"
+	"maps"
 	"slices"
+	"strings"
 
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
@@ -395,8 +397,15 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 	if lw.sched.Cluster > 1 && lw.eng.Clusters(spec) {
 		spec.Tile.Cluster = lw.sched.Cluster
 	}
-	if lw.sched.BlocksPerSM > 1 && lw.eng.SharesSM(spec) {
-		spec.Tile.BlocksPerSM = lw.sched.BlocksPerSM
+	if lw.sched.BlocksPerSM > 1 {
+		if err := lw.eng.SharesSM(spec); err != nil {
+			if lw.oneBlockPerSM == nil {
+				lw.oneBlockPerSM = map[string]string{}
+			}
+			lw.oneBlockPerSM[spec.Name] = strings.TrimPrefix(strings.TrimPrefix(err.Error(), "codegen: "), spec.Name+": ")
+		} else {
+			spec.Tile.BlocksPerSM = lw.sched.BlocksPerSM
+		}
 	}
 	return spec, bind, nil
 }
@@ -414,21 +423,30 @@ func (lw *perOp) checkCluster() error {
 	return fmt.Errorf("codegen: %s: Schedule.Cluster %d: the %v engine builds none of this program's GEMMs in clusters (sm_90a: routed GEMMs over bf16 dispatched rows, bf16 or register-fed mxfp8, with grouped weights, an even number of column blocks, the fixed walk; a chained kernel where both of its GEMMs pair): leave the cluster setting at 1 (mokc: no --cluster)", lw.src.Layer.Name, lw.sched.Cluster, lw.sched.Target)
 }
 
-// checkSharesSM refuses a forward under a schedule with BlocksPerSM > 1
-// none of whose GEMMs the engine builds so (Engine.SharesSM): the setting
-// would change nothing. A backward's GEMMs may all run one per SM.
+// checkSharesSM refuses a program (forward or backward) under a schedule
+// with BlocksPerSM > 1 none of whose GEMMs the engine builds so
+// (Engine.SharesSM): the setting would change nothing. The error gives
+// each routed GEMM kernel's reason and tiles that fit.
 func (lw *perOp) checkSharesSM() error {
-	forward := slices.ContainsFunc(lw.src.Buffers, func(b *moe.Buffer) bool { return b.Name == moe.BufY && b.Kind == moe.Output })
 	shared := slices.ContainsFunc(lw.prog.Kernels, func(k launch.Kernel) bool { return k.BlocksPerSM > 1 })
-	if lw.sched.BlocksPerSM <= 1 || shared || !forward {
+	if lw.sched.BlocksPerSM <= 1 || shared {
 		return nil
 	}
-	return fmt.Errorf("codegen: %s: Schedule.BlocksPerSM %d: the %v engine builds none of this program's GEMMs two blocks per SM (sm_90a: bf16 or register-fed mxfp8 GEMMs with grouped weights, rows by TMA, one consumer warpgroup per 64 tile rows or 128 B-tile rows within half an SM's registers and shared memory: %s; a chained kernel runs one per SM): leave the setting at 1 (mokc: no --blocks-per-sm)",
-		lw.src.Layer.Name, lw.sched.BlocksPerSM, lw.sched.Target, sharesSMHint)
+	// The reasons of the routed GEMMs' base kernels (the two shortest
+	// names: moe_fc1 and moe_fc2, or the backward's moe_fc2_dgrad and
+	// moe_fc1_dgrad), not of every variant.
+	names := slices.DeleteFunc(slices.Sorted(maps.Keys(lw.oneBlockPerSM)), func(n string) bool { return !strings.HasPrefix(n, "moe_fc") })
+	slices.SortStableFunc(names, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	var why []string
+	for _, name := range names[:min(2, len(names))] {
+		why = append(why, name+": "+lw.oneBlockPerSM[name])
+	}
+	return fmt.Errorf("codegen: %s: --blocks-per-sm %d (Schedule.BlocksPerSM): no GEMM of this program fits two blocks per SM with these tiles (%s). Tiles that fit (one consumer warpgroup, within half an SM's 168 registers per thread and 113 KB of shared memory): %s; or leave --blocks-per-sm out",
+		lw.src.Layer.Name, lw.sched.BlocksPerSM, strings.Join(why, "; "), sharesSMHint)
 }
 
 // sharesSMHint is how a schedule's tiles fit two blocks per SM on sm_90a.
-const sharesSMHint = "for example mokc's --mma-warps 4 with --fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 (bf16) or --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 (mxfp8)"
+const sharesSMHint = "--mma-warps 4 --fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 (bf16), --mma-warps 4 --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 (mxfp8)"
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:
 // g's operands and, for dispatched rows, the work list of its row tile.

@@ -109,9 +109,9 @@ func TestSharesSM(t *testing.T) {
 
 // TestSharesSMRefused: two blocks per SM are refused with the reason
 // where they cannot apply: on sm_80 and sm_100a, with clusters, the queue
-// walk or per-expert weights (the schedule), and with tiles none of whose
-// GEMMs fits half an SM (the default's); with the chain the chained
-// kernel runs one per SM.
+// walk, the chain or per-expert weights (the schedule), and with tiles
+// none of whose GEMMs fits half an SM (the default's, each routed GEMM's
+// reason named), forward and backward.
 func TestSharesSMRefused(t *testing.T) {
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	for _, tg := range []target.Target{target.SM80, target.SM100a} {
@@ -129,7 +129,9 @@ func TestSharesSMRefused(t *testing.T) {
 		{"cluster", func(l *schedule.Layer, s *schedule.Schedule) { s.Cluster = 2 }, "clusters"},
 		{"queue", func(l *schedule.Layer, s *schedule.Schedule) { s.Items = schedule.ItemsQueue }, "fixed order"},
 		{"per-expert", func(l *schedule.Layer, s *schedule.Schedule) { l.Storage = schedule.PerExpertWeights }, "grouped weights"},
-		{"default tiles", func(l *schedule.Layer, s *schedule.Schedule) { *s = testlayer.DefaultSchedule(t, *l, target.SM90a) }, "builds none of this program's GEMMs two blocks per SM"},
+		{"default tiles", func(l *schedule.Layer, s *schedule.Schedule) { *s = testlayer.DefaultSchedule(t, *l, target.SM90a) },
+			"no GEMM of this program fits two blocks per SM with these tiles (moe_fc1: sm_90a tile 128x256x64 with 3 stages needs 148528 bytes of shared memory"},
+		{"chain", func(l *schedule.Layer, s *schedule.Schedule) { s.Chain = schedule.ChainFC }, "runs one block per SM: its blocks wait for one another"},
 	} {
 		l, s := l, sharesSMSchedule(t, l)
 		c.edit(&l, &s)
@@ -138,27 +140,14 @@ func TestSharesSMRefused(t *testing.T) {
 			t.Errorf("%s with two blocks per SM: %v, want an error saying %q", c.what, err, c.want)
 		}
 	}
-	// With the chain (FC1 and FC2 of the same tiles): its kernels run one
-	// per SM (their blocks wait for one another), so a layer whose GEMMs
-	// all chain is refused; one with a shared expert runs that two per SM.
-	chained := func(s *schedule.Schedule) {
-		s.FC1, s.BlocksPerSM, s.Chain = s.FC2, 2, schedule.ChainFC
-	}
-	s := sharesSMSchedule(t, l)
-	chained(&s)
-	if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), "a chained kernel runs one per SM") {
-		t.Errorf("%s chained, two blocks per SM: %v", l.Name, err)
-	}
-	ds := testlayer.Named(t, "deepseek-v2-lite")
-	s = sharesSMSchedule(t, ds)
-	chained(&s)
-	p, err := Build(ds, s)
+	// A backward none of whose GEMMs fits is refused too.
+	bp, err := moe.Backward(l)
 	if err != nil {
-		t.Fatalf("%s chained, two blocks per SM: %v", ds.Name, err)
+		t.Fatal(err)
 	}
-	for _, k := range p.Kernels {
-		if shared, chained := k.BlocksPerSM > 1, strings.HasPrefix(k.Name, "moe_fc1_fc2"); chained && shared || k.Name == "moe_shared_fc1" && !shared {
-			t.Errorf("%s: %s: %d blocks per SM", ds.Name, k.Name, k.BlocksPerSM)
-		}
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	s.BlocksPerSM = 2
+	if _, err := Lower(bp, s, PerOp); err == nil || !strings.Contains(err.Error(), "no GEMM of this program fits two blocks per SM") {
+		t.Errorf("backward with the default tiles, two blocks per SM: %v", err)
 	}
 }

@@ -189,6 +189,10 @@ type perOp struct {
 	// roundOdd are the f32 scratch buffers stored as bf16 rounded to odd
 	// (planRoundOdd), by name.
 	roundOdd map[string]bool
+	// oneBlockPerSM is, under Schedule.BlocksPerSM > 1, why each GEMM
+	// kernel the engine does not build so runs one block per SM
+	// (Engine.SharesSM), by kernel name.
+	oneBlockPerSM map[string]string
 }
 
 func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {

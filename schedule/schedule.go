@@ -100,8 +100,8 @@ type Schedule struct {
 	// memory, two per SM, so that one block's epilogue runs while the
 	// other's wgmma keep the tensor cores busy. The other GEMMs (those the
 	// engine does not build so, such as the promoted MXFP8 decode tiles
-	// and gathered rows) and a chained kernel run one per SM. Not with
-	// clusters, the queue walk, per-expert storage or the expansion.
+	// and gathered rows) run one per SM. Not with clusters, the queue
+	// walk, the chain, per-expert storage or the expansion.
 	BlocksPerSM int
 	// Variant, when not nil, is a second shape of the routed-expert GEMMs
 	// that the forward runs instead of FC1/FC2 when the mean rows per
@@ -617,7 +617,7 @@ func (s Schedule) String() string {
 	text := fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
 		s.Target, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, grid)
 	if s.BlocksPerSM > 1 {
-		text += fmt.Sprintf(" %d blocks per SM", s.BlocksPerSM)
+		text += fmt.Sprintf("; %d blocks per SM where the GEMM's tiles fit (%d CTAs; one producer warp each)", s.BlocksPerSM, s.BlocksPerSM*s.Target.SMs())
 	}
 	if v := s.Variant; v != nil {
 		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
@@ -800,6 +800,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM load grouped weights with TMA (Layer.Storage)")
 		case s.MXGemm == MXGemmExpand && l.Precision == MXFP8:
 			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM are not built with the expansion's converter warps (Schedule.MXGemm expand)")
+		case s.Chain != ChainOff:
+			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "a chained FC1 and FC2 kernel (Schedule.Chain %v) runs one block per SM: its blocks wait for one another", s.Chain)
 		}
 	}
 	if s.Persistent && s.GridCTAs%s.Cluster != 0 {

@@ -143,7 +143,7 @@ func TestBlocksPerSMFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(msg, "--blocks-per-sm 2: 2 per SM: moe_fc1, moe_fc2;") {
+	if !strings.Contains(msg, "--blocks-per-sm 2: 2 blocks per SM: moe_fc1, moe_fc2;") {
 		t.Errorf("no note of the kernels two per SM: %q", msg)
 	}
 	ptx, err := os.ReadFile(out)
