@@ -230,7 +230,8 @@ type sm90Layout struct {
 	swap bool
 	// quantAt is, with GemmSpec.QuantizeC, the shared offset (from the
 	// base) of the f32 tile of the work item's outputs the epilogue
-	// quantizes (quantStride floats per token row; after the barriers).
+	// quantizes (quantStride floats per token row; after the barriers), or
+	// with MXRegisterFed of the code bytes its warps trade.
 	quantAt int
 }
 
@@ -405,7 +406,19 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if l.tmaRing, err = newTMARing(s, target.SM90a, staging, l.expand); err != nil {
 		return l, err
 	}
-	if s.QuantizeC {
+	if s.QuantizeC && s.MXRegisterFed {
+		// The register-fed epilogue quantizes in registers; after the
+		// ring, the code slots and the barriers, one UE8M0 code byte per
+		// (consumer warp, token row) for the pairs of warps that share a
+		// 32-column block (epilogueQuantizeRF). Only two blocks per SM:
+		// with one, its epilogue held the tensor cores (docs/mxfp8.md, v31).
+		wg := regFedWGs(l.NB, l.BM)
+		if s.Epilogue != EpiGated || l.gate != layouts.GateUpHalves || l.NB/wg != 128 || l.BM > 128 || !s.QuantizeCValues || blocksPerSM(s.Tile) < 2 {
+			return l, fmt.Errorf("codegen: %s: the register-fed epilogue quantizes C to its MXFP8 values (QuantizeCValues) with gate/up halves, 128 B-tile rows per consumer warpgroup, at most 128 token rows and two blocks per SM (B tile %d rows, %d token rows, gate/up %v, %d blocks per SM)", s.Name, l.NB, l.BM, l.gate, blocksPerSM(s.Tile))
+		}
+		l.quantAt = (l.smem.Required - l.smem.AlignSlack + 15) &^ 15
+		l.smem.Bytes = max(l.smem.Bytes, l.smem.AlignSlack+l.quantAt+4*wg*l.BM)
+	} else if s.QuantizeC {
 		// The quantization's tile after the ring, the code slots and the
 		// barriers.
 		if !l.swap {
@@ -809,6 +822,8 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 		if l.smem.Staged {
 			err = joinErr(err, l.stageOut(b, k, w, c, lane, warp, acc, sph))
 			sph = b.Xor(sph, ir.Int32(1))
+		} else if k.spec.QuantizeC && k.spec.MXRegisterFed {
+			err = joinErr(err, l.epilogueQuantizeRF(b, k, w, c, lane, warp, acc))
 		} else if k.spec.QuantizeC {
 			err = joinErr(err, l.epilogueQuantize(b, k, w, c, lane, warp, acc))
 		} else if e := l.epilogue(b, gemmEpilogue(b, k.spec, w), w, c, lane, warp, acc, nil); e != nil {

@@ -383,6 +383,141 @@ func (l sm90Layout) epilogueQuantize(b *Builder, k *sm90Block, w gemmWork, c, la
 	return err
 }
 
+// epilogueQuantizeRF is the register-fed GEMM's epilogue with QuantizeC
+// (QuantizeCValues; gate/up halves, 128 B-tile rows per consumer
+// warpgroup: 64 output columns, the 32-column blocks of warps 0-1 and
+// 2-3; two blocks per SM, so that it runs beside the other block's K
+// loop): the outputs (Epilogue.Values', stored as f32 C unless
+// QuantizeCOnly) quantized in registers to the values moe.Quantize with V
+// writes from the stored C, bit for bit (quantizeBlockValues' steps):
+//  1. per 8-row group j of token rows, a thread's four outputs (token
+//     rows 8j + 2q and +1, q = lane%4; columns f and f+8 of its warp's 16);
+//     the warp's amax of each token row over its 16 columns (absMaxBits,
+//     shfl.xor 4, 8 and 16 among the lanes of equal q), its UE8M0 code
+//     (mxScale), written as one byte per (warp, token row) at quantAt;
+//  2. named barrier 1+2c+(warp%4)/2 of the pair of warps (64 threads);
+//     the block's code is the larger of the two warps' (mxScale is
+//     monotone in amax, NaN highest), so max(code) is the code of the
+//     block's amax;
+//  3. each output times the code's reciprocal to E4M3 and back times its
+//     scale (mxRounded's steps), rounded to bf16 (exact); the two 8x8
+//     blocks of a group transposed across the warp (movmatrix, as
+//     swapStoreBF16), and neighbouring lanes trade halves (shfl.xor 1)
+//     so that each thread holds four consecutive positions of the block's
+//     register-fed order (layouts.RegisterFedOrder: a pair of elements
+//     8g+2q' and +1 lies at positions p and p+8): even q' positions
+//     16(q'/2) + 4(warp%2) .. +3, odd q' those 8 on; one 8-byte store
+//     each, predicated on the token row and the block's column below N;
+//  4. the same barrier again before the bytes are reused.
+//
+// Token rows past the work item are computed (from accumulators that
+// hold no sum) and never stored; their codes are only their own rows'.
+func (l sm90Layout) epilogueQuantizeRF(b *Builder, k *sm90Block, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
+	spec := k.spec
+	ep := gemmEpilogue(b, spec, w)
+	N := int64(spec.N)
+	per := l.BM / 2
+	live := b.Sub(w.rowEnd, w.row0)
+	wq := b.And(warp, ir.Int32(3))
+	q := b.And(lane, ir.Int32(3))
+	_, col0 := l.regFedHalf(b, c)
+	cols := b.Add(w.n0, col0)                                           // the warpgroup's first output column
+	f0 := b.Add(cols, b.Add(b.MulI(wq, 16), b.LShr(lane, ir.Int32(2)))) // column f of the thread
+	tok := b.Add(b.MulI(q, 2), ir.Int32(0))                             // token row 2q of group 0
+	slot := func(warp value.Value) value.Value {                        // the code bytes of a warp, one per token row
+		return b.Add(b.AddI(k.base, int64(l.quantAt)), b.MulI(b.Add(b.MulI(c, 4), warp), int64(l.BM)))
+	}
+	// 1. The outputs, each token row's amax over the warp's columns, its code.
+	outs := make([][4]value.Value, per/4)
+	codes := make([][2]value.Value, per/4)
+	var err error
+	for j := range outs {
+		for i := 0; i < 4; i++ {
+			col := b.AddI(f0, int64(8*(i/2)))
+			col = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1)) // the bias of a column past N: read at N-1, never stored
+			o, e := ep.Values(b, col, []value.Value{acc[4*j+i], acc[per+4*j+i]})
+			if e != nil {
+				return e
+			}
+			outs[j][i] = o[0]
+		}
+		for h := 0; h < 2; h++ { // token rows 8j+2q+h: outputs h and h+2
+			amax := b.absMaxBits([]value.Value{outs[j][h], outs[j][h+2]}, ir.Int32(0))
+			for _, d := range []int{4, 8, 16} {
+				o := b.shflXorI32(amax, d)
+				amax = b.Select(b.ICmp(enum.IPredUGT, o, amax), o, amax)
+			}
+			codes[j][h], _ = b.mxScale(amax)
+		}
+	}
+	own, partner := slot(wq), slot(b.Xor(wq, ir.Int32(1)))
+	b.If(b.ICmp(enum.IPredULT, lane, ir.Int32(4)), func() { // lanes 0-3 hold every token row's code
+		for j := range codes {
+			pair := b.Or(b.And(codes[j][0], ir.Int32(0xFF)), b.Shl(b.And(codes[j][1], ir.Int32(0xFF)), ir.Int32(8)))
+			b.StoreAt(b.Trunc(pair, ir.I16), sharedPtr(b, b.Add(own, b.AddI(tok, int64(8*j)))), 2)
+		}
+	})
+	bar := b.AddI(b.Add(b.MulI(c, 2), b.LShr(wq, ir.Int32(1))), 1)
+	b.BarrierSync(bar, ir.Int32(64))
+	// 3. The values, transposed into the register-fed order, stored.
+	odd := b.ICmp(enum.IPredNE, b.And(q, ir.Int32(1)), ir.Int32(0))
+	blockCol := b.Add(cols, b.MulI(b.LShr(wq, ir.Int32(1)), 32))
+	pos := b.Add(b.Add(b.MulI(b.LShr(q, ir.Int32(1)), 16), b.MulI(b.And(wq, ir.Int32(1)), 4)), b.MulI(b.And(q, ir.Int32(1)), 8))
+	lo16 := func(x value.Value) value.Value { return b.And(x, ir.Int32(0xFFFF)) }
+	hi16 := func(x value.Value) value.Value { return b.LShr(x, ir.Int32(16)) }
+	pack := func(lo, hi value.Value) value.Value { return b.Or(lo, b.Shl(hi, ir.Int32(16))) }
+	for j := range outs {
+		body := func() {
+			pw := b.ZExt(b.LoadAt(ir.I16, sharedPtr(b, b.Add(partner, b.AddI(tok, int64(8*j)))), 2), ir.I32)
+			var inv, scale [2]value.Value
+			for h := 0; h < 2; h++ {
+				pc := b.And(b.LShr(pw, ir.Int32(int64(8*h))), ir.Int32(0xFF))
+				code := b.Select(b.ICmp(enum.IPredUGT, pc, codes[j][h]), pc, codes[j][h])
+				inv[h], scale[h] = b.mxInv(code), b.ue8m0F32(code)
+			}
+			o := outs[j]
+			wd := b.e4m3x4(b.FMul(o[0], inv[0]), b.FMul(o[2], inv[0]), b.FMul(o[1], inv[1]), b.FMul(o[3], inv[1]))
+			x := b.e4m3x4F32(wd) // outputs 0, 2, 1, 3
+			m0, m2, m1, m3 := b.FMul(x[0], scale[0]), b.FMul(x[1], scale[0]), b.FMul(x[2], scale[1]), b.FMul(x[3], scale[1])
+			y0 := b.movMatrixTrans(b.PackBF16(m0, m1)) // column f's 8x8 block: token row lane/4, elements 8g+2q, +1
+			y1 := b.movMatrixTrans(b.PackBF16(m2, m3)) // column f+8's
+			send := b.Select(odd, pack(lo16(y0), lo16(y1)), pack(hi16(y0), hi16(y1)))
+			got := b.shflXorI32(send, 1)
+			w0 := b.Select(odd, pack(lo16(got), hi16(y0)), pack(lo16(y0), lo16(got)))
+			w1 := b.Select(odd, pack(hi16(got), hi16(y1)), pack(lo16(y1), hi16(got)))
+			tr := b.AddI(b.LShr(lane, ir.Int32(2)), int64(8*j))
+			ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, blockCol, ir.Int32(N)))
+			b.If(ok, func() {
+				var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
+				v = b.InsertElement(b.InsertElement(v, w0, 0), w1, 1)
+				el := b.Add(b.MulI(b.Wide(b.Add(w.row0, tr)), N), b.Wide(b.Add(blockCol, pos)))
+				b.StoreAt(v, b.ByteOffset(b.Param("c_v"), b.MulI(el, 2)), 8)
+			})
+		}
+		if j == 0 {
+			body()
+		} else {
+			b.If(b.ICmp(enum.IPredSGT, live, ir.Int32(int64(8*j))), body)
+		}
+	}
+	// The f32 C, as Epilogue.EmitThen stores it (not with QuantizeCOnly).
+	if !spec.QuantizeCOnly {
+		for j := range outs {
+			for i := 0; i < 4; i++ {
+				tr := b.AddI(tok, int64(8*j+i%2))
+				col := b.AddI(f0, int64(8*(i/2)))
+				ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
+				b.If(ok, func() {
+					off := b.MulI(b.Add(b.MulI(b.Wide(b.Add(w.row0, tr)), N), b.Wide(col)), 4)
+					StoreF32(b, b.ByteOffset(ep.args.C, off), []value.Value{outs[j][i]})
+				})
+			}
+		}
+	}
+	b.BarrierSync(bar, ir.Int32(64))
+	return err
+}
+
 // stageOut is the consumer side of the staged epilogue: wait until the
 // store warps have drained the staging tile (parity sph^1), compute this
 // warpgroup's outputs with the shared Epilogue (Values: bias, activation),

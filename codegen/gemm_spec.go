@@ -194,6 +194,16 @@ type GemmSpec struct {
 	// fewer. The sm_90a operand swap implements it (its C tile's 32-column
 	// blocks are whole in one work item).
 	QuantizeC bool
+	// QuantizeCValues (with QuantizeC) writes C's MXFP8 values instead of
+	// its e4m3 bytes and codes: bf16 c_v [rows, N], each 32-column block in
+	// layouts.RegisterFedOrder, the bytes moe.Quantize with V writes from
+	// the stored C (the A operand of the next register-fed GEMM). The
+	// register-fed GEMMs implement it with gate/up halves, 128 B-tile rows
+	// per consumer warpgroup and two blocks per SM (Tile.BlocksPerSM),
+	// where the epilogue runs beside the other block's K loop
+	// (sm90Layout.epilogueQuantizeRF; with both consumer warpgroups of one
+	// block it held the tensor cores: docs/mxfp8.md, v31).
+	QuantizeCValues bool
 	// QuantizeCOnly (with QuantizeC) leaves C itself unstored: the
 	// epilogue writes only C's MXFP8 form. The lowering sets it when C is
 	// scratch that no op but the fused Quantize reads (the forward's h).
@@ -317,8 +327,10 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: an MXFP8 GEMM needs grouped K-major weights, K a multiple of 32 (K = %d) and a K block of 128 (%d)", s.Name, s.K, s.Tile.BK)
 	case s.MXExpand && !s.MX:
 		return fmt.Errorf("codegen: %s: MXExpand is a way to run an MXFP8 GEMM (MX)", s.Name)
-	case s.MXRegisterFed && (!s.MX || s.MXExpand || s.QuantizeC):
-		return fmt.Errorf("codegen: %s: MXRegisterFed is a way to run an MXFP8 GEMM (MX), neither with MXExpand nor with QuantizeC", s.Name)
+	case s.MXRegisterFed && (!s.MX || s.MXExpand || s.QuantizeC && !s.QuantizeCValues):
+		return fmt.Errorf("codegen: %s: MXRegisterFed is a way to run an MXFP8 GEMM (MX), not with MXExpand, and quantizing C to its values only (QuantizeCValues)", s.Name)
+	case s.QuantizeCValues && !s.QuantizeC:
+		return fmt.Errorf("codegen: %s: QuantizeCValues is a form of QuantizeC", s.Name)
 	case s.CRoundOdd && (s.COutF32 || !s.MXRegisterFed):
 		return fmt.Errorf("codegen: %s: CRoundOdd stores a register-fed MXFP8 GEMM's C as bf16 rounded to odd, not with COutF32", s.Name)
 	case s.QuantizeCOnly && !s.QuantizeC:
@@ -356,6 +368,7 @@ const (
 	RoleBScales   = "b_scales"      // ptr: ue8m0 [E, BRows, K/32] (MX only)
 	RoleCQ        = "c_q"           // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
 	RoleCScales   = "c_scales"      // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
+	RoleCV        = "c_v"           // ptr: bf16 [rows, N], C's MXFP8 values in the register-fed order (QuantizeCValues only)
 	RoleARows     = "a_rows"        // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
 	RoleQueue     = "queue"         // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
 	RoleTileDone  = "tile_done"     // ptr: u32 [maxTiles], per row tile the first GEMM's signals, zero before the launch (Engine.ChainedGEMM's kernels only)
@@ -380,7 +393,9 @@ func GemmParams(s GemmSpec) []Param {
 	if s.MX {
 		ps = append(ps, Param{Name: "b_scales", Type: ParamPtr, Size: 8, Role: RoleBScales})
 	}
-	if s.QuantizeC {
+	if s.QuantizeC && s.QuantizeCValues {
+		ps = append(ps, Param{Name: "c_v", Type: ParamPtr, Size: 8, Role: RoleCV})
+	} else if s.QuantizeC {
 		ps = append(ps,
 			Param{Name: "c_q", Type: ParamPtr, Size: 8, Role: RoleCQ},
 			Param{Name: "c_scales", Type: ParamPtr, Size: 8, Role: RoleCScales})

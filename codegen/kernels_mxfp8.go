@@ -129,10 +129,16 @@ func (b *Builder) absMaxBits(vals []value.Value, start value.Value) value.Value 
 // for code 255, the subnormal 2^-127 for 254).
 func (b *Builder) mxScale(amax value.Value) (code, inv value.Value) {
 	code = b.ue8m0RoundUp(b.AsmCallNoMemory("div.rn.f32 $0, $1, 0f43E00000;", "=f,f", ir.F32, b.BitCast(amax, ir.F32))) // 448
+	return code, b.mxInv(code)
+}
+
+// mxInv is the exact reciprocal 2^(127-code) of a UE8M0 scale code as f32
+// (NaN for code 255, the subnormal 2^-127 for 254).
+func (b *Builder) mxInv(code value.Value) value.Value {
 	bits := b.Shl(b.Sub(ir.Int32(254), code), ir.Int32(23))
 	bits = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(254)), ir.Int32(0x00400000), bits)
 	bits = b.Select(b.ICmp(enum.IPredEQ, code, ir.Int32(255)), ir.Int32(0x7FC00000), bits)
-	return code, b.BitCast(bits, ir.F32)
+	return b.BitCast(bits, ir.F32)
 }
 
 // e4m3x4 packs E4M3(v0..v3) (cvt.rn.satfinite.e4m3x2.f32: round to

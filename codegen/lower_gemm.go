@@ -121,32 +121,55 @@ func (lw *perOp) variantRanges() (base, variant []launch.TokenRange) {
 	return base, []launch.TokenRange{{Min: lo, Max: hi}}
 }
 
-// lowerQuantizedGEMM lowers a GEMM with a variant followed by the Quantize
-// of its C (the MXFP8 forward's fc1 and quantize_h) with the quantization
-// in the variant kernel's epilogue where the engine does it
-// (Engine.QuantizesC: the sm_90a operand swap of the decode variant): the
-// variant kernel also writes the Quantize op's outputs (and leaves C
-// unstored, GemmSpec.QuantizeCOnly, when no other op reads it), and the
-// quantize kernel runs only in the base kernel's token ranges. It returns
-// 2 when it lowered both ops, 0 when they do not qualify.
+// lowerQuantizedGEMM lowers a GEMM followed by the Quantize of its C (the
+// MXFP8 forward's fc1 and quantize_h) with the quantization in the GEMM
+// kernel's epilogue wherever the engine does it (Engine.QuantizesC): the
+// decode variant's kernel (the sm_90a operand swap, writing e4m3 and
+// codes: quantizedPair) and the base kernel (the register-fed GEMM of two
+// blocks per SM, writing h's register-fed values: baseQuantizes). A fused
+// kernel also writes the Quantize op's outputs (and leaves C unstored,
+// GemmSpec.QuantizeCOnly, when no other op reads it); the quantize kernel
+// runs only in the token ranges of the kernels that do not. It returns 2
+// when it lowered both ops, 0 when no kernel fuses them.
 func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 	if len(ops) < 2 {
 		return 0, nil
 	}
 	g, okG := ops[0].(moe.GEMM)
 	q, okQ := ops[1].(moe.Quantize)
-	if !okG || !okQ || !lw.quantizedPair(g, q) {
+	if !okG || !okQ {
 		return 0, nil
 	}
+	bg, bq := lw.baseForm(g).(moe.GEMM), lw.baseForm(q).(moe.Quantize)
+	varFused, baseFused := lw.quantizedPair(g, q), lw.baseQuantizes(bg, bq)
+	if !varFused && !baseFused {
+		return 0, nil
+	}
+	fusedIf := func(ok bool, q moe.Quantize) fused {
+		if ok {
+			return fused{quant: &q}
+		}
+		return fused{}
+	}
+	if !lw.usesVariant(g) { // baseFused: one kernel at every T
+		return 2, lw.emitGEMM(bg, "", lw.sched, nil, fusedIf(true, bq))
+	}
 	base, variant := lw.variantRanges()
-	if err := lw.emitGEMM(lw.baseForm(g).(moe.GEMM), "", lw.sched, base, fused{}); err != nil {
+	if err := lw.emitGEMM(bg, "", lw.sched, base, fusedIf(baseFused, bq)); err != nil {
 		return 0, err
 	}
-	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, fused{quant: &q}); err != nil {
+	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, fusedIf(varFused, q)); err != nil {
 		return 0, err
 	}
-	if err := lw.lowerFor(lw.baseForm(q), base); err != nil {
-		return 0, err
+	if !baseFused {
+		if err := lw.lowerFor(bq, base); err != nil {
+			return 0, err
+		}
+	}
+	if !varFused {
+		if err := lw.lowerFor(q, variant); err != nil {
+			return 0, err
+		}
 	}
 	return 2, nil
 }
@@ -161,6 +184,21 @@ func (lw *perOp) quantizedPair(g moe.GEMM, q moe.Quantize) bool {
 	}
 	spec := lw.gemmSpec(g, lw.variant)
 	spec.Name = "moe_" + g.Name() + "_" + lw.sched.Variant.Name
+	return lw.eng.QuantizesC(spec)
+}
+
+// baseQuantizes reports whether the base kernel of GEMM g (its register-fed
+// form, baseForm) writes the values form of the Quantize q of its C (q.V)
+// in its epilogue (Engine.QuantizesC with GemmSpec.QuantizeCValues): the
+// sm_90a register-fed FC1 of two blocks per SM
+// (Schedule.BlocksPerSM, where the engine builds it so).
+func (lw *perOp) baseQuantizes(g moe.GEMM, q moe.Quantize) bool {
+	if q.V == nil || q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !g.ARegisterFed || lw.sched.BlocksPerSM < 2 || lw.chain != nil {
+		return false
+	}
+	spec := lw.gemmSpec(g, lw.sched)
+	spec.Name = "moe_" + g.Name()
+	spec.QuantizeC, spec.QuantizeCValues, spec.Tile.BlocksPerSM = true, true, lw.sched.BlocksPerSM
 	return lw.eng.QuantizesC(spec)
 }
 
@@ -289,7 +327,7 @@ func (lw *perOp) onlyReader(buf *moe.Buffer, r moe.Op) bool {
 		return false
 	}
 	for _, op := range lw.allForms() {
-		if op.Name() == r.Name() || op.Name() == lw.baseForm(r).Name() {
+		if op.Name() == r.Name() || op.Name() == lw.baseForm(r).Name() || lw.baseForm(op).Name() == r.Name() { // r in either form: each runs in its own token range
 			continue
 		}
 		for _, o := range op.Operands() {
@@ -361,7 +399,7 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name() + suffix
 	if f.quant != nil {
-		spec.QuantizeC, spec.QuantizeCOnly = true, lw.onlyReader(g.C, *f.quant)
+		spec.QuantizeC, spec.QuantizeCValues, spec.QuantizeCOnly = true, f.quant.V != nil, lw.onlyReader(g.C, *f.quant)
 	}
 	if f.gather != nil {
 		spec.GatherK = lw.d.K
@@ -381,7 +419,11 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 	}
 	bind := lw.gemmBind(g, spec)
 	if f.quant != nil {
-		bind[RoleCQ], bind[RoleCScales] = f.quant.Q.Name, f.quant.S.Name
+		if f.quant.V != nil {
+			bind[RoleCV] = f.quant.V.Name
+		} else {
+			bind[RoleCQ], bind[RoleCScales] = f.quant.Q.Name, f.quant.S.Name
+		}
 	}
 	if f.gather != nil {
 		bind[RoleA], bind[RoleARows] = f.gather.x.Name, f.gather.slots.Name

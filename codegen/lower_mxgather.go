@@ -109,8 +109,9 @@ func (lw *perOp) planTokenQuant() {
 // gathering variant kernel, which also quantizes C
 // (moe_<gemm>_<variant>_gathered); in the rest of the variant's range the
 // quantizing gather and the variant kernel (lowerQuantizedGEMM's); past
-// it the base forms of the three. It returns 3 when it lowered them, else
-// 0.
+// it the base forms of the three (the Quantize inside the GEMM's epilogue
+// where the base kernel writes its values: baseQuantizes). It returns 3
+// when it lowered them, else 0.
 func (lw *perOp) lowerMXGatheredGEMM(ops []moe.Op) (int, error) {
 	tq := lw.tokenQuant
 	if tq == nil || len(ops) < 3 || ops[0].Name() != tq.gather.Name() {
@@ -148,7 +149,13 @@ func (lw *perOp) lowerMXGatheredGEMM(ops []moe.Op) (int, error) {
 		}
 	}
 	suffix := "_" + lw.sched.Variant.Name
-	if err := lw.emitGEMM(lw.baseForm(g).(moe.GEMM), "", lw.sched, base, fused{}); err != nil {
+	bg, bq := lw.baseForm(g).(moe.GEMM), lw.baseForm(q).(moe.Quantize)
+	baseFused := lw.baseQuantizes(bg, bq) // the base kernel writes bq's values itself
+	fb := fused{}
+	if baseFused {
+		fb.quant = &bq
+	}
+	if err := lw.emitGEMM(bg, "", lw.sched, base, fb); err != nil {
 		return 0, err
 	}
 	if len(far) > 0 {
@@ -160,8 +167,10 @@ func (lw *perOp) lowerMXGatheredGEMM(ops []moe.Op) (int, error) {
 	if err := lw.emitGEMM(g, suffix+"_gathered", lw.variant, tq.tokens, fused{quant: &q, gather: src}); err != nil {
 		return 0, err
 	}
-	if err := lw.lowerFor(lw.baseForm(q), base); err != nil {
-		return 0, err
+	if !baseFused {
+		if err := lw.lowerFor(bq, base); err != nil {
+			return 0, err
+		}
 	}
 	return 3, nil
 }

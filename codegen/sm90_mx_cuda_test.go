@@ -219,7 +219,9 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 	if s.GatherK > 0 {
 		bufs[codegen.RoleARows] = d.put(aRows, 4*len(aRows))
 	}
-	if s.QuantizeC { // poisoned (0xFF) like C, canary rows included
+	if s.QuantizeCValues { // poisoned (0xFF) like C, canary rows included
+		bufs[codegen.RoleCV] = d.put(nil, 2*(rows+canary)*s.N)
+	} else if s.QuantizeC { // poisoned (0xFF) like C, canary rows included
 		bufs[codegen.RoleCQ] = d.put(nil, (rows+canary)*s.N)
 		bufs[codegen.RoleCScales] = d.put(nil, words((rows+canary)*s.N/32))
 	}
@@ -326,7 +328,11 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 		if s.QuantizeCOnly {
 			near = tols
 		}
-		checkQuantizedC(t, ctx, bufs, got, ref, near, rows, canary, s.N)
+		if s.QuantizeCValues {
+			checkQuantizedValues(t, ctx, bufs, got, ref, near, rows, canary, s.N)
+		} else {
+			checkQuantizedC(t, ctx, bufs, got, ref, near, rows, canary, s.N)
+		}
 	}
 	t.Log(fmt.Sprintf("%d rows checked", rows))
 	return got[:rows*s.N]
@@ -387,6 +393,55 @@ func checkQuantizedC(t *testing.T, ctx *driver.Context, bufs map[string]driver.D
 	for i := rows * n / 32; i < len(sc); i++ {
 		if sc[i] != 0xFF {
 			t.Fatalf("canary c_scales[%d] overwritten (%d)", i, sc[i])
+		}
+	}
+}
+
+// checkQuantizedValues requires the epilogue's c_v (GemmSpec.
+// QuantizeCValues) to be, bit for bit, the bf16 MXFP8 values of
+// layouts.Quantize of the kernel's own f32 C rows in the register-fed
+// order (what moe_quantize_h_rf makes of them), or, with tol
+// (QuantizeCOnly: no C stored), within e4m3's rounding of the float64
+// reference ref (tol: C's tolerance); and the canary rows to stay
+// poisoned.
+func checkQuantizedValues(t *testing.T, ctx *driver.Context, bufs map[string]driver.DevicePtr, c, ref, tol []float64, rows, canary, n int) {
+	t.Helper()
+	v := make([]uint16, (rows+canary)*n)
+	if err := ctx.CopyFromDevice(v, bufs[codegen.RoleCV]); err != nil {
+		t.Fatal(err)
+	}
+	var want []float32
+	if tol == nil {
+		src := make([]float32, rows*n)
+		for i := range src {
+			src[i] = float32(c[i])
+		}
+		q, err := layouts.Quantize(src, 1, rows, n, layouts.QuantizeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = q.Dequantize()
+	}
+	for i := 0; i < rows*n; i++ {
+		e := i - i%32 + layouts.RegisterFedOrder(i%32) // the element at position i
+		if tol == nil {
+			if w := layouts.BF16FromF32(want[e]); v[i] != w {
+				t.Fatalf("c_v[%d][%d] = %#04x, want %#04x (element %d, C = %v)", i/n, i%n, v[i], w, e%n, c[e])
+			}
+			continue
+		}
+		amax := 0.0
+		for j := e - e%32; j < e-e%32+32; j++ {
+			amax = math.Max(amax, math.Abs(ref[j]))
+		}
+		g := float64(layouts.F32FromBF16(v[i]))
+		if d := math.Abs(g - ref[e]); math.IsNaN(g) || d > math.Abs(ref[e])/16+amax/448/256+2*tol[e] {
+			t.Fatalf("c_v[%d][%d] = %v, want %v within e4m3 rounding (element %d, block amax %v)", i/n, i%n, g, ref[e], e%n, amax)
+		}
+	}
+	for i := rows * n; i < len(v); i++ {
+		if v[i] != 0xFFFF {
+			t.Fatalf("canary c_v[%d][%d] overwritten (%#04x)", i/n, i%n, v[i])
 		}
 	}
 }

@@ -23,7 +23,9 @@ import (
 // layer's tiles), MXFP8 promoted per 32-wide block (the mxfp8 layer's
 // default) and MXFP8 register-fed (GemmSpec.MXRegisterFed; B tiles of 128
 // rows with one consumer warpgroup, and of 256 with two), bf16 and
-// register-fed also with two blocks per SM (Tile.BlocksPerSM), and
+// register-fed also with two blocks per SM (Tile.BlocksPerSM; FC1 also
+// quantizing h into its register-fed values, QuantizeCValues, checked on
+// 16 blocks within e4m3's rounding), and
 // spot-checks 256 outputs of each against the float64 GEMM of its inputs.
 // The inputs are random bytes (e4m3 without NaN, scale codes 112..119) and
 // random bf16, not quantized data: the kernels' speed and sums do not
@@ -89,6 +91,12 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		rfs.Tile.BM, rfs.Tile.Stages, rfs.Tile.BlocksPerSM = 64, 3, 2
 		vs = append(vs, variant{"bf16", bf}, variant{"promote", mx}, variant{"regfed", rf}, variant{"regfed, 2 warpgroups", rf2},
 			variant{"bf16, 2 blocks per SM", bf2}, variant{"regfed, 2 blocks per SM", rfs})
+		if g.Epilogue == codegen.EpiGated { // FC1 quantizing h in its epilogue, as the layer's: h's values only
+			rfq := rfs
+			rfq.Name += "_q"
+			rfq.QuantizeC, rfq.QuantizeCValues, rfq.QuantizeCOnly = true, true, true
+			vs = append(vs, variant{"regfed, 2 blocks per SM, quantizing h", rfq})
+		}
 		if g.Epilogue == codegen.EpiStore { // 256 token rows: two warpgroups of one slice
 			rf3 := rf
 			rf3.Name += "3"
@@ -197,6 +205,9 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 			esize = 4
 		}
 		bufs[codegen.RoleC] = d.put(nil, esize*rows*s.N)
+		if s.QuantizeCValues {
+			bufs[codegen.RoleCV] = d.put(nil, 2*rows*s.N)
+		}
 		bufs[codegen.RoleTiles] = d.put(tiles, 4*len(tiles)+4)
 		bufs[codegen.RoleOffsets] = d.put(offsets, 4*len(offsets))
 		bufs[codegen.RoleNumTiles] = d.put([]int32{int32(len(tiles) / 2)}, 4)
@@ -232,9 +243,8 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 			}
 			return v, abs
 		}
-		for n := 0; n < 256; n++ {
-			row, col := r.IntN(rows), r.IntN(s.N)
-			var w, sum float64
+		out := func(row, col int) (w, tol float64) {
+			var sum float64
 			if s.Epilogue != codegen.EpiGated {
 				w, sum = dot(row, col)
 			} else {
@@ -243,10 +253,44 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 				sig := 1 / (1 + math.Exp(-g))
 				w, sum = g*sig*u, math.Abs(sig*(1+g*(1-sig))*u)*sg+math.Abs(g*sig)*su
 			}
-			tol := 0x1p-12*sum + 1e-4*math.Abs(w) + 1e-9
+			tol = 0x1p-12*sum + 1e-4*math.Abs(w) + 1e-9
 			if !s.COutF32 {
 				tol += math.Abs(w) / 128
 			}
+			return w, tol
+		}
+		if s.QuantizeCOnly {
+			// No C: 16 (token row, 32-column block) pairs of c_v, each
+			// value within e4m3's rounding of the block's float64 outputs.
+			v := make([]uint16, rows*s.N)
+			if err := ctx.CopyFromDevice(v, bufs[codegen.RoleCV]); err != nil {
+				t.Fatal(err)
+			}
+			pos := make([]int, 32) // the position of each element of a block (layouts.RegisterFedOrder's inverse)
+			for p := range pos {
+				pos[layouts.RegisterFedOrder(p)] = p
+			}
+			for n := 0; n < 16; n++ {
+				row, blk := r.IntN(rows), r.IntN(s.N/32)
+				var ws, tols [32]float64
+				amax := 0.0
+				for j := range ws {
+					ws[j], tols[j] = out(row, 32*blk+j)
+					amax = math.Max(amax, math.Abs(ws[j]))
+				}
+				for j, w := range ws {
+					g := float64(layouts.F32FromBF16(v[row*s.N+32*blk+pos[j]]))
+					if d := math.Abs(g - w); math.IsNaN(g) || d > math.Abs(w)/16+amax/448/256+2*tols[j] {
+						t.Errorf("%s: c_v element C[%d][%d] = %v, want %v within e4m3 rounding (block amax %v)", s.Name, row, 32*blk+j, g, w, amax)
+						break
+					}
+				}
+			}
+			continue
+		}
+		for n := 0; n < 256; n++ {
+			row, col := r.IntN(rows), r.IntN(s.N)
+			w, tol := out(row, col)
 			if g := got[row*s.N+col]; math.IsNaN(g) || math.Abs(g-w) > tol {
 				t.Errorf("%s: C[%d][%d] = %v, want %v (tolerance %.3g)", s.Name, row, col, g, w, tol)
 				break

@@ -418,6 +418,15 @@ func sm90MXRegFedCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_rf_gptoss_odd_2sm", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, CRoundOdd: true, MX: true,
 			MXRegisterFed: true, Tile: perSM(t(64, 64, 3, 4))}, []int{70, 1, 23}},
+		// C's MXFP8 values written by the epilogue of a block of two per SM
+		// (QuantizeCValues), with and without C itself; 96 columns of a
+		// 64-column tile (the last block past N).
+		{GemmSpec{Name: "mx_rf_swiglu_quant_2sm", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
+			QuantizeC: true, QuantizeCValues: true, Tile: perSM(t(64, 64, 3, 4))}, []int{1, 70, 200}},
+		{GemmSpec{Name: "mx_rf_swiglu_quant_only_2sm", N: 160, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
+			QuantizeC: true, QuantizeCValues: true, QuantizeCOnly: true, Tile: perSM(t(64, 64, 3, 4))}, []int{130, 7}},
 	}
 }
 
@@ -894,7 +903,15 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 		}
 		t.Logf("%s: %d registers, %d bytes of shared memory", ki.Name, r.Registers, ki.SharedBytes)
 	}
-	rf, bf := cases[len(cases)-1].spec, cases[0].spec
+	rf, bf, quant := cases[0].spec, cases[0].spec, cases[0].spec
+	for _, c := range cases {
+		switch c.spec.Name {
+		case "mx_rf_gptoss_odd_2sm":
+			rf = c.spec
+		case "mx_rf_swiglu_quant_2sm":
+			quant = c.spec
+		}
+	}
 	for _, c := range []struct {
 		tg   target.Target
 		base GemmSpec
@@ -906,6 +923,8 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 		{target.SM90a, rf, func(s *GemmSpec) { s.MXRegisterFed, s.CRoundOdd, s.COutF32, s.Tile.BM = false, false, true, 32 }, "one producer warp"},
 		{target.SM90a, rf, func(s *GemmSpec) { s.Tile.Cluster = 2 }, "2 only without clusters"},
 		{target.SM90a, rf, func(s *GemmSpec) { s.Tile.BlocksPerSM = 3 }, "must be 0, 1 or 2"},
+		{target.SM90a, quant, func(s *GemmSpec) { s.Tile.BlocksPerSM = 0 }, "does not quantize C in the epilogue"},
+		{target.SM90a, quant, func(s *GemmSpec) { s.QuantizeCValues = false }, "quantizing C to its values only"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.B = BTable }, "one producer warp"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.GatherK = 2 }, "does not gather"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.QueueItems = true }, "queue"},

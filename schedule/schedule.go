@@ -98,7 +98,9 @@ type Schedule struct {
 	// warpgroup per 64 tile rows (register-fed: per 128 B-tile rows) and
 	// one producer warp, each within half the SM's registers and shared
 	// memory, two per SM, so that one block's epilogue runs while the
-	// other's wgmma keep the tensor cores busy. The other GEMMs (those the
+	// other's wgmma keep the tensor cores busy (and an mxfp8 FC1 of gate/up
+	// halves quantizes h in its epilogue: moe_quantize_h_rf does not run).
+	// The other GEMMs (those the
 	// engine does not build so, such as the promoted MXFP8 decode tiles
 	// and gathered rows) run one per SM. Not with clusters, the queue
 	// walk, the chain, per-expert storage or the expansion.
