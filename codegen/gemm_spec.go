@@ -329,8 +329,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: MXExpand is a way to run an MXFP8 GEMM (MX)", s.Name)
 	case s.MXRegisterFed && (!s.MX || s.MXExpand || s.QuantizeC && !s.QuantizeCValues):
 		return fmt.Errorf("codegen: %s: MXRegisterFed is a way to run an MXFP8 GEMM (MX), not with MXExpand, and quantizing C to its values only (QuantizeCValues)", s.Name)
-	case s.QuantizeCValues && !s.QuantizeC:
-		return fmt.Errorf("codegen: %s: QuantizeCValues is a form of QuantizeC", s.Name)
+	case s.QuantizeCValues && (!s.QuantizeC || !s.MXRegisterFed):
+		return fmt.Errorf("codegen: %s: QuantizeCValues is a form of QuantizeC of a register-fed GEMM (MXRegisterFed)", s.Name)
 	case s.CRoundOdd && (s.COutF32 || !s.MXRegisterFed):
 		return fmt.Errorf("codegen: %s: CRoundOdd stores a register-fed MXFP8 GEMM's C as bf16 rounded to odd, not with COutF32", s.Name)
 	case s.QuantizeCOnly && !s.QuantizeC:

@@ -420,13 +420,14 @@ func sm90MXRegFedCases() []sm90GemmCase {
 			MXRegisterFed: true, Tile: perSM(t(64, 64, 3, 4))}, []int{70, 1, 23}},
 		// C's MXFP8 values written by the epilogue of a block of two per SM
 		// (QuantizeCValues), with and without C itself; 96 columns of a
-		// 64-column tile (the last block past N).
-		{GemmSpec{Name: "mx_rf_swiglu_quant_2sm", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+		// 64-column tile (the last block past N); ragged items of 1-16
+		// rows (the K loop's narrow width) and of 17-63 (the full one).
+		{GemmSpec{Name: "mx_rf_swiglu_quant_2sm", N: 96, K: 2880, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
-			QuantizeC: true, QuantizeCValues: true, Tile: perSM(t(64, 64, 3, 4))}, []int{1, 70, 200}},
-		{GemmSpec{Name: "mx_rf_swiglu_quant_only_2sm", N: 160, K: 384, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			QuantizeC: true, QuantizeCValues: true, Tile: perSM(t(64, 64, 3, 4))}, []int{1, 70, 200, 40}},
+		{GemmSpec{Name: "mx_rf_swiglu_quant_only_2sm", N: 160, K: 384, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
-			QuantizeC: true, QuantizeCValues: true, QuantizeCOnly: true, Tile: perSM(t(64, 64, 3, 4))}, []int{130, 7}},
+			QuantizeC: true, QuantizeCValues: true, QuantizeCOnly: true, Tile: perSM(t(64, 64, 3, 4))}, []int{130, 7, 100}},
 	}
 }
 

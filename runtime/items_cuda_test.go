@@ -101,9 +101,11 @@ func firstDiffBits(a, b []uint16) int {
 // blocks per SM (schedule.Schedule.BlocksPerSM = 2) the forward passes
 // runChecked's checks and gives the bits of the same tiles one block per
 // SM, in direct runs and graph replays, bf16 (qwen3-30b-a3b; deepseek-v2-
-// lite with its shared experts) and mxfp8 (qwen3-30b-a3b, gpt-oss-20b:
-// the register-fed GEMMs) at T = 4096, 300 and 1; and the runtime
-// launches them two per SM (Layer.PerSMGrids).
+// lite with its shared experts) and mxfp8 (qwen3-30b-a3b, whose FC1 then
+// quantizes h itself, and gpt-oss-20b: the register-fed GEMMs) at T from
+// 4096 to 1, across the default's GEMM variant's token range (the mxfp8
+// decode tiles, one per SM, beside the base kernels two per SM); and the
+// runtime launches them two per SM (Layer.PerSMGrids).
 func TestSharesSMGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
@@ -115,9 +117,9 @@ func TestSharesSMGPU(t *testing.T) {
 			if testlayer.Named(t, name).Precision == schedule.MXFP8 {
 				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 128, K: 128}, schedule.Tile{M: 64, N: 128, K: 128}, 3
 			}
-			s.Warps.MMA, s.Variant = 4, nil
+			s.Warps.MMA = 4 // the default's GEMM variant kept: its token range runs its own kernels
 		}
-		ly := sameAs(t, ctx, stream, name, tiles, func(s *schedule.Schedule) { s.BlocksPerSM = 2 }, []int{4096, 300, 1}, "one block per SM", "two blocks per SM")
+		ly := sameAs(t, ctx, stream, name, tiles, func(s *schedule.Schedule) { s.BlocksPerSM = 2 }, []int{4096, 2000, 300, 64, 1}, "one block per SM", "two blocks per SM")
 		g, sms := ly.PerSMGrids(), ctx.Device().SMCount
 		ks := []string{"moe_fc1", "moe_fc2"}
 		if testlayer.Named(t, name).SharedExperts > 0 {
