@@ -453,9 +453,12 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if l.perSM > 1 {
 		// One producer warp after the consumer warpgroups (a warpgroup's
 		// warps are 4 consecutive ones from a multiple of 4), and no
-		// setmaxnreg: ptxas allocates every thread's registers within the
-		// launch's .maxnreg, which two blocks of a producer warpgroup and
-		// a consumer warpgroup would hold to 128.
+		// setmaxnreg: every thread within sharedSMRegs. (A producer
+		// warpgroup with setmaxnreg would launch at .maxnreg 128 and could
+		// give the consumers about 216: ptxas allocates a region past
+		// setmaxnreg.inc up to its count, but compiles no single
+		// instruction needing more than .maxnreg, e.g. a m64n256 wgmma's
+		// 128 accumulators: docs/perf.md, two blocks per SM v1.)
 		l.mmaWG0, l.threads = 0, 128*l.WG+32
 		l.launchRegs = sharedSMRegs(l.threads, l.perSM)
 		// What ptxas needed beside the accumulators (without spills, within
