@@ -790,7 +790,7 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 		return fieldErr("Schedule.GridCTAs", s.GridCTAs, "must be 0 for a grid of one CTA per tile: no grid size to set (the sm_80 engine is not persistent)")
 	}
 	if s.BlocksPerSM < 0 || s.BlocksPerSM > 2 || s.BlocksPerSM == 2 && s.Target != target.SM90a {
-		return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "must be 0 or 1 (one block per SM), or 2 on sm_90a")
+		return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "must be 0 or 1 (one block per SM), or 2 on sm_90a (this schedule is for %v)", s.Target)
 	}
 	if s.BlocksPerSM == 2 {
 		switch {
