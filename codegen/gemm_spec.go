@@ -198,8 +198,9 @@ type GemmSpec struct {
 	// its e4m3 bytes and codes: bf16 c_v [rows, N], each 32-column block in
 	// layouts.RegisterFedOrder, the bytes moe.Quantize with V writes from
 	// the stored C (the A operand of the next register-fed GEMM). The
-	// register-fed GEMMs implement it with gate/up halves, 128 B-tile rows
-	// per consumer warpgroup and two blocks per SM (Tile.BlocksPerSM),
+	// register-fed GEMMs implement it with gate/up halves, one consumer
+	// warpgroup of 128 B-tile rows and at most 64 token rows, and two
+	// blocks per SM (Tile.BlocksPerSM),
 	// where the epilogue runs beside the other block's K loop
 	// (sm90Layout.epilogueQuantizeRF; with both consumer warpgroups of one
 	// block it held the tensor cores: docs/mxfp8.md, v31).
