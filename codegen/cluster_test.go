@@ -6,7 +6,6 @@ import (
 
 	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/internal/toolchain"
-	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -36,11 +35,7 @@ func TestSM90Cluster(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
-		bp, err := moe.Backward(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Lower(bp, s, PerOp); err != nil {
+		if _, err := lowerBackward(t, l, s); err != nil {
 			t.Errorf("%s backward: %v", name, err)
 		}
 		for _, T := range []int64{1, 64, 300, 2000, 4096} {

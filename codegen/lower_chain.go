@@ -230,8 +230,6 @@ func (lw *perOp) emitChained(h *heldGEMM, g2 moe.GEMM, s2 schedule.Schedule, suf
 	if spec1.Tile.Cluster != spec2.Tile.Cluster { // one kernel: both GEMMs in clusters, or neither
 		spec1.Tile.Cluster, spec2.Tile.Cluster = 1, 1
 	}
-	spec1.Tile.BlocksPerSM, spec2.Tile.BlocksPerSM = 0, 0 // its blocks wait for one another: one per SM
-
 	ki, err := lw.eng.ChainedGEMM(lw.mod, "moe_"+h.g.Name()+"_"+g2.Name()+form, spec1, spec2, int64(h.g.RowsPerToken))
 	if err != nil {
 		return err

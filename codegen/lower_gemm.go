@@ -145,20 +145,14 @@ func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
 	if !varFused && !baseFused {
 		return 0, nil
 	}
-	fusedIf := func(ok bool, q moe.Quantize) fused {
-		if ok {
-			return fused{quant: &q}
-		}
-		return fused{}
-	}
 	if !lw.usesVariant(g) { // baseFused: one kernel at every T
-		return 2, lw.emitGEMM(bg, "", lw.sched, nil, fusedIf(true, bq))
+		return 2, lw.emitGEMM(bg, "", lw.sched, nil, quantizing(true, bq))
 	}
 	base, variant := lw.variantRanges()
-	if err := lw.emitGEMM(bg, "", lw.sched, base, fusedIf(baseFused, bq)); err != nil {
+	if err := lw.emitGEMM(bg, "", lw.sched, base, quantizing(baseFused, bq)); err != nil {
 		return 0, err
 	}
-	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, fusedIf(varFused, q)); err != nil {
+	if err := lw.emitGEMM(g, "_"+lw.sched.Variant.Name, lw.variant, variant, quantizing(varFused, q)); err != nil {
 		return 0, err
 	}
 	if !baseFused {
@@ -187,13 +181,22 @@ func (lw *perOp) quantizedPair(g moe.GEMM, q moe.Quantize) bool {
 	return lw.eng.QuantizesC(spec)
 }
 
+// quantizing is the fused work of a GEMM kernel that writes q's outputs
+// in its epilogue when ok, else none.
+func quantizing(ok bool, q moe.Quantize) fused {
+	if ok {
+		return fused{quant: &q}
+	}
+	return fused{}
+}
+
 // baseQuantizes reports whether the base kernel of GEMM g (its register-fed
 // form, baseForm) writes the values form of the Quantize q of its C (q.V)
 // in its epilogue (Engine.QuantizesC with GemmSpec.QuantizeCValues): the
 // sm_90a register-fed FC1 of two blocks per SM
 // (Schedule.BlocksPerSM, where the engine builds it so).
 func (lw *perOp) baseQuantizes(g moe.GEMM, q moe.Quantize) bool {
-	if q.V == nil || q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !g.ARegisterFed || lw.sched.BlocksPerSM < 2 || lw.chain != nil {
+	if q.V == nil || q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !g.ARegisterFed || lw.sched.BlocksPerSM < 2 { // (no chain: Validate refuses it with BlocksPerSM)
 		return false
 	}
 	spec := lw.gemmSpec(g, lw.sched)

@@ -151,11 +151,7 @@ func (lw *perOp) lowerMXGatheredGEMM(ops []moe.Op) (int, error) {
 	suffix := "_" + lw.sched.Variant.Name
 	bg, bq := lw.baseForm(g).(moe.GEMM), lw.baseForm(q).(moe.Quantize)
 	baseFused := lw.baseQuantizes(bg, bq) // the base kernel writes bq's values itself
-	fb := fused{}
-	if baseFused {
-		fb.quant = &bq
-	}
-	if err := lw.emitGEMM(bg, "", lw.sched, base, fb); err != nil {
+	if err := lw.emitGEMM(bg, "", lw.sched, base, quantizing(baseFused, bq)); err != nil {
 		return 0, err
 	}
 	if len(far) > 0 {

@@ -15,6 +15,17 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
+// lowerBackward lowers l's backward (moe.Backward, which must build) with
+// schedule s and the PerOp policy, without validating s.
+func lowerBackward(t *testing.T, l schedule.Layer, s schedule.Schedule) (*Program, error) {
+	t.Helper()
+	bp, err := moe.Backward(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Lower(bp, s, PerOp)
+}
+
 // sharesSMSchedule is layer l's default sm_90a schedule with two blocks
 // per SM and tiles that fit one of them (one consumer warpgroup):
 // 64x256x64 (FC1) and 64x192x64 (FC2) with two stages for bf16,
@@ -94,11 +105,7 @@ func TestSharesSM(t *testing.T) {
 		if l.SharedExperts > 0 && !shared["moe_shared_fc1"] {
 			t.Errorf("%s: the shared expert's FC1 one block per SM (two per SM: %v)", name, shared)
 		}
-		bp, err := moe.Backward(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := Lower(bp, s, PerOp); err != nil {
+		if _, err := lowerBackward(t, l, s); err != nil {
 			t.Errorf("%s backward: %v", name, err)
 		}
 		if testing.Short() {
@@ -158,13 +165,9 @@ func TestSharesSMRefused(t *testing.T) {
 		}
 	}
 	// A backward none of whose GEMMs fits is refused too.
-	bp, err := moe.Backward(l)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	s.BlocksPerSM = 2
-	if _, err := Lower(bp, s, PerOp); err == nil || !strings.Contains(err.Error(), "no GEMM of this program fits two blocks per SM") {
+	if _, err := lowerBackward(t, l, s); err == nil || !strings.Contains(err.Error(), "no GEMM of this program fits two blocks per SM") {
 		t.Errorf("backward with the default tiles, two blocks per SM: %v", err)
 	}
 }

@@ -361,22 +361,15 @@ func checkQuantizedC(t *testing.T, ctx *driver.Context, bufs map[string]driver.D
 				amax = math.Max(amax, math.Abs(ref[j]))
 			}
 			g := float64(layouts.F32FromE4M3(q[i])) * float64(layouts.F32FromUE8M0(sc[i/32]))
-			if d := math.Abs(g - ref[i]); math.IsNaN(g) || d > math.Abs(ref[i])/16+amax/448/256+2*tol[i] {
+			if !withinE4M3(g, ref[i], amax, tol[i]) {
 				t.Fatalf("c_q[%d][%d] x scale = %v, want %v within e4m3 rounding (block amax %v)", i/n, i%n, g, ref[i], amax)
 			}
 		}
 	} else {
-		src := make([]float32, rows*n)
-		for i := range src {
-			src[i] = float32(c[i])
-		}
-		want, err := layouts.Quantize(src, 1, rows, n, layouts.QuantizeOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
+		want := quantizeRows(t, c, rows, n)
 		for i, w := range want.Data {
 			if q[i] != w {
-				t.Fatalf("c_q[%d][%d] = %#02x, want %#02x (C = %v, scale code %d)", i/n, i%n, q[i], w, src[i], want.Scales[i/32])
+				t.Fatalf("c_q[%d][%d] = %#02x, want %#02x (C = %v, scale code %d)", i/n, i%n, q[i], w, c[i], want.Scales[i/32])
 			}
 		}
 		for i, w := range want.Scales {
@@ -412,15 +405,7 @@ func checkQuantizedValues(t *testing.T, ctx *driver.Context, bufs map[string]dri
 	}
 	var want []float32
 	if tol == nil {
-		src := make([]float32, rows*n)
-		for i := range src {
-			src[i] = float32(c[i])
-		}
-		q, err := layouts.Quantize(src, 1, rows, n, layouts.QuantizeOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		want = q.Dequantize()
+		want = quantizeRows(t, c, rows, n).Dequantize()
 	}
 	for i := 0; i < rows*n; i++ {
 		e := i - i%32 + layouts.RegisterFedOrder(i%32) // the element at position i
@@ -435,7 +420,7 @@ func checkQuantizedValues(t *testing.T, ctx *driver.Context, bufs map[string]dri
 			amax = math.Max(amax, math.Abs(ref[j]))
 		}
 		g := float64(layouts.F32FromBF16(v[i]))
-		if d := math.Abs(g - ref[e]); math.IsNaN(g) || d > math.Abs(ref[e])/16+amax/448/256+2*tol[e] {
+		if !withinE4M3(g, ref[e], amax, tol[e]) {
 			t.Fatalf("c_v[%d][%d] = %v, want %v within e4m3 rounding (element %d, block amax %v)", i/n, i%n, g, ref[e], e%n, amax)
 		}
 	}
@@ -444,6 +429,30 @@ func checkQuantizedValues(t *testing.T, ctx *driver.Context, bufs map[string]dri
 			t.Fatalf("canary c_v[%d][%d] overwritten (%#04x)", i/n, i%n, v[i])
 		}
 	}
+}
+
+// quantizeRows is layouts.Quantize of the first rows x n values of c as
+// f32: the MXFP8 form the quantize kernels make of a kernel's C.
+func quantizeRows(t *testing.T, c []float64, rows, n int) *layouts.MXFP8 {
+	t.Helper()
+	src := make([]float32, rows*n)
+	for i := range src {
+		src[i] = float32(c[i])
+	}
+	q, err := layouts.Quantize(src, 1, rows, n, layouts.QuantizeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+// withinE4M3 reports whether g, an MXFP8 value of the output want (its
+// 32-wide block's largest magnitude amax, its own tolerance tol), lies
+// within e4m3's rounding of it: half a step of 3 mantissa bits (1/16),
+// the subnormal step of the block's scale, and twice the output's
+// tolerance; never for a NaN g.
+func withinE4M3(g, want, amax, tol float64) bool {
+	return !math.IsNaN(g) && !(math.Abs(g-want) > math.Abs(want)/16+amax/448/256+2*tol)
 }
 
 // TestWidenE4M3GPU runs the MXExpand converters' widening (WidenKernel) on

@@ -280,7 +280,7 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 				}
 				for j, w := range ws {
 					g := float64(layouts.F32FromBF16(v[row*s.N+32*blk+pos[j]]))
-					if d := math.Abs(g - w); math.IsNaN(g) || d > math.Abs(w)/16+amax/448/256+2*tols[j] {
+					if !withinE4M3(g, w, amax, tols[j]) {
 						t.Errorf("%s: c_v element C[%d][%d] = %v, want %v within e4m3 rounding (block amax %v)", s.Name, row, 32*blk+j, g, w, amax)
 						break
 					}
