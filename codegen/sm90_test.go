@@ -3,7 +3,6 @@ package codegen
 import (
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -800,14 +799,9 @@ func TestSM90LaunchRegisters(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	in := filepath.Join(dir, "in.ptx")
-	if err := os.WriteFile(in, text, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	out, err := exec.Command(ptxas, "-arch=sm_90a", "-v", "-o", filepath.Join(dir, "out.cubin"), in).CombinedOutput()
+	res, err := toolchain.KernelResources(ptxas, string(text), "sm_90a")
 	if err != nil {
-		t.Fatalf("ptxas: %v\n%s", err, out)
+		t.Fatal(err)
 	}
 	maxnreg := map[string]int{}
 	re := regexp.MustCompile(`(?m)^\.maxnreg (\d+)\s+// @(\w+)`)
@@ -825,19 +819,12 @@ func TestSM90LaunchRegisters(t *testing.T) {
 	if !rebalances["sm90t_store"] || rebalances["sm90t_store_2sm"] {
 		t.Fatalf("setmaxnreg in sm90t_store %t (want true), in sm90t_store_2sm %t (want false)", rebalances["sm90t_store"], rebalances["sm90t_store_2sm"])
 	}
-	fn := ""
-	for _, line := range strings.Split(string(out), "\n") {
-		if m := regexp.MustCompile(`entry function '(\w+)'`).FindStringSubmatch(line); m != nil {
-			fn = m[1]
+	for fn, r := range res {
+		if r.SpillStores > 0 {
+			t.Errorf("%s: %d bytes of spill stores", fn, r.SpillStores)
 		}
-		if strings.Contains(line, "spill stores") && !strings.Contains(line, " 0 bytes spill stores") {
-			t.Errorf("%s: %s", fn, strings.TrimSpace(line))
-		}
-		if m := regexp.MustCompile(`Used (\d+) registers`).FindStringSubmatch(line); m != nil {
-			n, _ := strconv.Atoi(m[1])
-			if want, ok := maxnreg[fn]; ok && (n != want && rebalances[fn] || n > want) {
-				t.Errorf("%s: ptxas used %d registers, .maxnreg is %d (setmaxnreg: %t)", fn, n, want, rebalances[fn])
-			}
+		if want, ok := maxnreg[fn]; ok && (r.Registers != want && rebalances[fn] || r.Registers > want) {
+			t.Errorf("%s: ptxas used %d registers, .maxnreg is %d (setmaxnreg: %t)", fn, r.Registers, want, rebalances[fn])
 		}
 	}
 }
