@@ -149,8 +149,9 @@ func sm90GatherA(s GemmSpec) bool {
 
 // sm90SharesSM: the sm_90a atom runs two blocks per SM (one consumer
 // warpgroup, or two of small tiles, and one producer warp each; see the
-// top of this file) for bf16 and register-fed MXFP8 GEMMs whose producer
-// warp loads everything by TMA; sm90Plan checks the rest (registers,
+// top of this file) for bf16 and register-fed MXFP8 GEMMs (not promoted,
+// not expanded) whose producer warp loads everything by TMA; sm90Plan
+// refuses the others with this predicate and checks the rest (registers,
 // shared memory).
 func sm90SharesSM(s GemmSpec) bool {
 	return (!s.MX || s.MXRegisterFed) && s.B == BGrouped && s.GatherK == 0 && !s.QueueItems && s.splits() == 1
@@ -387,7 +388,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	}
 	l.cluster = max(1, s.Tile.Cluster)
 	l.perSM = blocksPerSM(s.Tile)
-	if l.perSM > 1 && (s.B != BGrouped || s.GatherK > 0 || s.QueueItems || l.expand || s.splits() > 1 || s.MX && !s.MXRegisterFed) {
+	if l.perSM > 1 && (l.expand || !sm90SharesSM(s)) { // s is the bf16 spec of an expansion here
 		return l, fmt.Errorf("codegen: %s: sm_90a blocks of which two share an SM have one producer warp, which loads grouped weights and dispatched rows by TMA, bf16 or register-fed MXFP8 (no pointer table, gathered rows, promoted MXFP8, expansion, queue or split reduction)", s.Name)
 	}
 	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
