@@ -12,7 +12,7 @@ GO ?= go
 DEVICE_PKGS := ./driver/... ./runtime/... ./codegen/...
 CARRY := .carry
 
-.PHONY: toolchain test test-cuda vet build golden device-bins clean distclean
+.PHONY: toolchain test test-cuda vet build golden device-bins device-slim device-unslim clean distclean
 
 ## toolchain: install cuda.h, the libcuda stub, ptxas 12.5, ptxas 12.9 (sm_100a), llc-19
 toolchain:
@@ -64,6 +64,16 @@ device-bins: toolchain
 	$(ENV) $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o $(CARRY)/mokc ./cmd/mokc
 	cd $(CARRY) && tar -czf bins.tgz *.test mokc && rm -f *.test mokc
 	@du -sh $(CARRY)
+
+## device-slim: move golden/testdata (golden PTX, about 35 MB, which no GPU test reads) to the
+## ignored .slim/ so that the tree and .carry/ stay within the 64 MiB that travel to the GPU
+## machine; device-unslim puts it back (run it before any git command that touches golden/)
+device-slim:
+	@if [[ -d golden/testdata ]]; then mkdir -p .slim && mv golden/testdata .slim/golden-testdata; fi
+	@du -sh --exclude=.git --exclude=.toolchain --exclude=.slim . | sed 's/\t.*/ travel (tree and .carry)/'
+
+device-unslim:
+	@if [[ -d .slim/golden-testdata ]]; then mv .slim/golden-testdata golden/testdata && rmdir .slim; fi
 
 ## clean: remove build outputs (keeps .toolchain; `make distclean` removes that too)
 clean:
