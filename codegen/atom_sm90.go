@@ -27,17 +27,23 @@ import (
 // the BM-row blocks of A (ADense). Producer and consumers walk the same item
 // sequence, so the ring's stage and phase simply continue from item to item.
 //
-// Two blocks per SM (Tile.BlocksPerSM = 2): each block has its consumer
-// warpgroups first and one producer warp after them (160 threads with one
-// consumer warpgroup), no setmaxnreg, .minnctapersm 2 and .maxnreg of
-// sharedSMRegs (168 for 160 threads: the register file's sub-partitions
-// hold 3 of the two blocks' 10 warps), at most half the SM's shared memory
-// (target.Target.SharedMemoryFor) and no staged epilogue; the grid is two
-// blocks per SM. Each block's
-// epilogue then runs while the other block's wgmma use the tensor cores,
-// which one block of two consumer warpgroups cannot do: both finish their
-// K loops together. The producer warp loads by TMA only (grouped weights,
-// dispatched rows, the fixed walk, MXFP8's codes by its lanes).
+// Two blocks per SM (Tile.BlocksPerSM = 2): .minnctapersm 2, at most half
+// the SM's shared memory each (target.Target.SharedMemoryFor), no staged
+// epilogue, a grid of two blocks per SM. Each block's epilogue then runs
+// while the other block's wgmma use the tensor cores, which one block of
+// two consumer warpgroups cannot do: both finish their K loops together.
+// The producer loads by TMA only (grouped weights, dispatched rows, the
+// fixed walk). Two forms (Tile.ProducerWarps):
+//   - 4, a producer warpgroup as above: launched at .maxnreg sharedSMRegs
+//     (128 for 256 threads), the producer drops to 40-56 and the
+//     consumers rise to 200-216 with setmaxnreg (sharedSMBudget); ptxas
+//     compiles no instruction needing more than .maxnreg, so each wgmma's
+//     accumulators stay within it (B tiles of at most 192 rows; the
+//     register-fed GEMM's one warpgroup of up to 128 token rows).
+//   - 1, one producer warp after the consumer warpgroups (160 threads with
+//     one), no setmaxnreg, .maxnreg sharedSMRegs (168: the register file's
+//     sub-partitions hold 3 of the two blocks' 10 warps); MXFP8's codes by
+//     its lanes.
 //
 // Shared memory (layouts.PlanGemmSmem; dynamic, realigned to 1024 bytes): the
 // ring of tmaRing, [MXFP8: the producer's code slots], [the staging tile],
@@ -148,9 +154,9 @@ func sm90GatherA(s GemmSpec) bool {
 }
 
 // sm90SharesSM: the sm_90a atom runs two blocks per SM (one consumer
-// warpgroup, or two of small tiles, and one producer warp each; see the
-// top of this file) for bf16 and register-fed MXFP8 GEMMs (not promoted,
-// not expanded) whose producer warp loads everything by TMA; sm90Plan
+// warpgroup, or two of small tiles, and a producer warpgroup or warp each;
+// see the top of this file) for bf16 and register-fed MXFP8 GEMMs (not
+// promoted, not expanded) whose producer loads everything by TMA; sm90Plan
 // refuses the others with this predicate and checks the rest (registers,
 // shared memory).
 func sm90SharesSM(s GemmSpec) bool {
@@ -221,7 +227,8 @@ type sm90Layout struct {
 	bf     GemmSpec
 	// mmaWG0 is the first consumer warpgroup: 1, or 2 when an MXExpand
 	// kernel has a second warpgroup of converters (nConv), or 0 in a block
-	// of two per SM, whose producer is one warp after the consumers.
+	// of two per SM whose producer is one warp after the consumers
+	// (Tile.ProducerWarps = 1).
 	mmaWG0 int
 	// swap: the operand swap of a promoted MXFP8 GEMM of 32-row tiles
 	// (swapAB): one consumer warpgroup, the B tile wgmma's A in 64-row
@@ -343,6 +350,16 @@ func (l sm90Layout) regFedHalf(b *Builder, c value.Value) (row, col value.Value)
 	return b.MulI(c, half), b.MulI(c, half)
 }
 
+// instrAccs is the accumulators per thread of one of the K loop's wgmma
+// (m64nNk16: N/2): the register-fed and swapped loops' N is the token
+// rows, the others' the B tile's rows.
+func (l sm90Layout) instrAccs() int {
+	if l.swap {
+		return l.BM / 2
+	}
+	return l.NB / 2
+}
+
 // accs is the number of accumulators of a consumer thread.
 func (l sm90Layout) accs() int {
 	if l.swap {
@@ -389,10 +406,10 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	l.cluster = max(1, s.Tile.Cluster)
 	l.perSM = blocksPerSM(s.Tile)
 	if l.perSM > 1 && (l.expand || !sm90SharesSM(s)) { // s is the bf16 spec of an expansion here
-		return l, fmt.Errorf("codegen: %s: sm_90a blocks of which two share an SM have one producer warp, which loads grouped weights and dispatched rows by TMA, bf16 or register-fed MXFP8 (no pointer table, gathered rows, promoted MXFP8, expansion, queue or split reduction)", s.Name)
+		return l, fmt.Errorf("codegen: %s: sm_90a blocks of which two share an SM have a producer that loads grouped weights and dispatched rows by TMA, bf16 or register-fed MXFP8 (no pointer table, gathered rows, promoted MXFP8, expansion, queue or split reduction)", s.Name)
 	}
 	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
-		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d", s.Name, bm, 4*(bm/64), w)
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d (a bf16 GEMM: one warpgroup of 128 token rows is the register-fed mxfp8 forward's only)", s.Name, bm, 4*(bm/64), w)
 	}
 	// Staged epilogue when the staging tile fits (not with BTable or
 	// GatherK, whose producer warps are busy copying B or A; layouts.PlanGemmSmem plans none
@@ -451,15 +468,22 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		}
 	}
 	l.threads = 128 * (l.WG + l.mmaWG0)
-	if l.perSM > 1 {
+	if l.perSM > 1 && s.Tile.ProducerWarps != 1 {
+		// A producer warpgroup with setmaxnreg (registers): the block
+		// launches within sharedSMRegs (128 for 256 threads) and the
+		// consumers take what the producer gives back. ptxas allocates a
+		// region past setmaxnreg.inc up to its count, but compiles no
+		// single instruction needing more than .maxnreg (docs/perf.md, two
+		// blocks per SM v1): each wgmma's accumulators must fit it.
+		l.launchRegs = sharedSMRegs(l.threads, l.perSM)
+		if a := l.instrAccs(); a+16 > l.launchRegs {
+			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d issues wgmma of %d accumulators per thread, beyond the %d registers with which one of %d blocks per SM (%d threads each) launches: a B tile of at most 192 rows (a register-fed tile of at most 192 token rows), or one producer warp (Tile.ProducerWarps = 1)", s.Name, l.BM, l.NB, a, l.launchRegs, l.perSM, l.threads)
+		}
+	}
+	if l.perSM > 1 && s.Tile.ProducerWarps == 1 {
 		// One producer warp after the consumer warpgroups (a warpgroup's
 		// warps are 4 consecutive ones from a multiple of 4), and no
-		// setmaxnreg: every thread within sharedSMRegs. (A producer
-		// warpgroup with setmaxnreg would launch at .maxnreg 128 and could
-		// give the consumers about 216: ptxas allocates a region past
-		// setmaxnreg.inc up to its count, but compiles no single
-		// instruction needing more than .maxnreg, e.g. a m64n256 wgmma's
-		// 128 accumulators: docs/perf.md, two blocks per SM v1.)
+		// setmaxnreg: every thread within sharedSMRegs.
 		l.mmaWG0, l.threads = 0, 128*l.WG+32
 		l.launchRegs = sharedSMRegs(l.threads, l.perSM)
 		// What ptxas needed beside the accumulators (without spills, within
@@ -474,7 +498,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 			need = l.accs() + 8*regFedSets(l.WG, l.perSM) + 48 // and the A registers, bytes and factors
 		}
 		if need > l.launchRegs {
-			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d keeps %d accumulators per consumer thread, about %d registers, beyond the %d of one of %d blocks per SM (%d threads each): a smaller tile", s.Name, l.BM, l.NB, l.accs(), need, l.launchRegs, l.perSM, l.threads)
+			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d keeps %d accumulators per consumer thread, about %d registers, beyond the %d of one of %d blocks per SM (%d threads each, one producer warp): a smaller tile, or a producer warpgroup (Tile.ProducerWarps = 4)", s.Name, l.BM, l.NB, l.accs(), need, l.launchRegs, l.perSM, l.threads)
 		}
 	}
 	// The address-independent bits of the tiles' wgmma descriptors (start
@@ -489,6 +513,9 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, nil // no setmaxnreg: every thread keeps the registers of the launch
 	}
 	l.registers(s)
+	if need := l.accs() + 40; l.perSM > 1 && !s.MXRegisterFed && need > l.mmaRegs {
+		return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d keeps %d accumulators per consumer thread, about %d registers, beyond the %d of a consumer thread in one of %d blocks per SM (%d threads each): a smaller tile", s.Name, l.BM, l.NB, l.accs(), need, l.mmaRegs, l.perSM, l.threads)
+	}
 	if acc := l.NB / 2; l.WG >= 2 && !l.swap && acc+40 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d with %d accumulators per thread exceeds the %d registers of a consumer thread", s.Name, l.BM, acc, l.mmaRegs)
 	}
@@ -514,7 +541,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 // blocks until the registers are in the pool, so the consumers' target
 // must not exceed launchRegs + freed/(128*WG).
 func (l *sm90Layout) registers(s GemmSpec) {
-	if l.WG < 2 {
+	if l.WG < 2 && l.perSM == 1 {
 		return // one consumer warpgroup keeps what the launch gives it
 	}
 	l.prodRegs = 40
@@ -533,7 +560,25 @@ func (l *sm90Layout) registers(s GemmSpec) {
 		l.prodRegs = 48 // the store warps' copy loop
 	}
 	l.prodRegs = max(l.prodRegs, s.minProdRegs)
+	if l.perSM > 1 {
+		l.launchRegs, l.mmaRegs = sharedSMBudget(l.threads, l.WG, l.perSM, l.prodRegs)
+		return
+	}
 	l.launchRegs, l.mmaRegs = regBudget(l.threads, l.WG, l.prodRegs)
+}
+
+// sharedSMBudget is the setmaxnreg split of a block of threads (a producer
+// warpgroup and wg consumer warpgroups) of which n share an SM: the
+// launch's sharedSMRegs, and the consumers' target, within both what the
+// producer frees in the block and the sub-partition that holds, of each
+// block, one producer warp and wg consumer warps (warp w runs on
+// sub-partition w mod 4; 16384 registers each): two blocks of 256 threads
+// launch at 128, producer 56, consumers 200.
+func sharedSMBudget(threads, wg, n, prodRegs int) (launch, mma int) {
+	launch = sharedSMRegs(threads, n)
+	pool := (launch*threads - 128*prodRegs) / (128 * wg)
+	part := (16384/(32*n) - prodRegs) / wg
+	return launch, min(240, pool, part) &^ 7
 }
 
 // sharedSMRegs is the registers per thread (a multiple of 8) with which n
@@ -693,7 +738,7 @@ func (l sm90Layout) producerOf(k *sm90Block) gemmProducer {
 // expansion (whose producer warp 0 copies the codes for its converters,
 // expandCodeCopy) and in a block of two per SM (one producer warp).
 func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
-	if !s.MX || l.expand || l.smem.Staged || l.perSM > 1 {
+	if !s.MX || l.expand || l.smem.Staged || l.mmaWG0 == 0 {
 		return 1
 	}
 	return min(4, gemmProducer{tmaRing: l.tmaRing, spec: s}.mxGroups())

@@ -83,7 +83,9 @@ type Tile struct {
 	Stages int `json:"stages"` // pipeline depth
 	Warps  int `json:"warps"`  // MMA (consumer) warps per block (schedule.WarpRoles.MMA)
 	// ProducerWarps and EpilogueWarps are schedule.WarpRoles.Producer and
-	// .Epilogue (0 on sm_80). KernelInfo.Block is authoritative.
+	// .Epilogue (0 on sm_80). KernelInfo.Block is authoritative. On sm_90a
+	// with BlocksPerSM = 2, 1 builds the block's producer as one warp
+	// without setmaxnreg; any other value as a warpgroup with it.
 	ProducerWarps int `json:"producer_warps,omitempty"`
 	EpilogueWarps int `json:"epilogue_warps,omitempty"` // schedule.WarpRoles.Epilogue
 	Cluster       int `json:"cluster,omitempty"`        // CTAs per cluster (schedule.Schedule.Cluster; 0 or 1: none)

@@ -183,12 +183,25 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 			Bias: true, Tile: perSM(t(64, 128, 3))}, []int{37, 0, 130, 300, 64}},
 		{GemmSpec{Name: prefix + "_swiglu_2sm", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: perSM(t(64, 128, 2))}, []int{1, 129, 250}},
+		// The same with a producer warpgroup (setmaxnreg; B tiles of at
+		// most 192 rows: .maxnreg 128 bounds each wgmma's accumulators).
+		{GemmSpec{Name: prefix + "_store_2smwg", N: 200, K: 200, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiStore,
+			Bias: true, Tile: perSMWG(t(64, 192, 3))}, []int{37, 0, 130, 300, 64}},
+		{GemmSpec{Name: prefix + "_swiglu_2smwg", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: perSMWG(t(64, 96, 3))}, []int{1, 129, 250}},
 	}
 }
 
-// perSM is t with two blocks per SM (Tile.BlocksPerSM).
+// perSM is t with two blocks per SM (Tile.BlocksPerSM) of one producer
+// warp each (Tile.ProducerWarps = 1).
 func perSM(t Tile) Tile {
-	t.BlocksPerSM = 2
+	t.BlocksPerSM, t.ProducerWarps = 2, 1
+	return t
+}
+
+// perSMWG is t with two blocks per SM of one producer warpgroup each.
+func perSMWG(t Tile) Tile {
+	t.BlocksPerSM, t.ProducerWarps = 2, 4
 	return t
 }
 
@@ -427,6 +440,21 @@ func sm90MXRegFedCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_rf_swiglu_quant_only_2sm", N: 160, K: 384, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
 			QuantizeC: true, QuantizeCValues: true, QuantizeCOnly: true, Tile: perSM(t(64, 64, 3, 4))}, []int{130, 7, 100}},
+		// Producer warpgroups (setmaxnreg: consumers at 200 registers):
+		// one consumer warpgroup of 128 token rows (one K loop width,
+		// WGMMAMainloopRegFed.OneWidth), plain, gate/up halves, and
+		// interleaved rows rounded to odd; the fused quantization at 64.
+		{GemmSpec{Name: "mx_rf_store_t128_2smwg", N: 200, K: 224, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true, MXRegisterFed: true,
+			Tile: perSMWG(t(128, 128, 2, 4))}, []int{46, 0, 1, 260, 129}},
+		{GemmSpec{Name: "mx_rf_swiglu_t128_2smwg", N: 160, K: 384, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, MX: true, MXRegisterFed: true,
+			Tile: perSMWG(t(128, 64, 2, 4))}, []int{130, 7, 300}},
+		{GemmSpec{Name: "mx_rf_gptoss_odd_t128_2smwg", N: 72, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, CRoundOdd: true, MX: true,
+			MXRegisterFed: true, Tile: perSMWG(t(128, 64, 2, 4))}, []int{70, 1, 200}},
+		{GemmSpec{Name: "mx_rf_swiglu_quant_2smwg", N: 96, K: 2880, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
+			QuantizeC: true, QuantizeCValues: true, Tile: perSMWG(t(64, 64, 3, 4))}, []int{1, 70, 200, 40}},
 	}
 }
 
@@ -834,8 +862,9 @@ func TestSM90LaunchRegisters(t *testing.T) {
 // two fit an SM: blocks of 160 threads (a consumer warpgroup and a
 // producer warp) with .minnctapersm 2 and .maxnreg 168 (sharedSMRegs: the
 // 10 warps of two blocks put 3 on one of the SM's four 16384-register
-// sub-partitions), at most 168 registers, no spills and no serialized
-// wgmma in ptxas's report, at
+// sub-partitions), or of 256 (a producer warpgroup) at .maxnreg 128 whose
+// consumers take 200 or 216 with setmaxnreg, at most 168 registers at
+// launch, no spills and no serialized wgmma in ptxas's report, at
 // most half the SM's shared memory each (target.Target.SharedMemoryFor),
 // a grid of two blocks per SM; and the refusals (a third stage that does
 // not fit, a cluster, three blocks per SM, a pointer table, sm_80 and
@@ -859,11 +888,22 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ki := range infos {
+	for i, ki := range infos {
+		c := cases[i]
 		entry := text[strings.Index(text, ".entry "+ki.Name+"("):]
 		head := entry[:strings.Index(entry, "{")]
-		if ki.Block != 160 || !strings.Contains(head, ".maxntid 160, 1, 1") || !strings.Contains(head, ".minnctapersm 2") || !strings.Contains(head, ".maxnreg 168") {
-			t.Errorf("%s: %d threads, entry directives %q, want .maxntid 160, .minnctapersm 2 and .maxnreg 168", ki.Name, ki.Block, head[strings.Index(head, ")"):])
+		// One producer warp: 160 threads at 168 registers, no setmaxnreg;
+		// a producer warpgroup: 256 at 128, the consumers at 200 or 216.
+		threads, regs, rebalance := 160, 168, false
+		if c.spec.Tile.ProducerWarps != 1 {
+			threads, regs, rebalance = 256, 128, true
+		}
+		if ki.Block != threads || !strings.Contains(head, fmt.Sprintf(".maxntid %d, 1, 1", threads)) || !strings.Contains(head, ".minnctapersm 2") || !strings.Contains(head, fmt.Sprintf(".maxnreg %d", regs)) {
+			t.Errorf("%s: %d threads, entry directives %q, want .maxntid %d, .minnctapersm 2 and .maxnreg %d", ki.Name, ki.Block, head[strings.Index(head, ")"):], threads, regs)
+		}
+		body := entry[:strings.Index(entry, "\n}\n")]
+		if got := strings.Contains(body, "setmaxnreg.inc.sync.aligned.u32 200;") || strings.Contains(body, "setmaxnreg.inc.sync.aligned.u32 216;"); got != rebalance {
+			t.Errorf("%s: setmaxnreg.inc to 200 or 216 %t, want %t", ki.Name, got, rebalance)
 		}
 		if lim := target.SM90a.SharedMemoryFor(2); ki.SharedBytes > lim {
 			t.Errorf("%s: %d bytes of shared memory, more than the %d of one of two blocks per SM", ki.Name, ki.SharedBytes, lim)
@@ -916,7 +956,8 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 		{target.SM90a, bf, func(s *GemmSpec) { s.B = BTable }, "one producer warp"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.GatherK = 2 }, "does not gather"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.QueueItems = true }, "queue"},
-		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BM, s.Tile.BN, s.Tile.Warps, s.Tile.Stages = 128, 256, 8, 2 }, "beyond the 96 of one of 2 blocks per SM (288 threads each)"},
+		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BM, s.Tile.BN, s.Tile.Warps, s.Tile.Stages = 128, 256, 8, 2 }, "beyond the 96 of one of 2 blocks per SM (288 threads each, one producer warp)"},
+		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BN, s.Tile.Stages, s.Tile.ProducerWarps = 256, 2, 4 }, "issues wgmma of 128 accumulators per thread, beyond the 128 registers"},
 		{target.SM80, bf, func(s *GemmSpec) {}, "not a persistent grid of 2 blocks per SM"},
 		{target.SM100a, bf, func(s *GemmSpec) { s.Tile.BM, s.Tile.Warps, s.Tile.EpilogueWarps = 128, 1, 4 }, "one block per SM"},
 	} {

@@ -98,31 +98,46 @@ func firstDiffBits(a, b []uint16) int {
 }
 
 // TestSharesSMGPU: with the GEMMs whose tiles fit half an SM built two
-// blocks per SM (schedule.Schedule.BlocksPerSM = 2) the forward passes
+// blocks per SM (schedule.Schedule.BlocksPerSM = 2), of one producer warp
+// (Warps.Producer 1) or of a producer warpgroup, the forward passes
 // runChecked's checks and gives the bits of the same tiles one block per
 // SM, in direct runs and graph replays, bf16 (qwen3-30b-a3b; deepseek-v2-
-// lite with its shared experts) and mxfp8 (qwen3-30b-a3b, whose FC1 then
-// quantizes h itself, and gpt-oss-20b: the register-fed GEMMs) at T from
-// 4096 to 1, across the default's GEMM variant's token range (the mxfp8
-// decode tiles, one per SM, beside the base kernels two per SM); and the
-// runtime launches them two per SM (Layer.PerSMGrids).
+// lite with its shared experts) and mxfp8 (qwen3-30b-a3b, whose FC1 of 64
+// token rows then quantizes h itself, and gpt-oss-20b: the register-fed
+// GEMMs, with a producer warpgroup of 128 token rows) at T from 4096 to
+// 1, across the default's GEMM variant's token range (the mxfp8 decode
+// tiles, one per SM, beside the base kernels two per SM); and the runtime
+// launches them two per SM (Layer.PerSMGrids).
 func TestSharesSMGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
 		t.Skip("two blocks per SM are built for sm_90a")
 	}
-	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v2-lite", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
+	for _, c := range []struct {
+		name string
+		prod int
+	}{
+		{"qwen3-30b-a3b", 1}, {"deepseek-v2-lite", 1}, {"qwen3-30b-a3b mxfp8", 1}, {"gpt-oss-20b mxfp8", 1},
+		{"qwen3-30b-a3b", 4}, {"deepseek-v2-lite", 4}, {"qwen3-30b-a3b mxfp8", 4}, {"gpt-oss-20b mxfp8", 4},
+	} {
+		name, l := c.name, testlayer.Named(t, c.name)
 		tiles := func(s *schedule.Schedule) {
-			s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 192, K: 64}, 2
-			if testlayer.Named(t, name).Precision == schedule.MXFP8 {
+			switch {
+			case c.prod == 1 && l.Precision == schedule.MXFP8:
 				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 128, K: 128}, schedule.Tile{M: 64, N: 128, K: 128}, 3
+			case c.prod == 1:
+				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 192, K: 64}, 2
+			case l.Precision == schedule.MXFP8:
+				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 128, N: 128, K: 128}, schedule.Tile{M: 128, N: 128, K: 128}, 2
+			default:
+				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 192, K: 64}, schedule.Tile{M: 64, N: 192, K: 64}, 3
 			}
 			s.Warps.MMA = 4 // the default's GEMM variant kept: its token range runs its own kernels
 		}
-		ly := sameAs(t, ctx, stream, name, tiles, func(s *schedule.Schedule) { s.BlocksPerSM = 2 }, []int{4096, 2000, 300, 64, 1}, "one block per SM", "two blocks per SM")
+		ly := sameAs(t, ctx, stream, name, tiles, func(s *schedule.Schedule) { s.BlocksPerSM, s.Warps.Producer = 2, c.prod }, []int{4096, 2000, 300, 64, 1}, "one block per SM", fmt.Sprintf("two blocks per SM (producer warps %d)", c.prod))
 		g, sms := ly.PerSMGrids(), ctx.Device().SMCount
 		ks := []string{"moe_fc1", "moe_fc2"}
-		if testlayer.Named(t, name).SharedExperts > 0 {
+		if l.SharedExperts > 0 {
 			ks = append(ks, "moe_shared_fc1", "moe_shared_fc2")
 		}
 		for _, k := range ks {

@@ -96,10 +96,13 @@ type Schedule struct {
 	// register-fed MXFP8 GEMMs loading grouped weights and dispatched or
 	// dense rows by TMA: Engine.SharesSM) run as blocks of one consumer
 	// warpgroup per 64 tile rows (register-fed: per 128 B-tile rows) and
-	// one producer warp, each within half the SM's registers and shared
-	// memory, two per SM, so that one block's epilogue runs while the
-	// other's wgmma keep the tensor cores busy (and an mxfp8 FC1 of gate/up
-	// halves quantizes h in its epilogue: moe_quantize_h_rf does not run).
+	// the producer of Warps.Producer (4: a warpgroup that gives registers
+	// to the consumers with setmaxnreg; 1: one warp, no setmaxnreg), each
+	// within half the SM's registers and shared memory, two per SM, so
+	// that one block's epilogue runs while the other's wgmma keep the
+	// tensor cores busy (and an mxfp8 FC1 of gate/up halves and at most 64
+	// token rows quantizes h in its epilogue: moe_quantize_h_rf does not
+	// run).
 	// The other GEMMs (those the
 	// engine does not build so, such as the promoted MXFP8 decode tiles
 	// and gathered rows) run one per SM. Not with clusters, the queue
@@ -619,7 +622,7 @@ func (s Schedule) String() string {
 	text := fmt.Sprintf("%v: FC1 %v FC2 %v stages=%d warps=%d+%d+%d (producer+mma+epilogue) cluster=%d %s",
 		s.Target, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, grid)
 	if s.BlocksPerSM > 1 {
-		text += fmt.Sprintf("; %d blocks per SM where the GEMM's tiles fit (%d CTAs; one producer warp each)", s.BlocksPerSM, s.BlocksPerSM*s.Target.SMs())
+		text += fmt.Sprintf("; %d blocks per SM where the GEMM's tiles fit (%d CTAs)", s.BlocksPerSM, s.BlocksPerSM*s.Target.SMs())
 	}
 	if v := s.Variant; v != nil {
 		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
@@ -797,7 +800,7 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 		case s.Cluster > 1:
 			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM do not run in clusters (Schedule.Cluster %d)", s.Cluster)
 		case s.Items != ItemsFixed:
-			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM walk the fixed order of work items (Schedule.Items fixed): their producer is one warp")
+			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM walk the fixed order of work items (Schedule.Items fixed)")
 		case l.Storage != GroupedWeights:
 			return fieldErr("Schedule.BlocksPerSM", s.BlocksPerSM, "two blocks per SM load grouped weights with TMA (Layer.Storage)")
 		case s.MXGemm == MXGemmExpand && l.Precision == MXFP8:
@@ -917,8 +920,8 @@ func (s Schedule) validateWarps() error {
 			return fieldErr("Schedule.Warps", w, "sm_80 has no producer or epilogue warps (MMA warps issue cp.async and run the epilogue)")
 		}
 	case target.SM90a:
-		if w.Producer != 4 {
-			return fieldErr("Schedule.Warps.Producer", w.Producer, "sm_90a needs one producer warpgroup (4 warps; setmaxnreg acts per warpgroup)")
+		if w.Producer != 4 && (w.Producer != 1 || s.BlocksPerSM != 2) {
+			return fieldErr("Schedule.Warps.Producer", w.Producer, "sm_90a needs one producer warpgroup (4 warps; setmaxnreg acts per warpgroup), or with two blocks per SM (Schedule.BlocksPerSM 2) 4 or 1 (one producer warp, no setmaxnreg)")
 		}
 		if w.MMA%4 != 0 || w.MMA > 12 {
 			return fieldErr("Schedule.Warps.MMA", w.MMA, "sm_90a needs 1 to 3 whole consumer warpgroups (4, 8 or 12 warps)")
@@ -986,7 +989,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 			if err := s.validateSwap(l, name, t, fc1, mxOnly); err != nil {
 				return err
 			}
-		} else if wg := s.Warps.MMA / 4; t.M != 64*wg {
+		} else if wg := s.Warps.MMA / 4; t.M != 64*wg && !s.regFedWarpgroupOf128(l, t) {
 			if t.M%64 != 0 || t.M < 64 || t.M > 192 {
 				rows := "64, 128 or 192"
 				if mxOnly && l.Precision == MXFP8 {
@@ -1061,9 +1064,22 @@ func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 	case t.N != 64 && t.N != 128 && t.N != 256:
 		return fieldErr(name+".N", t.N, "must be 64, 128 or 256 with the register-fed mxfp8 GEMM (its B tile: 64-row slices, 128 rows per consumer warpgroup)")
 	case (t.N == 256) != (s.Warps.MMA == 8):
-		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 with 4 (64x64x128 too for FC2, or an FC1 with interleaved gate/up rows), for FC1 and FC2 alike (%d MMA warps now)", s.Warps.MMA)
+		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 with 4 (64x64x128 too for FC2, or an FC1 with interleaved gate/up rows; without a shared expert also 128x128x128, made for --blocks-per-sm 2), for FC1 and FC2 alike (%d MMA warps now)", s.Warps.MMA)
 	}
 	return nil
+}
+
+// regFedWarpgroupOf128 reports whether t is the register-fed tile of one
+// consumer warpgroup and 128 token rows (128x128x128 with 4 MMA warps:
+// wgmma m64n128 over the token rows, two 64-row slices of the B tile),
+// made for two blocks per SM with a producer warpgroup (codegen's sm_90a
+// atom then gives the consumers 200 registers; one per SM they keep the
+// launch's 255). Only where no bf16 GEMM takes the tile: an mxfp8 layer
+// without shared experts (the backward's bf16 GEMMs refuse it in codegen:
+// one warpgroup per 64 rows).
+func (s Schedule) regFedWarpgroupOf128(l Layer, t Tile) bool {
+	return s.Target == target.SM90a && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed && s.Warps.Producer == 4 &&
+		l.SharedExperts == 0 && s.Warps.MMA == 4 && t.M == 128 && t.N == 128
 }
 
 // validateSwap checks a 32-row sm_90a tile: the operand swap of the

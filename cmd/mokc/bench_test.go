@@ -150,11 +150,25 @@ func TestBlocksPerSMFlag(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := strings.Count(string(ptx), ".maxntid 160, 1, 1"); n != 2 {
-		t.Errorf("%d kernels of 160 threads, want moe_fc1 and moe_fc2", n)
+	if n := strings.Count(string(ptx), ".maxntid 256, 1, 1\n.minnctapersm 2\n.maxnreg 128"); n != 2 {
+		t.Errorf("%d kernels of 256 threads two per SM, want moe_fc1 and moe_fc2", n)
+	}
+	// One producer warp: blocks of 160 threads.
+	if _, err := runCLI("build", "--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--target", "sm_90a", "--fc1-tile", "64x128x128",
+		"--fc2-tile", "64x128x128", "--stages", "3", "--mma-warps", "4", "--blocks-per-sm", "2", "--producer-warps", "1", "-o", out); err != nil {
+		t.Fatal(err)
+	}
+	if ptx, err = os.ReadFile(out); err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(ptx), ".maxntid 160, 1, 1\n.minnctapersm 2\n.maxnreg 168"); n != 2 {
+		t.Errorf("%d kernels of 160 threads two per SM with --producer-warps 1, want moe_fc1 and moe_fc2", n)
+	}
+	if _, err := runCLI("build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--producer-warps", "1", "-o", out); err == nil || !strings.Contains(err.Error(), "or with two blocks per SM") {
+		t.Errorf("--producer-warps 1 without --blocks-per-sm 2: %v", err)
 	}
 	_, err = runCLI("build", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--blocks-per-sm", "2", "-o", out)
-	if err == nil || !strings.Contains(err.Error(), "--fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2") ||
+	if err == nil || !strings.Contains(err.Error(), "--fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3") ||
 		!strings.Contains(err.Error(), "reproduce: mokc build --model qwen3-30b-a3b --target sm_90a --blocks-per-sm 2") {
 		t.Errorf("--blocks-per-sm 2 with the default tiles: %v", err)
 	}

@@ -162,7 +162,7 @@ func noteClusters(w io.Writer, ks []launch.Kernel, n int) {
 // Engine.SharesSM).
 func noteSharesSM(w io.Writer, ks []launch.Kernel, n int) {
 	in, out := kernelNames(ks, func(k launch.Kernel) bool { return k.BlocksPerSM > 1 }, "moe_fc", "moe_shared_fc")
-	fmt.Fprintf(w, "mokc: note: --blocks-per-sm %d: %d blocks per SM: %s; one block per SM (gathered rows, promoted 32-row tiles, a split reduction, the weight gradients, or tiles beyond half an SM's 168 registers per thread or 113 KB of shared memory): %s\n",
+	fmt.Fprintf(w, "mokc: note: --blocks-per-sm %d: %d blocks per SM: %s; one block per SM (gathered rows, promoted 32-row tiles, a split reduction, the weight gradients, or tiles beyond half an SM's registers or 113 KB of shared memory): %s\n",
 		n, n, listOrNone(in), listOrNone(out))
 }
 
