@@ -38,8 +38,9 @@ import (
 //     (128 for 256 threads), the producer drops to 40-56 and the
 //     consumers rise to 200-216 with setmaxnreg (sharedSMBudget); ptxas
 //     compiles no instruction needing more than .maxnreg, so each wgmma's
-//     accumulators stay within it (B tiles of at most 192 rows; the
-//     register-fed GEMM's one warpgroup of up to 128 token rows).
+//     accumulators and the 32 registers beside them stay within it (B
+//     tiles of at most 192 rows; the register-fed GEMM's one warpgroup of
+//     up to 128 token rows).
 //   - 1, one producer warp after the consumer warpgroups (160 threads with
 //     one), no setmaxnreg, .maxnreg sharedSMRegs (168: the register file's
 //     sub-partitions hold 3 of the two blocks' 10 warps); MXFP8's codes by
@@ -409,7 +410,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, fmt.Errorf("codegen: %s: sm_90a blocks of which two share an SM have a producer that loads grouped weights and dispatched rows by TMA, bf16 or register-fed MXFP8 (no pointer table, gathered rows, promoted MXFP8, expansion, queue or split reduction)", s.Name)
 	}
 	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
-		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d (a bf16 GEMM: one warpgroup of 128 token rows is the register-fed mxfp8 forward's only)", s.Name, bm, 4*(bm/64), w)
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d (one warpgroup of 128 token rows is the register-fed mxfp8 GEMMs' only)", s.Name, bm, 4*(bm/64), w)
 	}
 	// Staged epilogue when the staging tile fits (not with BTable or
 	// GatherK, whose producer warps are busy copying B or A; layouts.PlanGemmSmem plans none
@@ -474,10 +475,12 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		// consumers take what the producer gives back. ptxas allocates a
 		// region past setmaxnreg.inc up to its count, but compiles no
 		// single instruction needing more than .maxnreg (docs/perf.md, two
-		// blocks per SM v1): each wgmma's accumulators must fit it.
+		// blocks per SM v1): each wgmma's accumulators must fit it, with
+		// the 32 more it needs beside them (ptxas 12.5 refused B tiles of
+		// 208 rows at 128: a register target of 130).
 		l.launchRegs = sharedSMRegs(l.threads, l.perSM)
-		if a := l.instrAccs(); a+16 > l.launchRegs {
-			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d issues wgmma of %d accumulators per thread, beyond the %d registers with which one of %d blocks per SM (%d threads each) launches: a B tile of at most 192 rows (a register-fed tile of at most 192 token rows), or one producer warp (Tile.ProducerWarps = 1)", s.Name, l.BM, l.NB, a, l.launchRegs, l.perSM, l.threads)
+		if a := l.instrAccs(); a+32 > l.launchRegs {
+			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d issues wgmma of %d accumulators per thread, which with the registers beside them exceed the %d with which one of %d blocks per SM (%d threads each) launches: a B tile of at most %d rows (a register-fed tile of at most 128 token rows), or one producer warp (Tile.ProducerWarps = 1)", s.Name, l.BM, l.NB, a, l.launchRegs, l.perSM, l.threads, 2*(l.launchRegs-32))
 		}
 	}
 	if l.perSM > 1 && s.Tile.ProducerWarps == 1 {
@@ -513,6 +516,9 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, nil // no setmaxnreg: every thread keeps the registers of the launch
 	}
 	l.registers(s)
+	if l.perSM > 1 && l.mmaRegs < l.launchRegs {
+		return l, fmt.Errorf("codegen: %s: sm_90a blocks of %d consumer warpgroups two per SM: the producer's %d registers leave the consumers %d, fewer than the %d of the launch (setmaxnreg.inc cannot lower them): fewer consumer warpgroups", s.Name, l.WG, l.prodRegs, l.mmaRegs, l.launchRegs)
+	}
 	if need := l.accs() + 40; l.perSM > 1 && !s.MXRegisterFed && need > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d keeps %d accumulators per consumer thread, about %d registers, beyond the %d of a consumer thread in one of %d blocks per SM (%d threads each): a smaller tile", s.Name, l.BM, l.NB, l.accs(), need, l.mmaRegs, l.perSM, l.threads)
 	}
@@ -529,7 +535,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 }
 
 // registers sets the setmaxnreg budget. Registers: 65536 per SM, one block
-// per SM. The kernel starts with launchRegs = 65536/threads per thread
+// per SM (two per SM: sharedSMBudget). The kernel starts with launchRegs = 65536/threads per thread
 // (pinned with .maxnreg, as setmaxnreg requires); the producer warpgroup
 // drops to prodRegs (40; 48 with the staged epilogue's store warps; 72 when
 // it copies B itself: with 64, ptxas spilled in the GPT-OSS 128x128
@@ -684,8 +690,9 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	return err
 }
 
-// producer is warpgroup 0 (in a block of two per SM, the warp after the
-// consumers, k.tid its own lane index): thread 0 loads the ring (all 128
+// producer is warpgroup 0 (in a block of two per SM with one producer
+// warp, Tile.ProducerWarps = 1, that warp after the consumers, k.tid its
+// own lane index): thread 0 loads the ring (all 128
 // threads for BTable); an MX GEMM's scale codes are staged by mxCodeWarps
 // warps; with the staged epilogue, warps 1-3 store the staging tile. With
 // next (a chained kernel's second GEMM) each role goes on to its items.
@@ -718,8 +725,8 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 }
 
 // producerOf is the load side of block k's ring for l's GEMM: its
-// producer warpgroup's 128 threads (a block of two per SM: its producer
-// warp's 32), the MX code warps of mxCodeWarps.
+// producer warpgroup's 128 threads (a block of two per SM with one
+// producer warp: its 32), the MX code warps of mxCodeWarps.
 func (l sm90Layout) producerOf(k *sm90Block) gemmProducer {
 	threads := 128
 	if l.mmaWG0 == 0 {
@@ -736,7 +743,7 @@ func (l sm90Layout) producerOf(k *sm90Block) gemmProducer {
 // one per 32-row group of the stage's scale rows (gemmProducer.mxGroups),
 // unless warps 1-3 store the staged epilogue; 1 for bf16, for the
 // expansion (whose producer warp 0 copies the codes for its converters,
-// expandCodeCopy) and in a block of two per SM (one producer warp).
+// expandCodeCopy) and in a block of two per SM with one producer warp.
 func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
 	if !s.MX || l.expand || l.smem.Staged || l.mmaWG0 == 0 {
 		return 1

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -902,8 +903,10 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 			t.Errorf("%s: %d threads, entry directives %q, want .maxntid %d, .minnctapersm 2 and .maxnreg %d", ki.Name, ki.Block, head[strings.Index(head, ")"):], threads, regs)
 		}
 		body := entry[:strings.Index(entry, "\n}\n")]
-		if got := strings.Contains(body, "setmaxnreg.inc.sync.aligned.u32 200;") || strings.Contains(body, "setmaxnreg.inc.sync.aligned.u32 216;"); got != rebalance {
-			t.Errorf("%s: setmaxnreg.inc to 200 or 216 %t, want %t", ki.Name, got, rebalance)
+		inc := strings.Contains(body, "setmaxnreg.inc.sync.aligned.u32 200;") || strings.Contains(body, "setmaxnreg.inc.sync.aligned.u32 216;")
+		dec := strings.Contains(body, "setmaxnreg.dec.sync.aligned.u32 40;") || strings.Contains(body, "setmaxnreg.dec.sync.aligned.u32 56;")
+		if n := strings.Count(body, "setmaxnreg"); inc != rebalance || dec != rebalance || !rebalance && n > 0 || rebalance && n != 2 {
+			t.Errorf("%s: %d setmaxnreg, .inc to 200 or 216 %t, .dec to 40 or 56 %t; want them %t", ki.Name, n, inc, dec, rebalance)
 		}
 		if lim := target.SM90a.SharedMemoryFor(2); ki.SharedBytes > lim {
 			t.Errorf("%s: %d bytes of shared memory, more than the %d of one of two blocks per SM", ki.Name, ki.SharedBytes, lim)
@@ -926,8 +929,12 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 	}
 	for _, ki := range infos {
 		r, ok := res[ki.Name]
-		if !ok || r.Registers > 168 || r.SpillStores > 0 || r.SpillLoads > 0 {
-			t.Errorf("%s: ptxas reports %+v (found %t): want at most 168 registers and no spills", ki.Name, r, ok)
+		regs := 168
+		if c := cases[slices.IndexFunc(cases, func(c sm90GemmCase) bool { return c.spec.Name == ki.Name })]; c.spec.Tile.ProducerWarps != 1 {
+			regs = 128 // at launch
+		}
+		if !ok || r.Registers > regs || r.SpillStores > 0 || r.SpillLoads > 0 {
+			t.Errorf("%s: ptxas reports %+v (found %t): want at most %d registers and no spills", ki.Name, r, ok, regs)
 		}
 		t.Logf("%s: %d registers, %d bytes of shared memory", ki.Name, r.Registers, ki.SharedBytes)
 	}
@@ -957,7 +964,11 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 		{target.SM90a, bf, func(s *GemmSpec) { s.GatherK = 2 }, "does not gather"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.QueueItems = true }, "queue"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BM, s.Tile.BN, s.Tile.Warps, s.Tile.Stages = 128, 256, 8, 2 }, "beyond the 96 of one of 2 blocks per SM (288 threads each, one producer warp)"},
-		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BN, s.Tile.Stages, s.Tile.ProducerWarps = 256, 2, 4 }, "issues wgmma of 128 accumulators per thread, beyond the 128 registers"},
+		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BN, s.Tile.Stages, s.Tile.ProducerWarps = 256, 2, 4 }, "issues wgmma of 128 accumulators per thread"},
+		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BN, s.Tile.Stages, s.Tile.ProducerWarps = 208, 2, 4 }, "a B tile of at most 192 rows"},
+		{target.SM90a, bf, func(s *GemmSpec) {
+			s.Tile.BM, s.Tile.BN, s.Tile.Warps, s.Tile.Stages, s.Tile.ProducerWarps = 128, 112, 8, 2, 4
+		}, "a B tile of at most 96 rows"},
 		{target.SM80, bf, func(s *GemmSpec) {}, "not a persistent grid of 2 blocks per SM"},
 		{target.SM100a, bf, func(s *GemmSpec) { s.Tile.BM, s.Tile.Warps, s.Tile.EpilogueWarps = 128, 1, 4 }, "one block per SM"},
 	} {

@@ -72,9 +72,11 @@ type WGMMAMainloopRegFed struct {
 	Peer bool
 	// OneWidth: one K loop, of width BM, whatever the item's token rows.
 	// The narrower copy (widths) costs registers: within the 168 of two
-	// blocks per SM (Tile.BlocksPerSM) ptxas serialized the wgmma of 96
-	// token rows with it (C7512) and kept them pipelined without (154
-	// registers); 64 token rows keep both widths.
+	// blocks per SM of one producer warp (Tile.BlocksPerSM) ptxas
+	// serialized the wgmma of 96 token rows with it (C7512) and kept them
+	// pipelined without (154 registers), and within the 200 of a consumer
+	// warpgroup of two per SM with a producer warpgroup it serialized the
+	// gated FC1's of 128 token rows; 64 token rows keep both widths.
 	OneWidth bool
 }
 

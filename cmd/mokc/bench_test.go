@@ -134,7 +134,7 @@ func TestBuildNotesQuantization(t *testing.T) {
 }
 
 // --blocks-per-sm 2 builds the GEMMs whose tiles fit half an SM two per
-// SM (blocks of 160 threads) and says which; with the default tiles it is
+// SM (blocks of 256 threads; 160 with --producer-warps 1) and says which; with the default tiles it is
 // refused with tiles that fit, and the repro command keeps the flag.
 func TestBlocksPerSMFlag(t *testing.T) {
 	out := t.TempDir() + "/moe.ptx"
