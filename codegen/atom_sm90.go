@@ -410,7 +410,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, fmt.Errorf("codegen: %s: sm_90a blocks of which two share an SM have a producer that loads grouped weights and dispatched rows by TMA, bf16 or register-fed MXFP8 (no pointer table, gathered rows, promoted MXFP8, expansion, queue or split reduction)", s.Name)
 	}
 	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
-		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d (one warpgroup of 128 token rows is the register-fed mxfp8 GEMMs' only)", s.Name, bm, 4*(bm/64), w)
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d (one warpgroup of 128 token rows, --fc1-tile 128x128x128 --mma-warps 4, is the register-fed mxfp8 forward's only: for the backward give 64x128x128 with --stages 3, or the default tiles)", s.Name, bm, 4*(bm/64), w)
 	}
 	// Staged epilogue when the staging tile fits (not with BTable or
 	// GatherK, whose producer warps are busy copying B or A; layouts.PlanGemmSmem plans none

@@ -997,11 +997,10 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 				}
 				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
 			}
-			also := ""
 			if l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed && t.M == 128 && t.N == 128 && s.Warps.MMA == 4 {
-				also = "; 128x128x128 with 4 MMA warps, one register-fed warpgroup of 128 token rows, needs a producer warpgroup (Warps.Producer 4) and no shared expert"
+				return fieldErr(name, t, "with 4 MMA warps is one register-fed warpgroup of 128 token rows, which needs a producer warpgroup (--producer-warps 4, the default; now %d) and a layer without a shared expert (this one has %d), as its bf16 GEMMs would take the tile too: else 64x128x128 with 4 MMA warps, or 128x256x128 with 8 (the default)", s.Warps.Producer, l.SharedExperts)
 			}
-			return fieldErr(name+".M", t.M, "must be %d with %d MMA warps (64 rows per consumer warpgroup of 4 warps); for M = %d give %d MMA warps (M/16, the same for FC1 and FC2)%s", 64*wg, s.Warps.MMA, t.M, t.M/16, also)
+			return fieldErr(name+".M", t.M, "must be %d with %d MMA warps (64 rows per consumer warpgroup of 4 warps); for M = %d give %d MMA warps (M/16, the same for FC1 and FC2)", 64*wg, s.Warps.MMA, t.M, t.M/16)
 		}
 		if t.N%8 != 0 || t.N > 256 {
 			return fieldErr(name+".N", t.N, "must be a multiple of 8 up to 256 (wgmma m64nNk%d)", mmaK)
