@@ -19,7 +19,7 @@ step() { # step DIR NAME TIMEOUT CMD...: run in package directory DIR, log to $O
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader >>"$S"
 step codegen gemm2sm 70 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU/.*_2sm|TestSM90MXGemmGPU/.*_2sm'
 grep -hE "^\s+--- FAIL|fit an SM|want" "$O/gemm2sm.log" | head -10 >>"$S"
-MOKC_MXPERF='_bf16$|regfed2$|_2sm|_t128' step codegen perf 100 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
+MOKC_MXPERF=${MXPERF:-'_bf16$|regfed2$|_2sm|_t128'} step codegen perf 100 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
 grep -E "µs, .* TFLOP/s|FAIL" "$O/perf.log" >>"$S"
 BF1="--fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 --mma-warps 4"
 BF2="--fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 --mma-warps 4"
