@@ -26,7 +26,8 @@ func (t Tile) String() string { return fmt.Sprintf("%dx%dx%d", t.M, t.N, t.K) }
 
 // WarpRoles is the number of warps in each role of a CTA.
 //   - Producer: warps that only load (TMA on sm_90a: one warpgroup of 4
-//     with reduced registers; sm_100a: 1 TMA warp). 0 on sm_80, where the
+//     with reduced registers, or one warp in blocks of two per SM,
+//     Schedule.BlocksPerSM; sm_100a: 1 TMA warp). 0 on sm_80, where the
 //     MMA warps issue their own cp.async.
 //   - MMA: warps issuing MMAs (sm_80: mma.sync warps; sm_90a: consumer
 //     warpgroups x 4, each warpgroup owning 64 rows per wgmma; sm_100a: 1,
@@ -930,8 +931,8 @@ func (s Schedule) validateWarps() error {
 			return fieldErr("Schedule.Warps.Epilogue", w.Epilogue, "must be 0 on sm_90a (consumer warpgroups run the epilogue)")
 		}
 	case target.SM100a:
-		if w.Producer < 1 {
-			return fieldErr("Schedule.Warps.Producer", w.Producer, "sm_100a needs at least one TMA producer warp")
+		if w.Producer != 1 {
+			return fieldErr("Schedule.Warps.Producer", w.Producer, "must be 1 on sm_100a: the engine's TMA producer is one warp")
 		}
 		if w.MMA != 1 {
 			return fieldErr("Schedule.Warps.MMA", w.MMA, "sm_100a issues tcgen05.mma from exactly one warp")

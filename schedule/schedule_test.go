@@ -228,6 +228,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 		{"sm90 smem", def(target.SM90a), func(s *Schedule) { s.Stages = 8 }, "Schedule.FC1", "shared memory"},
 		{"sm100 M", def(target.SM100a), func(s *Schedule) { s.FC2.M = 256 }, "Schedule.FC2.M", "128"},
 		{"sm100 N", def(target.SM100a), func(s *Schedule) { s.FC2.N = 264 }, "Schedule.FC2.N", "multiple of 16"},
+		{"sm100 producer", def(target.SM100a), func(s *Schedule) { s.Warps.Producer = 4 }, "Schedule.Warps.Producer", "one warp"},
 		{"sm100 mma warps", def(target.SM100a), func(s *Schedule) { s.Warps.MMA = 2 }, "Schedule.Warps.MMA", "one warp"},
 		{"sm100 epilogue", def(target.SM100a), func(s *Schedule) { s.Warps.Epilogue = 3 }, "Schedule.Warps.Epilogue", "multiple of 4"},
 		{"too many warps", def(target.SM100a), func(s *Schedule) { s.Warps.Epilogue = 32 }, "Schedule.Warps", "1024 threads"},
