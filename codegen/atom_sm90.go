@@ -470,17 +470,16 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	}
 	l.threads = 128 * (l.WG + l.mmaWG0)
 	if l.perSM > 1 && s.Tile.ProducerWarps != 1 {
-		// A producer warpgroup with setmaxnreg (registers): the block
-		// launches within sharedSMRegs (128 for 256 threads) and the
+		// A producer warpgroup with setmaxnreg (registers, sharedSMBudget):
+		// the block launches within sharedSMRegs (128 for 256 threads) and the
 		// consumers take what the producer gives back. ptxas allocates a
 		// region past setmaxnreg.inc up to its count, but compiles no
 		// single instruction needing more than .maxnreg (docs/perf.md, two
 		// blocks per SM v1): each wgmma's accumulators must fit it, with
 		// the 32 more it needs beside them (ptxas 12.5 refused B tiles of
 		// 208 rows at 128: a register target of 130).
-		l.launchRegs = sharedSMRegs(l.threads, l.perSM)
-		if a := l.instrAccs(); a+32 > l.launchRegs {
-			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d issues wgmma of %d accumulators per thread, which with the registers beside them exceed the %d with which one of %d blocks per SM (%d threads each) launches: a B tile of at most %d rows (a register-fed tile of at most 128 token rows), or one producer warp (Tile.ProducerWarps = 1)", s.Name, l.BM, l.NB, a, l.launchRegs, l.perSM, l.threads, 2*(l.launchRegs-32))
+		if a, lim := l.instrAccs(), sharedSMRegs(l.threads, l.perSM); a+32 > lim {
+			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d issues wgmma of %d accumulators per thread, which with the registers beside them exceed the %d with which one of %d blocks per SM (%d threads each) launches: a B tile of at most %d rows (a register-fed tile of at most 128 token rows), or one producer warp (Tile.ProducerWarps = 1)", s.Name, l.BM, l.NB, a, lim, l.perSM, l.threads, 2*(lim-32))
 		}
 	}
 	if l.perSM > 1 && s.Tile.ProducerWarps == 1 {
@@ -518,9 +517,6 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	l.registers(s)
 	if l.perSM > 1 && l.mmaRegs < l.launchRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a blocks of %d consumer warpgroups two per SM: the producer's %d registers leave the consumers %d, fewer than the %d of the launch (setmaxnreg.inc cannot lower them): fewer consumer warpgroups", s.Name, l.WG, l.prodRegs, l.mmaRegs, l.launchRegs)
-	}
-	if need := l.accs() + 40; l.perSM > 1 && !s.MXRegisterFed && need > l.mmaRegs {
-		return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d keeps %d accumulators per consumer thread, about %d registers, beyond the %d of a consumer thread in one of %d blocks per SM (%d threads each): a smaller tile", s.Name, l.BM, l.NB, l.accs(), need, l.mmaRegs, l.perSM, l.threads)
 	}
 	if acc := l.NB / 2; l.WG >= 2 && !l.swap && acc+40 > l.mmaRegs {
 		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d with %d accumulators per thread exceeds the %d registers of a consumer thread", s.Name, l.BM, acc, l.mmaRegs)

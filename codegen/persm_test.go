@@ -27,38 +27,14 @@ func lowerBackward(t *testing.T, l schedule.Layer, s schedule.Schedule) (*Progra
 	return Lower(bp, s, PerOp)
 }
 
-// sharesSMSchedule is layer l's default sm_90a schedule with tiles that
-// fit one of two blocks per SM of one consumer warpgroup and one producer
-// warp (Warps.Producer 1): 64x256x64 (FC1) and 64x192x64 (FC2) with two
-// stages for bf16, 64x128x128 with three for mxfp8's register-fed GEMMs.
-// (BlocksPerSM is left to the caller.)
-func sharesSMSchedule(t *testing.T, l schedule.Layer) schedule.Schedule {
+// sharesSMSchedule is layer l's default sm_90a schedule with
+// testlayer.SharesSMTiles's tiles for prod producer warps and
+// Warps.Producer prod (BlocksPerSM is left to the caller).
+func sharesSMSchedule(t *testing.T, l schedule.Layer, prod int) schedule.Schedule {
 	t.Helper()
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
-	s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 192, K: 64}, 2
-	if l.Precision == schedule.MXFP8 {
-		s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 128, K: 128}, schedule.Tile{M: 64, N: 128, K: 128}, 3
-	}
-	s.Warps.MMA, s.Warps.Producer = 4, 1
-	return s
-}
-
-// sharesSMScheduleWG is sharesSMSchedule's for blocks of a producer
-// warpgroup (Warps.Producer 4, setmaxnreg): 64x192x64 with three stages
-// for bf16 (B tiles of at most 192 rows), for mxfp8 128x128x128 with two
-// (one consumer warpgroup of 128 token rows) where the layer has no
-// shared expert, else 64x128x128 with three.
-func sharesSMScheduleWG(t *testing.T, l schedule.Layer) schedule.Schedule {
-	t.Helper()
-	s := testlayer.DefaultSchedule(t, l, target.SM90a)
-	s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 192, K: 64}, schedule.Tile{M: 64, N: 192, K: 64}, 3
-	if l.Precision == schedule.MXFP8 {
-		s.FC1, s.FC2, s.Stages = schedule.Tile{M: 128, N: 128, K: 128}, schedule.Tile{M: 128, N: 128, K: 128}, 2
-		if l.SharedExperts > 0 {
-			s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 128, K: 128}, schedule.Tile{M: 64, N: 128, K: 128}, 3
-		}
-	}
-	s.Warps.MMA = 4
+	testlayer.SharesSMTiles(&s, l, prod)
+	s.Warps.Producer = prod
 	return s
 }
 
@@ -77,17 +53,15 @@ func sharesSMScheduleWG(t *testing.T, l schedule.Layer) schedule.Schedule {
 // lowers.
 func TestSharesSM(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		sched func(*testing.T, schedule.Layer) schedule.Schedule
+		name string
+		prod int
 	}{
-		{"qwen3-30b-a3b", sharesSMSchedule}, {"deepseek-v2-lite", sharesSMSchedule}, {"gpt-oss-20b", sharesSMSchedule},
-		{"qwen3-30b-a3b mxfp8", sharesSMSchedule}, {"gpt-oss-20b mxfp8", sharesSMSchedule},
-		{"qwen3-30b-a3b", sharesSMScheduleWG}, {"deepseek-v2-lite", sharesSMScheduleWG}, {"qwen3-30b-a3b mxfp8", sharesSMScheduleWG},
-		{"gpt-oss-20b mxfp8", sharesSMScheduleWG},
+		{"qwen3-30b-a3b", 1}, {"deepseek-v2-lite", 1}, {"gpt-oss-20b", 1}, {"qwen3-30b-a3b mxfp8", 1}, {"gpt-oss-20b mxfp8", 1},
+		{"qwen3-30b-a3b", 4}, {"deepseek-v2-lite", 4}, {"qwen3-30b-a3b mxfp8", 4}, {"gpt-oss-20b mxfp8", 4},
 	} {
 		l := testlayer.Named(t, c.name)
-		s := c.sched(t, l)
-		prod := s.Warps.Producer
+		s := sharesSMSchedule(t, l, c.prod)
+		prod := c.prod
 		wg := prod == 4
 		name := fmt.Sprintf("%s (producer warps %d)", c.name, prod)
 		s.Warps.Producer = 4 // one block per SM: a producer warpgroup
@@ -205,7 +179,7 @@ func TestSharesSMRefused(t *testing.T) {
 			"no GEMM of this program fits two blocks per SM with these tiles (moe_fc1: sm_90a tile 128x256x64 with 3 stages needs 148528 bytes of shared memory"},
 		{"chain", func(l *schedule.Layer, s *schedule.Schedule) { s.Chain = schedule.ChainFC }, "runs one block per SM: its blocks wait for one another"},
 	} {
-		l, s := l, sharesSMSchedule(t, l)
+		l, s := l, sharesSMSchedule(t, l, 1)
 		c.edit(&l, &s)
 		s.BlocksPerSM = 2
 		if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), c.want) {

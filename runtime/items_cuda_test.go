@@ -121,19 +121,8 @@ func TestSharesSMGPU(t *testing.T) {
 		{"qwen3-30b-a3b", 4}, {"deepseek-v2-lite", 4}, {"qwen3-30b-a3b mxfp8", 4}, {"gpt-oss-20b mxfp8", 4},
 	} {
 		name, l := c.name, testlayer.Named(t, c.name)
-		tiles := func(s *schedule.Schedule) {
-			switch {
-			case c.prod == 1 && l.Precision == schedule.MXFP8:
-				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 128, K: 128}, schedule.Tile{M: 64, N: 128, K: 128}, 3
-			case c.prod == 1:
-				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 256, K: 64}, schedule.Tile{M: 64, N: 192, K: 64}, 2
-			case l.Precision == schedule.MXFP8:
-				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 128, N: 128, K: 128}, schedule.Tile{M: 128, N: 128, K: 128}, 2
-			default:
-				s.FC1, s.FC2, s.Stages = schedule.Tile{M: 64, N: 192, K: 64}, schedule.Tile{M: 64, N: 192, K: 64}, 3
-			}
-			s.Warps.MMA = 4 // the default's GEMM variant kept: its token range runs its own kernels
-		}
+		// The default's GEMM variant kept: its token range runs its own kernels.
+		tiles := func(s *schedule.Schedule) { testlayer.SharesSMTiles(s, l, c.prod) }
 		ly := sameAs(t, ctx, stream, name, tiles, func(s *schedule.Schedule) { s.BlocksPerSM, s.Warps.Producer = 2, c.prod }, []int{4096, 2000, 300, 64, 1}, "one block per SM", fmt.Sprintf("two blocks per SM (producer warps %d)", c.prod))
 		g, sms := ly.PerSMGrids(), ctx.Device().SMCount
 		ks := []string{"moe_fc1", "moe_fc2"}

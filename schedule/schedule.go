@@ -998,7 +998,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 				}
 				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
 			}
-			if l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed && t.M == 128 && t.N == 128 && s.Warps.MMA == 4 {
+			if s.regFedWarpgroupTile(l, t) {
 				return fieldErr(name, t, "with 4 MMA warps is one register-fed warpgroup of 128 token rows, which needs a producer warpgroup (--producer-warps 4, the default; now %d) and a layer without a shared expert (this one has %d), as its bf16 GEMMs would take the tile too: else 64x128x128 with 4 MMA warps, or 128x256x128 with 8 (the default)", s.Warps.Producer, l.SharedExperts)
 			}
 			return fieldErr(name+".M", t.M, "must be %d with %d MMA warps (64 rows per consumer warpgroup of 4 warps); for M = %d give %d MMA warps (M/16, the same for FC1 and FC2)", 64*wg, s.Warps.MMA, t.M, t.M/16)
@@ -1082,8 +1082,14 @@ func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 // without shared experts (the backward's bf16 GEMMs refuse it in codegen:
 // one warpgroup per 64 rows).
 func (s Schedule) regFedWarpgroupOf128(l Layer, t Tile) bool {
-	return s.Target == target.SM90a && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed && s.Warps.Producer == 4 &&
-		l.SharedExperts == 0 && s.Warps.MMA == 4 && t.M == 128 && t.N == 128
+	return s.regFedWarpgroupTile(l, t) && s.Warps.Producer == 4 && l.SharedExperts == 0
+}
+
+// regFedWarpgroupTile reports whether t has the shape of
+// regFedWarpgroupOf128's tile in an sm_90a register-fed mxfp8 layer,
+// whatever the producer and the shared experts.
+func (s Schedule) regFedWarpgroupTile(l Layer, t Tile) bool {
+	return s.Target == target.SM90a && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed && s.Warps.MMA == 4 && t.M == 128 && t.N == 128
 }
 
 // validateSwap checks a 32-row sm_90a tile: the operand swap of the

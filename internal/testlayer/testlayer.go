@@ -1,7 +1,8 @@
 // Package testlayer gives tests the layers and schedules they start from,
 // failing the test instead of returning an error: a preset by name (with
-// MXFP8 weights by a suffix), a preset with per-expert weight storage, and
-// a layer's default schedule on a target.
+// MXFP8 weights by a suffix), a preset with per-expert weight storage, a
+// layer's default schedule on a target, and tiles that fit two blocks per
+// SM.
 package testlayer
 
 import (
@@ -56,4 +57,30 @@ func PerExpert(t testing.TB, name string, g schedule.GradDType) schedule.Layer {
 	l.Storage, l.MainGrad = schedule.PerExpertWeights, g
 	l.Name += "-per-expert-" + g.String()
 	return l
+}
+
+// SharesSMTiles sets s's routed GEMM tiles (FC1, FC2, Stages, Warps.MMA)
+// to ones that fit one of two sm_90a blocks per SM (schedule.Schedule
+// .BlocksPerSM) of one consumer warpgroup and prod producer warps
+// (Warps.Producer: 1, a producer warp within 168 registers per thread;
+// 4, a producer warpgroup whose consumers get 200-216 after setmaxnreg
+// but whose wgmma stay within the launch's 128): with 1, 64x256x64 (FC1)
+// and 64x192x64 (FC2) with two stages for bf16, 64x128x128 with three for
+// mxfp8's register-fed GEMMs; with 4, 64x192x64 with three for bf16 and
+// 128x128x128 with two for mxfp8 (one consumer warpgroup of 128 token
+// rows) where l has no shared expert, else 64x128x128 with three. It sets
+// neither Warps.Producer nor BlocksPerSM.
+func SharesSMTiles(s *schedule.Schedule, l schedule.Layer, prod int) {
+	t := func(m, n, k int) schedule.Tile { return schedule.Tile{M: m, N: n, K: k} }
+	s.Warps.MMA = 4
+	switch {
+	case l.Precision == schedule.MXFP8 && prod == 4 && l.SharedExperts == 0:
+		s.FC1, s.FC2, s.Stages = t(128, 128, 128), t(128, 128, 128), 2
+	case l.Precision == schedule.MXFP8:
+		s.FC1, s.FC2, s.Stages = t(64, 128, 128), t(64, 128, 128), 3
+	case prod == 4:
+		s.FC1, s.FC2, s.Stages = t(64, 192, 64), t(64, 192, 64), 3
+	default:
+		s.FC1, s.FC2, s.Stages = t(64, 256, 64), t(64, 192, 64), 2
+	}
 }
