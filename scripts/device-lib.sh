@@ -8,11 +8,17 @@
 #                           # `BIN run --json --repeat 2` on sm_90a: per T, rel L2, the first 16 hex
 #                           # digits of y_sha256 (equal between two binaries computing the same bits),
 #                           # identical runs, PASS/FAIL, the error word
+#   pkgtest DIR NAME TIMEOUT CMD...
+#                           # a test binary run in package directory DIR (Go tests read testdata/
+#                           # relative to it), its output to $O/NAME.log, a line with its exit status
+#                           # and counts of PASS and FAIL
 #   bench LABEL BIN T [FLAGS...]
 #                           # `BIN bench --json` on sm_90a: the JSON (with "label") to bench.jsonl and a
 #                           # line with the median, min, p90, and with --phases each kernel as
 #                           # name@start+duration (µs) and the span; skipped once left 540 fails
 #                           # (BENCH_BUDGET overrides 540)
+#   bench_kernels           # per bench.jsonl entry timed with --kernels: its label, median and each
+#                           # kernel's median (µs), to $S
 #
 # The summary lines of bench go to bench.jsonl first (lines not starting with "{"); end the script
 # with `grep -hv "^{" $O/bench.jsonl >> $S`.
@@ -21,6 +27,13 @@ S=$O/summary.txt
 mkdir -p "$O"
 
 left() { [ $(($(date +%s) - START)) -lt "$1" ]; }
+
+pkgtest() {
+	local dir=$1 name=$2 t=$3
+	shift 3
+	(cd "$dir" && timeout "$t" "$@") >"$O/$name.log" 2>&1
+	echo "$name rc=$? $(grep -cE '^\s*--- PASS' "$O/$name.log") pass $(grep -cE '^\s*--- FAIL' "$O/$name.log") fail" >>"$S"
+}
 
 run_json() {
 	local label=$1 bin=$2 model=$3 prec=$4 tokens=$5
@@ -59,3 +72,13 @@ print(os.environ["LABEL"], os.environ["ARGS"], os.environ["T"], "median", round(
 ' >>"$O/bench.jsonl" 2>>"$O/bench.log"
 }
 export O
+
+bench_kernels() {
+	python3 - "$O/bench.jsonl" >>"$S" <<'PY'
+import json, sys
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        d = json.loads(line)
+        print("kernels", d["label"], round(d["median_ms"], 4), " ".join("%s=%.1f" % (k["name"][4:], 1000 * k["median_ms"]) for k in d.get("kernel_times", [])))
+PY
+}

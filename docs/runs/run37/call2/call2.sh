@@ -13,20 +13,14 @@ START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
 C=$PWD/.carry
-step() { # step DIR NAME TIMEOUT CMD...: run in package directory DIR, log to $O/NAME.log, a summary line
-	local dir=$1 name=$2 t=$3
-	shift 3
-	(cd "$dir" && timeout "$t" "$@") >"$O/$name.log" 2>&1
-	echo "$name rc=$? $(grep -cE '^\s*--- PASS' "$O/$name.log") pass $(grep -cE '^\s*--- FAIL' "$O/$name.log") fail" >>"$S"
-}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader >>"$S"
-step driver driver 40 $C/driver.test -test.v -test.count=1 -test.run 'TestDynamicShared100K'
-step codegen gemm 60 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU'
-step codegen mx 90 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU|TestSM90RoundOddGPU'
+pkgtest driver driver 40 $C/driver.test -test.v -test.count=1 -test.run 'TestDynamicShared100K'
+pkgtest codegen gemm 60 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU'
+pkgtest codegen mx 90 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU|TestSM90RoundOddGPU'
 grep -hE "^\s+--- FAIL|fit an SM|want" "$O/gemm.log" "$O/mx.log" | head -20 >>"$S"
-left 300 && MOKC_MXPERF='_bf16$|regfed2$|_2sm|_t128' step codegen perf 120 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
+left 300 && MOKC_MXPERF='_bf16$|regfed2$|_2sm|_t128' pkgtest codegen perf 120 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
 grep -E "µs, .* TFLOP/s|FAIL" "$O/perf.log" >>"$S"
-step runtime shares 130 $C/runtime.test -test.v -test.count=1 -test.run 'TestSharesSMGPU'
+pkgtest runtime shares 130 $C/runtime.test -test.v -test.count=1 -test.run 'TestSharesSMGPU'
 grep -hE "^\s+--- FAIL|differ|want" "$O/shares.log" | head -10 >>"$S"
 BF1="--fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 --mma-warps 4"
 BF2="--fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 --mma-warps 4"

@@ -10,16 +10,10 @@ START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
 C=$PWD/.carry
-step() { # step DIR NAME TIMEOUT CMD...: run in package directory DIR, log to $O/NAME.log, a summary line
-	local dir=$1 name=$2 t=$3
-	shift 3
-	(cd "$dir" && timeout "$t" "$@") >"$O/$name.log" 2>&1
-	echo "$name rc=$? $(grep -cE '^\s*--- PASS' "$O/$name.log") pass $(grep -cE '^\s*--- FAIL' "$O/$name.log") fail" >>"$S"
-}
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader >>"$S"
-step codegen gemm2sm 70 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU/.*_2sm|TestSM90MXGemmGPU/.*_2sm'
+pkgtest codegen gemm2sm 70 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU/.*_2sm|TestSM90MXGemmGPU/.*_2sm'
 grep -hE "^\s+--- FAIL|fit an SM|want" "$O/gemm2sm.log" | head -10 >>"$S"
-MOKC_MXPERF=${MXPERF:-'_bf16$|regfed2$|_2sm|_t128'} step codegen perf 100 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
+MOKC_MXPERF=${MXPERF:-'_bf16$|regfed2$|_2sm|_t128'} pkgtest codegen perf 100 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
 grep -E "µs, .* TFLOP/s|FAIL" "$O/perf.log" >>"$S"
 BF1="--fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 --mma-warps 4"
 BF2="--fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 --mma-warps 4"
@@ -36,15 +30,8 @@ for i in 1 2; do
 	bench bf-v2 "$mokc" 4096 --model $m --iters 20 --kernels $BF2 --blocks-per-sm 2
 	bench bf-v1 "$mokc" 4096 --model $m --iters 20 --kernels $BF1 --blocks-per-sm 2 --producer-warps 1
 done
-python3 - "$O/bench.jsonl" >>"$S" <<'PY'
-import json, sys
-for line in open(sys.argv[1]):
-    if line.startswith("{"):
-        d = json.loads(line)
-        ks = " ".join("%s=%.1f" % (k["name"][4:], 1000 * k["median_ms"]) for k in d.get("kernel_times", []))
-        print("kernels", d["label"], round(d["median_ms"], 4), ks)
-PY
+bench_kernels
 grep -hv "^{" "$O/bench.jsonl" >>"$S"
-left 340 && step runtime shares $((370 - $(date +%s) + START)) $C/runtime.test -test.v -test.count=1 -test.run 'TestSharesSMGPU'
+left 340 && pkgtest runtime shares $((370 - $(date +%s) + START)) $C/runtime.test -test.v -test.count=1 -test.run 'TestSharesSMGPU'
 grep -hE "^\s+--- (FAIL|PASS)|differ" "$O/shares.log" | head -12 >>"$S"
 cat "$S"
