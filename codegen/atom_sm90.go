@@ -38,9 +38,10 @@ import (
 //     (128 for 256 threads), the producer drops to 40-56 and the
 //     consumers rise to 200-216 with setmaxnreg (sharedSMBudget); ptxas
 //     compiles no instruction needing more than .maxnreg, so each wgmma's
-//     accumulators and the 32 registers beside them stay within it (B
-//     tiles of at most 192 rows; the register-fed GEMM's one warpgroup of
-//     up to 128 token rows).
+//     accumulators and the 32 registers beside them stay within it (bf16
+//     B tiles of at most 192 rows in one wgmma per k16 step, of 16k rows
+//     up to 256 in two of half the rows: WGMMAMainloop.SplitB; the
+//     register-fed GEMM's one warpgroup of up to 128 token rows).
 //   - 1, one producer warp after the consumer warpgroups (160 threads with
 //     one), no setmaxnreg, .maxnreg sharedSMRegs (168: the register file's
 //     sub-partitions hold 3 of the two blocks' 10 warps); MXFP8's codes by
@@ -242,6 +243,12 @@ type sm90Layout struct {
 	// quantizes (quantStride floats per token row; after the barriers), or
 	// with MXRegisterFed of the code bytes its warps trade.
 	quantAt int
+	// splitB: the bf16 K loop issues each k16 step as two wgmma of NB/2
+	// B-tile rows (WGMMAMainloop.SplitB), so that no instruction needs
+	// more accumulators than a block of two per SM launches with
+	// (sharedSMRegs); set by the plan where one of NB would, with one
+	// consumer warpgroup.
+	splitB bool
 }
 
 // quantCols is the output columns of a work item whose epilogue the
@@ -355,8 +362,11 @@ func (l sm90Layout) regFedHalf(b *Builder, c value.Value) (row, col value.Value)
 // (m64nNk16: N/2): the register-fed and swapped loops' N is the token
 // rows, the others' the B tile's rows.
 func (l sm90Layout) instrAccs() int {
-	if l.swap {
+	switch {
+	case l.swap:
 		return l.BM / 2
+	case l.splitB:
+		return l.NB / 4
 	}
 	return l.NB / 2
 }
@@ -478,8 +488,12 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		// blocks per SM v1): each wgmma's accumulators must fit it, with
 		// the 32 more it needs beside them (ptxas 12.5 refused B tiles of
 		// 208 rows at 128: a register target of 130).
-		if a, lim := l.instrAccs(), sharedSMRegs(l.threads, l.perSM); a+32 > lim {
-			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d issues wgmma of %d accumulators per thread, which with the registers beside them exceed the %d with which one of %d blocks per SM (%d threads each) launches: a B tile of at most %d rows (a register-fed tile of at most 128 token rows), or one producer warp (Tile.ProducerWarps = 1)", s.Name, l.BM, l.NB, a, lim, l.perSM, l.threads, 2*(lim-32))
+		lim := sharedSMRegs(l.threads, l.perSM)
+		if a := l.instrAccs(); a+32 > lim && l.offBHi != nil && !s.MX && l.WG == 1 {
+			l.splitB = true // two wgmma of NB/2 rows per step
+		}
+		if a := l.instrAccs(); a+32 > lim {
+			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d issues wgmma of %d accumulators per thread, which with the registers beside them exceed the %d with which one of %d blocks per SM (%d threads each) launches: a B tile of at most %d rows or of a multiple of 16 up to 256 (a bf16 K loop of two wgmma per step; a register-fed tile of at most 128 token rows), or one producer warp (Tile.ProducerWarps = 1)", s.Name, l.BM, l.NB, a, lim, l.perSM, l.threads, 2*(lim-32))
 		}
 	}
 	if l.perSM > 1 && s.Tile.ProducerWarps == 1 {
@@ -787,6 +801,9 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
 		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable || l.expand || k.spec.GatherK > 0,
 		Peer: l.cluster > 1}
+	if l.splitB {
+		ml.SplitB, ml.OffBHi = true, l.offBHi
+	}
 	mx := WGMMAMainloopMX{WGMMAMainloop: ml, ABlock: 4 * l.BM, BBlock: 4 * l.NB}
 	var aSc, bSc value.Value
 	var rf WGMMAMainloopRegFed

@@ -90,12 +90,15 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		rfs.Name += "_2sm"
 		rfs.Tile.BM, rfs.Tile.Stages, rfs.Tile.BlocksPerSM, rfs.Tile.ProducerWarps = 64, 3, 2, 1
 		// Two blocks per SM of a producer warpgroup (setmaxnreg: the
-		// consumers at 200-216 registers): bf16 B tiles of 192 rows, the
-		// register-fed one warpgroup of 128 token rows, and that tile one
-		// per SM.
+		// consumers at 200-216 registers): bf16 B tiles of 192 rows and
+		// of 256 (two wgmma of 128 a step), the register-fed one
+		// warpgroup of 128 token rows, and that tile one per SM.
 		bfw := bf
 		bfw.Name += "_2smwg"
 		bfw.Tile = codegen.Tile{BM: 64, BN: 192 * bn / 128, BK: 64, Stages: 3, Warps: 4, BlocksPerSM: 2, ProducerWarps: 4}
+		bfs := bfw
+		bfs.Name = bf.Name + "_split_2smwg"
+		bfs.Tile.BN, bfs.Tile.Stages = 2*bn, 2
 		rft := rf
 		rft.Name += "_t128"
 		rft.Tile.BM, rft.Tile.Stages = 128, 2
@@ -104,7 +107,8 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		rfw.Tile.BlocksPerSM, rfw.Tile.ProducerWarps = 2, 4
 		vs = append(vs, variant{"bf16", bf}, variant{"promote", mx}, variant{"regfed", rf}, variant{"regfed, 2 warpgroups", rf2},
 			variant{"bf16, 2 blocks per SM", bf2}, variant{"regfed, 2 blocks per SM", rfs},
-			variant{"bf16, 2 blocks per SM, producer warpgroup", bfw}, variant{"regfed, 128 token rows, 1 warpgroup", rft},
+			variant{"bf16, 2 blocks per SM, producer warpgroup", bfw}, variant{"bf16, 2 blocks per SM, producer warpgroup, 256 B-tile rows", bfs},
+			variant{"regfed, 128 token rows, 1 warpgroup", rft},
 			variant{"regfed, 128 token rows, 2 blocks per SM, producer warpgroup", rfw})
 		if g.Epilogue == codegen.EpiGated { // FC1 quantizing h in its epilogue, as the layer's: h's values only
 			rfq := rfs

@@ -184,12 +184,18 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 			Bias: true, Tile: perSM(t(64, 128, 3))}, []int{37, 0, 130, 300, 64}},
 		{GemmSpec{Name: prefix + "_swiglu_2sm", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: perSM(t(64, 128, 2))}, []int{1, 129, 250}},
-		// The same with a producer warpgroup (setmaxnreg; B tiles of at
-		// most 192 rows: .maxnreg 128 bounds each wgmma's accumulators).
+		// The same with a producer warpgroup (setmaxnreg: .maxnreg 128
+		// bounds each wgmma's accumulators); B tiles of 256 rows issue
+		// two wgmma of 128 per k16 step (WGMMAMainloop.SplitB): plain,
+		// its last tile past N, and gate/up halves.
 		{GemmSpec{Name: prefix + "_store_2smwg", N: 200, K: 200, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiStore,
 			Bias: true, Tile: perSMWG(t(64, 192, 3))}, []int{37, 0, 130, 300, 64}},
 		{GemmSpec{Name: prefix + "_swiglu_2smwg", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: perSMWG(t(64, 96, 3))}, []int{1, 129, 250}},
+		{GemmSpec{Name: prefix + "_store_split_2smwg", N: 312, K: 200, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore,
+			Bias: true, Tile: perSMWG(t(64, 256, 2))}, []int{37, 0, 130, 64}},
+		{GemmSpec{Name: prefix + "_swiglu_split_2smwg", N: 160, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: perSMWG(t(64, 128, 2))}, []int{1, 129, 250}},
 	}
 }
 
@@ -223,6 +229,9 @@ func sm90NMajorCases(prefix string) []sm90GemmCase {
 		nm("nmajor_direct", 448, 328, 3, ATiled, t(128, 256, 64, 4), []int{1, 129, 250}),
 		nm("nmajor_dense", 136, 136, 1, ADense, t(192, 64, 64, 3), []int{300}),
 		nm("nmajor_bk128", 64, 328, 2, ATiled, t(128, 64, 128, 3), []int{150, 77}),
+		// Two blocks per SM of a producer warpgroup, a B tile of 256
+		// columns as two wgmma of 128 (WGMMAMainloop.SplitB).
+		nm("nmajor_split_2smwg", 312, 200, 3, ATiled, Tile{BM: 64, BN: 256, BK: 64, Stages: 2, Warps: 4, BlocksPerSM: 2, ProducerWarps: 4}, []int{37, 130, 1}),
 	}
 }
 
@@ -973,8 +982,8 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 		{target.SM90a, bf, func(s *GemmSpec) { s.GatherK = 2 }, "does not gather"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.QueueItems = true }, "queue"},
 		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BM, s.Tile.BN, s.Tile.Warps, s.Tile.Stages = 128, 256, 8, 2 }, "beyond the 96 of one of 2 blocks per SM (288 threads each, one producer warp)"},
-		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BN, s.Tile.Stages, s.Tile.ProducerWarps = 256, 2, 4 }, "issues wgmma of 128 accumulators per thread"},
-		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BN, s.Tile.Stages, s.Tile.ProducerWarps = 208, 2, 4 }, "a B tile of at most 192 rows"},
+		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BN, s.Tile.Stages, s.Tile.ProducerWarps = 248, 2, 4 }, "issues wgmma of 124 accumulators per thread"},
+		{target.SM90a, bf, func(s *GemmSpec) { s.Tile.BN, s.Tile.Stages, s.Tile.ProducerWarps = 200, 2, 4 }, "a B tile of at most 192 rows or of a multiple of 16"},
 		{target.SM90a, bf, func(s *GemmSpec) {
 			s.Tile.BM, s.Tile.BN, s.Tile.Warps, s.Tile.Stages, s.Tile.ProducerWarps = 128, 112, 8, 2, 4
 		}, "a B tile of at most 96 rows"},

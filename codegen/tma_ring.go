@@ -25,12 +25,16 @@ type tmaRing struct {
 	atoms             int // A's K atoms per stage (BK/atomK)
 	bAtomK, bAtoms    int // B's (atomK and atoms but with GemmSpec.MXRegisterFed: e4m3 B, bf16 A)
 	aAtom, bAtom      int // bytes of one A / B atom (layouts.SmemTile.AtomBytes)
-	stageBytes        int
-	kTiles, nBlocks   int
-	offA, offB        []int // per MMA k-step of a stage: descriptor offsets of A and B (stepOffsets)
-	gate              layouts.GateUp
-	smem              *layouts.GemmSmem // shared-memory plan (offsets from the 1024-aligned base)
-	a, b              *layouts.SmemTile // the operand tiles of one stage
+	// offBHi are, for a bf16 B tile, the per-step descriptor offsets
+	// (16-byte units) of its rows from NB/2 on (WGMMAMainloop.OffBHi;
+	// nil where the tile cannot be split there: splitOffsets).
+	offBHi          []int
+	stageBytes      int
+	kTiles, nBlocks int
+	offA, offB      []int // per MMA k-step of a stage: descriptor offsets of A and B (stepOffsets)
+	gate            layouts.GateUp
+	smem            *layouts.GemmSmem // shared-memory plan (offsets from the 1024-aligned base)
+	a, b            *layouts.SmemTile // the operand tiles of one stage
 }
 
 // checkTMATile refuses, on target t, a K block that is not whole TMA boxes
@@ -124,6 +128,8 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 		}
 	} else if r.offA, r.offB, err = stepOffsets(r.a, r.b); err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
+	} else if !s.MX {
+		r.offBHi = splitOffsets(r.b, r.NB/2) // nil where B's rows do not split there
 	}
 	r.nBlocks = (s.N + r.BN - 1) / r.BN
 	return r, nil
@@ -149,6 +155,30 @@ func (r tmaRing) bBoxRows() int {
 		return r.BN
 	}
 	return r.NB
+}
+
+// splitOffsets returns, for each MMA k-step of tile b, the descriptor
+// start-address offset (16-byte units) of its rows from row on
+// (layouts.SmemTile.DescriptorFields), or nil when row is not a row at
+// which a descriptor may start (a multiple of 8, of the swizzle atom's
+// width for an MN-major tile) or not a wgmma N (8..256, a multiple of 8).
+func splitOffsets(b *layouts.SmemTile, row int) []int {
+	if checkWGMMAN(row) != nil {
+		return nil
+	}
+	mk, err := layouts.MMAK(b.Target, b.DType)
+	if err != nil {
+		return nil
+	}
+	var off []int
+	for ks := 0; ks < b.K/mk; ks++ {
+		d, err := b.DescriptorFields(0, row, ks)
+		if err != nil {
+			return nil
+		}
+		off = append(off, int(d.Start>>4))
+	}
+	return off
 }
 
 // stepOffsets returns, for each MMA k-step of the tiles a and b (K /

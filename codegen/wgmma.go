@@ -70,6 +70,18 @@ func wgmmaSteps(n int, dlist, descA, descB string, offA, offB []int, transA, tra
 	return lines
 }
 
+// wgmmaStepsSplit is wgmmaSteps of WGMMAMainloop.SplitB: per step the
+// wgmma of B's first n/2 rows into accumulators 0 .. n/4-1, then that of
+// its rows from n/2 (offBHi) into the rest.
+func wgmmaStepsSplit(n int, descA, descB string, offA, offB, offBHi []int, transA, transB bool) []string {
+	var lines []string
+	for s := range offA {
+		lines = append(lines, wgmmaSteps(n/2, regList(0, n/4), descA, descB, offA[s:s+1], offB[s:s+1], transA, transB)...)
+		lines = append(lines, wgmmaSteps(n/2, regList(n/4, n/4), descA, descB, offA[s:s+1], offBHi[s:s+1], transA, transB)...)
+	}
+	return lines
+}
+
 // stepDescs is the PTX that offsets descriptors descA and descB by offA
 // and offB (16-byte units) into the scratch registers da, db, and the
 // registers that then hold them (the originals where an offset is 0).
@@ -234,6 +246,15 @@ type WGMMAMainloop struct {
 	// A rows come by TMA multicast from both CTAs, so neither may refill
 	// a stage before the two CTAs' consumers have read it.
 	Peer bool
+	// SplitB issues each k16 step as two wgmma m64n(N/2)k16: accumulators
+	// 0 .. N/4-1 from B's rows 0 .. N/2-1 (at OffB), the others from its
+	// rows N/2 .. (at OffBHi, per step). The fragment layout is that of one
+	// wgmma of N (accumulator 4j+i: column 8j + 2*(lane%4) + i%2), so the
+	// epilogue is the same; no instruction needs more than N/4
+	// accumulators (blocks of two per SM launch with 128 registers a
+	// thread: PTX ISA 9.7.15.5, register fragments of wgmma.mma_async).
+	SplitB bool
+	OffBHi []int
 }
 
 // peerArrive is the PTX that lets lane 0 of each warp (predicate pred)
@@ -276,6 +297,9 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 	if err := checkWGMMAN(ml.N); err != nil {
 		return nil, nil, nil, err
 	}
+	if ml.SplitB && (len(ml.OffBHi) != len(ml.OffB) || checkWGMMAN(ml.N/2) != nil || ml.N%16 != 0) {
+		return nil, nil, nil, fmt.Errorf("codegen: wgmma mainloop split into two of N = %d with %d of %d B offsets", ml.N/2, len(ml.OffBHi), len(ml.OffB))
+	}
 	if len(ml.OffA) == 0 || len(ml.OffA) != len(ml.OffB) || ml.Stages < 2 {
 		return nil, nil, nil, fmt.Errorf("codegen: wgmma mainloop with %d/%d steps and %d stages", len(ml.OffA), len(ml.OffB), ml.Stages)
 	}
@@ -313,7 +337,11 @@ func (ml WGMMAMainloop) loopBody(ins mainloopIns) []string {
 	}
 	L = append(L, stageDescs(ml.StageBytes, ins.smem, ins.aOff, ml.BOffset, ml.DescHi, ml.DescHiB)...)
 	L = append(L, "wgmma.fence.sync.aligned;")
-	L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB, ml.TransA, ml.TransB)...)
+	if ml.SplitB {
+		L = append(L, wgmmaStepsSplit(ml.N, "d0a", "d0b", ml.OffA, ml.OffB, ml.OffBHi, ml.TransA, ml.TransB)...)
+	} else {
+		L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB, ml.TransA, ml.TransB)...)
+	}
 	L = append(L, "wgmma.commit_group.sync.aligned;")
 	L = append(L, ml.waitRelease(ins, 1)...)
 	return append(L, loopAdvance("WGML", ml.Stages)...)

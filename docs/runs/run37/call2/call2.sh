@@ -8,7 +8,8 @@
 #     the bits of the same tiles one per SM, graph replays, both forms).
 #  2. Standalone speed: TestSM90MXRegFedPerf (qwen3-30b-a3b's routed GEMMs at T = 4096: bf16, the
 #     two-warpgroup regfed, v1 and v2 two per SM, the 128-token-row regfed one per SM).
-#  3. Layer speed alternated (qwen3-30b-a3b T = 4096): default, v1, v2, and v2's tiles one per SM.
+#  3. Layer speed alternated (qwen3-30b-a3b T = 4096): default, v1, v2, and v2's tiles one per SM;
+#     bf16 v2 also with B tiles of 256 rows (two wgmma of 128 a step: WGMMAMainloop.SplitB).
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
@@ -24,6 +25,7 @@ pkgtest runtime shares 130 $C/runtime.test -test.v -test.count=1 -test.run 'Test
 grep -hE "^\s+--- FAIL|differ|want" "$O/shares.log" | head -10 >>"$S"
 BF1="--fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 --mma-warps 4"
 BF2="--fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 --mma-warps 4"
+BF3="--fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2 --mma-warps 4"
 MX1="--fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 --mma-warps 4"
 MX2="--fc1-tile 128x128x128 --fc2-tile 128x128x128 --stages 2 --mma-warps 4"
 BENCH_BUDGET=${BENCH_BUDGET:-470}
@@ -33,6 +35,7 @@ for i in 1 2; do
 	bench bf-v1 "$mokc" 4096 --model $m --iters 20 --kernels $BF1 --blocks-per-sm 2 --producer-warps 1
 	bench bf-v2 "$mokc" 4096 --model $m --iters 20 --kernels $BF2 --blocks-per-sm 2
 	bench bf-v2tiles "$mokc" 4096 --model $m --iters 20 --kernels $BF2
+	bench bf-v2split "$mokc" 4096 --model $m --iters 20 --kernels $BF3 --blocks-per-sm 2
 	bench mx-default "$mokc" 4096 --model $m --precision mxfp8 --iters 20 --kernels
 	bench mx-v1 "$mokc" 4096 --model $m --precision mxfp8 --iters 20 --kernels $MX1 --blocks-per-sm 2 --producer-warps 1
 	bench mx-v2 "$mokc" 4096 --model $m --precision mxfp8 --iters 20 --kernels $MX2 --blocks-per-sm 2
