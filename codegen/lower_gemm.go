@@ -491,7 +491,7 @@ func (lw *perOp) checkSharesSM() error {
 }
 
 // sharesSMHint is how a schedule's tiles fit two blocks per SM on sm_90a.
-const sharesSMHint = "--mma-warps 4 --fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 (bf16), --mma-warps 4 --fc1-tile 128x128x128 --fc2-tile 128x128x128 --stages 2 (mxfp8 without a shared expert) or --mma-warps 4 --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 (mxfp8); with --producer-warps 1 (one producer warp, 168 registers per thread) --mma-warps 4 --fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 (bf16)"
+const sharesSMHint = "--mma-warps 4 --fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 or --mma-warps 4 --fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2 (bf16), --mma-warps 4 --fc1-tile 128x128x128 --fc2-tile 128x128x128 --stages 2 (mxfp8 without a shared expert) or --mma-warps 4 --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 (mxfp8); with --producer-warps 1 (one producer warp, 168 registers per thread) --mma-warps 4 --fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 (bf16)"
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:
 // g's operands and, for dispatched rows, the work list of its row tile.

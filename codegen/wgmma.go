@@ -77,7 +77,11 @@ func wgmmaStepsSplit(n int, descA, descB string, offA, offB, offBHi []int, trans
 	var lines []string
 	for s := range offA {
 		lines = append(lines, wgmmaSteps(n/2, regList(0, n/4), descA, descB, offA[s:s+1], offB[s:s+1], transA, transB)...)
-		lines = append(lines, wgmmaSteps(n/2, regList(n/4, n/4), descA, descB, offA[s:s+1], offBHi[s:s+1], transA, transB)...)
+		a := descA // the first wgmma's A descriptor (da when offset)
+		if offA[s] != 0 {
+			a = "da"
+		}
+		lines = append(lines, wgmmaSteps(n/2, regList(n/4, n/4), a, descB, []int{0}, offBHi[s:s+1], transA, transB)...)
 	}
 	return lines
 }
@@ -297,7 +301,7 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 	if err := checkWGMMAN(ml.N); err != nil {
 		return nil, nil, nil, err
 	}
-	if ml.SplitB && (len(ml.OffBHi) != len(ml.OffB) || checkWGMMAN(ml.N/2) != nil || ml.N%16 != 0) {
+	if ml.SplitB && (len(ml.OffBHi) != len(ml.OffB) || checkWGMMAN(ml.N/2) != nil) {
 		return nil, nil, nil, fmt.Errorf("codegen: wgmma mainloop split into two of N = %d with %d of %d B offsets", ml.N/2, len(ml.OffBHi), len(ml.OffB))
 	}
 	if len(ml.OffA) == 0 || len(ml.OffA) != len(ml.OffB) || ml.Stages < 2 {

@@ -16,7 +16,7 @@ START=$(date +%s)
 C=$PWD/.carry
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader >>"$S"
 pkgtest driver driver 40 $C/driver.test -test.v -test.count=1 -test.run 'TestDynamicShared100K'
-pkgtest codegen gemm 60 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU'
+pkgtest codegen gemm 60 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU|TestSM90NMajorGPU'
 pkgtest codegen mx 90 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU|TestSM90RoundOddGPU'
 grep -hE "^\s+--- FAIL|fit an SM|want" "$O/gemm.log" "$O/mx.log" | head -20 >>"$S"
 left 300 && MOKC_MXPERF='_bf16$|regfed2$|_2sm|_t128' pkgtest codegen perf 120 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'

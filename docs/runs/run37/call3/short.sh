@@ -4,7 +4,7 @@
 # and 64x256x64 as two wgmma of 128 a step).
 START=$(date +%s); . scripts/device-env.sh; . scripts/device-lib.sh
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader >>"$S"
-pkgtest codegen gemm2sm 60 "$PWD/.carry/codegen.test" -test.v -test.count=1 -test.run 'TestSM90GemmGPU/.*_2sm|TestSM90MXGemmGPU/.*_2sm'
+pkgtest codegen gemm2sm 60 "$PWD/.carry/codegen.test" -test.v -test.count=1 -test.run 'TestSM90GemmGPU/.*_2sm|TestSM90MXGemmGPU/.*_2sm|TestSM90NMajorGPU/.*_2sm'
 grep -E -- "--- (PASS|FAIL)|fit an SM" "$O/gemm2sm.log" | head -30 >>"$S"
 MX2="--fc1-tile 128x128x128 --fc2-tile 128x128x128 --stages 2 --mma-warps 4"
 BF2="--fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 --mma-warps 4"
