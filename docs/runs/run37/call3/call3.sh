@@ -4,19 +4,20 @@
 #  1. The GEMM cases two per SM only (*_2sm: one producer warp; *_2smwg: a producer warpgroup).
 #  2. Standalone speed (TestSM90MXRegFedPerf: qwen3-30b-a3b's routed GEMMs at T = 4096).
 #  3. Layer speed alternated (qwen3-30b-a3b T = 4096): default, v1, v2 (and mxfp8 v2's tiles one
-#     per SM), two rounds while time is left.
+#     per SM; bf16 v2 with 256-row B tiles too), two rounds while time is left.
 #  4. TestSharesSMGPU (layer bits two per SM against the same tiles one per SM) in what is left.
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
 C=$PWD/.carry
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader >>"$S"
-pkgtest codegen gemm2sm 70 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU/.*_2sm|TestSM90MXGemmGPU/.*_2sm'
+pkgtest codegen gemm2sm 70 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90GemmGPU/.*_2sm|TestSM90MXGemmGPU/.*_2sm|TestSM90NMajorGPU/.*_2sm'
 grep -hE "^\s+--- FAIL|fit an SM|want" "$O/gemm2sm.log" | head -10 >>"$S"
 MOKC_MXPERF=${MXPERF:-'_bf16$|regfed2$|_2sm|_t128'} pkgtest codegen perf 100 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
 grep -E "µs, .* TFLOP/s|FAIL" "$O/perf.log" >>"$S"
 BF1="--fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 --mma-warps 4"
 BF2="--fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 --mma-warps 4"
+BF3="--fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2 --mma-warps 4"
 MX1="--fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 --mma-warps 4"
 MX2="--fc1-tile 128x128x128 --fc2-tile 128x128x128 --stages 2 --mma-warps 4"
 BENCH_BUDGET=${BENCH_BUDGET:-300}
@@ -28,6 +29,7 @@ for i in 1 2; do
 	bench mx-v2tiles "$mokc" 4096 --model $m --precision mxfp8 --iters 20 --kernels $MX2
 	bench default "$mokc" 4096 --model $m --iters 20 --kernels
 	bench bf-v2 "$mokc" 4096 --model $m --iters 20 --kernels $BF2 --blocks-per-sm 2
+	bench bf-v2split "$mokc" 4096 --model $m --iters 20 --kernels $BF3 --blocks-per-sm 2
 	bench bf-v1 "$mokc" 4096 --model $m --iters 20 --kernels $BF1 --blocks-per-sm 2 --producer-warps 1
 done
 bench_kernels
