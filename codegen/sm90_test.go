@@ -454,7 +454,7 @@ func sm90MXRegFedCases() []sm90GemmCase {
 		// one consumer warpgroup of 128 token rows (one K loop width,
 		// WGMMAMainloopRegFed.OneWidth), plain, gate/up halves, and
 		// interleaved rows rounded to odd; the fused quantization at 64.
-		{GemmSpec{Name: "mx_rf_store_t128_2smwg", N: 200, K: 224, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true, MXRegisterFed: true,
+		{GemmSpec{Name: "mx_rf_store_t128_2smwg", N: 200, K: 224, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true, MXRegisterFed: true,
 			Tile: perSMWG(t(128, 128, 2, 4))}, []int{46, 0, 1, 260, 129}},
 		{GemmSpec{Name: "mx_rf_swiglu_t128_2smwg", N: 160, K: 384, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, MX: true, MXRegisterFed: true,
