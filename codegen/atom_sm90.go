@@ -442,8 +442,8 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		// 32-column block (epilogueQuantizeRF). Only two blocks per SM:
 		// with one, its epilogue held the tensor cores (docs/mxfp8.md, v31).
 		wg := regFedWGs(l.NB, l.BM)
-		if s.Epilogue != EpiGated || l.gate != layouts.GateUpHalves || l.NB != 128 || wg != 1 || l.BM > 128 || !s.QuantizeCValues || l.perSM < 2 {
-			return l, fmt.Errorf("codegen: %s: the register-fed epilogue quantizes C to its MXFP8 values (QuantizeCValues) with gate/up halves, one consumer warpgroup of 128 B-tile rows and at most 128 token rows, two blocks per SM (B tile %d rows, %d token rows, gate/up %v, %d blocks per SM)", s.Name, l.NB, l.BM, l.gate, l.perSM)
+		if s.Epilogue != EpiGated || l.gate != layouts.GateUpHalves || l.NB != 128 || wg != 1 || l.BM > 64 || !s.QuantizeCValues || l.perSM < 2 {
+			return l, fmt.Errorf("codegen: %s: the register-fed epilogue quantizes C to its MXFP8 values (QuantizeCValues) with gate/up halves, one consumer warpgroup of 128 B-tile rows and at most 64 token rows, two blocks per SM (B tile %d rows, %d token rows, gate/up %v, %d blocks per SM)", s.Name, l.NB, l.BM, l.gate, l.perSM)
 		}
 		l.quantAt = (l.smem.Required - l.smem.AlignSlack + 15) &^ 15
 		l.smem.Bytes = max(l.smem.Bytes, l.smem.AlignSlack+l.quantAt+4*wg*l.BM)

@@ -201,7 +201,7 @@ type GemmSpec struct {
 	// layouts.RegisterFedOrder, the bytes moe.Quantize with V writes from
 	// the stored C (the A operand of the next register-fed GEMM). The
 	// register-fed GEMMs implement it with gate/up halves, one consumer
-	// warpgroup of 128 B-tile rows and at most 128 token rows, and two
+	// warpgroup of 128 B-tile rows and at most 64 token rows, and two
 	// blocks per SM (Tile.BlocksPerSM),
 	// where the epilogue runs beside the other block's K loop
 	// (sm90Layout.epilogueQuantizeRF; with both consumer warpgroups of one

@@ -114,11 +114,7 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 			rfq := rfs
 			rfq.Name += "_q"
 			rfq.QuantizeC, rfq.QuantizeCValues, rfq.QuantizeCOnly = true, true, true
-			rfwq := rfw
-			rfwq.Name += "_q"
-			rfwq.QuantizeC, rfwq.QuantizeCValues, rfwq.QuantizeCOnly = true, true, true
-			vs = append(vs, variant{"regfed, 2 blocks per SM, quantizing h", rfq},
-				variant{"regfed, 128 token rows, 2 blocks per SM, producer warpgroup, quantizing h", rfwq})
+			vs = append(vs, variant{"regfed, 2 blocks per SM, quantizing h", rfq})
 		}
 		if g.Epilogue == codegen.EpiStore { // 256 token rows: two warpgroups of one slice
 			rf3 := rf

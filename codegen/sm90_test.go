@@ -465,15 +465,6 @@ func sm90MXRegFedCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_rf_swiglu_quant_2smwg", N: 96, K: 2880, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
 			QuantizeC: true, QuantizeCValues: true, Tile: perSMWG(t(64, 64, 3, 4))}, []int{1, 70, 200, 40}},
-		// The fused quantization at 128 token rows (16 groups of 8 rows a
-		// thread), with and without C; items of 1 and 129 rows (a second
-		// tile of one row), 70 (the second 64 rows ragged).
-		{GemmSpec{Name: "mx_rf_swiglu_quant_t128_2smwg", N: 96, K: 2880, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiGated,
-			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
-			QuantizeC: true, QuantizeCValues: true, Tile: perSMWG(t(128, 64, 2, 4))}, []int{1, 70, 129, 40}},
-		{GemmSpec{Name: "mx_rf_swiglu_quant_only_t128_2smwg", N: 160, K: 384, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
-			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
-			QuantizeC: true, QuantizeCValues: true, QuantizeCOnly: true, Tile: perSMWG(t(128, 64, 2, 4))}, []int{130, 7, 255}},
 	}
 }
 

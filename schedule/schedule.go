@@ -101,7 +101,7 @@ type Schedule struct {
 	// to the consumers with setmaxnreg; 1: one warp, no setmaxnreg), each
 	// within half the SM's registers and shared memory, two per SM, so
 	// that one block's epilogue runs while the other's wgmma keep the
-	// tensor cores busy (and an mxfp8 FC1 of gate/up halves and at most 128
+	// tensor cores busy (and an mxfp8 FC1 of gate/up halves and at most 64
 	// token rows quantizes h in its epilogue: moe_quantize_h_rf does not
 	// run).
 	// The other GEMMs (those the
