@@ -121,6 +121,26 @@ func TestSM90PresetsAssemble(t *testing.T) {
 	}
 }
 
+// TestSM90GemmCaseCounts checks the GPU tests' cases without a GPU: an
+// ATiled case lists at most one row count per expert (the GPU harness
+// reads expert e's weights for the rows of count e, so one more count
+// than experts reads past B), an ADense case one row count.
+func TestSM90GemmCaseCounts(t *testing.T) {
+	lists := [][]sm90GemmCase{sm90GemmCases("c"), sm90NMajorCases("c"), sm90MXCases(), sm90MXWholeCases(),
+		sm90MXSwapCases(), sm90MXRegFedCases(), sm90MXExpandCases(), sm90PerfCases("c")}
+	for _, cases := range lists {
+		for _, c := range cases {
+			s := c.spec
+			switch {
+			case s.A == ADense && len(c.counts) != 1:
+				t.Errorf("%s: a dense case with %d row counts, not one", s.Name, len(c.counts))
+			case s.A != ADense && (len(c.counts) == 0 || len(c.counts) > s.Experts):
+				t.Errorf("%s: %d row counts for %d experts", s.Name, len(c.counts), s.Experts)
+			}
+		}
+	}
+}
+
 // sm90GemmCase is one grouped GEMM of the engine GPU test: a spec, the
 // rows per expert (ATiled) or the row count (ADense).
 type sm90GemmCase struct {
