@@ -999,7 +999,14 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
 			}
 			if s.regFedWarpgroupTile(l, t) {
-				return fieldErr(name, t, "with 4 MMA warps is one register-fed warpgroup of 128 token rows, which needs a producer warpgroup (--producer-warps 4, the default; now %d) and a layer without a shared expert (this one has %d), as its bf16 GEMMs would take the tile too: else 64x128x128 with 4 MMA warps, or 128x256x128 with 8 (the default)", s.Warps.Producer, l.SharedExperts)
+				var why []string
+				if s.Warps.Producer != 4 {
+					why = append(why, fmt.Sprintf("a producer warpgroup (--producer-warps 4, the default; now %d)", s.Warps.Producer))
+				}
+				if l.SharedExperts > 0 {
+					why = append(why, fmt.Sprintf("a layer without a shared expert (this one has %d, whose bf16 GEMMs would take the tile too)", l.SharedExperts))
+				}
+				return fieldErr(name, t, "with 4 MMA warps is one register-fed warpgroup of 128 token rows, which needs %s: else 64x128x128 with 4 MMA warps, or 128x256x128 with 8 (the default)", strings.Join(why, " and "))
 			}
 			return fieldErr(name+".M", t.M, "must be %d with %d MMA warps (64 rows per consumer warpgroup of 4 warps); for M = %d give %d MMA warps (M/16, the same for FC1 and FC2)", 64*wg, s.Warps.MMA, t.M, t.M/16)
 		}
