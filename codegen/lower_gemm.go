@@ -486,12 +486,20 @@ func (lw *perOp) checkSharesSM() error {
 	for _, name := range names[:min(2, len(names))] {
 		why = append(why, name+": "+lw.oneBlockPerSM[name])
 	}
-	return fmt.Errorf("codegen: %s: --blocks-per-sm %d (Schedule.BlocksPerSM): no GEMM of this program fits two blocks per SM with these tiles (%s). Tiles that fit (one consumer warpgroup, within half an SM's registers and 113 KB of shared memory): %s; or leave --blocks-per-sm out",
-		lw.src.Layer.Name, lw.sched.BlocksPerSM, strings.Join(why, "; "), sharesSMHint)
+	hint := sharesSMHintBF16
+	if lw.src.Layer.Precision == schedule.MXFP8 {
+		hint = sharesSMHintMX
+	}
+	return fmt.Errorf("codegen: %s: --blocks-per-sm %d (Schedule.BlocksPerSM): no GEMM of this program fits two blocks per SM with this schedule's tiles (%s). Tiles that fit (one consumer warpgroup, within half an SM's registers and 113 KB of shared memory): %s; or leave --blocks-per-sm out",
+		lw.src.Layer.Name, lw.sched.BlocksPerSM, strings.Join(why, "; "), hint)
 }
 
-// sharesSMHint is how a schedule's tiles fit two blocks per SM on sm_90a.
-const sharesSMHint = "--mma-warps 4 --fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 or --mma-warps 4 --fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2 (bf16), --mma-warps 4 --fc1-tile 128x128x128 --fc2-tile 128x128x128 --stages 2 (mxfp8 without a shared expert) or --mma-warps 4 --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3 (mxfp8); with --producer-warps 1 (one producer warp, 168 registers per thread) --mma-warps 4 --fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2 (bf16)"
+// sharesSMHintBF16 and sharesSMHintMX are how a bf16 and an mxfp8
+// layer's tiles fit two blocks per SM on sm_90a.
+const (
+	sharesSMHintBF16 = "--mma-warps 4 --fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3, or --mma-warps 4 --fc1-tile 64x256x64 --fc2-tile 64x256x64 --stages 2; with --producer-warps 1 (one producer warp, 168 registers per thread) --mma-warps 4 --fc1-tile 64x256x64 --fc2-tile 64x192x64 --stages 2"
+	sharesSMHintMX   = "--mma-warps 4 --fc1-tile 128x128x128 --fc2-tile 128x128x128 --stages 2 (the forward of a layer without a shared expert), or --mma-warps 4 --fc1-tile 64x128x128 --fc2-tile 64x128x128 --stages 3"
+)
 
 // gemmBind maps the parameter roles of g's kernel (spec) to buffer names:
 // g's operands and, for dispatched rows, the work list of its row tile.

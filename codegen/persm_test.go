@@ -157,7 +157,8 @@ func TestSharesSM(t *testing.T) {
 // where they cannot apply: on sm_80 and sm_100a, with clusters, the queue
 // walk, the chain or per-expert weights (the schedule), and with tiles
 // none of whose GEMMs fits half an SM (the default's, each routed GEMM's
-// reason named), forward and backward.
+// reason named, and tiles that fit for the layer's precision), forward
+// and backward.
 func TestSharesSMRefused(t *testing.T) {
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	for _, tg := range []target.Target{target.SM80, target.SM100a} {
@@ -176,7 +177,7 @@ func TestSharesSMRefused(t *testing.T) {
 		{"queue", func(l *schedule.Layer, s *schedule.Schedule) { s.Items = schedule.ItemsQueue }, "fixed order"},
 		{"per-expert", func(l *schedule.Layer, s *schedule.Schedule) { l.Storage = schedule.PerExpertWeights }, "grouped weights"},
 		{"default tiles", func(l *schedule.Layer, s *schedule.Schedule) { *s = testlayer.DefaultSchedule(t, *l, target.SM90a) },
-			"no GEMM of this program fits two blocks per SM with these tiles (moe_fc1: sm_90a tile 128x256x64 with 3 stages needs 148528 bytes of shared memory"},
+			"no GEMM of this program fits two blocks per SM with this schedule's tiles (moe_fc1: sm_90a tile 128x256x64 with 3 stages needs 148528 bytes of shared memory"},
 		{"chain", func(l *schedule.Layer, s *schedule.Schedule) { s.Chain = schedule.ChainFC }, "runs one block per SM: its blocks wait for one another"},
 	} {
 		l, s := l, sharesSMSchedule(t, l, 1)
@@ -185,6 +186,13 @@ func TestSharesSMRefused(t *testing.T) {
 		if _, err := Build(l, s); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s with two blocks per SM: %v, want an error saying %q", c.what, err, c.want)
 		}
+	}
+	// An mxfp8 layer's refusal names mxfp8 tiles only.
+	mx := testlayer.Named(t, "qwen3-30b-a3b mxfp8")
+	ms := testlayer.DefaultSchedule(t, mx, target.SM90a)
+	ms.BlocksPerSM, ms.Variant = 2, nil
+	if _, err := Build(mx, ms); err == nil || !strings.Contains(err.Error(), "128x128x128") || strings.Contains(err.Error(), "64x192x64") {
+		t.Errorf("mxfp8 with the default tiles, two blocks per SM: %v, want the mxfp8 tiles that fit", err)
 	}
 	// A backward none of whose GEMMs fits is refused too.
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
