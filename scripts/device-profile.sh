@@ -13,8 +13,8 @@
 #      sampling by source line, to see what the converters and consumers wait for (docs/perf.md,
 #      mxfp8 v6's closing paragraph); MX_KERNELS (a regex), MX_SKIP and MX_COUNT pick other
 #      launches (e.g. '^moe_fc[12]_decode$', 4, 2: both decode GEMMs after two warm-up forwards,
-#      kept in the same files); the report is kept (mx-fc1.ncu-rep) and its source page, per SASS
-#      instruction, written as CSV (mx-fc1-sass.csv).
+#      kept in the same files; MX_TIMEOUT bounds the ncu run, default 300 s); the report is kept
+#      (mx-fc1.ncu-rep) and its source page, per SASS instruction, written as CSV (mx-fc1-sass.csv).
 # Usage: [MODELS=... NCU_MODELS=... (empty: skip)] [WGRAD_MODEL=m [WGRAD=wgmma-ws]]
 #        [MX_MODEL=m [MX_TOKENS=T] [MX_FLAGS=...] [MX_KERNELS=re MX_SKIP=n MX_COUNT=n]] bash scripts/device-profile.sh
 set -u
@@ -48,7 +48,7 @@ if [ -n "${MX_MODEL:-}" ]; then
 	flags=${MX_FLAGS---mx-gemm expand --fc1-tile 64x256x128 --fc2-tile 64x256x128 --stages 3 --mma-warps 4} # MX_FLAGS= : the default schedule
 	echo "=== ncu mxfp8 FC1 $MX_MODEL T=${MX_TOKENS:-64} $flags" >>"$OUT/ncu-mxfp8.log"
 	# shellcheck disable=SC2086 # flags is a list of flags
-	timeout 300 ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
+	timeout "${MX_TIMEOUT:-300}" ncu --clock-control none --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats \
 		--section SourceCounters --section Occupancy -k "regex:${MX_KERNELS:-^moe_fc1(_decode)?\$}" --launch-skip "${MX_SKIP:-2}" --launch-count "${MX_COUNT:-1}" \
 		-f -o "$OUT/mx-fc1" "$mokc" bench --precision mxfp8 $flags --model "$MX_MODEL" --target "$TARGET" --tokens "${MX_TOKENS:-64}" \
 		--iters 1 --warmup 2 >>"$OUT/ncu-mxfp8.log" 2>&1

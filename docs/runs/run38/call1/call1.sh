@@ -15,7 +15,7 @@ START=$(date +%s)
 . scripts/device-lib.sh
 C=$PWD/.carry
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader >>"$S"
-MODELS= NCU_MODELS= MX_MODEL=qwen3-30b-a3b MX_TOKENS=4096 MX_FLAGS= MX_KERNELS='^moe_fc[12]$' MX_SKIP=4 MX_COUNT=2 \
+MODELS= NCU_MODELS= MX_MODEL=qwen3-30b-a3b MX_TOKENS=4096 MX_FLAGS= MX_KERNELS='^moe_fc[12]$' MX_SKIP=4 MX_COUNT=2 MX_TIMEOUT=150 \
 	bash scripts/device-profile.sh >>"$O/profile.log" 2>&1
 grep -E "rc=|Duration|Compute \(SM\) Throughput|Memory Throughput|Issue Slots Busy|Warp Cycles Per Issued" "$OUT/ncu-mxfp8.log" | head -30 >>"$S"
 pkgtest codegen mxt128 80 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU/.*(t128|2smwg)'
