@@ -40,7 +40,7 @@ import (
 //     compiles no instruction needing more than .maxnreg, so each wgmma's
 //     accumulators and the 32 registers beside them stay within it (bf16
 //     B tiles of at most 192 rows in one wgmma per k16 step, of 16k rows
-//     up to 256 in two of half the rows: WGMMAMainloop.SplitB; the
+//     up to 256 in two of half the rows: WGMMAMainloop.OffBHi; the
 //     register-fed GEMM's one warpgroup of up to 128 token rows).
 //   - 1, one producer warp after the consumer warpgroups (160 threads with
 //     one), no setmaxnreg, .maxnreg sharedSMRegs (168: the register file's
@@ -243,12 +243,13 @@ type sm90Layout struct {
 	// quantizes (quantStride floats per token row; after the barriers), or
 	// with MXRegisterFed of the code bytes its warps trade.
 	quantAt int
-	// splitB: the bf16 K loop issues each k16 step as two wgmma of NB/2
-	// B-tile rows (WGMMAMainloop.SplitB), so that no instruction needs
-	// more accumulators than a block of two per SM launches with
+	// offBHi, when not nil, splits the bf16 K loop's k16 steps into two
+	// wgmma of NB/2 B-tile rows (WGMMAMainloop.OffBHi: the descriptor
+	// offsets of rows NB/2 on), so that no instruction needs more
+	// accumulators than a block of two per SM launches with
 	// (sharedSMRegs); set by the plan where one of NB would, with one
 	// consumer warpgroup.
-	splitB bool
+	offBHi []int
 }
 
 // quantCols is the output columns of a work item whose epilogue the
@@ -365,7 +366,7 @@ func (l sm90Layout) instrAccs() int {
 	switch {
 	case l.swap:
 		return l.BM / 2
-	case l.splitB:
+	case l.offBHi != nil:
 		return l.NB / 4
 	}
 	return l.NB / 2
@@ -489,8 +490,8 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		// the 32 more it needs beside them (ptxas 12.5 refused B tiles of
 		// 208 rows at 128: a register target of 130).
 		lim := sharedSMRegs(l.threads, l.perSM)
-		if a := l.instrAccs(); a+32 > lim && l.offBHi != nil && !s.MX && l.WG == 1 {
-			l.splitB = true // two wgmma of NB/2 rows per step
+		if l.instrAccs()+32 > lim && !s.MX && l.WG == 1 {
+			l.offBHi = splitOffsets(l.b, l.NB/2) // nil where B's rows do not split there
 		}
 		if a := l.instrAccs(); a+32 > lim {
 			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d issues wgmma of %d accumulators per thread, which with the registers beside them exceed the %d with which one of %d blocks per SM (%d threads each) launches: a B tile of at most %d rows or of a multiple of 16 up to 256 (a bf16 K loop of two wgmma per step; a register-fed tile of at most 128 token rows), or one producer warp (Tile.ProducerWarps = 1)", s.Name, l.BM, l.NB, a, lim, l.perSM, l.threads, 2*(lim-32))
@@ -800,10 +801,7 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 	offA, offB := l.offA, l.offB
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
 		OffA: offA, OffB: offB, DescHi: l.descHi, DescHiB: l.descHiB, TransB: k.spec.BNMajor, ProxyFence: k.spec.B == BTable || l.expand || k.spec.GatherK > 0,
-		Peer: l.cluster > 1}
-	if l.splitB {
-		ml.SplitB, ml.OffBHi = true, l.offBHi
-	}
+		Peer: l.cluster > 1, OffBHi: l.offBHi}
 	mx := WGMMAMainloopMX{WGMMAMainloop: ml, ABlock: 4 * l.BM, BBlock: 4 * l.NB}
 	var aSc, bSc value.Value
 	var rf WGMMAMainloopRegFed

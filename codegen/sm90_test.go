@@ -206,7 +206,7 @@ func sm90GemmCases(prefix string) []sm90GemmCase {
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, Tile: perSM(t(64, 128, 2))}, []int{1, 129, 250}},
 		// The same with a producer warpgroup (setmaxnreg: .maxnreg 128
 		// bounds each wgmma's accumulators); B tiles of 256 rows issue
-		// two wgmma of 128 per k16 step (WGMMAMainloop.SplitB): plain,
+		// two wgmma of 128 per k16 step (WGMMAMainloop.OffBHi): plain,
 		// its last tile past N, and gate/up halves.
 		{GemmSpec{Name: prefix + "_store_2smwg", N: 200, K: 200, Experts: 5, A: ATiled, B: BGrouped, Epilogue: EpiStore,
 			Bias: true, Tile: perSMWG(t(64, 192, 3))}, []int{37, 0, 130, 300, 64}},
@@ -250,7 +250,7 @@ func sm90NMajorCases(prefix string) []sm90GemmCase {
 		nm("nmajor_dense", 136, 136, 1, ADense, t(192, 64, 64, 3), []int{300}),
 		nm("nmajor_bk128", 64, 328, 2, ATiled, t(128, 64, 128, 3), []int{150, 77}),
 		// Two blocks per SM of a producer warpgroup, a B tile of 256
-		// columns as two wgmma of 128 (WGMMAMainloop.SplitB).
+		// columns as two wgmma of 128 (WGMMAMainloop.OffBHi).
 		nm("nmajor_split_2smwg", 312, 200, 3, ATiled, Tile{BM: 64, BN: 256, BK: 64, Stages: 2, Warps: 4, BlocksPerSM: 2, ProducerWarps: 4}, []int{37, 130, 1}),
 	}
 }

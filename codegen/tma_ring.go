@@ -25,16 +25,12 @@ type tmaRing struct {
 	atoms             int // A's K atoms per stage (BK/atomK)
 	bAtomK, bAtoms    int // B's (atomK and atoms but with GemmSpec.MXRegisterFed: e4m3 B, bf16 A)
 	aAtom, bAtom      int // bytes of one A / B atom (layouts.SmemTile.AtomBytes)
-	// offBHi are, for a bf16 B tile, the per-step descriptor offsets
-	// (16-byte units) of its rows from NB/2 on (WGMMAMainloop.OffBHi;
-	// nil where the tile cannot be split there: splitOffsets).
-	offBHi          []int
-	stageBytes      int
-	kTiles, nBlocks int
-	offA, offB      []int // per MMA k-step of a stage: descriptor offsets of A and B (stepOffsets)
-	gate            layouts.GateUp
-	smem            *layouts.GemmSmem // shared-memory plan (offsets from the 1024-aligned base)
-	a, b            *layouts.SmemTile // the operand tiles of one stage
+	stageBytes        int
+	kTiles, nBlocks   int
+	offA, offB        []int // per MMA k-step of a stage: descriptor offsets of A and B (stepOffsets)
+	gate              layouts.GateUp
+	smem              *layouts.GemmSmem // shared-memory plan (offsets from the 1024-aligned base)
+	a, b              *layouts.SmemTile // the operand tiles of one stage
 }
 
 // checkTMATile refuses, on target t, a K block that is not whole TMA boxes
@@ -128,8 +124,6 @@ func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) 
 		}
 	} else if r.offA, r.offB, err = stepOffsets(r.a, r.b); err != nil {
 		return r, fmt.Errorf("codegen: %s: %w", s.Name, err)
-	} else if !s.MX {
-		r.offBHi = splitOffsets(r.b, r.NB/2) // nil where B's rows do not split there
 	}
 	r.nBlocks = (s.N + r.BN - 1) / r.BN
 	return r, nil
@@ -170,15 +164,26 @@ func splitOffsets(b *layouts.SmemTile, row int) []int {
 	if err != nil {
 		return nil
 	}
+	off, err := rowOffsets(b, row, mk)
+	if err != nil {
+		return nil
+	}
+	return off
+}
+
+// rowOffsets returns, for each mk-wide MMA k-step of tile t, the
+// descriptor start-address offset (16-byte units) of its rows from row on
+// (layouts.SmemTile.DescriptorFields).
+func rowOffsets(t *layouts.SmemTile, row, mk int) ([]int, error) {
 	var off []int
-	for ks := 0; ks < b.K/mk; ks++ {
-		d, err := b.DescriptorFields(0, row, ks)
+	for ks := 0; ks < t.K/mk; ks++ {
+		d, err := t.DescriptorFields(0, row, ks)
 		if err != nil {
-			return nil
+			return nil, err
 		}
 		off = append(off, int(d.Start>>4))
 	}
-	return off
+	return off, nil
 }
 
 // stepOffsets returns, for each MMA k-step of the tiles a and b (K /
@@ -195,16 +200,11 @@ func stepOffsets(a, b *layouts.SmemTile) (offA, offB []int, err error) {
 	if a.K != b.K {
 		return nil, nil, fmt.Errorf("codegen: A tile K = %d, B tile K = %d", a.K, b.K)
 	}
-	for ks := 0; ks < a.K/mk; ks++ {
-		da, err := a.DescriptorFields(0, 0, ks)
-		if err != nil {
-			return nil, nil, err
-		}
-		db, err := b.DescriptorFields(0, 0, ks)
-		if err != nil {
-			return nil, nil, err
-		}
-		offA, offB = append(offA, int(da.Start>>4)), append(offB, int(db.Start>>4))
+	if offA, err = rowOffsets(a, 0, mk); err != nil {
+		return nil, nil, err
+	}
+	if offB, err = rowOffsets(b, 0, mk); err != nil {
+		return nil, nil, err
 	}
 	return offA, offB, nil
 }

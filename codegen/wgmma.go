@@ -70,7 +70,7 @@ func wgmmaSteps(n int, dlist, descA, descB string, offA, offB []int, transA, tra
 	return lines
 }
 
-// wgmmaStepsSplit is wgmmaSteps of WGMMAMainloop.SplitB: per step the
+// wgmmaStepsSplit is wgmmaSteps of WGMMAMainloop.OffBHi: per step the
 // wgmma of B's first n/2 rows into accumulators 0 .. n/4-1, then that of
 // its rows from n/2 (offBHi) into the rest.
 func wgmmaStepsSplit(n int, descA, descB string, offA, offB, offBHi []int, transA, transB bool) []string {
@@ -250,14 +250,14 @@ type WGMMAMainloop struct {
 	// A rows come by TMA multicast from both CTAs, so neither may refill
 	// a stage before the two CTAs' consumers have read it.
 	Peer bool
-	// SplitB issues each k16 step as two wgmma m64n(N/2)k16: accumulators
-	// 0 .. N/4-1 from B's rows 0 .. N/2-1 (at OffB), the others from its
-	// rows N/2 .. (at OffBHi, per step). The fragment layout is that of one
+	// OffBHi, when not nil, splits each k16 step into two wgmma
+	// m64n(N/2)k16: accumulators 0 .. N/4-1 from B's rows 0 .. N/2-1 (at
+	// OffB), the others from its rows N/2 .. (at OffBHi, the descriptor
+	// offsets per step, 16-byte units). The fragment layout is that of one
 	// wgmma of N (accumulator 4j+i: column 8j + 2*(lane%4) + i%2), so the
 	// epilogue is the same; no instruction needs more than N/4
 	// accumulators (blocks of two per SM launch with 128 registers a
 	// thread: PTX ISA 9.7.15.5, register fragments of wgmma.mma_async).
-	SplitB bool
 	OffBHi []int
 }
 
@@ -301,7 +301,7 @@ func (b *Builder) WGMMAMainloop(ml WGMMAMainloop, stage, phase, ktiles, bars, sm
 	if err := checkWGMMAN(ml.N); err != nil {
 		return nil, nil, nil, err
 	}
-	if ml.SplitB && (len(ml.OffBHi) != len(ml.OffB) || checkWGMMAN(ml.N/2) != nil) {
+	if ml.OffBHi != nil && (len(ml.OffBHi) != len(ml.OffB) || checkWGMMAN(ml.N/2) != nil) {
 		return nil, nil, nil, fmt.Errorf("codegen: wgmma mainloop split into two of N = %d with %d of %d B offsets", ml.N/2, len(ml.OffBHi), len(ml.OffB))
 	}
 	if len(ml.OffA) == 0 || len(ml.OffA) != len(ml.OffB) || ml.Stages < 2 {
@@ -341,7 +341,7 @@ func (ml WGMMAMainloop) loopBody(ins mainloopIns) []string {
 	}
 	L = append(L, stageDescs(ml.StageBytes, ins.smem, ins.aOff, ml.BOffset, ml.DescHi, ml.DescHiB)...)
 	L = append(L, "wgmma.fence.sync.aligned;")
-	if ml.SplitB {
+	if ml.OffBHi != nil {
 		L = append(L, wgmmaStepsSplit(ml.N, "d0a", "d0b", ml.OffA, ml.OffB, ml.OffBHi, ml.TransA, ml.TransB)...)
 	} else {
 		L = append(L, wgmmaSteps(ml.N, regList(0, ml.N/2), "d0a", "d0b", ml.OffA, ml.OffB, ml.TransA, ml.TransB)...)

@@ -9,7 +9,7 @@
 #  2. Standalone speed: TestSM90MXRegFedPerf (qwen3-30b-a3b's routed GEMMs at T = 4096: bf16, the
 #     two-warpgroup regfed, v1 and v2 two per SM, the 128-token-row regfed one per SM).
 #  3. Layer speed alternated (qwen3-30b-a3b T = 4096): default, v1, v2, and v2's tiles one per SM;
-#     bf16 v2 also with B tiles of 256 rows (two wgmma of 128 a step: WGMMAMainloop.SplitB).
+#     bf16 v2 also with B tiles of 256 rows (two wgmma of 128 a step: WGMMAMainloop.OffBHi).
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
