@@ -41,6 +41,7 @@ func TestChainFC(t *testing.T) {
 			l := testlayer.Preset(t, name)
 			l.Precision = prec
 			s := testlayer.DefaultSchedule(t, l, target.SM90a)
+			s.Items = schedule.ItemsFixed // the chain's walk, in both
 			what := fmt.Sprintf("%s %v", name, prec)
 			off := forwardAndBackward(t, l, s)
 			s.Chain = schedule.ChainFC
@@ -216,7 +217,7 @@ func TestChainRefused(t *testing.T) {
 			l.Storage = schedule.PerExpertWeights
 		}
 		s := testlayer.DefaultSchedule(t, l, c.tg)
-		s.Chain = schedule.ChainFC
+		s.Chain, s.Items = schedule.ChainFC, schedule.ItemsFixed
 		if c.queue {
 			s.Items = schedule.ItemsQueue
 		}
@@ -298,6 +299,7 @@ func TestChainPhaseTimes(t *testing.T) {
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	s.Chain = schedule.ChainFC
+	s = s.FixedItemsWhereNeeded(l)
 	for _, phases := range []bool{false, true} {
 		s.PhaseTimes = phases
 		p, err := Build(l, s)
@@ -402,6 +404,7 @@ func chainedPTX(t *testing.T, name string) string {
 	if clustered {
 		s.Cluster = 2
 	}
+	s = s.FixedItemsWhereNeeded(l)
 	p, err := Build(l, s)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)

@@ -26,6 +26,7 @@ func TestSM90Cluster(t *testing.T) {
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "deepseek-v2-lite", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
 		l := testlayer.Named(t, name)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		s.Items = schedule.ItemsFixed // the clusters' walk, in both
 		base, err := Build(l, s)
 		if err != nil {
 			t.Fatal(err)
@@ -158,7 +159,7 @@ func TestClusterRefused(t *testing.T) {
 		l := l
 		l.Precision = prec
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
-		s.Cluster, s.Chain = 2, schedule.ChainFC
+		s.Cluster, s.Chain, s.Items = 2, schedule.ChainFC, schedule.ItemsFixed
 		p, err := Build(l, s)
 		if err != nil {
 			t.Fatalf("%v chain with cluster 2: %v", prec, err)
@@ -180,7 +181,7 @@ func TestClusterRefused(t *testing.T) {
 	odd := l
 	odd.Name, odd.Hidden, odd.Intermediate = "odd-blocks", 640, 384 // FC2 640/256 and FC1 384/128: 3 blocks each
 	s := testlayer.DefaultSchedule(t, odd, target.SM90a)
-	s.Cluster, s.Variant = 2, nil
+	s.Cluster, s.Variant, s.Items = 2, nil, schedule.ItemsFixed
 	_, err := Build(odd, s)
 	if err == nil || !strings.Contains(err.Error(), "builds none of this program's GEMMs in clusters") {
 		t.Errorf("%s with cluster 2: %v", odd.Name, err)

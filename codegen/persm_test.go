@@ -176,7 +176,10 @@ func TestSharesSMRefused(t *testing.T) {
 		{"cluster", func(l *schedule.Layer, s *schedule.Schedule) { s.Cluster = 2 }, "clusters"},
 		{"queue", func(l *schedule.Layer, s *schedule.Schedule) { s.Items = schedule.ItemsQueue }, "fixed order"},
 		{"per-expert", func(l *schedule.Layer, s *schedule.Schedule) { l.Storage = schedule.PerExpertWeights }, "grouped weights"},
-		{"default tiles", func(l *schedule.Layer, s *schedule.Schedule) { *s = testlayer.DefaultSchedule(t, *l, target.SM90a) },
+		{"default tiles", func(l *schedule.Layer, s *schedule.Schedule) {
+			*s = testlayer.DefaultSchedule(t, *l, target.SM90a)
+			s.Items = schedule.ItemsFixed
+		},
 			"no GEMM of this program fits two blocks per SM with this schedule's tiles (moe_fc1: sm_90a tile 128x256x64 with 3 stages needs 148528 bytes of shared memory"},
 		{"chain", func(l *schedule.Layer, s *schedule.Schedule) { s.Chain = schedule.ChainFC }, "runs one block per SM: its blocks wait for one another"},
 	} {
@@ -190,13 +193,13 @@ func TestSharesSMRefused(t *testing.T) {
 	// An mxfp8 layer's refusal names mxfp8 tiles only.
 	mx := testlayer.Named(t, "qwen3-30b-a3b mxfp8")
 	ms := testlayer.DefaultSchedule(t, mx, target.SM90a)
-	ms.BlocksPerSM, ms.Variant = 2, nil
+	ms.BlocksPerSM, ms.Variant, ms.Items = 2, nil, schedule.ItemsFixed
 	if _, err := Build(mx, ms); err == nil || !strings.Contains(err.Error(), "128x128x128") || strings.Contains(err.Error(), "64x192x64") {
 		t.Errorf("mxfp8 with the default tiles, two blocks per SM: %v, want the mxfp8 tiles that fit", err)
 	}
 	// A backward none of whose GEMMs fits is refused too.
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
-	s.BlocksPerSM = 2
+	s.BlocksPerSM, s.Items = 2, schedule.ItemsFixed
 	if _, err := lowerBackward(t, l, s); err == nil || !strings.Contains(err.Error(), "no GEMM of this program fits two blocks per SM") {
 		t.Errorf("backward with the default tiles, two blocks per SM: %v", err)
 	}

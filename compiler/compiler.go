@@ -167,6 +167,11 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 			args = append(args, "--wgrad "+s.WGrad.String())
 		}
 	}
+	// The walk of work items mokc takes without --items: the default's
+	// where s's other settings allow it (schedule.FixedItemsWhereNeeded).
+	items := def
+	items.Cluster, items.Chain, items.BlocksPerSM, items.MXGemm = s.Cluster, s.Chain, s.BlocksPerSM, s.MXGemm
+	items = items.FixedItemsWhereNeeded(l)
 	// The flags that keep the GEMM variant, where s differs from the default.
 	for _, f := range []struct {
 		differs bool
@@ -177,7 +182,7 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 		{s.Gather != def.Gather, "--gather " + s.Gather.String()},
 		{s.Cluster != def.Cluster, fmt.Sprintf("--cluster %d", s.Cluster)},
 		{s.Chain != def.Chain, "--chain " + s.Chain.String()},
-		{s.Items != def.Items, "--items " + s.Items.String()},
+		{s.Items != items.Items, "--items " + s.Items.String()},
 		{s.BlocksPerSM != def.BlocksPerSM, fmt.Sprintf("--blocks-per-sm %d", s.BlocksPerSM)},
 	} {
 		if f.differs {

@@ -132,14 +132,18 @@ func TestStageErrors(t *testing.T) {
 	}
 	// The choices that keep the variant, each a flag of its own.
 	so := s
-	so.Gather, so.Cluster, so.Chain = schedule.GatherSeparate, 2, schedule.ChainFC
+	so.Gather, so.Cluster, so.Chain, so.Items = schedule.GatherSeparate, 2, schedule.ChainFC, schedule.ItemsFixed // mokc's walk with them
 	if cmd, ok := ReproduceCommand(l, so); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --gather separate --cluster 2 --chain fc1-fc2 --emit llvm" {
 		t.Errorf("ReproduceCommand(gather, cluster, chain) = %q, %v", cmd, ok)
 	}
 	so = s
-	so.Items = schedule.ItemsQueue
-	if cmd, ok := ReproduceCommand(l, so); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --items queue --emit llvm" {
-		t.Errorf("ReproduceCommand(items queue) = %q, %v", cmd, ok)
+	so.Items = schedule.ItemsFixed
+	if cmd, ok := ReproduceCommand(l, so); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --items fixed --emit llvm" {
+		t.Errorf("ReproduceCommand(items fixed) = %q, %v", cmd, ok)
+	}
+	so.Cluster, so.Items = 2, schedule.ItemsQueue // refused by Validate, but said as set
+	if cmd, ok := ReproduceCommand(l, so); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --cluster 2 --items queue --emit llvm" {
+		t.Errorf("ReproduceCommand(cluster 2, items queue) = %q, %v", cmd, ok)
 	}
 	renamed := l
 	renamed.Hidden *= 2
@@ -156,7 +160,7 @@ func TestStageErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ms.BlocksPerSM = 2
+	ms.BlocksPerSM, ms.Items = 2, schedule.ItemsFixed
 	_, err = Compile(custom, ms)
 	if !errors.As(err, &se) || se.Stage != "codegen" || strings.Contains(err.Error(), "reproduce") {
 		t.Errorf("two blocks per SM with the default tiles for a layer that is not a preset: %v (want a codegen-stage error without a reproduce hint)", err)
@@ -349,6 +353,7 @@ func TestManifestCoResident(t *testing.T) {
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	for _, chain := range []schedule.ChainKind{schedule.ChainOff, schedule.ChainFC} {
 		s.Chain = chain
+		s = s.FixedItemsWhereNeeded(l)
 		a, err := Compile(l, s)
 		if err != nil {
 			t.Fatal(err)

@@ -39,6 +39,7 @@ func TestChainGPU(t *testing.T) {
 		off := newLayer(t, ctx, l, target.SM90a)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Chain = schedule.ChainFC
+		s = s.FixedItemsWhereNeeded(l)
 		chained := loadLayer(t, ctx, l, s)
 		Ts := chainTokens(t, l, s)
 		if len(Ts) == 0 {
@@ -115,6 +116,7 @@ func TestChainWaitTimeoutGPU(t *testing.T) {
 	off := newLayer(t, ctx, l, target.SM90a)
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	s.Chain = schedule.ChainFC
+	s = s.FixedItemsWhereNeeded(l)
 	chained := loadLayer(t, ctx, l, s)
 	const T = 4096
 	c := newCase(t, ctx, l, w, T, seed+T)

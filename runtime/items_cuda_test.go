@@ -15,18 +15,19 @@ import (
 )
 
 // TestItemsQueueGPU: with the routed GEMMs' work items taken from a queue
-// (schedule.ItemsQueue) the forward passes runChecked's checks and gives
-// the fixed walk's bits, in direct runs and in replays of a captured graph
-// (each launch leaves the queue words zero for the next), bf16 and mxfp8
-// on sm_90a, at T = 4096, 1100 and 64 (the decode GEMMs).
+// (schedule.ItemsQueue, the default sm_90a schedule's) the forward passes
+// runChecked's checks and gives the fixed walk's bits, in direct runs and
+// in replays of a captured graph (each launch leaves the queue words zero
+// for the next), bf16 and mxfp8 on sm_90a, at T = 4096, 1100 and 64 (the
+// decode GEMMs).
 func TestItemsQueueGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
 		t.Skip("the queue walk is sm_90a's")
 	}
 	for _, name := range []string{"qwen3-30b-a3b", "qwen3-30b-a3b mxfp8"} {
-		sameAsDefault(t, ctx, stream, name, func(s *schedule.Schedule) { s.Items = schedule.ItemsQueue },
-			[]int{4096, 1100, 64}, "fixed walk", "queue")
+		sameAs(t, ctx, stream, name, func(s *schedule.Schedule) { s.Items = schedule.ItemsFixed },
+			func(s *schedule.Schedule) { s.Items = schedule.ItemsQueue }, []int{4096, 1100, 64}, "fixed walk", "queue")
 	}
 }
 
@@ -43,16 +44,20 @@ func sameAsDefault(t *testing.T, ctx *driver.Context, stream *driver.Stream, nam
 }
 
 // sameAs is sameAsDefault with the base schedule the default changed by
-// baseEdit, and the other the base changed by edit; it returns the other
-// layer.
+// baseEdit, and the other the base changed by edit; each then keeps the
+// queue walk of work items only where its settings allow it
+// (schedule.Schedule.FixedItemsWhereNeeded, as mokc's flags do). It
+// returns the other layer.
 func sameAs(t *testing.T, ctx *driver.Context, stream *driver.Stream, name string, baseEdit, edit func(*schedule.Schedule), Ts []int, baseWhat, otherWhat string) *runtime.Layer {
 	t.Helper()
 	l := testlayer.Named(t, name)
 	seed, w, dw := randomWeightsOnDevice(t, ctx, l)
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	baseEdit(&s)
+	s = s.FixedItemsWhereNeeded(l)
 	base := loadLayer(t, ctx, l, s)
 	edit(&s)
+	s = s.FixedItemsWhereNeeded(l)
 	other := loadLayer(t, ctx, l, s)
 	for _, T := range Ts {
 		t.Run(fmt.Sprintf("%s/T=%d", name, T), func(t *testing.T) {

@@ -179,12 +179,15 @@ type Schedule struct {
 	// launch.BufWorkQueue) when the block's producer starts the item before
 	// it, so SMs that run fast take more of the tail
 	// (docs/megakernel.md, "GEMM items from a queue"). The same bits
-	// either way (each output tile is one item, in one K order). Opt-in:
-	// on the H200 the queue made the mxfp8 forward at T = 4096 up to 4%
-	// faster and some bf16 and decode-size forwards up to 5% slower
-	// with every item past a block's first two from the queue (docs/perf.md,
-	// items v1 and v2; v3, this walk, not yet measured). Validate refuses
-	// ItemsQueue off sm_90a and with MXGemmExpand.
+	// either way (each output tile is one item, in one K order).
+	// DefaultSchedule's on sm_90a with grouped weights: at T = 4096 this
+	// walk ran the mxfp8 forward 2-5% faster than the fixed one on four
+	// of five presets (olmoe-1b-7b level) and qwen3-30b-a3b's bf16 forward
+	// 2% faster, gpt-oss-20b's level, and the T = 64 forwards within 1%
+	// (H100 and H200, docs/perf.md, items v3). Validate refuses
+	// ItemsQueue off sm_90a, with MXGemmExpand, with clusters, two blocks
+	// per SM and a chain (FixedItemsWhereNeeded gives the fixed walk
+	// there).
 	Items ItemsKind
 	// Chain is whether the forward's routed FC1 and FC2 run as one
 	// persistent kernel (docs/megakernel.md, step 2): ChainOff (the zero
@@ -409,13 +412,34 @@ func ParseGatherKind(v string) (GatherKind, error) {
 
 // WithMXGemm returns s with its mxfp8 routed GEMMs run by k; with
 // MXGemmExpand without a GEMM variant, since the default schedule's decode
-// variant is promote's (see MXGemm), and with MXGemmRegFed without a
-// variant that is not MXOnly (one for the bf16 GEMMs too, which cannot be
-// promote's). The tiles stay: DefaultScheduleMX gives each kind's.
+// variant is promote's (see MXGemm), and with the fixed walk of work items
+// (the expansion's converter warps have no queue), and with MXGemmRegFed
+// without a variant that is not MXOnly (one for the bf16 GEMMs too, which
+// cannot be promote's). The tiles stay: DefaultScheduleMX gives each
+// kind's.
 func (s Schedule) WithMXGemm(k MXGemmKind) Schedule {
 	s.MXGemm = k
 	if k == MXGemmExpand || k == MXGemmRegFed && s.Variant != nil && !s.Variant.MXOnly {
 		s.Variant = nil
+	}
+	if k == MXGemmExpand {
+		s.Items = ItemsFixed
+	}
+	return s
+}
+
+// FixedItemsWhereNeeded returns s with the fixed walk of work items
+// (ItemsFixed) where one of its other settings needs it and the queue
+// (ItemsQueue, DefaultSchedule's on sm_90a) cannot run: CTA pairs
+// (Cluster 2), two blocks per SM, a chained FC1 and FC2 kernel, the
+// mxfp8 expansion, a target other than sm_90a or per-expert weights; s
+// unchanged otherwise. For callers that change a default schedule's other
+// fields and keep its walk where it can run (mokc's flags without
+// --items).
+func (s Schedule) FixedItemsWhereNeeded(l Layer) Schedule {
+	if s.Items == ItemsQueue && (s.Cluster > 1 || s.BlocksPerSM == 2 || s.Chain != ChainOff || s.MXGemm == MXGemmExpand ||
+		s.Target != target.SM90a || l.Storage != GroupedWeights) {
+		s.Items = ItemsFixed
 	}
 	return s
 }
@@ -1254,6 +1278,9 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 	}
 	if k == MXGemmRegFed && tg == target.SM90a && l.Precision == MXFP8 {
 		s.FC1.N, s.FC2.N, s.Stages = 256, 256, min(s.Stages, 3)
+	}
+	if tg == target.SM90a && l.Storage == GroupedWeights && k != MXGemmExpand {
+		s.Items = ItemsQueue // see Schedule.Items
 	}
 	if err := s.Validate(l); err != nil {
 		return Schedule{}, fmt.Errorf("default schedule for %v: %w", tg, err)

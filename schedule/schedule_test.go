@@ -261,7 +261,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 	}
 	// Expansion plans bf16 tiles of half the K block, without scales.
 	s, _ = DefaultSchedule(m, target.SM90a)
-	s.MXGemm = MXGemmExpand
+	s.MXGemm, s.Items = MXGemmExpand, ItemsFixed
 	if err := s.Validate(m); err == nil || !strings.Contains(err.Error(), "Schedule.Variant") {
 		t.Errorf("mxfp8 expand with promote's decode variant (8 stages of 32x128 tiles): %v, want a refusal", err)
 	}
@@ -351,7 +351,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 		{"bf16 layer", l, func(s *Schedule) {}, "MXOnly replaces the tiles of the mxfp8 GEMMs only"},
 		{"bf16 layer, not MXOnly", l, func(s *Schedule) { s.Variant.MXOnly = false }, "TileVariant with MXOnly"},
 		{"FC1 and FC2 rows differ", m, func(s *Schedule) { s.Variant.FC2.M = 64 }, "same rows"},
-		{"expand", m, func(s *Schedule) { s.MXGemm = MXGemmExpand }, "--mx-gemm promote only"},
+		{"expand", m, func(s *Schedule) { s.MXGemm, s.Items = MXGemmExpand, ItemsFixed }, "--mx-gemm promote only"},
 		{"8 warps", m, func(s *Schedule) { s.Variant.MMAWarps = 8 }, "one consumer warpgroup"},
 		{"per-expert weights", perExpert, func(s *Schedule) {}, "grouped weights"},
 		{"FC1 half of 32 rows", m, func(s *Schedule) { s.Variant.FC1.N = 64 }, "multiple of 128"},
@@ -455,9 +455,10 @@ func TestValidateNeverPanics(t *testing.T) {
 }
 
 // The dispatch and item kinds parse from their names in any case and
-// print them back; the zero value is the default (the dispatch queue, the
-// fixed walk); anything else is refused by name, and a schedule that is not
-// the default says so in its text.
+// print them back; the zero value is the first (the dispatch queue, the
+// fixed walk); anything else is refused by name, and a schedule with the
+// other kind says so in its text (the default sm_90a schedule's queue of
+// work items too).
 func TestDispatchKind(t *testing.T) {
 	testKind(t, ParseDispatchKind, []DispatchKind{DispatchQueue, DispatchOps}, "four",
 		func(s *Schedule, k DispatchKind) { s.Dispatch = k }, "dispatch", "dispatch ops")
@@ -465,9 +466,9 @@ func TestDispatchKind(t *testing.T) {
 
 func TestItemsKind(t *testing.T) {
 	testKind(t, ParseItemsKind, []ItemsKind{ItemsFixed, ItemsQueue}, "dynamic",
-		func(s *Schedule, k ItemsKind) { s.Items = k }, "items", "GEMM items from a queue")
-	// The queue walk is sm_90a's, not the expansion's; its item ring
-	// counts in the planned shared memory.
+		func(s *Schedule, k ItemsKind) { s.Items = k }, "", "GEMM items from a queue")
+	// The queue walk is sm_90a's (its default with grouped weights), not
+	// the expansion's; its item ring counts in the planned shared memory.
 	l, err := Preset("qwen3-30b-a3b")
 	if err != nil {
 		t.Fatal(err)
@@ -477,6 +478,10 @@ func TestItemsKind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if want := map[bool]ItemsKind{true: ItemsQueue, false: ItemsFixed}[tg == target.SM90a]; s.Items != want {
+			t.Errorf("%v: the default schedule's walk %v, want %v", tg, s.Items, want)
+		}
+		s.Items = ItemsFixed
 		fixed, err := s.GemmSmem(l, s.FC1, true)
 		if err != nil {
 			t.Fatal(err)
@@ -504,6 +509,42 @@ func TestItemsKind(t *testing.T) {
 	if err := s.Validate(mx); err == nil || !strings.Contains(err.Error(), "Schedule.Items") {
 		t.Errorf("the queue walk with the expansion: %v", err)
 	}
+	if e := s.WithMXGemm(MXGemmExpand); e.Items != ItemsFixed || e.Validate(mx) != nil {
+		t.Errorf("WithMXGemm(expand): the walk %v (%v), want the fixed one", e.Items, e.Validate(mx))
+	}
+	// FixedItemsWhereNeeded: the fixed walk where another setting needs
+	// it, the queue kept elsewhere; each result valid.
+	def, err := DefaultSchedule(l, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perExpert := l
+	perExpert.Storage = PerExpertWeights
+	for _, c := range []struct {
+		name string
+		l    Layer
+		edit func(*Schedule)
+		want ItemsKind
+	}{
+		{"default", l, func(*Schedule) {}, ItemsQueue},
+		{"group-m 1", l, func(s *Schedule) { s.GroupM = 1 }, ItemsQueue},
+		{"cluster 2", l, func(s *Schedule) { s.Cluster = 2 }, ItemsFixed},
+		{"chain", l, func(s *Schedule) { s.Chain = ChainFC }, ItemsFixed},
+		{"two blocks per SM", l, func(s *Schedule) {
+			s.BlocksPerSM, s.Warps.MMA, s.FC1, s.FC2, s.Variant = 2, 4, Tile{64, 192, 64}, Tile{64, 192, 64}, nil
+		}, ItemsFixed},
+		{"per-expert weights", perExpert, func(*Schedule) {}, ItemsFixed},
+	} {
+		s := def
+		c.edit(&s)
+		s = s.FixedItemsWhereNeeded(c.l)
+		if s.Items != c.want {
+			t.Errorf("FixedItemsWhereNeeded, %s: %v, want %v", c.name, s.Items, c.want)
+		}
+		if err := s.Validate(c.l); err != nil {
+			t.Errorf("FixedItemsWhereNeeded, %s: %v", c.name, err)
+		}
+	}
 }
 
 func TestChainKind(t *testing.T) {
@@ -520,7 +561,7 @@ func TestChainKind(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		s.Chain = ChainFC
+		s.Chain, s.Items = ChainFC, ItemsFixed
 		if err := s.Validate(l); (err == nil) != (tg == target.SM90a) {
 			t.Errorf("%v: Validate with the chain: %v", tg, err)
 		}
@@ -552,14 +593,14 @@ func TestChainKind(t *testing.T) {
 	mx.Precision = MXFP8
 	if s, err := DefaultSchedule(mx, target.SM90a); err != nil {
 		t.Fatal(err)
-	} else if s.Chain = ChainFC; s.Validate(mx) != nil {
+	} else if s.Chain, s.Items = ChainFC, ItemsFixed; s.Validate(mx) != nil {
 		t.Errorf("the chain on an mxfp8 layer (its decode tiles): %v", s.Validate(mx))
 	}
 }
 
 // testKind checks a schedule kind: parse of every kind's upper-cased
 // name gives it back, bad is refused with its name in the error, kinds[0]
-// is the zero value, the default schedule's text holds no word quiet and
+// is the zero value, the default schedule's text holds no word quiet (none when quiet is empty) and
 // the schedule set to kinds[1] holds loud.
 func testKind[K interface {
 	comparable
@@ -587,7 +628,7 @@ func testKind[K interface {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(s.String(), quiet) {
+	if quiet != "" && strings.Contains(s.String(), quiet) {
 		t.Errorf("default schedule %q says %q", s, quiet)
 	}
 	set(&s, kinds[1])

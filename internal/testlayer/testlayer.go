@@ -68,11 +68,13 @@ func PerExpert(t testing.TB, name string, g schedule.GradDType) schedule.Layer {
 // and 64x192x64 (FC2) with two stages for bf16, 64x128x128 with three for
 // mxfp8's register-fed GEMMs; with 4, 64x192x64 with three for bf16 and
 // 128x128x128 with two for mxfp8 (one consumer warpgroup of 128 token
-// rows) where l has no shared expert, else 64x128x128 with three. It sets
+// rows) where l has no shared expert, else 64x128x128 with three; and the
+// fixed walk of work items (Items), two blocks per SM's only one. It sets
 // neither Warps.Producer nor BlocksPerSM.
 func SharesSMTiles(s *schedule.Schedule, l schedule.Layer, prod int) {
 	t := func(m, n, k int) schedule.Tile { return schedule.Tile{M: m, N: n, K: k} }
 	s.Warps.MMA = 4
+	s.Items = schedule.ItemsFixed // the only walk of two blocks per SM, so one per SM too
 	switch {
 	case l.Precision == schedule.MXFP8 && prod == 4 && l.SharedExperts == 0:
 		s.FC1, s.FC2, s.Stages = t(128, 128, 128), t(128, 128, 128), 2
