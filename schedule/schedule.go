@@ -185,9 +185,9 @@ type Schedule struct {
 	// of five presets (olmoe-1b-7b level) and qwen3-30b-a3b's bf16 forward
 	// 2% faster, gpt-oss-20b's level, and the T = 64 forwards within 1%
 	// (H100 and H200, docs/perf.md, items v3). Validate refuses
-	// ItemsQueue off sm_90a, with MXGemmExpand, with clusters, two blocks
-	// per SM and a chain (FixedItemsWhereNeeded gives the fixed walk
-	// there).
+	// ItemsQueue off sm_90a, with MXGemmExpand, per-expert weights,
+	// clusters, two blocks per SM and a chain (FixedItemsWhereNeeded gives
+	// the fixed walk there).
 	Items ItemsKind
 	// Chain is whether the forward's routed FC1 and FC2 run as one
 	// persistent kernel (docs/megakernel.md, step 2): ChainOff (the zero
@@ -893,6 +893,9 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	}
 	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {
 		return fieldErr("Schedule.MXGemm", s.MXGemm, "regfed loads grouped weights with TMA (Layer.Storage)")
+	}
+	if s.Items == ItemsQueue && l.Storage != GroupedWeights {
+		return fieldErr("Schedule.Items", s.Items, "the queue walk is built and tested for grouped weights only (Layer.Storage is %v)", l.Storage)
 	}
 	if s.MXGemm == MXGemmRegFed && s.Variant != nil && !s.Variant.MXOnly {
 		return fieldErr("Schedule.Variant", *s.Variant, "a GEMM variant under regfed must be MXOnly (promote's tiles for the mxfp8 GEMMs of its token range)")

@@ -544,6 +544,9 @@ func TestItemsKind(t *testing.T) {
 		if err := s.Validate(c.l); err != nil {
 			t.Errorf("FixedItemsWhereNeeded, %s: %v", c.name, err)
 		}
+	}	// The queue with per-expert weights is refused (never run on a GPU).
+	if err := def.Validate(perExpert); err == nil || !strings.Contains(err.Error(), "Schedule.Items") || !strings.Contains(err.Error(), "grouped weights") {
+		t.Errorf("the queue walk with per-expert weights: %v", err)
 	}
 }
 

@@ -46,9 +46,9 @@
 #          GEMM and rows tests, mokc run --precision mxfp8 forward (four presets) and backward (two), memcheck,
 #          then bench beside bf16 and, with OLD_MOKC=path, the previous binary's bf16 and promote at T = 64 and 4096
 #   sanitize  compute-sanitizer memcheck and racecheck of run --backward at T = 64 (qwen3-30b-a3b, gpt-oss-120b)
-#   megakernel  --items queue and --chain fc1-fc2 beside the default in one binary: their runtime GPU tests, mokc
-#          run's y_sha256 compared per (preset, precision, T) across the flag sets (MK_MODELS, MK_TOKENS), the
-#          queue's backward, memcheck and racecheck of moe_fc1_fc2
+#   megakernel  --items fixed and --chain fc1-fc2 beside the default (the queue walk of work items) in one
+#          binary: their runtime GPU tests, mokc run's y_sha256 compared per (preset, precision, T) across the
+#          flag sets (MK_MODELS, MK_TOKENS), the backward of both walks, memcheck and racecheck of moe_fc1_fc2
 #   megabench  the same flag sets timed, alternated, at T = 4096, 300 and 64 (bf16), 4096 and 64 (mxfp8)
 #   cluster  --cluster 2 (the bf16 routed GEMMs in CTA pairs sharing A by TMA multicast): TestClusterGPU, mokc run's
 #          y_sha256 with and without per (preset, T) (CL_MODELS, CL_TOKENS), the backward, memcheck, racecheck and
@@ -122,7 +122,8 @@ bench_step() {
 	step "bench T=$T $*" 90 "$OUT/$prefix-bench.log" bash -c "\"$mokc\" bench --target sm_90a --tokens $T --iters $iters --kernels --json $* >>\"$OUT/$prefix-bench.jsonl\""
 }
 # bench_summary FILE: one line per mokc bench --json report in FILE: the preset, precision, T, the
-# opt-in flags its schedule names (chain, queue, cluster), the median, the routed GEMM kernels' medians
+# flags its schedule names (chain, cluster; fixed: an sm_90a schedule without the default queue walk of
+# GEMM items, --items fixed's or per-expert weights'), the median, the routed GEMM kernels' medians
 # (--kernels) and the inner phases (--phases), in microseconds, and the blocks of the kernels in clusters.
 bench_summary() {
 	python3 - "$1" <<'PY' | tee -a "$summary"
@@ -136,7 +137,12 @@ while True:
         break
     d, i = dec.raw_decode(text, i)
     sched = d.get("schedule", "")
-    flags = [f for f, mark in (("chain", "chain fc1-fc2"), ("queue", "from a queue"), ("cluster", "cluster=2")) if mark in sched] or ["default"]
+    # The sm_90a default walks its GEMM items from a queue: a schedule without it (but for the chain's and
+    # the clusters', which take the fixed walk) is --items fixed's (or per-expert weights').
+    flags = [f for f, mark in (("chain", "chain fc1-fc2"), ("cluster", "cluster=2")) if mark in sched]
+    if not flags and "sm_90a" in sched and "from a queue" not in sched:
+        flags = ["fixed"]
+    flags = flags or ["default"]
     ks = " ".join("%s=%.1f" % (k["name"], 1000 * k["median_ms"]) for k in d.get("kernel_times", []) if k["name"].startswith("moe_fc"))
     ph = " ".join("%s@%.1f+%.1f" % (p["name"][4:], 1000 * p["start_ms"], 1000 * p["ms"]) for p in d.get("phases", []))
     cg = " ".join("%s:%d" % kv for kv in sorted(d.get("cluster_grids", {}).items()))
@@ -466,12 +472,12 @@ for phase in $phases; do
 		sanitize_backward
 		;;
 	megakernel)
-		# The persistent lowering's opt-in steps beside the default, in the same binary: --items queue (the
-		# fixed walk's rounds, then a queue) and --chain fc1-fc2 (moe_fc1_fc2). The runtime tests (the default's
-		# bits, graph replays), mokc run's y_sha256 per (preset, precision, T) under each flag set, compared by
-		# sha_compare below, the queue's backward, memcheck and racecheck of the chained kernel (a wait limit of
-		# 60 s under the sanitizers, which slow it). megabench
-		# times them: medians alternated (default, chain, queue) at T = 4096 and 300 (bf16), 4096 and 64 (mxfp8).
+		# The persistent lowering's steps beside the default, in the same binary: --items fixed (the walk
+		# the default's queue replaced: its rounds, then a queue) and --chain fc1-fc2 (moe_fc1_fc2). The runtime
+		# tests (the fixed walk's bits, graph replays), mokc run's y_sha256 per (preset, precision, T) under
+		# each flag set, compared by sha_compare below, the backward of both walks, memcheck and racecheck of
+		# the chained kernel (a wait limit of 60 s under the sanitizers, which slow it). megabench
+		# times them: medians alternated (default, chain, fixed) at T = 4096 and 300 (bf16), 4096 and 64 (mxfp8).
 		(cd runtime && step "runtime: TestItemsQueueGPU TestChainGPU TestChainWaitTimeoutGPU TestCaptureForward" 480 "$OUT/tests.log" ../.carry/runtime.test -test.v -test.count=1 -test.run 'TestItemsQueueGPU|TestChainGPU|TestChainWaitTimeoutGPU|TestCaptureForward')
 		grep -E "^(--- FAIL|FAIL|ok|PASS)" "$OUT/tests.log" | tail -10
 		mkrun() { # label precision model flags...
@@ -482,13 +488,15 @@ for phase in $phases; do
 		for m in ${MK_MODELS:-qwen3-30b-a3b gpt-oss-20b olmoe-1b-7b mixtral-8x7b deepseek-v2-lite}; do
 			mkrun default bf16 $m
 			mkrun chain bf16 $m --chain fc1-fc2
-			mkrun queue bf16 $m --items queue
+			mkrun fixed bf16 $m --items fixed
 			mkrun default mxfp8 $m
 			mkrun chain mxfp8 $m --chain fc1-fc2
-			mkrun queue mxfp8 $m --items queue
+			mkrun fixed mxfp8 $m --items fixed
 		done
 		sha_compare "$OUT/mk-run.jsonl" 3 "across the flag sets"
-		step "run --backward qwen3-30b-a3b --items queue bf16,mxfp8" 240 "$OUT/mk-run.log" bash -c "\"$mokc\" run --backward --items queue --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\" && \"$mokc\" run --backward --items queue --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\""
+		for items in queue fixed; do
+			step "run --backward qwen3-30b-a3b --items $items bf16,mxfp8" 240 "$OUT/mk-run.log" bash -c "\"$mokc\" run --backward --items $items --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\" && \"$mokc\" run --backward --items $items --precision mxfp8 --model qwen3-30b-a3b --target sm_90a --tokens 1,64,1000 --repeat 2 >>\"$OUT/mk-run.log\""
+		done
 		for tool in memcheck racecheck; do
 			step "$tool run --chain fc1-fc2 qwen3-30b-a3b T=300" 240 "$OUT/mk-sanitize.log" \
 				compute-sanitizer --tool $tool --error-exitcode 9 "$mokc" run --chain fc1-fc2 --wait-limit 60s --model qwen3-30b-a3b --target sm_90a --tokens 300 --repeat 1
@@ -506,9 +514,9 @@ for phase in $phases; do
 			for m in qwen3-30b-a3b gpt-oss-20b mixtral-8x7b olmoe-1b-7b; do
 				mkbench 4096 --model $m
 				mkbench 4096 --model $m --chain fc1-fc2
-				mkbench 4096 --model $m --items queue
+				mkbench 4096 --model $m --items fixed
 				mkbench 4096 --model $m --precision mxfp8
-				mkbench 4096 --model $m --precision mxfp8 --items queue
+				mkbench 4096 --model $m --precision mxfp8 --items fixed
 			done
 			for m in qwen3-30b-a3b olmoe-1b-7b; do
 				mkbench 300 --model $m
@@ -521,7 +529,7 @@ for phase in $phases; do
 			for m in olmoe-1b-7b deepseek-v2-lite qwen2-57b-a14b; do
 				mkbench 64 --model $m --precision mxfp8
 				mkbench 64 --model $m --precision mxfp8 --chain fc1-fc2
-				mkbench 64 --model $m --precision mxfp8 --items queue
+				mkbench 64 --model $m --precision mxfp8 --items fixed
 			done
 		done
 		# The chained kernels' inner phases (FC1's items, FC2's) beside the two kernels'.
