@@ -154,6 +154,20 @@ type GemmSpec struct {
 	// sm_80 grouped or through a pointer table, sm_90a grouped); the
 	// lowering gives the others a K-major copy.
 	BNMajor bool
+	// BHalvesInPairs: with Gate GateInterleaved, B_e holds gate/up halves
+	// (rows 0..N-1 gate, N..2N-1 up, as GateHalves) and TMA loads each
+	// B tile as (gate, up) row pairs through a 4-D tensor map (K, 2, N,
+	// E) with the halves' stride on its second dimension, one box per
+	// atom (CUDA driver API, cuTensorMapEncodeTiled): shared row 2c holds
+	// gate row n0+c and 2c+1 its up row, the order of interleaved weights,
+	// so the tile, the accumulators and the epilogue are
+	// GateInterleaved's while the scale rows are read where the halves
+	// keep them (b_scales [E, 2N, K/32] in halves order). For the sm_90a
+	// register-fed GEMM of 256 token rows, whose two consumer warpgroups
+	// each take one 64-row slice of a 128-row B tile: with halves each
+	// slice would be all gate or all up (docs/mxfp8.md, "Next: 256 token
+	// rows per tile"). Grouped K-major weights, no bias.
+	BHalvesInPairs bool
 	// MX makes the GEMM MXFP8 (docs/mxfp8.md): A and B are e4m3 (one
 	// byte), with the UE8M0 scales a_scales [rows, K/32] and b_scales [E,
 	// BRows(), K/32] (one per 32 along K), and every 32-wide block of K
@@ -346,6 +360,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: SplitK = %d does not divide the %d K blocks of %d", s.Name, s.SplitK, (s.K+s.Tile.BK-1)/s.Tile.BK, s.Tile.BK)
 	case s.QueueItems && (s.A != ATiled || s.QueueWord < 0):
 		return fmt.Errorf("codegen: %s: QueueItems takes the work items of a GEMM over dispatched rows (ATiled) from a queue at a word index >= 0 (%d)", s.Name, s.QueueWord)
+	case s.BHalvesInPairs && (s.Epilogue != EpiGated || s.Gate != GateInterleaved || !s.MXRegisterFed || s.B != BGrouped || s.BNMajor || s.Bias):
+		return fmt.Errorf("codegen: %s: BHalvesInPairs loads the gate/up halves of a register-fed MXFP8 FC1 (MXRegisterFed, EpiGated) as the pairs of GateInterleaved, from grouped K-major weights without a bias", s.Name)
 	case s.GatherK < 0 || s.GatherK > 0 && (s.A != ATiled || s.MXRegisterFed || s.MXExpand || s.B == BTable):
 		return fmt.Errorf("codegen: %s: GatherK = %d: a GEMM gathers the bf16 (or, MXFP8, e4m3) rows of dispatched A (ATiled) beside grouped weights, neither register-fed nor expanded, GatherK the top-k", s.Name, s.GatherK)
 	}

@@ -605,6 +605,10 @@ func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 		spec.Epilogue, spec.Gate, spec.Act = EpiGated, GateHalves, activation(g.Act)
 		if g.GateUp == moe.GateUpInterleaved {
 			spec.Gate = GateInterleaved
+		} else if spec.MXRegisterFed && t.M == 256 {
+			// Each consumer warpgroup's 64-row slice must hold whole
+			// (gate, up) pairs: the halves come as pairs.
+			spec.Gate, spec.BHalvesInPairs = GateInterleaved, true
 		}
 	}
 	spec.Tile = Tile{BM: t.M, BN: bn, BK: t.K, Stages: s.Stages, Warps: s.Warps.MMA,

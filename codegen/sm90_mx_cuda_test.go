@@ -263,7 +263,7 @@ func runMXGemm(t *testing.T, ctx *driver.Context, r *rand.Rand, text string, c c
 				continue
 			}
 			gr, ur := n, s.N+n
-			if s.Gate == codegen.GateInterleaved {
+			if s.Gate == codegen.GateInterleaved && !s.BHalvesInPairs { // BHalvesInPairs: halves in memory
 				gr, ur = 2*n, 2*n+1
 			}
 			g, sg := dot(gr)

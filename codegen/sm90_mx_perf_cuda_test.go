@@ -25,7 +25,8 @@ import (
 // rows with one consumer warpgroup, and of 256 with two), bf16 and
 // register-fed also with two blocks per SM (Tile.BlocksPerSM; FC1 also
 // quantizing h into its register-fed values, QuantizeCValues, checked on
-// 16 blocks within e4m3's rounding), and
+// 16 blocks within e4m3's rounding) and with 256 token rows (FC1's
+// halves loaded as gate/up pairs, GemmSpec.BHalvesInPairs), and
 // spot-checks 256 outputs of each against the float64 GEMM of its inputs.
 // The inputs are random bytes (e4m3 without NaN, scale codes 112..119) and
 // random bf16, not quantized data: the kernels' speed and sums do not
@@ -116,12 +117,15 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 			rfq.QuantizeC, rfq.QuantizeCValues, rfq.QuantizeCOnly = true, true, true
 			vs = append(vs, variant{"regfed, 2 blocks per SM, quantizing h", rfq})
 		}
-		if g.Epilogue == codegen.EpiStore { // 256 token rows: two warpgroups of one slice
-			rf3 := rf
-			rf3.Name += "3"
-			rf3.Tile.BM, rf3.Tile.Warps, rf3.Tile.Stages = 256, 8, 2
-			vs = append(vs, variant{"regfed, 256 token rows", rf3})
+		// 256 token rows: two warpgroups of one slice each; FC1's gate/up
+		// halves loaded as pairs (BHalvesInPairs), so a slice holds whole pairs.
+		rf3 := rf
+		rf3.Name += "3"
+		rf3.Tile.BM, rf3.Tile.Warps, rf3.Tile.Stages = 256, 8, 2
+		if g.Epilogue == codegen.EpiGated {
+			rf3.Gate, rf3.BHalvesInPairs = codegen.GateInterleaved, true
 		}
+		vs = append(vs, variant{"regfed, 256 token rows", rf3})
 	}
 	if re := os.Getenv("MOKC_MXPERF"); re != "" {
 		var keep []variant

@@ -13,6 +13,7 @@ import (
 	llir "github.com/llir/llvm/ir"
 
 	"github.com/mokc/mokc/internal/goldenfile"
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/internal/toolchain"
 	"github.com/mokc/mokc/ir"
 	mptx "github.com/mokc/mokc/ptx"
@@ -449,6 +450,15 @@ func sm90MXRegFedCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_rf_gptoss_t256_f32", N: 72, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
 			MXRegisterFed: true, Tile: t(256, 64, 2, 8)}, []int{257, 40}},
+		// 256 token rows over gate/up halves loaded as pairs (BHalvesInPairs):
+		// a ragged last column block (N = 72) whose up rows past N are TMA's
+		// zero fill, f32 h and h rounded to odd as the layer stores it.
+		{GemmSpec{Name: "mx_rf_swiglu_pairs_t256_f32", N: 72, K: 384, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, BHalvesInPairs: true, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true,
+			MXRegisterFed: true, Tile: t(256, 64, 2, 8)}, []int{300, 0, 70}},
+		{GemmSpec{Name: "mx_rf_swiglu_pairs_t256_odd", N: 192, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, BHalvesInPairs: true, Act: Activation{Kind: ActSwiGLU}, CRoundOdd: true, MX: true,
+			MXRegisterFed: true, Tile: t(256, 64, 2, 8)}, []int{257, 129}},
 		// Two blocks per SM (Tile.BlocksPerSM), one consumer warpgroup of
 		// 64 token rows and three stages each: a plain bf16 C, gate/up
 		// halves and interleaved rows into bf16 rounded to odd.
@@ -514,6 +524,32 @@ func TestSM90MXRegFedAssemble(t *testing.T) {
 		for _, p := range ki.Params {
 			if p.Role == RoleAScales {
 				t.Errorf("%s has an a_scales parameter", ki.Name)
+			}
+		}
+	}
+	// Gate/up halves loaded as pairs (BHalvesInPairs): B's tensor map is
+	// (K, 2, N, E) with the halves' stride second and a box of (gate, up)
+	// pairs, loaded by 4-D TMA; refused off the register-fed gated GEMM of
+	// interleaved tile rows.
+	pairs := 0
+	for _, ki := range infos {
+		for _, p := range ki.Params {
+			if tm := p.TensorMap; tm != nil && tm.Operand == RoleB && len(tm.Dims) == 4 {
+				pairs++
+				if want := []int{128, 2, 64, 1}; !slices.Equal(tm.Box, want) || tm.Dims[1] != Const(2) {
+					t.Errorf("%s: B tensor map dims %v box %v, want (K, 2, N, E) and box %v", ki.Name, tm.Dims, tm.Box, want)
+				}
+			}
+		}
+	}
+	if pairs != 2 || !strings.Contains(text, "cp.async.bulk.tensor.4d") {
+		t.Errorf("%d kernels with a 4-D B tensor map (want 2), 4-D TMA loads %t", pairs, strings.Contains(text, "cp.async.bulk.tensor.4d"))
+	}
+	for _, c := range sm90MXRegFedCases() {
+		if s := c.spec; s.BHalvesInPairs {
+			s.Gate = GateHalves
+			if err := s.Validate(); err == nil || !strings.Contains(err.Error(), "BHalvesInPairs") {
+				t.Errorf("%s with gate/up halves in the tile: %v", s.Name, err)
 			}
 		}
 	}
@@ -1010,5 +1046,44 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 		if _, err := e.GroupedGEMM(ir.NewModule("r"), s, 1); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%v refusal %q: got %v", c.tg, c.want, err)
 		}
+	}
+}
+
+// TestRegFedTokenRows256Layer: an mxfp8 forward of gate/up halves under
+// the register-fed tile of 256 token rows (schedule 256x128x128, 8 MMA
+// warps, two stages) builds its FC1 with the halves loaded as pairs
+// (BHalvesInPairs: a 4-D B tensor map, wgmma m64n256) and its FC2 with
+// plain 128-row B tiles, and ptxas assembles both without a serialized
+// wgmma pipeline.
+func TestRegFedTokenRows256Layer(t *testing.T) {
+	l := testlayer.Named(t, "qwen3-30b-a3b mxfp8")
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	s.FC1, s.FC2, s.Stages, s.Variant = schedule.Tile{M: 256, N: 128, K: 128}, schedule.Tile{M: 256, N: 128, K: 128}, 2, nil
+	p, err := Build(l, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range p.Kernels {
+		if k.Name != "moe_fc1" && k.Name != "moe_fc2" {
+			continue
+		}
+		for _, prm := range k.Params {
+			if tm := prm.TensorMap; tm != nil && tm.Operand == RoleB {
+				if want := map[string]int{"moe_fc1": 4, "moe_fc2": 3}[k.Name]; len(tm.Dims) != want {
+					t.Errorf("%s: B tensor map of %d dims, want %d", k.Name, len(tm.Dims), want)
+				}
+			}
+		}
+	}
+	text, err := mptx.Compile(p.Module, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(text, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"); n < 2 {
+		t.Errorf("%d wgmma m64n256 in the layer, want FC1's and FC2's", n)
+	}
+	toolchain.NeedPtxas(t, "sm_90a")
+	if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
 	}
 }

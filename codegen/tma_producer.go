@@ -592,6 +592,10 @@ func (p gemmProducer) tma(b *Builder, w gemmWork, kt, sa, fb value.Value) error 
 			err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, w.n0, w.e))
 			err = joinErr(err, b.TMALoad(p.tmB, b.AddI(dB, int64(p.BN*128)), fb, k0, b.AddI(w.n0, int64(p.spec.N)), w.e))
 		case layouts.GateUpInterleaved:
+			if p.pairs { // from halves (GemmSpec.BHalvesInPairs): coordinates (k, gate/up, column, expert)
+				err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, ir.Int32(0), w.n0, w.e))
+				break
+			}
 			err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, b.MulI(w.n0, 2), w.e))
 		default:
 			err = joinErr(err, b.TMALoad(p.tmB, dB, fb, k0, w.n0, w.e))
@@ -649,8 +653,16 @@ func (t bTableLoad) emit(b *Builder, tid, dst, kt, n0, ptrE value.Value) {
 	}
 }
 
-// bRow emits the row of B_e that B-tile row j holds (layouts.GateUpRows).
+// bRow emits the row of B_e that B-tile row j holds (layouts.GateUpRows;
+// with tmaRing.pairs, pair j/2's gate row n0+j/2 or its up row N+n0+j/2,
+// and BRows, past every row, for a pair past the N output columns, whose
+// TMA box rows are zero).
 func (t bTableLoad) bRow(b *Builder, n0, j value.Value) value.Value {
+	if t.pairs {
+		c := b.Add(n0, b.LShr(j, ir.Int32(1)))
+		r := b.Add(c, b.MulI(b.And(j, ir.Int32(1)), int64(t.N)))
+		return b.Select(b.ICmp(enum.IPredSGE, c, ir.Int32(int64(t.N))), ir.Int32(int64(t.BRows)), r)
+	}
 	switch t.gate {
 	case layouts.GateUpHalves:
 		up := b.ICmp(enum.IPredSGE, j, ir.Int32(int64(t.BN)))

@@ -29,8 +29,11 @@ type tmaRing struct {
 	kTiles, nBlocks   int
 	offA, offB        []int // per MMA k-step of a stage: descriptor offsets of A and B (stepOffsets)
 	gate              layouts.GateUp
-	smem              *layouts.GemmSmem // shared-memory plan (offsets from the 1024-aligned base)
-	a, b              *layouts.SmemTile // the operand tiles of one stage
+	// pairs: the B tile's gate/up pairs come from halves in global memory
+	// (GemmSpec.BHalvesInPairs; gate is then GateUpInterleaved).
+	pairs bool
+	smem  *layouts.GemmSmem // shared-memory plan (offsets from the 1024-aligned base)
+	a, b  *layouts.SmemTile // the operand tiles of one stage
 }
 
 // checkTMATile refuses, on target t, a K block that is not whole TMA boxes
@@ -80,7 +83,7 @@ func (r tmaRing) itemRing(b *Builder, spec GemmSpec, base value.Value) *itemRing
 // with e4m3Staging, the e4m3 tiles of the sm_90a MXFP8 expansion in every
 // stage (layouts.GemmConfig.E4M3Staging).
 func newTMARing(s GemmSpec, t target.Target, stagingCols int, e4m3Staging bool) (tmaRing, error) {
-	r := tmaRing{BM: s.Tile.BM, BN: s.Tile.BN, NB: s.bTileRows(), BK: s.Tile.BK, S: s.Tile.Stages, gate: s.bTile()}
+	r := tmaRing{BM: s.Tile.BM, BN: s.Tile.BN, NB: s.bTileRows(), BK: s.Tile.BK, S: s.Tile.Stages, gate: s.bTile(), pairs: s.BHalvesInPairs}
 	var err error
 	bMajor := layouts.KMajor
 	if s.BNMajor {
@@ -296,6 +299,12 @@ func tmaTensorMaps(s GemmSpec, rowsPerT int64, bm, bBoxRows int) ([]Param, error
 		Dims:        []Expr{Const(k), Const(br), Const(int64(s.Experts))},
 		StrideBytes: []Expr{Const(eb * k), Const(eb * k * br)},
 		Box:         []int{ak, bBoxRows, 1}, Swizzle: swz}
+	if s.BHalvesInPairs { // B_e [2N, K] as (K, 2, N): a box of (gate, up) row pairs
+		n := int64(s.N)
+		bmap.Dims = []Expr{Const(k), Const(2), Const(n), Const(int64(s.Experts))}
+		bmap.StrideBytes = []Expr{Const(eb * k * n), Const(eb * k), Const(eb * k * br)}
+		bmap.Box = []int{ak, 2, bBoxRows / 2, 1}
+	}
 	if s.BNMajor { // B_e [K, N]: N innermost, boxes of 64 along N by BK rows
 		bmap.Dims = []Expr{Const(br), Const(k), Const(int64(s.Experts))}
 		bmap.StrideBytes = []Expr{Const(2 * br), Const(2 * k * br)}

@@ -1017,11 +1017,14 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 			if err := s.validateSwap(l, name, t, fc1, mxOnly); err != nil {
 				return err
 			}
-		} else if wg := s.Warps.MMA / 4; t.M != 64*wg && !s.regFedWarpgroupOf128(l, t) {
+		} else if wg := s.Warps.MMA / 4; t.M != 64*wg && !s.regFedWarpgroupOf128(l, t) && !s.regFedTokenRows256(l, t) {
 			if t.M%64 != 0 || t.M < 64 || t.M > 192 {
 				rows := "64, 128 or 192"
-				if mxOnly && l.Precision == MXFP8 {
+				switch {
+				case mxOnly && l.Precision == MXFP8:
 					rows = "32 (the mxfp8 operand swap), 64, 128 or 192"
+				case t.M == 256 && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed:
+					rows = "64, 128 or 192, or 256 (256x128x128 with 8 MMA warps, in a layer without shared experts, whose bf16 GEMMs take the tile too)"
 				}
 				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
 			}
@@ -1101,7 +1104,7 @@ func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 		return fieldErr(name+".K", t.K, "must be 128 with the register-fed mxfp8 GEMM (four 32-wide scale blocks per stage)")
 	case t.N != 64 && t.N != 128 && t.N != 256:
 		return fieldErr(name+".N", t.N, "must be 64, 128 or 256 with the register-fed mxfp8 GEMM (its B tile: 64-row slices, 128 rows per consumer warpgroup)")
-	case (t.N == 256) != (s.Warps.MMA == 8):
+	case (t.N == 256 || t.M == 256) != (s.Warps.MMA == 8):
 		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 with 4 (64x64x128 too for FC2, or an FC1 with interleaved gate/up rows; without a shared expert also 128x128x128, made for --blocks-per-sm 2), for FC1 and FC2 alike (%d MMA warps now)", s.Warps.MMA)
 	}
 	return nil
@@ -1117,6 +1120,21 @@ func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 // one warpgroup per 64 rows).
 func (s Schedule) regFedWarpgroupOf128(l Layer, t Tile) bool {
 	return s.regFedWarpgroupTile(l, t) && s.Warps.Producer == 4 && l.SharedExperts == 0
+}
+
+// regFedTokenRows256 reports whether t is the register-fed tile of 256
+// token rows (256x128x128 with 8 MMA warps: wgmma m64n256 over the token
+// rows, each consumer warpgroup one 64-row slice of a 128-row B tile; an
+// FC1 of gate/up halves loads them as (gate, up) pairs,
+// codegen.GemmSpec.BHalvesInPairs), which widens half the e4m3 weights
+// per FLOP of the default 128x256x128 (docs/mxfp8.md, "Next: 256 token
+// rows per tile"). Opt-in, not yet run in a layer on a GPU. Only in an
+// mxfp8 forward without shared experts on sm_90a (no bf16 GEMM takes 256
+// rows; the backward's refuse it in codegen), and not for gate/up halves
+// with biases (the pairs' epilogue reads the bias in interleaved order).
+func (s Schedule) regFedTokenRows256(l Layer, t Tile) bool {
+	return s.Target == target.SM90a && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed && s.Warps.MMA == 8 &&
+		t.M == 256 && t.N == 128 && l.SharedExperts == 0 && !(l.Biases && !l.GateUpInterleaved)
 }
 
 // regFedWarpgroupTile reports whether t has the shape of

@@ -544,7 +544,8 @@ func TestItemsKind(t *testing.T) {
 		if err := s.Validate(c.l); err != nil {
 			t.Errorf("FixedItemsWhereNeeded, %s: %v", c.name, err)
 		}
-	}	// The queue with per-expert weights is refused (never run on a GPU).
+	}
+	// The queue with per-expert weights is refused (never run on a GPU).
 	if err := def.Validate(perExpert); err == nil || !strings.Contains(err.Error(), "Schedule.Items") || !strings.Contains(err.Error(), "grouped weights") {
 		t.Errorf("the queue walk with per-expert weights: %v", err)
 	}
@@ -637,5 +638,47 @@ func testKind[K interface {
 	set(&s, kinds[1])
 	if !strings.Contains(s.String(), loud) {
 		t.Errorf("schedule %q does not say %q", s, loud)
+	}
+}
+
+// The register-fed tile of 256 token rows (256x128x128, 8 MMA warps, two
+// stages) is valid for an mxfp8 forward without shared experts on sm_90a
+// and refused with shared experts, with 4 MMA warps, for bf16 and for
+// gate/up halves with biases.
+func TestRegFedTokenRows256(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		precision Precision
+		mma       int
+		ok        bool
+	}{
+		{"qwen3-30b-a3b", MXFP8, 8, true},
+		{"mixtral-8x7b", MXFP8, 8, true},
+		{"deepseek-v2-lite", MXFP8, 8, false}, // shared experts: their bf16 GEMMs take the tile too
+		{"qwen3-30b-a3b", MXFP8, 4, false},
+		{"qwen3-30b-a3b", BF16, 8, false},
+	} {
+		l, err := Preset(c.name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Precision = c.precision
+		s, err := DefaultSchedule(l, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.FC1, s.FC2, s.Stages, s.Warps.MMA, s.Variant = Tile{256, 128, 128}, Tile{256, 128, 128}, 2, c.mma, nil
+		if c.precision == BF16 {
+			s.FC1.K, s.FC2.K = 64, 64
+		}
+		if err := s.Validate(l); (err == nil) != c.ok {
+			t.Errorf("%s %v, %d MMA warps, 256x128x128: %v, want valid %t", c.name, c.precision, c.mma, err, c.ok)
+		}
+		if c.ok && !l.GateUpInterleaved { // halves with biases: refused
+			l.Biases = true
+			if err := s.Validate(l); err == nil {
+				t.Errorf("%s with biases, 256x128x128: valid, want a refusal", c.name)
+			}
+		}
 	}
 }
