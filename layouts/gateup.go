@@ -18,11 +18,18 @@ const (
 	GateUpNone        GateUp = iota // plain GEMM: BN rows n0..n0+BN-1
 	GateUpHalves                    // gated, halves in global memory
 	GateUpInterleaved               // gated, (gate, up) pairs in global memory
+	// GateUpHalvesInPairs: gated, halves in global memory loaded as (gate,
+	// up) pairs (codegen.GemmSpec.BHalvesInPairs: sm_90a's register-fed
+	// tile of 256 token rows).
+	GateUpHalvesInPairs
 )
 
-// String returns "plain", "gate/up halves" or "gate/up interleaved".
+// String returns "plain", "gate/up halves", "gate/up interleaved" or
+// "gate/up halves in pairs".
 func (g GateUp) String() string {
 	switch g {
+	case GateUpHalvesInPairs:
+		return "gate/up halves in pairs"
 	case GateUpHalves:
 		return "gate/up halves"
 	case GateUpInterleaved:
@@ -43,6 +50,7 @@ func (g GateUp) String() string {
 //	halves, sm_80:          L = (2,bn):(N,1),    origin 1 (smem row 2c gate, 2c+1 up of n0+c: the
 //	                                             cp.async loader interleaves, so each thread's
 //	                                             mma.sync accumulator pair is (gate, up))
+//	halves in pairs (any):  L = (2,bn):(N,1),    origin 1 (the same rows, by one 4-D TMA box)
 func GateUpRows(t target.Target, g GateUp, bn, n int) (l Layout, origin int, err error) {
 	if bn <= 0 || n <= 0 {
 		return Layout{}, 0, fmt.Errorf("layouts: B tile of %d columns of %d", bn, n)
@@ -54,7 +62,7 @@ func GateUpRows(t target.Target, g GateUp, bn, n int) (l Layout, origin int, err
 	case g == GateUpInterleaved:
 		l, err = MakeLayout(Int(2*bn), Int(1))
 		return l, 2, err
-	case t == target.SM80:
+	case t == target.SM80 || g == GateUpHalvesInPairs:
 		l, err = MakeLayout(Ints(2, bn), Ints(n, 1))
 		return l, 1, err
 	}

@@ -99,6 +99,7 @@ func TestGateUpRows(t *testing.T) {
 		{target.SM90a, GateUpInterleaved, "128:1", 2, [2]int{1, 64}},
 		{target.SM90a, GateUpHalves, "(64,2):(1,768)", 1, [2]int{1, 768}},
 		{target.SM80, GateUpHalves, "(2,64):(768,1)", 1, [2]int{768, 32}},
+		{target.SM90a, GateUpHalvesInPairs, "(2,64):(768,1)", 1, [2]int{768, 32}},
 	} {
 		l, origin, err := GateUpRows(c.t, c.g, 64, 768)
 		if err != nil || l.String() != c.want || origin != c.origin {

@@ -720,8 +720,11 @@ func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error)
 		Scales: mx && !expand, N: l.Hidden}
 	if fc1 {
 		c.GateUp, c.N = layouts.GateUpHalves, l.Intermediate
-		if l.GateUpInterleaved {
+		switch {
+		case l.GateUpInterleaved:
 			c.GateUp = layouts.GateUpInterleaved
+		case s.regFedTokenRows256(l, t):
+			c.GateUp = layouts.GateUpHalvesInPairs
 		}
 	}
 	switch {
