@@ -1303,9 +1303,8 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 	if k == MXGemmRegFed && tg == target.SM90a && l.Precision == MXFP8 {
 		s.FC1.N, s.FC2.N, s.Stages = 256, 256, min(s.Stages, 3)
 	}
-	if tg == target.SM90a && l.Storage == GroupedWeights && k != MXGemmExpand {
-		s.Items = ItemsQueue // see Schedule.Items
-	}
+	s.Items = ItemsQueue // see Schedule.Items: where it can run
+	s = s.FixedItemsWhereNeeded(l)
 	if err := s.Validate(l); err != nil {
 		return Schedule{}, fmt.Errorf("default schedule for %v: %w", tg, err)
 	}
