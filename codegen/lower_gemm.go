@@ -577,11 +577,15 @@ func (lw *perOp) usesVariant(g moe.GEMM) bool {
 // gemmSpec is gemmSpec for the program's layer: in an mxfp8 layer the bf16
 // GEMMs (the shared experts; the backward's data gradients and FC1·x) take
 // half the schedule's K block, the same bytes per stage as the e4m3 tiles
-// (schedule.Schedule.FC1).
+// (schedule.Schedule.FC1), and a register-fed FC1 of gate/up halves loads
+// them as pairs where the schedule says so (Schedule.FC1HalvesInPairs).
 func (lw *perOp) gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 	spec := gemmSpec(g, s)
 	if lw.src.Layer.Precision == schedule.MXFP8 && !spec.MX {
 		spec.Tile.BK /= 2
+	}
+	if spec.Epilogue == EpiGated && spec.MXRegisterFed && s.FC1HalvesInPairs(lw.src.Layer, s.FC1) {
+		spec.Gate, spec.BHalvesInPairs = GateInterleaved, true
 	}
 	return spec
 }
@@ -605,10 +609,6 @@ func gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 		spec.Epilogue, spec.Gate, spec.Act = EpiGated, GateHalves, activation(g.Act)
 		if g.GateUp == moe.GateUpInterleaved {
 			spec.Gate = GateInterleaved
-		} else if spec.MXRegisterFed && t.M == 256 {
-			// Each consumer warpgroup's 64-row slice must hold whole
-			// (gate, up) pairs: the halves come as pairs.
-			spec.Gate, spec.BHalvesInPairs = GateInterleaved, true
 		}
 	}
 	spec.Tile = Tile{BM: t.M, BN: bn, BK: t.K, Stages: s.Stages, Warps: s.Warps.MMA,

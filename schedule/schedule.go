@@ -723,7 +723,7 @@ func (s Schedule) GemmSmem(l Layer, t Tile, fc1 bool) (*layouts.GemmSmem, error)
 		switch {
 		case l.GateUpInterleaved:
 			c.GateUp = layouts.GateUpInterleaved
-		case s.regFedTokenRows256(l, t):
+		case s.FC1HalvesInPairs(l, t):
 			c.GateUp = layouts.GateUpHalvesInPairs
 		}
 	}
@@ -1138,6 +1138,15 @@ func (s Schedule) regFedWarpgroupOf128(l Layer, t Tile) bool {
 func (s Schedule) regFedTokenRows256(l Layer, t Tile) bool {
 	return s.Target == target.SM90a && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed && s.Warps.MMA == 8 &&
 		t.M == 256 && t.N == 128 && l.SharedExperts == 0 && !(l.Biases && !l.GateUpInterleaved)
+}
+
+// FC1HalvesInPairs reports whether FC1 tile t of layer l loads the gate/up
+// halves of its weights as (gate, up) row pairs
+// (layouts.GateUpHalvesInPairs, codegen.GemmSpec.BHalvesInPairs): the
+// register-fed tile of 256 token rows of a layer whose FC1 stores halves,
+// so that each consumer warpgroup's 64-row slice holds whole pairs.
+func (s Schedule) FC1HalvesInPairs(l Layer, t Tile) bool {
+	return !l.GateUpInterleaved && s.regFedTokenRows256(l, t)
 }
 
 // regFedWarpgroupTile reports whether t has the shape of
