@@ -389,7 +389,7 @@ func (l sm90Layout) epilogueQuantize(b *Builder, k *sm90Block, w gemmWork, c, la
 // 2-3; two blocks per SM, so that it runs beside the other block's K
 // loop): the outputs (Epilogue.Values', stored as f32 C unless
 // QuantizeCOnly) quantized in registers to the values moe.Quantize with V
-// writes from the stored C, bit for bit (quantizeBlockValues' steps):
+// writes from the stored C, bit for bit (mxValues8's steps):
 //  1. per 8-row group j of token rows, a thread's four outputs (token
 //     rows 8j + 2q and +1, q = lane%4; columns f and f+8 of its warp's 16);
 //     the warp's amax of each token row over its 16 columns (absMaxBits,

@@ -164,7 +164,7 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	b, k := opKernelNamed(m, name, in, utilThreads, true, extra...)
 	k.Grid = grid1(Const(1))
 	if q != nil {
-		nb := int64(q.K / 32)
+		n8 := int64(q.K / 8)
 		rowsX := q.X.Shape[0]
 		if rowsX.A != 1 || rowsX.B != 0 {
 			panic("codegen: moe_dispatch_small quantizes token rows ([T, K]) only")
@@ -176,7 +176,7 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 		b.quantizeThread(*q, b.Add(b.MulI(b.AddI(blk, -1), utilThreads), b.ThreadIdx(ir.X)))
 		b.Ret(nil)
 		b.SetBlock(dispatch)
-		k.Grid = grid1(Expr{A: nb, B: utilThreads, D: utilThreads, Min: 1}) // 1 + ceil(T*nb/utilThreads)
+		k.Grid = grid1(Expr{A: n8, B: utilThreads, D: utilThreads, Min: 1}) // 1 + ceil(T*K/8/utilThreads)
 	}
 	E, K := int64(d.E), int64(d.K)
 	errAt, countsAt, idsAt, bytes := dispatchSmallSmem(d.E)

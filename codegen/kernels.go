@@ -424,22 +424,11 @@ func (b *Builder) gatherMXValues(vals []value.Value, dst, c value.Value) {
 // gatherMX quantizes chunk c (elements 8c..8c+7) of dispatched row row,
 // the 8 f32 (bf16) vals of the calling lane (c mod 32 is its lane), into
 // the q and scales parameters, as emitQuantize would from the stored bf16
-// row:
-// a 32-wide block is the chunks of 4 consecutive lanes (H/8 chunks, a
-// multiple of 4, so the 4 lanes of a block run together); its amax over
-// them (amax4), the scale code and reciprocal (mxScale), 8 E4M3 bytes
-// stored by the lane, the code byte by the block's first lane.
+// row (storeMX8): a 32-wide block is the chunks of 4 consecutive lanes
+// (H/8 chunks, a multiple of 4, so the 4 lanes of a block run together).
 func (b *Builder) gatherMX(vals []value.Value, row, c value.Value, H int64) {
-	code, r := b.mxScale(b.amax4(vals))
-	lo := b.e4m3x4(b.FMul(vals[0], r), b.FMul(vals[1], r), b.FMul(vals[2], r), b.FMul(vals[3], r))
-	hi := b.e4m3x4(b.FMul(vals[4], r), b.FMul(vals[5], r), b.FMul(vals[6], r), b.FMul(vals[7], r))
-	var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
-	v = b.InsertElement(b.InsertElement(v, lo, 0), hi, 1)
-	b.StoreAt(v, b.rowPtr(b.Param("q"), row, c, H, 1), 8)
-	b.If(b.ICmp(enum.IPredEQ, b.And(c, ir.Int32(3)), ir.Int32(0)), func() {
-		at := b.Add(b.MulI(b.Wide(row), H/32), b.Wide(b.UDiv(c, ir.Int32(4))))
-		b.StoreAt(b.Trunc(code, ir.I8), b.ByteOffset(b.Param("scales"), at), 1)
-	})
+	at := b.Add(b.MulI(b.Wide(row), H/32), b.Wide(b.LShr(c, ir.Int32(2))))
+	b.storeMX8(vals, b.rowPtr(b.Param("q"), row, c, H, 1), b.ByteOffset(b.Param("scales"), at), b.And(c, ir.Int32(3)))
 }
 
 // emitCombine: one block per token t:

@@ -7,7 +7,6 @@ import (
 	"github.com/llir/llvm/ir/value"
 
 	"github.com/mokc/mokc/ir"
-	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/moe"
 )
 
@@ -16,16 +15,21 @@ import (
 // blocks of 32); the rounding of each step follows layouts.Quantize with
 // the round-up scale, bit for bit.
 
-// emitQuantize is op's kernel: one thread per block of 32 consecutive
-// elements of a row of X (bf16 or f32, rows = X's row count at T), grid
-// ceil(rows*K/32 / 256). The thread loads the 32 values as f32, takes
-// amax over their magnitudes (as integers, so a NaN wins), the scale code
-// UE8M0RoundUp(amax/448) (div.rn.f32, then the round-up of the exponent:
-// layouts.UE8M0RoundUp), the exact reciprocal 2^(127-code) (NaN for code
-// 255, 2^-127 for 254), and stores E4M3(v * reciprocal) for each value
-// (cvt.rn.satfinite.e4m3x2.f32: round to nearest even, Inf to ±448, NaN
-// to NaN; PTX ISA "cvt", sm_89 and later) as 32 bytes, and the code as one
-// byte. Values and scales of rows past the real ones are computed from
+// emitQuantize is op's kernel: four threads per block of 32 consecutive
+// elements of a row of X (bf16 or f32, rows = X's row count at T), each
+// thread 8 of them, grid ceil(rows*K/8 / 256), so that a warp's loads
+// cover 512 consecutive bytes of a row (bf16). The four threads take
+// amax over the block's magnitudes (as integers, so a NaN wins; amax4),
+// the scale code UE8M0RoundUp(amax/448) (div.rn.f32, then the round-up of
+// the exponent: layouts.UE8M0RoundUp), the exact reciprocal 2^(127-code)
+// (NaN for code 255, 2^-127 for 254), and store E4M3(v * reciprocal) for
+// each value (cvt.rn.satfinite.e4m3x2.f32: round to nearest even, Inf to
+// ±448, NaN to NaN; PTX ISA "cvt", sm_89 and later) as 8 bytes each, and
+// the block's first thread the code as one byte (storeMX8); with V they
+// store the MXFP8 values in the register-fed order instead
+// (gatherMXValues: four 4-byte pairs per thread, which measured faster
+// than trading them among the four lanes for one 16-byte store each).
+// Values and scales of rows past the real ones are computed from
 // whatever those rows hold and never read.
 func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 	if op.K%32 != 0 {
@@ -33,62 +37,63 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 	}
 	b, k := opKernel(m, op, utilThreads, true)
 	rowsX := op.X.Shape[0]
-	nb := int64(op.K / 32)
+	n8 := int64(op.K / 8)
 	b.quantizeThread(op, b.Add(b.MulI(b.BlockIdx(ir.X), utilThreads), b.ThreadIdx(ir.X)))
 	b.Ret(nil)
 	k.SkipIfZeroT = true
-	k.Grid = grid1(Expr{A: rowsX.A * nb, B: rowsX.B * nb, D: utilThreads, Min: 1})
+	k.Grid = grid1(Expr{A: rowsX.A * n8, B: rowsX.B * n8, D: utilThreads, Min: 1})
 	return k, nil
 }
 
 // quantizeThread emits the work of thread idx (i32, from 0) of op's
-// kernel (emitQuantize): block idx%(K/32) of row idx/(K/32), returning
-// for a row past X's rows at T (parameters x, q and scales or v, and T).
+// kernel (emitQuantize): elements 8(idx%4) .. 8(idx%4)+7 of block
+// (idx/4)%(K/32) of row idx/(K/8), returning for a row past X's rows at T
+// (parameters x, q and scales or v, and T). The four threads of a block
+// are consecutive lanes 4g..4g+3 of one warp (idx%4 = lane%4) and return
+// together.
 func (b *Builder) quantizeThread(op moe.Quantize, idx value.Value) {
 	rowsX := op.X.Shape[0]
 	nb := int64(op.K / 32)
 	rows := b.Add(b.MulI(b.Param("T"), rowsX.A), ir.Int32(rowsX.B))
-	row, blk := b.UDiv(idx, ir.Int32(nb)), b.URem(idx, ir.Int32(nb))
+	g, q := b.LShr(idx, ir.Int32(2)), b.And(idx, ir.Int32(3))
+	row, blk := b.UDiv(g, ir.Int32(nb)), b.URem(g, ir.Int32(nb))
 	b.ReturnIf(b.ICmp(enum.IPredUGE, row, rows))
-	first := b.Add(b.MulI(b.Wide(row), int64(op.K)), b.MulI(b.Wide(blk), 32)) // element index of the block
-	vals := make([]value.Value, 32)
+	block := b.Add(b.MulI(b.Wide(row), int64(op.K)), b.MulI(b.Wide(blk), 32)) // element index of the block
+	first := b.Add(block, b.MulI(b.Wide(q), 8))                               // of the thread's 8 elements
+	var vals []value.Value
 	if op.X.DType == moe.BF16 {
-		src := b.ByteOffset(b.Param("x"), b.MulI(first, 2))
-		for i := 0; i < 4; i++ {
-			copy(vals[8*i:], b.loadBF16x8(b.ByteOffsetC(src, int64(16*i))))
-		}
+		vals = b.loadBF16x8(b.ByteOffset(b.Param("x"), b.MulI(first, 2)))
 	} else {
 		src := b.ByteOffset(b.Param("x"), b.MulI(first, 4))
-		for i := 0; i < 8; i++ {
+		for i := 0; i < 2; i++ {
 			v := b.LoadAt(ir.Vec(4, ir.F32), b.ByteOffsetC(src, int64(16*i)), 16)
 			for j := 0; j < 4; j++ {
-				vals[4*i+j] = b.ExtractElement(v, j)
+				vals = append(vals, b.ExtractElement(v, j))
 			}
 		}
 	}
 	if op.V != nil {
-		b.quantizeBlockValues(vals, b.ByteOffset(b.Param("v"), b.MulI(first, 2)))
-	} else {
-		b.quantizeBlock(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.Add(b.MulI(b.Wide(row), nb), b.Wide(blk))))
+		b.gatherMXValues(vals, b.ByteOffset(b.Param("v"), b.MulI(b.Wide(row), 2*int64(op.K))), b.Add(b.MulI(blk, 4), q)) // chunk blk*4+q of the row
+		return
 	}
+	b.storeMX8(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.Add(b.MulI(b.Wide(row), nb), b.Wide(blk))), q)
 }
 
-// quantizeBlockValues quantizes one 32-wide block, the f32 vals, as
-// quantizeBlock does, and stores the MXFP8 values (each e4m3 value times
-// the scale, exact in bf16 for scales of at least 2^-124) as 32 bf16 at v
-// (16-byte aligned) in the register-fed order: position p holds element
-// layouts.RegisterFedOrder(p) (moe.Quantize V).
-func (b *Builder) quantizeBlockValues(vals []value.Value, v value.Value) {
-	code, inv := b.mxScale(b.absMaxBits(vals, ir.Int32(0)))
-	mv := b.mxRounded(vals, code, inv)
-	for h := 0; h < 4; h++ {
-		var st value.Value = ir.Undef(ir.Vec(4, ir.I32))
-		for j := 0; j < 4; j++ {
-			p := 8*h + 2*j // positions p, p+1: one bf16 pair
-			st = b.InsertElement(st, b.PackBF16(mv[layouts.RegisterFedOrder(p)], mv[layouts.RegisterFedOrder(p+1)]), j)
-		}
-		b.StoreAt(st, b.ByteOffsetC(v, int64(16*h)), 16)
-	}
+// storeMX8 quantizes the calling lane's 8 f32 vals, eighth q (0..3, its
+// lane%4) of a 32-wide block that lanes 4g..4g+3 hold together (they run
+// it together), as schedule.MXActivations defines it: the block's amax
+// over the 4 lanes (amax4), its round-up scale (mxScale), each value
+// times the reciprocal to e4m3 (e4m3x4); it stores the lane's 8 e4m3
+// bytes at qAt (8-byte aligned) and, from the lane with q = 0, the
+// block's UE8M0 code at sAt.
+func (b *Builder) storeMX8(vals []value.Value, qAt, sAt, q value.Value) {
+	code, r := b.mxScale(b.amax4(vals))
+	lo := b.e4m3x4(b.FMul(vals[0], r), b.FMul(vals[1], r), b.FMul(vals[2], r), b.FMul(vals[3], r))
+	hi := b.e4m3x4(b.FMul(vals[4], r), b.FMul(vals[5], r), b.FMul(vals[6], r), b.FMul(vals[7], r))
+	var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
+	v = b.InsertElement(b.InsertElement(v, lo, 0), hi, 1)
+	b.StoreAt(v, qAt, 8)
+	b.If(b.ICmp(enum.IPredEQ, q, ir.Int32(0)), func() { b.StoreAt(b.Trunc(code, ir.I8), sAt, 1) })
 }
 
 // quantizeBlock quantizes one 32-wide block, the f32 vals, as

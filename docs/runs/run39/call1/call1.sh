@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run 39 call 1 (about 420 s, H200 preferred; say which card ran it). Carry: .carry/bins.tgz of
+# run 39 call 1 (about 420 s; the CLI of the call-2 change (moe_quantize with four lanes per block), H200 preferred; say which card ran it). Carry: .carry/bins.tgz of
 # `make device-bins`. mxfp8 v37, 256 token rows per tile (docs/perf.md, prediction written before it):
 #  1. The GEMM cases of FC1's gate/up halves loaded as pairs (GemmSpec.BHalvesInPairs, never run yet)
 #     and the interleaved 256-row cases against the float64 GEMM.
