@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"regexp"
+	"slices"
 	"testing"
 
 	"github.com/mokc/mokc/codegen"
@@ -36,16 +37,32 @@ import (
 // a layer (with codes up to 127 they reached 10^4 and the MXFP8 FC1s spent
 // a third of their time there; ncu, run 27). Only the
 // variants whose names match MOKC_MXPERF (a regular expression; default
-// all) run, for profiling one kernel. Skipped with -short.
+// all) run, for profiling one kernel. With MOKC_MXPERF_ROUTED set the
+// 32768 rows fall to the experts as a random router sends 4096 tokens to
+// 8 experts each (about 256 +- 16 per expert: each expert's last row tile
+// ragged, as in the layer) instead of 256 each. Skipped with -short.
 func TestSM90MXRegFedPerf(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short")
 	}
 	ctx, eng := engineOnGPU(t, target.SM90a, 90)
 	const E, per = 128, 256
+	r := rand.New(rand.NewPCG(rand.Uint64(), 41))
 	counts := make([]int, E)
 	for i := range counts {
 		counts[i] = per
+	}
+	if os.Getenv("MOKC_MXPERF_ROUTED") != "" {
+		// The layer's rows per expert: T = 4096 tokens, each routed to
+		// 8 distinct experts drawn uniformly (as the random router of
+		// mokc run and bench routes them): 32768 rows, each expert's
+		// last row tile ragged.
+		clear(counts)
+		for range E * per / 8 {
+			for _, e := range r.Perm(E)[:8] {
+				counts[e]++
+			}
+		}
 	}
 	fc1 := codegen.GemmSpec{Name: "p_fc1", N: 768, K: 2048, Experts: E, A: codegen.ATiled, B: codegen.BGrouped,
 		Epilogue: codegen.EpiGated, Gate: codegen.GateHalves, Act: codegen.Activation{Kind: codegen.ActSwiGLU}}
@@ -152,12 +169,16 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := rand.New(rand.NewPCG(rand.Uint64(), 41))
 	rows := E * per
 	offsets := []int32{0}
-	for e := 0; e < E; e++ {
-		offsets = append(offsets, int32((e+1)*per))
+	expertOf := make([]int, 0, rows) // each row's expert
+	for e, n := range counts {
+		offsets = append(offsets, offsets[e]+int32(n))
+		for range n {
+			expertOf = append(expertOf, e)
+		}
 	}
+	t.Logf("rows per expert %d..%d", slices.Min(counts), slices.Max(counts))
 	d := &dev{t: t, ctx: ctx}
 	defer d.free()
 	for i, v := range vs {
@@ -165,8 +186,8 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		br := s.BRows()
 		var tiles []int32
 		for e := 0; e < E; e++ {
-			for r0 := 0; r0 < per; r0 += s.Tile.BM {
-				tiles = append(tiles, int32(e), int32(e*per+r0))
+			for r0 := 0; r0 < counts[e]; r0 += s.Tile.BM {
+				tiles = append(tiles, int32(e), offsets[e]+int32(r0))
 			}
 		}
 		// Inputs: bf16 (random magnitudes 2^-4..2^0) or e4m3 bytes with
@@ -252,7 +273,7 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		// values (times the scales per 32-wide block).
 		got := readC(t, ctx, bufs[codegen.RoleC], rows*s.N, s.COutF32)
 		dot := func(row, j int) (v, abs float64) {
-			e := row / per
+			e := expertOf[row]
 			for k := 0; k < s.K; k++ {
 				a, b := aVal[row*s.K+k], bVal[(e*br+j)*s.K+k]
 				if aSc != nil {

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# run 40 call 1 (about 330 s). Carry: .carry/bins.tgz of `make device-bins` and .carry/mokc-old.gz
+# (29f85a4's CLI: one thread per block in moe_quantize*; gzip -c of bins.tgz's mokc at 29f85a4).
+#  1. The quantize kernels of 4555151 (four lanes per block; run 39 call 3's (a)): the same y_sha256
+#     as 29f85a4's CLI (mxfp8, T = 0, 1, 64, 4096, four presets); TestQuantizeGPU, TestGatherMXGPU;
+#     memcheck of the mxfp8 forward at T = 64.
+#  2. Why the register-fed FC2 takes 255 µs in the layer and 206 standalone (run 39): the standalone
+#     GEMMs with the layer's rows per expert (MOKC_MXPERF_ROUTED: each expert's last row tile
+#     ragged) beside uniform rows, bf16 and register-fed (docs/perf.md, "ragged items").
+#  3. TestLayerBackward's sm_90a cases (the queue walk's backward).
+START=$(date +%s)
+. scripts/device-env.sh
+. scripts/device-lib.sh
+C=$PWD/.carry
+gunzip -c $C/mokc-old.gz >$C/mokc-old && chmod +x $C/mokc-old
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader >>"$S"
+for m in qwen3-30b-a3b deepseek-v3 gpt-oss-20b deepseek-v2-lite; do
+	run_json old "$C/mokc-old" $m mxfp8 0,1,64,4096
+	run_json new "$mokc" $m mxfp8 0,1,64,4096
+done
+pkgtest codegen quant 90 $C/codegen.test -test.v -test.count=1 -test.run 'TestQuantizeGPU|TestGatherMXGPU'
+timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --tokens 64 --repeat 1 >"$O/memcheck.log" 2>&1
+echo "memcheck qwen3-30b-a3b mxfp8 T=64 rc=$? $(grep -E 'ERROR SUMMARY' "$O/memcheck.log")" >>"$S"
+for i in 1 2; do
+	MOKC_MXPERF='p_fc[12]_(bf16|regfed2)$' pkgtest codegen perf-uniform-$i 60 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
+	MOKC_MXPERF_ROUTED=1 MOKC_MXPERF='p_fc[12]_(bf16|regfed2)$' pkgtest codegen perf-routed-$i 60 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
+	grep -hE "µs|rows per expert" "$O/perf-uniform-$i.log" "$O/perf-routed-$i.log" | sed 's/^ *//' >>"$S"
+done
+left 150 && pkgtest runtime bwd $((330 - $(date +%s) + START)) $C/runtime.test -test.v -test.count=1 -test.run 'TestLayerBackward$/.*/sm_90a'
+grep -hE -- "--- FAIL|^(ok|FAIL|PASS)" "$O/bwd.log" 2>/dev/null | head -8 >>"$S"
+cat "$S"
