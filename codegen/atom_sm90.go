@@ -301,17 +301,18 @@ func checkSwap(s GemmSpec) error {
 // the sm_90a engine does not implement: grouped K-major weights (TMA), a
 // B tile of 64, 128 or 256 rows (64-row slices; gate/up halves at least
 // one slice each), BM a multiple of 8 up to 128 (wgmma's N; BM/2
-// accumulators per slice), or 256 with a 128-row B tile of plain or
-// interleaved rows (one slice per warpgroup), and one consumer warpgroup
-// per 128 B-tile rows or 128 token rows (regFedWGs).
+// accumulators per slice), or 192 or 256 with a 128-row B tile of plain,
+// interleaved or paired rows (one slice per warpgroup), and one consumer
+// warpgroup per 128 B-tile rows or two for more than 128 token rows
+// (regFedWGs).
 func checkRegFed(s GemmSpec) error {
 	switch nb, bm := s.bTileRows(), s.Tile.BM; {
 	case s.B != BGrouped || s.BNMajor:
 		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM loads grouped K-major weights with TMA", s.Name)
 	case (nb != 64 && nb != 128 && nb != 256) || (s.bTile() == layouts.GateUpHalves && nb == 64):
 		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM reads B tiles of 64, 128 or 256 rows (gate/up halves: 64 or 128 rows each), BN = %d gives %d", s.Name, s.Tile.BN, nb)
-	case bm%8 != 0 || (bm > 128 && (bm != 256 || nb != 128 || s.bTile() == layouts.GateUpHalves)):
-		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM's tile rows are wgmma's N: a multiple of 8 up to 128, or 256 with a B tile of 128 plain or interleaved rows; BM = %d", s.Name, bm)
+	case bm%8 != 0 || (bm > 128 && ((bm != 192 && bm != 256) || nb != 128 || s.bTile() == layouts.GateUpHalves)):
+		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM's tile rows are wgmma's N: a multiple of 8 up to 128, or 192 or 256 with a B tile of 128 plain, interleaved or paired rows; BM = %d", s.Name, bm)
 	case s.Tile.Warps != 0 && s.Tile.Warps != 4*regFedWGs(nb, bm):
 		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM runs one consumer warpgroup per 128 B-tile rows or 128 token rows (%d warps), schedule has %d", s.Name, 4*regFedWGs(nb, bm), s.Tile.Warps)
 	}
@@ -319,11 +320,12 @@ func checkRegFed(s GemmSpec) error {
 }
 
 // regFedWGs is the consumer warpgroups of a register-fed MXFP8 GEMM
-// of nb B-tile rows and bm token rows: two for 256 of either (each its
-// half of the B tile: gate/up halves, its 64 gate rows and their 64 up
-// rows; else nb/2 consecutive rows), else one.
+// of nb B-tile rows and bm token rows: two for 256 B-tile rows or more
+// than 128 token rows (each its half of the B tile: gate/up halves, its
+// 64 gate rows and their 64 up rows; else nb/2 consecutive rows), else
+// one.
 func regFedWGs(nb, bm int) int {
-	if nb == 256 || bm == 256 {
+	if nb == 256 || bm > 128 {
 		return 2
 	}
 	return 1

@@ -26,8 +26,8 @@ import (
 // rows with one consumer warpgroup, and of 256 with two), bf16 and
 // register-fed also with two blocks per SM (Tile.BlocksPerSM; FC1 also
 // quantizing h into its register-fed values, QuantizeCValues, checked on
-// 16 blocks within e4m3's rounding) and with 256 token rows (FC1's
-// halves loaded as gate/up pairs, GemmSpec.BHalvesInPairs), and
+// 16 blocks within e4m3's rounding) and with 192 and 256 token rows
+// (FC1's halves loaded as gate/up pairs, GemmSpec.BHalvesInPairs), and
 // spot-checks 256 outputs of each against the float64 GEMM of its inputs.
 // The inputs are random bytes (e4m3 without NaN, scale codes 112..119) and
 // random bf16, not quantized data: the kernels' speed and sums do not
@@ -142,7 +142,10 @@ func TestSM90MXRegFedPerf(t *testing.T) {
 		if g.Epilogue == codegen.EpiGated {
 			rf3.Gate, rf3.BHalvesInPairs = codegen.GateInterleaved, true
 		}
-		vs = append(vs, variant{"regfed, 256 token rows", rf3})
+		rf4 := rf3 // 192 token rows: three stages fit where 256's two did
+		rf4.Name = rf.Name + "4"
+		rf4.Tile.BM, rf4.Tile.Stages = 192, 3
+		vs = append(vs, variant{"regfed, 256 token rows", rf3}, variant{"regfed, 192 token rows", rf4})
 	}
 	if re := os.Getenv("MOKC_MXPERF"); re != "" {
 		var keep []variant

@@ -459,6 +459,15 @@ func sm90MXRegFedCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_rf_swiglu_pairs_t256_odd", N: 192, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateInterleaved, BHalvesInPairs: true, Act: Activation{Kind: ActSwiGLU}, CRoundOdd: true, MX: true,
 			MXRegisterFed: true, Tile: t(256, 64, 2, 8)}, []int{257, 129}},
+		// 192 token rows, three stages: the same slices, wgmma m64n192.
+		{GemmSpec{Name: "mx_rf_store_t192", N: 200, K: 288, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiStore, MX: true, MXRegisterFed: true,
+			Tile: t(192, 128, 3, 8)}, []int{300, 0, 193}},
+		{GemmSpec{Name: "mx_rf_gptoss_t192_f32", N: 72, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, COutF32: true, MX: true,
+			MXRegisterFed: true, Tile: t(192, 64, 3, 8)}, []int{257, 40}},
+		{GemmSpec{Name: "mx_rf_swiglu_pairs_t192_odd", N: 192, K: 256, Experts: 2, A: ATiled, B: BGrouped, Epilogue: EpiGated,
+			Gate: GateInterleaved, BHalvesInPairs: true, Act: Activation{Kind: ActSwiGLU}, CRoundOdd: true, MX: true,
+			MXRegisterFed: true, Tile: t(192, 64, 3, 8)}, []int{129, 48}},
 		// Two blocks per SM (Tile.BlocksPerSM), one consumer warpgroup of
 		// 64 token rows and three stages each: a plain bf16 C, gate/up
 		// halves and interleaved rows into bf16 rounded to odd.
@@ -531,7 +540,12 @@ func TestSM90MXRegFedAssemble(t *testing.T) {
 	// (K, 2, N, E) with the halves' stride second and a box of (gate, up)
 	// pairs, loaded by 4-D TMA; refused off the register-fed gated GEMM of
 	// interleaved tile rows.
-	pairs := 0
+	pairs, want := 0, 0
+	for _, c := range cases {
+		if c.spec.BHalvesInPairs {
+			want++
+		}
+	}
 	for _, ki := range infos {
 		for _, p := range ki.Params {
 			if tm := p.TensorMap; tm != nil && tm.Operand == RoleB && len(tm.Dims) == 4 {
@@ -542,8 +556,8 @@ func TestSM90MXRegFedAssemble(t *testing.T) {
 			}
 		}
 	}
-	if pairs != 2 || !strings.Contains(text, "cp.async.bulk.tensor.4d") {
-		t.Errorf("%d kernels with a 4-D B tensor map (want 2), 4-D TMA loads %t", pairs, strings.Contains(text, "cp.async.bulk.tensor.4d"))
+	if pairs != want || !strings.Contains(text, "cp.async.bulk.tensor.4d") {
+		t.Errorf("%d kernels with a 4-D B tensor map (want %d), 4-D TMA loads %t", pairs, want, strings.Contains(text, "cp.async.bulk.tensor.4d"))
 	}
 	for _, c := range sm90MXRegFedCases() {
 		if s := c.spec; s.BHalvesInPairs {
@@ -563,7 +577,7 @@ func TestSM90MXRegFedAssemble(t *testing.T) {
 	}{
 		{func(s *GemmSpec) { s.Tile.BN = 192 }, "64, 128 or 256 rows"},
 		{func(s *GemmSpec) { s.Tile.Warps = 4 }, "one consumer warpgroup per 128 B-tile rows"},
-		{func(s *GemmSpec) { s.Tile.BM = 192 }, "multiple of 8 up to 128"},
+		{func(s *GemmSpec) { s.Tile.BM = 160 }, "multiple of 8 up to 128"},
 		{func(s *GemmSpec) { s.MX = false }, "MXRegisterFed is a way"},
 		{func(s *GemmSpec) { s.MXExpand = true }, "MXRegisterFed is a way"},
 	} {
@@ -1049,41 +1063,44 @@ func TestSM90BlocksPerSMAssemble(t *testing.T) {
 	}
 }
 
-// TestRegFedTokenRows256Layer: an mxfp8 forward of gate/up halves under
-// the register-fed tile of 256 token rows (schedule 256x128x128, 8 MMA
-// warps, two stages) builds its FC1 with the halves loaded as pairs
-// (BHalvesInPairs: a 4-D B tensor map, wgmma m64n256) and its FC2 with
-// plain 128-row B tiles, and ptxas assembles both without a serialized
-// wgmma pipeline.
-func TestRegFedTokenRows256Layer(t *testing.T) {
+// TestRegFedWideTokenRowsLayer: an mxfp8 forward of gate/up halves under
+// the register-fed tiles of 192 and 256 token rows (schedule 192x128x128
+// with three stages, 256x128x128 with two; 8 MMA warps) builds its FC1
+// with the halves loaded as pairs (BHalvesInPairs: a 4-D B tensor map,
+// wgmma m64n192 or m64n256) and its FC2 with plain 128-row B tiles, and
+// ptxas assembles both without a serialized wgmma pipeline.
+func TestRegFedWideTokenRowsLayer(t *testing.T) {
 	l := testlayer.Named(t, "qwen3-30b-a3b mxfp8")
-	s := testlayer.DefaultSchedule(t, l, target.SM90a)
-	s.FC1, s.FC2, s.Stages, s.Variant = schedule.Tile{M: 256, N: 128, K: 128}, schedule.Tile{M: 256, N: 128, K: 128}, 2, nil
-	p, err := Build(l, s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range p.Kernels {
-		if k.Name != "moe_fc1" && k.Name != "moe_fc2" {
-			continue
+	for _, c := range []struct{ rows, stages int }{{192, 3}, {256, 2}} {
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		tile := schedule.Tile{M: c.rows, N: 128, K: 128}
+		s.FC1, s.FC2, s.Stages, s.Variant = tile, tile, c.stages, nil
+		p, err := Build(l, s)
+		if err != nil {
+			t.Fatal(err)
 		}
-		for _, prm := range k.Params {
-			if tm := prm.TensorMap; tm != nil && tm.Operand == RoleB {
-				if want := map[string]int{"moe_fc1": 4, "moe_fc2": 3}[k.Name]; len(tm.Dims) != want {
-					t.Errorf("%s: B tensor map of %d dims, want %d", k.Name, len(tm.Dims), want)
+		for _, k := range p.Kernels {
+			if k.Name != "moe_fc1" && k.Name != "moe_fc2" {
+				continue
+			}
+			for _, prm := range k.Params {
+				if tm := prm.TensorMap; tm != nil && tm.Operand == RoleB {
+					if want := map[string]int{"moe_fc1": 4, "moe_fc2": 3}[k.Name]; len(tm.Dims) != want {
+						t.Errorf("%d rows: %s: B tensor map of %d dims, want %d", c.rows, k.Name, len(tm.Dims), want)
+					}
 				}
 			}
 		}
-	}
-	text, err := mptx.Compile(p.Module, target.SM90a)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if n := strings.Count(text, "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16"); n < 2 {
-		t.Errorf("%d wgmma m64n256 in the layer, want FC1's and FC2's", n)
-	}
-	toolchain.NeedPtxas(t, "sm_90a")
-	if err := toolchain.Assemble(text, "sm_90a"); err != nil {
-		t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+		text, err := mptx.Compile(p.Module, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(text, fmt.Sprintf("wgmma.mma_async.sync.aligned.m64n%dk16.f32.bf16.bf16", c.rows)); n < 2 {
+			t.Errorf("%d wgmma m64n%d in the layer, want FC1's and FC2's", n, c.rows)
+		}
+		toolchain.NeedPtxas(t, "sm_90a")
+		if err := toolchain.Assemble(text, "sm_90a"); err != nil {
+			t.Fatal(strings.SplitN(err.Error(), "\n", 20))
+		}
 	}
 }

@@ -117,12 +117,19 @@ func (b *Builder) WGMMAMainloopRegFed(ml WGMMAMainloopRegFed, stage, phase, ktil
 
 // widths is the wgmma N of the K loop's copies, descending: BM and, for
 // the ragged last tiles of experts, BM/4 (else BM/2) where that is a
-// multiple of 8 of at least 16; BM alone with OneWidth. Two: with three (128, 64, 32) ptxas
+// multiple of 8 of at least 16 (192 one slice per warpgroup: 192, 128 and
+// 64); BM alone with OneWidth. Two: with three (128, 64, 32) ptxas
 // serialized the wgmma of gated GEMMs with a bias for want of registers
 // (C7512), and with four (128, 64, 32, 16) those of qwen3-30b-a3b's FC1.
 func (ml WGMMAMainloopRegFed) widths() []int {
 	if ml.OneWidth {
 		return []int{ml.BM}
+	}
+	if ml.BM == 192 && ml.Slices == 1 {
+		// An expert's rows past its first 192 (its second tile: about 64
+		// at 256 rows per expert) in 64 or 128: 96 accumulators leave
+		// the registers for the third copy.
+		return []int{192, 128, 64}
 	}
 	for _, d := range []int{4, 2} {
 		if w := ml.BM / d; ml.BM%d == 0 && w >= 16 && w%8 == 0 {

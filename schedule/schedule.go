@@ -1020,14 +1020,14 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 			if err := s.validateSwap(l, name, t, fc1, mxOnly); err != nil {
 				return err
 			}
-		} else if wg := s.Warps.MMA / 4; t.M != 64*wg && !s.regFedWarpgroupOf128(l, t) && !s.regFedTokenRows256(l, t) {
+		} else if wg := s.Warps.MMA / 4; t.M != 64*wg && !s.regFedWarpgroupOf128(l, t) && !s.regFedWideTokenRows(l, t) {
 			if t.M%64 != 0 || t.M < 64 || t.M > 192 {
 				rows := "64, 128 or 192"
 				switch {
 				case mxOnly && l.Precision == MXFP8:
 					rows = "32 (the mxfp8 operand swap), 64, 128 or 192"
 				case t.M == 256 && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed:
-					rows = "64, 128 or 192, or 256 (256x128x128 with 8 MMA warps, in a layer without shared experts, whose bf16 GEMMs take the tile too)"
+					rows = "64, 128 or 192, or 256 (256x128x128 with 8 MMA warps, in a layer without shared experts, whose bf16 GEMMs would take the tile too)"
 				}
 				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
 			}
@@ -1107,7 +1107,7 @@ func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 		return fieldErr(name+".K", t.K, "must be 128 with the register-fed mxfp8 GEMM (four 32-wide scale blocks per stage)")
 	case t.N != 64 && t.N != 128 && t.N != 256:
 		return fieldErr(name+".N", t.N, "must be 64, 128 or 256 with the register-fed mxfp8 GEMM (its B tile: 64-row slices, 128 rows per consumer warpgroup)")
-	case (t.N == 256 || t.M == 256) != (s.Warps.MMA == 8):
+	case (t.N == 256 || t.M > 128) != (s.Warps.MMA == 8):
 		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 with 4 (64x64x128 too for FC2, or an FC1 with interleaved gate/up rows; without a shared expert also 128x128x128, made for --blocks-per-sm 2), for FC1 and FC2 alike (%d MMA warps now)", s.Warps.MMA)
 	}
 	return nil
@@ -1125,28 +1125,31 @@ func (s Schedule) regFedWarpgroupOf128(l Layer, t Tile) bool {
 	return s.regFedWarpgroupTile(l, t) && s.Warps.Producer == 4 && l.SharedExperts == 0
 }
 
-// regFedTokenRows256 reports whether t is the register-fed tile of 256
-// token rows (256x128x128 with 8 MMA warps: wgmma m64n256 over the token
-// rows, each consumer warpgroup one 64-row slice of a 128-row B tile; an
-// FC1 of gate/up halves loads them as (gate, up) pairs,
-// codegen.GemmSpec.BHalvesInPairs), which widens half the e4m3 weights
-// per FLOP of the default 128x256x128 (docs/mxfp8.md, "Next: 256 token
-// rows per tile"). Opt-in, not yet run in a layer on a GPU. Only in an
-// mxfp8 forward without shared experts on sm_90a (no bf16 GEMM takes 256
-// rows; the backward's refuse it in codegen), and not for gate/up halves
-// with biases (the pairs' epilogue reads the bias in interleaved order).
-func (s Schedule) regFedTokenRows256(l Layer, t Tile) bool {
+// regFedWideTokenRows reports whether t is a register-fed tile of more
+// token rows than a consumer warpgroup's 128: 192x128x128 or 256x128x128
+// with 8 MMA warps (wgmma m64n192 or m64n256 over the token rows, each
+// consumer warpgroup one 64-row slice of a 128-row B tile; an FC1 of
+// gate/up halves loads them as (gate, up) pairs,
+// codegen.GemmSpec.BHalvesInPairs), which widen 2/3 and 1/2 of the e4m3
+// weights per FLOP of the default 128x256x128 (docs/mxfp8.md, "Next: 256
+// token rows per tile"). Opt-in: 256 rows ran 3-45% slower than the
+// default (docs/perf.md, mxfp8 v37: outcome); 192, whose three stages fit
+// where 256's two did, is not yet run on a GPU. Only in an mxfp8 forward
+// without shared experts on sm_90a (no bf16 GEMM takes these rows; the
+// backward's refuse them in codegen), and not for gate/up halves with
+// biases (the pairs' epilogue reads the bias in interleaved order).
+func (s Schedule) regFedWideTokenRows(l Layer, t Tile) bool {
 	return s.Target == target.SM90a && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed && s.Warps.MMA == 8 &&
-		t.M == 256 && t.N == 128 && l.SharedExperts == 0 && !(l.Biases && !l.GateUpInterleaved)
+		(t.M == 192 || t.M == 256) && t.N == 128 && l.SharedExperts == 0 && !(l.Biases && !l.GateUpInterleaved)
 }
 
 // FC1HalvesInPairs reports whether FC1 tile t of layer l loads the gate/up
 // halves of its weights as (gate, up) row pairs
 // (layouts.GateUpHalvesInPairs, codegen.GemmSpec.BHalvesInPairs): the
-// register-fed tile of 256 token rows of a layer whose FC1 stores halves,
+// register-fed tile of 192 or 256 token rows of a layer whose FC1 stores halves,
 // so that each consumer warpgroup's 64-row slice holds whole pairs.
 func (s Schedule) FC1HalvesInPairs(l Layer, t Tile) bool {
-	return !l.GateUpInterleaved && s.regFedTokenRows256(l, t)
+	return !l.GateUpInterleaved && s.regFedWideTokenRows(l, t)
 }
 
 // regFedWarpgroupTile reports whether t has the shape of

@@ -641,11 +641,12 @@ func testKind[K interface {
 	}
 }
 
-// The register-fed tile of 256 token rows (256x128x128, 8 MMA warps, two
-// stages) is valid for an mxfp8 forward without shared experts on sm_90a
-// and refused with shared experts, with 4 MMA warps, for bf16 and for
-// gate/up halves with biases.
-func TestRegFedTokenRows256(t *testing.T) {
+// The register-fed tiles of 192 and 256 token rows (192x128x128 with three
+// stages, 256x128x128 with two; 8 MMA warps) are valid for an mxfp8
+// forward without shared experts on sm_90a and refused with shared
+// experts, with 4 MMA warps, for bf16 and for gate/up halves with biases;
+// other token rows past 128 are refused.
+func TestRegFedWideTokenRows(t *testing.T) {
 	for _, c := range []struct {
 		name      string
 		precision Precision
@@ -663,21 +664,29 @@ func TestRegFedTokenRows256(t *testing.T) {
 			t.Fatal(err)
 		}
 		l.Precision = c.precision
-		s, err := DefaultSchedule(l, target.SM90a)
-		if err != nil {
-			t.Fatal(err)
-		}
-		s.FC1, s.FC2, s.Stages, s.Warps.MMA, s.Variant = Tile{256, 128, 128}, Tile{256, 128, 128}, 2, c.mma, nil
-		if c.precision == BF16 {
-			s.FC1.K, s.FC2.K = 64, 64
-		}
-		if err := s.Validate(l); (err == nil) != c.ok {
-			t.Errorf("%s %v, %d MMA warps, 256x128x128: %v, want valid %t", c.name, c.precision, c.mma, err, c.ok)
-		}
-		if c.ok && !l.GateUpInterleaved { // halves with biases: refused
-			l.Biases = true
-			if err := s.Validate(l); err == nil {
-				t.Errorf("%s with biases, 256x128x128: valid, want a refusal", c.name)
+		for _, rows := range []int{192, 256, 160} {
+			s, err := DefaultSchedule(l, target.SM90a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tile, stages := Tile{rows, 128, 128}, 3
+			if rows == 256 {
+				stages = 2 // 256's three stages exceed the shared memory
+			}
+			s.FC1, s.FC2, s.Stages, s.Warps.MMA, s.Variant = tile, tile, stages, c.mma, nil
+			if c.precision == BF16 {
+				s.FC1.K, s.FC2.K = 64, 64
+			}
+			ok := c.ok && rows != 160
+			if err := s.Validate(l); (err == nil) != ok {
+				t.Errorf("%s %v, %d MMA warps, %v: %v, want valid %t", c.name, c.precision, c.mma, tile, err, ok)
+			}
+			if ok && !l.GateUpInterleaved { // halves with biases: refused
+				l := l
+				l.Biases = true
+				if err := s.Validate(l); err == nil {
+					t.Errorf("%s with biases, %v: valid, want a refusal", c.name, tile)
+				}
 			}
 		}
 	}
