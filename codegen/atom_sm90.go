@@ -314,7 +314,7 @@ func checkRegFed(s GemmSpec) error {
 	case bm%8 != 0 || (bm > 128 && ((bm != 192 && bm != 256) || nb != 128 || s.bTile() == layouts.GateUpHalves)):
 		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM's tile rows are wgmma's N: a multiple of 8 up to 128, or 192 or 256 with a B tile of 128 plain, interleaved or paired rows; BM = %d", s.Name, bm)
 	case s.Tile.Warps != 0 && s.Tile.Warps != 4*regFedWGs(nb, bm):
-		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM runs one consumer warpgroup per 128 B-tile rows or 128 token rows (%d warps), schedule has %d", s.Name, 4*regFedWGs(nb, bm), s.Tile.Warps)
+		return fmt.Errorf("codegen: %s: the sm_90a register-fed MXFP8 GEMM runs one consumer warpgroup per 128 B-tile rows, two for more than 128 token rows (%d warps), schedule has %d", s.Name, 4*regFedWGs(nb, bm), s.Tile.Warps)
 	}
 	return nil
 }
@@ -423,7 +423,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 		return l, fmt.Errorf("codegen: %s: sm_90a blocks of which two share an SM have a producer that loads grouped weights and dispatched rows by TMA, bf16 or register-fed MXFP8 (no pointer table, gathered rows, promoted MXFP8, expansion, queue or split reduction)", s.Name)
 	}
 	if w := s.Tile.Warps; w != 0 && w != 4*(bm/64) && !l.swap {
-		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d (one warpgroup of 128 token rows, --fc1-tile 128x128x128 --mma-warps 4, is the register-fed mxfp8 forward's only: for the backward give 64x128x128 with --stages 3, or the default tiles)", s.Name, bm, 4*(bm/64), w)
+		return l, fmt.Errorf("codegen: %s: sm_90a tile BM = %d needs %d consumer warps (one warpgroup per 64 rows), schedule has %d (one warpgroup of 128 token rows, --fc1-tile 128x128x128 --mma-warps 4, and two of 192 or 256 token rows, 192x128x128 or 256x128x128 with 8, are the register-fed mxfp8 forward's only: for the backward give 64x128x128 with --stages 3, or the default tiles)", s.Name, bm, 4*(bm/64), w)
 	}
 	// Staged epilogue when the staging tile fits (not with BTable or
 	// GatherK, whose producer warps are busy copying B or A; layouts.PlanGemmSmem plans none

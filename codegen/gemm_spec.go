@@ -163,10 +163,10 @@ type GemmSpec struct {
 	// so the tile, the accumulators and the epilogue are
 	// GateInterleaved's while the scale rows are read where the halves
 	// keep them (b_scales [E, 2N, K/32] in halves order). For the sm_90a
-	// register-fed GEMM of 256 token rows, whose two consumer warpgroups
-	// each take one 64-row slice of a 128-row B tile: with halves each
-	// slice would be all gate or all up (docs/mxfp8.md, "Next: 256 token
-	// rows per tile"). Grouped K-major weights, no bias.
+	// register-fed GEMM of 192 or 256 token rows, whose two consumer
+	// warpgroups each take one 64-row slice of a 128-row B tile: with
+	// halves each slice would be all gate or all up (docs/mxfp8.md, "Next:
+	// 256 token rows per tile"). Grouped K-major weights, no bias.
 	BHalvesInPairs bool
 	// MX makes the GEMM MXFP8 (docs/mxfp8.md): A and B are e4m3 (one
 	// byte), with the UE8M0 scales a_scales [rows, K/32] and b_scales [E,
@@ -195,8 +195,9 @@ type GemmSpec struct {
 	// memory (the operand swap's roles; codegen/wgmma_regfed.go,
 	// docs/mxfp8.md "the register-fed expansion"). B tiles of 64, 128 or
 	// 256 rows with BM a multiple of 8 up to 128 (one consumer warpgroup
-	// per 128 B-tile rows), or a 128-row B tile of plain or interleaved
-	// gate/up rows with BM = 256 (two warpgroups of one slice each). Not
+	// per 128 B-tile rows), or a 128-row B tile of plain, interleaved or
+	// paired (BHalvesInPairs) gate/up rows with BM = 192 or 256 (two
+	// warpgroups of one slice each). Not
 	// handled (the caller's guarantee): an e4m3 NaN byte in B and scale
 	// codes above 134, which the widening reads as finite values (promote
 	// and MXExpand give the NaN; testing each row's bytes in the K loop

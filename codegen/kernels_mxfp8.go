@@ -79,7 +79,7 @@ func (b *Builder) quantizeThread(op moe.Quantize, idx value.Value) {
 	b.storeMX8(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.Add(b.MulI(b.Wide(row), nb), b.Wide(blk))), q)
 }
 
-// storeMX8 quantizes the calling lane's 8 f32 vals, eighth q (0..3, its
+// storeMX8 quantizes the calling lane's 8 f32 vals, quarter q (0..3, its
 // lane%4) of a 32-wide block that lanes 4g..4g+3 hold together (they run
 // it together), as schedule.MXActivations defines it: the block's amax
 // over the 4 lanes (amax4), its round-up scale (mxScale), each value
@@ -168,7 +168,7 @@ func (b *Builder) e4m3x4F32(w value.Value) [4]value.Value {
 
 // mxValues8 returns the MXFP8 values (schedule.MXActivations) of the 8
 // f32 vals a thread holds of a 32-wide block that 4 consecutive lanes
-// hold together (lane%4 the thread's eighth of the block; the 4 lanes
+// hold together (lane%4 the thread's quarter of the block; the 4 lanes
 // must run this together): the block's amax over the 4 lanes
 // (shfl.sync.bfly 1 and 2 among them), its scale (mxScale), each value
 // rounded to E4M3 and widened back, times 2^(code-127).

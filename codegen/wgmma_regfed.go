@@ -40,7 +40,7 @@ import (
 // A warpgroup computes Slices slices, SliceRows B-tile rows apart, from
 // its first row (which the caller's offsets hold): with two consumer
 // warpgroups each takes its half of the B tile (of 256 rows, or of 128
-// with 256 token rows, one slice each). The A registers
+// with 192 or 256 token rows, one slice each). The A registers
 // come in Sets sets by the group's index (4 blocks times the slices per
 // stage: a multiple of 4), so the widening of the next group overlaps the
 // tensor cores' work on the pending ones. The stage is released (lane 0
@@ -117,10 +117,13 @@ func (b *Builder) WGMMAMainloopRegFed(ml WGMMAMainloopRegFed, stage, phase, ktil
 
 // widths is the wgmma N of the K loop's copies, descending: BM and, for
 // the ragged last tiles of experts, BM/4 (else BM/2) where that is a
-// multiple of 8 of at least 16 (192 one slice per warpgroup: 192, 128 and
-// 64); BM alone with OneWidth. Two: with three (128, 64, 32) ptxas
+// multiple of 8 of at least 16; BM alone with OneWidth. Two for the tiles
+// of two 64-row slices per warpgroup: with three (128, 64, 32) ptxas
 // serialized the wgmma of gated GEMMs with a bias for want of registers
 // (C7512), and with four (128, 64, 32, 16) those of qwen3-30b-a3b's FC1.
+// Three for 192 token rows of one slice (192, 128, 64), whose 96
+// accumulators leave the registers for them: an expert of 256 rows is
+// then one item of 192 and one of 64.
 func (ml WGMMAMainloopRegFed) widths() []int {
 	if ml.OneWidth {
 		return []int{ml.BM}

@@ -20,7 +20,7 @@ const (
 	GateUpInterleaved               // gated, (gate, up) pairs in global memory
 	// GateUpHalvesInPairs: gated, halves in global memory loaded as (gate,
 	// up) pairs (codegen.GemmSpec.BHalvesInPairs: sm_90a's register-fed
-	// tile of 256 token rows).
+	// tiles of 192 and 256 token rows).
 	GateUpHalvesInPairs
 )
 

@@ -126,13 +126,21 @@ func gigabytes(n int64) string { return fmt.Sprintf("%.1f GB", float64(n)/1e9) }
 
 // MaxTokens is the largest token count T the kernels handle for this
 // layer whatever the schedule: T*K slot indices (and the routed rows, at
-// most T*K) are i32 and stay below 2^31 - 2^16. Schedule.MaxTokens adds the
-// limits of the GEMM tiles. 0 for a layer without valid sizes.
+// most T*K) are i32 and stay below 2^31 - 2^16; for mxfp8, the quantize
+// kernels' threads, one per 8 elements of the routed rows of x or h (T*K
+// rows of H or I) and numbered by an unsigned i32, are at most
+// 2^32 - 2^16.
+// Schedule.MaxTokens adds the limits of the GEMM tiles. 0 for a layer
+// without valid sizes.
 func (l Layer) MaxTokens() int {
 	if l.TopK <= 0 {
 		return 0
 	}
-	return indexLimit / l.TopK
+	T := indexLimit / l.TopK
+	if w := max(l.Hidden, l.Intermediate); l.Precision == MXFP8 && w > 0 {
+		T = min(T, int((1<<32-1<<16)/(int64(w)/8*int64(l.TopK))))
+	}
+	return T
 }
 
 // MaxTokens is the largest token count T the kernels of schedule s handle

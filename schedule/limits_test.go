@@ -90,6 +90,16 @@ func TestMaxTokens(t *testing.T) {
 	if (Layer{}).MaxTokens() != 0 {
 		t.Error("the zero Layer has a token limit")
 	}
+	// mxfp8: the quantize kernels' thread index (one per 8 elements of the
+	// T*K routed rows of width max(H, I)) stays an unsigned i32.
+	for _, n := range []string{"qwen3-30b-a3b", "deepseek-v3", "mixtral-8x7b"} {
+		l, _ := Preset(n)
+		l.Precision = MXFP8
+		T, w := int64(l.MaxTokens()), int64(max(l.Hidden, l.Intermediate))
+		if threads := T * int64(l.TopK) * w / 8; threads > 1<<32-1<<16 || (T+1)*int64(l.TopK)*w/8 <= 1<<32-1<<16 {
+			t.Errorf("%s mxfp8: MaxTokens = %d: %d quantize threads, want the most up to 2^32 - 2^16", n, T, threads)
+		}
+	}
 	for _, n := range Presets() {
 		l, _ := Preset(n)
 		for _, tg := range target.All() {

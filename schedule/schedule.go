@@ -1026,10 +1026,23 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 				switch {
 				case mxOnly && l.Precision == MXFP8:
 					rows = "32 (the mxfp8 operand swap), 64, 128 or 192"
-				case t.M == 256 && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed:
-					rows = "64, 128 or 192, or 256 (256x128x128 with 8 MMA warps, in a layer without shared experts, whose bf16 GEMMs would take the tile too)"
+				case l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed:
+					rows = "64, 128 or 192 (or, for the register-fed mxfp8 forward, 192x128x128 or 256x128x128 with 8 MMA warps)"
 				}
 				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
+			}
+			if (t.M == 192 || t.M == 256) && s.Warps.MMA == 8 && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed {
+				var why []string
+				if t.N != 128 {
+					why = append(why, fmt.Sprintf("N = 128 (now %d)", t.N))
+				}
+				if l.SharedExperts > 0 {
+					why = append(why, fmt.Sprintf("a layer without a shared expert (this one has %d)", l.SharedExperts))
+				}
+				if l.Biases && !l.GateUpInterleaved {
+					why = append(why, "no biases on gate/up halves (this layer has them)")
+				}
+				return fieldErr(name, t, "with 8 MMA warps is a register-fed tile of %d token rows, which needs %s: the register-fed mxfp8 forward's %s", t.M, strings.Join(why, " and "), regFedWideTiles)
 			}
 			if s.regFedWarpgroupTile(l, t) {
 				var why []string
@@ -1096,9 +1109,12 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 
 // validateRegFed checks an sm_90a tile of the register-fed MXFP8 GEMMs
 // (MXGemmRegFed; codegen.GemmSpec.MXRegisterFed): K blocks of 128 and B
-// tiles (N) of 64 or 128 rows with one consumer warpgroup (M = 64) or of
-// 256 with two (M = 128), each warpgroup 128 rows of the B tile; halves
-// (an FC1 with gate/up halves: two 64-row slices at least) 128 or 256.
+// tiles (N) of 64 or 128 rows with one consumer warpgroup (M = 64, or 128
+// token rows: regFedWarpgroupOf128) or of 256 with two (M = 128), each
+// warpgroup 128 rows of the B tile, or of 128 with two for 192 or 256
+// token rows (regFedWideTokenRows), each warpgroup one 64-row slice;
+// halves (an FC1 with gate/up halves: two 64-row slices at least) 128 or
+// 256.
 func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 	switch {
 	case halves && t.N == 64:
@@ -1108,7 +1124,7 @@ func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 	case t.N != 64 && t.N != 128 && t.N != 256:
 		return fieldErr(name+".N", t.N, "must be 64, 128 or 256 with the register-fed mxfp8 GEMM (its B tile: 64-row slices, 128 rows per consumer warpgroup)")
 	case (t.N == 256 || t.M > 128) != (s.Warps.MMA == 8):
-		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 with 4 (64x64x128 too for FC2, or an FC1 with interleaved gate/up rows; without a shared expert also 128x128x128, made for --blocks-per-sm 2), for FC1 and FC2 alike (%d MMA warps now)", s.Warps.MMA)
+		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 with 4 (64x64x128 too for FC2, or an FC1 with interleaved gate/up rows; without a shared expert also 128x128x128, made for --blocks-per-sm 2), or %s (%d MMA warps now)", regFedWideTiles, s.Warps.MMA)
 	}
 	return nil
 }
@@ -1124,6 +1140,10 @@ func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 func (s Schedule) regFedWarpgroupOf128(l Layer, t Tile) bool {
 	return s.regFedWarpgroupTile(l, t) && s.Warps.Producer == 4 && l.SharedExperts == 0
 }
+
+// regFedWideTiles names the register-fed tiles of more than 128 token
+// rows and what they need (regFedWideTokenRows), for error messages.
+const regFedWideTiles = "192x128x128 (--stages 3) or 256x128x128 (--stages 2) with 8 MMA warps (two consumer warpgroups of one 64-row B slice each), on sm_90a in an mxfp8 layer without shared experts (whose bf16 GEMMs would take the tile too) and without biases on gate/up halves, for FC1 and FC2 alike"
 
 // regFedWideTokenRows reports whether t is a register-fed tile of more
 // token rows than a consumer warpgroup's 128: 192x128x128 or 256x128x128
