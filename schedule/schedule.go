@@ -879,6 +879,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs the fixed walk of its work items (Schedule.Items fixed)")
 		case s.GridCTAs != 0:
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs one block per SM of the device, the default grid (leave Schedule.GridCTAs out: %d is set): its FC2 items wait for other blocks' FC1 items, so every block must be resident", s.GridCTAs)
+		case s.regFedWideTokenRows(l, s.FC1) || s.regFedWideTokenRows(l, s.FC2):
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built and tested with tiles of at most 128 token rows, not the register-fed tiles of %d and %d (Schedule.FC1, FC2)", s.FC1.M, s.FC2.M)
 		}
 	}
 	if s.Cluster == 2 && s.Target == target.SM90a {
@@ -892,6 +894,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs walk the fixed order of work items (Schedule.Items fixed): a queue gives items to single CTAs")
 		case s.MXGemm == MXGemmExpand && l.Precision == MXFP8:
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs share bf16 rows: not the expansion's e4m3 tiles (Schedule.MXGemm expand)")
+		case s.regFedWideTokenRows(l, s.FC1) || s.regFedWideTokenRows(l, s.FC2):
+			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs are built and tested with tiles of at most 128 token rows, not the register-fed tiles of %d and %d (Schedule.FC1, FC2)", s.FC1.M, s.FC2.M)
 		}
 	}
 	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {

@@ -681,6 +681,18 @@ func TestRegFedWideTokenRows(t *testing.T) {
 			if err := s.Validate(l); (err == nil) != ok {
 				t.Errorf("%s %v, %d MMA warps, %v: %v, want valid %t", c.name, c.precision, c.mma, tile, err, ok)
 			}
+			if ok { // not in CTA pairs nor in the chained kernel
+				for _, edit := range []func(*Schedule){
+					func(s *Schedule) { s.Cluster, s.Items = 2, ItemsFixed },
+					func(s *Schedule) { s.Chain, s.Items = ChainFC, ItemsFixed },
+				} {
+					s := s
+					edit(&s)
+					if err := s.Validate(l); err == nil || !strings.Contains(err.Error(), "at most 128 token rows") {
+						t.Errorf("%s, %v, cluster %d, chain %v: %v, want a refusal", c.name, tile, s.Cluster, s.Chain, err)
+					}
+				}
+			}
 			if ok && !l.GateUpInterleaved { // halves with biases: refused
 				l := l
 				l.Biases = true
