@@ -3,7 +3,8 @@
 # token tiles are what the register-fed GEMMs lose to). Carry: .carry/bins.tgz of `make device-bins`.
 # mxfp8 v38, 192 token rows per tile with three stages (docs/perf.md, prediction written before it):
 #  1. The GEMM cases of 192 token rows (mx_rf_*_t192) against the float64 GEMM.
-#  2. The standalone GEMMs, uniform and routed rows: 128 token rows (regfed2), 192 (regfed4), bf16.
+#  2. The standalone GEMMs, uniform and routed rows: 128 token rows (regfed2), 256 (regfed3), 192
+#     (regfed4), bf16.
 #  3. The forward with --fc1-tile 192x128x128 --fc2-tile 192x128x128 --stages 3 beside the default
 #     (y_sha256: equal at T = 1024 and 4096, both register-fed), memcheck at T = 300.
 #  4. Both timed at T = 4096 on four presets and at T = 16384 on qwen3-30b-a3b, alternated twice.
@@ -15,7 +16,7 @@ T192="--fc1-tile 192x128x128 --fc2-tile 192x128x128 --stages 3"
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem --format=csv,noheader >>"$S"
 pkgtest codegen t192 90 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU/mx_rf_.*_t192'
 grep -hE -- "--- (FAIL|PASS)|panic" "$O/t192.log" | head -6 >>"$S"
-export MOKC_MXPERF='p_fc[12]_(bf16|regfed2|regfed4)$'
+export MOKC_MXPERF='p_fc[12]_(bf16|regfed2|regfed3|regfed4)$'
 for r in uniform routed; do
 	[ $r = routed ] && export MOKC_MXPERF_ROUTED=1
 	pkgtest codegen perf-$r 80 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXRegFedPerf'
