@@ -12,7 +12,7 @@ GO ?= go
 DEVICE_PKGS := ./driver/... ./runtime/... ./codegen/...
 CARRY := .carry
 
-.PHONY: toolchain test test-cuda vet build golden device-bins device-slim device-unslim clean distclean
+.PHONY: toolchain test test-cuda vet build golden device-bins device-old-cli device-slim device-unslim clean distclean
 
 ## toolchain: install cuda.h, the libcuda stub, ptxas 12.5, ptxas 12.9 (sm_100a), llc-19
 toolchain:
@@ -64,6 +64,18 @@ device-bins: toolchain
 	$(ENV) $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o $(CARRY)/mokc ./cmd/mokc
 	cd $(CARRY) && tar -czf bins.tgz *.test mokc && rm -f *.test mokc
 	@du -sh $(CARRY)
+
+## device-old-cli: the mokc CLI of commit REV (e.g. `make device-old-cli REV=29f85a4`), built in a
+## temporary git worktree and packed as .carry/mokc-old.gz, the old binary of an old-against-new
+## device run (scripts/device-compare.sh, docs/runs/*/call*.sh unpack it with gunzip); run it after
+## device-bins, which empties .carry
+device-old-cli: toolchain
+	@if [[ -z "$(REV)" ]]; then echo "device-old-cli: give REV=<commit>"; exit 2; fi
+	wt=$$(mktemp -d) && git worktree add -q --detach "$$wt" "$(REV)" && \
+		trap 'git worktree remove --force "$$wt"' EXIT && \
+		$(ENV) (cd "$$wt" && $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o "$$wt/mokc-old" ./cmd/mokc) && \
+		mkdir -p $(CARRY) && gzip -c "$$wt/mokc-old" > $(CARRY)/mokc-old.gz
+	@du -sh $(CARRY)/mokc-old.gz
 
 ## device-slim: move golden/testdata (golden PTX, about 35 MB, which no GPU test reads) to the
 ## ignored .slim/ so that the tree and .carry/ stay within the 64 MiB that travel to the GPU

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run 40 call 1 (about 330 s). Carry: .carry/bins.tgz of `make device-bins` and .carry/mokc-old.gz
-# (29f85a4's CLI: one thread per block in moe_quantize*; gzip -c of bins.tgz's mokc at 29f85a4).
+# of `make device-old-cli REV=29f85a4` (the CLI with one thread per block in moe_quantize*).
 #  1. The quantize kernels of 4555151 (four lanes per block; run 39 call 3's (a)): the same y_sha256
 #     as 29f85a4's CLI (mxfp8, T = 0, 1, 64, 4096, four presets); TestQuantizeGPU, TestGatherMXGPU;
 #     memcheck of the mxfp8 forward at T = 64.
