@@ -45,21 +45,18 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 	return k, nil
 }
 
-// quantizeThread emits the work of thread idx (i32, from 0) of op's
-// kernel (emitQuantize): elements 8(idx%4) .. 8(idx%4)+7 of block
-// (idx/4)%(K/32) of row idx/(K/8), returning for a row past X's rows at T
+// quantizeThread emits the work of thread idx (i32, from 0, unsigned) of
+// op's kernel (emitQuantize): X's elements 8idx .. 8idx+7, which lie in
+// row idx/(K/8), quarter idx%4 of its block idx/4 (X's blocks of 32 in
+// order, K a multiple of 32), returning for a row past X's rows at T
 // (parameters x, q and scales or v, and T). The four threads of a block
 // are consecutive lanes 4g..4g+3 of one warp (idx%4 = lane%4) and return
 // together.
 func (b *Builder) quantizeThread(op moe.Quantize, idx value.Value) {
 	rowsX := op.X.Shape[0]
-	nb := int64(op.K / 32)
 	rows := b.Add(b.MulI(b.Param("T"), rowsX.A), ir.Int32(rowsX.B))
-	g, q := b.LShr(idx, ir.Int32(2)), b.And(idx, ir.Int32(3))
-	row, blk := b.UDiv(g, ir.Int32(nb)), b.URem(g, ir.Int32(nb))
-	b.ReturnIf(b.ICmp(enum.IPredUGE, row, rows))
-	block := b.Add(b.MulI(b.Wide(row), int64(op.K)), b.MulI(b.Wide(blk), 32)) // element index of the block
-	first := b.Add(block, b.MulI(b.Wide(q), 8))                               // of the thread's 8 elements
+	b.ReturnIf(b.ICmp(enum.IPredUGE, b.UDiv(idx, ir.Int32(int64(op.K/8))), rows))
+	first := b.MulI(b.ZExt(idx, ir.I64), 8) // element index of the thread's 8
 	var vals []value.Value
 	if op.X.DType == moe.BF16 {
 		vals = b.loadBF16x8(b.ByteOffset(b.Param("x"), b.MulI(first, 2)))
@@ -72,11 +69,11 @@ func (b *Builder) quantizeThread(op moe.Quantize, idx value.Value) {
 			}
 		}
 	}
-	if op.V != nil {
-		b.gatherMXValues(vals, b.ByteOffset(b.Param("v"), b.MulI(b.Wide(row), 2*int64(op.K))), b.Add(b.MulI(blk, 4), q)) // chunk blk*4+q of the row
+	if op.V != nil { // v as one row of chunks: chunk idx is the thread's 8
+		b.gatherMXValues(vals, b.Param("v"), idx)
 		return
 	}
-	b.storeMX8(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.Add(b.MulI(b.Wide(row), nb), b.Wide(blk))), q)
+	b.storeMX8(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.ZExt(b.LShr(idx, ir.Int32(2)), ir.I64)), b.And(idx, ir.Int32(3)))
 }
 
 // storeMX8 quantizes the calling lane's 8 f32 vals, quarter q (0..3, its
