@@ -11,6 +11,8 @@ GO ?= go
 # Packages whose -tags cuda test binaries are carried to a GPU machine.
 DEVICE_PKGS := ./driver/... ./runtime/... ./codegen/...
 CARRY := .carry
+# The mokc CLI carried to a GPU machine: go build's arguments before -o.
+CLI_BUILD := build -tags cuda -trimpath -ldflags='-s -w'
 
 .PHONY: toolchain test test-cuda vet build golden device-bins device-old-cli device-slim device-unslim clean distclean
 
@@ -61,7 +63,7 @@ device-bins: toolchain
 		echo "$(CARRY)/$$name.test  <- $$p"; \
 		$(GO) test -c -tags cuda -trimpath -ldflags='-s -w' -o "$(CARRY)/$$name.test" "$$p"; \
 	done
-	$(ENV) $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o $(CARRY)/mokc ./cmd/mokc
+	$(ENV) $(GO) $(CLI_BUILD) -o $(CARRY)/mokc ./cmd/mokc
 	cd $(CARRY) && tar -czf bins.tgz *.test mokc && rm -f *.test mokc
 	@du -sh $(CARRY)
 
@@ -73,7 +75,7 @@ device-old-cli: toolchain
 	@if [[ -z "$(REV)" ]]; then echo "device-old-cli: give REV=<commit>"; exit 2; fi
 	wt=$$(mktemp -d) && git worktree add -q --detach "$$wt" "$(REV)" && \
 		trap 'git worktree remove --force "$$wt"' EXIT && \
-		$(ENV) (cd "$$wt" && $(GO) build -tags cuda -trimpath -ldflags='-s -w' -o "$$wt/mokc-old" ./cmd/mokc) && \
+		$(ENV) (cd "$$wt" && $(GO) $(CLI_BUILD) -o "$$wt/mokc-old" ./cmd/mokc) && \
 		mkdir -p $(CARRY) && gzip -c "$$wt/mokc-old" > $(CARRY)/mokc-old.gz
 	@du -sh $(CARRY)/mokc-old.gz
 

@@ -1035,7 +1035,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 				}
 				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
 			}
-			if (t.M == 192 || t.M == 256) && s.Warps.MMA == 8 && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed {
+			if s.regFedWideShape(l, t) {
 				var why []string
 				if t.N != 128 {
 					why = append(why, fmt.Sprintf("N = 128 (now %d)", t.N))
@@ -1163,8 +1163,16 @@ const regFedWideTiles = "192x128x128 (--stages 3) or 256x128x128 (--stages 2) wi
 // backward's refuse them in codegen), and not for gate/up halves with
 // biases (the pairs' epilogue reads the bias in interleaved order).
 func (s Schedule) regFedWideTokenRows(l Layer, t Tile) bool {
+	return s.regFedWideShape(l, t) && t.N == 128 && l.SharedExperts == 0 && !(l.Biases && !l.GateUpInterleaved)
+}
+
+// regFedWideShape reports whether t asks for a register-fed tile of 192
+// or 256 token rows (M, with 8 MMA warps, in an mxfp8 layer under regfed
+// on sm_90a), whether or not the layer and N allow it
+// (regFedWideTokenRows).
+func (s Schedule) regFedWideShape(l Layer, t Tile) bool {
 	return s.Target == target.SM90a && l.Precision == MXFP8 && s.MXGemm == MXGemmRegFed && s.Warps.MMA == 8 &&
-		(t.M == 192 || t.M == 256) && t.N == 128 && l.SharedExperts == 0 && !(l.Biases && !l.GateUpInterleaved)
+		(t.M == 192 || t.M == 256)
 }
 
 // FC1HalvesInPairs reports whether FC1 tile t of layer l loads the gate/up
