@@ -151,3 +151,19 @@ func TestFieldFlagTables(t *testing.T) {
 		}
 	}
 }
+
+// Go's flag package words parse errors with one dash; main prints them in
+// the --name form of mokc's help.
+func TestLongFlagsInParseErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		`invalid value "abc" for flag -hidden: parse error`: `invalid value "abc" for flag --hidden: parse error`,
+		`flag provided but not defined: -config`:            `flag provided but not defined: --config`,
+		`invalid value "x" for flag -fc1-tile: bad`:         `invalid value "x" for flag --fc1-tile: bad`,
+		`flag provided but not defined: -o`:                 `flag provided but not defined: -o`,
+		`--hidden 2050: must be a multiple of 8`:            `--hidden 2050: must be a multiple of 8`,
+	} {
+		if got := longFlags(in); got != want {
+			t.Errorf("longFlags(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

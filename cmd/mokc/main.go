@@ -13,6 +13,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -37,7 +38,7 @@ func main() {
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
-		fmt.Fprintf(os.Stderr, "mokc: %v\n", err)
+		fmt.Fprintf(os.Stderr, "mokc: %s\n", longFlags(err.Error()))
 		os.Exit(1)
 	}
 }
@@ -82,4 +83,16 @@ func onUsageError(cmd *cli.Command, path string) {
 	for _, sub := range cmd.Subcommands {
 		onUsageError(sub, path+" "+sub.Name)
 	}
+}
+
+// singleDash matches a flag name of two or more characters written with one
+// dash, as Go's flag package (under urfave/cli) words its parse errors:
+// "invalid value \"abc\" for flag -hidden: parse error", "flag provided but
+// not defined: -config".
+var singleDash = regexp.MustCompile(`(for flag|not defined:) -([A-Za-z][A-Za-z0-9-]+)`)
+
+// longFlags rewrites the flag names of a parse error in the --name form
+// that mokc's help and documentation use.
+func longFlags(msg string) string {
+	return singleDash.ReplaceAllString(msg, "$1 --$2")
 }
