@@ -160,6 +160,8 @@ func TestLongFlagsInParseErrors(t *testing.T) {
 		`flag provided but not defined: -config`:            `flag provided but not defined: --config`,
 		`invalid value "x" for flag -fc1-tile: bad`:         `invalid value "x" for flag --fc1-tile: bad`,
 		`flag provided but not defined: -o`:                 `flag provided but not defined: -o`,
+		`flag needs an argument: -model`:                    `flag needs an argument: --model`,
+		`invalid boolean value "maybe" for -json`:           `invalid boolean value "maybe" for --json`,
 		`--hidden 2050: must be a multiple of 8`:            `--hidden 2050: must be a multiple of 8`,
 	} {
 		if got := longFlags(in); got != want {

@@ -56,8 +56,9 @@ func build(ctors []func() *cli.Command) []*cli.Command {
 // cmd) answer a flag they cannot parse with one line through main ("flag
 // provided but not defined: -x (see mokc build --help)") instead of the
 // help text on stdout, which could end up in a redirected output file.
-// A flag that only a subcommand defines is named with it ("-backward (see
-// mokc inspect --help; mokc inspect program takes it)").
+// A flag that only a subcommand defines is named with it ("--backward (see
+// mokc inspect --help; mokc inspect program takes it)", once main has put
+// it in the --name form: longFlags).
 func onUsageError(cmd *cli.Command, path string) {
 	cmd.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
 		var takers []string
@@ -88,11 +89,12 @@ func onUsageError(cmd *cli.Command, path string) {
 // singleDash matches a flag name of two or more characters written with one
 // dash, as Go's flag package (under urfave/cli) words its parse errors:
 // "invalid value \"abc\" for flag -hidden: parse error", "flag provided but
-// not defined: -config".
-var singleDash = regexp.MustCompile(`(for flag|not defined:) -([A-Za-z][A-Za-z0-9-]+)`)
+// not defined: -config", "flag needs an argument: -model", "invalid boolean
+// value \"maybe\" for -json".
+var singleDash = regexp.MustCompile(`((?:for(?: flag)?|defined:|argument:) )-([A-Za-z][A-Za-z0-9-]+)`)
 
 // longFlags rewrites the flag names of a parse error in the --name form
 // that mokc's help and documentation use.
 func longFlags(msg string) string {
-	return singleDash.ReplaceAllString(msg, "$1 --$2")
+	return singleDash.ReplaceAllString(msg, "${1}--$2")
 }
