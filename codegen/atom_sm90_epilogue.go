@@ -400,7 +400,7 @@ func (l sm90Layout) epilogueQuantize(b *Builder, k *sm90Block, w gemmWork, c, la
 //     monotone in amax, NaN highest), so max(code) is the code of the
 //     block's amax;
 //  3. each output times the code's reciprocal to E4M3 and back times its
-//     scale (mxRounded's steps), rounded to bf16 (exact); the two 8x8
+//     scale (mxValues8's steps), rounded to bf16 (exact); the two 8x8
 //     blocks of a group transposed across the warp (movmatrix, as
 //     swapStoreBF16), and neighbouring lanes trade halves (shfl.xor 1)
 //     so that each thread holds four consecutive positions of the block's

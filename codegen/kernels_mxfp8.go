@@ -168,16 +168,10 @@ func (b *Builder) e4m3x4F32(w value.Value) [4]value.Value {
 // hold together (lane%4 the thread's quarter of the block; the 4 lanes
 // must run this together): the block's amax over the 4 lanes
 // (shfl.sync.bfly 1 and 2 among them), its scale (mxScale), each value
-// rounded to E4M3 and widened back, times 2^(code-127).
+// times the reciprocal rounded to E4M3 (e4m3x4), widened back, times
+// 2^(code-127).
 func (b *Builder) mxValues8(vals []value.Value) []value.Value {
 	code, inv := b.mxScale(b.amax4(vals))
-	return b.mxRounded(vals, code, inv)
-}
-
-// mxRounded returns the MXFP8 values of vals (f32, a multiple of 4) under
-// the block scale code with reciprocal inv (mxScale): each value times inv
-// rounded to E4M3 (e4m3x4), widened back and times 2^(code-127).
-func (b *Builder) mxRounded(vals []value.Value, code, inv value.Value) []value.Value {
 	scale := b.ue8m0F32(code)
 	out := make([]value.Value, 0, len(vals))
 	for i := 0; i < len(vals); i += 4 {

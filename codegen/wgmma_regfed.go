@@ -129,9 +129,6 @@ func (ml WGMMAMainloopRegFed) widths() []int {
 		return []int{ml.BM}
 	}
 	if ml.BM == 192 && ml.Slices == 1 {
-		// An expert's rows past its first 192 (its second tile: about 64
-		// at 256 rows per expert) in 64 or 128: 96 accumulators leave
-		// the registers for the third copy.
 		return []int{192, 128, 64}
 	}
 	for _, d := range []int{4, 2} {

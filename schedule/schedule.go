@@ -1036,17 +1036,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
 			}
 			if s.regFedWideShape(l, t) {
-				var why []string
-				if t.N != 128 {
-					why = append(why, fmt.Sprintf("N = 128 (now %d)", t.N))
-				}
-				if l.SharedExperts > 0 {
-					why = append(why, fmt.Sprintf("a layer without a shared expert (this one has %d)", l.SharedExperts))
-				}
-				if l.Biases && !l.GateUpInterleaved {
-					why = append(why, "no biases on gate/up halves (this layer has them)")
-				}
-				return fieldErr(name, t, "with 8 MMA warps is a register-fed tile of %d token rows, which needs %s: the register-fed mxfp8 forward's %s", t.M, strings.Join(why, " and "), regFedWideTiles)
+				return fieldErr(name, t, "with 8 MMA warps is a register-fed tile of %d token rows, which needs %s: the register-fed mxfp8 forward's %s", t.M, strings.Join(regFedWideMissing(l, t), " and "), regFedWideTiles)
 			}
 			if s.regFedWarpgroupTile(l, t) {
 				var why []string
@@ -1158,12 +1148,31 @@ const regFedWideTiles = "192x128x128 (--stages 3) or 256x128x128 (--stages 2) wi
 // weights per FLOP of the default 128x256x128 (docs/mxfp8.md, "Next: 256
 // token rows per tile"). Opt-in: 256 rows ran 3-45% slower than the
 // default (docs/perf.md, mxfp8 v37: outcome); 192, whose three stages fit
-// where 256's two did, is not yet run on a GPU. Only in an mxfp8 forward
+// where 256's two did, ran 13% slower on qwen3-30b-a3b and 4% faster on
+// olmoe-1b-7b at T = 4096 (mxfp8 v38: outcome). Only in an mxfp8 forward
 // without shared experts on sm_90a (no bf16 GEMM takes these rows; the
 // backward's refuse them in codegen), and not for gate/up halves with
-// biases (the pairs' epilogue reads the bias in interleaved order).
+// biases (the pairs' epilogue reads the bias in interleaved order):
+// regFedWideMissing.
 func (s Schedule) regFedWideTokenRows(l Layer, t Tile) bool {
-	return s.regFedWideShape(l, t) && t.N == 128 && l.SharedExperts == 0 && !(l.Biases && !l.GateUpInterleaved)
+	return s.regFedWideShape(l, t) && len(regFedWideMissing(l, t)) == 0
+}
+
+// regFedWideMissing lists what layer l and tile t lack for the register-fed
+// tile of 192 or 256 token rows (regFedWideTokenRows), in the words of the
+// refusal; none when they allow it.
+func regFedWideMissing(l Layer, t Tile) []string {
+	var why []string
+	if t.N != 128 {
+		why = append(why, fmt.Sprintf("N = 128 (now %d)", t.N))
+	}
+	if l.SharedExperts > 0 {
+		why = append(why, fmt.Sprintf("a layer without a shared expert (this one has %d)", l.SharedExperts))
+	}
+	if l.Biases && !l.GateUpInterleaved {
+		why = append(why, "no biases on gate/up halves (this layer has them)")
+	}
+	return why
 }
 
 // regFedWideShape reports whether t asks for a register-fed tile of 192
