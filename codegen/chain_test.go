@@ -41,7 +41,8 @@ func TestChainFC(t *testing.T) {
 			l := testlayer.Preset(t, name)
 			l.Precision = prec
 			s := testlayer.DefaultSchedule(t, l, target.SM90a)
-			s.Items = schedule.ItemsFixed // the chain's walk, in both
+			s.Items = schedule.ItemsFixed         // the chain's walk, in both
+			s.FC2Large = schedule.LargeRowsTile{} // one FC2 kernel per range, in both
 			what := fmt.Sprintf("%s %v", name, prec)
 			off := forwardAndBackward(t, l, s)
 			s.Chain = schedule.ChainFC
@@ -217,7 +218,7 @@ func TestChainRefused(t *testing.T) {
 			l.Storage = schedule.PerExpertWeights
 		}
 		s := testlayer.DefaultSchedule(t, l, c.tg)
-		s.Chain, s.Items = schedule.ChainFC, schedule.ItemsFixed
+		s.Chain, s.Items, s.FC2Large = schedule.ChainFC, schedule.ItemsFixed, schedule.LargeRowsTile{}
 		if c.queue {
 			s.Items = schedule.ItemsQueue
 		}
@@ -404,7 +405,7 @@ func chainedPTX(t *testing.T, name string) string {
 	if clustered {
 		s.Cluster = 2
 	}
-	s = s.FixedItemsWhereNeeded(l)
+	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
 	p, err := Build(l, s)
 	if err != nil {
 		t.Fatalf("%s: %v", name, err)

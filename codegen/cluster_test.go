@@ -26,7 +26,8 @@ func TestSM90Cluster(t *testing.T) {
 	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "mixtral-8x7b", "deepseek-v2-lite", "qwen3-30b-a3b mxfp8", "gpt-oss-20b mxfp8"} {
 		l := testlayer.Named(t, name)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
-		s.Items = schedule.ItemsFixed // the clusters' walk, in both
+		s.Items = schedule.ItemsFixed         // the clusters' walk, in both
+		s.FC2Large = schedule.LargeRowsTile{} // tiles of at most 128 token rows, in both
 		base, err := Build(l, s)
 		if err != nil {
 			t.Fatal(err)
@@ -160,6 +161,7 @@ func TestClusterRefused(t *testing.T) {
 		l.Precision = prec
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Cluster, s.Chain, s.Items = 2, schedule.ChainFC, schedule.ItemsFixed
+		s = s.FC2LargeWhereValid(l)
 		p, err := Build(l, s)
 		if err != nil {
 			t.Fatalf("%v chain with cluster 2: %v", prec, err)

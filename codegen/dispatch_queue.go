@@ -137,7 +137,7 @@ func emitDispatchQueue(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 		moe.Operand{Role: "queue", Buffer: queue, Access: moe.ReadWrite})
 	b, k := opKernelNamed(m, "moe_dispatch", in, utilThreads, true, extra...)
 	E, K := int64(d.E), int64(d.K)
-	errAt, countsAt, idsAt, bytes := dispatchSmallSmem(d.E)
+	errAt, countsAt, idsAt, bytes := dispatchSmallSmem(d.E, len(tiles))
 	itemAt := bytes // the item number thread 0 took, for the block
 	smem := b.DynSmem()
 	lane, warp := b.LaneWarp()

@@ -37,10 +37,11 @@ const (
 )
 
 // dispatchSmallSmem is moe_dispatch_small's shared memory: the blockScan
-// scratch (scanScratchB), the error word at errAt, the per-warp counts
-// [smallWarps][E] i32 at countsAt and the ids [smallSlots] i32 at idsAt.
-func dispatchSmallSmem(E int) (errAt, countsAt, idsAt, bytes int64) {
-	errAt = scanScratchB
+// scratch (scanScratch of lists work lists), the error word at errAt, the
+// per-warp counts [smallWarps][E] i32 at countsAt and the ids [smallSlots]
+// i32 at idsAt.
+func dispatchSmallSmem(E, lists int) (errAt, countsAt, idsAt, bytes int64) {
+	errAt = int64(scanScratch(lists))
 	countsAt = errAt + 16
 	idsAt = countsAt + 4*smallWarps*int64(E)
 	return errAt, countsAt, idsAt, idsAt + 4*smallSlots
@@ -179,7 +180,7 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 		k.Grid = grid1(Expr{A: n8, B: utilThreads, D: utilThreads, Min: 1}) // 1 + ceil(T*K/8/utilThreads)
 	}
 	E, K := int64(d.E), int64(d.K)
-	errAt, countsAt, idsAt, bytes := dispatchSmallSmem(d.E)
+	errAt, countsAt, idsAt, bytes := dispatchSmallSmem(d.E, len(tiles))
 	smem := b.DynSmem()
 	lane, warp := b.LaneWarp()
 	tid := b.ThreadIdx(ir.X)

@@ -18,9 +18,16 @@ const (
 	gatherRows    = 8   // rows per block of moe_gather (one warp each)
 	gatherBatch   = 4   // 16-byte chunks a lane of moe_gather loads before it stores them
 	routeTokens   = 8   // tokens per block of moe_route (one warp each)
-	scanScratchB  = 8 * 3 * 4
+	maxTileLists  = 3   // GEMM work lists (distinct row tiles) a program may have
 	countPerBlock = utilThreads
 )
+
+// scanScratch is the shared memory of scanExperts' blockScan over a row
+// count and the tile counts of lists work lists: 8 warps' i32 per value,
+// and at least that of two lists.
+func scanScratch(lists int) int {
+	return 8 * 4 * max(1+lists, 3)
+}
 
 // opKernel starts the PerOp kernel "moe_"+op.Name() with threads per
 // block: one global pointer parameter per operand of op, then per extra
@@ -188,7 +195,7 @@ func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
 		return b.LoadAt(ir.I32, b.elemPtr(b.Param("counts"), e, 4), 4)
 	}, nil, nil)
 	b.Ret(nil)
-	k.SharedBytes, k.Grid = scanScratchB, grid1(Const(1))
+	k.SharedBytes, k.Grid = scanScratch(len(tiles)), grid1(Const(1))
 	return k
 }
 
@@ -211,7 +218,7 @@ func tileListOperands(tiles []tileList) []moe.Operand {
 // (tid: the thread's index), over the E experts in chunks of
 // utilThreads: expert e's row count (count(e), emitted only for e < E),
 // its first row offsets[e], the exclusive prefix in expert order
-// (blockScan over smem's first scanScratchB bytes), its entries of the
+// (blockScan over smem's first scanScratch(len(tiles)) bytes), its entries of the
 // GEMM work lists (writeTileLists), then done(e, offsets[e]) for e < E;
 // thread 0 writes offsets[E] and the lists' counts, then runs last. done
 // and last may be nil.
@@ -298,7 +305,7 @@ func emitPermute(m *ir.Module, d dims, op moe.Permute) Kernel {
 		return []value.Value{b.Add(run[0], total[0])}
 	})
 	b.Ret(nil)
-	k.SharedBytes, k.SkipIfZeroT, k.Grid = scanScratchB, true, grid1(Const(int64(d.E)))
+	k.SharedBytes, k.SkipIfZeroT, k.Grid = scanScratch(0), true, grid1(Const(int64(d.E)))
 	return k
 }
 

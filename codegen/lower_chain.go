@@ -82,7 +82,7 @@ func (lw *perOp) planChain() error {
 				continue
 			}
 			f1, f2 := g1, g2
-			if k.suffix == "" { // the base kernels run the program's register-fed form, if it has one
+			if k.baseForm { // the base kernels run the program's register-fed form, if it has one
 				f1, f2 = lw.baseForm(g1).(moe.GEMM), lw.baseForm(g2).(moe.GEMM)
 			}
 			s1, s2 := lw.gemmSpec(f1, k.s), lw.gemmSpec(f2, k.s)

@@ -62,6 +62,9 @@ func (lw *perOp) describeLists() {
 		if lw.hasVariant {
 			add(lw.variant.FC1.M, "the GEMM variant")
 		}
+		if r := s.FC2Large; r.Set() {
+			add(r.Tile.M, "FC2's large-rows kernel")
+		}
 		t.tiles.Doc = fmt.Sprintf("%s tile list (%d rows per tile): (expert, first row) pairs", users, t.bm)
 		t.count.Doc = users + " tile count"
 	}
@@ -81,7 +84,7 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 	bg := lw.baseForm(g).(moe.GEMM) // g, or its register-fed form (K-major: never transposed)
 	for _, k := range lw.gemmKernels(g) {
 		form := g
-		if k.suffix == "" {
+		if k.baseForm {
 			form = bg
 		}
 		if err := lw.emitGEMM(form, k.suffix, k.s, k.tokens, fused{}); err != nil {
@@ -92,22 +95,54 @@ func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 }
 
 // gemmKernel is one kernel of a GEMM op: the schedule it takes, its name
-// suffix and the token counts it runs at (nil: every T).
+// suffix, the token counts it runs at (nil: every T) and whether it runs
+// the op's base form (baseForm: the register-fed one where the program has
+// it) rather than the op as it is (the variant's).
 type gemmKernel struct {
-	s      schedule.Schedule
-	suffix string
-	tokens []launch.TokenRange
+	s        schedule.Schedule
+	suffix   string
+	tokens   []launch.TokenRange
+	baseForm bool
 }
 
 // gemmKernels are the kernels of g: one, or under a schedule with a GEMM
 // variant for g (usesVariant) the base kernel outside the variant's token
-// range and "_<Variant.Name>" inside it.
+// range and "_<Variant.Name>" inside it; the base kernel of the
+// register-fed FC2 is split by the schedule's FC2Large (largeKernels).
 func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 	if !lw.usesVariant(g) {
-		return []gemmKernel{{lw.sched, "", nil}}
+		return lw.largeKernels(g, gemmKernel{lw.sched, "", nil, true})
 	}
 	base, variant := lw.variantRanges()
-	return []gemmKernel{{lw.sched, "", base}, {lw.variant, "_" + lw.sched.Variant.Name, variant}}
+	return append(lw.largeKernels(g, gemmKernel{lw.sched, "", base, true}),
+		gemmKernel{lw.variant, "_" + lw.sched.Variant.Name, variant, false})
+}
+
+// largeKernels splits the base kernel k of g where g's base form is the
+// forward's register-fed routed FC2 (N = H, K = I; not the backward's FC1
+// recompute, which also takes FC2's tile) and the schedule has FC2Large: k
+// below the large tile's first T, moe_<g>_large (LargeSchedule) from it
+// on. Else k.
+func (lw *perOp) largeKernels(g moe.GEMM, k gemmKernel) []gemmKernel {
+	bg := lw.baseForm(g).(moe.GEMM)
+	large, ok := lw.sched.LargeSchedule()
+	if !ok || bg.Rows != moe.Dispatched || bg.Gated || !bg.ARegisterFed || bg.N != lw.d.H || bg.K != lw.d.I {
+		return []gemmKernel{k}
+	}
+	tokens := k.tokens
+	if tokens == nil {
+		tokens = []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
+	}
+	far := launch.TokenRange{Min: lw.sched.FC2Large.MinTokens(lw.d.K, lw.d.E), Max: launch.MaxTokens}
+	near, many := without(tokens, far), intersect(tokens, far)
+	var out []gemmKernel
+	if len(near) > 0 {
+		out = append(out, gemmKernel{k.s, k.suffix, near, true})
+	}
+	if len(many) > 0 {
+		out = append(out, gemmKernel{large, k.suffix + "_large", many, true})
+	}
+	return out
 }
 
 // variantRanges are the token ranges of the base kernels of a GEMM with a

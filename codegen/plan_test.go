@@ -132,9 +132,12 @@ func TestBuildRejects(t *testing.T) {
 // (exactly one FC1 and one FC2 run at every T, none at T = 0), the
 // variant runs exactly where T*K/E is in its rows range, and it reads its
 // own tile list. The decode variant is the MXFP8 GEMMs' only: an mxfp8
-// backward's bf16 data-gradient GEMMs have one shape.
+// backward's bf16 data-gradient GEMMs have one shape. The register-fed
+// FC2 of the presets with FC2Large runs moe_fc2_large from its first T on,
+// with a tile list of its own, and only in the forward.
 func TestGemmVariants(t *testing.T) {
 	variants := map[schedule.Precision]int{}
+	larges := map[string]bool{} // the mxfp8 presets with FC2Large
 	for _, name := range schedule.Presets() {
 		for _, prec := range []schedule.Precision{schedule.BF16, schedule.MXFP8} {
 			l, err := schedule.Preset(name)
@@ -156,7 +159,11 @@ func TestGemmVariants(t *testing.T) {
 			variants[prec]++
 			vfc1, vfc2 := "moe_fc1_"+s.Variant.Name, "moe_fc2_"+s.Variant.Name
 			lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
-			for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, 1 << 20, launch.MaxTokens} {
+			large := int64(launch.MaxTokens) // the first T of moe_fc2_large (schedule.Schedule.FC2Large)
+			if s.FC2Large.Set() {
+				large = s.FC2Large.MinTokens(l.TopK, l.Experts)
+			}
+			for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, large - 1, large, 1 << 20, launch.MaxTokens} {
 				if T < 0 {
 					continue
 				}
@@ -173,6 +180,8 @@ func TestGemmVariants(t *testing.T) {
 				want := []string{"moe_fc1", "moe_fc2"}
 				if in {
 					want = []string{vfc1, vfc2}
+				} else if s.FC2Large.Set() && T >= large {
+					want = []string{"moe_fc1", "moe_fc2_large"}
 				}
 				if T == 0 {
 					want = nil
@@ -191,6 +200,12 @@ func TestGemmVariants(t *testing.T) {
 			}
 			if lists[vfc1] == "" || lists[vfc1] == lists["moe_fc1"] {
 				t.Errorf("%s %v: %s reads tile list %q, moe_fc1 %q", name, prec, vfc1, lists[vfc1], lists["moe_fc1"])
+			}
+			if s.FC2Large.Set() {
+				larges[name] = true
+				if l := lists["moe_fc2_large"]; l == "" || l == lists["moe_fc2"] || l == lists[vfc1] {
+					t.Errorf("%s %v: moe_fc2_large reads tile list %q (moe_fc2 %q, %s %q)", name, prec, l, lists["moe_fc2"], vfc1, lists[vfc1])
+				}
 			}
 			if prec != schedule.MXFP8 || name != "qwen3-30b-a3b" {
 				continue
@@ -212,10 +227,18 @@ func TestGemmVariants(t *testing.T) {
 			if !slices.Equal(decode, []string{vfc1}) {
 				t.Errorf("%s mxfp8 backward: kernels %v run the decode variant, want the FC1 recompute's only (%s)", name, decode, vfc1)
 			}
+			for _, k := range bk.Kernels {
+				if strings.HasSuffix(k.Name, "_large") {
+					t.Errorf("%s mxfp8 backward: kernel %s (FC2Large is the forward's register-fed FC2 only)", name, k.Name)
+				}
+			}
 		}
 	}
 	if variants[schedule.BF16] == 0 || variants[schedule.MXFP8] == 0 {
 		t.Fatalf("presets with a GEMM variant on sm_90a: %v, want bf16 and mxfp8 ones", variants)
+	}
+	if !larges["olmoe-1b-7b"] || !larges["mixtral-8x7b"] || larges["qwen2-57b-a14b"] {
+		t.Errorf("mxfp8 presets with moe_fc2_large: %v, want olmoe-1b-7b and mixtral-8x7b, not qwen2-57b-a14b (a shared expert)", larges)
 	}
 }
 

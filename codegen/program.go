@@ -82,7 +82,7 @@ const (
 // token range and the register-fed ones (gather_rf, quantize_h_rf) in the
 // rest, each GEMM reading its range's form. Errors: an unknown policy or
 // op, a schedule the target's engine cannot build (an MXFP8 GEMM off
-// sm_90a), more than two distinct GEMM row tiles.
+// sm_90a), more than three distinct GEMM row tiles (maxTileLists).
 func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) {
 	if how != PerOp {
 		return nil, fmt.Errorf("codegen: unknown lowering %d", how)
@@ -208,15 +208,18 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	if lw.hasVariant {
 		rows = append(rows, lw.variant.FC1.M)
 	}
+	if s.FC2Large.Set() {
+		rows = append(rows, s.FC2Large.Tile.M)
+	}
 	for _, bm := range rows {
 		lw.listFor(bm)
 	}
-	if len(lw.lists) > 2 {
+	if len(lw.lists) > maxTileLists {
 		var bms []int
 		for _, t := range lw.lists {
 			bms = append(bms, t.bm)
 		}
-		return nil, fmt.Errorf("codegen: %s: the GEMMs use %d different tile row counts %v; at most 2 are supported", l.Name, len(bms), bms)
+		return nil, fmt.Errorf("codegen: %s: the GEMMs use %d different tile row counts %v; at most %d are supported", l.Name, len(bms), bms, maxTileLists)
 	}
 	// The plan's buffers: the program's, with the work lists after offsets.
 	for _, b := range p.Buffers {

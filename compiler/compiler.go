@@ -200,7 +200,7 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 		// Any schedule flag drops the default's GEMM variant; the flags set
 		// the rest.
 		custom := def
-		custom.Variant = nil
+		custom.Variant, custom.FC2Large = nil, schedule.LargeRowsTile{}
 		custom.FC1, custom.FC2, custom.Stages, custom.Warps.MMA, custom.GridCTAs = s.FC1, s.FC2, s.Stages, s.Warps.MMA, s.GridCTAs
 		if !sameSchedule(custom, s) {
 			return "", false

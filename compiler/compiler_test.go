@@ -353,7 +353,7 @@ func TestManifestCoResident(t *testing.T) {
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	for _, chain := range []schedule.ChainKind{schedule.ChainOff, schedule.ChainFC} {
 		s.Chain = chain
-		s = s.FixedItemsWhereNeeded(l)
+		s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
 		a, err := Compile(l, s)
 		if err != nil {
 			t.Fatal(err)

@@ -39,7 +39,7 @@ func TestChainGPU(t *testing.T) {
 		off := newLayer(t, ctx, l, target.SM90a)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		s.Chain = schedule.ChainFC
-		s = s.FixedItemsWhereNeeded(l)
+		s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
 		chained := loadLayer(t, ctx, l, s)
 		Ts := chainTokens(t, l, s)
 		if len(Ts) == 0 {
@@ -116,7 +116,7 @@ func TestChainWaitTimeoutGPU(t *testing.T) {
 	off := newLayer(t, ctx, l, target.SM90a)
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	s.Chain = schedule.ChainFC
-	s = s.FixedItemsWhereNeeded(l)
+	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
 	chained := loadLayer(t, ctx, l, s)
 	const T = 4096
 	c := newCase(t, ctx, l, w, T, seed+T)

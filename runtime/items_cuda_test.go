@@ -46,7 +46,7 @@ func sameAsDefault(t *testing.T, ctx *driver.Context, stream *driver.Stream, nam
 // sameAs is sameAsDefault with the base schedule the default changed by
 // baseEdit, and the other the base changed by edit; each then keeps the
 // queue walk of work items only where its settings allow it
-// (schedule.Schedule.FixedItemsWhereNeeded, as mokc's flags do). It
+// (schedule.Schedule.FixedItemsWhereNeeded, as mokc's flags do) and FC2Large only where its settings allow it (FC2LargeWhereValid). It
 // returns the other layer.
 func sameAs(t *testing.T, ctx *driver.Context, stream *driver.Stream, name string, baseEdit, edit func(*schedule.Schedule), Ts []int, baseWhat, otherWhat string) *runtime.Layer {
 	t.Helper()
@@ -54,10 +54,10 @@ func sameAs(t *testing.T, ctx *driver.Context, stream *driver.Stream, name strin
 	seed, w, dw := randomWeightsOnDevice(t, ctx, l)
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	baseEdit(&s)
-	s = s.FixedItemsWhereNeeded(l)
+	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
 	base := loadLayer(t, ctx, l, s)
 	edit(&s)
-	s = s.FixedItemsWhereNeeded(l)
+	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
 	other := loadLayer(t, ctx, l, s)
 	for _, T := range Ts {
 		t.Run(fmt.Sprintf("%s/T=%d", name, T), func(t *testing.T) {

@@ -731,7 +731,7 @@ func TestWaitLimitArgs(t *testing.T) {
 	l := testlayer.Preset(t, "qwen3-30b-a3b")
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	s.Chain = schedule.ChainFC
-	s = s.FixedItemsWhereNeeded(l)
+	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
 	a, err := compiler.Compile(l, s)
 	if err != nil {
 		t.Fatal(err)

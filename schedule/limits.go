@@ -171,6 +171,9 @@ func (s Schedule) MaxTokens(l Layer) int {
 		routed(v.FC1, 2*l.Intermediate)
 		routed(v.FC2, l.Hidden)
 	}
+	if r := s.FC2Large; r.Set() {
+		routed(r.Tile, l.Hidden)
+	}
 	if l.SharedExperts > 0 {
 		sharedGEMM(s.FC1, 2*l.SharedWidth())
 		sharedGEMM(s.FC2, l.Hidden)

@@ -115,6 +115,13 @@ type Schedule struct {
 	// program holds both and the runtime picks by T (launch.Kernel.Tokens).
 	// The shared-expert GEMMs always use FC1/FC2.
 	Variant *TileVariant
+	// FC2Large, when its Tile is not zero, is the routed FC2's tile from
+	// FC2Large.MinRows mean rows per expert (T*K/E) on: the register-fed
+	// mxfp8 FC2 (sm_90a, MXGemmRegFed) runs it there as moe_fc2_large,
+	// the same program form and sums as FC2's kernel (so the same bits),
+	// and FC2 below. Its token range lies above the Variant's. The
+	// default schedule's (largeRowsFC2) is 192x128x128 from 512 rows on.
+	FC2Large LargeRowsTile
 	// WGrad is the backward's weight-gradient kernel (the GEMM whose
 	// reduction runs over each expert's rows): WGradMMA (any target; the
 	// sm_80 and sm_100a default), WGradWGMMA (sm_90a only, and its
@@ -415,10 +422,13 @@ func ParseGatherKind(v string) (GatherKind, error) {
 // variant is promote's (see MXGemm), and with the fixed walk of work items
 // (the expansion's converter warps have no queue), and with MXGemmRegFed
 // without a variant that is not MXOnly (one for the bf16 GEMMs too, which
-// cannot be promote's). The tiles stay: DefaultScheduleMX gives each
-// kind's.
+// cannot be promote's), and without FC2Large but for MXGemmRegFed. The
+// tiles stay: DefaultScheduleMX gives each kind's.
 func (s Schedule) WithMXGemm(k MXGemmKind) Schedule {
 	s.MXGemm = k
+	if k != MXGemmRegFed {
+		s.FC2Large = LargeRowsTile{}
+	}
 	if k == MXGemmExpand || k == MXGemmRegFed && s.Variant != nil && !s.Variant.MXOnly {
 		s.Variant = nil
 	}
@@ -587,11 +597,55 @@ type TileVariant struct {
 	MXOnly bool
 }
 
+// LargeRowsTile is a second tile of the register-fed mxfp8 FC2 for many
+// rows per expert (Schedule.FC2Large). The zero value is none.
+type LargeRowsTile struct {
+	Tile    Tile // the FC2 tile, MxNxK (M: token rows)
+	MinRows int  // the fewest mean rows per expert T*K/E at which it runs, >= 1
+}
+
+// Set reports whether r holds a tile.
+func (r LargeRowsTile) Set() bool { return r.Tile != Tile{} }
+
+// MinTokens returns the smallest T >= 1 at which r's tile runs for a layer
+// with top-k k and e experts (T*k/e >= MinRows); it runs at every larger T.
+func (r LargeRowsTile) MinTokens(k, e int) int64 {
+	K, E := int64(k), int64(e)
+	return max((int64(r.MinRows)*E+K-1)/K, 1)
+}
+
+// LargeSchedule returns s with FC2 = s.FC2Large.Tile and neither the
+// variant nor FC2Large: the schedule of the moe_fc2_large kernel. ok is
+// false when s has no FC2Large.
+func (s Schedule) LargeSchedule() (v Schedule, ok bool) {
+	if !s.FC2Large.Set() {
+		return s, false
+	}
+	v = s
+	v.FC2, v.Variant, v.FC2Large = s.FC2Large.Tile, nil, LargeRowsTile{}
+	return v, true
+}
+
+// FC2LargeWhereValid returns s without FC2Large when s is valid for l
+// without it and not with it (a schedule flag such as --cluster 2 or
+// --chain fc1-fc2 that the large tile does not run with), else s.
+func (s Schedule) FC2LargeWhereValid(l Layer) Schedule {
+	if !s.FC2Large.Set() || s.Validate(l) == nil {
+		return s
+	}
+	t := s
+	t.FC2Large = LargeRowsTile{}
+	if t.Validate(l) == nil {
+		return t
+	}
+	return s
+}
+
 // variantName is the form of TileVariant.Name.
 var variantName = regexp.MustCompile(`^[a-z0-9]+$`)
 
 // VariantSchedule returns s with the variant's tiles, stages and MMA warps
-// and no variant (the schedule of the variant's two GEMMs). ok is false when
+// and neither the variant nor FC2Large (the schedule of the variant's two GEMMs). ok is false when
 // s has no variant. The result's tiles apply to the variant's GEMMs only: an
 // MXOnly variant's 32-row tiles (the operand swap) are valid there and
 // nowhere else, so Validate refuses v itself; validate s, which checks them.
@@ -603,7 +657,7 @@ func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 	}
 	v = s
 	v.FC1, v.FC2, v.Stages, v.Warps.MMA = s.Variant.FC1, s.Variant.FC2, s.Variant.Stages, s.Variant.MMAWarps
-	v.Variant = nil
+	v.Variant, v.FC2Large = nil, LargeRowsTile{}
 	if v.MXGemm == MXGemmRegFed && s.Variant.MXOnly {
 		v.MXGemm = MXGemmPromote // the decode tiles are promote's operand swap
 	}
@@ -652,6 +706,9 @@ func (s Schedule) String() string {
 	if v := s.Variant; v != nil {
 		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
 			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
+	}
+	if r := s.FC2Large; r.Set() {
+		text += fmt.Sprintf("; from %d rows per expert: FC2 %v", r.MinRows, r.Tile)
 	}
 	if s.Gather != GatherFC1 {
 		text += fmt.Sprintf("; gather %v", s.Gather)
@@ -928,6 +985,9 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fmt.Errorf("Schedule.Variant: %w", err)
 		}
 	}
+	if err := s.validateFC2Large(l); err != nil {
+		return err
+	}
 	eb := operandBytes(l)
 	for _, c := range []struct {
 		name string
@@ -937,6 +997,31 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 		if err := s.validateTile(l, c.name, c.t, c.fc1, eb, mxOnly); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// validateFC2Large checks s.FC2Large: its kind of GEMM, its range against
+// the variant's, and the schedule of its kernel (LargeSchedule) as an
+// MXOnly one, since the tile runs the mxfp8 FC2 alone.
+func (s Schedule) validateFC2Large(l Layer) error {
+	r := s.FC2Large
+	if !r.Set() {
+		return nil
+	}
+	switch {
+	case s.Target != target.SM90a || l.Precision != MXFP8 || s.MXGemm != MXGemmRegFed:
+		return fieldErr("Schedule.FC2Large", r, "is a tile of the register-fed mxfp8 FC2 (sm_90a, Schedule.MXGemm regfed, an mxfp8 layer)")
+	case r.MinRows < 1:
+		return fieldErr("Schedule.FC2Large", r, "needs MinRows >= 1")
+	case s.Variant != nil && r.MinRows <= s.Variant.MaxRows:
+		return fieldErr("Schedule.FC2Large", r, "runs from %d mean rows per expert on, inside the GEMM variant's %d..%d: its range must lie above the variant's", r.MinRows, s.Variant.MinRows, s.Variant.MaxRows)
+	case s.Chain != ChainOff:
+		return fieldErr("Schedule.FC2Large", r, "the chained FC1 and FC2 (Schedule.Chain) pair one FC1 kernel with one FC2 kernel per token range")
+	}
+	v, _ := s.LargeSchedule()
+	if err := v.validate(l, true); err != nil {
+		return fmt.Errorf("Schedule.FC2Large (FC2 %v from %d mean rows per expert): %w", r.Tile, r.MinRows, err)
 	}
 	return nil
 }
@@ -1358,10 +1443,35 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 	}
 	s.Items = ItemsQueue // see Schedule.Items: where it can run
 	s = s.FixedItemsWhereNeeded(l)
+	if k == MXGemmRegFed && tg == target.SM90a && l.Precision == MXFP8 {
+		s.FC2Large = largeRowsFC2(l, s)
+	}
 	if err := s.Validate(l); err != nil {
 		return Schedule{}, fmt.Errorf("default schedule for %v: %w", tg, err)
 	}
 	return s, nil
+}
+
+// largeRowsMinRows is the fewest mean rows per expert at which the default
+// schedule's register-fed mxfp8 FC2 takes 192 token rows per tile. On an
+// H100 (docs/perf.md, "FC2 of 192 token rows alone: outcome", run 41) FC2
+// of 192x128x128 ran 7-11% faster than 128x256x128 at 512 and 1024 rows
+// per expert (olmoe-1b-7b, gpt-oss-20b, mixtral-8x7b at T = 4096; the
+// forward 2.5%, 1.9% and 0.8% faster) with the same bits; with 192-row FC1
+// tiles too (v38) qwen3-30b-a3b's FC2 ran 13% slower at 256 rows.
+const largeRowsMinRows = 512
+
+// largeRowsFC2 is the default FC2Large of the register-fed mxfp8 schedule
+// s: FC2 tiles of 192 token rows (two consumer warpgroups of one 64-row
+// weight slice each, K as s.FC2) from largeRowsMinRows mean rows per
+// expert on, where the layer allows them (no shared experts, whose bf16
+// GEMMs take FC2's tile: Schedule.regFedWideTokenRows); zero elsewhere.
+func largeRowsFC2(l Layer, s Schedule) LargeRowsTile {
+	s.FC2Large = LargeRowsTile{Tile: Tile{192, 128, s.FC2.K}, MinRows: largeRowsMinRows}
+	if s.validateFC2Large(l) != nil {
+		return LargeRowsTile{}
+	}
+	return s.FC2Large
 }
 
 // midRowsVariant is the sm_90a variant for 100..200 mean rows per expert:

@@ -301,6 +301,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 	wantFieldErr(t, "regfed 192-row B tile", r.Validate(m), "Schedule.FC1.N", "64, 128 or 256")
 	r = s
 	r.FC1, r.FC2, r.Warps.MMA = Tile{64, 64, 128}, Tile{64, 64, 128}, 4 // FC1's gate/up halves: 32 rows each
+	r.FC2Large = LargeRowsTile{}                                        // its 192 rows need 8 MMA warps
 	wantFieldErr(t, "regfed 64-row B tile of gate/up halves", r.Validate(m), "Schedule.FC1.N", "must be 128 or 256")
 	if !m.GateUpInterleaved {
 		mi := m
@@ -597,7 +598,7 @@ func TestChainKind(t *testing.T) {
 	mx.Precision = MXFP8
 	if s, err := DefaultSchedule(mx, target.SM90a); err != nil {
 		t.Fatal(err)
-	} else if s.Chain, s.Items = ChainFC, ItemsFixed; s.Validate(mx) != nil {
+	} else if s.Chain, s.Items = ChainFC, ItemsFixed; s.FC2LargeWhereValid(mx).Validate(mx) != nil {
 		t.Errorf("the chain on an mxfp8 layer (its decode tiles): %v", s.Validate(mx))
 	}
 }
@@ -701,5 +702,89 @@ func TestRegFedWideTokenRows(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestFC2Large checks the register-fed mxfp8 FC2's tile for many rows per
+// expert: the default's (192x128x128 from 512 mean rows per expert) where
+// the layer allows it, none on bf16 layers, layers with shared experts or
+// other MXFP8 GEMM kinds, and the refusals of Validate.
+func TestFC2Large(t *testing.T) {
+	preset := func(name string, p Precision) Layer {
+		l, err := Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Precision = p
+		return l
+	}
+	want := LargeRowsTile{Tile: Tile{192, 128, 128}, MinRows: 512}
+	for _, c := range []struct {
+		model string
+		p     Precision
+		tg    target.Target
+		set   bool
+		first int64 // MinTokens
+	}{
+		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 4096},   // 64 experts, top-8
+		{"mixtral-8x7b", MXFP8, target.SM90a, true, 2048},  // 8 experts, top-2
+		{"gpt-oss-20b", MXFP8, target.SM90a, true, 4096},   // 32 experts, top-4 (FC2 has no gate/up halves)
+		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 8192}, // 128 experts, top-8
+		{"qwen2-57b-a14b", MXFP8, target.SM90a, false, 0},  // a shared expert
+		{"olmoe-1b-7b", BF16, target.SM90a, false, 0},      // bf16
+		{"olmoe-1b-7b", MXFP8, target.SM100a, false, 0},    // not sm_90a
+	} {
+		l := preset(c.model, c.p)
+		s, err := DefaultSchedule(l, c.tg)
+		if err != nil {
+			t.Fatalf("%s %v %v: %v", c.model, c.p, c.tg, err)
+		}
+		if s.FC2Large.Set() != c.set || c.set && (s.FC2Large != want || s.FC2Large.MinTokens(l.TopK, l.Experts) != c.first) {
+			t.Errorf("%s %v %v: FC2Large %+v (first T %d), want set %v, first T %d", c.model, c.p, c.tg, s.FC2Large,
+				s.FC2Large.MinTokens(l.TopK, l.Experts), c.set, c.first)
+		}
+		if !c.set {
+			continue
+		}
+		if v, ok := s.LargeSchedule(); !ok || v.FC2 != want.Tile || v.FC1 != s.FC1 || v.Variant != nil || v.FC2Large.Set() {
+			t.Errorf("%s: LargeSchedule %v, %v", c.model, v, ok)
+		}
+		if v, _ := s.VariantSchedule(); v.FC2Large.Set() {
+			t.Errorf("%s: the variant's schedule keeps FC2Large", c.model)
+		}
+		if k := s.WithMXGemm(MXGemmPromote); k.FC2Large.Set() {
+			t.Errorf("%s: WithMXGemm(promote) keeps FC2Large", c.model)
+		}
+	}
+	l := preset("olmoe-1b-7b", MXFP8)
+	s, err := DefaultSchedule(l, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := s
+	r.FC2Large.MinRows = 0
+	wantFieldErr(t, "FC2Large without MinRows", r.Validate(l), "Schedule.FC2Large", "MinRows >= 1")
+	r = s
+	r.FC2Large.MinRows = s.Variant.MaxRows
+	wantFieldErr(t, "FC2Large inside the variant's range", r.Validate(l), "Schedule.FC2Large", "above the variant's")
+	r = s
+	r.MXGemm = MXGemmPromote
+	wantFieldErr(t, "FC2Large under promote", r.Validate(l), "Schedule.FC2Large", "register-fed mxfp8 FC2")
+	r = s
+	r.FC2Large.Tile = Tile{192, 256, 128}
+	if err := r.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.FC2Large (FC2 192x256x128") {
+		t.Errorf("FC2Large of a 256-row B tile: %v", err)
+	}
+	r = s
+	r.Chain, r.Items = ChainFC, ItemsFixed
+	wantFieldErr(t, "FC2Large with the chain", r.Validate(l), "Schedule.FC2Large", "chained FC1 and FC2")
+	if d := r.FC2LargeWhereValid(l); d.FC2Large.Set() || d.Validate(l) != nil {
+		t.Errorf("FC2LargeWhereValid with the chain: %v, %v", d, d.Validate(l))
+	}
+	if d := s.FC2LargeWhereValid(l); d != s {
+		t.Errorf("FC2LargeWhereValid of the default changed it: %v", d)
+	}
+	if !strings.Contains(s.String(), "from 512 rows per expert: FC2 192x128x128") {
+		t.Errorf("String: %s", s)
 	}
 }

@@ -140,10 +140,15 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		tile    schedule.Tile
 		fc1     bool
 		variant bool // the routed GEMMs' tiles of s.Variant
+		large   bool // the register-fed FC2's tile of s.FC2Large
 	}
-	gemms := []gemm{{"moe_fc1", s, s.FC1, true, false}, {"moe_fc2", s, s.FC2, false, false}}
+	gemms := []gemm{{name: "moe_fc1", sched: s, tile: s.FC1, fc1: true}, {name: "moe_fc2", sched: s, tile: s.FC2}}
 	if v, ok := s.VariantSchedule(); ok {
-		gemms = append(gemms, gemm{"moe_fc1_" + s.Variant.Name, v, v.FC1, true, true}, gemm{"moe_fc2_" + s.Variant.Name, v, v.FC2, false, true})
+		gemms = append(gemms, gemm{name: "moe_fc1_" + s.Variant.Name, sched: v, tile: v.FC1, fc1: true, variant: true},
+			gemm{name: "moe_fc2_" + s.Variant.Name, sched: v, tile: v.FC2, variant: true})
+	}
+	if v, ok := s.LargeSchedule(); ok {
+		gemms = append(gemms, gemm{name: "moe_fc2_large", sched: v, tile: v.FC2, large: true})
 	}
 	prog, err := codegen.Build(l, s) // for the kernels the lowering adds (inspectGathered)
 	if err != nil {
@@ -163,6 +168,8 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		}
 		shared := "the shared-expert GEMMs use the same tiles"
 		switch {
+		case g.large:
+			shared = fmt.Sprintf("the register-fed mxfp8 FC2 from %d mean rows per expert on, T >= %d", s.FC2Large.MinRows, s.FC2Large.MinTokens(l.TopK, l.Experts))
 		case g.variant && s.Variant.MXOnly:
 			keep := "the backward's bf16 GEMMs"
 			if l.SharedExperts > 0 {

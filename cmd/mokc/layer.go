@@ -432,10 +432,12 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 			}
 		}
 	}
+	large := s.FC2Large
 	var dropper string // the first flag that drops the variant
 	for _, f := range scheduleFieldFlags {
 		if !f.keepsVariant && c.IsSet(f.name) {
-			s.Variant = nil // the flags describe the one shape of the routed GEMMs
+			// the flags describe the one shape of the routed GEMMs
+			s.Variant, s.FC2Large = nil, schedule.LargeRowsTile{}
 			if dropper == "" {
 				dropper = "--" + f.name
 			}
@@ -447,6 +449,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if !c.IsSet("items") {
 		s = s.FixedItemsWhereNeeded(l)
 	}
+	s = s.FC2LargeWhereValid(l)
 	if variant != nil && s.Variant == nil && dropper == "" {
 		dropper = "--mx-gemm " + s.MXGemm.String()
 	}
@@ -466,7 +469,17 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if variant != nil && s.Variant == nil { // noted only for a schedule that runs
 		noteVariantDropped(c, dropper, l, *variant)
 	}
+	if large.Set() && !s.FC2Large.Set() {
+		noteLargeDropped(c, l, large)
+	}
 	return s, nil
+}
+
+// noteLargeDropped tells the user that the schedule flags left out target's
+// default FC2 tile for many rows per expert (schedule.Schedule.FC2Large).
+func noteLargeDropped(c *cli.Context, l schedule.Layer, r schedule.LargeRowsTile) {
+	fmt.Fprintf(errWriter(c), "mokc: note: the schedule flags leave out the default schedule's FC2 tile for many rows per expert (%v from %d mean rows per expert, T >= %d: moe_fc2_large); FC2's tile runs at every T\n",
+		r.Tile, r.MinRows, r.MinTokens(l.TopK, l.Experts))
 }
 
 // applyVariantFlags sets the fields of the variant flags that are set in

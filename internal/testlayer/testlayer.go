@@ -74,7 +74,8 @@ func PerExpert(t testing.TB, name string, g schedule.GradDType) schedule.Layer {
 func SharesSMTiles(s *schedule.Schedule, l schedule.Layer, prod int) {
 	t := func(m, n, k int) schedule.Tile { return schedule.Tile{M: m, N: n, K: k} }
 	s.Warps.MMA = 4
-	s.Items = schedule.ItemsFixed // the only walk of two blocks per SM, so one per SM too
+	s.Items = schedule.ItemsFixed         // the only walk of two blocks per SM, so one per SM too
+	s.FC2Large = schedule.LargeRowsTile{} // its 192 rows need 8 MMA warps
 	switch {
 	case l.Precision == schedule.MXFP8 && prod == 4 && l.SharedExperts == 0:
 		s.FC1, s.FC2, s.Stages = t(128, 128, 128), t(128, 128, 128), 2
