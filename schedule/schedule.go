@@ -1454,11 +1454,12 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 
 // largeRowsMinRows is the fewest mean rows per expert at which the default
 // schedule's register-fed mxfp8 FC2 takes 192 token rows per tile. On an
-// H100 (docs/perf.md, "FC2 of 192 token rows alone: outcome", run 41) FC2
-// of 192x128x128 ran 7-11% faster than 128x256x128 at 512 and 1024 rows
-// per expert (olmoe-1b-7b, gpt-oss-20b, mixtral-8x7b at T = 4096; the
-// forward 2.5%, 1.9% and 0.8% faster) with the same bits; with 192-row FC1
-// tiles too (v38) qwen3-30b-a3b's FC2 ran 13% slower at 256 rows.
+// H100 (docs/perf.md, "FC2 of 192 token rows by rows per expert: outcome",
+// run 41) moe_fc2_large gave the same bits and a forward 2.0-3.4% faster
+// at 512 rows per expert (olmoe-1b-7b and gpt-oss-20b T = 4096,
+// mixtral-8x7b T = 2048, qwen3-30b-a3b T = 8192) and on mixtral-8x7b at
+// 1024, level on qwen3-30b-a3b at 1024; with 192-row FC1 tiles too (v38)
+// qwen3-30b-a3b's FC2 ran 13% slower at 256 rows.
 const largeRowsMinRows = 512
 
 // largeRowsFC2 is the default FC2Large of the register-fed mxfp8 schedule
