@@ -73,7 +73,8 @@ func (lw *perOp) describeLists() {
 // lowerGEMM emits a grouped GEMM op through the target's engine: one kernel,
 // or for dispatched rows under a schedule with a GEMM variant, the base
 // kernel for T outside the variant's token range and "_<Variant.Name>"
-// (e.g. moe_fc1_mid) inside it.
+// (e.g. moe_fc1_mid) inside it; the register-fed FC2's base kernel is
+// split again by the schedule's FC2Large (gemmKernels).
 func (lw *perOp) lowerGEMM(g moe.GEMM) error {
 	if split, err := lw.lowerSplitKGEMM(g); split || err != nil {
 		return err

@@ -196,6 +196,11 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 		def = d
 	}
 	s.WGrad, s.GroupM, s.Gather, s.Cluster, s.Chain, s.Items, s.BlocksPerSM = def.WGrad, def.GroupM, def.Gather, def.Cluster, def.Chain, def.Items, def.BlocksPerSM
+	if s.FC2Large != def.FC2Large && !s.FC2Large.Set() {
+		// --chain, --cluster 2 and the like leave FC2Large out
+		// (schedule.Schedule.FC2LargeWhereValid, as mokc's flags do).
+		s.FC2Large = def.FC2Large
+	}
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set
 		// the rest.

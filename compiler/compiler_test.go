@@ -373,3 +373,33 @@ func TestManifestCoResident(t *testing.T) {
 		}
 	}
 }
+
+// TestReproduceWithoutFC2Large: a schedule that leaves out the default's
+// FC2Large for a flag it cannot run with (--chain fc1-fc2, --cluster 2:
+// schedule.Schedule.FC2LargeWhereValid, as mokc's flags do) still has its
+// reproduce command, naming that flag.
+func TestReproduceWithoutFC2Large(t *testing.T) {
+	l := testlayer.Named(t, "olmoe-1b-7b mxfp8")
+	def := testlayer.DefaultSchedule(t, l, target.SM90a)
+	if !def.FC2Large.Set() {
+		t.Fatal("olmoe-1b-7b mxfp8's default schedule has no FC2Large")
+	}
+	for _, c := range []struct {
+		flag string
+		edit func(*schedule.Schedule)
+	}{
+		{"--chain fc1-fc2", func(s *schedule.Schedule) { s.Chain = schedule.ChainFC }},
+		{"--cluster 2", func(s *schedule.Schedule) { s.Cluster = 2 }},
+	} {
+		s := def
+		c.edit(&s)
+		s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
+		if s.FC2Large.Set() {
+			t.Fatalf("%s: FC2Large kept", c.flag)
+		}
+		cmd, ok := ReproduceCommand(l, s)
+		if !ok || !strings.Contains(cmd, c.flag) {
+			t.Errorf("%s: reproduce command %q, %v", c.flag, cmd, ok)
+		}
+	}
+}

@@ -1018,6 +1018,8 @@ func (s Schedule) validateFC2Large(l Layer) error {
 		return fieldErr("Schedule.FC2Large", r, "runs from %d mean rows per expert on, inside the GEMM variant's %d..%d: its range must lie above the variant's", r.MinRows, s.Variant.MinRows, s.Variant.MaxRows)
 	case s.Chain != ChainOff:
 		return fieldErr("Schedule.FC2Large", r, "the chained FC1 and FC2 (Schedule.Chain) pair one FC1 kernel with one FC2 kernel per token range")
+	case s.Variant != nil && s.Variant.Name == "large":
+		return fieldErr("Schedule.FC2Large", r, "runs as moe_fc2_large, the name of the GEMM variant %q's FC2 kernel", s.Variant.Name)
 	}
 	v, _ := s.LargeSchedule()
 	if err := v.validate(l, true); err != nil {

@@ -599,7 +599,7 @@ func TestChainKind(t *testing.T) {
 	if s, err := DefaultSchedule(mx, target.SM90a); err != nil {
 		t.Fatal(err)
 	} else if s.Chain, s.Items = ChainFC, ItemsFixed; s.FC2LargeWhereValid(mx).Validate(mx) != nil {
-		t.Errorf("the chain on an mxfp8 layer (its decode tiles): %v", s.Validate(mx))
+		t.Errorf("the chain on an mxfp8 layer (its decode tiles): %v", s.FC2LargeWhereValid(mx).Validate(mx))
 	}
 }
 

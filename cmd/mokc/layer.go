@@ -410,7 +410,10 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // (the default mxfp8 schedule's decode tiles are promote's; regfed keeps
 // them in their token range); the kind's default tiles
 // (schedule.DefaultScheduleMX) come before the shape flags. Dropping a variant
-// is noted on stderr (noteVariantDropped) once the schedule is valid.
+// is noted on stderr (noteVariantDropped) once the schedule is valid. The
+// default's FC2 tile for many rows per expert (schedule.Schedule.FC2Large)
+// goes with the shape flags too, and with any flag it cannot run with
+// (FC2LargeWhereValid, after the variant flags), noted (noteLargeDropped).
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := defaultSchedule(l, target)
 	if err != nil {
@@ -449,7 +452,6 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if !c.IsSet("items") {
 		s = s.FixedItemsWhereNeeded(l)
 	}
-	s = s.FC2LargeWhereValid(l)
 	if variant != nil && s.Variant == nil && dropper == "" {
 		dropper = "--mx-gemm " + s.MXGemm.String()
 	}
@@ -457,6 +459,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if err != nil {
 		return s, err
 	}
+	s = s.FC2LargeWhereValid(l) // after the variant flags: --variant-max-rows may reach its rows
 	if err := s.Validate(l); err != nil {
 		if tuned != "" && strings.HasPrefix(err.Error(), "Schedule.Variant") {
 			return s, variantError(tuned, *s.Variant, err)
@@ -478,7 +481,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // noteLargeDropped tells the user that the schedule flags left out target's
 // default FC2 tile for many rows per expert (schedule.Schedule.FC2Large).
 func noteLargeDropped(c *cli.Context, l schedule.Layer, r schedule.LargeRowsTile) {
-	fmt.Fprintf(errWriter(c), "mokc: note: the schedule flags leave out the default schedule's FC2 tile for many rows per expert (%v from %d mean rows per expert, T >= %d: moe_fc2_large); FC2's tile runs at every T\n",
+	fmt.Fprintf(errWriter(c), "mokc: note: the schedule flags leave out the default schedule's FC2 tile for many rows per expert (%v from %d mean rows per expert, T >= %d: moe_fc2_large); FC2's own tile runs there instead\n",
 		r.Tile, r.MinRows, r.MinTokens(l.TopK, l.Experts))
 }
 
