@@ -707,9 +707,8 @@ func TestRegFedWideTokenRows(t *testing.T) {
 
 // TestFC2Large checks the register-fed mxfp8 FC2's tile for many rows per
 // expert: the default's (192x128x128 from 512 mean rows per expert) where
-// the layer allows it (shared experts too: theirs are bf16 GEMMs with
-// FC2's tile), none on bf16 layers, off sm_90a or under other MXFP8 GEMM
-// kinds, and the refusals of Validate.
+// the layer allows it, none on bf16 layers, layers with shared experts or
+// other MXFP8 GEMM kinds, and the refusals of Validate.
 func TestFC2Large(t *testing.T) {
 	preset := func(name string, p Precision) Layer {
 		l, err := Preset(name)
@@ -727,13 +726,13 @@ func TestFC2Large(t *testing.T) {
 		set   bool
 		first int64 // MinTokens
 	}{
-		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 4096},    // 64 experts, top-8
-		{"mixtral-8x7b", MXFP8, target.SM90a, true, 2048},   // 8 experts, top-2
-		{"gpt-oss-20b", MXFP8, target.SM90a, true, 4096},    // 32 experts, top-4 (FC2 has no gate/up halves)
-		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 8192},  // 128 experts, top-8
-		{"qwen2-57b-a14b", MXFP8, target.SM90a, true, 4096}, // a shared expert, which keeps FC2's tile
-		{"olmoe-1b-7b", BF16, target.SM90a, false, 0},       // bf16
-		{"olmoe-1b-7b", MXFP8, target.SM100a, false, 0},     // not sm_90a
+		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 4096},   // 64 experts, top-8
+		{"mixtral-8x7b", MXFP8, target.SM90a, true, 2048},  // 8 experts, top-2
+		{"gpt-oss-20b", MXFP8, target.SM90a, true, 4096},   // 32 experts, top-4 (FC2 has no gate/up halves)
+		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 8192}, // 128 experts, top-8
+		{"qwen2-57b-a14b", MXFP8, target.SM90a, false, 0},  // a shared expert
+		{"olmoe-1b-7b", BF16, target.SM90a, false, 0},      // bf16
+		{"olmoe-1b-7b", MXFP8, target.SM100a, false, 0},    // not sm_90a
 	} {
 		l := preset(c.model, c.p)
 		s, err := DefaultSchedule(l, c.tg)
