@@ -119,6 +119,14 @@ func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 		gemmKernel{lw.variant, "_" + lw.sched.Variant.Name, variant, false})
 }
 
+// routedFC2 reports whether g is a routed FC2 of the forward: dispatched
+// rows, not gated, N = H and K = I (the backward's GEMMs of dispatched rows
+// have other shapes: the FC1 recompute N = 2I, K = H; the data gradients
+// N = I, K = H and N = H, K = 2I).
+func (lw *perOp) routedFC2(g moe.GEMM) bool {
+	return g.Rows == moe.Dispatched && !g.Gated && g.N == lw.d.H && g.K == lw.d.I
+}
+
 // largeKernels splits the base kernel k of g where g's base form is the
 // forward's register-fed routed FC2 (N = H, K = I; not the backward's FC1
 // recompute, which also takes FC2's tile) and the schedule has FC2Large: k
@@ -127,7 +135,7 @@ func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 func (lw *perOp) largeKernels(g moe.GEMM, k gemmKernel) []gemmKernel {
 	bg := lw.baseForm(g).(moe.GEMM)
 	large, ok := lw.sched.LargeSchedule()
-	if !ok || bg.Rows != moe.Dispatched || bg.Gated || !bg.ARegisterFed || bg.N != lw.d.H || bg.K != lw.d.I {
+	if !ok || !bg.ARegisterFed || !lw.routedFC2(bg) {
 		return []gemmKernel{k}
 	}
 	tokens := k.tokens

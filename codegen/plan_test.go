@@ -232,6 +232,11 @@ func TestGemmVariants(t *testing.T) {
 					t.Errorf("%s mxfp8 backward: kernel %s (FC2Large is the forward's register-fed FC2 only)", name, k.Name)
 				}
 			}
+			for _, b := range bk.Buffers {
+				if strings.Contains(b.Doc, "large-rows") {
+					t.Errorf("%s mxfp8 backward: buffer %s (%s): the work list of a kernel the backward does not have", name, b.Name, b.Doc)
+				}
+			}
 		}
 	}
 	if variants[schedule.BF16] == 0 || variants[schedule.MXFP8] == 0 {

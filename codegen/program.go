@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 
 	llir "github.com/llir/llvm/ir"
 
@@ -209,7 +210,10 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	if lw.hasVariant {
 		rows = append(rows, lw.variant.FC1.M)
 	}
-	if s.FC2Large.Set() {
+	if s.FC2Large.Set() && slices.ContainsFunc(p.Ops, func(op moe.Op) bool {
+		g, ok := op.(moe.GEMM)
+		return ok && (g.AScales != nil || g.ARegisterFed) && lw.routedFC2(g)
+	}) { // the forward's: the backward has no FC2 of dispatched rows
 		rows = append(rows, s.FC2Large.Tile.M)
 	}
 	for _, bm := range rows {
