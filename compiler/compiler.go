@@ -195,11 +195,21 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	if d, err := schedule.DefaultScheduleMX(l, s.Target, s.MXGemm); err == nil {
 		def = d
 	}
+	asGiven := s
 	s.WGrad, s.GroupM, s.Gather, s.Cluster, s.Chain, s.Items, s.BlocksPerSM = def.WGrad, def.GroupM, def.Gather, def.Cluster, def.Chain, def.Items, def.BlocksPerSM
-	if s.FC2Large != def.FC2Large && !s.FC2Large.Set() {
-		// --chain, --cluster 2 and the like leave FC2Large out
-		// (schedule.Schedule.FC2LargeWhereValid, as mokc's flags do).
-		s.FC2Large = def.FC2Large
+	if s.FC2Large != def.FC2Large {
+		if s.FC2Large.Set() && def.FC2Large.Set() && s.FC2Large.Tile == def.FC2Large.Tile {
+			args = append(args, fmt.Sprintf("--fc2-large-min-rows %d", s.FC2Large.MinRows))
+			s.FC2Large = def.FC2Large
+		} else if !s.FC2Large.Set() {
+			// --chain, --cluster 2 and the like leave FC2Large out
+			// (schedule.Schedule.FC2LargeWhereValid, as mokc's flags do);
+			// --fc2-large-min-rows 0 says so where they do not.
+			if asGiven.WithFC2LargeFrom(def.FC2Large.MinRows).FC2LargeWhereValid(l).FC2Large.Set() {
+				args = append(args, "--fc2-large-min-rows 0")
+			}
+			s.FC2Large = def.FC2Large
+		}
 	}
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set

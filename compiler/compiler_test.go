@@ -377,7 +377,8 @@ func TestManifestCoResident(t *testing.T) {
 // TestReproduceWithoutFC2Large: a schedule that leaves out the default's
 // FC2Large for a flag it cannot run with (--chain fc1-fc2, --cluster 2:
 // schedule.Schedule.FC2LargeWhereValid, as mokc's flags do) still has its
-// reproduce command, naming that flag.
+// reproduce command, naming that flag; one with FC2Large off or from other
+// rows names --fc2-large-min-rows.
 func TestReproduceWithoutFC2Large(t *testing.T) {
 	l := testlayer.Named(t, "olmoe-1b-7b mxfp8")
 	def := testlayer.DefaultSchedule(t, l, target.SM90a)
@@ -398,8 +399,20 @@ func TestReproduceWithoutFC2Large(t *testing.T) {
 			t.Fatalf("%s: FC2Large kept", c.flag)
 		}
 		cmd, ok := ReproduceCommand(l, s)
-		if !ok || !strings.Contains(cmd, c.flag) {
+		if !ok || !strings.Contains(cmd, c.flag) || strings.Contains(cmd, "fc2-large") {
 			t.Errorf("%s: reproduce command %q, %v", c.flag, cmd, ok)
 		}
+	}
+	for _, c := range []struct {
+		minRows int
+		flag    string
+	}{{0, "--fc2-large-min-rows 0"}, {384, "--fc2-large-min-rows 384"}} {
+		cmd, ok := ReproduceCommand(l, def.WithFC2LargeFrom(c.minRows))
+		if !ok || !strings.Contains(cmd, c.flag) {
+			t.Errorf("FC2Large from %d rows: reproduce command %q, %v", c.minRows, cmd, ok)
+		}
+	}
+	if cmd, ok := ReproduceCommand(l, def); !ok || strings.Contains(cmd, "fc2-large") {
+		t.Errorf("the default: reproduce command %q, %v", cmd, ok)
 	}
 }

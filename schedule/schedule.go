@@ -626,6 +626,22 @@ func (s Schedule) LargeSchedule() (v Schedule, ok bool) {
 	return v, true
 }
 
+// WithFC2LargeFrom returns s with FC2Large running from minRows mean rows
+// per expert on: the default's tile (largeRowsFC2's, 192x128x128 with K as
+// s.FC2) where s has none; minRows <= 0 gives s without FC2Large. Validate
+// says whether the layer and s allow it.
+func (s Schedule) WithFC2LargeFrom(minRows int) Schedule {
+	if minRows <= 0 {
+		s.FC2Large = LargeRowsTile{}
+		return s
+	}
+	if !s.FC2Large.Set() {
+		s.FC2Large.Tile = largeRowsTile(s)
+	}
+	s.FC2Large.MinRows = minRows
+	return s
+}
+
 // FC2LargeWhereValid returns s without FC2Large when s is valid for l
 // without it and not with it (a schedule flag such as --cluster 2 or
 // --chain fc1-fc2 that the large tile does not run with), else s.
@@ -1464,13 +1480,17 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 // qwen3-30b-a3b's FC2 ran 13% slower at 256 rows.
 const largeRowsMinRows = 512
 
+// largeRowsTile is the FC2 tile of FC2Large in the default schedule:
+// 192x128x128, K as s.FC2.
+func largeRowsTile(s Schedule) Tile { return Tile{192, 128, s.FC2.K} }
+
 // largeRowsFC2 is the default FC2Large of the register-fed mxfp8 schedule
 // s: FC2 tiles of 192 token rows (two consumer warpgroups of one 64-row
 // weight slice each, K as s.FC2) from largeRowsMinRows mean rows per
 // expert on, where the layer allows them (no shared experts, whose bf16
 // GEMMs take FC2's tile: Schedule.regFedWideTokenRows); zero elsewhere.
 func largeRowsFC2(l Layer, s Schedule) LargeRowsTile {
-	s.FC2Large = LargeRowsTile{Tile: Tile{192, 128, s.FC2.K}, MinRows: largeRowsMinRows}
+	s.FC2Large = LargeRowsTile{Tile: largeRowsTile(s), MinRows: largeRowsMinRows}
 	if s.validateFC2Large(l) != nil {
 		return LargeRowsTile{}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -105,6 +106,59 @@ func TestScheduleFlags(t *testing.T) {
 		if got := strings.Contains(string(ptx), "moe_fc1_decode"); got != c.decode {
 			t.Errorf("%v: decode kernels %v, want %v", c.flags, got, c.decode)
 		}
+	}
+}
+
+// --fc2-large-min-rows sets where the register-fed mxfp8 FC2 runs its
+// tile for many rows per expert (moe_fc2_large), 0 turns it off, and a
+// flag it cannot run with leaves it out with a note naming that flag (a
+// refusal naming the flag when both are given).
+func TestFC2LargeFlag(t *testing.T) {
+	out := t.TempDir() + "/m.json"
+	for _, c := range []struct {
+		flags []string
+		large string // the first T of moe_fc2_large in the manifest, "" for none
+		note  string // on stderr
+	}{
+		{nil, "4096", ""},
+		{[]string{"--fc2-large-min-rows", "384"}, "3072", ""},
+		{[]string{"--fc2-large-min-rows", "0"}, "", ""},
+		{[]string{"--chain", "fc1-fc2"}, "", "--chain fc1-fc2 leaves out the default schedule's FC2 tile for many rows per expert"},
+		{[]string{"--variant-max-rows", "600"}, "", "--variant-max-rows 600 leaves out"},
+	} {
+		args := append([]string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "--emit", "manifest", "-o", out}, c.flags...)
+		msg, err := runCLI(args...)
+		if err != nil {
+			t.Fatalf("mokc %s: %v", strings.Join(args, " "), err)
+		}
+		data, err := os.ReadFile(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m struct {
+			Kernels []struct {
+				Name   string `json:"name"`
+				Tokens []struct {
+					Min int64 `json:"min"`
+				} `json:"tokens"`
+			} `json:"kernels"`
+		}
+		if err := json.Unmarshal(data, &m); err != nil {
+			t.Fatal(err)
+		}
+		large := ""
+		for _, k := range m.Kernels {
+			if k.Name == "moe_fc2_large" && len(k.Tokens) == 1 {
+				large = fmt.Sprint(k.Tokens[0].Min)
+			}
+		}
+		if large != c.large || c.note != "" && !strings.Contains(msg, c.note) || c.note == "" && strings.Contains(msg, "moe_fc2_large") {
+			t.Errorf("mokc %s: moe_fc2_large from T = %q, want %q; stderr %q", strings.Join(args, " "), large, c.large, msg)
+		}
+	}
+	args := []string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "--fc2-large-min-rows", "384", "--chain", "fc1-fc2", "-o", out}
+	if _, err := runCLI(args...); err == nil || !strings.Contains(err.Error(), "--fc2-large-min-rows 384: the chained FC1 and FC2") {
+		t.Errorf("mokc %s: %v", strings.Join(args, " "), err)
 	}
 }
 

@@ -138,6 +138,8 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.Dispatch }).withDefault("queue").keepingVariant(),
 	scheduleFlag("items", "how the sm_90a persistent GEMMs over dispatched rows give out their work items: fixed (block b runs items b, b + grid, ...) or queue (past the fixed walk's rounds but its last, each block takes the next item from a queue in the scratch work_queue, zero when the workspace is allocated). The same bits. Not on sm_80 or sm_100a, nor with --mx-gemm expand, --cluster 2, --blocks-per-sm 2, --chain or per-expert storage, which take fixed when --items is not given. The default on sm_90a: 2-5% faster than fixed at T = 4096 on most presets, within 1% at T = 64 (docs/perf.md, items v3)", "Schedule.Items",
 		func(s *schedule.Schedule) any { return &s.Items }).withDefault("queue on sm_90a with grouped weights, else fixed").keepingVariant(),
+	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) at which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large (the same bits; forward 2.0-3.4% faster at 512 rows per expert on an H100: docs/perf.md, run 41); 0 turns it off. Not with --chain, --cluster 2 or another FC2 tile's rows, which leave it out when this flag is not given",
+		"Schedule.FC2Large", func(s *schedule.Schedule) any { return &s.FC2Large.MinRows }).withDefault("512 on sm_90a mxfp8 layers without shared experts, else off").keepingVariant(),
 	scheduleFlag("chain", "whether the forward's routed FC1 and FC2 run as one persistent kernel on sm_90a: off, or fc1-fc2 (moe_fc1_fc2: each block runs its FC1 items, then its FC2 items, each starting once its row tile of h is stored; mokc build lists the kernels chained). Grouped weights, --items fixed (taken without --items), no --save-fc1; the forward only. Opt-in: the same bits; against the unchained fixed walk 1-2% faster at T = 64-300, up to 2.6% slower at T = 4096 on the H200 (docs/perf.md, chain v1)", "Schedule.Chain",
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
 	scheduleFlag("split-k", "whether the shared experts' GEMMs split their reduction at decode sizes: auto (at T <= 128, where the engine does (sm_90a) and its cost model gains: f32 parts and a reduce kernel adding them in a fixed order; deterministic, another order of the sums than the unsplit kernel) or off (one kernel per GEMM at every T)", "Schedule.SplitK",
@@ -422,7 +424,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if !scheduleOverridden(c, false) {
 		return s, nil
 	}
-	variant := s.Variant
+	variant, large := s.Variant, s.FC2Large
 	if c.IsSet("mx-gemm") {
 		if l.Precision != schedule.MXFP8 {
 			return s, fmt.Errorf("--mx-gemm %s: says how mxfp8 GEMMs run, and this layer is %v (--precision mxfp8)", c.String("mx-gemm"), l.Precision)
@@ -435,7 +437,6 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 			}
 		}
 	}
-	large := s.FC2Large
 	var dropper string // the first flag that drops the variant
 	for _, f := range scheduleFieldFlags {
 		if !f.keepsVariant && c.IsSet(f.name) {
@@ -459,7 +460,11 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if err != nil {
 		return s, err
 	}
-	s = s.FC2LargeWhereValid(l) // after the variant flags: --variant-max-rows may reach its rows
+	if c.IsSet("fc2-large-min-rows") {
+		s = s.WithFC2LargeFrom(c.Int("fc2-large-min-rows")) // as asked: Validate says whether it runs
+	} else {
+		s = s.FC2LargeWhereValid(l) // after the variant flags: --variant-max-rows may reach its rows
+	}
 	if err := s.Validate(l); err != nil {
 		if tuned != "" && strings.HasPrefix(err.Error(), "Schedule.Variant") {
 			return s, variantError(tuned, *s.Variant, err)
@@ -472,17 +477,26 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if variant != nil && s.Variant == nil { // noted only for a schedule that runs
 		noteVariantDropped(c, dropper, l, *variant)
 	}
-	if large.Set() && !s.FC2Large.Set() {
+	if large.Set() && !s.FC2Large.Set() && !scheduleOverridden(c, true) && !c.IsSet("fc2-large-min-rows") {
+		// (a shape flag's note is noteVariantDropped's: one shape at every T)
 		noteLargeDropped(c, l, large)
 	}
 	return s, nil
 }
 
-// noteLargeDropped tells the user that the schedule flags left out target's
-// default FC2 tile for many rows per expert (schedule.Schedule.FC2Large).
+// noteLargeDropped tells the user that the schedule flags set (which keep
+// the GEMM variant: --chain, --cluster, --mx-gemm, the variant flags, ...)
+// left out target's default FC2 tile for many rows per expert
+// (schedule.Schedule.FC2Large), and what runs there instead.
 func noteLargeDropped(c *cli.Context, l schedule.Layer, r schedule.LargeRowsTile) {
-	fmt.Fprintf(errWriter(c), "mokc: note: the schedule flags leave out the default schedule's FC2 tile for many rows per expert (%v from %d mean rows per expert, T >= %d: moe_fc2_large); FC2's own tile runs there instead\n",
-		r.Tile, r.MinRows, r.MinTokens(l.TopK, l.Experts))
+	var set []string
+	for _, f := range slices.Concat(scheduleFieldFlags, variantFieldFlags) {
+		if c.IsSet(f.name) {
+			set = append(set, "--"+f.name+" "+c.String(f.name))
+		}
+	}
+	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's FC2 tile for many rows per expert (%v from %d mean rows per expert, T >= %d: moe_fc2_large), which does not run with it; moe_fc2 (or the GEMM variant's FC2) runs there instead (--fc2-large-min-rows 0 asks for that without this note)\n",
+		strings.Join(set, " "), r.Tile, r.MinRows, r.MinTokens(l.TopK, l.Experts))
 }
 
 // applyVariantFlags sets the fields of the variant flags that are set in
