@@ -952,7 +952,7 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs the fixed walk of its work items (Schedule.Items fixed)")
 		case s.GridCTAs != 0:
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs one block per SM of the device, the default grid (leave Schedule.GridCTAs out: %d is set): its FC2 items wait for other blocks' FC1 items, so every block must be resident", s.GridCTAs)
-		case s.regFedWideTokenRows(l, s.FC1) || s.regFedWideTokenRows(l, s.FC2):
+		case s.regFedWideTokenRows(l, s.FC1, false) || s.regFedWideTokenRows(l, s.FC2, false):
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built and tested with tiles of at most 128 token rows, not the register-fed tiles of %d and %d (Schedule.FC1, FC2)", s.FC1.M, s.FC2.M)
 		}
 	}
@@ -967,7 +967,7 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs walk the fixed order of work items (Schedule.Items fixed): a queue gives items to single CTAs")
 		case s.MXGemm == MXGemmExpand && l.Precision == MXFP8:
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs share bf16 rows: not the expansion's e4m3 tiles (Schedule.MXGemm expand)")
-		case s.regFedWideTokenRows(l, s.FC1) || s.regFedWideTokenRows(l, s.FC2):
+		case s.regFedWideTokenRows(l, s.FC1, false) || s.regFedWideTokenRows(l, s.FC2, false):
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs are built and tested with tiles of at most 128 token rows, not the register-fed tiles of %d and %d (Schedule.FC1, FC2)", s.FC1.M, s.FC2.M)
 		}
 	}
@@ -1127,7 +1127,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 			if err := s.validateSwap(l, name, t, fc1, mxOnly); err != nil {
 				return err
 			}
-		} else if wg := s.Warps.MMA / 4; t.M != 64*wg && !s.regFedWarpgroupOf128(l, t) && !s.regFedWideTokenRows(l, t) {
+		} else if wg := s.Warps.MMA / 4; t.M != 64*wg && !s.regFedWarpgroupOf128(l, t) && !s.regFedWideTokenRows(l, t, mxOnly) {
 			if t.M%64 != 0 || t.M < 64 || t.M > 192 {
 				rows := "64, 128 or 192"
 				switch {
@@ -1139,7 +1139,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 				return fieldErr(name+".M", t.M, "must be %s on sm_90a (64 rows per consumer warpgroup, at most 3 of them), with 4, 8 or 12 MMA warps to match", rows)
 			}
 			if s.regFedWideShape(l, t) {
-				return fieldErr(name, t, "with 8 MMA warps is a register-fed tile of %d token rows, which needs %s: the register-fed mxfp8 forward's %s", t.M, strings.Join(regFedWideMissing(l, t), " and "), regFedWideTiles)
+				return fieldErr(name, t, "with 8 MMA warps is a register-fed tile of %d token rows, which needs %s: the register-fed mxfp8 forward's %s", t.M, strings.Join(regFedWideMissing(l, t, mxOnly), " and "), regFedWideTiles)
 			}
 			if s.regFedWarpgroupTile(l, t) {
 				var why []string
@@ -1256,20 +1256,21 @@ const regFedWideTiles = "192x128x128 (--stages 3) or 256x128x128 (--stages 2) wi
 // without shared experts on sm_90a (no bf16 GEMM takes these rows; the
 // backward's refuse them in codegen), and not for gate/up halves with
 // biases (the pairs' epilogue reads the bias in interleaved order):
-// regFedWideMissing.
-func (s Schedule) regFedWideTokenRows(l Layer, t Tile) bool {
-	return s.regFedWideShape(l, t) && len(regFedWideMissing(l, t)) == 0
+// regFedWideMissing. mxOnly: t is the tile of the mxfp8 GEMMs alone (an
+// MXOnly schedule, such as FC2Large's), so shared experts are no obstacle.
+func (s Schedule) regFedWideTokenRows(l Layer, t Tile, mxOnly bool) bool {
+	return s.regFedWideShape(l, t) && len(regFedWideMissing(l, t, mxOnly)) == 0
 }
 
 // regFedWideMissing lists what layer l and tile t lack for the register-fed
-// tile of 192 or 256 token rows (regFedWideTokenRows), in the words of the
-// refusal; none when they allow it.
-func regFedWideMissing(l Layer, t Tile) []string {
+// tile of 192 or 256 token rows (regFedWideTokenRows; mxOnly as there), in
+// the words of the refusal; none when they allow it.
+func regFedWideMissing(l Layer, t Tile, mxOnly bool) []string {
 	var why []string
 	if t.N != 128 {
 		why = append(why, fmt.Sprintf("N = 128 (now %d)", t.N))
 	}
-	if l.SharedExperts > 0 {
+	if l.SharedExperts > 0 && !mxOnly {
 		why = append(why, fmt.Sprintf("a layer without a shared expert (this one has %d)", l.SharedExperts))
 	}
 	if l.Biases && !l.GateUpInterleaved {
@@ -1293,7 +1294,7 @@ func (s Schedule) regFedWideShape(l Layer, t Tile) bool {
 // register-fed tile of 192 or 256 token rows of a layer whose FC1 stores halves,
 // so that each consumer warpgroup's 64-row slice holds whole pairs.
 func (s Schedule) FC1HalvesInPairs(l Layer, t Tile) bool {
-	return !l.GateUpInterleaved && s.regFedWideTokenRows(l, t)
+	return !l.GateUpInterleaved && s.regFedWideTokenRows(l, t, false)
 }
 
 // regFedWarpgroupTile reports whether t has the shape of
@@ -1487,11 +1488,14 @@ func largeRowsTile(s Schedule) Tile { return Tile{192, 128, s.FC2.K} }
 // largeRowsFC2 is the default FC2Large of the register-fed mxfp8 schedule
 // s: FC2 tiles of 192 token rows (two consumer warpgroups of one 64-row
 // weight slice each, K as s.FC2) from largeRowsMinRows mean rows per
-// expert on, where the layer allows them (no shared experts, whose bf16
-// GEMMs take FC2's tile: Schedule.regFedWideTokenRows); zero elsewhere.
+// expert on, where the layer allows them (Schedule.regFedWideTokenRows of
+// an MXOnly schedule); zero elsewhere, and on layers with shared experts:
+// there the tile is valid (the shared experts' bf16 GEMMs keep FC2's) but
+// opt-in (WithFC2LargeFrom, mokc's --fc2-large-min-rows) until a GPU run
+// has checked it (docs/perf.md, "FC2Large with shared experts").
 func largeRowsFC2(l Layer, s Schedule) LargeRowsTile {
 	s.FC2Large = LargeRowsTile{Tile: largeRowsTile(s), MinRows: largeRowsMinRows}
-	if s.validateFC2Large(l) != nil {
+	if l.SharedExperts > 0 || s.validateFC2Large(l) != nil {
 		return LargeRowsTile{}
 	}
 	return s.FC2Large

@@ -787,4 +787,17 @@ func TestFC2Large(t *testing.T) {
 	if !strings.Contains(s.String(), "from 512 rows per expert: FC2 192x128x128") {
 		t.Errorf("String: %s", s)
 	}
+	// On a layer with shared experts (whose bf16 GEMMs keep FC2's tile)
+	// it is valid, but opt-in.
+	q := preset("qwen2-57b-a14b", MXFP8)
+	d, err := DefaultSchedule(q, target.SM90a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o := d.WithFC2LargeFrom(512); !o.FC2Large.Set() || o.Validate(q) != nil {
+		t.Errorf("qwen2-57b-a14b with FC2Large from 512 rows: %v, %v", o.FC2Large, o.Validate(q))
+	}
+	if o := d.WithFC2LargeFrom(512).WithFC2LargeFrom(0); o.FC2Large.Set() {
+		t.Errorf("WithFC2LargeFrom(0) keeps %v", o.FC2Large)
+	}
 }
