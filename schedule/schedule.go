@@ -1221,7 +1221,7 @@ func (s Schedule) validateRegFed(name string, t Tile, halves bool) error {
 	case t.N != 64 && t.N != 128 && t.N != 256:
 		return fieldErr(name+".N", t.N, "must be 64, 128 or 256 with the register-fed mxfp8 GEMM (its B tile: 64-row slices, 128 rows per consumer warpgroup)")
 	case (t.N == 256 || t.M > 128) != (s.Warps.MMA == 8):
-		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default) or 64x128x128 with 4 (64x64x128 too for FC2, or an FC1 with interleaved gate/up rows; without a shared expert also 128x128x128, made for --blocks-per-sm 2), or %s (%d MMA warps now)", regFedWideTiles, s.Warps.MMA)
+		return fieldErr(name, t, "the register-fed mxfp8 GEMM runs one consumer warpgroup per 128 B-tile rows: with --mx-gemm regfed give M x N x K = 128x256x128 with 8 MMA warps (the default), 64x128x128 with 4 MMA warps (with 4, also 64x64x128 for FC2 or for an FC1 with interleaved gate/up rows, and, in a layer without a shared expert, 128x128x128, made for --blocks-per-sm 2), or %s (%d MMA warps now)", regFedWideTiles, s.Warps.MMA)
 	}
 	return nil
 }

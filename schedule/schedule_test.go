@@ -295,7 +295,7 @@ func TestScheduleValidateErrors(t *testing.T) {
 	}
 	r := s
 	r.FC2.N = 128
-	wantFieldErr(t, "regfed 128-row B tile", r.Validate(m), "Schedule.FC2", "128x256x128 with 8 MMA warps (the default) or 64x128x128")
+	wantFieldErr(t, "regfed 128-row B tile", r.Validate(m), "Schedule.FC2", "128x256x128 with 8 MMA warps (the default), 64x128x128 with 4 MMA warps")
 	r = s
 	r.FC1.N = 192
 	wantFieldErr(t, "regfed 192-row B tile", r.Validate(m), "Schedule.FC1.N", "64, 128 or 256")
