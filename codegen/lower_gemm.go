@@ -119,23 +119,24 @@ func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 		gemmKernel{lw.variant, "_" + lw.sched.Variant.Name, variant, false})
 }
 
-// routedFC2 reports whether g is a routed FC2 of the forward: dispatched
-// rows, not gated, N = H and K = I (the backward's GEMMs of dispatched rows
-// have other shapes: the FC1 recompute N = 2I, K = H; the data gradients
-// N = I, K = H and N = H, K = 2I).
-func (lw *perOp) routedFC2(g moe.GEMM) bool {
-	return g.Rows == moe.Dispatched && !g.Gated && g.N == lw.d.H && g.K == lw.d.I
+// takesLarge reports whether g runs the schedule's FC2Large tile from its
+// first T on: an MXFP8 routed FC2 of the forward (dispatched rows, not
+// gated, N = H and K = I; the backward's GEMMs of dispatched rows have
+// other shapes: the FC1 recompute N = 2I, K = H, the data gradients
+// N = I, K = H and N = H, K = 2I). Its base form is the register-fed one
+// (FC2Large needs MXGemmRegFed).
+func (lw *perOp) takesLarge(g moe.GEMM) bool {
+	return lw.sched.FC2Large.Set() && (g.AScales != nil || g.ARegisterFed) &&
+		g.Rows == moe.Dispatched && !g.Gated && g.N == lw.d.H && g.K == lw.d.I
 }
 
-// largeKernels splits the base kernel k of g where g's base form is the
-// forward's register-fed routed FC2 (N = H, K = I; not the backward's FC1
-// recompute, which also takes FC2's tile) and the schedule has FC2Large: k
-// below the large tile's first T, moe_<g>_large (LargeSchedule) from it
-// on. Else k.
+// largeKernels splits the base kernel k of g where g takes FC2Large
+// (takesLarge; not the backward's FC1 recompute, which also takes FC2's
+// tile): k below the large tile's first T, moe_<g>_large (LargeSchedule)
+// from it on. Else k.
 func (lw *perOp) largeKernels(g moe.GEMM, k gemmKernel) []gemmKernel {
-	bg := lw.baseForm(g).(moe.GEMM)
-	large, ok := lw.sched.LargeSchedule()
-	if !ok || !bg.ARegisterFed || !lw.routedFC2(bg) {
+	large, _ := lw.sched.LargeSchedule()
+	if !lw.takesLarge(g) {
 		return []gemmKernel{k}
 	}
 	tokens := k.tokens

@@ -210,9 +210,9 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	if lw.hasVariant {
 		rows = append(rows, lw.variant.FC1.M)
 	}
-	if s.FC2Large.Set() && slices.ContainsFunc(p.Ops, func(op moe.Op) bool {
+	if slices.ContainsFunc(p.Ops, func(op moe.Op) bool {
 		g, ok := op.(moe.GEMM)
-		return ok && (g.AScales != nil || g.ARegisterFed) && lw.routedFC2(g)
+		return ok && lw.takesLarge(g)
 	}) { // the forward's: the backward has no FC2 of dispatched rows
 		rows = append(rows, s.FC2Large.Tile.M)
 	}

@@ -610,8 +610,14 @@ func (r LargeRowsTile) Set() bool { return r.Tile != Tile{} }
 // MinTokens returns the smallest T >= 1 at which r's tile runs for a layer
 // with top-k k and e experts (T*k/e >= MinRows); it runs at every larger T.
 func (r LargeRowsTile) MinTokens(k, e int) int64 {
+	return firstTokens(r.MinRows, k, e)
+}
+
+// firstTokens is the smallest T >= 1 with T*k/e >= rows (mean rows per
+// expert of a layer with top-k k and e experts).
+func firstTokens(rows, k, e int) int64 {
 	K, E := int64(k), int64(e)
-	return max((int64(r.MinRows)*E+K-1)/K, 1)
+	return max((int64(rows)*E+K-1)/K, 1)
 }
 
 // LargeSchedule returns s with FC2 = s.FC2Large.Tile and neither the
@@ -685,10 +691,7 @@ func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 // MinRows <= T*k/e <= MaxRows (T = 0 launches no GEMM). lo > hi when no T
 // qualifies.
 func (v TileVariant) VariantTokens(k, e int) (lo, hi int64) {
-	K, E := int64(k), int64(e)
-	lo = (int64(v.MinRows)*E + K - 1) / K
-	hi = int64(v.MaxRows) * E / K
-	return max(lo, 1), hi
+	return firstTokens(v.MinRows, k, e), int64(v.MaxRows) * int64(e) / int64(k)
 }
 
 // GridText describes the grid: "one CTA per tile" or "persistent, N CTAs".
