@@ -406,7 +406,7 @@ func TestReproduceWithoutFC2Large(t *testing.T) {
 	for _, c := range []struct {
 		minRows int
 		flag    string
-	}{{0, "--fc2-large-min-rows 0"}, {384, "--fc2-large-min-rows 384"}} {
+	}{{0, "--fc2-large-min-rows 0"}, {512, "--fc2-large-min-rows 512"}} {
 		cmd, ok := ReproduceCommand(l, def.WithFC2LargeFrom(c.minRows))
 		if !ok || !strings.Contains(cmd, c.flag) {
 			t.Errorf("FC2Large from %d rows: reproduce command %q, %v", c.minRows, cmd, ok)

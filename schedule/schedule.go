@@ -120,7 +120,7 @@ type Schedule struct {
 	// mxfp8 FC2 (sm_90a, MXGemmRegFed) runs it there as moe_fc2_large,
 	// the same program form and sums as FC2's kernel (so the same bits),
 	// and FC2 below. Its token range lies above the Variant's. The
-	// default schedule's (largeRowsFC2) is 192x128x128 from 512 rows on.
+	// default schedule's (largeRowsFC2) is 192x128x128 from 384 rows on.
 	FC2Large LargeRowsTile
 	// WGrad is the backward's weight-gradient kernel (the GEMM whose
 	// reduction runs over each expert's rows): WGradMMA (any target; the
@@ -1476,13 +1476,16 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 
 // largeRowsMinRows is the fewest mean rows per expert at which the default
 // schedule's register-fed mxfp8 FC2 takes 192 token rows per tile. On an
-// H100 (docs/perf.md, "FC2 of 192 token rows by rows per expert: outcome",
-// run 41) moe_fc2_large gave the same bits and a forward 2.0-3.4% faster
-// at 512 rows per expert (olmoe-1b-7b and gpt-oss-20b T = 4096,
-// mixtral-8x7b T = 2048, qwen3-30b-a3b T = 8192) and on mixtral-8x7b at
-// 1024, level on qwen3-30b-a3b at 1024; with 192-row FC1 tiles too (v38)
+// H100 moe_fc2_large gave the same bits and a forward 2.0-3.4% faster at
+// 512 rows per expert (olmoe-1b-7b and gpt-oss-20b T = 4096, mixtral-8x7b
+// T = 2048, qwen3-30b-a3b T = 8192) and on mixtral-8x7b at 1024, level on
+// qwen3-30b-a3b at 1024 (docs/perf.md, "FC2 of 192 token rows by rows per
+// expert: outcome", run 41), and 0.6-1.9% faster at 384 (the same four
+// presets at T = 3072, 3072, 1536, 6144: two 192-row tiles cover 384 rows
+// as three 128-row ones do; docs/perf.md, "FC2Large with shared experts,
+// and 384 rows per expert", run 42); with 192-row FC1 tiles too (v38)
 // qwen3-30b-a3b's FC2 ran 13% slower at 256 rows.
-const largeRowsMinRows = 512
+const largeRowsMinRows = 384
 
 // largeRowsTile is the FC2 tile of FC2Large in the default schedule:
 // 192x128x128, K as s.FC2.
@@ -1492,13 +1495,11 @@ func largeRowsTile(s Schedule) Tile { return Tile{192, 128, s.FC2.K} }
 // s: FC2 tiles of 192 token rows (two consumer warpgroups of one 64-row
 // weight slice each, K as s.FC2) from largeRowsMinRows mean rows per
 // expert on, where the layer allows them (Schedule.regFedWideTokenRows of
-// an MXOnly schedule); zero elsewhere, and on layers with shared experts:
-// there the tile is valid (the shared experts' bf16 GEMMs keep FC2's) but
-// opt-in (WithFC2LargeFrom, mokc's --fc2-large-min-rows) until a GPU run
-// has checked it (docs/perf.md, "FC2Large with shared experts").
+// an MXOnly schedule: a layer's shared experts keep FC2's tile in their
+// bf16 GEMMs); zero elsewhere.
 func largeRowsFC2(l Layer, s Schedule) LargeRowsTile {
 	s.FC2Large = LargeRowsTile{Tile: largeRowsTile(s), MinRows: largeRowsMinRows}
-	if l.SharedExperts > 0 || s.validateFC2Large(l) != nil {
+	if s.validateFC2Large(l) != nil {
 		return LargeRowsTile{}
 	}
 	return s.FC2Large

@@ -718,7 +718,7 @@ func TestFC2Large(t *testing.T) {
 		l.Precision = p
 		return l
 	}
-	want := LargeRowsTile{Tile: Tile{192, 128, 128}, MinRows: 512}
+	want := LargeRowsTile{Tile: Tile{192, 128, 128}, MinRows: 384}
 	for _, c := range []struct {
 		model string
 		p     Precision
@@ -726,13 +726,13 @@ func TestFC2Large(t *testing.T) {
 		set   bool
 		first int64 // MinTokens
 	}{
-		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 4096},   // 64 experts, top-8
-		{"mixtral-8x7b", MXFP8, target.SM90a, true, 2048},  // 8 experts, top-2
-		{"gpt-oss-20b", MXFP8, target.SM90a, true, 4096},   // 32 experts, top-4 (FC2 has no gate/up halves)
-		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 8192}, // 128 experts, top-8
-		{"qwen2-57b-a14b", MXFP8, target.SM90a, false, 0},  // a shared expert
-		{"olmoe-1b-7b", BF16, target.SM90a, false, 0},      // bf16
-		{"olmoe-1b-7b", MXFP8, target.SM100a, false, 0},    // not sm_90a
+		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 3072},    // 64 experts, top-8
+		{"mixtral-8x7b", MXFP8, target.SM90a, true, 1536},   // 8 experts, top-2
+		{"gpt-oss-20b", MXFP8, target.SM90a, true, 3072},    // 32 experts, top-4 (FC2 has no gate/up halves)
+		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 6144},  // 128 experts, top-8
+		{"qwen2-57b-a14b", MXFP8, target.SM90a, true, 3072}, // 64 experts, top-8, shared experts (their GEMMs keep FC2's tile)
+		{"olmoe-1b-7b", BF16, target.SM90a, false, 0},       // bf16
+		{"olmoe-1b-7b", MXFP8, target.SM100a, false, 0},     // not sm_90a
 	} {
 		l := preset(c.model, c.p)
 		s, err := DefaultSchedule(l, c.tg)
@@ -784,20 +784,20 @@ func TestFC2Large(t *testing.T) {
 	if d := s.FC2LargeWhereValid(l); d != s {
 		t.Errorf("FC2LargeWhereValid of the default changed it: %v", d)
 	}
-	if !strings.Contains(s.String(), "from 512 rows per expert: FC2 192x128x128") {
+	if !strings.Contains(s.String(), "from 384 rows per expert: FC2 192x128x128") {
 		t.Errorf("String: %s", s)
 	}
-	// On a layer with shared experts (whose bf16 GEMMs keep FC2's tile)
-	// it is valid, but opt-in.
+	// WithFC2LargeFrom moves the switch or (0) turns the tile off, on a
+	// layer with shared experts too.
 	q := preset("qwen2-57b-a14b", MXFP8)
 	d, err := DefaultSchedule(q, target.SM90a)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o := d.WithFC2LargeFrom(512); !o.FC2Large.Set() || o.Validate(q) != nil {
+	if o := d.WithFC2LargeFrom(512); o.FC2Large.MinRows != 512 || o.Validate(q) != nil {
 		t.Errorf("qwen2-57b-a14b with FC2Large from 512 rows: %v, %v", o.FC2Large, o.Validate(q))
 	}
-	if o := d.WithFC2LargeFrom(512).WithFC2LargeFrom(0); o.FC2Large.Set() {
+	if o := d.WithFC2LargeFrom(0); o.FC2Large.Set() {
 		t.Errorf("WithFC2LargeFrom(0) keeps %v", o.FC2Large)
 	}
 }
