@@ -120,7 +120,7 @@ type Schedule struct {
 	// mxfp8 FC2 (sm_90a, MXGemmRegFed) runs it there as moe_fc2_large,
 	// the same program form and sums as FC2's kernel (so the same bits),
 	// and FC2 below. Its token range lies above the Variant's. The
-	// default schedule's (largeRowsFC2) is 192x128x128 from 384 rows on.
+	// default schedule's (largeRowsFC2) is 192x128x128 from 320 rows on.
 	FC2Large LargeRowsTile
 	// WGrad is the backward's weight-gradient kernel (the GEMM whose
 	// reduction runs over each expert's rows): WGradMMA (any target; the
@@ -1480,12 +1480,16 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 // 512 rows per expert (olmoe-1b-7b and gpt-oss-20b T = 4096, mixtral-8x7b
 // T = 2048, qwen3-30b-a3b T = 8192) and on mixtral-8x7b at 1024, level on
 // qwen3-30b-a3b at 1024 (docs/perf.md, "FC2 of 192 token rows by rows per
-// expert: outcome", run 41), and 0.6-1.9% faster at 384 (the same four
+// expert: outcome", run 41), 0.6-1.9% faster at 384 (the same four
 // presets at T = 3072, 3072, 1536, 6144: two 192-row tiles cover 384 rows
 // as three 128-row ones do; docs/perf.md, "FC2Large with shared experts,
-// and 384 rows per expert", run 42); with 192-row FC1 tiles too (v38)
-// qwen3-30b-a3b's FC2 ran 13% slower at 256 rows.
-const largeRowsMinRows = 384
+// and 384 rows per expert", run 42) and, on an H200, 2.5-4.2% at 320
+// (olmoe-1b-7b and gpt-oss-20b T = 2560, qwen3-30b-a3b T = 5120: two
+// tiles of 192 for most experts' rows against three of 128), 1.8% at 288
+// (qwen3-30b-a3b), but 3.7% slower at 256 (qwen3-30b-a3b T = 4096, where
+// most experts fit two 128-row tiles; docs/perf.md, "FC2Large from 384
+// rows, and the clocks", run 42).
+const largeRowsMinRows = 320
 
 // largeRowsTile is the FC2 tile of FC2Large in the default schedule:
 // 192x128x128, K as s.FC2.

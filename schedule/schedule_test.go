@@ -718,7 +718,7 @@ func TestFC2Large(t *testing.T) {
 		l.Precision = p
 		return l
 	}
-	want := LargeRowsTile{Tile: Tile{192, 128, 128}, MinRows: 384}
+	want := LargeRowsTile{Tile: Tile{192, 128, 128}, MinRows: 320}
 	for _, c := range []struct {
 		model string
 		p     Precision
@@ -726,11 +726,11 @@ func TestFC2Large(t *testing.T) {
 		set   bool
 		first int64 // MinTokens
 	}{
-		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 3072},    // 64 experts, top-8
-		{"mixtral-8x7b", MXFP8, target.SM90a, true, 1536},   // 8 experts, top-2
-		{"gpt-oss-20b", MXFP8, target.SM90a, true, 3072},    // 32 experts, top-4 (FC2 has no gate/up halves)
-		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 6144},  // 128 experts, top-8
-		{"qwen2-57b-a14b", MXFP8, target.SM90a, true, 3072}, // 64 experts, top-8, shared experts (their GEMMs keep FC2's tile)
+		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 2560},    // 64 experts, top-8
+		{"mixtral-8x7b", MXFP8, target.SM90a, true, 1280},   // 8 experts, top-2
+		{"gpt-oss-20b", MXFP8, target.SM90a, true, 2560},    // 32 experts, top-4 (FC2 has no gate/up halves)
+		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 5120},  // 128 experts, top-8
+		{"qwen2-57b-a14b", MXFP8, target.SM90a, true, 2560}, // 64 experts, top-8, shared experts (their GEMMs keep FC2's tile)
 		{"olmoe-1b-7b", BF16, target.SM90a, false, 0},       // bf16
 		{"olmoe-1b-7b", MXFP8, target.SM100a, false, 0},     // not sm_90a
 	} {
@@ -784,7 +784,7 @@ func TestFC2Large(t *testing.T) {
 	if d := s.FC2LargeWhereValid(l); d != s {
 		t.Errorf("FC2LargeWhereValid of the default changed it: %v", d)
 	}
-	if !strings.Contains(s.String(), "from 384 rows per expert: FC2 192x128x128") {
+	if !strings.Contains(s.String(), "from 320 rows per expert: FC2 192x128x128") {
 		t.Errorf("String: %s", s)
 	}
 	// WithFC2LargeFrom moves the switch or (0) turns the tile off, on a

@@ -120,7 +120,7 @@ func TestFC2LargeFlag(t *testing.T) {
 		large string // the first T of moe_fc2_large in the manifest, "" for none
 		note  string // on stderr
 	}{
-		{nil, "3072", ""},
+		{nil, "2560", ""},
 		{[]string{"--fc2-large-min-rows", "512"}, "4096", ""},
 		{[]string{"--fc2-large-min-rows", "0"}, "", ""},
 		{[]string{"--chain", "fc1-fc2"}, "", "--chain fc1-fc2 leaves out the default schedule's FC2 tile for many rows per expert"},
