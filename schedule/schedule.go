@@ -955,8 +955,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs the fixed walk of its work items (Schedule.Items fixed)")
 		case s.GridCTAs != 0:
 			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel needs one block per SM of the device, the default grid (leave Schedule.GridCTAs out: %d is set): its FC2 items wait for other blocks' FC1 items, so every block must be resident", s.GridCTAs)
-		case s.regFedWideTokenRows(l, s.FC1, false) || s.regFedWideTokenRows(l, s.FC2, false):
-			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built and tested with tiles of at most 128 token rows, not the register-fed tiles of %d and %d (Schedule.FC1, FC2)", s.FC1.M, s.FC2.M)
+		case s.regFedWideShape(l, s.FC1) || s.regFedWideShape(l, s.FC2):
+			return fieldErr("Schedule.Chain", s.Chain, "the chained FC1 and FC2 kernel is built and tested with tiles of at most 128 token rows, not the register-fed tiles of %d and %d (Schedule.FC1, Schedule.FC2)", s.FC1.M, s.FC2.M)
 		}
 	}
 	if s.Cluster == 2 && s.Target == target.SM90a {
@@ -970,8 +970,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs walk the fixed order of work items (Schedule.Items fixed): a queue gives items to single CTAs")
 		case s.MXGemm == MXGemmExpand && l.Precision == MXFP8:
 			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs share bf16 rows: not the expansion's e4m3 tiles (Schedule.MXGemm expand)")
-		case s.regFedWideTokenRows(l, s.FC1, false) || s.regFedWideTokenRows(l, s.FC2, false):
-			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs are built and tested with tiles of at most 128 token rows, not the register-fed tiles of %d and %d (Schedule.FC1, FC2)", s.FC1.M, s.FC2.M)
+		case s.regFedWideShape(l, s.FC1) || s.regFedWideShape(l, s.FC2):
+			return fieldErr("Schedule.Cluster", s.Cluster, "the sm_90a CTA pairs are built and tested with tiles of at most 128 token rows, not the register-fed tiles of %d and %d (Schedule.FC1, Schedule.FC2)", s.FC1.M, s.FC2.M)
 		}
 	}
 	if s.MXGemm == MXGemmRegFed && l.Storage != GroupedWeights {
@@ -1004,9 +1004,6 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fmt.Errorf("Schedule.Variant: %w", err)
 		}
 	}
-	if err := s.validateFC2Large(l); err != nil {
-		return err
-	}
 	eb := operandBytes(l)
 	for _, c := range []struct {
 		name string
@@ -1017,7 +1014,9 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return err
 		}
 	}
-	return nil
+	// Last: a refusal of the schedule without FC2Large names its own
+	// field first, and one of FC2Large's kernel alone names FC2Large.
+	return s.validateFC2Large(l)
 }
 
 // validateFC2Large checks s.FC2Large: its kind of GEMM, its range against
@@ -1036,13 +1035,16 @@ func (s Schedule) validateFC2Large(l Layer) error {
 	case s.Variant != nil && r.MinRows <= s.Variant.MaxRows:
 		return fieldErr("Schedule.FC2Large", r, "runs from %d mean rows per expert on, inside the GEMM variant's %d..%d: its range must lie above the variant's", r.MinRows, s.Variant.MinRows, s.Variant.MaxRows)
 	case s.Chain != ChainOff:
-		return fieldErr("Schedule.FC2Large", r, "the chained FC1 and FC2 (Schedule.Chain) pair one FC1 kernel with one FC2 kernel per token range")
+		return fieldErr("Schedule.FC2Large", r, "the chained FC1 and FC2 (Schedule.Chain) pair one FC1 kernel with one FC2 kernel per token range: leave one of the two out")
 	case s.Variant != nil && s.Variant.Name == "large":
 		return fieldErr("Schedule.FC2Large", r, "runs as moe_fc2_large, the name of the GEMM variant %q's FC2 kernel", s.Variant.Name)
 	}
 	v, _ := s.LargeSchedule()
 	if err := v.validate(l, true); err != nil {
-		return fmt.Errorf("Schedule.FC2Large (FC2 %v from %d mean rows per expert): %w", r.Tile, r.MinRows, err)
+		// A FieldError on FC2Large itself, so that a caller naming the
+		// field that set the tile (mokc's --fc2-large-min-rows) names
+		// it; the rule quotes the refusal of the tile's schedule.
+		return fieldErr("Schedule.FC2Large", r, "its kernel's schedule (FC2 %v from %d mean rows per expert) is refused: %v", r.Tile, r.MinRows, err)
 	}
 	return nil
 }

@@ -706,9 +706,11 @@ func TestRegFedWideTokenRows(t *testing.T) {
 }
 
 // TestFC2Large checks the register-fed mxfp8 FC2's tile for many rows per
-// expert: the default's (192x128x128 from 512 mean rows per expert) where
-// the layer allows it, none on bf16 layers, layers with shared experts or
-// other MXFP8 GEMM kinds, and the refusals of Validate.
+// expert: the default's (192x128x128 from 320 mean rows per expert) on
+// sm_90a mxfp8 layers, with shared experts too (their bf16 GEMMs keep FC2's
+// tile), none on bf16 layers, other targets or other MXFP8 GEMM kinds, and
+// the refusals of Validate, CTA pairs included on a layer with shared
+// experts.
 func TestFC2Large(t *testing.T) {
 	preset := func(name string, p Precision) Layer {
 		l, err := Preset(name)
@@ -767,12 +769,12 @@ func TestFC2Large(t *testing.T) {
 	r = s
 	r.FC2Large.MinRows = s.Variant.MaxRows
 	wantFieldErr(t, "FC2Large inside the variant's range", r.Validate(l), "Schedule.FC2Large", "above the variant's")
-	r = s
-	r.MXGemm = MXGemmPromote
+	r = s.WithMXGemm(MXGemmPromote)
+	r.FC1.N, r.FC2.N, r.FC2Large = 128, 128, s.FC2Large // promote's B tiles
 	wantFieldErr(t, "FC2Large under promote", r.Validate(l), "Schedule.FC2Large", "register-fed mxfp8 FC2")
 	r = s
 	r.FC2Large.Tile = Tile{192, 256, 128}
-	if err := r.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.FC2Large (FC2 192x256x128") {
+	if err := r.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.FC2Large = ") || !strings.Contains(err.Error(), "(FC2 192x256x128 from 320 mean rows per expert) is refused") {
 		t.Errorf("FC2Large of a 256-row B tile: %v", err)
 	}
 	r = s
@@ -799,5 +801,13 @@ func TestFC2Large(t *testing.T) {
 	}
 	if o := d.WithFC2LargeFrom(0); o.FC2Large.Set() {
 		t.Errorf("WithFC2LargeFrom(0) keeps %v", o.FC2Large)
+	}
+	// CTA pairs take tiles of at most 128 token rows: the 192-row tile is
+	// refused with them whether or not the layer has shared experts.
+	c := d
+	c.Cluster, c.Items = 2, ItemsFixed
+	wantFieldErr(t, "FC2Large with CTA pairs on qwen2-57b-a14b", c.Validate(q), "Schedule.FC2Large", "at most 128 token rows")
+	if w := c.FC2LargeWhereValid(q); w.FC2Large.Set() || w.Validate(q) != nil {
+		t.Errorf("FC2LargeWhereValid with CTA pairs on qwen2-57b-a14b: %v, %v", w.FC2Large, w.Validate(q))
 	}
 }

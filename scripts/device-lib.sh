@@ -19,6 +19,9 @@
 #                           # (BENCH_BUDGET overrides 540)
 #   bench_kernels           # per bench.jsonl entry timed with --kernels: its label, median and each
 #                           # kernel's median (µs), to $S
+#   pack_logs               # every file of $O but summary.txt, bench.jsonl and earlier packs into
+#                           # $O/logsN.tgz (N = the packs before it: logs0.tgz, logs1.tgz, ...); the
+#                           # device tool returns at most 8 files from $OUT, so call it at the end
 #
 # The summary lines of bench go to bench.jsonl first (lines not starting with "{"); end the script
 # with `grep -hv "^{" $O/bench.jsonl >> $S`.
@@ -81,4 +84,12 @@ for line in open(sys.argv[1]):
         d = json.loads(line)
         print("kernels", d["label"], round(d["median_ms"], 4), " ".join("%s=%.1f" % (k["name"][4:], 1000 * k["median_ms"]) for k in d.get("kernel_times", [])))
 PY
+}
+
+pack_logs() {
+	local files n
+	mapfile -t files < <(cd "$O" && ls | grep -vxE 'summary.txt|bench.jsonl|logs[0-9]*\.tgz')
+	[ ${#files[@]} -gt 0 ] || return 0
+	n=$(cd "$O" && ls | grep -cxE 'logs[0-9]*\.tgz')
+	(cd "$O" && tar -czf "logs$n.tgz" -- "${files[@]}" && rm -f -- "${files[@]}")
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -125,8 +126,15 @@ func TestFC2LargeFlag(t *testing.T) {
 		{[]string{"--fc2-large-min-rows", "0"}, "", ""},
 		{[]string{"--chain", "fc1-fc2"}, "", "--chain fc1-fc2 leaves out the default schedule's FC2 tile for many rows per expert"},
 		{[]string{"--variant-max-rows", "600"}, "", "--variant-max-rows 600 leaves out"},
+		// A layer with shared experts: the tile from the same 320 rows, and
+		// CTA pairs (tiles of at most 128 token rows) leave it out.
+		{[]string{"--model", "qwen2-57b-a14b"}, "2560", ""},
+		{[]string{"--model", "qwen2-57b-a14b", "--cluster", "2"}, "", "--cluster 2 leaves out the default schedule's FC2 tile"},
 	} {
 		args := append([]string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "--emit", "manifest", "-o", out}, c.flags...)
+		if slices.Contains(c.flags, "--model") {
+			args = append([]string{"build"}, args[3:]...) // the case's --model instead
+		}
 		msg, err := runCLI(args...)
 		if err != nil {
 			t.Fatalf("mokc %s: %v", strings.Join(args, " "), err)
@@ -156,9 +164,18 @@ func TestFC2LargeFlag(t *testing.T) {
 			t.Errorf("mokc %s: moe_fc2_large from T = %q, want %q; stderr %q", strings.Join(args, " "), large, c.large, msg)
 		}
 	}
-	args := []string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "--fc2-large-min-rows", "384", "--chain", "fc1-fc2", "-o", out}
-	if _, err := runCLI(args...); err == nil || !strings.Contains(err.Error(), "--fc2-large-min-rows 384: the chained FC1 and FC2") {
-		t.Errorf("mokc %s: %v", strings.Join(args, " "), err)
+	for _, c := range []struct {
+		flags []string
+		err   string
+	}{
+		{[]string{"--fc2-large-min-rows", "384", "--chain", "fc1-fc2"}, "--fc2-large-min-rows 384: the chained FC1 and FC2"},
+		{[]string{"--fc2-large-min-rows", "320", "--cluster", "2"}, "--fc2-large-min-rows 320: its kernel's schedule (FC2 192x128x128 from 320 mean rows per expert) is refused: --cluster = 2"},
+		{[]string{"--fc2-large-min-rows", "-1"}, "--fc2-large-min-rows -1: must be 0 (off)"},
+	} {
+		args := append([]string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "-o", out}, c.flags...)
+		if _, err := runCLI(args...); err == nil || !strings.Contains(err.Error(), c.err) {
+			t.Errorf("mokc %s: %v, want %q", strings.Join(args, " "), err, c.err)
+		}
 	}
 }
 

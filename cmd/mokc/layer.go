@@ -138,7 +138,7 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.Dispatch }).withDefault("queue").keepingVariant(),
 	scheduleFlag("items", "how the sm_90a persistent GEMMs over dispatched rows give out their work items: fixed (block b runs items b, b + grid, ...) or queue (past the fixed walk's rounds but its last, each block takes the next item from a queue in the scratch work_queue, zero when the workspace is allocated). The same bits. Not on sm_80 or sm_100a, nor with --mx-gemm expand, --cluster 2, --blocks-per-sm 2, --chain or per-expert storage, which take fixed when --items is not given. The default on sm_90a: 2-5% faster than fixed at T = 4096 on most presets, within 1% at T = 64 (docs/perf.md, items v3)", "Schedule.Items",
 		func(s *schedule.Schedule) any { return &s.Items }).withDefault("queue on sm_90a with grouped weights, else fixed").keepingVariant(),
-	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) at which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large (the same bits; on an H100 the forward 2.0-3.4% faster at 512 rows per expert, 0.6-1.9% at 384, 2.5-4.2% at 320 on an H200: docs/perf.md, runs 41 and 42); 0 turns it off. A layer's shared experts keep FC2's tile. Not with --chain, --cluster 2 or another FC2 tile's rows, which leave it out when this flag is not given",
+	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) at which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large (the same bits; the forward 2.0-3.4% faster at 512 rows per expert and 0.6-1.9% at 384 on an H100, 2.5-4.2% at 320 on an H200: docs/perf.md, runs 41 and 42); 0 turns it off. A layer's shared experts keep FC2's tile. Not with --chain, --cluster 2, --mx-gemm promote or expand, or a GEMM variant whose range reaches its rows (--variant-max-rows), which leave it out, with a note, when this flag is not given",
 		"Schedule.FC2Large", func(s *schedule.Schedule) any { return &s.FC2Large.MinRows }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
 	scheduleFlag("chain", "whether the forward's routed FC1 and FC2 run as one persistent kernel on sm_90a: off, or fc1-fc2 (moe_fc1_fc2: each block runs its FC1 items, then its FC2 items, each starting once its row tile of h is stored; mokc build lists the kernels chained). Grouped weights, --items fixed (taken without --items), no --save-fc1; the forward only. Opt-in: the same bits; against the unchained fixed walk 1-2% faster at T = 64-300, up to 2.6% slower at T = 4096 on the H200 (docs/perf.md, chain v1)", "Schedule.Chain",
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
@@ -461,7 +461,11 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, err
 	}
 	if c.IsSet("fc2-large-min-rows") {
-		s = s.WithFC2LargeFrom(c.Int("fc2-large-min-rows")) // as asked: Validate says whether it runs
+		n := c.Int("fc2-large-min-rows")
+		if n < 0 {
+			return s, fmt.Errorf("--fc2-large-min-rows %d: must be 0 (off) or the fewest mean rows per expert at which the tile runs", n)
+		}
+		s = s.WithFC2LargeFrom(n) // as asked: Validate says whether it runs
 	} else {
 		s = s.FC2LargeWhereValid(l) // after the variant flags: --variant-max-rows may reach its rows
 	}
