@@ -34,7 +34,7 @@ for i in 1 2; do
 		bench mx "$mokc" 4096 --model $m --precision mxfp8 --iters 20 --kernels
 	done
 done
-BENCH_BUDGET=520
+BENCH_BUDGET=330
 for i in 1 2; do
 	for m in gpt-oss-120b deepseek-v3; do
 		bench mx-100 "$mokc" 4096 --model $m --precision mxfp8 --iters 20 --kernels --fc2-large-min-rows 100
