@@ -126,6 +126,7 @@ func TestFC2LargeFlag(t *testing.T) {
 		{[]string{"--fc2-large-min-rows", "0"}, "", ""},
 		{[]string{"--chain", "fc1-fc2"}, "", "--chain fc1-fc2 leaves out the default schedule's FC2 tile for many rows per expert"},
 		{[]string{"--variant-max-rows", "600"}, "", "--variant-max-rows 600 leaves out"},
+		{[]string{"--backward", "--fc2-large-min-rows", "512"}, "", "the backward has no FC2 of dispatched rows"},
 		// A layer with shared experts: the tile from the same 320 rows, and
 		// CTA pairs (tiles of at most 128 token rows) leave it out.
 		{[]string{"--model", "qwen2-57b-a14b"}, "2560", ""},
