@@ -67,9 +67,9 @@ const (
 	// routing and dispatch ops, each grouped GEMM through the target's
 	// engine (two kernels split by token range when the schedule has a GEMM
 	// variant, and the register-fed FC2's base kernel split again at
-	// schedule.Schedule.FC2Large's first T: moe_fc2_large), and combine. The scan also writes one work list of
-	// (expert, first row) tiles per distinct GEMM row tile, which the
-	// grouped GEMMs read.
+	// schedule.Schedule.FC2Large's first T: moe_fc2_large), and combine.
+	// The scan also writes one work list of (expert, first row) tiles per
+	// distinct GEMM row tile, which the grouped GEMMs read.
 	PerOp Lowering = iota
 )
 

@@ -45,9 +45,9 @@ func sameAsDefault(t *testing.T, ctx *driver.Context, stream *driver.Stream, nam
 
 // sameAs is sameAsDefault with the base schedule the default changed by
 // baseEdit, and the other the base changed by edit; each then keeps the
-// queue walk of work items only where its settings allow it
-// (schedule.Schedule.FixedItemsWhereNeeded, as mokc's flags do) and FC2Large only where its settings allow it (FC2LargeWhereValid). It
-// returns the other layer.
+// queue walk of work items and FC2Large only where its settings allow
+// them (schedule.Schedule.FixedItemsWhereNeeded and FC2LargeWhereValid,
+// as mokc's flags do). It returns the other layer.
 func sameAs(t *testing.T, ctx *driver.Context, stream *driver.Stream, name string, baseEdit, edit func(*schedule.Schedule), Ts []int, baseWhat, otherWhat string) *runtime.Layer {
 	t.Helper()
 	l := testlayer.Named(t, name)

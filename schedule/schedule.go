@@ -1504,8 +1504,7 @@ func largeRowsTile(s Schedule) Tile { return Tile{192, 128, s.FC2.K} }
 // an MXOnly schedule: a layer's shared experts keep FC2's tile in their
 // bf16 GEMMs); zero elsewhere.
 func largeRowsFC2(l Layer, s Schedule) LargeRowsTile {
-	s.FC2Large = LargeRowsTile{Tile: largeRowsTile(s), MinRows: largeRowsMinRows}
-	if s.validateFC2Large(l) != nil {
+	if s = s.WithFC2LargeFrom(largeRowsMinRows); s.validateFC2Large(l) != nil {
 		return LargeRowsTile{}
 	}
 	return s.FC2Large

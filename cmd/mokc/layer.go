@@ -466,7 +466,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 			return s, fmt.Errorf("--fc2-large-min-rows %d: must be 0 (off) or the fewest mean rows per expert at which the tile runs", n)
 		}
 		s = s.WithFC2LargeFrom(n) // as asked: Validate says whether it runs
-		if hasFlag(c, "backward") && c.Bool("backward") && n > 0 {
+		if c.Bool("backward") && n > 0 {
 			fmt.Fprintf(errWriter(c), "mokc: note: --fc2-large-min-rows %d sets the forward's FC2 tile; the backward has no FC2 of dispatched rows, so it runs as without it\n", n)
 		}
 	} else {
