@@ -200,7 +200,11 @@ func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp
 // wholly in or out) are those of Epilogue.Emit; the bias of a column past
 // N (never stored) is read at N-1. Token groups at or past the item's rows
 // are skipped by a warp-uniform branch, as in swapRuns; movmatrix and shfl
-// run in every lane of a warp that enters a group.
+// run in every lane of a warp that enters a group. A work item whose tile
+// is whole (swapWhole: every token row live, every column below N) takes a
+// copy of the epilogue without those branches and predicates, which ptxas
+// may then interleave across groups (the per-group branches kept each
+// group's movmatrix → shfl → store chain apart); it stores the same values.
 func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	N := int64(ep.spec.N)
 	S, per := l.NB/64/l.WG, l.BM/2
@@ -219,41 +223,60 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 	c4 := b.Add(first, b.Add(b.MulI(b.LShr(q, ir.Int32(1)), 4), b.MulI(b.And(q, ir.Int32(1)), 8))) // its stored run
 	tok := b.LShr(lane, ir.Int32(2))
 	var err error
-	for s := 0; s < slices; s++ {
-		// The columns of the thread's outputs, clamped below N for the bias.
-		var cols [2]value.Value
-		for h := range cols {
-			col := b.AddI(f0, int64(64*s+8*h))
-			cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
-		}
-		for j := 0; j < per/4; j++ {
-			body := func() {
-				outs := make([]value.Value, 4)
-				for i := 0; i < 4; i++ {
-					vals := []value.Value{acc[s*per+4*j+i]}
-					if ep.spec.Epilogue == EpiGated {
-						vals = append(vals, acc[(s+slices)*per+4*j+i])
+	emit := func(checked bool) {
+		for s := 0; s < slices; s++ {
+			// The columns of the thread's outputs, clamped below N for the bias.
+			var cols [2]value.Value
+			for h := range cols {
+				col := b.AddI(f0, int64(64*s+8*h))
+				cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
+			}
+			for j := 0; j < per/4; j++ {
+				body := func() {
+					outs := make([]value.Value, 4)
+					for i := 0; i < 4; i++ {
+						vals := []value.Value{acc[s*per+4*j+i]}
+						if ep.spec.Epilogue == EpiGated {
+							vals = append(vals, acc[(s+slices)*per+4*j+i])
+						}
+						o, e := ep.Values(b, cols[i/2], vals)
+						if e != nil {
+							err = joinErr(err, e)
+							return
+						}
+						outs[i] = o[0]
 					}
-					o, e := ep.Values(b, cols[i/2], vals)
-					if e != nil {
-						err = joinErr(err, e)
+					y0 := b.movMatrixTrans(pack(outs[0], outs[1])) // column f's 8x8 block
+					y1 := b.movMatrixTrans(pack(outs[2], outs[3])) // column f+8's
+					got := b.shflXorI32(b.Select(odd, y0, y1), 1)
+					lo, hi := b.Select(odd, got, y0), b.Select(odd, y1, got)
+					tr := b.AddI(tok, int64(8*j))
+					col := b.AddI(c4, int64(64*s))
+					if !checked {
+						storeBF16x4(b, ep.args.C, w.row0, tr, col, N, lo, hi)
 						return
 					}
-					outs[i] = o[0]
+					ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
+					b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, lo, hi) })
 				}
-				y0 := b.movMatrixTrans(pack(outs[0], outs[1])) // column f's 8x8 block
-				y1 := b.movMatrixTrans(pack(outs[2], outs[3])) // column f+8's
-				got := b.shflXorI32(b.Select(odd, y0, y1), 1)
-				lo, hi := b.Select(odd, got, y0), b.Select(odd, y1, got)
-				tr := b.AddI(tok, int64(8*j))
-				col := b.AddI(c4, int64(64*s))
-				ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
-				b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, lo, hi) })
+				if checked {
+					liveGroup(b, live, j, body)
+				} else {
+					body()
+				}
 			}
-			liveGroup(b, live, j, body)
 		}
 	}
+	b.IfElse(l.swapWhole(b, w, int64(64*slices*l.WG), N), func() { emit(false) }, func() { emit(true) })
 	return err
+}
+
+// swapWhole reports (an i1) whether the operand swap's work item w fills
+// its tile: all l.BM token rows live and its cols output columns from w.n0
+// (those of every consumer warpgroup) at or below N.
+func (l sm90Layout) swapWhole(b *Builder, w gemmWork, cols, N int64) value.Value {
+	return b.And(b.ICmp(enum.IPredSGE, b.Sub(w.rowEnd, w.row0), ir.Int32(int64(l.BM))),
+		b.ICmp(enum.IPredSLE, b.AddI(w.n0, cols), ir.Int32(N)))
 }
 
 // swapStoreBF16Interleaved is swapStoreBF16 for interleaved gate/up rows
@@ -270,6 +293,8 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 // predicates as Epilogue.Emit's (a run of 4 columns below N, N a multiple
 // of 8); the bias of a column past N is read at N-1. The shuffles run in
 // every lane of a warp that enters a group (warp-uniform, as swapRuns').
+// A whole tile (swapWhole) takes a copy without the token and column
+// checks, as in swapStoreBF16.
 func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	N := int64(ep.spec.N)
 	S, per := l.NB/64/l.WG, l.BM/2
@@ -286,43 +311,53 @@ func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWor
 	first := b.Add(w.n0, b.Add(col0, b.MulI(wq, 8)))                  // the warp's first output column of slice 0
 	lo16, hi16 := ir.Int32(0xFFFF), ir.Int32(-65536)
 	var err error
-	for s := 0; s < S; s++ {
-		base := b.AddI(first, int64(32*s))
-		var cols [2]value.Value // the thread's output columns, clamped below N for the bias
-		for h := range cols {
-			col := b.Add(base, b.AddI(cl, int64(4*h)))
-			cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
-		}
-		for j := 0; j < per/4; j++ {
-			body := func() {
-				var outs [2]value.Value
-				for h := range outs {
-					r := 4*j + 2*h
-					v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2q + 8j and the next
-					got := b.shflXor(b.Select(up, v0, v1), 4)
-					g, u := b.Select(up, got, v0), b.Select(up, v1, got)
-					o, e := ep.Values(b, cols[h], []value.Value{g, u})
-					if e != nil {
-						err = joinErr(err, e)
-						return
-					}
-					outs[h] = o[0]
-				}
-				mine := pack(outs[0], outs[1]) // columns c (low half) and c+4
-				other := b.shflXorI32(mine, 8) // columns c^1 and c^1+4
-				// even c: (c, c+1) from the low halves; odd c: (c+3, c+4) from the high halves.
-				x := b.Select(oddC,
-					b.Or(b.LShr(other, ir.Int32(16)), b.And(mine, hi16)),
-					b.Or(b.And(mine, lo16), b.Shl(other, ir.Int32(16))))
-				y := b.shflXorI32(x, 16) // lane c^2's pair: columns 2, 3 for c = 0, 6, 7 for c = 1
-				tr := b.AddI(tr0, int64(8*j))
-				col := b.Add(base, b.MulI(cl, 4)) // c = 0: columns 0..3, c = 1: 4..7
-				ok := b.And(store, b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N))))
-				b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, x, y) })
+	emit := func(checked bool) {
+		for s := 0; s < S; s++ {
+			base := b.AddI(first, int64(32*s))
+			var cols [2]value.Value // the thread's output columns, clamped below N for the bias
+			for h := range cols {
+				col := b.Add(base, b.AddI(cl, int64(4*h)))
+				cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
 			}
-			liveGroup(b, live, j, body)
+			for j := 0; j < per/4; j++ {
+				body := func() {
+					var outs [2]value.Value
+					for h := range outs {
+						r := 4*j + 2*h
+						v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2q + 8j and the next
+						got := b.shflXor(b.Select(up, v0, v1), 4)
+						g, u := b.Select(up, got, v0), b.Select(up, v1, got)
+						o, e := ep.Values(b, cols[h], []value.Value{g, u})
+						if e != nil {
+							err = joinErr(err, e)
+							return
+						}
+						outs[h] = o[0]
+					}
+					mine := pack(outs[0], outs[1]) // columns c (low half) and c+4
+					other := b.shflXorI32(mine, 8) // columns c^1 and c^1+4
+					// even c: (c, c+1) from the low halves; odd c: (c+3, c+4) from the high halves.
+					x := b.Select(oddC,
+						b.Or(b.LShr(other, ir.Int32(16)), b.And(mine, hi16)),
+						b.Or(b.And(mine, lo16), b.Shl(other, ir.Int32(16))))
+					y := b.shflXorI32(x, 16) // lane c^2's pair: columns 2, 3 for c = 0, 6, 7 for c = 1
+					tr := b.AddI(tr0, int64(8*j))
+					col := b.Add(base, b.MulI(cl, 4)) // c = 0: columns 0..3, c = 1: 4..7
+					ok := store
+					if checked {
+						ok = b.And(store, b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N))))
+					}
+					b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, x, y) })
+				}
+				if checked {
+					liveGroup(b, live, j, body)
+				} else {
+					body()
+				}
+			}
 		}
 	}
+	b.IfElse(l.swapWhole(b, w, int64(32*S*l.WG), N), func() { emit(false) }, func() { emit(true) })
 	return err
 }
 
