@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# run 43 call 3 (LIMIT seconds, 570 by default). Carry: .carry/bins.tgz of `make device-bins` at
+# 1b1decb (the register-fed epilogue of a whole tile without per-group branches) and
+# .carry/mokc-old.gz of `make device-old-cli REV=3c35756`. docs/perf.md, "The register-fed
+# epilogue of whole tiles" (prediction written before this call):
+#  1. The old CLI's y_sha256 against the new one's: qwen3-30b-a3b (partial and whole tiles),
+#     gpt-oss-20b (interleaved gate/up), mixtral-8x7b, olmoe-1b-7b, qwen2-57b-a14b (FC2Large and
+#     shared experts), gpt-oss-120b; memcheck of partial tiles.
+#  2. TestSM90MXGemmGPU's register-fed cases and TestSM90RoundOddGPU (GPU against the reference).
+#  3. Speed: old against new, mxfp8 T = 4096, two alternated rounds, and bf16 beside them.
+START=$(date +%s)
+LIMIT=${LIMIT:-570}
+. scripts/device-env.sh
+. scripts/device-lib.sh
+C=$PWD/.carry
+gunzip -c $C/mokc-old.gz >$C/mokc-old && chmod +x $C/mokc-old
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.limit --format=csv,noheader >>"$S"
+for b in old new; do
+	bin=$mokc
+	[ $b = old ] && bin=$C/mokc-old
+	run_json $b "$bin" qwen3-30b-a3b mxfp8 1,64,100,4095,4096
+	run_json $b "$bin" gpt-oss-20b mxfp8 64,2600,4096
+	run_json $b "$bin" mixtral-8x7b mxfp8 1000,4096
+	run_json $b "$bin" olmoe-1b-7b mxfp8 3100
+	run_json $b "$bin" qwen2-57b-a14b mxfp8 4096
+done
+timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --tokens 4095 --repeat 1 >"$O/memcheck.log" 2>&1
+echo "memcheck qwen3-30b-a3b mxfp8 T=4095 rc=$? $(grep -E 'ERROR SUMMARY' "$O/memcheck.log")" >>"$S"
+timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --model gpt-oss-20b --target sm_90a --precision mxfp8 --tokens 2600 --repeat 1 >"$O/memcheck2.log" 2>&1
+echo "memcheck gpt-oss-20b mxfp8 T=2600 rc=$? $(grep -E 'ERROR SUMMARY' "$O/memcheck2.log")" >>"$S"
+pkgtest codegen rf 150 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU/mx_rf|TestSM90RoundOddGPU'
+BENCH_BUDGET=$((LIMIT - 40))
+for i in 1 2; do
+	for m in qwen3-30b-a3b mixtral-8x7b olmoe-1b-7b deepseek-v2-lite gpt-oss-20b qwen2-57b-a14b; do
+		bench old "$C/mokc-old" 4096 --model $m --precision mxfp8 --iters 20 --kernels
+		bench new "$mokc" 4096 --model $m --precision mxfp8 --iters 20 --kernels
+		[ $i = 1 ] && bench bf16 "$mokc" 4096 --model $m --iters 20 --kernels
+	done
+done
+bench_kernels
+grep -hv "^{" "$O/bench.jsonl" >>"$S"
+pack_logs
+cat "$S"
