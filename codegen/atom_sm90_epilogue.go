@@ -293,8 +293,9 @@ func (l sm90Layout) swapWhole(b *Builder, w gemmWork, cols, N int64) value.Value
 // predicates as Epilogue.Emit's (a run of 4 columns below N, N a multiple
 // of 8); the bias of a column past N is read at N-1. The shuffles run in
 // every lane of a warp that enters a group (warp-uniform, as swapRuns').
-// A whole tile (swapWhole) takes a copy without the token and column
-// checks, as in swapStoreBF16.
+// Unlike swapStoreBF16 it has no copy for whole tiles: without the
+// branches, gpt-oss-20b's FC1 ran 4-5% slower at T = 4096 (docs/perf.md,
+// "The register-fed epilogue of whole tiles").
 func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	N := int64(ep.spec.N)
 	S, per := l.NB/64/l.WG, l.BM/2
@@ -311,53 +312,43 @@ func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWor
 	first := b.Add(w.n0, b.Add(col0, b.MulI(wq, 8)))                  // the warp's first output column of slice 0
 	lo16, hi16 := ir.Int32(0xFFFF), ir.Int32(-65536)
 	var err error
-	emit := func(checked bool) {
-		for s := 0; s < S; s++ {
-			base := b.AddI(first, int64(32*s))
-			var cols [2]value.Value // the thread's output columns, clamped below N for the bias
-			for h := range cols {
-				col := b.Add(base, b.AddI(cl, int64(4*h)))
-				cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
-			}
-			for j := 0; j < per/4; j++ {
-				body := func() {
-					var outs [2]value.Value
-					for h := range outs {
-						r := 4*j + 2*h
-						v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2q + 8j and the next
-						got := b.shflXor(b.Select(up, v0, v1), 4)
-						g, u := b.Select(up, got, v0), b.Select(up, v1, got)
-						o, e := ep.Values(b, cols[h], []value.Value{g, u})
-						if e != nil {
-							err = joinErr(err, e)
-							return
-						}
-						outs[h] = o[0]
+	for s := 0; s < S; s++ {
+		base := b.AddI(first, int64(32*s))
+		var cols [2]value.Value // the thread's output columns, clamped below N for the bias
+		for h := range cols {
+			col := b.Add(base, b.AddI(cl, int64(4*h)))
+			cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
+		}
+		for j := 0; j < per/4; j++ {
+			body := func() {
+				var outs [2]value.Value
+				for h := range outs {
+					r := 4*j + 2*h
+					v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2q + 8j and the next
+					got := b.shflXor(b.Select(up, v0, v1), 4)
+					g, u := b.Select(up, got, v0), b.Select(up, v1, got)
+					o, e := ep.Values(b, cols[h], []value.Value{g, u})
+					if e != nil {
+						err = joinErr(err, e)
+						return
 					}
-					mine := pack(outs[0], outs[1]) // columns c (low half) and c+4
-					other := b.shflXorI32(mine, 8) // columns c^1 and c^1+4
-					// even c: (c, c+1) from the low halves; odd c: (c+3, c+4) from the high halves.
-					x := b.Select(oddC,
-						b.Or(b.LShr(other, ir.Int32(16)), b.And(mine, hi16)),
-						b.Or(b.And(mine, lo16), b.Shl(other, ir.Int32(16))))
-					y := b.shflXorI32(x, 16) // lane c^2's pair: columns 2, 3 for c = 0, 6, 7 for c = 1
-					tr := b.AddI(tr0, int64(8*j))
-					col := b.Add(base, b.MulI(cl, 4)) // c = 0: columns 0..3, c = 1: 4..7
-					ok := store
-					if checked {
-						ok = b.And(store, b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N))))
-					}
-					b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, x, y) })
+					outs[h] = o[0]
 				}
-				if checked {
-					liveGroup(b, live, j, body)
-				} else {
-					body()
-				}
+				mine := pack(outs[0], outs[1]) // columns c (low half) and c+4
+				other := b.shflXorI32(mine, 8) // columns c^1 and c^1+4
+				// even c: (c, c+1) from the low halves; odd c: (c+3, c+4) from the high halves.
+				x := b.Select(oddC,
+					b.Or(b.LShr(other, ir.Int32(16)), b.And(mine, hi16)),
+					b.Or(b.And(mine, lo16), b.Shl(other, ir.Int32(16))))
+				y := b.shflXorI32(x, 16) // lane c^2's pair: columns 2, 3 for c = 0, 6, 7 for c = 1
+				tr := b.AddI(tr0, int64(8*j))
+				col := b.Add(base, b.MulI(cl, 4)) // c = 0: columns 0..3, c = 1: 4..7
+				ok := b.And(store, b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N))))
+				b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, x, y) })
 			}
+			liveGroup(b, live, j, body)
 		}
 	}
-	b.IfElse(l.swapWhole(b, w, int64(32*S*l.WG), N), func() { emit(false) }, func() { emit(true) })
 	return err
 }
 
