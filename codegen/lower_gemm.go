@@ -132,8 +132,8 @@ func (lw *perOp) takesLarge(g moe.GEMM) bool {
 
 // largeKernels splits the base kernel k of g where g takes FC2Large
 // (takesLarge; not the backward's FC1 recompute, which also takes FC2's
-// tile): k below the large tile's first T, moe_<g>_large (LargeSchedule)
-// from it on. Else k.
+// tile): moe_<g>_large (LargeSchedule) in the large tile's token ranges
+// (largeTokens), k in the rest of its own. Else k.
 func (lw *perOp) largeKernels(g moe.GEMM, k gemmKernel) []gemmKernel {
 	large, _ := lw.sched.LargeSchedule()
 	if !lw.takesLarge(g) {
@@ -143,14 +143,30 @@ func (lw *perOp) largeKernels(g moe.GEMM, k gemmKernel) []gemmKernel {
 	if tokens == nil {
 		tokens = []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
 	}
-	far := launch.TokenRange{Min: lw.sched.FC2Large.MinTokens(lw.d.K, lw.d.E), Max: launch.MaxTokens}
-	near, many := without(tokens, far), intersect(tokens, far)
+	far := lw.largeTokens()
+	near, many := subtract(tokens, far), intersectAll(tokens, far)
 	var out []gemmKernel
 	if len(near) > 0 {
 		out = append(out, gemmKernel{k.s, k.suffix, near, true})
 	}
 	if len(many) > 0 {
 		out = append(out, gemmKernel{large, k.suffix + "_large", many, true})
+	}
+	return out
+}
+
+// largeTokens are the token ranges in which the schedule's FC2Large runs:
+// its band (MidRows) and from MinRows on, either possibly absent.
+func (lw *perOp) largeTokens() []launch.TokenRange {
+	r := lw.sched.FC2Large
+	var out []launch.TokenRange
+	if r.MidRows.Set() {
+		if lo, hi := r.MidRows.Tokens(lw.d.K, lw.d.E); lo <= hi {
+			out = append(out, launch.TokenRange{Min: lo, Max: hi})
+		}
+	}
+	if r.MinRows > 0 {
+		out = append(out, launch.TokenRange{Min: r.MinTokens(lw.d.K, lw.d.E), Max: launch.MaxTokens})
 	}
 	return out
 }

@@ -198,17 +198,23 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	asGiven := s
 	s.WGrad, s.GroupM, s.Gather, s.Cluster, s.Chain, s.Items, s.BlocksPerSM = def.WGrad, def.GroupM, def.Gather, def.Cluster, def.Chain, def.Items, def.BlocksPerSM
 	if s.FC2Large != def.FC2Large {
-		if s.FC2Large.Set() && def.FC2Large.Set() && s.FC2Large.Tile == def.FC2Large.Tile {
-			args = append(args, fmt.Sprintf("--fc2-large-min-rows %d", s.FC2Large.MinRows))
-			s.FC2Large = def.FC2Large
-		} else if !s.FC2Large.Set() {
+		if r, d := s.FC2Large, def.FC2Large; r.Set() && d.Set() && r.Tile == d.Tile {
+			if r.MinRows != d.MinRows {
+				args = append(args, fmt.Sprintf("--fc2-large-min-rows %d", r.MinRows))
+			}
+			if r.MidRows != d.MidRows {
+				args = append(args, "--fc2-large-mid-rows "+r.MidRows.String())
+			}
+			s.FC2Large = d
+		} else if !r.Set() {
 			// --chain, --cluster 2 and the like leave FC2Large out
 			// (schedule.Schedule.FC2LargeWhereValid, as mokc's flags do);
-			// --fc2-large-min-rows 0 says so where they do not.
-			if asGiven.WithFC2LargeFrom(def.FC2Large.MinRows).FC2LargeWhereValid(l).FC2Large.Set() {
-				args = append(args, "--fc2-large-min-rows 0")
+			// --fc2-large-min-rows 0 --fc2-large-mid-rows off says so
+			// where they do not.
+			if asGiven.WithFC2LargeFrom(d.MinRows).WithFC2LargeMid(d.MidRows).FC2LargeWhereValid(l).FC2Large.Set() {
+				args = append(args, "--fc2-large-min-rows 0", "--fc2-large-mid-rows off")
 			}
-			s.FC2Large = def.FC2Large
+			s.FC2Large = d
 		}
 	}
 	if !sameSchedule(s, def) {

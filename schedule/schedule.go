@@ -3,6 +3,7 @@ package schedule
 import (
 	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/mokc/mokc/layouts"
@@ -116,11 +117,12 @@ type Schedule struct {
 	// The shared-expert GEMMs always use FC1/FC2.
 	Variant *TileVariant
 	// FC2Large, when its Tile is not zero, is the routed FC2's tile from
-	// FC2Large.MinRows mean rows per expert (T*K/E) on: the register-fed
-	// mxfp8 FC2 (sm_90a, MXGemmRegFed) runs it there as moe_fc2_large,
-	// the same program form and sums as FC2's kernel (so the same bits),
-	// and FC2 below. Its token range lies above the Variant's. The
-	// default schedule's (largeRowsFC2) is 192x128x128 from 320 rows on.
+	// FC2Large.MinRows mean rows per expert (T*K/E) on and in the band
+	// FC2Large.MidRows below: the register-fed mxfp8 FC2 (sm_90a,
+	// MXGemmRegFed) runs it there as moe_fc2_large, the same program form
+	// and sums as FC2's kernel (so the same bits), and FC2 elsewhere. Its
+	// token ranges lie above the Variant's. The default schedule's
+	// (largeRowsFC2) is 192x128x128 in 120..200 rows and from 320 on.
 	FC2Large LargeRowsTile
 	// WGrad is the backward's weight-gradient kernel (the GEMM whose
 	// reduction runs over each expert's rows): WGradMMA (any target; the
@@ -600,17 +602,97 @@ type TileVariant struct {
 // LargeRowsTile is a second tile of the register-fed mxfp8 FC2 for many
 // rows per expert (Schedule.FC2Large). The zero value is none.
 type LargeRowsTile struct {
-	Tile    Tile // the FC2 tile, MxNxK (M: token rows)
-	MinRows int  // the fewest mean rows per expert T*K/E at which it runs, >= 1
+	Tile Tile // the FC2 tile, MxNxK (M: token rows)
+	// MinRows is the fewest mean rows per expert T*K/E from which the tile
+	// runs at every larger T; 0: none (the tile runs in MidRows only).
+	MinRows int
+	// MidRows is a band of mean rows per expert below MinRows in which
+	// the tile runs too; the zero value is none.
+	MidRows RowsBand
 }
 
 // Set reports whether r holds a tile.
 func (r LargeRowsTile) Set() bool { return r.Tile != Tile{} }
 
-// MinTokens returns the smallest T >= 1 at which r's tile runs for a layer
-// with top-k k and e experts (T*k/e >= MinRows); it runs at every larger T.
+// MinTokens returns the smallest T >= 1 at which r's tile runs from
+// MinRows on for a layer with top-k k and e experts (T*k/e >= MinRows);
+// it runs at every larger T. Meaningless when MinRows is 0.
 func (r LargeRowsTile) MinTokens(k, e int) int64 {
 	return firstTokens(r.MinRows, k, e)
+}
+
+// String is "MxNxK from N rows per expert", with "in LO..HI and" before
+// "from" for a band, or "MxNxK in LO..HI rows per expert" for a band
+// alone; "none" for the zero value.
+func (r LargeRowsTile) String() string {
+	switch {
+	case !r.Set():
+		return "none"
+	case r.MinRows > 0 && r.MidRows.Set():
+		return fmt.Sprintf("%v in %v and from %d rows per expert", r.Tile, r.MidRows, r.MinRows)
+	case r.MinRows > 0:
+		return fmt.Sprintf("%v from %d rows per expert", r.Tile, r.MinRows)
+	}
+	return fmt.Sprintf("%v in %v rows per expert", r.Tile, r.MidRows)
+}
+
+// Where describes where r's tile runs on a layer with top-k k and e
+// experts, in mean rows per expert and tokens: "in 120..200 mean rows per
+// expert (T = 480..800) and from 320 on (T >= 1280)", either part alone
+// when the other is not set.
+func (r LargeRowsTile) Where(k, e int) string {
+	var parts []string
+	if r.MidRows.Set() {
+		lo, hi := r.MidRows.Tokens(k, e)
+		parts = append(parts, fmt.Sprintf("in %v mean rows per expert (T = %d..%d)", r.MidRows, lo, hi))
+	}
+	if r.MinRows > 0 {
+		parts = append(parts, fmt.Sprintf("from %d mean rows per expert on (T >= %d)", r.MinRows, r.MinTokens(k, e)))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// RowsBand is the inclusive band Lo..Hi of mean rows per expert T*K/E in
+// which a tile runs (LargeRowsTile.MidRows). The zero value is none.
+type RowsBand struct{ Lo, Hi int }
+
+// Set reports whether b is a band (Lo or Hi not zero; Validate checks
+// 1 <= Lo <= Hi).
+func (b RowsBand) Set() bool { return b != RowsBand{} }
+
+// String is "LO..HI", or "off" for the zero value.
+func (b RowsBand) String() string {
+	if !b.Set() {
+		return "off"
+	}
+	return fmt.Sprintf("%d..%d", b.Lo, b.Hi)
+}
+
+// UnmarshalText parses "LO..HI" (whole numbers) or "off" (also "0": the
+// zero value). Validate checks the band against the schedule.
+func (b *RowsBand) UnmarshalText(text []byte) error {
+	t := strings.TrimSpace(string(text))
+	if t == "off" || t == "0" {
+		*b = RowsBand{}
+		return nil
+	}
+	lo, hi, ok := strings.Cut(t, "..")
+	var v RowsBand
+	var err1, err2 error
+	v.Lo, err1 = strconv.Atoi(lo)
+	v.Hi, err2 = strconv.Atoi(hi)
+	if !ok || err1 != nil || err2 != nil {
+		return fmt.Errorf("%q: want LO..HI mean rows per expert (e.g. 120..200) or off", t)
+	}
+	*b = v
+	return nil
+}
+
+// Tokens returns the token range [lo, hi] of the band for a layer with
+// top-k k and e experts: the T >= 1 with Lo <= T*k/e <= Hi (as
+// TileVariant.VariantTokens); lo > hi when no T is in it.
+func (b RowsBand) Tokens(k, e int) (lo, hi int64) {
+	return firstTokens(b.Lo, k, e), int64(b.Hi) * int64(e) / int64(k)
 }
 
 // firstTokens is the smallest T >= 1 with T*k/e >= rows (mean rows per
@@ -634,17 +716,32 @@ func (s Schedule) LargeSchedule() (v Schedule, ok bool) {
 
 // WithFC2LargeFrom returns s with FC2Large running from minRows mean rows
 // per expert on: the default's tile (largeRowsFC2's, 192x128x128 with K as
-// s.FC2) where s has none; minRows <= 0 gives s without FC2Large. Validate
-// says whether the layer and s allow it.
+// s.FC2) where s has none. minRows <= 0 drops that range: s keeps
+// FC2Large for its band (MidRows) alone, or has none without one.
+// Validate says whether the layer and s allow it.
 func (s Schedule) WithFC2LargeFrom(minRows int) Schedule {
-	if minRows <= 0 {
+	return s.withFC2Large(max(minRows, 0), s.FC2Large.MidRows)
+}
+
+// WithFC2LargeMid returns s with FC2Large also running in the band b of
+// mean rows per expert: the default's tile where s has none. The zero b
+// drops the band: s keeps FC2Large from its MinRows on, or has none
+// without it. Validate says whether the layer and s allow it.
+func (s Schedule) WithFC2LargeMid(b RowsBand) Schedule {
+	return s.withFC2Large(s.FC2Large.MinRows, b)
+}
+
+// withFC2Large is s with FC2Large from minRows on and in band b: none
+// when neither is set, else s's tile or the default's.
+func (s Schedule) withFC2Large(minRows int, b RowsBand) Schedule {
+	if minRows == 0 && !b.Set() {
 		s.FC2Large = LargeRowsTile{}
 		return s
 	}
 	if !s.FC2Large.Set() {
 		s.FC2Large.Tile = largeRowsTile(s)
 	}
-	s.FC2Large.MinRows = minRows
+	s.FC2Large.MinRows, s.FC2Large.MidRows = minRows, b
 	return s
 }
 
@@ -727,7 +824,14 @@ func (s Schedule) String() string {
 			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
 	}
 	if r := s.FC2Large; r.Set() {
-		text += fmt.Sprintf("; from %d rows per expert: FC2 %v", r.MinRows, r.Tile)
+		var where []string
+		if r.MidRows.Set() {
+			where = append(where, r.MidRows.String())
+		}
+		if r.MinRows > 0 {
+			where = append(where, fmt.Sprintf("from %d", r.MinRows))
+		}
+		text += fmt.Sprintf("; %s rows per expert: FC2 %v", strings.Join(where, " and "), r.Tile)
 	}
 	if s.Gather != GatherFC1 {
 		text += fmt.Sprintf("; gather %v", s.Gather)
@@ -1030,10 +1134,16 @@ func (s Schedule) validateFC2Large(l Layer) error {
 	switch {
 	case s.Target != target.SM90a || l.Precision != MXFP8 || s.MXGemm != MXGemmRegFed:
 		return fieldErr("Schedule.FC2Large", r, "is a tile of the register-fed mxfp8 FC2 (sm_90a, Schedule.MXGemm regfed, an mxfp8 layer)")
-	case r.MinRows < 1:
-		return fieldErr("Schedule.FC2Large", r, "needs MinRows >= 1")
-	case s.Variant != nil && r.MinRows <= s.Variant.MaxRows:
+	case r.MinRows < 0 || r.MinRows == 0 && !r.MidRows.Set():
+		return fieldErr("Schedule.FC2Large", r, "needs MinRows >= 1 or a band MidRows")
+	case r.MinRows > 0 && s.Variant != nil && r.MinRows <= s.Variant.MaxRows:
 		return fieldErr("Schedule.FC2Large", r, "runs from %d mean rows per expert on, inside the GEMM variant's %d..%d: its range must lie above the variant's", r.MinRows, s.Variant.MinRows, s.Variant.MaxRows)
+	case r.MidRows.Set() && (r.MidRows.Lo < 1 || r.MidRows.Hi < r.MidRows.Lo):
+		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "needs 1 <= Lo <= Hi mean rows per expert")
+	case r.MidRows.Set() && r.MinRows > 0 && r.MidRows.Hi >= r.MinRows:
+		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "must lie below FC2Large's MinRows (%d), from which the tile runs at every T", r.MinRows)
+	case r.MidRows.Set() && s.Variant != nil && r.MidRows.Lo <= s.Variant.MaxRows:
+		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "reaches into the GEMM variant's %d..%d mean rows per expert: the band must lie above the variant's", s.Variant.MinRows, s.Variant.MaxRows)
 	case s.Chain != ChainOff:
 		return fieldErr("Schedule.FC2Large", r, "the chained FC1 and FC2 (Schedule.Chain) pair one FC1 kernel with one FC2 kernel per token range: leave one of the two out")
 	case s.Variant != nil && s.Variant.Name == "large":
@@ -1044,7 +1154,7 @@ func (s Schedule) validateFC2Large(l Layer) error {
 		// A FieldError on FC2Large itself, so that a caller naming the
 		// field that set the tile (mokc's --fc2-large-min-rows) names
 		// it; the rule quotes the refusal of the tile's schedule.
-		return fieldErr("Schedule.FC2Large", r, "its kernel's schedule (FC2 %v from %d mean rows per expert) is refused: %v", r.Tile, r.MinRows, err)
+		return fieldErr("Schedule.FC2Large", r, "its kernel's schedule (FC2 %v) is refused: %v", r, err)
 	}
 	return nil
 }
@@ -1497,17 +1607,34 @@ const largeRowsMinRows = 320
 // 192x128x128, K as s.FC2.
 func largeRowsTile(s Schedule) Tile { return Tile{192, 128, s.FC2.K} }
 
+// largeRowsMidRows is the band of mean rows per expert below
+// largeRowsMinRows in which the default schedule's register-fed mxfp8 FC2
+// also takes 192 token rows per tile: there one 192-row tile holds most
+// experts' rows where 128-row tiles need two. On an H100 (docs/perf.md,
+// "FC2Large for 100..200 rows per expert", run 43) the forward ran 3.4-3.5%
+// faster at 128 mean rows (qwen3-30b-a3b T = 2048, olmoe-1b-7b T = 1024;
+// deepseek-v3 and gpt-oss-120b T = 4096: 1.8-8.9%), 6.4-7.5% at 160 and
+// 0.6-5.2% at 192 (qwen3-30b-a3b, olmoe-1b-7b, gpt-oss-120b), but
+// 0.4-2.2% slower at 96 and 112 (one 128-row tile holds most experts'
+// rows) and 5.5% slower at 224 (qwen3-30b-a3b: two tiles of either).
+var largeRowsMidRows = RowsBand{120, 200}
+
 // largeRowsFC2 is the default FC2Large of the register-fed mxfp8 schedule
 // s: FC2 tiles of 192 token rows (two consumer warpgroups of one 64-row
-// weight slice each, K as s.FC2) from largeRowsMinRows mean rows per
-// expert on, where the layer allows them (Schedule.regFedWideTokenRows of
-// an MXOnly schedule: a layer's shared experts keep FC2's tile in their
-// bf16 GEMMs); zero elsewhere.
+// weight slice each, K as s.FC2) in largeRowsMidRows and from
+// largeRowsMinRows mean rows per expert on, where the layer allows them
+// (Schedule.regFedWideTokenRows of an MXOnly schedule: a layer's shared
+// experts keep FC2's tile in their bf16 GEMMs; the band where it lies
+// above the GEMM variant's rows); zero elsewhere.
 func largeRowsFC2(l Layer, s Schedule) LargeRowsTile {
-	if s = s.WithFC2LargeFrom(largeRowsMinRows); s.validateFC2Large(l) != nil {
+	from := s.WithFC2LargeFrom(largeRowsMinRows)
+	if from.validateFC2Large(l) != nil {
 		return LargeRowsTile{}
 	}
-	return s.FC2Large
+	if both := from.WithFC2LargeMid(largeRowsMidRows); both.validateFC2Large(l) == nil {
+		return both.FC2Large
+	}
+	return from.FC2Large
 }
 
 // midRowsVariant is the sm_90a variant for 100..200 mean rows per expert:

@@ -706,7 +706,8 @@ func TestRegFedWideTokenRows(t *testing.T) {
 }
 
 // TestFC2Large checks the register-fed mxfp8 FC2's tile for many rows per
-// expert: the default's (192x128x128 from 320 mean rows per expert) on
+// expert: the default's (192x128x128 in 120..200 mean rows per expert and
+// from 320 on) on
 // sm_90a mxfp8 layers, with shared experts too (their bf16 GEMMs keep FC2's
 // tile), none on bf16 layers, other targets or other MXFP8 GEMM kinds, and
 // the refusals of Validate, CTA pairs included on a layer with shared
@@ -720,30 +721,37 @@ func TestFC2Large(t *testing.T) {
 		l.Precision = p
 		return l
 	}
-	want := LargeRowsTile{Tile: Tile{192, 128, 128}, MinRows: 320}
+	want := LargeRowsTile{Tile: Tile{192, 128, 128}, MinRows: 320, MidRows: RowsBand{120, 200}}
 	for _, c := range []struct {
-		model string
-		p     Precision
-		tg    target.Target
-		set   bool
-		first int64 // MinTokens
+		model  string
+		p      Precision
+		tg     target.Target
+		set    bool
+		first  int64    // MinTokens
+		mid    [2]int64 // MidRows.Tokens
+		string string   // Where
 	}{
-		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 2560},    // 64 experts, top-8
-		{"mixtral-8x7b", MXFP8, target.SM90a, true, 1280},   // 8 experts, top-2
-		{"gpt-oss-20b", MXFP8, target.SM90a, true, 2560},    // 32 experts, top-4 (FC2 has no gate/up halves)
-		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 5120},  // 128 experts, top-8
-		{"qwen2-57b-a14b", MXFP8, target.SM90a, true, 2560}, // 64 experts, top-8, shared experts (their GEMMs keep FC2's tile)
-		{"olmoe-1b-7b", BF16, target.SM90a, false, 0},       // bf16
-		{"olmoe-1b-7b", MXFP8, target.SM100a, false, 0},     // not sm_90a
+		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 2560, [2]int64{960, 1600}, // 64 experts, top-8
+			"in 120..200 mean rows per expert (T = 960..1600) and from 320 mean rows per expert on (T >= 2560)"},
+		{"mixtral-8x7b", MXFP8, target.SM90a, true, 1280, [2]int64{480, 800}, ""},    // 8 experts, top-2
+		{"gpt-oss-20b", MXFP8, target.SM90a, true, 2560, [2]int64{960, 1600}, ""},    // 32 experts, top-4 (FC2 has no gate/up halves)
+		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 5120, [2]int64{1920, 3200}, ""}, // 128 experts, top-8
+		{"qwen2-57b-a14b", MXFP8, target.SM90a, true, 2560, [2]int64{960, 1600}, ""}, // 64 experts, top-8, shared experts (their GEMMs keep FC2's tile)
+		{"olmoe-1b-7b", BF16, target.SM90a, false, 0, [2]int64{}, ""},                // bf16
+		{"olmoe-1b-7b", MXFP8, target.SM100a, false, 0, [2]int64{}, ""},              // not sm_90a
 	} {
 		l := preset(c.model, c.p)
 		s, err := DefaultSchedule(l, c.tg)
 		if err != nil {
 			t.Fatalf("%s %v %v: %v", c.model, c.p, c.tg, err)
 		}
-		if s.FC2Large.Set() != c.set || c.set && (s.FC2Large != want || s.FC2Large.MinTokens(l.TopK, l.Experts) != c.first) {
-			t.Errorf("%s %v %v: FC2Large %+v (first T %d), want set %v, first T %d", c.model, c.p, c.tg, s.FC2Large,
-				s.FC2Large.MinTokens(l.TopK, l.Experts), c.set, c.first)
+		lo, hi := s.FC2Large.MidRows.Tokens(l.TopK, l.Experts)
+		if s.FC2Large.Set() != c.set || c.set && (s.FC2Large != want || s.FC2Large.MinTokens(l.TopK, l.Experts) != c.first || [2]int64{lo, hi} != c.mid) {
+			t.Errorf("%s %v %v: FC2Large %+v (first T %d, band T %d..%d), want set %v, first T %d, band T %v", c.model, c.p, c.tg, s.FC2Large,
+				s.FC2Large.MinTokens(l.TopK, l.Experts), lo, hi, c.set, c.first, c.mid)
+		}
+		if w := s.FC2Large.Where(l.TopK, l.Experts); c.string != "" && w != c.string {
+			t.Errorf("%s: Where %q, want %q", c.model, w, c.string)
 		}
 		if !c.set {
 			continue
@@ -764,17 +772,56 @@ func TestFC2Large(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s
-	r.FC2Large.MinRows = 0
-	wantFieldErr(t, "FC2Large without MinRows", r.Validate(l), "Schedule.FC2Large", "MinRows >= 1")
+	r.FC2Large.MinRows, r.FC2Large.MidRows = 0, RowsBand{}
+	wantFieldErr(t, "FC2Large without MinRows or a band", r.Validate(l), "Schedule.FC2Large", "MinRows >= 1 or a band")
 	r = s
-	r.FC2Large.MinRows = s.Variant.MaxRows
+	r.FC2Large.MinRows = -1
+	wantFieldErr(t, "FC2Large with MinRows -1", r.Validate(l), "Schedule.FC2Large", "MinRows >= 1 or a band")
+	r = s
+	r.FC2Large.MinRows, r.FC2Large.MidRows = s.Variant.MaxRows, RowsBand{}
 	wantFieldErr(t, "FC2Large inside the variant's range", r.Validate(l), "Schedule.FC2Large", "above the variant's")
+	// The band: within 1 <= Lo <= Hi, below MinRows, above the variant.
+	for _, c := range []struct {
+		b    RowsBand
+		rule string
+	}{
+		{RowsBand{0, 100}, "1 <= Lo <= Hi"},
+		{RowsBand{200, 120}, "1 <= Lo <= Hi"},
+		{RowsBand{120, 320}, "below FC2Large's MinRows (320)"},
+		{RowsBand{s.Variant.MaxRows, 200}, "the band must lie above the variant's"},
+	} {
+		r = s.WithFC2LargeMid(c.b)
+		wantFieldErr(t, "FC2Large with the band "+c.b.String(), r.Validate(l), "Schedule.FC2Large.MidRows", c.rule)
+	}
+	// The band alone, or the range from MinRows alone.
+	if o := s.WithFC2LargeFrom(0); o.FC2Large.MinRows != 0 || o.FC2Large.MidRows != want.MidRows || o.Validate(l) != nil ||
+		!strings.Contains(o.String(), "; 120..200 rows per expert: FC2 192x128x128") {
+		t.Errorf("the band alone: %v, %v, %s", o.FC2Large, o.Validate(l), o)
+	}
+	if o := s.WithFC2LargeMid(RowsBand{}); o.FC2Large.MinRows != 320 || o.FC2Large.MidRows.Set() || o.Validate(l) != nil ||
+		!strings.Contains(o.String(), "; from 320 rows per expert: FC2 192x128x128") {
+		t.Errorf("FC2Large from 320 alone: %v, %v, %s", o.FC2Large, o.Validate(l), o)
+	}
+	if o := s.WithFC2LargeFrom(0).WithFC2LargeMid(RowsBand{}); o.FC2Large.Set() {
+		t.Errorf("neither range keeps %v", o.FC2Large)
+	}
+	var b RowsBand
+	for in, want := range map[string]RowsBand{"120..200": {120, 200}, "off": {}, "0": {}, " 7..9 ": {7, 9}} {
+		if err := b.UnmarshalText([]byte(in)); err != nil || b != want {
+			t.Errorf("RowsBand %q: %v, %v", in, b, err)
+		}
+	}
+	for _, in := range []string{"120", "120-200", "a..b", "1..2..3"} {
+		if err := b.UnmarshalText([]byte(in)); err == nil || !strings.Contains(err.Error(), "want LO..HI") {
+			t.Errorf("RowsBand %q: %v, want a refusal", in, err)
+		}
+	}
 	r = s.WithMXGemm(MXGemmPromote)
 	r.FC1.N, r.FC2.N, r.FC2Large = 128, 128, s.FC2Large // promote's B tiles
 	wantFieldErr(t, "FC2Large under promote", r.Validate(l), "Schedule.FC2Large", "register-fed mxfp8 FC2")
 	r = s
 	r.FC2Large.Tile = Tile{192, 256, 128}
-	if err := r.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.FC2Large = ") || !strings.Contains(err.Error(), "(FC2 192x256x128 from 320 mean rows per expert) is refused") {
+	if err := r.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.FC2Large = ") || !strings.Contains(err.Error(), "(FC2 192x256x128 in 120..200 and from 320 rows per expert) is refused") {
 		t.Errorf("FC2Large of a 256-row B tile: %v", err)
 	}
 	r = s
@@ -786,7 +833,7 @@ func TestFC2Large(t *testing.T) {
 	if d := s.FC2LargeWhereValid(l); d != s {
 		t.Errorf("FC2LargeWhereValid of the default changed it: %v", d)
 	}
-	if !strings.Contains(s.String(), "from 320 rows per expert: FC2 192x128x128") {
+	if !strings.Contains(s.String(), "; 120..200 and from 320 rows per expert: FC2 192x128x128") {
 		t.Errorf("String: %s", s)
 	}
 	// WithFC2LargeFrom moves the switch or (0) turns the tile off, on a
@@ -799,8 +846,8 @@ func TestFC2Large(t *testing.T) {
 	if o := d.WithFC2LargeFrom(512); o.FC2Large.MinRows != 512 || o.Validate(q) != nil {
 		t.Errorf("qwen2-57b-a14b with FC2Large from 512 rows: %v, %v", o.FC2Large, o.Validate(q))
 	}
-	if o := d.WithFC2LargeFrom(0); o.FC2Large.Set() {
-		t.Errorf("WithFC2LargeFrom(0) keeps %v", o.FC2Large)
+	if o := d.WithFC2LargeFrom(0).WithFC2LargeMid(RowsBand{}); o.FC2Large.Set() {
+		t.Errorf("WithFC2LargeFrom(0) and no band keeps %v", o.FC2Large)
 	}
 	// CTA pairs take tiles of at most 128 token rows: the 192-row tile is
 	// refused with them whether or not the layer has shared experts.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mokc/mokc/launch"
 )
 
 func TestWriteBenchReport(t *testing.T) {
@@ -110,26 +112,30 @@ func TestScheduleFlags(t *testing.T) {
 	}
 }
 
-// --fc2-large-min-rows sets where the register-fed mxfp8 FC2 runs its
-// tile for many rows per expert (moe_fc2_large), 0 turns it off, and a
-// flag it cannot run with leaves it out with a note naming that flag (a
-// refusal naming the flag when both are given).
+// --fc2-large-min-rows and --fc2-large-mid-rows set where the
+// register-fed mxfp8 FC2 runs its tile for many rows per expert
+// (moe_fc2_large), 0 and off turn either range off, and a flag it cannot
+// run with leaves it out with a note naming that flag (a refusal naming
+// the flag when both are given).
 func TestFC2LargeFlag(t *testing.T) {
 	out := t.TempDir() + "/m.json"
 	for _, c := range []struct {
 		flags []string
-		large string // the first T of moe_fc2_large in the manifest, "" for none
+		large string // moe_fc2_large's token ranges in the manifest ("LO..HI", "LO.." to the last T), "" for none
 		note  string // on stderr
 	}{
-		{nil, "2560", ""},
-		{[]string{"--fc2-large-min-rows", "512"}, "4096", ""},
-		{[]string{"--fc2-large-min-rows", "0"}, "", ""},
+		{nil, "960..1600 2560..", ""},
+		{[]string{"--fc2-large-min-rows", "512"}, "960..1600 4096..", ""},
+		{[]string{"--fc2-large-min-rows", "0"}, "960..1600", ""},
+		{[]string{"--fc2-large-mid-rows", "off"}, "2560..", ""},
+		{[]string{"--fc2-large-mid-rows", "100..150"}, "800..1200 2560..", ""},
+		{[]string{"--fc2-large-min-rows", "0", "--fc2-large-mid-rows", "off"}, "", ""},
 		{[]string{"--chain", "fc1-fc2"}, "", "--chain fc1-fc2 leaves out the default schedule's FC2 tile for many rows per expert"},
 		{[]string{"--variant-max-rows", "600"}, "", "--variant-max-rows 600 leaves out"},
 		{[]string{"--backward", "--fc2-large-min-rows", "512"}, "", "the backward has no FC2 of dispatched rows"},
 		// A layer with shared experts: the tile from the same 320 rows, and
 		// CTA pairs (tiles of at most 128 token rows) leave it out.
-		{[]string{"--model", "qwen2-57b-a14b"}, "2560", ""},
+		{[]string{"--model", "qwen2-57b-a14b"}, "960..1600 2560..", ""},
 		{[]string{"--model", "qwen2-57b-a14b", "--cluster", "2"}, "", "--cluster 2 leaves out the default schedule's FC2 tile"},
 	} {
 		args := append([]string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "--emit", "manifest", "-o", out}, c.flags...)
@@ -149,18 +155,27 @@ func TestFC2LargeFlag(t *testing.T) {
 				Name   string `json:"name"`
 				Tokens []struct {
 					Min int64 `json:"min"`
+					Max int64 `json:"max"`
 				} `json:"tokens"`
 			} `json:"kernels"`
 		}
 		if err := json.Unmarshal(data, &m); err != nil {
 			t.Fatal(err)
 		}
-		large := ""
+		var ranges []string
 		for _, k := range m.Kernels {
-			if k.Name == "moe_fc2_large" && len(k.Tokens) == 1 {
-				large = fmt.Sprint(k.Tokens[0].Min)
+			if k.Name != "moe_fc2_large" {
+				continue
+			}
+			for _, r := range k.Tokens {
+				if r.Max == launch.MaxTokens {
+					ranges = append(ranges, fmt.Sprintf("%d..", r.Min))
+				} else {
+					ranges = append(ranges, fmt.Sprintf("%d..%d", r.Min, r.Max))
+				}
 			}
 		}
+		large := strings.Join(ranges, " ")
 		if large != c.large || c.note != "" && !strings.Contains(msg, c.note) || c.note == "" && strings.Contains(msg, "moe_fc2_large") {
 			t.Errorf("mokc %s: moe_fc2_large from T = %q, want %q; stderr %q", strings.Join(args, " "), large, c.large, msg)
 		}
@@ -170,8 +185,11 @@ func TestFC2LargeFlag(t *testing.T) {
 		err   string
 	}{
 		{[]string{"--fc2-large-min-rows", "384", "--chain", "fc1-fc2"}, "--fc2-large-min-rows 384: the chained FC1 and FC2"},
-		{[]string{"--fc2-large-min-rows", "320", "--cluster", "2"}, "--fc2-large-min-rows 320: its kernel's schedule (FC2 192x128x128 from 320 mean rows per expert) is refused: --cluster = 2"},
+		{[]string{"--fc2-large-min-rows", "320", "--cluster", "2"}, "--fc2-large-min-rows 320: its kernel's schedule (FC2 192x128x128 in 120..200 and from 320 rows per expert) is refused: --cluster = 2"},
 		{[]string{"--fc2-large-min-rows", "-1"}, "--fc2-large-min-rows -1: must be 0 (off)"},
+		{[]string{"--fc2-large-mid-rows", "120..400"}, "--fc2-large-mid-rows 120..400: must lie below FC2Large's MinRows (320)"},
+		{[]string{"--fc2-large-mid-rows", "16..200"}, "--fc2-large-mid-rows 16..200: reaches into the GEMM variant's 0..32"},
+		{[]string{"--fc2-large-mid-rows", "120-200"}, `--fc2-large-mid-rows: "120-200": want LO..HI`},
 	} {
 		args := append([]string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "-o", out}, c.flags...)
 		if _, err := runCLI(args...); err == nil || !strings.Contains(err.Error(), c.err) {

@@ -140,6 +140,8 @@ func TestFieldFlagTables(t *testing.T) {
 			*p = 12345
 		case *schedule.ChainKind:
 			*p = 12345
+		case *schedule.RowsBand:
+			*p = schedule.RowsBand{Lo: 12345}
 		default:
 			t.Errorf("--%s: field of type %T", f.name, p)
 		}

@@ -169,7 +169,7 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		shared := "the shared-expert GEMMs use the same tiles"
 		switch {
 		case g.large:
-			shared = fmt.Sprintf("the register-fed mxfp8 FC2 from %d mean rows per expert on, T >= %d", s.FC2Large.MinRows, s.FC2Large.MinTokens(l.TopK, l.Experts))
+			shared = "the register-fed mxfp8 FC2 " + s.FC2Large.Where(l.TopK, l.Experts)
 		case g.variant && s.Variant.MXOnly:
 			keep := "the backward's bf16 GEMMs"
 			if l.SharedExperts > 0 {

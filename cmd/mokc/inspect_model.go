@@ -142,8 +142,8 @@ func printLayer(w io.Writer, l schedule.Layer) {
 				max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)))
 		}
 		if v, ok := s.LargeSchedule(); ok {
-			fmt.Fprintf(w, "  %-8s from %d mean rows per expert (T >= %d), the register-fed mxfp8 FC2 as moe_fc2_large: FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
-				"", s.FC2Large.MinRows, s.FC2Large.MinTokens(l.TopK, l.Experts), v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA, v.SharedMemoryBytes(l, v.FC2, false))
+			fmt.Fprintf(w, "  %-8s %s, the register-fed mxfp8 FC2 as moe_fc2_large: FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
+				"", s.FC2Large.Where(l.TopK, l.Experts), v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA, v.SharedMemoryBytes(l, v.FC2, false))
 		}
 	}
 }

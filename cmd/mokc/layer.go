@@ -138,7 +138,11 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.Dispatch }).withDefault("queue").keepingVariant(),
 	scheduleFlag("items", "how the sm_90a persistent GEMMs over dispatched rows give out their work items: fixed (block b runs items b, b + grid, ...) or queue (past the fixed walk's rounds but its last, each block takes the next item from a queue in the scratch work_queue, zero when the workspace is allocated). The same bits. Not on sm_80 or sm_100a, nor with --mx-gemm expand, --cluster 2, --blocks-per-sm 2, --chain or per-expert storage, which take fixed when --items is not given. The default on sm_90a: 2-5% faster than fixed at T = 4096 on most presets, within 1% at T = 64 (docs/perf.md, items v3)", "Schedule.Items",
 		func(s *schedule.Schedule) any { return &s.Items }).withDefault("queue on sm_90a with grouped weights, else fixed").keepingVariant(),
-	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) at which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large (the same bits; the forward 2.0-3.4% faster at 512 rows per expert and 0.6-1.9% at 384 on an H100, 2.5-4.2% at 320 on an H200: docs/perf.md, runs 41 and 42); 0 turns it off. A layer's shared experts keep FC2's tile. Not with --chain, --cluster 2, --mx-gemm promote or expand, or a GEMM variant whose range reaches its rows (--variant-max-rows), which leave it out, with a note, when this flag is not given",
+	// (the band's flag before --fc2-large-min-rows, whose field is a
+	// prefix of its own: an error on the band names the band's flag)
+	scheduleFlag("fc2-large-mid-rows", "a band LO..HI of mean rows per expert (T·top-k/experts) below --fc2-large-min-rows in which the register-fed mxfp8 FC2 (sm_90a) also runs its 192x128x128 tile, as moe_fc2_large, where one 192-row tile holds most experts' rows and 128-row tiles need two (the same bits; the forward 3.4-7.5% faster at 128-160 rows per expert and 0.6-5.2% at 192 on an H100, slower at 96-112 and 224: docs/perf.md, run 43); off turns the band off. The same limits as --fc2-large-min-rows, and the band must lie above a GEMM variant's rows",
+		"Schedule.FC2Large.MidRows", func(s *schedule.Schedule) any { return &s.FC2Large.MidRows }).withDefault("120..200 on sm_90a mxfp8 layers, else off").keepingVariant(),
+	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) from which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large (the same bits; the forward 2.0-3.4% faster at 512 rows per expert and 0.6-1.9% at 384 on an H100, 2.5-4.2% at 320 on an H200: docs/perf.md, runs 41 and 42); 0 turns that range off (the tile then runs in --fc2-large-mid-rows' band alone; with --fc2-large-mid-rows off, nowhere). A layer's shared experts keep FC2's tile. Not with --chain, --cluster 2, --mx-gemm promote or expand, or a GEMM variant whose range reaches its rows (--variant-max-rows), which leave it out, with a note, when neither this flag nor --fc2-large-mid-rows is given",
 		"Schedule.FC2Large", func(s *schedule.Schedule) any { return &s.FC2Large.MinRows }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
 	scheduleFlag("chain", "whether the forward's routed FC1 and FC2 run as one persistent kernel on sm_90a: off, or fc1-fc2 (moe_fc1_fc2: each block runs its FC1 items, then its FC2 items, each starting once its row tile of h is stored; mokc build lists the kernels chained). Grouped weights, --items fixed (taken without --items), no --save-fc1; the forward only. Opt-in: the same bits; against the unchained fixed walk 1-2% faster at T = 64-300, up to 2.6% slower at T = 4096 on the H200 (docs/perf.md, chain v1)", "Schedule.Chain",
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
@@ -460,14 +464,15 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if err != nil {
 		return s, err
 	}
-	if c.IsSet("fc2-large-min-rows") {
-		n := c.Int("fc2-large-min-rows")
-		if n < 0 {
+	if largeSet(c) {
+		if n := c.Int("fc2-large-min-rows"); n < 0 {
 			return s, fmt.Errorf("--fc2-large-min-rows %d: must be 0 (off) or the fewest mean rows per expert at which the tile runs", n)
 		}
-		s = s.WithFC2LargeFrom(n) // as asked: Validate says whether it runs
-		if c.Bool("backward") && n > 0 {
-			fmt.Fprintf(errWriter(c), "mokc: note: --fc2-large-min-rows %d sets the forward's FC2 tile; the backward has no FC2 of dispatched rows, so it runs as without it\n", n)
+		// as asked (applyFlags set the fields): Validate says whether it runs
+		n, band := s.FC2Large.MinRows, s.FC2Large.MidRows
+		s = s.WithFC2LargeFrom(n).WithFC2LargeMid(band)
+		if c.Bool("backward") && s.FC2Large.Set() {
+			fmt.Fprintf(errWriter(c), "mokc: note: --fc2-large-min-rows and --fc2-large-mid-rows set the forward's FC2 tile; the backward has no FC2 of dispatched rows, so it runs as without them\n")
 		}
 	} else {
 		s = s.FC2LargeWhereValid(l) // after the variant flags: --variant-max-rows may reach its rows
@@ -484,7 +489,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if variant != nil && s.Variant == nil { // noted only for a schedule that runs
 		noteVariantDropped(c, dropper, l, *variant)
 	}
-	if large.Set() && !s.FC2Large.Set() && !scheduleOverridden(c, true) && !c.IsSet("fc2-large-min-rows") {
+	if large.Set() && !s.FC2Large.Set() && !scheduleOverridden(c, true) && !largeSet(c) {
 		// (a shape flag's note is noteVariantDropped's: one shape at every T)
 		noteLargeDropped(c, l, large)
 	}
@@ -502,8 +507,14 @@ func noteLargeDropped(c *cli.Context, l schedule.Layer, r schedule.LargeRowsTile
 			set = append(set, "--"+f.name+" "+c.String(f.name))
 		}
 	}
-	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's FC2 tile for many rows per expert (%v from %d mean rows per expert, T >= %d: moe_fc2_large), which does not run with it; moe_fc2 (or the GEMM variant's FC2) runs there instead (--fc2-large-min-rows 0 asks for that without this note)\n",
-		strings.Join(set, " "), r.Tile, r.MinRows, r.MinTokens(l.TopK, l.Experts))
+	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's FC2 tile for many rows per expert (%v %s: moe_fc2_large), which does not run with it; moe_fc2 (or the GEMM variant's FC2) runs there instead (--fc2-large-min-rows 0 --fc2-large-mid-rows off asks for that without this note)\n",
+		strings.Join(set, " "), r.Tile, r.Where(l.TopK, l.Experts))
+}
+
+// largeSet reports whether the command line sets FC2Large's ranges
+// (--fc2-large-min-rows or --fc2-large-mid-rows).
+func largeSet(c *cli.Context) bool {
+	return c.IsSet("fc2-large-min-rows") || c.IsSet("fc2-large-mid-rows")
 }
 
 // applyVariantFlags sets the fields of the variant flags that are set in
