@@ -159,11 +159,14 @@ func TestGemmVariants(t *testing.T) {
 			variants[prec]++
 			vfc1, vfc2 := "moe_fc1_"+s.Variant.Name, "moe_fc2_"+s.Variant.Name
 			lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
-			large := int64(launch.MaxTokens) // the first T of moe_fc2_large (schedule.Schedule.FC2Large)
+			// moe_fc2_large (schedule.Schedule.FC2Large) from large on and
+			// in the band blo..bhi
+			large, blo, bhi := int64(launch.MaxTokens), int64(1), int64(0)
 			if s.FC2Large.Set() {
 				large = s.FC2Large.MinTokens(l.TopK, l.Experts)
+				blo, bhi = s.FC2Large.MidRows.Tokens(l.TopK, l.Experts)
 			}
-			for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, large - 1, large, 1 << 20, launch.MaxTokens} {
+			for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, blo - 1, blo, bhi, bhi + 1, large - 1, large, 1 << 20, launch.MaxTokens} {
 				if T < 0 {
 					continue
 				}
@@ -180,7 +183,7 @@ func TestGemmVariants(t *testing.T) {
 				want := []string{"moe_fc1", "moe_fc2"}
 				if in {
 					want = []string{vfc1, vfc2}
-				} else if s.FC2Large.Set() && T >= large {
+				} else if s.FC2Large.Set() && (T >= large || T >= blo && T <= bhi) {
 					want = []string{"moe_fc1", "moe_fc2_large"}
 				}
 				if T == 0 {

@@ -122,7 +122,7 @@ type Schedule struct {
 	// MXGemmRegFed) runs it there as moe_fc2_large, the same program form
 	// and sums as FC2's kernel (so the same bits), and FC2 elsewhere. Its
 	// token ranges lie above the Variant's. The default schedule's
-	// (largeRowsFC2) is 192x128x128 in 120..200 rows and from 320 on.
+	// (largeRowsFC2) is 192x128x128 in 120..192 rows and from 320 on.
 	FC2Large LargeRowsTile
 	// WGrad is the backward's weight-gradient kernel (the GEMM whose
 	// reduction runs over each expert's rows): WGradMMA (any target; the
@@ -637,7 +637,7 @@ func (r LargeRowsTile) String() string {
 }
 
 // Where describes where r's tile runs on a layer with top-k k and e
-// experts, in mean rows per expert and tokens: "in 120..200 mean rows per
+// experts, in mean rows per expert and tokens: "in 120..192 mean rows per
 // expert (T = 480..800) and from 320 on (T >= 1280)", either part alone
 // when the other is not set.
 func (r LargeRowsTile) Where(k, e int) string {
@@ -682,7 +682,7 @@ func (b *RowsBand) UnmarshalText(text []byte) error {
 	v.Lo, err1 = strconv.Atoi(lo)
 	v.Hi, err2 = strconv.Atoi(hi)
 	if !ok || err1 != nil || err2 != nil {
-		return fmt.Errorf("%q: want LO..HI mean rows per expert (e.g. 120..200) or off", t)
+		return fmt.Errorf("%q: want LO..HI mean rows per expert (e.g. 120..192) or off", t)
 	}
 	*b = v
 	return nil
@@ -1611,13 +1611,15 @@ func largeRowsTile(s Schedule) Tile { return Tile{192, 128, s.FC2.K} }
 // largeRowsMinRows in which the default schedule's register-fed mxfp8 FC2
 // also takes 192 token rows per tile: there one 192-row tile holds most
 // experts' rows where 128-row tiles need two. On an H100 (docs/perf.md,
-// "FC2Large for 100..200 rows per expert", run 43) the forward ran 3.4-3.5%
-// faster at 128 mean rows (qwen3-30b-a3b T = 2048, olmoe-1b-7b T = 1024;
-// deepseek-v3 and gpt-oss-120b T = 4096: 1.8-8.9%), 6.4-7.5% at 160 and
-// 0.6-5.2% at 192 (qwen3-30b-a3b, olmoe-1b-7b, gpt-oss-120b), but
-// 0.4-2.2% slower at 96 and 112 (one 128-row tile holds most experts'
-// rows) and 5.5% slower at 224 (qwen3-30b-a3b: two tiles of either).
-var largeRowsMidRows = RowsBand{120, 200}
+// "FC2Large for 100..200 rows per expert" and "FC2Large in 120..200 rows
+// per expert by default", run 43; means of two rounds) the forward ran
+// 1.8-13.3% faster at 128 mean rows (qwen3-30b-a3b, olmoe-1b-7b, mixtral-8x7b, qwen2-57b-a14b,
+// deepseek-v2-lite; deepseek-v3 and gpt-oss-120b at T = 4096), 4.0-10.1%
+// at 160, 0.6-5.2% at 192 (qwen3-30b-a3b, olmoe-1b-7b, gpt-oss-120b;
+// mixtral-8x7b 0.8% slower) and level at 120 (qwen3-30b-a3b), but 0.4-2.2%
+// slower at 96 and 112 (one 128-row tile holds most experts' rows), 1.8%
+// at 200 and 5.5% at 224 (qwen3-30b-a3b: two tiles of either).
+var largeRowsMidRows = RowsBand{120, 192}
 
 // largeRowsFC2 is the default FC2Large of the register-fed mxfp8 schedule
 // s: FC2 tiles of 192 token rows (two consumer warpgroups of one 64-row

@@ -706,7 +706,7 @@ func TestRegFedWideTokenRows(t *testing.T) {
 }
 
 // TestFC2Large checks the register-fed mxfp8 FC2's tile for many rows per
-// expert: the default's (192x128x128 in 120..200 mean rows per expert and
+// expert: the default's (192x128x128 in 120..192 mean rows per expert and
 // from 320 on) on
 // sm_90a mxfp8 layers, with shared experts too (their bf16 GEMMs keep FC2's
 // tile), none on bf16 layers, other targets or other MXFP8 GEMM kinds, and
@@ -721,7 +721,7 @@ func TestFC2Large(t *testing.T) {
 		l.Precision = p
 		return l
 	}
-	want := LargeRowsTile{Tile: Tile{192, 128, 128}, MinRows: 320, MidRows: RowsBand{120, 200}}
+	want := LargeRowsTile{Tile: Tile{192, 128, 128}, MinRows: 320, MidRows: RowsBand{120, 192}}
 	for _, c := range []struct {
 		model  string
 		p      Precision
@@ -731,12 +731,12 @@ func TestFC2Large(t *testing.T) {
 		mid    [2]int64 // MidRows.Tokens
 		string string   // Where
 	}{
-		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 2560, [2]int64{960, 1600}, // 64 experts, top-8
-			"in 120..200 mean rows per expert (T = 960..1600) and from 320 mean rows per expert on (T >= 2560)"},
-		{"mixtral-8x7b", MXFP8, target.SM90a, true, 1280, [2]int64{480, 800}, ""},    // 8 experts, top-2
-		{"gpt-oss-20b", MXFP8, target.SM90a, true, 2560, [2]int64{960, 1600}, ""},    // 32 experts, top-4 (FC2 has no gate/up halves)
-		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 5120, [2]int64{1920, 3200}, ""}, // 128 experts, top-8
-		{"qwen2-57b-a14b", MXFP8, target.SM90a, true, 2560, [2]int64{960, 1600}, ""}, // 64 experts, top-8, shared experts (their GEMMs keep FC2's tile)
+		{"olmoe-1b-7b", MXFP8, target.SM90a, true, 2560, [2]int64{960, 1536}, // 64 experts, top-8
+			"in 120..192 mean rows per expert (T = 960..1536) and from 320 mean rows per expert on (T >= 2560)"},
+		{"mixtral-8x7b", MXFP8, target.SM90a, true, 1280, [2]int64{480, 768}, ""},    // 8 experts, top-2
+		{"gpt-oss-20b", MXFP8, target.SM90a, true, 2560, [2]int64{960, 1536}, ""},    // 32 experts, top-4 (FC2 has no gate/up halves)
+		{"qwen3-30b-a3b", MXFP8, target.SM90a, true, 5120, [2]int64{1920, 3072}, ""}, // 128 experts, top-8
+		{"qwen2-57b-a14b", MXFP8, target.SM90a, true, 2560, [2]int64{960, 1536}, ""}, // 64 experts, top-8, shared experts (their GEMMs keep FC2's tile)
 		{"olmoe-1b-7b", BF16, target.SM90a, false, 0, [2]int64{}, ""},                // bf16
 		{"olmoe-1b-7b", MXFP8, target.SM100a, false, 0, [2]int64{}, ""},              // not sm_90a
 	} {
@@ -795,7 +795,7 @@ func TestFC2Large(t *testing.T) {
 	}
 	// The band alone, or the range from MinRows alone.
 	if o := s.WithFC2LargeFrom(0); o.FC2Large.MinRows != 0 || o.FC2Large.MidRows != want.MidRows || o.Validate(l) != nil ||
-		!strings.Contains(o.String(), "; 120..200 rows per expert: FC2 192x128x128") {
+		!strings.Contains(o.String(), "; 120..192 rows per expert: FC2 192x128x128") {
 		t.Errorf("the band alone: %v, %v, %s", o.FC2Large, o.Validate(l), o)
 	}
 	if o := s.WithFC2LargeMid(RowsBand{}); o.FC2Large.MinRows != 320 || o.FC2Large.MidRows.Set() || o.Validate(l) != nil ||
@@ -806,7 +806,7 @@ func TestFC2Large(t *testing.T) {
 		t.Errorf("neither range keeps %v", o.FC2Large)
 	}
 	var b RowsBand
-	for in, want := range map[string]RowsBand{"120..200": {120, 200}, "off": {}, "0": {}, " 7..9 ": {7, 9}} {
+	for in, want := range map[string]RowsBand{"120..192": {120, 192}, "off": {}, "0": {}, " 7..9 ": {7, 9}} {
 		if err := b.UnmarshalText([]byte(in)); err != nil || b != want {
 			t.Errorf("RowsBand %q: %v, %v", in, b, err)
 		}
@@ -821,7 +821,7 @@ func TestFC2Large(t *testing.T) {
 	wantFieldErr(t, "FC2Large under promote", r.Validate(l), "Schedule.FC2Large", "register-fed mxfp8 FC2")
 	r = s
 	r.FC2Large.Tile = Tile{192, 256, 128}
-	if err := r.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.FC2Large = ") || !strings.Contains(err.Error(), "(FC2 192x256x128 in 120..200 and from 320 rows per expert) is refused") {
+	if err := r.Validate(l); err == nil || !strings.Contains(err.Error(), "Schedule.FC2Large = ") || !strings.Contains(err.Error(), "(FC2 192x256x128 in 120..192 and from 320 rows per expert) is refused") {
 		t.Errorf("FC2Large of a 256-row B tile: %v", err)
 	}
 	r = s
@@ -833,7 +833,7 @@ func TestFC2Large(t *testing.T) {
 	if d := s.FC2LargeWhereValid(l); d != s {
 		t.Errorf("FC2LargeWhereValid of the default changed it: %v", d)
 	}
-	if !strings.Contains(s.String(), "; 120..200 and from 320 rows per expert: FC2 192x128x128") {
+	if !strings.Contains(s.String(), "; 120..192 and from 320 rows per expert: FC2 192x128x128") {
 		t.Errorf("String: %s", s)
 	}
 	// WithFC2LargeFrom moves the switch or (0) turns the tile off, on a

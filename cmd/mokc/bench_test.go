@@ -124,9 +124,9 @@ func TestFC2LargeFlag(t *testing.T) {
 		large string // moe_fc2_large's token ranges in the manifest ("LO..HI", "LO.." to the last T), "" for none
 		note  string // on stderr
 	}{
-		{nil, "960..1600 2560..", ""},
-		{[]string{"--fc2-large-min-rows", "512"}, "960..1600 4096..", ""},
-		{[]string{"--fc2-large-min-rows", "0"}, "960..1600", ""},
+		{nil, "960..1536 2560..", ""},
+		{[]string{"--fc2-large-min-rows", "512"}, "960..1536 4096..", ""},
+		{[]string{"--fc2-large-min-rows", "0"}, "960..1536", ""},
 		{[]string{"--fc2-large-mid-rows", "off"}, "2560..", ""},
 		{[]string{"--fc2-large-mid-rows", "100..150"}, "800..1200 2560..", ""},
 		{[]string{"--fc2-large-min-rows", "0", "--fc2-large-mid-rows", "off"}, "", ""},
@@ -135,7 +135,7 @@ func TestFC2LargeFlag(t *testing.T) {
 		{[]string{"--backward", "--fc2-large-min-rows", "512"}, "", "the backward has no FC2 of dispatched rows"},
 		// A layer with shared experts: the tile from the same 320 rows, and
 		// CTA pairs (tiles of at most 128 token rows) leave it out.
-		{[]string{"--model", "qwen2-57b-a14b"}, "960..1600 2560..", ""},
+		{[]string{"--model", "qwen2-57b-a14b"}, "960..1536 2560..", ""},
 		{[]string{"--model", "qwen2-57b-a14b", "--cluster", "2"}, "", "--cluster 2 leaves out the default schedule's FC2 tile"},
 	} {
 		args := append([]string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "--emit", "manifest", "-o", out}, c.flags...)
@@ -185,7 +185,7 @@ func TestFC2LargeFlag(t *testing.T) {
 		err   string
 	}{
 		{[]string{"--fc2-large-min-rows", "384", "--chain", "fc1-fc2"}, "--fc2-large-min-rows 384: the chained FC1 and FC2"},
-		{[]string{"--fc2-large-min-rows", "320", "--cluster", "2"}, "--fc2-large-min-rows 320: its kernel's schedule (FC2 192x128x128 in 120..200 and from 320 rows per expert) is refused: --cluster = 2"},
+		{[]string{"--fc2-large-min-rows", "320", "--cluster", "2"}, "--fc2-large-min-rows 320: its kernel's schedule (FC2 192x128x128 in 120..192 and from 320 rows per expert) is refused: --cluster = 2"},
 		{[]string{"--fc2-large-min-rows", "-1"}, "--fc2-large-min-rows -1: must be 0 (off)"},
 		{[]string{"--fc2-large-mid-rows", "120..400"}, "--fc2-large-mid-rows 120..400: must lie below FC2Large's MinRows (320)"},
 		{[]string{"--fc2-large-mid-rows", "16..200"}, "--fc2-large-mid-rows 16..200: reaches into the GEMM variant's 0..32"},
