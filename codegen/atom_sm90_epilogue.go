@@ -272,8 +272,8 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 }
 
 // swapWhole reports (an i1) whether the operand swap's work item w fills
-// its tile: all l.BM token rows live and its cols output columns from w.n0
-// (those of every consumer warpgroup) at or below N.
+// its tile: all l.BM token rows live, and w.n0 + cols <= N for its cols
+// output columns (those of every consumer warpgroup) from w.n0.
 func (l sm90Layout) swapWhole(b *Builder, w gemmWork, cols, N int64) value.Value {
 	return b.And(b.ICmp(enum.IPredSGE, b.Sub(w.rowEnd, w.row0), ir.Int32(int64(l.BM))),
 		b.ICmp(enum.IPredSLE, b.AddI(w.n0, cols), ir.Int32(N)))

@@ -119,8 +119,8 @@ func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 		gemmKernel{lw.variant, "_" + lw.sched.Variant.Name, variant, false})
 }
 
-// takesLarge reports whether g runs the schedule's FC2Large tile from its
-// first T on: an MXFP8 routed FC2 of the forward (dispatched rows, not
+// takesLarge reports whether g runs the schedule's FC2Large tile in its
+// token ranges (largeTokens): an MXFP8 routed FC2 of the forward (dispatched rows, not
 // gated, N = H and K = I; the backward's GEMMs of dispatched rows have
 // other shapes: the FC1 recompute N = 2I, K = H, the data gradients
 // N = I, K = H and N = H, K = 2I). Its base form is the register-fed one

@@ -133,8 +133,8 @@ func TestBuildRejects(t *testing.T) {
 // variant runs exactly where T*K/E is in its rows range, and it reads its
 // own tile list. The decode variant is the MXFP8 GEMMs' only: an mxfp8
 // backward's bf16 data-gradient GEMMs have one shape. The register-fed
-// FC2 of the presets with FC2Large runs moe_fc2_large from its first T on,
-// with a tile list of its own, and only in the forward.
+// FC2 of the presets with FC2Large runs moe_fc2_large in its band and from
+// its first T on, with a tile list of its own, and only in the forward.
 func TestGemmVariants(t *testing.T) {
 	variants := map[schedule.Precision]int{}
 	larges := map[string]bool{} // the mxfp8 presets with FC2Large
@@ -162,9 +162,13 @@ func TestGemmVariants(t *testing.T) {
 			// moe_fc2_large (schedule.Schedule.FC2Large) from large on and
 			// in the band blo..bhi
 			large, blo, bhi := int64(launch.MaxTokens), int64(1), int64(0)
-			if s.FC2Large.Set() {
-				large = s.FC2Large.MinTokens(l.TopK, l.Experts)
-				blo, bhi = s.FC2Large.MidRows.Tokens(l.TopK, l.Experts)
+			if r := s.FC2Large; r.Set() {
+				if r.MinRows > 0 {
+					large = r.MinTokens(l.TopK, l.Experts)
+				}
+				if r.MidRows.Set() {
+					blo, bhi = r.MidRows.Tokens(l.TopK, l.Experts)
+				}
 			}
 			for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, blo - 1, blo, bhi, bhi + 1, large - 1, large, 1 << 20, launch.MaxTokens} {
 				if T < 0 {

@@ -66,8 +66,9 @@ const (
 	// PerOp launches one kernel per op, in op order, on one stream: the
 	// routing and dispatch ops, each grouped GEMM through the target's
 	// engine (two kernels split by token range when the schedule has a GEMM
-	// variant, and the register-fed FC2's base kernel split again at
-	// schedule.Schedule.FC2Large's first T: moe_fc2_large), and combine.
+	// variant, and the register-fed FC2's base kernel split again by
+	// schedule.Schedule.FC2Large's token ranges: moe_fc2_large), and
+	// combine.
 	// The scan also writes one work list of (expert, first row) tiles per
 	// distinct GEMM row tile, which the grouped GEMMs read.
 	PerOp Lowering = iota

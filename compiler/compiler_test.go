@@ -377,8 +377,9 @@ func TestManifestCoResident(t *testing.T) {
 // TestReproduceWithoutFC2Large: a schedule that leaves out the default's
 // FC2Large for a flag it cannot run with (--chain fc1-fc2, --cluster 2:
 // schedule.Schedule.FC2LargeWhereValid, as mokc's flags do) still has its
-// reproduce command, naming that flag; one with FC2Large off or from other
-// rows names --fc2-large-min-rows.
+// reproduce command, naming that flag; one with FC2Large's ranges moved
+// or off names --fc2-large-min-rows and --fc2-large-mid-rows (both off:
+// no FC2Large).
 func TestReproduceWithoutFC2Large(t *testing.T) {
 	l := testlayer.Named(t, "olmoe-1b-7b mxfp8")
 	def := testlayer.DefaultSchedule(t, l, target.SM90a)
@@ -404,12 +405,20 @@ func TestReproduceWithoutFC2Large(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		minRows int
-		flag    string
-	}{{0, "--fc2-large-min-rows 0"}, {512, "--fc2-large-min-rows 512"}} {
-		cmd, ok := ReproduceCommand(l, def.WithFC2LargeFrom(c.minRows))
-		if !ok || !strings.Contains(cmd, c.flag) {
-			t.Errorf("FC2Large from %d rows: reproduce command %q, %v", c.minRows, cmd, ok)
+		s     schedule.Schedule
+		flags []string
+	}{
+		{def.WithFC2LargeFrom(0), []string{"--fc2-large-min-rows 0"}},
+		{def.WithFC2LargeFrom(512), []string{"--fc2-large-min-rows 512"}},
+		{def.WithFC2LargeMid(schedule.RowsBand{}), []string{"--fc2-large-mid-rows off"}},
+		{def.WithFC2LargeMid(schedule.RowsBand{Lo: 100, Hi: 150}), []string{"--fc2-large-mid-rows 100..150"}},
+		{def.WithFC2LargeFrom(0).WithFC2LargeMid(schedule.RowsBand{}), []string{"--fc2-large-min-rows 0", "--fc2-large-mid-rows off"}},
+	} {
+		cmd, ok := ReproduceCommand(l, c.s)
+		for _, f := range c.flags {
+			if !ok || !strings.Contains(cmd, f) {
+				t.Errorf("FC2Large %v: reproduce command %q, %v, want %s", c.s.FC2Large, cmd, ok, f)
+			}
 		}
 	}
 	if cmd, ok := ReproduceCommand(l, def); !ok || strings.Contains(cmd, "fc2-large") {

@@ -606,8 +606,9 @@ type LargeRowsTile struct {
 	// MinRows is the fewest mean rows per expert T*K/E from which the tile
 	// runs at every larger T; 0: none (the tile runs in MidRows only).
 	MinRows int
-	// MidRows is a band of mean rows per expert below MinRows in which
-	// the tile runs too; the zero value is none.
+	// MidRows is a band of mean rows per expert in which the tile runs
+	// too, ending at or below MinRows (HI = MinRows joins the two ranges:
+	// mean rows are T*K/E, not whole numbers); the zero value is none.
 	MidRows RowsBand
 }
 
@@ -621,9 +622,9 @@ func (r LargeRowsTile) MinTokens(k, e int) int64 {
 	return firstTokens(r.MinRows, k, e)
 }
 
-// String is "MxNxK from N rows per expert", with "in LO..HI and" before
-// "from" for a band, or "MxNxK in LO..HI rows per expert" for a band
-// alone; "none" for the zero value.
+// String is "MxNxK from MIN rows per expert", with "in LO..HI and"
+// before "from" for a band, or "MxNxK in LO..HI rows per expert" for a
+// band alone; "none" for the zero value.
 func (r LargeRowsTile) String() string {
 	switch {
 	case !r.Set():
@@ -637,9 +638,10 @@ func (r LargeRowsTile) String() string {
 }
 
 // Where describes where r's tile runs on a layer with top-k k and e
-// experts, in mean rows per expert and tokens: "in 120..192 mean rows per
-// expert (T = 480..800) and from 320 on (T >= 1280)", either part alone
-// when the other is not set.
+// experts, in mean rows per expert and tokens: for mixtral-8x7b's default
+// "in 120..192 mean rows per expert (T = 480..768) and from 320 mean rows
+// per expert on (T >= 1280)", either part alone when the other is not
+// set.
 func (r LargeRowsTile) Where(k, e int) string {
 	var parts []string
 	if r.MidRows.Set() {
@@ -650,6 +652,13 @@ func (r LargeRowsTile) Where(k, e int) string {
 		parts = append(parts, fmt.Sprintf("from %d mean rows per expert on (T >= %d)", r.MinRows, r.MinTokens(k, e)))
 	}
 	return strings.Join(parts, " and ")
+}
+
+// midHoldsT reports whether r's band holds a token count T >= 1 of l
+// (RowsBand.Tokens not empty).
+func (r LargeRowsTile) midHoldsT(l Layer) bool {
+	lo, hi := r.MidRows.Tokens(l.TopK, l.Experts)
+	return lo <= hi
 }
 
 // RowsBand is the inclusive band Lo..Hi of mean rows per expert T*K/E in
@@ -669,7 +678,8 @@ func (b RowsBand) String() string {
 }
 
 // UnmarshalText parses "LO..HI" (whole numbers) or "off" (also "0": the
-// zero value). Validate checks the band against the schedule.
+// zero value); "0..0" is refused (not a band; off says none). Validate
+// checks the band against the layer and the schedule.
 func (b *RowsBand) UnmarshalText(text []byte) error {
 	t := strings.TrimSpace(string(text))
 	if t == "off" || t == "0" {
@@ -681,7 +691,7 @@ func (b *RowsBand) UnmarshalText(text []byte) error {
 	var err1, err2 error
 	v.Lo, err1 = strconv.Atoi(lo)
 	v.Hi, err2 = strconv.Atoi(hi)
-	if !ok || err1 != nil || err2 != nil {
+	if !ok || err1 != nil || err2 != nil || v == (RowsBand{}) {
 		return fmt.Errorf("%q: want LO..HI mean rows per expert (e.g. 120..192) or off", t)
 	}
 	*b = v
@@ -745,12 +755,19 @@ func (s Schedule) withFC2Large(minRows int, b RowsBand) Schedule {
 	return s
 }
 
-// FC2LargeWhereValid returns s without FC2Large when s is valid for l
-// without it and not with it (a schedule flag such as --cluster 2 or
-// --chain fc1-fc2 that the large tile does not run with), else s.
+// FC2LargeWhereValid returns s without the parts of FC2Large that l and
+// the rest of s do not allow: without its band (MidRows) when that makes s
+// valid (a GEMM variant reaching into the band: --variant-max-rows), else
+// without FC2Large when that does (a schedule flag such as --cluster 2 or
+// --chain fc1-fc2 that the large tile does not run with); else s.
 func (s Schedule) FC2LargeWhereValid(l Layer) Schedule {
 	if !s.FC2Large.Set() || s.Validate(l) == nil {
 		return s
+	}
+	if s.FC2Large.MidRows.Set() && s.FC2Large.MinRows > 0 {
+		if t := s.WithFC2LargeMid(RowsBand{}); t.Validate(l) == nil {
+			return t
+		}
 	}
 	t := s
 	t.FC2Large = LargeRowsTile{}
@@ -1123,9 +1140,11 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	return s.validateFC2Large(l)
 }
 
-// validateFC2Large checks s.FC2Large: its kind of GEMM, its range against
-// the variant's, and the schedule of its kernel (LargeSchedule) as an
-// MXOnly one, since the tile runs the mxfp8 FC2 alone.
+// validateFC2Large checks s.FC2Large: its kind of GEMM, its two ranges
+// (from MinRows on, and the band MidRows, which must hold a T of l, end
+// at or below MinRows and start above the variant's rows) against each
+// other and the variant's, and the schedule of its kernel (LargeSchedule)
+// as an MXOnly one, since the tile runs the mxfp8 FC2 alone.
 func (s Schedule) validateFC2Large(l Layer) error {
 	r := s.FC2Large
 	if !r.Set() {
@@ -1133,17 +1152,20 @@ func (s Schedule) validateFC2Large(l Layer) error {
 	}
 	switch {
 	case s.Target != target.SM90a || l.Precision != MXFP8 || s.MXGemm != MXGemmRegFed:
-		return fieldErr("Schedule.FC2Large", r, "is a tile of the register-fed mxfp8 FC2 (sm_90a, Schedule.MXGemm regfed, an mxfp8 layer)")
+		return fieldErr("Schedule.FC2Large", r, "is a tile of the register-fed mxfp8 FC2, which runs only on sm_90a with Schedule.MXGemm regfed in an mxfp8 layer (here %v, %v, %v)", s.Target, s.MXGemm, l.Precision)
 	case r.MinRows < 0 || r.MinRows == 0 && !r.MidRows.Set():
 		return fieldErr("Schedule.FC2Large", r, "needs MinRows >= 1 or a band MidRows")
 	case r.MinRows > 0 && s.Variant != nil && r.MinRows <= s.Variant.MaxRows:
 		return fieldErr("Schedule.FC2Large", r, "runs from %d mean rows per expert on, inside the GEMM variant's %d..%d: its range must lie above the variant's", r.MinRows, s.Variant.MinRows, s.Variant.MaxRows)
 	case r.MidRows.Set() && (r.MidRows.Lo < 1 || r.MidRows.Hi < r.MidRows.Lo):
-		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "needs 1 <= Lo <= Hi mean rows per expert")
-	case r.MidRows.Set() && r.MinRows > 0 && r.MidRows.Hi >= r.MinRows:
-		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "must lie below FC2Large's MinRows (%d), from which the tile runs at every T", r.MinRows)
+		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "needs 1 <= LO <= HI (whole mean rows per expert, both included)")
+	case r.MidRows.Set() && r.MinRows > 0 && r.MidRows.Hi > r.MinRows:
+		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "must end at or below the %d mean rows per expert from which the tile runs at every larger T (MinRows)", r.MinRows)
+	case r.MidRows.Set() && !r.midHoldsT(l):
+		lo, hi := r.MidRows.Tokens(l.TopK, l.Experts)
+		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "holds no token count of this layer (T*K/E in the band: T = %d..%d is empty with top-k %d and %d experts)", lo, hi, l.TopK, l.Experts)
 	case r.MidRows.Set() && s.Variant != nil && r.MidRows.Lo <= s.Variant.MaxRows:
-		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "reaches into the GEMM variant's %d..%d mean rows per expert: the band must lie above the variant's", s.Variant.MinRows, s.Variant.MaxRows)
+		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "reaches into the %d..%d mean rows per expert of the GEMM variant %q, whose tiles run there: the band must start above %d", s.Variant.MinRows, s.Variant.MaxRows, s.Variant.Name, s.Variant.MaxRows)
 	case s.Chain != ChainOff:
 		return fieldErr("Schedule.FC2Large", r, "the chained FC1 and FC2 (Schedule.Chain) pair one FC1 kernel with one FC2 kernel per token range: leave one of the two out")
 	case s.Variant != nil && s.Variant.Name == "large":

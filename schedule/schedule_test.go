@@ -785,13 +785,36 @@ func TestFC2Large(t *testing.T) {
 		b    RowsBand
 		rule string
 	}{
-		{RowsBand{0, 100}, "1 <= Lo <= Hi"},
-		{RowsBand{200, 120}, "1 <= Lo <= Hi"},
-		{RowsBand{120, 320}, "below FC2Large's MinRows (320)"},
-		{RowsBand{s.Variant.MaxRows, 200}, "the band must lie above the variant's"},
+		{RowsBand{0, 100}, "1 <= LO <= HI"},
+		{RowsBand{200, 120}, "1 <= LO <= HI"},
+		{RowsBand{120, 321}, "must end at or below the 320 mean rows per expert"},
+		{RowsBand{s.Variant.MaxRows, 200}, `the GEMM variant "decode", whose tiles run there: the band must start above`},
 	} {
 		r = s.WithFC2LargeMid(c.b)
 		wantFieldErr(t, "FC2Large with the band "+c.b.String(), r.Validate(l), "Schedule.FC2Large.MidRows", c.rule)
+	}
+	// A band may end at MinRows (the two ranges then meet) and be one row
+	// wide where a T has that many rows (olmoe-1b-7b: T = 968 has 121),
+	// but not where no T has (deepseek-v2-lite, top-6 of 64 experts:
+	// T*6/64 jumps from 120.94 to 121.03).
+	for _, b := range []RowsBand{{120, 320}, {121, 121}} {
+		if err := s.WithFC2LargeMid(b).Validate(l); err != nil {
+			t.Errorf("olmoe-1b-7b with the band %v: %v", b, err)
+		}
+	}
+	v2 := preset("deepseek-v2-lite", MXFP8)
+	if d, err := DefaultSchedule(v2, target.SM90a); err != nil {
+		t.Fatal(err)
+	} else {
+		wantFieldErr(t, "a band without a T", d.WithFC2LargeMid(RowsBand{121, 121}).Validate(v2), "Schedule.FC2Large.MidRows", "holds no token count of this layer")
+	}
+	// A variant reaching into the band: FC2LargeWhereValid drops the band
+	// alone.
+	r = s
+	r.Variant = new(*s.Variant)
+	r.Variant.MaxRows = 150
+	if w := r.FC2LargeWhereValid(l); w.FC2Large.MinRows != 320 || w.FC2Large.MidRows.Set() || w.Validate(l) != nil {
+		t.Errorf("FC2LargeWhereValid with the variant to 150 rows: %v, %v", w.FC2Large, w.Validate(l))
 	}
 	// The band alone, or the range from MinRows alone.
 	if o := s.WithFC2LargeFrom(0); o.FC2Large.MinRows != 0 || o.FC2Large.MidRows != want.MidRows || o.Validate(l) != nil ||
@@ -811,7 +834,7 @@ func TestFC2Large(t *testing.T) {
 			t.Errorf("RowsBand %q: %v, %v", in, b, err)
 		}
 	}
-	for _, in := range []string{"120", "120-200", "a..b", "1..2..3"} {
+	for _, in := range []string{"120", "120-200", "a..b", "1..2..3", "0..0"} {
 		if err := b.UnmarshalText([]byte(in)); err == nil || !strings.Contains(err.Error(), "want LO..HI") {
 			t.Errorf("RowsBand %q: %v, want a refusal", in, err)
 		}

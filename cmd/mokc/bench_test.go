@@ -130,6 +130,16 @@ func TestFC2LargeFlag(t *testing.T) {
 		{[]string{"--fc2-large-mid-rows", "off"}, "2560..", ""},
 		{[]string{"--fc2-large-mid-rows", "100..150"}, "800..1200 2560..", ""},
 		{[]string{"--fc2-large-min-rows", "0", "--fc2-large-mid-rows", "off"}, "", ""},
+		// A switch below the default band cuts it there (100: off; 150:
+		// 120..150, and the tile from 150 on).
+		{[]string{"--fc2-large-min-rows", "100"}, "800..", ""},
+		{[]string{"--fc2-large-min-rows", "150"}, "960..", ""},
+		// A range turned off leaves the other where it runs (as without the
+		// flags), and a GEMM variant reaching into the band drops the band.
+		{[]string{"--fc2-large-mid-rows", "off", "--chain", "fc1-fc2"}, "", "--chain fc1-fc2 leaves out the default schedule's FC2 tile for many rows per expert (192x128x128 from 320 mean rows"},
+		{[]string{"--fc2-large-min-rows", "0", "--cluster", "2"}, "", "--cluster 2 leaves out the default schedule's FC2 tile for many rows per expert (192x128x128 in 120..192 mean rows"},
+		{[]string{"--variant-max-rows", "150"}, "2560..", "--variant-max-rows 150 leaves out the default schedule's FC2 tile for many rows per expert (192x128x128 in 120..192 mean rows per expert (T = 960..1536): moe_fc2_large), which does not run with it; moe_fc2 (or the GEMM variant's FC2) runs there instead (--fc2-large-mid-rows off asks"},
+		{[]string{"--backward", "--fc2-large-mid-rows", "off"}, "", ""},
 		{[]string{"--chain", "fc1-fc2"}, "", "--chain fc1-fc2 leaves out the default schedule's FC2 tile for many rows per expert"},
 		{[]string{"--variant-max-rows", "600"}, "", "--variant-max-rows 600 leaves out"},
 		{[]string{"--backward", "--fc2-large-min-rows", "512"}, "", "the backward has no FC2 of dispatched rows"},
@@ -187,8 +197,11 @@ func TestFC2LargeFlag(t *testing.T) {
 		{[]string{"--fc2-large-min-rows", "384", "--chain", "fc1-fc2"}, "--fc2-large-min-rows 384: the chained FC1 and FC2"},
 		{[]string{"--fc2-large-min-rows", "320", "--cluster", "2"}, "--fc2-large-min-rows 320: its kernel's schedule (FC2 192x128x128 in 120..192 and from 320 rows per expert) is refused: --cluster = 2"},
 		{[]string{"--fc2-large-min-rows", "-1"}, "--fc2-large-min-rows -1: must be 0 (off)"},
-		{[]string{"--fc2-large-mid-rows", "120..400"}, "--fc2-large-mid-rows 120..400: must lie below FC2Large's MinRows (320)"},
-		{[]string{"--fc2-large-mid-rows", "16..200"}, "--fc2-large-mid-rows 16..200: reaches into the GEMM variant's 0..32"},
+		{[]string{"--fc2-large-mid-rows", "120..400"}, "--fc2-large-mid-rows 120..400: must end at or below the 320 mean rows per expert"},
+		{[]string{"--fc2-large-mid-rows", "16..200"}, `--fc2-large-mid-rows 16..200: reaches into the 0..32 mean rows per expert of the GEMM variant "decode"`},
+		// Refusals of the whole tile name the band's flag when only it is given.
+		{[]string{"--fc2-large-mid-rows", "100..150", "--precision", "bf16"}, "--fc2-large-mid-rows 100..150: is a tile of the register-fed mxfp8 FC2, which runs only on sm_90a"},
+		{[]string{"--fc2-large-mid-rows", "120..192", "--cluster", "2"}, "--fc2-large-mid-rows 120..192: its kernel's schedule"},
 		{[]string{"--fc2-large-mid-rows", "120-200"}, `--fc2-large-mid-rows: "120-200": want LO..HI`},
 	} {
 		args := append([]string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "-o", out}, c.flags...)

@@ -108,7 +108,7 @@ func buildAction(c *cli.Context) error {
 			if lo < hi {
 				n = fmt.Sprintf("%d to %d", lo, hi)
 			}
-			what += fmt.Sprintf(", %s launched per %s at T >= 1 (which ones depends on T: `mokc inspect program --target` lists each kernel's T range)", n, pass)
+			what += fmt.Sprintf(", %s launched per %s at T >= 1 (which ones depends on T: `mokc inspect program` with this command's layer, --precision and --target lists each kernel's T range)", n, pass)
 		}
 		// The layer's options that change the kernels, beside the pass.
 		form := pass

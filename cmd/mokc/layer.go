@@ -139,10 +139,11 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("items", "how the sm_90a persistent GEMMs over dispatched rows give out their work items: fixed (block b runs items b, b + grid, ...) or queue (past the fixed walk's rounds but its last, each block takes the next item from a queue in the scratch work_queue, zero when the workspace is allocated). The same bits. Not on sm_80 or sm_100a, nor with --mx-gemm expand, --cluster 2, --blocks-per-sm 2, --chain or per-expert storage, which take fixed when --items is not given. The default on sm_90a: 2-5% faster than fixed at T = 4096 on most presets, within 1% at T = 64 (docs/perf.md, items v3)", "Schedule.Items",
 		func(s *schedule.Schedule) any { return &s.Items }).withDefault("queue on sm_90a with grouped weights, else fixed").keepingVariant(),
 	// (the band's flag before --fc2-large-min-rows, whose field is a
-	// prefix of its own: an error on the band names the band's flag)
-	scheduleFlag("fc2-large-mid-rows", "a band LO..HI of mean rows per expert (T·top-k/experts) below --fc2-large-min-rows in which the register-fed mxfp8 FC2 (sm_90a) also runs its 192x128x128 tile, as moe_fc2_large, where one 192-row tile holds most experts' rows and 128-row tiles need two (the same bits; on an H100 the forward 1.8-13.3% faster at 128 rows per expert, 4.0-10.1% at 160, -0.8..5.2% at 192, slower at 96-112 and 200-224: docs/perf.md, run 43); off turns the band off. The same limits as --fc2-large-min-rows, and the band must lie above a GEMM variant's rows",
+	// prefix of its own: an error on the band names the band's flag, and
+	// largeErrorsOnBand gives it the whole tile's when only it is given)
+	scheduleFlag("fc2-large-mid-rows", "a band LO..HI of mean rows per expert (T·top-k/experts; whole numbers, both included, 1 <= LO <= HI, HI at most --fc2-large-min-rows) in which the register-fed mxfp8 FC2 (sm_90a) also runs its 192x128x128 tile as moe_fc2_large, where one 192-row tile holds most experts' rows and 128-row tiles need two (the same bits; on an H100 the forward ran 1.8-13.3% faster at 128 rows per expert and 4.0-10.1% at 160, between 0.8% slower and 5.2% faster at 192, slower at 96-112 and 200-224: docs/perf.md, run 43); off turns the band off. It must start above a GEMM variant's rows (--variant-max-rows); a --fc2-large-min-rows inside the default band cuts that band there",
 		"Schedule.FC2Large.MidRows", func(s *schedule.Schedule) any { return &s.FC2Large.MidRows }).withDefault("120..192 on sm_90a mxfp8 layers, else off").keepingVariant(),
-	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) from which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large (the same bits; the forward 2.0-3.4% faster at 512 rows per expert and 0.6-1.9% at 384 on an H100, 2.5-4.2% at 320 on an H200: docs/perf.md, runs 41 and 42); 0 turns that range off (the tile then runs in --fc2-large-mid-rows' band alone; with --fc2-large-mid-rows off, nowhere). A layer's shared experts keep FC2's tile. Not with --chain, --cluster 2, --mx-gemm promote or expand, or a GEMM variant whose range reaches its rows (--variant-max-rows), which leave it out, with a note, when neither this flag nor --fc2-large-mid-rows is given",
+	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) from which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large, at every larger T (the same bits; the forward 2.0-3.4% faster at 512 rows per expert and 0.6-1.9% at 384 on an H100, 2.5-4.2% at 320 on an H200: docs/perf.md, runs 41 and 42); 0 turns this range off (the band of --fc2-large-mid-rows stays). A layer's shared experts keep FC2's tile. The tile does not run with --chain, --cluster 2, --mx-gemm promote or expand, or a GEMM variant reaching its rows (--variant-max-rows): these leave it out, with a note, unless a --fc2-large-* flag turns a range on, which makes that an error",
 		"Schedule.FC2Large", func(s *schedule.Schedule) any { return &s.FC2Large.MinRows }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
 	scheduleFlag("chain", "whether the forward's routed FC1 and FC2 run as one persistent kernel on sm_90a: off, or fc1-fc2 (moe_fc1_fc2: each block runs its FC1 items, then its FC2 items, each starting once its row tile of h is stored; mokc build lists the kernels chained). Grouped weights, --items fixed (taken without --items), no --save-fc1; the forward only. Opt-in: the same bits; against the unchained fixed walk 1-2% faster at T = 64-300, up to 2.6% slower at T = 4096 on the H200 (docs/perf.md, chain v1)", "Schedule.Chain",
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
@@ -464,51 +465,105 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if err != nil {
 		return s, err
 	}
+	asked := false // a --fc2-large-* flag asks for a range of the tile
 	if largeSet(c) {
 		if n := c.Int("fc2-large-min-rows"); n < 0 {
 			return s, fmt.Errorf("--fc2-large-min-rows %d: must be 0 (off) or the fewest mean rows per expert at which the tile runs", n)
 		}
-		// as asked (applyFlags set the fields): Validate says whether it runs
+		// applyFlags set the fields given; the other is the default's
 		n, band := s.FC2Large.MinRows, s.FC2Large.MidRows
+		if c.IsSet("fc2-large-min-rows") && !c.IsSet("fc2-large-mid-rows") && n > 0 && band.Hi > n {
+			// the default band, cut at the rows given (the tile runs from there on anyway)
+			if band.Hi = n; band.Lo > n {
+				band = schedule.RowsBand{}
+			}
+		}
 		s = s.WithFC2LargeFrom(n).WithFC2LargeMid(band)
-		if c.Bool("backward") && s.FC2Large.Set() {
+		asked = c.IsSet("fc2-large-min-rows") && n > 0 || c.IsSet("fc2-large-mid-rows") && band.Set()
+		if c.Bool("backward") && asked {
 			fmt.Fprintf(errWriter(c), "mokc: note: --fc2-large-min-rows and --fc2-large-mid-rows set the forward's FC2 tile; the backward has no FC2 of dispatched rows, so it runs as without them\n")
 		}
-	} else {
-		s = s.FC2LargeWhereValid(l) // after the variant flags: --variant-max-rows may reach its rows
+	}
+	if !asked {
+		// As asked it runs, or the error says why; else (no flag, or flags
+		// that only turn ranges off) it is left out where it cannot run.
+		// After the variant flags: --variant-max-rows may reach its rows.
+		s = s.FC2LargeWhereValid(l)
 	}
 	if err := s.Validate(l); err != nil {
 		if tuned != "" && strings.HasPrefix(err.Error(), "Schedule.Variant") {
 			return s, variantError(tuned, *s.Variant, err)
 		}
-		if ferr := flagError(c, scheduleFieldFlags, l, s, "the target's default", err); ferr != err {
+		table := scheduleFieldFlags
+		if c.IsSet("fc2-large-mid-rows") && !c.IsSet("fc2-large-min-rows") {
+			table = largeErrorsOnBand(table) // the flag given names the refusals of the whole tile
+		}
+		if ferr := flagError(c, table, l, s, "the target's default", err); ferr != err {
 			return s, ferr
 		}
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
 	if variant != nil && s.Variant == nil { // noted only for a schedule that runs
-		noteVariantDropped(c, dropper, l, *variant)
+		var lost schedule.LargeRowsTile // the FC2 tile for many rows per expert, gone with it
+		if large.Set() && !s.FC2Large.Set() && !largeSet(c) {
+			lost = large
+		}
+		noteVariantDropped(c, dropper, l, *variant, lost)
 	}
-	if large.Set() && !s.FC2Large.Set() && !scheduleOverridden(c, true) && !largeSet(c) {
+	if !asked && !scheduleOverridden(c, true) {
 		// (a shape flag's note is noteVariantDropped's: one shape at every T)
-		noteLargeDropped(c, l, large)
+		noteLargeDropped(c, l, large, s.FC2Large)
 	}
 	return s, nil
 }
 
 // noteLargeDropped tells the user that the schedule flags set (which keep
 // the GEMM variant: --chain, --cluster, --mx-gemm, the variant flags, ...)
-// left out target's default FC2 tile for many rows per expert
-// (schedule.Schedule.FC2Large), and what runs there instead.
-func noteLargeDropped(c *cli.Context, l schedule.Layer, r schedule.LargeRowsTile) {
+// left out a part of the default FC2 tile for many rows per expert def
+// (schedule.Schedule.FC2Large; now got: FC2LargeWhereValid drops the band
+// alone where that suffices), and what runs there instead; nothing when no
+// part the flags did not turn off is gone.
+func noteLargeDropped(c *cli.Context, l schedule.Layer, def, got schedule.LargeRowsTile) {
+	lost, hint := def, "--fc2-large-min-rows 0 --fc2-large-mid-rows off"
+	switch {
+	case !def.Set():
+		return
+	case got.Set() && def.MidRows.Set() && !got.MidRows.Set() && !c.IsSet("fc2-large-mid-rows"):
+		lost, hint = schedule.LargeRowsTile{Tile: def.Tile, MidRows: def.MidRows}, "--fc2-large-mid-rows off"
+	case got.Set():
+		return
+	}
+	if c.IsSet("fc2-large-mid-rows") {
+		lost.MidRows = schedule.RowsBand{} // turned off by the flag
+	}
+	if c.IsSet("fc2-large-min-rows") {
+		lost.MinRows = 0
+	}
+	if lost.MinRows == 0 && !lost.MidRows.Set() {
+		return
+	}
 	var set []string
 	for _, f := range slices.Concat(scheduleFieldFlags, variantFieldFlags) {
-		if c.IsSet(f.name) {
+		if c.IsSet(f.name) && !strings.HasPrefix(f.name, "fc2-large-") {
 			set = append(set, "--"+f.name+" "+c.String(f.name))
 		}
 	}
-	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's FC2 tile for many rows per expert (%v %s: moe_fc2_large), which does not run with it; moe_fc2 (or the GEMM variant's FC2) runs there instead (--fc2-large-min-rows 0 --fc2-large-mid-rows off asks for that without this note)\n",
-		strings.Join(set, " "), r.Tile, r.Where(l.TopK, l.Experts))
+	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's FC2 tile for many rows per expert (%v %s: moe_fc2_large), which does not run with it; moe_fc2 (or the GEMM variant's FC2) runs there instead (%s asks for that without this note)\n",
+		strings.Join(set, " "), lost.Tile, lost.Where(l.TopK, l.Experts), hint)
+}
+
+// largeErrorsOnBand returns a copy of table in which a refusal of the
+// whole FC2Large (field Schedule.FC2Large) names --fc2-large-mid-rows, for
+// a command line that gives that flag and not --fc2-large-min-rows (whose
+// field it is otherwise).
+func largeErrorsOnBand(table []fieldFlag) []fieldFlag {
+	out := slices.Clone(table)
+	for i, f := range out {
+		if f.name == "fc2-large-mid-rows" {
+			out[i].also = append(slices.Clone(f.also), "Schedule.FC2Large")
+		}
+	}
+	return out
 }
 
 // largeSet reports whether the command line sets FC2Large's ranges
@@ -578,12 +633,17 @@ func variantError(tuned string, v schedule.TileVariant, err error) error {
 }
 
 // noteVariantDropped tells the user that flag replaced target's default
-// schedule's T-dependent GEMM variant v (e.g. the mxfp8 decode tiles) by the
-// one GEMM shape the schedule flags describe.
-func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedule.TileVariant) {
+// schedule's T-dependent GEMM variant v (e.g. the mxfp8 decode tiles), and
+// its FC2 tile for many rows per expert large when that is set (the zero
+// value: none lost), by the one GEMM shape the schedule flags describe.
+func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedule.TileVariant, large schedule.LargeRowsTile) {
 	lo, hi := v.VariantTokens(l.TopK, l.Experts)
-	fmt.Fprintf(errWriter(c), "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d) with the one GEMM shape of the schedule flags at every T; leave the flag out to keep it\n",
-		flag, v.Name, v.FC1, v.FC2, lo, hi)
+	also := ""
+	if large.Set() {
+		also = fmt.Sprintf(" and its FC2 tile for many rows per expert (%v %s: moe_fc2_large)", large.Tile, large.Where(l.TopK, l.Experts))
+	}
+	fmt.Fprintf(errWriter(c), "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d)%s with the one GEMM shape of the schedule flags at every T; leave the flag out to keep them\n",
+		flag, v.Name, v.FC1, v.FC2, lo, hi, also)
 }
 
 // errWriter is where the command's notes go: the app's ErrWriter, else
