@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# run 44 call 1 (LIMIT seconds, 570 by default). Carry: .carry/bins.tgz of `make device-bins` with the
-# branch exp/predicated-epilogue (40a975b, its goldens 4fddf66: the register-fed bf16 epilogues with predicated stores,
-# one copy for whole and partial tiles) merged into main, and .carry/mokc-old.gz of
+# run 44 call 1 (LIMIT seconds, 570 by default). Carry: .carry/bins.tgz of `make device-bins` with
+# the branch exp/predicated-epilogue (40a975b, its goldens 4fddf66: the register-fed bf16 epilogues
+# with predicated stores, one copy for whole and partial tiles) merged into main, and
+# .carry/mokc-old.gz of
 # `make device-old-cli REV=<main before the merge>` (the whole-tile copy of 1b1decb). docs/perf.md,
 # "Register-fed epilogues with predicated stores" (prediction written in run 43, before this call):
 #  1. The old CLI's y_sha256 against the new one's: whole and partial tiles, gate/up halves (FC1),
