@@ -4,8 +4,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 	"github.com/urfave/cli/v2"
@@ -119,7 +122,8 @@ func printLayer(w io.Writer, l schedule.Layer) {
 		}
 		fmt.Fprintf(w, "  %-8s FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma + %d epilogue  cluster %d  %s\n",
 			t, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, s.GridText())
-		smem := max(s.SharedMemoryBytes(l, s.FC1, true), s.SharedMemoryBytes(l, s.FC2, false))
+		prog := lowerForward(l, s)
+		smem := kernelSmem(prog, max(s.SharedMemoryBytes(l, s.FC1, true), s.SharedMemoryBytes(l, s.FC2, false)), "moe_fc1", "moe_fc2")
 		extra := ""
 		if t == target.SM100a {
 			extra = fmt.Sprintf(", TMEM %d columns", max(s.TMEMColumns(l, s.FC1), s.TMEMColumns(l, s.FC2)))
@@ -139,13 +143,50 @@ func printLayer(w io.Writer, l schedule.Layer) {
 			}
 			fmt.Fprintf(w, "  %-8s for %d..%d mean rows per expert (T = %d..%d), the %s as moe_fc1_%s/moe_fc2_%s: FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
 				"", s.Variant.MinRows, s.Variant.MaxRows, lo, hi, which, s.Variant.Name, s.Variant.Name, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA,
-				max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)))
+				kernelSmem(prog, max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)),
+					"moe_fc1_"+s.Variant.Name, "moe_fc1_"+s.Variant.Name+"_gathered", "moe_fc2_"+s.Variant.Name))
 		}
 		if v, ok := s.LargeSchedule(); ok {
 			fmt.Fprintf(w, "  %-8s %s, the register-fed mxfp8 FC2 as moe_fc2_large: FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
-				"", s.FC2Large.Where(l.TopK, l.Experts), v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA, v.SharedMemoryBytes(l, v.FC2, false))
+				"", s.FC2Large.Where(l.TopK, l.Experts), v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA, kernelSmem(prog, v.SharedMemoryBytes(l, v.FC2, false), "moe_fc2_large"))
 		}
 	}
+}
+
+// lowerForward returns the kernels of l's forward under s (codegen.Lower,
+// PerOp), or nil where it does not lower.
+func lowerForward(l schedule.Layer, s schedule.Schedule) *codegen.Program {
+	p, err := moe.Forward(l)
+	if err != nil {
+		return nil
+	}
+	prog, err := codegen.Lower(p, s, codegen.PerOp)
+	if err != nil {
+		return nil
+	}
+	return prog
+}
+
+// kernelSmem returns the most dynamic shared memory, in bytes, of the
+// kernels of prog named names (what each launches with: the GEMM's ring
+// and tiles plus the fused work of its epilogue, such as the decode FC1's
+// quantization of h), or est, the schedule's estimate of the GEMM alone
+// (schedule.Schedule.SharedMemoryBytes), where prog is nil or has none
+// of them.
+func kernelSmem(prog *codegen.Program, est int, names ...string) int {
+	if prog == nil {
+		return est
+	}
+	got := 0
+	for _, k := range prog.Kernels {
+		if slices.Contains(names, k.Name) {
+			got = max(got, int(k.SharedBytes))
+		}
+	}
+	if got == 0 {
+		return est
+	}
+	return got
 }
 
 // mxGemmText says how each MXFP8 GEMM kind runs on sm_90a (mokc inspect).

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -162,5 +163,47 @@ func TestVariantFlags(t *testing.T) {
 	}
 	if want := "0..32 rows per expert: FC1 32x128x128 FC2 32x128x128 stages=8 mma warps=4"; !strings.Contains(out, want) {
 		t.Errorf("default variant after a tuned one: want %q in\n%s", want, out)
+	}
+}
+
+// inspect --model gives each sm_90a kernel shape the shared memory its
+// kernels launch with, as inspect program lists it: the mxfp8 decode
+// variant's moe_fc1_decode counts the quantization of h in its epilogue,
+// moe_fc2_large its own tile.
+func TestInspectModelKernelSharedMemory(t *testing.T) {
+	model, err := runCLI("inspect", "--model", "qwen3-30b-a3b", "--precision", "mxfp8")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := runCLI("inspect", "program", "--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--target", "sm_90a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	smem := func(kernel string) string { // from inspect program's "NAME grid ... smem N for T in ..."
+		for _, line := range strings.Split(prog, "\n") {
+			if f := strings.Fields(line); len(f) > 1 && f[0] == kernel {
+				if i := slices.Index(f, "smem"); i > 0 && i+1 < len(f) {
+					return f[i+1]
+				}
+			}
+		}
+		t.Fatalf("inspect program lists no %s:\n%s", kernel, prog)
+		return ""
+	}
+	for _, c := range []struct{ line, kernel string }{
+		{"as moe_fc1_decode/moe_fc2_decode", "moe_fc1_decode"},
+		{"as moe_fc2_large", "moe_fc2_large"},
+		{"shared memory", "moe_fc1"},
+	} {
+		want := "shared memory " + smem(c.kernel)
+		found := false
+		for _, line := range strings.Split(model, "\n") {
+			if strings.Contains(line, c.line) && strings.Contains(line, want) {
+				found = true
+			}
+		}
+		if !found {
+			t.Errorf("inspect --model has no line with %q and %q:\n%s", c.line, want, model)
+		}
 	}
 }
