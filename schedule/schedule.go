@@ -629,12 +629,23 @@ func (r LargeRowsTile) String() string {
 	switch {
 	case !r.Set():
 		return "none"
-	case r.MinRows > 0 && r.MidRows.Set():
-		return fmt.Sprintf("%v in %v and from %d rows per expert", r.Tile, r.MidRows, r.MinRows)
-	case r.MinRows > 0:
-		return fmt.Sprintf("%v from %d rows per expert", r.Tile, r.MinRows)
+	case r.MidRows.Set():
+		return fmt.Sprintf("%v in %s rows per expert", r.Tile, r.rowsText())
 	}
-	return fmt.Sprintf("%v in %v rows per expert", r.Tile, r.MidRows)
+	return fmt.Sprintf("%v %s rows per expert", r.Tile, r.rowsText())
+}
+
+// rowsText is where r's tile runs in mean rows per expert: "LO..HI and
+// from MIN", either part alone when the other is not set.
+func (r LargeRowsTile) rowsText() string {
+	var parts []string
+	if r.MidRows.Set() {
+		parts = append(parts, r.MidRows.String())
+	}
+	if r.MinRows > 0 {
+		parts = append(parts, fmt.Sprintf("from %d", r.MinRows))
+	}
+	return strings.Join(parts, " and ")
 }
 
 // Where describes where r's tile runs on a layer with top-k k and e
@@ -805,7 +816,7 @@ func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 // MinRows <= T*k/e <= MaxRows (T = 0 launches no GEMM). lo > hi when no T
 // qualifies.
 func (v TileVariant) VariantTokens(k, e int) (lo, hi int64) {
-	return firstTokens(v.MinRows, k, e), int64(v.MaxRows) * int64(e) / int64(k)
+	return RowsBand{v.MinRows, v.MaxRows}.Tokens(k, e)
 }
 
 // GridText describes the grid: "one CTA per tile" or "persistent, N CTAs".
@@ -841,14 +852,7 @@ func (s Schedule) String() string {
 			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
 	}
 	if r := s.FC2Large; r.Set() {
-		var where []string
-		if r.MidRows.Set() {
-			where = append(where, r.MidRows.String())
-		}
-		if r.MinRows > 0 {
-			where = append(where, fmt.Sprintf("from %d", r.MinRows))
-		}
-		text += fmt.Sprintf("; %s rows per expert: FC2 %v", strings.Join(where, " and "), r.Tile)
+		text += fmt.Sprintf("; %s rows per expert: FC2 %v", r.rowsText(), r.Tile)
 	}
 	if s.Gather != GatherFC1 {
 		text += fmt.Sprintf("; gather %v", s.Gather)

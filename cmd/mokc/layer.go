@@ -524,23 +524,20 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // alone where that suffices), and what runs there instead; nothing when no
 // part the flags did not turn off is gone.
 func noteLargeDropped(c *cli.Context, l schedule.Layer, def, got schedule.LargeRowsTile) {
-	lost, hint := def, "--fc2-large-min-rows 0 --fc2-large-mid-rows off"
-	switch {
-	case !def.Set():
-		return
-	case got.Set() && def.MidRows.Set() && !got.MidRows.Set() && !c.IsSet("fc2-large-mid-rows"):
-		lost, hint = schedule.LargeRowsTile{Tile: def.Tile, MidRows: def.MidRows}, "--fc2-large-mid-rows off"
-	case got.Set():
-		return
+	// The parts of def missing from got that no flag turned off.
+	lost := schedule.LargeRowsTile{Tile: def.Tile}
+	if def.MinRows > 0 && got.MinRows == 0 && !c.IsSet("fc2-large-min-rows") {
+		lost.MinRows = def.MinRows
 	}
-	if c.IsSet("fc2-large-mid-rows") {
-		lost.MidRows = schedule.RowsBand{} // turned off by the flag
-	}
-	if c.IsSet("fc2-large-min-rows") {
-		lost.MinRows = 0
+	if def.MidRows.Set() && !got.MidRows.Set() && !c.IsSet("fc2-large-mid-rows") {
+		lost.MidRows = def.MidRows
 	}
 	if lost.MinRows == 0 && !lost.MidRows.Set() {
 		return
+	}
+	hint := "--fc2-large-min-rows 0 --fc2-large-mid-rows off"
+	if got.Set() { // FC2LargeWhereValid dropped the band alone
+		hint = "--fc2-large-mid-rows off"
 	}
 	var set []string
 	for _, f := range slices.Concat(scheduleFieldFlags, variantFieldFlags) {
