@@ -198,13 +198,11 @@ func (l sm90Layout) epilogue(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp
 // outputs, their bf16 rounding and the predicates (token row below the
 // item's end, column below N; N is a multiple of 8, so a run of 4 is
 // wholly in or out) are those of Epilogue.Emit; the bias of a column past
-// N (never stored) is read at N-1. Token groups at or past the item's rows
-// are skipped by a warp-uniform branch, as in swapRuns; movmatrix and shfl
-// run in every lane of a warp that enters a group. A work item whose tile
-// is whole (swapWhole: every token row live, every column below N) takes a
-// copy of the epilogue without those branches and predicates, which ptxas
-// may then interleave across groups (the per-group branches kept each
-// group's movmatrix → shfl → store chain apart); it stores the same values.
+// N (never stored) is read at N-1. Every group of token rows is computed,
+// those at or past the item's rows too (their accumulators are never
+// stored), and each store is predicated (storeBF16x4If) rather than
+// branched around, so that ptxas may interleave the groups' movmatrix →
+// shfl → select → store chains; movmatrix and shfl run in every lane.
 func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	N := int64(ep.spec.N)
 	S, per := l.NB/64/l.WG, l.BM/2
@@ -223,60 +221,41 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 	c4 := b.Add(first, b.Add(b.MulI(b.LShr(q, ir.Int32(1)), 4), b.MulI(b.And(q, ir.Int32(1)), 8))) // its stored run
 	tok := b.LShr(lane, ir.Int32(2))
 	var err error
-	emit := func(checked bool) {
-		for s := 0; s < slices; s++ {
-			// The columns of the thread's outputs, clamped below N for the bias.
-			var cols [2]value.Value
-			for h := range cols {
-				col := b.AddI(f0, int64(64*s+8*h))
-				cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
-			}
-			for j := 0; j < per/4; j++ {
-				body := func() {
-					outs := make([]value.Value, 4)
-					for i := 0; i < 4; i++ {
-						vals := []value.Value{acc[s*per+4*j+i]}
-						if ep.spec.Epilogue == EpiGated {
-							vals = append(vals, acc[(s+slices)*per+4*j+i])
-						}
-						o, e := ep.Values(b, cols[i/2], vals)
-						if e != nil {
-							err = joinErr(err, e)
-							return
-						}
-						outs[i] = o[0]
+	for s := 0; s < slices; s++ {
+		// The columns of the thread's outputs, clamped below N for the bias.
+		var cols [2]value.Value
+		for h := range cols {
+			col := b.AddI(f0, int64(64*s+8*h))
+			cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
+		}
+		for j := 0; j < per/4; j++ {
+			body := func() {
+				outs := make([]value.Value, 4)
+				for i := 0; i < 4; i++ {
+					vals := []value.Value{acc[s*per+4*j+i]}
+					if ep.spec.Epilogue == EpiGated {
+						vals = append(vals, acc[(s+slices)*per+4*j+i])
 					}
-					y0 := b.movMatrixTrans(pack(outs[0], outs[1])) // column f's 8x8 block
-					y1 := b.movMatrixTrans(pack(outs[2], outs[3])) // column f+8's
-					got := b.shflXorI32(b.Select(odd, y0, y1), 1)
-					lo, hi := b.Select(odd, got, y0), b.Select(odd, y1, got)
-					tr := b.AddI(tok, int64(8*j))
-					col := b.AddI(c4, int64(64*s))
-					if !checked {
-						storeBF16x4(b, ep.args.C, w.row0, tr, col, N, lo, hi)
+					o, e := ep.Values(b, cols[i/2], vals)
+					if e != nil {
+						err = joinErr(err, e)
 						return
 					}
-					ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
-					b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, lo, hi) })
+					outs[i] = o[0]
 				}
-				if checked {
-					liveGroup(b, live, j, body)
-				} else {
-					body()
-				}
+				y0 := b.movMatrixTrans(pack(outs[0], outs[1])) // column f's 8x8 block
+				y1 := b.movMatrixTrans(pack(outs[2], outs[3])) // column f+8's
+				got := b.shflXorI32(b.Select(odd, y0, y1), 1)
+				lo, hi := b.Select(odd, got, y0), b.Select(odd, y1, got)
+				tr := b.AddI(tok, int64(8*j))
+				col := b.AddI(c4, int64(64*s))
+				ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
+				storeBF16x4If(b, ep.args.C, w.row0, tr, col, N, lo, hi, ok)
 			}
+			body()
 		}
 	}
-	b.IfElse(l.swapWhole(b, w, int64(64*slices*l.WG), N), func() { emit(false) }, func() { emit(true) })
 	return err
-}
-
-// swapWhole reports (an i1) whether the operand swap's work item w fills
-// its tile: all l.BM token rows live, and w.n0 + cols <= N for its cols
-// output columns (those of every consumer warpgroup) from w.n0.
-func (l sm90Layout) swapWhole(b *Builder, w gemmWork, cols, N int64) value.Value {
-	return b.And(b.ICmp(enum.IPredSGE, b.Sub(w.rowEnd, w.row0), ir.Int32(int64(l.BM))),
-		b.ICmp(enum.IPredSLE, b.AddI(w.n0, cols), ir.Int32(N)))
 }
 
 // swapStoreBF16Interleaved is swapStoreBF16 for interleaved gate/up rows
@@ -291,11 +270,9 @@ func (l sm90Layout) swapWhole(b *Builder, w gemmWork, cols, N int64) value.Value
 // R, each stored with one 8-byte store (a warp store: 8 token rows x 16
 // bytes; swapRuns stored each output alone). Outputs, rounding and
 // predicates as Epilogue.Emit's (a run of 4 columns below N, N a multiple
-// of 8); the bias of a column past N is read at N-1. The shuffles run in
-// every lane of a warp that enters a group (warp-uniform, as swapRuns').
-// Unlike swapStoreBF16 it has no copy for whole tiles: without the
-// branches, gpt-oss-20b's FC1 ran 4-5% slower at T = 4096 (docs/perf.md,
-// "The register-fed epilogue of whole tiles").
+// of 8), each store predicated as in swapStoreBF16, every group computed;
+// the bias of a column past N is read at N-1. The shuffles run in every
+// lane.
 func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWork, c, lane, warp value.Value, acc []value.Value) error {
 	N := int64(ep.spec.N)
 	S, per := l.NB/64/l.WG, l.BM/2
@@ -344,21 +321,23 @@ func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWor
 				tr := b.AddI(tr0, int64(8*j))
 				col := b.Add(base, b.MulI(cl, 4)) // c = 0: columns 0..3, c = 1: 4..7
 				ok := b.And(store, b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N))))
-				b.If(ok, func() { storeBF16x4(b, ep.args.C, w.row0, tr, col, N, x, y) })
+				storeBF16x4If(b, ep.args.C, w.row0, tr, col, N, x, y, ok)
 			}
-			liveGroup(b, live, j, body)
+			body()
 		}
 	}
 	return err
 }
 
-// storeBF16x4 stores the two bf16x2 words lo, hi (columns col..col+3 of
-// row row0+tr of the bf16 C at c, N columns) with one 8-byte store.
-func storeBF16x4(b *Builder, c, row0, tr, col value.Value, N int64, lo, hi value.Value) {
-	var v value.Value = ir.Undef(ir.Vec(2, ir.I32))
-	v = b.InsertElement(b.InsertElement(v, lo, 0), hi, 1)
+// storeBF16x4If stores the two bf16x2 words lo, hi (columns col..col+3
+// of row row0+tr of the bf16 C at c, N columns) where ok (an i1) holds:
+// one st.global.v2.b32 under a predicate (PTX ISA, "st"), no branch, so
+// that ptxas may schedule the groups of an epilogue together; the
+// address, computed in every lane, is not accessed where ok is false.
+func storeBF16x4If(b *Builder, c, row0, tr, col value.Value, N int64, lo, hi, ok value.Value) {
 	off := b.MulI(b.Add(b.MulI(b.Wide(b.Add(row0, tr)), N), b.Wide(col)), 2)
-	b.StoreAt(v, b.ByteOffset(c, off), 8)
+	b.Asm("{\n\t.reg .pred p;\n\tsetp.ne.u32 p, $0, 0;\n\t@p st.global.v2.b32 [$1], {$2, $3};\n\t}", "r,l,r,r,~{memory}",
+		b.ZExt(ok, ir.I32), b.ByteOffset(c, off), lo, hi)
 }
 
 // epilogueQuantize is the operand swap's epilogue with GemmSpec.QuantizeC:
