@@ -614,3 +614,43 @@ func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value, init []v
 		return []value.Value{b.Xor(sph, ir.Int32(1))}
 	})
 }
+
+// quantizeWarps emits the producer's warps 1-3 (t = 0..95) of a GEMM with
+// QuantizeCByProducer: for every work item, wait until the consumers have
+// stored its C (the staging-full barrier; there is no staging tile), then
+// write the MXFP8 values of the item's rows below RowEnd and columns
+// n0..n0+BN-1 below N into c_v as moe_quantize_h_rf would from the stored
+// C (bf16 rounded to odd with CRoundOdd, else f32): each thread one chunk
+// of 8 elements a time (loadChunk8), consecutive threads consecutive
+// chunks of a row, so that four lanes 4g..4g+3 hold a 32-column block
+// (BN and N multiples of 32) and quantize it together (gatherMXValues,
+// emitQuantize's steps: the same bytes); then (signalTiles) signal the
+// item's row tile and arrive on staging-empty. The reads hit L2, where
+// the consumers' stores just went; the work runs beside the consumers'
+// next K loop.
+func (l sm90Layout) quantizeWarps(b *Builder, k *sm90Block, t value.Value) {
+	stgFull, stgEmpty := b.AddI(k.ring.bars, int64(16*l.S)), b.AddI(k.ring.bars, int64(16*l.S+8))
+	cpr := l.BN / 8 // chunks of 8 per item row
+	total := l.BM * cpr
+	N := int64(k.spec.N)
+	c, cv := b.Param("c"), b.Param("c_v")
+	k.work.each(b, []value.Value{ir.Int32(0)}, func(w gemmWork, v []value.Value) []value.Value {
+		sph := v[0]
+		b.MbarWait(stgFull, sph)
+		b.Loop(t, ir.Int32(int64(total)), ir.Int32(96), nil, func(q value.Value, _ []value.Value) []value.Value {
+			row := b.Add(w.row0, b.UDiv(q, ir.Int32(int64(cpr))))
+			col := b.Add(w.n0, b.MulI(b.URem(q, ir.Int32(int64(cpr))), 8))
+			ok := b.And(b.ICmp(enum.IPredSLT, row, w.rowEnd), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
+			b.If(ok, func() {
+				idx := b.Add(b.MulI(row, N/8), b.LShr(col, ir.Int32(3))) // C's chunk (row, col/8)
+				b.gatherMXValues(b.loadChunk8(c, idx, k.spec.COutF32), cv, idx)
+			})
+			return nil
+		})
+		if k.spec.signalTiles {
+			b.signalTile(w)
+		}
+		b.MbarArrive(stgEmpty)
+		return []value.Value{b.Xor(sph, ir.Int32(1))}
+	})
+}
