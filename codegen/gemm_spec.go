@@ -216,12 +216,13 @@ type GemmSpec struct {
 	// its e4m3 bytes and codes: bf16 c_v [rows, N], each 32-column block in
 	// layouts.RegisterFedOrder, the bytes moe.Quantize with V writes from
 	// the stored C (the A operand of the next register-fed GEMM). The
-	// register-fed GEMMs implement it with gate/up halves, one consumer
-	// warpgroup of 128 B-tile rows and at most 64 token rows, and two
-	// blocks per SM (Tile.BlocksPerSM),
-	// where the epilogue runs beside the other block's K loop
-	// (sm90Layout.epilogueQuantizeRF; with both consumer warpgroups of one
-	// block it held the tensor cores: docs/mxfp8.md, v31).
+	// register-fed GEMMs implement it in the epilogue with gate/up halves,
+	// one consumer warpgroup of 128 B-tile rows and at most 64 token rows,
+	// and two blocks per SM (Tile.BlocksPerSM), where the epilogue runs
+	// beside the other block's K loop (sm90Layout.epilogueQuantizeRF;
+	// with both consumer warpgroups of one block it held the tensor
+	// cores: docs/mxfp8.md, v31), and by the producer's warps from the
+	// stored C with one block per SM (QuantizeCByProducer).
 	QuantizeCValues bool
 	// QuantizeCOnly (with QuantizeC) leaves C itself unstored: the
 	// epilogue writes only C's MXFP8 form. The lowering sets it when C is

@@ -186,10 +186,12 @@ func (lw *perOp) variantRanges() (base, variant []launch.TokenRange) {
 // MXFP8 forward's fc1 and quantize_h) with the quantization in the GEMM
 // kernel's epilogue wherever the engine does it (Engine.QuantizesC): the
 // decode variant's kernel (the sm_90a operand swap, writing e4m3 and
-// codes: quantizedPair) and the base kernel (the register-fed GEMM of two
-// blocks per SM, writing h's register-fed values: baseQuantizes). A fused
-// kernel also writes the Quantize op's outputs (and leaves C unstored,
-// GemmSpec.QuantizeCOnly, when no other op reads it); the quantize kernel
+// codes: quantizedPair) and the base kernel (the register-fed GEMM,
+// writing h's register-fed values: baseQuantizes; with one block per SM
+// its producer's warps do it from the stored C). A fused kernel also
+// writes the Quantize op's outputs (and leaves C unstored,
+// GemmSpec.QuantizeCOnly, when no other op reads it and the epilogue
+// quantizes); the quantize kernel
 // runs only in the token ranges of the kernels that do not. It returns 2
 // when it lowered both ops, 0 when no kernel fuses them.
 func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
@@ -280,9 +282,10 @@ func (lw *perOp) baseQuantizes(g moe.GEMM, q moe.Quantize) bool {
 // under s that fuses the quantization of its C has it done by the
 // producer's warps from the stored C (GemmSpec.QuantizeCByProducer): with
 // one block per SM, where an epilogue quantization would hold the tensor
-// cores (docs/mxfp8.md, v31).
+// cores (docs/mxfp8.md, v31), and no cluster (whose CTA pairs the
+// quantizing warps do not follow: moe_quantize_h_rf runs instead).
 func (lw *perOp) quantizeByProducer(g moe.GEMM, s schedule.Schedule) bool {
-	return g.ARegisterFed && s.BlocksPerSM < 2
+	return g.ARegisterFed && s.BlocksPerSM < 2 && s.Cluster < 2
 }
 
 // gatherFC1Rows bounds the mean dispatched rows per expert, T*topk/E, up to
