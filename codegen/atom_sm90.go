@@ -243,13 +243,6 @@ type sm90Layout struct {
 	// quantizes (quantStride floats per token row; after the barriers), or
 	// with MXRegisterFed of the code bytes its warps trade.
 	quantAt int
-	// quantByProducer (GemmSpec.QuantizeCByProducer): warps 1-3 of the
-	// producer warpgroup quantize each work item's stored C
-	// (quantizeWarps), handed over through the staged epilogue's two
-	// mbarriers (at BarrierOffset + 16*S; no staging tile): the consumers
-	// arrive on the first once the item's C is stored, the quantizing
-	// warps on the second once its c_v is.
-	quantByProducer bool
 	// offBHi, when not nil, splits the bf16 K loop's k16 steps into two
 	// wgmma of NB/2 B-tile rows (WGMMAMainloop.OffBHi: the descriptor
 	// offsets of rows NB/2 on), so that no instruction needs more
@@ -445,17 +438,7 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 	if l.tmaRing, err = newTMARing(s, target.SM90a, staging, l.expand); err != nil {
 		return l, err
 	}
-	if s.QuantizeCByProducer {
-		// The consumers store C and hand each item to the producer's
-		// warps 1-3 (quantizeWarps) through two mbarriers after the
-		// ring's: 16 bytes more.
-		if !s.MXRegisterFed || l.perSM != 1 || l.cluster != 1 || s.Tile.ProducerWarps == 1 || l.smem.Staged || l.expand || s.N%32 != 0 || s.Tile.BN%32 != 0 {
-			return l, fmt.Errorf("codegen: %s: the producer's warps quantize C (QuantizeCByProducer) of a register-fed GEMM of one block per SM with a producer warpgroup, no cluster, N and BN multiples of 32 (N = %d, BN = %d, %d blocks per SM, cluster %d)", s.Name, s.N, s.Tile.BN, l.perSM, l.cluster)
-		}
-		l.quantByProducer = true
-		l.smem.Required += 16
-		l.smem.Bytes = max(l.smem.Bytes, l.smem.Required)
-	} else if s.QuantizeC && s.MXRegisterFed {
+	if s.QuantizeC && s.MXRegisterFed {
 		// The register-fed epilogue quantizes in registers; after the
 		// ring, the code slots and the barriers, one UE8M0 code byte per
 		// (consumer warp, token row) for the pairs of warps that share a
@@ -674,9 +657,9 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	q := l.itemRing(b, spec, k.base)
 	k.ring.init(b, k.tid, fullCount, 4*l.WG*l.cluster, func() { // a cluster's stages: released by both CTAs' consumer warps
 		q.initBars(b)
-		if l.smem.Staged || l.quantByProducer {
-			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full (C stored): every consumer thread
-			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty (C quantized): every store thread
+		if l.smem.Staged {
+			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S)), 128*l.WG) // staging full: every consumer thread
+			b.MbarInit(b.AddI(k.ring.bars, int64(16*l.S+8)), 96)     // staging empty: every store thread
 		}
 		if l.expand {
 			l.e4m3Ring(b, &k).initBars(b, 1+32, l.nConv()) // the TMA thread's arrive.expect_tx and warp 0's code copies; every converter thread
@@ -736,21 +719,14 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 		then = &chainedProducer{p: next.l.producerOf(&next.k), wl: next.k.work}
 		then.p.extraArrivals = next.extraArrivals
 	}
-	if !l.smem.Staged && !l.quantByProducer {
+	if !l.smem.Staged {
 		return pr.emit(b, k.tid, k.work, then)
-	}
-	if l.quantByProducer && next != nil {
-		return fmt.Errorf("codegen: %s: a chained kernel's first GEMM does not quantize C by the producer's warps (QuantizeCByProducer)", k.spec.Name)
 	}
 	var err error
 	b.IfElse(b.ICmp(enum.IPredULT, k.tid, ir.Int32(32)), func() {
 		err = pr.emit(b, k.tid, k.work, then)
 	}, func() {
 		t := b.AddI(k.tid, -32)
-		if l.quantByProducer {
-			l.quantizeWarps(b, k, t)
-			return
-		}
 		v := l.storeWarps(b, k, t, nil)
 		if next != nil {
 			b.phaseMark(0, true)
@@ -778,12 +754,11 @@ func (l sm90Layout) producerOf(k *sm90Block) gemmProducer {
 // mxCodeWarps is the number of the producer warpgroup's warps that stage
 // an MXFP8 GEMM's scale codes (gemmProducer.codeWarps): all four, at most
 // one per 32-row group of the stage's scale rows (gemmProducer.mxGroups),
-// unless warps 1-3 store the staged epilogue or quantize C
-// (quantByProducer); 1 for bf16, for the
+// unless warps 1-3 store the staged epilogue; 1 for bf16, for the
 // expansion (whose producer warp 0 copies the codes for its converters,
 // expandCodeCopy) and in a block of two per SM with one producer warp.
 func (l sm90Layout) mxCodeWarps(s GemmSpec) int {
-	if !s.MX || l.expand || l.smem.Staged || l.quantByProducer || l.mmaWG0 == 0 {
+	if !s.MX || l.expand || l.smem.Staged || l.mmaWG0 == 0 {
 		return 1
 	}
 	return min(4, gemmProducer{tmaRing: l.tmaRing, spec: s}.mxGroups())
@@ -916,15 +891,6 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 		if l.smem.Staged {
 			err = joinErr(err, l.stageOut(b, k, w, c, lane, warp, acc, sph))
 			sph = b.Xor(sph, ir.Int32(1))
-		} else if l.quantByProducer {
-			// C stored, then handed to the quantizing warps once they are
-			// done with the item before (one phase of the full barrier
-			// in flight).
-			err = joinErr(err, l.epilogue(b, gemmEpilogue(b, k.spec, w), w, c, lane, warp, acc, nil))
-			bars := b.AddI(k.ring.bars, int64(16*l.S))
-			b.MbarWait(b.AddI(bars, 8), b.Xor(sph, ir.Int32(1)))
-			b.MbarArrive(bars)
-			sph = b.Xor(sph, ir.Int32(1))
 		} else if k.spec.QuantizeC && k.spec.MXRegisterFed {
 			err = joinErr(err, l.epilogueQuantizeRF(b, k, w, c, lane, warp, acc))
 		} else if k.spec.QuantizeC {
@@ -932,7 +898,7 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 		} else if e := l.epilogue(b, gemmEpilogue(b, k.spec, w), w, c, lane, warp, acc, nil); e != nil {
 			err = e
 		}
-		if k.spec.signalTiles && !l.smem.Staged && !l.quantByProducer {
+		if k.spec.signalTiles && !l.smem.Staged {
 			b.signalTile(w)
 		}
 		return []value.Value{stage, phase, sph}

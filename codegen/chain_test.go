@@ -196,7 +196,7 @@ func countPrefix(names []string, prefix string) int {
 // TestChainRefused: the chained kernel is refused, with the reason, off
 // sm_90a, for weights in one allocation per expert, the queue walk, GEMMs
 // whose rings differ and an mxfp8 schedule without the decode tiles
-// (the register-fed GEMMs, whose FC1 quantizes h after storing it).
+// (where a kernel quantizes h between the GEMMs).
 func TestChainRefused(t *testing.T) {
 	for _, c := range []struct {
 		tg    target.Target

@@ -145,8 +145,7 @@ type GemmSpec struct {
 	// C, except in blocks whose amax is below 2^-113 (docs/mxfp8.md, "h
 	// stored as bf16 rounded to odd"), at half the bytes. The sm_90a
 	// register-fed GEMM (sm90Layout.swapStoreBF16 and
-	// swapStoreBF16Interleaved), not with COutF32, nor with QuantizeC
-	// but QuantizeCByProducer's (which reads the stored bf16 back).
+	// swapStoreBF16Interleaved), not with COutF32 or QuantizeC.
 	CRoundOdd bool
 	// BNMajor: B_e is [K, BRows()] row-major (N contiguous), as a weight
 	// [out, in] is for the data gradient that reduces over its rows (the
@@ -216,32 +215,18 @@ type GemmSpec struct {
 	// its e4m3 bytes and codes: bf16 c_v [rows, N], each 32-column block in
 	// layouts.RegisterFedOrder, the bytes moe.Quantize with V writes from
 	// the stored C (the A operand of the next register-fed GEMM). The
-	// register-fed GEMMs implement it in the epilogue with gate/up halves,
-	// one consumer warpgroup of 128 B-tile rows and at most 64 token rows,
-	// and two blocks per SM (Tile.BlocksPerSM), where the epilogue runs
-	// beside the other block's K loop (sm90Layout.epilogueQuantizeRF;
-	// with both consumer warpgroups of one block it held the tensor
-	// cores: docs/mxfp8.md, v31), and by the producer's warps from the
-	// stored C with one block per SM (QuantizeCByProducer).
+	// register-fed GEMMs implement it with gate/up halves, one consumer
+	// warpgroup of 128 B-tile rows and at most 64 token rows, and two
+	// blocks per SM (Tile.BlocksPerSM),
+	// where the epilogue runs beside the other block's K loop
+	// (sm90Layout.epilogueQuantizeRF; with both consumer warpgroups of one
+	// block it held the tensor cores: docs/mxfp8.md, v31).
 	QuantizeCValues bool
 	// QuantizeCOnly (with QuantizeC) leaves C itself unstored: the
 	// epilogue writes only C's MXFP8 form. The lowering sets it when C is
 	// scratch that no op but the fused Quantize reads (the forward's h).
 	// The parameter c stays (bound, never written).
 	QuantizeCOnly bool
-	// QuantizeCByProducer (with QuantizeCValues, not QuantizeCOnly) moves
-	// the quantization out of the epilogue: the consumers store C as
-	// usual (f32, or bf16 rounded to odd with CRoundOdd) and go on to the
-	// next work item's K loop, while warps 1-3 of the producer warpgroup
-	// read each item's C back (from L2, just written) and write its c_v,
-	// the bytes moe.Quantize with V writes from the stored C
-	// (sm90Layout.quantizeWarps, Builder.quantizeThread's steps), so the
-	// quantization runs beside the tensor work instead of after it
-	// (docs/mxfp8.md, v31: in the epilogue it held the tensor cores) and
-	// no separate kernel reads C from HBM. The sm_90a register-fed GEMMs
-	// of one block per SM and a producer warpgroup (one warp then stages
-	// the scale codes), no cluster, N a multiple of 32.
-	QuantizeCByProducer bool
 	// GatherK (ATiled, grouped weights, engines whose GathersA holds)
 	// makes the kernel read the dispatched rows from the token rows
 	// themselves: A is x, bf16 [T, K] (K the reduction length, the hidden
@@ -368,10 +353,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: CRoundOdd stores a register-fed MXFP8 GEMM's C as bf16 rounded to odd, not with COutF32", s.Name)
 	case s.QuantizeCOnly && !s.QuantizeC:
 		return fmt.Errorf("codegen: %s: QuantizeCOnly is a form of QuantizeC", s.Name)
-	case s.QuantizeCByProducer && (!s.QuantizeCValues || s.QuantizeCOnly):
-		return fmt.Errorf("codegen: %s: QuantizeCByProducer quantizes the stored C to its values (QuantizeCValues), so C is stored (not QuantizeCOnly)", s.Name)
-	case s.QuantizeC && (!s.MX || !s.COutF32 && !(s.QuantizeCByProducer && s.CRoundOdd) || s.N%32 != 0):
-		return fmt.Errorf("codegen: %s: QuantizeC writes the MXFP8 form of an MXFP8 GEMM's f32 C (or, QuantizeCByProducer, its C stored as bf16 rounded to odd) with N a multiple of 32 (N = %d)", s.Name, s.N)
+	case s.QuantizeC && (!s.MX || !s.COutF32 || s.N%32 != 0):
+		return fmt.Errorf("codegen: %s: QuantizeC writes the MXFP8 form of an MXFP8 GEMM's f32 C with N a multiple of 32 (N = %d)", s.Name, s.N)
 	case s.SplitK < 0 || s.SplitK > 1 && (s.A != ADense || s.Epilogue != EpiStore || !s.COutF32 || s.Bias || s.MX || s.BNMajor || s.B != BGrouped || s.QuantizeC || s.GatherK != 0):
 		return fmt.Errorf("codegen: %s: SplitK = %d: a split reduction is for a dense A with the plain store of an f32 C, no bias, bf16 grouped K-major weights", s.Name, s.SplitK)
 	case s.SplitK > 1 && ((s.K+s.Tile.BK-1)/s.Tile.BK)%s.SplitK != 0:

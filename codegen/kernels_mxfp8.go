@@ -56,32 +56,24 @@ func (b *Builder) quantizeThread(op moe.Quantize, idx value.Value) {
 	rowsX := op.X.Shape[0]
 	rows := b.Add(b.MulI(b.Param("T"), rowsX.A), ir.Int32(rowsX.B))
 	b.ReturnIf(b.ICmp(enum.IPredUGE, b.UDiv(idx, ir.Int32(int64(op.K/8))), rows))
-	vals := b.loadChunk8(b.Param("x"), idx, op.X.DType != moe.BF16)
+	first := b.MulI(b.ZExt(idx, ir.I64), 8) // element index of the thread's 8
+	var vals []value.Value
+	if op.X.DType == moe.BF16 {
+		vals = b.loadBF16x8(b.ByteOffset(b.Param("x"), b.MulI(first, 2)))
+	} else {
+		src := b.ByteOffset(b.Param("x"), b.MulI(first, 4))
+		for i := 0; i < 2; i++ {
+			v := b.LoadAt(ir.Vec(4, ir.F32), b.ByteOffsetC(src, int64(16*i)), 16)
+			for j := 0; j < 4; j++ {
+				vals = append(vals, b.ExtractElement(v, j))
+			}
+		}
+	}
 	if op.V != nil { // v as one row of chunks: chunk idx is the thread's 8
 		b.gatherMXValues(vals, b.Param("v"), idx)
 		return
 	}
-	first := b.MulI(b.ZExt(idx, ir.I64), 8) // element index of the thread's 8
 	b.storeMX8(vals, b.ByteOffset(b.Param("q"), first), b.ByteOffset(b.Param("scales"), b.ZExt(b.LShr(idx, ir.Int32(2)), ir.I64)), b.And(idx, ir.Int32(3)))
-}
-
-// loadChunk8 loads chunk idx (i32, unsigned) of the row-major matrix at x,
-// its elements 8idx .. 8idx+7, as 8 f32: one 16-byte load of bf16
-// (widened exactly), or two of f32 with f32.
-func (b *Builder) loadChunk8(x, idx value.Value, f32 bool) []value.Value {
-	first := b.MulI(b.ZExt(idx, ir.I64), 8) // element index of the chunk's first
-	if !f32 {
-		return b.loadBF16x8(b.ByteOffset(x, b.MulI(first, 2)))
-	}
-	var vals []value.Value
-	src := b.ByteOffset(x, b.MulI(first, 4))
-	for i := 0; i < 2; i++ {
-		v := b.LoadAt(ir.Vec(4, ir.F32), b.ByteOffsetC(src, int64(16*i)), 16)
-		for j := 0; j < 4; j++ {
-			vals = append(vals, b.ExtractElement(v, j))
-		}
-	}
-	return vals
 }
 
 // storeMX8 quantizes the calling lane's 8 f32 vals, quarter q (0..3, its

@@ -186,12 +186,10 @@ func (lw *perOp) variantRanges() (base, variant []launch.TokenRange) {
 // MXFP8 forward's fc1 and quantize_h) with the quantization in the GEMM
 // kernel's epilogue wherever the engine does it (Engine.QuantizesC): the
 // decode variant's kernel (the sm_90a operand swap, writing e4m3 and
-// codes: quantizedPair) and the base kernel (the register-fed GEMM,
-// writing h's register-fed values: baseQuantizes; with one block per SM
-// its producer's warps do it from the stored C). A fused kernel also
-// writes the Quantize op's outputs (and leaves C unstored,
-// GemmSpec.QuantizeCOnly, when no other op reads it and the epilogue
-// quantizes); the quantize kernel
+// codes: quantizedPair) and the base kernel (the register-fed GEMM of two
+// blocks per SM, writing h's register-fed values: baseQuantizes). A fused
+// kernel also writes the Quantize op's outputs (and leaves C unstored,
+// GemmSpec.QuantizeCOnly, when no other op reads it); the quantize kernel
 // runs only in the token ranges of the kernels that do not. It returns 2
 // when it lowered both ops, 0 when no kernel fuses them.
 func (lw *perOp) lowerQuantizedGEMM(ops []moe.Op) (int, error) {
@@ -255,37 +253,17 @@ func quantizing(ok bool, q moe.Quantize) fused {
 
 // baseQuantizes reports whether the base kernel of GEMM g (its register-fed
 // form, baseForm) writes the values form of the Quantize q of its C (q.V)
-// itself (Engine.QuantizesC with GemmSpec.QuantizeCValues): the sm_90a
-// register-fed FC1 of two blocks per SM in its epilogue
-// (Schedule.BlocksPerSM, where the engine builds it so), and of one
-// block per SM by its producer's warps from the stored C
-// (quantizeByProducer).
+// in its epilogue (Engine.QuantizesC with GemmSpec.QuantizeCValues): the
+// sm_90a register-fed FC1 of two blocks per SM
+// (Schedule.BlocksPerSM, where the engine builds it so).
 func (lw *perOp) baseQuantizes(g moe.GEMM, q moe.Quantize) bool {
-	if q.V == nil || q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !g.ARegisterFed { // (no chain: Validate refuses it with BlocksPerSM, planChain with the base kernels)
+	if q.V == nil || q.X != g.C || q.K != g.N || g.BMajor == moe.NMajor || !g.ARegisterFed || lw.sched.BlocksPerSM < 2 { // (no chain: Validate refuses it with BlocksPerSM)
 		return false
 	}
 	spec := lw.gemmSpec(g, lw.sched)
 	spec.Name = "moe_" + g.Name()
-	spec.QuantizeC, spec.QuantizeCValues = true, true
-	if lw.quantizeByProducer(g, lw.sched) {
-		spec.QuantizeCByProducer = true
-		if lw.roundOdd[g.C.Name] {
-			spec.COutF32, spec.CRoundOdd = false, true
-		}
-	} else {
-		spec.Tile.BlocksPerSM = lw.sched.BlocksPerSM
-	}
+	spec.QuantizeC, spec.QuantizeCValues, spec.Tile.BlocksPerSM = true, true, lw.sched.BlocksPerSM
 	return lw.eng.QuantizesC(spec)
-}
-
-// quantizeByProducer reports whether the kernel of register-fed GEMM g
-// under s that fuses the quantization of its C has it done by the
-// producer's warps from the stored C (GemmSpec.QuantizeCByProducer): with
-// one block per SM, where an epilogue quantization would hold the tensor
-// cores (docs/mxfp8.md, v31), and no cluster (whose CTA pairs the
-// quantizing warps do not follow: moe_quantize_h_rf runs instead).
-func (lw *perOp) quantizeByProducer(g moe.GEMM, s schedule.Schedule) bool {
-	return g.ARegisterFed && s.BlocksPerSM < 2 && s.Cluster < 2
 }
 
 // gatherFC1Rows bounds the mean dispatched rows per expert, T*topk/E, up to
@@ -486,9 +464,6 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 	spec.Name = "moe_" + g.Name() + suffix
 	if f.quant != nil {
 		spec.QuantizeC, spec.QuantizeCValues, spec.QuantizeCOnly = true, f.quant.V != nil, lw.onlyReader(g.C, *f.quant)
-		if f.quant.V != nil && lw.quantizeByProducer(g, s) { // C stored, then read back
-			spec.QuantizeCByProducer, spec.QuantizeCOnly = true, false
-		}
 	}
 	if f.gather != nil {
 		spec.GatherK = lw.d.K

@@ -344,11 +344,6 @@ func TestSharedMemoryMatchesSchedule(t *testing.T) {
 						vs, _ := s.VariantSchedule()
 						w = 1024 + (w-1024+15)&^15 + 4*vs.FC1.M*(vs.FC1.N/2+4)
 					}
-					if ok && k.BlocksPerSM < 2 && slices.ContainsFunc(k.Params, func(p Param) bool { return p.Name == "c_v" }) {
-						// The quantizing producer warps' two mbarriers
-						// (GemmSpec.QuantizeCByProducer) after the ring's.
-						w += 16
-					}
 					if ok && k.SharedBytes != w {
 						t.Errorf("%s %+v %v: kernel %s allocates %d bytes of shared memory, schedule says %d", name, f, tg, k.Name, k.SharedBytes, w)
 					}
@@ -499,11 +494,10 @@ func TestProgrammaticLaunch(t *testing.T) {
 
 // TestQuantizeInFC1Epilogue: in every preset's sm_90a mxfp8 forward the
 // decode variant's FC1 writes h_q and h_scales itself (QuantizeC: c_q and
-// c_scales bound to them) and the register-fed FC1 writes h's
-// register-fed form, h_rf (its producer's warps: QuantizeCByProducer,
-// c_v bound to it), outside the variant's token range, so exactly one
-// kernel writes h's quantized form at every T >= 1 and moe_quantize_h_rf
-// runs at none; on sm_100a moe_quantize_h runs at every T.
+// c_scales bound to them) and moe_quantize_h_rf (h's register-fed form,
+// h_rf, for the default's register-fed GEMMs) runs only outside the
+// variant's token range, so exactly one kernel writes h's quantized form
+// at every T >= 1; on sm_100a moe_quantize_h runs at every T.
 func TestQuantizeInFC1Epilogue(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		for _, tg := range []target.Target{target.SM90a, target.SM100a} {
@@ -524,14 +518,14 @@ func TestQuantizeInFC1Epilogue(t *testing.T) {
 				var writers []string
 				for _, k := range p.Kernels {
 					for _, prm := range k.Params {
-						if (prm.Buffer == moe.BufHQ && (prm.Name == "q" || prm.Name == "c_q") || prm.Buffer == "h_rf" && (prm.Name == "v" || prm.Name == "c_v")) && k.RunsAt(T) {
+						if (prm.Buffer == moe.BufHQ && (prm.Name == "q" || prm.Name == "c_q") || prm.Buffer == "h_rf" && prm.Name == "v") && k.RunsAt(T) {
 							writers = append(writers, k.Name)
 						}
 					}
 				}
 				want := []string{"moe_quantize_h"}
 				if tg == target.SM90a {
-					want = []string{"moe_fc1"} // its producer's warps (GemmSpec.QuantizeCByProducer)
+					want = []string{"moe_quantize_h_rf"}
 				}
 				if tg == target.SM90a && s.Variant != nil {
 					if lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts); lo <= T && T <= hi {

@@ -489,22 +489,6 @@ func sm90MXRegFedCases() []sm90GemmCase {
 		{GemmSpec{Name: "mx_rf_swiglu_quant_only_2sm", N: 160, K: 384, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
 			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
 			QuantizeC: true, QuantizeCValues: true, QuantizeCOnly: true, Tile: perSM(t(64, 64, 3, 4))}, []int{130, 7, 100}},
-		// C's MXFP8 values written by the producer's warps 1-3 from the
-		// stored C (QuantizeCByProducer), one block per SM: the forward's
-		// FC1 tile (two warpgroups, 128 token rows, gate/up halves into
-		// bf16 rounded to odd) with the last column block past N (N = 160
-		// of 128-column tiles), ragged items (1, 129 and 70 rows) and an
-		// empty expert; interleaved rows (GPT-OSS) rounded to odd; f32 C
-		// of one warpgroup and 64-column tiles.
-		{GemmSpec{Name: "mx_rf_swiglu_odd_qprod", N: 160, K: 384, Experts: 4, A: ATiled, B: BGrouped, Epilogue: EpiGated,
-			Gate: GateHalves, Bias: true, Act: Activation{Kind: ActSwiGLU}, CRoundOdd: true, MX: true, MXRegisterFed: true,
-			QuantizeC: true, QuantizeCValues: true, QuantizeCByProducer: true, Tile: t(128, 128, 3, 8)}, []int{1, 129, 0, 70}},
-		{GemmSpec{Name: "mx_rf_gptoss_odd_qprod", N: 96, K: 2880, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
-			Gate: GateInterleaved, Bias: true, Act: Activation{Kind: ActGPTOSS, Limit: 7, Alpha: 1.702}, CRoundOdd: true, MX: true,
-			MXRegisterFed: true, QuantizeC: true, QuantizeCValues: true, QuantizeCByProducer: true, Tile: t(128, 128, 3, 8)}, []int{140, 3, 300}},
-		{GemmSpec{Name: "mx_rf_swiglu64_f32_qprod", N: 96, K: 256, Experts: 3, A: ATiled, B: BGrouped, Epilogue: EpiGated,
-			Gate: GateHalves, Act: Activation{Kind: ActSwiGLU}, COutF32: true, MX: true, MXRegisterFed: true,
-			QuantizeC: true, QuantizeCValues: true, QuantizeCByProducer: true, Tile: t(128, 64, 4, 4)}, []int{130, 7, 64}},
 		// Producer warpgroups (setmaxnreg: consumers at 200 registers):
 		// one consumer warpgroup of 128 token rows (one K loop width,
 		// WGMMAMainloopRegFed.OneWidth), plain, gate/up halves, and

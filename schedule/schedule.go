@@ -211,8 +211,8 @@ type Schedule struct {
 	// decode sizes FC1's gathering kernel with FC2's,
 	// moe_fc1_fc2_gathered, FC2 then without the staged epilogue); mxfp8:
 	// the decode tiles' kernels (moe_fc1_fc2_<variant>, FC1's epilogue
-	// writing h's MXFP8 form), not the register-fed GEMMs (whose FC1
-	// writes h's MXFP8 values after its items, from the stored h). sm_90a, grouped weights, without SaveFC1, the fixed walk, one
+	// writing h's MXFP8 form), not where a kernel quantizes h between the
+	// GEMMs. sm_90a, grouped weights, without SaveFC1, the fixed walk, one
 	// block per SM (an FC2 item waits for other blocks' FC1 items, so all
 	// must be resident; Validate refuses the rest, the lowering a schedule
 	// whose GEMMs share no kernel).

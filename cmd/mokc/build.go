@@ -175,7 +175,7 @@ func noteChain(w io.Writer, ks []launch.Kernel, k schedule.ChainKind, backward b
 		return
 	}
 	in, out := kernelNames(ks, func(k launch.Kernel) bool { return strings.HasPrefix(k.Name, "moe_fc1_fc2") }, "moe_fc1", "moe_fc2")
-	fmt.Fprintf(w, "mokc: note: --chain %v: FC1 and FC2 in one kernel: %s; as two kernels (where the two GEMMs run different tiles, mxfp8's register-fed GEMMs, whose FC1 quantizes h from the stored h, or the mxfp8 decode FC1 gathers x's MXFP8 rows): %s\n",
+	fmt.Fprintf(w, "mokc: note: --chain %v: FC1 and FC2 in one kernel: %s; as two kernels (where the two GEMMs run different tiles, a kernel quantizes h between mxfp8's register-fed GEMMs, or the mxfp8 decode FC1 gathers x's MXFP8 rows): %s\n",
 		k, listOrNone(in), listOrNone(out))
 }
 

@@ -16,6 +16,16 @@ LIMIT=${LIMIT:-570}
 C=$PWD/.carry
 gunzip -c $C/mokc-old.gz >$C/mokc-old && chmod +x $C/mokc-old
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.limit --format=csv,noheader >>"$S"
+# A smoke run first: a barrier protocol gone wrong would hang every later step.
+timeout 40 "$mokc" run --model qwen3-30b-a3b --target sm_90a --precision mxfp8 --tokens 4096 --repeat 1 >"$O/smoke.log" 2>&1
+rc=$?
+echo "smoke qwen3-30b-a3b mxfp8 T=4096 rc=$rc $(grep -E 'rel|PASS|FAIL' "$O/smoke.log" | head -3 | tr '\n' ' ')" >>"$S"
+if [ $rc != 0 ]; then
+	pkgtest codegen rf 90 $C/codegen.test -test.v -test.count=1 -test.run 'TestSM90MXGemmGPU/mx_rf_.*qprod'
+	pack_logs
+	cat "$S"
+	exit 0
+fi
 for b in old new; do
 	bin=$mokc
 	[ $b = old ] && bin=$C/mokc-old
