@@ -130,6 +130,8 @@ func TestFC2LargeFlag(t *testing.T) {
 		{[]string{"--fc2-large-mid-rows", "off"}, "2560..", ""},
 		{[]string{"--fc2-large-mid-rows", "100..150"}, "800..1200 2560..", ""},
 		{[]string{"--fc2-large-min-rows", "0", "--fc2-large-mid-rows", "off"}, "", ""},
+		{[]string{"--fc2-large-min-rows", "off", "--fc2-large-mid-rows", "off"}, "", ""},
+		{[]string{"--fc2-large-min-rows", "off"}, "960..1536", ""},
 		// A switch below the default band cuts it there (100: off; 150:
 		// 120..150, and the tile from 150 on).
 		{[]string{"--fc2-large-min-rows", "100"}, "800..", ""},
@@ -196,7 +198,8 @@ func TestFC2LargeFlag(t *testing.T) {
 	}{
 		{[]string{"--fc2-large-min-rows", "384", "--chain", "fc1-fc2"}, "--fc2-large-min-rows 384: the chained FC1 and FC2"},
 		{[]string{"--fc2-large-min-rows", "320", "--cluster", "2"}, "--fc2-large-min-rows 320: its kernel's schedule (FC2 192x128x128 in 120..192 and from 320 rows per expert) is refused: --cluster = 2"},
-		{[]string{"--fc2-large-min-rows", "-1"}, "--fc2-large-min-rows -1: must be 0 (off)"},
+		{[]string{"--fc2-large-min-rows", "-1"}, `--fc2-large-min-rows: "-1": want off, or the fewest mean rows per expert`},
+		{[]string{"--fc2-large-min-rows", "some"}, `--fc2-large-min-rows: "some": want off`},
 		{[]string{"--fc2-large-mid-rows", "120..400"}, "--fc2-large-mid-rows 120..400: must end at or below the 320 mean rows per expert"},
 		{[]string{"--fc2-large-mid-rows", "16..200"}, `--fc2-large-mid-rows 16..200: reaches into the 0..32 mean rows per expert of the GEMM variant "decode"`},
 		// Refusals of the whole tile name the band's flag when only it is given.

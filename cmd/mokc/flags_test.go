@@ -142,6 +142,8 @@ func TestFieldFlagTables(t *testing.T) {
 			*p = 12345
 		case *schedule.RowsBand:
 			*p = schedule.RowsBand{Lo: 12345}
+		case rowsOrOff:
+			*p.p = 12345
 		default:
 			t.Errorf("--%s: field of type %T", f.name, p)
 		}

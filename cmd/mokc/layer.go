@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -143,12 +144,39 @@ var scheduleFieldFlags = []fieldFlag{
 	// largeErrorsOnBand gives it the whole tile's when only it is given)
 	scheduleFlag("fc2-large-mid-rows", "a band LO..HI of mean rows per expert (T·top-k/experts; whole numbers, both included, 1 <= LO <= HI, HI at most --fc2-large-min-rows) in which the register-fed mxfp8 FC2 (sm_90a) also runs its 192x128x128 tile as moe_fc2_large, where one 192-row tile holds most experts' rows and 128-row tiles need two (the same bits; on an H100 the forward ran 1.8-13.3% faster at 128 rows per expert and 4.0-10.1% at 160, between 0.8% slower and 5.2% faster at 192, slower at 96-112 and 200-224: docs/perf.md, run 43); off turns the band off. It must start above a GEMM variant's rows (--variant-max-rows); a --fc2-large-min-rows inside the default band cuts that band there",
 		"Schedule.FC2Large.MidRows", func(s *schedule.Schedule) any { return &s.FC2Large.MidRows }).withDefault("120..192 on sm_90a mxfp8 layers, else off").keepingVariant(),
-	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) from which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large, at every larger T (the same bits; the forward 2.0-3.4% faster at 512 rows per expert and 0.6-1.9% at 384 on an H100, 2.5-4.2% at 320 on an H200: docs/perf.md, runs 41 and 42); 0 turns this range off (the band of --fc2-large-mid-rows stays). A layer's shared experts keep FC2's tile. The tile does not run with --chain, --cluster 2, --mx-gemm promote or expand, or a GEMM variant reaching its rows (--variant-max-rows): these leave it out, with a note, unless a --fc2-large-* flag turns a range on, which makes that an error",
-		"Schedule.FC2Large", func(s *schedule.Schedule) any { return &s.FC2Large.MinRows }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
+	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) from which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large, at every larger T (the same bits; the forward 2.0-3.4% faster at 512 rows per expert and 0.6-1.9% at 384 on an H100, 2.5-4.2% at 320 on an H200: docs/perf.md, runs 41 and 42); off (or 0) turns this range off (the band of --fc2-large-mid-rows stays). A layer's shared experts keep FC2's tile. The tile does not run with --chain, --cluster 2, --mx-gemm promote or expand, or a GEMM variant reaching its rows (--variant-max-rows): these leave it out, with a note, unless a --fc2-large-* flag turns a range on, which makes that an error",
+		"Schedule.FC2Large", func(s *schedule.Schedule) any { return rowsOrOff{&s.FC2Large.MinRows} }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
 	scheduleFlag("chain", "whether the forward's routed FC1 and FC2 run as one persistent kernel on sm_90a: off, or fc1-fc2 (moe_fc1_fc2: each block runs its FC1 items, then its FC2 items, each starting once its row tile of h is stored; mokc build lists the kernels chained). Grouped weights, --items fixed (taken without --items), no --save-fc1; the forward only. Opt-in: the same bits; against the unchained fixed walk 1-2% faster at T = 64-300, up to 2.6% slower at T = 4096 on the H200 (docs/perf.md, chain v1)", "Schedule.Chain",
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
 	scheduleFlag("split-k", "whether the shared experts' GEMMs split their reduction at decode sizes: auto (at T <= 128, where the engine does (sm_90a) and its cost model gains: f32 parts and a reduce kernel adding them in a fixed order; deterministic, another order of the sums than the unsplit kernel) or off (one kernel per GEMM at every T)", "Schedule.SplitK",
 		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
+}
+
+// rowsOrOff is the field of a flag of mean rows per expert that takes a
+// whole number or off, which is 0 (--fc2-large-min-rows, whose 0 turns
+// its range off, as off does --fc2-large-mid-rows's band).
+type rowsOrOff struct{ p *int }
+
+// UnmarshalText sets the field from off or a whole number >= 0.
+func (r rowsOrOff) UnmarshalText(b []byte) error {
+	if string(b) == "off" {
+		*r.p = 0
+		return nil
+	}
+	n, err := strconv.Atoi(string(b))
+	if err != nil || n < 0 {
+		return fmt.Errorf("%q: want off, or the fewest mean rows per expert (a whole number; 0 is off)", b)
+	}
+	*r.p = n
+	return nil
+}
+
+// String is the field's value as the flag spells it: off for 0.
+func (r rowsOrOff) String() string {
+	if *r.p == 0 {
+		return "off"
+	}
+	return strconv.Itoa(*r.p)
 }
 
 // variantFieldFlags tune the default schedule's T-dependent GEMM variant
@@ -467,9 +495,6 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	}
 	asked := false // a --fc2-large-* flag asks for a range of the tile
 	if largeSet(c) {
-		if n := c.Int("fc2-large-min-rows"); n < 0 {
-			return s, fmt.Errorf("--fc2-large-min-rows %d: must be 0 (off) or the fewest mean rows per expert at which the tile runs", n)
-		}
 		// applyFlags set the fields given; the other is the default's
 		n, band := s.FC2Large.MinRows, s.FC2Large.MidRows
 		if c.IsSet("fc2-large-min-rows") && !c.IsSet("fc2-large-mid-rows") && n > 0 && band.Hi > n {
@@ -535,7 +560,7 @@ func noteLargeDropped(c *cli.Context, l schedule.Layer, def, got schedule.LargeR
 	if lost.MinRows == 0 && !lost.MidRows.Set() {
 		return
 	}
-	hint := "--fc2-large-min-rows 0 --fc2-large-mid-rows off"
+	hint := "--fc2-large-min-rows off --fc2-large-mid-rows off"
 	if got.Set() { // FC2LargeWhereValid dropped the band alone
 		hint = "--fc2-large-mid-rows off"
 	}
