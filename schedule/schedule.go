@@ -1155,8 +1155,10 @@ func (s Schedule) validateFC2Large(l Layer) error {
 		return nil
 	}
 	switch {
-	case s.Target != target.SM90a || l.Precision != MXFP8 || s.MXGemm != MXGemmRegFed:
-		return fieldErr("Schedule.FC2Large", r, "is a tile of the register-fed mxfp8 FC2, which runs only on sm_90a with Schedule.MXGemm regfed in an mxfp8 layer (here %v, %v, %v)", s.Target, s.MXGemm, l.Precision)
+	case l.Precision != MXFP8:
+		return fieldErr("Schedule.FC2Large", r, "sets the 192-row tile of the register-fed mxfp8 FC2 (moe_fc2_large), which runs only in an mxfp8 layer: this one is %v", l.Precision)
+	case s.Target != target.SM90a || s.MXGemm != MXGemmRegFed:
+		return fieldErr("Schedule.FC2Large", r, "sets the 192-row tile of the register-fed mxfp8 FC2 (moe_fc2_large), which runs only on sm_90a with Schedule.MXGemm regfed (here %v, %v)", s.Target, s.MXGemm)
 	case r.MinRows < 0 || r.MinRows == 0 && !r.MidRows.Set():
 		return fieldErr("Schedule.FC2Large", r, "needs MinRows >= 1 or a band MidRows")
 	case r.MinRows > 0 && s.Variant != nil && r.MinRows <= s.Variant.MaxRows:
@@ -1164,14 +1166,14 @@ func (s Schedule) validateFC2Large(l Layer) error {
 	case r.MidRows.Set() && (r.MidRows.Lo < 1 || r.MidRows.Hi < r.MidRows.Lo):
 		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "needs 1 <= LO <= HI (whole mean rows per expert, both included)")
 	case r.MidRows.Set() && r.MinRows > 0 && r.MidRows.Hi > r.MinRows:
-		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "must end at or below the %d mean rows per expert from which the tile runs at every larger T (MinRows)", r.MinRows)
+		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "must end at or below the %d mean rows per expert from which the tile runs at every larger T (Schedule.FC2Large.MinRows)", r.MinRows)
 	case r.MidRows.Set() && !r.midHoldsT(l):
 		lo, hi := r.MidRows.Tokens(l.TopK, l.Experts)
 		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "holds no token count of this layer (T*K/E in the band: T = %d..%d is empty with top-k %d and %d experts)", lo, hi, l.TopK, l.Experts)
 	case r.MidRows.Set() && s.Variant != nil && r.MidRows.Lo <= s.Variant.MaxRows:
 		return fieldErr("Schedule.FC2Large.MidRows", r.MidRows, "reaches into the %d..%d mean rows per expert of the GEMM variant %q, whose tiles run there: the band must start above %d", s.Variant.MinRows, s.Variant.MaxRows, s.Variant.Name, s.Variant.MaxRows)
 	case s.Chain != ChainOff:
-		return fieldErr("Schedule.FC2Large", r, "the chained FC1 and FC2 (Schedule.Chain) pair one FC1 kernel with one FC2 kernel per token range: leave one of the two out")
+		return fieldErr("Schedule.FC2Large", r, "the chained FC1 and FC2 (Schedule.Chain) pair one FC1 kernel with one FC2 kernel per token range: give Schedule.Chain or Schedule.FC2Large, not both")
 	case s.Variant != nil && s.Variant.Name == "large":
 		return fieldErr("Schedule.FC2Large", r, "runs as moe_fc2_large, the name of the GEMM variant %q's FC2 kernel", s.Variant.Name)
 	}

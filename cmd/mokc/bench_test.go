@@ -196,14 +196,14 @@ func TestFC2LargeFlag(t *testing.T) {
 		flags []string
 		err   string
 	}{
-		{[]string{"--fc2-large-min-rows", "384", "--chain", "fc1-fc2"}, "--fc2-large-min-rows 384: the chained FC1 and FC2"},
+		{[]string{"--fc2-large-min-rows", "384", "--chain", "fc1-fc2"}, "--fc2-large-min-rows 384: the chained FC1 and FC2 (--chain) pair one FC1 kernel with one FC2 kernel per token range: give --chain or --fc2-large-min-rows, not both"},
 		{[]string{"--fc2-large-min-rows", "320", "--cluster", "2"}, "--fc2-large-min-rows 320: its kernel's schedule (FC2 192x128x128 in 120..192 and from 320 rows per expert) is refused: --cluster = 2"},
 		{[]string{"--fc2-large-min-rows", "-1"}, `--fc2-large-min-rows: "-1": want off, or the fewest mean rows per expert`},
 		{[]string{"--fc2-large-min-rows", "some"}, `--fc2-large-min-rows: "some": want off`},
-		{[]string{"--fc2-large-mid-rows", "120..400"}, "--fc2-large-mid-rows 120..400: must end at or below the 320 mean rows per expert"},
+		{[]string{"--fc2-large-mid-rows", "120..400"}, "--fc2-large-mid-rows 120..400: must end at or below the 320 mean rows per expert from which the tile runs at every larger T (--fc2-large-min-rows)"},
 		{[]string{"--fc2-large-mid-rows", "16..200"}, `--fc2-large-mid-rows 16..200: reaches into the 0..32 mean rows per expert of the GEMM variant "decode"`},
 		// Refusals of the whole tile name the band's flag when only it is given.
-		{[]string{"--fc2-large-mid-rows", "100..150", "--precision", "bf16"}, "--fc2-large-mid-rows 100..150: is a tile of the register-fed mxfp8 FC2, which runs only on sm_90a"},
+		{[]string{"--fc2-large-mid-rows", "100..150", "--precision", "bf16"}, "--fc2-large-mid-rows 100..150: sets the 192-row tile of the register-fed mxfp8 FC2 (moe_fc2_large), which runs only in an mxfp8 layer: this one is bf16"},
 		{[]string{"--fc2-large-mid-rows", "120..192", "--cluster", "2"}, "--fc2-large-mid-rows 120..192: its kernel's schedule"},
 		{[]string{"--fc2-large-mid-rows", "120-200"}, `--fc2-large-mid-rows: "120-200": want LO..HI`},
 	} {

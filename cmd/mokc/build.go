@@ -103,12 +103,13 @@ func buildAction(c *cli.Context) error {
 			return err
 		}
 		what := fmt.Sprintf("%d kernels", len(a.Program.Kernels))
-		if lo, hi := launchedRange(a.Program.Kernels); hi < len(a.Program.Kernels) {
-			n := fmt.Sprint(hi)
-			if lo < hi {
-				n = fmt.Sprintf("%d to %d", lo, hi)
-			}
-			what += fmt.Sprintf(", %s launched per %s at T >= 1 (which ones depends on T: `mokc inspect program` with this command's layer, --precision and --target lists each kernel's T range)", n, pass)
+		switch lo, hi := launchedRange(a.Program.Kernels); {
+		case lo < hi:
+			what += fmt.Sprintf(", %d to %d launched per %s at T >= 1, which ones by T (`%s` lists each kernel's T range)", lo, hi, pass, inspectCommand(os.Args))
+		case hi < len(a.Program.Kernels):
+			what += fmt.Sprintf(", %d launched per %s at every T >= 1", hi, pass)
+		default:
+			what += fmt.Sprintf(", all launched per %s at every T >= 1", pass)
 		}
 		// The layer's options that change the kernels, beside the pass.
 		form := pass
@@ -199,4 +200,27 @@ func listOrNone(names []string) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+// inspectCommand is the `mokc inspect program` command line that lists the
+// kernels of the `mokc build` command line args (os.Args): the same
+// arguments without the output's (-o, --output, --emit).
+func inspectCommand(args []string) string {
+	out := []string{"mokc", "inspect", "program"}
+	i := slices.Index(args, "build")
+	if i < 0 {
+		return strings.Join(out, " ")
+	}
+	for rest := args[i+1:]; len(rest) > 0; rest = rest[1:] {
+		a := rest[0]
+		name, _, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if strings.HasPrefix(a, "-") && (name == "o" || name == "output" || name == "emit") {
+			if !inline && len(rest) > 1 {
+				rest = rest[1:] // its value
+			}
+			continue
+		}
+		out = append(out, a)
+	}
+	return strings.Join(out, " ")
 }

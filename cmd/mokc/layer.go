@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -22,14 +24,39 @@ import (
 // layerFlags are the flags that name a layer, a preset or a Hugging Face
 // config.json file, and the flags that override its sizes (layerFieldFlags).
 func layerFlags() []cli.Flag {
-	return append([]cli.Flag{
+	flags := []cli.Flag{
 		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
-		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (on commands with --backward, give --backward too)", DefaultText: "fp32"},
-		&cli.BoolFlag{Name: "save-fc1", Usage: "training's saved state: the forward keeps the routed FC1 output (f32, 8·K·I bytes per token) and the backward reads it instead of recomputing FC1 (schedule.Layer.SaveFC1; the same results)"},
-		&cli.StringFlag{Name: "storage", Usage: "how the routed experts' weights (and the backward's main grads) are stored on the device: grouped (one [E, ...] tensor each) or per-expert (one allocation per expert, listed by a u64 [E] pointer table)", DefaultText: "grouped"},
+		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (with --backward)", DefaultText: "fp32"},
+		&cli.BoolFlag{Name: "save-fc1", Usage: "the forward keeps the routed FC1 output (f32, 8·K·I bytes per token) for the backward, which then does not recompute FC1 (the same results)"},
+		&cli.StringFlag{Name: "storage", Usage: "the routed experts' weights (and main grads) on the device: grouped (one [E, ...] tensor each) or per-expert (one allocation each, a u64 [E] pointer table)", DefaultText: "grouped"},
 		&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (e4m3 with a ue8m0 scale per 32 along K: docs/mxfp8.md; sm_90a and sm_100a, grouped storage)", DefaultText: "the model's, bf16"},
-	}, cliFlags(layerFieldFlags, "the model's")...)
+	}
+	for _, f := range flags {
+		setCategory(f, catLayer)
+	}
+	return append(flags, cliFlags(layerFieldFlags, "the model's", catLayerSizes)...)
+}
+
+// The help's groups of flags (urfave/cli prints the flags without one
+// first, those of a command's own, then these in their names' order).
+const (
+	catLayer      = "Layer"
+	catLayerSizes = "Layer sizes (each overrides the model's)"
+	catSchedule   = "Schedule (tuning; the target's default without them)"
+	catVariant    = "Schedule: the default's GEMM variant (tuning)"
+)
+
+// setCategory puts flag f in the help's group cat.
+func setCategory(f cli.Flag, cat string) {
+	switch f := f.(type) {
+	case *cli.StringFlag:
+		f.Category = cat
+	case *cli.BoolFlag:
+		f.Category = cat
+	case *cli.IntFlag:
+		f.Category = cat
+	}
 }
 
 // loadLayer returns the layer named by --model or --hf-config (exactly one)
@@ -121,34 +148,34 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("stages", "shared-memory pipeline stages", "Schedule.Stages", func(s *schedule.Schedule) any { return &s.Stages }),
 	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
 		"Schedule.Warps"),
-	scheduleFlag("producer-warps", "producer (load-only) warps per CTA: sm_90a 4 (a warpgroup, which gives its registers to the consumers with setmaxnreg), or 1 with --blocks-per-sm 2 (one producer warp, no setmaxnreg); sm_100a 1; sm_80 0", "Schedule.Warps.Producer", func(s *schedule.Schedule) any { return &s.Warps.Producer },
+	scheduleFlag("producer-warps", "producer (load-only) warps per CTA: 4 on sm_90a (a warpgroup; or 1 with --blocks-per-sm 2), 1 on sm_100a, 0 on sm_80", "Schedule.Warps.Producer", func(s *schedule.Schedule) any { return &s.Warps.Producer },
 		"Schedule.Warps").keepingVariant(),
-	scheduleFlag("cluster", "CTAs per thread-block cluster: 1, or 2 on sm_90a (the routed GEMMs over bf16 rows, bf16 or mxfp8's register-fed ones, in CTA pairs sharing each row tile's A rows by TMA multicast, where their column blocks pair up: mokc build lists which). Not with --items queue (without --items it takes fixed) or per-expert storage. Opt-in: the same bits; v1 ran 10-37% slower, v2 within -1..+1.7% of the unclustered fixed walk on the H200 (docs/perf.md, cluster v1 and v2)", "Schedule.Cluster", func(s *schedule.Schedule) any { return &s.Cluster }).keepingVariant(),
-	scheduleFlag("blocks-per-sm", "blocks of each persistent GEMM kernel an SM holds at once: 1 (the default), or 2 on sm_90a for the GEMMs whose tiles fit half an SM with one consumer warpgroup (mokc build lists which; tiles that fit: --mma-warps 4 --fc1-tile 64x192x64 --fc2-tile 64x192x64 --stages 3 or 64x256x64 with --stages 2 for bf16, --mma-warps 4 --fc1-tile 128x128x128 --fc2-tile 128x128x128 --stages 2 for an mxfp8 forward without a shared expert, 64x128x128 with --stages 3 for any mxfp8 layer, and with --producer-warps 1 also bf16 FC1 tiles of 64x256x64), so one block's epilogue runs beside the other's wgmma. Not with --cluster, --items queue (without --items it takes fixed), --chain or per-expert storage. Opt-in: 7-27% slower than the defaults at qwen3-30b-a3b T = 4096 on an H100 (docs/perf.md, two blocks per SM v2, outcome)", "Schedule.BlocksPerSM",
+	scheduleFlag("cluster", "CTAs per thread-block cluster: 1, or 2 on sm_90a (the routed GEMMs in CTA pairs sharing A by TMA multicast; opt-in, the same bits; docs/flags.md)", "Schedule.Cluster", func(s *schedule.Schedule) any { return &s.Cluster }).keepingVariant(),
+	scheduleFlag("blocks-per-sm", "blocks of each persistent GEMM an SM holds at once: 1, or 2 on sm_90a for tiles that fit half an SM (opt-in, slower than the defaults so far; the tiles that fit: docs/flags.md)", "Schedule.BlocksPerSM",
 		func(s *schedule.Schedule) any { return &s.BlocksPerSM }).keepingVariant(),
 	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
-	scheduleFlag("group-m", "persistent grids (sm_90a, sm_100a): walk the GEMM work items in groups of up to this many row tiles of one expert, column block by column block, so that each weight slice is read by the group while it is in L2 (0: column blocks fastest; default 8 on sm_90a and sm_100a, which ran mixtral-8x7b's forward in 4.21 ms instead of 5.26 on the H200: docs/perf.md, raster v2)", "Schedule.GroupM",
+	scheduleFlag("group-m", "walk the persistent GEMMs' work items in groups of up to this many row tiles of one expert, so each weight slice is reused from L2 (0: column blocks fastest; docs/flags.md)", "Schedule.GroupM",
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
-	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (mma.sync, any target), wgmma (sm_90a) or wgmma-ws (sm_90a, warp-specialized, 128x256 tiles; as fast as wgmma on the H200 so far); with --backward", "Schedule.WGrad",
+	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (any target), wgmma or wgmma-ws (sm_90a; warp-specialized); with --backward", "Schedule.WGrad",
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
-	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales), expand (e4m3 tiles by TMA widened exactly to bf16 in shared memory, then the bf16 wgmma loop: the products of the same quantized values, summed in f32; tile K stays 128, each stage widens half of it; 1.2-1.9x the time of promote on the H200 in run 20, 2-3x the default's decode tiles since: docs/perf.md, mxfp8 v9) or regfed (the gather and the quantization of h write the rows' MXFP8 values as bf16, the weights are widened exactly to bf16 in registers, bf16 wgmma: the same sums; B tiles of 256 rows, 3 stages; docs/mxfp8.md; the default schedule's decode tiles stay promote's in their token range). expand drops the default schedule's decode tiles, which are promote's. sm_100a has one way (block-scaled tcgen05.mma) and accepts only the value promote", "Schedule.MXGemm",
+	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: regfed (weights widened to bf16 in registers, bf16 wgmma), promote (e4m3 wgmma per 32-wide block) or expand (widened in shared memory); sm_100a takes promote only (docs/flags.md)", "Schedule.MXGemm",
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("regfed on sm_90a with grouped weights, else promote").keepingVariant(),
-	scheduleFlag("gather", "where the forward's dispatched rows (and a bf16 backward's rows of FC1·x) are gathered: fc1 (at decode sizes, up to 16 mean rows per expert, FC1's producer copies each row from x by its slot where the engine does: sm_90a, bf16 rows without the routing weight on them, and for T <= 4 the mxfp8 decode FC1, from x quantized once per token; elsewhere a gather kernel) or separate (a gather kernel writes the [T*K, H] rows before FC1 at every T; the same results)", "Schedule.Gather",
+	scheduleFlag("gather", "where the forward's dispatched rows are gathered: fc1 (FC1 reads them from x at decode sizes, where it can) or separate (a gather kernel at every T); the same results (docs/flags.md)", "Schedule.Gather",
 		func(s *schedule.Schedule) any { return &s.Gather }).withDefault("fc1").keepingVariant(),
-	scheduleFlag("dispatch", "how the forward's routing ops (init, count, scan, permute) run with the ids routing past T·top-k = 8192: queue (one kernel, moe_dispatch, whose blocks take work items from a queue in global memory: the count of each 2048-slot chunk, the scan, the permutation of each chunk) or ops (one kernel per op); the same bytes either way. Up to 2048 routed slots one block does all four, from 2049 to 8192 the four kernels run in both modes, and the routing-map form always runs them", "Schedule.Dispatch",
+	scheduleFlag("dispatch", "the forward's routing ops past T·top-k = 8192: queue (one kernel taking work items from a queue) or ops (one kernel per op); the same bytes (docs/flags.md)", "Schedule.Dispatch",
 		func(s *schedule.Schedule) any { return &s.Dispatch }).withDefault("queue").keepingVariant(),
-	scheduleFlag("items", "how the sm_90a persistent GEMMs over dispatched rows give out their work items: fixed (block b runs items b, b + grid, ...) or queue (past the fixed walk's rounds but its last, each block takes the next item from a queue in the scratch work_queue, zero when the workspace is allocated). The same bits. Not on sm_80 or sm_100a, nor with --mx-gemm expand, --cluster 2, --blocks-per-sm 2, --chain or per-expert storage, which take fixed when --items is not given. The default on sm_90a: 2-5% faster than fixed at T = 4096 on most presets, within 1% at T = 64 (docs/perf.md, items v3)", "Schedule.Items",
+	scheduleFlag("items", "how the sm_90a persistent GEMMs take their work items: queue (after the fixed rounds, from a queue in global memory) or fixed (block b takes b, b + grid, ...); the same bits (docs/flags.md)", "Schedule.Items",
 		func(s *schedule.Schedule) any { return &s.Items }).withDefault("queue on sm_90a with grouped weights, else fixed").keepingVariant(),
 	// (the band's flag before --fc2-large-min-rows, whose field is a
 	// prefix of its own: an error on the band names the band's flag, and
 	// largeErrorsOnBand gives it the whole tile's when only it is given)
-	scheduleFlag("fc2-large-mid-rows", "a band LO..HI of mean rows per expert (T·top-k/experts; whole numbers, both included, 1 <= LO <= HI, HI at most --fc2-large-min-rows) in which the register-fed mxfp8 FC2 (sm_90a) also runs its 192x128x128 tile as moe_fc2_large, where one 192-row tile holds most experts' rows and 128-row tiles need two (the same bits; on an H100 the forward ran 1.8-13.3% faster at 128 rows per expert and 4.0-10.1% at 160, between 0.8% slower and 5.2% faster at 192, slower at 96-112 and 200-224: docs/perf.md, run 43); off turns the band off. It must start above a GEMM variant's rows (--variant-max-rows); a --fc2-large-min-rows inside the default band cuts that band there",
+	scheduleFlag("fc2-large-mid-rows", "a band LO..HI of mean rows per expert (T·top-k/experts) in which the register-fed mxfp8 FC2 also runs 192-row tiles (moe_fc2_large; the same bits), or off (docs/flags.md)",
 		"Schedule.FC2Large.MidRows", func(s *schedule.Schedule) any { return &s.FC2Large.MidRows }).withDefault("120..192 on sm_90a mxfp8 layers, else off").keepingVariant(),
-	scheduleFlag("fc2-large-min-rows", "the fewest mean rows per expert (T·top-k/experts) from which the register-fed mxfp8 FC2 (sm_90a) runs its tile for many rows per expert, 192x128x128, as moe_fc2_large, at every larger T (the same bits; the forward 2.0-3.4% faster at 512 rows per expert and 0.6-1.9% at 384 on an H100, 2.5-4.2% at 320 on an H200: docs/perf.md, runs 41 and 42); off (or 0) turns this range off (the band of --fc2-large-mid-rows stays). A layer's shared experts keep FC2's tile. The tile does not run with --chain, --cluster 2, --mx-gemm promote or expand, or a GEMM variant reaching its rows (--variant-max-rows): these leave it out, with a note, unless a --fc2-large-* flag turns a range on, which makes that an error",
+	scheduleFlag("fc2-large-min-rows", "the mean rows per expert (T·top-k/experts) from which the register-fed mxfp8 FC2 runs 192-row tiles (moe_fc2_large; the same bits), or off (docs/flags.md)",
 		"Schedule.FC2Large", func(s *schedule.Schedule) any { return rowsOrOff{&s.FC2Large.MinRows} }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
-	scheduleFlag("chain", "whether the forward's routed FC1 and FC2 run as one persistent kernel on sm_90a: off, or fc1-fc2 (moe_fc1_fc2: each block runs its FC1 items, then its FC2 items, each starting once its row tile of h is stored; mokc build lists the kernels chained). Grouped weights, --items fixed (taken without --items), no --save-fc1; the forward only. Opt-in: the same bits; against the unchained fixed walk 1-2% faster at T = 64-300, up to 2.6% slower at T = 4096 on the H200 (docs/perf.md, chain v1)", "Schedule.Chain",
+	scheduleFlag("chain", "off, or fc1-fc2: the forward's routed FC1 and FC2 as one persistent kernel on sm_90a (opt-in, the same bits; docs/flags.md)", "Schedule.Chain",
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
-	scheduleFlag("split-k", "whether the shared experts' GEMMs split their reduction at decode sizes: auto (at T <= 128, where the engine does (sm_90a) and its cost model gains: f32 parts and a reduce kernel adding them in a fixed order; deterministic, another order of the sums than the unsplit kernel) or off (one kernel per GEMM at every T)", "Schedule.SplitK",
+	scheduleFlag("split-k", "the shared experts' GEMMs at T <= 128: auto (their reduction split in parts where it pays, sm_90a; summed in a fixed order) or off (docs/flags.md)", "Schedule.SplitK",
 		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
 }
 
@@ -234,9 +261,9 @@ func scheduleFlag(name, usage, field string, ptr func(*schedule.Schedule) any, a
 	return fieldFlag{name: name, usage: usage, field: field, also: also, ptr: func(_ *schedule.Layer, s *schedule.Schedule) any { return ptr(s) }}
 }
 
-// cliFlags declares the flags of a table; def is the help text of the
-// default.
-func cliFlags(table []fieldFlag, def string) []cli.Flag {
+// cliFlags declares the flags of a table in the help's group category;
+// def is the help text of the default.
+func cliFlags(table []fieldFlag, def, category string) []cli.Flag {
 	var out []cli.Flag
 	for _, f := range table {
 		def := def
@@ -244,9 +271,9 @@ func cliFlags(table []fieldFlag, def string) []cli.Flag {
 			def = f.def
 		}
 		if _, num := f.ptr(&schedule.Layer{}, &schedule.Schedule{}).(*int); num {
-			out = append(out, &cli.IntFlag{Name: f.name, Usage: f.usage, DefaultText: def})
+			out = append(out, &cli.IntFlag{Name: f.name, Usage: f.usage, DefaultText: def, Category: category})
 		} else {
-			out = append(out, &cli.StringFlag{Name: f.name, Usage: f.usage, DefaultText: def})
+			out = append(out, &cli.StringFlag{Name: f.name, Usage: f.usage, DefaultText: def, Category: category})
 		}
 	}
 	return out
@@ -254,7 +281,7 @@ func cliFlags(table []fieldFlag, def string) []cli.Flag {
 
 // scheduleFlags are the flags of scheduleFieldFlags and variantFieldFlags.
 func scheduleFlags() []cli.Flag {
-	return append(cliFlags(scheduleFieldFlags, "the target's default"), cliFlags(variantFieldFlags, "")...)
+	return append(cliFlags(scheduleFieldFlags, "the target's default", catSchedule), cliFlags(variantFieldFlags, "", catVariant)...)
 }
 
 // scheduleOverridden reports whether any schedule flag is set (with
@@ -314,14 +341,17 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 		if !c.IsSet(f.name) {
 			value += " (" + def + ")"
 		}
-		rule := fe.Rule
 		// Fields the rule names are flags too: "must be <= --experts (4)",
-		// "do not split --fc1-tile 128x128x64".
+		// "do not split --fc1-tile 128x128x64"; the longest first, as a
+		// field may extend another (Schedule.FC2Large, Schedule.FC2).
+		names := maps.Clone(plainFlagFields)
 		for _, g := range table {
-			rule = strings.ReplaceAll(rule, g.field, "--"+g.name)
+			names[g.field] = "--" + g.name
 		}
-		for field, flag := range plainFlagFields {
-			rule = strings.ReplaceAll(rule, field, flag)
+		fields := slices.SortedFunc(maps.Keys(names), func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+		rule := fe.Rule
+		for _, field := range fields {
+			rule = strings.ReplaceAll(rule, field, names[field])
 		}
 		if part != "" {
 			rule = fmt.Sprintf("%s = %v: %s", part[1:], fe.Value, rule)
@@ -332,8 +362,10 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 }
 
 // plainFlagFields are the fields set by flags outside the field tables
-// (parsed on their own), as a rule's text names them.
-var plainFlagFields = map[string]string{"Layer.Precision": "--precision", "Layer.Storage": "--storage", "Schedule.Target": "--target", "Layer.SaveFC1": "--save-fc1"}
+// (parsed on their own), and parts of a table's field that a flag sets
+// alone, as a rule's text names them.
+var plainFlagFields = map[string]string{"Layer.Precision": "--precision", "Layer.Storage": "--storage", "Schedule.Target": "--target", "Layer.SaveFC1": "--save-fc1",
+	"Schedule.FC2Large.MinRows": "--fc2-large-min-rows"}
 
 // flagValue dereferences the *int of fieldFlag.ptr; the other fields'
 // pointers print as their values (their String methods).

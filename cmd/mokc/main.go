@@ -18,6 +18,8 @@ import (
 	"strings"
 
 	"github.com/urfave/cli/v2"
+
+	"github.com/mokc/mokc/compiler"
 )
 
 // commands is filled by the init functions of this package's files, one file
@@ -29,6 +31,7 @@ func main() {
 	app := &cli.App{
 		Name:     "mokc",
 		Usage:    "a compiler and runtime for Mixture-of-Experts megakernels",
+		Version:  compiler.Version, // --version, and the manifests' "mokc"
 		Commands: build(commands),
 		// Errors are printed once, by main, as one line.
 		ExitErrHandler: func(*cli.Context, error) {},
