@@ -200,7 +200,11 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	if s.FC2Large != def.FC2Large {
 		if r, d := s.FC2Large, def.FC2Large; r.Set() && d.Set() && r.Tile == d.Tile {
 			if r.MinRows != d.MinRows {
-				args = append(args, fmt.Sprintf("--fc2-large-min-rows %d", r.MinRows))
+				n := "off"
+				if r.MinRows > 0 {
+					n = fmt.Sprint(r.MinRows)
+				}
+				args = append(args, "--fc2-large-min-rows "+n)
 			}
 			if r.MidRows != d.MidRows {
 				args = append(args, "--fc2-large-mid-rows "+r.MidRows.String())
@@ -209,10 +213,10 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 		} else if !r.Set() {
 			// --chain, --cluster 2 and the like leave FC2Large out
 			// (schedule.Schedule.FC2LargeWhereValid, as mokc's flags do);
-			// --fc2-large-min-rows 0 --fc2-large-mid-rows off says so
+			// --fc2-large-min-rows off --fc2-large-mid-rows off says so
 			// where they do not.
 			if asGiven.WithFC2LargeFrom(d.MinRows).WithFC2LargeMid(d.MidRows).FC2LargeWhereValid(l).FC2Large.Set() {
-				args = append(args, "--fc2-large-min-rows 0", "--fc2-large-mid-rows off")
+				args = append(args, "--fc2-large-min-rows off", "--fc2-large-mid-rows off")
 			}
 			s.FC2Large = d
 		}

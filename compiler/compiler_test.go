@@ -408,11 +408,11 @@ func TestReproduceWithoutFC2Large(t *testing.T) {
 		s     schedule.Schedule
 		flags []string
 	}{
-		{def.WithFC2LargeFrom(0), []string{"--fc2-large-min-rows 0"}},
+		{def.WithFC2LargeFrom(0), []string{"--fc2-large-min-rows off"}},
 		{def.WithFC2LargeFrom(512), []string{"--fc2-large-min-rows 512"}},
 		{def.WithFC2LargeMid(schedule.RowsBand{}), []string{"--fc2-large-mid-rows off"}},
 		{def.WithFC2LargeMid(schedule.RowsBand{Lo: 100, Hi: 150}), []string{"--fc2-large-mid-rows 100..150"}},
-		{def.WithFC2LargeFrom(0).WithFC2LargeMid(schedule.RowsBand{}), []string{"--fc2-large-min-rows 0", "--fc2-large-mid-rows off"}},
+		{def.WithFC2LargeFrom(0).WithFC2LargeMid(schedule.RowsBand{}), []string{"--fc2-large-min-rows off", "--fc2-large-mid-rows off"}},
 	} {
 		cmd, ok := ReproduceCommand(l, c.s)
 		for _, f := range c.flags {

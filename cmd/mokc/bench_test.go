@@ -205,6 +205,7 @@ func TestFC2LargeFlag(t *testing.T) {
 		// Refusals of the whole tile name the band's flag when only it is given.
 		{[]string{"--fc2-large-mid-rows", "100..150", "--precision", "bf16"}, "--fc2-large-mid-rows 100..150: sets the 192-row tile of the register-fed mxfp8 FC2 (moe_fc2_large), which runs only in an mxfp8 layer: this one is bf16"},
 		{[]string{"--fc2-large-mid-rows", "120..192", "--cluster", "2"}, "--fc2-large-mid-rows 120..192: its kernel's schedule"},
+		{[]string{"--fc2-large-mid-rows", "120..192", "--chain", "fc1-fc2"}, "--fc2-large-mid-rows 120..192: the chained FC1 and FC2 (--chain) pair one FC1 kernel with one FC2 kernel per token range: give --chain or --fc2-large-mid-rows, not both"},
 		{[]string{"--fc2-large-mid-rows", "120-200"}, `--fc2-large-mid-rows: "120-200": want LO..HI`},
 	} {
 		args := append([]string{"build", "--model", "olmoe-1b-7b", "--precision", "mxfp8", "--target", "sm_90a", "-o", out}, c.flags...)

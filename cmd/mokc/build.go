@@ -103,11 +103,16 @@ func buildAction(c *cli.Context) error {
 			return err
 		}
 		what := fmt.Sprintf("%d kernels", len(a.Program.Kernels))
-		switch lo, hi := launchedRange(a.Program.Kernels); {
-		case lo < hi:
-			what += fmt.Sprintf(", %d to %d launched per %s at T >= 1, which ones by T (`%s` lists each kernel's T range)", lo, hi, pass, inspectCommand(os.Args))
+		lo, hi, same := launchedRange(a.Program.Kernels)
+		n := fmt.Sprint(hi)
+		if lo < hi {
+			n = fmt.Sprintf("%d to %d", lo, hi)
+		}
+		switch {
+		case !same:
+			what += fmt.Sprintf(", %s launched per %s at T >= 1, which ones by T (`%s` lists each kernel's T range)", n, pass, inspectCommand(os.Args, target.String(), c.IsSet("target")))
 		case hi < len(a.Program.Kernels):
-			what += fmt.Sprintf(", %d launched per %s at every T >= 1", hi, pass)
+			what += fmt.Sprintf(", the same %d launched per %s at every T >= 1", hi, pass)
 		default:
 			what += fmt.Sprintf(", all launched per %s at every T >= 1", pass)
 		}
@@ -127,26 +132,33 @@ func buildAction(c *cli.Context) error {
 }
 
 // launchedRange is the fewest and the most kernels of ks launched for one
-// T >= 1: the kernels' token ranges change only at their ends, so the T
-// where a range starts or ends, and T = 1, cover every count.
-func launchedRange(ks []codegen.Kernel) (lo, hi int) {
+// T >= 1, and whether the same kernels launch at every T >= 1: the
+// kernels' token ranges change only at their ends, so the T where a range
+// starts or ends, and T = 1, cover every set.
+func launchedRange(ks []codegen.Kernel) (lo, hi int, same bool) {
 	ts := []int64{1}
 	for _, k := range ks {
 		for _, r := range k.Tokens {
 			ts = append(ts, max(r.Min, 1), max(r.Max, 1), min(r.Max+1, launch.MaxTokens))
 		}
 	}
-	lo = len(ks) + 1
-	for _, t := range ts {
+	lo, same = len(ks)+1, true
+	var first []bool // the kernels launched at T = 1
+	for i, t := range ts {
 		n := 0
-		for _, k := range ks {
-			if k.RunsAt(t) {
+		runs := make([]bool, len(ks))
+		for j, k := range ks {
+			if runs[j] = k.RunsAt(t); runs[j] {
 				n++
 			}
 		}
+		if i == 0 {
+			first = runs
+		}
+		same = same && slices.Equal(runs, first)
 		lo, hi = min(lo, n), max(hi, n)
 	}
-	return lo, hi
+	return lo, hi, same
 }
 
 // noteClusters tells which routed GEMM kernels run in clusters of n and
@@ -204,14 +216,16 @@ func listOrNone(names []string) string {
 
 // inspectCommand is the `mokc inspect program` command line that lists the
 // kernels of the `mokc build` command line args (os.Args): the same
-// arguments without the output's (-o, --output, --emit).
-func inspectCommand(args []string) string {
+// arguments without the output's (-o, --output, --emit), with --target
+// target when the build took its default (inspect program lists no kernels
+// without one), each argument quoted for a POSIX shell where it needs it.
+func inspectCommand(args []string, target string, targetSet bool) string {
 	out := []string{"mokc", "inspect", "program"}
-	i := slices.Index(args, "build")
+	i := slices.Index(args[min(1, len(args)):], "build")
 	if i < 0 {
 		return strings.Join(out, " ")
 	}
-	for rest := args[i+1:]; len(rest) > 0; rest = rest[1:] {
+	for rest := args[i+2:]; len(rest) > 0; rest = rest[1:] {
 		a := rest[0]
 		name, _, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
 		if strings.HasPrefix(a, "-") && (name == "o" || name == "output" || name == "emit") {
@@ -220,7 +234,19 @@ func inspectCommand(args []string) string {
 			}
 			continue
 		}
-		out = append(out, a)
+		out = append(out, shellQuote(a))
+	}
+	if !targetSet {
+		out = append(out, "--target", target)
 	}
 	return strings.Join(out, " ")
+}
+
+// shellQuote is s as one word of a POSIX shell: as is when it holds only
+// letters, digits and _./=:,@+-, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./=:,@+-") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }

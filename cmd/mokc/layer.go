@@ -332,10 +332,12 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 	}
 	for _, f := range table {
 		part, ok := strings.CutPrefix(fe.Field, f.field)
+		viaAlso := false // the field is one of f.also: the rule's mention of it is f's too
 		if !ok || part != "" && part[0] != '.' {
 			if part = ""; !slices.Contains(f.also, fe.Field) {
 				continue
 			}
+			viaAlso = true
 		}
 		value := fmt.Sprint(flagValue(f.ptr(&l, &s)))
 		if !c.IsSet(f.name) {
@@ -348,7 +350,10 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 		for _, g := range table {
 			names[g.field] = "--" + g.name
 		}
-		fields := slices.SortedFunc(maps.Keys(names), func(a, b string) int { return cmp.Compare(len(b), len(a)) })
+		if viaAlso {
+			names[fe.Field] = "--" + f.name
+		}
+		fields := slices.SortedFunc(maps.Keys(names), func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
 		rule := fe.Rule
 		for _, field := range fields {
 			rule = strings.ReplaceAll(rule, field, names[field])
