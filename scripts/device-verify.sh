@@ -187,6 +187,7 @@ for phase in $phases; do
 		done
 		step "bench qwen3-30b-a3b sm_80 T=4096" 90 "$OUT/bench.log" "$mokc" bench --model qwen3-30b-a3b --target sm_80 --tokens 4096 --json
 		step "torch baseline T=4096" 150 "$OUT/torch.log" python3 bench/torch_moe.py --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 4096 --json "$OUT/torch.json"
+		step "triton fused-MoE peer T=64,4096" 150 "$OUT/triton.log" python3 bench/triton_moe.py --models qwen3-30b-a3b,gpt-oss-120b,deepseek-v3 --tokens 64,4096 --large 128x256x64x8x3 --json "$OUT/triton.json"
 		step "memcheck qwen3-30b-a3b sm_90a T=64" 150 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --model qwen3-30b-a3b --target sm_90a --tokens 64
 		step "memcheck gpt-oss-120b sm_90a T=64" 200 "$OUT/memcheck.log" compute-sanitizer --tool memcheck --error-exitcode 9 "$mokc" run --model gpt-oss-120b --target sm_90a --tokens 64
 		;;
