@@ -1342,7 +1342,7 @@ func (s Schedule) validateTile(l Layer, name string, t Tile, fc1 bool, eb int, m
 		return fieldErr(name, t, "needs %d TMEM columns, more than the %d of a CTA", c, s.Target.TMEMColumns())
 	}
 	if p.Required > s.Target.SharedMemoryLimit() {
-		return fieldErr(name, t, "with %d stages needs %d bytes of shared memory, more than the %d of %v: fewer stages or a smaller tile", s.Stages, p.Required, s.Target.SharedMemoryLimit(), s.Target)
+		return fieldErr(name, t, "the %s tile %v with %d stages needs %d bytes of shared memory, more than the %d of %v: fewer stages or a smaller tile", strings.TrimPrefix(name, "Schedule."), t, s.Stages, p.Required, s.Target.SharedMemoryLimit(), s.Target)
 	}
 	return nil
 }

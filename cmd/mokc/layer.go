@@ -114,6 +114,11 @@ type fieldFlag struct {
 	// on which is the flag's (e.g. the whole "Schedule.Warps").
 	field string
 	also  []string
+	// takes lists fields of other flags whose errors this flag takes when
+	// it is given and the field's own flag is not (--stages: a default
+	// tile whose stages overflow shared memory); the rule still names the
+	// field by its own flag.
+	takes []string
 	// def is the help text of the default when it is not the table's
 	// (e.g. "mma": every target's default weight-gradient kernel).
 	def string
@@ -145,7 +150,8 @@ var layerFieldFlags = []fieldFlag{
 var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("fc1-tile", "FC1 tile MxNxK (rows x output columns x K block)", "Schedule.FC1", func(s *schedule.Schedule) any { return &s.FC1 }),
 	scheduleFlag("fc2-tile", "FC2 tile MxNxK", "Schedule.FC2", func(s *schedule.Schedule) any { return &s.FC2 }),
-	scheduleFlag("stages", "shared-memory pipeline stages", "Schedule.Stages", func(s *schedule.Schedule) any { return &s.Stages }),
+	scheduleFlag("stages", "shared-memory pipeline stages", "Schedule.Stages", func(s *schedule.Schedule) any { return &s.Stages }).
+		taking("Schedule.FC1", "Schedule.FC2"), // a default tile whose stages overflow shared memory
 	scheduleFlag("mma-warps", "MMA warps per CTA (sm_90a: 4 per 64 tile rows)", "Schedule.Warps.MMA", func(s *schedule.Schedule) any { return &s.Warps.MMA },
 		"Schedule.Warps"),
 	scheduleFlag("producer-warps", "producer (load-only) warps per CTA: 4 on sm_90a (a warpgroup; or 1 with --blocks-per-sm 2), 1 on sm_100a, 0 on sm_80", "Schedule.Warps.Producer", func(s *schedule.Schedule) any { return &s.Warps.Producer },
@@ -243,6 +249,12 @@ func (f fieldFlag) withDefault(def string) fieldFlag {
 	return f
 }
 
+// taking is f taking the errors of fields (fieldFlag.takes).
+func (f fieldFlag) taking(fields ...string) fieldFlag {
+	f.takes = fields
+	return f
+}
+
 // keepingVariant is f for a schedule field that does not describe the
 // routed GEMMs' shape: setting it keeps the default's GEMM variant.
 func (f fieldFlag) keepingVariant() fieldFlag {
@@ -324,20 +336,28 @@ func applyFlags(c *cli.Context, table []fieldFlag, l *schedule.Layer, s *schedul
 // flagError rewrites a validation error of l or s on a field that a flag
 // of table sets as "--flag VALUE: rule" (VALUE as the flag spells it,
 // marked when it is the default rather than given), so the user reads the
-// flag, not the Go field. Other errors are returned unchanged.
+// flag, not the Go field; of the flags whose fields match, one the command
+// line gives comes first, and a given flag takes the errors of the fields
+// of fieldFlag.takes whose own flags are not given (--stages 9 for a default
+// tile whose stages overflow shared memory). Other errors are returned
+// unchanged.
 func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.Schedule, def string, err error) error {
 	var fe *schedule.FieldError
 	if !errors.As(err, &fe) {
 		return err
 	}
-	for _, f := range table {
+	given := slices.DeleteFunc(slices.Clone(table), func(f fieldFlag) bool { return !c.IsSet(f.name) })
+	ownerGiven := slices.ContainsFunc(given, func(g fieldFlag) bool { return g.field == fe.Field })
+	for i, f := range slices.Concat(given, table) {
 		part, ok := strings.CutPrefix(fe.Field, f.field)
 		viaAlso := false // the field is one of f.also: the rule's mention of it is f's too
 		if !ok || part != "" && part[0] != '.' {
-			if part = ""; !slices.Contains(f.also, fe.Field) {
+			part = ""
+			taken := i < len(given) && !ownerGiven && slices.Contains(f.takes, fe.Field)
+			if !taken && !slices.Contains(f.also, fe.Field) {
 				continue
 			}
-			viaAlso = true
+			viaAlso = !taken
 		}
 		value := fmt.Sprint(flagValue(f.ptr(&l, &s)))
 		if !c.IsSet(f.name) {
