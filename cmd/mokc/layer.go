@@ -25,7 +25,7 @@ import (
 // config.json file, and the flags that override its sizes (layerFieldFlags).
 func layerFlags() []cli.Flag {
 	flags := []cli.Flag{
-		&cli.StringFlag{Name: "model", Usage: "a preset name (mokc inspect --list lists them)"},
+		&cli.StringFlag{Name: "model", Usage: "a preset name, in any case (mokc inspect --list lists them)"},
 		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
 		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (with --backward)", DefaultText: "fp32"},
 		&cli.BoolFlag{Name: "save-fc1", Usage: "the forward keeps the routed FC1 output (f32, 8·K·I bytes per token) for the backward, which then does not recompute FC1 (the same results)"},
