@@ -220,7 +220,6 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 	f0 := b.Add(first, b.LShr(lane, ir.Int32(2)))                                                  // column f of the thread
 	c4 := b.Add(first, b.Add(b.MulI(b.LShr(q, ir.Int32(1)), 4), b.MulI(b.And(q, ir.Int32(1)), 8))) // its stored run
 	tok := b.LShr(lane, ir.Int32(2))
-	var err error
 	for s := 0; s < slices; s++ {
 		// The columns of the thread's outputs, clamped below N for the bias.
 		var cols [2]value.Value
@@ -229,33 +228,29 @@ func (l sm90Layout) swapStoreBF16(b *Builder, ep *Epilogue, w gemmWork, c, lane,
 			cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
 		}
 		for j := 0; j < per/4; j++ {
-			body := func() {
-				outs := make([]value.Value, 4)
-				for i := 0; i < 4; i++ {
-					vals := []value.Value{acc[s*per+4*j+i]}
-					if ep.spec.Epilogue == EpiGated {
-						vals = append(vals, acc[(s+slices)*per+4*j+i])
-					}
-					o, e := ep.Values(b, cols[i/2], vals)
-					if e != nil {
-						err = joinErr(err, e)
-						return
-					}
-					outs[i] = o[0]
+			outs := make([]value.Value, 4)
+			for i := 0; i < 4; i++ {
+				vals := []value.Value{acc[s*per+4*j+i]}
+				if ep.spec.Epilogue == EpiGated {
+					vals = append(vals, acc[(s+slices)*per+4*j+i])
 				}
-				y0 := b.movMatrixTrans(pack(outs[0], outs[1])) // column f's 8x8 block
-				y1 := b.movMatrixTrans(pack(outs[2], outs[3])) // column f+8's
-				got := b.shflXorI32(b.Select(odd, y0, y1), 1)
-				lo, hi := b.Select(odd, got, y0), b.Select(odd, y1, got)
-				tr := b.AddI(tok, int64(8*j))
-				col := b.AddI(c4, int64(64*s))
-				ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
-				storeBF16x4If(b, ep.args.C, w.row0, tr, col, N, lo, hi, ok)
+				o, e := ep.Values(b, cols[i/2], vals)
+				if e != nil {
+					return e
+				}
+				outs[i] = o[0]
 			}
-			body()
+			y0 := b.movMatrixTrans(pack(outs[0], outs[1])) // column f's 8x8 block
+			y1 := b.movMatrixTrans(pack(outs[2], outs[3])) // column f+8's
+			got := b.shflXorI32(b.Select(odd, y0, y1), 1)
+			lo, hi := b.Select(odd, got, y0), b.Select(odd, y1, got)
+			tr := b.AddI(tok, int64(8*j))
+			col := b.AddI(c4, int64(64*s))
+			ok := b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N)))
+			storeBF16x4If(b, ep.args.C, w.row0, tr, col, N, lo, hi, ok)
 		}
 	}
-	return err
+	return nil
 }
 
 // swapStoreBF16Interleaved is swapStoreBF16 for interleaved gate/up rows
@@ -288,7 +283,6 @@ func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWor
 	tr0 := b.Add(b.MulI(b.And(lane, ir.Int32(3)), 2), p)              // token row R of group 0
 	first := b.Add(w.n0, b.Add(col0, b.MulI(wq, 8)))                  // the warp's first output column of slice 0
 	lo16, hi16 := ir.Int32(0xFFFF), ir.Int32(-65536)
-	var err error
 	for s := 0; s < S; s++ {
 		base := b.AddI(first, int64(32*s))
 		var cols [2]value.Value // the thread's output columns, clamped below N for the bias
@@ -297,36 +291,32 @@ func (l sm90Layout) swapStoreBF16Interleaved(b *Builder, ep *Epilogue, w gemmWor
 			cols[h] = b.Select(b.ICmp(enum.IPredSLT, col, ir.Int32(N)), col, ir.Int32(N-1))
 		}
 		for j := 0; j < per/4; j++ {
-			body := func() {
-				var outs [2]value.Value
-				for h := range outs {
-					r := 4*j + 2*h
-					v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2q + 8j and the next
-					got := b.shflXor(b.Select(up, v0, v1), 4)
-					g, u := b.Select(up, got, v0), b.Select(up, v1, got)
-					o, e := ep.Values(b, cols[h], []value.Value{g, u})
-					if e != nil {
-						err = joinErr(err, e)
-						return
-					}
-					outs[h] = o[0]
+			var outs [2]value.Value
+			for h := range outs {
+				r := 4*j + 2*h
+				v0, v1 := acc[s*per+r], acc[s*per+r+1] // tokens 2q + 8j and the next
+				got := b.shflXor(b.Select(up, v0, v1), 4)
+				g, u := b.Select(up, got, v0), b.Select(up, v1, got)
+				o, e := ep.Values(b, cols[h], []value.Value{g, u})
+				if e != nil {
+					return e
 				}
-				mine := pack(outs[0], outs[1]) // columns c (low half) and c+4
-				other := b.shflXorI32(mine, 8) // columns c^1 and c^1+4
-				// even c: (c, c+1) from the low halves; odd c: (c+3, c+4) from the high halves.
-				x := b.Select(oddC,
-					b.Or(b.LShr(other, ir.Int32(16)), b.And(mine, hi16)),
-					b.Or(b.And(mine, lo16), b.Shl(other, ir.Int32(16))))
-				y := b.shflXorI32(x, 16) // lane c^2's pair: columns 2, 3 for c = 0, 6, 7 for c = 1
-				tr := b.AddI(tr0, int64(8*j))
-				col := b.Add(base, b.MulI(cl, 4)) // c = 0: columns 0..3, c = 1: 4..7
-				ok := b.And(store, b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N))))
-				storeBF16x4If(b, ep.args.C, w.row0, tr, col, N, x, y, ok)
+				outs[h] = o[0]
 			}
-			body()
+			mine := pack(outs[0], outs[1]) // columns c (low half) and c+4
+			other := b.shflXorI32(mine, 8) // columns c^1 and c^1+4
+			// even c: (c, c+1) from the low halves; odd c: (c+3, c+4) from the high halves.
+			x := b.Select(oddC,
+				b.Or(b.LShr(other, ir.Int32(16)), b.And(mine, hi16)),
+				b.Or(b.And(mine, lo16), b.Shl(other, ir.Int32(16))))
+			y := b.shflXorI32(x, 16) // lane c^2's pair: columns 2, 3 for c = 0, 6, 7 for c = 1
+			tr := b.AddI(tr0, int64(8*j))
+			col := b.Add(base, b.MulI(cl, 4)) // c = 0: columns 0..3, c = 1: 4..7
+			ok := b.And(store, b.And(b.ICmp(enum.IPredSLT, tr, live), b.ICmp(enum.IPredSLT, col, ir.Int32(N))))
+			storeBF16x4If(b, ep.args.C, w.row0, tr, col, N, x, y, ok)
 		}
 	}
-	return err
+	return nil
 }
 
 // storeBF16x4If stores the two bf16x2 words lo, hi (columns col..col+3

@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/mokc/mokc/codegen"
-	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
 	"github.com/urfave/cli/v2"
@@ -122,7 +121,7 @@ func printLayer(w io.Writer, l schedule.Layer) {
 		}
 		fmt.Fprintf(w, "  %-8s FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma + %d epilogue  cluster %d  %s\n",
 			t, s.FC1, s.FC2, s.Stages, s.Warps.Producer, s.Warps.MMA, s.Warps.Epilogue, s.Cluster, s.GridText())
-		prog := lowerForward(l, s)
+		prog, _ := codegen.Build(l, s) // nil where it does not lower
 		smem := kernelSmem(prog, max(s.SharedMemoryBytes(l, s.FC1, true), s.SharedMemoryBytes(l, s.FC2, false)), "moe_fc1", "moe_fc2")
 		extra := ""
 		if t == target.SM100a {
@@ -151,20 +150,6 @@ func printLayer(w io.Writer, l schedule.Layer) {
 				"", s.FC2Large.Where(l.TopK, l.Experts), v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA, kernelSmem(prog, v.SharedMemoryBytes(l, v.FC2, false), "moe_fc2_large"))
 		}
 	}
-}
-
-// lowerForward returns the kernels of l's forward under s (codegen.Lower,
-// PerOp), or nil where it does not lower.
-func lowerForward(l schedule.Layer, s schedule.Schedule) *codegen.Program {
-	p, err := moe.Forward(l)
-	if err != nil {
-		return nil
-	}
-	prog, err := codegen.Lower(p, s, codegen.PerOp)
-	if err != nil {
-		return nil
-	}
-	return prog
 }
 
 // kernelSmem returns the most dynamic shared memory, in bytes, of the

@@ -24,18 +24,14 @@ import (
 // layerFlags are the flags that name a layer, a preset or a Hugging Face
 // config.json file, and the flags that override its sizes (layerFieldFlags).
 func layerFlags() []cli.Flag {
-	flags := []cli.Flag{
-		&cli.StringFlag{Name: "model", Usage: "a preset name, in any case (mokc inspect --list lists them)"},
-		&cli.StringFlag{Name: "hf-config", Usage: "a Hugging Face config.json file of an MoE model"},
-		&cli.StringFlag{Name: "main-grad", Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (with --backward)", DefaultText: "fp32"},
-		&cli.BoolFlag{Name: "save-fc1", Usage: "the forward keeps the routed FC1 output (f32, 8·K·I bytes per token) for the backward, which then does not recompute FC1 (the same results)"},
-		&cli.StringFlag{Name: "storage", Usage: "the routed experts' weights (and main grads) on the device: grouped (one [E, ...] tensor each) or per-expert (one allocation each, a u64 [E] pointer table)", DefaultText: "grouped"},
-		&cli.StringFlag{Name: "precision", Usage: "routed-weight precision: bf16 or mxfp8 (e4m3 with a ue8m0 scale per 32 along K: docs/mxfp8.md; sm_90a and sm_100a, grouped storage)", DefaultText: "the model's, bf16"},
-	}
-	for _, f := range flags {
-		setCategory(f, catLayer)
-	}
-	return append(flags, cliFlags(layerFieldFlags, "the model's", catLayerSizes)...)
+	return append([]cli.Flag{
+		&cli.StringFlag{Name: "model", Category: catLayer, Usage: "a preset name, in any case (mokc inspect --list lists them)"},
+		&cli.StringFlag{Name: "hf-config", Category: catLayer, Usage: "a Hugging Face config.json file of an MoE model"},
+		&cli.StringFlag{Name: "main-grad", Category: catLayer, Usage: "dtype of the backward's main grads: fp32 (or f32) or bf16 (with --backward)", DefaultText: "fp32"},
+		&cli.BoolFlag{Name: "save-fc1", Category: catLayer, Usage: "the forward keeps the routed FC1 output (f32, 8·K·I bytes per token) for the backward, which then does not recompute FC1 (the same results)"},
+		&cli.StringFlag{Name: "storage", Category: catLayer, Usage: "the routed experts' weights (and main grads) on the device: grouped (one [E, ...] tensor each) or per-expert (one allocation each, a u64 [E] pointer table)", DefaultText: "grouped"},
+		&cli.StringFlag{Name: "precision", Category: catLayer, Usage: "routed-weight precision: bf16 or mxfp8 (e4m3 with a ue8m0 scale per 32 along K: docs/mxfp8.md; sm_90a and sm_100a, grouped storage)", DefaultText: "the model's, bf16"},
+	}, cliFlags(layerFieldFlags, "the model's", catLayerSizes)...)
 }
 
 // The help's groups of flags (urfave/cli prints the flags without one
@@ -46,18 +42,6 @@ const (
 	catSchedule   = "Schedule (tuning; the target's default without them)"
 	catVariant    = "Schedule: the default's GEMM variant (tuning)"
 )
-
-// setCategory puts flag f in the help's group cat.
-func setCategory(f cli.Flag, cat string) {
-	switch f := f.(type) {
-	case *cli.StringFlag:
-		f.Category = cat
-	case *cli.BoolFlag:
-		f.Category = cat
-	case *cli.IntFlag:
-		f.Category = cat
-	}
-}
 
 // loadLayer returns the layer named by --model or --hf-config (exactly one)
 // with the layer flags applied, validated.
@@ -116,8 +100,9 @@ type fieldFlag struct {
 	also  []string
 	// takes lists fields of other flags whose errors this flag takes when
 	// it is given and the field's own flag is not (--stages: a default
-	// tile whose stages overflow shared memory); the rule still names the
-	// field by its own flag.
+	// tile whose stages overflow shared memory; --fc2-large-mid-rows: the
+	// whole FC2Large's, whose field is --fc2-large-min-rows'), the rule
+	// then naming the field by this flag.
 	takes []string
 	// def is the help text of the default when it is not the table's
 	// (e.g. "mma": every target's default weight-gradient kernel).
@@ -174,9 +159,10 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.Items }).withDefault("queue on sm_90a with grouped weights, else fixed").keepingVariant(),
 	// (the band's flag before --fc2-large-min-rows, whose field is a
 	// prefix of its own: an error on the band names the band's flag, and
-	// largeErrorsOnBand gives it the whole tile's when only it is given)
+	// the band takes the whole tile's when it is given alone)
 	scheduleFlag("fc2-large-mid-rows", "a band LO..HI of mean rows per expert (T·top-k/experts) in which the register-fed mxfp8 FC2 also runs 192-row tiles (moe_fc2_large; the same bits), or off (docs/flags.md)",
-		"Schedule.FC2Large.MidRows", func(s *schedule.Schedule) any { return &s.FC2Large.MidRows }).withDefault("120..192 on sm_90a mxfp8 layers, else off").keepingVariant(),
+		"Schedule.FC2Large.MidRows", func(s *schedule.Schedule) any { return &s.FC2Large.MidRows }).withDefault("120..192 on sm_90a mxfp8 layers, else off").keepingVariant().
+		taking("Schedule.FC2Large"),
 	scheduleFlag("fc2-large-min-rows", "the mean rows per expert (T·top-k/experts) from which the register-fed mxfp8 FC2 runs 192-row tiles (moe_fc2_large; the same bits), or off (docs/flags.md)",
 		"Schedule.FC2Large", func(s *schedule.Schedule) any { return rowsOrOff{&s.FC2Large.MinRows} }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
 	scheduleFlag("chain", "off, or fc1-fc2: the forward's routed FC1 and FC2 as one persistent kernel on sm_90a (opt-in, the same bits; docs/flags.md)", "Schedule.Chain",
@@ -350,14 +336,14 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 	ownerGiven := slices.ContainsFunc(given, func(g fieldFlag) bool { return g.field == fe.Field })
 	for i, f := range slices.Concat(given, table) {
 		part, ok := strings.CutPrefix(fe.Field, f.field)
-		viaAlso := false // the field is one of f.also: the rule's mention of it is f's too
+		claimed := false // the field is one of f.also or f.takes: the rule's mention of it is f's too
 		if !ok || part != "" && part[0] != '.' {
 			part = ""
 			taken := i < len(given) && !ownerGiven && slices.Contains(f.takes, fe.Field)
 			if !taken && !slices.Contains(f.also, fe.Field) {
 				continue
 			}
-			viaAlso = !taken
+			claimed = true
 		}
 		value := fmt.Sprint(flagValue(f.ptr(&l, &s)))
 		if !c.IsSet(f.name) {
@@ -370,7 +356,7 @@ func flagError(c *cli.Context, table []fieldFlag, l schedule.Layer, s schedule.S
 		for _, g := range table {
 			names[g.field] = "--" + g.name
 		}
-		if viaAlso {
+		if claimed {
 			names[fe.Field] = "--" + f.name
 		}
 		fields := slices.SortedFunc(maps.Keys(names), func(a, b string) int { return cmp.Or(cmp.Compare(len(b), len(a)), strings.Compare(a, b)) })
@@ -576,11 +562,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		if tuned != "" && strings.HasPrefix(err.Error(), "Schedule.Variant") {
 			return s, variantError(tuned, *s.Variant, err)
 		}
-		table := scheduleFieldFlags
-		if c.IsSet("fc2-large-mid-rows") && !c.IsSet("fc2-large-min-rows") {
-			table = largeErrorsOnBand(table) // the flag given names the refusals of the whole tile
-		}
-		if ferr := flagError(c, table, l, s, "the target's default", err); ferr != err {
+		if ferr := flagError(c, scheduleFieldFlags, l, s, "the target's default", err); ferr != err {
 			return s, ferr
 		}
 		return s, fmt.Errorf("schedule flags: %w", err)
@@ -629,20 +611,6 @@ func noteLargeDropped(c *cli.Context, l schedule.Layer, def, got schedule.LargeR
 	}
 	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's FC2 tile for many rows per expert (%v %s: moe_fc2_large), which does not run with it; moe_fc2 (or the GEMM variant's FC2) runs there instead (%s asks for that without this note)\n",
 		strings.Join(set, " "), lost.Tile, lost.Where(l.TopK, l.Experts), hint)
-}
-
-// largeErrorsOnBand returns a copy of table in which a refusal of the
-// whole FC2Large (field Schedule.FC2Large) names --fc2-large-mid-rows, for
-// a command line that gives that flag and not --fc2-large-min-rows (whose
-// field it is otherwise).
-func largeErrorsOnBand(table []fieldFlag) []fieldFlag {
-	out := slices.Clone(table)
-	for i, f := range out {
-		if f.name == "fc2-large-mid-rows" {
-			out[i].also = append(slices.Clone(f.also), "Schedule.FC2Large")
-		}
-	}
-	return out
 }
 
 // largeSet reports whether the command line sets FC2Large's ranges
