@@ -18,7 +18,7 @@ TFLOP/s, GB/s and the fraction of the measured roofline, with the same FLOP and 
 bench/torch_moe.py, after checking the pipeline against torch_moe.reference (float64) on small
 shapes.
 
-Usage: python3 bench/triton_moe.py [--models a,b] [--tokens 64,4096] [--json out.json]
+Usage: python3 bench/triton_moe.py [--models a,b] [--tokens 64,4096] [--large 128x256x64x8x3,...] [--json out.json]
 """
 import argparse
 import json
@@ -79,13 +79,8 @@ def moe_gemm(a_ptr, b_ptr, c_ptr, bias_ptr, w_ptr, sorted_ptr, eid_ptr, npad_ptr
     tl.store(c_ptrs, acc.to(tl.bfloat16), mask=valid[:, None] & nmask[None, :])
 
 
-LARGE = None  # --large: the block sizes above 32 routes per expert (None: config's)
-
-
 def config(routes, E):
     """Block sizes by mean routes per expert (the shapes vLLM's default table picks from)."""
-    if routes // E > 32 and LARGE is not None:
-        return dict(LARGE)
     if routes // E <= 32:
         return dict(BM=16, BN=64, BK=128, GROUP_M=1, num_warps=4, num_stages=4)
     if routes // E <= 256:
@@ -131,12 +126,14 @@ class Aligner:
 
 
 class Pipeline:
-    def __init__(self, p):
+    """The forward of layer p (torch_moe.make's) with block sizes cfg (None: config's)."""
+
+    def __init__(self, p, cfg=None):
         self.p = p
         H, I, E, K, S, Is, kind = p["dims"]
         T = p["x"].shape[0]
         dev = p["x"].device
-        self.cfg = config(T * K, E)
+        self.cfg = cfg or config(T * K, E)
         self.align = Aligner(T, K, E, self.cfg["BM"], dev)
         self.h = torch.empty(T * K, 2 * I, dtype=torch.bfloat16, device=dev)
         self.o = torch.empty(T * K, H, dtype=torch.bfloat16, device=dev)
@@ -231,7 +228,6 @@ def main():
                          "(each one a row; the check runs with the default)")
     ap.add_argument("--no-check", action="store_true")
     args = ap.parse_args()
-    global LARGE
     from triton.testing import do_bench
     dev = "cuda"
     if not args.no_check:
@@ -250,11 +246,11 @@ def main():
             p = torch_moe.make(model, T, dev)
             fl, by = torch_moe.flops_bytes(p)
             H, I, E, K = p["dims"][:4]
-            for LARGE in (larges if T * K // E > 32 else [None]):
+            for cfg in (larges if T * K // E > 32 else [None]):
                 try:
-                    rows += timed(p, model, T, fl, by, peak_tf, peak_gbs, do_bench)
+                    rows += timed(p, cfg, model, T, fl, by, peak_tf, peak_gbs, do_bench)
                 except Exception as err:  # a block size that does not fit (shared memory, registers)
-                    print(f"{model} T={T} {LARGE}: {type(err).__name__}: {str(err)[:200]}", flush=True)
+                    print(f"{model} T={T} {cfg}: {type(err).__name__}: {str(err)[:200]}", flush=True)
             del p
             torch.cuda.empty_cache()
     out = dict(device=torch.cuda.get_device_name(), torch=torch.__version__, triton=triton.__version__,
@@ -265,10 +261,11 @@ def main():
     return 0
 
 
-def timed(p, model, T, fl, by, peak_tf, peak_gbs, do_bench):
-    """The rows of one layer: the full pipeline and its GEMMs alone, as CUDA-graph replays."""
+def timed(p, cfg, model, T, fl, by, peak_tf, peak_gbs, do_bench):
+    """The rows of one layer with block sizes cfg (None: config's): the full pipeline and its GEMMs
+    alone, as CUDA-graph replays."""
     rows = []
-    pipe = Pipeline(p)
+    pipe = Pipeline(p, cfg)
     full = graphed(pipe.forward)
     ms_full = do_bench(full, warmup=20, rep=200, return_mode="median")
     pipe.align(p["ids"])
