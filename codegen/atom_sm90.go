@@ -699,8 +699,48 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 	if l.cluster > 1 {
 		b.ClusterSync()
 	}
+	if spec.phase {
+		l.invalBars(b, &k, q)
+	}
 	b.Ret(nil)
 	return err
+}
+
+// invalBars ends a GEMM emitted as a phase of a persistent kernel
+// (GemmSpec.phase): once every role is done (bar.sync), thread 0
+// invalidates each mbarrier the block initialised (the ring's full and
+// empty barriers, the staging tile's two, the item ring's slots), so that
+// the next phase may initialise barriers of its own in the same shared
+// memory (PTX ISA, "mbarrier.inval").
+func (l sm90Layout) invalBars(b *Builder, k *sm90Block, q *itemRing) {
+	b.SyncThreads()
+	b.If(b.ICmp(enum.IPredEQ, k.tid, ir.Int32(0)), func() {
+		for s := range 2 * l.S {
+			b.MbarInval(b.AddI(k.ring.bars, int64(8*s)))
+		}
+		if l.smem.Staged {
+			b.MbarInval(b.AddI(k.ring.bars, int64(16*l.S)))
+			b.MbarInval(b.AddI(k.ring.bars, int64(16*l.S+8)))
+		}
+		if q != nil {
+			for i := range q.slots {
+				b.MbarInval(b.AddI(q.at, int64(8*i)))
+			}
+		}
+	})
+}
+
+// giveBack, in a GEMM emitted as a phase of a persistent kernel
+// (GemmSpec.phase), returns the calling role's warpgroup to the launch's
+// registers from regs, the setmaxnreg target it took at its start.
+func (l sm90Layout) giveBack(b *Builder, spec GemmSpec, regs int) {
+	switch {
+	case !spec.phase || regs == 0 || regs == l.launchRegs:
+	case regs < l.launchRegs:
+		b.SetMaxNReg(true, l.launchRegs)
+	default:
+		b.SetMaxNReg(false, l.launchRegs)
+	}
 }
 
 // producer is warpgroup 0 (in a block of two per SM with one producer
@@ -720,7 +760,9 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 		then.p.extraArrivals = next.extraArrivals
 	}
 	if !l.smem.Staged {
-		return pr.emit(b, k.tid, k.work, then)
+		err := pr.emit(b, k.tid, k.work, then)
+		l.giveBack(b, k.spec, l.prodRegs)
+		return err
 	}
 	var err error
 	b.IfElse(b.ICmp(enum.IPredULT, k.tid, ir.Int32(32)), func() {
@@ -734,6 +776,7 @@ func (l sm90Layout) producer(b *Builder, k *sm90Block, next *sm90Chained) error 
 			b.phaseMark(1, true)
 		}
 	})
+	l.giveBack(b, k.spec, l.prodRegs)
 	return err
 }
 
@@ -787,6 +830,7 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value, next *sm
 		})
 		b.phaseMark(1, true)
 	}
+	l.giveBack(b, k.spec, l.mmaRegs)
 	return err
 }
 

@@ -207,6 +207,23 @@ func (b *Builder) ReturnIf(cond value.Value) {
 	b.SetBlock(cont)
 }
 
+// ReturnIfUniform is ReturnIf for a cond that every thread of the block
+// evaluates alike (from the block index, parameters, or values all its
+// threads load alike): its return block is named uniformRet, which tells
+// the persistent lowering (fusePersistent) that no thread of a virtual
+// block goes on to a bar.sync that the returned ones would skip.
+func (b *Builder) ReturnIfUniform(cond value.Value) {
+	rb, cont := b.NewBlock(uniformRet), b.NewBlock("cont")
+	b.CondBr(cond, rb, cont)
+	b.SetBlock(rb)
+	b.Ret(nil)
+	b.SetBlock(cont)
+}
+
+// uniformRet is the name prefix of a block that returns every thread of
+// the block alike (ReturnIfUniform).
+const uniformRet = "uret"
+
 // Loop emits a counted loop `for i := start; i < end; i += step { body(i,
 // vars) }` (integers of one type, signed compare) with loop-carried values:
 // init gives the initial values, body returns the values for the next

@@ -338,6 +338,9 @@ func (l sm90Layout) emitChain(b *Builder, s1 GemmSpec, l2 sm90Layout, s2 GemmSpe
 	if l.cluster > 1 {
 		b.ClusterSync() // neither CTA exits while the other may arrive on its barriers
 	}
+	if s1.phase {
+		l.invalBars(b, &k, nil)
+	}
 	b.Ret(nil)
 	return err
 }

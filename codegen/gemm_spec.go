@@ -286,8 +286,15 @@ type GemmSpec struct {
 	// minProdRegs is the least registers of the producer warpgroup
 	// (setmaxnreg): a chained kernel sets them so that its GEMMs' plans
 	// place the barriers and split the registers alike.
-	minStaging  int
-	noStaging   bool
+	minStaging int
+	noStaging  bool
+	// phase builds the kernel as a phase of a persistent kernel
+	// (schedule.LoweringPersistent, fusePersistent): each role gives its
+	// setmaxnreg registers back at its end and thread 0 invalidates the
+	// block's mbarriers once every role is done, so that the next phase
+	// starts from the launch's registers and initialises its own barriers
+	// in the same shared memory.
+	phase       bool
 	minProdRegs int
 }
 

@@ -275,7 +275,7 @@ func emitPermute(m *ir.Module, d dims, op moe.Permute) Kernel {
 	offs := b.Param("offsets")
 	base := b.LoadAt(ir.I32, b.elemPtr(offs, e, 4), 4)
 	end := b.LoadAt(ir.I32, b.elemPtr(offs, b.AddI(e, 1), 4), 4)
-	b.ReturnIf(b.ICmp(enum.IPredSGE, base, end))
+	b.ReturnIfUniform(b.ICmp(enum.IPredSGE, base, end))
 	tk := b.MulI(b.Param("T"), int64(d.K))
 	tid := b.ThreadIdx(ir.X)
 	const V = permuteSlots

@@ -96,7 +96,7 @@ func emitActivate(m *ir.Module, d dims, op moe.Activate) Kernel {
 	b, k := opKernel(m, op, utilThreads, false)
 	r, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
 	total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
-	b.ReturnIf(b.ICmp(enum.IPredSGE, r, total))
+	b.ReturnIfUniform(b.ICmp(enum.IPredSGE, r, total))
 	N, act := int64(op.N), activation(op.Act)
 	b.Loop(tid, ir.Int32(N/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
 		g, u := b.gateUpRow8(op.GateUp, moe.F32, b.Param("gu"), r, c, N)
@@ -129,7 +129,7 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	r, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
 	if op.Offsets != nil {
 		total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
-		b.ReturnIf(b.ICmp(enum.IPredSGE, r, total))
+		b.ReturnIfUniform(b.ICmp(enum.IPredSGE, r, total))
 	}
 	var s value.Value = ir.Float32(1)
 	switch {

@@ -108,7 +108,7 @@ func emitWeightGrad(m *ir.Module, op moe.WeightGrad) Kernel {
 	tid := b.ThreadIdx(ir.X)
 	n0, m0, e := b.MulI(b.BlockIdx(ir.X), wgradTile), b.MulI(b.BlockIdx(ir.Y), wgradTile), b.BlockIdx(ir.Z)
 	lo, hi := b.expertRows(op, e)
-	b.ReturnIf(b.ICmp(enum.IPredSGE, lo, hi))
+	b.ReturnIfUniform(b.ICmp(enum.IPredSGE, lo, hi))
 	M, N := int64(op.M), int64(op.N)
 	smem := b.DynSmem()
 	sa, sb := smem, b.ByteOffsetC(smem, 4*wgradRows*wgradTile)

@@ -114,7 +114,7 @@ func wgradBlockStart(m *ir.Module, op moe.WeightGrad, tile, rows int64) (*Builde
 	w.lane, w.warp = b.LaneWarp()
 	w.n0, w.m0, w.e = b.MulI(b.BlockIdx(ir.X), tile), b.MulI(b.BlockIdx(ir.Y), tile), b.BlockIdx(ir.Z)
 	w.lo, w.hi = b.expertRows(op, w.e)
-	b.ReturnIf(b.ICmp(enum.IPredSGE, w.lo, w.hi))
+	b.ReturnIfUniform(b.ICmp(enum.IPredSGE, w.lo, w.hi))
 	w.kTiles = b.UDiv(b.AddI(b.Sub(w.hi, w.lo), rows-1), ir.Int32(rows))
 	return b, k, w
 }

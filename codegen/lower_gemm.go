@@ -642,6 +642,7 @@ func (lw *perOp) usesVariant(g moe.GEMM) bool {
 // them as pairs where the schedule says so (Schedule.FC1HalvesInPairs).
 func (lw *perOp) gemmSpec(g moe.GEMM, s schedule.Schedule) GemmSpec {
 	spec := gemmSpec(g, s)
+	spec.phase = s.Lowering == schedule.LoweringPersistent
 	if lw.src.Layer.Precision == schedule.MXFP8 && !spec.MX {
 		spec.Tile.BK /= 2
 	}

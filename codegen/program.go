@@ -56,7 +56,15 @@ func Build(l schedule.Layer, s schedule.Schedule) (*Program, error) {
 	if err != nil {
 		return nil, err
 	}
-	return Lower(p, s, PerOp)
+	return Lower(p, s, LoweringOf(s))
+}
+
+// LoweringOf is the lowering schedule s asks for (Schedule.Lowering).
+func LoweringOf(s schedule.Schedule) Lowering {
+	if s.Lowering == schedule.LoweringPersistent {
+		return Persistent
+	}
+	return PerOp
 }
 
 // Lowering is a policy that turns a moe.Program into kernels.
@@ -72,6 +80,10 @@ const (
 	// The scan also writes one work list of (expert, first row) tiles per
 	// distinct GEMM row tile, which the grouped GEMMs read.
 	PerOp Lowering = iota
+	// Persistent runs PerOp's kernels as the phases of one persistent
+	// kernel per direction, moe_forward or moe_backward (fusePersistent;
+	// schedule.LoweringPersistent): one launch, the same bits.
+	Persistent
 )
 
 // Lower lowers program p with schedule s under policy how into one module
@@ -87,7 +99,12 @@ const (
 // op, a schedule the target's engine cannot build (an MXFP8 GEMM off
 // sm_90a), more than three distinct GEMM row tiles (maxTileLists).
 func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) {
-	if how != PerOp {
+	switch how {
+	case PerOp:
+		s.Lowering = schedule.LoweringPerOp
+	case Persistent:
+		s.Lowering = schedule.LoweringPersistent
+	default:
 		return nil, fmt.Errorf("codegen: unknown lowering %d", how)
 	}
 	eng, err := EngineFor(s.Target)
@@ -131,6 +148,11 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	}
 	if err := lw.prog.checkBuffers(); err != nil {
 		return nil, err
+	}
+	if how == Persistent {
+		if err := lw.fusePersistent(); err != nil {
+			return nil, err
+		}
 	}
 	if err := lw.phaseTimes(); err != nil {
 		return nil, err

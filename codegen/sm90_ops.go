@@ -37,6 +37,13 @@ func (b *Builder) MbarInit(bar value.Value, count int) {
 	b.Asm("mbarrier.init.shared::cta.b64 [$0], $1;", "r,r,~{memory}", bar, ir.Int32(int64(count)))
 }
 
+// MbarInval invalidates the mbarrier at bar (PTX ISA, "mbarrier.inval"),
+// so that its shared memory may be initialised as another barrier or
+// used for data.
+func (b *Builder) MbarInval(bar value.Value) {
+	b.Asm("mbarrier.inval.shared::cta.b64 [$0];", "r,~{memory}", bar)
+}
+
 // FenceMbarInit makes initialised mbarriers visible to the async proxy and
 // other threads (fence.mbarrier_init.release.cluster), followed by
 // fence.proxy.async.shared::cta; a barrier (bar.sync) must follow before

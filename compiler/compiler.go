@@ -60,7 +60,7 @@ var Stages = []Stage{
 		if err != nil {
 			return err
 		}
-		a.Program, err = codegen.Lower(p, a.Schedule, codegen.PerOp)
+		a.Program, err = codegen.Lower(p, a.Schedule, codegen.LoweringOf(a.Schedule))
 		return err
 	}, func(a *Artifact) error { return ir.Check(a.Program.Module) }},
 	{"ptx", func(a *Artifact) (err error) {

@@ -59,7 +59,8 @@ type Kernel struct {
 	GridPerSM bool `json:"grid_per_sm,omitempty"`
 	// CoResident: the kernel's blocks wait for one another's work (a
 	// chained kernel's second GEMM waits for the first's rows, codegen
-	// Engine.ChainedGEMM), so every block of the grid must be resident at
+	// Engine.ChainedGEMM; the persistent kernel's phases end in grid-wide
+	// barriers, codegen.Persistent), so every block of the grid must be resident at
 	// once: launch at most one block per SM of the device (GridPerSM's
 	// grid) where no other work holds an SM until it ends. Where its
 	// blocks are not all resident, a wait gives up after the kernel's

@@ -217,6 +217,22 @@ type Schedule struct {
 	// must be resident; Validate refuses the rest, the lowering a schedule
 	// whose GEMMs share no kernel).
 	Chain ChainKind
+	// Lowering is how the program becomes kernels (docs/megakernel.md):
+	// LoweringPerOp (the zero value) launches one kernel per op (the
+	// kernels of codegen.PerOp); LoweringPersistent runs those kernels as
+	// the phases of one persistent kernel per direction (moe_forward,
+	// moe_backward: one block per SM, all resident), each phase guarded by
+	// the token counts its kernel runs at and followed by a grid-wide
+	// barrier (a counter in the scratch work_queue), so the forward is one
+	// launch at every T with the same bits as the per-op kernels. sm_90a,
+	// one block shape for every GEMM kernel (a GEMM variant of other warps
+	// is left out: VariantSchedule), no clusters, one block per SM, the
+	// default grid, layers without shared experts (with them, runs did not
+	// finish; docs/perf.md, persistent v1). Validate refuses the rest; the
+	// lowering, a program with kernels it cannot run as phases, naming
+	// them. Checked on a GPU: the bf16 forward (the per-op bits); the
+	// mxfp8 forward and the backward are built and assembled, not yet run.
+	Lowering LoweringKind
 	// PhaseTimes instruments the program (the forward's and the
 	// backward's): every kernel also takes the scratch buffer
 	// launch.BufPhaseTimes and records there, with %globaltimer (ns), when
@@ -377,6 +393,44 @@ func ParseChainKind(v string) (ChainKind, error) {
 		return ChainFC, nil
 	}
 	return 0, fmt.Errorf("%q: want off or fc1-fc2", v)
+}
+
+// LoweringKind selects how a program becomes kernels (Schedule.Lowering).
+type LoweringKind int
+
+// The lowering kinds.
+const (
+	// LoweringPerOp: one kernel per op, launched in op order.
+	LoweringPerOp LoweringKind = iota
+	// LoweringPersistent: one persistent kernel per direction whose
+	// phases are the per-op kernels.
+	LoweringPersistent
+)
+
+// String returns "per-op" or "persistent".
+func (k LoweringKind) String() string {
+	if k == LoweringPersistent {
+		return "persistent"
+	}
+	return "per-op"
+}
+
+// UnmarshalText sets k from "per-op" or "persistent" (ParseLoweringKind).
+func (k *LoweringKind) UnmarshalText(b []byte) (err error) {
+	*k, err = ParseLoweringKind(string(b))
+	return err
+}
+
+// ParseLoweringKind accepts "per-op" and "persistent" (in any case); any
+// other value is an error naming it.
+func ParseLoweringKind(v string) (LoweringKind, error) {
+	switch strings.ToLower(v) {
+	case "per-op":
+		return LoweringPerOp, nil
+	case "persistent":
+		return LoweringPersistent, nil
+	}
+	return 0, fmt.Errorf("%q: want per-op or persistent", v)
 }
 
 // GatherKind selects where the forward's dispatched rows are gathered.
@@ -811,6 +865,11 @@ func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 	return v, true
 }
 
+// SameBlocks reports whether the variant's GEMM kernels run blocks of
+// the same warps as the base GEMMs of s (its MMA warps are s's), as the
+// phases of one persistent kernel must (Schedule.Lowering).
+func (v TileVariant) SameBlocks(s Schedule) bool { return v.MMAWarps == s.Warps.MMA }
+
 // VariantTokens returns the inclusive token range [lo, hi] in which the
 // variant runs for a layer with top-k k and e experts: the T >= 1 with
 // MinRows <= T*k/e <= MaxRows (T = 0 launches no GEMM). lo > hi when no T
@@ -868,6 +927,9 @@ func (s Schedule) String() string {
 	}
 	if s.Chain != ChainOff {
 		text += fmt.Sprintf("; chain %v", s.Chain)
+	}
+	if s.Lowering != LoweringPerOp {
+		text += fmt.Sprintf("; lowering %v", s.Lowering)
 	}
 	if s.MXGemm != MXGemmPromote {
 		text += fmt.Sprintf("; mxfp8 GEMMs by %v", s.MXGemm)
@@ -1067,6 +1129,27 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	}
 	if s.Chain != ChainOff && s.Chain != ChainFC {
 		return fieldErr("Schedule.Chain", int(s.Chain), "must be off or fc1-fc2")
+	}
+	if s.Lowering != LoweringPerOp && s.Lowering != LoweringPersistent {
+		return fieldErr("Schedule.Lowering", int(s.Lowering), "must be per-op or persistent")
+	}
+	if s.Lowering == LoweringPersistent {
+		switch {
+		case s.Target != target.SM90a:
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel is built for sm_90a, whose GEMMs are persistent kernels of one block per SM; this schedule is for %v (Schedule.Target)", s.Target)
+		case s.Cluster > 1:
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs single blocks, not clusters of %d (Schedule.Cluster)", s.Cluster)
+		case s.BlocksPerSM > 1:
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs one block per SM, all resident (its phases end in grid-wide barriers), not %d (Schedule.BlocksPerSM)", s.BlocksPerSM)
+		case s.GridCTAs != 0:
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs one block per SM of the device, all resident (its phases end in grid-wide barriers): leave Schedule.GridCTAs out (%d is set)", s.GridCTAs)
+		case l.Precision == MXFP8 && s.MXGemm == MXGemmExpand:
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel's GEMM phases give back their registers by role; the expansion's converter warpgroup does not (Schedule.MXGemm expand)")
+		case l.SharedExperts > 0:
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel does not run layers with shared experts yet: deepseek-v2-lite's persistent forward did not finish in about half of its runs on an H100, at T from 1 to 2000, with the shared experts' GEMMs split or not (docs/perf.md, persistent v1; the cause is not found yet)")
+		case s.Variant != nil && !s.Variant.SameBlocks(s):
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs blocks of one shape, and the GEMM variant %q has %d MMA warps where the base GEMMs have %d: leave the variant out (Schedule.Variant)", s.Variant.Name, s.Variant.MMAWarps, s.Warps.MMA)
+		}
 	}
 	if s.Chain == ChainFC {
 		switch {

@@ -109,6 +109,11 @@ func buildAction(c *cli.Context) error {
 			n = fmt.Sprintf("%d to %d", lo, hi)
 		}
 		switch {
+		case len(a.Program.Kernels) == 1 && same:
+			what = fmt.Sprintf("1 kernel, %s, launched per %s at every T", a.Program.Kernels[0].Name, pass)
+			if len(a.Program.Kernels[0].Phases) > 0 {
+				what += fmt.Sprintf(" (%d phases: `%s` lists them)", len(a.Program.Kernels[0].Phases), inspectCommand(os.Args, target.String(), c.IsSet("target")))
+			}
 		case !same:
 			what += fmt.Sprintf(", %s launched per %s at T >= 1, which ones by T (`%s` lists each kernel's T range)", n, pass, inspectCommand(os.Args, target.String(), c.IsSet("target")))
 		case hi < len(a.Program.Kernels):

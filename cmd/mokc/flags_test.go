@@ -145,6 +145,8 @@ func TestFieldFlagTables(t *testing.T) {
 			*p = 12345
 		case *schedule.ChainKind:
 			*p = 12345
+		case *schedule.LoweringKind:
+			*p = 12345
 		case *schedule.RowsBand:
 			*p = schedule.RowsBand{Lo: 12345}
 		case rowsOrOff:

@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 
@@ -48,7 +49,7 @@ func inspectProgram(c *cli.Context) error {
 		return fmt.Errorf("inspect program: %w", err)
 	}
 	// The target and schedule are checked before anything is printed.
-	var prog *codegen.Program
+	var prog, phases *codegen.Program
 	var s schedule.Schedule
 	if c.String("target") == "" && scheduleOverridden(c, false) {
 		return fmt.Errorf("inspect program: schedule flags (such as --fc1-tile or --group-m) describe the kernels of one target: give --target too")
@@ -61,8 +62,14 @@ func inspectProgram(c *cli.Context) error {
 		if s, err = layerSchedule(c, l, tg); err != nil {
 			return err
 		}
-		if prog, err = codegen.Lower(p, s, codegen.PerOp); err != nil {
+		if prog, err = codegen.Lower(p, s, codegen.LoweringOf(s)); err != nil {
 			return fmt.Errorf("inspect program: %w", err)
+		}
+		if s.Lowering == schedule.LoweringPersistent {
+			// the per-op kernels: the persistent kernel's phases
+			if phases, err = codegen.Lower(p, s, codegen.PerOp); err != nil {
+				return fmt.Errorf("inspect program: %w", err)
+			}
 		}
 	}
 	w := c.App.Writer
@@ -93,7 +100,10 @@ func inspectProgram(c *cli.Context) error {
 		return nil
 	}
 	how := "one per op"
-	if slices.ContainsFunc(prog.Kernels, func(k codegen.Kernel) bool { return len(k.Phases) > 0 }) {
+	switch {
+	case phases != nil:
+		how = "one persistent kernel; its phases, the per-op kernels, follow it"
+	case slices.ContainsFunc(prog.Kernels, func(k codegen.Kernel) bool { return len(k.Phases) > 0 }):
 		how = "one per op, but FC1 and FC2 in one kernel where they chain"
 	}
 	fmt.Fprintf(w, "\nkernels (%s, %s)\n", how, s)
@@ -114,7 +124,18 @@ func inspectProgram(c *cli.Context) error {
 		}
 		fmt.Fprintf(w, "lowering scratch %s %s[%s]: %s\n", b.Name, b.DType, strings.Join(dims, ","), b.Doc)
 	}
-	for _, k := range prog.Kernels {
+	printKernels(w, prog.Kernels)
+	if phases != nil {
+		fmt.Fprintf(w, "phases of %s, in order: each runs at the T its kernel would run at, the row-wise ones over their grid's blocks as virtual blocks of the persistent grid, a grid-wide barrier between two that run\n", prog.Kernels[0].Name)
+		printKernels(w, phases.Kernels)
+	}
+	return nil
+}
+
+// printKernels writes a line per kernel (grid, block, shared memory,
+// residency, token ranges) and its parameters.
+func printKernels(w io.Writer, ks []codegen.Kernel) {
+	for _, k := range ks {
 		var ps []string
 		for _, prm := range k.Params {
 			switch {
@@ -141,7 +162,6 @@ func inspectProgram(c *cli.Context) error {
 		}
 		fmt.Fprintf(w, "%-16s grid %v x %v x %v block %d smem %d%s\n    (%s)\n", k.Name, k.Grid[0], k.Grid[1], k.Grid[2], k.Block, k.SharedBytes, when, strings.Join(ps, ", "))
 	}
-	return nil
 }
 
 // tokenRanges writes token ranges as "1..4, 257.." (an open end for

@@ -167,6 +167,8 @@ var scheduleFieldFlags = []fieldFlag{
 		"Schedule.FC2Large", func(s *schedule.Schedule) any { return rowsOrOff{&s.FC2Large.MinRows} }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
 	scheduleFlag("chain", "off, or fc1-fc2: the forward's routed FC1 and FC2 as one persistent kernel on sm_90a (opt-in, the same bits; docs/flags.md)", "Schedule.Chain",
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
+	scheduleFlag("lowering", "per-op (a kernel per op) or persistent: the program as one persistent kernel per direction on sm_90a, its phases the per-op kernels (the same bits; docs/flags.md)", "Schedule.Lowering",
+		func(s *schedule.Schedule) any { return &s.Lowering }).withDefault("per-op").keepingVariant(),
 	scheduleFlag("split-k", "the shared experts' GEMMs at T <= 128: auto (their reduction split in parts where it pays, sm_90a; summed in a fixed order) or off (docs/flags.md)", "Schedule.SplitK",
 		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
 }
@@ -532,6 +534,16 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if variant != nil && s.Variant == nil && dropper == "" {
 		dropper = "--mx-gemm " + s.MXGemm.String()
 	}
+	if s.Lowering == schedule.LoweringPersistent && (l.Precision == schedule.MXFP8 || c.Bool("backward")) {
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent %s is built and assembled but has not yet run on a GPU; the bf16 forward's gives the per-op bits (docs/megakernel.md)\n", persistentWhat(l, c.Bool("backward")))
+	}
+	if s.Lowering == schedule.LoweringPersistent && s.Variant != nil && !s.Variant.SameBlocks(s) {
+		// one block shape in the persistent kernel: the base tiles at every T
+		s.Variant = nil
+		if dropper == "" {
+			dropper = "--lowering persistent"
+		}
+	}
 	tuned, err := applyVariantFlags(c, &s, dropper)
 	if err != nil {
 		return s, err
@@ -579,6 +591,18 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		noteLargeDropped(c, l, large, s.FC2Large)
 	}
 	return s, nil
+}
+
+// persistentWhat names the pass and precision of a persistent kernel
+// that has not yet run on a GPU: "backward", "mxfp8 forward".
+func persistentWhat(l schedule.Layer, backward bool) string {
+	switch {
+	case backward && l.Precision == schedule.MXFP8:
+		return "mxfp8 backward"
+	case backward:
+		return "backward"
+	}
+	return "mxfp8 forward"
 }
 
 // noteLargeDropped tells the user that the schedule flags set (which keep
@@ -688,6 +712,11 @@ func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedul
 	also := ""
 	if large.Set() {
 		also = fmt.Sprintf(" and its FC2 tile for many rows per expert (%v %s: moe_fc2_large)", large.Tile, large.Where(l.TopK, l.Experts))
+	}
+	if flag == "--lowering persistent" {
+		fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps)%s: the persistent kernel runs blocks of one shape, so the base GEMMs run there\n",
+			flag, v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, also)
+		return
 	}
 	fmt.Fprintf(errWriter(c), "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d)%s with the one GEMM shape of the schedule flags at every T; leave the flag out to keep them\n",
 		flag, v.Name, v.FC1, v.FC2, lo, hi, also)

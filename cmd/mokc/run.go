@@ -994,11 +994,12 @@ func writeRunReport(w io.Writer, rep runReport, asJSON bool) error {
 }
 
 // waitLimitFlag is --wait-limit of run and bench: how long a block of a
-// co-resident kernel (a chained kernel's second GEMM) waits for another
-// block's work before the run reports runtime.WaitTimeoutError.
+// co-resident kernel (a chained kernel's second GEMM, the persistent
+// kernel's grid-wide barriers) waits for another block's work before the
+// run reports runtime.WaitTimeoutError.
 func waitLimitFlag() cli.Flag {
 	return &cli.DurationFlag{Name: "wait-limit",
-		Usage:       "a duration (30s, 500ms, 2m): how long one block of a co-resident kernel waits for another's work before the run fails with a clear error instead of hanging; only the kernels of --chain fc1-fc2 wait (0: no limit; raise it under compute-sanitizer at large T)",
+		Usage:       "a duration (30s, 500ms, 2m): how long one block of a co-resident kernel waits for another's work before the run fails with a clear error instead of hanging; only the kernels of --chain fc1-fc2 and --lowering persistent wait (0: no limit; raise it under compute-sanitizer at large T)",
 		DefaultText: time.Duration(launch.DefaultWaitLimitNs).String() + ", the manifest's"}
 }
 

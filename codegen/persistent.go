@@ -1,0 +1,385 @@
+package codegen
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
+)
+
+// The persistent lowering (schedule.LoweringPersistent, docs/megakernel.md):
+// the per-op kernels of a program become the phases of one kernel, in
+// launch order, each phase run at the token counts its kernel runs at
+// (launch.Kernel.Tokens, SkipIfZeroT: a uniform test of the parameter
+// T) and separated from the next phase that runs by a grid-wide barrier,
+// so that every dependency the stream order gave the kernels holds
+// between the phases. The grid is one block per SM, every block resident
+// (launch.Kernel.CoResident); a phase of a persistent GEMM (one block per
+// SM, GridPerSM) runs with the block's own index, a phase of a row-wise
+// kernel runs its grid's blocks as virtual blocks, block b of the
+// persistent grid taking b, b + grid, ... (each one's %ctaid.x,
+// %nctaid.x and %ntid.x replaced), on the first threads of the block
+// (its bar.sync 0 becomes a named barrier of those threads). Each phase
+// computes what its kernel computes, in the same order: the same bits as
+// the per-op kernels.
+//
+// The barrier after a phase: every thread fences the async proxy
+// (its stores may be read by TMA), bar.sync, thread 0 adds one to a counter in
+// the scratch work_queue (a release at gpu scope after a gpu-scope fence),
+// polls it with acquire loads until it holds the blocks of every barrier
+// so far (awaitCount: bounded by the wait limit, reported in the error
+// words), bar.sync, and every thread fences the async proxy before the
+// next phase's TMA loads read what the phase stored (PTX ISA, "Memory
+// Consistency Model"). The last block to leave zeroes the counter and its
+// own count of leaving blocks, so the next launch, and a CUDA graph's
+// replays, start from zero.
+//
+// A GEMM phase (GemmSpec.phase) gives its roles' setmaxnreg registers back
+// at its end and invalidates its mbarriers, so the next phase starts from
+// the launch's registers and initialises barriers of its own in the same
+// shared memory.
+
+// The persistent kernel's words in launch.BufWorkQueue.
+const (
+	persistArrived = iota // blocks arrived at the grid barriers, all barriers so far
+	persistLeft           // blocks that left the kernel
+	persistWords
+)
+
+// persistentName is the persistent kernel of program p: moe_forward, or
+// moe_backward for a program without a combine.
+func persistentName(p *moe.Program) string {
+	if slices.ContainsFunc(p.Ops, func(op moe.Op) bool { _, ok := op.(moe.Combine); return ok }) {
+		return "moe_forward"
+	}
+	return "moe_backward"
+}
+
+// persistPlan is the shape of a persistent kernel: its block (the
+// largest phase's), the registers it launches with (.maxnreg: the GEMM
+// phases', else what the block allows), its shared memory (the largest
+// phase's) and its grid (the GEMM phases', one block per SM).
+type persistPlan struct {
+	threads, regs, smem int
+	grid                Expr
+}
+
+// planPersistent checks that every kernel of ks can run as a phase and
+// returns the persistent kernel's shape. Errors name the kernel and why.
+func (lw *perOp) planPersistent(name string, ks []Kernel) (persistPlan, error) {
+	var p persistPlan
+	var gemm *Kernel // the first phase of a persistent GEMM
+	for i := range ks {
+		k := &ks[i]
+		f := lw.mod.FuncNamed(k.Name)
+		if f == nil {
+			return p, fmt.Errorf("codegen: kernel %s has no function in the module", k.Name)
+		}
+		fail := func(format string, args ...any) (persistPlan, error) {
+			return p, fmt.Errorf("codegen: %s: %s: kernel %s cannot be a phase of %s: %s", lw.src.Layer.Name, lw.sched.Target, k.Name, name, fmt.Sprintf(format, args...))
+		}
+		switch {
+		case k.Cluster > 1:
+			return fail("it runs in clusters of %d blocks", k.Cluster)
+		case k.BlocksPerSM > 1:
+			return fail("it runs %d blocks per SM", k.BlocksPerSM)
+		case k.GridPerSM && (!unitGrid(k.Grid[1]) || !unitGrid(k.Grid[2])):
+			return fail("its persistent grid has more than one dimension")
+		case !k.GridPerSM && asmUses(f, "setmaxnreg", "mbarrier.init"):
+			return fail("its blocks set their registers or initialise mbarriers, which its virtual blocks, one after another in a block of the persistent grid, would do again")
+		case k.Block%32 != 0:
+			return fail("its block of %d threads is not whole warps", k.Block)
+		}
+		if rets, syncs := shape(f); rets > 1 && syncs {
+			return fail("it returns early and synchronises its block (bar.sync), which threads that went on to the phase's end would not reach")
+		}
+		p.threads, p.smem = max(p.threads, k.Block), max(p.smem, k.SharedBytes)
+		if !k.GridPerSM {
+			continue
+		}
+		regs, _ := lw.mod.Annotation(k.Name, "maxnreg")
+		if gemm == nil {
+			gemm, p.grid, p.regs = k, k.Grid[0], regs
+			continue
+		}
+		switch {
+		case k.Grid[0] != gemm.Grid[0]:
+			return fail("its grid %v differs from %s's %v", k.Grid[0], gemm.Name, gemm.Grid[0])
+		case k.Block != gemm.Block:
+			return fail("its blocks of %d threads differ from %s's %d: a persistent kernel runs blocks of one shape", k.Block, gemm.Name, gemm.Block)
+		case regs != p.regs:
+			return fail("it launches with %d registers per thread, %s with %d", regs, gemm.Name, p.regs)
+		}
+	}
+	if gemm == nil {
+		p.grid = Const(int64(lw.sched.Target.SMs()))
+	} else if gemm.Block != p.threads {
+		return p, fmt.Errorf("codegen: %s: %s: %s's blocks of %d threads are smaller than another phase's %d: the persistent GEMMs' blocks must be the largest", lw.src.Layer.Name, name, gemm.Name, gemm.Block, p.threads)
+	}
+	if p.regs == 0 {
+		p.regs = min(255, 65536/p.threads) &^ 7
+	}
+	return p, nil
+}
+
+// shape counts f's returns but those of every thread of the block alike
+// (ReturnIfUniform's) and says whether it calls llvm.nvvm.barrier0
+// or has inline PTX that synchronises the block (bar., barrier.).
+func shape(f *ir.Func) (rets int, syncs bool) {
+	for _, b := range f.IR.Blocks {
+		if _, ok := b.Term.(*llir.TermRet); ok && !strings.HasPrefix(b.Name(), uniformRet) {
+			rets++
+		}
+		for _, inst := range b.Insts {
+			c, ok := inst.(*llir.InstCall)
+			if !ok {
+				continue
+			}
+			switch callee := c.Callee.(type) {
+			case *llir.Func:
+				syncs = syncs || callee.Name() == "llvm.nvvm.barrier0"
+			case *llir.InlineAsm:
+				syncs = syncs || strings.Contains(callee.Asm, "bar.sync") || strings.Contains(callee.Asm, "barrier.sync")
+			}
+		}
+	}
+	return rets, syncs
+}
+
+// unitGrid reports whether grid extent e is 1 at every T.
+func unitGrid(e Expr) bool { return e.A == 0 && e.Eval(0) == 1 }
+
+// asmUses reports whether f has inline PTX containing any of texts.
+func asmUses(f *ir.Func, texts ...string) bool {
+	for _, b := range f.IR.Blocks {
+		for _, inst := range b.Insts {
+			if c, ok := inst.(*llir.InstCall); ok {
+				if a, ok := c.Callee.(*llir.InlineAsm); ok && slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(a.Asm, t) }) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// namedBarrier reports whether f has inline PTX on a named barrier or a
+// whole-block one other than llvm.nvvm.barrier0 (bar.sync, bar.arrive,
+// barrier.*): a row-wise phase on fewer threads than the block cannot
+// keep those.
+func namedBarrier(f *ir.Func) bool { return asmUses(f, "bar.", "barrier.") }
+
+// persistParam is one parameter of the persistent kernel: its plan entry
+// and its IR declaration.
+type persistParam struct {
+	p  Param
+	ir ir.Param
+}
+
+// fusePersistent replaces the program's kernels by the persistent kernel
+// whose phases they are (see the top of this file). Errors: a kernel that
+// cannot be a phase (planPersistent).
+func (lw *perOp) fusePersistent() error {
+	ks := slices.Clone(lw.prog.Kernels)
+	name := persistentName(lw.src)
+	plan, err := lw.planPersistent(name, ks)
+	if err != nil {
+		return err
+	}
+	queue, qw := lw.workQueue(persistWords)
+	var params []persistParam
+	index := map[string]int{}
+	add := func(key string, p Param, irp ir.Param) string {
+		if _, ok := index[key]; !ok {
+			index[key] = len(params)
+			params = append(params, persistParam{p, irp})
+		}
+		return params[index[key]].p.Name
+	}
+	tv, wl := PerT(1, 0), Const(launch.DefaultWaitLimitNs)
+	add("T", Param{Name: "T", Type: ParamI32, Size: 4, Value: &tv}, ir.P("T", ir.I32))
+	add("buf:"+launch.ErrBuffer, Param{Name: RoleErr, Type: ParamPtr, Size: 8, Buffer: moe.BufErr}, ir.P(RoleErr, GPtr))
+	add(RoleWaitLimit, Param{Name: RoleWaitLimit, Type: ParamI64, Size: 8, Value: &wl}, ir.P(RoleWaitLimit, ir.I64))
+	add("buf:"+queue.Name, Param{Name: "queue", Type: ParamPtr, Size: 8, Buffer: queue.Name}, ir.P("queue", GPtr))
+	// Each phase's parameters: a pointer per buffer, shared by the phases
+	// that take it; T and the wait limit shared; the rest per phase.
+	args := make([][]string, len(ks))
+	funcs := make([]*ir.Func, len(ks))
+	for i, k := range ks {
+		f := lw.mod.FuncNamed(k.Name)
+		funcs[i] = f
+		if len(f.IR.Params) != len(k.Params) {
+			return fmt.Errorf("codegen: kernel %s has %d parameters in its plan and %d in the module", k.Name, len(k.Params), len(f.IR.Params))
+		}
+		for j, prm := range k.Params {
+			t := f.IR.Params[j].Type()
+			own := fmt.Sprintf("k%d_%s", i, prm.Name)
+			var n string
+			switch {
+			case prm.Type == ParamPtr && prm.Buffer != "":
+				prm.Name = prm.Buffer
+				if prm.Buffer == queue.Name {
+					prm.Name = "queue"
+				}
+				n = add("buf:"+prm.Buffer, prm, ir.P(prm.Name, t))
+			case prm.Name == "T" && prm.Type == ParamI32 && prm.Value != nil && *prm.Value == tv:
+				n = "T"
+			case prm.Name == RoleWaitLimit && prm.Type == ParamI64:
+				n = RoleWaitLimit
+			case prm.Type == ParamTmap:
+				prm.Name = own
+				n = add(own, prm, ir.TensorMapParam(own))
+			default:
+				prm.Name = own
+				n = add(own, prm, ir.P(own, t))
+			}
+			args[i] = append(args[i], n)
+		}
+		if !k.GridPerSM {
+			for d := range 3 {
+				if g := k.Grid[d]; d == 0 || !unitGrid(g) {
+					n := gridParam(i, d)
+					add(n, Param{Name: n, Type: ParamI32, Size: 4, Value: &g}, ir.P(n, ir.I32))
+				}
+			}
+		}
+	}
+	irParams := make([]ir.Param, len(params))
+	kparams := make([]Param, len(params))
+	for i, p := range params {
+		irParams[i], kparams[i] = p.ir, p.p
+	}
+	for i, k := range ks {
+		if k.Block < plan.threads && !k.GridPerSM && namedBarrier(funcs[i]) {
+			return fmt.Errorf("codegen: %s: kernel %s cannot be a phase of %s: it synchronises on a named barrier and runs fewer threads (%d) than the block (%d)", lw.src.Layer.Name, k.Name, name, k.Block, plan.threads)
+		}
+	}
+	b := NewKernel(lw.mod, name, plan.threads, irParams...)
+	b.MinBlocksPerSM(1)
+	b.MaxRegisters(plan.regs)
+	T := b.Param("T")
+	tid := b.ThreadIdx(ir.X)
+	grid := b.GridDim(ir.X)
+	block := b.BlockIdx(ir.X)
+	arrived := qw.word(b, persistArrived)
+	before := value.Value(ir.Int32(0)) // phases run before this one
+	var phases []string
+	for i, k := range ks {
+		runs := phaseRuns(b, k, T)
+		earlier := before
+		b.If(runs, func() {
+			b.If(b.ICmp(enum.IPredSGT, earlier, ir.Int32(0)), func() {
+				b.gridBarrier(arrived, b.Mul(earlier, grid), tid)
+			})
+			b.phaseMark(i, false)
+			stripPhaseMarks(funcs[i])
+			a := ir.Absorption{Prefix: fmt.Sprintf("k%d.", i)}
+			for _, n := range args[i] {
+				a.Args = append(a.Args, b.Param(n))
+			}
+			if k.GridPerSM {
+				b.Absorb(funcs[i], a)
+			} else {
+				var n [3]value.Value // the kernel's grid
+				nvb := value.Value(ir.Int32(1))
+				for d := range 3 {
+					n[d] = ir.Int32(1)
+					if d == 0 || !unitGrid(k.Grid[d]) {
+						n[d] = b.Param(gridParam(i, d))
+					}
+					nvb = b.Mul(nvb, n[d])
+				}
+				rows := func() {
+					b.Loop(block, nvb, grid, nil, func(vb value.Value, _ []value.Value) []value.Value {
+						// virtual block vb = x + nx·(y + ny·z)
+						yz := b.UDiv(vb, n[0])
+						a.Intrinsics = map[string]value.Value{
+							"llvm.nvvm.read.ptx.sreg.ctaid.x":  b.URem(vb, n[0]),
+							"llvm.nvvm.read.ptx.sreg.ctaid.y":  b.URem(yz, n[1]),
+							"llvm.nvvm.read.ptx.sreg.ctaid.z":  b.UDiv(yz, n[1]),
+							"llvm.nvvm.read.ptx.sreg.nctaid.x": n[0],
+							"llvm.nvvm.read.ptx.sreg.nctaid.y": n[1],
+							"llvm.nvvm.read.ptx.sreg.nctaid.z": n[2],
+							"llvm.nvvm.read.ptx.sreg.ntid.x":   ir.Int32(int64(k.Block)),
+						}
+						b.Absorb(funcs[i], a)
+						return nil
+					})
+				}
+				if k.Block < plan.threads {
+					a.Barrier = fmt.Sprintf("bar.sync 1, %d;", k.Block)
+					b.If(b.ICmp(enum.IPredULT, tid, ir.Int32(int64(k.Block))), rows)
+				} else {
+					rows()
+				}
+			}
+			b.phaseMark(i, true)
+		})
+		before = b.Add(before, b.ZExt(runs, ir.I32))
+		phases = append(phases, name+"/"+strings.TrimPrefix(k.Name, "moe_"))
+	}
+	// The last block to leave zeroes the words for the next launch: every
+	// block passed every barrier before it counted itself out.
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+		qw.leave(b, persistLeft, grid)
+	})
+	b.Ret(nil)
+	lw.prog.Kernels = []Kernel{{Name: name, Params: kparams, Block: plan.threads, Grid: grid1(plan.grid), SharedBytes: plan.smem,
+		GridPerSM: true, CoResident: true, Phases: phases}}
+	return nil
+}
+
+// gridParam is the persistent kernel's parameter holding extent d (0, 1,
+// 2: x, y, z) of phase i's grid, a row-wise kernel's virtual blocks.
+func gridParam(i, d int) string { return fmt.Sprintf("k%d_grid_%c", i, "xyz"[d]) }
+
+// phaseRuns is the i1 that says whether kernel k runs at T tokens (its
+// Tokens ranges, SkipIfZeroT).
+func phaseRuns(b *Builder, k Kernel, T value.Value) value.Value {
+	var runs value.Value = ir.Bool(true)
+	if len(k.Tokens) > 0 {
+		runs = ir.Bool(false)
+		for _, r := range k.Tokens {
+			in := b.ICmp(enum.IPredSGE, T, ir.Int32(r.Min))
+			if r.Max < launch.MaxTokens {
+				in = b.And(in, b.ICmp(enum.IPredSLE, T, ir.Int32(r.Max)))
+			}
+			runs = b.Or(runs, in)
+		}
+	}
+	if k.SkipIfZeroT {
+		runs = b.And(runs, b.ICmp(enum.IPredSGT, T, ir.Int32(0)))
+	}
+	return runs
+}
+
+// stripPhaseMarks removes the placeholders of f's own inner phases (a
+// chained kernel's): in the persistent kernel the phases are its kernels.
+func stripPhaseMarks(f *ir.Func) {
+	for _, blk := range f.IR.Blocks {
+		blk.Insts = slices.DeleteFunc(blk.Insts, func(inst llir.Instruction) bool { _, _, ok := phaseMarkOf(inst); return ok })
+	}
+}
+
+// gridBarrier emits the barrier between two phases of the persistent
+// kernel (see the top of this file): every block arrives on the counter
+// at word, thread 0 waits until it holds target (every block of every
+// barrier so far), then the block goes on.
+func (b *Builder) gridBarrier(word, target, tid value.Value) {
+	b.FenceProxyAsyncGlobal() // the phase's generic stores, for the next phases' TMA loads
+	b.SyncThreads()
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+		b.FenceAcqRel(ir.ScopeGPU)
+		b.RedAddRelease(word, ir.Int32(1), ir.ScopeGPU)
+		b.awaitCount(word, target)
+	})
+	b.SyncThreads()
+	b.FenceProxyAsyncGlobal()
+}

@@ -1,0 +1,198 @@
+package codegen
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/ptx"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// persistentPair lowers layer l's forward (or backward) on sm_90a with its
+// default schedule, less a GEMM variant of other warps, per op and
+// persistent.
+func persistentPair(t *testing.T, l schedule.Layer, backward bool) (perOp, persistent *Program) {
+	t.Helper()
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	oneShapeOf(&s)
+	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
+	lower := func(how Lowering) *Program {
+		p, err := moe.Forward(l)
+		if backward {
+			p, err = moe.Backward(l)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := Lower(p, s, how)
+		if err != nil {
+			t.Fatalf("%s (backward %v) %v: %v", l.Name, backward, how, err)
+		}
+		return prog
+	}
+	return lower(PerOp), lower(Persistent)
+}
+
+// TestPersistent: the persistent lowering of the forward and the backward
+// of every preset on sm_90a (bf16, and qwen3-30b-a3b's mxfp8 forward) is one
+// kernel, moe_forward or moe_backward, launched at every T, co-resident on
+// one block per SM, with a phase per kernel of the per-op plan in its
+// order, blocks of the per-op plan's largest, shared memory of its
+// largest, a pointer parameter per buffer the per-op kernels bind and a
+// grid parameter per row-wise phase; the per-op kernels are gone from the
+// module.
+func TestPersistent(t *testing.T) {
+	cases := []struct {
+		name     string
+		backward bool
+	}{{"qwen3-30b-a3b mxfp8", false}}
+	for _, name := range schedule.Presets() {
+		cases = append(cases, struct {
+			name     string
+			backward bool
+		}{name, false}, struct {
+			name     string
+			backward bool
+		}{name, true})
+	}
+	for _, c := range cases {
+		l := testlayer.Named(t, c.name)
+		per, pk := persistentPair(t, l, c.backward)
+		want := "moe_forward"
+		if c.backward {
+			want = "moe_backward"
+		}
+		if len(pk.Kernels) != 1 || pk.Kernels[0].Name != want {
+			t.Fatalf("%s backward %v: kernels %v, want one %s", c.name, c.backward, kernelNames(pk), want)
+		}
+		k := pk.Kernels[0]
+		if !k.CoResident || !k.GridPerSM || len(k.Tokens) > 0 || k.SkipIfZeroT || k.Grid[0] != Const(int64(target.SM90a.SMs())) {
+			t.Errorf("%s: %s: co-resident %v, grid per SM %v, tokens %v, skip at T = 0 %v, grid %v: want one block per SM at every T",
+				c.name, want, k.CoResident, k.GridPerSM, k.Tokens, k.SkipIfZeroT, k.Grid)
+		}
+		var phases []string
+		block, smem := 0, 0
+		for _, pk := range per.Kernels {
+			phases = append(phases, want+"/"+strings.TrimPrefix(pk.Name, "moe_"))
+			block, smem = max(block, pk.Block), max(smem, pk.SharedBytes)
+			if pk.GridPerSM {
+				continue
+			}
+			for _, prm := range pk.Params {
+				if prm.Type == ParamPtr && !slices.ContainsFunc(k.Params, func(q Param) bool { return q.Type == ParamPtr && q.Buffer == prm.Buffer }) {
+					t.Errorf("%s: %s binds no parameter to buffer %s, which %s takes", c.name, want, prm.Buffer, pk.Name)
+				}
+			}
+		}
+		if !slices.Equal(k.Phases, phases) {
+			t.Errorf("%s: %s's phases %v, want the per-op kernels %v", c.name, want, k.Phases, phases)
+		}
+		if k.Block != block || k.SharedBytes != smem {
+			t.Errorf("%s: %s: block %d, shared %d; the per-op kernels' largest %d, %d", c.name, want, k.Block, k.SharedBytes, block, smem)
+		}
+		for _, f := range pkModuleFuncs(pk) {
+			if f != want && !strings.HasPrefix(f, "llvm.") {
+				t.Errorf("%s: the persistent module still defines %s", c.name, f)
+			}
+		}
+	}
+}
+
+// pkModuleFuncs names the functions of p's module.
+func pkModuleFuncs(p *Program) []string {
+	var out []string
+	for _, f := range p.Module.Funcs {
+		out = append(out, f.Name())
+	}
+	return out
+}
+
+// TestPersistentAssemble: the persistent forward of qwen3-30b-a3b
+// (persistent GEMMs whose roles set their registers with setmaxnreg and
+// give them back, row-wise phases on named barriers of fewer threads) and
+// deepseek-v3's (shared experts), and qwen3-30b-a3b's persistent backward
+// (weight gradients on three-dimensional virtual grids), assemble with the
+// gate's ptxas and with CUDA 12.9's, which compiles moe_forward with no
+// warning.
+func TestPersistentAssemble(t *testing.T) {
+	var texts []string
+	names := []string{"qwen3-30b-a3b", "deepseek-v3", "qwen3-30b-a3b backward"}
+	for _, name := range names {
+		base, backward := strings.CutSuffix(name, " backward")
+		_, p := persistentPair(t, testlayer.Named(t, base), backward)
+		res, err := ptx.CompileModule(p.Module, target.SM90a)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		texts = append(texts, res.Text)
+	}
+	toolchain.NeedPtxas(t, target.SM90a.String())
+	ptxas := toolchain.NeedPtxas(t, target.SM100a.String())
+	for i, text := range texts {
+		if err := toolchain.Assemble(text, target.SM90a.String()); err != nil {
+			t.Errorf("%s: %v", names[i], err)
+		}
+		dir := t.TempDir()
+		in := filepath.Join(dir, "in.ptx")
+		if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command(ptxas, "-arch=sm_90a", "-v", "-o", filepath.Join(dir, "out.cubin"), in).CombinedOutput()
+		if err != nil {
+			t.Fatalf("%s: ptxas: %v\n%s", names[i], err, out)
+		}
+		if strings.Contains(strings.ToLower(string(out)), "warning") {
+			t.Errorf("%s: ptxas warns:\n%s", names[i], out)
+		}
+	}
+}
+
+// TestPersistentRefused: the schedules the persistent kernel cannot run
+// are refused with the reason, by Validate or by the lowering.
+func TestPersistentRefused(t *testing.T) {
+	l := testlayer.Named(t, "qwen3-30b-a3b")
+	for _, c := range []struct {
+		what string
+		tg   target.Target
+		edit func(*schedule.Schedule)
+		want string
+	}{
+		{"sm_80", target.SM80, func(*schedule.Schedule) {}, "built for sm_90a"},
+		{"clusters", target.SM90a, func(s *schedule.Schedule) { s.Cluster, s.Items = 2, schedule.ItemsFixed }, "not clusters of 2"},
+		{"two blocks per SM", target.SM90a, func(s *schedule.Schedule) { s.BlocksPerSM, s.Items = 2, schedule.ItemsFixed }, "one block per SM"},
+		{"a grid", target.SM90a, func(s *schedule.Schedule) { s.GridCTAs = 64 }, "leave Schedule.GridCTAs out"},
+		{"a variant of 12 MMA warps", target.SM90a, func(*schedule.Schedule) {}, `GEMM variant "mid" has 12 MMA warps`},
+		{"shared experts", target.SM90a, func(*schedule.Schedule) {}, "does not run layers with shared experts yet"},
+	} {
+		l := l
+		if c.what == "shared experts" {
+			l = testlayer.Named(t, "deepseek-v2-lite")
+		}
+		s := testlayer.DefaultSchedule(t, l, c.tg)
+		if c.what != "a variant of 12 MMA warps" {
+			oneShapeOf(&s)
+		}
+		c.edit(&s)
+		s.Lowering = schedule.LoweringPersistent
+		_, err := Build(l, s)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error saying %q", c.what, err, c.want)
+		}
+	}
+}
+
+// oneShapeOf leaves out s's GEMM variant of other warps, as `mokc
+// --lowering persistent` does.
+func oneShapeOf(s *schedule.Schedule) {
+	if s.Variant != nil && !s.Variant.SameBlocks(*s) {
+		s.Variant = nil
+	}
+}

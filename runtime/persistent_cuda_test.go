@@ -1,0 +1,103 @@
+//go:build cuda
+
+package runtime_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+
+	"github.com/mokc/mokc/codegen"
+	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// oneShape leaves out a GEMM variant whose kernels run blocks of other
+// warps than the base GEMMs' (TileVariant.SameBlocks), as `mokc
+// --lowering persistent` does: the per-op baseline of the persistent
+// kernel runs the same GEMM kernels.
+func oneShape(s *schedule.Schedule) {
+	if s.Variant != nil && !s.Variant.SameBlocks(*s) {
+		s.Variant = nil
+	}
+}
+
+// persistent is oneShape with the persistent lowering.
+func persistent(s *schedule.Schedule) {
+	oneShape(s)
+	s.Lowering = schedule.LoweringPersistent
+}
+
+// TestPersistentGPU: the persistent lowering's one kernel per forward
+// (moe_forward, codegen.Persistent) passes runChecked's checks (the
+// float64 reference on fresh random inputs, y poisoned first, every
+// element written, the error word clear) and gives the per-op kernels'
+// bits, in direct runs and in two replays of a captured graph, at token
+// counts that reach each of the per-op plan's token ranges (the one-block
+// dispatch and the gathering FC1 at 1 and 64, the four routing kernels at
+// 300, the queue dispatch at 1100 and up), on bf16 presets of both gate/up
+// layouts (qwen3-30b-a3b; gpt-oss-20b with biases and the clamped
+// activation), olmoe-1b-7b (64 experts of 1024 columns) and an mxfp8
+// forward (the register-fed GEMMs, the quantizing gather and
+// quantize_h_rf). Layers with shared experts are refused
+// (schedule.Schedule.Lowering).
+func TestPersistentGPU(t *testing.T) {
+	ctx, targets, stream := openLayerTest(t)
+	if !slices.Contains(targets, target.SM90a) {
+		t.Skip("the persistent kernel is sm_90a's")
+	}
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b", "qwen3-30b-a3b mxfp8"} {
+		l := testlayer.Named(t, name)
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		persistent(&s)
+		p, err := codegen.Build(l, s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ks := p.Kernels; len(ks) != 1 || ks[0].Name != "moe_forward" || !ks[0].CoResident {
+			t.Fatalf("%s: the persistent plan launches %d kernels (%v), want one co-resident moe_forward", name, len(ks), kernelNames(ks))
+		}
+		sameAs(t, ctx, stream, name, oneShape, persistent, []int{4096, 2000, 1100, 300, 64, 1}, "per-op kernels", "persistent kernel")
+	}
+}
+
+// TestPersistentBackwardGPU runs testLayerBackward's training steps (the
+// float64 reference, three steps with the same bits, the third a replay
+// of a captured graph, the main grads of experts without routes
+// untouched) with the persistent lowering's moe_forward and moe_backward,
+// on the grouped-storage layers of TestLayerBackward without shared
+// experts (qwen3-30b-a3b and gpt-oss-20b of fewer experts), at T from the
+// queue dispatch's range down to 0.
+func TestPersistentBackwardGPU(t *testing.T) {
+	ctx, targets, stream := openLayerTest(t)
+	if !slices.Contains(targets, target.SM90a) {
+		t.Skip("the persistent kernel is sm_90a's")
+	}
+	for name, l := range groupedBackwardCases(t) {
+		if l.SharedExperts > 0 {
+			continue // refused (schedule.Schedule.Lowering)
+		}
+		t.Run(name, func(t *testing.T) {
+			ls := newBackwardSetup(t, ctx, l, target.SM90a)
+			s, err := schedule.DefaultSchedule(l, target.SM90a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			persistent(&s)
+			ls.ly = loadLayer(t, ctx, l, s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l))
+			for _, T := range []int{1100, 300, 64, 1, 0} {
+				t.Run(fmt.Sprintf("T=%d", T), func(t *testing.T) { testLayerBackward(t, ctx, stream, ls, T) })
+			}
+		})
+	}
+}
+
+// kernelNames lists the kernels' names.
+func kernelNames(ks []codegen.Kernel) []string {
+	var out []string
+	for _, k := range ks {
+		out = append(out, k.Name)
+	}
+	return out
+}
