@@ -730,10 +730,24 @@ func (l sm90Layout) invalBars(b *Builder, k *sm90Block, q *itemRing) {
 	})
 }
 
+// phaseEndBarrier is the named barrier on which every thread of a GEMM
+// phase of a persistent kernel waits before its role gives its registers
+// back (giveBack); the GEMM kernels' own named barriers are 1 to 6.
+const phaseEndBarrier = 15
+
 // giveBack, in a GEMM emitted as a phase of a persistent kernel
 // (GemmSpec.phase), returns the calling role's warpgroup to the launch's
-// registers from regs, the setmaxnreg target it took at its start.
+// registers from regs, the setmaxnreg target it took at its start, once
+// every thread of the block has reached the end of its role (named
+// barrier phaseEndBarrier, which every role passes): a producer warp
+// without work must not take its registers back before the consumers
+// have taken theirs at their start, or the consumers' setmaxnreg.inc
+// waits for registers that are never freed (the warps of a warpgroup
+// synchronise between two setmaxnreg; PTX ISA, "setmaxnreg").
 func (l sm90Layout) giveBack(b *Builder, spec GemmSpec, regs int) {
+	if spec.phase {
+		b.BarrierSync(ir.Int32(phaseEndBarrier), ir.Int32(int64(l.threads)))
+	}
 	switch {
 	case !spec.phase || regs == 0 || regs == l.launchRegs:
 	case regs < l.launchRegs:

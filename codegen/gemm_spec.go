@@ -290,10 +290,11 @@ type GemmSpec struct {
 	noStaging  bool
 	// phase builds the kernel as a phase of a persistent kernel
 	// (schedule.LoweringPersistent, fusePersistent): each role gives its
-	// setmaxnreg registers back at its end and thread 0 invalidates the
-	// block's mbarriers once every role is done, so that the next phase
-	// starts from the launch's registers and initialises its own barriers
-	// in the same shared memory.
+	// setmaxnreg registers back at its end, once every thread of the block
+	// has reached its own (giveBack), and thread 0 invalidates the block's
+	// mbarriers once every role is done, so that the next phase starts
+	// from the launch's registers and initialises its own barriers in the
+	// same shared memory.
 	phase       bool
 	minProdRegs int
 }

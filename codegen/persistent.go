@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -17,21 +18,23 @@ import (
 // The persistent lowering (schedule.LoweringPersistent, docs/megakernel.md):
 // the per-op kernels of a program become the phases of one kernel, in
 // launch order, each phase run at the token counts its kernel runs at
-// (launch.Kernel.Tokens, SkipIfZeroT: a uniform test of the parameter
-// T) and separated from the next phase that runs by a grid-wide barrier,
+// (launch.Kernel.RunsAt's rules: Tokens, SkipIfZeroT, a row-wise grid
+// with an empty extent; uniform tests of parameters) and separated from the next phase that runs by a grid-wide barrier,
 // so that every dependency the stream order gave the kernels holds
 // between the phases. The grid is one block per SM, every block resident
 // (launch.Kernel.CoResident); a phase of a persistent GEMM (one block per
 // SM, GridPerSM) runs with the block's own index, a phase of a row-wise
 // kernel runs its grid's blocks as virtual blocks, block b of the
-// persistent grid taking b, b + grid, ... (each one's %ctaid.x,
-// %nctaid.x and %ntid.x replaced), on the first threads of the block
-// (its bar.sync 0 becomes a named barrier of those threads). Each phase
+// persistent grid taking b, b + grid, ... (each one's %ctaid, %nctaid
+// and %ntid.x replaced), on the first threads of the block (its bar.sync
+// 0 becomes a named barrier of those threads, on which a virtual block
+// that uses shared memory or barriers also ends, so that the next one
+// does not overwrite what the slowest warps still read). Each phase
 // computes what its kernel computes, in the same order: the same bits as
 // the per-op kernels.
 //
-// The barrier after a phase: every thread fences the async proxy
-// (its stores may be read by TMA), bar.sync, thread 0 adds one to a counter in
+// The barrier after a phase: every thread fences the async proxy (its
+// stores may be read by TMA), bar.sync, thread 0 adds one to a counter in
 // the scratch work_queue (a release at gpu scope after a gpu-scope fence),
 // polls it with acquire loads until it holds the blocks of every barrier
 // so far (awaitCount: bounded by the wait limit, reported in the error
@@ -42,9 +45,10 @@ import (
 // replays, start from zero.
 //
 // A GEMM phase (GemmSpec.phase) gives its roles' setmaxnreg registers back
-// at its end and invalidates its mbarriers, so the next phase starts from
-// the launch's registers and initialises barriers of its own in the same
-// shared memory.
+// at its end, after a named barrier of the whole block (giveBack), and
+// invalidates its mbarriers, so the next phase starts from the launch's
+// registers and initialises barriers of its own in the same shared
+// memory.
 
 // The persistent kernel's words in launch.BufWorkQueue.
 const (
@@ -118,10 +122,15 @@ func (lw *perOp) planPersistent(name string, ks []Kernel) (persistPlan, error) {
 			return fail("it launches with %d registers per thread, %s with %d", regs, gemm.Name, p.regs)
 		}
 	}
+	for _, k := range ks {
+		if !k.GridPerSM && k.Block < p.threads && namedBarrier(lw.mod.FuncNamed(k.Name)) {
+			return p, fmt.Errorf("codegen: %s: %s: kernel %s cannot be a phase of %s: it synchronises on a named barrier and runs fewer threads (%d) than the block (%d)", lw.src.Layer.Name, lw.sched.Target, k.Name, name, k.Block, p.threads)
+		}
+	}
 	if gemm == nil {
 		p.grid = Const(int64(lw.sched.Target.SMs()))
 	} else if gemm.Block != p.threads {
-		return p, fmt.Errorf("codegen: %s: %s: %s's blocks of %d threads are smaller than another phase's %d: the persistent GEMMs' blocks must be the largest", lw.src.Layer.Name, name, gemm.Name, gemm.Block, p.threads)
+		return p, fmt.Errorf("codegen: %s: %s: %s: %s's blocks of %d threads are smaller than another phase's %d: the persistent GEMMs' blocks must be the largest", lw.src.Layer.Name, lw.sched.Target, name, gemm.Name, gemm.Block, p.threads)
 	}
 	if p.regs == 0 {
 		p.regs = min(255, 65536/p.threads) &^ 7
@@ -130,8 +139,8 @@ func (lw *perOp) planPersistent(name string, ks []Kernel) (persistPlan, error) {
 }
 
 // shape counts f's returns but those of every thread of the block alike
-// (ReturnIfUniform's) and says whether it calls llvm.nvvm.barrier0
-// or has inline PTX that synchronises the block (bar., barrier.).
+// (ReturnIfUniform's) and says whether it calls llvm.nvvm.barrier0 or
+// has inline PTX on a CTA barrier (barrierAsm).
 func shape(f *ir.Func) (rets int, syncs bool) {
 	for _, b := range f.IR.Blocks {
 		if _, ok := b.Term.(*llir.TermRet); ok && !strings.HasPrefix(b.Name(), uniformRet) {
@@ -146,7 +155,7 @@ func shape(f *ir.Func) (rets int, syncs bool) {
 			case *llir.Func:
 				syncs = syncs || callee.Name() == "llvm.nvvm.barrier0"
 			case *llir.InlineAsm:
-				syncs = syncs || strings.Contains(callee.Asm, "bar.sync") || strings.Contains(callee.Asm, "barrier.sync")
+				syncs = syncs || barrierAsm.MatchString(callee.Asm)
 			}
 		}
 	}
@@ -170,11 +179,35 @@ func asmUses(f *ir.Func, texts ...string) bool {
 	return false
 }
 
-// namedBarrier reports whether f has inline PTX on a named barrier or a
-// whole-block one other than llvm.nvvm.barrier0 (bar.sync, bar.arrive,
-// barrier.*): a row-wise phase on fewer threads than the block cannot
-// keep those.
-func namedBarrier(f *ir.Func) bool { return asmUses(f, "bar.", "barrier.") }
+// namedBarrier reports whether f synchronises on a CTA barrier other than
+// llvm.nvvm.barrier0: inline PTX on one (barrierAsm), or the
+// named-barrier intrinsics llvm.nvvm.barrier.sync(.cnt). A row-wise phase on fewer
+// threads than the block cannot keep those.
+func namedBarrier(f *ir.Func) bool {
+	for _, b := range f.IR.Blocks {
+		for _, inst := range b.Insts {
+			c, ok := inst.(*llir.InstCall)
+			if !ok {
+				continue
+			}
+			switch callee := c.Callee.(type) {
+			case *llir.Func:
+				if strings.HasPrefix(callee.Name(), "llvm.nvvm.barrier.sync") {
+					return true
+				}
+			case *llir.InlineAsm:
+				if barrierAsm.MatchString(callee.Asm) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// barrierAsm matches inline PTX on a CTA barrier: bar.* or barrier.*,
+// not mbarrier.*, membar.* or a warp's bar.warp.sync.
+var barrierAsm = regexp.MustCompile(`(^|[^a-z_])(bar|barrier)\.(sync|arrive|red|cta)`)
 
 // persistParam is one parameter of the persistent kernel: its plan entry
 // and its IR declaration.
@@ -212,11 +245,13 @@ func (lw *perOp) fusePersistent() error {
 	// that take it; T and the wait limit shared; the rest per phase.
 	args := make([][]string, len(ks))
 	funcs := make([]*ir.Func, len(ks))
+	syncs := make([]bool, len(ks)) // the kernel synchronises its block
 	for i, k := range ks {
 		f := lw.mod.FuncNamed(k.Name)
 		funcs[i] = f
+		_, syncs[i] = shape(f)
 		if len(f.IR.Params) != len(k.Params) {
-			return fmt.Errorf("codegen: kernel %s has %d parameters in its plan and %d in the module", k.Name, len(k.Params), len(f.IR.Params))
+			return fmt.Errorf("codegen: %s: %s: kernel %s has %d parameters in its plan and %d in the module", lw.src.Layer.Name, lw.sched.Target, k.Name, len(k.Params), len(f.IR.Params))
 		}
 		for j, prm := range k.Params {
 			t := f.IR.Params[j].Type()
@@ -244,7 +279,7 @@ func (lw *perOp) fusePersistent() error {
 		}
 		if !k.GridPerSM {
 			for d := range 3 {
-				if g := k.Grid[d]; d == 0 || !unitGrid(g) {
+				if g := k.Grid[d]; hasGridParam(k, d) {
 					n := gridParam(i, d)
 					add(n, Param{Name: n, Type: ParamI32, Size: 4, Value: &g}, ir.P(n, ir.I32))
 				}
@@ -255,11 +290,6 @@ func (lw *perOp) fusePersistent() error {
 	kparams := make([]Param, len(params))
 	for i, p := range params {
 		irParams[i], kparams[i] = p.ir, p.p
-	}
-	for i, k := range ks {
-		if k.Block < plan.threads && !k.GridPerSM && namedBarrier(funcs[i]) {
-			return fmt.Errorf("codegen: %s: kernel %s cannot be a phase of %s: it synchronises on a named barrier and runs fewer threads (%d) than the block (%d)", lw.src.Layer.Name, k.Name, name, k.Block, plan.threads)
-		}
 	}
 	b := NewKernel(lw.mod, name, plan.threads, irParams...)
 	b.MinBlocksPerSM(1)
@@ -273,6 +303,13 @@ func (lw *perOp) fusePersistent() error {
 	var phases []string
 	for i, k := range ks {
 		runs := phaseRuns(b, k, T)
+		if !k.GridPerSM { // launch.Kernel.RunsAt: not where its grid is empty
+			for d := range 3 {
+				if hasGridParam(k, d) {
+					runs = b.And(runs, b.ICmp(enum.IPredSGT, b.Param(gridParam(i, d)), ir.Int32(0)))
+				}
+			}
+		}
 		earlier := before
 		b.If(runs, func() {
 			b.If(b.ICmp(enum.IPredSGT, earlier, ir.Int32(0)), func() {
@@ -287,11 +324,12 @@ func (lw *perOp) fusePersistent() error {
 			if k.GridPerSM {
 				b.Absorb(funcs[i], a)
 			} else {
+				var endBlock func()  // a barrier of the virtual block's threads
 				var n [3]value.Value // the kernel's grid
 				nvb := value.Value(ir.Int32(1))
 				for d := range 3 {
 					n[d] = ir.Int32(1)
-					if d == 0 || !unitGrid(k.Grid[d]) {
+					if hasGridParam(k, d) {
 						n[d] = b.Param(gridParam(i, d))
 					}
 					nvb = b.Mul(nvb, n[d])
@@ -310,13 +348,20 @@ func (lw *perOp) fusePersistent() error {
 							"llvm.nvvm.read.ptx.sreg.ntid.x":   ir.Int32(int64(k.Block)),
 						}
 						b.Absorb(funcs[i], a)
+						if k.SharedBytes > 0 || syncs[i] {
+							// the next virtual block's threads reuse shared
+							// memory the slowest of this one may still read
+							endBlock()
+						}
 						return nil
 					})
 				}
 				if k.Block < plan.threads {
 					a.Barrier = fmt.Sprintf("bar.sync 1, %d;", k.Block)
+					endBlock = func() { b.Asm(a.Barrier, "") }
 					b.If(b.ICmp(enum.IPredULT, tid, ir.Int32(int64(k.Block))), rows)
 				} else {
+					endBlock = func() { b.SyncThreads() }
 					rows()
 				}
 			}
@@ -340,8 +385,14 @@ func (lw *perOp) fusePersistent() error {
 // 2: x, y, z) of phase i's grid, a row-wise kernel's virtual blocks.
 func gridParam(i, d int) string { return fmt.Sprintf("k%d_grid_%c", i, "xyz"[d]) }
 
-// phaseRuns is the i1 that says whether kernel k runs at T tokens (its
-// Tokens ranges, SkipIfZeroT).
+// hasGridParam reports whether row-wise kernel k's grid extent d takes a
+// parameter of the persistent kernel (gridParam): x always, y and z
+// where they are not 1 at every T.
+func hasGridParam(k Kernel, d int) bool { return d == 0 || !unitGrid(k.Grid[d]) }
+
+// phaseRuns is the i1 that says whether kernel k runs at T tokens by its
+// Tokens ranges and SkipIfZeroT (the caller adds launch.Kernel.RunsAt's
+// third rule, a grid with an empty extent, for row-wise kernels).
 func phaseRuns(b *Builder, k Kernel, T value.Value) value.Value {
 	var runs value.Value = ir.Bool(true)
 	if len(k.Tokens) > 0 {

@@ -33,10 +33,13 @@ type Absorption struct {
 // entry, appends src's blocks (renamed with a.Prefix) after f's, rewrites
 // their operands as a says, turns each of src's returns into a branch to a
 // new block, on which it leaves the cursor, and removes src from the
-// module. Unnamed values keep no local IDs: the module numbers them again
-// when it is printed. Errors (recorded in the module): a source that
-// returns a value or takes a different number of arguments, a replacement
-// of another type.
+// module (a call of src elsewhere would be left dangling: Absorb is for
+// kernels, which nothing calls). Unnamed values keep no local IDs: the
+// module numbers them again when it is printed. The caller picks a
+// Prefix that no block of f starts with, so that the moved blocks' names
+// stay unique. Errors (recorded in the module): a source without a body
+// (absorbed already), one that returns a value or takes a different
+// number of arguments, a replacement of another type.
 func (f *Func) Absorb(src *Func, a Absorption) {
 	switch {
 	case src == f || src.M != f.M:
@@ -44,6 +47,9 @@ func (f *Func) Absorb(src *Func, a Absorption) {
 		return
 	case !src.IR.Sig.RetType.Equal(types.Void):
 		f.errorf("absorb: @%s returns %s", src.IR.Name(), src.IR.Sig.RetType)
+		return
+	case len(src.IR.Blocks) == 0:
+		f.errorf("absorb: @%s has no body (absorbed already?)", src.IR.Name())
 		return
 	case len(a.Args) != len(src.IR.Params):
 		f.errorf("absorb: @%s takes %d parameters, given %d", src.IR.Name(), len(src.IR.Params), len(a.Args))
@@ -77,12 +83,12 @@ func (f *Func) Absorb(src *Func, a Absorption) {
 			}
 		}
 	}
-	exit := f.detached(a.Prefix + "ret")
+	exit := f.detached(a.Prefix + "absorb.exit") // no source block's name: those are a.Prefix + their own
 	from := f.block("absorb")
 	from.NewBr(blocks[0])
 	for _, b := range blocks {
 		b.Parent = f.IR
-		b.SetName(a.Prefix + b.Name())
+		b.SetName(a.Prefix + b.Name()) // an unnamed block's Name is its number
 		insts := b.Insts[:0]
 		for _, inst := range b.Insts {
 			name := calledIntrinsic(inst)
@@ -120,9 +126,6 @@ func (f *Func) Absorb(src *Func, a Absorption) {
 					*op = v
 				}
 			}
-		}
-		if b.IsUnnamed() {
-			b.SetID(0)
 		}
 	}
 	f.IR.Blocks = append(f.IR.Blocks, blocks...)

@@ -40,7 +40,7 @@ func TestAbsorb(t *testing.T) {
 		t.Fatal(err)
 	}
 	text := m.String()
-	for _, want := range []string{"bar.sync 1, 256;", "s.entry", "s.ret"} {
+	for _, want := range []string{"bar.sync 1, 256;", "s.entry", "s.absorb.exit"} {
 		if !strings.Contains(text, want) {
 			t.Errorf("no %q in\n%s", want, text)
 		}

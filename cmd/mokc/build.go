@@ -78,7 +78,7 @@ func buildAction(c *cli.Context) error {
 	if s.BlocksPerSM > 1 {
 		noteSharesSM(errWriter(c), a.Program.Kernels, s.BlocksPerSM)
 	}
-	if s.Chain != schedule.ChainOff {
+	if s.Chain != schedule.ChainOff && s.Lowering == schedule.LoweringPerOp { // a persistent kernel's phases are listed by inspect program
 		noteChain(errWriter(c), a.Program.Kernels, s.Chain, c.Bool("backward"))
 	}
 	var out []byte

@@ -535,7 +535,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		dropper = "--mx-gemm " + s.MXGemm.String()
 	}
 	if s.Lowering == schedule.LoweringPersistent && (l.Precision == schedule.MXFP8 || c.Bool("backward")) {
-		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent %s is built and assembled but has not yet run on a GPU; the bf16 forward's gives the per-op bits (docs/megakernel.md)\n", persistentWhat(l, c.Bool("backward")))
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent %s is built and assembled but has not yet run on a GPU (the bf16 forward has, with the per-op bits: docs/megakernel.md)\n", persistentWhat(l, c.Bool("backward")))
 	}
 	if s.Lowering == schedule.LoweringPersistent && s.Variant != nil && !s.Variant.SameBlocks(s) {
 		// one block shape in the persistent kernel: the base tiles at every T

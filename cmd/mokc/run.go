@@ -999,7 +999,7 @@ func writeRunReport(w io.Writer, rep runReport, asJSON bool) error {
 // run reports runtime.WaitTimeoutError.
 func waitLimitFlag() cli.Flag {
 	return &cli.DurationFlag{Name: "wait-limit",
-		Usage:       "a duration (30s, 500ms, 2m): how long one block of a co-resident kernel waits for another's work before the run fails with a clear error instead of hanging; only the kernels of --chain fc1-fc2 and --lowering persistent wait (0: no limit; raise it under compute-sanitizer at large T)",
+		Usage:       "a duration (30s, 500ms, 2m): how long one block of a co-resident kernel waits for another block's work (the chained kernel's row tiles of --chain fc1-fc2, the grid-wide barriers of --lowering persistent) before the run fails with a clear error (0: no limit; raise it under compute-sanitizer at large T)",
 		DefaultText: time.Duration(launch.DefaultWaitLimitNs).String() + ", the manifest's"}
 }
 
