@@ -262,17 +262,9 @@ func TestChainAssemble(t *testing.T) {
 		if err := toolchain.Assemble(text, target.SM90a.String()); err != nil {
 			t.Errorf("%s: %v", names[i], err)
 		}
-		dir := t.TempDir()
-		in := filepath.Join(dir, "in.ptx")
-		if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(ptxas, "-arch=sm_90a", "-v", "-o", filepath.Join(dir, "out.cubin"), in).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: ptxas: %v\n%s", names[i], err, out)
-		}
+		out := ptxasVerbose(t, ptxas, names[i], text)
 		fn, chained := "", 0
-		for _, line := range strings.Split(string(out), "\n") {
+		for _, line := range strings.Split(out, "\n") {
 			if m := entry.FindStringSubmatch(line); m != nil {
 				fn = m[1]
 				if strings.HasPrefix(fn, "moe_fc1_fc2") {
@@ -287,6 +279,22 @@ func TestChainAssemble(t *testing.T) {
 			t.Errorf("%s: ptxas -v compiled no chained kernel", names[i])
 		}
 	}
+}
+
+// ptxasVerbose assembles PTX text for sm_90a with ptxas -v and returns
+// what it printed (an error fails t, naming what).
+func ptxasVerbose(t *testing.T, ptxas, what, text string) string {
+	t.Helper()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.ptx")
+	if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(ptxas, "-arch=sm_90a", "-v", "-o", filepath.Join(dir, "out.cubin"), in).CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s: ptxas: %v\n%s", what, err, out)
+	}
+	return string(out)
 }
 
 // TestChainPhaseTimes: an instrumented chained forward (schedule

@@ -138,6 +138,18 @@ func (lw *perOp) planPersistent(name string, ks []Kernel) (persistPlan, error) {
 	return p, nil
 }
 
+// calls calls visit with the callee of every direct call in f (an
+// *llir.Func or an *llir.InlineAsm).
+func calls(f *ir.Func, visit func(callee value.Value)) {
+	for _, b := range f.IR.Blocks {
+		for _, inst := range b.Insts {
+			if c, ok := inst.(*llir.InstCall); ok {
+				visit(c.Callee)
+			}
+		}
+	}
+}
+
 // shape counts f's returns but those of every thread of the block alike
 // (ReturnIfUniform's) and says whether it calls llvm.nvvm.barrier0 or
 // has inline PTX on a CTA barrier (barrierAsm).
@@ -146,19 +158,15 @@ func shape(f *ir.Func) (rets int, syncs bool) {
 		if _, ok := b.Term.(*llir.TermRet); ok && !strings.HasPrefix(b.Name(), uniformRet) {
 			rets++
 		}
-		for _, inst := range b.Insts {
-			c, ok := inst.(*llir.InstCall)
-			if !ok {
-				continue
-			}
-			switch callee := c.Callee.(type) {
-			case *llir.Func:
-				syncs = syncs || callee.Name() == "llvm.nvvm.barrier0"
-			case *llir.InlineAsm:
-				syncs = syncs || barrierAsm.MatchString(callee.Asm)
-			}
-		}
 	}
+	calls(f, func(callee value.Value) {
+		switch c := callee.(type) {
+		case *llir.Func:
+			syncs = syncs || c.Name() == "llvm.nvvm.barrier0"
+		case *llir.InlineAsm:
+			syncs = syncs || barrierAsm.MatchString(c.Asm)
+		}
+	})
 	return rets, syncs
 }
 
@@ -166,43 +174,29 @@ func shape(f *ir.Func) (rets int, syncs bool) {
 func unitGrid(e Expr) bool { return e.A == 0 && e.Eval(0) == 1 }
 
 // asmUses reports whether f has inline PTX containing any of texts.
-func asmUses(f *ir.Func, texts ...string) bool {
-	for _, b := range f.IR.Blocks {
-		for _, inst := range b.Insts {
-			if c, ok := inst.(*llir.InstCall); ok {
-				if a, ok := c.Callee.(*llir.InlineAsm); ok && slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(a.Asm, t) }) {
-					return true
-				}
-			}
+func asmUses(f *ir.Func, texts ...string) (uses bool) {
+	calls(f, func(callee value.Value) {
+		if a, ok := callee.(*llir.InlineAsm); ok && slices.ContainsFunc(texts, func(t string) bool { return strings.Contains(a.Asm, t) }) {
+			uses = true
 		}
-	}
-	return false
+	})
+	return uses
 }
 
 // namedBarrier reports whether f synchronises on a CTA barrier other than
-// llvm.nvvm.barrier0: inline PTX on one (barrierAsm), or the
-// named-barrier intrinsics llvm.nvvm.barrier.sync(.cnt). A row-wise phase on fewer
+// llvm.nvvm.barrier0: inline PTX on one (barrierAsm), or the named-barrier
+// intrinsics llvm.nvvm.barrier.sync(.cnt). A row-wise phase on fewer
 // threads than the block cannot keep those.
-func namedBarrier(f *ir.Func) bool {
-	for _, b := range f.IR.Blocks {
-		for _, inst := range b.Insts {
-			c, ok := inst.(*llir.InstCall)
-			if !ok {
-				continue
-			}
-			switch callee := c.Callee.(type) {
-			case *llir.Func:
-				if strings.HasPrefix(callee.Name(), "llvm.nvvm.barrier.sync") {
-					return true
-				}
-			case *llir.InlineAsm:
-				if barrierAsm.MatchString(callee.Asm) {
-					return true
-				}
-			}
+func namedBarrier(f *ir.Func) (named bool) {
+	calls(f, func(callee value.Value) {
+		switch c := callee.(type) {
+		case *llir.Func:
+			named = named || strings.HasPrefix(c.Name(), "llvm.nvvm.barrier.sync")
+		case *llir.InlineAsm:
+			named = named || barrierAsm.MatchString(c.Asm)
 		}
-	}
-	return false
+	})
+	return named
 }
 
 // barrierAsm matches inline PTX on a CTA barrier: bar.* or barrier.*,

@@ -1,9 +1,6 @@
 package codegen
 
 import (
-	"os"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -140,16 +137,7 @@ func TestPersistentAssemble(t *testing.T) {
 		if err := toolchain.Assemble(text, target.SM90a.String()); err != nil {
 			t.Errorf("%s: %v", names[i], err)
 		}
-		dir := t.TempDir()
-		in := filepath.Join(dir, "in.ptx")
-		if err := os.WriteFile(in, []byte(text), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		out, err := exec.Command(ptxas, "-arch=sm_90a", "-v", "-o", filepath.Join(dir, "out.cubin"), in).CombinedOutput()
-		if err != nil {
-			t.Fatalf("%s: ptxas: %v\n%s", names[i], err, out)
-		}
-		if strings.Contains(strings.ToLower(string(out)), "warning") {
+		if out := ptxasVerbose(t, ptxas, names[i], text); strings.Contains(strings.ToLower(out), "warning") {
 			t.Errorf("%s: ptxas warns:\n%s", names[i], out)
 		}
 	}
