@@ -171,7 +171,7 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 			panic("codegen: moe_dispatch_small quantizes token rows ([T, K]) only")
 		}
 		blk := b.BlockIdx(ir.X)
-		qb, dispatch := b.NewBlock(uniformRet+".quantize"), b.NewBlock("dispatch") // blocks 1.. quantize, block 0 dispatches
+		qb, dispatch := b.NewBlock("quantize"), b.NewBlock("dispatch")
 		b.CondBr(b.ICmp(enum.IPredNE, blk, ir.Int32(0)), qb, dispatch)
 		b.SetBlock(qb)
 		b.quantizeThread(*q, b.Add(b.MulI(b.AddI(blk, -1), utilThreads), b.ThreadIdx(ir.X)))
