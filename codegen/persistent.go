@@ -69,10 +69,12 @@ func persistentName(p *moe.Program) string {
 // persistPlan is the shape of a persistent kernel: its block (the
 // largest phase's), the registers it launches with (.maxnreg: the GEMM
 // phases', else what the block allows), its shared memory (the largest
-// phase's) and its grid (the GEMM phases', one block per SM).
+// phase's), its grid (the GEMM phases', one block per SM) and which
+// kernels synchronise their blocks.
 type persistPlan struct {
 	threads, regs, smem int
 	grid                Expr
+	syncs               []bool // per kernel: it synchronises its block (shape)
 }
 
 // planPersistent checks that every kernel of ks can run as a phase and
@@ -101,9 +103,11 @@ func (lw *perOp) planPersistent(name string, ks []Kernel) (persistPlan, error) {
 		case k.Block%32 != 0:
 			return fail("its block of %d threads is not whole warps", k.Block)
 		}
-		if rets, syncs := shape(f); rets > 1 && syncs {
+		rets, syncs := shape(f)
+		if rets > 1 && syncs {
 			return fail("it returns early and synchronises its block (bar.sync), which threads that went on to the phase's end would not reach")
 		}
+		p.syncs = append(p.syncs, syncs)
 		p.threads, p.smem = max(p.threads, k.Block), max(p.smem, k.SharedBytes)
 		if !k.GridPerSM {
 			continue
@@ -239,11 +243,9 @@ func (lw *perOp) fusePersistent() error {
 	// that take it; T and the wait limit shared; the rest per phase.
 	args := make([][]string, len(ks))
 	funcs := make([]*ir.Func, len(ks))
-	syncs := make([]bool, len(ks)) // the kernel synchronises its block
 	for i, k := range ks {
 		f := lw.mod.FuncNamed(k.Name)
 		funcs[i] = f
-		_, syncs[i] = shape(f)
 		if len(f.IR.Params) != len(k.Params) {
 			return fmt.Errorf("codegen: %s: %s: kernel %s has %d parameters in its plan and %d in the module", lw.src.Layer.Name, lw.sched.Target, k.Name, len(k.Params), len(f.IR.Params))
 		}
@@ -296,21 +298,23 @@ func (lw *perOp) fusePersistent() error {
 	before := value.Value(ir.Int32(0)) // phases run before this one
 	var phases []string
 	for i, k := range ks {
-		runs := phaseRuns(b, k, T)
-		if !k.GridPerSM { // launch.Kernel.RunsAt: not where its grid is empty
+		var n [3]value.Value // a row-wise kernel's grid: its virtual blocks
+		if !k.GridPerSM {
 			for d := range 3 {
+				n[d] = ir.Int32(1)
 				if hasGridParam(k, d) {
-					runs = b.And(runs, b.ICmp(enum.IPredSGT, b.Param(gridParam(i, d)), ir.Int32(0)))
+					n[d] = b.Param(gridParam(i, d))
 				}
 			}
 		}
+		runs := phaseRuns(b, k, T, n)
 		earlier := before
 		b.If(runs, func() {
 			b.If(b.ICmp(enum.IPredSGT, earlier, ir.Int32(0)), func() {
 				b.gridBarrier(arrived, b.Mul(earlier, grid), tid)
 			})
 			b.phaseMark(i, false)
-			stripPhaseMarks(funcs[i])
+			removePhaseMarks(funcs[i]) // a chained kernel's own: here the phases are the kernels
 			a := ir.Absorption{Prefix: fmt.Sprintf("k%d.", i)}
 			for _, n := range args[i] {
 				a.Args = append(a.Args, b.Param(n))
@@ -318,16 +322,8 @@ func (lw *perOp) fusePersistent() error {
 			if k.GridPerSM {
 				b.Absorb(funcs[i], a)
 			} else {
-				var endBlock func()  // a barrier of the virtual block's threads
-				var n [3]value.Value // the kernel's grid
-				nvb := value.Value(ir.Int32(1))
-				for d := range 3 {
-					n[d] = ir.Int32(1)
-					if hasGridParam(k, d) {
-						n[d] = b.Param(gridParam(i, d))
-					}
-					nvb = b.Mul(nvb, n[d])
-				}
+				var endBlock func() // a barrier of the virtual block's threads
+				nvb := b.Mul(b.Mul(n[0], n[1]), n[2])
 				rows := func() {
 					b.Loop(block, nvb, grid, nil, func(vb value.Value, _ []value.Value) []value.Value {
 						// virtual block vb = x + nx·(y + ny·z)
@@ -342,7 +338,7 @@ func (lw *perOp) fusePersistent() error {
 							"llvm.nvvm.read.ptx.sreg.ntid.x":   ir.Int32(int64(k.Block)),
 						}
 						b.Absorb(funcs[i], a)
-						if k.SharedBytes > 0 || syncs[i] {
+						if k.SharedBytes > 0 || plan.syncs[i] {
 							// the next virtual block's threads reuse shared
 							// memory the slowest of this one may still read
 							endBlock()
@@ -384,10 +380,10 @@ func gridParam(i, d int) string { return fmt.Sprintf("k%d_grid_%c", i, "xyz"[d])
 // where they are not 1 at every T.
 func hasGridParam(k Kernel, d int) bool { return d == 0 || !unitGrid(k.Grid[d]) }
 
-// phaseRuns is the i1 that says whether kernel k runs at T tokens by its
-// Tokens ranges and SkipIfZeroT (the caller adds launch.Kernel.RunsAt's
-// third rule, a grid with an empty extent, for row-wise kernels).
-func phaseRuns(b *Builder, k Kernel, T value.Value) value.Value {
+// phaseRuns is the i1 that says whether kernel k runs at T tokens, by
+// launch.Kernel.RunsAt's rules: its Tokens ranges, SkipIfZeroT, and, for
+// a row-wise kernel, no empty extent of its grid n (nil for a GEMM's).
+func phaseRuns(b *Builder, k Kernel, T value.Value, n [3]value.Value) value.Value {
 	var runs value.Value = ir.Bool(true)
 	if len(k.Tokens) > 0 {
 		runs = ir.Bool(false)
@@ -402,15 +398,12 @@ func phaseRuns(b *Builder, k Kernel, T value.Value) value.Value {
 	if k.SkipIfZeroT {
 		runs = b.And(runs, b.ICmp(enum.IPredSGT, T, ir.Int32(0)))
 	}
-	return runs
-}
-
-// stripPhaseMarks removes the placeholders of f's own inner phases (a
-// chained kernel's): in the persistent kernel the phases are its kernels.
-func stripPhaseMarks(f *ir.Func) {
-	for _, blk := range f.IR.Blocks {
-		blk.Insts = slices.DeleteFunc(blk.Insts, func(inst llir.Instruction) bool { _, _, ok := phaseMarkOf(inst); return ok })
+	for _, e := range n {
+		if e != nil {
+			runs = b.And(runs, b.ICmp(enum.IPredSGT, e, ir.Int32(0)))
+		}
 	}
+	return runs
 }
 
 // gridBarrier emits the barrier between two phases of the persistent

@@ -66,6 +66,13 @@ func phaseMarkOf(inst llir.Instruction) (i int, end, ok bool) {
 	return i, what == "end", true
 }
 
+// removePhaseMarks removes f's phaseMark placeholders.
+func removePhaseMarks(f *ir.Func) {
+	for _, blk := range f.IR.Blocks {
+		blk.Insts = slices.DeleteFunc(blk.Insts, func(inst llir.Instruction) bool { _, _, ok := phaseMarkOf(inst); return ok })
+	}
+}
+
 // phaseTimes instruments every kernel of lw's program when the schedule
 // asks for it (schedule.Schedule.PhaseTimes): the buffer launch.BufPhaseTimes,
 // one more parameter per kernel, the start record first in the entry
@@ -78,9 +85,7 @@ func (lw *perOp) phaseTimes() error {
 	if !lw.sched.PhaseTimes {
 		for _, k := range lw.prog.Kernels {
 			if f := lw.mod.FuncNamed(k.Name); f != nil && len(k.Phases) > 0 { // only those mark their phases
-				for _, blk := range f.IR.Blocks {
-					blk.Insts = slices.DeleteFunc(blk.Insts, func(inst llir.Instruction) bool { _, _, ok := phaseMarkOf(inst); return ok })
-				}
+				removePhaseMarks(f)
 			}
 		}
 		return nil

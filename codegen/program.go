@@ -95,9 +95,11 @@ const (
 // (moe.RegisterFed); with the schedule's decode variant (promote's) in
 // both: the gather and quantize_h write the e4m3 rows in the variant's
 // token range and the register-fed ones (gather_rf, quantize_h_rf) in the
-// rest, each GEMM reading its range's form. Errors: an unknown policy or
-// op, a schedule the target's engine cannot build (an MXFP8 GEMM off
-// sm_90a), more than three distinct GEMM row tiles (maxTileLists).
+// rest, each GEMM reading its range's form. how overrides s.Lowering
+// (LoweringOf(s) keeps it). Errors: an unknown policy or op, a schedule
+// the target's engine cannot build (an MXFP8 GEMM off sm_90a), more than
+// three distinct GEMM row tiles (maxTileLists), under Persistent a
+// kernel that cannot be a phase (fusePersistent).
 func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) {
 	switch how {
 	case PerOp:

@@ -83,6 +83,13 @@ func (f *Func) Absorb(src *Func, a Absorption) {
 			}
 		}
 	}
+	remap := func(ops []*value.Value) {
+		for _, op := range ops {
+			if v, ok := repl[*op]; ok {
+				*op = v
+			}
+		}
+	}
 	exit := f.detached(a.Prefix + "absorb.exit") // no source block's name: those are a.Prefix + their own
 	from := f.block("absorb")
 	from.NewBr(blocks[0])
@@ -98,11 +105,7 @@ func (f *Func) Absorb(src *Func, a Absorption) {
 			if name == "llvm.nvvm.barrier0" && barrier != nil {
 				inst = llir.NewCall(barrier)
 			}
-			for _, op := range inst.Operands() {
-				if v, ok := repl[*op]; ok {
-					*op = v
-				}
-			}
+			remap(inst.Operands())
 			if n, ok := inst.(interface {
 				IsUnnamed() bool
 				Name() string
@@ -121,11 +124,7 @@ func (f *Func) Absorb(src *Func, a Absorption) {
 		if _, ok := b.Term.(*llir.TermRet); ok {
 			b.Term = llir.NewBr(exit)
 		} else {
-			for _, op := range b.Term.Operands() {
-				if v, ok := repl[*op]; ok {
-					*op = v
-				}
-			}
+			remap(b.Term.Operands())
 		}
 	}
 	f.IR.Blocks = append(f.IR.Blocks, blocks...)
