@@ -444,7 +444,13 @@ func (b *Builder) gatherMX(vals []value.Value, row, c value.Value, H int64) {
 //
 // in fp32 in that fixed order (fma), rounded once to bf16; g_t =
 // sigmoid(x[t]·gate) with the shared output gate, else 1; w = 1 when the
-// weight scaled the input. A slot without a route reads nothing.
+// weight scaled the input. A slot without a route reads nothing. Loads
+// that do not depend on each other are issued together: every slot's
+// row, then the routed slots' weights, and in each step a thread's
+// 16-byte chunk of every routed row before the first fma, so the block
+// waits for memory three times and once per step, not K times each (a
+// block that runs alone on its SM, as a virtual block of the persistent
+// kernel does, is bound by that latency).
 func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 	b, k := opKernel(m, op, utilThreads, false)
 	shared, gated := op.SharedOut != nil, op.SharedGate != nil
@@ -460,9 +466,11 @@ func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 	}
 	slots := make([]value.Value, K)
 	wts := make([]value.Value, K)
+	for k := int64(0); k < K; k++ { // every slot's row before the weights' tests
+		slots[k] = b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), b.AddI(b.MulI(t, K), k), 4), 4)
+	}
 	for k := int64(0); k < K; k++ {
 		s := b.AddI(b.MulI(t, K), k)
-		slots[k] = b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
 		if op.WeightOnInput {
 			wts[k] = ir.Float32(1)
 		} else {
@@ -471,7 +479,19 @@ func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 			})[0]
 		}
 	}
+	v4 := ir.Vec(4, ir.I32)
 	b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
+		// Every routed slot's chunk is loaded before the first sum uses
+		// one: one memory latency per step, not one per slot.
+		routed := make([]value.Value, K)
+		chunks := make([]value.Value, K)
+		for k := int64(0); k < K; k++ {
+			r := slots[k]
+			routed[k] = b.ICmp(enum.IPredSGE, r, ir.Int32(0))
+			chunks[k] = b.IfVals(routed[k], []value.Value{ir.Undef(v4)}, func() []value.Value {
+				return []value.Value{b.LoadAt(v4, b.rowPtr(b.Param("out_rows"), r, c, H, 2), 16)}
+			})[0]
+		}
 		acc := make([]value.Value, 8)
 		if shared {
 			sv := row8(b.Param("shared_out"), t, c)
@@ -484,9 +504,9 @@ func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 			}
 		}
 		for k := int64(0); k < K; k++ {
-			r, w := slots[k], wts[k]
-			acc = b.IfVals(b.ICmp(enum.IPredSGE, r, ir.Int32(0)), acc, func() []value.Value {
-				ov := row8(b.Param("out_rows"), r, c)
+			w, chunk := wts[k], chunks[k]
+			acc = b.IfVals(routed[k], acc, func() []value.Value {
+				ov := b.bf16x8(chunk)
 				n := make([]value.Value, 8)
 				for i := range n {
 					n[i] = b.FMA(w, ov[i], acc[i])

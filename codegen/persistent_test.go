@@ -158,12 +158,7 @@ func TestPersistentRefused(t *testing.T) {
 		{"two blocks per SM", target.SM90a, func(s *schedule.Schedule) { s.BlocksPerSM, s.Items = 2, schedule.ItemsFixed }, "one block per SM"},
 		{"a grid", target.SM90a, func(s *schedule.Schedule) { s.GridCTAs = 64 }, "leave Schedule.GridCTAs out"},
 		{"a variant of 12 MMA warps", target.SM90a, func(*schedule.Schedule) {}, `GEMM variant "mid" has 12 MMA warps`},
-		{"shared experts", target.SM90a, func(*schedule.Schedule) {}, "does not run layers with shared experts yet"},
 	} {
-		l := l
-		if c.what == "shared experts" {
-			l = testlayer.Named(t, "deepseek-v2-lite")
-		}
 		s := testlayer.DefaultSchedule(t, l, c.tg)
 		if c.what != "a variant of 12 MMA warps" {
 			oneShapeOf(&s)

@@ -1145,8 +1145,6 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs one block per SM of the device, all resident (its phases end in grid-wide barriers): leave Schedule.GridCTAs out (%d is set)", s.GridCTAs)
 		case l.Precision == MXFP8 && s.MXGemm == MXGemmExpand:
 			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel's GEMM phases give back their registers by role; the expansion's converter warpgroup does not (Schedule.MXGemm expand)")
-		case l.SharedExperts > 0:
-			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel does not run layers with shared experts yet: deepseek-v2-lite's stopped in about half of its runs on an H100 (docs/perf.md, persistent v1)")
 		case s.Variant != nil && !s.Variant.SameBlocks(s):
 			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs blocks of one shape, and the GEMM variant %q has %d MMA warps where the base GEMMs have %d: leave the variant out (Schedule.Variant)", s.Variant.Name, s.Variant.MMAWarps, s.Warps.MMA)
 		}

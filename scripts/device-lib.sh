@@ -7,7 +7,10 @@
 #   run_json LABEL BIN MODEL PRECISION TOKENS [FLAGS...]
 #                           # `BIN run --json --repeat 2` on sm_90a: per T, rel L2, the first 16 hex
 #                           # digits of y_sha256 (equal between two binaries computing the same bits),
-#                           # identical runs, PASS/FAIL, the error word
+#                           # identical runs, PASS/FAIL, the error word; stopped with SIGQUIT after
+#                           # RUN_TIMEOUT seconds (150 by default: the Go runtime's stack dump of every
+#                           # goroutine goes to run-err.log); a run that exits with an error adds a line
+#                           # "LABEL MODEL PRECISION exit rc=N (asked for T = TOKENS)"
 #   pkgtest DIR NAME TIMEOUT CMD...
 #                           # a test binary run in package directory DIR (Go tests read testdata/
 #                           # relative to it), its output to $O/NAME.log, a line with its exit status
@@ -41,7 +44,8 @@ pkgtest() {
 run_json() {
 	local label=$1 bin=$2 model=$3 prec=$4 tokens=$5
 	shift 5
-	timeout 150 "$bin" run --model "$model" --target sm_90a --precision "$prec" --tokens "$tokens" --repeat 2 --json "$@" 2>>"$O/run-err.log" |
+	echo "== $label $model $prec $tokens $*" >>"$O/run-err.log"
+	timeout -s QUIT -k 10 "${RUN_TIMEOUT:-150}" "$bin" run --model "$model" --target sm_90a --precision "$prec" --tokens "$tokens" --repeat 2 --json "$@" 2>>"$O/run-err.log" |
 		LABEL=$label PREC=$prec python3 -c '
 import json, os, sys
 for line in sys.stdin:
@@ -54,6 +58,8 @@ for line in sys.stdin:
     print(os.environ["LABEL"], d["model"], os.environ["PREC"], d["tokens"], repr(d["rel_l2"]), d.get("y_sha256", "")[:16],
           "%d/%d" % (d["identical_runs"], d["runs"]), "PASS" if d["pass"] else "FAIL", d.get("error_word", ""))
 ' >>"$S"
+	local rc=${PIPESTATUS[0]}
+	[ "$rc" = 0 ] || echo "$label $model $prec exit rc=$rc (asked for T = $tokens)" >>"$S"
 }
 
 bench() {
