@@ -9,8 +9,24 @@ import (
 )
 
 // dims are the compile-time sizes of the routing and dispatch kernels:
-// hidden size, intermediate size, experts, top-k.
-type dims struct{ H, I, E, K int }
+// hidden size, intermediate size, experts, top-k; and the work of a block
+// of the gather and the combine, which the persistent lowering raises
+// (rowWork): their blocks run there as virtual blocks, one per SM at a
+// time, so each one's memory latencies are not hidden by others.
+type dims struct {
+	H, I, E, K int
+	// gatherPerWarp: dispatched rows per warp of moe_gather (0 or 1: one).
+	gatherPerWarp int
+	// combinePerBlock: tokens per block of moe_combine (0 or 1: one).
+	combinePerBlock int
+}
+
+// The persistent lowering's work per virtual block of the gather and
+// the combine (dims): a thread's loads for all of it are issued together.
+const (
+	persistGatherPerWarp   = 3
+	persistCombinePerBlock = 2
+)
 
 const (
 	utilThreads   = 256 // threads of the routing / dispatch / combine kernels
@@ -311,62 +327,104 @@ func emitPermute(m *ir.Module, d dims, op moe.Permute) Kernel {
 
 // emitGather: xs[row, :] = x[src_slot[row] / K, :] for row < offsets[E]
 // (times the routing weight, rounded to bf16, when the weight scales the
-// input). One warp per row, 16-byte vectors: lane l takes the 8-element
-// chunks l, l+32, ..., gatherBatch of them loaded before any is stored
-// (gatherChunk). With op.Q (the MXFP8 forward) the row is not stored
-// but quantized (gatherMX), with op.V its MXFP8 values stored in the
-// register-fed order (gatherMXValues).
+// input). One warp per row, d.gatherPerWarp rows per warp (rows warp,
+// warp + gatherRows, ... of the block's), 16-byte vectors: lane l takes
+// the 8-element chunks l, l+32, ..., gatherBatch of them of each of its
+// rows loaded before any is stored (gatherChunk). With op.Q (the MXFP8
+// forward) the row is not stored but quantized (gatherMX), with op.V its
+// MXFP8 values stored in the register-fed order (gatherMXValues).
 func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	b, k := opKernel(m, op, utilThreads, false)
+	R := int64(max(1, d.gatherPerWarp))
 	lane, warp := b.LaneWarp()
-	row := b.Add(b.MulI(b.BlockIdx(ir.X), gatherRows), warp)
+	row0 := b.Add(b.MulI(b.BlockIdx(ir.X), gatherRows*R), warp)
 	total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
-	b.ReturnIf(b.ICmp(enum.IPredSGE, row, total))
-	s := b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), row, 4), 4)
-	t := b.UDiv(s, ir.Int32(int64(d.K)))
+	b.ReturnIf(b.ICmp(enum.IPredSGE, row0, total))
 	H := int64(d.H)
-	src := b.ByteOffset(b.Param("x"), b.MulI(b.Wide(t), 2*H))
-	var dst value.Value
-	switch {
-	case op.V != nil:
-		dst = b.ByteOffset(b.Param("v"), b.MulI(b.Wide(row), 2*H))
-	case op.Q == nil:
-		dst = b.ByteOffset(b.Param("xs"), b.MulI(b.Wide(row), 2*H))
-	}
-	var w value.Value
-	if op.Weights != nil {
-		w = b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)
+	// Row j of the warp: live (below total; row 0 is), src, dst, weight.
+	rows, live := make([]value.Value, R), make([]value.Value, R)
+	srcs, dsts, ws := make([]value.Value, R), make([]value.Value, R), make([]value.Value, R)
+	for j := range R {
+		row := row0
+		if j > 0 {
+			row = b.AddI(row0, gatherRows*j)
+			live[j] = b.ICmp(enum.IPredSLT, row, total)
+		}
+		rows[j] = row
+		s := b.whenLive(live[j], ir.Int32(0), func() []value.Value {
+			return []value.Value{b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), row, 4), 4)}
+		})
+		t := b.UDiv(s, ir.Int32(int64(d.K)))
+		srcs[j] = b.ByteOffset(b.Param("x"), b.MulI(b.Wide(t), 2*H))
+		switch {
+		case op.V != nil:
+			dsts[j] = b.ByteOffset(b.Param("v"), b.MulI(b.Wide(row), 2*H))
+		case op.Q == nil:
+			dsts[j] = b.ByteOffset(b.Param("xs"), b.MulI(b.Wide(row), 2*H))
+		}
+		if op.Weights != nil {
+			ws[j] = b.whenLive(live[j], ir.Float32(0), func() []value.Value {
+				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)}
+			})
+		}
 	}
 	v4 := ir.Vec(4, ir.I32)
 	n := H / 8 // chunks per row
+	q := gatherPlain
+	switch {
+	case op.Q != nil:
+		q = gatherQ
+	case op.V != nil:
+		q = gatherV
+	}
 	b.Loop(lane, ir.Int32(n), ir.Int32(32*gatherBatch), nil, func(c0 value.Value, _ []value.Value) []value.Value {
-		// The batch's loads first, then its stores: one memory latency per
-		// batch, not per chunk.
-		load := func(c value.Value) value.Value { return b.LoadAt(v4, b.ByteOffset(src, b.MulI(b.Wide(c), 16)), 16) }
-		cs, ins, vs := []value.Value{c0}, []value.Value{nil}, []value.Value{load(c0)} // chunk c0 < n: the loop's bound
-		for u := int64(1); u < gatherBatch; u++ {
-			c := b.AddI(c0, 32*u)
-			in := b.ICmp(enum.IPredSLT, c, ir.Int32(n))
-			v := b.IfVals(in, []value.Value{ir.Undef(v4)}, func() []value.Value { return []value.Value{load(c)} })[0]
-			cs, ins, vs = append(cs, c), append(ins, in), append(vs, v)
+		// The batch's loads of every row first, then its stores: one
+		// memory latency per batch, not per chunk or row.
+		type chunk struct{ c, in, v value.Value } // in: nil where always loaded
+		var chunks [][]chunk
+		for j := range R {
+			var cs []chunk
+			for u := range int64(gatherBatch) {
+				c, in := c0, live[j] // chunk c0 < n: the loop's bound
+				if u > 0 {
+					c = b.AddI(c0, 32*u)
+					in = b.ICmp(enum.IPredSLT, c, ir.Int32(n))
+					if live[j] != nil {
+						in = b.And(in, live[j])
+					}
+				}
+				src := srcs[j]
+				v := b.whenLive(in, ir.Undef(v4), func() []value.Value {
+					return []value.Value{b.LoadAt(v4, b.ByteOffset(src, b.MulI(b.Wide(c), 16)), 16)}
+				})
+				cs = append(cs, chunk{c, in, v})
+			}
+			chunks = append(chunks, cs)
 		}
-		q := gatherPlain
-		switch {
-		case op.Q != nil:
-			q = gatherQ
-		case op.V != nil:
-			q = gatherV
-		}
-		b.gatherChunk(q, vs[0], w, dst, row, c0, H)
-		for u := 1; u < len(cs); u++ {
-			c, v := cs[u], vs[u]
-			b.If(ins[u], func() { b.gatherChunk(q, v, w, dst, row, c, H) })
+		for j, cs := range chunks {
+			for _, ch := range cs {
+				store := func() { b.gatherChunk(q, ch.v, ws[j], dsts[j], rows[j], ch.c, H) }
+				if ch.in == nil {
+					store()
+				} else {
+					b.If(ch.in, store)
+				}
+			}
 		}
 		return nil
 	})
 	b.Ret(nil)
-	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: int64(d.K), D: gatherRows, Min: 1})
+	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: int64(d.K), D: gatherRows * R, Min: 1})
 	return k
+}
+
+// whenLive is then()'s one value where live is nil (always) or true,
+// else def: a load only where its row exists.
+func (b *Builder) whenLive(live, def value.Value, then func() []value.Value) value.Value {
+	if live == nil {
+		return then()[0]
+	}
+	return b.IfVals(live, []value.Value{def}, then)[0]
 }
 
 // gatherForm is what a gather writes of each row: the bf16 row
@@ -438,7 +496,8 @@ func (b *Builder) gatherMX(vals []value.Value, row, c value.Value, H int64) {
 	b.storeMX8(vals, b.rowPtr(b.Param("q"), row, c, H, 1), b.ByteOffset(b.Param("scales"), at), b.And(c, ir.Int32(3)))
 }
 
-// emitCombine: one block per token t:
+// emitCombine: one block per token t (d.combinePerBlock tokens per block
+// where set, their loads issued together):
 //
 //	y[t] = g_t * shared_out[t] + sum_{k in 0..K-1, row_of_slot[t*K+k] >= 0} w[t,k] * out_rows[row]
 //
@@ -452,76 +511,108 @@ func (b *Builder) gatherMX(vals []value.Value, row, c value.Value, H int64) {
 // block that runs alone on its SM, as a virtual block of the persistent
 // kernel does, is bound by that latency).
 func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
-	b, k := opKernel(m, op, utilThreads, false)
+	R := int64(max(1, d.combinePerBlock))
+	b, k := opKernel(m, op, utilThreads, R > 1)
 	shared, gated := op.SharedOut != nil, op.SharedGate != nil
-	t := b.BlockIdx(ir.X)
-	tid := b.ThreadIdx(ir.X)
 	H, K := int64(d.H), int64(d.K)
-	row8 := func(base value.Value, r, c value.Value) []value.Value {
-		return b.loadBF16x8(b.rowPtr(base, r, c, H, 2))
+	// The block's tokens: t0 and, with R > 1, t0 + j where below T (live;
+	// else t0 read again, its store skipped).
+	ts, live := make([]value.Value, R), make([]value.Value, R)
+	ts[0] = b.BlockIdx(ir.X)
+	if R > 1 {
+		ts[0] = b.MulI(ts[0], R)
+		for j := int64(1); j < R; j++ {
+			t := b.AddI(ts[0], j)
+			live[j] = b.ICmp(enum.IPredSLT, t, b.Param("T"))
+			ts[j] = b.Select(live[j], t, ts[0])
+		}
 	}
-	var gate value.Value = ir.Float32(1)
-	if gated {
-		gate = b.sharedGateSigmoid(b.Param("x"), b.Param("shared_gate"), t, tid, H)
+	tid := b.ThreadIdx(ir.X)
+	gates := make([]value.Value, R)
+	for j := range gates {
+		gates[j] = ir.Float32(1)
+		if gated {
+			gates[j] = b.sharedGateSigmoid(b.Param("x"), b.Param("shared_gate"), ts[j], tid, H)
+		}
 	}
-	slots := make([]value.Value, K)
-	wts := make([]value.Value, K)
-	for k := int64(0); k < K; k++ { // every slot's row before the weights' tests
-		slots[k] = b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), b.AddI(b.MulI(t, K), k), 4), 4)
+	slots := make([][]value.Value, R)
+	wts := make([][]value.Value, R)
+	for j, t := range ts { // every slot's row before the weights' tests
+		for k := int64(0); k < K; k++ {
+			slots[j] = append(slots[j], b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), b.AddI(b.MulI(t, K), k), 4), 4))
+		}
 	}
-	for k := int64(0); k < K; k++ {
-		s := b.AddI(b.MulI(t, K), k)
-		if op.WeightOnInput {
-			wts[k] = ir.Float32(1)
-		} else {
-			wts[k] = b.IfVals(b.ICmp(enum.IPredSGE, slots[k], ir.Int32(0)), []value.Value{ir.Float32(0)}, func() []value.Value {
+	for j, t := range ts {
+		for k := int64(0); k < K; k++ {
+			s := b.AddI(b.MulI(t, K), k)
+			if op.WeightOnInput {
+				wts[j] = append(wts[j], ir.Float32(1))
+				continue
+			}
+			wts[j] = append(wts[j], b.IfVals(b.ICmp(enum.IPredSGE, slots[j][k], ir.Int32(0)), []value.Value{ir.Float32(0)}, func() []value.Value {
 				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)}
-			})[0]
+			})[0])
 		}
 	}
 	v4 := ir.Vec(4, ir.I32)
 	b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
-		// Every routed slot's chunk is loaded before the first sum uses
-		// one: one memory latency per step, not one per slot.
-		routed := make([]value.Value, K)
-		chunks := make([]value.Value, K)
-		for k := int64(0); k < K; k++ {
-			r := slots[k]
-			routed[k] = b.ICmp(enum.IPredSGE, r, ir.Int32(0))
-			chunks[k] = b.IfVals(routed[k], []value.Value{ir.Undef(v4)}, func() []value.Value {
-				return []value.Value{b.LoadAt(v4, b.rowPtr(b.Param("out_rows"), r, c, H, 2), 16)}
-			})[0]
-		}
-		acc := make([]value.Value, 8)
-		if shared {
-			sv := row8(b.Param("shared_out"), t, c)
-			for i := range acc {
-				acc[i] = b.FMul(sv[i], gate)
-			}
-		} else {
-			for i := range acc {
-				acc[i] = ir.Float32(0)
+		// Every routed slot's chunk, of every token of the block, is
+		// loaded before the first sum uses one: one memory latency per
+		// step, not one per slot.
+		routed := make([][]value.Value, R)
+		chunks := make([][]value.Value, R)
+		for j := range ts {
+			for k := int64(0); k < K; k++ {
+				r := slots[j][k]
+				routed[j] = append(routed[j], b.ICmp(enum.IPredSGE, r, ir.Int32(0)))
+				chunks[j] = append(chunks[j], b.IfVals(routed[j][k], []value.Value{ir.Undef(v4)}, func() []value.Value {
+					return []value.Value{b.LoadAt(v4, b.rowPtr(b.Param("out_rows"), r, c, H, 2), 16)}
+				})[0])
 			}
 		}
-		for k := int64(0); k < K; k++ {
-			w, chunk := wts[k], chunks[k]
-			acc = b.IfVals(routed[k], acc, func() []value.Value {
-				ov := b.bf16x8(chunk)
-				n := make([]value.Value, 8)
-				for i := range n {
-					n[i] = b.FMA(w, ov[i], acc[i])
+		sharedRows := make([]value.Value, R)
+		for j, t := range ts {
+			if shared {
+				sharedRows[j] = b.LoadAt(v4, b.rowPtr(b.Param("shared_out"), t, c, H, 2), 16)
+			}
+		}
+		for j, t := range ts {
+			acc := make([]value.Value, 8)
+			if shared {
+				sv := b.bf16x8(sharedRows[j])
+				for i := range acc {
+					acc[i] = b.FMul(sv[i], gates[j])
 				}
-				return n
-			})
+			} else {
+				for i := range acc {
+					acc[i] = ir.Float32(0)
+				}
+			}
+			for k := int64(0); k < K; k++ {
+				w, chunk := wts[j][k], chunks[j][k]
+				acc = b.IfVals(routed[j][k], acc, func() []value.Value {
+					ov := b.bf16x8(chunk)
+					n := make([]value.Value, 8)
+					for i := range n {
+						n[i] = b.FMA(w, ov[i], acc[i])
+					}
+					return n
+				})
+			}
+			store := func() { StoreBF16(b, b.rowPtr(b.Param("y"), t, c, H, 2), acc) }
+			if live[j] == nil {
+				store()
+			} else {
+				b.If(live[j], store)
+			}
 		}
-		StoreBF16(b, b.rowPtr(b.Param("y"), t, c, H, 2), acc)
 		return nil
 	})
 	b.Ret(nil)
 	if gated {
 		k.SharedBytes = 8 * 4
 	}
-	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: 1, D: 1, Min: 1})
+	k.SkipIfZeroT, k.Grid = true, grid1(Expr{A: 1, D: R, Min: 1})
 	return k
 }
 

@@ -227,6 +227,9 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	lw := &perOp{src: p, sched: s, eng: eng, mod: ir.NewModule("moe_" + l.Name)}
 	lw.prog = &Program{Layer: l.Name, Target: s.Target.String(), Module: lw.mod.IR, Source: p}
 	lw.d = dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK}
+	if s.Lowering == schedule.LoweringPersistent {
+		lw.d.gatherPerWarp, lw.d.combinePerBlock = persistGatherPerWarp, persistCombinePerBlock
+	}
 	lw.variant, lw.hasVariant = s.VariantSchedule()
 	if lw.hasVariant && lw.variant.FC1.M != lw.variant.FC2.M {
 		return nil, fmt.Errorf("codegen: %s: the GEMM variant's FC1 and FC2 tiles must have the same rows (%d, %d)", l.Name, lw.variant.FC1.M, lw.variant.FC2.M)
