@@ -11,8 +11,8 @@ import (
 // dims are the compile-time sizes of the routing and dispatch kernels:
 // hidden size, intermediate size, experts, top-k; and the work of a block
 // of the gather and the combine, which the persistent lowering raises
-// (rowWork): their blocks run there as virtual blocks, one per SM at a
-// time, so each one's memory latencies are not hidden by others.
+// (newPerOp): their blocks run there as virtual blocks, one per SM at a
+// time, so each one's memory latencies are not hidden by others'.
 type dims struct {
 	H, I, E, K int
 	// gatherPerWarp: dispatched rows per warp of moe_gather (0 or 1: one).
@@ -31,7 +31,7 @@ const (
 const (
 	utilThreads   = 256 // threads of the routing / dispatch / combine kernels
 	permuteSlots  = 8   // slots per thread per pass of moe_permute
-	gatherRows    = 8   // rows per block of moe_gather (one warp each)
+	gatherRows    = 8   // warps per block of moe_gather (one row at a time each)
 	gatherBatch   = 4   // 16-byte chunks a lane of moe_gather loads before it stores them
 	routeTokens   = 8   // tokens per block of moe_route (one warp each)
 	maxTileLists  = 3   // GEMM work lists (distinct row tiles) a program may have
@@ -327,8 +327,9 @@ func emitPermute(m *ir.Module, d dims, op moe.Permute) Kernel {
 
 // emitGather: xs[row, :] = x[src_slot[row] / K, :] for row < offsets[E]
 // (times the routing weight, rounded to bf16, when the weight scales the
-// input). One warp per row, d.gatherPerWarp rows per warp (rows warp,
-// warp + gatherRows, ... of the block's), 16-byte vectors: lane l takes
+// input). A warp per row at a time, d.gatherPerWarp rows per warp (the
+// block's rows warp, warp + gatherRows, ...; a row at or past the count
+// is neither loaded nor stored), 16-byte vectors: lane l takes
 // the 8-element chunks l, l+32, ..., gatherBatch of them of each of its
 // rows loaded before any is stored (gatherChunk). With op.Q (the MXFP8
 // forward) the row is not stored but quantized (gatherMX), with op.V its
@@ -496,8 +497,10 @@ func (b *Builder) gatherMX(vals []value.Value, row, c value.Value, H int64) {
 	b.storeMX8(vals, b.rowPtr(b.Param("q"), row, c, H, 1), b.ByteOffset(b.Param("scales"), at), b.And(c, ir.Int32(3)))
 }
 
-// emitCombine: one block per token t (d.combinePerBlock tokens per block
-// where set, their loads issued together):
+// emitCombine: one block per token t, or d.combinePerBlock tokens per
+// block where set (their loads issued together; the kernel then takes T,
+// and a token at or past it reads the block's first token's rows again
+// and stores nothing):
 //
 //	y[t] = g_t * shared_out[t] + sum_{k in 0..K-1, row_of_slot[t*K+k] >= 0} w[t,k] * out_rows[row]
 //
@@ -507,9 +510,10 @@ func (b *Builder) gatherMX(vals []value.Value, row, c value.Value, H int64) {
 // that do not depend on each other are issued together: every slot's
 // row, then the routed slots' weights, and in each step a thread's
 // 16-byte chunk of every routed row before the first fma, so the block
-// waits for memory three times and once per step, not K times each (a
-// block that runs alone on its SM, as a virtual block of the persistent
-// kernel does, is bound by that latency).
+// waits for memory once for the rows, once for the weights and once per
+// step, not K times for each (a block that runs alone on its SM, as a
+// virtual block of the persistent kernel does, is bound by that
+// latency).
 func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 	R := int64(max(1, d.combinePerBlock))
 	b, k := opKernel(m, op, utilThreads, R > 1)

@@ -227,11 +227,12 @@ type Schedule struct {
 	// launch at every T with the same bits as the per-op kernels. sm_90a,
 	// one block shape for every GEMM kernel (a GEMM variant of other warps
 	// is left out: VariantSchedule), no clusters, one block per SM, the
-	// default grid, layers without shared experts (with them, runs did not
-	// finish; docs/perf.md, persistent v1). Validate refuses the rest; the
-	// lowering, a program with kernels it cannot run as phases, naming
-	// them. Checked on a GPU: the bf16 forward (the per-op bits); the
-	// mxfp8 forward and the backward are built and assembled, not yet run.
+	// default grid. Validate refuses the rest; the lowering, a program
+	// with kernels it cannot run as phases, naming them. Checked on a GPU
+	// (docs/perf.md, persistent v1-v3): the bf16 and mxfp8 forwards (the
+	// per-op bits, shared experts included) and the bf16 backward (the
+	// float64 reference); the mxfp8 backward is built and assembled, not
+	// yet run.
 	Lowering LoweringKind
 	// PhaseTimes instruments the program (the forward's and the
 	// backward's): every kernel also takes the scratch buffer
