@@ -178,3 +178,6 @@ func SplitKModule(t testing.TB, eng Engine, cases []SplitKCase) (*ir.Module, []K
 
 // RoundOddBF16 is roundOddBF16: x rounded to bf16 by rounding to odd.
 func RoundOddBF16(x float32) uint16 { return roundOddBF16(x) }
+
+// EntryBody is entryBody, for the external tests that read a kernel's PTX.
+var EntryBody = entryBody

@@ -57,7 +57,7 @@ func TestPhaseTimesAssemble(t *testing.T) {
 			if last := k.Params[len(k.Params)-1]; last.Buffer != launch.BufPhaseTimes {
 				t.Errorf("%v %v: %s's last parameter is %q", c.tg, c.prec, k.Name, last.Name)
 			}
-			body := entryBody(res.Text, k.Name)
+			body := codegen.EntryBody(res.Text, k.Name)
 			if n := strings.Count(body, "red.global.min.u64"); n != 1 {
 				t.Errorf("%v %v: %s records its start %d times", c.tg, c.prec, k.Name, n)
 			}
@@ -73,18 +73,4 @@ func TestPhaseTimesAssemble(t *testing.T) {
 			t.Errorf("%v %v: %v", c.tg, c.prec, err)
 		}
 	}
-}
-
-// entryBody is the text of .entry name in the module text, up to the next
-// .entry.
-func entryBody(text, name string) string {
-	i := strings.Index(text, ".entry "+name+"(")
-	if i < 0 {
-		return ""
-	}
-	rest := text[i+1:]
-	if j := strings.Index(rest, ".entry "); j >= 0 {
-		return rest[:j]
-	}
-	return rest
 }
