@@ -20,10 +20,9 @@ import (
 // index (ld.global.u32) comes before the first weight (ld.global.f32),
 // and every routed row's chunk of every token of the block
 // (ld.global.v4) before the first fma (after the shared output gates);
-// in moe_gather's, every row's first
-// load batch before the first store. One token or row per block and
-// warp, as the per-op kernels run, and the persistent lowering's
-// numbers.
+// in moe_gather's, every row's first load batch before the first store.
+// One token or row per block and warp, as the per-op kernels run, and
+// more, as the persistent lowering builds them.
 func TestRowWiseLoadsTogether(t *testing.T) {
 	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v2-lite", "qwen2-57b-a14b", "llama4-scout"} {
 		l := testlayer.Named(t, name)
