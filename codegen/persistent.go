@@ -366,6 +366,7 @@ func (lw *perOp) fusePersistent() error {
 		qw.leave(b, persistLeft, grid)
 	})
 	b.Ret(nil)
+	lw.prog.PhaseKernels = ks
 	lw.prog.Kernels = []Kernel{{Name: name, Params: kparams, Block: plan.threads, Grid: grid1(plan.grid), SharedBytes: plan.smem,
 		GridPerSM: true, CoResident: true, Phases: phases}}
 	return nil

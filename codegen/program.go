@@ -32,6 +32,12 @@ type Program struct {
 	Buffers []Buffer     `json:"buffers"` // the moe program's buffers, then the lowering's scratch
 	Module  *llir.Module `json:"-"`       // LLVM IR module holding every kernel
 	Source  *moe.Program `json:"-"`       // the program it lowers
+	// PhaseKernels, under the Persistent lowering, is the per-op kernels
+	// that are the persistent kernel's phases, in order, as that lowering
+	// builds them (a row-wise kernel's grid is the virtual blocks its phase
+	// runs; the gather and the combine take more work per block than
+	// PerOp's); nil under PerOp.
+	PhaseKernels []Kernel `json:"-"`
 }
 
 // Buffer returns the buffer named name, or nil.

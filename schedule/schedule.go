@@ -1137,7 +1137,7 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	if s.Lowering == LoweringPersistent {
 		switch {
 		case s.Target != target.SM90a:
-			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel is built for sm_90a, whose GEMMs are persistent kernels of one block per SM; this schedule is for %v (Schedule.Target)", s.Target)
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel is built for sm_90a only (its GEMM phases are sm_90a's persistent GEMMs, one block per SM); this schedule is for %v (Schedule.Target): lower it per op there, or build for sm_90a", s.Target)
 		case s.Cluster > 1:
 			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs single blocks, not clusters of %d (Schedule.Cluster)", s.Cluster)
 		case s.BlocksPerSM > 1:

@@ -49,7 +49,7 @@ func inspectProgram(c *cli.Context) error {
 		return fmt.Errorf("inspect program: %w", err)
 	}
 	// The target and schedule are checked before anything is printed.
-	var prog, phases *codegen.Program
+	var prog *codegen.Program
 	var s schedule.Schedule
 	if c.String("target") == "" && scheduleOverridden(c, false) {
 		return fmt.Errorf("inspect program: schedule flags (such as --fc1-tile or --group-m) describe the kernels of one target: give --target too")
@@ -64,12 +64,6 @@ func inspectProgram(c *cli.Context) error {
 		}
 		if prog, err = codegen.Lower(p, s, codegen.LoweringOf(s)); err != nil {
 			return fmt.Errorf("inspect program: %w", err)
-		}
-		if s.Lowering == schedule.LoweringPersistent {
-			// the per-op kernels: the persistent kernel's phases
-			if phases, err = codegen.Lower(p, s, codegen.PerOp); err != nil {
-				return fmt.Errorf("inspect program: %w", err)
-			}
 		}
 	}
 	w := c.App.Writer
@@ -101,7 +95,7 @@ func inspectProgram(c *cli.Context) error {
 	}
 	how := "one per op"
 	switch {
-	case phases != nil:
+	case prog.PhaseKernels != nil:
 		how = "one persistent kernel; its phases, the per-op kernels, follow it"
 	case slices.ContainsFunc(prog.Kernels, func(k codegen.Kernel) bool { return len(k.Phases) > 0 }):
 		how = "one per op, but FC1 and FC2 in one kernel where they chain"
@@ -125,9 +119,9 @@ func inspectProgram(c *cli.Context) error {
 		fmt.Fprintf(w, "lowering scratch %s %s[%s]: %s\n", b.Name, b.DType, strings.Join(dims, ","), b.Doc)
 	}
 	printKernels(w, prog.Kernels)
-	if phases != nil {
+	if prog.PhaseKernels != nil {
 		fmt.Fprintf(w, "phases of %s, in order: each runs at the T its kernel would run at, the row-wise ones over their grid's blocks as virtual blocks of the persistent grid, a grid-wide barrier between two that run\n", prog.Kernels[0].Name)
-		printKernels(w, phases.Kernels)
+		printKernels(w, prog.PhaseKernels)
 	}
 	return nil
 }

@@ -581,7 +581,8 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	}
 	if variant != nil && s.Variant == nil { // noted only for a schedule that runs
 		var lost schedule.LargeRowsTile // the FC2 tile for many rows per expert, gone with it
-		if large.Set() && !s.FC2Large.Set() && !largeSet(c) {
+		// (the persistent kernel keeps it: where it goes, noteLargeDropped says why)
+		if large.Set() && !s.FC2Large.Set() && !largeSet(c) && dropper != "--lowering persistent" {
 			lost = large
 		}
 		noteVariantDropped(c, dropper, l, *variant, lost)

@@ -319,7 +319,7 @@ func parseRunFlags(c *cli.Context) (runConfig, error) {
 		if scheduleOverridden(c, true) && len(cfg.targets) != 1 {
 			return cfg, fmt.Errorf("the schedule flags of the GEMM shape need exactly one --target, not %d", len(cfg.targets))
 		}
-		cfg.schedule = func(l schedule.Layer, t target.Target) (schedule.Schedule, error) { return layerSchedule(c, l, t) }
+		cfg.schedule = onceEach(func(l schedule.Layer, t target.Target) (schedule.Schedule, error) { return layerSchedule(c, l, t) })
 	}
 	if strings.EqualFold(strings.TrimSpace(c.String("model")), "all") {
 		if c.String("hf-config") != "" {
@@ -1022,4 +1022,24 @@ func setWaitLimit(ly *runtime.Layer, d *time.Duration) error {
 		return nil
 	}
 	return ly.SetWaitLimit(*d)
+}
+
+// onceEach returns build's schedule, built once per layer and target: the checks
+// before the device opens and the runs ask for it again, and
+// layerSchedule's notes are said once.
+func onceEach(build func(schedule.Layer, target.Target) (schedule.Schedule, error)) func(schedule.Layer, target.Target) (schedule.Schedule, error) {
+	type made struct {
+		s   schedule.Schedule
+		err error
+	}
+	seen := map[string]made{}
+	return func(l schedule.Layer, t target.Target) (schedule.Schedule, error) {
+		key := fmt.Sprintf("%+v %v", l, t)
+		m, ok := seen[key]
+		if !ok {
+			m.s, m.err = build(l, t)
+			seen[key] = m
+		}
+		return m.s, m.err
+	}
 }
