@@ -534,8 +534,10 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if variant != nil && s.Variant == nil && dropper == "" {
 		dropper = "--mx-gemm " + s.MXGemm.String()
 	}
-	if s.Lowering == schedule.LoweringPersistent && l.Precision == schedule.MXFP8 && c.Bool("backward") {
-		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent mxfp8 backward is built and assembled but has not yet run on a GPU (the forwards and the bf16 backward have: docs/megakernel.md)\n")
+	if s.Lowering == schedule.LoweringPersistent {
+		if unrun := persistentUnrun(l, s, c.Bool("backward")); len(unrun) > 0 {
+			fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent with %s is built and assembled but has not yet run on a GPU (the presets' forwards, bf16 and mxfp8, and their bf16 backwards have: docs/megakernel.md)\n", strings.Join(unrun, ", "))
+		}
 	}
 	if s.Lowering == schedule.LoweringPersistent && s.Variant != nil && !s.Variant.SameBlocks(s) {
 		// one block shape in the persistent kernel: the base tiles at every T
@@ -592,6 +594,31 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		noteLargeDropped(c, l, large, s.FC2Large)
 	}
 	return s, nil
+}
+
+// persistentUnrun names what of layer l and schedule s the persistent
+// lowering has not yet run on a GPU with (docs/perf.md, persistent
+// v1-v3: the presets' forwards, bf16 and mxfp8, and bf16 backwards, with
+// their default schedules): the mxfp8 backward, per-expert storage, a
+// routing map, the saved FC1 output, the chained FC1 and FC2.
+func persistentUnrun(l schedule.Layer, s schedule.Schedule, backward bool) []string {
+	var unrun []string
+	if backward && l.Precision == schedule.MXFP8 {
+		unrun = append(unrun, "the mxfp8 backward")
+	}
+	if l.Storage == schedule.PerExpertWeights {
+		unrun = append(unrun, "per-expert storage")
+	}
+	if l.Routing == schedule.RoutingMap {
+		unrun = append(unrun, "a routing map")
+	}
+	if l.SaveFC1 {
+		unrun = append(unrun, "--save-fc1")
+	}
+	if s.Chain == schedule.ChainFC {
+		unrun = append(unrun, "--chain fc1-fc2")
+	}
+	return unrun
 }
 
 // noteLargeDropped tells the user that the schedule flags set (which keep

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPersistentNotes: `mokc build --lowering persistent` notes what the
+// persistent kernel has not yet run on a GPU with (persistentUnrun), and
+// says nothing of the kind for a preset's default forward; leaving out a
+// GEMM variant of other warps, it does not claim the FC2 tile for many
+// rows per expert, which goes for another reason where it goes (--mx-gemm
+// promote: noteLargeDropped says why).
+func TestPersistentNotes(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.ptx")
+	for _, c := range []struct {
+		args       []string
+		want, none string
+	}{
+		{[]string{"--model", "deepseek-v2-lite"}, "", "has not yet run"},
+		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--mx-gemm", "promote"}, `leaves out the default schedule's GEMM variant "decode"`, "and its FC2 tile for many rows per expert"},
+		{[]string{"--model", "qwen3-30b-a3b", "--routing", "map", "--chain", "fc1-fc2"}, "persistent with a routing map, --chain fc1-fc2 is built and assembled but has not yet run on a GPU", ""},
+		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--backward"}, "persistent with the mxfp8 backward is built", ""},
+	} {
+		msg, err := runCLI(append([]string{"build", "--target", "sm_90a", "--lowering", "persistent", "-o", out}, c.args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", c.args, err, msg)
+		}
+		if c.want != "" && !strings.Contains(msg, c.want) {
+			t.Errorf("%v: the output does not say %q:\n%s", c.args, c.want, msg)
+		}
+		if c.none != "" && strings.Contains(msg, c.none) {
+			t.Errorf("%v: the output says %q:\n%s", c.args, c.none, msg)
+		}
+	}
+}
