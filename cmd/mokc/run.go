@@ -998,18 +998,22 @@ func writeRunReport(w io.Writer, rep runReport, asJSON bool) error {
 // kernel's grid-wide barriers) waits for another block's work before the
 // run reports runtime.WaitTimeoutError.
 func waitLimitFlag() cli.Flag {
-	return &cli.DurationFlag{Name: "wait-limit",
+	return &cli.StringFlag{Name: "wait-limit",
 		Usage:       "a duration (30s, 500ms, 2m): how long one block of a co-resident kernel waits for another block's work (the chained kernel's row tiles of --chain fc1-fc2, the grid-wide barriers of --lowering persistent) before the run fails with a clear error (0: no limit; raise it under compute-sanitizer at large T)",
 		DefaultText: time.Duration(launch.DefaultWaitLimitNs).String() + ", the manifest's"}
 }
 
-// waitLimitFlagValue returns --wait-limit, nil when not given; a negative
-// duration is an error.
+// waitLimitFlagValue returns --wait-limit, nil when not given; a value
+// time.ParseDuration does not take (a number without its unit) and a
+// negative duration are errors.
 func waitLimitFlagValue(c *cli.Context) (*time.Duration, error) {
 	if !c.IsSet("wait-limit") {
 		return nil, nil
 	}
-	d := c.Duration("wait-limit")
+	d, err := time.ParseDuration(c.String("wait-limit"))
+	if err != nil {
+		return nil, fmt.Errorf("--wait-limit %q: a duration with its unit, such as 30s, 500ms or 2m (0: no limit)", c.String("wait-limit"))
+	}
 	if d < 0 {
 		return nil, fmt.Errorf("--wait-limit %v: must be >= 0 (0: no limit)", d)
 	}

@@ -74,6 +74,7 @@ func TestGPUCommandsFlagErrors(t *testing.T) {
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--sample", "-2"}, "--sample -2"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--wait-limit", "-1s"}, "--wait-limit -1s: must be >= 0"},
 		{[]string{"bench", "--model", "qwen3-30b-a3b", "--wait-limit", "-2s"}, "--wait-limit -2s: must be >= 0"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--wait-limit", "5"}, `--wait-limit "5": a duration with its unit, such as 30s`},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--routing", "dense"}, "--routing"},
 		{[]string{"run", "--model", "all", "--hf-config", "x.json"}, "not both"},
 		{[]string{"run", "--model", "qwen4"}, "unknown preset"},
