@@ -6,7 +6,9 @@
 # prediction: measurements for the next step.
 #  1. Where the persistent kernel loses to per-op: each kernel's and each phase's start and duration
 #     (--phases) on qwen3-30b-a3b at T = 4096 and 1.
-#  2. The experiment: the per-op kernels' times (--kernels) and y_sha256 against the committed CLI.
+#  2. The experiment: the per-op kernels' times (--kernels) and y_sha256 against the committed CLI;
+#     the chained FC1 and FC2 (--chain fc1-fc2) as a phase of the persistent kernel: its bits and
+#     phase times.
 #  3. TestPersistentBackwardGPU on three of its four layers (gpt-oss-20b-E4's setup and float64
 #     references alone take over 90 s).
 START=$(date +%s)
@@ -28,6 +30,11 @@ grep -hv "^{" "$O/bench.jsonl" >>"$S"
 RUN_TIMEOUT=40
 run_json per-op "$mokc" qwen3-30b-a3b bf16 63,4095
 run_json exp "$exp" qwen3-30b-a3b bf16 63,4095
+# the chained FC1 and FC2 as a phase (built and assembled, not yet run on a GPU; the CLI notes it)
+run_json per-op-chain "$mokc" qwen3-30b-a3b bf16 63,4095 --chain fc1-fc2
+run_json persistent-chain "$mokc" qwen3-30b-a3b bf16 63,4095 --chain fc1-fc2 --lowering persistent --wait-limit 3s
+BENCH_BUDGET=200 bench persistent-chain-phases "$mokc" 4096 --model qwen3-30b-a3b --iters 20 --chain fc1-fc2 --lowering persistent --phases
+grep -h "persistent-chain-phases" "$O/bench.jsonl" | grep -v "^{" >>"$S"
 pkgtest runtime persist-bwd 75 $C/runtime.test -test.v -test.count=1 -test.timeout 70s -test.run 'TestPersistentBackwardGPU/(qwen3-30b-a3b-E16|shared-gate-map-bf16|weight-on-input)$'
 grep -E "^\s*--- (FAIL|PASS)|panic|timed out" "$O/persist-bwd.log" | head -40 >>"$S"
 echo "elapsed $(($(date +%s) - START)) s" >>"$S"
