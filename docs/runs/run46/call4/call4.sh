@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run 46 call 4: NOT RUN (four tries found no machine and the session's device time ran out); kept
+# run 46 call 4: NOT RUN (four tries found no machine and run 46's device time ran out); kept
 # for the next run. Every part bounded. Carry: .carry/bins.tgz of call 3
 # (6d13d67's code) and .carry/mokc-exp.gz: that CLI with the per-op gather at 2 rows per warp and the
 # per-op combine at 2 tokens per block (dims set in newPerOp for every lowering; not committed). No
