@@ -199,8 +199,12 @@ func (b *Builder) IfVals(cond value.Value, defaults []value.Value, then func() [
 }
 
 // ReturnIf emits `if cond { return }`.
-func (b *Builder) ReturnIf(cond value.Value) {
-	rb, cont := b.NewBlock("ret"), b.NewBlock("cont")
+func (b *Builder) ReturnIf(cond value.Value) { b.returnIf(cond, "ret") }
+
+// returnIf returns from the kernel where cond holds, in a block named
+// name, and goes on in a new block otherwise.
+func (b *Builder) returnIf(cond value.Value, name string) {
+	rb, cont := b.NewBlock(name), b.NewBlock("cont")
 	b.CondBr(cond, rb, cont)
 	b.SetBlock(rb)
 	b.Ret(nil)
@@ -212,13 +216,7 @@ func (b *Builder) ReturnIf(cond value.Value) {
 // threads load alike): its return block is named uniformRet, which tells
 // the persistent lowering (fusePersistent) that no thread of a virtual
 // block goes on to a bar.sync that the returned ones would skip.
-func (b *Builder) ReturnIfUniform(cond value.Value) {
-	rb, cont := b.NewBlock(uniformRet), b.NewBlock("cont")
-	b.CondBr(cond, rb, cont)
-	b.SetBlock(rb)
-	b.Ret(nil)
-	b.SetBlock(cont)
-}
+func (b *Builder) ReturnIfUniform(cond value.Value) { b.returnIf(cond, uniformRet) }
 
 // uniformRet is the name prefix of a block that returns every thread of
 // the block alike (ReturnIfUniform).

@@ -543,7 +543,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		// one block shape in the persistent kernel: the base tiles at every T
 		s.Variant = nil
 		if dropper == "" {
-			dropper = "--lowering persistent"
+			dropper = persistentFlag
 		}
 	}
 	tuned, err := applyVariantFlags(c, &s, dropper)
@@ -581,10 +581,13 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		}
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
-	if variant != nil && s.Variant == nil { // noted only for a schedule that runs
+	switch {
+	case variant == nil || s.Variant != nil: // noted only for a schedule that runs
+	case dropper == persistentFlag:
+		notePersistentDropped(c, l, *variant)
+	default:
 		var lost schedule.LargeRowsTile // the FC2 tile for many rows per expert, gone with it
-		// (the persistent kernel keeps it: where it goes, noteLargeDropped says why)
-		if large.Set() && !s.FC2Large.Set() && !largeSet(c) && dropper != "--lowering persistent" {
+		if large.Set() && !s.FC2Large.Set() && !largeSet(c) {
 			lost = large
 		}
 		noteVariantDropped(c, dropper, l, *variant, lost)
@@ -719,6 +722,21 @@ func variantError(tuned string, v schedule.TileVariant, err error) error {
 		tuned, v.Name, v.FC1, v.FC2, v.Stages, v.MMAWarps, v.MaxRows, msg)
 }
 
+// persistentFlag is the flag of the persistent lowering, which leaves out
+// a GEMM variant of other warps than the base GEMMs (TileVariant.SameBlocks).
+const persistentFlag = "--lowering persistent"
+
+// notePersistentDropped tells the user that the persistent lowering left
+// out the default schedule's GEMM variant v, whose blocks have other warps
+// than the base GEMMs': one block shape runs in the persistent kernel. Its
+// FC2 tile for many rows per expert stays (where it goes, noteLargeDropped
+// says why).
+func notePersistentDropped(c *cli.Context, l schedule.Layer, v schedule.TileVariant) {
+	lo, hi := v.VariantTokens(l.TopK, l.Experts)
+	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps): the persistent kernel runs blocks of one shape, so the base GEMMs run there\n",
+		persistentFlag, v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps)
+}
+
 // noteVariantDropped tells the user that flag replaced target's default
 // schedule's T-dependent GEMM variant v (e.g. the mxfp8 decode tiles), and
 // its FC2 tile for many rows per expert large when that is set (the zero
@@ -728,11 +746,6 @@ func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedul
 	also := ""
 	if large.Set() {
 		also = fmt.Sprintf(" and its FC2 tile for many rows per expert (%v %s: moe_fc2_large)", large.Tile, large.Where(l.TopK, l.Experts))
-	}
-	if flag == "--lowering persistent" {
-		fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps)%s: the persistent kernel runs blocks of one shape, so the base GEMMs run there\n",
-			flag, v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, also)
-		return
 	}
 	fmt.Fprintf(errWriter(c), "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d)%s with the one GEMM shape of the schedule flags at every T; leave the flag out to keep them\n",
 		flag, v.Name, v.FC1, v.FC2, lo, hi, also)
