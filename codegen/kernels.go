@@ -508,12 +508,13 @@ func (b *Builder) gatherMX(vals []value.Value, row, c value.Value, H int64) {
 // sigmoid(x[t]·gate) with the shared output gate, else 1; w = 1 when the
 // weight scaled the input. A slot without a route reads nothing. Loads
 // that do not depend on each other are issued together: every slot's
-// row, then the routed slots' weights, and in each step a thread's
-// 16-byte chunk of every routed row before the first fma, so the block
-// waits for memory once for the rows, once for the weights and once per
-// step, not K times for each (a block that runs alone on its SM, as a
-// virtual block of the persistent kernel does, is bound by that
-// latency).
+// row and every slot's weight (weights [T·K] f32 holds one for every
+// slot, routed or not: an unrouted slot's is read and not used), then
+// in each step a thread's 16-byte chunk of every routed row before the
+// first fma, so the block waits for memory once for the rows and
+// weights and once per step, not K times for each (a block that runs
+// alone on its SM, as a virtual block of the persistent kernel does, is
+// bound by that latency).
 func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 	R := int64(max(1, d.combinePerBlock))
 	b, k := opKernel(m, op, utilThreads, R > 1)
@@ -546,16 +547,13 @@ func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 			slots[j] = append(slots[j], b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), b.AddI(b.MulI(t, K), k), 4), 4))
 		}
 	}
-	for j, t := range ts {
+	for j, t := range ts { // every slot's weight, which does not wait for its row
 		for k := int64(0); k < K; k++ {
-			s := b.AddI(b.MulI(t, K), k)
 			if op.WeightOnInput {
 				wts[j] = append(wts[j], ir.Float32(1))
 				continue
 			}
-			wts[j] = append(wts[j], b.IfVals(b.ICmp(enum.IPredSGE, slots[j][k], ir.Int32(0)), []value.Value{ir.Float32(0)}, func() []value.Value {
-				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)}
-			})[0])
+			wts[j] = append(wts[j], b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), b.AddI(b.MulI(t, K), k), 4), 4))
 		}
 	}
 	v4 := ir.Vec(4, ir.I32)

@@ -62,6 +62,9 @@ func TestRowWiseLoadsTogether(t *testing.T) {
 			if combine.SharedGate != nil { // the gates' dot products, each ending in a barrier, come first
 				body = body[strings.LastIndex(body, "bar.sync"):]
 			}
+			if n := strings.Count(before(body, "bra"), "ld.global.f32"); !combine.WeightOnInput && n < rows {
+				t.Errorf("%s: moe_combine loads %d weights before its first branch, want %d (a weight does not wait for its row index)", where, n, rows)
+			}
 			if n := strings.Count(before(body, "fma.rn.f32"), "ld.global.v4"); n < chunks {
 				t.Errorf("%s: moe_combine loads %d chunks before its first fma, want %d", where, n, chunks)
 			}
