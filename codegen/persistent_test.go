@@ -184,3 +184,51 @@ func oneShapeOf(s *schedule.Schedule) {
 		s.Variant = nil
 	}
 }
+
+// TestPersistentCombineBulk: the persistent forward's combine phase is the
+// bulk-copy form (emitCombineBulk: one block per SM of the GEMM phases'
+// shape, the routed rows copied by cp.async.bulk into a ring of stages)
+// on the presets without a shared output gate or a weight on the input,
+// and the row-wise form on those with one; the per-op combine is always
+// row-wise. The stage plans fit their shared memory for every preset's
+// hidden size and top-k.
+func TestPersistentCombineBulk(t *testing.T) {
+	for name, bulk := range map[string]bool{"qwen3-30b-a3b": true, "deepseek-v3": true, "gpt-oss-20b": true, "mixtral-8x7b": true,
+		"qwen2-57b-a14b": false, "llama4-scout": false} {
+		perOp, p := persistentPair(t, testlayer.Named(t, name), false)
+		for _, k := range perOp.Kernels {
+			if k.Name == "moe_combine" && k.GridPerSM {
+				t.Errorf("%s: the per-op moe_combine is the bulk-copy form", name)
+			}
+		}
+		var combine *Kernel
+		for i, k := range p.PhaseKernels {
+			if k.Name == "moe_combine" {
+				combine = &p.PhaseKernels[i]
+			}
+		}
+		if combine == nil {
+			t.Fatalf("%s: no moe_combine phase", name)
+		}
+		res, err := ptx.CompileModule(p.Module, target.SM90a)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		copies := strings.Contains(res.Text, "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes")
+		if combine.GridPerSM != bulk || copies != bulk {
+			t.Errorf("%s: combine phase one block per SM %v, bulk copies in the kernel %v; want %v", name, combine.GridPerSM, copies, bulk)
+		}
+		if bulk && combine.SharedBytes > p.Kernels[0].SharedBytes {
+			t.Errorf("%s: the combine phase takes %d bytes of shared memory, the persistent kernel %d", name, combine.SharedBytes, p.Kernels[0].SharedBytes)
+		}
+	}
+	for _, name := range schedule.Presets() {
+		l := testlayer.Named(t, name)
+		for _, rows := range []int{l.TopK, l.TopK + 1} {
+			slices, w, stage, stages := combineBulkPlan(l.Hidden, rows)
+			if w%8 != 0 || slices*w < l.Hidden || (slices-1)*w >= l.Hidden || stage > combineBulkStageBytes || stages < 2 || stages*stage > combineBulkSmem {
+				t.Errorf("%s: H %d, %d rows: %d slices of %d columns, stages of %d bytes, %d stages", name, l.Hidden, rows, slices, w, stage, stages)
+			}
+		}
+	}
+}

@@ -317,6 +317,22 @@ func (lw *perOp) lower(op moe.Op) error {
 }
 
 // lowerOp emits the kernels of one op.
+// persistentGEMM is, under the persistent lowering, the first persistent
+// GEMM kernel (GridPerSM) lowered so far: its grid, block and registers
+// are the persistent kernel's, which a phase of one block per SM that
+// follows it (emitCombineBulk) takes too.
+func (lw *perOp) persistentGEMM() (Kernel, bool) {
+	if lw.sched.Lowering != schedule.LoweringPersistent {
+		return Kernel{}, false
+	}
+	for _, k := range lw.prog.Kernels {
+		if k.GridPerSM {
+			return k, true
+		}
+	}
+	return Kernel{}, false
+}
+
 func (lw *perOp) lowerOp(op moe.Op) error {
 	m, d := lw.mod, lw.d
 	var k Kernel
@@ -334,6 +350,14 @@ func (lw *perOp) lowerOp(op moe.Op) error {
 	case moe.Gather:
 		k = emitGather(m, d, o)
 	case moe.Combine:
+		if g, ok := lw.persistentGEMM(); ok && combineBulkFits(lw.sched.Target, d, o) && g.Block >= 32+combineBulkConsumers {
+			regs, _ := m.Annotation(g.Name, "maxnreg")
+			var err error
+			if k, err = emitCombineBulk(m, d, o, g.Grid[0], g.Block, regs); err != nil {
+				return err
+			}
+			break
+		}
 		k = emitCombine(m, d, o)
 	case moe.GEMM:
 		return lw.lowerGEMM(o)

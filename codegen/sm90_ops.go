@@ -242,3 +242,26 @@ func (b *Builder) cpAsync16CA(dst, src, srcBytes value.Value) {
 func (b *Builder) CpAsyncMbarArrive(bar value.Value) {
 	b.Asm("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [$0];", "r,~{memory}", bar)
 }
+
+// MbarArriveExpectTxReg is MbarArriveExpectTx with the byte count bytes
+// an i32 value.
+func (b *Builder) MbarArriveExpectTxReg(bar, bytes value.Value) {
+	b.Asm("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", bar, bytes)
+}
+
+// BulkCopyG2S copies size bytes (i32, a multiple of 16) from global
+// address src (a global pointer, 16-byte aligned) to shared address dst
+// (i32, 16-byte aligned) asynchronously, completing size bytes of
+// transactions on the mbarrier at bar (PTX ISA "Data Movement:
+// cp.async.bulk", .shared::cluster.global.mbarrier::complete_tx::bytes;
+// sm_90).
+func (b *Builder) BulkCopyG2S(dst, src, size, bar value.Value) {
+	b.Asm("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [$0], [$1], $2, [$3];", "r,l,r,r,~{memory}", dst, src, size, bar)
+}
+
+// WarpSync is bar.warp.sync over the full warp: its threads meet, and
+// their memory accesses before it are ordered before those after it
+// (PTX ISA "bar.warp.sync").
+func (b *Builder) WarpSync() {
+	b.Asm("bar.warp.sync -1;", "~{memory}")
+}
