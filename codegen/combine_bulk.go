@@ -49,7 +49,6 @@ import (
 const (
 	combineBulkConsumers  = 256       // the block's last 256 threads
 	combineBulkStageBytes = 36 * 1024 // a stage's rows at most
-	combineBulkSmem       = 200 * 1024
 	combineBulkMaxStages  = 6
 )
 
@@ -61,24 +60,27 @@ func combineBulkFits(tg target.Target, d dims, op moe.Combine) bool {
 	return tg == target.SM90a && op.SharedGate == nil && !op.WeightOnInput && d.K+1 <= 32 && d.H%8 == 0
 }
 
-// combineBulkPlan is the stage shape of emitCombineBulk for hidden size H
-// and top-k K (rows: K, plus 1 with a shared expert): slices per token,
-// the slice width w in elements (a multiple of 8), the bytes of a stage's
-// rows (rows·w·2) and the stages that fit combineBulkSmem.
-func combineBulkPlan(H, rows int) (slices, w, stageBytes, stages int) {
+// combineBulkPlan is the stage shape of emitCombineBulk for hidden size H,
+// top-k K and rows per token (K, plus 1 with a shared expert) in smem
+// bytes of shared memory (the GEMM phases'): slices per token, the slice
+// width w in elements (a multiple of 8), the bytes of a stage's rows
+// (rows·w·2) and the stages that fit, each with its header (8·K bytes)
+// and barriers (16), after 1024 bytes of alignment.
+func combineBulkPlan(H, K, rows, smem int) (slices, w, stageBytes, stages int) {
 	slices = (rows*H*2 + combineBulkStageBytes - 1) / combineBulkStageBytes
 	w = ((H+slices-1)/slices + 7) / 8 * 8
 	slices = (H + w - 1) / w
 	stageBytes = rows * w * 2
-	stages = min(combineBulkMaxStages, combineBulkSmem/stageBytes)
+	stages = min(combineBulkMaxStages, (smem-1024)/(stageBytes+8*K+16))
 	return slices, w, stageBytes, stages
 }
 
 // emitCombineBulk emits moe_combine in the bulk-copy form (see the top of
 // this file) for grid, blocks of threads (at least 32 + 256, whole warps)
-// launched with launchRegs registers per thread: the persistent GEMMs'
-// grid, block and .maxnreg, whose phases it follows.
-func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, launchRegs int) (Kernel, error) {
+// launched with launchRegs registers per thread, in at most smem bytes of
+// shared memory: the persistent GEMMs' grid, block, .maxnreg and shared
+// memory, whose phases it follows.
+func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, launchRegs, smem int) (Kernel, error) {
 	switch {
 	case !combineBulkFits(target.SM90a, d, op):
 		return Kernel{}, fmt.Errorf("codegen: moe_combine: the bulk-copy combine takes no shared output gate, no weight on the input, top-k at most 31 and H a multiple of 8 (top-k %d, H %d)", d.K, d.H)
@@ -91,9 +93,9 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 	if shared {
 		rows++
 	}
-	nSlices, w, stageBytes, S := combineBulkPlan(d.H, int(rows))
+	nSlices, w, stageBytes, S := combineBulkPlan(d.H, d.K, int(rows), smem)
 	if S < 2 {
-		return Kernel{}, fmt.Errorf("codegen: moe_combine: a stage of %d bytes leaves fewer than 2 stages in %d bytes", stageBytes, combineBulkSmem)
+		return Kernel{}, fmt.Errorf("codegen: moe_combine: a stage of %d bytes leaves fewer than 2 stages in %d bytes", stageBytes, smem)
 	}
 	hdrBytes := int64(8 * K)                          // per stage: K row indices (i32), K weights (f32)
 	barOff := int64(S*stageBytes) + int64(S)*hdrBytes // the 2S barriers after the stages and headers

@@ -158,6 +158,9 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 		return nil, err
 	}
 	if how == Persistent {
+		if err := lw.bulkGather(); err != nil {
+			return nil, err
+		}
 		if err := lw.fusePersistent(); err != nil {
 			return nil, err
 		}
@@ -222,6 +225,8 @@ type perOp struct {
 	// roundOdd are the f32 scratch buffers stored as bf16 rounded to odd
 	// (planRoundOdd), by name.
 	roundOdd map[string]bool
+	// bulkGathers are the gathers bulkGather rebuilds (persistent lowering).
+	bulkGathers []pendingGather
 	// oneBlockPerSM is, under Schedule.BlocksPerSM > 1, why each GEMM
 	// kernel the engine does not build so runs one block per SM
 	// (Engine.SharesSM), by kernel name.
@@ -317,6 +322,37 @@ func (lw *perOp) lower(op moe.Op) error {
 }
 
 // lowerOp emits the kernels of one op.
+// pendingGather is a plain gather lowered row-wise under the persistent
+// lowering, kernel i of the plan, which bulkGather rebuilds in the
+// bulk-copy form once the GEMMs are lowered.
+type pendingGather struct {
+	i  int
+	op moe.Gather
+}
+
+// bulkGather replaces each pending gather's row-wise kernel by the
+// bulk-copy form (emitGatherBulk) of the persistent GEMMs' grid, block and
+// registers, keeping its token ranges; without such a GEMM, or with
+// blocks too small for its roles, the row-wise kernel stays.
+func (lw *perOp) bulkGather() error {
+	g, ok := lw.persistentGEMM()
+	if !ok || g.Block < 32+combineBulkConsumers {
+		return nil
+	}
+	regs, _ := lw.mod.Annotation(g.Name, "maxnreg")
+	for _, p := range lw.bulkGathers {
+		old := lw.prog.Kernels[p.i]
+		lw.mod.Remove(lw.mod.FuncNamed(old.Name))
+		k, err := emitGatherBulk(lw.mod, lw.d, p.op, g.Grid[0], g.Block, regs, g.SharedBytes)
+		if err != nil {
+			return err
+		}
+		k.Tokens = old.Tokens
+		lw.prog.Kernels[p.i] = k
+	}
+	return nil
+}
+
 // persistentGEMM is, under the persistent lowering, the first persistent
 // GEMM kernel (GridPerSM) lowered so far: its grid, block and registers
 // are the persistent kernel's, which a phase of one block per SM that
@@ -349,11 +385,15 @@ func (lw *perOp) lowerOp(op moe.Op) error {
 		k = emitPermute(m, d, o)
 	case moe.Gather:
 		k = emitGather(m, d, o)
+		if lw.sched.Lowering == schedule.LoweringPersistent && gatherBulkFits(lw.sched.Target, d, o) {
+			// the GEMMs whose block shape it takes come after it: bulkGathers
+			lw.bulkGathers = append(lw.bulkGathers, pendingGather{len(lw.prog.Kernels), o})
+		}
 	case moe.Combine:
 		if g, ok := lw.persistentGEMM(); ok && combineBulkFits(lw.sched.Target, d, o) && g.Block >= 32+combineBulkConsumers {
 			regs, _ := m.Annotation(g.Name, "maxnreg")
 			var err error
-			if k, err = emitCombineBulk(m, d, o, g.Grid[0], g.Block, regs); err != nil {
+			if k, err = emitCombineBulk(m, d, o, g.Grid[0], g.Block, regs, g.SharedBytes); err != nil {
 				return err
 			}
 			break

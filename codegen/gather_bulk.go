@@ -1,0 +1,169 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/target"
+)
+
+// The gathers of the persistent kernels (sm_90a; the forward's x, the
+// backward's x and dy), each a phase of one block per SM of the GEMM
+// phases' shape, the counterpart of the
+// bulk-copy combine (combine_bulk.go): xs[row] = x[src_slot[row] / K] for
+// row < offsets[E], where the row-wise gather (emitGather) runs as virtual
+// blocks of 256 threads, each with what its registers hold in flight.
+//
+// A stage is R consecutive dispatched rows (R·H·2 bytes at most
+// gatherBulkStageBytes); block b takes stages b, b+grid, ... (rows
+// R·(b + i·grid) + r). Roles:
+//   - warp 0, the producer: lane r < R holds row r's token, loaded one
+//     stage ahead; per stage the lanes wait for the stage to be free
+//     (empty barrier), lane 0 arrives on the full barrier expecting the
+//     stage's bytes, and every lane with a row below the count copies
+//     its token's row of x into the stage (cp.async.bulk, PTX ISA "Data
+//     Movement: cp.async.bulk", sm_90);
+//   - the block's last 256 threads, the consumers: per stage they wait for
+//     the full barrier, copy the stage's rows to xs in 16-byte chunks
+//     (plain stores, which the grid barrier after the phase makes visible
+//     to the next phase's TMA loads like the row-wise gather's), then
+//     each warp arrives on the stage's empty barrier.
+//
+// The rows are copied unchanged: the same bytes as the row-wise gather.
+// Only the plain gather takes this form (gatherBulkFits): not one that
+// scales the rows by the routing weight or quantizes them.
+
+const (
+	gatherBulkStageBytes = 32 * 1024
+	gatherBulkMaxStages  = 6
+)
+
+// gatherBulkFits reports whether a persistent kernel's gather of op
+// takes the bulk-copy form (emitGatherBulk): sm_90a, a plain copy of the
+// rows into XS (no routing weight, no quantized or register-fed form),
+// H a multiple of 8 and a row within a stage.
+func gatherBulkFits(tg target.Target, d dims, op moe.Gather) bool {
+	return tg == target.SM90a && op.XS != nil && op.Weights == nil && op.Q == nil && op.V == nil &&
+		d.H%8 == 0 && 2*d.H <= gatherBulkStageBytes
+}
+
+// gatherBulkPlan is the stage shape of emitGatherBulk for hidden size H in
+// smem bytes of shared memory (the GEMM phases'): rows per stage (at most
+// 32, the producer warp's lanes), the bytes of a stage and the stages
+// that fit, each with its barriers (16 bytes), after 1024 bytes of
+// alignment.
+func gatherBulkPlan(H, smem int) (rows, stageBytes, stages int) {
+	rows = min(32, gatherBulkStageBytes/(2*H))
+	stageBytes = rows * 2 * H
+	return rows, stageBytes, min(gatherBulkMaxStages, (smem-1024)/(stageBytes+16))
+}
+
+// emitGatherBulk emits moe_gather in the bulk-copy form (see the top of
+// this file) for grid, blocks of threads (at least 32 + 256, whole warps)
+// launched with launchRegs registers per thread, in at most smem bytes of
+// shared memory: the persistent GEMMs'.
+func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, launchRegs, smem int) (Kernel, error) {
+	switch {
+	case !gatherBulkFits(target.SM90a, d, op):
+		return Kernel{}, fmt.Errorf("codegen: moe_gather: the bulk-copy gather copies plain bf16 rows of H a multiple of 8 within %d bytes (H %d)", gatherBulkStageBytes, d.H)
+	case threads < 32+combineBulkConsumers || threads%32 != 0:
+		return Kernel{}, fmt.Errorf("codegen: moe_gather: the bulk-copy gather needs whole warps, a producer warp and %d consumer threads (blocks of %d threads)", combineBulkConsumers, threads)
+	}
+	H := int64(d.H)
+	R, stageBytes, S := gatherBulkPlan(d.H, smem)
+	if S < 2 {
+		return Kernel{}, fmt.Errorf("codegen: moe_gather: a stage of %d bytes leaves fewer than 2 stages in %d bytes", stageBytes, smem)
+	}
+	rowBytes := 2 * H
+	b, k := opKernel(m, op, threads, false)
+	b.MinBlocksPerSM(1)
+	b.MaxRegisters(launchRegs)
+	tid := b.ThreadIdx(ir.X)
+	lane, warp := b.LaneWarp()
+	base := b.SharedBase1024()
+	ring := mbarRing{bars: b.AddI(base, int64(S*stageBytes)), S: S}
+	ring.init(b, tid, 1, combineBulkConsumers/32, nil, nil, nil) // full: the producer's lane 0; empty: every consumer warp
+	total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
+	b.SyncThreads()
+	block, nblocks := b.BlockIdx(ir.X), b.GridDim(ir.X)
+	stage := func(s value.Value) value.Value { return b.Add(base, b.MulI(s, int64(stageBytes))) }
+	sptr := func(addr value.Value) value.Value { return b.IntToPtr(b.ZExt(addr, ir.I64), SPtr) }
+	stages := b.UDiv(b.AddI(total, int64(R)-1), ir.Int32(int64(R))) // stages of the whole grid
+	// each walks the block's stages with the ring's (stage, phase),
+	// body emitting stage i (its first row R·i) with vars carried.
+	each := func(init []value.Value, body func(i, st, ph value.Value, v []value.Value) []value.Value) {
+		vars := append([]value.Value{ir.Int32(0), ir.Int32(0)}, init...)
+		b.Loop(block, stages, nblocks, vars, func(i value.Value, v []value.Value) []value.Value {
+			next := body(i, v[0], v[1], v[2:])
+			st, ph := ringNext(b, v[0], v[1], S)
+			return append([]value.Value{st, ph}, next...)
+		})
+	}
+	b.IfElse(b.ICmp(enum.IPredEQ, warp, ir.Int32(0)), func() {
+		// The producer. Lane r < R: the token of row R·i + r (-1 past the
+		// count), one stage ahead.
+		token := func(i value.Value) value.Value {
+			row := b.Add(b.MulI(i, int64(R)), lane)
+			in := b.And(b.ICmp(enum.IPredULT, lane, ir.Int32(int64(R))), b.ICmp(enum.IPredSLT, row, total))
+			return b.IfVals(in, []value.Value{ir.Int32(-1)}, func() []value.Value {
+				s := b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), row, 4), 4)
+				return []value.Value{b.UDiv(s, ir.Int32(int64(d.K)))}
+			})[0]
+		}
+		each([]value.Value{token(block)}, func(i, st, ph value.Value, v []value.Value) []value.Value {
+			t := v[0]
+			next := token(b.Add(i, nblocks))
+			b.MbarWait(ring.empty(b, st), b.Xor(ph, ir.Int32(1)))
+			live := b.ICmp(enum.IPredSGE, t, ir.Int32(0))
+			n := b.Popc(b.ballot(live))
+			b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
+				b.MbarArriveExpectTxReg(ring.full(b, st), b.MulI(n, rowBytes))
+			})
+			b.WarpSync()
+			b.If(live, func() {
+				src := b.ByteOffset(b.Param("x"), b.MulI(b.Wide(t), rowBytes))
+				b.BulkCopyG2S(b.Add(stage(st), b.MulI(lane, rowBytes)), src, ir.Int32(rowBytes), ring.full(b, st))
+			})
+			return []value.Value{next}
+		})
+	}, func() {
+		first := int64(threads - combineBulkConsumers)
+		b.If(b.ICmp(enum.IPredUGE, tid, ir.Int32(first)), func() {
+			ct := b.AddI(tid, -first)
+			v4 := ir.Vec(4, ir.I32)
+			each(nil, func(i, st, ph value.Value, _ []value.Value) []value.Value {
+				b.MbarWait(ring.full(b, st), ph)
+				row0 := b.MulI(i, int64(R))
+				// chunk c of the stage: row c / (H/8), its chunk c % (H/8)
+				b.Loop(ct, ir.Int32(int64(R)*H/8), ir.Int32(combineBulkConsumers), nil, func(c value.Value, _ []value.Value) []value.Value {
+					r := b.UDiv(c, ir.Int32(H/8))
+					row := b.Add(row0, r)
+					b.If(b.ICmp(enum.IPredSLT, row, total), func() {
+						v := b.LoadAt(v4, sptr(b.Add(stage(st), b.MulI(c, 16))), 16)
+						b.StoreAt(v, b.rowPtr(b.Param("xs"), row, b.URem(c, ir.Int32(H/8)), H, 2), 16)
+					})
+					return nil
+				})
+				b.WarpSync()
+				b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() { b.MbarArrive(ring.empty(b, st)) })
+				return nil
+			})
+		})
+	})
+	b.SyncThreads()
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+		for s := range int64(2 * S) {
+			b.MbarInval(b.AddI(ring.bars, 8*s))
+		}
+	})
+	b.Ret(nil)
+	k.SharedBytes = S*stageBytes + 16*S + 1024
+	k.SkipIfZeroT = true
+	k.Grid = grid1(grid)
+	k.GridPerSM = true
+	return k, nil
+}
