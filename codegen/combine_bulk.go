@@ -47,7 +47,6 @@ import (
 // the input (combineBulkFits), which keep the row-wise combine.
 
 const (
-	combineBulkConsumers  = 256       // the block's last 256 threads
 	combineBulkStageBytes = 36 * 1024 // a stage's rows at most
 	combineBulkMaxStages  = 6
 )
@@ -81,11 +80,11 @@ func combineBulkPlan(H, K, rows, smem int) (slices, w, stageBytes, stages int) {
 // shared memory: the persistent GEMMs' grid, block, .maxnreg and shared
 // memory, whose phases it follows.
 func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, launchRegs, smem int) (Kernel, error) {
-	switch {
-	case !combineBulkFits(target.SM90a, d, op):
+	if !combineBulkFits(target.SM90a, d, op) {
 		return Kernel{}, fmt.Errorf("codegen: moe_combine: the bulk-copy combine takes no shared output gate, no weight on the input, top-k at most 31 and H a multiple of 8 (top-k %d, H %d)", d.K, d.H)
-	case threads < 32+combineBulkConsumers || threads%32 != 0:
-		return Kernel{}, fmt.Errorf("codegen: moe_combine: the bulk-copy combine needs whole warps, a producer warp and %d consumer threads (blocks of %d threads)", combineBulkConsumers, threads)
+	}
+	if err := checkBulkBlock("moe_combine", threads); err != nil {
+		return Kernel{}, err
 	}
 	shared := op.SharedOut != nil
 	H, K := int64(d.H), int64(d.K)
@@ -97,21 +96,15 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 	if S < 2 {
 		return Kernel{}, fmt.Errorf("codegen: moe_combine: a stage of %d bytes leaves fewer than 2 stages in %d bytes", stageBytes, smem)
 	}
-	hdrBytes := int64(8 * K)                          // per stage: K row indices (i32), K weights (f32)
-	barOff := int64(S*stageBytes) + int64(S)*hdrBytes // the 2S barriers after the stages and headers
+	hdrBytes := 8 * K // per stage: K row indices (i32), K weights (f32)
 	b, k := opKernel(m, op, threads, true)
-	b.MinBlocksPerSM(1)
-	b.MaxRegisters(launchRegs)
-	tid := b.ThreadIdx(ir.X)
-	lane, warp := b.LaneWarp()
-	base := b.SharedBase1024()
-	ring := mbarRing{bars: b.AddI(base, barOff), S: S}
-	ring.init(b, tid, 1, combineBulkConsumers/32, nil, nil, nil) // full: the producer's lane 0; empty: every consumer warp
+	p := newBulkPhase(b, threads, launchRegs, int64(S), int64(stageBytes), hdrBytes)
+	lane, ring := p.lane, p.ring
 	b.SyncThreads()
 	T, block, nblocks := b.Param("T"), b.BlockIdx(ir.X), b.GridDim(ir.X)
-	stage := func(s value.Value) value.Value { return b.Add(base, b.MulI(s, int64(stageBytes))) }
-	header := func(s value.Value) value.Value { return b.Add(base, b.AddI(b.MulI(s, hdrBytes), int64(S*stageBytes))) }
-	sptr := func(addr value.Value) value.Value { return b.IntToPtr(b.ZExt(addr, ir.I64), SPtr) }
+	header := func(s value.Value) value.Value {
+		return b.Add(p.base, b.AddI(b.MulI(s, hdrBytes), int64(S*stageBytes)))
+	}
 	slot := func(t value.Value, kk value.Value) value.Value { return b.Add(b.MulI(t, K), kk) }
 	// each walks the block's tokens and their slices with the ring's
 	// (stage, phase), body emitting one stage of token t at columns c0
@@ -134,7 +127,7 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 			return append([]value.Value{st, ph}, next...)
 		})
 	}
-	b.IfElse(b.ICmp(enum.IPredEQ, warp, ir.Int32(0)), func() {
+	p.roles(func() {
 		// The producer. Lane k < K: slot k's row index and weight, one
 		// token ahead; lane K with a shared expert: its row.
 		isSlot := b.ICmp(enum.IPredULT, lane, ir.Int32(K))
@@ -156,8 +149,8 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 			b.MbarWait(ring.empty(b, st), b.Xor(ph, ir.Int32(1)))
 			b.If(isSlot, func() {
 				h := header(st)
-				b.StoreAt(row, sptr(b.Add(h, b.MulI(lane, 4))), 4)
-				b.StoreAt(wt, sptr(b.Add(h, b.AddI(b.MulI(lane, 4), 4*K))), 4)
+				b.StoreAt(row, p.sptr(b.Add(h, b.MulI(lane, 4))), 4)
+				b.StoreAt(wt, p.sptr(b.Add(h, b.AddI(b.MulI(lane, 4), 4*K))), 4)
 			})
 			routed := b.ICmp(enum.IPredSGE, row, ir.Int32(0))
 			copies := routed
@@ -166,12 +159,9 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 			}
 			n := b.Popc(b.ballot(copies))
 			sliceBytes := cw * 2
-			b.WarpSync()
-			b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
-				b.MbarArriveExpectTxReg(ring.full(b, st), b.MulI(n, sliceBytes))
-			})
-			b.WarpSync()
-			dst := b.Add(stage(st), b.MulI(lane, cw*2)) // lane k's row at k·cw·2 of the stage
+			b.WarpSync() // the header's stores before lane 0's arrival
+			p.arriveExpect(st, n, sliceBytes)
+			dst := b.Add(p.stage(st), b.MulI(lane, cw*2)) // lane k's row at k·cw·2 of the stage
 			b.If(routed, func() {
 				src := b.ByteOffset(b.Param("out_rows"), b.MulI(b.Add(b.MulI(b.Wide(row), H), ir.Int64(c0)), 2))
 				b.BulkCopyG2S(dst, src, ir.Int32(sliceBytes), ring.full(b, st))
@@ -183,63 +173,52 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 				})
 			}
 		})
-	}, func() {
-		first := int64(threads - combineBulkConsumers)
-		b.If(b.ICmp(enum.IPredUGE, tid, ir.Int32(first)), func() {
-			ct := b.AddI(tid, -first)
-			each(nil, nil, func(t value.Value, c0, cw int64, st, ph value.Value, _ []value.Value) {
-				b.MbarWait(ring.full(b, st), ph)
-				h := header(st)
-				rowsK, wts := make([]value.Value, K), make([]value.Value, K)
-				for kk := range K {
-					rowsK[kk] = b.LoadAt(ir.I32, sptr(b.AddI(h, 4*kk)), 4)
-					wts[kk] = b.LoadAt(ir.F32, sptr(b.AddI(h, 4*(K+kk))), 4)
+	}, func(ct value.Value) {
+		each(nil, nil, func(t value.Value, c0, cw int64, st, ph value.Value, _ []value.Value) {
+			b.MbarWait(ring.full(b, st), ph)
+			h := header(st)
+			rowsK, wts := make([]value.Value, K), make([]value.Value, K)
+			for kk := range K {
+				rowsK[kk] = b.LoadAt(ir.I32, p.sptr(b.AddI(h, 4*kk)), 4)
+				wts[kk] = b.LoadAt(ir.F32, p.sptr(b.AddI(h, 4*(K+kk))), 4)
+			}
+			// slot k's row at k·cw·2 of the stage, the shared row at K·cw·2
+			data := p.stage(st)
+			v4 := ir.Vec(4, ir.I32)
+			b.Loop(ct, ir.Int32(cw/8), ir.Int32(bulkConsumers), nil, func(c value.Value, _ []value.Value) []value.Value {
+				at := func(j int64) value.Value {
+					return b.LoadAt(v4, p.sptr(b.Add(data, b.AddI(b.MulI(c, 16), j*cw*2))), 16)
 				}
-				// slot k's row at k·cw·2 of the stage, the shared row at K·cw·2
-				data := stage(st)
-				v4 := ir.Vec(4, ir.I32)
-				b.Loop(ct, ir.Int32(cw/8), ir.Int32(combineBulkConsumers), nil, func(c value.Value, _ []value.Value) []value.Value {
-					at := func(j int64) value.Value {
-						return b.LoadAt(v4, sptr(b.Add(data, b.AddI(b.MulI(c, 16), j*cw*2))), 16)
+				acc := make([]value.Value, 8)
+				if shared {
+					sv := b.bf16x8(at(K))
+					for i := range acc {
+						acc[i] = b.FMul(sv[i], ir.Float32(1))
 					}
-					acc := make([]value.Value, 8)
-					if shared {
-						sv := b.bf16x8(at(K))
-						for i := range acc {
-							acc[i] = b.FMul(sv[i], ir.Float32(1))
+				} else {
+					for i := range acc {
+						acc[i] = ir.Float32(0)
+					}
+				}
+				for kk := range K {
+					routed := b.ICmp(enum.IPredSGE, rowsK[kk], ir.Int32(0))
+					acc = b.IfVals(routed, acc, func() []value.Value {
+						ov := b.bf16x8(at(kk))
+						n := make([]value.Value, 8)
+						for i := range n {
+							n[i] = b.FMA(wts[kk], ov[i], acc[i])
 						}
-					} else {
-						for i := range acc {
-							acc[i] = ir.Float32(0)
-						}
-					}
-					for kk := range K {
-						routed := b.ICmp(enum.IPredSGE, rowsK[kk], ir.Int32(0))
-						acc = b.IfVals(routed, acc, func() []value.Value {
-							ov := b.bf16x8(at(kk))
-							n := make([]value.Value, 8)
-							for i := range n {
-								n[i] = b.FMA(wts[kk], ov[i], acc[i])
-							}
-							return n
-						})
-					}
-					StoreBF16(b, b.rowPtr(b.Param("y"), t, b.AddI(c, c0/8), H, 2), acc)
-					return nil
-				})
-				b.WarpSync()
-				b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() { b.MbarArrive(ring.empty(b, st)) })
+						return n
+					})
+				}
+				StoreBF16(b, b.rowPtr(b.Param("y"), t, b.AddI(c, c0/8), H, 2), acc)
+				return nil
 			})
+			p.release(st)
 		})
 	})
-	b.SyncThreads()
-	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
-		for s := range int64(2 * S) {
-			b.MbarInval(b.AddI(ring.bars, 8*s))
-		}
-	})
 	b.Ret(nil)
-	k.SharedBytes = int(barOff) + 16*S + 1024
+	k.SharedBytes = int(p.smemSize)
 	k.SkipIfZeroT = true
 	k.Grid = grid1(grid)
 	k.GridPerSM = true

@@ -67,11 +67,11 @@ func gatherBulkPlan(H, smem int) (rows, stageBytes, stages int) {
 // launched with launchRegs registers per thread, in at most smem bytes of
 // shared memory: the persistent GEMMs'.
 func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, launchRegs, smem int) (Kernel, error) {
-	switch {
-	case !gatherBulkFits(target.SM90a, d, op):
+	if !gatherBulkFits(target.SM90a, d, op) {
 		return Kernel{}, fmt.Errorf("codegen: moe_gather: the bulk-copy gather copies plain bf16 rows of H a multiple of 8 within %d bytes (H %d)", gatherBulkStageBytes, d.H)
-	case threads < 32+combineBulkConsumers || threads%32 != 0:
-		return Kernel{}, fmt.Errorf("codegen: moe_gather: the bulk-copy gather needs whole warps, a producer warp and %d consumer threads (blocks of %d threads)", combineBulkConsumers, threads)
+	}
+	if err := checkBulkBlock("moe_"+op.Name(), threads); err != nil {
+		return Kernel{}, err
 	}
 	H := int64(d.H)
 	R, stageBytes, S := gatherBulkPlan(d.H, smem)
@@ -80,18 +80,11 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 	}
 	rowBytes := 2 * H
 	b, k := opKernel(m, op, threads, false)
-	b.MinBlocksPerSM(1)
-	b.MaxRegisters(launchRegs)
-	tid := b.ThreadIdx(ir.X)
-	lane, warp := b.LaneWarp()
-	base := b.SharedBase1024()
-	ring := mbarRing{bars: b.AddI(base, int64(S*stageBytes)), S: S}
-	ring.init(b, tid, 1, combineBulkConsumers/32, nil, nil, nil) // full: the producer's lane 0; empty: every consumer warp
+	p := newBulkPhase(b, threads, launchRegs, int64(S), int64(stageBytes), 0)
+	lane, ring := p.lane, p.ring
 	total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
 	b.SyncThreads()
 	block, nblocks := b.BlockIdx(ir.X), b.GridDim(ir.X)
-	stage := func(s value.Value) value.Value { return b.Add(base, b.MulI(s, int64(stageBytes))) }
-	sptr := func(addr value.Value) value.Value { return b.IntToPtr(b.ZExt(addr, ir.I64), SPtr) }
 	stages := b.UDiv(b.AddI(total, int64(R)-1), ir.Int32(int64(R))) // stages of the whole grid
 	// each walks the block's stages with the ring's (stage, phase),
 	// body emitting stage i (its first row R·i) with vars carried.
@@ -103,7 +96,7 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 			return append([]value.Value{st, ph}, next...)
 		})
 	}
-	b.IfElse(b.ICmp(enum.IPredEQ, warp, ir.Int32(0)), func() {
+	p.roles(func() {
 		// The producer. Lane r < R: the token of row R·i + r (-1 past the
 		// count), one stage ahead.
 		token := func(i value.Value) value.Value {
@@ -119,49 +112,33 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 			next := token(b.Add(i, nblocks))
 			b.MbarWait(ring.empty(b, st), b.Xor(ph, ir.Int32(1)))
 			live := b.ICmp(enum.IPredSGE, t, ir.Int32(0))
-			n := b.Popc(b.ballot(live))
-			b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
-				b.MbarArriveExpectTxReg(ring.full(b, st), b.MulI(n, rowBytes))
-			})
-			b.WarpSync()
+			p.arriveExpect(st, b.Popc(b.ballot(live)), rowBytes)
 			b.If(live, func() {
 				src := b.ByteOffset(b.Param("x"), b.MulI(b.Wide(t), rowBytes))
-				b.BulkCopyG2S(b.Add(stage(st), b.MulI(lane, rowBytes)), src, ir.Int32(rowBytes), ring.full(b, st))
+				b.BulkCopyG2S(b.Add(p.stage(st), b.MulI(lane, rowBytes)), src, ir.Int32(rowBytes), ring.full(b, st))
 			})
 			return []value.Value{next}
 		})
-	}, func() {
-		first := int64(threads - combineBulkConsumers)
-		b.If(b.ICmp(enum.IPredUGE, tid, ir.Int32(first)), func() {
-			ct := b.AddI(tid, -first)
-			v4 := ir.Vec(4, ir.I32)
-			each(nil, func(i, st, ph value.Value, _ []value.Value) []value.Value {
-				b.MbarWait(ring.full(b, st), ph)
-				row0 := b.MulI(i, int64(R))
-				// chunk c of the stage: row c / (H/8), its chunk c % (H/8)
-				b.Loop(ct, ir.Int32(int64(R)*H/8), ir.Int32(combineBulkConsumers), nil, func(c value.Value, _ []value.Value) []value.Value {
-					r := b.UDiv(c, ir.Int32(H/8))
-					row := b.Add(row0, r)
-					b.If(b.ICmp(enum.IPredSLT, row, total), func() {
-						v := b.LoadAt(v4, sptr(b.Add(stage(st), b.MulI(c, 16))), 16)
-						b.StoreAt(v, b.rowPtr(b.Param("xs"), row, b.URem(c, ir.Int32(H/8)), H, 2), 16)
-					})
-					return nil
+	}, func(ct value.Value) {
+		v4 := ir.Vec(4, ir.I32)
+		each(nil, func(i, st, ph value.Value, _ []value.Value) []value.Value {
+			b.MbarWait(ring.full(b, st), ph)
+			row0 := b.MulI(i, int64(R))
+			// chunk c of the stage: row c / (H/8), its chunk c % (H/8)
+			b.Loop(ct, ir.Int32(int64(R)*H/8), ir.Int32(bulkConsumers), nil, func(c value.Value, _ []value.Value) []value.Value {
+				row := b.Add(row0, b.UDiv(c, ir.Int32(H/8)))
+				b.If(b.ICmp(enum.IPredSLT, row, total), func() {
+					v := b.LoadAt(v4, p.sptr(b.Add(p.stage(st), b.MulI(c, 16))), 16)
+					b.StoreAt(v, b.rowPtr(b.Param("xs"), row, b.URem(c, ir.Int32(H/8)), H, 2), 16)
 				})
-				b.WarpSync()
-				b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() { b.MbarArrive(ring.empty(b, st)) })
 				return nil
 			})
+			p.release(st)
+			return nil
 		})
 	})
-	b.SyncThreads()
-	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
-		for s := range int64(2 * S) {
-			b.MbarInval(b.AddI(ring.bars, 8*s))
-		}
-	})
 	b.Ret(nil)
-	k.SharedBytes = S*stageBytes + 16*S + 1024
+	k.SharedBytes = int(p.smemSize)
 	k.SkipIfZeroT = true
 	k.Grid = grid1(grid)
 	k.GridPerSM = true

@@ -336,7 +336,7 @@ type pendingGather struct {
 // blocks too small for its roles, the row-wise kernel stays.
 func (lw *perOp) bulkGather() error {
 	g, ok := lw.persistentGEMM()
-	if !ok || g.Block < 32+combineBulkConsumers {
+	if !ok || g.Block < 32+bulkConsumers {
 		return nil
 	}
 	regs, _ := lw.mod.Annotation(g.Name, "maxnreg")
@@ -390,7 +390,7 @@ func (lw *perOp) lowerOp(op moe.Op) error {
 			lw.bulkGathers = append(lw.bulkGathers, pendingGather{len(lw.prog.Kernels), o})
 		}
 	case moe.Combine:
-		if g, ok := lw.persistentGEMM(); ok && combineBulkFits(lw.sched.Target, d, o) && g.Block >= 32+combineBulkConsumers {
+		if g, ok := lw.persistentGEMM(); ok && combineBulkFits(lw.sched.Target, d, o) && g.Block >= 32+bulkConsumers {
 			regs, _ := m.Annotation(g.Name, "maxnreg")
 			var err error
 			if k, err = emitCombineBulk(m, d, o, g.Grid[0], g.Block, regs, g.SharedBytes); err != nil {

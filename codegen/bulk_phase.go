@@ -1,0 +1,105 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+)
+
+// bulkConsumers are the threads of a bulk-copy phase (combine_bulk.go,
+// gather_bulk.go) that read its stages: the block's last 256.
+const bulkConsumers = 256
+
+// bulkPhase is the frame the bulk-copy phases share: a block of one per
+// SM in the persistent GEMMs' shape, S stages of stageBytes at the
+// 1024-aligned base of dynamic shared memory, then extra bytes of the
+// phase's own (its stage headers), then the ring's 2S mbarriers (full:
+// one arrival, the producer's lane 0, and the bytes it expects; empty:
+// one arrival per consumer warp). Warp 0 produces, the last
+// bulkConsumers threads consume, the warps between wait at the end.
+type bulkPhase struct {
+	b                *Builder
+	threads          int
+	tid, lane, warp  value.Value
+	base             value.Value // i32 shared address of stage 0
+	ring             mbarRing
+	stageBytes, S    int64
+	barOff, smemSize int64 // the barriers' offset from base; the kernel's dynamic shared memory
+}
+
+// checkBulkBlock says why blocks of threads cannot run a bulk-copy
+// phase of kernel name (whole warps, a producer warp and bulkConsumers
+// threads), or nil.
+func checkBulkBlock(name string, threads int) error {
+	if threads < 32+bulkConsumers || threads%32 != 0 {
+		return fmt.Errorf("codegen: %s: a bulk-copy phase needs whole warps, a producer warp and %d consumer threads (blocks of %d threads)", name, bulkConsumers, threads)
+	}
+	return nil
+}
+
+// newBulkPhase starts the phase in b (blocks of threads, launched with
+// launchRegs registers): it initialises the ring's barriers; extra bytes
+// per stage follow the stages (a header each). The caller synchronises
+// the block (bar.sync) before the roles run.
+func newBulkPhase(b *Builder, threads, launchRegs int, S, stageBytes, extra int64) bulkPhase {
+	b.MinBlocksPerSM(1)
+	b.MaxRegisters(launchRegs)
+	p := bulkPhase{b: b, threads: threads, S: S, stageBytes: stageBytes}
+	p.tid = b.ThreadIdx(ir.X)
+	p.lane, p.warp = b.LaneWarp()
+	p.base = b.SharedBase1024()
+	p.barOff = S*stageBytes + S*extra
+	p.smemSize = p.barOff + 16*S + 1024
+	p.ring = mbarRing{bars: b.AddI(p.base, p.barOff), S: int(S)}
+	p.ring.init(b, p.tid, 1, bulkConsumers/32, nil, nil, nil)
+	return p
+}
+
+// stage is the shared address of stage st (i32).
+func (p bulkPhase) stage(st value.Value) value.Value {
+	return p.b.Add(p.base, p.b.MulI(st, p.stageBytes))
+}
+
+// sptr is the shared pointer of shared address addr (i32).
+func (p bulkPhase) sptr(addr value.Value) value.Value {
+	return p.b.IntToPtr(p.b.ZExt(addr, ir.I64), SPtr)
+}
+
+// arriveExpect emits lane 0's arrival on stage st's full barrier
+// expecting n (i32) copies of copyBytes, then a warp barrier, so the
+// lanes' copies come after it.
+func (p bulkPhase) arriveExpect(st, n value.Value, copyBytes int64) {
+	b := p.b
+	b.If(b.ICmp(enum.IPredEQ, p.lane, ir.Int32(0)), func() {
+		b.MbarArriveExpectTxReg(p.ring.full(b, st), b.MulI(n, copyBytes))
+	})
+	b.WarpSync()
+}
+
+// release emits a consumer warp's arrival on stage st's empty barrier,
+// after its lanes are done with the stage.
+func (p bulkPhase) release(st value.Value) {
+	b := p.b
+	b.WarpSync()
+	b.If(b.ICmp(enum.IPredEQ, p.lane, ir.Int32(0)), func() { b.MbarArrive(p.ring.empty(b, st)) })
+}
+
+// roles emits warp 0's producer and the consumers' body (ct: the
+// consumer's index, 0..bulkConsumers-1), then the end of the phase: a
+// barrier of the block and the invalidation of the ring's barriers.
+func (p bulkPhase) roles(producer func(), consumer func(ct value.Value)) {
+	b := p.b
+	b.IfElse(b.ICmp(enum.IPredEQ, p.warp, ir.Int32(0)), producer, func() {
+		first := int64(p.threads - bulkConsumers)
+		b.If(b.ICmp(enum.IPredUGE, p.tid, ir.Int32(first)), func() { consumer(b.AddI(p.tid, -first)) })
+	})
+	b.SyncThreads()
+	b.If(b.ICmp(enum.IPredEQ, p.tid, ir.Int32(0)), func() {
+		for s := range 2 * p.S {
+			b.MbarInval(b.AddI(p.ring.bars, 8*s))
+		}
+	})
+}
