@@ -21,9 +21,12 @@ import (
 // blocks per SM, streams 2.8).
 //
 // A stage is one token's slice of columns: the K routed rows' (and the
-// shared expert's row's) elements [c0, c0+w), K·w·2 bytes at most
-// combineBulkStageBytes, and a header of the K slots' row indices and
-// weights. Block b takes tokens b, b+grid, ...; each in nSlices slices
+// shared expert's row's) elements [c0, c0+w), rows·w·2 bytes (about
+// combineBulkStageBytes at most: w is rounded up to a multiple of 8), and
+// a header of the K slots' row indices and weights. The header is written
+// by the K slot lanes and published by lane 0's arrival alone, after a
+// bar.warp.sync, which orders the warp's memory accesses (PTX ISA,
+// "bar.warp.sync"). Block b takes tokens b, b+grid, ...; each in nSlices slices
 // of w columns (the last one narrower where w does not divide H). Roles:
 //   - warp 0, the producer: lane k < K holds slot k of the token (its row
 //     index and weight, loaded one token ahead), lane K the shared

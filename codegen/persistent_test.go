@@ -194,7 +194,8 @@ func oneShapeOf(s *schedule.Schedule) {
 // and the row-wise form on those with one; the per-op combine is always
 // row-wise. The phases take no more shared memory than the GEMM phases
 // (TestPersistent), and their stage plans fit for every preset's hidden
-// size and top-k in the smallest GEMM phases' (148656 bytes).
+// size and top-k in 148656 bytes, the least shared memory of any preset's
+// GEMM phases (the backward's).
 func TestPersistentCombineBulk(t *testing.T) {
 	for name, bulk := range map[string]bool{"qwen3-30b-a3b": true, "deepseek-v3": true, "gpt-oss-20b": true, "mixtral-8x7b": true,
 		"qwen2-57b-a14b": false, "llama4-scout": false} {

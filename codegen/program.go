@@ -321,7 +321,6 @@ func (lw *perOp) lower(op moe.Op) error {
 	return lw.lowerOp(op)
 }
 
-// lowerOp emits the kernels of one op.
 // pendingGather is a plain gather lowered row-wise under the persistent
 // lowering, kernel i of the plan, which bulkGather rebuilds in the
 // bulk-copy form once the GEMMs are lowered.
@@ -369,6 +368,7 @@ func (lw *perOp) persistentGEMM() (Kernel, bool) {
 	return Kernel{}, false
 }
 
+// lowerOp emits the kernels of one op.
 func (lw *perOp) lowerOp(op moe.Op) error {
 	m, d := lw.mod, lw.d
 	var k Kernel

@@ -39,14 +39,27 @@ func persistent(s *schedule.Schedule) {
 // 300, the queue dispatch at 1100 and up), on bf16 presets of both gate/up
 // layouts (qwen3-30b-a3b; gpt-oss-20b with biases and the clamped
 // activation), olmoe-1b-7b (64 experts of 1024 columns), deepseek-v2-lite
-// (two shared experts, their GEMMs split-K phases) and an mxfp8 forward
-// (the register-fed GEMMs, the quantizing gather and quantize_h_rf).
+// (two shared experts, their GEMMs split-K phases), an mxfp8 forward
+// (the register-fed GEMMs, the quantizing gather and quantize_h_rf), and
+// deepseek-v3 and dsv4-pro-proxy of 16 experts at fewer T (H = 7168: the
+// bulk-copy combine's column slices, even and uneven).
 func TestPersistentGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
 		t.Skip("the persistent kernel is sm_90a's")
 	}
-	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "olmoe-1b-7b", "deepseek-v2-lite", "qwen3-30b-a3b mxfp8"} {
+	all := []int{4096, 2000, 1100, 300, 64, 1}
+	for _, c := range []struct {
+		name string
+		Ts   []int
+	}{
+		{"qwen3-30b-a3b", all}, {"gpt-oss-20b", all}, {"olmoe-1b-7b", all}, {"deepseek-v2-lite", all}, {"qwen3-30b-a3b mxfp8", all},
+		// the bulk-copy combine's tokens in column slices: four of 1792
+		// columns (nine rows with the shared expert's), three uneven
+		// ones (2392, 2392, 2384)
+		{"deepseek-v3 E16", []int{300, 64, 1}}, {"dsv4-pro-proxy E16", []int{300, 1}},
+	} {
+		name := c.name
 		l := testlayer.Named(t, name)
 		s := testlayer.DefaultSchedule(t, l, target.SM90a)
 		persistent(&s)
@@ -57,7 +70,7 @@ func TestPersistentGPU(t *testing.T) {
 		if ks := p.Kernels; len(ks) != 1 || ks[0].Name != "moe_forward" || !ks[0].CoResident {
 			t.Fatalf("%s: the persistent plan launches %d kernels (%v), want one co-resident moe_forward", name, len(ks), kernelNames(ks))
 		}
-		sameAs(t, ctx, stream, name, oneShape, persistent, []int{4096, 2000, 1100, 300, 64, 1}, "per-op kernels", "persistent kernel")
+		sameAs(t, ctx, stream, name, oneShape, persistent, c.Ts, "per-op kernels", "persistent kernel")
 	}
 }
 

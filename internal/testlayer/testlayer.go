@@ -6,6 +6,7 @@
 package testlayer
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -24,14 +25,28 @@ func Preset(t testing.TB, name string) schedule.Layer {
 	return l
 }
 
-// Named returns the preset named name (Preset), or, for "<preset> mxfp8",
-// that preset with MXFP8 routed weights (schedule.MXFP8).
+// Named returns the preset named name (Preset); "<preset> mxfp8" is that
+// preset with MXFP8 routed weights (schedule.MXFP8) and "<preset> E<n>"
+// with n routed experts (a smaller layer of the same shapes, whose float64
+// reference is quicker), "<preset> E<n> mxfp8" both. A malformed suffix
+// fails t.
 func Named(t testing.TB, name string) schedule.Layer {
 	t.Helper()
 	base, mx := strings.CutSuffix(name, " mxfp8")
+	experts := 0
+	if i := strings.LastIndex(base, " E"); i >= 0 {
+		n, err := strconv.Atoi(base[i+2:])
+		if err != nil || n < 1 {
+			t.Fatalf("testlayer: %q: want \"<preset> E<experts>\"", name)
+		}
+		base, experts = base[:i], n
+	}
 	l := Preset(t, base)
 	if mx {
 		l.Precision = schedule.MXFP8
+	}
+	if experts > 0 {
+		l.Experts = experts
 	}
 	return l
 }
