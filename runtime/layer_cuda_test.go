@@ -262,7 +262,7 @@ func runBadRouting(t *testing.T, ctx *driver.Context, stream *driver.Stream, ly 
 func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l schedule.Layer, w schedule.Weights,
 	dw *runtime.DeviceTensors, target target.Target, seed uint64) {
 	ly := newLayer(t, ctx, l, target)
-	K, E := l.TopK, l.Experts
+	K := l.TopK
 	name := l.Name + " " + target.String()
 	// T = 1 again after 64: a smaller T in the grown workspace, with new
 	// addresses for x and y.
@@ -276,12 +276,31 @@ func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l
 
 	testMarks(t, ctx, stream, ly, l, w, dw, seed, name)
 
-	// Out-of-range ids are reported by CheckErrors and their slots count
-	// as -1 (no contribution); the next valid forward reports nothing. At
-	// T = 64 the dispatch is one block (moe_dispatch_small), at 2048/K + 1
-	// the four routing kernels (codegen's TestDispatchQueueGPU checks the
-	// work-queue kernel of larger T, moe_dispatch, against them, out-of-range
-	// ids and error word included).
+	checkBadIDs(t, ctx, stream, ly, l, w, dw, name, seed)
+
+	// A wrong argument is refused before anything runs.
+	const T = 64
+	c := newCase(t, ctx, l, w, T, seed^0xbad)
+	args := argsOf(dw, c.in, stream)
+	ids := args.b[moe.BufIDs]
+	ids.Shape = []int{T, K + 1}
+	args.b[moe.BufIDs] = ids
+	if err := args.run(ly); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("buffer %q: shape", moe.BufIDs)) {
+		t.Fatalf("Forward with a wrong ids shape: %v", err)
+	}
+}
+
+// checkBadIDs runs layer ly with out-of-range expert ids at T = 2048/K + 1
+// and 64: CheckErrors reports them and their slots count as -1 (no
+// contribution); the next valid forward reports nothing. At T = 64 the
+// dispatch is one block (moe_dispatch_small), at 2048/K + 1 the four
+// routing kernels (codegen's TestDispatchQueueGPU checks the work-queue
+// kernel of larger T, moe_dispatch, against them, out-of-range ids and
+// error word included).
+func checkBadIDs(t *testing.T, ctx *driver.Context, stream *driver.Stream, ly *runtime.Layer, l schedule.Layer, w schedule.Weights,
+	dw *runtime.DeviceTensors, name string, seed uint64) {
+	t.Helper()
+	K, E := l.TopK, l.Experts
 	for _, T := range []int{2048/K + 1, 64} {
 		c := newCase(t, ctx, l, w, T, seed^0xbad)
 		bad := c.r
@@ -301,17 +320,6 @@ func testLayerTarget(t *testing.T, ctx *driver.Context, stream *driver.Stream, l
 			return re.BadExpertID() && !re.TooManyRoutes() && strings.Contains(re.Error(), "expert id out of range")
 		})
 		runChecked(t, ctx, ly, argsOf(dw, c.in, stream), c.ref, what+" valid after invalid", nil)
-	}
-
-	// A wrong argument is refused before anything runs.
-	const T = 64
-	c := newCase(t, ctx, l, w, T, seed^0xbad)
-	args := argsOf(dw, c.in, stream)
-	ids := args.b[moe.BufIDs]
-	ids.Shape = []int{T, K + 1}
-	args.b[moe.BufIDs] = ids
-	if err := args.run(ly); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("buffer %q: shape", moe.BufIDs)) {
-		t.Fatalf("Forward with a wrong ids shape: %v", err)
 	}
 }
 

@@ -42,7 +42,8 @@ func persistent(s *schedule.Schedule) {
 // (two shared experts, their GEMMs split-K phases), an mxfp8 forward
 // (the register-fed GEMMs, the quantizing gather and quantize_h_rf), and
 // deepseek-v3 and dsv4-pro-proxy of 16 experts at fewer T (H = 7168: the
-// bulk-copy combine's column slices, even and uneven).
+// bulk-copy combine's column slices, even and uneven); then out-of-range
+// expert ids through the persistent kernel (checkBadIDs).
 func TestPersistentGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
@@ -71,6 +72,17 @@ func TestPersistentGPU(t *testing.T) {
 			t.Fatalf("%s: the persistent plan launches %d kernels (%v), want one co-resident moe_forward", name, len(ks), kernelNames(ks))
 		}
 		sameAs(t, ctx, stream, name, oneShape, persistent, c.Ts, "per-op kernels", "persistent kernel")
+	}
+	// Out-of-range expert ids through the persistent kernel: reported, their
+	// slots without a contribution (the bulk-copy combine's unrouted slots,
+	// with and without a shared expert), the next valid forward clean.
+	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v2-lite"} {
+		l := testlayer.Named(t, name)
+		seed, w, dw := randomWeightsOnDevice(t, ctx, l)
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		persistent(&s)
+		ly := loadLayer(t, ctx, l, s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l))
+		checkBadIDs(t, ctx, stream, ly, l, w, dw, name+" persistent", seed)
 	}
 }
 
