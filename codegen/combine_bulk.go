@@ -26,8 +26,9 @@ import (
 // a header of the K slots' row indices and weights. The header is written
 // by the K slot lanes and published by lane 0's arrival alone, after a
 // bar.warp.sync, which orders the warp's memory accesses (PTX ISA,
-// "bar.warp.sync"). Block b takes tokens b, b+grid, ...; each in nSlices slices
-// of w columns (the last one narrower where w does not divide H). Roles:
+// "bar.warp.sync"). Block b takes tokens b, b+grid, ...; each in nSlices
+// slices of w columns (the last one narrower where w does not divide H).
+// Roles:
 //   - warp 0, the producer: lane k < K holds slot k of the token (its row
 //     index and weight, loaded one token ahead), lane K the shared
 //     expert's row; per stage they wait for the stage to be free (empty
@@ -35,12 +36,12 @@ import (
 //     expecting the stage's bytes, then every lane with a routed row (or
 //     the shared row) copies its slice into the stage;
 //   - the block's last 256 threads (warps 4..11 of the persistent GEMMs'
-//     384), the consumers: per stage they wait for
-//     the full barrier, then each thread takes 8-column chunks of the
-//     slice, y = shared_out (times 1) + sum over routed k, in k order, of
-//     w_k · row_k by fma in fp32, rounded once to bf16: the arithmetic of
-//     emitCombine in its order, so the same bits; each warp then arrives
-//     on the stage's empty barrier.
+//     384), the consumers: per stage they wait for the full barrier, then
+//     each thread takes 8-column chunks of the slice, y = shared_out
+//     (times 1) + sum over routed k, in k order, of w_k · row_k by fma in
+//     fp32, rounded once to bf16: the arithmetic of emitCombine in its
+//     order, so the same bits; each warp then arrives on the stage's
+//     empty barrier.
 //   - the warps between have nothing to do and wait at the block's last
 //     barrier.
 //
