@@ -25,6 +25,7 @@ type bulkPhase struct {
 	threads          int
 	tid, lane, warp  value.Value
 	base             value.Value // i32 shared address of stage 0
+	block, nblocks   value.Value // %ctaid.x, %nctaid.x (sync)
 	ring             mbarRing
 	stageBytes, S    int64
 	barOff, smemSize int64 // the barriers' offset from base; the kernel's dynamic shared memory
@@ -43,7 +44,7 @@ func checkBulkBlock(name string, threads int) error {
 // newBulkPhase starts the phase in b (blocks of threads, launched with
 // launchRegs registers): it initialises the ring's barriers; extra bytes
 // per stage follow the stages (a header each). The caller synchronises
-// the block (bar.sync) before the roles run.
+// the block (sync) before the roles run.
 func newBulkPhase(b *Builder, threads, launchRegs int, S, stageBytes, extra int64) bulkPhase {
 	b.MinBlocksPerSM(1)
 	b.MaxRegisters(launchRegs)
@@ -56,6 +57,38 @@ func newBulkPhase(b *Builder, threads, launchRegs int, S, stageBytes, extra int6
 	p.ring = mbarRing{bars: b.AddI(p.base, p.barOff), S: int(S)}
 	p.ring.init(b, p.tid, 1, bulkConsumers/32, nil, nil, nil)
 	return p
+}
+
+// sync synchronises the block after the barriers' initialisation (and
+// whatever the caller loads before it) and reads the block's index and
+// the grid's size, which each walks by.
+func (p *bulkPhase) sync() {
+	p.b.SyncThreads()
+	p.block, p.nblocks = p.b.BlockIdx(ir.X), p.b.GridDim(ir.X)
+}
+
+// each walks the block's items i = block, block + nblocks, ... below
+// end (i32), stages stages per item, carrying the ring's (stage, phase)
+// and vars from init: ahead (nil: none) runs first for item i and returns
+// the vars of the next item (what the producer loads one item ahead), then
+// body runs stage s of item i on ring stage st of phase ph with the
+// current vars.
+func (p bulkPhase) each(end value.Value, stages int64, init []value.Value, ahead func(i value.Value, v []value.Value) []value.Value,
+	body func(i value.Value, s int64, st, ph value.Value, v []value.Value)) {
+	b := p.b
+	vars := append([]value.Value{ir.Int32(0), ir.Int32(0)}, init...)
+	b.Loop(p.block, end, p.nblocks, vars, func(i value.Value, v []value.Value) []value.Value {
+		st, ph, cur := v[0], v[1], v[2:]
+		next := cur
+		if ahead != nil {
+			next = ahead(i, cur)
+		}
+		for s := range stages {
+			body(i, s, st, ph, cur)
+			st, ph = ringNext(b, st, ph, int(p.S))
+		}
+		return append([]value.Value{st, ph}, next...)
+	})
 }
 
 // stage is the shared address of stage st (i32).

@@ -104,33 +104,14 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 	b, k := opKernel(m, op, threads, true)
 	p := newBulkPhase(b, threads, launchRegs, int64(S), int64(stageBytes), hdrBytes)
 	lane, ring := p.lane, p.ring
-	b.SyncThreads()
-	T, block, nblocks := b.Param("T"), b.BlockIdx(ir.X), b.GridDim(ir.X)
+	p.sync()
+	T := b.Param("T")
 	header := func(s value.Value) value.Value {
 		return b.Add(p.base, b.AddI(b.MulI(s, hdrBytes), int64(S*stageBytes)))
 	}
 	slot := func(t value.Value, kk value.Value) value.Value { return b.Add(b.MulI(t, K), kk) }
-	// each walks the block's tokens and their slices with the ring's
-	// (stage, phase), body emitting one stage of token t at columns c0
-	// (a compile-time slice: c0 and its width cw).
-	each := func(init []value.Value, perToken func(t value.Value, v []value.Value) []value.Value,
-		body func(t value.Value, c0, cw int64, st, ph value.Value, v []value.Value)) {
-		vars := append([]value.Value{ir.Int32(0), ir.Int32(0)}, init...)
-		b.Loop(block, T, nblocks, vars, func(t value.Value, v []value.Value) []value.Value {
-			st, ph := v[0], v[1]
-			rest := v[2:]
-			next := rest
-			if perToken != nil {
-				next = perToken(t, rest)
-			}
-			for s := range int64(nSlices) {
-				c0 := s * int64(w)
-				body(t, c0, min(int64(w), H-c0), st, ph, rest)
-				st, ph = ringNext(b, st, ph, S)
-			}
-			return append([]value.Value{st, ph}, next...)
-		})
-	}
+	// slice s of a token's columns: its first column and its width
+	slice := func(s int64) (c0, cw int64) { return s * int64(w), min(int64(w), H-s*int64(w)) }
 	p.roles(func() {
 		// The producer. Lane k < K: slot k's row index and weight, one
 		// token ahead; lane K with a shared expert: its row.
@@ -145,10 +126,10 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 				}
 			})
 		}
-		first := load(block)
-		each(first, func(t value.Value, cur []value.Value) []value.Value {
-			return load(b.Add(t, nblocks))
-		}, func(t value.Value, c0, cw int64, st, ph value.Value, cur []value.Value) {
+		p.each(T, int64(nSlices), load(p.block), func(t value.Value, _ []value.Value) []value.Value {
+			return load(b.Add(t, p.nblocks))
+		}, func(t value.Value, s int64, st, ph value.Value, cur []value.Value) {
+			c0, cw := slice(s)
 			row, wt := cur[0], cur[1]
 			b.MbarWait(ring.empty(b, st), b.Xor(ph, ir.Int32(1)))
 			b.If(isSlot, func() {
@@ -178,7 +159,8 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 			}
 		})
 	}, func(ct value.Value) {
-		each(nil, nil, func(t value.Value, c0, cw int64, st, ph value.Value, _ []value.Value) {
+		p.each(T, int64(nSlices), nil, nil, func(t value.Value, s int64, st, ph value.Value, _ []value.Value) {
+			c0, cw := slice(s)
 			b.MbarWait(ring.full(b, st), ph)
 			h := header(st)
 			rowsK, wts := make([]value.Value, K), make([]value.Value, K)

@@ -83,19 +83,8 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 	p := newBulkPhase(b, threads, launchRegs, int64(S), int64(stageBytes), 0)
 	lane, ring := p.lane, p.ring
 	total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
-	b.SyncThreads()
-	block, nblocks := b.BlockIdx(ir.X), b.GridDim(ir.X)
+	p.sync()
 	stages := b.UDiv(b.AddI(total, int64(R)-1), ir.Int32(int64(R))) // stages of the whole grid
-	// each walks the block's stages with the ring's (stage, phase),
-	// body emitting stage i (its first row R·i) with vars carried.
-	each := func(init []value.Value, body func(i, st, ph value.Value, v []value.Value) []value.Value) {
-		vars := append([]value.Value{ir.Int32(0), ir.Int32(0)}, init...)
-		b.Loop(block, stages, nblocks, vars, func(i value.Value, v []value.Value) []value.Value {
-			next := body(i, v[0], v[1], v[2:])
-			st, ph := ringNext(b, v[0], v[1], S)
-			return append([]value.Value{st, ph}, next...)
-		})
-	}
 	p.roles(func() {
 		// The producer. Lane r < R: the token of row R·i + r (-1 past the
 		// count), one stage ahead.
@@ -107,9 +96,10 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 				return []value.Value{b.UDiv(s, ir.Int32(int64(d.K)))}
 			})[0]
 		}
-		each([]value.Value{token(block)}, func(i, st, ph value.Value, v []value.Value) []value.Value {
+		p.each(stages, 1, []value.Value{token(p.block)}, func(i value.Value, _ []value.Value) []value.Value {
+			return []value.Value{token(b.Add(i, p.nblocks))}
+		}, func(i value.Value, _ int64, st, ph value.Value, v []value.Value) {
 			t := v[0]
-			next := token(b.Add(i, nblocks))
 			b.MbarWait(ring.empty(b, st), b.Xor(ph, ir.Int32(1)))
 			live := b.ICmp(enum.IPredSGE, t, ir.Int32(0))
 			p.arriveExpect(st, b.Popc(b.ballot(live)), rowBytes)
@@ -117,11 +107,10 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 				src := b.ByteOffset(b.Param("x"), b.MulI(b.Wide(t), rowBytes))
 				b.BulkCopyG2S(b.Add(p.stage(st), b.MulI(lane, rowBytes)), src, ir.Int32(rowBytes), ring.full(b, st))
 			})
-			return []value.Value{next}
 		})
 	}, func(ct value.Value) {
 		v4 := ir.Vec(4, ir.I32)
-		each(nil, func(i, st, ph value.Value, _ []value.Value) []value.Value {
+		p.each(stages, 1, nil, nil, func(i value.Value, _ int64, st, ph value.Value, _ []value.Value) {
 			b.MbarWait(ring.full(b, st), ph)
 			row0 := b.MulI(i, int64(R))
 			// chunk c of the stage: row c / (H/8), its chunk c % (H/8)
@@ -134,7 +123,6 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 				return nil
 			})
 			p.release(st)
-			return nil
 		})
 	})
 	b.Ret(nil)

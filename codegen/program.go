@@ -36,7 +36,8 @@ type Program struct {
 	// that are the persistent kernel's phases, in order, as that lowering
 	// builds them (a row-wise kernel's grid is the virtual blocks its phase
 	// runs; the gather and the combine take more work per block than
-	// PerOp's); nil under PerOp.
+	// PerOp's, or are their bulk-copy forms of one block per SM:
+	// bulkPhases); nil under PerOp.
 	PhaseKernels []Kernel `json:"-"`
 }
 
@@ -158,7 +159,7 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 		return nil, err
 	}
 	if how == Persistent {
-		if err := lw.bulkGather(); err != nil {
+		if err := lw.bulkPhases(); err != nil {
 			return nil, err
 		}
 		if err := lw.fusePersistent(); err != nil {
@@ -225,8 +226,9 @@ type perOp struct {
 	// roundOdd are the f32 scratch buffers stored as bf16 rounded to odd
 	// (planRoundOdd), by name.
 	roundOdd map[string]bool
-	// bulkGathers are the gathers bulkGather rebuilds (persistent lowering).
-	bulkGathers []pendingGather
+	// bulk are the gathers and combines bulkPhases rebuilds (persistent
+	// lowering).
+	bulk []pendingBulk
 	// oneBlockPerSM is, under Schedule.BlocksPerSM > 1, why each GEMM
 	// kernel the engine does not build so runs one block per SM
 	// (Engine.SharesSM), by kernel name.
@@ -321,28 +323,38 @@ func (lw *perOp) lower(op moe.Op) error {
 	return lw.lowerOp(op)
 }
 
-// pendingGather is a plain gather lowered row-wise under the persistent
-// lowering, kernel i of the plan, which bulkGather rebuilds in the
-// bulk-copy form once the GEMMs are lowered.
-type pendingGather struct {
+// pendingBulk is a gather or combine lowered row-wise under the persistent
+// lowering, kernel i of the plan, which bulkPhases rebuilds in its
+// bulk-copy form once the GEMMs, whose block shape it takes, are lowered.
+type pendingBulk struct {
 	i  int
-	op moe.Gather
+	op moe.Op
 }
 
-// bulkGather replaces each pending gather's row-wise kernel by the
-// bulk-copy form (emitGatherBulk) of the persistent GEMMs' grid, block and
-// registers, keeping its token ranges; without such a GEMM, or with
-// blocks too small for its roles, the row-wise kernel stays.
-func (lw *perOp) bulkGather() error {
+// bulkPhases replaces each pending op's row-wise kernel by its bulk-copy
+// form (emitGatherBulk, emitCombineBulk) of the persistent GEMMs' grid,
+// block, registers and shared memory, keeping its token ranges; without
+// such a GEMM, or with blocks too small for the roles (checkBulkBlock),
+// the row-wise kernels stay.
+func (lw *perOp) bulkPhases() error {
 	g, ok := lw.persistentGEMM()
-	if !ok || g.Block < 32+bulkConsumers {
+	if !ok || checkBulkBlock(g.Name, g.Block) != nil {
 		return nil
 	}
 	regs, _ := lw.mod.Annotation(g.Name, "maxnreg")
-	for _, p := range lw.bulkGathers {
+	for _, p := range lw.bulk {
 		old := lw.prog.Kernels[p.i]
 		lw.mod.Remove(lw.mod.FuncNamed(old.Name))
-		k, err := emitGatherBulk(lw.mod, lw.d, p.op, g.Grid[0], g.Block, regs, g.SharedBytes)
+		var k Kernel
+		var err error
+		switch o := p.op.(type) {
+		case moe.Gather:
+			k, err = emitGatherBulk(lw.mod, lw.d, o, g.Grid[0], g.Block, regs, g.SharedBytes)
+		case moe.Combine:
+			k, err = emitCombineBulk(lw.mod, lw.d, o, g.Grid[0], g.Block, regs, g.SharedBytes)
+		default:
+			err = fmt.Errorf("codegen: %s: no bulk-copy form", old.Name)
+		}
 		if err != nil {
 			return err
 		}
@@ -352,14 +364,10 @@ func (lw *perOp) bulkGather() error {
 	return nil
 }
 
-// persistentGEMM is, under the persistent lowering, the first persistent
-// GEMM kernel (GridPerSM) lowered so far: its grid, block and registers
-// are the persistent kernel's, which a phase of one block per SM that
-// follows it (emitCombineBulk) takes too.
+// persistentGEMM is the first persistent GEMM kernel (GridPerSM) of the
+// plan: its grid, block and registers are the persistent kernel's, which
+// the bulk-copy phases (bulkPhases) take too.
 func (lw *perOp) persistentGEMM() (Kernel, bool) {
-	if lw.sched.Lowering != schedule.LoweringPersistent {
-		return Kernel{}, false
-	}
 	for _, k := range lw.prog.Kernels {
 		if k.GridPerSM {
 			return k, true
@@ -386,19 +394,13 @@ func (lw *perOp) lowerOp(op moe.Op) error {
 	case moe.Gather:
 		k = emitGather(m, d, o)
 		if lw.sched.Lowering == schedule.LoweringPersistent && gatherBulkFits(lw.sched.Target, d, o) {
-			// the GEMMs whose block shape it takes come after it: bulkGathers
-			lw.bulkGathers = append(lw.bulkGathers, pendingGather{len(lw.prog.Kernels), o})
+			lw.bulk = append(lw.bulk, pendingBulk{len(lw.prog.Kernels), o})
 		}
 	case moe.Combine:
-		if g, ok := lw.persistentGEMM(); ok && combineBulkFits(lw.sched.Target, d, o) && g.Block >= 32+bulkConsumers {
-			regs, _ := m.Annotation(g.Name, "maxnreg")
-			var err error
-			if k, err = emitCombineBulk(m, d, o, g.Grid[0], g.Block, regs, g.SharedBytes); err != nil {
-				return err
-			}
-			break
-		}
 		k = emitCombine(m, d, o)
+		if lw.sched.Lowering == schedule.LoweringPersistent && combineBulkFits(lw.sched.Target, d, o) {
+			lw.bulk = append(lw.bulk, pendingBulk{len(lw.prog.Kernels), o})
+		}
 	case moe.GEMM:
 		return lw.lowerGEMM(o)
 	case moe.Quantize:

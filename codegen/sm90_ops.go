@@ -55,7 +55,7 @@ func (b *Builder) FenceMbarInit() {
 // MbarArriveExpectTx arrives once on bar and adds bytes to the barrier's
 // expected transaction count (the bytes TMA will deliver in this phase).
 func (b *Builder) MbarArriveExpectTx(bar value.Value, bytes int) {
-	b.Asm("mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], $1;", "r,r,~{memory}", bar, ir.Int32(int64(bytes)))
+	b.MbarArriveExpectTxReg(bar, ir.Int32(int64(bytes)))
 }
 
 // MbarArrive arrives once on bar (release semantics, CTA scope).
