@@ -20,6 +20,12 @@
 #                           # line with the median, min, p90, and with --phases each kernel as
 #                           # name@start+duration (µs) and the span; skipped once left 540 fails
 #                           # (BENCH_BUDGET overrides 540)
+#   san TOOL LABEL SECONDS [MOKC RUN FLAGS...]
+#                           # one compute-sanitizer TOOL (memcheck, racecheck, synccheck) run of the
+#                           # persistent forward (`mokc run --lowering persistent --wait-limit 0`,
+#                           # more flags after it), bounded by SECONDS, its log to $O/TOOL-LABEL.log and
+#                           # its summary line to $S; skipped once left (SAN_BUDGET - SECONDS) fails
+#                           # (SAN_BUDGET: 560 by default)
 #   bench_kernels           # per bench.jsonl entry timed with --kernels: its label, median and each
 #                           # kernel's median (µs), to $S
 #   pack_logs               # every file of $O but summary.txt, bench.jsonl and earlier packs into
@@ -81,6 +87,18 @@ print(os.environ["LABEL"], os.environ["ARGS"], os.environ["T"], "median", round(
 ' >>"$O/bench.jsonl" 2>>"$O/bench.log"
 }
 export O
+
+san() {
+	local tool=$1 label=$2 t=$3
+	shift 3
+	left $((${SAN_BUDGET:-560} - t)) || {
+		echo "skipped $tool $label" >>"$S"
+		return
+	}
+	timeout -k 10 "$t" compute-sanitizer --tool "$tool" --error-exitcode 9 "$mokc" run --target sm_90a --repeat 1 \
+		--lowering persistent --wait-limit 0 "$@" >"$O/$tool-$label.log" 2>&1
+	echo "$tool $label rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/$tool-$label.log" | tail -1)" >>"$S"
+}
 
 bench_kernels() {
 	python3 - "$O/bench.jsonl" >>"$S" <<'PY'

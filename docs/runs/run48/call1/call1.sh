@@ -20,9 +20,7 @@ pkgtest runtime persist-fwd 200 $C/runtime.test -test.v -test.count=1 -test.time
 grep -E "^--- |^    --- FAIL|panic|timed out|persistent T=" "$O/persist-fwd.log" | head -30 >>"$S"
 left 260 && pkgtest runtime layer 120 $C/runtime.test -test.v -test.count=1 -test.timeout 110s -test.run 'TestLayerForward$'
 [ -f "$O/layer.log" ] && grep -E "^--- |^    --- FAIL|panic|timed out" "$O/layer.log" | head -10 >>"$S"
-left 380 && timeout -k 10 90 compute-sanitizer --tool racecheck --error-exitcode 9 "$mokc" run --model deepseek-v3 --experts 16 \
-	--target sm_90a --tokens 64 --repeat 1 --lowering persistent --wait-limit 0 >"$O/racecheck-ds3.log" 2>&1
-echo "racecheck ds3-E16 rc=$? $(grep -E 'RACECHECK SUMMARY' "$O/racecheck-ds3.log" | tail -1)" >>"$S"
+SAN_BUDGET=470 san racecheck ds3-E16 90 --model deepseek-v3 --experts 16 --tokens 64
 for lw in per-op persistent; do
 	left 480 || break
 	k='regex:^moe_fc1$'
