@@ -23,16 +23,16 @@ import (
 // A stage is one token's slice of columns: the K routed rows' (and the
 // shared expert's row's) elements [c0, c0+w), rows·w·2 bytes (about
 // combineBulkStageBytes at most: w is rounded up to a multiple of 8), and
-// a header of the K slots' row indices and weights. The header is written
-// by the K slot lanes and published by lane 0's arrival alone, after a
-// bar.warp.sync, which orders the warp's memory accesses (PTX ISA,
-// "bar.warp.sync"). Block b takes tokens b, b+grid, ...; each in nSlices
-// slices of w columns (the last one narrower where w does not divide H).
+// a header of the K slots' row indices and weights, which lane 0 writes
+// (the slot lanes' values by shuffles) and publishes by its arrival on the
+// full barrier (release semantics: PTX ISA, "mbarrier"). Block b takes
+// tokens b, b+grid, ...; each in nSlices slices of w columns (the last one
+// narrower where w does not divide H).
 // Roles:
 //   - warp 0, the producer: lane k < K holds slot k of the token (its row
 //     index and weight, loaded one token ahead), lane K the shared
 //     expert's row; per stage they wait for the stage to be free (empty
-//     barrier), write the header, lane 0 arrives on the full barrier
+//     barrier), lane 0 writes the header and arrives on the full barrier
 //     expecting the stage's bytes, then every lane with a routed row (or
 //     the shared row) copies its slice into the stage;
 //   - the block's last 256 threads (warps 4..11 of the persistent GEMMs'
@@ -132,10 +132,19 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 			c0, cw := slice(s)
 			row, wt := cur[0], cur[1]
 			b.MbarWait(ring.empty(b, st), b.Xor(ph, ir.Int32(1)))
-			b.If(isSlot, func() {
+			// Lane 0 writes the header, the slot lanes' values by
+			// shuffles, so that its own arrival (release) publishes it.
+			hr, hw := make([]value.Value, K), make([]value.Value, K)
+			for kk := range K {
+				hr[kk] = b.ShflIdx(ir.FullMask, row, ir.Int32(kk))
+				hw[kk] = b.ShflIdx(ir.FullMask, wt, ir.Int32(kk))
+			}
+			b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
 				h := header(st)
-				b.StoreAt(row, p.sptr(b.Add(h, b.MulI(lane, 4))), 4)
-				b.StoreAt(wt, p.sptr(b.Add(h, b.AddI(b.MulI(lane, 4), 4*K))), 4)
+				for kk := range K {
+					b.StoreAt(hr[kk], p.sptr(b.AddI(h, 4*kk)), 4)
+					b.StoreAt(hw[kk], p.sptr(b.AddI(h, 4*(K+kk))), 4)
+				}
 			})
 			routed := b.ICmp(enum.IPredSGE, row, ir.Int32(0))
 			copies := routed
@@ -144,7 +153,6 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 			}
 			n := b.Popc(b.ballot(copies))
 			sliceBytes := cw * 2
-			b.WarpSync() // the header's stores before lane 0's arrival
 			p.arriveExpect(st, n, sliceBytes)
 			dst := b.Add(p.stage(st), b.MulI(lane, cw*2)) // lane k's row at k·cw·2 of the stage
 			b.If(routed, func() {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# run 48 call 1 (written after run 47, not yet run). Carry: `make device-bins` of the tree. Every
-# part bounded. No prediction for parts 1-2 (tests written in run 47 after its last device call);
-# part 3 is a measurement for the next step.
+# run 48 call 1. Carry: `make device-bins` of the tree. Every part bounded. No prediction for
+# parts 1-2 (tests written in run 47 after its last device call; the combine header written by
+# lane 0 from shuffles, docs/perf.md "combine v5", which they check for per-op's bits); part 3 is
+# a measurement for the next step.
 #  1. TestPersistentGPU with its new cases: deepseek-v3 and dsv4-pro-proxy of 16 experts (the bulk
 #     combine's column slices, even and uneven) and out-of-range expert ids through the persistent
 #     kernel (checkBadIDs); TestLayerForward's bad-ids part through its new helper (the same checks
