@@ -48,8 +48,10 @@ func TestSM90Cluster(t *testing.T) {
 		clustered := 0
 		for _, k := range p.Kernels {
 			// The routed GEMMs but the forms gathering their rows and the
-			// mxfp8 decode tiles (promoted, the operand swap).
-			routed := (strings.HasPrefix(k.Name, "moe_fc1") || strings.HasPrefix(k.Name, "moe_fc2")) && !strings.HasSuffix(k.Name, "_gathered") && !strings.Contains(k.Name, "_decode")
+			// mxfp8 decode tiles (promoted, the operand swap); the bf16
+			// decode tiles pair too.
+			routed := (strings.HasPrefix(k.Name, "moe_fc1") || strings.HasPrefix(k.Name, "moe_fc2")) && !strings.HasSuffix(k.Name, "_gathered") &&
+				!(strings.Contains(k.Name, "_decode") && l.Precision == schedule.MXFP8)
 			if k.Cluster == 0 {
 				if routed && evenBlocks(t, l, s, k.Name) {
 					t.Errorf("%s: %s has no cluster, though its column blocks pair up", name, k.Name)
@@ -102,13 +104,7 @@ func TestSM90Cluster(t *testing.T) {
 // the variant's suffix).
 func evenBlocks(t *testing.T, l schedule.Layer, s schedule.Schedule, kernel string) bool {
 	t.Helper()
-	v := s
-	if strings.Count(kernel, "_") > 1 { // moe_fc1_<variant>
-		var ok bool
-		if v, ok = s.VariantSchedule(); !ok {
-			t.Fatalf("%s: no variant", kernel)
-		}
-	}
+	v := kernelSchedule(s, kernel)
 	n, bn := l.Hidden, v.FC2.N
 	if strings.HasPrefix(kernel, "moe_fc1") {
 		n, bn = l.Intermediate, v.FC1.N/2
@@ -117,12 +113,19 @@ func evenBlocks(t *testing.T, l schedule.Layer, s schedule.Schedule, kernel stri
 }
 
 // tileRows is the row tile (M) of kernel's GEMM under s or its variant.
-func tileRows(s schedule.Schedule, kernel string) int {
-	if strings.Count(kernel, "_") > 1 {
-		v, _ := s.VariantSchedule()
-		return v.FC1.M
+func tileRows(s schedule.Schedule, kernel string) int { return kernelSchedule(s, kernel).FC1.M }
+
+// kernelSchedule is the schedule of a routed GEMM kernel of s: its Decode
+// tiles' (moe_fc1_<Decode.Name>...), its variant's (moe_fc1_<variant>...)
+// or s.
+func kernelSchedule(s schedule.Schedule, kernel string) schedule.Schedule {
+	if d, ok := s.DecodeSchedule(); ok && strings.Contains(kernel, "_"+s.Decode.Name) {
+		return d
 	}
-	return s.FC1.M
+	if v, ok := s.VariantSchedule(); ok && strings.Count(kernel, "_") > 1 {
+		return v
+	}
+	return s
 }
 
 // TestClusterRefused: a cluster is refused with its reason where it

@@ -62,6 +62,9 @@ func (lw *perOp) describeLists() {
 		if lw.hasVariant {
 			add(lw.variant.FC1.M, "the GEMM variant")
 		}
+		if lw.hasDecode {
+			add(lw.decode.FC1.M, "the decode tiles")
+		}
 		if r := s.FC2Large; r.Set() {
 			add(r.Tile.M, "FC2's large-rows kernel")
 		}
@@ -109,14 +112,45 @@ type gemmKernel struct {
 // gemmKernels are the kernels of g: one, or under a schedule with a GEMM
 // variant for g (usesVariant) the base kernel outside the variant's token
 // range and "_<Variant.Name>" inside it; the base kernel of the
-// register-fed FC2 is split by the schedule's FC2Large (largeKernels).
+// register-fed FC2 is split by the schedule's FC2Large (largeKernels);
+// then, for a forward's routed GEMM under a schedule with Decode tiles
+// (usesDecode), "_<Decode.Name>" in their token range, which the others
+// leave out.
 func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
+	var ks []gemmKernel
 	if !lw.usesVariant(g) {
-		return lw.largeKernels(g, gemmKernel{lw.sched, "", nil, true})
+		ks = lw.largeKernels(g, gemmKernel{lw.sched, "", nil, true})
+	} else {
+		base, variant := lw.variantRanges()
+		ks = append(lw.largeKernels(g, gemmKernel{lw.sched, "", base, true}),
+			gemmKernel{lw.variant, "_" + lw.sched.Variant.Name, variant, false})
 	}
-	base, variant := lw.variantRanges()
-	return append(lw.largeKernels(g, gemmKernel{lw.sched, "", base, true}),
-		gemmKernel{lw.variant, "_" + lw.sched.Variant.Name, variant, false})
+	if !lw.usesDecode(g) {
+		return ks
+	}
+	lo, hi := lw.sched.Decode.VariantTokens(lw.d.K, lw.d.E)
+	if lo > hi {
+		return ks
+	}
+	dec := launch.TokenRange{Min: lo, Max: hi}
+	var out []gemmKernel
+	for _, k := range ks {
+		tokens := k.tokens
+		if tokens == nil {
+			tokens = []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
+		}
+		if k.tokens = without(tokens, dec); len(k.tokens) > 0 {
+			out = append(out, k)
+		}
+	}
+	return append(out, gemmKernel{lw.decode, "_" + lw.sched.Decode.Name, []launch.TokenRange{dec}, false})
+}
+
+// usesDecode reports whether g runs the schedule's Decode tiles in their
+// token range: a routed GEMM (dispatched rows) of a forward whose schedule
+// has them (hasDecode).
+func (lw *perOp) usesDecode(g moe.GEMM) bool {
+	return lw.hasDecode && g.Rows == moe.Dispatched
 }
 
 // takesLarge reports whether g runs the schedule's FC2Large tile in its

@@ -60,10 +60,16 @@ const (
 // persistentName is the persistent kernel of program p: moe_forward, or
 // moe_backward for a program without a combine.
 func persistentName(p *moe.Program) string {
-	if slices.ContainsFunc(p.Ops, func(op moe.Op) bool { _, ok := op.(moe.Combine); return ok }) {
+	if forwardProgram(p) {
 		return "moe_forward"
 	}
 	return "moe_backward"
+}
+
+// forwardProgram reports whether p is a forward: it combines the expert
+// outputs (moe.Combine), which a backward does not.
+func forwardProgram(p *moe.Program) bool {
+	return slices.ContainsFunc(p.Ops, func(op moe.Op) bool { _, ok := op.(moe.Combine); return ok })
 }
 
 // persistPlan is the shape of a persistent kernel: its block (the

@@ -177,12 +177,10 @@ func TestPersistentRefused(t *testing.T) {
 	}
 }
 
-// oneShapeOf leaves out s's GEMM variant of other warps, as `mokc
+// oneShapeOf leaves out s's GEMM variants (Variant, Decode) of other warps, as `mokc
 // --lowering persistent` does.
 func oneShapeOf(s *schedule.Schedule) {
-	if s.Variant != nil && !s.Variant.SameBlocks(*s) {
-		s.Variant = nil
-	}
+	*s, _ = s.OneBlockShape()
 }
 
 // TestPersistentCombineBulk: the persistent forward's gather phase is the

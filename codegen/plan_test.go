@@ -135,6 +135,8 @@ func TestBuildRejects(t *testing.T) {
 // backward's bf16 data-gradient GEMMs have one shape. The register-fed
 // FC2 of the presets with FC2Large runs moe_fc2_large in its band and from
 // its first T on, with a tile list of its own, and only in the forward.
+// The bf16 layers' Decode tiles run exactly where T*K/E is in their rows
+// range, in the forward only, with a tile list of their own.
 func TestGemmVariants(t *testing.T) {
 	variants := map[schedule.Precision]int{}
 	larges := map[string]bool{} // the mxfp8 presets with FC2Large
@@ -159,6 +161,13 @@ func TestGemmVariants(t *testing.T) {
 			variants[prec]++
 			vfc1, vfc2 := "moe_fc1_"+s.Variant.Name, "moe_fc2_"+s.Variant.Name
 			lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
+			dlo, dhi := int64(1), int64(0) // the Decode tiles' tokens (none: lo > hi)
+			if d := s.Decode; d != nil {
+				dlo, dhi = d.VariantTokens(l.TopK, l.Experts)
+			}
+			if (s.Decode != nil) != (prec == schedule.BF16) {
+				t.Errorf("%s %v: decode tiles %v, want them on bf16 layers only", name, prec, s.Decode)
+			}
 			// moe_fc2_large (schedule.Schedule.FC2Large) from large on and
 			// in the band blo..bhi
 			large, blo, bhi := int64(launch.MaxTokens), int64(1), int64(0)
@@ -170,7 +179,7 @@ func TestGemmVariants(t *testing.T) {
 					blo, bhi = r.MidRows.Tokens(l.TopK, l.Experts)
 				}
 			}
-			for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, blo - 1, blo, bhi, bhi + 1, large - 1, large, 1 << 20, launch.MaxTokens} {
+			for _, T := range []int64{0, 1, 2, lo - 1, lo, lo + 1, hi - 1, hi, hi + 1, 4096, blo - 1, blo, bhi, bhi + 1, large - 1, large, dhi - 1, dhi, dhi + 1, 1 << 20, launch.MaxTokens} {
 				if T < 0 {
 					continue
 				}
@@ -185,9 +194,12 @@ func TestGemmVariants(t *testing.T) {
 				rows := float64(T) * float64(l.TopK) / float64(l.Experts)
 				in := rows >= float64(s.Variant.MinRows) && rows <= float64(s.Variant.MaxRows)
 				want := []string{"moe_fc1", "moe_fc2"}
-				if in {
+				switch {
+				case T >= dlo && T <= dhi:
+					want = []string{"moe_fc1_" + s.Decode.Name, "moe_fc2_" + s.Decode.Name}
+				case in:
 					want = []string{vfc1, vfc2}
-				} else if s.FC2Large.Set() && (T >= large || T >= blo && T <= bhi) {
+				case s.FC2Large.Set() && (T >= large || T >= blo && T <= bhi):
 					want = []string{"moe_fc1", "moe_fc2_large"}
 				}
 				if T == 0 {
@@ -207,6 +219,24 @@ func TestGemmVariants(t *testing.T) {
 			}
 			if lists[vfc1] == "" || lists[vfc1] == lists["moe_fc1"] {
 				t.Errorf("%s %v: %s reads tile list %q, moe_fc1 %q", name, prec, vfc1, lists[vfc1], lists["moe_fc1"])
+			}
+			if d := s.Decode; d != nil {
+				if dl := lists["moe_fc2_"+d.Name]; dl == "" || dl == lists["moe_fc2"] || dl == lists[vfc1] {
+					t.Errorf("%s %v: moe_fc2_%s reads tile list %q (moe_fc2 %q, %s %q)", name, prec, d.Name, dl, lists["moe_fc2"], vfc1, lists[vfc1])
+				}
+				bp, err := moe.Backward(l)
+				if err != nil {
+					t.Fatal(err)
+				}
+				bk, err := Lower(bp, s, PerOp)
+				if err != nil {
+					t.Fatalf("%s backward: %v", name, err)
+				}
+				for _, k := range bk.Kernels {
+					if strings.Contains(k.Name, "_"+d.Name) {
+						t.Errorf("%s bf16 backward: kernel %s (the decode tiles are the forward's)", name, k.Name)
+					}
+				}
 			}
 			if s.FC2Large.Set() {
 				larges[name] = true

@@ -217,6 +217,11 @@ type perOp struct {
 	// token ranges of the base and variant kernels.
 	variant    schedule.Schedule
 	hasVariant bool
+	// decode is the schedule of the forward's routed GEMMs in the token
+	// range of the schedule's Decode tiles (hasDecode: the schedule has
+	// them and the program is a forward; gemmKernels).
+	decode    schedule.Schedule
+	hasDecode bool
 	// rfOps are the register-fed forms of the ops that have one, by name,
 	// when the program is lowered in both forms (addRegisterFed).
 	rfOps map[string]moe.Op
@@ -247,9 +252,15 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	if lw.hasVariant && lw.variant.FC1.M != lw.variant.FC2.M {
 		return nil, fmt.Errorf("codegen: %s: the GEMM variant's FC1 and FC2 tiles must have the same rows (%d, %d)", l.Name, lw.variant.FC1.M, lw.variant.FC2.M)
 	}
+	if lw.decode, lw.hasDecode = s.DecodeSchedule(); lw.hasDecode && !forwardProgram(p) {
+		lw.hasDecode = false // the backward's GEMMs keep the base tiles (schedule.Schedule.Decode)
+	}
 	rows := []int{s.FC1.M, s.FC2.M}
 	if lw.hasVariant {
 		rows = append(rows, lw.variant.FC1.M)
+	}
+	if lw.hasDecode {
+		rows = append(rows, lw.decode.FC1.M)
 	}
 	if slices.ContainsFunc(p.Ops, func(op moe.Op) bool {
 		g, ok := op.(moe.GEMM)

@@ -225,7 +225,7 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 		// Any schedule flag drops the default's GEMM variant; the flags set
 		// the rest.
 		custom := def
-		custom.Variant, custom.FC2Large = nil, schedule.LargeRowsTile{}
+		custom.Variant, custom.Decode, custom.FC2Large = nil, nil, schedule.LargeRowsTile{}
 		custom.FC1, custom.FC2, custom.Stages, custom.Warps.MMA, custom.GridCTAs = s.FC1, s.FC2, s.Stages, s.Warps.MMA, s.GridCTAs
 		if !sameSchedule(custom, s) {
 			return "", false
@@ -239,14 +239,13 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 	return strings.Join(append(args, "--emit llvm"), " "), true
 }
 
-// sameSchedule compares two schedules by value (the GEMM variant too).
+// sameSchedule compares two schedules by value (the GEMM variant and the
+// decode tiles too).
 func sameSchedule(a, b schedule.Schedule) bool {
-	va, vb := a.Variant, b.Variant
-	a.Variant, b.Variant = nil, nil
-	if a != b || (va == nil) != (vb == nil) {
-		return false
-	}
-	return va == nil || *va == *vb
+	same := func(x, y *schedule.TileVariant) bool { return (x == nil) == (y == nil) && (x == nil || *x == *y) }
+	va, vb, da, db := a.Variant, b.Variant, a.Decode, b.Decode
+	a.Variant, b.Variant, a.Decode, b.Decode = nil, nil, nil, nil
+	return a == b && same(va, vb) && same(da, db)
 }
 
 // StageError reports the stage that failed and, where one exists, a

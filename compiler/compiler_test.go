@@ -72,7 +72,7 @@ func TestStageErrors(t *testing.T) {
 	// A schedule the flags can say (as `mokc build --stages 0` makes it):
 	// the hint carries the flags.
 	bad := s
-	bad.Stages, bad.Variant = 0, nil
+	bad.Stages, bad.Variant, bad.Decode = 0, nil, nil
 	_, err := Compile(l, bad)
 	var se *StageError
 	if !errors.As(err, &se) || se.Stage != "validate" || !strings.Contains(err.Error(), "reproduce: mokc build --model qwen3-30b-a3b --target sm_90a --fc1-tile 128x256x64 --fc2-tile 128x256x64 --stages 0 --mma-warps 8 --emit llvm") {

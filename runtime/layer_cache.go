@@ -94,16 +94,19 @@ var exeHash = sync.OnceValue(func() string {
 // bumped. exe is "" for the in-memory key.
 func cacheKey(version, exe string, l schedule.Layer, s schedule.Schedule, driverVersion int) string {
 	h := sha256.New()
-	// The variant is keyed by value: %#v of the pointer would print its
+	// The variants are keyed by value: %#v of a pointer would print its
 	// address.
-	var variant schedule.TileVariant
-	hasVariant := s.Variant != nil
+	var variant, decode schedule.TileVariant
+	hasVariant, hasDecode := s.Variant != nil, s.Decode != nil
 	if hasVariant {
 		variant = *s.Variant
 	}
-	s.Variant = nil
-	fmt.Fprintf(h, "mokc %q\nexe %s\nlayer %#v\nschedule %#v\nvariant %t %#v\ntarget %s\ndriver %d\n",
-		version, exe, l, s, hasVariant, variant, s.Target, driverVersion)
+	if hasDecode {
+		decode = *s.Decode
+	}
+	s.Variant, s.Decode = nil, nil
+	fmt.Fprintf(h, "mokc %q\nexe %s\nlayer %#v\nschedule %#v\nvariant %t %#v\ndecode %t %#v\ntarget %s\ndriver %d\n",
+		version, exe, l, s, hasVariant, variant, hasDecode, decode, s.Target, driverVersion)
 	return hex.EncodeToString(h.Sum(nil))
 }
 

@@ -13,14 +13,12 @@ import (
 	"github.com/mokc/mokc/target"
 )
 
-// oneShape leaves out a GEMM variant whose kernels run blocks of other
+// oneShape leaves out the GEMM variants (Variant, Decode) whose kernels run blocks of other
 // warps than the base GEMMs' (TileVariant.SameBlocks), as `mokc
 // --lowering persistent` does: the per-op baseline of the persistent
 // kernel runs the same GEMM kernels.
 func oneShape(s *schedule.Schedule) {
-	if s.Variant != nil && !s.Variant.SameBlocks(*s) {
-		s.Variant = nil
-	}
+	*s, _ = s.OneBlockShape()
 }
 
 // persistent is oneShape with the persistent lowering.

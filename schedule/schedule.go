@@ -116,6 +116,15 @@ type Schedule struct {
 	// program holds both and the runtime picks by T (launch.Kernel.Tokens).
 	// The shared-expert GEMMs always use FC1/FC2.
 	Variant *TileVariant
+	// Decode, when not nil, is a shape of the forward's routed-expert
+	// GEMMs (bf16 layers, sm_90a) for the fewest mean rows per expert,
+	// [Decode.MinRows, Decode.MaxRows], below the Variant's range: the
+	// program holds it beside FC1/FC2 and the Variant, and the runtime
+	// picks by T. The default schedule's is decodeVariant's (64-row tiles
+	// of 128 columns, one consumer warpgroup, 6 stages, at most 4 mean
+	// rows per expert). The backward's GEMMs keep FC1/FC2 (and the
+	// Variant).
+	Decode *TileVariant
 	// FC2Large, when its Tile is not zero, is the routed FC2's tile from
 	// FC2Large.MinRows mean rows per expert (T*K/E) on and in the band
 	// FC2Large.MidRows below: the register-fed mxfp8 FC2 (sm_90a,
@@ -786,7 +795,7 @@ func (s Schedule) LargeSchedule() (v Schedule, ok bool) {
 		return s, false
 	}
 	v = s
-	v.FC2, v.Variant, v.FC2Large = s.FC2Large.Tile, nil, LargeRowsTile{}
+	v.FC2, v.Variant, v.Decode, v.FC2Large = s.FC2Large.Tile, nil, nil, LargeRowsTile{}
 	return v, true
 }
 
@@ -859,11 +868,40 @@ func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 	}
 	v = s
 	v.FC1, v.FC2, v.Stages, v.Warps.MMA = s.Variant.FC1, s.Variant.FC2, s.Variant.Stages, s.Variant.MMAWarps
-	v.Variant, v.FC2Large = nil, LargeRowsTile{}
+	v.Variant, v.Decode, v.FC2Large = nil, nil, LargeRowsTile{}
 	if v.MXGemm == MXGemmRegFed && s.Variant.MXOnly {
 		v.MXGemm = MXGemmPromote // the decode tiles are promote's operand swap
 	}
 	return v, true
+}
+
+// DecodeSchedule returns s with the Decode variant's tiles, stages and MMA
+// warps and neither variant nor FC2Large: the schedule of the forward's
+// routed GEMMs at the token counts of Decode. ok is false when s has no
+// Decode.
+func (s Schedule) DecodeSchedule() (v Schedule, ok bool) {
+	if s.Decode == nil {
+		return s, false
+	}
+	v = s
+	v.FC1, v.FC2, v.Stages, v.Warps.MMA = s.Decode.FC1, s.Decode.FC2, s.Decode.Stages, s.Decode.MMAWarps
+	v.Variant, v.Decode, v.FC2Large = nil, nil, LargeRowsTile{}
+	return v, true
+}
+
+// OneBlockShape returns s without the GEMM variants whose blocks have
+// other warps than the base GEMMs' (TileVariant.SameBlocks), which the
+// persistent kernel, whose phases run blocks of one shape, leaves out,
+// and the variants it dropped (Variant first).
+func (s Schedule) OneBlockShape() (Schedule, []TileVariant) {
+	var dropped []TileVariant
+	for _, v := range []**TileVariant{&s.Variant, &s.Decode} {
+		if *v != nil && !(*v).SameBlocks(s) {
+			dropped = append(dropped, **v)
+			*v = nil
+		}
+	}
+	return s, dropped
 }
 
 // SameBlocks reports whether the variant's GEMM kernels run blocks of
@@ -907,9 +945,11 @@ func (s Schedule) String() string {
 	if s.BlocksPerSM > 1 {
 		text += fmt.Sprintf("; %d blocks per SM where the GEMM's tiles fit (%d CTAs)", s.BlocksPerSM, s.BlocksPerSM*s.Target.SMs())
 	}
-	if v := s.Variant; v != nil {
-		text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
-			v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
+	for _, v := range []*TileVariant{s.Decode, s.Variant} {
+		if v != nil {
+			text += fmt.Sprintf("; %d..%d rows per expert: FC1 %v FC2 %v stages=%d mma warps=%d",
+				v.MinRows, v.MaxRows, v.FC1, v.FC2, v.Stages, v.MMAWarps)
+		}
 	}
 	if r := s.FC2Large; r.Set() {
 		text += fmt.Sprintf("; %s rows per expert: FC2 %v", r.rowsText(), r.Tile)
@@ -1148,6 +1188,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel's GEMM phases give back their registers by role; the expansion's converter warpgroup does not (Schedule.MXGemm expand)")
 		case s.Variant != nil && !s.Variant.SameBlocks(s):
 			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs blocks of one shape, and the GEMM variant %q has %d MMA warps where the base GEMMs have %d: leave the variant out (Schedule.Variant)", s.Variant.Name, s.Variant.MMAWarps, s.Warps.MMA)
+		case s.Decode != nil && !s.Decode.SameBlocks(s):
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs blocks of one shape, and the decode tiles %q have %d MMA warps where the base GEMMs have %d: leave them out (Schedule.Decode)", s.Decode.Name, s.Decode.MMAWarps, s.Warps.MMA)
 		}
 	}
 	if s.Chain == ChainFC {
@@ -1211,6 +1253,9 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fmt.Errorf("Schedule.Variant: %w", err)
 		}
 	}
+	if err := s.validateDecode(l); err != nil {
+		return err
+	}
 	eb := operandBytes(l)
 	for _, c := range []struct {
 		name string
@@ -1224,6 +1269,36 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	// Last: a refusal of the schedule without FC2Large names its own
 	// field first, and one of FC2Large's kernel alone names FC2Large.
 	return s.validateFC2Large(l)
+}
+
+// validateDecode checks s.Decode: sm_90a, a bf16 layer, not MXOnly, rows
+// 0 <= MinRows <= MaxRows (MaxRows >= 1) below the Variant's MinRows, a
+// kernel suffix of its own, FC1 and FC2 tiles of the same rows, and its
+// schedule (DecodeSchedule) valid.
+func (s Schedule) validateDecode(l Layer) error {
+	d := s.Decode
+	if d == nil {
+		return nil
+	}
+	switch {
+	case s.Target != target.SM90a:
+		return fieldErr("Schedule.Decode", *d, "the decode tiles are sm_90a's (this schedule is for %v)", s.Target)
+	case l.Precision != BF16 || d.MXOnly:
+		return fieldErr("Schedule.Decode", *d, "the decode tiles are a bf16 layer's (an mxfp8 layer's are its Variant, not MXOnly here)")
+	case d.MinRows < 0 || d.MaxRows < max(d.MinRows, 1):
+		return fieldErr("Schedule.Decode", *d, "needs 0 <= MinRows <= MaxRows and MaxRows >= 1")
+	case !variantName.MatchString(d.Name) || d.Name == "large" || s.Variant != nil && d.Name == s.Variant.Name:
+		return fieldErr("Schedule.Decode", *d, "needs a Name of lower case letters and digits (the kernels' suffix), not the Variant's nor \"large\"")
+	case d.FC1.M != d.FC2.M:
+		return fieldErr("Schedule.Decode", *d, "needs FC1 and FC2 tiles of the same rows (one work list of row tiles serves both GEMMs)")
+	case s.Variant != nil && d.MaxRows >= s.Variant.MinRows:
+		return fieldErr("Schedule.Decode", *d, "runs up to %d mean rows per expert, into the GEMM variant %q's %d..%d: its range must lie below the variant's", d.MaxRows, s.Variant.Name, s.Variant.MinRows, s.Variant.MaxRows)
+	}
+	v, _ := s.DecodeSchedule()
+	if err := v.validate(l, false); err != nil {
+		return fmt.Errorf("Schedule.Decode: %w", err)
+	}
+	return nil
 }
 
 // validateFC2Large checks s.FC2Large: its kind of GEMM, its two ranges
@@ -1580,7 +1655,9 @@ func pickN(n int, candidates []int) int {
 //     for 100..200 mean rows per expert (midRowsVariant), for mxfp8 layers
 //     with grouped weights a Variant of 32x128 tiles (the operand swap;
 //     64x128 with 6 stages where the swap does not apply) with one consumer
-//     warpgroup and 8 stages for at most 32 (64 with at most 16 experts; mxDecodeVariant); the backward's
+//     warpgroup and 8 stages for at most 32 (64 with at most 16 experts; mxDecodeVariant), for bf16
+//     layers with grouped weights also the Decode tiles, 64x128 with one consumer warpgroup and 6
+//     stages for at most 4 mean rows per expert in the forward (decodeVariant); the backward's
 //     weight gradients on wgmma (WGradWGMMA). The mxfp8 routed GEMMs
 //     outside that variant run register-fed (MXGemmRegFed: B tiles of 256
 //     rows, 3 stages; DefaultMXGemm), the variant's promoted.
@@ -1672,6 +1749,7 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 		case tg != target.SM90a || l.Storage != GroupedWeights:
 		case l.Precision == BF16:
 			s.Variant = midRowsVariant(l, s)
+			s.Decode = decodeVariant(l, s)
 		case l.Precision == MXFP8:
 			s.Variant = mxDecodeVariant(l, s)
 		}
@@ -1807,6 +1885,34 @@ func mxDecodeVariant(l Layer, s Schedule) *TileVariant {
 	}
 	return fitVariant(l, s, TileVariant{Name: "decode", FC1: Tile{64, 128, s.FC1.K}, FC2: Tile{64, 128, s.FC2.K},
 		Stages: 6, MMAWarps: 4, MinRows: 0, MaxRows: 16, MXOnly: true})
+}
+
+// decodeMaxRows is the most mean rows per expert (T·K/E) at which the
+// default sm_90a bf16 schedule's routed GEMMs take the decode tiles
+// (decodeVariant): measured up to 4 (docs/perf.md, "Decode tiles, a
+// sweep": T = 1, 8, 64 of three presets; qwen3-30b-a3b at T = 64 has 4
+// mean rows per expert).
+const decodeMaxRows = 4
+
+// decodeVariant is the sm_90a bf16 schedule's Decode: 64x128 tiles (K as
+// FC1 and FC2) with one consumer warpgroup and 6 stages for at most
+// decodeMaxRows mean rows per expert. At such T an expert's rows fill a
+// fraction of one 64-row tile, and 128 columns make twice the work items
+// of 256, so more SMs stream the few routed experts' weights: on an H100
+// (docs/perf.md, run 48 call 2) the bf16 forward at T = 1 ran 24% faster
+// on qwen3-30b-a3b (0.0532 -> 0.0404 ms), 6.6% on gpt-oss-120b and 4.4% on
+// deepseek-v3, at T = 8 2.6-4.4% and at T = 64 1.0-4.4%, the fastest of five
+// shapes everywhere (128x256, the base; 128x128 with 4 stages; 128x64
+// with 6; 64x128 with 6; 64x64 with 8). nil when the tiles do not fit the
+// layer or its variant starts at or below decodeMaxRows.
+func decodeVariant(l Layer, s Schedule) *TileVariant {
+	d := TileVariant{Name: "decode", FC1: Tile{64, 128, s.FC1.K}, FC2: Tile{64, 128, s.FC2.K},
+		Stages: 6, MMAWarps: 4, MinRows: 0, MaxRows: decodeMaxRows}
+	s.Decode = &d
+	if s.validateDecode(l) != nil {
+		return nil
+	}
+	return &d
 }
 
 // fitVariant returns v when s with v is a valid schedule of layer l, else

@@ -125,7 +125,7 @@ func TestFieldFlagTables(t *testing.T) {
 		}
 		seen[f.name] = true
 		var l schedule.Layer
-		s := schedule.Schedule{Variant: &schedule.TileVariant{}}
+		s := schedule.Schedule{Variant: &schedule.TileVariant{}, Decode: &schedule.TileVariant{}}
 		switch p := f.ptr(&l, &s).(type) {
 		case *int:
 			*p = 12345
@@ -154,7 +154,7 @@ func TestFieldFlagTables(t *testing.T) {
 		default:
 			t.Errorf("--%s: field of type %T", f.name, p)
 		}
-		if !strings.Contains(fmt.Sprintf("%#v %#v %#v", l, s, *s.Variant), "12345") {
+		if !strings.Contains(fmt.Sprintf("%#v %#v %#v %#v", l, s, *s.Variant, *s.Decode), "12345") {
 			t.Errorf("--%s does not set a field of the layer or the schedule", f.name)
 		}
 		if !strings.HasPrefix(f.field, "Layer.") && !strings.HasPrefix(f.field, "Schedule.") {

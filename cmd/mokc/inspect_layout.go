@@ -140,12 +140,17 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 		tile    schedule.Tile
 		fc1     bool
 		variant bool // the routed GEMMs' tiles of s.Variant
+		decode  bool // the forward's routed GEMMs' tiles of s.Decode
 		large   bool // the register-fed FC2's tile of s.FC2Large
 	}
 	gemms := []gemm{{name: "moe_fc1", sched: s, tile: s.FC1, fc1: true}, {name: "moe_fc2", sched: s, tile: s.FC2}}
 	if v, ok := s.VariantSchedule(); ok {
 		gemms = append(gemms, gemm{name: "moe_fc1_" + s.Variant.Name, sched: v, tile: v.FC1, fc1: true, variant: true},
 			gemm{name: "moe_fc2_" + s.Variant.Name, sched: v, tile: v.FC2, variant: true})
+	}
+	if v, ok := s.DecodeSchedule(); ok {
+		gemms = append(gemms, gemm{name: "moe_fc1_" + s.Decode.Name, sched: v, tile: v.FC1, fc1: true, decode: true},
+			gemm{name: "moe_fc2_" + s.Decode.Name, sched: v, tile: v.FC2, decode: true})
 	}
 	if v, ok := s.LargeSchedule(); ok {
 		gemms = append(gemms, gemm{name: "moe_fc2_large", sched: v, tile: v.FC2, large: true})
@@ -181,6 +186,9 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 			}
 		case g.variant:
 			shared = "the routed GEMMs only; the shared experts keep moe_fc1/moe_fc2's tiles"
+		case g.decode:
+			lo, hi := s.Decode.VariantTokens(l.TopK, l.Experts)
+			shared = fmt.Sprintf("the forward's routed GEMMs at T = %d..%d only; the shared experts and the backward keep moe_fc1/moe_fc2's tiles", lo, hi)
 		case l.SharedExperts == 0:
 			shared = "the routed GEMMs; the layer has no shared experts"
 		case l.Precision == schedule.MXFP8:

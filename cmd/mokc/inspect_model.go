@@ -145,6 +145,13 @@ func printLayer(w io.Writer, l schedule.Layer) {
 				kernelSmem(prog, max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)),
 					"moe_fc1_"+s.Variant.Name, "moe_fc1_"+s.Variant.Name+"_gathered", "moe_fc2_"+s.Variant.Name))
 		}
+		if v, ok := s.DecodeSchedule(); ok {
+			lo, hi := s.Decode.VariantTokens(l.TopK, l.Experts)
+			fmt.Fprintf(w, "  %-8s for %d..%d mean rows per expert (T = %d..%d), the forward's routed GEMMs as moe_fc1_%s/moe_fc2_%s (the decode tiles, --decode-max-rows): FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
+				"", s.Decode.MinRows, s.Decode.MaxRows, lo, hi, s.Decode.Name, s.Decode.Name, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA,
+				kernelSmem(prog, max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)),
+					"moe_fc1_"+s.Decode.Name, "moe_fc1_"+s.Decode.Name+"_gathered", "moe_fc2_"+s.Decode.Name))
+		}
 		if v, ok := s.LargeSchedule(); ok {
 			fmt.Fprintf(w, "  %-8s %s, the register-fed mxfp8 FC2 as moe_fc2_large: FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
 				"", s.FC2Large.Where(l.TopK, l.Experts), v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA, kernelSmem(prog, v.SharedMemoryBytes(l, v.FC2, false), "moe_fc2_large"))

@@ -169,8 +169,23 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
 	scheduleFlag("lowering", "per-op (a kernel per op) or persistent: the program as one persistent kernel per direction on sm_90a, its phases the per-op kernels (the same bits; docs/flags.md)", "Schedule.Lowering",
 		func(s *schedule.Schedule) any { return &s.Lowering }).withDefault("per-op").keepingVariant(),
+	scheduleFlag("decode-max-rows", "the most mean rows per expert (T·top-k/experts) at which a bf16 forward's routed GEMMs run the decode tiles (64x128x64, one consumer warpgroup, 6 stages: moe_fc1_decode_gathered, moe_fc2_decode), or off (docs/flags.md)",
+		"Schedule.Decode", func(s *schedule.Schedule) any { return decodeRows(s) }).withDefault("4 on sm_90a bf16 layers, else off").keepingVariant(),
 	scheduleFlag("split-k", "the shared experts' GEMMs at T <= 128: auto (their reduction split in parts where it pays, sm_90a; summed in a fixed order) or off (docs/flags.md)", "Schedule.SplitK",
 		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
+}
+
+// decodeRows is the field of --decode-max-rows: the most mean rows per
+// expert of a copy of s's Decode tiles (0: off, which layerSchedule turns
+// into none), or of a zero variant when s has none (layerSchedule refuses
+// a number then).
+func decodeRows(s *schedule.Schedule) rowsOrOff {
+	if s.Decode == nil {
+		return rowsOrOff{new(int)}
+	}
+	d := *s.Decode
+	s.Decode = &d
+	return rowsOrOff{&d.MaxRows}
 }
 
 // rowsOrOff is the field of a flag of mean rows per expert that takes a
@@ -502,7 +517,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if !scheduleOverridden(c, false) {
 		return s, nil
 	}
-	variant, large := s.Variant, s.FC2Large
+	variant, decode, large := s.Variant, s.Decode, s.FC2Large
 	if c.IsSet("mx-gemm") {
 		if l.Precision != schedule.MXFP8 {
 			return s, fmt.Errorf("--mx-gemm %s: says how mxfp8 GEMMs run, and this layer is %v (--precision mxfp8)", c.String("mx-gemm"), l.Precision)
@@ -519,7 +534,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	for _, f := range scheduleFieldFlags {
 		if !f.keepsVariant && c.IsSet(f.name) {
 			// the flags describe the one shape of the routed GEMMs
-			s.Variant, s.FC2Large = nil, schedule.LargeRowsTile{}
+			s.Variant, s.Decode, s.FC2Large = nil, nil, schedule.LargeRowsTile{}
 			if dropper == "" {
 				dropper = "--" + f.name
 			}
@@ -527,6 +542,18 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	}
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
 		return s, err
+	}
+	if c.IsSet("decode-max-rows") {
+		switch {
+		case s.Decode != nil && s.Decode.MaxRows == 0:
+			s.Decode = nil // off
+		case s.Decode == nil && c.String("decode-max-rows") != "off" && c.String("decode-max-rows") != "0":
+			why := "the default schedule of this layer has none (bf16 layers on sm_90a with grouped weights do)"
+			if dropper != "" {
+				why = dropper + " replaces them with one GEMM shape"
+			}
+			return s, fmt.Errorf("--decode-max-rows %s: sets the range of the decode tiles, and %s", c.String("decode-max-rows"), why)
+		}
 	}
 	if !c.IsSet("items") {
 		s = s.FixedItemsWhereNeeded(l)
@@ -539,10 +566,10 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 			fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent with %s is built and assembled but has not yet run on a GPU (the presets' forwards, bf16 and mxfp8, and their bf16 backwards have: docs/megakernel.md)\n", strings.Join(unrun, ", "))
 		}
 	}
-	if s.Lowering == schedule.LoweringPersistent && s.Variant != nil && !s.Variant.SameBlocks(s) {
+	var persistDropped []schedule.TileVariant
+	if s.Lowering == schedule.LoweringPersistent {
 		// one block shape in the persistent kernel: the base tiles at every T
-		s.Variant = nil
-		if dropper == "" {
+		if s, persistDropped = s.OneBlockShape(); len(persistDropped) > 0 && dropper == "" {
 			dropper = persistentFlag
 		}
 	}
@@ -581,10 +608,15 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		}
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
+	for _, v := range persistDropped {
+		notePersistentDropped(c, l, v)
+	}
+	if decode != nil && s.Decode == nil && len(persistDropped) == 0 && !c.IsSet("decode-max-rows") {
+		noteVariantDropped(c, dropper, l, *decode, schedule.LargeRowsTile{})
+	}
 	switch {
 	case variant == nil || s.Variant != nil: // noted only for a schedule that runs
 	case dropper == persistentFlag:
-		notePersistentDropped(c, l, *variant)
 	default:
 		var lost schedule.LargeRowsTile // the FC2 tile for many rows per expert, gone with it
 		if large.Set() && !s.FC2Large.Set() && !largeSet(c) {
