@@ -221,6 +221,21 @@ func reproduceCommand(l schedule.Layer, s schedule.Schedule, backward bool) (cmd
 			s.FC2Large = d
 		}
 	}
+	// --decode-max-rows: the default's decode tiles with other rows, or
+	// off, where that is all that differs (the shape flags drop them too).
+	if d, dd := s.Decode, def.Decode; dd != nil && (d == nil || *d != *dd) {
+		with := s
+		with.Decode = dd
+		rows := *dd // the default's tiles with d's rows
+		n := "off"
+		if d != nil {
+			rows.MaxRows, n = d.MaxRows, fmt.Sprint(d.MaxRows)
+		}
+		if sameSchedule(with, def) && (d == nil || rows == *d) {
+			args = append(args, "--decode-max-rows "+n)
+			s = with
+		}
+	}
 	if !sameSchedule(s, def) {
 		// Any schedule flag drops the default's GEMM variant; the flags set
 		// the rest.

@@ -85,6 +85,23 @@ func TestStageErrors(t *testing.T) {
 	if cmd, ok := ReproduceCommand(lm, s); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a --routing map --emit llvm" {
 		t.Errorf("ReproduceCommand(default schedule, routing map) = %q, %v", cmd, ok)
 	}
+	// The decode tiles off, or with other rows: --decode-max-rows.
+	for _, c := range []struct {
+		rows int // 0: off
+		want string
+	}{{0, "--decode-max-rows off"}, {2, "--decode-max-rows 2"}} {
+		sd := s
+		if c.rows == 0 {
+			sd.Decode = nil
+		} else {
+			d := *s.Decode
+			d.MaxRows = c.rows
+			sd.Decode = &d
+		}
+		if cmd, ok := ReproduceCommand(l, sd); !ok || cmd != "mokc build --model qwen3-30b-a3b --target sm_90a "+c.want+" --emit llvm" {
+			t.Errorf("ReproduceCommand(decode tiles %d rows) = %q, %v", c.rows, cmd, ok)
+		}
+	}
 	// A schedule the flags cannot say (a changed GEMM variant) and a
 	// preset name on a different layer get no hint.
 	odd := s

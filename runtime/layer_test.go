@@ -675,7 +675,7 @@ func leU64(b []byte) uint64 {
 }
 
 // The cache key depends on the schedule's values, not on where its GEMM
-// variant is allocated.
+// variant and its decode tiles are allocated.
 func TestCacheKeyVariantByValue(t *testing.T) {
 	l := testlayer.Preset(t, "deepseek-v3")
 	a, b := testlayer.DefaultSchedule(t, l, target.SM90a), testlayer.DefaultSchedule(t, l, target.SM90a)
@@ -696,6 +696,19 @@ func TestCacheKeyVariantByValue(t *testing.T) {
 	d.Variant = nil
 	if cacheKey("v", "", l, a, 1) == cacheKey("v", "", l, d, 1) {
 		t.Error("no variant has the same key as a variant")
+	}
+	// The decode tiles likewise.
+	if a.Decode == nil || a.Decode == b.Decode {
+		t.Fatal("want two default schedules with distinct decode-tile pointers")
+	}
+	e := b
+	dt := *b.Decode
+	dt.MaxRows++
+	e.Decode = &dt
+	f := a
+	f.Decode = nil
+	if cacheKey("v", "", l, a, 1) == cacheKey("v", "", l, e, 1) || cacheKey("v", "", l, a, 1) == cacheKey("v", "", l, f, 1) {
+		t.Error("other decode tiles, or none, have the same key")
 	}
 }
 

@@ -167,12 +167,12 @@ func (s Schedule) MaxTokens(l Layer) int {
 	// FC1 tiles count gate and up columns: 2I (2*S*I_s) output columns.
 	routed(s.FC1, 2*l.Intermediate)
 	routed(s.FC2, l.Hidden)
-	for _, v := range []*TileVariant{s.Variant, s.Decode} {
-		if v != nil {
-			routed(v.FC1, 2*l.Intermediate)
-			routed(v.FC2, l.Hidden)
-		}
+	if v := s.Variant; v != nil {
+		routed(v.FC1, 2*l.Intermediate)
+		routed(v.FC2, l.Hidden)
 	}
+	// (the Decode tiles run at T <= MaxRows*E/K only, far below the
+	// limit their items set)
 	if r := s.FC2Large; r.Set() {
 		routed(r.Tile, l.Hidden)
 	}

@@ -1899,12 +1899,14 @@ const decodeMaxRows = 4
 // decodeMaxRows mean rows per expert. At such T an expert's rows fill a
 // fraction of one 64-row tile, and 128 columns make twice the work items
 // of 256, so more SMs stream the few routed experts' weights: on an H100
-// (docs/perf.md, run 48 call 2) the bf16 forward at T = 1 ran 24% faster
-// on qwen3-30b-a3b (0.0532 -> 0.0404 ms), 6.6% on gpt-oss-120b and 4.4% on
-// deepseek-v3, at T = 8 2.6-4.4% and at T = 64 1.0-4.4%, the fastest of five
-// shapes everywhere (128x256, the base; 128x128 with 4 stages; 128x64
-// with 6; 64x128 with 6; 64x64 with 8). nil when the tiles do not fit the
-// layer or its variant starts at or below decodeMaxRows.
+// they were the fastest of five shapes at T = 1, 8, 64 on three presets
+// (128x256, the base; 128x128 with 4 stages; 128x64 with 6; 64x128 with 6;
+// 64x64 with 8: docs/perf.md, "Decode tiles, a sweep", run 48 call 2), and
+// as the default the bf16 forward at T = 1 ran 23% faster on qwen3-30b-a3b
+// (0.0535 -> 0.0409 ms) and mixtral-8x7b, 21% on olmoe-1b-7b, 10% on
+// gpt-oss-120b and 4% on deepseek-v3, at T = 8 1.5-5% and at T = 64 0.7-4%
+// (docs/perf.md, decode v1, run 48 call 3). nil when the tiles do not fit
+// the layer or its variant starts at or below decodeMaxRows.
 func decodeVariant(l Layer, s Schedule) *TileVariant {
 	d := TileVariant{Name: "decode", FC1: Tile{64, 128, s.FC1.K}, FC2: Tile{64, 128, s.FC2.K},
 		Stages: 6, MMAWarps: 4, MinRows: 0, MaxRows: decodeMaxRows}

@@ -207,3 +207,44 @@ func TestInspectModelKernelSharedMemory(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeMaxRowsFlag: --decode-max-rows moves the bf16 decode tiles'
+// range (inspect program lists their kernels there), off removes them
+// without a note, and a number is refused where they cannot run: an
+// mxfp8 layer, a shape flag, the persistent lowering; the persistent
+// lowering and a shape flag leave the default's out with a note naming the
+// flag that says so without it.
+func TestDecodeMaxRowsFlag(t *testing.T) {
+	args := []string{"inspect", "program", "--model", "qwen3-30b-a3b", "--target", "sm_90a"}
+	out, err := runCLI(append(args, "--decode-max-rows", "2")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "moe_fc2_decode   grid 132 x 1 x 1 block 256 smem 166128 for T in 1..32"; !strings.Contains(out, want) {
+		t.Errorf("--decode-max-rows 2: want %q in\n%s", want, out)
+	}
+	out, err = runCLI(append(args, "--decode-max-rows", "off")...)
+	if err != nil || strings.Contains(out, "_decode") || strings.Contains(out, "note:") {
+		t.Errorf("--decode-max-rows off: %v, want no decode kernel and no note in\n%s", err, out)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--precision", "mxfp8", "--decode-max-rows", "4"}, "has none"},
+		{[]string{"--fc1-tile", "128x128x64", "--decode-max-rows", "4"}, "--fc1-tile replaces them"},
+		{[]string{"--lowering", "persistent", "--decode-max-rows", "4"}, "leaves them out"},
+		{[]string{"--decode-max-rows", "150"}, "must lie below the variant's"},
+		{[]string{"--decode-max-rows", "-1"}, "the most mean rows per expert"},
+	} {
+		if _, err := runCLI(append(args, c.args...)...); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
+		}
+	}
+	for _, c := range []struct{ flag, value, dropper string }{{"--lowering", "persistent", "--lowering persistent"}, {"--fc2-tile", "128x128x64", "--fc2-tile"}} {
+		out, err := runCLI(append(args, c.flag, c.value)...)
+		if want := c.dropper + " leaves out the default schedule's bf16 decode tiles"; err != nil || !strings.Contains(out, want) || !strings.Contains(out, "--decode-max-rows off asks for that") {
+			t.Errorf("%s %s: %v, want a note %q in\n%s", c.flag, c.value, err, want, out)
+		}
+	}
+}

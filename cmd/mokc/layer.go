@@ -164,13 +164,13 @@ var scheduleFieldFlags = []fieldFlag{
 		"Schedule.FC2Large.MidRows", func(s *schedule.Schedule) any { return &s.FC2Large.MidRows }).withDefault("120..192 on sm_90a mxfp8 layers, else off").keepingVariant().
 		taking("Schedule.FC2Large"),
 	scheduleFlag("fc2-large-min-rows", "the mean rows per expert (T·top-k/experts) from which the register-fed mxfp8 FC2 runs 192-row tiles (moe_fc2_large; the same bits), or off (docs/flags.md)",
-		"Schedule.FC2Large", func(s *schedule.Schedule) any { return rowsOrOff{&s.FC2Large.MinRows} }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
+		"Schedule.FC2Large", func(s *schedule.Schedule) any { return rowsOrOff{&s.FC2Large.MinRows, "the fewest"} }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
 	scheduleFlag("chain", "off, or fc1-fc2: the forward's routed FC1 and FC2 as one persistent kernel on sm_90a (opt-in, the same bits; docs/flags.md)", "Schedule.Chain",
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
 	scheduleFlag("lowering", "per-op (a kernel per op) or persistent: the program as one persistent kernel per direction on sm_90a, its phases the per-op kernels (the same bits; docs/flags.md)", "Schedule.Lowering",
 		func(s *schedule.Schedule) any { return &s.Lowering }).withDefault("per-op").keepingVariant(),
 	scheduleFlag("decode-max-rows", "the most mean rows per expert (T·top-k/experts) at which a bf16 forward's routed GEMMs run the decode tiles (64x128x64, one consumer warpgroup, 6 stages: moe_fc1_decode_gathered, moe_fc2_decode), or off (docs/flags.md)",
-		"Schedule.Decode", func(s *schedule.Schedule) any { return decodeRows(s) }).withDefault("4 on sm_90a bf16 layers, else off").keepingVariant(),
+		"Schedule.Decode", func(s *schedule.Schedule) any { return decodeRows(s) }).withDefault("4 on sm_90a bf16 layers with grouped weights, else off").keepingVariant(),
 	scheduleFlag("split-k", "the shared experts' GEMMs at T <= 128: auto (their reduction split in parts where it pays, sm_90a; summed in a fixed order) or off (docs/flags.md)", "Schedule.SplitK",
 		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
 }
@@ -181,17 +181,22 @@ var scheduleFieldFlags = []fieldFlag{
 // a number then).
 func decodeRows(s *schedule.Schedule) rowsOrOff {
 	if s.Decode == nil {
-		return rowsOrOff{new(int)}
+		return rowsOrOff{new(int), "the most"}
 	}
 	d := *s.Decode
 	s.Decode = &d
-	return rowsOrOff{&d.MaxRows}
+	return rowsOrOff{&d.MaxRows, "the most"}
 }
 
 // rowsOrOff is the field of a flag of mean rows per expert that takes a
 // whole number or off, which is 0 (--fc2-large-min-rows, whose 0 turns
-// its range off, as off does --fc2-large-mid-rows's band).
-type rowsOrOff struct{ p *int }
+// its range off, as off does --fc2-large-mid-rows's band;
+// --decode-max-rows); what says which rows the number is ("the fewest",
+// "the most").
+type rowsOrOff struct {
+	p    *int
+	what string
+}
 
 // UnmarshalText sets the field from off or a whole number >= 0.
 func (r rowsOrOff) UnmarshalText(b []byte) error {
@@ -201,7 +206,7 @@ func (r rowsOrOff) UnmarshalText(b []byte) error {
 	}
 	n, err := strconv.Atoi(string(b))
 	if err != nil || n < 0 {
-		return fmt.Errorf("%q: want off, or the fewest mean rows per expert (a whole number; 0 is off)", b)
+		return fmt.Errorf("%q: want off, or %s mean rows per expert (a whole number; 0 is off)", b, r.what)
 	}
 	*r.p = n
 	return nil
@@ -543,16 +548,22 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
 		return s, err
 	}
+	decodeRows := -1 // --decode-max-rows as given (0: off; -1: not given)
 	if c.IsSet("decode-max-rows") {
+		if err := (rowsOrOff{&decodeRows, "the most"}).UnmarshalText([]byte(c.String("decode-max-rows"))); err != nil {
+			return s, fmt.Errorf("--decode-max-rows: %w", err)
+		}
 		switch {
-		case s.Decode != nil && s.Decode.MaxRows == 0:
+		case decodeRows == 0:
 			s.Decode = nil // off
-		case s.Decode == nil && c.String("decode-max-rows") != "off" && c.String("decode-max-rows") != "0":
+		case s.Decode == nil:
 			why := "the default schedule of this layer has none (bf16 layers on sm_90a with grouped weights do)"
 			if dropper != "" {
 				why = dropper + " replaces them with one GEMM shape"
 			}
-			return s, fmt.Errorf("--decode-max-rows %s: sets the range of the decode tiles, and %s", c.String("decode-max-rows"), why)
+			return s, fmt.Errorf("--decode-max-rows %d: sets the range of the decode tiles, and %s", decodeRows, why)
+		case c.Bool("backward"):
+			fmt.Fprintf(errWriter(c), "mokc: note: --decode-max-rows sets the forward's routed GEMM tiles; the backward keeps its tiles, so it runs as without it\n")
 		}
 	}
 	if !c.IsSet("items") {
@@ -568,6 +579,9 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	}
 	var persistDropped []schedule.TileVariant
 	if s.Lowering == schedule.LoweringPersistent {
+		if decodeRows > 0 && s.Decode != nil && !s.Decode.SameBlocks(s) {
+			return s, fmt.Errorf("--decode-max-rows %d: the decode tiles have %d MMA warps, and %s runs blocks of one shape (the base GEMMs' %d): it leaves them out, so give --decode-max-rows off or leave the flag out", decodeRows, s.Decode.MMAWarps, persistentFlag, s.Warps.MMA)
+		}
 		// one block shape in the persistent kernel: the base tiles at every T
 		if s, persistDropped = s.OneBlockShape(); len(persistDropped) > 0 && dropper == "" {
 			dropper = persistentFlag
@@ -609,10 +623,16 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
 	for _, v := range persistDropped {
+		if s.Decode == nil && decode != nil && v == *decode {
+			if !c.Bool("backward") { // (the backward has no decode tiles to leave out)
+				noteDecodeDropped(c, persistentFlag, l, v)
+			}
+			continue
+		}
 		notePersistentDropped(c, l, v)
 	}
-	if decode != nil && s.Decode == nil && len(persistDropped) == 0 && !c.IsSet("decode-max-rows") {
-		noteVariantDropped(c, dropper, l, *decode, schedule.LargeRowsTile{})
+	if decode != nil && s.Decode == nil && len(persistDropped) == 0 && decodeRows < 0 && !c.Bool("backward") {
+		noteDecodeDropped(c, dropper, l, *decode)
 	}
 	switch {
 	case variant == nil || s.Variant != nil: // noted only for a schedule that runs
@@ -778,6 +798,16 @@ func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedul
 	}
 	fmt.Fprintf(errWriter(c), "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d)%s with the one GEMM shape of the schedule flags at every T; leave the flag out to keep them\n",
 		flag, v.Name, v.FC1, v.FC2, lo, hi, also)
+}
+
+// noteDecodeDropped tells the user that flag (a shape flag, or the
+// persistent lowering, whose blocks have another shape) left out the
+// default schedule's bf16 decode tiles d, and how to ask for that without
+// the note.
+func noteDecodeDropped(c *cli.Context, flag string, l schedule.Layer, d schedule.TileVariant) {
+	lo, hi := d.VariantTokens(l.TopK, l.Experts)
+	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's bf16 decode tiles (FC1 %v, FC2 %v, %d MMA warps, at T = %d..%d), so the forward's routed GEMMs run the base tiles there; --decode-max-rows off asks for that without this note\n",
+		flag, d.FC1, d.FC2, d.MMAWarps, lo, hi)
 }
 
 // errWriter is where the command's notes go: the app's ErrWriter, else
