@@ -131,6 +131,13 @@ func printLayer(w io.Writer, l schedule.Layer) {
 		if l.Precision == schedule.MXFP8 && t == target.SM90a {
 			fmt.Fprintf(w, "  %-8s mxfp8 GEMMs: %s (--mx-gemm; docs/mxfp8.md)\n", "", mxGemmText[s.MXGemm])
 		}
+		if v, ok := s.DecodeSchedule(); ok {
+			lo, hi := s.Decode.VariantTokens(l.TopK, l.Experts)
+			fmt.Fprintf(w, "  %-8s for %d..%d mean rows per expert (T = %d..%d), the forward's routed GEMMs as %s/moe_fc2_%s (the decode tiles, --decode-max-rows): FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
+				"", s.Decode.MinRows, s.Decode.MaxRows, lo, hi, programKernel(prog, "moe_fc1_"+s.Decode.Name+"_gathered", "moe_fc1_"+s.Decode.Name), s.Decode.Name, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA,
+				kernelSmem(prog, max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)),
+					"moe_fc1_"+s.Decode.Name, "moe_fc1_"+s.Decode.Name+"_gathered", "moe_fc2_"+s.Decode.Name))
+		}
 		if v, ok := s.VariantSchedule(); ok {
 			lo, hi := s.Variant.VariantTokens(l.TopK, l.Experts)
 			which := "routed GEMMs"
@@ -144,13 +151,6 @@ func printLayer(w io.Writer, l schedule.Layer) {
 				"", s.Variant.MinRows, s.Variant.MaxRows, lo, hi, which, s.Variant.Name, s.Variant.Name, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA,
 				kernelSmem(prog, max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)),
 					"moe_fc1_"+s.Variant.Name, "moe_fc1_"+s.Variant.Name+"_gathered", "moe_fc2_"+s.Variant.Name))
-		}
-		if v, ok := s.DecodeSchedule(); ok {
-			lo, hi := s.Decode.VariantTokens(l.TopK, l.Experts)
-			fmt.Fprintf(w, "  %-8s for %d..%d mean rows per expert (T = %d..%d), the forward's routed GEMMs as moe_fc1_%s/moe_fc2_%s (the decode tiles, --decode-max-rows): FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
-				"", s.Decode.MinRows, s.Decode.MaxRows, lo, hi, s.Decode.Name, s.Decode.Name, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA,
-				kernelSmem(prog, max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)),
-					"moe_fc1_"+s.Decode.Name, "moe_fc1_"+s.Decode.Name+"_gathered", "moe_fc2_"+s.Decode.Name))
 		}
 		if v, ok := s.LargeSchedule(); ok {
 			fmt.Fprintf(w, "  %-8s %s, the register-fed mxfp8 FC2 as moe_fc2_large: FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
@@ -186,4 +186,18 @@ var mxGemmText = map[schedule.MXGemmKind]string{
 	schedule.MXGemmPromote: "promote (e4m3 wgmma per 32-wide block, promoted into f32 with the scales)",
 	schedule.MXGemmExpand:  "expand (e4m3 tiles widened to bf16 in shared memory by converter warps)",
 	schedule.MXGemmRegFed:  "regfed (register-fed: the rows' MXFP8 values as bf16, the weights widened to bf16 in registers, bf16 wgmma), past the decode tiles' range",
+}
+
+// programKernel is the first of names that prog has a kernel of, or the
+// last name when it has none of them (or prog is nil): the name a kernel
+// takes in the program (e.g. the gathering form of an FC1 kernel).
+func programKernel(prog *codegen.Program, names ...string) string {
+	if prog != nil {
+		for _, n := range names {
+			if slices.ContainsFunc(prog.Kernels, func(k codegen.Kernel) bool { return k.Name == n }) {
+				return n
+			}
+		}
+	}
+	return names[len(names)-1]
 }
