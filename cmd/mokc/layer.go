@@ -169,7 +169,7 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
 	scheduleFlag("lowering", "per-op (a kernel per op) or persistent: the program as one persistent kernel per direction on sm_90a, its phases the per-op kernels (the same bits; docs/flags.md)", "Schedule.Lowering",
 		func(s *schedule.Schedule) any { return &s.Lowering }).withDefault("per-op").keepingVariant(),
-	scheduleFlag("decode-max-rows", "the most mean rows per expert (T·top-k/experts) at which a bf16 forward's routed GEMMs run the decode tiles (64x128x64, one consumer warpgroup, 6 stages: moe_fc1_decode_gathered, moe_fc2_decode), or off (docs/flags.md)",
+	scheduleFlag("decode-max-rows", "the most mean rows per expert (T·top-k/experts) at which a bf16 forward's routed GEMMs run the decode tiles (64x128x64, one consumer warpgroup, 6 stages: moe_fc1_decode[_gathered], moe_fc2_decode), or off (docs/flags.md)",
 		"Schedule.Decode", func(s *schedule.Schedule) any { return decodeRows(s) }).withDefault("4 on sm_90a bf16 layers with grouped weights, else off").keepingVariant(),
 	scheduleFlag("split-k", "the shared experts' GEMMs at T <= 128: auto (their reduction split in parts where it pays, sm_90a; summed in a fixed order) or off (docs/flags.md)", "Schedule.SplitK",
 		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
