@@ -26,6 +26,8 @@
 #                           # more flags after it), bounded by SECONDS, its log to $O/TOOL-LABEL.log and
 #                           # its summary line to $S; skipped once left (SAN_BUDGET - SECONDS) fails
 #                           # (SAN_BUDGET: 560 by default)
+#   old_cli                 # the CLI `make device-old-cli REV=...` carried (.carry/mokc-old.gz),
+#                           # unpacked to .carry/mokc-old; sets $old to it
 #   bench_kernels           # per bench.jsonl entry timed with --kernels: its label, median and each
 #                           # kernel's median (µs), to $S
 #   pack_logs               # every file of $O but summary.txt, bench.jsonl and earlier packs into
@@ -98,6 +100,11 @@ san() {
 	timeout -k 10 "$t" compute-sanitizer --tool "$tool" --error-exitcode 9 "$mokc" run --target sm_90a --repeat 1 \
 		--lowering persistent --wait-limit 0 "$@" >"$O/$tool-$label.log" 2>&1
 	echo "$tool $label rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/$tool-$label.log" | tail -1)" >>"$S"
+}
+
+old_cli() {
+	gunzip -c "$PWD/.carry/mokc-old.gz" >"$PWD/.carry/mokc-old" && chmod +x "$PWD/.carry/mokc-old"
+	old=$PWD/.carry/mokc-old
 }
 
 bench_kernels() {
