@@ -41,6 +41,25 @@ func checkBulkBlock(name string, threads int) error {
 	return nil
 }
 
+// checkBulkStages says why S stages of stageBytes in smem bytes of
+// shared memory cannot hold kernel name's ring (fewer than 2), or nil.
+func checkBulkStages(name string, stageBytes, S, smem int) error {
+	if S < 2 {
+		return fmt.Errorf("codegen: %s: a stage of %d bytes leaves fewer than 2 stages in %d bytes", name, stageBytes, smem)
+	}
+	return nil
+}
+
+// finish ends the phase's kernel k: the return, its dynamic shared
+// memory, one block per SM of grid, none at T = 0.
+func (p bulkPhase) finish(k *Kernel, grid Expr) {
+	p.b.Ret(nil)
+	k.SharedBytes = int(p.smemSize)
+	k.SkipIfZeroT = true
+	k.Grid = grid1(grid)
+	k.GridPerSM = true
+}
+
 // newBulkPhase starts the phase in b (blocks of threads, launched with
 // launchRegs registers): it initialises the ring's barriers; extra bytes
 // per stage follow the stages (a header each). The caller synchronises

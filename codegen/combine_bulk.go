@@ -97,8 +97,8 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 		rows++
 	}
 	nSlices, w, stageBytes, S := combineBulkPlan(d.H, d.K, int(rows), smem)
-	if S < 2 {
-		return Kernel{}, fmt.Errorf("codegen: moe_combine: a stage of %d bytes leaves fewer than 2 stages in %d bytes", stageBytes, smem)
+	if err := checkBulkStages("moe_combine", stageBytes, S, smem); err != nil {
+		return Kernel{}, err
 	}
 	hdrBytes := 8 * K // per stage: K row indices (i32), K weights (f32)
 	b, k := opKernel(m, op, threads, true)
@@ -211,10 +211,6 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 			p.release(st)
 		})
 	})
-	b.Ret(nil)
-	k.SharedBytes = int(p.smemSize)
-	k.SkipIfZeroT = true
-	k.Grid = grid1(grid)
-	k.GridPerSM = true
+	p.finish(&k, grid)
 	return k, nil
 }

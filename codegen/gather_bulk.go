@@ -75,8 +75,8 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 	}
 	H := int64(d.H)
 	R, stageBytes, S := gatherBulkPlan(d.H, smem)
-	if S < 2 {
-		return Kernel{}, fmt.Errorf("codegen: moe_gather: a stage of %d bytes leaves fewer than 2 stages in %d bytes", stageBytes, smem)
+	if err := checkBulkStages("moe_gather", stageBytes, S, smem); err != nil {
+		return Kernel{}, err
 	}
 	rowBytes := 2 * H
 	b, k := opKernel(m, op, threads, false)
@@ -125,10 +125,6 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 			p.release(st)
 		})
 	})
-	b.Ret(nil)
-	k.SharedBytes = int(p.smemSize)
-	k.SkipIfZeroT = true
-	k.Grid = grid1(grid)
-	k.GridPerSM = true
+	p.finish(&k, grid)
 	return k, nil
 }

@@ -224,11 +224,7 @@ func TestGemmVariants(t *testing.T) {
 				if dl := lists["moe_fc2_"+d.Name]; dl == "" || dl == lists["moe_fc2"] || dl == lists[vfc1] {
 					t.Errorf("%s %v: moe_fc2_%s reads tile list %q (moe_fc2 %q, %s %q)", name, prec, d.Name, dl, lists["moe_fc2"], vfc1, lists[vfc1])
 				}
-				bp, err := moe.Backward(l)
-				if err != nil {
-					t.Fatal(err)
-				}
-				bk, err := Lower(bp, s, PerOp)
+				bk, err := lowerBackward(t, l, s)
 				if err != nil {
 					t.Fatalf("%s backward: %v", name, err)
 				}

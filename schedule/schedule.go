@@ -866,9 +866,7 @@ func (s Schedule) VariantSchedule() (v Schedule, ok bool) {
 	if s.Variant == nil {
 		return s, false
 	}
-	v = s
-	v.FC1, v.FC2, v.Stages, v.Warps.MMA = s.Variant.FC1, s.Variant.FC2, s.Variant.Stages, s.Variant.MMAWarps
-	v.Variant, v.Decode, v.FC2Large = nil, nil, LargeRowsTile{}
+	v = s.withTiles(*s.Variant)
 	if v.MXGemm == MXGemmRegFed && s.Variant.MXOnly {
 		v.MXGemm = MXGemmPromote // the decode tiles are promote's operand swap
 	}
@@ -883,10 +881,16 @@ func (s Schedule) DecodeSchedule() (v Schedule, ok bool) {
 	if s.Decode == nil {
 		return s, false
 	}
-	v = s
-	v.FC1, v.FC2, v.Stages, v.Warps.MMA = s.Decode.FC1, s.Decode.FC2, s.Decode.Stages, s.Decode.MMAWarps
-	v.Variant, v.Decode, v.FC2Large = nil, nil, LargeRowsTile{}
-	return v, true
+	return s.withTiles(*s.Decode), true
+}
+
+// withTiles is s with t's tiles, stages and MMA warps and neither variant
+// nor FC2Large: the schedule of the GEMMs t runs (VariantSchedule,
+// DecodeSchedule).
+func (s Schedule) withTiles(t TileVariant) Schedule {
+	s.FC1, s.FC2, s.Stages, s.Warps.MMA = t.FC1, t.FC2, t.Stages, t.MMAWarps
+	s.Variant, s.Decode, s.FC2Large = nil, nil, LargeRowsTile{}
+	return s
 }
 
 // OneBlockShape returns s without the GEMM variants whose blocks have
@@ -1234,11 +1238,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	}
 	if v, ok := s.VariantSchedule(); ok {
 		vr := s.Variant
-		if vr.MinRows < 0 || vr.MaxRows < max(vr.MinRows, 1) {
-			return fieldErr("Schedule.Variant", *vr, "needs 0 <= MinRows <= MaxRows and MaxRows >= 1")
-		}
-		if !variantName.MatchString(vr.Name) {
-			return fieldErr("Schedule.Variant", *vr, "needs a Name of lower case letters and digits (the kernels' suffix)")
+		if err := vr.checkRowsAndName("Schedule.Variant"); err != nil {
+			return err
 		}
 		if s.Target == target.SM80 {
 			return fieldErr("Schedule.Variant", *vr, "sm_80 has one tile shape per GEMM")
@@ -1271,6 +1272,19 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	return s.validateFC2Large(l)
 }
 
+// checkRowsAndName refuses v, the schedule's field (Schedule.Variant,
+// Schedule.Decode), unless 0 <= MinRows <= MaxRows, MaxRows >= 1 and its
+// Name is lower case letters and digits (the kernels' suffix).
+func (v TileVariant) checkRowsAndName(field string) error {
+	if v.MinRows < 0 || v.MaxRows < max(v.MinRows, 1) {
+		return fieldErr(field, v, "needs 0 <= MinRows <= MaxRows and MaxRows >= 1")
+	}
+	if !variantName.MatchString(v.Name) {
+		return fieldErr(field, v, "needs a Name of lower case letters and digits (the kernels' suffix)")
+	}
+	return nil
+}
+
 // validateDecode checks s.Decode: sm_90a, a bf16 layer, not MXOnly, rows
 // 0 <= MinRows <= MaxRows (MaxRows >= 1) below the Variant's MinRows, a
 // kernel suffix of its own, FC1 and FC2 tiles of the same rows, and its
@@ -1285,9 +1299,12 @@ func (s Schedule) validateDecode(l Layer) error {
 		return fieldErr("Schedule.Decode", *d, "the decode tiles are sm_90a's (this schedule is for %v)", s.Target)
 	case l.Precision != BF16 || d.MXOnly:
 		return fieldErr("Schedule.Decode", *d, "the decode tiles are a bf16 layer's (an mxfp8 layer's are its Variant, not MXOnly here)")
-	case d.MinRows < 0 || d.MaxRows < max(d.MinRows, 1):
-		return fieldErr("Schedule.Decode", *d, "needs 0 <= MinRows <= MaxRows and MaxRows >= 1")
-	case !variantName.MatchString(d.Name) || d.Name == "large" || s.Variant != nil && d.Name == s.Variant.Name:
+	}
+	if err := d.checkRowsAndName("Schedule.Decode"); err != nil {
+		return err
+	}
+	switch {
+	case d.Name == "large" || s.Variant != nil && d.Name == s.Variant.Name:
 		return fieldErr("Schedule.Decode", *d, "needs a Name of lower case letters and digits (the kernels' suffix), not the Variant's nor \"large\"")
 	case d.FC1.M != d.FC2.M:
 		return fieldErr("Schedule.Decode", *d, "needs FC1 and FC2 tiles of the same rows (one work list of row tiles serves both GEMMs)")
