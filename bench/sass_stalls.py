@@ -9,7 +9,11 @@ reasons; with --top N, each region's N instructions with the most samples.
 Regions: the code between two grid-wide barriers of a persistent kernel (codegen/persistent.go;
 each barrier's wait polls %globaltimer, so its SASS reads SR_GLOBALTIMERLO), so region k is the
 k-th phase's code in the order of the kernel's phases, those that did not run included (a
-barrier's own wait counts towards the region before it); a per-op kernel is one region. The out-of-line wait loops ptxas places after the kernel's last
+barrier's own wait counts towards the region before it); a per-op kernel is one region. Every
+other bounded wait polls %globaltimer too: the chained kernels' and, in the persistent bf16
+forward, FC2's waits for FC1's row tiles (codegen/lower_phase_signals.go), so that phase splits
+at its wait and the regions no longer follow the phases one for one after it. The
+out-of-line wait loops ptxas places after the kernel's last
 EXIT (`@!P BRA` to a loop that retries an mbarrier wait, then `BRA` back) count towards the
 region their final branch returns to.
 

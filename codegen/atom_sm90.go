@@ -520,6 +520,9 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d keeps %d accumulators per consumer thread, about %d registers, beyond the %d of one of %d blocks per SM (%d threads each, one producer warp): a smaller tile, or a producer warpgroup (Tile.ProducerWarps = 4)", s.Name, l.BM, l.NB, l.accs(), need, l.launchRegs, l.perSM, l.threads)
 		}
 	}
+	if s.signalPerItem > 0 && (!s.signalTiles || s.signalPerItem%(l.signalers()/32) != 0) {
+		return l, fmt.Errorf("codegen: %s: an item's %d signals are not shared evenly by its %d signalling warps", s.Name, s.signalPerItem, l.signalers()/32)
+	}
 	// The address-independent bits of the tiles' wgmma descriptors (start
 	// address 0; equal to SM90DescK128B).
 	if l.descHi, err = l.a.Descriptor(0, 0, 0); err != nil {
@@ -957,7 +960,7 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 			err = e
 		}
 		if k.spec.signalTiles && !l.smem.Staged {
-			b.signalTile(w)
+			l.signalItem(b, k.spec, w)
 		}
 		return []value.Value{stage, phase, sph}
 	})

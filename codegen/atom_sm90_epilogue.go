@@ -597,10 +597,16 @@ func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value, init []v
 			})
 			return nil
 		})
-		if k.spec.signalTiles {
-			b.signalTile(w)
+		switch {
+		case !k.spec.signalTiles:
+			b.MbarArrive(stgEmpty)
+		case k.spec.signalPerItem == 0: // a chained kernel's: the signal first
+			l.signalItem(b, k.spec, w)
+			b.MbarArrive(stgEmpty)
+		default: // the staging tile is read: freed before the signal waits for the stores
+			b.MbarArrive(stgEmpty)
+			l.signalItem(b, k.spec, w)
 		}
-		b.MbarArrive(stgEmpty)
 		return []value.Value{b.Xor(sph, ir.Int32(1))}
 	})
 }

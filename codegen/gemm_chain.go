@@ -59,6 +59,29 @@ func (b *Builder) signalTile(w gemmWork) {
 	b.RedAddRelease(b.Cast(b.elemPtr(b.Param("tile_done"), w.tile, 4), ir.I32), ir.Int32(1), ir.ScopeGPU)
 }
 
+// signalItem emits the signal of the calling thread, one of the
+// signalers() threads that store work item w's C, once its part is
+// stored: in a chained kernel (signalPerItem 0) its own signalTile of one;
+// with signalPerItem (the persistent forward's FC1 phases,
+// lower_phase_signals.go) its warp synchronises (bar.warp.sync orders the
+// lanes' stores before lane 0's) and lane 0 adds the warp's share of
+// signalPerItem by a release add at gpu scope, without a proxy fence: the
+// waiting producer fences the async proxy after its acquire, which orders
+// every store before the release on the path before its TMA loads (PTX
+// ISA, "Memory Consistency Model": proxy-preserved causality order).
+func (l sm90Layout) signalItem(b *Builder, s GemmSpec, w gemmWork) {
+	if s.signalPerItem == 0 {
+		b.signalTile(w)
+		return
+	}
+	lane, _ := b.LaneWarp()
+	b.WarpSync()
+	b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
+		word := b.Cast(b.elemPtr(b.Param("tile_done"), w.tile, 4), ir.I32)
+		b.RedAddRelease(word, ir.Int32(int64(s.signalPerItem/(l.signalers()/32))), ir.ScopeGPU)
+	})
+}
+
 // waitTile emits the producer's wait, before work item w's loads, for the
 // signals of w's row tile (spec.waitTiles of them), then a proxy fence
 // that orders the rows they published before its TMA loads.

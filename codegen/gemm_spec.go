@@ -275,12 +275,19 @@ type GemmSpec struct {
 	QueueItems bool
 	QueueWord  int
 	// signalTiles and waitTiles are set by Engine.ChainedGEMM on the two
-	// GEMMs of a chained kernel (gemm_chain.go): the first's epilogue
-	// threads each add one to their item's row tile's word of tile_done
-	// once its C is stored, the second's producer waits before each
-	// item's loads until the word reaches waitTiles.
+	// GEMMs of a chained kernel (gemm_chain.go), and by the persistent
+	// lowering on the forward's FC1 and FC2 phases (lower_phase_signals.go):
+	// the first's epilogue threads add to their item's row tile's word of
+	// tile_done once its C is stored, the second's producer waits before
+	// each item's loads until the word reaches waitTiles.
 	signalTiles bool
 	waitTiles   int
+	// signalPerItem, with signalTiles outside a chained kernel (the
+	// persistent forward's FC1 phases, lower_phase_signals.go), is the sum
+	// of an item's signals, whichever warps send them (each adds its share;
+	// 0: each signalling thread adds one). waitTiles is then the column
+	// blocks times it.
+	signalPerItem int
 	// minStaging is the least columns of the staged epilogue's staging
 	// tile (sm_90a; 0: the tile's BN), noStaging plans none, and
 	// minProdRegs is the least registers of the producer warpgroup
@@ -399,7 +406,7 @@ const (
 	RoleCV        = "c_v"           // ptr: bf16 [rows, N], C's MXFP8 values in the register-fed order (QuantizeCValues only)
 	RoleARows     = "a_rows"        // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
 	RoleQueue     = "queue"         // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
-	RoleTileDone  = "tile_done"     // ptr: u32 [maxTiles], per row tile the first GEMM's signals, zero before the launch (Engine.ChainedGEMM's kernels only)
+	RoleTileDone  = "tile_done"     // ptr: u32 [maxTiles], per row tile the first GEMM's signals, zero before the launch (Engine.ChainedGEMM's kernels; the persistent forward's FC1 and FC2)
 	RoleErr       = "err"           // ptr: u32 [2], the program's error words (launch.ErrBuffer), ErrWaitTimeout ORed into both when a wait gives up (a second GEMM's, waitTiles, only)
 	RoleWaitLimit = "wait_limit_ns" // i64: nanoseconds a wait may last, 0 without limit (launch.ParamWaitLimit; a second GEMM's only)
 )

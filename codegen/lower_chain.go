@@ -111,8 +111,9 @@ func (lw *perOp) planChain() error {
 	return nil
 }
 
-// chainCounters gives the tile list of bm-row tiles the counters of the
-// chained kernel name (once per list).
+// chainCounters gives the tile list of bm-row tiles the counters through
+// which FC2's items wait for FC1's row tiles of h, in the chained kernel
+// name or in the persistent kernel's phases (planHSignals), once per list.
 func (lw *perOp) chainCounters(bm int, name string) {
 	for li, t := range lw.lists {
 		if t.bm != bm || t.done != nil {
@@ -120,7 +121,7 @@ func (lw *perOp) chainCounters(bm int, name string) {
 		}
 		t.done = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", "tile_done", 1), Kind: moe.Scratch, DType: moe.U32,
 			Shape: []launch.Expr{t.tiles.Shape[0]},
-			Doc:   fmt.Sprintf("the chained kernels' counters (%s, ...): per tile of %s, one count per FC1 thread that has stored its part of the tile's rows of h, over all its column blocks (zeroed with the list)", name, t.tiles.Name)}
+			Doc:   fmt.Sprintf("the counters of FC2's wait for FC1's rows of h (%s, ...): per tile of %s, the signals of the FC1 threads that have stored their part of the tile's rows, over all its column blocks (zeroed with the list)", name, t.tiles.Name)}
 		lw.lists[li] = t
 		lw.prog.Buffers = append(lw.prog.Buffers, t.done.Plan())
 	}

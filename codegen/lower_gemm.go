@@ -532,6 +532,7 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 	if queue != nil {
 		bind[RoleQueue] = queue.Name
 	}
+	lw.hSignals(g, &spec, bind, f)
 	// The other forms were chosen without a cluster; the GEMM runs in
 	// clusters where the engine builds it so.
 	if lw.sched.Cluster > 1 && lw.eng.Clusters(spec) {

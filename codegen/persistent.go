@@ -21,7 +21,9 @@ import (
 // (launch.Kernel.RunsAt's rules: Tokens, SkipIfZeroT, a row-wise grid
 // with an empty extent; uniform tests of parameters) and separated from the next phase that runs by a grid-wide barrier,
 // so that every dependency the stream order gave the kernels holds
-// between the phases. The grid is one block per SM, every block resident
+// between the phases (but where a phase waits for the rows it reads
+// through counters instead: the forward's FC1 after the gather and FC2
+// after FC1, lower_phase_signals.go). The grid is one block per SM, every block resident
 // (launch.Kernel.CoResident); a phase of a persistent GEMM (one block per
 // SM, GridPerSM) runs with the block's own index, a phase of a row-wise
 // kernel runs its grid's blocks as virtual blocks, block b of the
@@ -301,7 +303,14 @@ func (lw *perOp) fusePersistent() error {
 	grid := b.GridDim(ir.X)
 	block := b.BlockIdx(ir.X)
 	arrived := qw.word(b, persistArrived)
-	before := value.Value(ir.Int32(0)) // phases run before this one
+	before := value.Value(ir.Int32(0))   // phases run before this one
+	barriers := value.Value(ir.Int32(0)) // grid barriers passed before this phase (with signalled phases)
+	signalled := make([]bool, len(ks))   // the phases that start without a grid barrier
+	anySignalled := false
+	for i := range ks {
+		signalled[i] = lw.followsSignals(ks, i)
+		anySignalled = anySignalled || signalled[i]
+	}
 	var phases []string
 	for i, k := range ks {
 		var n [3]value.Value // a row-wise kernel's grid: its virtual blocks
@@ -314,11 +323,23 @@ func (lw *perOp) fusePersistent() error {
 			}
 		}
 		runs := phaseRuns(b, k, T, n)
-		earlier := before
+		earlier, passed := before, barriers
 		b.If(runs, func() {
-			b.If(b.ICmp(enum.IPredSGT, earlier, ir.Int32(0)), func() {
-				b.gridBarrier(arrived, b.Mul(earlier, grid), tid)
-			})
+			switch {
+			case signalled[i]:
+				// the items wait for their rows (lower_phase_signals.go);
+				// the block's threads are done with the last phase's
+				// barriers and shared memory
+				b.SyncThreads()
+			case anySignalled: // every barrier so far: those passed, and this one
+				b.If(b.ICmp(enum.IPredSGT, earlier, ir.Int32(0)), func() {
+					b.gridBarrier(arrived, b.Mul(b.AddI(passed, 1), grid), tid)
+				})
+			default: // a barrier between every two phases that run
+				b.If(b.ICmp(enum.IPredSGT, earlier, ir.Int32(0)), func() {
+					b.gridBarrier(arrived, b.Mul(earlier, grid), tid)
+				})
+			}
 			b.phaseMark(i, false)
 			removePhaseMarks(funcs[i]) // a chained kernel's own: here the phases are the kernels
 			a := ir.Absorption{Prefix: fmt.Sprintf("k%d.", i)}
@@ -363,6 +384,9 @@ func (lw *perOp) fusePersistent() error {
 			}
 			b.phaseMark(i, true)
 		})
+		if anySignalled && !signalled[i] {
+			barriers = b.Add(barriers, b.ZExt(b.And(runs, b.ICmp(enum.IPredSGT, earlier, ir.Int32(0))), ir.I32))
+		}
 		before = b.Add(before, b.ZExt(runs, ir.I32))
 		phases = append(phases, name+"/"+strings.TrimPrefix(k.Name, "moe_"))
 	}

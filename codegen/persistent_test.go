@@ -242,3 +242,67 @@ func TestPersistentCombineBulk(t *testing.T) {
 		}
 	}
 }
+
+// TestPersistentPhaseSignals: in the persistent bf16 forward of sm_90a
+// presets, FC2's phase waits for FC1's row tiles (tile_done1, which every
+// FC1 kernel form signals and the kernels writing the list zero) instead
+// of a grid barrier, so the kernel has one grid barrier fewer than with
+// the counters off (fence.acq_rel.gpu: one per barrier); a chained FC1 and
+// FC2 (Schedule.Chain) and the mxfp8 forward keep the barrier.
+func TestPersistentPhaseSignals(t *testing.T) {
+	build := func(l schedule.Layer, chain, signals bool) *Program {
+		t.Helper()
+		defer func(old bool) { signalPhases = old }(signalPhases)
+		signalPhases = signals
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		oneShapeOf(&s)
+		s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
+		if chain {
+			s.Chain, s.Items, s.FC2Large = schedule.ChainFC, schedule.ItemsFixed, schedule.LargeRowsTile{}
+		}
+		p, err := moe.Forward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := Lower(p, s, Persistent)
+		if err != nil {
+			t.Fatalf("%s: %v", l.Name, err)
+		}
+		return prog
+	}
+	barriers := func(p *Program) int {
+		t.Helper()
+		res, err := ptx.CompileModule(p.Module, target.SM90a)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Count(res.Text, "fence.acq_rel.gpu")
+	}
+	binds := func(k Kernel, buf string) bool {
+		return slices.ContainsFunc(k.Params, func(p Param) bool { return p.Buffer == buf })
+	}
+	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b", "mixtral-8x7b", "llama4-scout"} {
+		l := testlayer.Named(t, name)
+		on, off := build(l, false, true), build(l, false, false)
+		if on.Buffer("tile_done1") == nil || off.Buffer("tile_done1") != nil {
+			t.Errorf("%s: counters of FC1's row tiles with the signals %v, without %v; want only with", name, on.Buffer("tile_done1") != nil, off.Buffer("tile_done1") != nil)
+		}
+		for _, k := range on.PhaseKernels {
+			want := strings.HasPrefix(k.Name, "moe_fc1") || k.Name == "moe_fc2" || k.Name == "moe_scan" || strings.HasPrefix(k.Name, "moe_dispatch")
+			if binds(k, "tile_done1") != want {
+				t.Errorf("%s: phase %s binds tile_done1 %v, want %v", name, k.Name, !want, want)
+			}
+		}
+		if a, b := barriers(on), barriers(off); a != b-1 {
+			t.Errorf("%s: %d grid barriers with the counters, %d without: want one fewer", name, a, b)
+		}
+		if chained := build(l, true, true); barriers(chained) != barriers(build(l, true, false)) {
+			t.Errorf("%s: the chained schedule's persistent forward lost a grid barrier", name)
+		}
+	}
+	mx := testlayer.Named(t, "qwen3-30b-a3b")
+	mx.Precision = schedule.MXFP8
+	if p := build(mx, false, true); p.Buffer("tile_done1") != nil {
+		t.Errorf("qwen3-30b-a3b mxfp8: counters of FC1's row tiles in the persistent forward")
+	}
+}

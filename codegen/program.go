@@ -139,6 +139,7 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err := lw.planChain(); err != nil {
 		return nil, err
 	}
+	lw.planHSignals()
 	for i := 0; i < len(p.Ops); {
 		n, err := lw.lowerNext(p.Ops[i:])
 		if err != nil {
@@ -234,6 +235,10 @@ type perOp struct {
 	// bulk are the gathers and combines bulkPhases rebuilds (persistent
 	// lowering).
 	bulk []pendingBulk
+	// hSig is the persistent forward's counters of FC1's row tiles,
+	// through which FC2's items wait instead of a grid barrier
+	// (planHSignals; nil: none).
+	hSig *hSignal
 	// oneBlockPerSM is, under Schedule.BlocksPerSM > 1, why each GEMM
 	// kernel the engine does not build so runs one block per SM
 	// (Engine.SharesSM), by kernel name.

@@ -120,7 +120,7 @@ func inspectProgram(c *cli.Context) error {
 	}
 	printKernels(w, prog.Kernels)
 	if prog.PhaseKernels != nil {
-		fmt.Fprintf(w, "phases of %s, in order: each runs at the T its kernel would run at, the row-wise ones over their grid's blocks as virtual blocks of the persistent grid (a gather or combine listed with the persistent grid is its bulk-copy form, one block per SM), a grid-wide barrier between two that run\n", prog.Kernels[0].Name)
+		fmt.Fprintf(w, "phases of %s, in order: each runs at the T its kernel would run at, the row-wise ones over their grid's blocks as virtual blocks of the persistent grid (a gather or combine listed with the persistent grid is its bulk-copy form, one block per SM), a grid-wide barrier between two that run, but where a phase's work items wait for their row tiles through counters instead (a bf16 forward's FC2 after FC1: docs/megakernel.md)\n", prog.Kernels[0].Name)
 		printKernels(w, prog.PhaseKernels)
 	}
 	return nil
