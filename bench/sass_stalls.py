@@ -11,8 +11,11 @@ each barrier's wait polls %globaltimer, so its SASS reads SR_GLOBALTIMERLO), so 
 k-th phase's code in the order of the kernel's phases, those that did not run included (a
 barrier's own wait counts towards the region before it); a per-op kernel is one region. Every
 other bounded wait polls %globaltimer too: the chained kernels' and, in the persistent bf16
-forward, FC2's waits for FC1's row tiles (codegen/lower_phase_signals.go), so that phase splits
-at its wait and the regions no longer follow the phases one for one after it. The
+forward, FC2's wait for FC1's row tiles (codegen/lower_phase_signals.go), which replaces the
+barrier between FC1 and FC2: there the boundary between FC1's region and FC2's falls at that
+wait, wherever ptxas places its loop, and the regions after it stay aligned with the phases only
+if that loop reads the timer where the barrier did. Count a kernel's phases before reading its
+regions. The
 out-of-line wait loops ptxas places after the kernel's last
 EXIT (`@!P BRA` to a loop that retries an mbarrier wait, then `BRA` back) count towards the
 region their final branch returns to.

@@ -520,8 +520,8 @@ func sm90Plan(s GemmSpec) (sm90Layout, error) {
 			return l, fmt.Errorf("codegen: %s: sm_90a tile %dx%d keeps %d accumulators per consumer thread, about %d registers, beyond the %d of one of %d blocks per SM (%d threads each, one producer warp): a smaller tile, or a producer warpgroup (Tile.ProducerWarps = 4)", s.Name, l.BM, l.NB, l.accs(), need, l.launchRegs, l.perSM, l.threads)
 		}
 	}
-	if s.signalPerItem > 0 && (!s.signalTiles || s.signalPerItem%(l.signalers()/32) != 0) {
-		return l, fmt.Errorf("codegen: %s: an item's %d signals are not shared evenly by its %d signalling warps", s.Name, s.signalPerItem, l.signalers()/32)
+	if s.signalPerItem > 0 && (!s.signalTiles || s.signalPerItem%(l.signalThreads()/32) != 0) {
+		return l, fmt.Errorf("codegen: %s: an item's %d signals are not shared evenly by its %d signalling warps", s.Name, s.signalPerItem, l.signalThreads()/32)
 	}
 	// The address-independent bits of the tiles' wgmma descriptors (start
 	// address 0; equal to SM90DescK128B).
@@ -853,9 +853,9 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value, next *sm
 
 // consumerLoop is consumers' loop over the work items of k from the
 // ring's stage and phase and the staging tile's parity in init (nil: the
-// first), returning them after the last item. With signalTiles every
-// consumer thread signals each item's row tile once its part of C is
-// stored (signalTile; the staged epilogue's store warps do it instead).
+// first), returning them after the last item. With signalTiles the
+// consumer threads signal each item's row tile once their part of C is
+// stored (signalItem; the staged epilogue's store warps do it instead).
 func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init []value.Value) ([]value.Value, error) {
 	c := b.AddI(wg, -int64(l.mmaWG0))
 	lane, warp := b.LaneWarp()

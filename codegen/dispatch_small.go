@@ -359,7 +359,7 @@ func (sw slotWarps) permute(b *Builder) {
 // writeTileLists writes expert e's entries of the GEMM work lists (as
 // emitScan): for list i of bms[i]-row tiles, n[i] tiles (expert, first
 // row) from entry base[i] + excl[i], the rows from off in steps of bms[i];
-// a list with a chained kernel's counters (tileList.done) gets each
+// a list with counters of FC1's row tiles (tileList.done) gets each
 // tile's zeroed.
 func (b *Builder) writeTileLists(tiles []tileList, bms []int64, n, excl, base []value.Value, e, off value.Value) {
 	for li, bm := range bms {

@@ -60,7 +60,7 @@ func (b *Builder) signalTile(w gemmWork) {
 }
 
 // signalItem emits the signal of the calling thread, one of the
-// signalers() threads that store work item w's C, once its part is
+// signalThreads() threads that store work item w's C, once its part is
 // stored: in a chained kernel (signalPerItem 0) its own signalTile of one;
 // with signalPerItem (the persistent forward's FC1 phases,
 // lower_phase_signals.go) its warp synchronises (bar.warp.sync orders the
@@ -78,7 +78,7 @@ func (l sm90Layout) signalItem(b *Builder, s GemmSpec, w gemmWork) {
 	b.WarpSync()
 	b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
 		word := b.Cast(b.elemPtr(b.Param("tile_done"), w.tile, 4), ir.I32)
-		b.RedAddRelease(word, ir.Int32(int64(s.signalPerItem/(l.signalers()/32))), ir.ScopeGPU)
+		b.RedAddRelease(word, ir.Int32(int64(s.signalPerItem/(l.signalThreads()/32))), ir.ScopeGPU)
 	})
 }
 
@@ -264,10 +264,11 @@ func (l sm90Layout) canChain(s1 GemmSpec, second atom, s2 GemmSpec) error {
 	return nil
 }
 
-// signalers is the threads that signal each work item of the first GEMM
-// of a chained kernel: the staged epilogue's 96 store threads, else every
-// consumer thread.
-func (l sm90Layout) signalers() int {
+// signalThreads is the threads that store, and signal, each work item of
+// a GEMM whose items signal their row tiles (GemmSpec.signalTiles: the
+// first GEMM of a chained kernel, the persistent forward's FC1): the
+// staged epilogue's 96 store threads, else every consumer thread.
+func (l sm90Layout) signalThreads() int {
 	if l.smem.Staged {
 		return 96
 	}
@@ -280,7 +281,7 @@ func (l sm90Layout) signalers() int {
 func (l sm90Layout) buildChain(m *ir.Module, name string, s1 GemmSpec, second atom, s2 GemmSpec, rowsPerT int64) (KernelInfo, error) {
 	l2 := second.(sm90Layout)
 	s1.signalTiles = true
-	s2.waitTiles = l.nBlocks * l.signalers()
+	s2.waitTiles = l.nBlocks * l.signalThreads()
 	params, err := tmaParams(s1, rowsPerT, l.tmaRing)
 	if err != nil {
 		return KernelInfo{}, err

@@ -285,8 +285,8 @@ type GemmSpec struct {
 	// signalPerItem, with signalTiles outside a chained kernel (the
 	// persistent forward's FC1 phases, lower_phase_signals.go), is the sum
 	// of an item's signals, whichever warps send them (each adds its share;
-	// 0: each signalling thread adds one). waitTiles is then the column
-	// blocks times it.
+	// 0: each signalling thread adds one); the waiting GEMM's waitTiles is
+	// then the signalling GEMM's column blocks times it.
 	signalPerItem int
 	// minStaging is the least columns of the staged epilogue's staging
 	// tile (sm_90a; 0: the tile's BN), noStaging plans none, and

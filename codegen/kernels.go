@@ -217,7 +217,7 @@ func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
 
 // tileListOperands are the GEMM work lists as operands of the kernel that
 // writes them: per list its tiles, its count and (when the list has them)
-// its chained kernel's counters, by their buffers' names.
+// the counters of FC1's row tiles (tileList.done), by their buffers' names.
 func tileListOperands(tiles []tileList) []moe.Operand {
 	var out []moe.Operand
 	for _, t := range tiles {

@@ -75,7 +75,7 @@ func (lw *perOp) planChain() error {
 				return
 			}
 			c.pairs[form] = form2
-			lw.chainCounters(s1.Tile.BM, "moe_"+g1.Name()+"_"+g2.Name()+form)
+			lw.tileCounters(s1.Tile.BM, "moe_"+g1.Name()+"_"+g2.Name()+form)
 		}
 		for _, k := range lw.gemmKernels(g1) {
 			if !slices.ContainsFunc(lw.gemmKernels(g2), func(k2 gemmKernel) bool { return k2.suffix == k.suffix }) {
@@ -111,20 +111,25 @@ func (lw *perOp) planChain() error {
 	return nil
 }
 
-// chainCounters gives the tile list of bm-row tiles the counters through
-// which FC2's items wait for FC1's row tiles of h, in the chained kernel
-// name or in the persistent kernel's phases (planHSignals), once per list.
-func (lw *perOp) chainCounters(bm int, name string) {
+// tileCounters gives the tile list of bm-row tiles (newPerOp made the
+// lists) the counters through which FC2's items wait for FC1's row tiles
+// of h, in the chained kernel name or in the persistent kernel's phases
+// (planHSignals), once per list, and returns them (nil: no such list).
+func (lw *perOp) tileCounters(bm int, name string) *moe.Buffer {
 	for li, t := range lw.lists {
-		if t.bm != bm || t.done != nil {
+		if t.bm != bm {
 			continue
 		}
-		t.done = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", "tile_done", 1), Kind: moe.Scratch, DType: moe.U32,
-			Shape: []launch.Expr{t.tiles.Shape[0]},
-			Doc:   fmt.Sprintf("the counters of FC2's wait for FC1's rows of h (%s, ...): per tile of %s, the signals of the FC1 threads that have stored their part of the tile's rows, over all its column blocks (zeroed with the list)", name, t.tiles.Name)}
-		lw.lists[li] = t
-		lw.prog.Buffers = append(lw.prog.Buffers, t.done.Plan())
+		if t.done == nil {
+			t.done = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", "tile_done", 1), Kind: moe.Scratch, DType: moe.U32,
+				Shape: []launch.Expr{t.tiles.Shape[0]},
+				Doc:   fmt.Sprintf("the counters of FC2's wait for FC1's rows of h (%s, ...): per tile of %s, the signals of the FC1 warps or threads that have stored their part of the tile's rows, over all its column blocks (zeroed with the list)", name, t.tiles.Name)}
+			lw.lists[li] = t
+			lw.prog.Buffers = append(lw.prog.Buffers, t.done.Plan())
+		}
+		return t.done
 	}
+	return nil
 }
 
 // chainGEMM is emitGEMM's part for the kernels of a chained pair: it

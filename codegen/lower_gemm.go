@@ -17,8 +17,10 @@ import (
 type tileList struct {
 	bm           int
 	tiles, count *moe.Buffer
-	// done (nil: none) is the chained kernel's counters, u32 per tile,
-	// which the kernel writing the list zeroes (planChain).
+	// done (nil: none) is the counters of FC1's row tiles that FC2 waits
+	// for (a chained kernel's, planChain; the persistent forward's FC2
+	// phase's, planHSignals), u32 per tile, which the kernel writing the
+	// list zeroes (tileCounters).
 	done *moe.Buffer
 }
 

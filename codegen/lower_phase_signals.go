@@ -31,7 +31,10 @@ import (
 // waits only for FC1 items, and the grid's blocks are all resident
 // (launch.Kernel.CoResident), so every wait ends; the kernel writing the
 // tile list zeroes the counters with it, every run. Each GEMM's order of
-// work is unchanged: the same bits. FC2 starts without the barrier only
+// work is unchanged: the same bits. (An FC2 item of a tile shorter than
+// BM loads, in its TMA box, rows past the tile's end, of the next
+// expert's tile, which FC1 may still be writing: they feed only
+// accumulator rows that are never stored, as in the chained kernel.) FC2 starts without the barrier only
 // where, at each T it runs at, the last phase before it is an FC1 kernel
 // that signals (followsSignals).
 //
@@ -68,13 +71,14 @@ type hSignal struct {
 // planHSignals plans FC1's signals to FC2 under the persistent lowering of
 // a bf16 forward without a chained FC1 and FC2 (Schedule.Chain), clusters
 // or blocks sharing an SM: its gated FC1 over dispatched rows followed by
-// the FC2 that reads its C, both of the base schedule's row tiles. It runs
+// the FC2 that reads its C, every kernel form of both (gemmKernels) of
+// one row tile and every FC1 form of the same column blocks. It runs
 // before the ops are lowered, so that the kernels writing the tile lists
 // take the counters.
 func (lw *perOp) planHSignals() {
 	s := lw.sched
 	if !signalPhases || s.Lowering != schedule.LoweringPersistent || s.Chain == schedule.ChainFC || s.Cluster > 1 || s.BlocksPerSM > 1 ||
-		!forwardProgram(lw.src) || lw.src.Layer.Precision != schedule.BF16 || s.FC1.M != s.FC2.M {
+		!forwardProgram(lw.src) || lw.src.Layer.Precision != schedule.BF16 {
 		return
 	}
 	ops := lw.src.Ops
@@ -85,24 +89,42 @@ func (lw *perOp) planHSignals() {
 			continue
 		}
 		spec := lw.gemmSpec(g1, s)
-		lw.chainCounters(spec.Tile.BM, "the persistent kernel's moe_"+g2.Name()+" phase")
-		lw.hSig = &hSignal{fc1: g1.Name(), fc2: g2.Name(), bm: spec.Tile.BM, nBlocks: (spec.N + spec.Tile.BN - 1) / spec.Tile.BN,
-			counters: lw.listFor(spec.Tile.BM).done}
+		bm, nBlocks := spec.Tile.BM, colBlocks(spec)
+		for _, k := range lw.gemmKernels(g1) {
+			if sp := lw.gemmSpec(g1, k.s); sp.Tile.BM != bm || colBlocks(sp) != nBlocks {
+				return
+			}
+		}
+		for _, k := range lw.gemmKernels(g2) {
+			if lw.gemmSpec(g2, k.s).Tile.BM != bm {
+				return
+			}
+		}
+		counters := lw.tileCounters(bm, "the persistent kernel's moe_"+g2.Name()+" phase")
+		if counters == nil {
+			return
+		}
+		lw.hSig = &hSignal{fc1: g1.Name(), fc2: g2.Name(), bm: bm, nBlocks: nBlocks, counters: counters}
 		return
 	}
 }
 
+// colBlocks is the column blocks of spec's work items per row tile.
+func colBlocks(spec GemmSpec) int { return (spec.N + spec.Tile.BN - 1) / spec.Tile.BN }
+
 // hSignals sets spec's signals or wait for FC1's row tiles when g is the
-// FC1 or FC2 of the plan (planHSignals), binding the counters; FC2 waits
-// only if every FC1 kernel emitted before it signals.
+// FC1 or FC2 of the plan (planHSignals), binding the counters. An FC1
+// kernel that cannot signal (other tiles, a fused quantize or a split
+// reduction) marks the plan mismatched: FC2 then neither waits nor skips
+// its barrier (waitsFor).
 func (lw *perOp) hSignals(g moe.GEMM, spec *GemmSpec, bind map[string]string, f fused) {
 	h := lw.hSig
-	if h == nil || f.quant != nil || f.splitK != 0 {
+	if h == nil {
 		return
 	}
 	switch g.Name() {
 	case h.fc1:
-		if spec.Tile.BM != h.bm || (spec.N+spec.Tile.BN-1)/spec.Tile.BN != h.nBlocks || spec.Tile.Cluster > 1 {
+		if f.quant != nil || f.splitK != 0 || spec.Tile.BM != h.bm || colBlocks(*spec) != h.nBlocks {
 			h.mismatch = true
 			return
 		}
@@ -110,7 +132,7 @@ func (lw *perOp) hSignals(g moe.GEMM, spec *GemmSpec, bind map[string]string, f 
 		bind[RoleTileDone] = h.counters.Name
 		h.signalling = append(h.signalling, spec.Name)
 	case h.fc2:
-		if h.mismatch || len(h.signalling) == 0 || spec.Tile.BM != h.bm || spec.Tile.Cluster > 1 {
+		if h.mismatch || len(h.signalling) == 0 || spec.Tile.BM != h.bm || f.quant != nil || f.splitK != 0 {
 			return
 		}
 		spec.waitTiles = h.nBlocks * hSignalPerItem
@@ -119,9 +141,9 @@ func (lw *perOp) hSignals(g moe.GEMM, spec *GemmSpec, bind map[string]string, f 
 	}
 }
 
-// signallers are the kernels whose phases the phase of kernel name waits
-// for through counters (none: it follows a grid barrier).
-func (lw *perOp) signallers(name string) []string {
+// waitsFor is the kernels whose phases the phase of kernel name waits for
+// through counters (none: it follows a grid barrier).
+func (lw *perOp) waitsFor(name string) []string {
 	if h := lw.hSig; h != nil && !h.mismatch && slices.Contains(h.waiting, name) {
 		return h.signalling
 	}
@@ -130,9 +152,9 @@ func (lw *perOp) signallers(name string) []string {
 
 // followsSignals reports whether phase i of ks starts without a grid
 // barrier: at every T it runs at, the last phase before it that runs is
-// one it waits for through counters (signallers).
+// one it waits for through counters (waitsFor).
 func (lw *perOp) followsSignals(ks []Kernel, i int) bool {
-	from := lw.signallers(ks[i].Name)
+	from := lw.waitsFor(ks[i].Name)
 	if len(from) == 0 {
 		return false
 	}
@@ -150,8 +172,10 @@ func (lw *perOp) followsSignals(ks []Kernel, i int) bool {
 	return len(open) == 0
 }
 
-// runRanges is the token counts kernel k may run at (launch.Kernel.RunsAt's
-// Tokens and SkipIfZeroT).
+// runRanges is the token counts kernel k may run at by its Tokens and
+// SkipIfZeroT (launch.Kernel.RunsAt's rules but a row-wise grid's empty
+// extent: a superset, which followsSignals may take, as the kernels that
+// signal are GEMMs).
 func runRanges(k Kernel) []launch.TokenRange {
 	lo := int64(0)
 	if k.SkipIfZeroT {

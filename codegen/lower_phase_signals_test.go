@@ -1,9 +1,20 @@
 package codegen
 
 import (
+	"slices"
+	"strings"
 	"testing"
 
+	llir "github.com/llir/llvm/ir"
+	"github.com/llir/llvm/ir/constant"
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
 )
 
 // TestFollowsSignals: a phase starts without a grid barrier only where, at
@@ -35,5 +46,93 @@ func TestFollowsSignals(t *testing.T) {
 	}
 	if lw.followsSignals([]Kernel{k("moe_fc1", large), k("moe_fc2b")}, 1) {
 		t.Errorf("a kernel that waits for nothing follows signals")
+	}
+}
+
+// counterOps are the constants of the persistent kernel's counter
+// operations in p's module: the amounts its release adds add (grid
+// barriers, the dispatch queue and FC1's signals) and the targets its
+// acquire polls compare with (the unsigned less-than of an ld.acquire.gpu).
+func counterOps(t *testing.T, p *Program) (adds, targets []int64) {
+	t.Helper()
+	for _, f := range p.Module.Funcs {
+		if f.Name() != "moe_forward" {
+			continue
+		}
+		acquires := map[value.Value]bool{}
+		for _, blk := range f.Blocks {
+			for _, inst := range blk.Insts {
+				switch in := inst.(type) {
+				case *llir.InstCall:
+					a, ok := in.Callee.(*llir.InlineAsm)
+					switch {
+					case !ok:
+					case strings.HasPrefix(a.Asm, "red.release.gpu"):
+						if c, ok := in.Args[1].(*constant.Int); ok {
+							adds = append(adds, c.X.Int64())
+						}
+					case strings.HasPrefix(a.Asm, "ld.acquire.gpu"):
+						acquires[in] = true
+					}
+				case *llir.InstICmp:
+					if c, ok := in.Y.(*constant.Int); ok && in.Pred == enum.IPredULT && acquires[in.X] {
+						targets = append(targets, c.X.Int64())
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(adds)
+	slices.Sort(targets)
+	return slices.Compact(adds), slices.Compact(targets)
+}
+
+// TestPhaseSignalCounts: in the persistent bf16 forward of presets of
+// 128-row tiles, FC1's staged epilogue signals 24/3 per store warp and the
+// gathering FC1's consumer warps (two warpgroups) 24/8 each, and FC2's
+// producer waits for FC1's column blocks times 24; with the counters off
+// only the grid barriers' and the queue's adds of one remain.
+func TestPhaseSignalCounts(t *testing.T) {
+	build := func(l schedule.Layer, signals bool) (*Program, GemmSpec) {
+		t.Helper()
+		defer func(old bool) { signalPhases = old }(signalPhases)
+		signalPhases = signals
+		s := testlayer.DefaultSchedule(t, l, target.SM90a)
+		oneShapeOf(&s)
+		s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
+		p, err := moe.Forward(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		prog, err := Lower(p, s, Persistent)
+		if err != nil {
+			t.Fatalf("%s: %v", l.Name, err)
+		}
+		var fc1 moe.GEMM
+		for _, op := range p.Ops {
+			if g, ok := op.(moe.GEMM); ok && g.Gated && g.Rows == moe.Dispatched {
+				fc1 = g
+			}
+		}
+		lw := perOp{sched: s, d: dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK}, src: p}
+		return prog, lw.gemmSpec(fc1, s)
+	}
+	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b", "mixtral-8x7b"} {
+		l := testlayer.Named(t, name)
+		on, spec := build(l, true)
+		if spec.Tile.BM != 128 {
+			t.Fatalf("%s: FC1 tiles of %d rows; the test expects 128", name, spec.Tile.BM)
+		}
+		adds, targets := counterOps(t, on)
+		if want := []int64{1, hSignalPerItem / 8, hSignalPerItem / 3}; !slices.Equal(adds, want) {
+			t.Errorf("%s: release adds %v, want %v (barriers and queue, gathering FC1's 8 consumer warps, FC1's 3 store warps)", name, adds, want)
+		}
+		if want := int64(colBlocks(spec) * hSignalPerItem); !slices.Contains(targets, want) {
+			t.Errorf("%s: acquire targets %v lack FC2's %d (%d column blocks x %d)", name, targets, want, colBlocks(spec), hSignalPerItem)
+		}
+		off, _ := build(l, false)
+		if adds, targets := counterOps(t, off); !slices.Equal(adds, []int64{1}) || slices.Contains(targets, int64(colBlocks(spec)*hSignalPerItem)) {
+			t.Errorf("%s: without the counters: release adds %v, acquire targets %v", name, adds, targets)
+		}
 	}
 }

@@ -22,8 +22,8 @@ import (
 // with an empty extent; uniform tests of parameters) and separated from the next phase that runs by a grid-wide barrier,
 // so that every dependency the stream order gave the kernels holds
 // between the phases (but where a phase waits for the rows it reads
-// through counters instead: the forward's FC1 after the gather and FC2
-// after FC1, lower_phase_signals.go). The grid is one block per SM, every block resident
+// through counters instead: the bf16 forward's FC2 after FC1,
+// lower_phase_signals.go). The grid is one block per SM, every block resident
 // (launch.Kernel.CoResident); a phase of a persistent GEMM (one block per
 // SM, GridPerSM) runs with the block's own index, a phase of a row-wise
 // kernel runs its grid's blocks as virtual blocks, block b of the
@@ -332,6 +332,8 @@ func (lw *perOp) fusePersistent() error {
 				// barriers and shared memory
 				b.SyncThreads()
 			case anySignalled: // every barrier so far: those passed, and this one
+				// (the default case's count where no phase skips its
+				// barrier, kept so that those kernels' PTX is unchanged)
 				b.If(b.ICmp(enum.IPredSGT, earlier, ir.Int32(0)), func() {
 					b.gridBarrier(arrived, b.Mul(b.AddI(passed, 1), grid), tid)
 				})

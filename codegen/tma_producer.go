@@ -188,8 +188,8 @@ type chainedProducer struct {
 // no TMA load (an MX code warp after the first). copier is the thread's
 // index among the MX code warps' lanes (their gathered A chunks), gs the
 // calling warp's MX row groups. With waitTiles (the second GEMM of a
-// chained kernel) each item's loads wait for its row tile's signals
-// (waitTile).
+// chained kernel, the persistent forward's FC2) each item's loads wait
+// for its row tile's signals (waitTile).
 func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma bool, copier value.Value, gs []int, init []value.Value) ([]value.Value, error) {
 	var err error
 	table, mx, gather := p.spec.B == BTable, p.spec.MX, p.spec.GatherK > 0

@@ -995,11 +995,12 @@ func writeRunReport(w io.Writer, rep runReport, asJSON bool) error {
 
 // waitLimitFlag is --wait-limit of run and bench: how long a block of a
 // co-resident kernel (a chained kernel's second GEMM, the persistent
-// kernel's grid-wide barriers) waits for another block's work before the
-// run reports runtime.WaitTimeoutError.
+// kernel's grid-wide barriers and its FC2's wait for FC1's row tiles)
+// waits for another block's work before the run reports
+// runtime.WaitTimeoutError.
 func waitLimitFlag() cli.Flag {
 	return &cli.StringFlag{Name: "wait-limit",
-		Usage:       "a duration (30s, 500ms, 2m): how long one block of a co-resident kernel waits for another block's work (the chained kernel's row tiles of --chain fc1-fc2, the grid-wide barriers of --lowering persistent) before the run fails with a clear error (0: no limit; raise it under compute-sanitizer at large T)",
+		Usage:       "a duration (30s, 500ms, 2m): how long one block of a co-resident kernel waits for another block's work (the chained kernel's row tiles of --chain fc1-fc2, the grid-wide barriers and FC2's wait for FC1's row tiles of --lowering persistent) before the run fails with a clear error (0: no limit; raise it under compute-sanitizer at large T)",
 		DefaultText: time.Duration(launch.DefaultWaitLimitNs).String() + ", the manifest's"}
 }
 
