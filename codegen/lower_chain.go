@@ -54,17 +54,9 @@ func (lw *perOp) planChain() error {
 		return nil
 	}
 	ops := lw.src.Ops
-	for i := 0; i+1 < len(ops); i++ {
-		g1, ok1 := ops[i].(moe.GEMM)
-		g2, ok2 := ops[i+1].(moe.GEMM)
-		var q *moe.Quantize // an mxfp8 forward's quantize_h between them
-		if qq, ok := ops[i+1].(moe.Quantize); ok && i+2 < len(ops) {
-			g2, ok2 = ops[i+2].(moe.GEMM)
-			q = &qq
-		}
-		if !ok1 || !ok2 || !g1.Gated || g1.Rows != moe.Dispatched || g2.Rows != moe.Dispatched ||
-			q == nil && g2.A != g1.C || q != nil && (q.X != g1.C || q.Q == nil || g2.A != q.Q) ||
-			g1.BMajor == moe.NMajor || g2.BMajor == moe.NMajor {
+	for i := range ops {
+		g1, g2, q, ok := fcPair(ops, i)
+		if !ok || g1.BMajor == moe.NMajor || g2.BMajor == moe.NMajor {
 			continue
 		}
 		c := &chainPlan{first: g1.Name(), second: g2.Name(), pairs: map[string]string{}, held: map[string]*heldGEMM{}}
@@ -109,6 +101,25 @@ func (lw *perOp) planChain() error {
 		return nil
 	}
 	return nil
+}
+
+// fcPair reports whether ops[i] begins the forward's FC1 and FC2: a gated
+// GEMM over dispatched rows (g1) followed by the GEMM over dispatched rows
+// that reads its C (g2), at once or through the Quantize of it between
+// them (q: an mxfp8 forward's quantize_h; nil: none).
+func fcPair(ops []moe.Op, i int) (g1, g2 moe.GEMM, q *moe.Quantize, ok bool) {
+	if i+1 >= len(ops) {
+		return g1, g2, nil, false
+	}
+	g1, ok1 := ops[i].(moe.GEMM)
+	g2, ok2 := ops[i+1].(moe.GEMM)
+	if qq, isQ := ops[i+1].(moe.Quantize); isQ && i+2 < len(ops) {
+		g2, ok2 = ops[i+2].(moe.GEMM)
+		q = &qq
+	}
+	ok = ok1 && ok2 && g1.Gated && g1.Rows == moe.Dispatched && g2.Rows == moe.Dispatched &&
+		(q == nil && g2.A == g1.C || q != nil && q.X == g1.C && q.Q != nil && g2.A == q.Q)
+	return g1, g2, q, ok
 }
 
 // tileCounters gives the tile list of bm-row tiles (newPerOp made the

@@ -81,11 +81,9 @@ func (lw *perOp) planHSignals() {
 		!forwardProgram(lw.src) || lw.src.Layer.Precision != schedule.BF16 {
 		return
 	}
-	ops := lw.src.Ops
-	for i := 0; i+1 < len(ops); i++ {
-		g1, ok1 := ops[i].(moe.GEMM)
-		g2, ok2 := ops[i+1].(moe.GEMM)
-		if !ok1 || !ok2 || !g1.Gated || g1.Rows != moe.Dispatched || g2.Rows != moe.Dispatched || g2.A != g1.C {
+	for i := range lw.src.Ops {
+		g1, g2, q, ok := fcPair(lw.src.Ops, i)
+		if !ok || q != nil {
 			continue
 		}
 		spec := lw.gemmSpec(g1, s)

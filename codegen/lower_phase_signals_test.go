@@ -12,9 +12,7 @@ import (
 
 	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/launch"
-	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
-	"github.com/mokc/mokc/target"
 )
 
 // TestFollowsSignals: a phase starts without a grid barrier only where, at
@@ -95,27 +93,7 @@ func counterOps(t *testing.T, p *Program) (adds, targets []int64) {
 func TestPhaseSignalCounts(t *testing.T) {
 	build := func(l schedule.Layer, signals bool) (*Program, GemmSpec) {
 		t.Helper()
-		defer func(old bool) { signalPhases = old }(signalPhases)
-		signalPhases = signals
-		s := testlayer.DefaultSchedule(t, l, target.SM90a)
-		oneShapeOf(&s)
-		s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
-		p, err := moe.Forward(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := Lower(p, s, Persistent)
-		if err != nil {
-			t.Fatalf("%s: %v", l.Name, err)
-		}
-		var fc1 moe.GEMM
-		for _, op := range p.Ops {
-			if g, ok := op.(moe.GEMM); ok && g.Gated && g.Rows == moe.Dispatched {
-				fc1 = g
-			}
-		}
-		lw := perOp{sched: s, d: dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK}, src: p}
-		return prog, lw.gemmSpec(fc1, s)
+		return persistentSignals(t, l, false, signals)
 	}
 	for _, name := range []string{"qwen3-30b-a3b", "deepseek-v3", "gpt-oss-120b", "mixtral-8x7b"} {
 		l := testlayer.Named(t, name)

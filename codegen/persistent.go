@@ -325,21 +325,21 @@ func (lw *perOp) fusePersistent() error {
 		runs := phaseRuns(b, k, T, n)
 		earlier, passed := before, barriers
 		b.If(runs, func() {
-			switch {
-			case signalled[i]:
+			if signalled[i] {
 				// the items wait for their rows (lower_phase_signals.go);
 				// the block's threads are done with the last phase's
 				// barriers and shared memory
 				b.SyncThreads()
-			case anySignalled: // every barrier so far: those passed, and this one
-				// (the default case's count where no phase skips its
-				// barrier, kept so that those kernels' PTX is unchanged)
+			} else {
 				b.If(b.ICmp(enum.IPredSGT, earlier, ir.Int32(0)), func() {
-					b.gridBarrier(arrived, b.Mul(b.AddI(passed, 1), grid), tid)
-				})
-			default: // a barrier between every two phases that run
-				b.If(b.ICmp(enum.IPredSGT, earlier, ir.Int32(0)), func() {
-					b.gridBarrier(arrived, b.Mul(earlier, grid), tid)
+					// every barrier so far: one per phase run before this
+					// one, less those that skipped theirs (counted apart,
+					// as passed, only in a kernel that has such phases)
+					n := earlier
+					if anySignalled {
+						n = b.AddI(passed, 1)
+					}
+					b.gridBarrier(arrived, b.Mul(n, grid), tid)
 				})
 			}
 			b.phaseMark(i, false)

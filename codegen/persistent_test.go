@@ -252,23 +252,8 @@ func TestPersistentCombineBulk(t *testing.T) {
 func TestPersistentPhaseSignals(t *testing.T) {
 	build := func(l schedule.Layer, chain, signals bool) *Program {
 		t.Helper()
-		defer func(old bool) { signalPhases = old }(signalPhases)
-		signalPhases = signals
-		s := testlayer.DefaultSchedule(t, l, target.SM90a)
-		oneShapeOf(&s)
-		s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
-		if chain {
-			s.Chain, s.Items, s.FC2Large = schedule.ChainFC, schedule.ItemsFixed, schedule.LargeRowsTile{}
-		}
-		p, err := moe.Forward(l)
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := Lower(p, s, Persistent)
-		if err != nil {
-			t.Fatalf("%s: %v", l.Name, err)
-		}
-		return prog
+		p, _ := persistentSignals(t, l, chain, signals)
+		return p
 	}
 	barriers := func(p *Program) int {
 		t.Helper()
@@ -305,4 +290,37 @@ func TestPersistentPhaseSignals(t *testing.T) {
 	if p := build(mx, false, true); p.Buffer("tile_done1") != nil {
 		t.Errorf("qwen3-30b-a3b mxfp8: counters of FC1's row tiles in the persistent forward")
 	}
+}
+
+// persistentSignals lowers layer l's forward on sm_90a persistent with its
+// default schedule less the variants of other warps (as persistentPair),
+// chained (Schedule.Chain: FC1 and FC2 in one kernel, the fixed walk)
+// where asked, with the phases' counters on or off (signalPhases); it
+// returns the program and FC1's spec of that schedule.
+func persistentSignals(t *testing.T, l schedule.Layer, chain, signals bool) (*Program, GemmSpec) {
+	t.Helper()
+	defer func(old bool) { signalPhases = old }(signalPhases)
+	signalPhases = signals
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	oneShapeOf(&s)
+	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
+	if chain {
+		s.Chain, s.Items, s.FC2Large = schedule.ChainFC, schedule.ItemsFixed, schedule.LargeRowsTile{}
+	}
+	p, err := moe.Forward(l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := Lower(p, s, Persistent)
+	if err != nil {
+		t.Fatalf("%s: %v", l.Name, err)
+	}
+	var fc1 moe.GEMM
+	for i := range p.Ops {
+		if g1, _, _, ok := fcPair(p.Ops, i); ok {
+			fc1 = g1
+		}
+	}
+	lw := perOp{sched: s, d: dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK}, src: p}
+	return prog, lw.gemmSpec(fc1, s)
 }

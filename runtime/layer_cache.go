@@ -96,14 +96,14 @@ func cacheKey(version, exe string, l schedule.Layer, s schedule.Schedule, driver
 	h := sha256.New()
 	// The variants are keyed by value: %#v of a pointer would print its
 	// address.
-	var variant, decode schedule.TileVariant
-	hasVariant, hasDecode := s.Variant != nil, s.Decode != nil
-	if hasVariant {
-		variant = *s.Variant
+	byValue := func(v *schedule.TileVariant) (schedule.TileVariant, bool) {
+		if v == nil {
+			return schedule.TileVariant{}, false
+		}
+		return *v, true
 	}
-	if hasDecode {
-		decode = *s.Decode
-	}
+	variant, hasVariant := byValue(s.Variant)
+	decode, hasDecode := byValue(s.Decode)
 	s.Variant, s.Decode = nil, nil
 	fmt.Fprintf(h, "mokc %q\nexe %s\nlayer %#v\nschedule %#v\nvariant %t %#v\ndecode %t %#v\ntarget %s\ndriver %d\n",
 		version, exe, l, s, hasVariant, variant, hasDecode, decode, s.Target, driverVersion)
