@@ -140,7 +140,7 @@ import (
 // bytes, each lane's cp.async arrival and its code arrival).
 
 func init() {
-	registerAtom(target.SM90a, sm90Plan, atomCaps{nMajorB: sm90NMajorB, quantizeC: GemmSpec.swapAB, gatherA: sm90GatherA, splitK: sm90SplitK,
+	registerAtom(target.SM90a, sm90Plan, atomCaps{nMajorB: sm90NMajorB, quantizeC: GemmSpec.swapAB, gatherA: sm90GatherA, storeGather: sm90StoreGather, splitK: sm90SplitK,
 		queue: func(s GemmSpec) bool { return !s.MXExpand && s.Tile.BlocksPerSM <= 1 }, cluster: func(s GemmSpec) bool { return checkSM90Cluster(s) == nil },
 		sharesSM: sm90SharesSM})
 }
@@ -578,6 +578,8 @@ func (l *sm90Layout) registers(s GemmSpec) {
 		l.prodRegs = 72 // address arithmetic of the cp.async copies of B
 	case s.GatherK > 0:
 		l.prodRegs = 56 // the row addresses of the gathered A rows (gatherCopy)
+	case l.smem.Staged && s.storeGatherK > 0:
+		l.prodRegs = 72 // and the gather's copies (store_gather.go: four 16-byte loads in flight per lane), the consumers 216
 	case l.smem.Staged:
 		l.prodRegs = 48 // the store warps' copy loop
 	}

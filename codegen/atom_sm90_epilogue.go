@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"slices"
+
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
@@ -567,7 +569,9 @@ func (l sm90Layout) stageOut(b *Builder, k *sm90Block, w gemmWork, c, lane, warp
 // staging-full, copy the tile's rows below RowEnd and columns below N to C
 // in 16-byte chunks (consecutive threads take consecutive chunks of a row:
 // coalesced), (signalTiles) signal the item's row tile (signalTile), and
-// arrive on staging-empty. init is the staging tile's parity before the
+// arrive on staging-empty; with storeGatherK the warps copy their chunks
+// of the gather while they wait for the staging tile and after their
+// last item (storeGather). init is the staging tile's parity before the
 // first item (nil: 0); it returns the parity after the last.
 func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value, init []value.Value) []value.Value {
 	stgFull, stgEmpty := b.AddI(k.ring.bars, int64(16*l.S)), b.AddI(k.ring.bars, int64(16*l.S+8))
@@ -580,9 +584,20 @@ func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value, init []v
 	if init == nil {
 		init = []value.Value{ir.Int32(0)}
 	}
-	return k.work.each(b, init, func(w gemmWork, v []value.Value) []value.Value {
+	gathers := k.spec.storeGatherK > 0
+	var g storeGather
+	if gathers { // the warp's next chunk of the gather (store_gather.go) rides along
+		g = newStoreGather(b, k, t)
+		init = append(slices.Clip(init), g.first)
+	}
+	out := k.work.each(b, init, func(w gemmWork, v []value.Value) []value.Value {
 		sph := v[0]
-		b.MbarWait(stgFull, sph)
+		var chunk value.Value
+		if gathers {
+			chunk = g.wait(b, k.spec, stgFull, sph, v[1])
+		} else {
+			b.MbarWait(stgFull, sph)
+		}
 		b.Loop(t, ir.Int32(int64(total)), ir.Int32(96), nil, func(q value.Value, _ []value.Value) []value.Value {
 			r := b.UDiv(q, ir.Int32(int64(cpr)))
 			ch := b.URem(q, ir.Int32(int64(cpr)))
@@ -607,6 +622,14 @@ func (l sm90Layout) storeWarps(b *Builder, k *sm90Block, t value.Value, init []v
 			b.MbarArrive(stgEmpty)
 			l.signalItem(b, k.spec, w)
 		}
+		if gathers {
+			return []value.Value{b.Xor(sph, ir.Int32(1)), chunk}
+		}
 		return []value.Value{b.Xor(sph, ir.Int32(1))}
 	})
+	if gathers {
+		g.drain(b, k.spec, out[1])
+		return out[:1]
+	}
+	return out
 }

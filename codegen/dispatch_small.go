@@ -359,8 +359,8 @@ func (sw slotWarps) permute(b *Builder) {
 // writeTileLists writes expert e's entries of the GEMM work lists (as
 // emitScan): for list i of bms[i]-row tiles, n[i] tiles (expert, first
 // row) from entry base[i] + excl[i], the rows from off in steps of bms[i];
-// a list with counters of FC1's row tiles (tileList.done) gets each
-// tile's zeroed.
+// a list with counters of its row tiles (tileList.done, tileList.gathered)
+// gets each tile's zeroed.
 func (b *Builder) writeTileLists(tiles []tileList, bms []int64, n, excl, base []value.Value, e, off value.Value) {
 	for li, bm := range bms {
 		first := b.Add(base[li], excl[li])
@@ -369,8 +369,10 @@ func (b *Builder) writeTileLists(tiles []tileList, bms []int64, n, excl, base []
 			q := b.elemPtr(list, b.MulI(b.Add(first, j), 2), 4)
 			b.StoreAt(e, q, 4)
 			b.StoreAt(b.Add(off, b.MulI(j, bm)), b.ByteOffsetC(q, 4), 4)
-			if d := tiles[li].done; d != nil {
-				b.StoreAt(ir.Int32(0), b.elemPtr(b.Param(d.Name), b.Add(first, j), 4), 4)
+			for _, d := range []*moe.Buffer{tiles[li].done, tiles[li].gathered} {
+				if d != nil {
+					b.StoreAt(ir.Int32(0), b.elemPtr(b.Param(d.Name), b.Add(first, j), 4), 4)
+				}
 			}
 			return nil
 		})

@@ -36,6 +36,12 @@ import (
 // a target's support for it is decided; where it is false the lowering
 // launches the Gather op's kernel instead.
 //
+// StoresGather reports whether GroupedGEMM takes spec, a GEMM phase of a
+// persistent kernel, with its staged epilogue's store warps gathering A's
+// rows from the token rows beside the items (GemmSpec.storeGatherK =
+// topK; store_gather.go): the one place a target's support for it is
+// decided; where it is false the lowering keeps the gather phase.
+//
 // SplitsK reports whether GroupedGEMM takes spec with SplitK = splits
 // (the number of parts of the reduction, summed by a reduce kernel): the
 // one place a target's support for it is decided; where it is false the
@@ -83,6 +89,7 @@ type Engine interface {
 	ReadsNMajorB(spec GemmSpec) bool
 	QuantizesC(spec GemmSpec) bool
 	GathersA(spec GemmSpec, topK int) bool
+	StoresGather(spec GemmSpec, topK int) bool
 	SplitsK(spec GemmSpec, splits int) bool
 	QueuesItems(spec GemmSpec) bool
 	Clusters(spec GemmSpec) bool
@@ -115,10 +122,12 @@ type atomCaps struct {
 	nMajorB   func(GemmSpec) bool // an N-major B (BNMajor)
 	quantizeC func(GemmSpec) bool // C's MXFP8 form in the epilogue (QuantizeC)
 	gatherA   func(GemmSpec) bool // A's rows read by slot (GatherK)
-	splitK    func(GemmSpec) bool // the reduction in parts (SplitK)
-	queue     func(GemmSpec) bool // work items from a queue (QueueItems)
-	cluster   func(GemmSpec) bool // CTA pairs of a 2-CTA cluster (Tile.Cluster = 2)
-	sharesSM  func(GemmSpec) bool // two blocks per SM (Tile.BlocksPerSM = 2)
+	// storeGather: A's rows gathered by the store warps (storeGatherK)
+	storeGather func(GemmSpec) bool
+	splitK      func(GemmSpec) bool // the reduction in parts (SplitK)
+	queue       func(GemmSpec) bool // work items from a queue (QueueItems)
+	cluster     func(GemmSpec) bool // CTA pairs of a 2-CTA cluster (Tile.Cluster = 2)
+	sharesSM    func(GemmSpec) bool // two blocks per SM (Tile.BlocksPerSM = 2)
 	// noMX is why the atom has no MXFP8 GEMM ("": it has one).
 	noMX string
 }
@@ -158,6 +167,18 @@ func (e atomEngine) GathersA(spec GemmSpec, topK int) bool {
 	s := spec
 	s.GatherK = topK
 	if e.gatherA == nil || s.Validate() != nil || !e.gatherA(s) {
+		return false
+	}
+	_, err := e.plan(s)
+	return err == nil
+}
+
+// StoresGather reports whether the atom's store warps gather spec's A
+// rows from the token rows with top-k topK (GemmSpec.storeGatherK; see
+// Engine): its predicate holds and the plan fits.
+func (e atomEngine) StoresGather(spec GemmSpec, topK int) bool {
+	s := withStoreGather(spec, topK)
+	if e.storeGather == nil || s.Validate() != nil || !e.storeGather(s) {
 		return false
 	}
 	_, err := e.plan(s)
@@ -239,6 +260,9 @@ func (e atomEngine) GroupedGEMM(m *ir.Module, spec GemmSpec, rowsPerT int64) (Ke
 	}
 	if spec.GatherK > 0 && !e.GathersA(spec, spec.GatherK) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not gather the rows of A with tile %dx%dx%d", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
+	}
+	if spec.storeGatherK > 0 && !e.StoresGather(spec, spec.storeGatherK) {
+		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine's store warps do not gather the rows of A with tile %dx%dx%d (a GEMM phase of a persistent kernel with the staged epilogue)", spec.Name, e.target, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)
 	}
 	if spec.SplitK > 1 && !e.SplitsK(spec, spec.SplitK) {
 		return KernelInfo{}, fmt.Errorf("codegen: %s: the %v engine does not split the reduction in %d parts with tile %dx%dx%d", spec.Name, e.target, spec.SplitK, spec.Tile.BM, spec.Tile.BN, spec.Tile.BK)

@@ -304,6 +304,17 @@ type GemmSpec struct {
 	// same shared memory.
 	phase       bool
 	minProdRegs int
+	// storeGatherK, in a GEMM phase of the persistent forward (FC1 over
+	// dispatched rows with the staged epilogue; store_gather.go), is the
+	// top-k of the gather its store warps run beside the items: they copy
+	// A's rows from the token rows x (gather_x, bf16 [T, K]) by their slots
+	// (gather_slots) into A (parameter a), gatherRows rows a chunk, and
+	// signal each chunk to its row tile's word of gather_done; the
+	// producer waits before an item's loads until the word holds
+	// gatherChunks (0: no gather, the rows come from a gather phase).
+	storeGatherK int
+	gatherRows   int
+	gatherChunks int
 }
 
 // splits is the number of parts of the reduction: SplitK, at least 1.
@@ -378,6 +389,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: QueueItems takes the work items of a GEMM over dispatched rows (ATiled) from a queue at a word index >= 0 (%d)", s.Name, s.QueueWord)
 	case s.BHalvesInPairs && (s.Epilogue != EpiGated || s.Gate != GateInterleaved || !s.MXRegisterFed || s.B != BGrouped || s.BNMajor || s.Bias):
 		return fmt.Errorf("codegen: %s: BHalvesInPairs loads the gate/up halves of a register-fed MXFP8 FC1 (MXRegisterFed, EpiGated) as the pairs of GateInterleaved, from grouped K-major weights without a bias", s.Name)
+	case s.storeGatherK < 0 || s.storeGatherK > 0 && (s.A != ATiled || s.MX || s.B != BGrouped || s.GatherK > 0 || s.gatherRows <= 0 || s.gatherChunks != (s.Tile.BM+s.gatherRows-1)/s.gatherRows || s.K%8 != 0):
+		return fmt.Errorf("codegen: %s: storeGatherK = %d: the store warps gather the bf16 rows of dispatched A (ATiled) beside grouped weights, not gathered by the producer (GatherK), in chunks of gatherRows = %d rows, gatherChunks = %d per row tile of %d", s.Name, s.storeGatherK, s.gatherRows, s.gatherChunks, s.Tile.BM)
 	case s.GatherK < 0 || s.GatherK > 0 && (s.A != ATiled || s.MXRegisterFed || s.MXExpand || s.B == BTable):
 		return fmt.Errorf("codegen: %s: GatherK = %d: a GEMM gathers the bf16 (or, MXFP8, e4m3) rows of dispatched A (ATiled) beside grouped weights, neither register-fed nor expanded, GatherK the top-k", s.Name, s.GatherK)
 	}
@@ -390,25 +403,28 @@ func (s GemmSpec) Validate() error {
 // role to a buffer or a value. Engines that need tensor maps add parameters
 // with Role RoleTensorMap after these (Param.TensorMap names the operand).
 const (
-	RoleA         = "a"             // ptr: A, bf16 [rows, K] (e4m3 with MX, but bf16 with MXRegisterFed)
-	RoleB         = "b"             // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
-	RoleBias      = "bias"          // ptr: fp32 [E, BRows] (only if Bias)
-	RoleC         = "c"             // ptr: C, bf16 [rows, N] (f32 with COutF32; rounded to odd with CRoundOdd; never written with QuantizeCOnly)
-	RoleTiles     = "tiles"         // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
-	RoleOffsets   = "offsets"       // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
-	RoleNumTiles  = "ntiles"        // ptr: i32 [1] number of valid tiles (ATiled only)
-	RoleRows      = "rows"          // i32: number of rows M (ADense only)
-	RoleTensorMap = "tmap"          // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
-	RoleAScales   = "a_scales"      // ptr: ue8m0 [rows, K/32] (MX only, not MXRegisterFed; [T, K/32] with GatherK)
-	RoleBScales   = "b_scales"      // ptr: ue8m0 [E, BRows, K/32] (MX only)
-	RoleCQ        = "c_q"           // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
-	RoleCScales   = "c_scales"      // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
-	RoleCV        = "c_v"           // ptr: bf16 [rows, N], C's MXFP8 values in the register-fed order (QuantizeCValues only)
-	RoleARows     = "a_rows"        // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
-	RoleQueue     = "queue"         // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
-	RoleTileDone  = "tile_done"     // ptr: u32 [maxTiles], per row tile the first GEMM's signals, zero before the launch (Engine.ChainedGEMM's kernels; the persistent forward's FC1 and FC2)
-	RoleErr       = "err"           // ptr: u32 [2], the program's error words (launch.ErrBuffer), ErrWaitTimeout ORed into both when a wait gives up (a second GEMM's, waitTiles, only)
-	RoleWaitLimit = "wait_limit_ns" // i64: nanoseconds a wait may last, 0 without limit (launch.ParamWaitLimit; a second GEMM's only)
+	RoleA          = "a"             // ptr: A, bf16 [rows, K] (e4m3 with MX, but bf16 with MXRegisterFed)
+	RoleB          = "b"             // ptr: B, bf16 [E, BRows, K] ([E, K, BRows] with BNMajor; e4m3 with MX) (BGrouped) or u64 [E] pointer table (BTable)
+	RoleBias       = "bias"          // ptr: fp32 [E, BRows] (only if Bias)
+	RoleC          = "c"             // ptr: C, bf16 [rows, N] (f32 with COutF32; rounded to odd with CRoundOdd; never written with QuantizeCOnly)
+	RoleTiles      = "tiles"         // ptr: i32 [2*maxTiles] pairs (expert, first row) (ATiled only)
+	RoleOffsets    = "offsets"       // ptr: i32 [E+1] exclusive prefix of rows per expert (ATiled only)
+	RoleNumTiles   = "ntiles"        // ptr: i32 [1] number of valid tiles (ATiled only)
+	RoleRows       = "rows"          // i32: number of rows M (ADense only)
+	RoleTensorMap  = "tmap"          // .param .align 64 .b8 [128]: CUtensorMap (engines that use TMA)
+	RoleAScales    = "a_scales"      // ptr: ue8m0 [rows, K/32] (MX only, not MXRegisterFed; [T, K/32] with GatherK)
+	RoleBScales    = "b_scales"      // ptr: ue8m0 [E, BRows, K/32] (MX only)
+	RoleCQ         = "c_q"           // ptr: e4m3 [rows, N], C quantized (QuantizeC only)
+	RoleCScales    = "c_scales"      // ptr: ue8m0 [rows, N/32], its scales (QuantizeC only)
+	RoleCV         = "c_v"           // ptr: bf16 [rows, N], C's MXFP8 values in the register-fed order (QuantizeCValues only)
+	RoleARows      = "a_rows"        // ptr: i32 [rows], the slot of each dispatched row; A is then x [T, K] (and a_scales [T, K/32]) (GatherK only)
+	RoleQueue      = "queue"         // ptr: u32 words, the work queue at QueueWord (launch.BufWorkQueue) (QueueItems only)
+	RoleTileDone   = "tile_done"     // ptr: u32 [maxTiles], per row tile the first GEMM's signals, zero before the launch (Engine.ChainedGEMM's kernels; the persistent forward's FC1 and FC2)
+	RoleGatherX    = "gather_x"      // ptr: bf16 [T, K], the token rows the store warps gather (storeGatherK only)
+	RoleGatherSlot = "gather_slots"  // ptr: i32 [rows], the slot of each dispatched row over the top-k (storeGatherK only)
+	RoleGatherDone = "gather_done"   // ptr: u32 [maxTiles], per row tile the gathered chunks, zero before the launch (storeGatherK only)
+	RoleErr        = "err"           // ptr: u32 [2], the program's error words (launch.ErrBuffer), ErrWaitTimeout ORed into both when a wait gives up (waitTiles or storeGatherK only)
+	RoleWaitLimit  = "wait_limit_ns" // i64: nanoseconds a wait may last, 0 without limit (launch.ParamWaitLimit; waitTiles or storeGatherK only)
 )
 
 // GemmParams returns the parameter list every engine's grouped GEMM kernel
@@ -452,7 +468,13 @@ func GemmParams(s GemmSpec) []Param {
 	if s.signalTiles || s.waitTiles > 0 {
 		ps = append(ps, Param{Name: "tile_done", Type: ParamPtr, Size: 8, Role: RoleTileDone})
 	}
-	if s.waitTiles > 0 {
+	if s.storeGatherK > 0 {
+		ps = append(ps,
+			Param{Name: RoleGatherX, Type: ParamPtr, Size: 8, Role: RoleGatherX},
+			Param{Name: RoleGatherSlot, Type: ParamPtr, Size: 8, Role: RoleGatherSlot},
+			Param{Name: RoleGatherDone, Type: ParamPtr, Size: 8, Role: RoleGatherDone})
+	}
+	if s.waitTiles > 0 || s.storeGatherK > 0 {
 		ps = append(ps,
 			Param{Name: "err", Type: ParamPtr, Size: 8, Role: RoleErr},
 			Param{Name: RoleWaitLimit, Type: ParamI64, Size: 8, Role: RoleWaitLimit})

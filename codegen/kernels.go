@@ -217,14 +217,17 @@ func emitScan(m *ir.Module, d dims, op moe.Scan, tiles []tileList) Kernel {
 
 // tileListOperands are the GEMM work lists as operands of the kernel that
 // writes them: per list its tiles, its count and (when the list has them)
-// the counters of FC1's row tiles (tileList.done), by their buffers' names.
+// the counters of its row tiles (tileList.done, tileList.gathered), by
+// their buffers' names.
 func tileListOperands(tiles []tileList) []moe.Operand {
 	var out []moe.Operand
 	for _, t := range tiles {
 		out = append(out, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
 			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
-		if t.done != nil {
-			out = append(out, moe.Operand{Role: t.done.Name, Buffer: t.done, Access: moe.Write})
+		for _, d := range []*moe.Buffer{t.done, t.gathered} {
+			if d != nil {
+				out = append(out, moe.Operand{Role: d.Name, Buffer: d, Access: moe.Write})
+			}
 		}
 	}
 	return out

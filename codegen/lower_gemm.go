@@ -22,6 +22,11 @@ type tileList struct {
 	// phase's, planHSignals), u32 per tile, which the kernel writing the
 	// list zeroes (tileCounters).
 	done *moe.Buffer
+	// gathered (nil: none) is the counters of the chunks of each tile's
+	// rows that FC1's store warps have gathered (the persistent forward's
+	// gather beside FC1, planStoreGather), u32 per tile, which the kernel
+	// writing the list zeroes (gatherCounters).
+	gathered *moe.Buffer
 }
 
 // listFor returns the work list of bm-row tiles, adding it if new: list i
@@ -318,23 +323,17 @@ const gatherFC1Rows = 16
 // moe_<gemm>[_<variant>]_gathered) where the engine does (Engine.GathersA)
 // and the schedule lets it (schedule.Schedule.Gather is GatherFC1): the
 // gather kernel and the plain GEMM kernels run only at the other token
-// counts (xs stays planned for them). bf16 layers only. It returns 2 when
-// it lowered both ops, 0 when they do not qualify.
+// counts (xs stays planned for them). Under the persistent lowering
+// (planStoreGather) a plain GEMM kernel whose store warps gather
+// (storesGather) reads x itself too, and the gather kernel runs at none of
+// its token counts. bf16 layers only. It returns 2 when it lowered both
+// ops, 0 when they do not qualify.
 func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
-	if len(ops) < 2 || lw.sched.Gather == schedule.GatherSeparate {
+	if lw.sched.Gather == schedule.GatherSeparate {
 		return 0, nil
 	}
-	ga, okA := ops[0].(moe.Gather)
-	g, okG := ops[1].(moe.GEMM)
-	if !okA || !okG || ga.XS == nil || ga.Weights != nil || ga.Q != nil || ga.S != nil || ga.V != nil ||
-		g.A != ga.XS || g.Rows != moe.Dispatched || g.AScales != nil || g.ARegisterFed || g.BMajor == moe.NMajor ||
-		!lw.onlyReader(ga.XS, g) {
-		return 0, nil
-	}
-	if _, rf := lw.rfOps[g.Name()]; rf || lw.src.Layer.Precision == schedule.MXFP8 {
-		// Register-fed forms, and the bf16 GEMMs of an mxfp8 layer
-		// (llama4-scout's backward FC1·x), have not run gathered on the
-		// H200: they keep the gather kernel.
+	ga, g, ok := lw.gatherPair(ops)
+	if !ok {
 		return 0, nil
 	}
 	decode := launch.TokenRange{Min: 1, Max: int64(gatherFC1Rows * lw.d.E / lw.d.K)} // top-k <= E: at least 16
@@ -343,10 +342,11 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 	type split struct {
 		k         gemmKernel
 		near, far []launch.TokenRange // the gathering kernel's tokens, the plain one's
+		stores    bool                // the plain one's store warps gather (planStoreGather)
 	}
 	var splits []split
 	var separate []launch.TokenRange // where the gather kernel runs
-	gathers := false
+	gathers, stores := false, false
 	for _, k := range lw.gemmKernels(g) {
 		tokens := k.tokens
 		if tokens == nil {
@@ -358,15 +358,20 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 		if len(near) == 0 || !lw.eng.GathersA(spec, lw.d.K) {
 			near, far = nil, tokens
 		}
-		gathers = gathers || len(near) > 0
-		separate = append(separate, far...)
-		splits = append(splits, split{k, near, far})
+		sg := len(far) > 0 && lw.storeGather && lw.storesGather(g, k.s)
+		gathers, stores = gathers || len(near) > 0, stores || sg
+		if !sg {
+			separate = append(separate, far...)
+		}
+		splits = append(splits, split{k, near, far, sg})
 	}
-	if !gathers {
+	if !gathers && !stores {
 		return 0, nil
 	}
-	if err := lw.lowerFor(ga, merge(separate)); err != nil { // separate holds every T above decode
-		return 0, err
+	if len(separate) > 0 || !stores { // every T above decode where no store warps gather
+		if err := lw.lowerFor(ga, merge(separate)); err != nil {
+			return 0, err
+		}
 	}
 	for _, sp := range splits {
 		if len(sp.near) > 0 {
@@ -375,7 +380,11 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 			}
 		}
 		if len(sp.far) > 0 {
-			if err := lw.emitGEMM(g, sp.k.suffix, sp.k.s, sp.far, fused{}); err != nil {
+			var f fused
+			if sp.stores {
+				f.storeGather = &gatherSrc{x: ga.X, slots: ga.SrcSlot}
+			}
+			if err := lw.emitGEMM(g, sp.k.suffix, sp.k.s, sp.far, f); err != nil {
 				return 0, err
 			}
 		}
@@ -447,6 +456,9 @@ type fused struct {
 	quant  *moe.Quantize
 	gather *gatherSrc
 	splitK int // the reduction's parts (GemmSpec.SplitK; 0: one)
+	// storeGather: the rows its store warps gather beside the items
+	// (GemmSpec.storeGatherK, planStoreGather; nil: a gather phase's)
+	storeGather *gatherSrc
 }
 
 // gatherSrc is where a gathering GEMM (GemmSpec.GatherK) reads its A rows:
@@ -504,6 +516,9 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 	if f.gather != nil {
 		spec.GatherK = lw.d.K
 	}
+	if f.storeGather != nil {
+		spec = withStoreGather(spec, lw.d.K)
+	}
 	spec.SplitK = f.splitK
 	if lw.roundOdd[g.C.Name] && !spec.QuantizeCOnly {
 		if !spec.MXRegisterFed {
@@ -530,6 +545,10 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 		if f.gather.scales != nil {
 			bind[RoleAScales] = f.gather.scales.Name
 		}
+	}
+	if f.storeGather != nil {
+		bind[RoleGatherX], bind[RoleGatherSlot] = f.storeGather.x.Name, f.storeGather.slots.Name
+		bind[RoleGatherDone] = lw.gatherCounters(spec.Tile.BM).Name
 	}
 	if queue != nil {
 		bind[RoleQueue] = queue.Name

@@ -45,7 +45,8 @@ func persistentPair(t *testing.T, l schedule.Layer, backward bool) (perOp, persi
 // order, blocks of the per-op plan's largest, shared memory of its
 // largest, a pointer parameter per buffer the per-op kernels bind and a
 // grid parameter per row-wise phase; the per-op kernels are gone from the
-// module.
+// module. Where FC1's store warps gather its rows (planStoreGather: the
+// bf16 forwards of plain gathers), the per-op gather has no phase.
 func TestPersistent(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -77,8 +78,11 @@ func TestPersistent(t *testing.T) {
 		}
 		var phases []string
 		block, smem := 0, 0
+		stores := storesGatherPhase(pk)
 		for _, pk := range per.Kernels {
-			phases = append(phases, want+"/"+strings.TrimPrefix(pk.Name, "moe_"))
+			if pk.Name != "moe_gather" || !stores {
+				phases = append(phases, want+"/"+strings.TrimPrefix(pk.Name, "moe_"))
+			}
 			block, smem = max(block, pk.Block), max(smem, pk.SharedBytes)
 			if pk.GridPerSM {
 				continue
@@ -103,6 +107,14 @@ func TestPersistent(t *testing.T) {
 	}
 }
 
+// storesGatherPhase reports whether a phase of persistent program p
+// gathers its rows in its store warps (binds RoleGatherDone's counters).
+func storesGatherPhase(p *Program) bool {
+	return slices.ContainsFunc(p.PhaseKernels, func(k Kernel) bool {
+		return slices.ContainsFunc(k.Params, func(q Param) bool { return q.Role == RoleGatherDone })
+	})
+}
+
 // pkModuleFuncs names the functions of p's module.
 func pkModuleFuncs(p *Program) []string {
 	var out []string
@@ -115,17 +127,24 @@ func pkModuleFuncs(p *Program) []string {
 // TestPersistentAssemble: the persistent forward of qwen3-30b-a3b
 // (persistent GEMMs whose roles set their registers with setmaxnreg and
 // give them back, row-wise phases on named barriers of fewer threads) and
-// deepseek-v3's (shared experts), and qwen3-30b-a3b's persistent backward
-// (weight gradients on three-dimensional virtual grids), assemble with the
+// deepseek-v3's (shared experts), qwen3-30b-a3b's persistent backward
+// (weight gradients on three-dimensional virtual grids), and the forwards
+// of qwen3-30b-a3b and gpt-oss-120b with FC1's store warps gathering its
+// rows (schedule.GatherStoreWarps), assemble with the
 // gate's ptxas and with CUDA 12.9's, which compiles each with no warning
 // and no spill (ptxas 12.5 spills a few bytes in them: docs/perf.md,
 // persistent v3).
 func TestPersistentAssemble(t *testing.T) {
 	var texts []string
-	names := []string{"qwen3-30b-a3b", "deepseek-v3", "qwen3-30b-a3b backward"}
+	names := []string{"qwen3-30b-a3b", "deepseek-v3", "qwen3-30b-a3b backward", "qwen3-30b-a3b store-warps", "gpt-oss-120b store-warps"}
 	for _, name := range names {
-		base, backward := strings.CutSuffix(name, " backward")
-		_, p := persistentPair(t, testlayer.Named(t, base), backward)
+		var p *Program
+		if base, stores := strings.CutSuffix(name, " store-warps"); stores {
+			p = storeGatherProgram(t, testlayer.Named(t, base), false, schedule.GatherStoreWarps)
+		} else {
+			base, backward := strings.CutSuffix(name, " backward")
+			_, p = persistentPair(t, testlayer.Named(t, base), backward)
+		}
 		res, err := ptx.CompileModule(p.Module, target.SM90a)
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -219,7 +238,10 @@ func TestPersistentCombineBulk(t *testing.T) {
 		if combine.GridPerSM != bulk {
 			t.Errorf("%s: combine phase one block per SM %v, want %v", name, combine.GridPerSM, bulk)
 		}
-		plain := name != "llama4-scout" // its gather scales the rows by the routing weight
+		// llama4-scout's gather scales the rows by the routing weight; the
+		// others' rows are gathered by FC1's store warps at T > 256, by the
+		// gathering FC1 below.
+		plain := name != "llama4-scout" && !storesGatherPhase(p)
 		for _, k := range p.PhaseKernels {
 			if k.Name == "moe_gather" && k.GridPerSM != plain {
 				t.Errorf("%s: the gather phase one block per SM %v, want %v", name, k.GridPerSM, plain)

@@ -140,6 +140,7 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 		return nil, err
 	}
 	lw.planHSignals()
+	lw.planStoreGather()
 	for i := 0; i < len(p.Ops); {
 		n, err := lw.lowerNext(p.Ops[i:])
 		if err != nil {
@@ -239,6 +240,9 @@ type perOp struct {
 	// through which FC2's items wait instead of a grid barrier
 	// (planHSignals; nil: none).
 	hSig *hSignal
+	// storeGather is whether FC1's store warps gather its rows under the
+	// persistent lowering where their kernel form does (planStoreGather).
+	storeGather bool
 	// oneBlockPerSM is, under Schedule.BlocksPerSM > 1, why each GEMM
 	// kernel the engine does not build so runs one block per SM
 	// (Engine.SharesSM), by kernel name.

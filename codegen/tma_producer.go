@@ -189,7 +189,8 @@ type chainedProducer struct {
 // index among the MX code warps' lanes (their gathered A chunks), gs the
 // calling warp's MX row groups. With waitTiles (the second GEMM of a
 // chained kernel, the persistent forward's FC2) each item's loads wait
-// for its row tile's signals (waitTile).
+// for its row tile's signals (waitTile); with storeGatherK, for its row
+// tile's gathered chunks (waitGathered).
 func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma bool, copier value.Value, gs []int, init []value.Value) ([]value.Value, error) {
 	var err error
 	table, mx, gather := p.spec.B == BTable, p.spec.MX, p.spec.GatherK > 0
@@ -225,6 +226,9 @@ func (p gemmProducer) loop(b *Builder, tid, lead value.Value, wl workList, tma b
 		}
 	}
 	out := walk(b, init, func(w, nextItem gemmWork, v []value.Value) []value.Value {
+		if p.spec.storeGatherK > 0 {
+			p.waitGathered(b, w)
+		}
 		if p.spec.waitTiles > 0 {
 			p.waitTile(b, w)
 		}

@@ -84,6 +84,35 @@ func TestPersistentGPU(t *testing.T) {
 	}
 }
 
+// TestStoreGatherGPU: the persistent forward with FC1's store warps
+// gathering its rows (schedule.GatherStoreWarps: no gather phase above the
+// decode sizes, FC1's items waiting for their row tiles' chunks) passes
+// runChecked's checks and gives the per-op kernels' bits, in direct runs
+// and in graph replays (the counters zeroed with the tile list every
+// run), at T = 300 to 4096 (and 64, where the gathering FC1 runs instead)
+// on qwen3-30b-a3b (chunks of 8 rows), gpt-oss-20b (H = 2880: 5 rows),
+// olmoe-1b-7b, deepseek-v2-lite (shared experts) and deepseek-v3 of 16
+// experts (H = 7168: 2 rows).
+func TestStoreGatherGPU(t *testing.T) {
+	ctx, targets, stream := openLayerTest(t)
+	if !slices.Contains(targets, target.SM90a) {
+		t.Skip("the persistent kernel is sm_90a's")
+	}
+	stores := func(s *schedule.Schedule) {
+		persistent(s)
+		s.Gather = schedule.GatherStoreWarps
+	}
+	for _, c := range []struct {
+		name string
+		Ts   []int
+	}{
+		{"qwen3-30b-a3b", []int{4096, 1100, 300, 64}}, {"gpt-oss-20b", []int{2000, 300}}, {"olmoe-1b-7b", []int{1100}},
+		{"deepseek-v2-lite", []int{2000, 300}}, {"deepseek-v3 E16", []int{300}},
+	} {
+		sameAs(t, ctx, stream, c.name, oneShape, stores, c.Ts, "per-op kernels", "persistent kernel, rows gathered by FC1's store warps")
+	}
+}
+
 // TestPersistentBackwardGPU runs testLayerBackward's training steps (the
 // float64 reference, three steps with the same bits, the third a replay
 // of a captured graph, the main grads of experts without routes

@@ -166,7 +166,11 @@ type Schedule struct {
 	// e4m3 rows from x's per-token quantization), one launch and one
 	// [T*K, H] round trip fewer (docs/perf.md, gather v2 and v3);
 	// GatherSeparate keeps the gather kernel before FC1 at every T (the
-	// same results, bitwise).
+	// same results, bitwise); GatherStoreWarps (LoweringPersistent only;
+	// not yet run on a GPU) is GatherFC1 with, above the decode sizes, a
+	// bf16 forward's FC1 phase gathering its rows in its store warps where
+	// its kernel form has them (codegen.Engine.StoresGather), with no
+	// gather phase there (docs/megakernel.md, "The gather beside FC1").
 	Gather GatherKind
 	// SplitK is whether the dense GEMMs (the shared experts) split their
 	// reduction at decode sizes: SplitKAuto (the zero value) where the
@@ -455,32 +459,43 @@ const (
 	// GatherSeparate: a gather kernel writes the dispatched rows, FC1
 	// reads them.
 	GatherSeparate
+	// GatherStoreWarps: as GatherFC1, and where the gather kernel would
+	// run, the persistent kernel's FC1 phase gathers the rows in the
+	// staged epilogue's store warps instead (LoweringPersistent, a bf16
+	// forward on sm_90a; codegen/store_gather.go).
+	GatherStoreWarps
 )
 
-// String returns "fc1" or "separate".
+// String returns "fc1", "separate" or "store-warps".
 func (k GatherKind) String() string {
-	if k == GatherSeparate {
+	switch k {
+	case GatherSeparate:
 		return "separate"
+	case GatherStoreWarps:
+		return "store-warps"
 	}
 	return "fc1"
 }
 
-// UnmarshalText sets k from "fc1" or "separate" (ParseGatherKind).
+// UnmarshalText sets k from "fc1", "separate" or "store-warps"
+// (ParseGatherKind).
 func (k *GatherKind) UnmarshalText(b []byte) (err error) {
 	*k, err = ParseGatherKind(string(b))
 	return err
 }
 
-// ParseGatherKind accepts "fc1" and "separate" (in any case); any other
-// value is an error naming it.
+// ParseGatherKind accepts "fc1", "separate" and "store-warps" (in any
+// case); any other value is an error naming it.
 func ParseGatherKind(v string) (GatherKind, error) {
 	switch strings.ToLower(v) {
 	case "fc1":
 		return GatherFC1, nil
 	case "separate":
 		return GatherSeparate, nil
+	case "store-warps":
+		return GatherStoreWarps, nil
 	}
-	return 0, fmt.Errorf("%q: want fc1 or separate", v)
+	return 0, fmt.Errorf("%q: want fc1, separate or store-warps", v)
 }
 
 // WithMXGemm returns s with its mxfp8 routed GEMMs run by k; with
@@ -1171,6 +1186,12 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	}
 	if s.Items == ItemsQueue && s.MXGemm == MXGemmExpand {
 		return fieldErr("Schedule.Items", s.Items, "the queue walk is not built with the expansion's converter warps (Schedule.MXGemm expand)")
+	}
+	if s.Gather < GatherFC1 || s.Gather > GatherStoreWarps {
+		return fieldErr("Schedule.Gather", int(s.Gather), "must be fc1, separate or store-warps")
+	}
+	if s.Gather == GatherStoreWarps && s.Lowering != LoweringPersistent {
+		return fieldErr("Schedule.Gather", s.Gather, "the store warps gather in the persistent kernel's FC1 phase: give Schedule.Lowering persistent, or leave Schedule.Gather at fc1")
 	}
 	if s.Chain != ChainOff && s.Chain != ChainFC {
 		return fieldErr("Schedule.Chain", int(s.Chain), "must be off or fc1-fc2")

@@ -151,7 +151,7 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
 	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: regfed (weights widened to bf16 in registers, bf16 wgmma), promote (e4m3 wgmma per 32-wide block) or expand (widened in shared memory); sm_100a takes promote only (docs/flags.md)", "Schedule.MXGemm",
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("regfed on sm_90a with grouped weights, else promote").keepingVariant(),
-	scheduleFlag("gather", "where the forward's dispatched rows are gathered: fc1 (FC1 reads them from x at decode sizes, where it can) or separate (a gather kernel at every T); the same results (docs/flags.md)", "Schedule.Gather",
+	scheduleFlag("gather", "where the forward's dispatched rows are gathered: fc1 (FC1 reads them from x at decode sizes, where it can), separate (a gather kernel at every T) or store-warps (as fc1, and with --lowering persistent FC1's store warps gather them above the decode sizes instead of a gather phase; not yet run on a GPU); the same results (docs/flags.md)", "Schedule.Gather",
 		func(s *schedule.Schedule) any { return &s.Gather }).withDefault("fc1").keepingVariant(),
 	scheduleFlag("dispatch", "the forward's routing ops past T·top-k = 8192: queue (one kernel taking work items from a queue) or ops (one kernel per op); the same bytes (docs/flags.md)", "Schedule.Dispatch",
 		func(s *schedule.Schedule) any { return &s.Dispatch }).withDefault("queue").keepingVariant(),

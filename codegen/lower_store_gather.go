@@ -1,0 +1,102 @@
+package codegen
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/mokc/mokc/launch"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/schedule"
+)
+
+// The persistent bf16 forward's gather beside FC1 (store_gather.go): where
+// FC1's kernel forms above the decode sizes have store warps that can
+// gather (Engine.StoresGather), they copy the dispatched rows themselves
+// and the kernel has no gather phase at those T; FC1's producer waits for
+// each row tile's chunks through counters of the tile list
+// (tileList.gathered), zeroed by the kernel that writes the list.
+
+// planStoreGather plans the gather beside FC1 under the persistent
+// lowering of a bf16 forward with schedule.GatherStoreWarps and without a
+// chained FC1 and FC2, clusters or blocks sharing an SM: for the gather
+// and the GEMM that alone reads its rows (gatherPair), each of the GEMM's
+// kernel forms whose store warps gather (storesGather) gets its tile
+// list's counters. It runs before the ops are lowered, so that the
+// kernels writing the tile lists zero the counters.
+func (lw *perOp) planStoreGather() {
+	s := lw.sched
+	if s.Lowering != schedule.LoweringPersistent || s.Gather != schedule.GatherStoreWarps || s.Chain == schedule.ChainFC ||
+		s.Cluster > 1 || s.BlocksPerSM > 1 || !forwardProgram(lw.src) || lw.src.Layer.Precision != schedule.BF16 {
+		return
+	}
+	for i := range lw.src.Ops {
+		_, g, ok := lw.gatherPair(lw.src.Ops[i:])
+		if !ok {
+			continue
+		}
+		for _, k := range lw.gemmKernels(g) {
+			if lw.storesGather(g, k.s) {
+				lw.gatherCounters(lw.gemmSpec(g, k.s).Tile.BM)
+				lw.storeGather = true
+			}
+		}
+		return
+	}
+}
+
+// gatherPair reports whether ops begin with a Gather of plain bf16 rows
+// (no routing weight, no quantized form) and the GEMM over dispatched
+// rows that alone reads them (the forward's gather and FC1, the
+// backward's rows of FC1·x), a bf16 layer's, not register-fed.
+func (lw *perOp) gatherPair(ops []moe.Op) (moe.Gather, moe.GEMM, bool) {
+	if len(ops) < 2 {
+		return moe.Gather{}, moe.GEMM{}, false
+	}
+	ga, okA := ops[0].(moe.Gather)
+	g, okG := ops[1].(moe.GEMM)
+	if !okA || !okG || ga.XS == nil || ga.Weights != nil || ga.Q != nil || ga.S != nil || ga.V != nil ||
+		g.A != ga.XS || g.Rows != moe.Dispatched || g.AScales != nil || g.ARegisterFed || g.BMajor == moe.NMajor ||
+		!lw.onlyReader(ga.XS, g) {
+		return moe.Gather{}, moe.GEMM{}, false
+	}
+	if _, rf := lw.rfOps[g.Name()]; rf || lw.src.Layer.Precision == schedule.MXFP8 {
+		// Register-fed forms, and the bf16 GEMMs of an mxfp8 layer
+		// (llama4-scout's backward FC1·x), have not run gathered on the
+		// H200: they keep the gather kernel.
+		return moe.Gather{}, moe.GEMM{}, false
+	}
+	return ga, g, true
+}
+
+// storesGather reports whether g's kernel under schedule s gathers its
+// rows in its store warps (Engine.StoresGather), in the form
+// gemmKernelSpec gives it (with the item queue where it takes one).
+func (lw *perOp) storesGather(g moe.GEMM, s schedule.Schedule) bool {
+	spec := lw.gemmSpec(g, s)
+	spec.Name = "moe_" + g.Name()
+	if lw.sched.Items == schedule.ItemsQueue && spec.A == ATiled && lw.eng.QueuesItems(spec) {
+		spec.QueueItems = true
+	}
+	return lw.eng.StoresGather(spec, lw.d.K)
+}
+
+// gatherCounters returns the counters of the gathered chunks of the tile
+// list of bm-row tiles (tileList.gathered), adding them to the program
+// once.
+func (lw *perOp) gatherCounters(bm int) *moe.Buffer {
+	lw.listFor(bm)
+	for li, t := range lw.lists {
+		if t.bm != bm {
+			continue
+		}
+		if t.gathered == nil {
+			t.gathered = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", "gather_done", 1), Kind: moe.Scratch, DType: moe.U32,
+				Shape: []launch.Expr{t.tiles.Shape[0]},
+				Doc:   fmt.Sprintf("the counters of FC1's wait for its gathered rows: per tile of %s, the chunks of the tile's rows the store warps have copied (zeroed with the list)", t.tiles.Name)}
+			lw.lists[li] = t
+			lw.prog.Buffers = append(lw.prog.Buffers, t.gathered.Plan())
+		}
+		return t.gathered
+	}
+	return nil
+}

@@ -1,0 +1,126 @@
+package codegen
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/schedule"
+	"github.com/mokc/mokc/target"
+)
+
+// TestStoreGatherChunks: for every preset's hidden size and the row tiles
+// of 64 to 256 rows, a chunk of the gather beside FC1 holds at most
+// storeGatherChunkBytes (or one row) and at most 32 rows (the lanes that
+// hold its tokens), and a tile's chunks cover its rows, the last one not
+// empty.
+func TestStoreGatherChunks(t *testing.T) {
+	for _, name := range schedule.Presets() {
+		l := testlayer.Named(t, name)
+		for _, bm := range []int{64, 128, 192, 256} {
+			s := GemmSpec{K: l.Hidden}
+			s.Tile.BM = bm
+			s = withStoreGather(s, l.TopK)
+			r, g := s.gatherRows, s.gatherChunks
+			if r < 1 || r > 32 || r > 1 && 2*l.Hidden*r > storeGatherChunkBytes || g*r < bm || (g-1)*r >= bm || s.storeGatherK != l.TopK {
+				t.Errorf("%s: H %d, %d-row tiles: %d chunks of %d rows, top-k %d", name, l.Hidden, bm, g, r, s.storeGatherK)
+			}
+		}
+	}
+}
+
+// TestStoreGather: with schedule.GatherStoreWarps the persistent bf16
+// forward of every sm_90a preset with a plain gather has no gather phase
+// above the decode sizes: FC1's phase binds x, the rows' slots and the
+// tile list's gather_done1 counters (which the kernels writing the list
+// zero), its store warps add one per chunk and its producer waits for a
+// tile's chunks; llama4-scout (the routing weight on the rows), the
+// default GatherFC1, GatherSeparate, the mxfp8 forward and the backward
+// keep the gather kernel and have no such counters, and the per-op
+// lowering refuses the setting.
+func TestStoreGather(t *testing.T) {
+	binds := func(k Kernel, role, buf string) bool {
+		return slices.ContainsFunc(k.Params, func(p Param) bool { return p.Buffer == buf && (role == "" || p.Role == role) })
+	}
+	phase := func(p *Program, name string) *Kernel {
+		for i, k := range p.PhaseKernels {
+			if k.Name == name {
+				return &p.PhaseKernels[i]
+			}
+		}
+		return nil
+	}
+	for _, name := range schedule.Presets() {
+		l := testlayer.Named(t, name)
+		p := storeGatherProgram(t, l, false, schedule.GatherStoreWarps)
+		want := name != "llama4-scout"
+		if got := p.Buffer("gather_done1") != nil; got != want {
+			t.Errorf("%s: counters of the gathered rows %v, want %v", name, got, want)
+		}
+		if g := phase(p, "moe_gather"); (g == nil) != want {
+			t.Errorf("%s: gather phase %v, want %v", name, g != nil, !want)
+		}
+		if !want {
+			continue
+		}
+		fc1 := phase(p, "moe_fc1")
+		if fc1 == nil || !binds(*fc1, RoleGatherX, moe.BufX) || !binds(*fc1, RoleGatherSlot, "src_slot") || !binds(*fc1, RoleGatherDone, "gather_done1") || !binds(*fc1, RoleA, "xs") {
+			t.Fatalf("%s: moe_fc1 phase %v: want x, src_slot and gather_done1 bound to its gather, xs to A", name, fc1)
+		}
+		for _, k := range p.PhaseKernels {
+			writes := strings.HasPrefix(k.Name, "moe_dispatch") || k.Name == "moe_scan"
+			if k.Name != "moe_fc1" && binds(k, "", "gather_done1") != writes {
+				t.Errorf("%s: phase %s binds gather_done1 %v, want %v", name, k.Name, !writes, writes)
+			}
+		}
+		_, targets := counterOps(t, p)
+		spec := withStoreGather(GemmSpec{K: l.Hidden, Tile: Tile{BM: 128}}, l.TopK)
+		if !slices.Contains(targets, int64(spec.gatherChunks)) {
+			t.Errorf("%s: acquire targets %v lack a tile's %d chunks", name, targets, spec.gatherChunks)
+		}
+	}
+	l := testlayer.Named(t, "qwen3-30b-a3b")
+	for _, g := range []schedule.GatherKind{schedule.GatherFC1, schedule.GatherSeparate} {
+		if p := storeGatherProgram(t, l, false, g); storesGatherPhase(p) || p.Buffer("gather_done1") != nil || phase(p, "moe_gather") == nil {
+			t.Errorf("qwen3-30b-a3b gather %v: store warps gather %v, counters %v; want neither, and a gather phase", g, storesGatherPhase(p), p.Buffer("gather_done1") != nil)
+		}
+	}
+	if bw := storeGatherProgram(t, l, true, schedule.GatherStoreWarps); storesGatherPhase(bw) {
+		t.Errorf("qwen3-30b-a3b backward: a phase gathers in its store warps")
+	}
+	mx := l
+	mx.Precision = schedule.MXFP8
+	if p := storeGatherProgram(t, mx, false, schedule.GatherStoreWarps); storesGatherPhase(p) || p.Buffer("gather_done1") != nil {
+		t.Errorf("qwen3-30b-a3b mxfp8: a phase gathers in its store warps")
+	}
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	s.Gather = schedule.GatherStoreWarps
+	if err := s.Validate(l); err == nil || !strings.Contains(err.Error(), "persistent") {
+		t.Errorf("per-op lowering with the store warps' gather: %v, want an error naming the persistent lowering", err)
+	}
+}
+
+// storeGatherProgram lowers layer l's forward (or backward) on sm_90a
+// persistent with its default schedule less the variants of other warps
+// (as persistentPair) and gather kind g.
+func storeGatherProgram(t *testing.T, l schedule.Layer, backward bool, g schedule.GatherKind) *Program {
+	t.Helper()
+	s := testlayer.DefaultSchedule(t, l, target.SM90a)
+	oneShapeOf(&s)
+	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
+	s.Lowering, s.Gather = schedule.LoweringPersistent, g
+	p, err := moe.Forward(l)
+	if backward {
+		p, err = moe.Backward(l)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := Lower(p, s, Persistent)
+	if err != nil {
+		t.Fatalf("%s (backward %v) gather %v: %v", l.Name, backward, g, err)
+	}
+	return prog
+}
