@@ -127,18 +127,28 @@ func fcPair(ops []moe.Op, i int) (g1, g2 moe.GEMM, q *moe.Quantize, ok bool) {
 // of h, in the chained kernel name or in the persistent kernel's phases
 // (planHSignals), once per list, and returns them (nil: no such list).
 func (lw *perOp) tileCounters(bm int, name string) *moe.Buffer {
-	for li, t := range lw.lists {
+	return lw.listCounters(bm, func(t *tileList) **moe.Buffer { return &t.done }, "tile_done", func(tiles string) string {
+		return fmt.Sprintf("the counters of FC2's wait for FC1's rows of h (%s, ...): per tile of %s, the signals of the FC1 warps or threads that have stored their part of the tile's rows, over all its column blocks (zeroed with the list)", name, tiles)
+	})
+}
+
+// listCounters returns the u32 counters per tile of the tile list of
+// bm-row tiles that field selects (tileList.done, tileList.gathered),
+// adding them to the program once, named after the list's tiles with
+// prefix in place of "tiles" and documented by doc of the tiles' name
+// (nil: no such list). The kernel writing the list zeroes them.
+func (lw *perOp) listCounters(bm int, field func(*tileList) **moe.Buffer, prefix string, doc func(tiles string) string) *moe.Buffer {
+	for li := range lw.lists {
+		t := &lw.lists[li]
 		if t.bm != bm {
 			continue
 		}
-		if t.done == nil {
-			t.done = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", "tile_done", 1), Kind: moe.Scratch, DType: moe.U32,
-				Shape: []launch.Expr{t.tiles.Shape[0]},
-				Doc:   fmt.Sprintf("the counters of FC2's wait for FC1's rows of h (%s, ...): per tile of %s, the signals of the FC1 warps or threads that have stored their part of the tile's rows, over all its column blocks (zeroed with the list)", name, t.tiles.Name)}
-			lw.lists[li] = t
-			lw.prog.Buffers = append(lw.prog.Buffers, t.done.Plan())
+		if c := field(t); *c == nil {
+			*c = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", prefix, 1), Kind: moe.Scratch, DType: moe.U32,
+				Shape: []launch.Expr{t.tiles.Shape[0]}, Doc: doc(t.tiles.Name)}
+			lw.prog.Buffers = append(lw.prog.Buffers, (*c).Plan())
 		}
-		return t.done
+		return *field(t)
 	}
 	return nil
 }

@@ -321,7 +321,7 @@ const gatherFC1Rows = 16
 // T*topk/E), a second kernel of each of the GEMM's kernels that reads the
 // rows from x by their slots (GemmSpec.GatherK, named
 // moe_<gemm>[_<variant>]_gathered) where the engine does (Engine.GathersA)
-// and the schedule lets it (schedule.Schedule.Gather is GatherFC1): the
+// and the schedule lets it (schedule.Schedule.Gather is not GatherSeparate): the
 // gather kernel and the plain GEMM kernels run only at the other token
 // counts (xs stays planned for them). Under the persistent lowering
 // (planStoreGather) a plain GEMM kernel whose store warps gather

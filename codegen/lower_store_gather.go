@@ -2,9 +2,7 @@ package codegen
 
 import (
 	"fmt"
-	"strings"
 
-	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
@@ -85,18 +83,7 @@ func (lw *perOp) storesGather(g moe.GEMM, s schedule.Schedule) bool {
 // once.
 func (lw *perOp) gatherCounters(bm int) *moe.Buffer {
 	lw.listFor(bm)
-	for li, t := range lw.lists {
-		if t.bm != bm {
-			continue
-		}
-		if t.gathered == nil {
-			t.gathered = &moe.Buffer{Name: strings.Replace(t.tiles.Name, "tiles", "gather_done", 1), Kind: moe.Scratch, DType: moe.U32,
-				Shape: []launch.Expr{t.tiles.Shape[0]},
-				Doc:   fmt.Sprintf("the counters of FC1's wait for its gathered rows: per tile of %s, the chunks of the tile's rows the store warps have copied (zeroed with the list)", t.tiles.Name)}
-			lw.lists[li] = t
-			lw.prog.Buffers = append(lw.prog.Buffers, t.gathered.Plan())
-		}
-		return t.gathered
-	}
-	return nil
+	return lw.listCounters(bm, func(t *tileList) **moe.Buffer { return &t.gathered }, "gather_done", func(tiles string) string {
+		return fmt.Sprintf("the counters of FC1's wait for its gathered rows: per tile of %s, the chunks of the tile's rows the store warps have copied (zeroed with the list)", tiles)
+	})
 }

@@ -18,24 +18,32 @@ import (
 // persistent.
 func persistentPair(t *testing.T, l schedule.Layer, backward bool) (perOp, persistent *Program) {
 	t.Helper()
+	return lowerOneShape(t, l, backward, PerOp, nil), lowerOneShape(t, l, backward, Persistent, nil)
+}
+
+// lowerOneShape lowers layer l's forward (or backward) on sm_90a with its
+// default schedule less a GEMM variant of other warps, changed by edit
+// (nil: none), as how.
+func lowerOneShape(t *testing.T, l schedule.Layer, backward bool, how Lowering, edit func(*schedule.Schedule)) *Program {
+	t.Helper()
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	oneShapeOf(&s)
-	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
-	lower := func(how Lowering) *Program {
-		p, err := moe.Forward(l)
-		if backward {
-			p, err = moe.Backward(l)
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-		prog, err := Lower(p, s, how)
-		if err != nil {
-			t.Fatalf("%s (backward %v) %v: %v", l.Name, backward, how, err)
-		}
-		return prog
+	if edit != nil {
+		edit(&s)
 	}
-	return lower(PerOp), lower(Persistent)
+	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
+	p, err := moe.Forward(l)
+	if backward {
+		p, err = moe.Backward(l)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog, err := Lower(p, s, how)
+	if err != nil {
+		t.Fatalf("%s (backward %v) %v: %v", l.Name, backward, how, err)
+	}
+	return prog
 }
 
 // TestPersistent: the persistent lowering of the forward and the backward

@@ -25,24 +25,32 @@ import (
 // 16-byte units, units lane + 32i, four loads issued before their four
 // stores; then the warp synchronises and lane 0 adds one to the tile's
 // word of gather_done by a release add at gpu scope (as signalItem: the
-// release waits for the warp's stores, in warps that have nothing else
-// to do). A short tile's empty chunks signal too, so every tile's word
-// ends at gatherChunks.
+// release waits for the warp's stores, in warps whose only other work is
+// the staging tile). A short tile's empty chunks signal too, so every
+// tile's word ends at gatherChunks.
 //
 // The producer waits, before an item's loads, until its tile's word holds
 // gatherChunks (awaitCount: an acquire poll bounded by the wait limit),
 // then fences the async proxy before its TMA loads of the rows (the
 // pattern of the FC2 phase's wait for FC1, lower_phase_signals.go).
 //
-// The store warps never wait for anything but their staging tile, and
-// while they wait for it they copy their next chunk (waitGathering:
-// lane 0's mbarrier.try_wait, one chunk per failed try), and after their
-// last item they copy the chunks left: each warp's chunks are all copied
-// whatever the other roles do, so every producer's wait ends (the grid is
-// resident: launch.Kernel.CoResident). A chunk holds the staging tile at
-// most one chunk's copy (32 KB) after the consumers filled it, well within
-// the consumers' next item. The counters are zeroed with the tile list,
-// by the kernel that writes it, every run.
+// Every producer's wait ends (the grid is resident:
+// launch.Kernel.CoResident). While the store warps wait for their staging
+// tile they copy their next chunk (storeGather.wait: a non-blocking
+// mbarrier.test_wait, lane 0's result shared by the warp, one chunk per
+// incomplete test), and after their last item they copy the chunks left.
+// Their only other wait is the item ring's (gemm_task.go, itemRing: with
+// QueueItems, at the start of item j, for item j+1's number), which needs
+// nothing the gather gives: they start item j once item j-1's staging
+// tile was full, so the consumers had every stage of item j-1, so the
+// producer had issued them all and gone on to item j, whose first step,
+// before its wait for the tile's chunks (waitGathered), stores item j+1's
+// number (the producer loads no stage of a next item before it starts
+// it). So each warp's chunks are all copied whatever the other roles
+// wait for. A chunk holds the staging tile at most one chunk's copy (32
+// KB) and its release after the consumers filled it, well within the
+// consumers' next item. The counters are zeroed with the tile list, by
+// the kernel that writes it, every run.
 
 // storeGatherChunkBytes is the size of a chunk's rows (at most, with one
 // row where a row is larger): 32 KB, a few µs of one warp's copies.
@@ -62,8 +70,9 @@ func withStoreGather(spec GemmSpec, topK int) GemmSpec {
 
 // sm90StoreGather: the sm_90a atom's store warps gather A's rows for a
 // GEMM phase of a persistent kernel (the grid resident) over bf16
-// dispatched rows with grouped weights whose plan has the staged
-// epilogue, one block per SM and no cluster.
+// dispatched rows with grouped K-major weights, not gathered by the
+// producer nor quantized in the epilogue, whose plan has the staged
+// epilogue and two consumer warpgroups, one block per SM and no cluster.
 func sm90StoreGather(s GemmSpec) bool {
 	if !s.phase || s.MX || s.B != BGrouped || s.GatherK > 0 || s.QuantizeC || s.Tile.Cluster > 1 || s.Tile.BlocksPerSM > 1 || s.BNMajor {
 		return false
@@ -107,13 +116,13 @@ func (g storeGather) next(b *Builder, s GemmSpec, c value.Value) value.Value {
 }
 
 // wait emits the store warps' wait for the staging tile's phase of parity
-// on bar, copying the warp's next chunk after each try that finds it
-// incomplete (lane 0's mbarrier.try_wait, shared with the warp so that
+// on bar, copying the warp's next chunk after each test that finds it
+// incomplete (mbarTestWait, lane 0's result shared with the warp so that
 // the warp stays converged), then the wait itself (each thread's acquire
 // of the phase); it returns the warp's next chunk.
 func (g storeGather) wait(b *Builder, s GemmSpec, bar, parity, c value.Value) value.Value {
 	out := b.While([]value.Value{c}, func(v []value.Value) value.Value {
-		return b.ICmp(enum.IPredEQ, b.WarpUniform(b.mbarTryWait(bar, parity)), ir.Int32(0))
+		return b.ICmp(enum.IPredEQ, b.WarpUniform(b.mbarTestWait(bar, parity)), ir.Int32(0))
 	}, func(v []value.Value) []value.Value {
 		return []value.Value{g.next(b, s, v[0])}
 	})
@@ -179,14 +188,14 @@ func copyGatherChunk(b *Builder, s GemmSpec, c value.Value) {
 	})
 }
 
-// mbarTryWait is 1 when the phase of parity of the mbarrier at shared
-// address bar has completed, else 0 (mbarrier.try_wait.parity: the
-// calling thread may be suspended a while first; PTX ISA, "mbarrier").
-func (b *Builder) mbarTryWait(bar, parity value.Value) value.Value {
+// mbarTestWait is 1 when the phase of parity of the mbarrier at shared
+// address bar has completed, else 0 (mbarrier.test_wait.parity: it does
+// not suspend the thread, unlike try_wait; PTX ISA, "mbarrier.test_wait").
+func (b *Builder) mbarTestWait(bar, parity value.Value) value.Value {
 	return b.AsmCall(asmLines(
 		"{",
 		".reg .pred p;",
-		"mbarrier.try_wait.parity.shared::cta.b64 p, [$1], $2;",
+		"mbarrier.test_wait.parity.shared::cta.b64 p, [$1], $2;",
 		"selp.u32 $0, 1, 0, p;",
 		"}"), "=r,r,r", ir.I32, bar, parity)
 }

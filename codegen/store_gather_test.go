@@ -107,20 +107,5 @@ func TestStoreGather(t *testing.T) {
 // (as persistentPair) and gather kind g.
 func storeGatherProgram(t *testing.T, l schedule.Layer, backward bool, g schedule.GatherKind) *Program {
 	t.Helper()
-	s := testlayer.DefaultSchedule(t, l, target.SM90a)
-	oneShapeOf(&s)
-	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
-	s.Lowering, s.Gather = schedule.LoweringPersistent, g
-	p, err := moe.Forward(l)
-	if backward {
-		p, err = moe.Backward(l)
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	prog, err := Lower(p, s, Persistent)
-	if err != nil {
-		t.Fatalf("%s (backward %v) gather %v: %v", l.Name, backward, g, err)
-	}
-	return prog
+	return lowerOneShape(t, l, backward, Persistent, func(s *schedule.Schedule) { s.Lowering, s.Gather = schedule.LoweringPersistent, g })
 }
