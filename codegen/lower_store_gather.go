@@ -66,6 +66,17 @@ func (lw *perOp) gatherPair(ops []moe.Op) (moe.Gather, moe.GEMM, bool) {
 	return ga, g, true
 }
 
+// checkStoreGather refuses a forward under a schedule with
+// GatherStoreWarps none of whose kernels gathers in its store warps: the
+// setting would change nothing. A backward keeps its gathers (a forward
+// and backward built with one schedule: the forward's check refuses).
+func (lw *perOp) checkStoreGather() error {
+	if lw.sched.Gather != schedule.GatherStoreWarps || !forwardProgram(lw.src) || lw.storeGather {
+		return nil
+	}
+	return fmt.Errorf("codegen: %s: Schedule.Gather store-warps: no FC1 kernel of this forward gathers its rows in its store warps (they do in the persistent bf16 forward on sm_90a of a plain gather: no routing weight on the rows, no mxfp8 rows, grouped weights, FC1 and FC2 not chained): leave Schedule.Gather at fc1", lw.src.Layer.Name)
+}
+
 // storesGather reports whether g's kernel under schedule s gathers its
 // rows in its store warps (Engine.StoresGather), in the form
 // gemmKernelSpec gives it (with the item queue where it takes one).

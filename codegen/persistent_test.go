@@ -26,6 +26,16 @@ func persistentPair(t *testing.T, l schedule.Layer, backward bool) (perOp, persi
 // (nil: none), as how.
 func lowerOneShape(t *testing.T, l schedule.Layer, backward bool, how Lowering, edit func(*schedule.Schedule)) *Program {
 	t.Helper()
+	prog, err := lowerOneShapeErr(t, l, backward, how, edit)
+	if err != nil {
+		t.Fatalf("%s (backward %v) %v: %v", l.Name, backward, how, err)
+	}
+	return prog
+}
+
+// lowerOneShapeErr is lowerOneShape returning the lowering's error.
+func lowerOneShapeErr(t *testing.T, l schedule.Layer, backward bool, how Lowering, edit func(*schedule.Schedule)) (*Program, error) {
+	t.Helper()
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
 	oneShapeOf(&s)
 	if edit != nil {
@@ -39,11 +49,7 @@ func lowerOneShape(t *testing.T, l schedule.Layer, backward bool, how Lowering, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	prog, err := Lower(p, s, how)
-	if err != nil {
-		t.Fatalf("%s (backward %v) %v: %v", l.Name, backward, how, err)
-	}
-	return prog
+	return Lower(p, s, how)
 }
 
 // TestPersistent: the persistent lowering of the forward and the backward

@@ -157,6 +157,9 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err := lw.checkCluster(); err != nil {
 		return nil, err
 	}
+	if err := lw.checkStoreGather(); err != nil {
+		return nil, err
+	}
 	if err := lw.prog.checkBuffers(); err != nil {
 		return nil, err
 	}

@@ -1191,7 +1191,7 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 		return fieldErr("Schedule.Gather", int(s.Gather), "must be fc1, separate or store-warps")
 	}
 	if s.Gather == GatherStoreWarps && s.Lowering != LoweringPersistent {
-		return fieldErr("Schedule.Gather", s.Gather, "the store warps gather in the persistent kernel's FC1 phase: give Schedule.Lowering persistent, or leave Schedule.Gather at fc1")
+		return fieldErr("Schedule.Gather", s.Gather, "the store warps gather in the sm_90a persistent kernel's FC1 phase: give Schedule.Lowering persistent (on sm_90a), or leave Schedule.Gather at fc1")
 	}
 	if s.Chain != ChainOff && s.Chain != ChainFC {
 		return fieldErr("Schedule.Chain", int(s.Chain), "must be off or fc1-fc2")
