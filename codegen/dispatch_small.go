@@ -369,10 +369,8 @@ func (b *Builder) writeTileLists(tiles []tileList, bms []int64, n, excl, base []
 			q := b.elemPtr(list, b.MulI(b.Add(first, j), 2), 4)
 			b.StoreAt(e, q, 4)
 			b.StoreAt(b.Add(off, b.MulI(j, bm)), b.ByteOffsetC(q, 4), 4)
-			for _, d := range []*moe.Buffer{tiles[li].done, tiles[li].gathered} {
-				if d != nil {
-					b.StoreAt(ir.Int32(0), b.elemPtr(b.Param(d.Name), b.Add(first, j), 4), 4)
-				}
+			for _, d := range tiles[li].counters() {
+				b.StoreAt(ir.Int32(0), b.elemPtr(b.Param(d.Name), b.Add(first, j), 4), 4)
 			}
 			return nil
 		})

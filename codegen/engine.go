@@ -177,7 +177,8 @@ func (e atomEngine) GathersA(spec GemmSpec, topK int) bool {
 // rows from the token rows with top-k topK (GemmSpec.storeGatherK; see
 // Engine): its predicate holds and the plan fits.
 func (e atomEngine) StoresGather(spec GemmSpec, topK int) bool {
-	s := withStoreGather(spec, topK)
+	s := spec
+	s.storeGatherK = topK
 	if e.storeGather == nil || s.Validate() != nil || !e.storeGather(s) {
 		return false
 	}

@@ -74,11 +74,18 @@ func (l sm90Layout) signalItem(b *Builder, s GemmSpec, w gemmWork) {
 		b.signalTile(w)
 		return
 	}
+	b.warpSignal(RoleTileDone, w.tile, int64(s.signalPerItem/(l.signalThreads()/32)))
+}
+
+// warpSignal emits the calling warp's signal to word tile of the u32
+// counters in parameter counters, once every lane's stores are done: the
+// warp synchronises (bar.warp.sync orders the lanes' stores before lane
+// 0's) and lane 0 adds n by a release add at gpu scope.
+func (b *Builder) warpSignal(counters string, tile value.Value, n int64) {
 	lane, _ := b.LaneWarp()
 	b.WarpSync()
 	b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
-		word := b.Cast(b.elemPtr(b.Param("tile_done"), w.tile, 4), ir.I32)
-		b.RedAddRelease(word, ir.Int32(int64(s.signalPerItem/(l.signalThreads()/32))), ir.ScopeGPU)
+		b.RedAddRelease(b.Cast(b.elemPtr(b.Param(counters), tile, 4), ir.I32), ir.Int32(n), ir.ScopeGPU)
 	})
 }
 
@@ -86,7 +93,14 @@ func (l sm90Layout) signalItem(b *Builder, s GemmSpec, w gemmWork) {
 // signals of w's row tile (spec.waitTiles of them), then a proxy fence
 // that orders the rows they published before its TMA loads.
 func (p gemmProducer) waitTile(b *Builder, w gemmWork) {
-	b.awaitCount(b.Cast(b.elemPtr(b.Param("tile_done"), w.tile, 4), ir.I32), ir.Int32(int64(p.spec.waitTiles)))
+	b.awaitTileRows(RoleTileDone, w.tile, p.spec.waitTiles)
+}
+
+// awaitTileRows emits the calling thread's wait until word tile of the
+// u32 counters in parameter counters holds n (awaitCount), then a proxy
+// fence that orders the rows the signals published before its TMA loads.
+func (b *Builder) awaitTileRows(counters string, tile value.Value, n int) {
+	b.awaitCount(b.Cast(b.elemPtr(b.Param(counters), tile, 4), ir.I32), ir.Int32(int64(n)))
 	b.FenceProxyAsyncGlobal()
 }
 

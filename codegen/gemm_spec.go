@@ -308,13 +308,11 @@ type GemmSpec struct {
 	// dispatched rows with the staged epilogue; store_gather.go), is the
 	// top-k of the gather its store warps run beside the items: they copy
 	// A's rows from the token rows x (gather_x, bf16 [T, K]) by their slots
-	// (gather_slots) into A (parameter a), gatherRows rows a chunk, and
-	// signal each chunk to its row tile's word of gather_done; the
+	// (gather_slots) into A (parameter a), storeChunkRows rows a chunk,
+	// and signal each chunk to its row tile's word of gather_done; the
 	// producer waits before an item's loads until the word holds
-	// gatherChunks (0: no gather, the rows come from a gather phase).
+	// storeChunks (0: no gather, the rows come from a gather phase).
 	storeGatherK int
-	gatherRows   int
-	gatherChunks int
 }
 
 // splits is the number of parts of the reduction: SplitK, at least 1.
@@ -389,8 +387,8 @@ func (s GemmSpec) Validate() error {
 		return fmt.Errorf("codegen: %s: QueueItems takes the work items of a GEMM over dispatched rows (ATiled) from a queue at a word index >= 0 (%d)", s.Name, s.QueueWord)
 	case s.BHalvesInPairs && (s.Epilogue != EpiGated || s.Gate != GateInterleaved || !s.MXRegisterFed || s.B != BGrouped || s.BNMajor || s.Bias):
 		return fmt.Errorf("codegen: %s: BHalvesInPairs loads the gate/up halves of a register-fed MXFP8 FC1 (MXRegisterFed, EpiGated) as the pairs of GateInterleaved, from grouped K-major weights without a bias", s.Name)
-	case s.storeGatherK < 0 || s.storeGatherK > 0 && (s.A != ATiled || s.MX || s.B != BGrouped || s.GatherK > 0 || s.gatherRows <= 0 || s.gatherChunks != (s.Tile.BM+s.gatherRows-1)/s.gatherRows || s.K%8 != 0):
-		return fmt.Errorf("codegen: %s: storeGatherK = %d: the store warps gather the bf16 rows of dispatched A (ATiled) beside grouped weights, not gathered by the producer (GatherK), in chunks of gatherRows = %d rows, gatherChunks = %d per row tile of %d", s.Name, s.storeGatherK, s.gatherRows, s.gatherChunks, s.Tile.BM)
+	case s.storeGatherK < 0 || s.storeGatherK > 0 && (s.A != ATiled || s.MX || s.B != BGrouped || s.GatherK > 0):
+		return fmt.Errorf("codegen: %s: storeGatherK = %d: the store warps gather the bf16 rows of dispatched A (ATiled) beside grouped weights, not gathered by the producer (GatherK)", s.Name, s.storeGatherK)
 	case s.GatherK < 0 || s.GatherK > 0 && (s.A != ATiled || s.MXRegisterFed || s.MXExpand || s.B == BTable):
 		return fmt.Errorf("codegen: %s: GatherK = %d: a GEMM gathers the bf16 (or, MXFP8, e4m3) rows of dispatched A (ATiled) beside grouped weights, neither register-fed nor expanded, GatherK the top-k", s.Name, s.GatherK)
 	}

@@ -224,10 +224,8 @@ func tileListOperands(tiles []tileList) []moe.Operand {
 	for _, t := range tiles {
 		out = append(out, moe.Operand{Role: t.tiles.Name, Buffer: t.tiles, Access: moe.Write},
 			moe.Operand{Role: t.count.Name, Buffer: t.count, Access: moe.Write})
-		for _, d := range []*moe.Buffer{t.done, t.gathered} {
-			if d != nil {
-				out = append(out, moe.Operand{Role: d.Name, Buffer: d, Access: moe.Write})
-			}
+		for _, d := range t.counters() {
+			out = append(out, moe.Operand{Role: d.Name, Buffer: d, Access: moe.Write})
 		}
 	}
 	return out

@@ -29,6 +29,12 @@ type tileList struct {
 	gathered *moe.Buffer
 }
 
+// counters is the list's counters that the kernel writing it zeroes
+// (done, gathered: those it has).
+func (t tileList) counters() []*moe.Buffer {
+	return slices.DeleteFunc([]*moe.Buffer{t.done, t.gathered}, func(c *moe.Buffer) bool { return c == nil })
+}
+
 // listFor returns the work list of bm-row tiles, adding it if new: list i
 // is the scratch pair tiles<i+1>, ntiles<i+1>.
 func (lw *perOp) listFor(bm int) tileList {
@@ -517,7 +523,7 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 		spec.GatherK = lw.d.K
 	}
 	if f.storeGather != nil {
-		spec = withStoreGather(spec, lw.d.K)
+		spec.storeGatherK = lw.d.K
 	}
 	spec.SplitK = f.splitK
 	if lw.roundOdd[g.C.Name] && !spec.QuantizeCOnly {
@@ -527,7 +533,7 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 		spec.COutF32, spec.CRoundOdd = false, true
 	}
 	var queue *moe.Buffer
-	if lw.sched.Items == schedule.ItemsQueue && spec.A == ATiled && lw.eng.QueuesItems(spec) {
+	if lw.queuesItems(spec) {
 		var qw kernelQueue
 		queue, qw = lw.workQueue(gemmQueueWords)
 		spec.QueueItems, spec.QueueWord = true, int(qw.first)
@@ -570,6 +576,13 @@ func (lw *perOp) gemmKernelSpec(g moe.GEMM, suffix string, s schedule.Schedule, 
 		}
 	}
 	return spec, bind, nil
+}
+
+// queuesItems reports whether spec's kernel takes its work items from a
+// queue (GemmSpec.QueueItems): under schedule.ItemsQueue, over dispatched
+// rows, where the engine does (Engine.QueuesItems).
+func (lw *perOp) queuesItems(spec GemmSpec) bool {
+	return lw.sched.Items == schedule.ItemsQueue && spec.A == ATiled && lw.eng.QueuesItems(spec)
 }
 
 // checkCluster refuses a forward under a schedule with Cluster > 1 none

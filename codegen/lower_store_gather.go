@@ -2,7 +2,9 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
@@ -71,7 +73,10 @@ func (lw *perOp) gatherPair(ops []moe.Op) (moe.Gather, moe.GEMM, bool) {
 // setting would change nothing. A backward keeps its gathers (a forward
 // and backward built with one schedule: the forward's check refuses).
 func (lw *perOp) checkStoreGather() error {
-	if lw.sched.Gather != schedule.GatherStoreWarps || !forwardProgram(lw.src) || lw.storeGather {
+	gathers := slices.ContainsFunc(lw.prog.Kernels, func(k launch.Kernel) bool {
+		return slices.ContainsFunc(k.Params, func(p launch.Param) bool { return p.Role == RoleGatherDone })
+	})
+	if lw.sched.Gather != schedule.GatherStoreWarps || !forwardProgram(lw.src) || gathers {
 		return nil
 	}
 	return fmt.Errorf("codegen: %s: Schedule.Gather store-warps: no FC1 kernel of this forward gathers its rows in its store warps (they do in the persistent bf16 forward on sm_90a of a plain gather: no routing weight on the rows, no mxfp8 rows, grouped weights, FC1 and FC2 not chained): leave Schedule.Gather at fc1", lw.src.Layer.Name)
@@ -83,9 +88,7 @@ func (lw *perOp) checkStoreGather() error {
 func (lw *perOp) storesGather(g moe.GEMM, s schedule.Schedule) bool {
 	spec := lw.gemmSpec(g, s)
 	spec.Name = "moe_" + g.Name()
-	if lw.sched.Items == schedule.ItemsQueue && spec.A == ATiled && lw.eng.QueuesItems(spec) {
-		spec.QueueItems = true
-	}
+	spec.QueueItems = lw.queuesItems(spec)
 	return lw.eng.StoresGather(spec, lw.d.K)
 }
 

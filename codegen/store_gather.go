@@ -15,10 +15,10 @@ import (
 // warpgroup, storeWarps) copy one staging tile per work item and are
 // otherwise idle. With GemmSpec.storeGatherK they also copy xs[row] =
 // x[slot[row] / top-k] (the gather's rows, bit for bit) in chunks of
-// gatherRows consecutive rows of one row tile of the work list:
-// gatherChunks chunks per tile (the last ones of a short tile hold fewer
-// rows or none), chunk c being part c mod gatherChunks of tile c /
-// gatherChunks. Store warp j of block b (j = 0..2) takes chunks j·grid +
+// storeChunkRows consecutive rows of one row tile of the work list:
+// storeChunks per tile (the last ones of a short tile hold fewer
+// rows or none), chunk c being part c mod storeChunks of tile c /
+// storeChunks. Store warp j of block b (j = 0..2) takes chunks j·grid +
 // b, then every 3·grid-th: the grid's warps take consecutive chunks, in
 // the tile list's order, which is the order of FC1's work items. Each
 // chunk: lane r < rows holds row r's token; the lanes copy the chunk's
@@ -27,10 +27,10 @@ import (
 // word of gather_done by a release add at gpu scope (as signalItem: the
 // release waits for the warp's stores, in warps whose only other work is
 // the staging tile). A short tile's empty chunks signal too, so every
-// tile's word ends at gatherChunks.
+// tile's word ends at storeChunks.
 //
 // The producer waits, before an item's loads, until its tile's word holds
-// gatherChunks (awaitCount: an acquire poll bounded by the wait limit),
+// storeChunks (awaitCount: an acquire poll bounded by the wait limit),
 // then fences the async proxy before its TMA loads of the rows (the
 // pattern of the FC2 phase's wait for FC1, lower_phase_signals.go).
 //
@@ -56,16 +56,18 @@ import (
 // row where a row is larger): 32 KB, a few µs of one warp's copies.
 const storeGatherChunkBytes = 32 * 1024
 
-// withStoreGather is spec with its store warps gathering A's rows for
-// top-k topK (storeGatherK): rows per chunk such that a chunk holds at
-// most storeGatherChunkBytes (at least one row, at most 32, the lanes
-// that hold a chunk's tokens, and at most a row tile), and the chunks of
-// a row tile.
-func withStoreGather(spec GemmSpec, topK int) GemmSpec {
-	rows := max(1, min(32, spec.Tile.BM, storeGatherChunkBytes/max(1, 2*spec.K)))
-	spec.storeGatherK, spec.gatherRows = topK, rows
-	spec.gatherChunks = (spec.Tile.BM + rows - 1) / rows
-	return spec
+// storeChunkRows is the rows of a chunk of the store warps' gather
+// (storeGatherK): as many as hold at most storeGatherChunkBytes, at least
+// one, at most 32 (the lanes that hold a chunk's tokens) and at most a
+// row tile.
+func (s GemmSpec) storeChunkRows() int {
+	return max(1, min(32, s.Tile.BM, storeGatherChunkBytes/max(1, 2*s.K)))
+}
+
+// storeChunks is the chunks of a row tile of the store warps' gather.
+func (s GemmSpec) storeChunks() int {
+	r := s.storeChunkRows()
+	return (s.Tile.BM + r - 1) / r
 }
 
 // sm90StoreGather: the sm_90a atom's store warps gather A's rows for a
@@ -82,11 +84,10 @@ func sm90StoreGather(s GemmSpec) bool {
 }
 
 // waitGathered emits the producer's wait, before work item w's loads, for
-// the chunks of w's row tile (spec.gatherChunks), then a proxy fence that
+// the chunks of w's row tile (spec.storeChunks), then a proxy fence that
 // orders the rows they published before its TMA loads.
 func (p gemmProducer) waitGathered(b *Builder, w gemmWork) {
-	b.awaitCount(b.Cast(b.elemPtr(b.Param(RoleGatherDone), w.tile, 4), ir.I32), ir.Int32(int64(p.spec.gatherChunks)))
-	b.FenceProxyAsyncGlobal()
+	b.awaitTileRows(RoleGatherDone, w.tile, p.spec.storeChunks())
 }
 
 // storeGather is the store warps' walk over their chunks: the first chunk
@@ -102,7 +103,7 @@ func newStoreGather(b *Builder, k *sm90Block, t value.Value) storeGather {
 	return storeGather{
 		first:  b.Add(b.Mul(warp, k.work.step), k.work.first),
 		stride: b.MulI(k.work.step, 3),
-		total:  b.MulI(k.work.tiles, int64(k.spec.gatherChunks)),
+		total:  b.MulI(k.work.tiles, int64(k.spec.storeChunks())),
 	}
 }
 
@@ -147,7 +148,7 @@ const gatherUnroll = 4
 // into A, then lane 0's release add to the tile's word of gather_done.
 func copyGatherChunk(b *Builder, s GemmSpec, c value.Value) {
 	lane, _ := b.LaneWarp()
-	G, R, H := int64(s.gatherChunks), int64(s.gatherRows), int64(s.K)
+	G, R, H := int64(s.storeChunks()), int64(s.storeChunkRows()), int64(s.K)
 	units := H / 8 // 16-byte units of a row
 	tile, part := b.UDiv(c, ir.Int32(G)), b.URem(c, ir.Int32(G))
 	q := b.ByteOffset(b.Param("tiles"), b.MulI(b.Wide(tile), 8))
@@ -182,10 +183,7 @@ func copyGatherChunk(b *Builder, s GemmSpec, c value.Value) {
 		}
 		return nil
 	})
-	b.WarpSync()
-	b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
-		b.RedAddRelease(b.Cast(b.elemPtr(b.Param(RoleGatherDone), tile, 4), ir.I32), ir.Int32(1), ir.ScopeGPU)
-	})
+	b.warpSignal(RoleGatherDone, tile, 1)
 }
 
 // mbarTestWait is 1 when the phase of parity of the mbarrier at shared

@@ -12,20 +12,19 @@ import (
 )
 
 // TestStoreGatherChunks: for every preset's hidden size and the row tiles
-// of 64 to 256 rows, a chunk of the gather beside FC1 holds at most
-// storeGatherChunkBytes (or one row) and at most 32 rows (the lanes that
-// hold its tokens), and a tile's chunks cover its rows, the last one not
-// empty.
+// of 64 to 256 rows, a chunk of the gather beside FC1 (storeChunkRows)
+// holds at most storeGatherChunkBytes (or one row) and at most 32 rows
+// (the lanes that hold its tokens), and a tile's chunks (storeChunks)
+// cover its rows, the last one not empty.
 func TestStoreGatherChunks(t *testing.T) {
 	for _, name := range schedule.Presets() {
 		l := testlayer.Named(t, name)
 		for _, bm := range []int{64, 128, 192, 256} {
 			s := GemmSpec{K: l.Hidden}
 			s.Tile.BM = bm
-			s = withStoreGather(s, l.TopK)
-			r, g := s.gatherRows, s.gatherChunks
-			if r < 1 || r > 32 || r > 1 && 2*l.Hidden*r > storeGatherChunkBytes || g*r < bm || (g-1)*r >= bm || s.storeGatherK != l.TopK {
-				t.Errorf("%s: H %d, %d-row tiles: %d chunks of %d rows, top-k %d", name, l.Hidden, bm, g, r, s.storeGatherK)
+			r, g := s.storeChunkRows(), s.storeChunks()
+			if r < 1 || r > 32 || r > 1 && 2*l.Hidden*r > storeGatherChunkBytes || g*r < bm || (g-1)*r >= bm {
+				t.Errorf("%s: H %d, %d-row tiles: %d chunks of %d rows", name, l.Hidden, bm, g, r)
 			}
 		}
 	}
@@ -75,9 +74,8 @@ func TestStoreGather(t *testing.T) {
 			}
 		}
 		_, targets := counterOps(t, p)
-		spec := withStoreGather(GemmSpec{K: l.Hidden, Tile: Tile{BM: 128}}, l.TopK)
-		if !slices.Contains(targets, int64(spec.gatherChunks)) {
-			t.Errorf("%s: acquire targets %v lack a tile's %d chunks", name, targets, spec.gatherChunks)
+		if n := (GemmSpec{K: l.Hidden, Tile: Tile{BM: 128}}).storeChunks(); !slices.Contains(targets, int64(n)) {
+			t.Errorf("%s: acquire targets %v lack a tile's %d chunks", name, targets, n)
 		}
 	}
 	l := testlayer.Named(t, "qwen3-30b-a3b")
