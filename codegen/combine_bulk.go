@@ -40,7 +40,7 @@ import (
 //     each thread takes 8-column chunks of the slice, y = shared_out
 //     (times 1) + sum over routed k, in k order, of w_k · row_k by fma in
 //     fp32, rounded once to bf16: the arithmetic of emitCombine in its
-//     order, so the same bits; each warp then arrives on the stage's
+//     order, so the same bits; each thread then arrives on the stage's
 //     empty barrier.
 //   - the warps between have nothing to do and wait at the block's last
 //     barrier.

@@ -31,7 +31,7 @@ import (
 //     the full barrier, copy the stage's rows to xs in 16-byte chunks
 //     (plain stores, which the grid barrier after the phase makes visible
 //     to the next phase's TMA loads like the row-wise gather's), then
-//     each warp arrives on the stage's empty barrier.
+//     each thread arrives on the stage's empty barrier.
 //
 // The rows are copied unchanged: the same bytes as the row-wise gather.
 // Only the plain gather takes this form (gatherBulkFits): not one that

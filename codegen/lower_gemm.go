@@ -330,10 +330,11 @@ const gatherFC1Rows = 16
 // and the schedule lets it (schedule.Schedule.Gather is not GatherSeparate): the
 // gather kernel and the plain GEMM kernels run only at the other token
 // counts (xs stays planned for them). Under the persistent lowering
-// (planStoreGather) a plain GEMM kernel whose store warps gather
-// (storesGather) reads x itself too, and the gather kernel runs at none of
-// its token counts. bf16 layers only. It returns 2 when it lowered both
-// ops, 0 when they do not qualify.
+// (planStoreGather), from storeGatherFrom tokens on, a plain GEMM kernel
+// whose store warps can gather (storesGather) has a form that reads x
+// itself too (moe_<gemm>[_<variant>]_store_gathered), and the gather kernel
+// runs at none of its token counts. bf16 layers only. It returns 2 when it
+// lowered both ops, 0 when they do not qualify.
 func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 	if lw.sched.Gather == schedule.GatherSeparate {
 		return 0, nil
@@ -346,9 +347,8 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 	rest := launch.TokenRange{Min: decode.Max + 1, Max: launch.MaxTokens}
 	all := []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
 	type split struct {
-		k         gemmKernel
-		near, far []launch.TokenRange // the gathering kernel's tokens, the plain one's
-		stores    bool                // the plain one's store warps gather (planStoreGather)
+		k                gemmKernel
+		near, far, store []launch.TokenRange // the gathering kernel's tokens, the plain one's, the store-gathering one's
 	}
 	var splits []split
 	var separate []launch.TokenRange // where the gather kernel runs
@@ -364,12 +364,13 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 		if len(near) == 0 || !lw.eng.GathersA(spec, lw.d.K) {
 			near, far = nil, tokens
 		}
-		sg := len(far) > 0 && lw.storeGather && lw.storesGather(g, k.s)
-		gathers, stores = gathers || len(near) > 0, stores || sg
-		if !sg {
-			separate = append(separate, far...)
+		var store []launch.TokenRange
+		if from := lw.storeGatherFrom; from > 0 && len(far) > 0 && lw.storesGather(g, k.s) {
+			far, store = intersect(far, launch.TokenRange{Min: 1, Max: from - 1}), intersect(far, launch.TokenRange{Min: from, Max: launch.MaxTokens})
 		}
-		splits = append(splits, split{k, near, far, sg})
+		gathers, stores = gathers || len(near) > 0, stores || len(store) > 0
+		separate = append(separate, far...)
+		splits = append(splits, split{k, near, far, store})
 	}
 	if !gathers && !stores {
 		return 0, nil
@@ -386,11 +387,13 @@ func (lw *perOp) lowerGatheredGEMM(ops []moe.Op) (int, error) {
 			}
 		}
 		if len(sp.far) > 0 {
-			var f fused
-			if sp.stores {
-				f.storeGather = &gatherSrc{x: ga.X, slots: ga.SrcSlot}
+			if err := lw.emitGEMM(g, sp.k.suffix, sp.k.s, sp.far, fused{}); err != nil {
+				return 0, err
 			}
-			if err := lw.emitGEMM(g, sp.k.suffix, sp.k.s, sp.far, f); err != nil {
+		}
+		if len(sp.store) > 0 {
+			f := fused{storeGather: &gatherSrc{x: ga.X, slots: ga.SrcSlot}}
+			if err := lw.emitGEMM(g, sp.k.suffix+"_store_gathered", sp.k.s, sp.store, f); err != nil {
 				return 0, err
 			}
 		}

@@ -12,20 +12,31 @@ import (
 // The persistent bf16 forward's gather beside FC1 (store_gather.go): where
 // FC1's kernel forms above the decode sizes have store warps that can
 // gather (Engine.StoresGather), they copy the dispatched rows themselves
-// and the kernel has no gather phase at those T; FC1's producer waits for
-// each row tile's chunks through counters of the tile list
+// and the kernel has no gather phase at those T (all of them with
+// schedule.GatherStoreWarps; with GatherFC1 from Schedule.StoreGatherRows
+// mean rows per expert, as the kernel form moe_<fc1>_store_gathered beside
+// the plain one, which follows the gather phase below it); FC1's producer
+// waits for each row tile's chunks through counters of the tile list
 // (tileList.gathered), zeroed by the kernel that writes the list.
 
 // planStoreGather plans the gather beside FC1 under the persistent
-// lowering of a bf16 forward with schedule.GatherStoreWarps and without a
-// chained FC1 and FC2, clusters or blocks sharing an SM: for the gather
-// and the GEMM that alone reads its rows (gatherPair), each of the GEMM's
-// kernel forms whose store warps gather (storesGather) gets its tile
-// list's counters. It runs before the ops are lowered, so that the
-// kernels writing the tile lists zero the counters.
+// lowering of a bf16 forward with schedule.GatherStoreWarps (or GatherFC1
+// and StoreGatherRows) and without a chained FC1 and FC2, clusters or
+// blocks sharing an SM: for the gather and the GEMM that alone reads its
+// rows (gatherPair), each of the GEMM's kernel forms whose store warps
+// gather (storesGather) gets its tile list's counters, and storeGatherFrom
+// the least T at which they gather. It runs before the ops are lowered,
+// so that the kernels writing the tile lists zero the counters.
 func (lw *perOp) planStoreGather() {
 	s := lw.sched
-	if s.Lowering != schedule.LoweringPersistent || s.Gather != schedule.GatherStoreWarps || s.Chain == schedule.ChainFC ||
+	from := int64(1) // GatherStoreWarps: every T where the gather kernel would run
+	switch {
+	case s.Gather == schedule.GatherFC1 && s.StoreGatherRows > 0:
+		from = max(1, (int64(s.StoreGatherRows)*int64(lw.d.E)+int64(lw.d.K)-1)/int64(lw.d.K)) // T·K/E >= rows
+	case s.Gather != schedule.GatherStoreWarps:
+		return
+	}
+	if s.Lowering != schedule.LoweringPersistent || s.Chain == schedule.ChainFC ||
 		s.Cluster > 1 || s.BlocksPerSM > 1 || !forwardProgram(lw.src) || lw.src.Layer.Precision != schedule.BF16 {
 		return
 	}
@@ -37,7 +48,7 @@ func (lw *perOp) planStoreGather() {
 		for _, k := range lw.gemmKernels(g) {
 			if lw.storesGather(g, k.s) {
 				lw.gatherCounters(lw.gemmSpec(g, k.s).Tile.BM)
-				lw.storeGather = true
+				lw.storeGatherFrom = from
 			}
 		}
 		return

@@ -60,7 +60,8 @@ func lowerOneShapeErr(t *testing.T, l schedule.Layer, backward bool, how Lowerin
 // largest, a pointer parameter per buffer the per-op kernels bind and a
 // grid parameter per row-wise phase; the per-op kernels are gone from the
 // module. Where FC1's store warps gather its rows (planStoreGather: the
-// bf16 forwards of plain gathers), the per-op gather has no phase.
+// bf16 forwards of plain gathers, from Schedule.StoreGatherRows), FC1's
+// store-gathering form follows its plain one.
 func TestPersistent(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -92,10 +93,10 @@ func TestPersistent(t *testing.T) {
 		}
 		var phases []string
 		block, smem := 0, 0
-		stores := storesGatherPhase(pk)
 		for _, pk := range per.Kernels {
-			if pk.Name != "moe_gather" || !stores {
-				phases = append(phases, want+"/"+strings.TrimPrefix(pk.Name, "moe_"))
+			phases = append(phases, want+"/"+strings.TrimPrefix(pk.Name, "moe_"))
+			if sg := want + "/" + strings.TrimPrefix(pk.Name, "moe_") + "_store_gathered"; slices.Contains(k.Phases, sg) {
+				phases = append(phases, sg) // from the default's Schedule.StoreGatherRows
 			}
 			block, smem = max(block, pk.Block), max(smem, pk.SharedBytes)
 			if pk.GridPerSM {

@@ -243,9 +243,10 @@ type perOp struct {
 	// through which FC2's items wait instead of a grid barrier
 	// (planHSignals; nil: none).
 	hSig *hSignal
-	// storeGather is whether FC1's store warps gather its rows under the
-	// persistent lowering where their kernel form does (planStoreGather).
-	storeGather bool
+	// storeGatherFrom is the least T at which FC1's store warps gather its
+	// rows under the persistent lowering where their kernel form does
+	// (planStoreGather; 0: at no T).
+	storeGatherFrom int64
 	// oneBlockPerSM is, under Schedule.BlocksPerSM > 1, why each GEMM
 	// kernel the engine does not build so runs one block per SM
 	// (Engine.SharesSM), by kernel name.

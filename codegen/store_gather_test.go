@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/mokc/mokc/internal/testlayer"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 	"github.com/mokc/mokc/target"
@@ -32,13 +33,16 @@ func TestStoreGatherChunks(t *testing.T) {
 
 // TestStoreGather: with schedule.GatherStoreWarps the persistent bf16
 // forward of every sm_90a preset with a plain gather has no gather phase
-// above the decode sizes: FC1's phase binds x, the rows' slots and the
-// tile list's gather_done1 counters (which the kernels writing the list
-// zero), its store warps add one per chunk and its producer waits for a
-// tile's chunks; the default GatherFC1, GatherSeparate and the backward
-// keep the gather kernel and have no such counters; the per-op lowering
-// refuses the setting, and so do the forwards where it would change
-// nothing (llama4-scout: the routing weight on the rows; mxfp8).
+// above the decode sizes: FC1's store-gathering phase (no plain one) binds
+// x, the rows' slots and the tile list's gather_done1 counters (which the
+// kernels writing the list zero), its store warps add one per chunk and
+// its producer waits for a tile's chunks. The default GatherFC1 runs that
+// phase from Schedule.StoreGatherRows mean rows per expert (qwen3-30b-a3b:
+// T >= 4096) and the gather phase and plain FC1 below; with
+// StoreGatherRows 0, GatherSeparate and in the backward there are no such
+// counters; the per-op lowering refuses GatherStoreWarps, and so do the
+// forwards where it would change nothing (llama4-scout: the routing weight
+// on the rows; mxfp8).
 func TestStoreGather(t *testing.T) {
 	binds := func(k Kernel, role, buf string) bool {
 		return slices.ContainsFunc(k.Params, func(p Param) bool { return p.Buffer == buf && (role == "" || p.Role == role) })
@@ -63,13 +67,16 @@ func TestStoreGather(t *testing.T) {
 		if p.Buffer("gather_done1") == nil || phase(p, "moe_gather") != nil {
 			t.Errorf("%s: counters of the gathered rows %v, gather phase %v; want them and none", name, p.Buffer("gather_done1") != nil, phase(p, "moe_gather") != nil)
 		}
-		fc1 := phase(p, "moe_fc1")
+		if phase(p, "moe_fc1") != nil {
+			t.Errorf("%s: a plain moe_fc1 phase beside the store-gathering one", name)
+		}
+		fc1 := phase(p, "moe_fc1_store_gathered")
 		if fc1 == nil || !binds(*fc1, RoleGatherX, moe.BufX) || !binds(*fc1, RoleGatherSlot, "src_slot") || !binds(*fc1, RoleGatherDone, "gather_done1") || !binds(*fc1, RoleA, "xs") {
-			t.Fatalf("%s: moe_fc1 phase %v: want x, src_slot and gather_done1 bound to its gather, xs to A", name, fc1)
+			t.Fatalf("%s: moe_fc1_store_gathered phase %v: want x, src_slot and gather_done1 bound to its gather, xs to A", name, fc1)
 		}
 		for _, k := range p.PhaseKernels {
 			writes := strings.HasPrefix(k.Name, "moe_dispatch") || k.Name == "moe_scan"
-			if k.Name != "moe_fc1" && binds(k, "", "gather_done1") != writes {
+			if k.Name != "moe_fc1_store_gathered" && binds(k, "", "gather_done1") != writes {
 				t.Errorf("%s: phase %s binds gather_done1 %v, want %v", name, k.Name, !writes, writes)
 			}
 		}
@@ -79,8 +86,20 @@ func TestStoreGather(t *testing.T) {
 		}
 	}
 	l := testlayer.Named(t, "qwen3-30b-a3b")
-	for _, g := range []schedule.GatherKind{schedule.GatherFC1, schedule.GatherSeparate} {
-		if p := storeGatherProgram(t, l, false, g); storesGatherPhase(p) || p.Buffer("gather_done1") != nil || phase(p, "moe_gather") == nil {
+	def := storeGatherProgram(t, l, false, schedule.GatherFC1)
+	plain, stores := phase(def, "moe_fc1"), phase(def, "moe_fc1_store_gathered")
+	if phase(def, "moe_gather") == nil || def.Buffer("gather_done1") == nil || plain == nil || stores == nil {
+		t.Fatalf("qwen3-30b-a3b default: phases %v, counters %v; want the gather, moe_fc1 and moe_fc1_store_gathered, and gather_done1", def.Kernels[0].Phases, def.Buffer("gather_done1") != nil)
+	}
+	if want := []launch.TokenRange{{Min: 4096, Max: launch.MaxTokens}}; !slices.Equal(stores.Tokens, want) || plain.Tokens[len(plain.Tokens)-1].Max != 4095 {
+		t.Errorf("qwen3-30b-a3b default: moe_fc1 at %v, moe_fc1_store_gathered at %v; want the store warps from T = 4096 (256 mean rows per expert)", plain.Tokens, stores.Tokens)
+	}
+	off, err := lowerOneShapeErr(t, l, false, Persistent, func(s *schedule.Schedule) { s.Lowering, s.StoreGatherRows = schedule.LoweringPersistent, 0 })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for g, p := range map[string]*Program{"fc1, StoreGatherRows 0": off, "separate": storeGatherProgram(t, l, false, schedule.GatherSeparate)} {
+		if storesGatherPhase(p) || p.Buffer("gather_done1") != nil || phase(p, "moe_gather") == nil {
 			t.Errorf("qwen3-30b-a3b gather %v: store warps gather %v, counters %v; want neither, and a gather phase", g, storesGatherPhase(p), p.Buffer("gather_done1") != nil)
 		}
 	}

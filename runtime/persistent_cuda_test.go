@@ -92,7 +92,9 @@ func TestPersistentGPU(t *testing.T) {
 // run), at T = 300 to 4096 (and 64, where the gathering FC1 runs instead)
 // on qwen3-30b-a3b (chunks of 8 rows), gpt-oss-20b (H = 2880: 5 rows),
 // olmoe-1b-7b, deepseek-v2-lite (shared experts) and deepseek-v3 of 16
-// experts (H = 7168: 2 rows).
+// experts (H = 7168: 2 rows); and the default schedule's (GatherFC1, the
+// store warps gathering from Schedule.StoreGatherRows = 256 mean rows per
+// expert) on qwen3-30b-a3b at T = 4095 (the gather phase) and 4096, 5000.
 func TestStoreGatherGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
@@ -111,6 +113,7 @@ func TestStoreGatherGPU(t *testing.T) {
 	} {
 		sameAs(t, ctx, stream, c.name, oneShape, stores, c.Ts, "per-op kernels", "persistent kernel, rows gathered by FC1's store warps")
 	}
+	sameAs(t, ctx, stream, "qwen3-30b-a3b", oneShape, persistent, []int{5000, 4096, 4095}, "per-op kernels", "persistent kernel, the default's store warps from 256 rows per expert")
 }
 
 // TestPersistentBackwardGPU runs testLayerBackward's training steps (the

@@ -166,12 +166,22 @@ type Schedule struct {
 	// e4m3 rows from x's per-token quantization), one launch and one
 	// [T*K, H] round trip fewer (docs/perf.md, gather v2 and v3);
 	// GatherSeparate keeps the gather kernel before FC1 at every T (the
-	// same results, bitwise); GatherStoreWarps (LoweringPersistent only;
-	// not yet run on a GPU) is GatherFC1 with, above the decode sizes, a
+	// same results, bitwise); GatherStoreWarps (LoweringPersistent only)
+	// is GatherFC1 with, at every T above the decode sizes, a
 	// bf16 forward's FC1 phase gathering its rows in its store warps where
 	// its kernel form has them (codegen.Engine.StoresGather), with no
-	// gather phase there (docs/megakernel.md, "The gather beside FC1").
+	// gather phase there (docs/megakernel.md, "The gather beside FC1");
+	// under LoweringPersistent, GatherFC1 does so too from StoreGatherRows
+	// mean rows per expert.
 	Gather GatherKind
+	// StoreGatherRows is the fewest mean rows per expert (T·K/E) from
+	// which the persistent kernel of a bf16 forward with GatherFC1
+	// gathers FC1's rows in FC1's store warps instead of a gather phase
+	// (as GatherStoreWarps does from the first T above the decode sizes;
+	// the same results); 0: never. Only LoweringPersistent reads it. The
+	// sm_90a default for bf16 layers with grouped weights is
+	// DefaultStoreGatherRows, else 0.
+	StoreGatherRows int
 	// SplitK is whether the dense GEMMs (the shared experts) split their
 	// reduction at decode sizes: SplitKAuto (the zero value) where the
 	// target's engine does (codegen.Engine.SplitsK: sm_90a) and the
@@ -465,6 +475,15 @@ const (
 	// forward on sm_90a; codegen/store_gather.go).
 	GatherStoreWarps
 )
+
+// DefaultStoreGatherRows is Schedule.StoreGatherRows of sm_90a bf16 layers
+// with grouped weights: measured on an H100 (docs/perf.md, run 51), the
+// gather beside FC1 made the persistent forward 0.9% faster than its
+// gather phase at 256 mean rows per expert (qwen3-30b-a3b T = 4096) and
+// 6.8% at 1024 (T = 16384), and 1.6% slower at 128 (gpt-oss-120b T =
+// 4096), where FC1 streams its weights and the gather's bytes slow it
+// more than the gather phase takes.
+const DefaultStoreGatherRows = 256
 
 // String returns "fc1", "separate" or "store-warps".
 func (k GatherKind) String() string {
@@ -990,6 +1009,9 @@ func (s Schedule) String() string {
 	}
 	if s.Lowering != LoweringPerOp {
 		text += fmt.Sprintf("; lowering %v", s.Lowering)
+		if s.Gather == GatherFC1 && s.StoreGatherRows > 0 {
+			text += fmt.Sprintf("; FC1's store warps gather from %d rows per expert", s.StoreGatherRows)
+		}
 	}
 	if s.MXGemm != MXGemmPromote {
 		text += fmt.Sprintf("; mxfp8 GEMMs by %v", s.MXGemm)
@@ -1189,6 +1211,9 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	}
 	if s.Gather < GatherFC1 || s.Gather > GatherStoreWarps {
 		return fieldErr("Schedule.Gather", int(s.Gather), "must be fc1, separate or store-warps")
+	}
+	if s.StoreGatherRows < 0 {
+		return fieldErr("Schedule.StoreGatherRows", s.StoreGatherRows, "must be 0 (never) or mean rows per expert >= 1")
 	}
 	if s.Gather == GatherStoreWarps && s.Lowering != LoweringPersistent {
 		return fieldErr("Schedule.Gather", s.Gather, "the store warps gather in the sm_90a persistent kernel's FC1 phase: give Schedule.Lowering persistent (on sm_90a), or leave Schedule.Gather at fc1")
@@ -1788,6 +1813,7 @@ func DefaultScheduleMX(l Layer, tg target.Target, k MXGemmKind) (Schedule, error
 		case l.Precision == BF16:
 			s.Variant = midRowsVariant(l, s)
 			s.Decode = decodeVariant(l, s)
+			s.StoreGatherRows = DefaultStoreGatherRows
 		case l.Precision == MXFP8:
 			s.Variant = mxDecodeVariant(l, s)
 		}

@@ -151,8 +151,10 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
 	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: regfed (weights widened to bf16 in registers, bf16 wgmma), promote (e4m3 wgmma per 32-wide block) or expand (widened in shared memory); sm_100a takes promote only (docs/flags.md)", "Schedule.MXGemm",
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("regfed on sm_90a with grouped weights, else promote").keepingVariant(),
-	scheduleFlag("gather", "where the forward's dispatched rows are gathered: fc1 (FC1 reads them from x at decode sizes, where it can), separate (a gather kernel at every T) or store-warps (as fc1, and with --lowering persistent FC1's store warps gather them where the gather kernel would run, above 16 mean rows per expert, instead of a gather phase; not yet run on a GPU); the same results (docs/flags.md)", "Schedule.Gather",
+	scheduleFlag("gather", "where the forward's dispatched rows are gathered: fc1 (FC1 reads them from x at decode sizes, where it can), separate (a gather kernel at every T) or store-warps (as fc1, and with --lowering persistent FC1's store warps gather them instead of a gather phase at every T above the decode sizes, not only from --store-gather-min-rows); the same results (docs/flags.md)", "Schedule.Gather",
 		func(s *schedule.Schedule) any { return &s.Gather }).withDefault("fc1").keepingVariant(),
+	scheduleFlag("store-gather-min-rows", "with --lowering persistent and --gather fc1, the fewest mean rows per expert (T·top-k/experts) from which a bf16 forward's FC1 store warps gather its rows instead of a gather phase, or off (the same results; docs/flags.md)",
+		"Schedule.StoreGatherRows", func(s *schedule.Schedule) any { return rowsOrOff{&s.StoreGatherRows, "the fewest"} }).withDefault("256 on sm_90a bf16 layers with grouped weights, else off").keepingVariant(),
 	scheduleFlag("dispatch", "the forward's routing ops past T·top-k = 8192: queue (one kernel taking work items from a queue) or ops (one kernel per op); the same bytes (docs/flags.md)", "Schedule.Dispatch",
 		func(s *schedule.Schedule) any { return &s.Dispatch }).withDefault("queue").keepingVariant(),
 	scheduleFlag("items", "how the sm_90a persistent GEMMs take their work items: queue (after the fixed rounds, from a queue in global memory) or fixed (block b takes b, b + grid, ...); the same bits (docs/flags.md)", "Schedule.Items",
@@ -566,6 +568,9 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 			fmt.Fprintf(errWriter(c), "mokc: note: --decode-max-rows sets the forward's routed GEMM tiles; the backward keeps its tiles, so it runs as without it\n")
 		}
 	}
+	if c.IsSet("store-gather-min-rows") && (s.Lowering != schedule.LoweringPersistent || s.Gather != schedule.GatherFC1) {
+		return s, fmt.Errorf("--store-gather-min-rows: sets where the persistent kernel's FC1 store warps gather with --gather fc1; give --lowering persistent and leave --gather at fc1 (here %v, --gather %v)", s.Lowering, s.Gather)
+	}
 	if !c.IsSet("items") {
 		s = s.FixedItemsWhereNeeded(l)
 	}
@@ -573,7 +578,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		dropper = "--mx-gemm " + s.MXGemm.String()
 	}
 	if s.Lowering == schedule.LoweringPersistent {
-		if unrun := persistentUnrun(l, s, c.Bool("backward")); len(unrun) > 0 {
+		if unrun := persistentUnrun(l, c.Bool("backward")); len(unrun) > 0 {
 			fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent with %s is built and assembled but has not yet run on a GPU (the presets' forwards, bf16 and mxfp8, and their bf16 backwards have: docs/megakernel.md)\n", strings.Join(unrun, ", "))
 		}
 	}
@@ -654,14 +659,11 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // persistentUnrun names what of layer l the persistent lowering has not
 // yet run on a GPU with (docs/perf.md, persistent v1-v3 and run 47: the
 // presets' forwards, bf16 and mxfp8, and bf16 backwards, with their
-// default schedules, and the chained FC1 and FC2): the mxfp8 backward,
-// per-expert storage, a routing map, the saved FC1 output, and schedule
-// s's gather in FC1's store warps (a forward's).
-func persistentUnrun(l schedule.Layer, s schedule.Schedule, backward bool) []string {
+// default schedules, and the chained FC1 and FC2; FC1's store warps
+// gathering its rows, run 51): the mxfp8 backward, per-expert storage, a
+// routing map and the saved FC1 output.
+func persistentUnrun(l schedule.Layer, backward bool) []string {
 	var unrun []string
-	if s.Gather == schedule.GatherStoreWarps && !backward {
-		unrun = append(unrun, "--gather store-warps")
-	}
 	if backward && l.Precision == schedule.MXFP8 {
 		unrun = append(unrun, "the mxfp8 backward")
 	}

@@ -10,7 +10,8 @@
 #  1. Bits: new, sep and old, the same y_sha256 (decode sizes, where FC1 gathers itself, and past).
 #  2. Phases at qwen3-30b-a3b T = 4096 (old, sep, new).
 #  3. TestStoreGatherGPU and TestPersistentGPU (per-op bits, graph replays).
-#  4. The three alternated at T = 4096 (qwen3-30b-a3b, gpt-oss-120b) and sep against old at T = 64;
+#  4. (also call 2's first round, and its memcheck, so that one call gives the verdict)
+#     The three alternated at T = 4096 (qwen3-30b-a3b, gpt-oss-120b) and sep against old at T = 64;
 #     memcheck of new at qwen3-30b-a3b T = 1100, racecheck of old at T = 300 (run 49's hazard).
 START=$(date +%s)
 . scripts/device-env.sh
@@ -33,10 +34,20 @@ BENCH_BUDGET=150
 bench old-phases "$old" 4096 --model qwen3-30b-a3b --iters 20 $P --phases
 bench sep-phases "$mokc" 4096 --model qwen3-30b-a3b --iters 20 $P --phases
 bench new-phases "$mokc" 4096 --model qwen3-30b-a3b --iters 20 $P --phases $N
+BENCH_BUDGET=200
+for m in qwen3-30b-a3b gpt-oss-120b; do
+	bench "old-$m-T4096-r1" "$old" 4096 --model $m --iters 20 $P
+	bench "sep-$m-T4096-r1" "$mokc" 4096 --model $m --iters 20 $P
+	bench "new-$m-T4096-r1" "$mokc" 4096 --model $m --iters 20 $P $N
+done
+bench "old-qwen3-T64-r1" "$old" 64 --model qwen3-30b-a3b --iters 50 $P
+bench "sep-qwen3-T64-r1" "$mokc" 64 --model qwen3-30b-a3b --iters 50 $P
 grep -hv "^{" "$O/bench.jsonl" >>"$S"
+echo "benches done $(($(date +%s) - START)) s" >>"$S"
 pkgtest runtime store-gather 120 $C/runtime.test -test.v -test.count=1 -test.timeout 115s -test.run 'TestStoreGatherGPU$'
 [ -f "$O/store-gather.log" ] && grep -E "^--- |^    --- FAIL|panic|timed out|wait" "$O/store-gather.log" | head -20 >>"$S"
-left 330 && pkgtest runtime persist-fwd 185 $C/runtime.test -test.v -test.count=1 -test.timeout 180s -test.run 'TestPersistentGPU$'
+SAN_BUDGET=400 san memcheck q3-1100-new 60 --model qwen3-30b-a3b --tokens 1100 $N
+left 360 && pkgtest runtime persist-fwd 185 $C/runtime.test -test.v -test.count=1 -test.timeout 180s -test.run 'TestPersistentGPU$'
 [ -f "$O/persist-fwd.log" ] && grep -E "^--- |^    --- FAIL|panic|timed out|wait" "$O/persist-fwd.log" | head -20 >>"$S"
 echo "tests done $(($(date +%s) - START)) s" >>"$S"
 pack_logs
