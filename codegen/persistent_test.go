@@ -254,9 +254,9 @@ func TestPersistentCombineBulk(t *testing.T) {
 			t.Errorf("%s: combine phase one block per SM %v, want %v", name, combine.GridPerSM, bulk)
 		}
 		// llama4-scout's gather scales the rows by the routing weight; the
-		// others' rows are gathered by FC1's store warps at T > 256, by the
-		// gathering FC1 below.
-		plain := name != "llama4-scout" && !storesGatherPhase(p)
+		// others' gather phase runs between the gathering FC1 and FC1's
+		// store warps (Schedule.StoreGatherRows).
+		plain := name != "llama4-scout"
 		for _, k := range p.PhaseKernels {
 			if k.Name == "moe_gather" && k.GridPerSM != plain {
 				t.Errorf("%s: the gather phase one block per SM %v, want %v", name, k.GridPerSM, plain)
