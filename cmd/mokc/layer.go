@@ -578,7 +578,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		dropper = "--mx-gemm " + s.MXGemm.String()
 	}
 	if s.Lowering == schedule.LoweringPersistent {
-		if unrun := persistentUnrun(l, c.Bool("backward")); len(unrun) > 0 {
+		if unrun := persistentUnrun(l, s, c.Bool("backward")); len(unrun) > 0 {
 			fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent with %s is built and assembled but has not yet run on a GPU (the presets' forwards, bf16 and mxfp8, and their bf16 backwards have: docs/megakernel.md)\n", strings.Join(unrun, ", "))
 		}
 	}
@@ -661,9 +661,15 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // presets' forwards, bf16 and mxfp8, and bf16 backwards, with their
 // default schedules, and the chained FC1 and FC2; FC1's store warps
 // gathering its rows, run 51): the mxfp8 backward, per-expert storage, a
-// routing map and the saved FC1 output.
-func persistentUnrun(l schedule.Layer, backward bool) []string {
-	var unrun []string
+// routing map, the saved FC1 output, and what changed after run 51: the
+// bulk-copy phases' release of their ring stages by every consumer thread
+// and schedule s's FC1 store-gathering form beside the plain one (a bf16
+// forward's, from Schedule.StoreGatherRows; docs/runs/run51/call5).
+func persistentUnrun(l schedule.Layer, s schedule.Schedule, backward bool) []string {
+	unrun := []string{"the bulk-copy phases' stages released by every consumer thread"}
+	if !backward && l.Precision == schedule.BF16 && s.Gather == schedule.GatherFC1 && s.StoreGatherRows > 0 && s.Chain == schedule.ChainOff {
+		unrun = append(unrun, fmt.Sprintf("FC1's store warps gathering from %d rows per expert beside the plain FC1 where they do (--store-gather-min-rows)", s.StoreGatherRows))
+	}
 	if backward && l.Precision == schedule.MXFP8 {
 		unrun = append(unrun, "the mxfp8 backward")
 	}
