@@ -36,7 +36,7 @@ func (lw *perOp) planStoreGather() {
 	case s.Gather != schedule.GatherStoreWarps:
 		return
 	}
-	if s.Lowering != schedule.LoweringPersistent || s.Chain == schedule.ChainFC ||
+	if s.Lowering != schedule.LoweringPersistent || s.Chain == schedule.ChainFC || from > launch.MaxTokens ||
 		s.Cluster > 1 || s.BlocksPerSM > 1 || !forwardProgram(lw.src) || lw.src.Layer.Precision != schedule.BF16 {
 		return
 	}

@@ -94,6 +94,11 @@ func TestStoreGather(t *testing.T) {
 	if want := []launch.TokenRange{{Min: 4096, Max: launch.MaxTokens}}; !slices.Equal(stores.Tokens, want) || plain.Tokens[len(plain.Tokens)-1].Max != 4095 {
 		t.Errorf("qwen3-30b-a3b default: moe_fc1 at %v, moe_fc1_store_gathered at %v; want the store warps from T = 4096 (256 mean rows per expert)", plain.Tokens, stores.Tokens)
 	}
+	// deepseek-v2-lite: T·6/64 >= 256 from T = 2731 (256·64/6 = 2730.7)
+	if p := storeGatherProgram(t, testlayer.Named(t, "deepseek-v2-lite"), false, schedule.GatherFC1); phase(p, "moe_fc1_store_gathered") == nil ||
+		phase(p, "moe_fc1_store_gathered").Tokens[0].Min != 2731 {
+		t.Errorf("deepseek-v2-lite default: moe_fc1_store_gathered %v, want it from T = 2731", phase(p, "moe_fc1_store_gathered"))
+	}
 	off, err := lowerOneShapeErr(t, l, false, Persistent, func(s *schedule.Schedule) { s.Lowering, s.StoreGatherRows = schedule.LoweringPersistent, 0 })
 	if err != nil {
 		t.Fatal(err)

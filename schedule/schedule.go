@@ -554,6 +554,18 @@ func (s Schedule) FixedItemsWhereNeeded(l Layer) Schedule {
 	return s
 }
 
+// StoresGather reports whether the persistent kernel of layer l's forward
+// under s gathers FC1's rows in FC1's store warps at some T
+// (GatherStoreWarps, or GatherFC1 with StoreGatherRows): sm_90a, the
+// persistent lowering, bf16 weights in grouped storage, no routing weight
+// on the rows (Layer.RouterWeightOnInput), FC1 and FC2 not chained, one
+// block per SM and no clusters (codegen/lower_store_gather.go).
+func (s Schedule) StoresGather(l Layer) bool {
+	return (s.Gather == GatherStoreWarps || s.Gather == GatherFC1 && s.StoreGatherRows > 0) &&
+		s.Target == target.SM90a && s.Lowering == LoweringPersistent && l.Precision == BF16 && l.Storage == GroupedWeights &&
+		!l.RouterWeightOnInput && s.Chain == ChainOff && s.Cluster <= 1 && s.BlocksPerSM <= 1
+}
+
 // MXGemmKind selects how an MXFP8 GEMM runs on sm_90a.
 type MXGemmKind int
 
@@ -1010,7 +1022,7 @@ func (s Schedule) String() string {
 	if s.Lowering != LoweringPerOp {
 		text += fmt.Sprintf("; lowering %v", s.Lowering)
 		if s.Gather == GatherFC1 && s.StoreGatherRows > 0 {
-			text += fmt.Sprintf("; FC1's store warps gather from %d rows per expert", s.StoreGatherRows)
+			text += fmt.Sprintf("; store-gather-min-rows %d", s.StoreGatherRows)
 		}
 	}
 	if s.MXGemm != MXGemmPromote {
@@ -1212,8 +1224,8 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	if s.Gather < GatherFC1 || s.Gather > GatherStoreWarps {
 		return fieldErr("Schedule.Gather", int(s.Gather), "must be fc1, separate or store-warps")
 	}
-	if s.StoreGatherRows < 0 {
-		return fieldErr("Schedule.StoreGatherRows", s.StoreGatherRows, "must be 0 (never) or mean rows per expert >= 1")
+	if s.StoreGatherRows < 0 || s.StoreGatherRows > 1<<30 {
+		return fieldErr("Schedule.StoreGatherRows", s.StoreGatherRows, "must be 0 (never) or mean rows per expert from 1 to 2^30")
 	}
 	if s.Gather == GatherStoreWarps && s.Lowering != LoweringPersistent {
 		return fieldErr("Schedule.Gather", s.Gather, "the store warps gather in the sm_90a persistent kernel's FC1 phase: give Schedule.Lowering persistent (on sm_90a), or leave Schedule.Gather at fc1")

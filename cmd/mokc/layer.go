@@ -569,7 +569,10 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		}
 	}
 	if c.IsSet("store-gather-min-rows") && (s.Lowering != schedule.LoweringPersistent || s.Gather != schedule.GatherFC1) {
-		return s, fmt.Errorf("--store-gather-min-rows: sets where the persistent kernel's FC1 store warps gather with --gather fc1; give --lowering persistent and leave --gather at fc1 (here %v, --gather %v)", s.Lowering, s.Gather)
+		return s, fmt.Errorf("--store-gather-min-rows: sets where the persistent kernel's FC1 store warps gather with --gather fc1; give --lowering persistent and leave --gather at fc1 (here --lowering %v, --gather %v)", s.Lowering, s.Gather)
+	}
+	if c.IsSet("store-gather-min-rows") && s.StoreGatherRows > 0 && (c.Bool("backward") || !s.StoresGather(l)) {
+		return s, fmt.Errorf("--store-gather-min-rows %d: no FC1 of this program gathers its rows in its store warps (the persistent bf16 forward on sm_90a with grouped weights does, without a routing weight on the rows, --chain, --cluster 2 or --blocks-per-sm 2): leave the flag out", s.StoreGatherRows)
 	}
 	if !c.IsSet("items") {
 		s = s.FixedItemsWhereNeeded(l)
@@ -661,14 +664,13 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // presets' forwards, bf16 and mxfp8, and bf16 backwards, with their
 // default schedules, and the chained FC1 and FC2; FC1's store warps
 // gathering its rows, run 51): the mxfp8 backward, per-expert storage, a
-// routing map, the saved FC1 output, and what changed after run 51: the
-// bulk-copy phases' release of their ring stages by every consumer thread
-// and schedule s's FC1 store-gathering form beside the plain one (a bf16
-// forward's, from Schedule.StoreGatherRows; docs/runs/run51/call5).
+// routing map, the saved FC1 output, and schedule s's FC1 store-gathering
+// form beside the plain one (a forward's, from Schedule.StoreGatherRows:
+// the kernel holding both has not run since run 51; docs/runs/run51/call5).
 func persistentUnrun(l schedule.Layer, s schedule.Schedule, backward bool) []string {
-	unrun := []string{"the bulk-copy phases' stages released by every consumer thread"}
-	if !backward && l.Precision == schedule.BF16 && s.Gather == schedule.GatherFC1 && s.StoreGatherRows > 0 && s.Chain == schedule.ChainOff {
-		unrun = append(unrun, fmt.Sprintf("FC1's store warps gathering from %d rows per expert beside the plain FC1 where they do (--store-gather-min-rows)", s.StoreGatherRows))
+	var unrun []string
+	if !backward && s.Gather == schedule.GatherFC1 && s.StoresGather(l) {
+		unrun = append(unrun, fmt.Sprintf("FC1's store warps gathering from %d rows per expert beside the plain FC1 (--store-gather-min-rows)", s.StoreGatherRows))
 	}
 	if backward && l.Precision == schedule.MXFP8 {
 		unrun = append(unrun, "the mxfp8 backward")
