@@ -153,7 +153,14 @@ func (e atomEngine) ReadsNMajorB(spec GemmSpec) bool {
 func (e atomEngine) QuantizesC(spec GemmSpec) bool {
 	s := spec
 	s.QuantizeC = true
-	if e.quantizeC == nil || s.Validate() != nil || !e.quantizeC(s) {
+	return e.builds(s, e.quantizeC)
+}
+
+// builds reports whether the atom builds s in the optional form whose
+// predicate is form (nil: the atom has no such form): s is valid, the
+// predicate holds and the plan fits.
+func (e atomEngine) builds(s GemmSpec, form func(GemmSpec) bool) bool {
+	if form == nil || s.Validate() != nil || !form(s) {
 		return false
 	}
 	_, err := e.plan(s)
@@ -166,11 +173,7 @@ func (e atomEngine) QuantizesC(spec GemmSpec) bool {
 func (e atomEngine) GathersA(spec GemmSpec, topK int) bool {
 	s := spec
 	s.GatherK = topK
-	if e.gatherA == nil || s.Validate() != nil || !e.gatherA(s) {
-		return false
-	}
-	_, err := e.plan(s)
-	return err == nil
+	return e.builds(s, e.gatherA)
 }
 
 // StoresGather reports whether the atom's store warps gather spec's A
@@ -179,11 +182,7 @@ func (e atomEngine) GathersA(spec GemmSpec, topK int) bool {
 func (e atomEngine) StoresGather(spec GemmSpec, topK int) bool {
 	s := spec
 	s.storeGatherK = topK
-	if e.storeGather == nil || s.Validate() != nil || !e.storeGather(s) {
-		return false
-	}
-	_, err := e.plan(s)
-	return err == nil
+	return e.builds(s, e.storeGather)
 }
 
 // SplitsK reports whether the atom splits spec's reduction into splits
@@ -192,11 +191,7 @@ func (e atomEngine) StoresGather(spec GemmSpec, topK int) bool {
 func (e atomEngine) SplitsK(spec GemmSpec, splits int) bool {
 	s := spec
 	s.SplitK = splits
-	if e.splitK == nil || splits < 2 || s.Validate() != nil || !e.splitK(s) {
-		return false
-	}
-	_, err := e.plan(s)
-	return err == nil
+	return splits >= 2 && e.builds(s, e.splitK)
 }
 
 // QueuesItems reports whether the atom takes spec's work items from a
@@ -205,11 +200,7 @@ func (e atomEngine) SplitsK(spec GemmSpec, splits int) bool {
 func (e atomEngine) QueuesItems(spec GemmSpec) bool {
 	s := spec
 	s.QueueItems = true
-	if e.queue == nil || s.Validate() != nil || !e.queue(s) {
-		return false
-	}
-	_, err := e.plan(s)
-	return err == nil
+	return e.builds(s, e.queue)
 }
 
 // Clusters reports whether the atom builds spec in 2-CTA clusters
@@ -217,11 +208,7 @@ func (e atomEngine) QueuesItems(spec GemmSpec) bool {
 func (e atomEngine) Clusters(spec GemmSpec) bool {
 	s := spec
 	s.Tile.Cluster = 2
-	if e.cluster == nil || s.Validate() != nil || !e.cluster(s) {
-		return false
-	}
-	_, err := e.plan(s)
-	return err == nil
+	return e.builds(s, e.cluster)
 }
 
 // SharesSM returns nil when the atom builds spec two blocks per SM

@@ -19,25 +19,25 @@ import (
 // waits for each row tile's chunks through counters of the tile list
 // (tileList.gathered), zeroed by the kernel that writes the list.
 
-// planStoreGather plans the gather beside FC1 under the persistent
-// lowering of a bf16 forward with schedule.GatherStoreWarps (or GatherFC1
-// and StoreGatherRows) and without a chained FC1 and FC2, clusters or
-// blocks sharing an SM: for the gather and the GEMM that alone reads its
+// planStoreGather plans the gather beside FC1 in a forward whose schedule
+// lets FC1's store warps gather (schedule.Schedule.StoresGather: the
+// persistent lowering of a bf16 forward with GatherStoreWarps, or
+// GatherFC1 and StoreGatherRows, without a chained FC1 and FC2, clusters
+// or blocks sharing an SM): for the gather and the GEMM that alone reads its
 // rows (gatherPair), each of the GEMM's kernel forms whose store warps
 // gather (storesGather) gets its tile list's counters, and storeGatherFrom
 // the least T at which they gather. It runs before the ops are lowered,
 // so that the kernels writing the tile lists zero the counters.
 func (lw *perOp) planStoreGather() {
 	s := lw.sched
-	from := int64(1) // GatherStoreWarps: every T where the gather kernel would run
-	switch {
-	case s.Gather == schedule.GatherFC1 && s.StoreGatherRows > 0:
-		from = max(1, (int64(s.StoreGatherRows)*int64(lw.d.E)+int64(lw.d.K)-1)/int64(lw.d.K)) // T·K/E >= rows
-	case s.Gather != schedule.GatherStoreWarps:
+	if !s.StoresGather(lw.src.Layer) || !forwardProgram(lw.src) {
 		return
 	}
-	if s.Lowering != schedule.LoweringPersistent || s.Chain == schedule.ChainFC || from > launch.MaxTokens ||
-		s.Cluster > 1 || s.BlocksPerSM > 1 || !forwardProgram(lw.src) || lw.src.Layer.Precision != schedule.BF16 {
+	from := int64(1) // GatherStoreWarps: every T where the gather kernel would run
+	if s.Gather == schedule.GatherFC1 {
+		from = max(1, (int64(s.StoreGatherRows)*int64(lw.d.E)+int64(lw.d.K)-1)/int64(lw.d.K)) // T·K/E >= rows
+	}
+	if from > launch.MaxTokens {
 		return
 	}
 	for i := range lw.src.Ops {
