@@ -78,12 +78,12 @@ func combineBulkPlan(H, K, rows, smem int) (slices, w, stageBytes, stages int) {
 	return slices, w, stageBytes, stages
 }
 
-// emitCombineBulk emits moe_combine in the bulk-copy form (see the top of
-// this file) for grid, blocks of threads (at least 32 + 256, whole warps)
+// emitCombineBulk emits moe_combine<suffix> in the bulk-copy form (see the
+// top of this file) for grid, blocks of threads (at least 32 + 256, whole warps)
 // launched with launchRegs registers per thread, in at most smem bytes of
 // shared memory: the persistent GEMMs' grid, block, .maxnreg and shared
 // memory, whose phases it follows.
-func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, launchRegs, smem int) (Kernel, error) {
+func emitCombineBulk(m *ir.Module, suffix string, d dims, op moe.Combine, grid Expr, threads, launchRegs, smem int) (Kernel, error) {
 	if !combineBulkFits(target.SM90a, d, op) {
 		return Kernel{}, fmt.Errorf("codegen: moe_combine: the bulk-copy combine takes no shared output gate, no weight on the input, top-k at most 31 and H a multiple of 8 (top-k %d, H %d)", d.K, d.H)
 	}
@@ -101,7 +101,7 @@ func emitCombineBulk(m *ir.Module, d dims, op moe.Combine, grid Expr, threads, l
 		return Kernel{}, err
 	}
 	hdrBytes := 8 * K // per stage: K row indices (i32), K weights (f32)
-	b, k := opKernel(m, op, threads, true)
+	b, k := opKernelNamed(m, "moe_"+op.Name()+suffix, op, threads, true)
 	p := newBulkPhase(b, threads, launchRegs, int64(S), int64(stageBytes), hdrBytes)
 	lane, ring := p.lane, p.ring
 	p.sync()

@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	llir "github.com/llir/llvm/ir"
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
 
@@ -164,6 +165,7 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	}
 	b, k := opKernelNamed(m, name, in, utilThreads, true, extra...)
 	k.Grid = grid1(Const(1))
+	var done *llir.Block // with q: the quantizing blocks' and the dispatch's end
 	if q != nil {
 		n8 := int64(q.K / 8)
 		rowsX := q.X.Shape[0]
@@ -172,10 +174,11 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 		}
 		blk := b.BlockIdx(ir.X)
 		qb, dispatch := b.NewBlock("quantize"), b.NewBlock("dispatch")
+		done = b.NewBlock("done")
 		b.CondBr(b.ICmp(enum.IPredNE, blk, ir.Int32(0)), qb, dispatch)
 		b.SetBlock(qb)
-		b.quantizeThread(*q, b.Add(b.MulI(b.AddI(blk, -1), utilThreads), b.ThreadIdx(ir.X)))
-		b.Ret(nil)
+		b.quantizeThreadIf(*q, b.Add(b.MulI(b.AddI(blk, -1), utilThreads), b.ThreadIdx(ir.X)))
+		b.Br(done) // one return, so that it can be a phase of the persistent kernel (shape)
 		b.SetBlock(dispatch)
 		k.Grid = grid1(Expr{A: n8, B: utilThreads, D: utilThreads, Min: 1}) // 1 + ceil(T*K/8/utilThreads)
 	}
@@ -210,6 +213,10 @@ func emitDispatchSmall(m *ir.Module, d dims, in moe.Init, c moe.Count, s moe.Sca
 	})
 	b.SyncThreads()
 	sw.permute(b)
+	if done != nil {
+		b.Br(done)
+		b.SetBlock(done)
+	}
 	b.Ret(nil)
 	k.SharedBytes = int(bytes)
 	k.Tokens = tokens

@@ -62,11 +62,11 @@ func gatherBulkPlan(H, smem int) (rows, stageBytes, stages int) {
 	return rows, stageBytes, min(gatherBulkMaxStages, (smem-1024)/(stageBytes+16))
 }
 
-// emitGatherBulk emits moe_gather in the bulk-copy form (see the top of
-// this file) for grid, blocks of threads (at least 32 + 256, whole warps)
+// emitGatherBulk emits moe_gather<suffix> in the bulk-copy form (see the
+// top of this file) for grid, blocks of threads (at least 32 + 256, whole warps)
 // launched with launchRegs registers per thread, in at most smem bytes of
 // shared memory: the persistent GEMMs'.
-func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, launchRegs, smem int) (Kernel, error) {
+func emitGatherBulk(m *ir.Module, suffix string, d dims, op moe.Gather, grid Expr, threads, launchRegs, smem int) (Kernel, error) {
 	if !gatherBulkFits(target.SM90a, d, op) {
 		return Kernel{}, fmt.Errorf("codegen: moe_gather: the bulk-copy gather copies plain bf16 rows of H a multiple of 8 within %d bytes (H %d)", gatherBulkStageBytes, d.H)
 	}
@@ -79,7 +79,7 @@ func emitGatherBulk(m *ir.Module, d dims, op moe.Gather, grid Expr, threads, lau
 		return Kernel{}, err
 	}
 	rowBytes := 2 * H
-	b, k := opKernel(m, op, threads, false)
+	b, k := opKernelNamed(m, "moe_"+op.Name()+suffix, op, threads, false)
 	p := newBulkPhase(b, threads, launchRegs, int64(S), int64(stageBytes), 0)
 	lane, ring := p.lane, p.ring
 	total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)

@@ -53,9 +53,28 @@ func emitQuantize(m *ir.Module, op moe.Quantize) (Kernel, error) {
 // are consecutive lanes 4g..4g+3 of one warp (idx%4 = lane%4) and return
 // together.
 func (b *Builder) quantizeThread(op moe.Quantize, idx value.Value) {
+	row, rows := b.quantizeRow(op, idx)
+	b.ReturnIf(b.ICmp(enum.IPredUGE, row, rows))
+	b.quantizeElems(op, idx)
+}
+
+// quantizeThreadIf is quantizeThread without the return: a thread past
+// X's rows skips the work and goes on.
+func (b *Builder) quantizeThreadIf(op moe.Quantize, idx value.Value) {
+	row, rows := b.quantizeRow(op, idx)
+	b.If(b.ICmp(enum.IPredULT, row, rows), func() { b.quantizeElems(op, idx) })
+}
+
+// quantizeRow is the row of X that quantizeThread's idx quantizes and X's
+// rows at T.
+func (b *Builder) quantizeRow(op moe.Quantize, idx value.Value) (row, rows value.Value) {
 	rowsX := op.X.Shape[0]
-	rows := b.Add(b.MulI(b.Param("T"), rowsX.A), ir.Int32(rowsX.B))
-	b.ReturnIf(b.ICmp(enum.IPredUGE, b.UDiv(idx, ir.Int32(int64(op.K/8))), rows))
+	rows = b.Add(b.MulI(b.Param("T"), rowsX.A), ir.Int32(rowsX.B))
+	return b.UDiv(idx, ir.Int32(int64(op.K/8))), rows
+}
+
+// quantizeElems is quantizeThread's work for an idx within X's rows.
+func (b *Builder) quantizeElems(op moe.Quantize, idx value.Value) {
 	first := b.MulI(b.ZExt(idx, ir.I64), 8) // element index of the thread's 8
 	var vals []value.Value
 	if op.X.DType == moe.BF16 {

@@ -163,8 +163,12 @@ func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 // token range: a routed GEMM (dispatched rows) of a forward whose schedule
 // has them (hasDecode).
 func (lw *perOp) usesDecode(g moe.GEMM) bool {
-	return lw.hasDecode && g.Rows == moe.Dispatched
+	return lw.hasDecode && decodeTakes(g)
 }
+
+// decodeTakes reports whether g would run a schedule's Decode tiles in a
+// forward that has them: a GEMM of dispatched rows.
+func decodeTakes(g moe.GEMM) bool { return g.Rows == moe.Dispatched }
 
 // takesLarge reports whether g runs the schedule's FC2Large tile in its
 // token ranges (largeTokens): an MXFP8 routed FC2 of the forward (dispatched rows, not
@@ -701,10 +705,13 @@ func (lw *perOp) readsNMajorB(g moe.GEMM) bool {
 // token range: a GEMM over dispatched rows, and an MXFP8 one when the
 // variant is for those only (schedule.TileVariant.MXOnly).
 func (lw *perOp) usesVariant(g moe.GEMM) bool {
-	if g.Rows == moe.Dense || !lw.hasVariant {
-		return false
-	}
-	return !lw.sched.Variant.MXOnly || lw.gemmSpec(g, lw.sched).MX
+	return lw.hasVariant && variantTakes(g, lw.sched)
+}
+
+// variantTakes reports whether g runs schedule s's GEMM variant (which s
+// has): a GEMM of routed rows, an MXFP8 one where the variant is MXOnly.
+func variantTakes(g moe.GEMM, s schedule.Schedule) bool {
+	return g.Rows != moe.Dense && (!s.Variant.MXOnly || gemmSpec(g, s).MX)
 }
 
 // gemmSpec is gemmSpec for the program's layer: in an mxfp8 layer the bf16

@@ -72,9 +72,11 @@ type hSignal struct {
 // a bf16 forward without a chained FC1 and FC2 (Schedule.Chain), clusters
 // or blocks sharing an SM: its gated FC1 over dispatched rows followed by
 // the FC2 that reads its C, every kernel form of both (gemmKernels) of
-// one row tile and every FC1 form of the same column blocks. It runs
-// before the ops are lowered, so that the kernels writing the tile lists
-// take the counters.
+// one row tile and every FC1 form of the same column blocks, among the
+// forms of the base GEMMs' blocks (sameBlocks: a variant of other blocks
+// runs in a persistent kernel of its own, persistGroups, where its FC2
+// keeps the grid barrier). It runs before the ops are lowered, so that
+// the kernels writing the tile lists take the counters.
 func (lw *perOp) planHSignals() {
 	s := lw.sched
 	if !signalPhases || s.Lowering != schedule.LoweringPersistent || s.Chain == schedule.ChainFC || s.Cluster > 1 || s.BlocksPerSM > 1 ||
@@ -89,12 +91,12 @@ func (lw *perOp) planHSignals() {
 		spec := lw.gemmSpec(g1, s)
 		bm, nBlocks := spec.Tile.BM, colBlocks(spec)
 		for _, k := range lw.gemmKernels(g1) {
-			if sp := lw.gemmSpec(g1, k.s); sp.Tile.BM != bm || colBlocks(sp) != nBlocks {
+			if sp := lw.gemmSpec(g1, k.s); sameBlocks(k.s, s) && (sp.Tile.BM != bm || colBlocks(sp) != nBlocks) {
 				return
 			}
 		}
 		for _, k := range lw.gemmKernels(g2) {
-			if lw.gemmSpec(g2, k.s).Tile.BM != bm {
+			if sameBlocks(k.s, s) && lw.gemmSpec(g2, k.s).Tile.BM != bm {
 				return
 			}
 		}
@@ -106,6 +108,10 @@ func (lw *perOp) planHSignals() {
 		return
 	}
 }
+
+// sameBlocks reports whether GEMM schedule v (a variant's, or s itself)
+// runs blocks of the warps of s's base GEMMs (schedule.TileVariant.SameBlocks).
+func sameBlocks(v, s schedule.Schedule) bool { return v.Warps.MMA == s.Warps.MMA }
 
 // colBlocks is the column blocks of spec's work items per row tile.
 func colBlocks(spec GemmSpec) int { return (spec.N + spec.Tile.BN - 1) / spec.Tile.BN }
@@ -119,6 +125,9 @@ func (lw *perOp) hSignals(g moe.GEMM, spec *GemmSpec, bind map[string]string, f 
 	h := lw.hSig
 	if h == nil {
 		return
+	}
+	if spec.Tile.Warps != lw.sched.Warps.MMA {
+		return // a variant of other blocks, in a persistent kernel of its own (planHSignals)
 	}
 	switch g.Name() {
 	case h.fc1:

@@ -13,6 +13,7 @@ import (
 	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/schedule"
 )
 
 // The persistent lowering (schedule.LoweringPersistent, docs/megakernel.md):
@@ -222,17 +223,220 @@ type persistParam struct {
 	ir ir.Param
 }
 
-// fusePersistent replaces the program's kernels by the persistent kernel
-// whose phases they are (see the top of this file). Errors: a kernel that
-// cannot be a phase (planPersistent).
+// fusePersistent replaces the program's kernels by the persistent kernels
+// whose phases they are (see the top of this file): one, or where the
+// GEMM kernels run blocks of several shapes (a GEMM variant or decode
+// tiles of other warps than the base GEMMs', schedule.TileVariant), one
+// per shape (persistGroups), each launched at the token counts of its
+// GEMM kernels: at every T exactly one runs. Errors: a kernel that cannot
+// be a phase (planPersistent), GEMM kernels of two shapes at one T.
 func (lw *perOp) fusePersistent() error {
 	ks := slices.Clone(lw.prog.Kernels)
-	name := persistentName(lw.src)
-	plan, err := lw.planPersistent(name, ks)
+	groups, err := lw.persistGroups(ks)
 	if err != nil {
 		return err
 	}
+	// One launch per run: the kernels share the words of their barriers.
 	queue, qw := lw.workQueue(persistWords)
+	var out []Kernel
+	for _, g := range groups {
+		k, err := lw.fuseGroup(g, queue, qw, len(groups) > 1)
+		if err != nil {
+			return err
+		}
+		out = append(out, k)
+	}
+	if len(groups) > 1 { // the phases absorbed copies of the kernels
+		for _, k := range ks {
+			if f := lw.mod.FuncNamed(k.Name); f != nil {
+				lw.mod.Remove(f)
+			}
+		}
+	}
+	lw.prog.PhaseKernels = ks
+	lw.prog.Kernels = out
+	return nil
+}
+
+// PersistentVariants returns schedule s for the persistent lowering of
+// program p, and the GEMM variants it leaves out. A variant whose blocks
+// have other warps than the base GEMMs' (schedule.TileVariant.SameBlocks)
+// runs in a persistent kernel of its own, launched at its token counts
+// instead of the base GEMMs' (persistGroups), so every GEMM of p must take
+// it there; a variant that a GEMM of p would not take is left out (the
+// base tiles run in its range): the shared experts' GEMMs (dense rows)
+// take neither the variant nor the decode tiles, the bf16 GEMMs of an
+// mxfp8 program no MXOnly variant. The decode tiles matter in a forward
+// only (schedule.Schedule.Decode).
+func PersistentVariants(p *moe.Program, s schedule.Schedule) (schedule.Schedule, []schedule.TileVariant) {
+	var left []schedule.TileVariant
+	var gemms []moe.GEMM
+	for _, op := range p.Ops {
+		if g, ok := op.(moe.GEMM); ok {
+			gemms = append(gemms, g)
+		}
+	}
+	if v := s.Variant; v != nil && !v.SameBlocks(s) && slices.ContainsFunc(gemms, func(g moe.GEMM) bool { return !variantTakes(g, s) }) {
+		left, s.Variant = append(left, *v), nil
+	}
+	if v := s.Decode; v != nil && !v.SameBlocks(s) && forwardProgram(p) && slices.ContainsFunc(gemms, func(g moe.GEMM) bool { return !decodeTakes(g) }) {
+		left, s.Decode = append(left, *v), nil
+	}
+	return s, left
+}
+
+// persistGroup is one persistent kernel of a program: its name, its
+// phases (kernels of the per-op lowering, in launch order) and the token
+// counts it runs at (nil: every T).
+type persistGroup struct {
+	name   string
+	ks     []Kernel
+	tokens []launch.TokenRange
+}
+
+// persistGroups splits kernels ks by the block shape of their persistent
+// kernels (gemmShapes): one group where they share one (every kernel, at
+// every T, named persistentName), else one per shape, named
+// persistentName, then persistentName + "_" + the shape's variant (e.g.
+// moe_forward_decode), each launched at its shape's token counts and
+// taking the kernels of its shape and every other kernel that may run at
+// one of them. Errors: gemmShapes'.
+func (lw *perOp) persistGroups(ks []Kernel) ([]persistGroup, error) {
+	name := persistentName(lw.src)
+	sh, err := lw.gemmShapes(ks, name)
+	if err != nil {
+		return nil, err
+	}
+	if len(sh.first) <= 1 {
+		return []persistGroup{{name: name, ks: ks}}, nil
+	}
+	groups := make([]persistGroup, len(sh.first))
+	for g := range groups {
+		groups[g].name, groups[g].tokens = name+sh.suffix[g], sh.tokens[g]
+		for i, k := range ks {
+			if sh.of[i] == g || sh.of[i] < 0 && len(intersectAll(runRanges(k), sh.tokens[g])) > 0 {
+				groups[g].ks = append(groups[g].ks, k)
+			}
+		}
+	}
+	return groups, nil
+}
+
+// gemmShapes are the block shapes (threads per block, .maxnreg) of a
+// plan's kernels of one block per SM (GridPerSM: the persistent GEMMs,
+// the bulk-copy phases), in the order of their first kernels.
+type gemmShapes struct {
+	of     []int                 // per kernel: its shape, or -1 (not GridPerSM)
+	first  []int                 // per shape: its first kernel
+	suffix []string              // per shape: "" for the first (the base), else "_" + the variant's name
+	tokens [][]launch.TokenRange // per shape (with more than one): the T it runs at
+}
+
+// gemmShapes finds the block shapes of kernels ks (see gemmShapes) and,
+// where there are several, the token counts of each: a shape other than
+// the first runs where its kernels may (runRanges), the first at every
+// other T (T = 0 included). A shape other than the first is named by the
+// schedule's GEMM variants (Variant, Decode) whose kernels
+// (moe_<op>_<variant>[_...]) run blocks of it, joined by "_", or
+// "shape<i>" where none does. Errors (named after kernel name): kernels of
+// two shapes that may run at one T.
+func (lw *perOp) gemmShapes(ks []Kernel, name string) (gemmShapes, error) {
+	type key struct{ block, regs int }
+	var keys []key
+	sh := gemmShapes{of: make([]int, len(ks))}
+	for i, k := range ks {
+		sh.of[i] = -1
+		if !k.GridPerSM {
+			continue
+		}
+		regs, _ := lw.mod.Annotation(k.Name, "maxnreg")
+		if sh.of[i] = slices.Index(keys, key{k.Block, regs}); sh.of[i] < 0 {
+			sh.of[i], keys, sh.first = len(keys), append(keys, key{k.Block, regs}), append(sh.first, i)
+		}
+	}
+	sh.suffix = make([]string, len(keys))
+	if len(keys) <= 1 {
+		return sh, nil
+	}
+	// Each shape's variants, by name; the base shape is the one with none
+	// (first where that is not one shape).
+	var cands []string
+	for _, v := range []*schedule.TileVariant{lw.sched.Variant, lw.sched.Decode} {
+		if v != nil {
+			cands = append(cands, v.Name)
+		}
+	}
+	names := make([][]string, len(keys))
+	for i, k := range ks {
+		for _, c := range cands {
+			if g := sh.of[i]; g >= 0 && strings.Contains(k.Name+"_", "_"+c+"_") && !slices.Contains(names[g], c) {
+				names[g] = append(names[g], c)
+			}
+		}
+	}
+	var bases []int
+	for g := range keys {
+		if len(names[g]) == 0 {
+			bases = append(bases, g)
+		}
+	}
+	if len(bases) == 1 && bases[0] != 0 {
+		b := bases[0]
+		keys[0], keys[b] = keys[b], keys[0]
+		sh.first[0], sh.first[b] = sh.first[b], sh.first[0]
+		names[0], names[b] = names[b], names[0]
+		for i, g := range sh.of {
+			switch g {
+			case 0:
+				sh.of[i] = b
+			case b:
+				sh.of[i] = 0
+			}
+		}
+	}
+	for g := 1; g < len(keys); g++ {
+		if len(names[g]) == 0 {
+			names[g] = []string{fmt.Sprintf("shape%d", g)}
+		}
+		sh.suffix[g] = "_" + strings.Join(names[g], "_")
+	}
+	sh.tokens = make([][]launch.TokenRange, len(keys))
+	for i, k := range ks {
+		if g := sh.of[i]; g > 0 {
+			sh.tokens[g] = merge(append(sh.tokens[g], runRanges(k)...))
+		}
+	}
+	clash := func(a, b Kernel, at launch.TokenRange) error {
+		return fmt.Errorf("codegen: %s: %s: %s: kernels %s (blocks of %d threads) and %s (%d) run at the same T (%d..%d): a persistent kernel runs blocks of one shape", lw.src.Layer.Name, lw.sched.Target, name, a.Name, a.Block, b.Name, b.Block, at.Min, at.Max)
+	}
+	sh.tokens[0] = []launch.TokenRange{{Min: 0, Max: launch.MaxTokens}}
+	for g := 1; g < len(keys); g++ {
+		for h := 1; h < g; h++ {
+			if both := intersectAll(sh.tokens[g], sh.tokens[h]); len(both) > 0 {
+				return sh, clash(ks[sh.first[h]], ks[sh.first[g]], both[0])
+			}
+		}
+		sh.tokens[0] = subtract(sh.tokens[0], sh.tokens[g])
+	}
+	for i, k := range ks {
+		for h := 1; h < len(keys) && sh.of[i] == 0; h++ {
+			if both := intersectAll(runRanges(k), sh.tokens[h]); len(both) > 0 {
+				return sh, clash(k, ks[sh.first[h]], both[0])
+			}
+		}
+	}
+	return sh, nil
+}
+
+// fuseGroup builds the persistent kernel of group g, its phases' bodies
+// absorbed (copies of them with copy: other groups absorb them too), and
+// returns its launch.
+func (lw *perOp) fuseGroup(g persistGroup, queue *moe.Buffer, qw kernelQueue, copy bool) (Kernel, error) {
+	ks, name := g.ks, g.name
+	plan, err := lw.planPersistent(name, ks)
+	if err != nil {
+		return Kernel{}, err
+	}
 	var params []persistParam
 	index := map[string]int{}
 	add := func(key string, p Param, irp ir.Param) string {
@@ -255,7 +459,7 @@ func (lw *perOp) fusePersistent() error {
 		f := lw.mod.FuncNamed(k.Name)
 		funcs[i] = f
 		if len(f.IR.Params) != len(k.Params) {
-			return fmt.Errorf("codegen: %s: %s: kernel %s has %d parameters in its plan and %d in the module", lw.src.Layer.Name, lw.sched.Target, k.Name, len(k.Params), len(f.IR.Params))
+			return Kernel{}, fmt.Errorf("codegen: %s: %s: kernel %s has %d parameters in its plan and %d in the module", lw.src.Layer.Name, lw.sched.Target, k.Name, len(k.Params), len(f.IR.Params))
 		}
 		for j, prm := range k.Params {
 			t := f.IR.Params[j].Type()
@@ -344,7 +548,7 @@ func (lw *perOp) fusePersistent() error {
 			}
 			b.phaseMark(i, false)
 			removePhaseMarks(funcs[i]) // a chained kernel's own: here the phases are the kernels
-			a := ir.Absorption{Prefix: fmt.Sprintf("k%d.", i)}
+			a := ir.Absorption{Prefix: fmt.Sprintf("k%d.", i), Copy: copy}
 			for _, n := range args[i] {
 				a.Args = append(a.Args, b.Param(n))
 			}
@@ -398,10 +602,8 @@ func (lw *perOp) fusePersistent() error {
 		qw.leave(b, persistLeft, grid)
 	})
 	b.Ret(nil)
-	lw.prog.PhaseKernels = ks
-	lw.prog.Kernels = []Kernel{{Name: name, Params: kparams, Block: plan.threads, Grid: grid1(plan.grid), SharedBytes: plan.smem,
-		GridPerSM: true, CoResident: true, Phases: phases}}
-	return nil
+	return Kernel{Name: name, Params: kparams, Block: plan.threads, Grid: grid1(plan.grid), SharedBytes: plan.smem,
+		GridPerSM: true, CoResident: true, Phases: phases, Tokens: g.tokens}, nil
 }
 
 // gridParam is the persistent kernel's parameter holding extent d (0, 1,

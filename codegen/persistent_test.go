@@ -7,6 +7,7 @@ import (
 
 	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/ptx"
 	"github.com/mokc/mokc/schedule"
@@ -14,30 +15,28 @@ import (
 )
 
 // persistentPair lowers layer l's forward (or backward) on sm_90a with its
-// default schedule, less a GEMM variant of other warps, per op and
-// persistent.
+// default schedule, per op and persistent.
 func persistentPair(t *testing.T, l schedule.Layer, backward bool) (perOp, persistent *Program) {
 	t.Helper()
-	return lowerOneShape(t, l, backward, PerOp, nil), lowerOneShape(t, l, backward, Persistent, nil)
+	return lowerDefault(t, l, backward, PerOp, nil), lowerDefault(t, l, backward, Persistent, nil)
 }
 
-// lowerOneShape lowers layer l's forward (or backward) on sm_90a with its
-// default schedule less a GEMM variant of other warps, changed by edit
-// (nil: none), as how.
-func lowerOneShape(t *testing.T, l schedule.Layer, backward bool, how Lowering, edit func(*schedule.Schedule)) *Program {
+// lowerDefault lowers layer l's forward (or backward) on sm_90a with its
+// default schedule changed by edit (nil: none), less the GEMM variants the
+// persistent lowering leaves out (PersistentVariants), as how.
+func lowerDefault(t *testing.T, l schedule.Layer, backward bool, how Lowering, edit func(*schedule.Schedule)) *Program {
 	t.Helper()
-	prog, err := lowerOneShapeErr(t, l, backward, how, edit)
+	prog, err := lowerDefaultErr(t, l, backward, how, edit)
 	if err != nil {
 		t.Fatalf("%s (backward %v) %v: %v", l.Name, backward, how, err)
 	}
 	return prog
 }
 
-// lowerOneShapeErr is lowerOneShape returning the lowering's error.
-func lowerOneShapeErr(t *testing.T, l schedule.Layer, backward bool, how Lowering, edit func(*schedule.Schedule)) (*Program, error) {
+// lowerDefaultErr is lowerDefault returning the lowering's error.
+func lowerDefaultErr(t *testing.T, l schedule.Layer, backward bool, how Lowering, edit func(*schedule.Schedule)) (*Program, error) {
 	t.Helper()
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
-	oneShapeOf(&s)
 	if edit != nil {
 		edit(&s)
 	}
@@ -49,19 +48,25 @@ func lowerOneShapeErr(t *testing.T, l schedule.Layer, backward bool, how Lowerin
 	if err != nil {
 		t.Fatal(err)
 	}
+	s, _ = PersistentVariants(p, s) // per op too: the same GEMM kernels
 	return Lower(p, s, how)
 }
 
 // TestPersistent: the persistent lowering of the forward and the backward
-// of every preset on sm_90a (bf16, and qwen3-30b-a3b's mxfp8 forward) is one
-// kernel, moe_forward or moe_backward, launched at every T, co-resident on
-// one block per SM, with a phase per kernel of the per-op plan in its
-// order, blocks of the per-op plan's largest, shared memory of its
-// largest, a pointer parameter per buffer the per-op kernels bind and a
-// grid parameter per row-wise phase; the per-op kernels are gone from the
-// module. Where FC1's store warps gather its rows (planStoreGather: the
-// bf16 forwards of plain gathers, from Schedule.StoreGatherRows), FC1's
-// store-gathering form follows its plain one.
+// of every preset on sm_90a (bf16, and qwen3-30b-a3b's mxfp8 forward) is
+// moe_forward or moe_backward, and where the default schedule's GEMM
+// variants run blocks of other warps (qwen3-30b-a3b's "mid" and decode
+// tiles) one more kernel per such shape, moe_forward_<variant>; each is
+// co-resident on one block per SM, and at every T (each end of a per-op
+// kernel's token ranges) exactly one of them runs, which has a phase of
+// each per-op kernel that runs there (a gather or combine of another
+// shape than the base's in a form named for it), its phases in the per-op
+// plan's order, blocks and shared memory of its per-op kernels' largest, a
+// pointer parameter per buffer its row-wise per-op kernels bind; the
+// per-op kernels are gone from the module. Where FC1's store warps gather
+// its rows (planStoreGather: the bf16 forwards of plain gathers, from
+// Schedule.StoreGatherRows), FC1's store-gathering form follows its plain
+// one.
 func TestPersistent(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -76,6 +81,7 @@ func TestPersistent(t *testing.T) {
 			backward bool
 		}{name, true})
 	}
+	shapes := 0 // the kernels of other shapes seen
 	for _, c := range cases {
 		l := testlayer.Named(t, c.name)
 		per, pk := persistentPair(t, l, c.backward)
@@ -83,42 +89,82 @@ func TestPersistent(t *testing.T) {
 		if c.backward {
 			want = "moe_backward"
 		}
-		if len(pk.Kernels) != 1 || pk.Kernels[0].Name != want {
-			t.Fatalf("%s backward %v: kernels %v, want one %s", c.name, c.backward, kernelNames(pk), want)
+		if len(pk.Kernels) == 0 || pk.Kernels[0].Name != want {
+			t.Fatalf("%s backward %v: kernels %v, want %s first", c.name, c.backward, kernelNames(pk), want)
 		}
-		k := pk.Kernels[0]
-		if !k.CoResident || !k.GridPerSM || len(k.Tokens) > 0 || k.SkipIfZeroT || k.Grid[0] != Const(int64(target.SM90a.SMs())) {
-			t.Errorf("%s: %s: co-resident %v, grid per SM %v, tokens %v, skip at T = 0 %v, grid %v: want one block per SM at every T",
-				c.name, want, k.CoResident, k.GridPerSM, k.Tokens, k.SkipIfZeroT, k.Grid)
-		}
-		var phases []string
-		block, smem := 0, 0
-		for _, pk := range per.Kernels {
-			phases = append(phases, want+"/"+strings.TrimPrefix(pk.Name, "moe_"))
-			if sg := want + "/" + strings.TrimPrefix(pk.Name, "moe_") + "_store_gathered"; slices.Contains(k.Phases, sg) {
-				phases = append(phases, sg) // from the default's Schedule.StoreGatherRows
+		shapes += len(pk.Kernels) - 1
+		// perOpOf is the index in per.Kernels of the per-op kernel whose phase
+		// of persistent kernel k ph is, or -1
+		perOpOf := func(k Kernel, ph string) int {
+			op, ok := strings.CutPrefix(ph, k.Name+"/")
+			if !ok {
+				return -1
 			}
-			block, smem = max(block, pk.Block), max(smem, pk.SharedBytes)
-			if pk.GridPerSM {
+			op = "moe_" + op // its per-op kernel's name, or that with the kernel's suffix or "_store_gathered"
+			for _, n := range []string{op, strings.TrimSuffix(op, strings.TrimPrefix(k.Name, want)), strings.TrimSuffix(op, "_store_gathered")} {
+				if i := slices.IndexFunc(per.Kernels, func(p Kernel) bool { return p.Name == n }); i >= 0 {
+					return i
+				}
+			}
+			return -1
+		}
+		for _, k := range pk.Kernels {
+			if !strings.HasPrefix(k.Name, want) || !k.CoResident || !k.GridPerSM || k.SkipIfZeroT || k.Grid[0] != Const(int64(target.SM90a.SMs())) ||
+				len(pk.Kernels) == 1 && len(k.Tokens) > 0 {
+				t.Errorf("%s: %s: co-resident %v, grid per SM %v, tokens %v, skip at T = 0 %v, grid %v: want one block per SM (at every T where it is the only kernel)",
+					c.name, k.Name, k.CoResident, k.GridPerSM, k.Tokens, k.SkipIfZeroT, k.Grid)
+			}
+			block, smem, last := 0, 0, -1
+			for _, ph := range k.Phases {
+				i := perOpOf(k, ph)
+				if i < 0 || i < last {
+					t.Errorf("%s: %s's phase %s is no per-op kernel after its previous phase's (phases %v, per-op kernels %v)", c.name, k.Name, ph, k.Phases, kernelNames(per))
+					continue
+				}
+				last = i
+				p := per.Kernels[i]
+				block, smem = max(block, p.Block), max(smem, p.SharedBytes)
+				for _, prm := range p.Params {
+					if !p.GridPerSM && prm.Type == ParamPtr && !slices.ContainsFunc(k.Params, func(q Param) bool { return q.Type == ParamPtr && q.Buffer == prm.Buffer }) {
+						t.Errorf("%s: %s binds no parameter to buffer %s, which %s takes", c.name, k.Name, prm.Buffer, p.Name)
+					}
+				}
+			}
+			if k.Block != block || k.SharedBytes != smem {
+				t.Errorf("%s: %s: block %d, shared %d; its per-op kernels' largest %d, %d", c.name, k.Name, k.Block, k.SharedBytes, block, smem)
+			}
+		}
+		var ends []int64 // each end of a kernel's token ranges, and the T beside it
+		for _, k := range append(slices.Clone(per.Kernels), pk.Kernels...) {
+			for _, r := range k.Tokens {
+				ends = append(ends, max(0, r.Min-1), r.Min, r.Max, min(launch.MaxTokens, r.Max+1))
+			}
+		}
+		for _, T := range append(ends, 0, 1, 64, 4096) {
+			var runs []Kernel
+			for _, k := range pk.Kernels {
+				if k.RunsAt(T) {
+					runs = append(runs, k)
+				}
+			}
+			if len(runs) != 1 {
+				t.Errorf("%s: at T = %d %d persistent kernels run (%v), want one", c.name, T, len(runs), runs)
 				continue
 			}
-			for _, prm := range pk.Params {
-				if prm.Type == ParamPtr && !slices.ContainsFunc(k.Params, func(q Param) bool { return q.Type == ParamPtr && q.Buffer == prm.Buffer }) {
-					t.Errorf("%s: %s binds no parameter to buffer %s, which %s takes", c.name, want, prm.Buffer, pk.Name)
+			for i, p := range per.Kernels {
+				if p.RunsAt(T) && !slices.ContainsFunc(runs[0].Phases, func(ph string) bool { return perOpOf(runs[0], ph) == i }) {
+					t.Errorf("%s: at T = %d per-op %s runs, which is no phase of %s (%v)", c.name, T, p.Name, runs[0].Name, runs[0].Phases)
 				}
 			}
 		}
-		if !slices.Equal(k.Phases, phases) {
-			t.Errorf("%s: %s's phases %v, want the per-op kernels %v", c.name, want, k.Phases, phases)
-		}
-		if k.Block != block || k.SharedBytes != smem {
-			t.Errorf("%s: %s: block %d, shared %d; the per-op kernels' largest %d, %d", c.name, want, k.Block, k.SharedBytes, block, smem)
-		}
 		for _, f := range pkModuleFuncs(pk) {
-			if f != want && !strings.HasPrefix(f, "llvm.") {
+			if !slices.ContainsFunc(pk.Kernels, func(k Kernel) bool { return k.Name == f }) && !strings.HasPrefix(f, "llvm.") {
 				t.Errorf("%s: the persistent module still defines %s", c.name, f)
 			}
 		}
+	}
+	if shapes == 0 {
+		t.Error("no preset's default schedule has a variant of other blocks: the kernels of other shapes are untested")
 	}
 }
 
@@ -196,12 +242,8 @@ func TestPersistentRefused(t *testing.T) {
 		{"clusters", target.SM90a, func(s *schedule.Schedule) { s.Cluster, s.Items = 2, schedule.ItemsFixed }, "not clusters of 2"},
 		{"two blocks per SM", target.SM90a, func(s *schedule.Schedule) { s.BlocksPerSM, s.Items = 2, schedule.ItemsFixed }, "one block per SM"},
 		{"a grid", target.SM90a, func(s *schedule.Schedule) { s.GridCTAs = 64 }, "leave Schedule.GridCTAs out"},
-		{"a variant of 12 MMA warps", target.SM90a, func(*schedule.Schedule) {}, `GEMM variant "mid" has 12 MMA warps`},
 	} {
 		s := testlayer.DefaultSchedule(t, l, c.tg)
-		if c.what != "a variant of 12 MMA warps" {
-			oneShapeOf(&s)
-		}
 		c.edit(&s)
 		s.Lowering = schedule.LoweringPersistent
 		_, err := Build(l, s)
@@ -209,12 +251,6 @@ func TestPersistentRefused(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", c.what, err, c.want)
 		}
 	}
-}
-
-// oneShapeOf leaves out s's GEMM variants (Variant, Decode) of other warps, as `mokc
-// --lowering persistent` does.
-func oneShapeOf(s *schedule.Schedule) {
-	*s, _ = s.OneBlockShape()
 }
 
 // TestPersistentCombineBulk: the persistent forward's gather phase is the
@@ -282,7 +318,9 @@ func TestPersistentCombineBulk(t *testing.T) {
 
 // TestPersistentPhaseSignals: in the persistent bf16 forward of sm_90a
 // presets, FC2's phase waits for FC1's row tiles (tile_done1, which every
-// FC1 kernel form signals and the kernels writing the list zero) instead
+// FC1 kernel form of the base GEMMs' blocks signals and the kernels
+// writing the list zero; the variants of other blocks run in kernels of
+// their own, where FC2 keeps its barrier) instead
 // of a grid barrier, so the kernel has one grid barrier fewer than with
 // the counters off (fence.acq_rel.gpu: one per barrier); a chained FC1 and
 // FC2 (Schedule.Chain) and the mxfp8 forward keep the barrier.
@@ -310,7 +348,8 @@ func TestPersistentPhaseSignals(t *testing.T) {
 			t.Errorf("%s: counters of FC1's row tiles with the signals %v, without %v; want only with", name, on.Buffer("tile_done1") != nil, off.Buffer("tile_done1") != nil)
 		}
 		for _, k := range on.PhaseKernels {
-			want := strings.HasPrefix(k.Name, "moe_fc1") || k.Name == "moe_fc2" || k.Name == "moe_scan" || strings.HasPrefix(k.Name, "moe_dispatch")
+			// (an FC1 of other blocks, in a kernel of its own, neither signals nor is waited for)
+			want := strings.HasPrefix(k.Name, "moe_fc1") && k.Block == on.Kernels[0].Block || k.Name == "moe_fc2" || k.Name == "moe_scan" || strings.HasPrefix(k.Name, "moe_dispatch")
 			if binds(k, "tile_done1") != want {
 				t.Errorf("%s: phase %s binds tile_done1 %v, want %v", name, k.Name, !want, want)
 			}
@@ -330,7 +369,7 @@ func TestPersistentPhaseSignals(t *testing.T) {
 }
 
 // persistentSignals lowers layer l's forward on sm_90a persistent with its
-// default schedule less the variants of other warps (as persistentPair),
+// default schedule (as persistentPair),
 // chained (Schedule.Chain: FC1 and FC2 in one kernel, the fixed walk)
 // where asked, with the phases' counters on or off (signalPhases); it
 // returns the program and FC1's spec of that schedule.
@@ -339,7 +378,6 @@ func persistentSignals(t *testing.T, l schedule.Layer, chain, signals bool) (*Pr
 	defer func(old bool) { signalPhases = old }(signalPhases)
 	signalPhases = signals
 	s := testlayer.DefaultSchedule(t, l, target.SM90a)
-	oneShapeOf(&s)
 	s = s.FixedItemsWhereNeeded(l).FC2LargeWhereValid(l)
 	if chain {
 		s.Chain, s.Items, s.FC2Large = schedule.ChainFC, schedule.ItemsFixed, schedule.LargeRowsTile{}

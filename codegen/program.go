@@ -7,6 +7,7 @@ import (
 	llir "github.com/llir/llvm/ir"
 
 	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/schedule"
 )
@@ -39,6 +40,11 @@ type Program struct {
 	// PerOp's, or are their bulk-copy forms of one block per SM:
 	// bulkPhases); nil under PerOp.
 	PhaseKernels []Kernel `json:"-"`
+	// LeftOut, under the Persistent lowering, is the schedule's GEMM
+	// variants that the program runs without (PersistentVariants: blocks
+	// of other warps than the base GEMMs', which a GEMM of the program
+	// would not take); the base GEMMs run in their token ranges instead.
+	LeftOut []schedule.TileVariant `json:"-"`
 }
 
 // Buffer returns the buffer named name, or nil.
@@ -120,6 +126,10 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err != nil {
 		return nil, err
 	}
+	var leftOut []schedule.TileVariant
+	if how == Persistent {
+		s, leftOut = PersistentVariants(p, s)
+	}
 	var rf *moe.Program // the register-fed form, beside p's (regfed with a decode variant)
 	if s.MXGemm == schedule.MXGemmRegFed && p.Layer.Precision == schedule.MXFP8 {
 		if rf, err = moe.RegisterFed(p); err != nil {
@@ -133,6 +143,7 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err != nil {
 		return nil, err
 	}
+	lw.prog.LeftOut = leftOut
 	lw.addRegisterFed(rf)
 	lw.planTokenQuant()
 	lw.planRoundOdd()
@@ -359,45 +370,92 @@ type pendingBulk struct {
 // form (emitGatherBulk, emitCombineBulk) of the persistent GEMMs' grid,
 // block, registers and shared memory, keeping its token ranges; without
 // such a GEMM, or with blocks too small for the roles (checkBulkBlock),
-// the row-wise kernels stay.
+// the row-wise kernels stay. Where the GEMMs run blocks of several shapes
+// (gemmShapes: a variant of other warps, in a persistent kernel of its
+// own), each shape's token counts take a form of that shape
+// (moe_<op><suffix>), or the row-wise kernel where its blocks are too
+// small. Errors: the bulk forms', gemmShapes'.
 func (lw *perOp) bulkPhases() error {
-	g, ok := lw.persistentGEMM()
-	if !ok || checkBulkBlock(g.Name, g.Block) != nil {
+	if len(lw.bulk) == 0 {
 		return nil
 	}
-	regs, _ := lw.mod.Annotation(g.Name, "maxnreg")
-	for _, p := range lw.bulk {
-		old := lw.prog.Kernels[p.i]
+	sh, err := lw.gemmShapes(lw.prog.Kernels, persistentName(lw.src))
+	if err != nil || len(sh.first) == 0 {
+		return err
+	}
+	var out []Kernel
+	next := 0 // the next pending op
+	for i, old := range lw.prog.Kernels {
+		if next == len(lw.bulk) || lw.bulk[next].i != i {
+			out = append(out, old)
+			continue
+		}
+		forms, err := lw.bulkForms(old, lw.bulk[next].op, sh)
+		if err != nil {
+			return err
+		}
+		out = append(out, forms...)
+		next++
+	}
+	lw.prog.Kernels = out
+	return nil
+}
+
+// bulkForms are the kernels that replace row-wise kernel old of op (a
+// gather or a combine): per block shape of sh at whose token counts old
+// may run, its bulk-copy form, or old itself, at those counts, where the
+// shape's blocks are too small (with one shape: old as it is; with
+// several, old renamed with the suffix of the first such shape, so that
+// the base shape's form takes old's name).
+func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, error) {
+	tokens := make([][]launch.TokenRange, len(sh.first)) // per shape: old's T there
+	var rowWise []launch.TokenRange                      // where old stays
+	keep := -1                                           // the first shape that keeps old
+	for g, first := range sh.first {
+		if tokens[g] = old.Tokens; len(sh.first) > 1 {
+			tokens[g] = intersectAll(runRanges(old), sh.tokens[g])
+		}
+		if len(tokens[g]) > 0 && checkBulkBlock(lw.prog.Kernels[first].Name, lw.prog.Kernels[first].Block) != nil {
+			rowWise = append(rowWise, tokens[g]...)
+			if keep < 0 {
+				keep = g
+			}
+		}
+	}
+	var forms []Kernel
+	switch {
+	case keep < 0:
 		lw.mod.Remove(lw.mod.FuncNamed(old.Name))
+	case len(sh.first) > 1:
+		lw.mod.FuncNamed(old.Name).IR.SetName(old.Name + sh.suffix[keep])
+		old.Name, old.Tokens = old.Name+sh.suffix[keep], merge(rowWise)
+		forms = append(forms, old)
+	default:
+		forms = append(forms, old)
+	}
+	for g, first := range sh.first {
+		gk := lw.prog.Kernels[first]
+		if len(tokens[g]) == 0 && len(sh.first) > 1 || checkBulkBlock(gk.Name, gk.Block) != nil {
+			continue
+		}
+		regs, _ := lw.mod.Annotation(gk.Name, "maxnreg")
 		var k Kernel
 		var err error
-		switch o := p.op.(type) {
+		switch o := op.(type) {
 		case moe.Gather:
-			k, err = emitGatherBulk(lw.mod, lw.d, o, g.Grid[0], g.Block, regs, g.SharedBytes)
+			k, err = emitGatherBulk(lw.mod, sh.suffix[g], lw.d, o, gk.Grid[0], gk.Block, regs, gk.SharedBytes)
 		case moe.Combine:
-			k, err = emitCombineBulk(lw.mod, lw.d, o, g.Grid[0], g.Block, regs, g.SharedBytes)
+			k, err = emitCombineBulk(lw.mod, sh.suffix[g], lw.d, o, gk.Grid[0], gk.Block, regs, gk.SharedBytes)
 		default:
 			err = fmt.Errorf("codegen: %s: no bulk-copy form", old.Name)
 		}
 		if err != nil {
-			return err
+			return nil, err
 		}
-		k.Tokens = old.Tokens
-		lw.prog.Kernels[p.i] = k
+		k.Tokens = tokens[g]
+		forms = append(forms, k)
 	}
-	return nil
-}
-
-// persistentGEMM is the first persistent GEMM kernel (GridPerSM) of the
-// plan: its grid, block and registers are the persistent kernel's, which
-// the bulk-copy phases (bulkPhases) take too.
-func (lw *perOp) persistentGEMM() (Kernel, bool) {
-	for _, k := range lw.prog.Kernels {
-		if k.GridPerSM {
-			return k, true
-		}
-	}
-	return Kernel{}, false
+	return forms, nil
 }
 
 // lowerOp emits the kernels of one op.

@@ -99,7 +99,7 @@ func TestStoreGather(t *testing.T) {
 		phase(p, "moe_fc1_store_gathered").Tokens[0].Min != 2731 {
 		t.Errorf("deepseek-v2-lite default: moe_fc1_store_gathered %v, want it from T = 2731", phase(p, "moe_fc1_store_gathered"))
 	}
-	off, err := lowerOneShapeErr(t, l, false, Persistent, func(s *schedule.Schedule) { s.Lowering, s.StoreGatherRows = schedule.LoweringPersistent, 0 })
+	off, err := lowerDefaultErr(t, l, false, Persistent, func(s *schedule.Schedule) { s.Lowering, s.StoreGatherRows = schedule.LoweringPersistent, 0 })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestStoreGather(t *testing.T) {
 }
 
 // storeGatherProgram lowers layer l's forward (or backward) on sm_90a
-// persistent with its default schedule less the variants of other warps
+// persistent with its default schedule
 // (as persistentPair) and gather kind g.
 func storeGatherProgram(t *testing.T, l schedule.Layer, backward bool, g schedule.GatherKind) *Program {
 	t.Helper()
@@ -138,5 +138,5 @@ func storeGatherProgram(t *testing.T, l schedule.Layer, backward bool, g schedul
 // storeGatherLower is storeGatherProgram returning the lowering's error.
 func storeGatherLower(t *testing.T, l schedule.Layer, backward bool, g schedule.GatherKind) (*Program, error) {
 	t.Helper()
-	return lowerOneShapeErr(t, l, backward, Persistent, func(s *schedule.Schedule) { s.Lowering, s.Gather = schedule.LoweringPersistent, g })
+	return lowerDefaultErr(t, l, backward, Persistent, func(s *schedule.Schedule) { s.Lowering, s.Gather = schedule.LoweringPersistent, g })
 }

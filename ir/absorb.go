@@ -26,6 +26,11 @@ type Absorption struct {
 	// Prefix is put before the names of the moved blocks, which must stay
 	// unique in the function.
 	Prefix string
+	// Copy absorbs a copy of the source's body: the source stays in the
+	// module as it was, so that several functions (or one, several times)
+	// can absorb it. The copy's instructions are new values; constants,
+	// globals, types and metadata are shared.
+	Copy bool
 }
 
 // Absorb moves the body of src, a void function of the same module that
@@ -34,7 +39,8 @@ type Absorption struct {
 // their operands as a says, turns each of src's returns into a branch to a
 // new block, on which it leaves the cursor, and removes src from the
 // module (a call of src elsewhere would be left dangling: Absorb is for
-// kernels, which nothing calls). Unnamed values keep no local IDs: the
+// kernels, which nothing calls); with a.Copy it moves a copy of the body
+// and leaves src as it was. Unnamed values keep no local IDs: the
 // module numbers them again when it is printed. The caller picks a
 // Prefix that no block of f starts with, so that the moved blocks' names
 // stay unique. Errors (recorded in the module): a source without a body
@@ -69,6 +75,13 @@ func (f *Func) Absorb(src *Func, a Absorption) {
 		barrier.SideEffect = true
 	}
 	blocks := src.IR.Blocks
+	if a.Copy {
+		var err error
+		if blocks, err = copyBlocks(blocks); err != nil {
+			f.errorf("absorb: @%s: %v", src.IR.Name(), err)
+			return
+		}
+	}
 	// The calls whose results are replaced, found before any is rewritten.
 	for _, b := range blocks {
 		for _, inst := range b.Insts {
@@ -128,8 +141,10 @@ func (f *Func) Absorb(src *Func, a Absorption) {
 		}
 	}
 	f.IR.Blocks = append(f.IR.Blocks, blocks...)
-	src.IR.Blocks = nil
-	f.M.Remove(src)
+	if !a.Copy {
+		src.IR.Blocks = nil
+		f.M.Remove(src)
+	}
 	f.cur = f.attach(exit)
 }
 

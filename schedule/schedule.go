@@ -939,24 +939,11 @@ func (s Schedule) withTiles(t TileVariant) Schedule {
 	return s
 }
 
-// OneBlockShape returns s without the GEMM variants whose blocks have
-// other warps than the base GEMMs' (TileVariant.SameBlocks), which the
-// persistent kernel, whose phases run blocks of one shape, leaves out,
-// and the variants it dropped (Variant first).
-func (s Schedule) OneBlockShape() (Schedule, []TileVariant) {
-	var dropped []TileVariant
-	for _, v := range []**TileVariant{&s.Variant, &s.Decode} {
-		if *v != nil && !(*v).SameBlocks(s) {
-			dropped = append(dropped, **v)
-			*v = nil
-		}
-	}
-	return s, dropped
-}
-
 // SameBlocks reports whether the variant's GEMM kernels run blocks of
-// the same warps as the base GEMMs of s (its MMA warps are s's), as the
-// phases of one persistent kernel must (Schedule.Lowering).
+// the same warps as the base GEMMs of s (its MMA warps are s's): the
+// persistent lowering (Schedule.Lowering) runs them as phases of the base
+// GEMMs' persistent kernel, and a variant of other blocks in a persistent
+// kernel of its own, launched in the variant's token range instead.
 func (v TileVariant) SameBlocks(s Schedule) bool { return v.MMAWarps == s.Warps.MMA }
 
 // VariantTokens returns the inclusive token range [lo, hi] in which the
@@ -1248,10 +1235,6 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs one block per SM of the device, all resident (its phases end in grid-wide barriers): leave Schedule.GridCTAs out (%d is set)", s.GridCTAs)
 		case l.Precision == MXFP8 && s.MXGemm == MXGemmExpand:
 			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel's GEMM phases give back their registers by role; the expansion's converter warpgroup does not (Schedule.MXGemm expand)")
-		case s.Variant != nil && !s.Variant.SameBlocks(s):
-			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs blocks of one shape, and the GEMM variant %q has %d MMA warps where the base GEMMs have %d: leave the variant out (Schedule.Variant)", s.Variant.Name, s.Variant.MMAWarps, s.Warps.MMA)
-		case s.Decode != nil && !s.Decode.SameBlocks(s):
-			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs blocks of one shape, and the decode tiles %q have %d MMA warps where the base GEMMs have %d: leave them out (Schedule.Decode)", s.Decode.Name, s.Decode.MMAWarps, s.Warps.MMA)
 		}
 	}
 	if s.Chain == ChainFC {

@@ -209,11 +209,13 @@ func TestInspectModelKernelSharedMemory(t *testing.T) {
 }
 
 // TestDecodeMaxRowsFlag: --decode-max-rows moves the bf16 decode tiles'
-// range (inspect program lists their kernels there), off removes them
-// without a note, and a number is refused where they cannot run: an
-// mxfp8 layer, a shape flag, the persistent lowering; the persistent
-// lowering and a shape flag leave the default's out with a note naming the
-// flag that says so without it.
+// range (inspect program lists their kernels there, and with the
+// persistent lowering their persistent kernel, moe_forward_decode), off
+// removes them without a note, and a number is refused where they cannot
+// run: an mxfp8 layer, a shape flag; a shape flag leaves the default's out
+// with a note naming the flag that says so without it, and the persistent
+// lowering of a layer with shared experts (deepseek-v3) with a note saying
+// why.
 func TestDecodeMaxRowsFlag(t *testing.T) {
 	args := []string{"inspect", "program", "--model", "qwen3-30b-a3b", "--target", "sm_90a"}
 	out, err := runCLI(append(args, "--decode-max-rows", "2")...)
@@ -233,7 +235,6 @@ func TestDecodeMaxRowsFlag(t *testing.T) {
 	}{
 		{[]string{"--precision", "mxfp8", "--decode-max-rows", "4"}, "has none"},
 		{[]string{"--fc1-tile", "128x128x64", "--decode-max-rows", "4"}, "--fc1-tile replaces them"},
-		{[]string{"--lowering", "persistent", "--decode-max-rows", "4"}, "leaves them out"},
 		{[]string{"--decode-max-rows", "150"}, "must lie below the variant's"},
 		{[]string{"--decode-max-rows", "-1"}, "the most mean rows per expert"},
 	} {
@@ -241,7 +242,15 @@ func TestDecodeMaxRowsFlag(t *testing.T) {
 			t.Errorf("%v: %v, want an error saying %q", c.args, err, c.want)
 		}
 	}
-	for _, c := range []struct{ flag, value, dropper string }{{"--lowering", "persistent", "--lowering persistent"}, {"--fc2-tile", "128x128x64", "--fc2-tile"}} {
+	out, err = runCLI(append(args, "--lowering", "persistent", "--decode-max-rows", "2")...)
+	if want := "moe_forward_decode grid 132 x 1 x 1 block 256 smem 166128 co-resident for T in 1..32"; err != nil || !strings.Contains(out, want) {
+		t.Errorf("--lowering persistent --decode-max-rows 2: %v, want %q in\n%s", err, want, out)
+	}
+	out, err = runCLI("inspect", "program", "--model", "deepseek-v3", "--target", "sm_90a", "--lowering", "persistent", "--decode-max-rows", "2")
+	if want := `--lowering persistent leaves out the GEMM variant "decode" (FC1 64x128x64, FC2 64x128x64 at T = 1..64, 4 MMA warps where the base GEMMs have 8)`; err != nil || !strings.Contains(out, want) || strings.Contains(out, "moe_forward_decode") {
+		t.Errorf("deepseek-v3 --lowering persistent --decode-max-rows 2: %v, want the note %q and no moe_forward_decode in\n%s", err, want, out)
+	}
+	for _, c := range []struct{ flag, value, dropper string }{{"--fc2-tile", "128x128x64", "--fc2-tile"}} {
 		out, err := runCLI(append(args, c.flag, c.value)...)
 		if want := c.dropper + " leaves out the default schedule's bf16 decode tiles"; err != nil || !strings.Contains(out, want) || !strings.Contains(out, "--decode-max-rows off asks for that") {
 			t.Errorf("%s %s: %v, want a note %q in\n%s", c.flag, c.value, err, want, out)

@@ -580,21 +580,6 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 	if variant != nil && s.Variant == nil && dropper == "" {
 		dropper = "--mx-gemm " + s.MXGemm.String()
 	}
-	if s.Lowering == schedule.LoweringPersistent {
-		if unrun := persistentUnrun(l, s, c.Bool("backward")); len(unrun) > 0 {
-			fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent with %s is built and assembled but has not yet run on a GPU (the presets' forwards, bf16 and mxfp8, and their bf16 backwards have: docs/megakernel.md)\n", strings.Join(unrun, ", "))
-		}
-	}
-	var persistDropped []schedule.TileVariant
-	if s.Lowering == schedule.LoweringPersistent {
-		if decodeRows > 0 && s.Decode != nil && !s.Decode.SameBlocks(s) {
-			return s, fmt.Errorf("--decode-max-rows %d: the decode tiles have %d MMA warps, and %s runs blocks of one shape (the base GEMMs' %d): it leaves them out, so give --decode-max-rows off or leave the flag out", decodeRows, s.Decode.MMAWarps, persistentFlag, s.Warps.MMA)
-		}
-		// one block shape in the persistent kernel: the base tiles at every T
-		if s, persistDropped = s.OneBlockShape(); len(persistDropped) > 0 && dropper == "" {
-			dropper = persistentFlag
-		}
-	}
 	tuned, err := applyVariantFlags(c, &s, dropper)
 	if err != nil {
 		return s, err
@@ -630,21 +615,11 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		}
 		return s, fmt.Errorf("schedule flags: %w", err)
 	}
-	for _, v := range persistDropped {
-		if s.Decode == nil && decode != nil && v == *decode {
-			if !c.Bool("backward") { // (the backward has no decode tiles to leave out)
-				noteDecodeDropped(c, persistentFlag, l, v)
-			}
-			continue
-		}
-		notePersistentDropped(c, l, v)
-	}
-	if decode != nil && s.Decode == nil && len(persistDropped) == 0 && decodeRows < 0 && !c.Bool("backward") {
+	if decode != nil && s.Decode == nil && decodeRows < 0 && !c.Bool("backward") {
 		noteDecodeDropped(c, dropper, l, *decode)
 	}
 	switch {
 	case variant == nil || s.Variant != nil: // noted only for a schedule that runs
-	case dropper == persistentFlag:
 	default:
 		var lost schedule.LargeRowsTile // the FC2 tile for many rows per expert, gone with it
 		if large.Set() && !s.FC2Large.Set() && !largeSet(c) {
@@ -656,7 +631,40 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		// (a shape flag's note is noteVariantDropped's: one shape at every T)
 		noteLargeDropped(c, l, large, s.FC2Large)
 	}
+	if s.Lowering == schedule.LoweringPersistent {
+		notePersistent(c, l, s, c.Bool("backward"))
+	}
 	return s, nil
+}
+
+// notePersistent tells the user which GEMM variants of schedule s the
+// persistent lowering of layer l's forward (or backward) leaves out
+// (codegen.PersistentVariants): their blocks have other warps than the
+// base GEMMs', so they would run in a persistent kernel of their own, in
+// their token range, where a GEMM of the program keeps the base tiles (a
+// shared expert's; a bf16 one beside an mxfp8-only variant); the base
+// GEMMs run there instead. Then what of it has not yet run on a GPU
+// (persistentUnrun).
+func notePersistent(c *cli.Context, l schedule.Layer, s schedule.Schedule, backward bool) {
+	p, err := moe.Forward(l)
+	what := "forward"
+	if backward {
+		p, err = moe.Backward(l)
+		what = "backward"
+	}
+	if err != nil {
+		return // the build says why
+	}
+	ps, left := codegen.PersistentVariants(p, s)
+	for _, v := range left {
+		lo, hi := v.VariantTokens(l.TopK, l.Experts)
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent leaves out the GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps where the base GEMMs have %d): it would run in a persistent kernel of its own, where a GEMM of this %s keeps the base tiles (a shared expert's, or a bf16 one beside an mxfp8-only variant), so the base GEMMs run there\n",
+			v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, s.Warps.MMA, what)
+	}
+	split := ps.Variant != nil && !ps.Variant.SameBlocks(ps) || !backward && ps.Decode != nil && !ps.Decode.SameBlocks(ps)
+	if unrun := persistentUnrun(l, s, backward, split); len(unrun) > 0 {
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent with %s is built and assembled but has not yet run on a GPU (the presets' forwards, bf16 and mxfp8, and their bf16 backwards have: docs/megakernel.md)\n", strings.Join(unrun, ", "))
+	}
 }
 
 // persistentUnrun names what of layer l the persistent lowering has not
@@ -664,11 +672,16 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // presets' forwards, bf16 and mxfp8, and bf16 backwards, with their
 // default schedules, and the chained FC1 and FC2; FC1's store warps
 // gathering its rows, run 51): the mxfp8 backward, per-expert storage, a
-// routing map, the saved FC1 output, and schedule s's FC1 store-gathering
+// routing map, the saved FC1 output, schedule s's FC1 store-gathering
 // form beside the plain one (a forward's, from Schedule.StoreGatherRows:
-// the kernel holding both has not run since run 51; docs/runs/run51/call5).
-func persistentUnrun(l schedule.Layer, s schedule.Schedule, backward bool) []string {
+// the kernel holding both has not run since run 51; docs/runs/run51/call5),
+// and with split the persistent kernels of the GEMM variants' own block
+// shapes (codegen.PersistentVariants keeps a variant of other warps).
+func persistentUnrun(l schedule.Layer, s schedule.Schedule, backward, split bool) []string {
 	var unrun []string
+	if split {
+		unrun = append(unrun, "a persistent kernel per block shape of the GEMM variants (moe_forward_decode, moe_forward_mid)")
+	}
 	if !backward && s.Gather == schedule.GatherFC1 && s.StoresGather(l) {
 		unrun = append(unrun, fmt.Sprintf("FC1's store warps gathering from %d rows per expert beside the plain FC1 (--store-gather-min-rows)", s.StoreGatherRows))
 	}
@@ -783,21 +796,6 @@ func variantError(tuned string, v schedule.TileVariant, err error) error {
 	}
 	return fmt.Errorf("%s: the GEMM variant %q (FC1 %v, FC2 %v, %d stages, %d MMA warps, up to %d mean rows per expert): %s",
 		tuned, v.Name, v.FC1, v.FC2, v.Stages, v.MMAWarps, v.MaxRows, msg)
-}
-
-// persistentFlag is the flag of the persistent lowering, which leaves out
-// a GEMM variant of other warps than the base GEMMs (TileVariant.SameBlocks).
-const persistentFlag = "--lowering persistent"
-
-// notePersistentDropped tells the user that the persistent lowering left
-// out the default schedule's GEMM variant v, whose blocks have other warps
-// than the base GEMMs': one block shape runs in the persistent kernel. Its
-// FC2 tile for many rows per expert stays (where it goes, noteLargeDropped
-// says why).
-func notePersistentDropped(c *cli.Context, l schedule.Layer, v schedule.TileVariant) {
-	lo, hi := v.VariantTokens(l.TopK, l.Experts)
-	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps): the persistent kernel runs blocks of one shape, so the base GEMMs run there\n",
-		persistentFlag, v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps)
 }
 
 // noteVariantDropped tells the user that flag replaced target's default

@@ -9,8 +9,9 @@ import (
 // TestPersistentNotes: `mokc build --lowering persistent` notes what the
 // persistent kernel has not yet run on a GPU with (persistentUnrun: since
 // run 51 the default's FC1 store-gathering form beside the plain one,
-// where a forward has it); leaving out a
-// GEMM variant of other warps, it does not claim the FC2 tile for many
+// where a forward has it; the persistent kernels of the GEMM variants'
+// block shapes) and the GEMM variants it leaves out (notePersistent: a
+// layer with shared experts); it does not claim the FC2 tile for many
 // rows per expert, which goes for another reason where it goes (--mx-gemm
 // promote: noteLargeDropped says why).
 func TestPersistentNotes(t *testing.T) {
@@ -22,7 +23,9 @@ func TestPersistentNotes(t *testing.T) {
 		{[]string{"--model", "deepseek-v2-lite"}, "FC1's store warps gathering from 256 rows per expert beside the plain FC1", "a routing map"},
 		{[]string{"--model", "deepseek-v2-lite", "--store-gather-min-rows", "off"}, "", "has not yet run"},
 		{[]string{"--model", "llama4-scout"}, "", "FC1's store warps"},
-		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--mx-gemm", "promote"}, `leaves out the default schedule's GEMM variant "decode"`, "and its FC2 tile for many rows per expert"},
+		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--mx-gemm", "promote"}, "", "and its FC2 tile for many rows per expert"},
+		{[]string{"--model", "qwen3-30b-a3b"}, "a persistent kernel per block shape of the GEMM variants", "leaves out the GEMM variant"},
+		{[]string{"--model", "deepseek-v3"}, `leaves out the GEMM variant "decode"`, "a persistent kernel per block shape"},
 		{[]string{"--model", "qwen3-30b-a3b", "--routing", "map", "--chain", "fc1-fc2"}, "a routing map is built and assembled but has not yet run on a GPU", "FC1's store warps"},
 		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--backward"}, "the mxfp8 backward is built", "FC1's store warps"},
 		{[]string{"--model", "qwen3-30b-a3b", "--gather", "store-warps"}, "", "FC1's store warps"},
