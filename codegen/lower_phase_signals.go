@@ -57,8 +57,10 @@ const hSignalPerItem = 24
 
 // hSignal is the plan of FC1's signals to FC2 (see the top of this file):
 // the two GEMM ops, their row tiles, FC1's column blocks, the counters
-// (the list's tile_done), FC1's kernels that signal and FC2's that wait.
+// (the list's tile_done), FC1's kernels that signal and FC2's that wait,
+// for the kernel forms of one block shape (warps: their MMA warps).
 type hSignal struct {
+	warps      int
 	fc1, fc2   string
 	bm         int
 	nBlocks    int
@@ -71,12 +73,12 @@ type hSignal struct {
 // planHSignals plans FC1's signals to FC2 under the persistent lowering of
 // a bf16 forward without a chained FC1 and FC2 (Schedule.Chain), clusters
 // or blocks sharing an SM: its gated FC1 over dispatched rows followed by
-// the FC2 that reads its C, every kernel form of both (gemmKernels) of
-// one row tile and every FC1 form of the same column blocks, among the
-// forms of the base GEMMs' blocks (sameBlocks: a variant of other blocks
-// runs in a persistent kernel of its own, persistGroups, where its FC2
-// keeps the grid barrier). It runs before the ops are lowered, so that
-// the kernels writing the tile lists take the counters.
+// the FC2 that reads its C, one plan per block shape of their kernel forms
+// (gemmKernels; a GEMM variant of other warps runs in a persistent kernel
+// of its own, persistGroups), where every form of both of that shape has
+// one row tile and every FC1 form the same column blocks: the counters of
+// that row tile's list. It runs before the ops are lowered, so that the
+// kernels writing the tile lists take the counters.
 func (lw *perOp) planHSignals() {
 	s := lw.sched
 	if !signalPhases || s.Lowering != schedule.LoweringPersistent || s.Chain == schedule.ChainFC || s.Cluster > 1 || s.BlocksPerSM > 1 ||
@@ -88,30 +90,40 @@ func (lw *perOp) planHSignals() {
 		if !ok || q != nil {
 			continue
 		}
-		spec := lw.gemmSpec(g1, s)
-		bm, nBlocks := spec.Tile.BM, colBlocks(spec)
-		for _, k := range lw.gemmKernels(g1) {
-			if sp := lw.gemmSpec(g1, k.s); sameBlocks(k.s, s) && (sp.Tile.BM != bm || colBlocks(sp) != nBlocks) {
-				return
+		k1, k2 := lw.gemmKernels(g1), lw.gemmKernels(g2)
+		var shapes []int // the forms' MMA warps, the base GEMMs' first
+		for _, k := range k1 {
+			if !slices.Contains(shapes, k.s.Warps.MMA) {
+				shapes = append(shapes, k.s.Warps.MMA)
 			}
 		}
-		for _, k := range lw.gemmKernels(g2) {
-			if sameBlocks(k.s, s) && lw.gemmSpec(g2, k.s).Tile.BM != bm {
-				return
+	shape:
+		for _, w := range shapes {
+			bm, nBlocks := 0, 0
+			for _, k := range k1 {
+				if k.s.Warps.MMA != w {
+					continue
+				}
+				sp := lw.gemmSpec(g1, k.s)
+				if bm == 0 {
+					bm, nBlocks = sp.Tile.BM, colBlocks(sp)
+				}
+				if sp.Tile.BM != bm || colBlocks(sp) != nBlocks {
+					continue shape
+				}
+			}
+			for _, k := range k2 {
+				if k.s.Warps.MMA == w && lw.gemmSpec(g2, k.s).Tile.BM != bm {
+					continue shape
+				}
+			}
+			if counters := lw.tileCounters(bm, "the persistent kernel's moe_"+g2.Name()+" phase"); counters != nil {
+				lw.hSigs = append(lw.hSigs, &hSignal{warps: w, fc1: g1.Name(), fc2: g2.Name(), bm: bm, nBlocks: nBlocks, counters: counters})
 			}
 		}
-		counters := lw.tileCounters(bm, "the persistent kernel's moe_"+g2.Name()+" phase")
-		if counters == nil {
-			return
-		}
-		lw.hSig = &hSignal{fc1: g1.Name(), fc2: g2.Name(), bm: bm, nBlocks: nBlocks, counters: counters}
 		return
 	}
 }
-
-// sameBlocks reports whether GEMM schedule v (a variant's, or s itself)
-// runs blocks of the warps of s's base GEMMs (schedule.TileVariant.SameBlocks).
-func sameBlocks(v, s schedule.Schedule) bool { return v.Warps.MMA == s.Warps.MMA }
 
 // colBlocks is the column blocks of spec's work items per row tile.
 func colBlocks(spec GemmSpec) int { return (spec.N + spec.Tile.BN - 1) / spec.Tile.BN }
@@ -122,13 +134,11 @@ func colBlocks(spec GemmSpec) int { return (spec.N + spec.Tile.BN - 1) / spec.Ti
 // reduction) marks the plan mismatched: FC2 then neither waits nor skips
 // its barrier (waitsFor).
 func (lw *perOp) hSignals(g moe.GEMM, spec *GemmSpec, bind map[string]string, f fused) {
-	h := lw.hSig
-	if h == nil {
+	i := slices.IndexFunc(lw.hSigs, func(h *hSignal) bool { return h.warps == spec.Tile.Warps })
+	if i < 0 {
 		return
 	}
-	if spec.Tile.Warps != lw.sched.Warps.MMA {
-		return // a variant of other blocks, in a persistent kernel of its own (planHSignals)
-	}
+	h := lw.hSigs[i]
 	switch g.Name() {
 	case h.fc1:
 		if f.quant != nil || f.splitK != 0 || spec.Tile.BM != h.bm || colBlocks(*spec) != h.nBlocks {
@@ -151,8 +161,10 @@ func (lw *perOp) hSignals(g moe.GEMM, spec *GemmSpec, bind map[string]string, f 
 // waitsFor is the kernels whose phases the phase of kernel name waits for
 // through counters (none: it follows a grid barrier).
 func (lw *perOp) waitsFor(name string) []string {
-	if h := lw.hSig; h != nil && !h.mismatch && slices.Contains(h.waiting, name) {
-		return h.signalling
+	for _, h := range lw.hSigs {
+		if !h.mismatch && slices.Contains(h.waiting, name) {
+			return h.signalling
+		}
 	}
 	return nil
 }

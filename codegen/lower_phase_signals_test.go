@@ -21,7 +21,7 @@ import (
 // (T > 256), not with a phase between them that runs at some of FC2's T,
 // nor where some T has no FC1 before it.
 func TestFollowsSignals(t *testing.T) {
-	lw := &perOp{hSig: &hSignal{signalling: []string{"moe_fc1_gathered", "moe_fc1"}, waiting: []string{"moe_fc2"}}}
+	lw := &perOp{hSigs: []*hSignal{{signalling: []string{"moe_fc1_gathered", "moe_fc1"}, waiting: []string{"moe_fc2"}}}}
 	small, large := launch.TokenRange{Min: 1, Max: 256}, launch.TokenRange{Min: 257, Max: launch.MaxTokens}
 	k := func(name string, r ...launch.TokenRange) Kernel {
 		return Kernel{Name: name, Tokens: r, SkipIfZeroT: true}

@@ -250,10 +250,10 @@ type perOp struct {
 	// bulk are the gathers and combines bulkPhases rebuilds (persistent
 	// lowering).
 	bulk []pendingBulk
-	// hSig is the persistent forward's counters of FC1's row tiles,
-	// through which FC2's items wait instead of a grid barrier
-	// (planHSignals; nil: none).
-	hSig *hSignal
+	// hSigs are the persistent forward's counters of FC1's row tiles,
+	// through which FC2's items wait instead of a grid barrier, one plan
+	// per block shape of their kernels (planHSignals; none: no such wait).
+	hSigs []*hSignal
 	// storeGatherFrom is the least T at which FC1's store warps gather its
 	// rows under the persistent lowering where their kernel form does
 	// (planStoreGather; 0: at no T).
