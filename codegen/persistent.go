@@ -327,18 +327,18 @@ func (lw *perOp) persistGroups(ks []Kernel) ([]persistGroup, error) {
 // the bulk-copy phases), in the order of their first kernels.
 type gemmShapes struct {
 	of     []int                 // per kernel: its shape, or -1 (not GridPerSM)
-	first  []int                 // per shape: its first kernel
+	first  []int                 // per shape (the base GEMMs' first): its first kernel
 	suffix []string              // per shape: "" for the first (the base), else "_" + the variant's name
 	tokens [][]launch.TokenRange // per shape (with more than one): the T it runs at
 }
 
 // gemmShapes finds the block shapes of kernels ks (see gemmShapes) and,
-// where there are several, the token counts of each: a shape other than
-// the first runs where its kernels may (runRanges), the first at every
-// other T (T = 0 included). A shape other than the first is named by the
-// schedule's GEMM variants (Variant, Decode) whose kernels
-// (moe_<op>_<variant>[_...]) run blocks of it, joined by "_", or
-// "shape<i>" where none does. Errors (named after kernel name): kernels of
+// where there are several, the token counts of each: the first is the
+// base GEMMs' (blocks of Schedule.Threads; else the first kernel's) and
+// runs at every T no other shape runs at (T = 0 included), another runs
+// where its kernels may (runRanges) and is named by the schedule's GEMM
+// variants (Variant, Decode) whose kernels (moe_<op>_<variant>[_...])
+// run blocks of it, joined by "_", or "shape<i>" where none does. Errors (named after kernel name): kernels of
 // two shapes that may run at one T.
 func (lw *perOp) gemmShapes(ks []Kernel, name string) (gemmShapes, error) {
 	type key struct{ block, regs int }
@@ -358,8 +358,20 @@ func (lw *perOp) gemmShapes(ks []Kernel, name string) (gemmShapes, error) {
 	if len(keys) <= 1 {
 		return sh, nil
 	}
-	// Each shape's variants, by name; the base shape is the one with none
-	// (first where that is not one shape).
+	// The base shape is the base GEMMs' blocks (Schedule.Threads); the
+	// others are named by their variants.
+	if b := slices.IndexFunc(keys, func(k key) bool { return k.block == lw.sched.Threads() }); b > 0 {
+		keys[0], keys[b] = keys[b], keys[0]
+		sh.first[0], sh.first[b] = sh.first[b], sh.first[0]
+		for i, g := range sh.of {
+			switch g {
+			case 0:
+				sh.of[i] = b
+			case b:
+				sh.of[i] = 0
+			}
+		}
+	}
 	var cands []string
 	for _, v := range []*schedule.TileVariant{lw.sched.Variant, lw.sched.Decode} {
 		if v != nil {
@@ -371,26 +383,6 @@ func (lw *perOp) gemmShapes(ks []Kernel, name string) (gemmShapes, error) {
 		for _, c := range cands {
 			if g := sh.of[i]; g >= 0 && strings.Contains(k.Name+"_", "_"+c+"_") && !slices.Contains(names[g], c) {
 				names[g] = append(names[g], c)
-			}
-		}
-	}
-	var bases []int
-	for g := range keys {
-		if len(names[g]) == 0 {
-			bases = append(bases, g)
-		}
-	}
-	if len(bases) == 1 && bases[0] != 0 {
-		b := bases[0]
-		keys[0], keys[b] = keys[b], keys[0]
-		sh.first[0], sh.first[b] = sh.first[b], sh.first[0]
-		names[0], names[b] = names[b], names[0]
-		for i, g := range sh.of {
-			switch g {
-			case 0:
-				sh.of[i] = b
-			case b:
-				sh.of[i] = 0
 			}
 		}
 	}

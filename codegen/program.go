@@ -40,11 +40,6 @@ type Program struct {
 	// PerOp's, or are their bulk-copy forms of one block per SM:
 	// bulkPhases); nil under PerOp.
 	PhaseKernels []Kernel `json:"-"`
-	// LeftOut, under the Persistent lowering, is the schedule's GEMM
-	// variants that the program runs without (PersistentVariants: blocks
-	// of other warps than the base GEMMs', which a GEMM of the program
-	// would not take); the base GEMMs run in their token ranges instead.
-	LeftOut []schedule.TileVariant `json:"-"`
 }
 
 // Buffer returns the buffer named name, or nil.
@@ -126,9 +121,8 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err != nil {
 		return nil, err
 	}
-	var leftOut []schedule.TileVariant
 	if how == Persistent {
-		s, leftOut = PersistentVariants(p, s)
+		s, _ = PersistentVariants(p, s)
 	}
 	var rf *moe.Program // the register-fed form, beside p's (regfed with a decode variant)
 	if s.MXGemm == schedule.MXGemmRegFed && p.Layer.Precision == schedule.MXFP8 {
@@ -143,7 +137,6 @@ func Lower(p *moe.Program, s schedule.Schedule, how Lowering) (*Program, error) 
 	if err != nil {
 		return nil, err
 	}
-	lw.prog.LeftOut = leftOut
 	lw.addRegisterFed(rf)
 	lw.planTokenQuant()
 	lw.planRoundOdd()
@@ -415,7 +408,7 @@ func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, erro
 		if tokens[g] = old.Tokens; len(sh.first) > 1 {
 			tokens[g] = intersectAll(runRanges(old), sh.tokens[g])
 		}
-		if len(tokens[g]) > 0 && checkBulkBlock(lw.prog.Kernels[first].Name, lw.prog.Kernels[first].Block) != nil {
+		if (len(sh.first) == 1 || len(tokens[g]) > 0) && checkBulkBlock(lw.prog.Kernels[first].Name, lw.prog.Kernels[first].Block) != nil {
 			rowWise = append(rowWise, tokens[g]...)
 			if keep < 0 {
 				keep = g

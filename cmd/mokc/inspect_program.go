@@ -96,7 +96,7 @@ func inspectProgram(c *cli.Context) error {
 	how := "one per op"
 	switch {
 	case prog.PhaseKernels != nil:
-		how = "one persistent kernel; its phases, the per-op kernels, follow it"
+		how = "one persistent kernel launched per run (one per block shape of the GEMMs, each at its T); its phases, the per-op kernels, follow"
 	case slices.ContainsFunc(prog.Kernels, func(k codegen.Kernel) bool { return len(k.Phases) > 0 }):
 		how = "one per op, but FC1 and FC2 in one kernel where they chain"
 	}

@@ -169,7 +169,7 @@ var scheduleFieldFlags = []fieldFlag{
 		"Schedule.FC2Large", func(s *schedule.Schedule) any { return rowsOrOff{&s.FC2Large.MinRows, "the fewest"} }).withDefault("320 on sm_90a mxfp8 layers, else off").keepingVariant(),
 	scheduleFlag("chain", "off, or fc1-fc2: the forward's routed FC1 and FC2 as one persistent kernel on sm_90a (opt-in, the same bits; docs/flags.md)", "Schedule.Chain",
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
-	scheduleFlag("lowering", "per-op (a kernel per op) or persistent: the program as one persistent kernel per direction on sm_90a, its phases the per-op kernels (the same bits; docs/flags.md)", "Schedule.Lowering",
+	scheduleFlag("lowering", "per-op (a kernel per op) or persistent: the program as one persistent kernel launch per direction on sm_90a, its phases the per-op kernels (a kernel per GEMM block shape, each launched at its T; the same bits; docs/flags.md)", "Schedule.Lowering",
 		func(s *schedule.Schedule) any { return &s.Lowering }).withDefault("per-op").keepingVariant(),
 	scheduleFlag("decode-max-rows", "the most mean rows per expert (T·top-k/experts) at which a bf16 forward's routed GEMMs run the decode tiles (64x128x64, one consumer warpgroup, 6 stages: moe_fc1_decode[_gathered], moe_fc2_decode), or off (docs/flags.md)",
 		"Schedule.Decode", func(s *schedule.Schedule) any { return decodeRows(s) }).withDefault("4 on sm_90a bf16 layers with grouped weights, else off").keepingVariant(),
@@ -632,20 +632,21 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		noteLargeDropped(c, l, large, s.FC2Large)
 	}
 	if s.Lowering == schedule.LoweringPersistent {
-		notePersistent(c, l, s, c.Bool("backward"))
+		return persistentSchedule(c, l, s, c.Bool("backward"), decodeRows > 0)
 	}
 	return s, nil
 }
 
-// notePersistent tells the user which GEMM variants of schedule s the
-// persistent lowering of layer l's forward (or backward) leaves out
-// (codegen.PersistentVariants): their blocks have other warps than the
-// base GEMMs', so they would run in a persistent kernel of their own, in
-// their token range, where a GEMM of the program keeps the base tiles (a
-// shared expert's; a bf16 one beside an mxfp8-only variant); the base
-// GEMMs run there instead. Then what of it has not yet run on a GPU
-// (persistentUnrun).
-func notePersistent(c *cli.Context, l schedule.Layer, s schedule.Schedule, backward bool) {
+// persistentSchedule returns schedule s of layer l's forward (or
+// backward) as the persistent lowering runs it, without the GEMM variants
+// it leaves out (codegen.PersistentVariants: their blocks have other warps
+// than the base GEMMs', so they would run in a persistent kernel of their
+// own, in their token range, where a GEMM of the program keeps the base
+// tiles: a shared expert's; a bf16 one beside an mxfp8-only variant), and
+// tells the user of each, then of what of it has not yet run on a GPU
+// (persistentUnrun). Errors: the decode tiles asked for by
+// --decode-max-rows (decodeSet) are left out.
+func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, backward, decodeSet bool) (schedule.Schedule, error) {
 	p, err := moe.Forward(l)
 	what := "forward"
 	if backward {
@@ -653,11 +654,14 @@ func notePersistent(c *cli.Context, l schedule.Layer, s schedule.Schedule, backw
 		what = "backward"
 	}
 	if err != nil {
-		return // the build says why
+		return s, nil // the build says why
 	}
 	ps, left := codegen.PersistentVariants(p, s)
 	for _, v := range left {
 		lo, hi := v.VariantTokens(l.TopK, l.Experts)
+		if decodeSet && s.Decode != nil && v == *s.Decode {
+			return s, fmt.Errorf("--decode-max-rows: the decode tiles (%d MMA warps, the base GEMMs %d) would run in a persistent kernel of their own at T = %d..%d, where a GEMM of this %s keeps the base tiles (a shared expert's), so --lowering persistent leaves them out: give --decode-max-rows off or leave the flag out", v.MMAWarps, s.Warps.MMA, lo, hi, what)
+		}
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent leaves out the GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps where the base GEMMs have %d): it would run in a persistent kernel of its own, where a GEMM of this %s keeps the base tiles (a shared expert's, or a bf16 one beside an mxfp8-only variant), so the base GEMMs run there\n",
 			v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, s.Warps.MMA, what)
 	}
@@ -665,6 +669,7 @@ func notePersistent(c *cli.Context, l schedule.Layer, s schedule.Schedule, backw
 	if unrun := persistentUnrun(l, s, backward, split); len(unrun) > 0 {
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent with %s is built and assembled but has not yet run on a GPU (the presets' forwards, bf16 and mxfp8, and their bf16 backwards have: docs/megakernel.md)\n", strings.Join(unrun, ", "))
 	}
+	return ps, nil
 }
 
 // persistentUnrun names what of layer l the persistent lowering has not
@@ -680,7 +685,7 @@ func notePersistent(c *cli.Context, l schedule.Layer, s schedule.Schedule, backw
 func persistentUnrun(l schedule.Layer, s schedule.Schedule, backward, split bool) []string {
 	var unrun []string
 	if split {
-		unrun = append(unrun, "a persistent kernel per block shape of the GEMM variants (moe_forward_decode, moe_forward_mid)")
+		unrun = append(unrun, "a persistent kernel of its own for each GEMM variant of other warps than the base GEMMs")
 	}
 	if !backward && s.Gather == schedule.GatherFC1 && s.StoresGather(l) {
 		unrun = append(unrun, fmt.Sprintf("FC1's store warps gathering from %d rows per expert beside the plain FC1 (--store-gather-min-rows)", s.StoreGatherRows))
