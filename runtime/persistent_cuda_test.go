@@ -131,8 +131,9 @@ func TestStoreGatherGPU(t *testing.T) {
 // untouched) with the persistent lowering's moe_forward and moe_backward,
 // on the grouped-storage layers of TestLayerBackward (qwen3-30b-a3b and
 // gpt-oss-20b of fewer experts, two small layers with shared experts), at
-// T = 64, 1 and 0, and on the small layers also at 300 and 1100 (the four
-// routing kernels, the queue dispatch).
+// T = 64, 1 and 0, on the small layers also at 300 and 1100 (the four
+// routing kernels, the queue dispatch), on the others also at 150 mean
+// rows per expert (the "mid" tiles' persistent kernel, moe_backward_mid).
 func TestPersistentBackwardGPU(t *testing.T) {
 	ctx, targets, stream := openLayerTest(t)
 	if !slices.Contains(targets, target.SM90a) {
@@ -152,6 +153,10 @@ func TestPersistentBackwardGPU(t *testing.T) {
 				// the float64 reference of a preset's layer at 1100 tokens
 				// takes minutes (the CLI's --backward samples its rows)
 				Ts = append([]int{1100, 300}, Ts...)
+			} else if v := s.Variant; v != nil && !v.SameBlocks(s) {
+				// the GEMM variant's own persistent kernel (moe_backward_mid),
+				// at 150 mean rows per expert
+				Ts = append([]int{150 * l.Experts / l.TopK}, Ts...)
 			}
 			for _, T := range Ts {
 				t.Run(fmt.Sprintf("T=%d", T), func(t *testing.T) { testLayerBackward(t, ctx, stream, ls, T) })
