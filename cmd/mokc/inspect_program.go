@@ -120,16 +120,21 @@ func inspectProgram(c *cli.Context) error {
 	}
 	printKernels(w, prog.Kernels)
 	if prog.PhaseKernels != nil {
-		var names []string
+		counters := ""
+		if strings.HasPrefix(prog.Kernels[0].Name, "moe_forward") {
+			counters = ", but where a phase's work items wait for their row tiles through counters instead (a bf16 forward's FC2 after FC1: docs/megakernel.md)"
+		}
 		for _, k := range prog.Kernels {
-			names = append(names, k.Name)
+			// the phases of k: the per-op kernels named in k.Phases, in order
+			var phases []codegen.Kernel
+			for _, pk := range prog.PhaseKernels {
+				if slices.Contains(k.Phases, k.Name+"/"+strings.TrimPrefix(pk.Name, "moe_")) {
+					phases = append(phases, pk)
+				}
+			}
+			fmt.Fprintf(w, "phases of %s, in order: each runs at the T its kernel would run at, the row-wise ones over their grid's blocks as virtual blocks of the persistent grid (a gather or combine listed with the persistent grid is its bulk-copy form, one block per SM), a grid-wide barrier between two that run%s\n", k.Name, counters)
+			printKernels(w, phases)
 		}
-		which := ""
-		if len(names) > 1 { // a kernel per block shape (codegen.Persistent)
-			which = " (each kernel holds those of its block shape that may run at its T)"
-		}
-		fmt.Fprintf(w, "phases of %s, in order%s: each runs at the T its kernel would run at, the row-wise ones over their grid's blocks as virtual blocks of the persistent grid (a gather or combine listed with the persistent grid is its bulk-copy form, one block per SM), a grid-wide barrier between two that run, but where a phase's work items wait for their row tiles through counters instead (a bf16 forward's FC2 after FC1: docs/megakernel.md)\n", strings.Join(names, ", "), which)
-		printKernels(w, prog.PhaseKernels)
 	}
 	return nil
 }

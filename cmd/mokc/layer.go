@@ -662,12 +662,16 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 		if decodeSet && s.Decode != nil && v == *s.Decode {
 			return s, fmt.Errorf("--decode-max-rows: the decode tiles (%d MMA warps, the base GEMMs %d) would run in a persistent kernel of their own at T = %d..%d, where a GEMM of this %s keeps the base tiles (a shared expert's), so --lowering persistent leaves them out: give --decode-max-rows off or leave the flag out", v.MMAWarps, s.Warps.MMA, lo, hi, what)
 		}
-		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent leaves out the GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps where the base GEMMs have %d): it would run in a persistent kernel of its own, where a GEMM of this %s keeps the base tiles (a shared expert's, or a bf16 one beside an mxfp8-only variant), so the base GEMMs run there\n",
-			v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, s.Warps.MMA, what)
+		keeps := "the shared experts' GEMMs keep"
+		if l.SharedExperts == 0 {
+			keeps = "its bf16 GEMMs (beside the variant's mxfp8 ones) keep"
+		}
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent leaves out the GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps where the base GEMMs have %d): it would run in a persistent kernel of its own, but in this %s %s the base tiles at those T, so the base GEMMs run there (--lowering per-op keeps the variant)\n",
+			v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, s.Warps.MMA, what, keeps)
 	}
 	split := ps.Variant != nil && !ps.Variant.SameBlocks(ps) || !backward && ps.Decode != nil && !ps.Decode.SameBlocks(ps)
 	if unrun := persistentUnrun(l, s, backward, split); len(unrun) > 0 {
-		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent with %s is built and assembled but has not yet run on a GPU (the presets' forwards, bf16 and mxfp8, and their bf16 backwards have: docs/megakernel.md)\n", strings.Join(unrun, ", "))
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: built and assembled, not yet run on a GPU: %s (the presets' forwards, bf16 and mxfp8, and their bf16 backwards ran before these: docs/megakernel.md)\n", strings.Join(unrun, "; "))
 	}
 	return ps, nil
 }
@@ -685,7 +689,7 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 func persistentUnrun(l schedule.Layer, s schedule.Schedule, backward, split bool) []string {
 	var unrun []string
 	if split {
-		unrun = append(unrun, "a persistent kernel of its own for each GEMM variant of other warps than the base GEMMs")
+		unrun = append(unrun, "the GEMM variants' own persistent kernels (those of other warps than the base GEMMs: `mokc inspect program` lists them and their T)")
 	}
 	if !backward && s.Gather == schedule.GatherFC1 && s.StoresGather(l) {
 		unrun = append(unrun, fmt.Sprintf("FC1's store warps gathering from %d rows per expert beside the plain FC1 (--store-gather-min-rows)", s.StoreGatherRows))

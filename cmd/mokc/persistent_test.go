@@ -21,13 +21,13 @@ func TestPersistentNotes(t *testing.T) {
 		want, none string
 	}{
 		{[]string{"--model", "deepseek-v2-lite"}, "FC1's store warps gathering from 256 rows per expert beside the plain FC1", "a routing map"},
-		{[]string{"--model", "deepseek-v2-lite", "--store-gather-min-rows", "off"}, "", "has not yet run"},
+		{[]string{"--model", "deepseek-v2-lite", "--store-gather-min-rows", "off"}, "", "not yet run"},
 		{[]string{"--model", "llama4-scout"}, "", "FC1's store warps"},
 		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--mx-gemm", "promote"}, "", "and its FC2 tile for many rows per expert"},
-		{[]string{"--model", "qwen3-30b-a3b"}, "a persistent kernel of its own for each GEMM variant of other warps", "leaves out the GEMM variant"},
-		{[]string{"--model", "deepseek-v3"}, `leaves out the GEMM variant "decode"`, "for each GEMM variant of other warps"},
-		{[]string{"--model", "qwen3-30b-a3b", "--routing", "map", "--chain", "fc1-fc2"}, "a routing map is built and assembled but has not yet run on a GPU", "FC1's store warps"},
-		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--backward"}, "the mxfp8 backward is built", "FC1's store warps"},
+		{[]string{"--model", "qwen3-30b-a3b"}, "not yet run on a GPU: the GEMM variants' own persistent kernels", "leaves out the GEMM variant"},
+		{[]string{"--model", "deepseek-v3"}, `leaves out the GEMM variant "decode"`, "the GEMM variants' own persistent kernels"},
+		{[]string{"--model", "qwen3-30b-a3b", "--routing", "map", "--chain", "fc1-fc2"}, "; a routing map (the presets", "FC1's store warps"},
+		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--backward"}, "not yet run on a GPU: the mxfp8 backward (", "FC1's store warps"},
 		{[]string{"--model", "qwen3-30b-a3b", "--gather", "store-warps"}, "", "FC1's store warps"},
 	} {
 		msg, err := runCLI(append([]string{"build", "--target", "sm_90a", "--lowering", "persistent", "-o", out}, c.args...)...)
