@@ -337,9 +337,9 @@ type gemmShapes struct {
 // base GEMMs' (blocks of Schedule.Threads; else the first kernel's) and
 // runs at every T no other shape runs at (T = 0 included), another runs
 // where its kernels may (runRanges) and is named by the schedule's GEMM
-// variants (Variant, Decode) whose kernels (moe_<op>_<variant>[_...])
-// run blocks of it, joined by "_", or "shape<i>" where none does. Errors (named after kernel name): kernels of
-// two shapes that may run at one T.
+// variants (Variant, Decode) whose blocks it is, joined by "_", or
+// "shape<i>" where none is. Errors (naming persistent kernel name):
+// kernels of two shapes that may run at one T.
 func (lw *perOp) gemmShapes(ks []Kernel, name string) (gemmShapes, error) {
 	type key struct{ block, regs int }
 	var keys []key
@@ -372,20 +372,16 @@ func (lw *perOp) gemmShapes(ks []Kernel, name string) (gemmShapes, error) {
 			}
 		}
 	}
-	var cands []string
-	for _, v := range []*schedule.TileVariant{lw.sched.Variant, lw.sched.Decode} {
-		if v != nil {
-			cands = append(cands, v.Name)
-		}
-	}
+	// A shape's name: the variants whose blocks it is (their schedules'
+	// Threads).
 	names := make([][]string, len(keys))
-	for i, k := range ks {
-		for _, c := range cands {
-			if g := sh.of[i]; g >= 0 && strings.Contains(k.Name+"_", "_"+c+"_") && !slices.Contains(names[g], c) {
-				names[g] = append(names[g], c)
-			}
+	nameBlocks := func(has bool, vs schedule.Schedule, v *schedule.TileVariant) {
+		if g := slices.IndexFunc(keys, func(k key) bool { return k.block == vs.Threads() }); has && g > 0 {
+			names[g] = append(names[g], v.Name)
 		}
 	}
+	nameBlocks(lw.hasVariant, lw.variant, lw.sched.Variant)
+	nameBlocks(lw.hasDecode, lw.decode, lw.sched.Decode)
 	for g := 1; g < len(keys); g++ {
 		if len(names[g]) == 0 {
 			names[g] = []string{fmt.Sprintf("shape%d", g)}
@@ -398,22 +394,16 @@ func (lw *perOp) gemmShapes(ks []Kernel, name string) (gemmShapes, error) {
 			sh.tokens[g] = merge(append(sh.tokens[g], runRanges(k)...))
 		}
 	}
-	clash := func(a, b Kernel, at launch.TokenRange) error {
-		return fmt.Errorf("codegen: %s: %s: %s: kernels %s (blocks of %d threads) and %s (%d) run at the same T (%d..%d): a persistent kernel runs blocks of one shape", lw.src.Layer.Name, lw.sched.Target, name, a.Name, a.Block, b.Name, b.Block, at.Min, at.Max)
-	}
 	sh.tokens[0] = []launch.TokenRange{{Min: 0, Max: launch.MaxTokens}}
 	for g := 1; g < len(keys); g++ {
-		for h := 1; h < g; h++ {
-			if both := intersectAll(sh.tokens[g], sh.tokens[h]); len(both) > 0 {
-				return sh, clash(ks[sh.first[h]], ks[sh.first[g]], both[0])
-			}
-		}
 		sh.tokens[0] = subtract(sh.tokens[0], sh.tokens[g])
 	}
+	// Each kernel of one block per SM runs only where its shape does.
 	for i, k := range ks {
-		for h := 1; h < len(keys) && sh.of[i] == 0; h++ {
-			if both := intersectAll(runRanges(k), sh.tokens[h]); len(both) > 0 {
-				return sh, clash(k, ks[sh.first[h]], both[0])
+		for h := 1; h < len(keys) && sh.of[i] >= 0; h++ {
+			if both := intersectAll(runRanges(k), sh.tokens[h]); h != sh.of[i] && len(both) > 0 {
+				b := ks[sh.first[h]]
+				return sh, fmt.Errorf("codegen: %s: %s: %s: kernels %s (blocks of %d threads) and %s (%d) run at the same T (%d..%d): a persistent kernel runs blocks of one shape", lw.src.Layer.Name, lw.sched.Target, name, k.Name, k.Block, b.Name, b.Block, both[0].Min, both[0].Max)
 			}
 		}
 	}

@@ -422,7 +422,7 @@ func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, erro
 	case len(sh.first) > 1:
 		lw.mod.FuncNamed(old.Name).IR.SetName(old.Name + sh.suffix[keep])
 		old.Name, old.Tokens = old.Name+sh.suffix[keep], merge(rowWise)
-		forms = append(forms, old)
+		fallthrough
 	default:
 		forms = append(forms, old)
 	}
