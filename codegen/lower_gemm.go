@@ -160,15 +160,12 @@ func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 }
 
 // usesDecode reports whether g runs the schedule's Decode tiles in their
-// token range: a routed GEMM (dispatched rows) of a forward whose schedule
-// has them (hasDecode).
-func (lw *perOp) usesDecode(g moe.GEMM) bool {
-	return lw.hasDecode && decodeTakes(g)
-}
-
-// decodeTakes reports whether g would run a schedule's Decode tiles in a
-// forward that has them: a GEMM of dispatched rows.
-func decodeTakes(g moe.GEMM) bool { return g.Rows == moe.Dispatched }
+// token range: every GEMM of a forward whose schedule has them
+// (hasDecode), the routed experts' and the shared experts' (whose split
+// form, lowerSplitKGEMM, takes them too), so that at each T all GEMMs
+// run blocks of one shape (the persistent lowering's one kernel per block
+// shape, persistGroups).
+func (lw *perOp) usesDecode(moe.GEMM) bool { return lw.hasDecode }
 
 // takesLarge reports whether g runs the schedule's FC2Large tile in its
 // token ranges (largeTokens): an MXFP8 routed FC2 of the forward (dispatched rows, not

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/llir/llvm/ir/enum"
 	"github.com/llir/llvm/ir/value"
@@ -42,15 +43,18 @@ func splitKCost(items, splits, sms int, tileBytes, partBytes int64) int64 {
 // the start of an item is not hidden behind fewer.
 const splitKMinBlocks = 4
 
-// splitKFor plans the split of a dense GEMM g at decode sizes: the plain
-// form's spec (the weights' rows as outputs, an f32 C) with SplitK set,
-// and the token counts it runs at (1..BM, one row tile), or ok false when
-// g is not a dense bf16 GEMM without bias over grouped K-major weights,
-// the schedule turns splitting off (schedule.SplitKOff), the engine does
-// not split it, or no split is cheaper by splitKCost at T = BM (S: a
-// divisor of the K blocks leaving each part at least splitKMinBlocks of
-// them).
-func (lw *perOp) splitKFor(g moe.GEMM) (plain moe.GEMM, spec GemmSpec, tokens launch.TokenRange, ok bool) {
+// splitKFor plans the split of a dense GEMM g at decode sizes in its
+// kernel k (gemmKernels: the base tiles, or the decode tiles in their
+// token range): the plain form's spec under k's schedule (the weights'
+// rows as outputs, an f32 C named <op>_part<suffix>) with SplitK set, and
+// the token counts it runs at: 1..BM (one row tile), or for a kernel of a
+// bounded token range (the decode tiles') that whole range, whose largest
+// T sizes the parts buffer. ok is false when g is not a dense bf16 GEMM
+// without bias over grouped K-major weights, the schedule turns splitting
+// off (schedule.SplitKOff), the engine does not split it, or no split is
+// cheaper by splitKCost at T = BM (S: a divisor of the K blocks leaving
+// each part at least splitKMinBlocks of them).
+func (lw *perOp) splitKFor(g moe.GEMM, k gemmKernel) (plain moe.GEMM, spec GemmSpec, tokens launch.TokenRange, ok bool) {
 	if lw.sched.SplitK == schedule.SplitKOff || g.Rows != moe.Dense || g.Bias != nil || g.BMajor != moe.KMajor || g.Storage != moe.Stacked ||
 		g.AScales != nil || g.ARegisterFed || g.C.DType != moe.BF16 || g.A.DType != moe.BF16 {
 		return g, spec, tokens, false
@@ -61,13 +65,13 @@ func (lw *perOp) splitKFor(g moe.GEMM) (plain moe.GEMM, spec GemmSpec, tokens la
 	}
 	plain = g
 	plain.Op, plain.N, plain.Gated = g.Op+"_splitk", bRows, false
-	plain.C = &moe.Buffer{Name: g.Op + "_part", Kind: moe.Scratch, DType: moe.F32}
-	spec = lw.gemmSpec(plain, lw.sched)
-	spec.Name = "moe_" + plain.Op
+	plain.C = &moe.Buffer{Name: g.Op + "_part" + k.suffix, Kind: moe.Scratch, DType: moe.F32}
+	spec = lw.gemmSpec(plain, k.s)
+	spec.Name = "moe_" + plain.Op + k.suffix
 	bm, bn := spec.Tile.BM, spec.Tile.BN
 	items := (bRows + bn - 1) / bn
 	blocks := (g.K + spec.Tile.BK - 1) / spec.Tile.BK
-	sms := gridCTAs(spec.Tile, lw.sched.Target.SMs())
+	sms := gridCTAs(spec.Tile, k.s.Target.SMs())
 	tileBytes := int64(bn) * int64(g.K) * int64(spec.ElemBytes())
 	partBytes := int64(bm) * int64(bRows) * 4
 	best, bestCost := 1, splitKCost(items, 1, sms, tileBytes, 0)
@@ -82,34 +86,54 @@ func (lw *perOp) splitKFor(g moe.GEMM) (plain moe.GEMM, spec GemmSpec, tokens la
 	if best == 1 {
 		return g, spec, tokens, false
 	}
+	maxT := int64(bm)
+	if n := len(k.tokens); n > 0 && k.tokens[n-1].Max < launch.MaxTokens {
+		maxT = max(maxT, k.tokens[n-1].Max)
+	}
 	spec.SplitK = best
-	plain.C.Shape = []launch.Expr{launch.Const(int64(best * bm)), launch.Const(int64(bRows))}
-	plain.C.Doc = fmt.Sprintf("the f32 parts of %s's reduction split in %d at T <= %d (part s at rows s*T..)", g.Op, best, bm)
-	return plain, spec, launch.TokenRange{Min: 1, Max: int64(bm)}, true
+	plain.C.Shape = []launch.Expr{launch.Const(int64(best) * maxT), launch.Const(int64(bRows))}
+	plain.C.Doc = fmt.Sprintf("the f32 parts of %s's reduction split in %d at T <= %d (part s at rows s*T..)", g.Op, best, maxT)
+	return plain, spec, launch.TokenRange{Min: 1, Max: maxT}, true
 }
 
-// lowerSplitKGEMM lowers a dense GEMM g that splitKFor splits: the split
-// kernel and the reduce kernel in its token range, g's kernel past it. It
-// reports whether it lowered g.
+// lowerSplitKGEMM lowers a dense GEMM g that splitKFor splits in one of
+// its kernels (gemmKernels): in each such kernel's split range the split
+// kernel moe_<op>_splitk<suffix> and the reduce kernel
+// moe_<op>_reduce<suffix>, and g's kernel in the rest of its token
+// counts. It reports whether it lowered g.
 func (lw *perOp) lowerSplitKGEMM(g moe.GEMM) (bool, error) {
-	plain, spec, near, ok := lw.splitKFor(g)
-	if !ok {
+	ks := lw.gemmKernels(g)
+	if !slices.ContainsFunc(ks, func(k gemmKernel) bool { _, _, _, ok := lw.splitKFor(g, k); return ok }) {
 		return false, nil
 	}
-	lw.prog.Buffers = append(lw.prog.Buffers, plain.C.Plan())
-	if err := lw.emitGEMM(plain, "", lw.sched, []launch.TokenRange{near}, fused{splitK: spec.SplitK}); err != nil {
-		return false, err
+	for _, k := range ks {
+		tokens := k.tokens
+		if tokens == nil {
+			tokens = []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
+		}
+		if plain, spec, near, ok := lw.splitKFor(g, k); ok && len(intersect(tokens, near)) > 0 {
+			in := intersect(tokens, near)
+			lw.prog.Buffers = append(lw.prog.Buffers, plain.C.Plan())
+			if err := lw.emitGEMM(plain, k.suffix, k.s, in, fused{splitK: spec.SplitK}); err != nil {
+				return false, err
+			}
+			epi := lw.gemmSpec(g, k.s)
+			epi.Name = "moe_" + g.Op + "_reduce" + k.suffix
+			rk, err := emitSplitReduce(lw.mod, epi, spec.SplitK, plain.C, g.C)
+			if err != nil {
+				return false, err
+			}
+			rk.Tokens = in
+			lw.prog.Kernels = append(lw.prog.Kernels, rk)
+			tokens = without(tokens, near)
+		}
+		if len(tokens) > 0 {
+			if err := lw.emitGEMM(g, k.suffix, k.s, tokens, fused{}); err != nil {
+				return false, err
+			}
+		}
 	}
-	epi := lw.gemmSpec(g, lw.sched)
-	epi.Name = "moe_" + g.Op + "_reduce"
-	k, err := emitSplitReduce(lw.mod, epi, spec.SplitK, plain.C, g.C)
-	if err != nil {
-		return false, err
-	}
-	k.Tokens = []launch.TokenRange{near}
-	lw.prog.Kernels = append(lw.prog.Kernels, k)
-	far := []launch.TokenRange{{Min: near.Max + 1, Max: launch.MaxTokens}}
-	return true, lw.emitGEMM(g, "", lw.sched, far, fused{})
+	return true, nil
 }
 
 // splitReduceRun is the outputs per thread of the reduce kernel.

@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -13,9 +14,14 @@ import (
 )
 
 // TestSplitKShared: on sm_90a the shared experts' GEMMs of every preset
-// that has them split their reduction at T <= 128 (the split kernel, then
-// the reduce kernel writing the GEMM's C) and run whole past it; sm_80 and
-// sm_100a keep one kernel per GEMM; the routed GEMMs never split.
+// that has them run the default's decode tiles in their token range
+// (kernels moe_<op>..._decode) and the base tiles past it; each GEMM runs
+// at each T either whole (moe_<op><suffix>) or split (the split kernel
+// moe_<op>_splitk<suffix>, then the reduce kernel moe_<op>_reduce<suffix>
+// writing the GEMM's C from its parts buffer <op>_part<suffix>); with the
+// base tiles it splits at T <= 128 (one row tile) and runs whole past it,
+// deepseek-v3's split with the decode tiles too. sm_80 and sm_100a keep one
+// kernel per GEMM; the routed GEMMs never split.
 func TestSplitKShared(t *testing.T) {
 	for _, tg := range []target.Target{target.SM90a, target.SM80, target.SM100a} {
 		for _, name := range schedule.Presets() {
@@ -34,32 +40,60 @@ func TestSplitKShared(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %v: %v", name, tg, err)
 			}
-			for _, T := range []int64{1, 64, 128, 129, 4096} {
-				var runs []string
-				for _, k := range p.Kernels {
-					if k.RunsAt(T) && (strings.HasPrefix(k.Name, "moe_shared_fc") || strings.HasSuffix(k.Name, "_splitk") || strings.HasSuffix(k.Name, "_reduce")) {
-						runs = append(runs, k.Name)
+			decMax := int64(0)
+			if s.Decode != nil {
+				_, decMax = s.Decode.VariantTokens(l.TopK, l.Experts)
+			}
+			if (tg == target.SM90a) != (decMax >= 32) {
+				t.Errorf("%s %v: decode tiles up to T = %d", name, tg, decMax)
+			}
+			for _, T := range []int64{1, 64, decMax, decMax + 1, 128, 129, 4096} {
+				if T < 1 {
+					continue
+				}
+				suffix := ""
+				if T <= decMax {
+					suffix = "_decode"
+				}
+				for _, op := range []string{"shared_fc1", "shared_fc2"} {
+					var runs []string
+					for _, k := range p.Kernels {
+						if k.RunsAt(T) && strings.HasPrefix(k.Name, "moe_"+op) {
+							runs = append(runs, k.Name)
+						}
 					}
-				}
-				want := []string{"moe_shared_fc1", "moe_shared_fc2"}
-				if tg == target.SM90a && T <= 128 {
-					want = []string{"moe_shared_fc1_splitk", "moe_shared_fc1_reduce", "moe_shared_fc2_splitk", "moe_shared_fc2_reduce"}
-				}
-				if !slices.Equal(runs, want) {
-					t.Errorf("%s %v T=%d: %v run, want %v", name, tg, T, runs, want)
+					whole := []string{"moe_" + op + suffix}
+					split := []string{"moe_" + op + "_splitk" + suffix, "moe_" + op + "_reduce" + suffix}
+					switch {
+					case tg == target.SM90a && T <= 128 && suffix == "", name == "deepseek-v3" && suffix != "":
+						if !slices.Equal(runs, split) {
+							t.Errorf("%s %v T=%d: %v run, want %v", name, tg, T, runs, split)
+						}
+					case tg != target.SM90a || T > max(128, decMax):
+						if !slices.Equal(runs, whole) {
+							t.Errorf("%s %v T=%d: %v run, want %v", name, tg, T, runs, whole)
+						}
+					case !slices.Equal(runs, split) && !slices.Equal(runs, whole):
+						t.Errorf("%s %v T=%d: %v run, want %v or %v", name, tg, T, runs, whole, split)
+					}
 				}
 			}
 			for _, k := range p.Kernels {
-				if !strings.HasSuffix(k.Name, "_reduce") {
+				if strings.Contains(k.Name, "_splitk") {
+					if k.Name != "moe_shared_fc1_splitk" && k.Name != "moe_shared_fc2_splitk" && !strings.HasSuffix(k.Name, "_splitk_decode") {
+						t.Errorf("%s %v: split kernel %s", name, tg, k.Name)
+					}
+				}
+				op, suffix, ok := strings.Cut(strings.TrimPrefix(k.Name, "moe_"), "_reduce")
+				if !ok {
 					continue
 				}
 				binds := map[string]string{}
 				for _, prm := range k.Params {
 					binds[prm.Name] = prm.Buffer
 				}
-				op := strings.TrimSuffix(strings.TrimPrefix(k.Name, "moe_"), "_reduce")
-				if binds["part"] != op+"_part" || p.Buffer(op+"_part") == nil {
-					t.Errorf("%s: part = %q", k.Name, binds["part"])
+				if want := op + "_part" + suffix; binds["part"] != want || p.Buffer(want) == nil {
+					t.Errorf("%s: part = %q, want %s", k.Name, binds["part"], want)
 				}
 			}
 		}
@@ -67,7 +101,8 @@ func TestSplitKShared(t *testing.T) {
 }
 
 // TestSplitKOff: schedule.SplitKOff keeps deepseek-v3's shared GEMMs one
-// kernel each at every T on sm_90a, with no parts buffer.
+// kernel each at every T on sm_90a (the decode tiles' at T <= 128, the
+// base tiles' past it), with no parts buffer.
 func TestSplitKOff(t *testing.T) {
 	l, err := schedule.Preset("deepseek-v3")
 	if err != nil {
@@ -82,34 +117,50 @@ func TestSplitKOff(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var shared []string
 	for _, k := range p.Kernels {
-		if strings.HasSuffix(k.Name, "_splitk") || strings.HasSuffix(k.Name, "_reduce") || strings.HasPrefix(k.Name, "moe_shared") && k.Tokens != nil {
+		if strings.Contains(k.Name, "_splitk") || strings.Contains(k.Name, "_reduce") {
 			t.Errorf("split-k off: kernel %s for %v", k.Name, k.Tokens)
 		}
+		if strings.HasPrefix(k.Name, "moe_shared") {
+			shared = append(shared, fmt.Sprintf("%s %v", k.Name, k.Tokens))
+		}
 	}
-	if b := p.Buffer("shared_fc1_part"); b != nil {
-		t.Errorf("split-k off: buffer %s", b.Name)
+	want := []string{"moe_shared_fc1_decode [{1 128}]", "moe_shared_fc1 [{129 2147483647}]", "moe_shared_fc2_decode [{1 128}]", "moe_shared_fc2 [{129 2147483647}]"}
+	slices.Sort(want)
+	slices.Sort(shared)
+	if !slices.Equal(shared, want) {
+		t.Errorf("split-k off: shared kernels %q, want %q", shared, want)
+	}
+	for _, b := range p.Buffers {
+		if strings.Contains(b.Name, "_part") && b.Name != "dispatch_parts" {
+			t.Errorf("split-k off: buffer %s", b.Name)
+		}
 	}
 }
 
 // TestSplitKChoice: the split counts the cost model picks for the shared
-// experts of deepseek-v3 (16 and 28 column blocks of 256 B rows, K = 7168
-// and 2048) and qwen2-57b-a14b's shared FC2 (14 blocks, K = 20480), and
-// the cost model's terms.
+// experts and the rows of their parts buffers: deepseek-v3's with the
+// decode tiles at T <= 128 (32 and 56 column blocks of 128 B rows, K = 7168
+// and 2048; two row tiles at T = 128), qwen2-57b-a14b's shared FC2 with
+// the base tiles at T = 33..128 (14 blocks of 256 rows, K = 20480) and the
+// decode tiles at T <= 32 (28 blocks of 128), deepseek-v2-lite's with the
+// base tiles; and the cost model's terms.
 func TestSplitKChoice(t *testing.T) {
 	for _, c := range []struct {
-		name, op string
-		want     int
+		name, buf  string
+		want, rows int
 	}{
-		{"deepseek-v3", "shared_fc1", 8},
-		{"deepseek-v3", "shared_fc2", 4},
-		{"qwen2-57b-a14b", "shared_fc2", 8},
-		{"deepseek-v2-lite", "shared_fc2", 11},
+		{"deepseek-v3", "shared_fc1_part_decode", 4, 128},
+		{"deepseek-v3", "shared_fc2_part_decode", 2, 128},
+		{"qwen2-57b-a14b", "shared_fc2_part", 8, 128},
+		{"qwen2-57b-a14b", "shared_fc2_part_decode", 4, 64},
+		{"deepseek-v2-lite", "shared_fc2_part", 11, 128},
 	} {
-		p, s := buildPreset(t, c.name, schedule.BF16, target.SM90a)
-		b := p.Buffer(c.op + "_part")
-		if b == nil || len(b.Shape) != 2 || b.Shape[0].B != int64(c.want*s.FC2.M) {
-			t.Errorf("%s %s: parts buffer %+v, want %d parts of %d rows", c.name, c.op, b, c.want, s.FC2.M)
+		p, _ := buildPreset(t, c.name, schedule.BF16, target.SM90a)
+		b := p.Buffer(c.buf)
+		if b == nil || len(b.Shape) != 2 || b.Shape[0].B != int64(c.want*c.rows) {
+			t.Errorf("%s %s: parts buffer %+v, want %d parts of %d rows", c.name, c.buf, b, c.want, c.rows)
 		}
 	}
 	// one wave of 16 items: 8 parts fill 128 of 132 SMs, each streaming

@@ -265,9 +265,9 @@ func (lw *perOp) fusePersistent() error {
 // instead of the base GEMMs' (persistGroups), so every GEMM of p must take
 // it there; a variant that a GEMM of p would not take is left out (the
 // base tiles run in its range): the shared experts' GEMMs (dense rows)
-// take neither the variant nor the decode tiles, the bf16 GEMMs of an
-// mxfp8 program no MXOnly variant. The decode tiles matter in a forward
-// only (schedule.Schedule.Decode).
+// do not take the variant, the bf16 GEMMs of an mxfp8 program no MXOnly
+// variant. Every GEMM of a forward takes the decode tiles (usesDecode), so
+// they are never left out.
 func PersistentVariants(p *moe.Program, s schedule.Schedule) (schedule.Schedule, []schedule.TileVariant) {
 	var left []schedule.TileVariant
 	var gemms []moe.GEMM
@@ -278,9 +278,6 @@ func PersistentVariants(p *moe.Program, s schedule.Schedule) (schedule.Schedule,
 	}
 	if v := s.Variant; v != nil && !v.SameBlocks(s) && slices.ContainsFunc(gemms, func(g moe.GEMM) bool { return !variantTakes(g, s) }) {
 		left, s.Variant = append(left, *v), nil
-	}
-	if v := s.Decode; v != nil && !v.SameBlocks(s) && forwardProgram(p) && slices.ContainsFunc(gemms, func(g moe.GEMM) bool { return !decodeTakes(g) }) {
-		left, s.Decode = append(left, *v), nil
 	}
 	return s, left
 }

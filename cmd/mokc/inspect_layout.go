@@ -205,12 +205,13 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 
 // inspectSplit prints a line for each kernel of p that runs a GEMM with
 // its reduction split in parts (codegen.GemmSpec.SplitK, named
-// <op>_splitk: the shared experts at decode sizes): its token range, where
-// its f32 parts go and its shared memory (FC2's tile over the weights'
-// rows, no staging tile).
+// <op>_splitk, or <op>_splitk_decode with the decode tiles: the shared
+// experts at decode sizes): its token range, where its f32 parts go and
+// its shared memory (FC2's tile, or the decode tiles' FC2 tile, over the
+// weights' rows, no staging tile).
 func inspectSplit(c *cli.Context, p *codegen.Program) {
 	for _, k := range p.Kernels {
-		if !strings.HasSuffix(k.Name, "_splitk") {
+		if !strings.Contains(k.Name, "_splitk") {
 			continue
 		}
 		parts := ""
@@ -219,12 +220,15 @@ func inspectSplit(c *cli.Context, p *codegen.Program) {
 				parts = prm.Buffer
 			}
 		}
-		doc := ""
+		doc, tile := "", "FC2's tile"
+		if strings.HasSuffix(k.Name, "_decode") {
+			tile = "the decode tiles' FC2 tile"
+		}
 		if b := p.Buffer(parts); b != nil {
 			doc = ": " + b.Doc
 		}
-		fmt.Fprintf(c.App.Writer, "%s: FC2's tile over the weights' rows for T in %s, the reduction split in parts written as f32 to %s%s (a reduce kernel adds them; --split-k off: never), no staging tile: %d bytes of dynamic shared memory\n",
-			k.Name, tokenRanges(k.Tokens), parts, doc, k.SharedBytes)
+		fmt.Fprintf(c.App.Writer, "%s: %s over the weights' rows for T in %s, the reduction split in parts written as f32 to %s%s (a reduce kernel adds them; --split-k off: never), no staging tile: %d bytes of dynamic shared memory\n",
+			k.Name, tile, tokenRanges(k.Tokens), parts, doc, k.SharedBytes)
 	}
 }
 

@@ -632,7 +632,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		noteLargeDropped(c, l, large, s.FC2Large)
 	}
 	if s.Lowering == schedule.LoweringPersistent {
-		return persistentSchedule(c, l, s, c.Bool("backward"), decodeRows > 0)
+		return persistentSchedule(c, l, s, c.Bool("backward"))
 	}
 	return s, nil
 }
@@ -642,11 +642,12 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // it leaves out (codegen.PersistentVariants: their blocks have other warps
 // than the base GEMMs', so they would run in a persistent kernel of their
 // own, in their token range, where a GEMM of the program keeps the base
-// tiles: a shared expert's; a bf16 one beside an mxfp8-only variant), and
-// tells the user of each, then of what of it has not yet run on a GPU
-// (persistentUnrun). Errors: the decode tiles asked for by
-// --decode-max-rows (decodeSet) are left out.
-func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, backward, decodeSet bool) (schedule.Schedule, error) {
+// tiles: a shared expert's "mid" tiles; a bf16 one beside an mxfp8-only
+// variant), and tells the user of each, then of what of it has not yet run
+// on a GPU (persistentUnrun). The decode tiles are never left out: every
+// GEMM of a forward takes them. The error is nil (a program the layer does
+// not make is the build's to refuse).
+func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, backward bool) (schedule.Schedule, error) {
 	p, err := moe.Forward(l)
 	what := "forward"
 	if backward {
@@ -659,9 +660,6 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 	ps, left := codegen.PersistentVariants(p, s)
 	for _, v := range left {
 		lo, hi := v.VariantTokens(l.TopK, l.Experts)
-		if decodeSet && s.Decode != nil && v == *s.Decode {
-			return s, fmt.Errorf("--decode-max-rows: the decode tiles (%d MMA warps, the base GEMMs %d) would run in a persistent kernel of their own at T = %d..%d, where a GEMM of this %s keeps the base tiles (a shared expert's), so --lowering persistent leaves them out: give --decode-max-rows off or leave the flag out", v.MMAWarps, s.Warps.MMA, lo, hi, what)
-		}
 		keeps := "the shared experts' GEMMs keep"
 		if l.SharedExperts == 0 {
 			keeps = "its bf16 GEMMs (beside the variant's mxfp8 ones) keep"
