@@ -126,9 +126,11 @@ type gemmKernel struct {
 // variant for g (usesVariant) the base kernel outside the variant's token
 // range and "_<Variant.Name>" inside it; the base kernel of the
 // register-fed FC2 is split by the schedule's FC2Large (largeKernels);
-// then, for a forward's routed GEMM under a schedule with Decode tiles
-// (usesDecode), "_<Decode.Name>" in their token range, which the others
-// leave out.
+// then, for every GEMM of a forward under a schedule with Decode tiles
+// (hasDecode: the routed and the shared experts', so that at each T all
+// GEMMs run blocks of one shape, the persistent lowering's one kernel per
+// block shape, persistGroups), "_<Decode.Name>" in their token range,
+// which the others leave out.
 func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 	var ks []gemmKernel
 	if !lw.usesVariant(g) {
@@ -138,7 +140,7 @@ func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 		ks = append(lw.largeKernels(g, gemmKernel{lw.sched, "", base, true}),
 			gemmKernel{lw.variant, "_" + lw.sched.Variant.Name, variant, false})
 	}
-	if !lw.usesDecode(g) {
+	if !lw.hasDecode {
 		return ks
 	}
 	lo, hi := lw.sched.Decode.VariantTokens(lw.d.K, lw.d.E)
@@ -158,14 +160,6 @@ func (lw *perOp) gemmKernels(g moe.GEMM) []gemmKernel {
 	}
 	return append(out, gemmKernel{lw.decode, "_" + lw.sched.Decode.Name, []launch.TokenRange{dec}, false})
 }
-
-// usesDecode reports whether g runs the schedule's Decode tiles in their
-// token range: every GEMM of a forward whose schedule has them
-// (hasDecode), the routed experts' and the shared experts' (whose split
-// form, lowerSplitKGEMM, takes them too), so that at each T all GEMMs
-// run blocks of one shape (the persistent lowering's one kernel per block
-// shape, persistGroups).
-func (lw *perOp) usesDecode(moe.GEMM) bool { return lw.hasDecode }
 
 // takesLarge reports whether g runs the schedule's FC2Large tile in its
 // token ranges (largeTokens): an MXFP8 routed FC2 of the forward (dispatched rows, not

@@ -23,12 +23,17 @@ import (
 // 1-2 TB/s). In that token range the lowering splits the reduction in S
 // parts (GemmSpec.SplitK): moe_<op>_splitk computes the GEMM as a plain
 // one over the weights' rows as stored (gate and up rows alike) and stores
-// each part's f32 sums in <op>_part (f32 [S*BM, BRows]: part s at rows
-// s*T..), and moe_<op>_reduce adds the S parts of each output in order
-// s = 0, 1, ... and applies the GEMM's epilogue (Epilogue: the gated
-// activation, the bf16 rounding), one thread per 4 outputs. The order of
-// the additions is fixed, so the results are deterministic; they are not
-// the unsplit kernel's bits (another order of the same f32 sums).
+// each part's f32 sums in <op>_part (f32 [S*maxT, BRows], maxT the largest
+// T it runs at: part s at rows s*T..), and moe_<op>_reduce adds the S
+// parts of each output in order s = 0, 1, ... and applies the GEMM's
+// epilogue (Epilogue: the gated activation, the bf16 rounding), one thread
+// per 4 outputs. The order of the additions is fixed, so the results are
+// deterministic; they are not the unsplit kernel's bits (another order of
+// the same f32 sums). In the token range of the forward's decode tiles the
+// GEMM takes them (usesDecode) and its split forms are named with their
+// suffix (moe_<op>_splitk_decode, moe_<op>_reduce_decode,
+// <op>_part_decode); there the split may go on over further 64-row tiles
+// while the cost model still gains (splitKFor).
 
 // splitKCost is the cost model of a split (splitKFor) in bytes moved at
 // HBM speed: each of the waves of items (ceil(items*S/sms) rounds of sms
@@ -47,17 +52,19 @@ const splitKMinBlocks = 4
 // kernel k (gemmKernels: the base tiles, or the decode tiles in their
 // token range): the plain form's spec under k's schedule (the weights'
 // rows as outputs, an f32 C named <op>_part<suffix>) with SplitK set, and
-// the token counts it runs at: 1..BM (one row tile), or for a kernel of a
-// bounded token range (the decode tiles') that whole range, whose largest
-// T sizes the parts buffer. ok is false when g is not a dense bf16 GEMM
-// without bias over grouped K-major weights, the schedule turns splitting
-// off (schedule.SplitKOff), the engine does not split it, or no split is
-// cheaper by splitKCost at T = BM (S: a divisor of the K blocks leaving
-// each part at least splitKMinBlocks of them).
-func (lw *perOp) splitKFor(g moe.GEMM, k gemmKernel) (plain moe.GEMM, spec GemmSpec, tokens launch.TokenRange, ok bool) {
+// the token counts of k's at which it runs: T <= BM (one row tile); in a
+// bounded token range (the decode tiles') also the further row tiles,
+// up to the range's end, while splitKCost still gains at their count. The
+// parts buffer holds S times the largest of them rows. ok is false when g
+// is not a dense bf16 GEMM without bias over grouped K-major weights, the
+// schedule turns splitting off (schedule.SplitKOff), the engine does not
+// split it, no split is cheaper by splitKCost at T = BM (S: a divisor of
+// the K blocks leaving each part at least splitKMinBlocks of them), or
+// none of k's token counts is in the split's range.
+func (lw *perOp) splitKFor(g moe.GEMM, k gemmKernel) (plain moe.GEMM, spec GemmSpec, in []launch.TokenRange, ok bool) {
 	if lw.sched.SplitK == schedule.SplitKOff || g.Rows != moe.Dense || g.Bias != nil || g.BMajor != moe.KMajor || g.Storage != moe.Stacked ||
 		g.AScales != nil || g.ARegisterFed || g.C.DType != moe.BF16 || g.A.DType != moe.BF16 {
-		return g, spec, tokens, false
+		return g, spec, nil, false
 	}
 	bRows := g.N
 	if g.Gated {
@@ -84,51 +91,75 @@ func (lw *perOp) splitKFor(g moe.GEMM, k gemmKernel) (plain moe.GEMM, spec GemmS
 		}
 	}
 	if best == 1 {
-		return g, spec, tokens, false
+		return g, spec, nil, false
 	}
-	maxT := int64(bm)
-	if n := len(k.tokens); n > 0 && k.tokens[n-1].Max < launch.MaxTokens {
-		maxT = max(maxT, k.tokens[n-1].Max)
+	tokens := k.tokens
+	if tokens == nil {
+		tokens = []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
 	}
+	hi := int64(bm)
+	if end := tokens[len(tokens)-1].Max; end < launch.MaxTokens {
+		for r := int64(2); (r-1)*int64(bm) < end; r++ {
+			n := int(r) * items
+			if splitKCost(n, best, sms, tileBytes, r*partBytes) >= splitKCost(n, 1, sms, tileBytes, 0) {
+				break
+			}
+			hi = r * int64(bm)
+		}
+		hi = min(hi, end)
+	}
+	if in = intersect(tokens, launch.TokenRange{Min: 1, Max: hi}); len(in) == 0 {
+		return g, spec, nil, false
+	}
+	maxT := in[len(in)-1].Max
 	spec.SplitK = best
 	plain.C.Shape = []launch.Expr{launch.Const(int64(best) * maxT), launch.Const(int64(bRows))}
 	plain.C.Doc = fmt.Sprintf("the f32 parts of %s's reduction split in %d at T <= %d (part s at rows s*T..)", g.Op, best, maxT)
-	return plain, spec, launch.TokenRange{Min: 1, Max: maxT}, true
+	return plain, spec, in, true
 }
 
 // lowerSplitKGEMM lowers a dense GEMM g that splitKFor splits in one of
-// its kernels (gemmKernels): in each such kernel's split range the split
-// kernel moe_<op>_splitk<suffix> and the reduce kernel
-// moe_<op>_reduce<suffix>, and g's kernel in the rest of its token
-// counts. It reports whether it lowered g.
+// its kernels (gemmKernels): where it splits, the split kernel
+// moe_<op>_splitk<suffix> and the reduce kernel moe_<op>_reduce<suffix>;
+// g's kernel moe_<op><suffix> in the rest of that kernel's token counts.
+// It reports whether it lowered g.
 func (lw *perOp) lowerSplitKGEMM(g moe.GEMM) (bool, error) {
-	ks := lw.gemmKernels(g)
-	if !slices.ContainsFunc(ks, func(k gemmKernel) bool { _, _, _, ok := lw.splitKFor(g, k); return ok }) {
+	type plan struct {
+		k     gemmKernel
+		plain moe.GEMM
+		spec  GemmSpec
+		in    []launch.TokenRange // where it splits (nil: nowhere)
+	}
+	var plans []plan
+	for _, k := range lw.gemmKernels(g) {
+		plain, spec, in, _ := lw.splitKFor(g, k)
+		plans = append(plans, plan{k, plain, spec, in})
+	}
+	if !slices.ContainsFunc(plans, func(p plan) bool { return p.in != nil }) {
 		return false, nil
 	}
-	for _, k := range ks {
-		tokens := k.tokens
+	for _, p := range plans {
+		tokens := p.k.tokens
 		if tokens == nil {
 			tokens = []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
 		}
-		if plain, spec, near, ok := lw.splitKFor(g, k); ok && len(intersect(tokens, near)) > 0 {
-			in := intersect(tokens, near)
-			lw.prog.Buffers = append(lw.prog.Buffers, plain.C.Plan())
-			if err := lw.emitGEMM(plain, k.suffix, k.s, in, fused{splitK: spec.SplitK}); err != nil {
+		if p.in != nil {
+			lw.prog.Buffers = append(lw.prog.Buffers, p.plain.C.Plan())
+			if err := lw.emitGEMM(p.plain, p.k.suffix, p.k.s, p.in, fused{splitK: p.spec.SplitK}); err != nil {
 				return false, err
 			}
-			epi := lw.gemmSpec(g, k.s)
-			epi.Name = "moe_" + g.Op + "_reduce" + k.suffix
-			rk, err := emitSplitReduce(lw.mod, epi, spec.SplitK, plain.C, g.C)
+			epi := lw.gemmSpec(g, p.k.s)
+			epi.Name = "moe_" + g.Op + "_reduce" + p.k.suffix
+			rk, err := emitSplitReduce(lw.mod, epi, p.spec.SplitK, p.plain.C, g.C)
 			if err != nil {
 				return false, err
 			}
-			rk.Tokens = in
+			rk.Tokens = p.in
 			lw.prog.Kernels = append(lw.prog.Kernels, rk)
-			tokens = without(tokens, near)
+			tokens = subtract(tokens, p.in)
 		}
 		if len(tokens) > 0 {
-			if err := lw.emitGEMM(g, k.suffix, k.s, tokens, fused{}); err != nil {
+			if err := lw.emitGEMM(g, p.k.suffix, p.k.s, tokens, fused{}); err != nil {
 				return false, err
 			}
 		}

@@ -18,10 +18,13 @@ import (
 // (kernels moe_<op>..._decode) and the base tiles past it; each GEMM runs
 // at each T either whole (moe_<op><suffix>) or split (the split kernel
 // moe_<op>_splitk<suffix>, then the reduce kernel moe_<op>_reduce<suffix>
-// writing the GEMM's C from its parts buffer <op>_part<suffix>); with the
-// base tiles it splits at T <= 128 (one row tile) and runs whole past it,
-// deepseek-v3's split with the decode tiles too. sm_80 and sm_100a keep one
-// kernel per GEMM; the routed GEMMs never split.
+// writing the GEMM's C from its parts buffer <op>_part<suffix>, of S times
+// the split kernel's largest T rows); with the base tiles it splits at
+// T <= 128 (one row tile) and runs whole past it; with the decode tiles
+// deepseek-v3's FC1 splits at every T of their range (two row tiles past
+// 64), its FC2 at T <= 64 only (at two tiles its split costs more than
+// the whole GEMM). sm_80 and sm_100a keep one kernel per GEMM; the routed
+// GEMMs never split.
 func TestSplitKShared(t *testing.T) {
 	for _, tg := range []target.Target{target.SM90a, target.SM80, target.SM100a} {
 		for _, name := range schedule.Presets() {
@@ -47,7 +50,7 @@ func TestSplitKShared(t *testing.T) {
 			if (tg == target.SM90a) != (decMax >= 32) {
 				t.Errorf("%s %v: decode tiles up to T = %d", name, tg, decMax)
 			}
-			for _, T := range []int64{1, 64, decMax, decMax + 1, 128, 129, 4096} {
+			for _, T := range []int64{1, 64, 65, decMax, decMax + 1, 128, 129, 4096} {
 				if T < 1 {
 					continue
 				}
@@ -65,11 +68,11 @@ func TestSplitKShared(t *testing.T) {
 					whole := []string{"moe_" + op + suffix}
 					split := []string{"moe_" + op + "_splitk" + suffix, "moe_" + op + "_reduce" + suffix}
 					switch {
-					case tg == target.SM90a && T <= 128 && suffix == "", name == "deepseek-v3" && suffix != "":
+					case tg == target.SM90a && T <= 128 && suffix == "", name == "deepseek-v3" && suffix != "" && (op == "shared_fc1" || T <= 64):
 						if !slices.Equal(runs, split) {
 							t.Errorf("%s %v T=%d: %v run, want %v", name, tg, T, runs, split)
 						}
-					case tg != target.SM90a || T > max(128, decMax):
+					case tg != target.SM90a || T > max(128, decMax), name == "deepseek-v3" && suffix != "":
 						if !slices.Equal(runs, whole) {
 							t.Errorf("%s %v T=%d: %v run, want %v", name, tg, T, runs, whole)
 						}
@@ -92,8 +95,15 @@ func TestSplitKShared(t *testing.T) {
 				for _, prm := range k.Params {
 					binds[prm.Name] = prm.Buffer
 				}
-				if want := op + "_part" + suffix; binds["part"] != want || p.Buffer(want) == nil {
-					t.Errorf("%s: part = %q, want %s", k.Name, binds["part"], want)
+				part := p.Buffer(op + "_part" + suffix)
+				if binds["part"] != op+"_part"+suffix || part == nil {
+					t.Errorf("%s: part = %q, want %s", k.Name, binds["part"], op+"_part"+suffix)
+					continue
+				}
+				// S parts of the largest T the split runs at, S >= 2
+				maxT := k.Tokens[len(k.Tokens)-1].Max
+				if rows := part.Shape[0].B; rows%maxT != 0 || rows/maxT < 2 {
+					t.Errorf("%s %v: %s has %d rows, not S >= 2 parts of %d (its largest T)", name, tg, part.Name, rows, maxT)
 				}
 			}
 		}
@@ -140,21 +150,25 @@ func TestSplitKOff(t *testing.T) {
 }
 
 // TestSplitKChoice: the split counts the cost model picks for the shared
-// experts and the rows of their parts buffers: deepseek-v3's with the
-// decode tiles at T <= 128 (32 and 56 column blocks of 128 B rows, K = 7168
-// and 2048; two row tiles at T = 128), qwen2-57b-a14b's shared FC2 with
-// the base tiles at T = 33..128 (14 blocks of 256 rows, K = 20480) and the
-// decode tiles at T <= 32 (28 blocks of 128), deepseek-v2-lite's with the
-// base tiles; and the cost model's terms.
+// experts and the rows of their parts buffers (the largest T split):
+// deepseek-v3's with the decode tiles (32 and 56 column blocks of 128 B
+// rows, K = 7168 and 2048: FC1 over two row tiles to T = 128, FC2 over
+// one), kimi-k2's FC1 over three (T <= 192), dsv4-pro-proxy's over four
+// (T <= 256), qwen2-57b-a14b's shared FC2 with the base tiles at T =
+// 33..128 (14 blocks of 256 rows, K = 20480) and the decode tiles at T <=
+// 32 (28 blocks of 128), deepseek-v2-lite's with the base tiles; and the
+// cost model's terms.
 func TestSplitKChoice(t *testing.T) {
 	for _, c := range []struct {
 		name, buf  string
 		want, rows int
 	}{
 		{"deepseek-v3", "shared_fc1_part_decode", 4, 128},
-		{"deepseek-v3", "shared_fc2_part_decode", 2, 128},
+		{"deepseek-v3", "shared_fc2_part_decode", 2, 64},
+		{"kimi-k2", "shared_fc1_part_decode", 4, 192},
+		{"dsv4-pro-proxy", "shared_fc1_part_decode", 8, 256},
 		{"qwen2-57b-a14b", "shared_fc2_part", 8, 128},
-		{"qwen2-57b-a14b", "shared_fc2_part_decode", 4, 64},
+		{"qwen2-57b-a14b", "shared_fc2_part_decode", 4, 32},
 		{"deepseek-v2-lite", "shared_fc2_part", 11, 128},
 	} {
 		p, _ := buildPreset(t, c.name, schedule.BF16, target.SM90a)

@@ -226,8 +226,8 @@ type perOp struct {
 	// token ranges of the base and variant kernels.
 	variant    schedule.Schedule
 	hasVariant bool
-	// decode is the schedule of the forward's routed GEMMs in the token
-	// range of the schedule's Decode tiles (hasDecode: the schedule has
+	// decode is the schedule of the forward's GEMMs (the routed and the
+	// shared experts') in the token range of the schedule's Decode tiles (hasDecode: the schedule has
 	// them and the program is a forward; gemmKernels).
 	decode    schedule.Schedule
 	hasDecode bool

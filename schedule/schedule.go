@@ -116,8 +116,9 @@ type Schedule struct {
 	// program holds both and the runtime picks by T (launch.Kernel.Tokens).
 	// The shared-expert GEMMs always use FC1/FC2.
 	Variant *TileVariant
-	// Decode, when not nil, is a shape of the forward's routed-expert
-	// GEMMs (bf16 layers, sm_90a) for the fewest mean rows per expert,
+	// Decode, when not nil, is a shape of the forward's GEMMs, the routed
+	// and the shared experts' (bf16 layers, sm_90a), for the fewest mean
+	// rows per expert,
 	// [Decode.MinRows, Decode.MaxRows], below the Variant's range: the
 	// program holds it beside FC1/FC2 and the Variant, and the runtime
 	// picks by T. The default schedule's is decodeVariant's (64-row tiles

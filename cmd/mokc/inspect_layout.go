@@ -188,7 +188,7 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 			shared = "the routed GEMMs only; the shared experts keep moe_fc1/moe_fc2's tiles"
 		case g.decode:
 			lo, hi := s.Decode.VariantTokens(l.TopK, l.Experts)
-			shared = fmt.Sprintf("the forward's routed GEMMs at T = %d..%d only; the shared experts and the backward keep moe_fc1/moe_fc2's tiles", lo, hi)
+			shared = fmt.Sprintf("the forward's GEMMs at T = %d..%d only, the shared experts' too (moe_shared_fc*_%s, split or whole); the backward keeps moe_fc1/moe_fc2's tiles", lo, hi, s.Decode.Name)
 		case l.SharedExperts == 0:
 			shared = "the routed GEMMs; the layer has no shared experts"
 		case l.Precision == schedule.MXFP8:
@@ -199,17 +199,21 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 			inspectGathered(c, prog, g.name)
 		}
 	}
-	inspectSplit(c, prog)
+	decode := ""
+	if s.Decode != nil {
+		decode = s.Decode.Name
+	}
+	inspectSplit(c, prog, decode)
 	return nil
 }
 
 // inspectSplit prints a line for each kernel of p that runs a GEMM with
 // its reduction split in parts (codegen.GemmSpec.SplitK, named
-// <op>_splitk, or <op>_splitk_decode with the decode tiles: the shared
-// experts at decode sizes): its token range, where its f32 parts go and
-// its shared memory (FC2's tile, or the decode tiles' FC2 tile, over the
-// weights' rows, no staging tile).
-func inspectSplit(c *cli.Context, p *codegen.Program) {
+// <op>_splitk, or <op>_splitk_<decode> with the decode tiles, decode
+// their schedule.TileVariant.Name: the shared experts at decode sizes): its
+// token range, where its f32 parts go and its shared memory (FC2's tile,
+// or the decode tiles' FC2 tile, over the weights' rows, no staging tile).
+func inspectSplit(c *cli.Context, p *codegen.Program, decode string) {
 	for _, k := range p.Kernels {
 		if !strings.Contains(k.Name, "_splitk") {
 			continue
@@ -221,7 +225,7 @@ func inspectSplit(c *cli.Context, p *codegen.Program) {
 			}
 		}
 		doc, tile := "", "FC2's tile"
-		if strings.HasSuffix(k.Name, "_decode") {
+		if decode != "" && strings.HasSuffix(k.Name, "_splitk_"+decode) {
 			tile = "the decode tiles' FC2 tile"
 		}
 		if b := p.Buffer(parts); b != nil {

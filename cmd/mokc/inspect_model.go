@@ -133,7 +133,7 @@ func printLayer(w io.Writer, l schedule.Layer) {
 		}
 		if v, ok := s.DecodeSchedule(); ok {
 			lo, hi := s.Decode.VariantTokens(l.TopK, l.Experts)
-			fmt.Fprintf(w, "  %-8s for %d..%d mean rows per expert (T = %d..%d), the forward's routed GEMMs as %s/moe_fc2_%s (the decode tiles, --decode-max-rows): FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
+			fmt.Fprintf(w, "  %-8s for %d..%d mean rows per expert (T = %d..%d), the forward's GEMMs as %s/moe_fc2_%s and the shared experts' in the same tiles (the decode tiles, --decode-max-rows): FC1 %v  FC2 %v  stages %d  warps %d producer + %d mma; shared memory %d bytes\n",
 				"", s.Decode.MinRows, s.Decode.MaxRows, lo, hi, programKernel(prog, "moe_fc1_"+s.Decode.Name+"_gathered", "moe_fc1_"+s.Decode.Name), s.Decode.Name, v.FC1, v.FC2, v.Stages, v.Warps.Producer, v.Warps.MMA,
 				kernelSmem(prog, max(v.SharedMemoryBytes(l, v.FC1, true), v.SharedMemoryBytes(l, v.FC2, false)),
 					"moe_fc1_"+s.Decode.Name, "moe_fc1_"+s.Decode.Name+"_gathered", "moe_fc2_"+s.Decode.Name))

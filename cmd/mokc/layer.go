@@ -171,9 +171,9 @@ var scheduleFieldFlags = []fieldFlag{
 		func(s *schedule.Schedule) any { return &s.Chain }).withDefault("off").keepingVariant(),
 	scheduleFlag("lowering", "per-op (a kernel per op) or persistent: the program as one persistent kernel launch per direction on sm_90a, its phases the per-op kernels (a kernel per GEMM block shape, each launched at its T; the same bits; docs/flags.md)", "Schedule.Lowering",
 		func(s *schedule.Schedule) any { return &s.Lowering }).withDefault("per-op").keepingVariant(),
-	scheduleFlag("decode-max-rows", "the most mean rows per expert (T·top-k/experts) at which a bf16 forward's routed GEMMs run the decode tiles (64x128x64, one consumer warpgroup, 6 stages: moe_fc1_decode[_gathered], moe_fc2_decode), or off (docs/flags.md)",
+	scheduleFlag("decode-max-rows", "the most mean rows per expert (T·top-k/experts) at which a bf16 forward's GEMMs run the decode tiles (64x128x64, one consumer warpgroup, 6 stages: moe_fc1_decode[_gathered], moe_fc2_decode, the shared experts' moe_shared_fc*_decode or split), or off (docs/flags.md)",
 		"Schedule.Decode", func(s *schedule.Schedule) any { return decodeRows(s) }).withDefault("4 on sm_90a bf16 layers with grouped weights, else off").keepingVariant(),
-	scheduleFlag("split-k", "the shared experts' GEMMs at T <= 128: auto (their reduction split in parts where it pays, sm_90a; summed in a fixed order) or off (docs/flags.md)", "Schedule.SplitK",
+	scheduleFlag("split-k", "the shared experts' GEMMs at decode sizes (T <= 128, or the decode tiles' range): auto (their reduction split in parts where it pays, sm_90a; summed in a fixed order) or off (docs/flags.md)", "Schedule.SplitK",
 		func(s *schedule.Schedule) any { return &s.SplitK }).withDefault("auto").keepingVariant(),
 }
 
@@ -565,7 +565,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 			}
 			return s, fmt.Errorf("--decode-max-rows %d: sets the range of the decode tiles, and %s", decodeRows, why)
 		case c.Bool("backward"):
-			fmt.Fprintf(errWriter(c), "mokc: note: --decode-max-rows sets the forward's routed GEMM tiles; the backward keeps its tiles, so it runs as without it\n")
+			fmt.Fprintf(errWriter(c), "mokc: note: --decode-max-rows sets the forward's GEMM tiles; the backward keeps its tiles, so it runs as without it\n")
 		}
 	}
 	if c.IsSet("store-gather-min-rows") && (s.Lowering != schedule.LoweringPersistent || s.Gather != schedule.GatherFC1) {
@@ -632,7 +632,7 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 		noteLargeDropped(c, l, large, s.FC2Large)
 	}
 	if s.Lowering == schedule.LoweringPersistent {
-		return persistentSchedule(c, l, s, c.Bool("backward"))
+		return persistentSchedule(c, l, s, c.Bool("backward")), nil
 	}
 	return s, nil
 }
@@ -645,9 +645,9 @@ func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sche
 // tiles: a shared expert's "mid" tiles; a bf16 one beside an mxfp8-only
 // variant), and tells the user of each, then of what of it has not yet run
 // on a GPU (persistentUnrun). The decode tiles are never left out: every
-// GEMM of a forward takes them. The error is nil (a program the layer does
-// not make is the build's to refuse).
-func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, backward bool) (schedule.Schedule, error) {
+// GEMM of a forward takes them. A program the layer does not make is the
+// build's to refuse: s as it is then.
+func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, backward bool) schedule.Schedule {
 	p, err := moe.Forward(l)
 	what := "forward"
 	if backward {
@@ -655,7 +655,7 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 		what = "backward"
 	}
 	if err != nil {
-		return s, nil // the build says why
+		return s // the build says why
 	}
 	ps, left := codegen.PersistentVariants(p, s)
 	for _, v := range left {
@@ -667,30 +667,27 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent leaves out the GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps where the base GEMMs have %d): it would run in a persistent kernel of its own, but in this %s %s the base tiles at those T, so the base GEMMs run there (--lowering per-op keeps the variant)\n",
 			v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, s.Warps.MMA, what, keeps)
 	}
-	split := ps.Variant != nil && !ps.Variant.SameBlocks(ps) || !backward && ps.Decode != nil && !ps.Decode.SameBlocks(ps)
-	if unrun := persistentUnrun(l, s, backward, split); len(unrun) > 0 {
+	split := backward && ps.Variant != nil && !ps.Variant.SameBlocks(ps)
+	if unrun := persistentUnrun(l, backward, split); len(unrun) > 0 {
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: built and assembled, not yet run on a GPU: %s (the presets' forwards, bf16 and mxfp8, and their bf16 backwards ran before these: docs/megakernel.md)\n", strings.Join(unrun, "; "))
 	}
-	return ps, nil
+	return ps
 }
 
 // persistentUnrun names what of layer l the persistent lowering has not
 // yet run on a GPU with (docs/perf.md, persistent v1-v3 and run 47: the
 // presets' forwards, bf16 and mxfp8, and bf16 backwards, with their
 // default schedules, and the chained FC1 and FC2; FC1's store warps
-// gathering its rows, run 51): the mxfp8 backward, per-expert storage, a
-// routing map, the saved FC1 output, schedule s's FC1 store-gathering
-// form beside the plain one (a forward's, from Schedule.StoreGatherRows:
-// the kernel holding both has not run since run 51; docs/runs/run51/call5),
-// and with split the persistent kernels of the GEMM variants' own block
-// shapes (codegen.PersistentVariants keeps a variant of other warps).
-func persistentUnrun(l schedule.Layer, s schedule.Schedule, backward, split bool) []string {
+// gathering its rows, run 51; the forward's persistent kernels per block
+// shape and the default's FC1 holding both gathering forms, run 53): the
+// mxfp8 backward, per-expert storage, a routing map, the saved FC1 output,
+// and with split the backward's persistent kernel of the GEMM variant's
+// own block shape (codegen.PersistentVariants keeps a variant of other
+// warps: moe_backward_mid).
+func persistentUnrun(l schedule.Layer, backward, split bool) []string {
 	var unrun []string
 	if split {
-		unrun = append(unrun, "the GEMM variants' own persistent kernels (those of other warps than the base GEMMs: `mokc inspect program` lists them and their T)")
-	}
-	if !backward && s.Gather == schedule.GatherFC1 && s.StoresGather(l) {
-		unrun = append(unrun, fmt.Sprintf("FC1's store warps gathering from %d rows per expert beside the plain FC1 (--store-gather-min-rows)", s.StoreGatherRows))
+		unrun = append(unrun, "the backward's persistent kernel of the GEMM variant's blocks (`mokc inspect program --backward` lists it and its T)")
 	}
 	if backward && l.Precision == schedule.MXFP8 {
 		unrun = append(unrun, "the mxfp8 backward")
@@ -825,7 +822,7 @@ func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedul
 // the note.
 func noteDecodeDropped(c *cli.Context, flag string, l schedule.Layer, d schedule.TileVariant) {
 	lo, hi := d.VariantTokens(l.TopK, l.Experts)
-	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's bf16 decode tiles (FC1 %v, FC2 %v, %d MMA warps, at T = %d..%d), so the forward's routed GEMMs run the base tiles there; --decode-max-rows off asks for that without this note\n",
+	fmt.Fprintf(errWriter(c), "mokc: note: %s leaves out the default schedule's bf16 decode tiles (FC1 %v, FC2 %v, %d MMA warps, at T = %d..%d), so the forward's GEMMs run the base tiles there; --decode-max-rows off asks for that without this note\n",
 		flag, d.FC1, d.FC2, d.MMAWarps, lo, hi)
 }
 
