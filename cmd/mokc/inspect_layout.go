@@ -172,6 +172,10 @@ func inspectGemmLayouts(c *cli.Context, tg target.Target) error {
 			fmt.Fprintln(c.App.Writer)
 		}
 		shared := "the shared-expert GEMMs use the same tiles"
+		if s.Decode != nil && l.SharedExperts > 0 {
+			lo, hi := s.Decode.VariantTokens(l.TopK, l.Experts)
+			shared = fmt.Sprintf("the shared-expert GEMMs use the same tiles outside the decode tiles' T = %d..%d", lo, hi)
+		}
 		switch {
 		case g.large:
 			shared = "the register-fed mxfp8 FC2 " + s.FC2Large.Where(l.TopK, l.Experts)
@@ -224,9 +228,9 @@ func inspectSplit(c *cli.Context, p *codegen.Program, decode string) {
 				parts = prm.Buffer
 			}
 		}
-		doc, tile := "", "FC2's tile"
+		doc, tile := "", "FC2's tile (the plain GEMM's)"
 		if decode != "" && strings.HasSuffix(k.Name, "_splitk_"+decode) {
-			tile = "the decode tiles' FC2 tile"
+			tile = "the decode tiles' FC2 tile (the plain GEMM's)"
 		}
 		if b := p.Buffer(parts); b != nil {
 			doc = ": " + b.Doc

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -253,6 +254,35 @@ func TestDecodeMaxRowsFlag(t *testing.T) {
 		out, err := runCLI(append(args, c.flag, c.value)...)
 		if want := c.dropper + " leaves out the default schedule's bf16 decode tiles"; err != nil || !strings.Contains(out, want) || !strings.Contains(out, "--decode-max-rows off asks for that") {
 			t.Errorf("%s %s: %v, want a note %q in\n%s", c.flag, c.value, err, want, out)
+		}
+	}
+}
+
+// TestSharedDecodeNote: a forward whose shared experts take the decode
+// tiles (deepseek-v3 on sm_90a, either lowering) notes their range and
+// that their whole form has not yet run on a GPU (noteSharedDecode); no
+// note without them (--decode-max-rows off), without shared experts
+// (qwen3-30b-a3b), or for the backward, whose GEMMs keep the base tiles.
+func TestSharedDecodeNote(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "m.ptx")
+	const note = "the shared experts' GEMMs take the decode tiles at T = "
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--model", "deepseek-v3"}, note + "1..128, split-K where it pays"},
+		{[]string{"--model", "deepseek-v3", "--lowering", "persistent"}, note + "1..128"},
+		{[]string{"--model", "deepseek-v2-lite", "--decode-max-rows", "2"}, note + "1..21"},
+		{[]string{"--model", "deepseek-v3", "--decode-max-rows", "off"}, ""},
+		{[]string{"--model", "qwen3-30b-a3b"}, ""},
+		{[]string{"--model", "deepseek-v3", "--backward"}, ""},
+	} {
+		msg, err := runCLI(append([]string{"build", "--target", "sm_90a", "-o", out}, c.args...)...)
+		if err != nil {
+			t.Fatalf("%v: %v\n%s", c.args, err, msg)
+		}
+		if got := strings.Contains(msg, note); c.want == "" && got || c.want != "" && !strings.Contains(msg, c.want) {
+			t.Errorf("%v: want %q (none if empty) in\n%s", c.args, c.want, msg)
 		}
 	}
 }

@@ -516,7 +516,19 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // default's FC2 tile for many rows per expert (schedule.Schedule.FC2Large)
 // goes with the shape flags too, and with any flag it cannot run with
 // (FC2LargeWhereValid, after the variant flags), noted (noteLargeDropped).
+// A forward whose shared experts take the decode tiles is noted too
+// (noteSharedDecode).
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
+	s, err := flagSchedule(c, l, target)
+	if err == nil && s.Decode != nil && l.SharedExperts > 0 && !c.Bool("backward") {
+		noteSharedDecode(c, l, *s.Decode)
+	}
+	return s, err
+}
+
+// flagSchedule is layerSchedule's schedule: the default with the schedule
+// flags applied.
+func flagSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := defaultSchedule(l, target)
 	if err != nil {
 		return s, err
@@ -814,6 +826,18 @@ func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedul
 	}
 	fmt.Fprintf(errWriter(c), "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d)%s with the one GEMM shape of the schedule flags at every T; leave the flag out to keep them\n",
 		flag, v.Name, v.FC1, v.FC2, lo, hi, also)
+}
+
+// noteSharedDecode tells the user that layer l's shared experts' GEMMs
+// take the decode tiles d in their token range (codegen: every GEMM of a
+// forward does, split-K over as many 64-row tiles as the cost model gains
+// at) and which of their forms have run on a GPU: the split over one row
+// tile (deepseek-v3 and deepseek-v2-lite at T = 1 and 64, run 53), not yet
+// the whole form (moe_shared_fc*_decode) nor a split over several tiles.
+func noteSharedDecode(c *cli.Context, l schedule.Layer, d schedule.TileVariant) {
+	lo, hi := d.VariantTokens(l.TopK, l.Experts)
+	fmt.Fprintf(errWriter(c), "mokc: note: the shared experts' GEMMs take the decode tiles at T = %d..%d, split-K where it pays (`mokc inspect program` lists their kernels and T); built and assembled, not yet run on a GPU: their whole form (moe_shared_fc*_%s) and a split over more than 64 rows (the split at T <= 64 ran: docs/perf.md, run 53)\n",
+		lo, hi, d.Name)
 }
 
 // noteDecodeDropped tells the user that flag (a shape flag, or the
