@@ -30,7 +30,7 @@ import (
 // per 4 outputs. The order of the additions is fixed, so the results are
 // deterministic; they are not the unsplit kernel's bits (another order of
 // the same f32 sums). In the token range of the forward's decode tiles the
-// GEMM takes them (usesDecode) and its split forms are named with their
+// GEMM takes them (gemmKernels) and its split forms are named with their
 // suffix (moe_<op>_splitk_decode, moe_<op>_reduce_decode,
 // <op>_part_decode); there the split may go on over further 64-row tiles
 // while the cost model still gains (splitKFor).

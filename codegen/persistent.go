@@ -266,7 +266,7 @@ func (lw *perOp) fusePersistent() error {
 // it there; a variant that a GEMM of p would not take is left out (the
 // base tiles run in its range): the shared experts' GEMMs (dense rows)
 // do not take the variant, the bf16 GEMMs of an mxfp8 program no MXOnly
-// variant. Every GEMM of a forward takes the decode tiles (usesDecode), so
+// variant. Every GEMM of a forward takes the decode tiles (gemmKernels), so
 // they are never left out.
 func PersistentVariants(p *moe.Program, s schedule.Schedule) (schedule.Schedule, []schedule.TileVariant) {
 	var left []schedule.TileVariant
