@@ -93,10 +93,7 @@ func (lw *perOp) splitKFor(g moe.GEMM, k gemmKernel) (plain moe.GEMM, spec GemmS
 	if best == 1 {
 		return g, spec, nil, false
 	}
-	tokens := k.tokens
-	if tokens == nil {
-		tokens = []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
-	}
+	tokens := everyT(k.tokens)
 	hi := int64(bm)
 	if end := tokens[len(tokens)-1].Max; end < launch.MaxTokens {
 		for r := int64(2); (r-1)*int64(bm) < end; r++ {
@@ -139,10 +136,7 @@ func (lw *perOp) lowerSplitKGEMM(g moe.GEMM) (bool, error) {
 		return false, nil
 	}
 	for _, p := range plans {
-		tokens := p.k.tokens
-		if tokens == nil {
-			tokens = []launch.TokenRange{{Min: 1, Max: launch.MaxTokens}}
-		}
+		tokens := everyT(p.k.tokens)
 		if p.in != nil {
 			lw.prog.Buffers = append(lw.prog.Buffers, p.plain.C.Plan())
 			if err := lw.emitGEMM(p.plain, p.k.suffix, p.k.s, p.in, fused{splitK: p.spec.SplitK}); err != nil {

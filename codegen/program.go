@@ -227,8 +227,9 @@ type perOp struct {
 	variant    schedule.Schedule
 	hasVariant bool
 	// decode is the schedule of the forward's GEMMs (the routed and the
-	// shared experts') in the token range of the schedule's Decode tiles (hasDecode: the schedule has
-	// them and the program is a forward; gemmKernels).
+	// shared experts') in the token range of the schedule's Decode tiles
+	// (hasDecode: the schedule has them and the program is a forward;
+	// gemmKernels).
 	decode    schedule.Schedule
 	hasDecode bool
 	// rfOps are the register-fed forms of the ops that have one, by name,

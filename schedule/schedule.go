@@ -118,13 +118,12 @@ type Schedule struct {
 	Variant *TileVariant
 	// Decode, when not nil, is a shape of the forward's GEMMs, the routed
 	// and the shared experts' (bf16 layers, sm_90a), for the fewest mean
-	// rows per expert,
-	// [Decode.MinRows, Decode.MaxRows], below the Variant's range: the
-	// program holds it beside FC1/FC2 and the Variant, and the runtime
-	// picks by T. The default schedule's is decodeVariant's (64-row tiles
-	// of 128 columns, one consumer warpgroup, 6 stages, at most 4 mean
-	// rows per expert). The backward's GEMMs keep FC1/FC2 (and the
-	// Variant).
+	// rows per expert, [Decode.MinRows, Decode.MaxRows], below the
+	// Variant's range: the program holds it beside FC1/FC2 and the
+	// Variant, and the runtime picks by T. The default schedule's is
+	// decodeVariant's (64-row tiles of 128 columns, one consumer
+	// warpgroup, 6 stages, at most 4 mean rows per expert). The backward's
+	// GEMMs keep FC1/FC2 (and the Variant).
 	Decode *TileVariant
 	// FC2Large, when its Tile is not zero, is the routed FC2's tile from
 	// FC2Large.MinRows mean rows per expert (T*K/E) on and in the band

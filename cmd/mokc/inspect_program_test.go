@@ -214,8 +214,8 @@ func TestInspectModelKernelSharedMemory(t *testing.T) {
 // persistent lowering their persistent kernel, moe_forward_decode), off
 // removes them without a note, and a number is refused where they cannot
 // run: an mxfp8 layer, a shape flag; the persistent lowering of a layer
-// with shared experts (deepseek-v3) keeps them; a shape flag leaves the default's out
-// with a note naming the flag that says so without it.
+// with shared experts (deepseek-v3) keeps them; a shape flag leaves the
+// default's out with a note naming the flag that says so without it.
 func TestDecodeMaxRowsFlag(t *testing.T) {
 	args := []string{"inspect", "program", "--model", "qwen3-30b-a3b", "--target", "sm_90a"}
 	out, err := runCLI(append(args, "--decode-max-rows", "2")...)
