@@ -100,7 +100,14 @@ func inspectProgram(c *cli.Context) error {
 	case slices.ContainsFunc(prog.Kernels, func(k codegen.Kernel) bool { return len(k.Phases) > 0 }):
 		how = "one per op, but FC1 and FC2 in one kernel where they chain"
 	}
-	fmt.Fprintf(w, "\nkernels (%s, %s)\n", how, s)
+	hdr := s
+	if dir == "backward" {
+		// The backward's GEMMs keep the base tiles at decode sizes and its
+		// FC1 keeps the gather phase (codegen.Lower): its header leaves out
+		// the decode tiles and the store-warp gather's threshold.
+		hdr.Decode, hdr.StoreGatherRows = nil, 0
+	}
+	fmt.Fprintf(w, "\nkernels (%s, %s)\n", how, hdr)
 	if l.Precision == schedule.MXFP8 && hasBF16GEMM(p) {
 		fmt.Fprintf(w, "(the bf16 GEMMs of an mxfp8 layer take half the K block: %d)\n", s.FC1.K/2)
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -258,31 +257,50 @@ func TestDecodeMaxRowsFlag(t *testing.T) {
 	}
 }
 
-// TestSharedDecodeNote: a forward whose shared experts take the decode
-// tiles (deepseek-v3 on sm_90a, either lowering) notes their range and
-// that their whole form has not yet run on a GPU (noteSharedDecode); no
-// note without them (--decode-max-rows off), without shared experts
-// (qwen3-30b-a3b), or for the backward, whose GEMMs keep the base tiles.
-func TestSharedDecodeNote(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "m.ptx")
-	const note = "the shared experts' GEMMs take the decode tiles at T = "
-	for _, c := range []struct {
-		args []string
-		want string
-	}{
-		{[]string{"--model", "deepseek-v3"}, note + "1..128, split-K where it pays"},
-		{[]string{"--model", "deepseek-v3", "--lowering", "persistent"}, note + "1..128"},
-		{[]string{"--model", "deepseek-v2-lite", "--decode-max-rows", "2"}, note + "1..21"},
-		{[]string{"--model", "deepseek-v3", "--decode-max-rows", "off"}, ""},
-		{[]string{"--model", "qwen3-30b-a3b"}, ""},
-		{[]string{"--model", "deepseek-v3", "--backward"}, ""},
-	} {
-		msg, err := runCLI(append([]string{"build", "--target", "sm_90a", "-o", out}, c.args...)...)
-		if err != nil {
-			t.Fatalf("%v: %v\n%s", c.args, err, msg)
+// inspect program --backward describes the tiles the backward's kernels
+// take: the mid variant, but neither the forward's decode tiles nor the
+// store-warp gather's threshold, which the forward's header gives.
+func TestInspectBackwardHeader(t *testing.T) {
+	args := []string{"inspect", "program", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--lowering", "persistent"}
+	fwd, err := runCLI(args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bwd, err := runCLI(append(args, "--backward")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	decode, mid, gather := "0..4 rows per expert: FC1 64x128x64", "100..200 rows per expert: FC1 192x192x64", "store-gather-min-rows 256"
+	for _, want := range []string{decode, mid, gather} {
+		if !strings.Contains(fwd, want) {
+			t.Errorf("forward: want %q in\n%s", want, fwd)
 		}
-		if got := strings.Contains(msg, note); c.want == "" && got || c.want != "" && !strings.Contains(msg, c.want) {
-			t.Errorf("%v: want %q (none if empty) in\n%s", c.args, c.want, msg)
+	}
+	if !strings.Contains(bwd, mid) {
+		t.Errorf("backward: want %q in\n%s", mid, bwd)
+	}
+	for _, not := range []string{decode, gather, "_decode "} {
+		if strings.Contains(bwd, not) {
+			t.Errorf("backward: %q, which its kernels do not take, in\n%s", not, bwd)
+		}
+	}
+}
+
+// --split-k off is noted where it changes nothing (a layer without shared
+// experts, whose GEMMs are the only ones split), and not where it keeps
+// the shared GEMMs whole.
+func TestSplitKOffNote(t *testing.T) {
+	const note = "--split-k off changes nothing here"
+	for _, c := range []struct {
+		model string
+		want  bool
+	}{{"qwen3-30b-a3b", true}, {"deepseek-v3", false}} {
+		msg, err := runCLI("inspect", "program", "--target", "sm_90a", "--model", c.model, "--split-k", "off")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", c.model, err, msg)
+		}
+		if got := strings.Contains(msg, note); got != c.want {
+			t.Errorf("%s --split-k off: note %q given %v, want %v:\n%s", c.model, note, got, c.want, msg)
 		}
 	}
 }

@@ -516,12 +516,12 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // default's FC2 tile for many rows per expert (schedule.Schedule.FC2Large)
 // goes with the shape flags too, and with any flag it cannot run with
 // (FC2LargeWhereValid, after the variant flags), noted (noteLargeDropped).
-// A forward whose shared experts take the decode tiles is noted too
-// (noteSharedDecode).
+// --split-k off on a layer without shared experts, where it changes
+// nothing, is noted too.
 func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
 	s, err := flagSchedule(c, l, target)
-	if err == nil && s.Decode != nil && l.SharedExperts > 0 && !c.Bool("backward") {
-		noteSharedDecode(c, l, *s.Decode)
+	if err == nil && s.SplitK == schedule.SplitKOff && l.SharedExperts == 0 {
+		fmt.Fprintf(errWriter(c), "mokc: note: --split-k off changes nothing here: split-K applies only to the shared experts' GEMMs, and %s has none\n", l.Name)
 	}
 	return s, err
 }
@@ -679,8 +679,7 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent leaves out the GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps where the base GEMMs have %d): it would run in a persistent kernel of its own, but in this %s %s the base tiles at those T, so the base GEMMs run there (--lowering per-op keeps the variant)\n",
 			v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, s.Warps.MMA, what, keeps)
 	}
-	split := backward && ps.Variant != nil && !ps.Variant.SameBlocks(ps)
-	if unrun := persistentUnrun(l, backward, split); len(unrun) > 0 {
+	if unrun := persistentUnrun(l, backward); len(unrun) > 0 {
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: built and assembled, not yet run on a GPU: %s (the presets' forwards, bf16 and mxfp8, and their bf16 backwards ran before these: docs/megakernel.md)\n", strings.Join(unrun, "; "))
 	}
 	return ps
@@ -691,16 +690,12 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 // presets' forwards, bf16 and mxfp8, and bf16 backwards, with their
 // default schedules, and the chained FC1 and FC2; FC1's store warps
 // gathering its rows, run 51; the forward's persistent kernels per block
-// shape and the default's FC1 holding both gathering forms, run 53): the
-// mxfp8 backward, per-expert storage, a routing map, the saved FC1 output,
-// and with split the backward's persistent kernel of the GEMM variant's
-// own block shape (codegen.PersistentVariants keeps a variant of other
-// warps: moe_backward_mid).
-func persistentUnrun(l schedule.Layer, backward, split bool) []string {
+// shape and the default's FC1 holding both gathering forms, run 53; the
+// backward's kernel of the GEMM variant's blocks, moe_backward_mid, run
+// 54): the mxfp8 backward, per-expert storage, a routing map, the saved
+// FC1 output.
+func persistentUnrun(l schedule.Layer, backward bool) []string {
 	var unrun []string
-	if split {
-		unrun = append(unrun, "the backward's persistent kernel of the GEMM variant's blocks (`mokc inspect program --backward` lists it and its T)")
-	}
 	if backward && l.Precision == schedule.MXFP8 {
 		unrun = append(unrun, "the mxfp8 backward")
 	}
@@ -826,18 +821,6 @@ func noteVariantDropped(c *cli.Context, flag string, l schedule.Layer, v schedul
 	}
 	fmt.Fprintf(errWriter(c), "mokc: note: %s replaces the default schedule's GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d)%s with the one GEMM shape of the schedule flags at every T; leave the flag out to keep them\n",
 		flag, v.Name, v.FC1, v.FC2, lo, hi, also)
-}
-
-// noteSharedDecode tells the user that layer l's shared experts' GEMMs
-// take the decode tiles d in their token range (codegen: every GEMM of a
-// forward does, split-K over as many 64-row tiles as the cost model gains
-// at) and which of their forms have run on a GPU: the split over one row
-// tile (deepseek-v3 and deepseek-v2-lite at T = 1 and 64, run 53), not yet
-// the whole form (moe_shared_fc*_decode) nor a split over several tiles.
-func noteSharedDecode(c *cli.Context, l schedule.Layer, d schedule.TileVariant) {
-	lo, hi := d.VariantTokens(l.TopK, l.Experts)
-	fmt.Fprintf(errWriter(c), "mokc: note: the shared experts' GEMMs take the decode tiles at T = %d..%d, split-K where it pays (`mokc inspect program` lists their kernels and T); built and assembled, not yet run on a GPU: their whole form (moe_shared_fc*_%s) and a split over more than 64 rows (the split at T <= 64 ran: docs/perf.md, run 53)\n",
-		lo, hi, d.Name)
 }
 
 // noteDecodeDropped tells the user that flag (a shape flag, or the

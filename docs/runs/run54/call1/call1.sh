@@ -10,7 +10,8 @@
 #     float64 references (run 53 stopped it after the small layers).
 #  3. racecheck at qwen3-30b-a3b T = 1100 (the bulk rings' release by every consumer thread).
 #  4. Speed, alternated: deepseek-v3 T = 128 old per-op / new per-op / new persistent; qwen3-30b-a3b
-#     T = 4096 persistent against per-op, three rounds (run 53's one round had per-op 2.2% ahead).
+#     T = 4096 persistent against per-op, three rounds (run 53's one round had per-op 2.2% ahead);
+#     then both at T = 4096 with --phases in the same call (FC1's time per lowering side by side).
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
@@ -37,6 +38,9 @@ for r in 1 2 3; do
 	bench "new-pers-qwen3-30b-a3b-T4096-r$r" "$mokc" 4096 --model qwen3-30b-a3b --iters 20 $P
 	bench "new-perop-qwen3-30b-a3b-T4096-r$r" "$mokc" 4096 --model qwen3-30b-a3b --iters 20
 done
+BENCH_BUDGET=480
+bench "new-pers-qwen3-30b-a3b-T4096-phases" "$mokc" 4096 --model qwen3-30b-a3b --iters 20 $P --phases
+bench "new-perop-qwen3-30b-a3b-T4096-phases" "$mokc" 4096 --model qwen3-30b-a3b --iters 20 --phases
 grep -hv "^{" "$O/bench.jsonl" >>"$S"
 rm -f "$O/tmp.json"
 echo "done $(($(date +%s) - START)) s" >>"$S"
