@@ -3,6 +3,8 @@ package moe
 import (
 	"fmt"
 	"math"
+	"runtime"
+	"sync"
 
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/layouts"
@@ -314,24 +316,41 @@ func (in *interp) gemm(o GEMM) {
 		a, b = naturalOrder(a), mxValues(b, in.v[o.BScales], o.K)
 	}
 	rows := len(a) / o.K
-	pre := make([]float64, nb)
+	type row struct{ e, r int }
+	var todo []row
 	for e, g := range in.groups(o.Offsets, o.Experts, rows) {
-		be := b[e*nb*o.K : (e+1)*nb*o.K]
 		for r := g[0]; r < g[1]; r++ {
+			todo = append(todo, row{e, r})
+		}
+	}
+	inParallel(len(todo), nb*o.K, func(lo, hi int) {
+		pre := make([]float64, nb)
+		for _, w := range todo[lo:hi] {
+			e, r := w.e, w.r
+			be := b[e*nb*o.K : (e+1)*nb*o.K]
 			ar := a[r*o.K : (r+1)*o.K]
-			for j := range pre {
-				var acc float64
+			// pre[j] sums ar[k]·B[k][j] over k in ascending order; an
+			// N-major B is walked row by row (the same sums, in cache order).
+			if o.BMajor == NMajor {
+				clear(pre)
 				for k, av := range ar {
-					if o.BMajor == NMajor {
-						acc += av * be[k*nb+j]
-					} else {
-						acc += av * be[j*o.K+k]
+					for j, bv := range be[k*nb : (k+1)*nb] {
+						pre[j] += av * bv
 					}
 				}
-				if o.Bias != nil {
-					acc += in.v[o.Bias][e*nb+j]
+			} else {
+				for j := range pre {
+					var acc float64
+					for k, bv := range be[j*o.K : (j+1)*o.K] {
+						acc += ar[k] * bv
+					}
+					pre[j] = acc
 				}
-				pre[j] = acc
+			}
+			if o.Bias != nil {
+				for j, bias := range in.v[o.Bias][e*nb : (e+1)*nb] {
+					pre[j] += bias
+				}
 			}
 			for n := 0; n < o.N; n++ {
 				v := pre[n]
@@ -342,7 +361,27 @@ func (in *interp) gemm(o GEMM) {
 				in.set(o.C, r*o.N+n, v)
 			}
 		}
+	})
+}
+
+// inParallel runs f over [0, n) in contiguous chunks on up to GOMAXPROCS
+// goroutines and returns when every chunk is done; work is the cost of one
+// index (multiply-adds), so small loops stay on the calling goroutine. f
+// must write only what its own indices own: every value is then computed
+// as by one loop, in the same order, whatever the split.
+func inParallel(n, work int, f func(lo, hi int)) {
+	const minWork = 1 << 20 // multiply-adds per chunk worth a goroutine
+	workers := min(runtime.GOMAXPROCS(0), n, max(1, n*work/minWork))
+	if workers <= 1 {
+		f(0, n)
+		return
 	}
+	var wg sync.WaitGroup
+	for i := range workers {
+		lo, hi := n*i/workers, n*(i+1)/workers
+		wg.Go(func() { f(lo, hi) })
+	}
+	wg.Wait()
 }
 
 // sigmoidDot is sigmoid(x[t]·gate) rounded to fp32.
@@ -463,16 +502,25 @@ func (in *interp) weightGrad(o WeightGrad) {
 		}
 		clear(dw)
 		clear(db)
+		scale := make([]float64, g[1]-g[0])
 		for r := g[0]; r < g[1]; r++ {
-			s := in.rowScale(o.Weights, o.SrcSlot, nil, r)
-			for m := 0; m < M; m++ {
-				am := a[r*M+m]
-				db[m] += s * am
-				for n := 0; n < N; n++ {
-					dw[m*N+n] += am * b[r*N+n]
+			scale[r-g[0]] = in.rowScale(o.Weights, o.SrcSlot, nil, r)
+		}
+		// Each m's row of dw (and db[m]) sums over the rows in order, on
+		// one goroutine.
+		inParallel(M, (g[1]-g[0])*N, func(lo, hi int) {
+			for r := g[0]; r < g[1]; r++ {
+				s, br := scale[r-g[0]], b[r*N:(r+1)*N]
+				for m := lo; m < hi; m++ {
+					am := a[r*M+m]
+					db[m] += s * am
+					dwm := dw[m*N : (m+1)*N]
+					for n, bv := range br {
+						dwm[n] += am * bv
+					}
 				}
 			}
-		}
+		})
 		main := in.v[o.Main][e*M*N : (e+1)*M*N]
 		for i, v := range dw {
 			main[i] = round(o.MainDType(), main[i]+v)

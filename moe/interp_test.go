@@ -3,6 +3,7 @@ package moe
 import (
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -384,6 +385,44 @@ func TestInterpretSaveFC1(t *testing.T) {
 							break
 						}
 					}
+				}
+			}
+		}
+	}
+}
+
+// TestInterpretParallel: the GEMMs and weight gradients of a layer large
+// enough to split over goroutines (inParallel) give every buffer bit for
+// bit what one goroutine gives, forward and backward.
+func TestInterpretParallel(t *testing.T) {
+	l := schedule.Layer{Hidden: 512, Intermediate: 256, Experts: 4, TopK: 2, SharedExperts: 1, SharedIntermediate: 128, Biases: true}
+	const T = 96
+	pr := newProblem(t, l, T)
+	for dir, build := range map[string]func(schedule.Layer) (*Program, error){"forward": Forward, "backward": Backward} {
+		p, err := build(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		mg0 := map[string][]float64{}
+		for _, b := range p.Buffers {
+			if b.Kind == InOut {
+				mg0[b.Name] = f64(schedule.RandomInput(1, int(b.Len(0)), 13))
+			}
+		}
+		procs := runtime.GOMAXPROCS(4)
+		many, err := Interpret(p, T, pr.bind(t, p, mg0))
+		runtime.GOMAXPROCS(1)
+		one, err1 := Interpret(p, T, pr.bind(t, p, mg0))
+		runtime.GOMAXPROCS(procs)
+		if err != nil || err1 != nil {
+			t.Fatal(err, err1)
+		}
+		for name, want := range one {
+			got := many[name]
+			for i := range want {
+				if math.Float64bits(got[i]) != math.Float64bits(want[i]) {
+					t.Errorf("%s: %s[%d] = %v on 4 goroutines, %v on one", dir, name, i, got[i], want[i])
+					break
 				}
 			}
 		}
