@@ -266,17 +266,23 @@ func (lw *perOp) fusePersistent() error {
 // it there; a variant that a GEMM of p would not take is left out (the
 // base tiles run in its range): the shared experts' GEMMs (dense rows)
 // do not take the variant, the bf16 GEMMs of an mxfp8 program no MXOnly
-// variant. Every GEMM of a forward takes the decode tiles (gemmKernels), so
+// variant, and a backward's warp-specialized weight gradients
+// (schedule.WGradWS: one block per SM of the base GEMMs' shape at every T)
+// none. Every GEMM of a forward takes the decode tiles (gemmKernels), so
 // they are never left out.
 func PersistentVariants(p *moe.Program, s schedule.Schedule) (schedule.Schedule, []schedule.TileVariant) {
 	var left []schedule.TileVariant
 	var gemms []moe.GEMM
+	wsGrads := false
 	for _, op := range p.Ops {
-		if g, ok := op.(moe.GEMM); ok {
-			gemms = append(gemms, g)
+		switch o := op.(type) {
+		case moe.GEMM:
+			gemms = append(gemms, o)
+		case moe.WeightGrad:
+			wsGrads = wsGrads || s.WGrad == schedule.WGradWS
 		}
 	}
-	if v := s.Variant; v != nil && !v.SameBlocks(s) && slices.ContainsFunc(gemms, func(g moe.GEMM) bool { return !variantTakes(g, s) }) {
+	if v := s.Variant; v != nil && !v.SameBlocks(s) && (wsGrads || slices.ContainsFunc(gemms, func(g moe.GEMM) bool { return !variantTakes(g, s) })) {
 		left, s.Variant = append(left, *v), nil
 	}
 	return s, left

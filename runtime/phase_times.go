@@ -130,3 +130,27 @@ func (ly *Layer) PhaseTimes(stream *driver.Stream) ([]PhaseTime, error) {
 	}
 	return out, nil
 }
+
+// ResetBackwardPhaseTimes is ResetPhaseTimes for the backward's kernels
+// (the backward program's Layer, instrumented when the layer's schedule
+// is; compiled and loaded when Backward has not run yet). Errors: as
+// ResetPhaseTimes, and no Backward has laid out the backward's workspace
+// yet.
+func (ly *Layer) ResetBackwardPhaseTimes(stream *driver.Stream) error {
+	bwd, err := ly.backward()
+	if err != nil {
+		return err
+	}
+	return bwd.ResetPhaseTimes(stream)
+}
+
+// BackwardPhaseTimes is PhaseTimes for the backward's kernels: those that
+// ran in the Backwards since the last ResetBackwardPhaseTimes, in launch
+// order. Errors: as ResetBackwardPhaseTimes.
+func (ly *Layer) BackwardPhaseTimes(stream *driver.Stream) ([]PhaseTime, error) {
+	bwd, err := ly.backward()
+	if err != nil {
+		return nil, err
+	}
+	return bwd.PhaseTimes(stream)
+}

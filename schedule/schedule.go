@@ -263,7 +263,7 @@ type Schedule struct {
 	// its blocks start (after the wait for the previous kernel) and when
 	// their warps return, so that a launcher reads each kernel's place on
 	// the device's own timeline without events between the launches (mokc
-	// bench --phases; runtime.Layer.PhaseTimes, for the forward). The
+	// bench --phases; runtime.Layer.PhaseTimes and BackwardPhaseTimes). The
 	// outputs do not change; the cost is one reduction per block and one
 	// per warp.
 	PhaseTimes bool

@@ -41,7 +41,7 @@ func init() {
 				&cli.Float64Flag{Name: "peak-gbs", Value: 4200, Usage: "peak memory bandwidth for the roofline, GB/s"},
 				&cli.IntFlag{Name: "device", Usage: "CUDA device ordinal"},
 				&cli.BoolFlag{Name: "kernels", Usage: "also time each kernel (a second pass of --iters forwards, or with --backward of training steps timing the backward's kernels, with an event between kernels)"},
-				&cli.BoolFlag{Name: "phases", Usage: "instrument the kernels (schedule.Schedule.PhaseTimes: each records its first block's start and last warp's end on the device's %globaltimer) and report, over a further pass of --iters forwards (each launched as in the timed pass, with no events between its kernels, queued behind two unrecorded forwards so that the device, not the host's launches, sets the pace, then waited for), each kernel's median start after the first kernel's and its median duration; the timed pass then runs the instrumented kernels too (not with --backward)"},
+				&cli.BoolFlag{Name: "phases", Usage: "instrument the kernels (schedule.Schedule.PhaseTimes: each records its first block's start and last warp's end on the device's %globaltimer) and report, over a further pass of --iters forwards (each launched as in the timed pass, with no events between its kernels, queued behind two unrecorded forwards so that the device, not the host's launches, sets the pace, then waited for), each kernel's median start after the first kernel's and its median duration (with --backward: passes of a forward and its backward, the backward's kernels reported); the timed pass then runs the instrumented kernels too"},
 				&cli.BoolFlag{Name: "backward", Usage: "time a training step's layer work: Forward then Backward (main grads accumulating), FLOPs and bytes of both"},
 				waitLimitFlag(),
 				&cli.BoolFlag{Name: "plain-launch", Usage: "launch every kernel with cuLaunchKernel, without the programmatic dependent launch of sm_90a and sm_100a kernels (launch.Kernel.Programmatic; docs/manifest.md), to measure what it saves"},
@@ -283,9 +283,6 @@ func benchAction(c *cli.Context) error {
 		err = checkProgram(l, c.Bool("backward"))
 	}
 	if err == nil && c.Bool("phases") {
-		if c.Bool("backward") {
-			err = fmt.Errorf("--phases: times the forward's kernels; leave out --backward")
-		}
 		s.PhaseTimes = true
 	}
 	if err != nil {
@@ -529,7 +526,11 @@ func benchAction(c *cli.Context) error {
 		}
 	}
 	if c.Bool("phases") {
-		if rep.Phases, rep.PhaseSpanMs, err = benchPhases(ly, stream, iters, func(i int) error { return ly.Forward(stream, sets[i%len(sets)].args) }); err != nil {
+		rec := phaseRecords{reset: ly.ResetPhaseTimes, read: ly.PhaseTimes}
+		if backward {
+			rec = phaseRecords{reset: ly.ResetBackwardPhaseTimes, read: ly.BackwardPhaseTimes}
+		}
+		if rep.Phases, rep.PhaseSpanMs, err = benchPhases(rec, stream, iters, func(i int) error { return step(sets[i%len(sets)]) }); err != nil {
 			return fmt.Errorf("bench: --phases: %w", err)
 		}
 	}
@@ -597,20 +598,29 @@ func benchKernels(ctx *driver.Context, ly *runtime.Layer, stream *driver.Stream,
 	return out, nil
 }
 
-// phaseLead is the number of unrecorded forwards queued before each
+// phaseLead is the number of unrecorded passes queued before each
 // recorded one (benchPhases).
 const phaseLead = 2
 
-// benchPhases runs forward(i) for i < iters, each after a reset of ly's
-// phase-time records, and returns each kernel's median start (after the
-// first kernel's start) and duration and the median span of the forward
-// (first start to last end), in ms, in launch order of the kernels that ran.
-// Each recorded forward is queued behind phaseLead unrecorded ones, so that
+// phaseRecords are the phase-time records benchPhases resets and reads:
+// the forward's (runtime.Layer.ResetPhaseTimes, PhaseTimes) or the
+// backward's (ResetBackwardPhaseTimes, BackwardPhaseTimes).
+type phaseRecords struct {
+	reset func(*driver.Stream) error
+	read  func(*driver.Stream) ([]runtime.PhaseTime, error)
+}
+
+// benchPhases runs forward(i) for i < iters (a forward, or a forward and
+// its backward), each after a reset of the records rec, and returns each
+// recorded kernel's median start (after the first kernel's start) and
+// duration and the median span of those kernels (first start to last
+// end), in ms, in launch order of the kernels that ran. Each recorded
+// pass is queued behind phaseLead unrecorded ones, so that
 // the host has launched its kernels before the device reaches them, as in
 // back-to-back runs: on an idle device the records would show the host's
 // launch pace between kernels shorter than a launch (docs/perf.md,
 // dispatch v2).
-func benchPhases(ly *runtime.Layer, stream *driver.Stream, iters int, forward func(int) error) ([]phaseTime, float64, error) {
+func benchPhases(rec phaseRecords, stream *driver.Stream, iters int, forward func(int) error) ([]phaseTime, float64, error) {
 	starts, durs := map[string][]float64{}, map[string][]float64{}
 	var order []string
 	spans := make([]float64, 0, iters)
@@ -620,13 +630,13 @@ func benchPhases(ly *runtime.Layer, stream *driver.Stream, iters int, forward fu
 				return nil, 0, err
 			}
 		}
-		if err := ly.ResetPhaseTimes(stream); err != nil {
+		if err := rec.reset(stream); err != nil {
 			return nil, 0, err
 		}
 		if err := forward(i); err != nil {
 			return nil, 0, err
 		}
-		pts, err := ly.PhaseTimes(stream)
+		pts, err := rec.read(stream)
 		if err != nil {
 			return nil, 0, err
 		}

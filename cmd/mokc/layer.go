@@ -655,7 +655,8 @@ func flagSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sched
 // than the base GEMMs', so they would run in a persistent kernel of their
 // own, in their token range, where a GEMM of the program keeps the base
 // tiles: a shared expert's "mid" tiles; a bf16 one beside an mxfp8-only
-// variant), and tells the user of each, then of what of it has not yet run
+// variant; the weight gradients of --wgrad wgmma-ws, whose blocks are the
+// base GEMMs'), and tells the user of each, then of what of it has not yet run
 // on a GPU (persistentUnrun). The decode tiles are never left out: every
 // GEMM of a forward takes them. A program the layer does not make is the
 // build's to refuse: s as it is then.
@@ -673,7 +674,10 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 	for _, v := range left {
 		lo, hi := v.VariantTokens(l.TopK, l.Experts)
 		keeps := "the shared experts' GEMMs keep"
-		if l.SharedExperts == 0 {
+		switch {
+		case backward && s.WGrad == schedule.WGradWS:
+			keeps = "the weight gradients of --wgrad wgmma-ws (one block per SM) take the blocks of"
+		case l.SharedExperts == 0:
 			keeps = "its bf16 GEMMs (beside the variant's mxfp8 ones) keep"
 		}
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent leaves out the GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps where the base GEMMs have %d): it would run in a persistent kernel of its own, but in this %s %s the base tiles at those T, so the base GEMMs run there (--lowering per-op keeps the variant)\n",

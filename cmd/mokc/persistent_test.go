@@ -27,6 +27,7 @@ func TestPersistentNotes(t *testing.T) {
 		{[]string{"--model", "qwen3-30b-a3b"}, "", "not yet run"},
 		{[]string{"--model", "qwen3-30b-a3b", "--backward"}, "", "not yet run"},
 		{[]string{"--model", "deepseek-v3"}, "", "not yet run"},
+		{[]string{"--model", "qwen3-30b-a3b", "--backward", "--wgrad", "wgmma-ws"}, `leaves out the GEMM variant "mid" (FC1 192x192x64, FC2 192x192x64 at T = 1600..3200, 12 MMA warps where the base GEMMs have 8): it would run in a persistent kernel of its own, but in this backward the weight gradients of --wgrad wgmma-ws`, "not yet run"},
 		{[]string{"--model", "deepseek-v3"}, `leaves out the GEMM variant "mid"`, `leaves out the GEMM variant "decode"`},
 		{[]string{"--model", "qwen3-30b-a3b", "--routing", "map", "--chain", "fc1-fc2"}, "not yet run on a GPU: a routing map (the presets", "FC1's store warps"},
 		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--backward"}, "not yet run on a GPU: the mxfp8 backward (", "FC1's store warps"},
