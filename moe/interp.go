@@ -370,8 +370,7 @@ func (in *interp) gemm(o GEMM) {
 // must write only what its own indices own: every value is then computed
 // as by one loop, in the same order, whatever the split.
 func inParallel(n, work int, f func(lo, hi int)) {
-	const minWork = 1 << 20 // multiply-adds per chunk worth a goroutine
-	workers := min(runtime.GOMAXPROCS(0), n, max(1, n*work/minWork))
+	workers := parallelWorkers(n, work)
 	if workers <= 1 {
 		f(0, n)
 		return
@@ -382,6 +381,14 @@ func inParallel(n, work int, f func(lo, hi int)) {
 		wg.Go(func() { f(lo, hi) })
 	}
 	wg.Wait()
+}
+
+// parallelWorkers is the goroutines inParallel runs n indices of work
+// multiply-adds each on: at most GOMAXPROCS and one per 2^20
+// multiply-adds, at least one.
+func parallelWorkers(n, work int) int {
+	const minWork = 1 << 20 // multiply-adds per chunk worth a goroutine
+	return max(1, min(runtime.GOMAXPROCS(0), n, n*work/minWork))
 }
 
 // sigmoidDot is sigmoid(x[t]·gate) rounded to fp32.

@@ -409,10 +409,16 @@ func TestInterpretParallel(t *testing.T) {
 				mg0[b.Name] = f64(schedule.RandomInput(1, int(b.Len(0)), 13))
 			}
 		}
+		bindMany, bindOne := pr.bind(t, p, mg0), pr.bind(t, p, mg0)
 		procs := runtime.GOMAXPROCS(4)
-		many, err := Interpret(p, T, pr.bind(t, p, mg0))
+		t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
+		// the routed FC1's rows (about T·top-k of them) split 4 ways
+		if w := parallelWorkers(T*l.TopK/2, 2*l.Intermediate*l.Hidden); w != 4 {
+			t.Fatalf("FC1 over %d goroutines, want 4", w)
+		}
+		many, err := Interpret(p, T, bindMany)
 		runtime.GOMAXPROCS(1)
-		one, err1 := Interpret(p, T, pr.bind(t, p, mg0))
+		one, err1 := Interpret(p, T, bindOne)
 		runtime.GOMAXPROCS(procs)
 		if err != nil || err1 != nil {
 			t.Fatal(err, err1)

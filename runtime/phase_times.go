@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
@@ -141,7 +143,16 @@ func (ly *Layer) ResetBackwardPhaseTimes(stream *driver.Stream) error {
 	if err != nil {
 		return err
 	}
-	return bwd.ResetPhaseTimes(stream)
+	return backwardPhaseErr(bwd.ResetPhaseTimes(stream))
+}
+
+// backwardPhaseErr is err of the backward's Layer, its advice to run a
+// Forward first made a Backward's.
+func backwardPhaseErr(err error) error {
+	if err != nil && strings.Contains(err.Error(), "run a Forward first") {
+		return errors.New(strings.Replace(err.Error(), "run a Forward first", "run a Backward first", 1))
+	}
+	return err
 }
 
 // BackwardPhaseTimes is PhaseTimes for the backward's kernels: those that
@@ -152,5 +163,6 @@ func (ly *Layer) BackwardPhaseTimes(stream *driver.Stream) ([]PhaseTime, error) 
 	if err != nil {
 		return nil, err
 	}
-	return bwd.PhaseTimes(stream)
+	pts, err := bwd.PhaseTimes(stream)
+	return pts, backwardPhaseErr(err)
 }

@@ -112,14 +112,17 @@ type benchReport struct {
 	// Phases (--phases) is each kernel that ran, in launch order, with its
 	// median start after the first kernel's start and its median duration
 	// (first block's start to last warp's end, from the kernels' own
-	// %globaltimer records: runtime.Layer.PhaseTimes) over a further pass
-	// of Iters forwards, each waited for; PhaseSpanMs is the median of the first start to the
-	// last end. MedianMs then times the instrumented kernels.
+	// %globaltimer records: runtime.Layer.PhaseTimes, or BackwardPhaseTimes
+	// with --backward, the backward's kernels only) over a further pass of
+	// Iters forwards (with --backward: training steps), each waited for;
+	// PhaseSpanMs is the median of the first start to the last end.
+	// MedianMs then times the instrumented kernels.
 	Phases      []phaseTime `json:"phases,omitempty"`
 	PhaseSpanMs float64     `json:"phase_span_ms,omitempty"`
 }
 
-// phaseTime is one kernel's place in the forward (--phases), in ms.
+// phaseTime is one kernel's place in the forward, or with --backward in
+// the backward (--phases), in ms.
 type phaseTime struct {
 	Name    string  `json:"name"`
 	StartMs float64 `json:"start_ms"` // median start after the first kernel's start

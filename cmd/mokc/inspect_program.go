@@ -103,9 +103,12 @@ func inspectProgram(c *cli.Context) error {
 	hdr := s
 	if dir == "backward" {
 		// The backward's GEMMs keep the base tiles at decode sizes and its
-		// FC1 keeps the gather phase (codegen.Lower): its header leaves out
-		// the decode tiles and the store-warp gather's threshold.
-		hdr.Decode, hdr.StoreGatherRows = nil, 0
+		// FC2 tile at many rows per expert, its FC1 keeps the gather phase
+		// and nothing chains (codegen.Lower): its header leaves out the
+		// forward's decode tiles, large-FC2 tile, gather, chain and the
+		// store-warp gather's threshold.
+		hdr.Decode, hdr.StoreGatherRows, hdr.FC2Large = nil, 0, schedule.LargeRowsTile{}
+		hdr.Gather, hdr.Chain = schedule.GatherFC1, schedule.ChainOff
 	}
 	fmt.Fprintf(w, "\nkernels (%s, %s)\n", how, hdr)
 	if l.Precision == schedule.MXFP8 && hasBF16GEMM(p) {

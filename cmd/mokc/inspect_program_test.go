@@ -232,7 +232,7 @@ func TestDecodeMaxRowsFlag(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--precision", "mxfp8", "--decode-max-rows", "4"}, "has none"},
+		{[]string{"--precision", "mxfp8", "--decode-max-rows", "4"}, "decode tiles (FC1 32x128x128, FC2 32x128x128) are its GEMM variant: --variant-max-rows sets their range"},
 		{[]string{"--fc1-tile", "128x128x64", "--decode-max-rows", "4"}, "--fc1-tile replaces them"},
 		{[]string{"--decode-max-rows", "150"}, "must lie below the variant's"},
 		{[]string{"--decode-max-rows", "-1"}, "the most mean rows per expert"},
@@ -287,20 +287,27 @@ func TestInspectBackwardHeader(t *testing.T) {
 }
 
 // --split-k off is noted where it changes nothing (a layer without shared
-// experts, whose GEMMs are the only ones split), and not where it keeps
-// the shared GEMMs whole.
+// experts, whose GEMMs are the only ones split; another target than
+// sm_90a; the backward), and not where it keeps the shared GEMMs whole.
 func TestSplitKOffNote(t *testing.T) {
 	const note = "--split-k off changes nothing here"
 	for _, c := range []struct {
-		model string
-		want  bool
-	}{{"qwen3-30b-a3b", true}, {"deepseek-v3", false}} {
-		msg, err := runCLI("inspect", "program", "--target", "sm_90a", "--model", c.model, "--split-k", "off")
+		args []string
+		want bool
+	}{
+		{[]string{"--model", "qwen3-30b-a3b"}, true},
+		{[]string{"--model", "deepseek-v3", "--target", "sm_80"}, true},
+		{[]string{"--model", "deepseek-v3", "--target", "sm_100a"}, true},
+		{[]string{"--model", "deepseek-v3", "--backward"}, true},
+		{[]string{"--model", "deepseek-v3"}, false},
+	} {
+		args := append([]string{"inspect", "program", "--target", "sm_90a", "--split-k", "off"}, c.args...)
+		msg, err := runCLI(args...)
 		if err != nil {
-			t.Fatalf("%s: %v\n%s", c.model, err, msg)
+			t.Fatalf("%v: %v\n%s", c.args, err, msg)
 		}
 		if got := strings.Contains(msg, note); got != c.want {
-			t.Errorf("%s --split-k off: note %q given %v, want %v:\n%s", c.model, note, got, c.want, msg)
+			t.Errorf("%v --split-k off: note %q given %v, want %v:\n%s", c.args, note, got, c.want, msg)
 		}
 	}
 }

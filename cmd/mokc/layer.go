@@ -518,10 +518,17 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // (FC2LargeWhereValid, after the variant flags), noted (noteLargeDropped).
 // --split-k off on a layer without shared experts, where it changes
 // nothing, is noted too.
-func layerSchedule(c *cli.Context, l schedule.Layer, target target.Target) (schedule.Schedule, error) {
-	s, err := flagSchedule(c, l, target)
-	if err == nil && s.SplitK == schedule.SplitKOff && l.SharedExperts == 0 {
-		fmt.Fprintf(errWriter(c), "mokc: note: --split-k off changes nothing here: split-K applies only to the shared experts' GEMMs, and %s has none\n", l.Name)
+func layerSchedule(c *cli.Context, l schedule.Layer, tg target.Target) (schedule.Schedule, error) {
+	s, err := flagSchedule(c, l, tg)
+	if err == nil && s.SplitK == schedule.SplitKOff {
+		switch {
+		case l.SharedExperts == 0:
+			fmt.Fprintf(errWriter(c), "mokc: note: --split-k off changes nothing here: split-K applies only to the shared experts' GEMMs, and %s has none\n", l.Name)
+		case tg != target.SM90a:
+			fmt.Fprintf(errWriter(c), "mokc: note: --split-k off changes nothing here: only sm_90a's forward splits the shared experts' GEMMs (here %v)\n", tg)
+		case c.Bool("backward"):
+			fmt.Fprintf(errWriter(c), "mokc: note: --split-k off changes nothing here: only the forward splits the shared experts' GEMMs\n")
+		}
 	}
 	return s, err
 }
@@ -572,6 +579,9 @@ func flagSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sched
 			s.Decode = nil // off
 		case s.Decode == nil:
 			why := "the default schedule of this layer has none (bf16 layers on sm_90a with grouped weights do)"
+			if v := s.Variant; l.Precision == schedule.MXFP8 && v != nil && v.Name == "decode" {
+				why = fmt.Sprintf("this mxfp8 layer's decode tiles (FC1 %v, FC2 %v) are its GEMM variant: --variant-max-rows sets their range", v.FC1, v.FC2)
+			}
 			if dropper != "" {
 				why = dropper + " replaces them with one GEMM shape"
 			}
@@ -676,14 +686,17 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 		keeps := "the shared experts' GEMMs keep"
 		switch {
 		case backward && s.WGrad == schedule.WGradWS:
-			keeps = "the weight gradients of --wgrad wgmma-ws (one block per SM) take the blocks of"
+			keeps = "the weight gradients of --wgrad wgmma-ws run at every T in one block per SM of the shape of"
 		case l.SharedExperts == 0:
 			keeps = "its bf16 GEMMs (beside the variant's mxfp8 ones) keep"
 		}
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent leaves out the GEMM variant %q (FC1 %v, FC2 %v at T = %d..%d, %d MMA warps where the base GEMMs have %d): it would run in a persistent kernel of its own, but in this %s %s the base tiles at those T, so the base GEMMs run there (--lowering per-op keeps the variant)\n",
 			v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, s.Warps.MMA, what, keeps)
 	}
-	if unrun := persistentUnrun(l, backward); len(unrun) > 0 {
+	if backward {
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent backward ran 21-26%% slower than per-op's kernels on an H100 (qwen3-30b-a3b T = 1100..4096, docs/perf.md, run 54): its row-wise phases run one virtual block per SM; --lowering per-op is the faster backward for now\n")
+	}
+	if unrun := persistentUnrun(l, backward, s.WGrad); len(unrun) > 0 {
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: built and assembled, not yet run on a GPU: %s (the presets' forwards, bf16 and mxfp8, and their bf16 backwards ran before these: docs/megakernel.md)\n", strings.Join(unrun, "; "))
 	}
 	return ps
@@ -697,9 +710,13 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 // shape and the default's FC1 holding both gathering forms, run 53; the
 // backward's kernel of the GEMM variant's blocks, moe_backward_mid, run
 // 54): the mxfp8 backward, per-expert storage, a routing map, the saved
-// FC1 output.
-func persistentUnrun(l schedule.Layer, backward bool) []string {
+// FC1 output, and the backward's warp-specialized weight gradients (wgrad
+// schedule.WGradWS) as phases.
+func persistentUnrun(l schedule.Layer, backward bool, wgrad schedule.WGradKernel) []string {
 	var unrun []string
+	if backward && wgrad == schedule.WGradWS {
+		unrun = append(unrun, "the weight gradients of --wgrad wgmma-ws as phases")
+	}
 	if backward && l.Precision == schedule.MXFP8 {
 		unrun = append(unrun, "the mxfp8 backward")
 	}
