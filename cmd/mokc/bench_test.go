@@ -86,14 +86,15 @@ func TestScheduleFlags(t *testing.T) {
 	}
 	// --mx-gemm keeps the default mxfp8 schedule's decode variant, but for
 	// expand, whose stages it does not fit; a flag of the GEMM shape drops
-	// it too, before or after --mx-gemm. Dropping it is noted on stderr.
+	// it too, before or after --mx-gemm (not --grid-ctas 0, the default
+	// grid). Dropping it is noted on stderr.
 	for _, c := range []struct {
 		flags  []string
 		decode bool
 	}{{nil, true}, {[]string{"--mx-gemm", "promote"}, true}, {[]string{"--mx-gemm", "expand"}, false},
 		{[]string{"--mx-gemm", "regfed"}, true}, {[]string{"--grid-ctas", "66", "--mx-gemm", "regfed"}, false},
 		{[]string{"--mx-gemm", "promote", "--fc1-tile", "128x128x128", "--fc2-tile", "128x128x128"}, false},
-		{[]string{"--group-m", "4"}, true}, {[]string{"--grid-ctas", "66"}, false}} {
+		{[]string{"--group-m", "4"}, true}, {[]string{"--grid-ctas", "66"}, false}, {[]string{"--grid-ctas", "0"}, true}} {
 		args := append([]string{"build", "--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--target", "sm_90a", "-o", out}, c.flags...)
 		msg, err := runCLI(args...)
 		if err != nil {

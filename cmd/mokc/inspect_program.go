@@ -20,7 +20,7 @@ func init() {
 		Usage:     "print a layer's forward (or, with --backward, its backward) as a moe program (buffers and ops) and, with --target, its kernels",
 		UsageText: "mokc inspect program --model qwen3-30b-a3b [--routing map] [--backward] [--target sm_90a]",
 		Flags: append(append(layerFlags(), scheduleFlags()...),
-			&cli.StringFlag{Name: "target", Usage: "also lower the program for this target (one kernel per op) and list its kernels"},
+			&cli.StringFlag{Name: "target", Usage: "also lower the program for this target (with the schedule flags: --lowering and the others) and list its kernels"},
 			&cli.StringFlag{Name: "routing", Value: "ids", Usage: "routing input: ids or map"},
 			&cli.BoolFlag{Name: "backward", Usage: "the backward program (dx, the routing-weight gradient, main grads accumulated)"},
 		),
@@ -51,8 +51,8 @@ func inspectProgram(c *cli.Context) error {
 	// The target and schedule are checked before anything is printed.
 	var prog *codegen.Program
 	var s schedule.Schedule
-	if c.String("target") == "" && scheduleOverridden(c, false) {
-		return fmt.Errorf("inspect program: schedule flags (such as --fc1-tile or --group-m) describe the kernels of one target: give --target too")
+	if f := firstScheduleFlag(c, false); c.String("target") == "" && f != "" {
+		return fmt.Errorf("inspect program: --%s, a schedule flag, describes the kernels of one target: give --target too", f)
 	}
 	if c.String("target") != "" {
 		tg, err := loadTarget(c)

@@ -98,8 +98,11 @@ func TestInspectProgramBackwardPerExpert(t *testing.T) {
 	}
 	// Schedule flags describe one target's kernels: without --target they
 	// are refused, not ignored.
-	if _, err := runCLI("inspect", "program", "--model", "gpt-oss-20b", "--group-m", "-1"); err == nil || !strings.Contains(err.Error(), "give --target too") {
+	if _, err := runCLI("inspect", "program", "--model", "gpt-oss-20b", "--group-m", "-1"); err == nil || !strings.Contains(err.Error(), "--group-m, a schedule flag, describes the kernels of one target: give --target too") {
 		t.Errorf("--group-m without --target: %v", err)
+	}
+	if _, err := runCLI("inspect", "program", "--model", "gpt-oss-20b", "--lowering", "persistent"); err == nil || !strings.Contains(err.Error(), "--lowering, a schedule flag") {
+		t.Errorf("--lowering without --target: %v", err)
 	}
 }
 

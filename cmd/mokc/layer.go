@@ -144,7 +144,7 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("cluster", "CTAs per thread-block cluster: 1, or 2 on sm_90a (the routed GEMMs in CTA pairs sharing A by TMA multicast; opt-in, the same bits; docs/flags.md)", "Schedule.Cluster", func(s *schedule.Schedule) any { return &s.Cluster }).keepingVariant(),
 	scheduleFlag("blocks-per-sm", "blocks of each persistent GEMM an SM holds at once: 1, or 2 on sm_90a for tiles that fit half an SM (opt-in, slower than the defaults so far; the tiles that fit: docs/flags.md)", "Schedule.BlocksPerSM",
 		func(s *schedule.Schedule) any { return &s.BlocksPerSM }).keepingVariant(),
-	scheduleFlag("grid-ctas", "persistent grid size (0: one CTA per SM)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
+	scheduleFlag("grid-ctas", "persistent grid size (0, the default: one CTA per SM; another number sets every GEMM's grid, which leaves out the default schedule's GEMM variants)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
 	scheduleFlag("group-m", "walk the persistent GEMMs' work items in groups of up to this many row tiles of one expert, so each weight slice is reused from L2 (0: column blocks fastest; docs/flags.md)", "Schedule.GroupM",
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (any target), wgmma or wgmma-ws (sm_90a; warp-specialized); with --backward", "Schedule.WGrad",
@@ -311,12 +311,18 @@ func scheduleFlags() []cli.Flag {
 // keeps the GEMM variant, like --wgrad, which means the same on every
 // target).
 func scheduleOverridden(c *cli.Context, shapeOnly bool) bool {
+	return firstScheduleFlag(c, shapeOnly) != ""
+}
+
+// firstScheduleFlag is the name of the first schedule flag set (as
+// scheduleOverridden counts them), or "".
+func firstScheduleFlag(c *cli.Context, shapeOnly bool) string {
 	for _, f := range slices.Concat(scheduleFieldFlags, variantFieldFlags) {
 		if c.IsSet(f.name) && !(shapeOnly && f.keepsVariant) {
-			return true
+			return f.name
 		}
 	}
-	return false
+	return ""
 }
 
 // applyFlags sets the fields of the flags of table that are set in l and s.
@@ -558,7 +564,8 @@ func flagSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sched
 	}
 	var dropper string // the first flag that drops the variant
 	for _, f := range scheduleFieldFlags {
-		if !f.keepsVariant && c.IsSet(f.name) {
+		// --grid-ctas 0 is the default grid (one CTA per SM): no shape.
+		if !f.keepsVariant && c.IsSet(f.name) && (f.name != "grid-ctas" || strings.TrimSpace(c.String(f.name)) != "0") {
 			// the flags describe the one shape of the routed GEMMs
 			s.Variant, s.Decode, s.FC2Large = nil, nil, schedule.LargeRowsTile{}
 			if dropper == "" {
