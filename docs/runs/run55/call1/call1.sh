@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# run 54 call 5 (about 60 s; carry: `make device-bins` of the tree): where the persistent backward
-# loses its 22-26% against per-op (calls 3 and 4): both lowerings' backward at qwen3-30b-a3b
+# run 55 call 1 (about 90 s; carry: `make device-bins` of the tree): where the persistent backward
+# loses its 21-26% against per-op (run 54, calls 3 and 4): both lowerings' backward at qwen3-30b-a3b
 # T = 4096 and 2400 with --phases (the backward's kernels and phases on the device's timer), and the
 # persistent backward with --wgrad wgmma-ws (the weight gradients as GEMM phases of one block per
 # SM instead of virtual blocks of 256 threads) against the default, alternated, two rounds; first
