@@ -268,8 +268,9 @@ func (lw *perOp) fusePersistent() error {
 // do not take the variant, the bf16 GEMMs of an mxfp8 program no MXOnly
 // variant, and a backward's warp-specialized weight gradients
 // (schedule.WGradWS: one block per SM of 384 threads at every T, the
-// shape of the default schedule's base GEMMs) none. Every GEMM of a forward takes the decode tiles (gemmKernels), so
-// they are never left out.
+// shape of the default schedule's base GEMMs) none. Every GEMM of a
+// forward takes the decode tiles (gemmKernels), so they are never left
+// out.
 func PersistentVariants(p *moe.Program, s schedule.Schedule) (schedule.Schedule, []schedule.TileVariant) {
 	var left []schedule.TileVariant
 	var gemms []moe.GEMM

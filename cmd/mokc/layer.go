@@ -522,8 +522,8 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 // default's FC2 tile for many rows per expert (schedule.Schedule.FC2Large)
 // goes with the shape flags too, and with any flag it cannot run with
 // (FC2LargeWhereValid, after the variant flags), noted (noteLargeDropped).
-// --split-k off on a layer without shared experts, where it changes
-// nothing, is noted too.
+// --split-k off where it changes nothing (a layer without shared experts,
+// another target than sm_90a, the backward) is noted too.
 func layerSchedule(c *cli.Context, l schedule.Layer, tg target.Target) (schedule.Schedule, error) {
 	s, err := flagSchedule(c, l, tg)
 	if err == nil && s.SplitK == schedule.SplitKOff {
