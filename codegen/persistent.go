@@ -274,15 +274,16 @@ func (lw *perOp) fusePersistent() error {
 func PersistentVariants(p *moe.Program, s schedule.Schedule) (schedule.Schedule, []schedule.TileVariant) {
 	var left []schedule.TileVariant
 	var gemms []moe.GEMM
-	wsGrads := false
+	wgrads := false
 	for _, op := range p.Ops {
 		switch o := op.(type) {
 		case moe.GEMM:
 			gemms = append(gemms, o)
 		case moe.WeightGrad:
-			wsGrads = wsGrads || s.WGrad == schedule.WGradWS
+			wgrads = true
 		}
 	}
+	wsGrads := wgrads && s.WGrad == schedule.WGradWS
 	if v := s.Variant; v != nil && !v.SameBlocks(s) && (wsGrads || slices.ContainsFunc(gemms, func(g moe.GEMM) bool { return !variantTakes(g, s) })) {
 		left, s.Variant = append(left, *v), nil
 	}

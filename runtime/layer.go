@@ -56,6 +56,9 @@ type Layer struct {
 	// bwd is the backward program, loaded by the first Backward (nil
 	// before): a Layer of its own (plan, module, workspace, error word).
 	bwd *Layer
+	// isBackward: this Layer is another's bwd, whose Backward runs (and
+	// lays out the workspace of) this one's program.
+	isBackward bool
 	// saved is the forward's saved state (schedule.Layer.SaveFC1: the
 	// scratch moe.BufFC1Out in the forward's workspace), shared with bwd,
 	// which reads it; nil when the layer saves nothing.
@@ -982,7 +985,7 @@ func (ly *Layer) backward() (*Layer, error) {
 		return nil, err
 	}
 	bwd.saved = ly.saved // nil unless the layer saves FC1 (load checked both plans against it)
-	bwd.plain, bwd.waitLimit = ly.plain, ly.waitLimit
+	bwd.plain, bwd.waitLimit, bwd.isBackward = ly.plain, ly.waitLimit, true
 	ly.bwd = bwd
 	return bwd, nil
 }

@@ -1,10 +1,8 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"math"
-	"strings"
 
 	"github.com/mokc/mokc/driver"
 	"github.com/mokc/mokc/launch"
@@ -26,16 +24,20 @@ type PhaseTime struct {
 }
 
 // phaseBuffer returns the device address and bytes of ly's phase_times
-// buffer: an error when the layer is not instrumented or no Forward has
-// laid out its workspace yet (grow resets the records of every new
-// workspace).
+// buffer: an error when the layer is not instrumented or no Forward (a
+// backward's Layer: no Backward) has laid out its workspace yet (grow
+// resets the records of every new workspace).
 func (ly *Layer) phaseBuffer() (driver.DevicePtr, int, error) {
 	i, ok := ly.plan.bufIndex[launch.BufPhaseTimes]
 	if !ok {
 		return 0, 0, fmt.Errorf("mokc runtime: layer %s: not instrumented (schedule.Schedule.PhaseTimes)", ly.layer.Name)
 	}
 	if ly.wsOff == nil || ly.wsOff[i] < 0 {
-		return 0, 0, fmt.Errorf("mokc runtime: layer %s: phase times: no workspace yet (run a Forward first)", ly.layer.Name)
+		run := "Forward"
+		if ly.isBackward {
+			run = "Backward"
+		}
+		return 0, 0, fmt.Errorf("mokc runtime: layer %s: phase times: no workspace yet (run a %s first)", ly.layer.Name, run)
 	}
 	return ly.ws.Offset(ly.wsOff[i]), 16 * launch.PhaseSlots * ly.phaseRecords(), nil
 }
@@ -143,16 +145,7 @@ func (ly *Layer) ResetBackwardPhaseTimes(stream *driver.Stream) error {
 	if err != nil {
 		return err
 	}
-	return backwardPhaseErr(bwd.ResetPhaseTimes(stream))
-}
-
-// backwardPhaseErr is err of the backward's Layer, its advice to run a
-// Forward first made a Backward's.
-func backwardPhaseErr(err error) error {
-	if err != nil && strings.Contains(err.Error(), "run a Forward first") {
-		return errors.New(strings.Replace(err.Error(), "run a Forward first", "run a Backward first", 1))
-	}
-	return err
+	return bwd.ResetPhaseTimes(stream)
 }
 
 // BackwardPhaseTimes is PhaseTimes for the backward's kernels: those that
@@ -163,6 +156,5 @@ func (ly *Layer) BackwardPhaseTimes(stream *driver.Stream) ([]PhaseTime, error) 
 	if err != nil {
 		return nil, err
 	}
-	pts, err := bwd.PhaseTimes(stream)
-	return pts, backwardPhaseErr(err)
+	return bwd.PhaseTimes(stream)
 }

@@ -110,6 +110,9 @@ type fieldFlag struct {
 	// keepsVariant: a schedule flag that leaves the GEMM variant of the
 	// default schedule in place (the others describe the one GEMM shape).
 	keepsVariant bool
+	// neutral is a value of a shape flag that describes no shape (the
+	// default's: --grid-ctas 0), with which it keeps the variant too.
+	neutral string
 	// ptr returns the field in l or s: an *int, a *schedule.Tile for a
 	// MxNxK flag, or an encoding.TextUnmarshaler (schedule.WGradKernel,
 	// schedule.MXGemmKind).
@@ -144,7 +147,7 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("cluster", "CTAs per thread-block cluster: 1, or 2 on sm_90a (the routed GEMMs in CTA pairs sharing A by TMA multicast; opt-in, the same bits; docs/flags.md)", "Schedule.Cluster", func(s *schedule.Schedule) any { return &s.Cluster }).keepingVariant(),
 	scheduleFlag("blocks-per-sm", "blocks of each persistent GEMM an SM holds at once: 1, or 2 on sm_90a for tiles that fit half an SM (opt-in, slower than the defaults so far; the tiles that fit: docs/flags.md)", "Schedule.BlocksPerSM",
 		func(s *schedule.Schedule) any { return &s.BlocksPerSM }).keepingVariant(),
-	scheduleFlag("grid-ctas", "persistent grid size (0, the default: one CTA per SM; another number sets every GEMM's grid, which leaves out the default schedule's GEMM variants)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }),
+	scheduleFlag("grid-ctas", "persistent grid size (0, the default: one CTA per SM; another number sets every GEMM's grid, which leaves out the default schedule's GEMM variants)", "Schedule.GridCTAs", func(s *schedule.Schedule) any { return &s.GridCTAs }).keepingVariantAt("0"),
 	scheduleFlag("group-m", "walk the persistent GEMMs' work items in groups of up to this many row tiles of one expert, so each weight slice is reused from L2 (0: column blocks fastest; docs/flags.md)", "Schedule.GroupM",
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (any target), wgmma or wgmma-ws (sm_90a; warp-specialized); with --backward", "Schedule.WGrad",
@@ -270,6 +273,19 @@ func (f fieldFlag) taking(fields ...string) fieldFlag {
 func (f fieldFlag) keepingVariant() fieldFlag {
 	f.keepsVariant = true
 	return f
+}
+
+// keepingVariantAt is f keeping the GEMM variant when given value
+// (fieldFlag.neutral).
+func (f fieldFlag) keepingVariantAt(value string) fieldFlag {
+	f.neutral = value
+	return f
+}
+
+// dropsVariant reports whether f, as given in c, describes the one GEMM
+// shape and so drops the default schedule's GEMM variants.
+func (f fieldFlag) dropsVariant(c *cli.Context) bool {
+	return !f.keepsVariant && c.IsSet(f.name) && (f.neutral == "" || strings.TrimSpace(c.String(f.name)) != f.neutral)
 }
 
 // layerFlag is the fieldFlag of a layer field.
@@ -527,13 +543,17 @@ func defaultSchedule(l schedule.Layer, t target.Target) (schedule.Schedule, erro
 func layerSchedule(c *cli.Context, l schedule.Layer, tg target.Target) (schedule.Schedule, error) {
 	s, err := flagSchedule(c, l, tg)
 	if err == nil && s.SplitK == schedule.SplitKOff {
+		why := ""
 		switch {
 		case l.SharedExperts == 0:
-			fmt.Fprintf(errWriter(c), "mokc: note: --split-k off changes nothing here: split-K applies only to the shared experts' GEMMs, and %s has none\n", l.Name)
+			why = fmt.Sprintf("split-K applies only to the shared experts' GEMMs, and %s has none", l.Name)
 		case tg != target.SM90a:
-			fmt.Fprintf(errWriter(c), "mokc: note: --split-k off changes nothing here: only sm_90a's forward splits the shared experts' GEMMs (here %v)\n", tg)
+			why = fmt.Sprintf("only sm_90a's forward splits the shared experts' GEMMs (here %v)", tg)
 		case c.Bool("backward"):
-			fmt.Fprintf(errWriter(c), "mokc: note: --split-k off changes nothing here: only the forward splits the shared experts' GEMMs\n")
+			why = "only the forward splits the shared experts' GEMMs"
+		}
+		if why != "" {
+			fmt.Fprintf(errWriter(c), "mokc: note: --split-k off changes nothing here: %s\n", why)
 		}
 	}
 	return s, err
@@ -564,8 +584,7 @@ func flagSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sched
 	}
 	var dropper string // the first flag that drops the variant
 	for _, f := range scheduleFieldFlags {
-		// --grid-ctas 0 is the default grid (one CTA per SM): no shape.
-		if !f.keepsVariant && c.IsSet(f.name) && (f.name != "grid-ctas" || strings.TrimSpace(c.String(f.name)) != "0") {
+		if f.dropsVariant(c) {
 			// the flags describe the one shape of the routed GEMMs
 			s.Variant, s.Decode, s.FC2Large = nil, nil, schedule.LargeRowsTile{}
 			if dropper == "" {
