@@ -1,8 +1,9 @@
 package main
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
-	"hash/maphash"
 	"io"
 	"maps"
 	"math"
@@ -33,9 +34,15 @@ type backwardReport struct {
 	SharedChecked bool        `json:"shared_checked"`
 	Runs          int         `json:"runs"`
 	Identical     int         `json:"identical_runs"`
-	ErrorWord     string      `json:"error_word"`
-	Pass          bool        `json:"pass"`
-	Failures      []string    `json:"failures,omitempty"`
+	// GradsSHA256 is the hex SHA-256 of the first run's outputs as the
+	// device wrote them (every output in full, the sampled experts' main
+	// grads, the shared main grads; in backwardRun's order): two binaries or
+	// lowerings that compute the same bits give the same digest at the same
+	// --seed and --routing.
+	GradsSHA256 string   `json:"grads_sha256"`
+	ErrorWord   string   `json:"error_word"`
+	Pass        bool     `json:"pass"`
+	Failures    []string `json:"failures,omitempty"`
 }
 
 // gradCheck compares one gradient with the float64 reference.
@@ -239,7 +246,7 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 		}()
 	}
 
-	var first uint64
+	var first [sha256.Size]byte
 	var got map[string][]float64
 	var scratch []byte // the host copy of one output, reused
 	for run := 0; run < cfg.repeat; run++ {
@@ -250,6 +257,7 @@ func runBackwardOne(cfg runConfig, ctx *driver.Context, l schedule.Layer, tg tar
 		rep.ErrorWord = word
 		if run == 0 {
 			first, got = h, res
+			rep.GradsSHA256 = hex.EncodeToString(h[:])
 		}
 		if h == first {
 			rep.Identical++
@@ -295,38 +303,38 @@ type refFuture struct {
 // and biases ("fc1_grad[e]", ...: slices of the grouped tensors, or with
 // per-expert storage the allocations behind fc1_grad_table and
 // fc2_grad_table) and the shared main grads in full (copied as bytes into
-// *scratch, one at a time, and hashed with maphash under runHashSeed); with
+// *scratch, one at a time, and hashed with SHA-256 in that order); with
 // decode, also those values by name, widened to float64; and the error
 // word.
-func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, mainGrads *runtime.DeviceTensors, experts []int, decode bool, scratch *[]byte) (map[string][]float64, uint64, string, error) {
+func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b runtime.Bindings, mainGrads *runtime.DeviceTensors, experts []int, decode bool, scratch *[]byte) (map[string][]float64, [sha256.Size]byte, string, error) {
+	var none [sha256.Size]byte
 	specs, err := ly.BackwardBuffers()
 	if err != nil {
-		return nil, 0, "", err
+		return nil, none, "", err
 	}
 	for _, t := range mainGrads.MainGradTensors() {
 		if err := ctx.Memset(t.Ptr, 0, t.Len()*int(t.DType.Size())); err != nil {
-			return nil, 0, "", err
+			return nil, none, "", err
 		}
 	}
 	for _, s := range specs {
 		if s.Kind == launch.BufOutput {
 			if err := runtime.Poison(ctx, nil, b[s.Name]); err != nil {
-				return nil, 0, "", err
+				return nil, none, "", err
 			}
 		}
 	}
 	if err := ly.Backward(nil, b); err != nil {
-		return nil, 0, "", err
+		return nil, none, "", err
 	}
 	word := "ok"
 	if err := ly.CheckErrors(nil); err != nil {
 		if !routingOnly(err) {
-			return nil, 0, "", err
+			return nil, none, "", err
 		}
 		word = err.Error()
 	}
-	var h maphash.Hash
-	h.SetSeed(runHashSeed)
+	h := sha256.New()
 	var full map[string][]float64
 	if decode {
 		full = map[string][]float64{}
@@ -356,18 +364,20 @@ func backwardRun(ctx *driver.Context, ly *runtime.Layer, l schedule.Layer, b run
 		for _, name := range slices.Sorted(maps.Keys(parts)) { // the hash must not depend on map order
 			raw, err := runtime.ReadBytes(ctx, parts[name], *scratch)
 			if err != nil {
-				return nil, 0, "", err
+				return nil, none, "", err
 			}
 			*scratch = raw
 			h.Write(raw)
 			if decode {
 				if full[name], err = runtime.DecodeFloats(parts[name].DType, raw); err != nil {
-					return nil, 0, "", err
+					return nil, none, "", err
 				}
 			}
 		}
 	}
-	return full, h.Sum64(), word, nil
+	var sum [sha256.Size]byte
+	copy(sum[:], h.Sum(nil))
+	return full, sum, word, nil
 }
 
 // perExpert names the main grads stored per routed expert ([E, ...]).
@@ -377,10 +387,6 @@ var perExpert = map[string]bool{moe.BufFC1Grad: true, moe.BufFC2Grad: true, moe.
 // grads to the main grads they list (whose sampled experts are checked
 // under that name: "fc1_grad[e]").
 var perExpertTable = map[string]string{moe.BufFC1GradTable: moe.BufFC1Grad, moe.BufFC2GradTable: moe.BufFC2Grad}
-
-// runHashSeed seeds the hashes that compare each run's outputs with the
-// first run's, bit for bit (compared only within one process).
-var runHashSeed = maphash.MakeSeed()
 
 // backwardChecks compares the GPU's gradients (full buffers by name) with
 // the sampled reference: the sampled experts' fc1_grad[e] and fc2_grad[e]
