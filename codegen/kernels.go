@@ -19,6 +19,10 @@ type dims struct {
 	gatherPerWarp int
 	// combinePerBlock: tokens per block of moe_combine (0 or 1: one).
 	combinePerBlock int
+	// actGradThreads: the most threads of a block of moe_act_grad, which
+	// then runs several rows per block (actGradShape); 0: one row per block
+	// of utilThreads.
+	actGradThreads int
 }
 
 // The persistent lowering's work per virtual block of the gather and
@@ -26,6 +30,7 @@ type dims struct {
 const (
 	persistGatherPerWarp   = 3
 	persistCombinePerBlock = 2
+	persistActGradRows     = 2 // rows per group of threads of moe_act_grad (actGradShape)
 )
 
 const (

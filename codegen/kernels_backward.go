@@ -23,26 +23,85 @@ func (b *Builder) loadF32x8(p value.Value) []value.Value {
 	return out
 }
 
+// rawRow8 loads chunk c of 8 elements of row r (width elements per row)
+// of a bf16 or f32 buffer as it is in memory: one <4 x i32> of bf16 pairs,
+// or two <4 x float> (widen8 widens it). Loads of several chunks issued
+// before any is widened are in flight together.
+func (b *Builder) rawRow8(d moe.DType, base, r, c value.Value, width int64) []value.Value {
+	if d == moe.F32 {
+		p := b.rowPtr(base, r, c, width, 4)
+		return []value.Value{b.LoadAt(ir.Vec(4, ir.F32), p, 16), b.LoadAt(ir.Vec(4, ir.F32), b.ByteOffsetC(p, 16), 16)}
+	}
+	return []value.Value{b.LoadAt(ir.Vec(4, ir.I32), b.rowPtr(base, r, c, width, 2), 16)}
+}
+
+// rawVecs is the number of vectors of a rawRow8 chunk of dtype d.
+func rawVecs(d moe.DType) int {
+	if d == moe.F32 {
+		return 2
+	}
+	return 1
+}
+
+// rawUndef is a rawRow8 chunk of dtype d of undefined values (IfVals'
+// default where a row is not loaded).
+func rawUndef(d moe.DType) []value.Value {
+	if d == moe.F32 {
+		return []value.Value{ir.Undef(ir.Vec(4, ir.F32)), ir.Undef(ir.Vec(4, ir.F32))}
+	}
+	return []value.Value{ir.Undef(ir.Vec(4, ir.I32))}
+}
+
+// widen8 returns the 8 values of a rawRow8 chunk of dtype d as f32.
+func (b *Builder) widen8(d moe.DType, raw []value.Value) []value.Value {
+	if d != moe.F32 {
+		return b.bf16x8(raw[0])
+	}
+	out := make([]value.Value, 0, 8)
+	for _, v := range raw {
+		for i := 0; i < 4; i++ {
+			out = append(out, b.ExtractElement(v, i))
+		}
+	}
+	return out
+}
+
 // loadRow8 loads chunk c of 8 elements of row r (width elements per row)
 // of a bf16 or f32 buffer as f32.
 func (b *Builder) loadRow8(d moe.DType, base, r, c value.Value, width int64) []value.Value {
-	if d == moe.F32 {
-		return b.loadF32x8(b.rowPtr(base, r, c, width, 4))
-	}
-	return b.loadBF16x8(b.rowPtr(base, r, c, width, 2))
+	return b.widen8(d, b.rawRow8(d, base, r, c, width))
 }
 
-// gateUpRow8 loads the gate and up values of columns 8c..8c+7 of row r of
-// a [rows, 2N] FC1 output (bf16 or f32) in GateUp order, as f32.
-func (b *Builder) gateUpRow8(order moe.GateUp, d moe.DType, base, r, c value.Value, N int64) (g, u []value.Value) {
+// rawGateUp8 loads the two rawRow8 chunks that hold the gate and up values
+// of columns 8c..8c+7 of row r of a [rows, 2N] FC1 output (bf16 or f32)
+// in GateUp order, the first then the second (gateUp8 widens them).
+func (b *Builder) rawGateUp8(order moe.GateUp, d moe.DType, base, r, c value.Value, N int64) []value.Value {
+	c0, c1 := c, b.AddI(c, N/8)
 	if order == moe.GateUpInterleaved {
-		pair := append(b.loadRow8(d, base, r, b.MulI(c, 2), 2*N), b.loadRow8(d, base, r, b.AddI(b.MulI(c, 2), 1), 2*N)...)
+		c0 = b.MulI(c, 2)
+		c1 = b.AddI(c0, 1)
+	}
+	return append(b.rawRow8(d, base, r, c0, 2*N), b.rawRow8(d, base, r, c1, 2*N)...)
+}
+
+// gateUp8 returns the gate and up values, as f32, of rawGateUp8's chunks.
+func (b *Builder) gateUp8(order moe.GateUp, d moe.DType, raw []value.Value) (g, u []value.Value) {
+	n := rawVecs(d)
+	first, second := b.widen8(d, raw[:n]), b.widen8(d, raw[n:])
+	if order == moe.GateUpInterleaved {
+		pair := append(first, second...)
 		for i := 0; i < 8; i++ {
 			g, u = append(g, pair[2*i]), append(u, pair[2*i+1])
 		}
 		return g, u
 	}
-	return b.loadRow8(d, base, r, c, 2*N), b.loadRow8(d, base, r, b.AddI(c, N/8), 2*N)
+	return first, second
+}
+
+// gateUpRow8 loads the gate and up values of columns 8c..8c+7 of row r of
+// a [rows, 2N] FC1 output (bf16 or f32) in GateUp order, as f32.
+func (b *Builder) gateUpRow8(order moe.GateUp, d moe.DType, base, r, c value.Value, N int64) (g, u []value.Value) {
+	return b.gateUp8(order, d, b.rawGateUp8(order, d, base, r, c, N))
 }
 
 // ActivateGrad emits dL/dg and dL/du of h = act(g, u) for the upstream
@@ -116,86 +175,221 @@ func emitActivate(m *ir.Module, d dims, op moe.Activate) Kernel {
 	return k
 }
 
-// emitActGrad: one block per row r (rows past offsets[E] exit): with s the
-// row scale, h = act(gu[r]) recomputed in fp32,
+// emitActGrad: rows of the FC1 output, each on G threads of the block
+// (actGradShape: one row per block of utilThreads per-op; in the
+// persistent lowering several rows per block, P per group of G threads,
+// their loads issued together, since a virtual block runs alone on its
+// SM). Rows past offsets[E] (or T) do nothing. For row r, with s the row
+// scale, h = act(gu[r]) recomputed in fp32,
 //
 //	dgu[r] = bf16(act'(gu[r]) · s·dh[r]), hs[r] = bf16(s·h), dot[r] = <dh[r], h>
 //
 // dot in a fixed order (with MX over the MXFP8 values of h: each 32-wide
-// block is 4 consecutive threads' 8 columns, mxValues8). 8 columns per
-// thread per step (16-byte accesses).
+// block is 4 consecutive threads' 8 columns, mxValues8): thread j of a
+// row's G sums chunks j, j+G, ... of 8 columns, then its warp's lanes by
+// butterfly, then the row's warps in order, each plus +0 for each warp
+// short of utilThreads/32: the order of a block of utilThreads threads, so
+// every shape gives the same bits. 16-byte accesses.
 func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
-	b, k := opKernel(m, op, utilThreads, false)
-	r, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
+	N := int64(op.N)
+	G, R, P := actGradShape(d, N)
+	RP := R * P
+	perT := int64(1)
 	if op.Offsets != nil {
-		total := b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
-		b.ReturnIfUniform(b.ICmp(enum.IPredSGE, r, total))
+		perT = int64(d.K)
 	}
-	var s value.Value = ir.Float32(1)
+	b, k := opKernel(m, op, int(G*R), RP > 1 && op.Offsets == nil)
+	tid := b.ThreadIdx(ir.X)
+	grp, lt := value.Value(ir.Int32(0)), tid // the row group and the thread in it
+	if R > 1 {
+		grp, lt = b.UDiv(tid, ir.Int32(G)), b.URem(tid, ir.Int32(G))
+	}
+	rows := make([]value.Value, P)
+	live := make([]value.Value, P) // nil: the row is below the bound
+	for j := range rows {
+		rows[j] = b.AddI(b.Add(b.MulI(b.BlockIdx(ir.X), RP), b.MulI(grp, P)), int64(j))
+	}
+	var bound value.Value
+	switch {
+	case op.Offsets != nil:
+		bound = b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
+	case RP > 1:
+		bound = b.Param("T")
+	}
+	if bound != nil && RP == 1 {
+		b.ReturnIfUniform(b.ICmp(enum.IPredSGE, rows[0], bound))
+	} else if bound != nil {
+		for j, r := range rows {
+			live[j] = b.ICmp(enum.IPredSLT, r, bound)
+		}
+	}
+	// when runs then for a row below the bound, else gives defaults.
+	when := func(j int, defaults []value.Value, then func() []value.Value) []value.Value {
+		if live[j] == nil {
+			return then()
+		}
+		return b.IfVals(live[j], defaults, then)
+	}
+	scale := make([]value.Value, P)
 	switch {
 	case op.Weights != nil:
-		slot := b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), r, 4), 4)
-		s = b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), slot, 4), 4)
+		slots := make([]value.Value, P)
+		for j, r := range rows {
+			slots[j] = when(j, []value.Value{ir.Int32(0)}, func() []value.Value {
+				return []value.Value{b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), r, 4), 4)}
+			})[0]
+		}
+		for j := range rows {
+			scale[j] = when(j, []value.Value{ir.Float32(0)}, func() []value.Value {
+				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), slots[j], 4), 4)}
+			})[0]
+		}
 	case op.Scale != nil:
-		s = b.LoadAt(ir.F32, b.elemPtr(b.Param("scale"), r, 4), 4)
+		for j, r := range rows {
+			scale[j] = when(j, []value.Value{ir.Float32(0)}, func() []value.Value {
+				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("scale"), r, 4), 4)}
+			})[0]
+		}
+	default:
+		for j := range scale {
+			scale[j] = ir.Float32(1)
+		}
 	}
-	N := int64(op.N)
 	act := activation(op.Act)
-	part := b.Loop(tid, ir.Int32(N/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
-		g, u := b.gateUpRow8(op.GateUp, op.GU.DType, b.Param("gu"), r, c, N)
-		dh := b.loadRow8(op.DH.DType, b.Param("dh"), r, c, N)
-		var xg, xu []value.Value // FC1·x: the dot is <dgu, FC1·x>
-		if op.FC1X != nil {
-			xg, xu = b.gateUpRow8(op.GateUp, moe.F32, b.Param("fc1x"), r, c, N)
-		}
-		a := acc[0]
-		dg, du, hs := make([]value.Value, 8), make([]value.Value, 8), make([]value.Value, 8)
-		var hMX, hq []value.Value // with MX: h of the 8 columns, ahead, and its MXFP8 values
-		if op.MX {
-			for i := 0; i < 8; i++ {
-				hMX = append(hMX, Activate(b, act, g[i], u[i]))
-			}
-			hq = b.mxValues8(hMX)
-		}
-		for i := 0; i < 8; i++ {
-			var h, hd value.Value
-			if op.MX {
-				h, hd = hMX[i], hq[i]
-			} else {
-				h = Activate(b, act, g[i], u[i])
-				hd = h
-			}
-			hs[i] = b.FMul(s, h)
-			dg[i], du[i] = ActivateGrad(b, act, g[i], u[i], b.FMul(s, dh[i]))
-			if op.FC1X != nil {
-				a = b.FMA(du[i], xu[i], b.FMA(dg[i], xg[i], a))
-			} else {
-				a = b.FMA(dh[i], hd, a)
-			}
-		}
-		StoreBF16(b, b.rowPtr(b.Param("hs"), r, c, N, 2), hs)
-		if op.GateUp == moe.GateUpInterleaved {
-			var lo, hi []value.Value
-			for i := 0; i < 4; i++ {
-				lo, hi = append(lo, dg[i], du[i]), append(hi, dg[4+i], du[4+i])
-			}
-			StoreBF16(b, b.rowPtr(b.Param("dgu"), r, b.MulI(c, 2), 2*N, 2), lo)
-			StoreBF16(b, b.rowPtr(b.Param("dgu"), r, b.AddI(b.MulI(c, 2), 1), 2*N, 2), hi)
-		} else {
-			StoreBF16(b, b.rowPtr(b.Param("dgu"), r, c, 2*N, 2), dg)
-			StoreBF16(b, b.rowPtr(b.Param("dgu"), r, b.AddI(c, N/8), 2*N, 2), du)
-		}
-		return []value.Value{a}
-	})[0]
-	dot := b.blockSumF32(b.DynSmem(), part)
-	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() { b.StoreAt(dot, b.elemPtr(b.Param("dot"), r, 4), 4) })
-	b.Ret(nil)
-	perT := 1
-	if op.Offsets != nil {
-		perT = d.K
+	gus, dhs := 2*rawVecs(op.GU.DType), rawVecs(op.DH.DType)
+	zeros := make([]value.Value, P)
+	for j := range zeros {
+		zeros[j] = ir.Float32(0)
 	}
-	k.SharedBytes, k.SkipIfZeroT, k.Grid = 8*4, true, rowGrid(perT)
+	parts := b.Loop(lt, ir.Int32(N/8), ir.Int32(G), zeros, func(c value.Value, acc []value.Value) []value.Value {
+		// every row's chunks before the first is widened: one memory
+		// latency per step for the P rows
+		raws := make([][]value.Value, P)
+		for j, r := range rows {
+			var undef []value.Value
+			undef = append(append(undef, rawUndef(op.GU.DType)...), rawUndef(op.GU.DType)...)
+			undef = append(undef, rawUndef(op.DH.DType)...)
+			if op.FC1X != nil {
+				undef = append(append(undef, rawUndef(moe.F32)...), rawUndef(moe.F32)...)
+			}
+			raws[j] = when(j, undef, func() []value.Value {
+				raw := b.rawGateUp8(op.GateUp, op.GU.DType, b.Param("gu"), r, c, N)
+				raw = append(raw, b.rawRow8(op.DH.DType, b.Param("dh"), r, c, N)...)
+				if op.FC1X != nil {
+					raw = append(raw, b.rawGateUp8(op.GateUp, moe.F32, b.Param("fc1x"), r, c, N)...)
+				}
+				return raw
+			})
+		}
+		next := make([]value.Value, P)
+		for j, r := range rows {
+			next[j] = when(j, acc[j:j+1], func() []value.Value {
+				raw := raws[j]
+				g, u := b.gateUp8(op.GateUp, op.GU.DType, raw[:gus])
+				dh := b.widen8(op.DH.DType, raw[gus:gus+dhs])
+				var xg, xu []value.Value // FC1·x: the dot is <dgu, FC1·x>
+				if op.FC1X != nil {
+					xg, xu = b.gateUp8(op.GateUp, moe.F32, raw[gus+dhs:])
+				}
+				return []value.Value{b.actGradChunk(op, act, r, c, scale[j], g, u, dh, xg, xu, acc[j])}
+			})[0]
+		}
+		return next
+	})
+	// The dots: each warp's lanes, then the row's warps in order.
+	lane, warp := b.LaneWarp()
+	smem := b.DynSmem()
+	for j := range parts {
+		x := b.WarpSum(parts[j])
+		b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
+			b.StoreAt(x, b.elemPtr(smem, b.AddI(b.MulI(warp, P), int64(j)), 4), 4)
+		})
+	}
+	b.SyncThreads()
+	W := G / 32
+	for j, r := range rows {
+		var dot value.Value = ir.Float32(0)
+		for w := int64(0); w < utilThreads/32; w++ {
+			v := value.Value(ir.Float32(0)) // a warp short of a block of utilThreads
+			if w < W {
+				slot := b.AddI(b.MulI(b.AddI(b.MulI(grp, W), w), P), int64(j))
+				v = b.LoadVolatileAt(ir.F32, b.elemPtr(smem, slot, 4), 4)
+			}
+			dot = b.FAdd(dot, v)
+		}
+		store := b.ICmp(enum.IPredEQ, lt, ir.Int32(0))
+		if live[j] != nil {
+			store = b.And(store, live[j])
+		}
+		b.If(store, func() { b.StoreAt(dot, b.elemPtr(b.Param("dot"), r, 4), 4) })
+	}
+	if RP == 1 {
+		b.SyncThreads() // as a block sum ends (blockSumF32)
+	}
+	b.Ret(nil)
+	k.SharedBytes, k.SkipIfZeroT = int(4*max(utilThreads/32, R*W*P)), true
+	k.Grid = grid1(Expr{A: perT, D: RP, Min: 1})
 	return k
+}
+
+// actGradShape is the shape of emitActGrad's blocks for rows of N
+// columns: G threads per row (a warp per 32 chunks of 8 columns, at most
+// utilThreads, whose order of the dot every G keeps), R groups of G
+// threads per block, P rows per group. Per-op (d.actGradThreads 0): one
+// row per block of utilThreads. In the persistent lowering: as many
+// groups as d.actGradThreads hold, persistActGradRows rows each.
+func actGradShape(d dims, N int64) (G, R, P int64) {
+	if d.actGradThreads == 0 {
+		return utilThreads, 1, 1
+	}
+	G = min(utilThreads, 32*((N/8+31)/32))
+	return G, max(1, int64(d.actGradThreads)/G), persistActGradRows
+}
+
+// actGradChunk computes act_grad's chunk c (8 columns) of row r from its
+// gate, up and upstream values (g, u, dh; xg, xu: FC1·x, or nil) and row
+// scale s: stores hs and dgu, and returns acc plus the chunk's terms of
+// the dot, in column order.
+func (b *Builder) actGradChunk(op moe.ActGrad, act Activation, r, c, s value.Value, g, u, dh, xg, xu []value.Value, acc value.Value) value.Value {
+	N := int64(op.N)
+	a := acc
+	dg, du, hs := make([]value.Value, 8), make([]value.Value, 8), make([]value.Value, 8)
+	var hMX, hq []value.Value // with MX: h of the 8 columns, ahead, and its MXFP8 values
+	if op.MX {
+		for i := 0; i < 8; i++ {
+			hMX = append(hMX, Activate(b, act, g[i], u[i]))
+		}
+		hq = b.mxValues8(hMX)
+	}
+	for i := 0; i < 8; i++ {
+		var h, hd value.Value
+		if op.MX {
+			h, hd = hMX[i], hq[i]
+		} else {
+			h = Activate(b, act, g[i], u[i])
+			hd = h
+		}
+		hs[i] = b.FMul(s, h)
+		dg[i], du[i] = ActivateGrad(b, act, g[i], u[i], b.FMul(s, dh[i]))
+		if xg != nil {
+			a = b.FMA(du[i], xu[i], b.FMA(dg[i], xg[i], a))
+		} else {
+			a = b.FMA(dh[i], hd, a)
+		}
+	}
+	StoreBF16(b, b.rowPtr(b.Param("hs"), r, c, N, 2), hs)
+	if op.GateUp == moe.GateUpInterleaved {
+		var lo, hi []value.Value
+		for i := 0; i < 4; i++ {
+			lo, hi = append(lo, dg[i], du[i]), append(hi, dg[4+i], du[4+i])
+		}
+		StoreBF16(b, b.rowPtr(b.Param("dgu"), r, b.MulI(c, 2), 2*N, 2), lo)
+		StoreBF16(b, b.rowPtr(b.Param("dgu"), r, b.AddI(b.MulI(c, 2), 1), 2*N, 2), hi)
+	} else {
+		StoreBF16(b, b.rowPtr(b.Param("dgu"), r, c, 2*N, 2), dg)
+		StoreBF16(b, b.rowPtr(b.Param("dgu"), r, b.AddI(c, N/8), 2*N, 2), du)
+	}
+	return a
 }
 
 // emitCombineGrad: one block per token t, in this fixed order:
@@ -232,6 +426,14 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 		b.combineGradDW(op, t, s, rows[kk], routed, H, smem, first)
 	}
 	b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
+		// every routed slot's chunk before the first sum uses one: one
+		// memory latency per step, not one per slot
+		raws := make([][]value.Value, K)
+		for kk := int64(0); kk < K; kk++ {
+			raws[kk] = b.IfVals(b.ICmp(enum.IPredSGE, rows[kk], ir.Int32(0)), rawUndef(op.DXS.DType), func() []value.Value {
+				return b.rawRow8(op.DXS.DType, b.Param("dxs"), rows[kk], c, H)
+			})
+		}
 		acc := make([]value.Value, 8)
 		for i := range acc {
 			acc[i] = ir.Float32(0)
@@ -239,7 +441,7 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 		for kk := int64(0); kk < K; kk++ {
 			v := scale[kk]
 			acc = b.IfVals(b.ICmp(enum.IPredSGE, rows[kk], ir.Int32(0)), acc, func() []value.Value {
-				dxs := b.loadRow8(op.DXS.DType, b.Param("dxs"), rows[kk], c, H)
+				dxs := b.widen8(op.DXS.DType, raws[kk])
 				n := make([]value.Value, 8)
 				for i := range n {
 					n[i] = b.FMA(v, dxs[i], acc[i])

@@ -418,3 +418,43 @@ func persistentSignals(t *testing.T, l schedule.Layer, chain, signals bool) (*Pr
 	lw := perOp{sched: s, d: dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK}, src: p}
 	return prog, lw.gemmSpec(fc1, s)
 }
+
+// TestPersistentActGradShape: the persistent backward's act_grad phases
+// run several rows per virtual block (actGradShape): groups of a row's
+// warps within the smallest GEMM block's threads, persistActGradRows rows
+// per group, the grid ceil(rows / rows per block); per-op keeps one row
+// per block of utilThreads. qwen3-30b-a3b I = 768: four groups of 96
+// threads; deepseek-v2-lite I = 1408: two of 192, its shared experts'
+// 2816 columns one of 256 (over T rows, no offsets); gpt-oss-20b I =
+// 2880: one of 256 (two chunks per thread).
+func TestPersistentActGradShape(t *testing.T) {
+	type shape struct {
+		block int
+		grid  Expr
+	}
+	for _, c := range []struct {
+		model string
+		want  map[string]shape // by kernel name
+	}{
+		{"qwen3-30b-a3b", map[string]shape{"moe_act_grad": {384, Expr{A: 8, D: 8, Min: 1}}}},
+		{"deepseek-v2-lite", map[string]shape{"moe_act_grad": {384, Expr{A: 6, D: 4, Min: 1}}, "moe_shared_act_grad": {256, Expr{A: 1, D: 2, Min: 1}}}},
+		{"gpt-oss-20b", map[string]shape{"moe_act_grad": {256, Expr{A: 4, D: 2, Min: 1}}}},
+	} {
+		perOp, p := persistentPair(t, testlayer.Named(t, c.model), true)
+		for name, want := range c.want {
+			perOpWant := shape{utilThreads, Expr{A: want.grid.A, D: 1, Min: 1}} // one row per block
+			for _, lw := range []struct {
+				ks   []Kernel
+				want shape
+			}{{perOp.Kernels, perOpWant}, {p.PhaseKernels, want}} {
+				i := slices.IndexFunc(lw.ks, func(k Kernel) bool { return k.Name == name })
+				if i < 0 {
+					t.Fatalf("%s: no kernel %s", c.model, name)
+				}
+				if got := (shape{lw.ks[i].Block, lw.ks[i].Grid[0]}); got != lw.want {
+					t.Errorf("%s: %s: block %d, grid %v; want %d, %v", c.model, name, got.block, got.grid, lw.want.block, lw.want.grid)
+				}
+			}
+		}
+	}
+}

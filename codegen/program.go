@@ -265,6 +265,14 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	lw.d = dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK}
 	if s.Lowering == schedule.LoweringPersistent {
 		lw.d.gatherPerWarp, lw.d.combinePerBlock = persistGatherPerWarp, persistCombinePerBlock
+		// act_grad's blocks (the backward's) take the threads of its
+		// smallest GEMM block, the base tiles' or the variant's (the
+		// decode tiles are the forward's): a row-wise phase may not
+		// outgrow its persistent kernel's block
+		lw.d.actGradThreads = s.Threads()
+		if v := s.Variant; v != nil {
+			lw.d.actGradThreads = min(lw.d.actGradThreads, 32*(s.Warps.Producer+v.MMAWarps+s.Warps.Epilogue))
+		}
 	}
 	lw.variant, lw.hasVariant = s.VariantSchedule()
 	if lw.hasVariant && lw.variant.FC1.M != lw.variant.FC2.M {

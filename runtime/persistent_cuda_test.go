@@ -28,8 +28,9 @@ func persistentShapes(t *testing.T, name string) func(*schedule.Schedule) {
 	return func(s *schedule.Schedule) { *s, _ = codegen.PersistentVariants(p, *s) }
 }
 
-// persistent sets the persistent lowering.
-func persistent(s *schedule.Schedule) { s.Lowering = schedule.LoweringPersistent }
+// persistent sets the persistent lowering, with its default weight-gradient
+// kernel (schedule.Schedule.WithLowering).
+func persistent(s *schedule.Schedule) { *s = s.WithLowering(schedule.LoweringPersistent) }
 
 // TestPersistentGPU: the persistent lowering's one kernel launch per
 // forward (moe_forward, and where the default schedule's GEMM variants run

@@ -138,8 +138,9 @@ type Schedule struct {
 	// sm_80 and sm_100a default), WGradWGMMA (sm_90a only, and its
 	// default: on the H200 it ran forward + backward 2-25% faster than
 	// WGradMMA on four models, docs/perf.md, backward v2) or WGradWS
-	// (sm_90a only; correct on the H200 and as fast as WGradWGMMA so far,
-	// docs/perf.md, backward v5).
+	// (sm_90a only; the persistent lowering's default there,
+	// PersistentWGrad via WithLowering; docs/perf.md, backward v5 and
+	// run 55).
 	WGrad WGradKernel
 	// MXGemm is how the routed GEMMs of an mxfp8 layer run on sm_90a:
 	// MXGemmPromote (the zero value: e4m3 wgmma per 32-wide block, promoted
@@ -431,6 +432,17 @@ const (
 	LoweringPersistent
 )
 
+// WithLowering returns s lowered by k and, under LoweringPersistent, with
+// PersistentWGrad where s has its target's DefaultWGrad (set WGrad after
+// it for another weight-gradient kernel).
+func (s Schedule) WithLowering(k LoweringKind) Schedule {
+	if k == LoweringPersistent && s.WGrad == DefaultWGrad(s.Target) {
+		s.WGrad = PersistentWGrad(s.Target)
+	}
+	s.Lowering = k
+	return s
+}
+
 // String returns "per-op" or "persistent".
 func (k LoweringKind) String() string {
 	if k == LoweringPersistent {
@@ -629,8 +641,11 @@ const (
 	WGradWGMMA
 	// WGradWS: wgmma.mma_async m64n256k16 in a warp-specialized kernel (a
 	// cp.async producer warpgroup, consumer warpgroups that keep a wgmma
-	// group in flight; sm_90a). Opt-in: on the H200 it is correct and as
-	// fast as WGradWGMMA, not faster (docs/perf.md, backward v5).
+	// group in flight; sm_90a). Per-op as fast as WGradWGMMA on the H200
+	// (docs/perf.md, backward v5), 6% slower on an H100 (run 54); the
+	// persistent lowering's default (PersistentWGrad), where its blocks are
+	// GEMM phases (run 55). The same bits as WGradWGMMA (each row summed
+	// in the same k16 steps; equal digests on qwen3-30b-a3b, run 55).
 	WGradWS
 )
 
@@ -642,6 +657,20 @@ func DefaultWGrad(t target.Target) WGradKernel {
 		return WGradWGMMA
 	}
 	return WGradMMA
+}
+
+// PersistentWGrad is the weight-gradient kernel the persistent lowering
+// takes by default on target (Schedule.WithLowering): WGradWS on sm_90a,
+// whose blocks are one per SM of the base GEMMs' shape, so the weight
+// gradients run as GEMM phases; the row-wise WGradWGMMA runs there as
+// virtual blocks, one per SM at a time, and made the backward 4-7% slower
+// at qwen3-30b-a3b T = 1100..4096 on an H100 (docs/perf.md, run 55).
+// DefaultWGrad elsewhere.
+func PersistentWGrad(t target.Target) WGradKernel {
+	if t == target.SM90a {
+		return WGradWS
+	}
+	return DefaultWGrad(t)
 }
 
 // String returns "mma", "wgmma" or "wgmma-ws".

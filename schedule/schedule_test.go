@@ -881,3 +881,35 @@ func TestFC2Large(t *testing.T) {
 		t.Errorf("FC2LargeWhereValid with CTA pairs on qwen2-57b-a14b: %v, %v", w.FC2Large, w.Validate(q))
 	}
 }
+
+// TestWithLowering: the persistent lowering takes PersistentWGrad where the
+// schedule has its target's default weight-gradient kernel, and keeps one
+// chosen otherwise; the per-op lowering changes no kernel.
+func TestWithLowering(t *testing.T) {
+	q, _ := Preset("qwen3-30b-a3b")
+	for _, c := range []struct {
+		tg    target.Target
+		wgrad WGradKernel // before; -1: the default
+		k     LoweringKind
+		want  WGradKernel
+	}{
+		{target.SM90a, -1, LoweringPersistent, WGradWS},
+		{target.SM90a, -1, LoweringPerOp, WGradWGMMA},
+		{target.SM90a, WGradMMA, LoweringPersistent, WGradMMA},
+		{target.SM90a, WGradWS, LoweringPerOp, WGradWS},
+		{target.SM80, -1, LoweringPersistent, WGradMMA},
+		{target.SM100a, -1, LoweringPersistent, WGradMMA},
+	} {
+		s, err := DefaultSchedule(q, c.tg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.wgrad >= 0 {
+			s.WGrad = c.wgrad
+		}
+		got := s.WithLowering(c.k)
+		if got.Lowering != c.k || got.WGrad != c.want {
+			t.Errorf("%v, wgrad %v, WithLowering(%v): lowering %v, wgrad %v; want wgrad %v", c.tg, s.WGrad, c.k, got.Lowering, got.WGrad, c.want)
+		}
+	}
+}

@@ -261,17 +261,25 @@ func TestDecodeMaxRowsFlag(t *testing.T) {
 }
 
 // inspect program --backward describes the tiles the backward's kernels
-// take: the mid variant, but neither the forward's decode tiles nor the
-// store-warp gather's threshold, which the forward's header gives.
+// take: the mid variant with --wgrad wgmma (the persistent default,
+// wgmma-ws, leaves it out), but neither the forward's decode tiles nor
+// the store-warp gather's threshold, which the forward's header gives.
 func TestInspectBackwardHeader(t *testing.T) {
 	args := []string{"inspect", "program", "--model", "qwen3-30b-a3b", "--target", "sm_90a", "--lowering", "persistent"}
 	fwd, err := runCLI(args...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	bwd, err := runCLI(append(args, "--backward")...)
+	bwd, err := runCLI(append(args, "--backward", "--wgrad", "wgmma")...)
 	if err != nil {
 		t.Fatal(err)
+	}
+	ws, err := runCLI(append(args, "--backward")...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(ws, "backward weight gradients on wgmma-ws") || strings.Contains(ws, "192x192x64 stages") {
+		t.Errorf("persistent backward: want wgmma-ws and no mid tiles in\n%s", ws)
 	}
 	decode, mid, gather := "0..4 rows per expert: FC1 64x128x64", "100..200 rows per expert: FC1 192x192x64", "store-gather-min-rows 256"
 	for _, want := range []string{decode, mid, gather} {

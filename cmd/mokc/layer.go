@@ -151,7 +151,7 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("group-m", "walk the persistent GEMMs' work items in groups of up to this many row tiles of one expert, so each weight slice is reused from L2 (0: column blocks fastest; docs/flags.md)", "Schedule.GroupM",
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (any target), wgmma or wgmma-ws (sm_90a; warp-specialized); with --backward", "Schedule.WGrad",
-		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a, else mma").keepingVariant(),
+		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a (wgmma-ws with --lowering persistent), else mma").keepingVariant(),
 	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: regfed (weights widened to bf16 in registers, bf16 wgmma), promote (e4m3 wgmma per 32-wide block) or expand (widened in shared memory); sm_100a takes promote only (docs/flags.md)", "Schedule.MXGemm",
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("regfed on sm_90a with grouped weights, else promote").keepingVariant(),
 	scheduleFlag("gather", "where the forward's dispatched rows are gathered: fc1 (FC1 reads them from x at decode sizes, where it can), separate (a gather kernel at every T) or store-warps (as fc1, and with --lowering persistent FC1's store warps gather them instead of a gather phase at every T above the decode sizes, not only from --store-gather-min-rows); the same results (docs/flags.md)", "Schedule.Gather",
@@ -595,6 +595,9 @@ func flagSchedule(c *cli.Context, l schedule.Layer, target target.Target) (sched
 	if err := applyFlags(c, scheduleFieldFlags, &l, &s); err != nil {
 		return s, err
 	}
+	if !c.IsSet("wgrad") {
+		s = s.WithLowering(s.Lowering) // the lowering's default weight-gradient kernel
+	}
 	decodeRows := -1 // --decode-max-rows as given (0: off; -1: not given)
 	if c.IsSet("decode-max-rows") {
 		if err := (rowsOrOff{&decodeRows, "the most"}).UnmarshalText([]byte(c.String("decode-max-rows"))); err != nil {
@@ -712,7 +715,7 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 		keeps := "the shared experts' GEMMs keep"
 		switch {
 		case backward && s.WGrad == schedule.WGradWS:
-			keeps = "the weight gradients of --wgrad wgmma-ws run at every T in one block per SM of the shape of"
+			keeps = "the weight gradients of wgmma-ws (--wgrad; the persistent backward's default on sm_90a) run at every T in one block per SM of the shape of"
 		case l.SharedExperts == 0:
 			keeps = "its bf16 GEMMs (beside the variant's mxfp8 ones) keep"
 		}
@@ -720,9 +723,9 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 			v.Name, v.FC1, v.FC2, lo, hi, v.MMAWarps, s.Warps.MMA, what, keeps)
 	}
 	if backward {
-		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent backward ran 21-26%% slower than per-op's kernels on an H100 (qwen3-30b-a3b T = 1100..4096, docs/perf.md, run 54): its row-wise phases run one virtual block per SM; --lowering per-op is the faster backward for now\n")
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent backward ran 9-15%% slower than per-op's kernels on an H100 (qwen3-30b-a3b T = 1100..4096, docs/perf.md, run 55): its weight gradients and combine_grad are slower as phases; --lowering per-op is the faster backward for now\n")
 	}
-	if unrun := persistentUnrun(l, backward, s.WGrad); len(unrun) > 0 {
+	if unrun := persistentUnrun(l, backward); len(unrun) > 0 {
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: built and assembled, not yet run on a GPU: %s (the presets' forwards, bf16 and mxfp8, and their bf16 backwards ran before these: docs/megakernel.md)\n", strings.Join(unrun, "; "))
 	}
 	return ps
@@ -735,14 +738,11 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 // gathering its rows, run 51; the forward's persistent kernels per block
 // shape and the default's FC1 holding both gathering forms, run 53; the
 // backward's kernel of the GEMM variant's blocks, moe_backward_mid, run
-// 54): the mxfp8 backward, per-expert storage, a routing map, the saved
-// FC1 output, and the backward's warp-specialized weight gradients (wgrad
-// schedule.WGradWS) as phases.
-func persistentUnrun(l schedule.Layer, backward bool, wgrad schedule.WGradKernel) []string {
+// 54; the backward's warp-specialized weight gradients as phases, its
+// default since, run 55): the mxfp8 backward, per-expert storage, a
+// routing map, the saved FC1 output.
+func persistentUnrun(l schedule.Layer, backward bool) []string {
 	var unrun []string
-	if backward && wgrad == schedule.WGradWS {
-		unrun = append(unrun, "the weight gradients of --wgrad wgmma-ws as phases")
-	}
 	if backward && l.Precision == schedule.MXFP8 {
 		unrun = append(unrun, "the mxfp8 backward")
 	}
