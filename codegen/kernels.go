@@ -19,9 +19,9 @@ type dims struct {
 	gatherPerWarp int
 	// combinePerBlock: tokens per block of moe_combine (0 or 1: one).
 	combinePerBlock int
-	// actGradThreads: the most threads of a block of moe_act_grad, which
-	// then runs several rows per block (actGradShape); 0: one row per block
-	// of utilThreads.
+	// actGradThreads: the most threads of a block of moe_act_grad (at most
+	// utilThreads), which then runs several rows per block
+	// (actGradShape); 0: one row per block of utilThreads.
 	actGradThreads int
 }
 

@@ -421,12 +421,12 @@ func persistentSignals(t *testing.T, l schedule.Layer, chain, signals bool) (*Pr
 
 // TestPersistentActGradShape: the persistent backward's act_grad phases
 // run several rows per virtual block (actGradShape): groups of a row's
-// warps within the smallest GEMM block's threads, persistActGradRows rows
-// per group, the grid ceil(rows / rows per block); per-op keeps one row
-// per block of utilThreads. qwen3-30b-a3b I = 768: four groups of 96
-// threads; deepseek-v2-lite I = 1408: two of 192, its shared experts'
-// 2816 columns one of 256 (over T rows, no offsets); gpt-oss-20b I =
-// 2880: one of 256 (two chunks per thread).
+// warps within utilThreads, persistActGradRows rows per group, the grid
+// ceil(rows / rows per block); per-op keeps one row per block of
+// utilThreads. qwen3-30b-a3b I = 768: two groups of 96 threads;
+// deepseek-v2-lite I = 1408: one of 192, its shared experts' 2816 columns
+// one of 256 (over T rows, no offsets); gpt-oss-20b I = 2880: one of 256
+// (two chunks per thread).
 func TestPersistentActGradShape(t *testing.T) {
 	type shape struct {
 		block int
@@ -436,8 +436,8 @@ func TestPersistentActGradShape(t *testing.T) {
 		model string
 		want  map[string]shape // by kernel name
 	}{
-		{"qwen3-30b-a3b", map[string]shape{"moe_act_grad": {384, Expr{A: 8, D: 8, Min: 1}}}},
-		{"deepseek-v2-lite", map[string]shape{"moe_act_grad": {384, Expr{A: 6, D: 4, Min: 1}}, "moe_shared_act_grad": {256, Expr{A: 1, D: 2, Min: 1}}}},
+		{"qwen3-30b-a3b", map[string]shape{"moe_act_grad": {192, Expr{A: 8, D: 4, Min: 1}}}},
+		{"deepseek-v2-lite", map[string]shape{"moe_act_grad": {192, Expr{A: 6, D: 2, Min: 1}}, "moe_shared_act_grad": {256, Expr{A: 1, D: 2, Min: 1}}}},
 		{"gpt-oss-20b", map[string]shape{"moe_act_grad": {256, Expr{A: 4, D: 2, Min: 1}}}},
 	} {
 		perOp, p := persistentPair(t, testlayer.Named(t, c.model), true)

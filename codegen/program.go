@@ -265,11 +265,16 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	lw.d = dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK}
 	if s.Lowering == schedule.LoweringPersistent {
 		lw.d.gatherPerWarp, lw.d.combinePerBlock = persistGatherPerWarp, persistCombinePerBlock
-		// act_grad's blocks (the backward's) take the threads of its
-		// smallest GEMM block, the base tiles' or the variant's (the
-		// decode tiles are the forward's): a row-wise phase may not
-		// outgrow its persistent kernel's block
-		lw.d.actGradThreads = s.Threads()
+		// act_grad's blocks (the backward's) take at most utilThreads, as
+		// the other row-wise phases, and no more than its smallest GEMM
+		// block, the base tiles' or the variant's (the decode tiles are
+		// the forward's): a row-wise phase may not outgrow its persistent
+		// kernel's block. On all 384 threads of the base GEMMs' block
+		// racecheck reported RAW hazards between a warp below the eighth
+		// and one above it across act_grad's bar.sync, in the CTAs that
+		// ran a 256-thread phase on its named barrier before (run 55,
+		// calls 4-7; docs/megakernel.md)
+		lw.d.actGradThreads = min(utilThreads, s.Threads())
 		if v := s.Variant; v != nil {
 			lw.d.actGradThreads = min(lw.d.actGradThreads, 32*(s.Warps.Producer+v.MMAWarps+s.Warps.Epilogue))
 		}
