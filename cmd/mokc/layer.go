@@ -725,7 +725,7 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 	if backward {
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent backward ran 9-15%% slower than per-op's kernels on an H100 (qwen3-30b-a3b T = 1100..4096, docs/perf.md, run 55): its weight gradients and combine_grad are slower as phases; --lowering per-op is the faster backward for now\n")
 	}
-	if unrun := persistentUnrun(l, backward); len(unrun) > 0 {
+	if unrun := persistentUnrun(l); len(unrun) > 0 {
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: built and assembled, not yet run on a GPU: %s (the presets' forwards, bf16 and mxfp8, and their bf16 backwards ran before these: docs/megakernel.md)\n", strings.Join(unrun, "; "))
 	}
 	return ps
@@ -739,13 +739,10 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 // shape and the default's FC1 holding both gathering forms, run 53; the
 // backward's kernel of the GEMM variant's blocks, moe_backward_mid, run
 // 54; the backward's warp-specialized weight gradients as phases, its
-// default since, run 55): the mxfp8 backward, per-expert storage, a
-// routing map, the saved FC1 output.
-func persistentUnrun(l schedule.Layer, backward bool) []string {
+// default since, and qwen3-30b-a3b's mxfp8 backward, run 55): per-expert
+// storage, a routing map, the saved FC1 output.
+func persistentUnrun(l schedule.Layer) []string {
 	var unrun []string
-	if backward && l.Precision == schedule.MXFP8 {
-		unrun = append(unrun, "the mxfp8 backward")
-	}
 	if l.Storage == schedule.PerExpertWeights {
 		unrun = append(unrun, "per-expert storage")
 	}
