@@ -264,7 +264,7 @@ func benchAction(c *cli.Context) error {
 	T, iters, warmup := c.Int("tokens"), c.Int("iters"), c.Int("warmup")
 	switch {
 	case T <= 0:
-		return fmt.Errorf("bench: --tokens %d: must be > 0", T)
+		return fmt.Errorf("bench: --tokens %d: must be > 0 (a benchmark times tokens; `mokc run --tokens 0` checks the empty batch)", T)
 	case iters <= 0:
 		return fmt.Errorf("bench: --iters %d: must be > 0", iters)
 	case warmup < 0:

@@ -79,7 +79,7 @@ func TestGPUCommandsFlagErrors(t *testing.T) {
 		{[]string{"run", "--model", "all", "--hf-config", "x.json"}, "not both"},
 		{[]string{"run", "--model", "qwen4"}, "unknown preset"},
 		{[]string{"run"}, "name a layer"},
-		{[]string{"bench", "--model", "qwen3-30b-a3b", "--tokens", "0"}, "--tokens 0"},
+		{[]string{"bench", "--model", "qwen3-30b-a3b", "--tokens", "0"}, "--tokens 0: must be > 0 (a benchmark times tokens; `mokc run --tokens 0` checks"},
 		{[]string{"bench", "--model", "qwen3-30b-a3b", "--iters", "0"}, "--iters 0"},
 		{[]string{"bench", "--model", "qwen3-30b-a3b", "--peak-gbs", "0"}, "--peak-gbs"},
 	} {
