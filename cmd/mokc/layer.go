@@ -325,7 +325,8 @@ func scheduleFlags() []cli.Flag {
 // scheduleOverridden reports whether any schedule flag is set (with
 // shapeOnly, any that describes the routed GEMMs' shape: not one that
 // keeps the GEMM variant, like --wgrad, which means the same on every
-// target).
+// target, nor one at its neutral value, like --grid-ctas 0;
+// fieldFlag.dropsVariant).
 func scheduleOverridden(c *cli.Context, shapeOnly bool) bool {
 	return firstScheduleFlag(c, shapeOnly) != ""
 }
@@ -334,7 +335,7 @@ func scheduleOverridden(c *cli.Context, shapeOnly bool) bool {
 // scheduleOverridden counts them), or "".
 func firstScheduleFlag(c *cli.Context, shapeOnly bool) string {
 	for _, f := range slices.Concat(scheduleFieldFlags, variantFieldFlags) {
-		if c.IsSet(f.name) && !(shapeOnly && f.keepsVariant) {
+		if shapeOnly && f.dropsVariant(c) || !shapeOnly && c.IsSet(f.name) {
 			return f.name
 		}
 	}

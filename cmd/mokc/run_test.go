@@ -51,6 +51,8 @@ func TestGPUCommandsWithoutDevice(t *testing.T) {
 	for _, cmd := range [][]string{
 		{"run", "--model", "qwen3-30b-a3b", "--tokens", "4"},
 		{"bench", "--model", "gpt-oss-20b", "--target", "sm_80"},
+		// --grid-ctas 0 is the default's grid: no shape of one target
+		{"run", "--model", "qwen3-30b-a3b", "--target", "sm_80,sm_90a", "--grid-ctas", "0", "--tokens", "1"},
 	} {
 		_, err := runCLI(cmd...)
 		if err == nil || !strings.Contains(err.Error(), want) || !strings.HasPrefix(err.Error(), cmd[0]+": ") {
@@ -66,6 +68,7 @@ func TestGPUCommandsFlagErrors(t *testing.T) {
 	}{
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--tokens", "-1"}, "--tokens -1"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "extra"}, "unexpected argument"},
+		{[]string{"run", "--model", "qwen3-30b-a3b", "--target", "sm_80,sm_90a", "--grid-ctas", "8"}, "need exactly one --target, not 2"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--tokens", "0,1,1"}, "1 given twice"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--tokens", "0,,4"}, "is not an integer"},
 		{[]string{"run", "--model", "qwen3-30b-a3b", "--target", "sm_80,sm_70"}, "--target sm_80,sm_70"},
