@@ -1255,9 +1255,9 @@ func (s Schedule) validate(l Layer, mxOnly bool) error {
 	if s.Lowering == LoweringPersistent {
 		switch {
 		case s.Target != target.SM90a:
-			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel is built for sm_90a only (its GEMM phases are sm_90a's persistent GEMMs, one block per SM); this schedule is for %v (Schedule.Target): lower it per op there, or build for sm_90a", s.Target)
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel is built for sm_90a only (its GEMM phases are sm_90a's persistent GEMMs, one block per SM); this schedule is for %v (Schedule.Target): lower it per op there, or build for sm_90a (a run of several targets takes one lowering for all: run each target on its own)", s.Target)
 		case s.Cluster > 1:
-			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs single blocks, not clusters of %d (Schedule.Cluster)", s.Cluster)
+			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs single blocks, not clusters of %d: leave Schedule.Cluster at 1", s.Cluster)
 		case s.BlocksPerSM > 1:
 			return fieldErr("Schedule.Lowering", s.Lowering, "the persistent kernel runs one block per SM, all resident (its phases end in grid-wide barriers), not %d (Schedule.BlocksPerSM)", s.BlocksPerSM)
 		case s.GridCTAs != 0:
