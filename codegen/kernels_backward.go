@@ -11,18 +11,6 @@ import (
 // The PerOp kernels of the backward's row-wise ops (moe/ops_backward.go).
 // Every sum is a fixed-order fp32 reduction (blockSumF32): no atomics.
 
-// loadF32x8 loads the 8 f32 at byte pointer p (16-byte aligned).
-func (b *Builder) loadF32x8(p value.Value) []value.Value {
-	out := make([]value.Value, 0, 8)
-	for h := int64(0); h < 2; h++ {
-		v := b.LoadAt(ir.Vec(4, ir.F32), b.ByteOffsetC(p, 16*h), 16)
-		for i := 0; i < 4; i++ {
-			out = append(out, b.ExtractElement(v, i))
-		}
-	}
-	return out
-}
-
 // rawRow8 loads chunk c of 8 elements of row r (width elements per row)
 // of a bf16 or f32 buffer as it is in memory: one <4 x i32> of bf16 pairs,
 // or two <4 x float> (widen8 widens it). Loads of several chunks issued
@@ -261,17 +249,17 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	for j := range zeros {
 		zeros[j] = ir.Float32(0)
 	}
+	// a row's loads as when gives them for a row past the bound
+	undef := append(rawUndef(op.GU.DType), rawUndef(op.GU.DType)...)
+	undef = append(undef, rawUndef(op.DH.DType)...)
+	if op.FC1X != nil {
+		undef = append(append(undef, rawUndef(moe.F32)...), rawUndef(moe.F32)...)
+	}
 	parts := b.Loop(lt, ir.Int32(N/8), ir.Int32(G), zeros, func(c value.Value, acc []value.Value) []value.Value {
 		// every row's chunks before the first is widened: one memory
 		// latency per step for the P rows
 		raws := make([][]value.Value, P)
 		for j, r := range rows {
-			var undef []value.Value
-			undef = append(append(undef, rawUndef(op.GU.DType)...), rawUndef(op.GU.DType)...)
-			undef = append(undef, rawUndef(op.DH.DType)...)
-			if op.FC1X != nil {
-				undef = append(append(undef, rawUndef(moe.F32)...), rawUndef(moe.F32)...)
-			}
 			raws[j] = when(j, undef, func() []value.Value {
 				raw := b.rawGateUp8(op.GateUp, op.GU.DType, b.Param("gu"), r, c, N)
 				raw = append(raw, b.rawRow8(op.DH.DType, b.Param("dh"), r, c, N)...)
@@ -323,9 +311,6 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 		}
 		b.If(store, func() { b.StoreAt(dot, b.elemPtr(b.Param("dot"), r, 4), 4) })
 	}
-	if RP == 1 {
-		b.SyncThreads() // as a block sum ends (blockSumF32)
-	}
 	b.Ret(nil)
 	k.SharedBytes, k.SkipIfZeroT = int(4*max(utilThreads/32, R*W*P)), true
 	k.Grid = grid1(Expr{A: perT, D: RP, Min: 1})
@@ -337,7 +322,11 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 // utilThreads, whose order of the dot every G keeps), R groups of G
 // threads per block, P rows per group. Per-op (d.actGradThreads 0): one
 // row per block of utilThreads. In the persistent lowering: as many
-// groups as d.actGradThreads hold, persistActGradRows rows each.
+// groups as d.actGradThreads hold, persistActGradRows rows each; at least
+// one group, so a G above d.actGradThreads makes a block of G threads
+// (never on sm_90a, whose GEMM blocks have 256 threads or more: a phase
+// larger than the persistent kernel's block is refused by
+// planPersistent).
 func actGradShape(d dims, N int64) (G, R, P int64) {
 	if d.actGradThreads == 0 {
 		return utilThreads, 1, 1
@@ -426,8 +415,8 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 		b.combineGradDW(op, t, s, rows[kk], routed, H, smem, first)
 	}
 	b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
-		// every routed slot's chunk before the first sum uses one: one
-		// memory latency per step, not one per slot
+		// load every routed slot's chunk before the first sum: one memory
+		// latency per step, not one per slot
 		raws := make([][]value.Value, K)
 		for kk := int64(0); kk < K; kk++ {
 			raws[kk] = b.IfVals(b.ICmp(enum.IPredSGE, rows[kk], ir.Int32(0)), rawUndef(op.DXS.DType), func() []value.Value {
@@ -481,7 +470,7 @@ func (b *Builder) combineGradDW(op moe.CombineGrad, t, s, row, routed value.Valu
 		part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
 			return b.IfVals(routed, acc, func() []value.Value {
 				e := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
-				x, y := b.loadBF16x8(b.rowPtr(b.Param("dy"), t, c, H, 2)), b.loadF32x8(b.rowPtr(b.Param("fc2_bias"), e, c, H, 4))
+				x, y := b.loadBF16x8(b.rowPtr(b.Param("dy"), t, c, H, 2)), b.loadRow8(moe.F32, b.Param("fc2_bias"), e, c, H)
 				a := acc[0]
 				for i := range x {
 					a = b.FMA(x[i], y[i], a)

@@ -426,23 +426,28 @@ func persistentSignals(t *testing.T, l schedule.Layer, chain, signals bool) (*Pr
 // utilThreads. qwen3-30b-a3b I = 768: two groups of 96 threads;
 // deepseek-v2-lite I = 1408: one of 192, its shared experts' 2816 columns
 // one of 256 (over T rows, no offsets); gpt-oss-20b I = 2880: one of 256
-// (two chunks per thread).
+// (two chunks per thread). Their shared memory holds a word per warp and
+// row; the shared experts' rows, without offsets, are bounded by T, a
+// parameter then; every persistent kernel's block holds the phases'.
 func TestPersistentActGradShape(t *testing.T) {
 	type shape struct {
-		block int
-		grid  Expr
+		block, smem int
+		grid        Expr
+		withT       bool // the kernel takes T (rows without offsets, several per block)
 	}
 	for _, c := range []struct {
 		model string
 		want  map[string]shape // by kernel name
 	}{
-		{"qwen3-30b-a3b", map[string]shape{"moe_act_grad": {192, Expr{A: 8, D: 4, Min: 1}}}},
-		{"deepseek-v2-lite", map[string]shape{"moe_act_grad": {192, Expr{A: 6, D: 2, Min: 1}}, "moe_shared_act_grad": {256, Expr{A: 1, D: 2, Min: 1}}}},
-		{"gpt-oss-20b", map[string]shape{"moe_act_grad": {256, Expr{A: 4, D: 2, Min: 1}}}},
+		// smem: a word per warp and row of the block, at least 8 words
+		{"qwen3-30b-a3b", map[string]shape{"moe_act_grad": {192, 4 * 6 * 2, Expr{A: 8, D: 4, Min: 1}, false}}},
+		{"deepseek-v2-lite", map[string]shape{"moe_act_grad": {192, 4 * 6 * 2, Expr{A: 6, D: 2, Min: 1}, false},
+			"moe_shared_act_grad": {256, 4 * 8 * 2, Expr{A: 1, D: 2, Min: 1}, true}}},
+		{"gpt-oss-20b", map[string]shape{"moe_act_grad": {256, 4 * 8 * 2, Expr{A: 4, D: 2, Min: 1}, false}}},
 	} {
 		perOp, p := persistentPair(t, testlayer.Named(t, c.model), true)
 		for name, want := range c.want {
-			perOpWant := shape{utilThreads, Expr{A: want.grid.A, D: 1, Min: 1}} // one row per block
+			perOpWant := shape{utilThreads, 32, Expr{A: want.grid.A, D: 1, Min: 1}, false} // one row per block
 			for _, lw := range []struct {
 				ks   []Kernel
 				want shape
@@ -451,10 +456,28 @@ func TestPersistentActGradShape(t *testing.T) {
 				if i < 0 {
 					t.Fatalf("%s: no kernel %s", c.model, name)
 				}
-				if got := (shape{lw.ks[i].Block, lw.ks[i].Grid[0]}); got != lw.want {
-					t.Errorf("%s: %s: block %d, grid %v; want %d, %v", c.model, name, got.block, got.grid, lw.want.block, lw.want.grid)
+				k := lw.ks[i]
+				withT := slices.ContainsFunc(k.Params, func(p Param) bool { return p.Name == "T" })
+				if got := (shape{k.Block, k.SharedBytes, k.Grid[0], withT}); got != lw.want {
+					t.Errorf("%s: %s: %+v; want %+v", c.model, name, got, lw.want)
 				}
 			}
 		}
+		for _, k := range p.Kernels {
+			for name, w := range c.want {
+				if k.Block < w.block {
+					t.Errorf("%s: %s's blocks of %d threads are smaller than its %s phase's %d", c.model, k.Name, k.Block, name, w.block)
+				}
+			}
+		}
+	}
+}
+
+// TestWGradWSThreads: schedule.PersistentWGrad picks the warp-specialized
+// weight gradient for GEMM blocks of schedule.WGradWSThreads threads, the
+// block emitWeightGradWS builds.
+func TestWGradWSThreads(t *testing.T) {
+	if got := 128 * (wsWG + 1); got != schedule.WGradWSThreads {
+		t.Errorf("emitWeightGradWS's blocks have %d threads, schedule.WGradWSThreads is %d", got, schedule.WGradWSThreads)
 	}
 }

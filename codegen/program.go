@@ -265,6 +265,9 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	lw.d = dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK}
 	if s.Lowering == schedule.LoweringPersistent {
 		lw.d.gatherPerWarp, lw.d.combinePerBlock = persistGatherPerWarp, persistCombinePerBlock
+	}
+	lw.variant, lw.hasVariant = s.VariantSchedule()
+	if s.Lowering == schedule.LoweringPersistent {
 		// act_grad's blocks (the backward's) take at most utilThreads, as
 		// the other row-wise phases, and no more than its smallest GEMM
 		// block, the base tiles' or the variant's (the decode tiles are
@@ -275,11 +278,10 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 		// ran a 256-thread phase on its named barrier before (run 55,
 		// calls 4-7; docs/megakernel.md)
 		lw.d.actGradThreads = min(utilThreads, s.Threads())
-		if v := s.Variant; v != nil {
-			lw.d.actGradThreads = min(lw.d.actGradThreads, 32*(s.Warps.Producer+v.MMAWarps+s.Warps.Epilogue))
+		if lw.hasVariant {
+			lw.d.actGradThreads = min(lw.d.actGradThreads, lw.variant.Threads())
 		}
 	}
-	lw.variant, lw.hasVariant = s.VariantSchedule()
 	if lw.hasVariant && lw.variant.FC1.M != lw.variant.FC2.M {
 		return nil, fmt.Errorf("codegen: %s: the GEMM variant's FC1 and FC2 tiles must have the same rows (%d, %d)", l.Name, lw.variant.FC1.M, lw.variant.FC2.M)
 	}

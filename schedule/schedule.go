@@ -138,9 +138,9 @@ type Schedule struct {
 	// sm_80 and sm_100a default), WGradWGMMA (sm_90a only, and its
 	// default: on the H200 it ran forward + backward 2-25% faster than
 	// WGradMMA on four models, docs/perf.md, backward v2) or WGradWS
-	// (sm_90a only; the persistent lowering's default there,
-	// PersistentWGrad via WithLowering; docs/perf.md, backward v5 and
-	// run 55).
+	// (sm_90a only; the persistent lowering's default there for GEMM
+	// blocks of its shape, PersistentWGrad via WithLowering; docs/perf.md,
+	// backward v5 and run 55).
 	WGrad WGradKernel
 	// MXGemm is how the routed GEMMs of an mxfp8 layer run on sm_90a:
 	// MXGemmPromote (the zero value: e4m3 wgmma per 32-wide block, promoted
@@ -432,12 +432,14 @@ const (
 	LoweringPersistent
 )
 
-// WithLowering returns s lowered by k and, under LoweringPersistent, with
-// PersistentWGrad where s has its target's DefaultWGrad (set WGrad after
-// it for another weight-gradient kernel).
+// WithLowering returns s with Lowering k and, under LoweringPersistent,
+// with PersistentWGrad(s) where s has its target's DefaultWGrad (set WGrad
+// after it for another weight-gradient kernel). codegen.Lower takes a
+// schedule's WGrad as it is: only this method picks the persistent
+// default.
 func (s Schedule) WithLowering(k LoweringKind) Schedule {
 	if k == LoweringPersistent && s.WGrad == DefaultWGrad(s.Target) {
-		s.WGrad = PersistentWGrad(s.Target)
+		s.WGrad = PersistentWGrad(s)
 	}
 	s.Lowering = k
 	return s
@@ -659,18 +661,24 @@ func DefaultWGrad(t target.Target) WGradKernel {
 	return WGradMMA
 }
 
+// WGradWSThreads is the threads of a block of WGradWS's kernel: a
+// producer warpgroup and two consumer warpgroups (codegen's
+// emitWeightGradWS), the default sm_90a schedule's GEMM block.
+const WGradWSThreads = 384
+
 // PersistentWGrad is the weight-gradient kernel the persistent lowering
-// takes by default on target (Schedule.WithLowering): WGradWS on sm_90a,
-// whose blocks are one per SM of the base GEMMs' shape, so the weight
-// gradients run as GEMM phases; the row-wise WGradWGMMA runs there as
-// virtual blocks, one per SM at a time, and made the backward 4-7% slower
-// at qwen3-30b-a3b T = 1100..4096 on an H100 (docs/perf.md, run 55).
-// DefaultWGrad elsewhere.
-func PersistentWGrad(t target.Target) WGradKernel {
-	if t == target.SM90a {
+// takes by default for schedule s (Schedule.WithLowering): WGradWS on
+// sm_90a where s's GEMM blocks have WGradWSThreads threads, so the weight
+// gradients run as GEMM phases of the same block (a persistent kernel
+// runs blocks of one shape); the row-wise WGradWGMMA runs there as virtual
+// blocks, one per SM at a time, and made the backward 4-7% slower at
+// qwen3-30b-a3b T = 1100..4096 on an H100 (docs/perf.md, run 55).
+// DefaultWGrad otherwise.
+func PersistentWGrad(s Schedule) WGradKernel {
+	if s.Target == target.SM90a && s.Threads() == WGradWSThreads {
 		return WGradWS
 	}
-	return DefaultWGrad(t)
+	return DefaultWGrad(s.Target)
 }
 
 // String returns "mma", "wgmma" or "wgmma-ws".

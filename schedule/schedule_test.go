@@ -889,7 +889,7 @@ func TestWithLowering(t *testing.T) {
 	q, _ := Preset("qwen3-30b-a3b")
 	for _, c := range []struct {
 		tg    target.Target
-		wgrad WGradKernel // before; -1: the default
+		wgrad WGradKernel // before; -1: the default; -2: the default, four MMA warps
 		k     LoweringKind
 		want  WGradKernel
 	}{
@@ -899,6 +899,9 @@ func TestWithLowering(t *testing.T) {
 		{target.SM90a, WGradWS, LoweringPerOp, WGradWS},
 		{target.SM80, -1, LoweringPersistent, WGradMMA},
 		{target.SM100a, -1, LoweringPersistent, WGradMMA},
+		// GEMM blocks of 256 threads (four MMA warps): the row-wise kernel,
+		// whose blocks run as virtual blocks of any persistent block
+		{target.SM90a, -2, LoweringPersistent, WGradWGMMA},
 	} {
 		s, err := DefaultSchedule(q, c.tg)
 		if err != nil {
@@ -906,6 +909,9 @@ func TestWithLowering(t *testing.T) {
 		}
 		if c.wgrad >= 0 {
 			s.WGrad = c.wgrad
+		}
+		if c.wgrad == -2 {
+			s.Warps.MMA = 4
 		}
 		got := s.WithLowering(c.k)
 		if got.Lowering != c.k || got.WGrad != c.want {

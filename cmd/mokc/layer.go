@@ -151,7 +151,7 @@ var scheduleFieldFlags = []fieldFlag{
 	scheduleFlag("group-m", "walk the persistent GEMMs' work items in groups of up to this many row tiles of one expert, so each weight slice is reused from L2 (0: column blocks fastest; docs/flags.md)", "Schedule.GroupM",
 		func(s *schedule.Schedule) any { return &s.GroupM }).keepingVariant(),
 	scheduleFlag("wgrad", "the backward's weight-gradient kernel: mma (any target), wgmma or wgmma-ws (sm_90a; warp-specialized); with --backward", "Schedule.WGrad",
-		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a (wgmma-ws with --lowering persistent), else mma").keepingVariant(),
+		func(s *schedule.Schedule) any { return &s.WGrad }).withDefault("wgmma on sm_90a (wgmma-ws with --lowering persistent and GEMM blocks of its 384 threads), else mma").keepingVariant(),
 	scheduleFlag("mx-gemm", "how an mxfp8 layer's routed GEMMs run on sm_90a: regfed (weights widened to bf16 in registers, bf16 wgmma), promote (e4m3 wgmma per 32-wide block) or expand (widened in shared memory); sm_100a takes promote only (docs/flags.md)", "Schedule.MXGemm",
 		func(s *schedule.Schedule) any { return &s.MXGemm }).withDefault("regfed on sm_90a with grouped weights, else promote").keepingVariant(),
 	scheduleFlag("gather", "where the forward's dispatched rows are gathered: fc1 (FC1 reads them from x at decode sizes, where it can), separate (a gather kernel at every T) or store-warps (as fc1, and with --lowering persistent FC1's store warps gather them instead of a gather phase at every T above the decode sizes, not only from --store-gather-min-rows); the same results (docs/flags.md)", "Schedule.Gather",
@@ -734,7 +734,7 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent backward ran 9-15%% slower than per-op's kernels on an H100 with its default weight gradients, wgmma-ws (qwen3-30b-a3b T = 1100, 2400, 4096; docs/perf.md, run 55)%s: its weight gradients and combine_grad are slower as phases; --lowering per-op is the faster backward for now\n", wgrad)
 	}
 	if unrun := persistentUnrun(l); len(unrun) > 0 {
-		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: built and assembled, not yet run on a GPU: %s (the presets' forwards, bf16 and mxfp8, and their bf16 backwards ran before these: docs/megakernel.md)\n", strings.Join(unrun, "; "))
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: built and assembled, not yet run on a GPU: %s (the presets' forwards, bf16 and mxfp8, their bf16 backwards and qwen3-30b-a3b's mxfp8 backward ran before these: docs/megakernel.md)\n", strings.Join(unrun, "; "))
 	}
 	return ps
 }

@@ -30,6 +30,8 @@ func TestPersistentNotes(t *testing.T) {
 		{[]string{"--model", "deepseek-v3"}, "", "not yet run"},
 		{[]string{"--model", "qwen3-30b-a3b", "--backward"}, `leaves out the GEMM variant "mid" (FC1 192x192x64, FC2 192x192x64 at T = 1600..3200, 12 MMA warps where the base GEMMs have 8): it would run in a persistent kernel of its own, but in this backward the weight gradients of wgmma-ws (--wgrad; the persistent backward's default on sm_90a)`, ""},
 		{[]string{"--model", "qwen3-30b-a3b", "--backward", "--wgrad", "wgmma"}, "", `leaves out the GEMM variant "mid"`},
+		// GEMM blocks of 256 threads: the row-wise weight gradients, not wgmma-ws's 384-thread blocks
+		{[]string{"--model", "qwen3-30b-a3b", "--backward", "--mma-warps", "4", "--fc1-tile", "64x128x64", "--fc2-tile", "64x128x64"}, "with --wgrad wgmma 18-20% slower", ""},
 		{[]string{"--model", "qwen3-30b-a3b", "--backward"}, "the persistent backward ran 9-15% slower than per-op's kernels", ""},
 		{[]string{"--model", "qwen3-30b-a3b", "--backward", "--wgrad", "wgmma"}, "run 55); with --wgrad wgmma 18-20% slower: its weight gradients", ""},
 		{[]string{"--model", "qwen3-30b-a3b"}, "", "the persistent backward ran"},
