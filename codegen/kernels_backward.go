@@ -175,9 +175,10 @@ func emitActivate(m *ir.Module, d dims, op moe.Activate) Kernel {
 // dot in a fixed order (with MX over the MXFP8 values of h: each 32-wide
 // block is 4 consecutive threads' 8 columns, mxValues8): thread j of a
 // row's G sums chunks j, j+G, ... of 8 columns, then its warp's lanes by
-// butterfly, then the row's warps in order, each plus +0 for each warp
-// short of utilThreads/32: the order of a block of utilThreads threads, so
-// every shape gives the same bits. 16-byte accesses.
+// butterfly, then the row's warps in order from +0, then +0 once for each
+// warp short of utilThreads/32: the order of a block of utilThreads
+// threads (whose idle warps add +0), so every shape gives the same bits.
+// 16-byte accesses.
 func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	N := int64(op.N)
 	G, R, P := actGradShape(d, N)
