@@ -3,9 +3,8 @@ package moe
 import (
 	"fmt"
 	"math"
-	"runtime"
-	"sync"
 
+	"github.com/mokc/mokc/internal/parallel"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/layouts"
 	"github.com/mokc/mokc/schedule"
@@ -323,7 +322,7 @@ func (in *interp) gemm(o GEMM) {
 			todo = append(todo, row{e, r})
 		}
 	}
-	inParallel(len(todo), nb*o.K, func(lo, hi int) {
+	parallel.Range(len(todo), nb*o.K, func(lo, hi int) {
 		pre := make([]float64, nb)
 		for _, w := range todo[lo:hi] {
 			e, r := w.e, w.r
@@ -362,33 +361,6 @@ func (in *interp) gemm(o GEMM) {
 			}
 		}
 	})
-}
-
-// inParallel runs f over [0, n) in contiguous chunks on up to GOMAXPROCS
-// goroutines and returns when every chunk is done; work is the cost of one
-// index (multiply-adds), so small loops stay on the calling goroutine. f
-// must write only what its own indices own: every value is then computed
-// as by one loop, in the same order, whatever the split.
-func inParallel(n, work int, f func(lo, hi int)) {
-	workers := parallelWorkers(n, work)
-	if workers <= 1 {
-		f(0, n)
-		return
-	}
-	var wg sync.WaitGroup
-	for i := range workers {
-		lo, hi := n*i/workers, n*(i+1)/workers
-		wg.Go(func() { f(lo, hi) })
-	}
-	wg.Wait()
-}
-
-// parallelWorkers is the goroutines inParallel runs n indices of work
-// multiply-adds each on: at most GOMAXPROCS and one per 2^20
-// multiply-adds, at least one.
-func parallelWorkers(n, work int) int {
-	const minWork = 1 << 20 // multiply-adds per chunk worth a goroutine
-	return max(1, min(runtime.GOMAXPROCS(0), n, n*work/minWork))
 }
 
 // sigmoidDot is sigmoid(x[t]·gate) rounded to fp32.
@@ -515,7 +487,7 @@ func (in *interp) weightGrad(o WeightGrad) {
 		}
 		// Each m's row of dw (and db[m]) sums over the rows in order, on
 		// one goroutine.
-		inParallel(M, (g[1]-g[0])*N, func(lo, hi int) {
+		parallel.Range(M, (g[1]-g[0])*N, func(lo, hi int) {
 			for r := g[0]; r < g[1]; r++ {
 				s, br := scale[r-g[0]], b[r*N:(r+1)*N]
 				for m := lo; m < hi; m++ {

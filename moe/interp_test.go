@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mokc/mokc/internal/parallel"
 	"github.com/mokc/mokc/schedule"
 )
 
@@ -392,7 +393,7 @@ func TestInterpretSaveFC1(t *testing.T) {
 }
 
 // TestInterpretParallel: the GEMMs and weight gradients of a layer large
-// enough to split over goroutines (inParallel) give every buffer bit for
+// enough to split over goroutines (parallel.Range) give every buffer bit for
 // bit what one goroutine gives, forward and backward.
 func TestInterpretParallel(t *testing.T) {
 	l := schedule.Layer{Hidden: 512, Intermediate: 256, Experts: 4, TopK: 2, SharedExperts: 1, SharedIntermediate: 128, Biases: true}
@@ -413,7 +414,7 @@ func TestInterpretParallel(t *testing.T) {
 		procs := runtime.GOMAXPROCS(4)
 		t.Cleanup(func() { runtime.GOMAXPROCS(procs) })
 		// the routed FC1's rows (about T·top-k of them) split 4 ways
-		if w := parallelWorkers(T*l.TopK/2, 2*l.Intermediate*l.Hidden); w != 4 {
+		if w := parallel.Workers(T*l.TopK/2, 2*l.Intermediate*l.Hidden); w != 4 {
 			t.Fatalf("FC1 over %d goroutines, want 4", w)
 		}
 		many, err := Interpret(p, T, bindMany)

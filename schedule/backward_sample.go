@@ -3,6 +3,8 @@ package schedule
 import (
 	"fmt"
 	"slices"
+
+	"github.com/mokc/mokc/internal/parallel"
 )
 
 // SampledGrads are the gradients BackwardSample computes: those of
@@ -127,7 +129,7 @@ func PickIntermediate[T float32 | float64](l Layer, cols []int, fc1, fc2 []T) (s
 	n := len(cols)
 	sub1 = pickRows(fc1, FC1Rows(l, cols), H)
 	sub2 = make([]T, H*n)
-	parallelRange(H, n, func(lo, hi int) {
+	parallel.Range(H, n, func(lo, hi int) {
 		for h := lo; h < hi; h++ {
 			src, dst := fc2[h*I:(h+1)*I], sub2[h*n:(h+1)*n]
 			for i, j := range cols {
@@ -141,7 +143,7 @@ func PickIntermediate[T float32 | float64](l Layer, cols []int, fc1, fc2 []T) (s
 // pickRows returns the rows rows of a row-major matrix with width columns.
 func pickRows[T float32 | float64](a []T, rows []int, width int) []T {
 	out := make([]T, len(rows)*width)
-	parallelRange(len(rows), width, func(lo, hi int) {
+	parallel.Range(len(rows), width, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			copy(out[i*width:(i+1)*width], a[rows[i]*width:(rows[i]+1)*width])
 		}
@@ -345,7 +347,7 @@ func (ex *expertInputs) backward(le Layer, w Weights, slots []int, mg *MainGrads
 	}
 	xe, dye := make([]float32, m*H), make([]float32, m*H)
 	re := Routing{IDs: make([]int32, m), Weights: make([]float32, m)}
-	parallelRange(m, 2*H, func(lo, hi int) {
+	parallel.Range(m, 2*H, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			s := slots[j]
 			t := s / K
@@ -461,7 +463,7 @@ func (g *WeightGen) sharedBackward(x, dy []float32, rows []int, grads bool, out 
 		rs.IDs[j] = -1
 		pos[t] = j
 	}
-	parallelRange(n, 2*H, func(lo, hi int) {
+	parallel.Range(n, 2*H, func(lo, hi int) {
 		for j := lo; j < hi; j++ {
 			t := tokens[j]
 			copy(xs[j*H:(j+1)*H], x[t*H:(t+1)*H])

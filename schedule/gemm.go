@@ -1,10 +1,6 @@
 package schedule
 
-import (
-	"runtime"
-	"sync"
-	"sync/atomic"
-)
+import "github.com/mokc/mokc/internal/parallel"
 
 // This file holds the float64 matrix kernel of the CPU reference. Every
 // product of the reference is one call of gemmNT; each output element is
@@ -14,10 +10,6 @@ import (
 // gemmBlock is the number of B rows a worker converts to float64 and then
 // multiplies with every row of A.
 const gemmBlock = 16
-
-// serialWork is the number of multiply-adds below which a product runs on
-// the calling goroutine.
-const serialWork = 1 << 16
 
 // gemmNT computes c(i, j) = sum over p < k of a[i*k+p] * b[j*k+p] for i < m,
 // j < n (A [m,k] and B [n,k], both row-major; with bT, B is given as its
@@ -85,7 +77,7 @@ func gemmNT[TB float32 | float64](m, n, k int, a []float64, b []TB, bT bool, out
 		}
 	}
 	// The serial cutoff compares m*n*k multiply-adds (rounded up per block).
-	parallelWith(blocks, (m*n*k+blocks-1)/blocks, func() []float64 { return make([]float64, gemmBlock*k) }, work)
+	parallel.With(blocks, (m*n*k+blocks-1)/blocks, func() []float64 { return make([]float64, gemmBlock*k) }, work)
 }
 
 // dot returns the float64 dot product of a and b (len(b) >= len(a)),
@@ -121,45 +113,4 @@ func dot2x4(a0, a1, b0, b1, b2, b3 []float64) (c00, c01, c02, c03, c10, c11, c12
 		c13 += float64(x1 * y3)
 	}
 	return
-}
-
-// parallelFor runs f(i) for i in 0..n-1 on up to GOMAXPROCS goroutines.
-// work is the approximate cost of one call in multiply-adds; cheap loops run
-// serially.
-func parallelFor(n, work int, f func(i int)) {
-	parallelWith(n, work, func() struct{} { return struct{}{} }, func(_ struct{}, i int) { f(i) })
-}
-
-// parallelWith is parallelFor with per-goroutine state: each goroutine (or
-// the one serial loop) calls newState once and passes the result to every
-// f it runs.
-func parallelWith[S any](n, work int, newState func() S, f func(state S, i int)) {
-	workers := runtime.GOMAXPROCS(0)
-	if workers > n {
-		workers = n
-	}
-	if workers <= 1 || n*work < serialWork {
-		st := newState()
-		for i := 0; i < n; i++ {
-			f(st, i)
-		}
-		return
-	}
-	var next atomic.Int64
-	var wg sync.WaitGroup
-	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			st := newState()
-			for {
-				i := int(next.Add(1) - 1)
-				if i >= n {
-					return
-				}
-				f(st, i)
-			}
-		}()
-	}
-	wg.Wait()
 }

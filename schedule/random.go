@@ -5,6 +5,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"sort"
+
+	"github.com/mokc/mokc/internal/parallel"
 )
 
 // This file generates realistic, deterministic test inputs: every value is
@@ -48,7 +50,7 @@ func RandomWeights(l Layer, seed uint64) (Weights, error) {
 		w.FC1Bias, w.FC2Bias = make([][]float32, E), make([][]float32, E)
 	}
 	a1 := 6 / math.Sqrt(float64(H))
-	parallelFor(E, 3*I*H, func(e int) {
+	parallel.For(E, 3*I*H, func(e int) {
 		rng := stream(seed, 2, e)
 		w.FC1[e] = make([]float32, 2*I*H)
 		w.FC2[e] = make([]float32, H*I)
@@ -63,7 +65,7 @@ func RandomWeights(l Layer, seed uint64) (Weights, error) {
 	})
 	S, Is := l.SharedExperts, l.SharedIntermediate
 	w.SharedFC1, w.SharedFC2 = make([][]float32, S), make([][]float32, S)
-	parallelFor(S, 3*Is*H, func(s int) {
+	parallel.For(S, 3*Is*H, func(s int) {
 		rng := stream(seed, 3, s)
 		w.SharedFC1[s] = make([]float32, 2*Is*H)
 		w.SharedFC2[s] = make([]float32, H*Is)
@@ -107,7 +109,7 @@ func GenerateRouting(l Layer, x []float32, seed uint64) (Routing, error) {
 	if scale == 0 {
 		scale = 1
 	}
-	parallelFor(T, E*8, func(t int) {
+	parallel.For(T, E*8, func(t int) {
 		s := scores(r.Score, logits[t*E:t*E+E])
 		allowed := make([]bool, E)
 		for e := range allowed {
@@ -318,7 +320,7 @@ const hashChunk = 1 << 15
 // fillBits writes the elements of one tensor of one expert as bf16 bits.
 func (g *WeightGen) fillBits(dst []uint16, tensor, expert int) {
 	key, tab, n := g.key(tensor, expert), g.tab[tensor], len(dst)
-	parallelFor((n+hashChunk-1)/hashChunk, hashChunk, func(c int) {
+	parallel.For((n+hashChunk-1)/hashChunk, hashChunk, func(c int) {
 		bitsChunk(dst[c*hashChunk:min(n, (c+1)*hashChunk)], key, tab, c)
 	})
 }
@@ -326,7 +328,7 @@ func (g *WeightGen) fillBits(dst []uint16, tensor, expert int) {
 // fillF32 writes the same values as fillBits, widened to float32 (exact).
 func (g *WeightGen) fillF32(dst []float32, tensor, expert int) {
 	key, tab, n := g.key(tensor, expert), g.tab[tensor], len(dst)
-	parallelWith((n+hashChunk-1)/hashChunk, hashChunk, func() []uint16 { return make([]uint16, hashChunk) }, func(buf []uint16, c int) {
+	parallel.With((n+hashChunk-1)/hashChunk, hashChunk, func() []uint16 { return make([]uint16, hashChunk) }, func(buf []uint16, c int) {
 		d := dst[c*hashChunk : min(n, (c+1)*hashChunk)]
 		bits := buf[:len(d)]
 		bitsChunk(bits, key, tab, c)

@@ -2,6 +2,8 @@ package schedule
 
 import (
 	"fmt"
+
+	"github.com/mokc/mokc/internal/parallel"
 )
 
 // Weights holds a layer's parameters for the CPU reference. Values are
@@ -318,7 +320,7 @@ func (m mlp) forward(X []float64, n int) (pre, h, o []float64) {
 		}
 	})
 	h = make([]float64, n*I)
-	parallelFor(n, 8*I, func(i int) {
+	parallel.For(n, 8*I, func(i int) {
 		for j := 0; j < I; j++ {
 			g, u := m.gu(j)
 			h[i*I+j] = m.act.forward(pre[i*2*I+g], pre[i*2*I+u])
@@ -367,7 +369,7 @@ func transpose[T float32 | float64](a []T, rows, cols int) []T {
 	out := make([]T, rows*cols)
 	const blk = 32
 	nr := (rows + blk - 1) / blk
-	parallelFor(nr, blk*cols, func(b int) {
+	parallel.For(nr, blk*cols, func(b int) {
 		r0, r1 := b*blk, min(b*blk+blk, rows)
 		for c0 := 0; c0 < cols; c0 += blk {
 			c1 := min(c0+blk, cols)
@@ -391,7 +393,7 @@ func (m mlp) backward(X, pre, h, dO []float64, n int, g mlpGrads, gd GradDType) 
 	dh := make([]float64, n*I)
 	gemmNT(n, I, H, dO, m.fc2, true, func(i, j0 int, v []float64) { copy(dh[i*I+j0:], v) })
 	dpre := make([]float64, n*2*I)
-	parallelFor(n, 8*I, func(i int) {
+	parallel.For(n, 8*I, func(i int) {
 		for j := 0; j < I; j++ {
 			gi, ui := m.gu(j)
 			dg, du := m.act.backward(pre[i*2*I+gi], pre[i*2*I+ui], dh[i*I+j])
@@ -416,7 +418,7 @@ func (m mlp) backward(X, pre, h, dO []float64, n int, g mlpGrads, gd GradDType) 
 	// summed in increasing row; the goroutines split the columns.
 	colSum := func(dst []float32, a []float64, cols int) {
 		s := make([]float64, cols)
-		parallelRange(cols, n, func(lo, hi int) {
+		parallel.Range(cols, n, func(lo, hi int) {
 			for i := 0; i < n; i++ {
 				for j, v := range a[i*cols+lo : i*cols+hi] {
 					s[lo+j] += v
@@ -454,7 +456,7 @@ func (p *problem) routesByExpert(rows []int) [][]int {
 func (p *problem) expertInput(rows, slots []int) []float64 {
 	H, K := p.l.Hidden, p.l.TopK
 	X := make([]float64, len(slots)*H)
-	parallelRange(len(slots), H, func(lo, hi int) {
+	parallel.Range(len(slots), H, func(lo, hi int) {
 		for i, s := range slots[lo:hi] {
 			t := rows[s/K]
 			scale := 1.0
@@ -473,7 +475,7 @@ func (p *problem) expertInput(rows, slots []int) []float64 {
 func (p *problem) rowsX(rows []int) []float64 {
 	H := p.l.Hidden
 	X := make([]float64, len(rows)*H)
-	parallelRange(len(rows), H, func(lo, hi int) {
+	parallel.Range(len(rows), H, func(lo, hi int) {
 		for i, t := range rows[lo:hi] {
 			for c, v := range p.x[t*H : t*H+H] {
 				X[(lo+i)*H+c] = float64(v)
@@ -491,7 +493,7 @@ func (p *problem) gateZ(X []float64, n int) []float64 {
 	for c, v := range p.w.SharedGate {
 		g[c] = float64(v)
 	}
-	parallelRange(n, H, func(lo, hi int) {
+	parallel.Range(n, H, func(lo, hi int) {
 		for i := lo; i < hi; i++ {
 			z[i] = dot(X[i*H:i*H+H], g)
 		}
@@ -513,7 +515,7 @@ func (p *problem) forwardRows(rows []int) []float64 {
 		}
 		if l.SharedGate {
 			z := p.gateZ(X, n)
-			parallelRange(n, H, func(lo, hi int) {
+			parallel.Range(n, H, func(lo, hi int) {
 				for i := lo; i < hi; i++ {
 					sg := sigmoid(z[i])
 					for c := 0; c < H; c++ {
@@ -530,7 +532,7 @@ func (p *problem) forwardRows(rows []int) []float64 {
 			continue
 		}
 		_, _, o := p.routedMLP(e).forward(p.expertInput(rows, slots), len(slots))
-		parallelRange(len(slots), H, func(lo, hi int) {
+		parallel.Range(len(slots), H, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				s := slots[i]
 				copy(out[s*H:s*H+H], o[i*H:i*H+H])
@@ -538,7 +540,7 @@ func (p *problem) forwardRows(rows []int) []float64 {
 		})
 	}
 	// Combine in fixed slot order; a -1 slot reads no weight.
-	parallelRange(n, K*H, func(lo, hi int) {
+	parallel.Range(n, K*H, func(lo, hi int) {
 		for r := lo; r < hi; r++ {
 			t := rows[r]
 			for k := 0; k < K; k++ {
@@ -688,7 +690,7 @@ func Backward(l Layer, w Weights, x []float32, r Routing, dy []float32, mg *Main
 		X := p.expertInput(rows, slots)
 		pre, h, o := m.forward(X, n)
 		dO := make([]float64, n*H)
-		parallelRange(n, 2*H, func(lo, hi int) {
+		parallel.Range(n, 2*H, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				s := slots[i]
 				t := s / K
@@ -704,7 +706,7 @@ func Backward(l Layer, w Weights, x []float32, r Routing, dy []float32, mg *Main
 		})
 		dX := m.backward(X, pre, h, dO, n,
 			mlpGrads{pick(mg.FC1, e), pick(mg.FC2, e), pick(mg.FC1Bias, e), pick(mg.FC2Bias, e)}, l.MainGrad)
-		parallelRange(n, 2*H, func(lo, hi int) {
+		parallel.Range(n, 2*H, func(lo, hi int) {
 			for i := lo; i < hi; i++ {
 				s := slots[i]
 				t := s / K
@@ -724,7 +726,7 @@ func Backward(l Layer, w Weights, x []float32, r Routing, dy []float32, mg *Main
 		X := p.rowsX(rows)
 		var z []float64
 		dOs := make([]float64, T*H)
-		parallelRange(T*H, 1, func(lo, hi int) {
+		parallel.Range(T*H, 1, func(lo, hi int) {
 			for i, v := range dy[lo:hi] {
 				dOs[lo+i] = float64(v)
 			}
@@ -739,7 +741,7 @@ func Backward(l Layer, w Weights, x []float32, r Routing, dy []float32, mg *Main
 			// dm = sigmoid(z)*dy; dz = <dy, m> * sigmoid'(z).
 			z = p.gateZ(X, T)
 			dz := make([]float64, T)
-			parallelRange(T, (l.SharedExperts+3)*H, func(lo, hi int) {
+			parallel.Range(T, (l.SharedExperts+3)*H, func(lo, hi int) {
 				for t := lo; t < hi; t++ {
 					var mdy float64
 					for c := 0; c < H; c++ {
@@ -763,7 +765,7 @@ func Backward(l Layer, w Weights, x []float32, r Routing, dy []float32, mg *Main
 				// s[c] = sum over t of dz[t]*x[t][c], in increasing t; the
 				// goroutines split the columns.
 				s := make([]float64, H)
-				parallelRange(H, T, func(lo, hi int) {
+				parallel.Range(H, T, func(lo, hi int) {
 					for t := 0; t < T; t++ {
 						for c, v := range X[t*H+lo : t*H+hi] {
 							s[lo+c] += dz[t] * v
@@ -779,7 +781,7 @@ func Backward(l Layer, w Weights, x []float32, r Routing, dy []float32, mg *Main
 			addTo(g.DX, dX)
 		}
 	}
-	parallelRange(T, K*H, func(lo, hi int) {
+	parallel.Range(T, K*H, func(lo, hi int) {
 		for t := lo; t < hi; t++ {
 			for k := 0; k < K; k++ {
 				if p.ids[t*K+k] < 0 {
