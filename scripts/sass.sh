@@ -12,6 +12,12 @@
 # cuobjdump and the nvdisasm it runs from PyPI's nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm
 # (CUDA 13; there are no CUDA 12 wheels of them), which it fetches into .toolchain/cuobjdump on
 # first use (about 5.5 MB). Not needed by the tests.
+#
+# With MOKC_SASS_JIT=1 it assembles with ptxas 13.0 instead (PyPI nvidia-cuda-nvcc 13.0.88,
+# fetched into .toolchain/cuobjdump/ptxas-13.0 on first use, a 37 MB wheel): the offsets of its
+# SASS then matched those compute-sanitizer reported for the kernels the device machines' driver
+# compiled from our PTX (racecheck's moe_backward+0x21a80, docs/runs/run56/call1), so a hazard's
+# offsets can be read here, without device time.
 set -euo pipefail
 [ $# -ge 2 ] || { sed -n '6p' "$0" >&2; exit 2; }
 ptx=$1 kernel=$2 arch=${3:-sm_90a}
@@ -33,9 +39,21 @@ if [ ! -x "$dir/cuobjdump" ] || [ ! -x "$dir/nvdisasm" ]; then
 	echo "nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm $version (PyPI)" >"$dir/VERSION"
 	rm -rf "$work"
 fi
+ptxas=$MOKC_PTXAS_SM100
+if [ "${MOKC_SASS_JIT:-}" = 1 ]; then
+	ptxas=$dir/ptxas-13.0
+	if [ ! -x "$ptxas" ]; then
+		work=$(mktemp -d)
+		python3 -m pip download -q --no-deps --only-binary=:all: -d "$work" "nvidia-cuda-nvcc==13.0.88" >&2
+		python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); open(sys.argv[2], "wb").write(z.read(sys.argv[3]))' \
+			"$work"/*.whl "$ptxas" "nvidia/cu13/bin/ptxas"
+		chmod +x "$ptxas"
+		rm -rf "$work"
+	fi
+fi
 cubin=$(mktemp --suffix=.cubin)
 trap 'rm -f "$cubin"' EXIT
-"$MOKC_PTXAS_SM100" -arch="$arch" -o "$cubin" "$ptx"
+"$ptxas" -arch="$arch" -o "$cubin" "$ptx"
 out=$(NVDISASM_PATH="$dir" PATH="$dir:$PATH" "$dir/cuobjdump" -sass -fun "$kernel" "$cubin")
 grep -q "Function : $kernel\$" <<<"$out" || { echo "sass.sh: no kernel $kernel in $ptx" >&2; exit 1; }
 printf '%s\n' "$out"
