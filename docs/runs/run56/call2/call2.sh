@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
-# run 56 call 2 (about 6 minutes; written in run 55, not run). Carry: `make device-bins` of main, then
+# run 56 call 2 (about 5 minutes; written in run 55, cut to one timed round at T = 4096 in run 56,
+# whose device time went on failed starts). Carry: `make device-bins` of main (or its CLI alone), then
 # the CLIs of two branches, each built with `make device-old-cli REV=<branch>` and renamed:
 # .carry/mokc-ws.gz (branch ws-epilogue: wgmma-ws's epilogue with 16 main-grad pairs in flight, not
 # 8) and .carry/mokc-cgr.gz (branch combine-grad-rows: combine_grad's dots loaded together, two
 # tokens per virtual block persistent). Both keep main's sums, so main's bits: grads_sha256 of each
 # against main's on qwen3-30b-a3b (T = 300, 4096), gpt-oss-20b (T = 200: FC2 biases) and
 # llama4-scout (T = 64: the weight on the input); racecheck of each persistent backward; then the
-# backward at qwen3-30b-a3b T = 4096 and 1100, alternated, two rounds, and the phases at 4096.
+# backward at qwen3-30b-a3b T = 4096 (main, both branches, per-op) and the phases at 4096.
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
@@ -32,16 +33,14 @@ mokc=$ws san racecheck ws-q3-300 50 --model qwen3-30b-a3b --tokens 300 --backwar
 mokc=$cgr san racecheck cgr-gptoss-200 50 --model gpt-oss-20b --tokens 200 --backward
 BENCH_BUDGET=500
 B="--model qwen3-30b-a3b --iters 10 --backward"
-for r in 1 2; do
-	for T in 4096 1100; do
+for r in 1; do
+	for T in 4096; do
 		bench "main-pers-T$T-r$r" "$PWD/.carry/mokc" $T $B $P
 		bench "ws-pers-T$T-r$r" "$ws" $T $B $P
 		bench "cgr-pers-T$T-r$r" "$cgr" $T $B $P
 		bench "main-perop-T$T-r$r" "$PWD/.carry/mokc" $T $B
 	done
 done
-bench main-perop-ws-T4096 "$PWD/.carry/mokc" 4096 $B --wgrad wgmma-ws
-bench ws-perop-ws-T4096 "$ws" 4096 $B --wgrad wgmma-ws
 bench ws-phases-T4096 "$ws" 4096 $B $P --phases
 bench cgr-phases-T4096 "$cgr" 4096 $B $P --phases
 grep -hv "^{" "$O/bench.jsonl" >>"$S"
