@@ -83,6 +83,8 @@ device-old-cli: toolchain
 ## ignored .slim/ so that the tree and .carry/ stay within the 64 MiB that travel to the GPU
 ## machine; device-unslim puts it back (run it before any git command that touches golden/)
 device-slim:
+	@if [[ -d golden/testdata && -d .slim/golden-testdata ]]; then \
+		echo "device-slim: golden/testdata and .slim/golden-testdata both exist (a git command brought golden/ back): remove one (they hold the same files when the checkout is main's), then run it again" >&2; exit 1; fi
 	@if [[ -d golden/testdata ]]; then mkdir -p .slim && mv golden/testdata .slim/golden-testdata; fi
 	@du -sh --exclude=.git --exclude=.toolchain --exclude=.slim . | sed 's/\t.*/ travel (tree and .carry)/'
 
