@@ -263,11 +263,9 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	lw := &perOp{src: p, sched: s, eng: eng, mod: ir.NewModule("moe_" + l.Name)}
 	lw.prog = &Program{Layer: l.Name, Target: s.Target.String(), Module: lw.mod.IR, Source: p}
 	lw.d = dims{H: l.Hidden, I: l.Intermediate, E: l.Experts, K: l.TopK}
-	if s.Lowering == schedule.LoweringPersistent {
-		lw.d.gatherPerWarp, lw.d.combinePerBlock = persistGatherPerWarp, persistCombinePerBlock
-	}
 	lw.variant, lw.hasVariant = s.VariantSchedule()
 	if s.Lowering == schedule.LoweringPersistent {
+		lw.d.gatherPerWarp, lw.d.combinePerBlock = persistGatherPerWarp, persistCombinePerBlock
 		// act_grad's blocks (the backward's) take at most utilThreads, as
 		// the other row-wise phases, and no more than its smallest GEMM
 		// block, the base tiles' or the variant's (the decode tiles are
