@@ -25,9 +25,12 @@
 #                           # persistent forward (`mokc run --lowering persistent --wait-limit 0`,
 #                           # more flags after it), bounded by SECONDS, its log to $O/TOOL-LABEL.log and
 #                           # its summary line to $S; skipped once left (SAN_BUDGET - SECONDS) fails
-#                           # (SAN_BUDGET: 560 by default)
-#   old_cli                 # the CLI `make device-old-cli REV=...` carried (.carry/mokc-old.gz),
-#                           # unpacked to .carry/mokc-old; sets $old to it
+#                           # (SAN_BUDGET: 560 by default; SAN_FLAGS: more compute-sanitizer flags,
+#                           # e.g. "--racecheck-report hazard --print-limit 100" for each hazard's
+#                           # threads, block and address); `mokc=BIN san ...` checks another CLI
+#   carried NAME            # prints the path of the CLI carried as .carry/mokc-NAME.gz (`make
+#                           # device-old-cli REV=...`, renamed), unpacked to .carry/mokc-NAME
+#   old_cli                 # carried old: sets $old to the CLI of .carry/mokc-old.gz
 #   bench_kernels           # per bench.jsonl entry timed with --kernels: its label, median and each
 #                           # kernel's median (µs), to $S
 #   pack_logs               # every file of $O but summary.txt, bench.jsonl and earlier packs into
@@ -99,14 +102,18 @@ san() {
 		echo "skipped $tool $label" >>"$S"
 		return
 	}
-	timeout -k 10 "$t" compute-sanitizer --tool "$tool" --error-exitcode 9 "$mokc" run --target sm_90a --repeat 1 \
+	# shellcheck disable=SC2086 # SAN_FLAGS holds several flags
+	timeout -k 10 "$t" compute-sanitizer --tool "$tool" --error-exitcode 9 ${SAN_FLAGS:-} "$mokc" run --target sm_90a --repeat 1 \
 		--lowering persistent --wait-limit 0 "$@" >"$O/$tool-$label.log" 2>&1
 	echo "$tool $label rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/$tool-$label.log" | tail -1)" >>"$S"
 }
 
+carried() {
+	gunzip -c "$PWD/.carry/mokc-$1.gz" >"$PWD/.carry/mokc-$1" && chmod +x "$PWD/.carry/mokc-$1" && echo "$PWD/.carry/mokc-$1"
+}
+
 old_cli() {
-	gunzip -c "$PWD/.carry/mokc-old.gz" >"$PWD/.carry/mokc-old" && chmod +x "$PWD/.carry/mokc-old"
-	old=$PWD/.carry/mokc-old
+	old=$(carried old)
 }
 
 bench_kernels() {

@@ -27,29 +27,27 @@ repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 [ -n "${MOKC_PTXAS_SM100:-}" ] || { echo "sass.sh: no ptxas 12.9 (run make toolchain)" >&2; exit 1; }
 dir="$repo/.toolchain/cuobjdump"
 version=13.5.37
-if [ ! -x "$dir/cuobjdump" ] || [ ! -x "$dir/nvdisasm" ]; then
+# fetch WHEEL==VERSION MEMBER DEST: the one file MEMBER of a PyPI wheel, executable, at DEST
+fetch() {
+	local work
 	work=$(mktemp -d)
+	python3 -m pip download -q --no-deps --only-binary=:all: -d "$work" "$1" >&2
+	python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); open(sys.argv[2], "wb").write(z.read(sys.argv[3]))' \
+		"$work"/*.whl "$3" "$2"
+	chmod +x "$3"
+	rm -rf "$work"
+}
+if [ ! -x "$dir/cuobjdump" ] || [ ! -x "$dir/nvdisasm" ]; then
 	mkdir -p "$dir"
 	for t in cuobjdump nvdisasm; do
-		python3 -m pip download -q --no-deps --only-binary=:all: -d "$work/$t" "nvidia-cuda-$t==$version" >&2
-		python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); open(sys.argv[2], "wb").write(z.read(sys.argv[3]))' \
-			"$work/$t"/*.whl "$dir/$t" "nvidia/cu13/bin/$t"
-		chmod +x "$dir/$t"
+		fetch "nvidia-cuda-$t==$version" "nvidia/cu13/bin/$t" "$dir/$t"
 	done
 	echo "nvidia-cuda-cuobjdump and nvidia-cuda-nvdisasm $version (PyPI)" >"$dir/VERSION"
-	rm -rf "$work"
 fi
 ptxas=$MOKC_PTXAS_SM100
 if [ "${MOKC_SASS_JIT:-}" = 1 ]; then
 	ptxas=$dir/ptxas-13.0
-	if [ ! -x "$ptxas" ]; then
-		work=$(mktemp -d)
-		python3 -m pip download -q --no-deps --only-binary=:all: -d "$work" "nvidia-cuda-nvcc==13.0.88" >&2
-		python3 -c 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); open(sys.argv[2], "wb").write(z.read(sys.argv[3]))' \
-			"$work"/*.whl "$ptxas" "nvidia/cu13/bin/ptxas"
-		chmod +x "$ptxas"
-		rm -rf "$work"
-	fi
+	[ -x "$ptxas" ] || fetch "nvidia-cuda-nvcc==13.0.88" "nvidia/cu13/bin/ptxas" "$ptxas"
 fi
 cubin=$(mktemp --suffix=.cubin)
 trap 'rm -f "$cubin"' EXIT

@@ -11,9 +11,8 @@
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
-for v in ws cgr; do gunzip -c .carry/mokc-$v.gz >.carry/mokc-$v && chmod +x .carry/mokc-$v; done
-ws=$PWD/.carry/mokc-ws
-cgr=$PWD/.carry/mokc-cgr
+ws=$(carried ws)
+cgr=$(carried cgr)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.limit --format=csv,noheader >>"$S"
 RUN_TIMEOUT=80
 P="--lowering persistent"
@@ -33,14 +32,10 @@ mokc=$ws san racecheck ws-q3-300 50 --model qwen3-30b-a3b --tokens 300 --backwar
 mokc=$cgr san racecheck cgr-gptoss-200 50 --model gpt-oss-20b --tokens 200 --backward
 BENCH_BUDGET=500
 B="--model qwen3-30b-a3b --iters 10 --backward"
-for r in 1; do
-	for T in 4096; do
-		bench "main-pers-T$T-r$r" "$PWD/.carry/mokc" $T $B $P
-		bench "ws-pers-T$T-r$r" "$ws" $T $B $P
-		bench "cgr-pers-T$T-r$r" "$cgr" $T $B $P
-		bench "main-perop-T$T-r$r" "$PWD/.carry/mokc" $T $B
-	done
-done
+bench main-pers-T4096 "$mokc" 4096 $B $P
+bench ws-pers-T4096 "$ws" 4096 $B $P
+bench cgr-pers-T4096 "$cgr" 4096 $B $P
+bench main-perop-T4096 "$mokc" 4096 $B
 bench ws-phases-T4096 "$ws" 4096 $B $P --phases
 bench cgr-phases-T4096 "$cgr" 4096 $B $P --phases
 grep -hv "^{" "$O/bench.jsonl" >>"$S"

@@ -11,18 +11,13 @@
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
-gunzip -c .carry/mokc-l0.gz >.carry/mokc-l0 && chmod +x .carry/mokc-l0
-l0=$PWD/.carry/mokc-l0
+l0=$(carried l0)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.limit --format=csv,noheader >>"$S"
-rc() { # LABEL BIN T
-	timeout -k 10 70 compute-sanitizer --tool racecheck --racecheck-report hazard --print-limit 100 "$2" run --target sm_90a --repeat 1 \
-		--lowering persistent --wait-limit 0 --model qwen3-30b-a3b --tokens "$3" --backward >"$O/hazards-$1.log" 2>&1
-	echo "racecheck $1 T=$3 rc=$? $(grep 'RACECHECK SUMMARY' "$O/hazards-$1.log")" >>"$S"
-	grep -v "^mokc" "$O/hazards-$1.log" | head -c 12000 >"$O/hazards-$1-head.log"
-	rm -f "$O/hazards-$1.log"
-}
-rc l0-300a "$l0" 300
-rc l0-300b "$l0" 300
+SAN_BUDGET=200
+export SAN_FLAGS="--racecheck-report hazard --print-limit 100"
+mokc=$l0 san racecheck l0-300a 70 --model qwen3-30b-a3b --tokens 300 --backward
+mokc=$l0 san racecheck l0-300b 70 --model qwen3-30b-a3b --tokens 300 --backward
+unset SAN_FLAGS
 echo "racecheck done $(($(date +%s) - START)) s" >>"$S"
 RUN_TIMEOUT=60
 for v in main l0; do
@@ -32,12 +27,10 @@ for v in main l0; do
 	run_json "$v-pers-bwd" "$bin" qwen3-30b-a3b bf16 300,4096 --backward --lowering persistent
 done
 BENCH_BUDGET=560
-for r in 1; do
-	bench "main-pers-fwd-r$r" "$mokc" 4096 --model qwen3-30b-a3b --iters 20 --lowering persistent
-	bench "l0-pers-fwd-r$r" "$l0" 4096 --model qwen3-30b-a3b --iters 20 --lowering persistent
-done
+bench main-pers-fwd "$mokc" 4096 --model qwen3-30b-a3b --iters 20 --lowering persistent
+bench l0-pers-fwd "$l0" 4096 --model qwen3-30b-a3b --iters 20 --lowering persistent
 grep -hv "^{" "$O/bench.jsonl" >>"$S"
 rm -f "$O/tmp.json"
 echo "done $(($(date +%s) - START)) s" >>"$S"
-cat "$S"; head -c 3000 "$O"/hazards-l0-300a-head.log
+cat "$S"; grep -v "^mokc" "$O"/racecheck-l0-300a.log | head -c 3000
 pack_logs

@@ -6,14 +6,9 @@
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
-gunzip -c .carry/mokc-l0.gz >.carry/mokc-l0 && chmod +x .carry/mokc-l0
-l0=$PWD/.carry/mokc-l0
+l0=$(carried l0)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.limit --format=csv,noheader >>"$S"
-timeout -k 10 70 compute-sanitizer --tool racecheck --racecheck-report hazard --print-limit 100 "$l0" run --target sm_90a --repeat 1 \
-	--lowering persistent --wait-limit 0 --model qwen3-30b-a3b --tokens 300 --backward >"$O/hazards-l0-300.log" 2>&1
-echo "racecheck l0 T=300 rc=$? $(grep 'RACECHECK SUMMARY' "$O/hazards-l0-300.log")" >>"$S"
-grep -v "^mokc" "$O/hazards-l0-300.log" | head -c 12000 >"$O/hazards-l0-300-head.log"
-rm -f "$O/hazards-l0-300.log"
+SAN_FLAGS="--racecheck-report hazard --print-limit 100" mokc=$l0 san racecheck l0-300 70 --model qwen3-30b-a3b --tokens 300 --backward
 RUN_TIMEOUT=40
 for v in main l0; do
 	bin=$mokc
@@ -22,5 +17,5 @@ for v in main l0; do
 	run_json "$v-pers-bwd" "$bin" qwen3-30b-a3b bf16 300 --backward --lowering persistent
 done
 echo "done $(($(date +%s) - START)) s" >>"$S"
-cat "$S"; head -c 3000 "$O"/hazards-l0-300-head.log
+cat "$S"; grep -v "^mokc" "$O"/racecheck-l0-300.log | head -c 3000
 pack_logs

@@ -13,8 +13,7 @@
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
-gunzip -c .carry/mokc-wpe.gz >.carry/mokc-wpe && chmod +x .carry/mokc-wpe
-wpe=$PWD/.carry/mokc-wpe
+wpe=$(carried wpe)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.limit --format=csv,noheader >>"$S"
 RUN_TIMEOUT=80
 P="--lowering persistent"
