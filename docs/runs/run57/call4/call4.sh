@@ -39,7 +39,7 @@ mokc=$l0 san racecheck l0-q3-300 70 --model qwen3-30b-a3b --tokens 300 --backwar
 mokc=$cw san racecheck cw-q3-300 70 --model qwen3-30b-a3b --tokens 300 --backward
 unset SAN_FLAGS
 echo "racecheck done $(($(date +%s) - START)) s" >>"$S"
-BENCH_BUDGET=540
+BENCH_BUDGET=450
 B="--model qwen3-30b-a3b --iters 10 --backward $P"
 bench main-pers-bwd-T4096 "$mokc" 4096 $B
 bench wpe-pers-bwd-T4096 "$wpe" 4096 $B

@@ -33,7 +33,7 @@ for tool in racecheck synccheck; do
 		--tokens 300 $CB >"$O/$tool-csb.log" 2>&1
 	echo "$tool csb rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$O/$tool-csb.log" | tail -1)" >>"$S"
 done
-BENCH_BUDGET=420
+BENCH_BUDGET=300
 for m in qwen3-30b-a3b mixtral-8x7b; do
 	B="--model $m --iters 20 --kernels"
 	bench "main-queue-$m" "$mokc" 4096 $B
@@ -44,7 +44,7 @@ done
 bench_kernels
 M="lts__t_bytes.sum,lts__t_sectors_srcunit_tex_op_read.sum,lts__t_sectors_srcunit_tex_op_read_lookup_hit.sum,dram__bytes_read.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,gpu__time_duration.sum"
 for v in fixed csb; do
-	left 540 || break
+	left 380 || break
 	bin=$mokc A="--items fixed"
 	[ $v = csb ] && bin=$csb A=$CB
 	timeout 60 ncu --clock-control none --metrics "$M" -k 'regex:^moe_fc1$' --launch-skip 2 --launch-count 1 \
