@@ -58,8 +58,11 @@ const (
 // and carry the ring's stage and phase from one to the next, so the
 // producer fills the next tile's first stages while the consumers store
 // the last one's sums. Tiles of experts without rows are skipped by both.
-// The bias gradient is emitWeightGradBias's.
-func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
+// The bias gradient is emitWeightGradBias's. As a phase of a persistent
+// kernel (phase) each role gives its registers back at its end
+// (wsGiveBack) and thread 0 then invalidates the ring's mbarriers, as a
+// GEMM phase does (sm90Layout.giveBack, invalBars).
+func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, phase bool) (Kernel, error) {
 	tm, tn := int64(64*wsWG), int64(wsN)
 	tl, err := newWGradTiles(op, int(tm), int(tn), wsRows)
 	if err != nil {
@@ -107,6 +110,7 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 			return ld.emit(b, op, w, base, ring, stage, phase)
 		})
 		b.cpAsyncWait(0) // the last copies land before the producer threads exit
+		wsGiveBack(b, phase, threads, wsProdRegs, launchRegs)
 	}, func() {
 		b.SetMaxNReg(true, mmaRegs)
 		c := b.AddI(wg, -1)
@@ -122,9 +126,21 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 			b.wgradStorePairs(op, w.e, w.m0, w.n0, b.wgmmaPairGroups(c, lane, warp, acc, wsN))
 			return []value.Value{s2, p2}
 		})
+		wsGiveBack(b, phase, threads, mmaRegs, launchRegs)
 	})
 	if err != nil {
 		return Kernel{}, err
+	}
+	if phase {
+		// the ring's barriers invalidated once every role is done, so
+		// that the next phase may initialise its own in the same shared
+		// memory (PTX ISA, "mbarrier.inval")
+		b.SyncThreads()
+		b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+			for s := range 2 * wsStages {
+				b.MbarInval(b.AddI(ring.bars, int64(8*s)))
+			}
+		})
 	}
 	b.Ret(nil)
 	k.SharedBytes = int(wsStages*stageBytes) + 16*wsStages + 1024
@@ -132,6 +148,29 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 	k.Grid = [3]Expr{Const(int64(target.SM90a.SMs())), Const(1), Const(1)}
 	k.GridPerSM = true
 	return k, nil
+}
+
+// wsGiveBack, in the warp-specialized weight gradient emitted as a phase
+// of a persistent kernel (phase), returns the calling role's warpgroup
+// from regs, the setmaxnreg target it took at its start, to the launch's
+// registers once every thread of the block has reached the end of its
+// role (named barrier phaseEndBarrier), as sm90Layout.giveBack does for
+// the GEMM phases: a role that kept its setmaxnreg target past the phase
+// would hold the later phases' code, which every warp runs, to the
+// producer's wsProdRegs registers (ptxas allocates for the fewest a path
+// may have), and a consumer's setmaxnreg.inc must not wait for registers
+// the producer has not yet freed (PTX ISA, "setmaxnreg").
+func wsGiveBack(b *Builder, phase bool, threads, regs, launchRegs int) {
+	if !phase {
+		return
+	}
+	b.BarrierSync(ir.Int32(phaseEndBarrier), ir.Int32(int64(threads)))
+	switch {
+	case regs < launchRegs:
+		b.SetMaxNReg(true, launchRegs)
+	case regs > launchRegs:
+		b.SetMaxNReg(false, launchRegs)
+	}
 }
 
 // wsLoader is the producer side of the warp-specialized weight gradient:

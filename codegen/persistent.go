@@ -122,6 +122,12 @@ func (lw *perOp) planPersistent(name string, ks []Kernel) (persistPlan, error) {
 			continue
 		}
 		regs, _ := lw.mod.Annotation(k.Name, "maxnreg")
+		switch {
+		case asmUses(f, "mbarrier.init") && !asmUses(f, "mbarrier.inval"):
+			return fail("it initialises mbarriers and does not invalidate them at its end, so the next phase could not initialise its own in the same shared memory (PTX ISA, \"mbarrier.inval\")")
+		case asmUses(f, "setmaxnreg") && !asmUses(f, fmt.Sprintf("setmaxnreg.inc.sync.aligned.u32 %d;", regs), fmt.Sprintf("setmaxnreg.dec.sync.aligned.u32 %d;", regs)):
+			return fail("it sets its warps' registers (setmaxnreg) and never returns them to the launch's %d, which would hold the later phases' code to its warps' fewest", regs)
+		}
 		if gemm == nil {
 			gemm, p.grid, p.regs = k, k.Grid[0], regs
 			continue

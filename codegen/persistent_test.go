@@ -202,7 +202,10 @@ func pkModuleFuncs(p *Program) []string {
 // (persistent GEMMs whose roles set their registers with setmaxnreg and
 // give them back, row-wise phases on named barriers of fewer threads) and
 // deepseek-v3's (shared experts), qwen3-30b-a3b's persistent backward
-// (weight gradients on three-dimensional virtual grids), and the forwards
+// (weight gradients on three-dimensional virtual grids, and with the
+// warp-specialized ones, schedule.WGradWS, the persistent default, whose
+// phases give their registers back: before they did, ptxas 13.0 spilled
+// 344 bytes in the later phases, docs/perf.md), and the forwards
 // of qwen3-30b-a3b and gpt-oss-120b with FC1's store warps gathering its
 // rows (schedule.GatherStoreWarps), assemble with the
 // gate's ptxas and with CUDA 12.9's, which compiles each with no warning
@@ -210,11 +213,13 @@ func pkModuleFuncs(p *Program) []string {
 // persistent v3).
 func TestPersistentAssemble(t *testing.T) {
 	var texts []string
-	names := []string{"qwen3-30b-a3b", "deepseek-v3", "qwen3-30b-a3b backward", "qwen3-30b-a3b store-warps", "gpt-oss-120b store-warps"}
+	names := []string{"qwen3-30b-a3b", "deepseek-v3", "qwen3-30b-a3b backward", "qwen3-30b-a3b backward wgmma-ws", "qwen3-30b-a3b store-warps", "gpt-oss-120b store-warps"}
 	for _, name := range names {
 		var p *Program
 		if base, stores := strings.CutSuffix(name, " store-warps"); stores {
 			p = storeGatherProgram(t, testlayer.Named(t, base), false, schedule.GatherStoreWarps)
+		} else if base, ws := strings.CutSuffix(name, " backward wgmma-ws"); ws {
+			p = lowerDefault(t, testlayer.Named(t, base), true, Persistent, func(s *schedule.Schedule) { s.WGrad = schedule.WGradWS })
 		} else {
 			base, backward := strings.CutSuffix(name, " backward")
 			_, p = persistentPair(t, testlayer.Named(t, base), backward)

@@ -521,7 +521,7 @@ func (lw *perOp) lowerOp(op moe.Op) error {
 			}
 		case lw.sched.WGrad == schedule.WGradWS && wgradOnWGMMA(lw.sched.Target, o):
 			var err error
-			if k, err = emitWeightGradWS(m, o); err != nil {
+			if k, err = emitWeightGradWS(m, o, lw.sched.Lowering == schedule.LoweringPersistent); err != nil {
 				return err
 			}
 		case wgradOnTensorCores(o):
