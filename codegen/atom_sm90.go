@@ -751,14 +751,22 @@ const phaseEndBarrier = 15
 // synchronise between two setmaxnreg; PTX ISA, "setmaxnreg").
 func (l sm90Layout) giveBack(b *Builder, spec GemmSpec, regs int) {
 	if spec.phase {
-		b.BarrierSync(ir.Int32(phaseEndBarrier), ir.Int32(int64(l.threads)))
+		b.phaseGiveBack(l.threads, regs, l.launchRegs)
 	}
+}
+
+// phaseGiveBack emits the end of a role of a persistent phase of blocks
+// of threads that launch with launchRegs registers: the named barrier
+// phaseEndBarrier of every thread, then setmaxnreg from regs, the target
+// the role took at its start (0: none), back to launchRegs (giveBack).
+func (b *Builder) phaseGiveBack(threads, regs, launchRegs int) {
+	b.BarrierSync(ir.Int32(phaseEndBarrier), ir.Int32(int64(threads)))
 	switch {
-	case !spec.phase || regs == 0 || regs == l.launchRegs:
-	case regs < l.launchRegs:
-		b.SetMaxNReg(true, l.launchRegs)
+	case regs == 0 || regs == launchRegs:
+	case regs < launchRegs:
+		b.SetMaxNReg(true, launchRegs)
 	default:
-		b.SetMaxNReg(false, l.launchRegs)
+		b.SetMaxNReg(false, launchRegs)
 	}
 }
 

@@ -161,15 +161,8 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, phase bool) (Kernel, erro
 // may have), and a consumer's setmaxnreg.inc must not wait for registers
 // the producer has not yet freed (PTX ISA, "setmaxnreg").
 func wsGiveBack(b *Builder, phase bool, threads, regs, launchRegs int) {
-	if !phase {
-		return
-	}
-	b.BarrierSync(ir.Int32(phaseEndBarrier), ir.Int32(int64(threads)))
-	switch {
-	case regs < launchRegs:
-		b.SetMaxNReg(true, launchRegs)
-	case regs > launchRegs:
-		b.SetMaxNReg(false, launchRegs)
+	if phase {
+		b.phaseGiveBack(threads, regs, launchRegs)
 	}
 }
 
