@@ -19,6 +19,9 @@ type dims struct {
 	gatherPerWarp int
 	// combinePerBlock: tokens per block of moe_combine (0 or 1: one).
 	combinePerBlock int
+	// combineGradPerBlock: tokens per block of moe_combine_grad (0 or 1:
+	// one).
+	combineGradPerBlock int
 	// actGradThreads: the most threads of a block of moe_act_grad (at most
 	// utilThreads), which then runs several rows per block
 	// (actGradShape); 0: one row per block of utilThreads.
@@ -31,6 +34,7 @@ const (
 	persistGatherPerWarp   = 3
 	persistCombinePerBlock = 2
 	persistActGradRows     = 2 // rows per group of threads of moe_act_grad (actGradShape)
+	persistCombineGradRows = 2 // tokens per block of moe_combine_grad
 )
 
 const (

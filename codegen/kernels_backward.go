@@ -382,106 +382,152 @@ func (b *Builder) actGradChunk(op moe.ActGrad, act Activation, r, c, s value.Val
 	return a
 }
 
-// emitCombineGrad: one block per token t, in this fixed order:
+// emitCombineGrad: one block per token t, or d.combineGradPerBlock tokens
+// per block where set (their loads issued together; the kernel then takes
+// T, and a token at or past it reads the block's first token's rows again
+// and stores nothing), in this fixed order:
 //
 //	dz[t] = shared_dot[t]·g(1-g)                                 (shared gate)
 //	dw[t,k] = dot[row] (+ <dy[t], fc2_bias[e]> with FC2 biases)  (0 without a route)
 //	dx[t] = bf16(sum_k v_k·dxs[row_k] + shared_dx[t] + dz[t]·gate)
 //
-// v_k = weights[t,k] when the weight scaled the input, else 1.
+// v_k = weights[t,k] when the weight scaled the input, else 1. Loads that
+// do not depend on each other are issued together: every slot's row, then
+// every routed slot's dot and weight, then in each step every routed
+// slot's dxs chunk, so a block waits for memory a few times per token,
+// not K times for each (a block that runs alone on its SM, as a virtual
+// block of the persistent kernel does, is bound by that latency).
 func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
-	b, k := opKernel(m, op, utilThreads, false)
-	t, tid := b.BlockIdx(ir.X), b.ThreadIdx(ir.X)
+	R := int64(max(1, d.combineGradPerBlock))
+	b, k := opKernel(m, op, utilThreads, R > 1)
+	tid := b.ThreadIdx(ir.X)
 	H, K := int64(d.H), int64(d.K)
 	smem := b.DynSmem()
 	first := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
-	var dz value.Value
-	if op.DZ != nil {
-		g := b.LoadAt(ir.F32, b.elemPtr(b.Param("g"), t, 4), 4)
-		sd := b.LoadAt(ir.F32, b.elemPtr(b.Param("shared_dot"), t, 4), 4)
-		dz = b.FMul(sd, b.FMul(g, b.FSub(ir.Float32(1), g)))
-		b.If(first, func() { b.StoreAt(dz, b.elemPtr(b.Param("dz"), t, 4), 4) })
-	}
-	rows, scale := make([]value.Value, K), make([]value.Value, K)
-	for kk := int64(0); kk < K; kk++ {
-		s := b.AddI(b.MulI(t, K), kk)
-		rows[kk] = b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), s, 4), 4)
-		routed := b.ICmp(enum.IPredSGE, rows[kk], ir.Int32(0))
-		scale[kk] = ir.Float32(1)
-		if op.WeightOnInput {
-			scale[kk] = b.IfVals(routed, []value.Value{ir.Float32(0)}, func() []value.Value {
-				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)}
-			})[0]
+	// The block's tokens: t0 and, with R > 1, t0 + j where below T (live;
+	// else t0 read again, its stores skipped).
+	ts, stores := make([]value.Value, R), make([]value.Value, R)
+	ts[0], stores[0] = b.BlockIdx(ir.X), first
+	if R > 1 {
+		ts[0] = b.MulI(ts[0], R)
+		for j := int64(1); j < R; j++ {
+			t := b.AddI(ts[0], j)
+			live := b.ICmp(enum.IPredSLT, t, b.Param("T"))
+			ts[j], stores[j] = b.Select(live, t, ts[0]), b.And(first, live)
 		}
-		b.combineGradDW(op, t, s, rows[kk], routed, H, smem, first)
+	}
+	dz := make([]value.Value, R)
+	if op.DZ != nil {
+		for j, t := range ts {
+			g := b.LoadAt(ir.F32, b.elemPtr(b.Param("g"), t, 4), 4)
+			sd := b.LoadAt(ir.F32, b.elemPtr(b.Param("shared_dot"), t, 4), 4)
+			dz[j] = b.FMul(sd, b.FMul(g, b.FSub(ir.Float32(1), g)))
+			b.If(stores[j], func() { b.StoreAt(dz[j], b.elemPtr(b.Param("dz"), t, 4), 4) })
+		}
+	}
+	rows, routed := make([][]value.Value, R), make([][]value.Value, R)
+	for j, t := range ts { // every slot's row first
+		for kk := int64(0); kk < K; kk++ {
+			r := b.LoadAt(ir.I32, b.elemPtr(b.Param("row_of_slot"), b.AddI(b.MulI(t, K), kk), 4), 4)
+			rows[j], routed[j] = append(rows[j], r), append(routed[j], b.ICmp(enum.IPredSGE, r, ir.Int32(0)))
+		}
+	}
+	scale, dw := make([][]value.Value, R), make([][]value.Value, R)
+	for j, t := range ts { // every routed slot's dot and weight
+		for kk := int64(0); kk < K; kk++ {
+			s := b.AddI(b.MulI(t, K), kk)
+			dw[j] = append(dw[j], b.IfVals(routed[j][kk], []value.Value{ir.Float32(0)}, func() []value.Value {
+				return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("dot"), rows[j][kk], 4), 4)}
+			})[0])
+			scale[j] = append(scale[j], ir.Float32(1))
+			if op.WeightOnInput {
+				scale[j][kk] = b.IfVals(routed[j][kk], []value.Value{ir.Float32(0)}, func() []value.Value {
+					return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), s, 4), 4)}
+				})[0]
+			}
+		}
+	}
+	for j, t := range ts {
+		for kk := int64(0); kk < K; kk++ {
+			s := b.AddI(b.MulI(t, K), kk)
+			if op.FC2Bias != nil {
+				dw[j][kk] = b.FAdd(dw[j][kk], b.combineGradBias(t, s, routed[j][kk], H, smem))
+			}
+			v := dw[j][kk]
+			b.If(stores[j], func() { b.StoreAt(v, b.elemPtr(b.Param("dw"), s, 4), 4) })
+		}
 	}
 	b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), nil, func(c value.Value, _ []value.Value) []value.Value {
-		// load every routed slot's chunk before the first sum: one memory
-		// latency per step, not one per slot
-		raws := make([][]value.Value, K)
-		for kk := int64(0); kk < K; kk++ {
-			raws[kk] = b.IfVals(b.ICmp(enum.IPredSGE, rows[kk], ir.Int32(0)), rawUndef(op.DXS.DType), func() []value.Value {
-				return b.rawRow8(op.DXS.DType, b.Param("dxs"), rows[kk], c, H)
-			})
+		// load every routed slot's chunk, of every token of the block,
+		// before the first sum: one memory latency per step
+		raws := make([][][]value.Value, R)
+		for j := range ts {
+			for kk := int64(0); kk < K; kk++ {
+				raws[j] = append(raws[j], b.IfVals(routed[j][kk], rawUndef(op.DXS.DType), func() []value.Value {
+					return b.rawRow8(op.DXS.DType, b.Param("dxs"), rows[j][kk], c, H)
+				}))
+			}
 		}
-		acc := make([]value.Value, 8)
-		for i := range acc {
-			acc[i] = ir.Float32(0)
-		}
-		for kk := int64(0); kk < K; kk++ {
-			v := scale[kk]
-			acc = b.IfVals(b.ICmp(enum.IPredSGE, rows[kk], ir.Int32(0)), acc, func() []value.Value {
-				dxs := b.widen8(op.DXS.DType, raws[kk])
-				n := make([]value.Value, 8)
-				for i := range n {
-					n[i] = b.FMA(v, dxs[i], acc[i])
+		for j, t := range ts {
+			acc := make([]value.Value, 8)
+			for i := range acc {
+				acc[i] = ir.Float32(0)
+			}
+			for kk := int64(0); kk < K; kk++ {
+				v := scale[j][kk]
+				acc = b.IfVals(routed[j][kk], acc, func() []value.Value {
+					dxs := b.widen8(op.DXS.DType, raws[j][kk])
+					n := make([]value.Value, 8)
+					for i := range n {
+						n[i] = b.FMA(v, dxs[i], acc[i])
+					}
+					return n
+				})
+			}
+			if op.SharedDX != nil {
+				sdx := b.loadRow8(op.SharedDX.DType, b.Param("shared_dx"), t, c, H)
+				for i := range acc {
+					acc[i] = b.FAdd(acc[i], sdx[i])
 				}
-				return n
-			})
-		}
-		if op.SharedDX != nil {
-			sdx := b.loadRow8(op.SharedDX.DType, b.Param("shared_dx"), t, c, H)
-			for i := range acc {
-				acc[i] = b.FAdd(acc[i], sdx[i])
+			}
+			if dz[j] != nil {
+				gv := b.loadBF16x8(b.rowPtr(b.Param("gate"), ir.Int32(0), c, H, 2))
+				for i := range acc {
+					acc[i] = b.FMA(dz[j], gv[i], acc[i])
+				}
+			}
+			store := func() { StoreBF16(b, b.rowPtr(b.Param("dx"), t, c, H, 2), acc) }
+			if j == 0 {
+				store()
+			} else {
+				b.If(b.ICmp(enum.IPredNE, t, ts[0]), store)
 			}
 		}
-		if dz != nil {
-			gv := b.loadBF16x8(b.rowPtr(b.Param("gate"), ir.Int32(0), c, H, 2))
-			for i := range acc {
-				acc[i] = b.FMA(dz, gv[i], acc[i])
-			}
-		}
-		StoreBF16(b, b.rowPtr(b.Param("dx"), t, c, H, 2), acc)
 		return nil
 	})
 	b.Ret(nil)
-	k.SharedBytes, k.SkipIfZeroT, k.Grid = 8*4, true, rowGrid(1)
+	k.SharedBytes, k.SkipIfZeroT = 8*4, true
+	k.Grid = grid1(Expr{A: 1, D: R, Min: 1})
 	return k
 }
 
-// combineGradDW writes dw of slot s (row, routed: its row and whether it
-// has one): dot[row], plus <dy[t], fc2_bias[e]> (a block reduction over the
-// hidden size) with FC2 biases; thread 0 stores.
-func (b *Builder) combineGradDW(op moe.CombineGrad, t, s, row, routed value.Value, H int64, smem, first value.Value) {
+// combineGradBias is <dy[t], fc2_bias[e]> of slot s (routed: whether it
+// has a row; e its expert), a block reduction over the hidden size
+// (blockSumF32: every thread gets it), 0 without a route.
+func (b *Builder) combineGradBias(t, s, routed value.Value, H int64, smem value.Value) value.Value {
 	tid := b.ThreadIdx(ir.X)
-	dw := b.IfVals(routed, []value.Value{ir.Float32(0)}, func() []value.Value {
-		return []value.Value{b.LoadAt(ir.F32, b.elemPtr(b.Param("dot"), row, 4), 4)}
+	part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
+		return b.IfVals(routed, acc, func() []value.Value {
+			e := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
+			x, y := b.loadBF16x8(b.rowPtr(b.Param("dy"), t, c, H, 2)), b.loadRow8(moe.F32, b.Param("fc2_bias"), e, c, H)
+			a := acc[0]
+			for i := range x {
+				a = b.FMA(x[i], y[i], a)
+			}
+			return []value.Value{a}
+		})
 	})[0]
-	if op.FC2Bias != nil {
-		part := b.Loop(tid, ir.Int32(H/8), ir.Int32(utilThreads), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
-			return b.IfVals(routed, acc, func() []value.Value {
-				e := b.LoadAt(ir.I32, b.elemPtr(b.Param("ids"), s, 4), 4)
-				x, y := b.loadBF16x8(b.rowPtr(b.Param("dy"), t, c, H, 2)), b.loadRow8(moe.F32, b.Param("fc2_bias"), e, c, H)
-				a := acc[0]
-				for i := range x {
-					a = b.FMA(x[i], y[i], a)
-				}
-				return []value.Value{a}
-			})
-		})[0]
-		dw = b.FAdd(dw, b.blockSumF32(smem, part))
-	}
-	b.If(first, func() { b.StoreAt(dw, b.elemPtr(b.Param("dw"), s, 4), 4) })
+	return b.blockSumF32(smem, part)
 }
 
 // emitScatterProbs: dprobs[t, e] = dw[t,k] for the slot k routed to e, else

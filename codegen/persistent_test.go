@@ -486,3 +486,26 @@ func TestWGradWSThreads(t *testing.T) {
 		t.Errorf("emitWeightGradWS's blocks have %d threads, schedule.WGradWSThreads is %d", got, schedule.WGradWSThreads)
 	}
 }
+
+// TestPersistentCombineGradRows: the persistent backward's combine_grad
+// phase runs persistCombineGradRows tokens per virtual block (taking T),
+// per-op one per block.
+func TestPersistentCombineGradRows(t *testing.T) {
+	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "qwen2-57b-a14b", "llama4-scout"} {
+		perOp, p := persistentPair(t, testlayer.Named(t, name), true)
+		for _, c := range []struct {
+			ks   []Kernel
+			rows int64
+		}{{perOp.Kernels, 1}, {p.PhaseKernels, persistCombineGradRows}} {
+			i := slices.IndexFunc(c.ks, func(k Kernel) bool { return k.Name == "moe_combine_grad" })
+			if i < 0 {
+				t.Fatalf("%s: no moe_combine_grad", name)
+			}
+			k := c.ks[i]
+			withT := slices.ContainsFunc(k.Params, func(p Param) bool { return p.Name == "T" })
+			if k.Grid[0] != (Expr{A: 1, D: c.rows, Min: 1}) || withT != (c.rows > 1) {
+				t.Errorf("%s: moe_combine_grad grid %v, takes T %v; want %d tokens per block", name, k.Grid[0], withT, c.rows)
+			}
+		}
+	}
+}

@@ -266,6 +266,7 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 	lw.variant, lw.hasVariant = s.VariantSchedule()
 	if s.Lowering == schedule.LoweringPersistent {
 		lw.d.gatherPerWarp, lw.d.combinePerBlock = persistGatherPerWarp, persistCombinePerBlock
+		lw.d.combineGradPerBlock = persistCombineGradRows
 		// act_grad's blocks (the backward's) take at most utilThreads, as
 		// the other row-wise phases, and no more than its smallest GEMM
 		// block, the base tiles' or the variant's (the decode tiles are
