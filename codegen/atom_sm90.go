@@ -914,7 +914,9 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 	if init == nil {
 		init = []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}
 	}
-	out := k.work.each(b, init, func(w gemmWork, v []value.Value) []value.Value {
+	wl := k.work
+	wl.lane0 = b.ICmp(enum.IPredEQ, lane, ir.Int32(0)) // lane 0 releases the stages (see itemRing)
+	out := wl.each(b, init, func(w gemmWork, v []value.Value) []value.Value {
 		// A warpgroup whose 64 rows all lie past the expert's segment
 		// (the ragged last tile of an expert) drains the ring instead of
 		// issuing wgmma; its accumulators are zero and none of its rows

@@ -43,6 +43,11 @@ type workList struct {
 	tiles, items, first, step value.Value // row tiles; item count; this block's first item and stride
 	q                         *itemRing   // the item ring (nil: the fixed walk)
 	writer                    value.Value // i1: the calling thread takes the items and fills q (nil: it reads q)
+	// lane0 (i1, set on the copy of roles that walk as whole warps and
+	// release the ring's stages from lane 0 alone: the consumers) makes
+	// lane 0 the warp's only reader of q: it waits on the slot and loads
+	// the entry, which shfl.sync gives the other lanes (see itemRing)
+	lane0 value.Value
 	// rank is the CTA's rank in a 2-CTA cluster whose CTAs walk the
 	// items together (newPairWork; nil: none): an item is then a row tile
 	// and a pair of neighbouring column blocks (bn and nBlocks the pair's),
@@ -162,8 +167,17 @@ func (wl workList) ahead(b *Builder, w, next gemmWork, kt value.Value, d, kTiles
 // block takes one, every later take is past the end too: no item is lost
 // or taken twice.
 //
-// The writer rewrites a slot only after every thread has read it: it
-// starts item j (and writes item j+1's entry) once it has issued every
+// The writer rewrites a slot only after every thread has read it, each
+// reader's load ordered before the rewrite by its own arrivals (release)
+// on the barriers the writer waits on (acquire), directly or through the
+// roles between them. A consumer warp's lanes release the ring's stages
+// by lane 0's arrival alone, so in a consumer warp lane 0 alone loads the
+// entry and hands it to the other lanes by shfl.sync (workList.lane0):
+// no lane's read is ordered only by the warp's convergence, and
+// compute-sanitizer's racecheck, which reported such reads as hazards
+// with a slot's rewrite (docs/runs/run56/call1), sees every read on a
+// path of arrivals to the writer. The writer starts item j (and writes
+// item j+1's entry) once it has issued every
 // stage of item j-1, which needs the consumers to have released every
 // stage but the last S of it (S the ring's stages, each item at least one
 // K block), so the consumers (and the producer's other warps, which
@@ -245,9 +259,15 @@ func (q *itemRing) walk(b *Builder, wl workList, init []value.Value, body func(i
 			})
 		}
 		next := b.IfElseVals(queued, func() []value.Value {
-			bar, num, parity := q.slot(b, e)
-			b.MbarWait(bar, parity)
-			return []value.Value{b.LoadAt(ir.I32, sharedPtr(b, num), 4)}
+			read := func() []value.Value {
+				bar, num, parity := q.slot(b, e)
+				b.MbarWait(bar, parity)
+				return []value.Value{b.LoadAt(ir.I32, sharedPtr(b, num), 4)}
+			}
+			if wl.lane0 == nil {
+				return read()
+			}
+			return []value.Value{b.shflIdx(b.IfVals(wl.lane0, []value.Value{ir.Int32(0)}, read)[0], ir.Int32(0))}
 		}, func() []value.Value { return []value.Value{b.Add(it, wl.step)} })[0]
 		return append([]value.Value{next, b.AddI(e, 1)}, body(it, func() value.Value { return next }, v[2:])...)
 	})
