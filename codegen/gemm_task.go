@@ -43,10 +43,11 @@ type workList struct {
 	tiles, items, first, step value.Value // row tiles; item count; this block's first item and stride
 	q                         *itemRing   // the item ring (nil: the fixed walk)
 	writer                    value.Value // i1: the calling thread takes the items and fills q (nil: it reads q)
-	// lane0 (i1, set on the copy of roles that walk as whole warps and
-	// release the ring's stages from lane 0 alone: the consumers) makes
-	// lane 0 the warp's only reader of q: it waits on the slot and loads
-	// the entry, which shfl.sync gives the other lanes (see itemRing)
+	// lane0 (i1: lane 0 of the calling warp) makes lane 0 the warp's only
+	// reader of q: it waits on the slot and loads the entry, and shfl.sync
+	// over the full mask gives it to the other lanes, so all 32 lanes of
+	// the warp must walk together. Set on the consumers' copy, whose warps
+	// release the GEMM's stages by lane 0's arrival alone (see itemRing).
 	lane0 value.Value
 	// rank is the CTA's rank in a 2-CTA cluster whose CTAs walk the
 	// items together (newPairWork; nil: none): an item is then a row tile
@@ -167,22 +168,26 @@ func (wl workList) ahead(b *Builder, w, next gemmWork, kt value.Value, d, kTiles
 // block takes one, every later take is past the end too: no item is lost
 // or taken twice.
 //
-// The writer rewrites a slot only after every thread has read it, each
-// reader's load ordered before the rewrite by its own arrivals (release)
-// on the barriers the writer waits on (acquire), directly or through the
-// roles between them. A consumer warp's lanes release the ring's stages
-// by lane 0's arrival alone, so in a consumer warp lane 0 alone loads the
-// entry and hands it to the other lanes by shfl.sync (workList.lane0):
-// no lane's read is ordered only by the warp's convergence, and
-// compute-sanitizer's racecheck, which reported such reads as hazards
-// with a slot's rewrite (docs/runs/run56/call1), sees every read on a
-// path of arrivals to the writer. The writer starts item j (and writes
-// item j+1's entry) once it has issued every
+// The writer rewrites a slot only after every thread has read it: each
+// reader's load is to come before the rewrite through arrivals on the
+// barriers the writer waits on, directly or through the roles between them
+// (mbarrier.arrive has release semantics, and mbarrier.try_wait acquire
+// semantics, at CTA scope by default: PTX ISA, "mbarrier.arrive",
+// "mbarrier.test_wait/mbarrier.try_wait"). A consumer warp releases the
+// ring's stages by lane 0's arrival alone, which orders lane 0's loads but
+// not the other lanes', so in a consumer warp lane 0 alone loads the entry
+// and hands it to the other lanes by shfl.sync (workList.lane0); racecheck
+// reported the other lanes' loads as hazards with a slot's rewrite before
+// (docs/runs/run56/call1). The producer's threads that copy rows by
+// cp.async (BTable, a gathering bf16 producer) each load the entry and
+// arrive on a stage only by cp.async.mbarrier.arrive.noinc, whose order
+// for the thread's earlier loads the PTX ISA does not state. The writer
+// starts item j (and writes item j+1's entry) once it has issued every
 // stage of item j-1, which needs the consumers to have released every
 // stage but the last S of it (S the ring's stages, each item at least one
-// K block), so the consumers (and the producer's other warps, which
-// arrive on every stage before the consumers take it) have started item
-// j-1-S (a role reads item i+1's entry when it starts item i). The staged
+// K block), so the consumers (and the producer's other warps, which arrive
+// on every stage before the consumers take it) have started item j-1-S (a
+// role reads item i+1's entry when it starts item i). The staged
 // epilogue's store warps follow the consumers' K loop by up to two items
 // (the consumers release item m's stages before they wait for the staging
 // tile of item m-1), so they have started item j-3-S. With slots = S+4
