@@ -869,7 +869,8 @@ func (l sm90Layout) consumers(b *Builder, k *sm90Block, wg value.Value, next *sm
 func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init []value.Value) ([]value.Value, error) {
 	c := b.AddI(wg, -int64(l.mmaWG0))
 	lane, warp := b.LaneWarp()
-	laneZero := b.ZExt(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), ir.I32)
+	isLane0 := b.ICmp(enum.IPredEQ, lane, ir.Int32(0))
+	laneZero := b.ZExt(isLane0, ir.I32)
 	aOff := b.MulI(c, 64*128) // this warpgroup's 64 rows inside an A atom
 	offA, offB := l.offA, l.offB
 	ml := WGMMAMainloop{N: l.NB, Stages: l.S, StageBytes: l.stageBytes, BOffset: l.atoms * l.aAtom,
@@ -915,7 +916,7 @@ func (l sm90Layout) consumerLoop(b *Builder, k *sm90Block, wg value.Value, init 
 		init = []value.Value{ir.Int32(0), ir.Int32(0), ir.Int32(0)}
 	}
 	wl := k.work
-	wl.lane0 = b.ICmp(enum.IPredEQ, lane, ir.Int32(0)) // lane 0 releases the stages (see itemRing)
+	wl.lane0 = isLane0 // lane 0 releases the stages (see itemRing)
 	out := wl.each(b, init, func(w gemmWork, v []value.Value) []value.Value {
 		// A warpgroup whose 64 rows all lie past the expert's segment
 		// (the ragged last tile of an expert) drains the ring instead of
