@@ -19,9 +19,12 @@ type dims struct {
 	gatherPerWarp int
 	// combinePerBlock: tokens per block of moe_combine (0 or 1: one).
 	combinePerBlock int
-	// combineGradPerBlock: tokens per block of moe_combine_grad (0 or 1:
-	// one).
+	// combineGradPerBlock: the most tokens per block of moe_combine_grad
+	// (0 or 1: one; combineGradTokens).
 	combineGradPerBlock int
+	// phaseRegs: under the persistent lowering, the registers per thread
+	// of its kernels' largest block (the fewest any phase has); 0 per-op.
+	phaseRegs int
 	// actGradThreads: the most threads of a block of moe_act_grad (at most
 	// utilThreads), which then runs several rows per block
 	// (actGradShape); 0: one row per block of utilThreads.

@@ -398,7 +398,7 @@ func (b *Builder) actGradChunk(op moe.ActGrad, act Activation, r, c, s value.Val
 // not K times for each (a block that runs alone on its SM, as a virtual
 // block of the persistent kernel does, is bound by that latency).
 func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
-	R := int64(max(1, d.combineGradPerBlock))
+	R := combineGradTokens(d, op)
 	b, k := opKernel(m, op, utilThreads, R > 1)
 	tid := b.ThreadIdx(ir.X)
 	H, K := int64(d.H), int64(d.K)
@@ -468,6 +468,10 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 				}))
 			}
 		}
+		var gv []value.Value // the shared gate's chunk, every token's
+		if op.DZ != nil {
+			gv = b.loadBF16x8(b.rowPtr(b.Param("gate"), ir.Int32(0), c, H, 2))
+		}
 		for j, t := range ts {
 			acc := make([]value.Value, 8)
 			for i := range acc {
@@ -491,7 +495,6 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 				}
 			}
 			if dz[j] != nil {
-				gv := b.loadBF16x8(b.rowPtr(b.Param("gate"), ir.Int32(0), c, H, 2))
 				for i := range acc {
 					acc[i] = b.FMA(dz[j], gv[i], acc[i])
 				}
@@ -509,6 +512,33 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 	k.SharedBytes, k.SkipIfZeroT = 8*4, true
 	k.Grid = grid1(Expr{A: 1, D: R, Min: 1})
 	return k
+}
+
+// combineGradTokens is the tokens per block of emitCombineGrad: one
+// per-op; in the persistent lowering d.combineGradPerBlock where one
+// step's loads for that many tokens (each token's K dxs chunks, its
+// shared dx chunk and the shared gate's, 8 columns each) fit in the
+// phase's registers less 40 for the rest (d.phaseRegs), else one: two
+// tokens of qwen3-30b-a3b (K = 8, f32 dxs: 64 registers each) fit the
+// 168 registers of a block of 384 threads and spill in the 128 of one of
+// 512 (ptxas 12.9: 232 bytes), as two of qwen2-57b-a14b (its shared
+// expert's and gate's chunks besides) do in 168 (32 bytes).
+func combineGradTokens(d dims, op moe.CombineGrad) int64 {
+	R := int64(max(1, d.combineGradPerBlock))
+	if R == 1 {
+		return 1
+	}
+	per := int64(d.K) * 4 * int64(rawVecs(op.DXS.DType))
+	if op.SharedDX != nil {
+		per += 4 * int64(rawVecs(op.SharedDX.DType))
+	}
+	if op.DZ != nil {
+		per += 4 // the gate's 8 bf16
+	}
+	if R*per > int64(d.phaseRegs)-40 {
+		return 1
+	}
+	return R
 }
 
 // combineGradBias is <dy[t], fc2_bias[e]> of slot s (routed: whether it

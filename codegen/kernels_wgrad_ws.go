@@ -59,10 +59,10 @@ const (
 // producer fills the next tile's first stages while the consumers store
 // the last one's sums. Tiles of experts without rows are skipped by both.
 // The bias gradient is emitWeightGradBias's. As a phase of a persistent
-// kernel (phase) each role gives its registers back at its end
+// kernel (persistent) each role gives its registers back at its end
 // (wsGiveBack) and thread 0 then invalidates the ring's mbarriers, as a
 // GEMM phase does (sm90Layout.giveBack, invalBars).
-func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, phase bool) (Kernel, error) {
+func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, persistent bool) (Kernel, error) {
 	tm, tn := int64(64*wsWG), int64(wsN)
 	tl, err := newWGradTiles(op, int(tm), int(tn), wsRows)
 	if err != nil {
@@ -110,7 +110,7 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, phase bool) (Kernel, erro
 			return ld.emit(b, op, w, base, ring, stage, phase)
 		})
 		b.cpAsyncWait(0) // the last copies land before the producer threads exit
-		wsGiveBack(b, phase, threads, wsProdRegs, launchRegs)
+		wsGiveBack(b, persistent, threads, wsProdRegs, launchRegs)
 	}, func() {
 		b.SetMaxNReg(true, mmaRegs)
 		c := b.AddI(wg, -1)
@@ -126,12 +126,12 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, phase bool) (Kernel, erro
 			b.wgradStorePairs(op, w.e, w.m0, w.n0, b.wgmmaPairGroups(c, lane, warp, acc, wsN))
 			return []value.Value{s2, p2}
 		})
-		wsGiveBack(b, phase, threads, mmaRegs, launchRegs)
+		wsGiveBack(b, persistent, threads, mmaRegs, launchRegs)
 	})
 	if err != nil {
 		return Kernel{}, err
 	}
-	if phase {
+	if persistent {
 		// the ring's barriers invalidated once every role is done, so
 		// that the next phase may initialise its own in the same shared
 		// memory (PTX ISA, "mbarrier.inval")
@@ -151,7 +151,7 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, phase bool) (Kernel, erro
 }
 
 // wsGiveBack, in the warp-specialized weight gradient emitted as a phase
-// of a persistent kernel (phase), returns the calling role's warpgroup
+// of a persistent kernel (persistent), returns the calling role's warpgroup
 // from regs, the setmaxnreg target it took at its start, to the launch's
 // registers once every thread of the block has reached the end of its
 // role (named barrier phaseEndBarrier), as sm90Layout.giveBack does for
@@ -160,8 +160,8 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, phase bool) (Kernel, erro
 // producer's wsProdRegs registers (ptxas allocates for the fewest a path
 // may have), and a consumer's setmaxnreg.inc must not wait for registers
 // the producer has not yet freed (PTX ISA, "setmaxnreg").
-func wsGiveBack(b *Builder, phase bool, threads, regs, launchRegs int) {
-	if phase {
+func wsGiveBack(b *Builder, persistent bool, threads, regs, launchRegs int) {
+	if persistent {
 		b.phaseGiveBack(threads, regs, launchRegs)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 
 	llir "github.com/llir/llvm/ir"
@@ -121,12 +122,15 @@ func (lw *perOp) planPersistent(name string, ks []Kernel) (persistPlan, error) {
 		if !k.GridPerSM {
 			continue
 		}
-		regs, _ := lw.mod.Annotation(k.Name, "maxnreg")
+		regs, annotated := lw.mod.Annotation(k.Name, "maxnreg")
+		lowers, raises, backUp, backDown := setMaxNRegs(f, regs)
 		switch {
 		case asmUses(f, "mbarrier.init") && !asmUses(f, "mbarrier.inval"):
 			return fail("it initialises mbarriers and does not invalidate them at its end, so the next phase could not initialise its own in the same shared memory (PTX ISA, \"mbarrier.inval\")")
-		case asmUses(f, "setmaxnreg") && !asmUses(f, fmt.Sprintf("setmaxnreg.inc.sync.aligned.u32 %d;", regs), fmt.Sprintf("setmaxnreg.dec.sync.aligned.u32 %d;", regs)):
-			return fail("it sets its warps' registers (setmaxnreg) and never returns them to the launch's %d, which would hold the later phases' code to its warps' fewest", regs)
+		case (lowers || raises) && !annotated:
+			return fail("it sets its warps' registers (setmaxnreg) without a launch register count (.maxnreg) to return them to")
+		case lowers && !backUp || raises && !backDown:
+			return fail("it sets its warps' registers (setmaxnreg) and does not return every role to the launch's %d (a role that lowered them raises them back, one that raised them lowers them), which would hold the later phases' code to its warps' fewest", regs)
 		}
 		if gemm == nil {
 			gemm, p.grid, p.regs = k, k.Grid[0], regs
@@ -191,6 +195,38 @@ func shape(f *ir.Func) (rets int, syncs bool) {
 
 // unitGrid reports whether grid extent e is 1 at every T.
 func unitGrid(e Expr) bool { return e.A == 0 && e.Eval(0) == 1 }
+
+// setMaxNRegAsm matches a setmaxnreg instruction of inline PTX: its
+// direction and register count.
+var setMaxNRegAsm = regexp.MustCompile(`setmaxnreg\.(inc|dec)\.sync\.aligned\.u32 (\d+);`)
+
+// setMaxNRegs reports f's setmaxnreg instructions against regs, the
+// launch's registers per thread: whether some lower to another count
+// (lowers) or raise to one (raises), and whether some raise back to regs
+// (backUp) or lower back to it (backDown). A role's give-back at a
+// phase's end is the inverse of its start (phaseGiveBack).
+func setMaxNRegs(f *ir.Func, regs int) (lowers, raises, backUp, backDown bool) {
+	calls(f, func(callee value.Value) {
+		a, ok := callee.(*llir.InlineAsm)
+		if !ok {
+			return
+		}
+		for _, m := range setMaxNRegAsm.FindAllStringSubmatch(a.Asm, -1) {
+			n, _ := strconv.Atoi(m[2])
+			switch inc := m[1] == "inc"; {
+			case n != regs && inc:
+				raises = true
+			case n != regs:
+				lowers = true
+			case inc:
+				backUp = true
+			default:
+				backDown = true
+			}
+		}
+	})
+	return lowers, raises, backUp, backDown
+}
 
 // asmUses reports whether f has inline PTX containing any of texts.
 func asmUses(f *ir.Func, texts ...string) (uses bool) {

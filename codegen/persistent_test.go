@@ -7,6 +7,7 @@ import (
 
 	"github.com/mokc/mokc/internal/testlayer"
 	"github.com/mokc/mokc/internal/toolchain"
+	"github.com/mokc/mokc/ir"
 	"github.com/mokc/mokc/launch"
 	"github.com/mokc/mokc/moe"
 	"github.com/mokc/mokc/ptx"
@@ -488,24 +489,86 @@ func TestWGradWSThreads(t *testing.T) {
 }
 
 // TestPersistentCombineGradRows: the persistent backward's combine_grad
-// phase runs persistCombineGradRows tokens per virtual block (taking T),
-// per-op one per block.
+// phase runs persistCombineGradRows tokens per virtual block (taking T)
+// where that many tokens' chunks fit the phase's registers
+// (combineGradTokens), else one: qwen3-30b-a3b's two (K = 8, f32 dxs) fit
+// the 168 registers of the base GEMMs' 384 threads, not the 128 of the
+// "mid" tiles' 512 (the default schedule with --wgrad wgmma; the
+// persistent default, wgmma-ws, leaves them out); gpt-oss-20b's (K = 4)
+// fit both; qwen2-57b-a14b's, with its shared expert's and gate's
+// chunks, neither. Per-op one per block.
 func TestPersistentCombineGradRows(t *testing.T) {
-	for _, name := range []string{"qwen3-30b-a3b", "gpt-oss-20b", "qwen2-57b-a14b", "llama4-scout"} {
-		perOp, p := persistentPair(t, testlayer.Named(t, name), true)
-		for _, c := range []struct {
-			ks   []Kernel
+	ws := func(s *schedule.Schedule) { s.WGrad = schedule.WGradWS }
+	for _, c := range []struct {
+		name string
+		edit func(*schedule.Schedule)
+		rows int64
+	}{
+		{"qwen3-30b-a3b", ws, persistCombineGradRows},
+		{"qwen3-30b-a3b", nil, 1},
+		{"gpt-oss-20b", ws, persistCombineGradRows},
+		{"gpt-oss-20b", nil, persistCombineGradRows},
+		{"qwen2-57b-a14b", nil, 1},
+		{"llama4-scout", nil, persistCombineGradRows},
+	} {
+		l := testlayer.Named(t, c.name)
+		for _, lw := range []struct {
+			p    *Program
+			ks   func(*Program) []Kernel
 			rows int64
-		}{{perOp.Kernels, 1}, {p.PhaseKernels, persistCombineGradRows}} {
-			i := slices.IndexFunc(c.ks, func(k Kernel) bool { return k.Name == "moe_combine_grad" })
+		}{
+			{lowerDefault(t, l, true, PerOp, c.edit), func(p *Program) []Kernel { return p.Kernels }, 1},
+			{lowerDefault(t, l, true, Persistent, c.edit), func(p *Program) []Kernel { return p.PhaseKernels }, c.rows},
+		} {
+			ks := lw.ks(lw.p)
+			i := slices.IndexFunc(ks, func(k Kernel) bool { return k.Name == "moe_combine_grad" })
 			if i < 0 {
-				t.Fatalf("%s: no moe_combine_grad", name)
+				t.Fatalf("%s: no moe_combine_grad", c.name)
 			}
-			k := c.ks[i]
+			k := ks[i]
 			withT := slices.ContainsFunc(k.Params, func(p Param) bool { return p.Name == "T" })
-			if k.Grid[0] != (Expr{A: 1, D: c.rows, Min: 1}) || withT != (c.rows > 1) {
-				t.Errorf("%s: moe_combine_grad grid %v, takes T %v; want %d tokens per block", name, k.Grid[0], withT, c.rows)
+			if k.Grid[0] != (Expr{A: 1, D: lw.rows, Min: 1}) || withT != (lw.rows > 1) {
+				t.Errorf("%s (wgmma-ws %v): moe_combine_grad grid %v, takes T %v; want %d tokens per block", c.name, c.edit != nil, k.Grid[0], withT, lw.rows)
 			}
+		}
+	}
+}
+
+// TestSetMaxNRegs: a GEMM phase's roles (a producer lowering its registers
+// to 56, consumers raising theirs to 232, launched at 168) give them back
+// when the producer raises them back to 168 and the consumers lower them
+// back; setMaxNRegs tells each direction apart, so that planPersistent
+// refuses a phase where only one role gives them back.
+func TestSetMaxNRegs(t *testing.T) {
+	for _, c := range []struct {
+		what                             string
+		emit                             func(b *Builder)
+		lowers, raises, backUp, backDown bool
+	}{
+		{"both roles give back", func(b *Builder) {
+			b.SetMaxNReg(false, 56)
+			b.SetMaxNReg(true, 232)
+			b.SetMaxNReg(true, 168)
+			b.SetMaxNReg(false, 168)
+		}, true, true, true, true},
+		{"the producer alone gives back", func(b *Builder) {
+			b.SetMaxNReg(false, 56)
+			b.SetMaxNReg(true, 232)
+			b.SetMaxNReg(true, 168)
+		}, true, true, true, false},
+		{"none gives back", func(b *Builder) {
+			b.SetMaxNReg(false, 56)
+			b.SetMaxNReg(true, 232)
+		}, true, true, false, false},
+		{"no setmaxnreg", func(b *Builder) {}, false, false, false, false},
+	} {
+		m := ir.NewModule("regs")
+		b := NewKernel(m, "k", 384)
+		c.emit(b)
+		b.Ret(nil)
+		lowers, raises, backUp, backDown := setMaxNRegs(b.Func, 168)
+		if lowers != c.lowers || raises != c.raises || backUp != c.backUp || backDown != c.backDown {
+			t.Errorf("%s: lowers %v raises %v back up %v back down %v; want %v %v %v %v", c.what, lowers, raises, backUp, backDown, c.lowers, c.raises, c.backUp, c.backDown)
 		}
 	}
 }

@@ -4,7 +4,8 @@
 # `make device-old-cli REV=<branch>` renamed: .carry/mokc-wse.gz (ws-epilogue-2: wgmma-ws's epilogue
 # with 16 main-grad pairs' loads in flight, run 57's call 11) and .carry/mokc-ag4.gz (actgrad-rows4:
 # the persistent act_grad with four rows per group, two where a row loads FC1·x).
-#  1. bits: each branch's persistent backward against main's (qwen3-30b-a3b T = 300, 4096;
+#  1. bits: each branch's persistent backward against main's (qwen3-30b-a3b T = 300, 301 (an odd T:
+#     combine_grad's second token of the last virtual block past T), 4096;
 #     gpt-oss-20b T = 200; deepseek-v2-lite T = 200, its shared experts' act_grad; llama4-scout
 #     T = 64, FC1·x), ws-epilogue's per-op --wgrad wgmma-ws too;
 #  2. racecheck of each branch's persistent backward (qwen3-30b-a3b T = 300);
@@ -22,12 +23,19 @@ for v in main wse ag4; do
 	bin=$mokc
 	[ $v = wse ] && bin=$wse
 	[ $v = ag4 ] && bin=$ag4
-	run_json "$v-pers" "$bin" qwen3-30b-a3b bf16 300,4096 --backward $P
+	run_json "$v-pers" "$bin" qwen3-30b-a3b bf16 300,301,4096 --backward $P
 	run_json "$v-pers" "$bin" gpt-oss-20b bf16 200 --backward $P
 	run_json "$v-pers" "$bin" deepseek-v2-lite bf16 200 --backward $P
 	run_json "$v-pers" "$bin" llama4-scout bf16 64 --backward $P
 done
 run_json main-perop-ws "$mokc" qwen3-30b-a3b bf16 300 --backward --wgrad wgmma-ws
+# combine_grad's shared gate chunk loaded once per step for every token (run 57, after its calls):
+# qwen2-57b-a14b's shared expert and gate, per-op against persistent (one token per virtual block
+# there, combineGradTokens), and qwen3-30b-a3b --wgrad wgmma (one token in the 512-thread kernel)
+run_json main-perop "$mokc" qwen2-57b-a14b bf16 200 --backward
+run_json main-pers "$mokc" qwen2-57b-a14b bf16 200 --backward $P
+run_json main-perop-wgmma "$mokc" qwen3-30b-a3b bf16 1600,2000 --backward --wgrad wgmma
+run_json main-pers-wgmma "$mokc" qwen3-30b-a3b bf16 1600,2000 --backward --wgrad wgmma $P
 run_json wse-perop-ws "$wse" qwen3-30b-a3b bf16 300 --backward --wgrad wgmma-ws
 echo "bits done $(($(date +%s) - START)) s" >>"$S"
 SAN_BUDGET=300
