@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # run 58 call 1 (about 5 minutes; written in run 57, whose device time ran out before its call 11).
 # Carry: .carry/bins.tgz holding main's CLI (after run 57's merges), and two branches' CLIs, each
-# `make device-old-cli REV=<branch>` renamed: .carry/mokc-wse.gz (ws-epilogue-2: wgmma-ws's epilogue
-# with 16 main-grad pairs' loads in flight, run 57's call 11) and .carry/mokc-ag4.gz (actgrad-rows4:
-# the persistent act_grad with four rows per group, two where a row loads FC1·x).
+# `make device-old-cli REV=<branch>` renamed: .carry/mokc-wse.gz (ws-epilogue-12: wgmma-ws's
+# epilogue with 12 main-grad pairs' loads in flight, not 8; 16, run 57's call 11, spilled 84 bytes in
+# the persistent kernel) and .carry/mokc-ag4.gz (actgrad-rows4: the persistent act_grad with four
+# rows per group where they fit the phase's registers).
 #  1. bits: each branch's persistent backward against main's (qwen3-30b-a3b T = 300, 301 (an odd T:
 #     combine_grad's second token of the last virtual block past T), 4096;
 #     gpt-oss-20b T = 200; deepseek-v2-lite T = 200, its shared experts' act_grad; llama4-scout
