@@ -625,10 +625,14 @@ func sharedSMRegs(threads, n int) int {
 // consumers' target once the producer has dropped to prodRegs (what it
 // frees, shared among the consumers; a multiple of 8, at most 240).
 func regBudget(threads, wg, prodRegs int) (launch, mma int) {
-	launch = (65536 / threads) &^ 7
+	launch = launchRegs(threads)
 	mma = min(240, ((launch*threads-128*prodRegs)/(128*wg))&^7)
 	return launch, mma
 }
+
+// launchRegs is the registers per thread of a block of threads, one per
+// SM: 65536/threads, a multiple of 8.
+func launchRegs(threads int) int { return (65536 / threads) &^ 7 }
 
 // build adds the sm_90a kernel of spec to m.
 func (l sm90Layout) build(m *ir.Module, spec GemmSpec, rowsPerT int64) (KernelInfo, error) {
@@ -718,11 +722,7 @@ func (l sm90Layout) emit(b *Builder, spec GemmSpec) error {
 // the next phase may initialise barriers of its own in the same shared
 // memory (PTX ISA, "mbarrier.inval").
 func (l sm90Layout) invalBars(b *Builder, k *sm90Block, q *itemRing) {
-	b.SyncThreads()
-	b.If(b.ICmp(enum.IPredEQ, k.tid, ir.Int32(0)), func() {
-		for s := range 2 * l.S {
-			b.MbarInval(b.AddI(k.ring.bars, int64(8*s)))
-		}
+	k.ring.inval(b, k.tid, func() {
 		if l.smem.Staged {
 			b.MbarInval(b.AddI(k.ring.bars, int64(16*l.S)))
 			b.MbarInval(b.AddI(k.ring.bars, int64(16*l.S+8)))

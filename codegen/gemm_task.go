@@ -397,6 +397,24 @@ type mbarRing struct {
 	S    int
 }
 
+// inval ends a phase of a persistent kernel that initialised r: once
+// every thread of the block has reached it (bar.sync), thread tid 0
+// invalidates r's full and empty barriers, then runs more (nil: nothing;
+// the phase's other mbarriers), so that the next phase may initialise
+// barriers of its own in the same shared memory (PTX ISA,
+// "mbarrier.inval").
+func (r mbarRing) inval(b *Builder, tid value.Value, more func()) {
+	b.SyncThreads()
+	b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+		for s := range 2 * r.S {
+			b.MbarInval(b.AddI(r.bars, int64(8*s)))
+		}
+		if more != nil {
+			more()
+		}
+	})
+}
+
 // full is the shared address of full[stage] (i32).
 func (r mbarRing) full(b *Builder, stage value.Value) value.Value {
 	return b.Add(r.bars, b.MulI(stage, 8))

@@ -432,6 +432,24 @@ func emitGather(m *ir.Module, d dims, op moe.Gather) Kernel {
 	return k
 }
 
+// blockTokens is the tokens of a block of a row-wise kernel over R
+// tokens per block: t0 = R·blockIdx.x and, with R > 1, t0 + j where below
+// the kernel's parameter T (live[j]; else t0 again, for the caller to read
+// and not store; live[0] is nil: t0 is below T).
+func (b *Builder) blockTokens(R int64) (ts, live []value.Value) {
+	ts, live = make([]value.Value, R), make([]value.Value, R)
+	ts[0] = b.BlockIdx(ir.X)
+	if R > 1 {
+		ts[0] = b.MulI(ts[0], R)
+		for j := int64(1); j < R; j++ {
+			t := b.AddI(ts[0], j)
+			live[j] = b.ICmp(enum.IPredSLT, t, b.Param("T"))
+			ts[j] = b.Select(live[j], t, ts[0])
+		}
+	}
+	return ts, live
+}
+
 // whenLive is then()'s one value where live is nil (always) or true,
 // else def: a load only where its row exists.
 func (b *Builder) whenLive(live, def value.Value, then func() []value.Value) value.Value {
@@ -533,18 +551,7 @@ func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 	b, k := opKernel(m, op, utilThreads, R > 1)
 	shared, gated := op.SharedOut != nil, op.SharedGate != nil
 	H, K := int64(d.H), int64(d.K)
-	// The block's tokens: t0 and, with R > 1, t0 + j where below T (live;
-	// else t0 read again, its store skipped).
-	ts, live := make([]value.Value, R), make([]value.Value, R)
-	ts[0] = b.BlockIdx(ir.X)
-	if R > 1 {
-		ts[0] = b.MulI(ts[0], R)
-		for j := int64(1); j < R; j++ {
-			t := b.AddI(ts[0], j)
-			live[j] = b.ICmp(enum.IPredSLT, t, b.Param("T"))
-			ts[j] = b.Select(live[j], t, ts[0])
-		}
-	}
+	ts, live := b.blockTokens(R) // t0 read again past T, its store skipped
 	tid := b.ThreadIdx(ir.X)
 	gates := make([]value.Value, R)
 	for j := range gates {

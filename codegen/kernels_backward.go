@@ -404,17 +404,12 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 	H, K := int64(d.H), int64(d.K)
 	smem := b.DynSmem()
 	first := b.ICmp(enum.IPredEQ, tid, ir.Int32(0))
-	// The block's tokens: t0 and, with R > 1, t0 + j where below T (live;
-	// else t0 read again, its stores skipped).
-	ts, stores := make([]value.Value, R), make([]value.Value, R)
-	ts[0], stores[0] = b.BlockIdx(ir.X), first
-	if R > 1 {
-		ts[0] = b.MulI(ts[0], R)
-		for j := int64(1); j < R; j++ {
-			t := b.AddI(ts[0], j)
-			live := b.ICmp(enum.IPredSLT, t, b.Param("T"))
-			ts[j], stores[j] = b.Select(live, t, ts[0]), b.And(first, live)
-		}
+	// The block's tokens (t0 read again past T, its stores skipped); thread
+	// 0 stores the per-token words.
+	ts, live := b.blockTokens(R)
+	stores := []value.Value{first}
+	for _, l := range live[1:] {
+		stores = append(stores, b.And(first, l))
 	}
 	dz := make([]value.Value, R)
 	if op.DZ != nil {

@@ -60,8 +60,12 @@ const (
 // the last one's sums. Tiles of experts without rows are skipped by both.
 // The bias gradient is emitWeightGradBias's. As a phase of a persistent
 // kernel (persistent) each role gives its registers back at its end
-// (wsGiveBack) and thread 0 then invalidates the ring's mbarriers, as a
-// GEMM phase does (sm90Layout.giveBack, invalBars).
+// (phaseGiveBack: a role that kept its setmaxnreg target past the phase
+// would hold the later phases' code, which every warp runs, to the
+// producer's wsProdRegs registers, as ptxas allocates for the fewest a
+// path may have) and the ring's mbarriers are invalidated
+// (mbarRing.inval), as a GEMM phase does (sm90Layout.giveBack,
+// invalBars).
 func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, persistent bool) (Kernel, error) {
 	tm, tn := int64(64*wsWG), int64(wsN)
 	tl, err := newWGradTiles(op, int(tm), int(tn), wsRows)
@@ -110,7 +114,9 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, persistent bool) (Kernel,
 			return ld.emit(b, op, w, base, ring, stage, phase)
 		})
 		b.cpAsyncWait(0) // the last copies land before the producer threads exit
-		wsGiveBack(b, persistent, threads, wsProdRegs, launchRegs)
+		if persistent {
+			b.phaseGiveBack(threads, wsProdRegs, launchRegs)
+		}
 	}, func() {
 		b.SetMaxNReg(true, mmaRegs)
 		c := b.AddI(wg, -1)
@@ -126,21 +132,15 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, persistent bool) (Kernel,
 			b.wgradStorePairs(op, w.e, w.m0, w.n0, b.wgmmaPairGroups(c, lane, warp, acc, wsN))
 			return []value.Value{s2, p2}
 		})
-		wsGiveBack(b, persistent, threads, mmaRegs, launchRegs)
+		if persistent {
+			b.phaseGiveBack(threads, mmaRegs, launchRegs)
+		}
 	})
 	if err != nil {
 		return Kernel{}, err
 	}
 	if persistent {
-		// the ring's barriers invalidated once every role is done, so
-		// that the next phase may initialise its own in the same shared
-		// memory (PTX ISA, "mbarrier.inval")
-		b.SyncThreads()
-		b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
-			for s := range 2 * wsStages {
-				b.MbarInval(b.AddI(ring.bars, int64(8*s)))
-			}
-		})
+		ring.inval(b, tid, nil)
 	}
 	b.Ret(nil)
 	k.SharedBytes = int(wsStages*stageBytes) + 16*wsStages + 1024
@@ -148,22 +148,6 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, persistent bool) (Kernel,
 	k.Grid = [3]Expr{Const(int64(target.SM90a.SMs())), Const(1), Const(1)}
 	k.GridPerSM = true
 	return k, nil
-}
-
-// wsGiveBack, in the warp-specialized weight gradient emitted as a phase
-// of a persistent kernel (persistent), returns the calling role's warpgroup
-// from regs, the setmaxnreg target it took at its start, to the launch's
-// registers once every thread of the block has reached the end of its
-// role (named barrier phaseEndBarrier), as sm90Layout.giveBack does for
-// the GEMM phases: a role that kept its setmaxnreg target past the phase
-// would hold the later phases' code, which every warp runs, to the
-// producer's wsProdRegs registers (ptxas allocates for the fewest a path
-// may have), and a consumer's setmaxnreg.inc must not wait for registers
-// the producer has not yet freed (PTX ISA, "setmaxnreg").
-func wsGiveBack(b *Builder, persistent bool, threads, regs, launchRegs int) {
-	if persistent {
-		b.phaseGiveBack(threads, regs, launchRegs)
-	}
 }
 
 // wsLoader is the producer side of the warp-specialized weight gradient:

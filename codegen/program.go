@@ -271,7 +271,7 @@ func newPerOp(p *moe.Program, s schedule.Schedule, eng Engine) (*perOp, error) {
 		if lw.hasVariant {
 			threads = max(threads, lw.variant.Threads())
 		}
-		lw.d.phaseRegs = (65536 / threads) &^ 7 // a kernel's launch registers (regBudget)
+		lw.d.phaseRegs = launchRegs(threads)
 		// act_grad's blocks (the backward's) take at most utilThreads, as
 		// the other row-wise phases, and no more than its smallest GEMM
 		// block, the base tiles' or the variant's (the decode tiles are
