@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# run 57 call 4 (about 7 minutes): calls 1-3's essentials in one call, for a session whose starts
-# keep failing (each failed start costs 3 minutes of device time). Carry: .carry/bins.tgz holding
+# run 57 call 4 (about 7 minutes): run 56's unrun calls 5, 3 and 2 (docs/runs/run56) in one call,
+# for a run whose starts kept failing (each failed start costs 3 minutes of device time). Carry: .carry/bins.tgz holding
 # main's CLI (ebcb47a) and three branches' CLIs (`make device-old-cli REV=<branch>`, renamed):
 # .carry/mokc-wpe.gz (ws-phase-end), .carry/mokc-l0.gz (ring-lane0), .carry/mokc-cw.gz (cgr-wpe:
-# combine-grad-rows on ws-phase-end). ws-epilogue (call 3) is left for a later call.
+# combine-grad-rows on ws-phase-end). ws-epilogue (run 56's call 2) is left for a later call.
 #  1. bits: the persistent backward of each branch against main's (qwen3-30b-a3b T = 300 and 4096,
 #     gpt-oss-20b T = 200, deepseek-v2-lite T = 200, llama4-scout T = 64), ring-lane0's persistent
 #     forward too;

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# run 58 call 1 (about 5 minutes; written in run 57, whose device time ran out before its call 11).
+# run 58 call 1 (about 5 minutes; written in run 57, whose device time ran out before ws-epilogue ran).
 # Carry: .carry/bins.tgz holding main's CLI (after run 57's merges), and two branches' CLIs, each
 # `make device-old-cli REV=<branch>` renamed: .carry/mokc-wse.gz (ws-epilogue-12: wgmma-ws's
-# epilogue with 12 main-grad pairs' loads in flight, not 8; 16, run 57's call 11, spilled 84 bytes in
+# epilogue with 12 main-grad pairs' loads in flight, not 8; 16, the branch before, spilled 84 bytes in
 # the persistent kernel) and .carry/mokc-ag4.gz (actgrad-rows4: the persistent act_grad with four
 # rows per group where they fit the phase's registers).
 #  1. bits: each branch's persistent backward against main's (qwen3-30b-a3b T = 300, 301 (an odd T:
