@@ -139,7 +139,7 @@ func emitWeightGradWGMMA(m *ir.Module, op moe.WeightGrad) (Kernel, error) {
 		return Kernel{}, werr
 	}
 	b.cpAsyncWait(0)
-	b.wgradStorePairs(op, e, m0, n0, b.wgmmaPairGroups(wg, lane, warp, acc, wgradWGTile))
+	b.wgradStorePairs(op, e, m0, n0, b.wgmmaPairGroups(wg, lane, warp, acc, wgradWGTile, 4))
 	b.Ret(nil)
 	k.SharedBytes = int(wgradWGStages*ring.StageBytes) + 1024
 	k.SkipIfZeroT = true
@@ -224,16 +224,19 @@ func (ld *wgChunks) load(smem, kt value.Value) {
 // wgmmaPairGroups are the accumulator pairs of consumer warpgroup c's
 // wgmma D fragment of n columns (WGMMABF16: register 4j+i holds row
 // 16*(warp%4) + lane/4 + 8*(i/2), column 8j + 2*(lane%4) + i%2 of the
-// warpgroup's 64 rows, which are rows 64c.. of the tile), four j (8
-// pairs) per group, for wgradStorePairs.
-func (b *Builder) wgmmaPairGroups(c, lane, warp value.Value, acc []value.Value, n int64) [][]wgradPair {
+// warpgroup's 64 rows, which are rows 64c.. of the tile), per values of j
+// (2*per pairs) per group, the last group what is left, for
+// wgradStorePairs. per is even, so that each group holds its pairs as
+// column neighbours (pair 2i+1 eight columns right of pair 2i), as
+// wgradStoreBF16 takes them.
+func (b *Builder) wgmmaPairGroups(c, lane, warp value.Value, acc []value.Value, n, per int64) [][]wgradPair {
 	g, q := b.LShr(lane, ir.Int32(2)), b.And(lane, ir.Int32(3))
 	r0 := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), g))
 	var groups [][]wgradPair
-	for j0 := int64(0); j0 < n/8; j0 += 4 {
+	for j0 := int64(0); j0 < n/8; j0 += per {
 		var ps []wgradPair
 		for h := int64(0); h < 2; h++ {
-			for j := j0; j < j0+4; j++ {
+			for j := j0; j < min(j0+per, n/8); j++ {
 				ps = append(ps, wgradPair{row: b.AddI(r0, 8*h), col: b.AddI(b.MulI(q, 2), 8*j), acc: acc[4*j+2*h:][:2]})
 			}
 		}

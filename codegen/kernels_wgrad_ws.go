@@ -31,7 +31,8 @@ import (
 //     stage (lane 0 of each warp arrives on its empty mbarrier); the
 //     tensor cores never wait for a block barrier;
 //   - then each consumer adds its 64 x wsN tile to the main grad
-//     (wgradStorePairs: one rounding, no atomics).
+//     (wgradStorePairs: one rounding, no atomics), 2*wsPairGroup pairs'
+//     loads in flight per round.
 //
 // A block owns a (64*wsWG) x wsN tile of Main_e: wider than the wgmma
 // kernel's 128 x 128, so that each byte a stage brings through L2 feeds
@@ -47,6 +48,11 @@ const (
 	wsRows     = 64  // expert rows per stage (four k16 steps)
 	wsStages   = 4   // ring depth
 	wsProdRegs = 56  // the producer's registers after setmaxnreg.dec
+	// wsPairGroup: fragment column blocks (8 columns, 2 pairs each) per
+	// round of the epilogue's main-grad loads, 12 pairs in flight: the
+	// consumers' warps waited on these loads with 8 (ncu, docs/perf.md run
+	// 55); 16 spilled in the persistent backward (ptxas 12.9)
+	wsPairGroup = 6
 )
 
 // emitWeightGradWS is the warp-specialized kernel of op (see above): a
@@ -129,7 +135,7 @@ func emitWeightGradWS(m *ir.Module, op moe.WeightGrad, persistent bool) (Kernel,
 				err = e
 				return []value.Value{stage, phase}
 			}
-			b.wgradStorePairs(op, w.e, w.m0, w.n0, b.wgmmaPairGroups(c, lane, warp, acc, wsN))
+			b.wgradStorePairs(op, w.e, w.m0, w.n0, b.wgmmaPairGroups(c, lane, warp, acc, wsN, wsPairGroup))
 			return []value.Value{s2, p2}
 		})
 		if persistent {
