@@ -36,7 +36,8 @@ type dims struct {
 const (
 	persistGatherPerWarp   = 3
 	persistCombinePerBlock = 2
-	persistActGradRows     = 2 // rows per group of threads of moe_act_grad (actGradShape)
+	persistActGradRows     = 4 // rows per group of threads of moe_act_grad where they fit (actGradShape)
+	persistActGradRowsMin  = 2 // rows per group of moe_act_grad where persistActGradRows do not
 	persistCombineGradRows = 2 // tokens per block of moe_combine_grad
 )
 

@@ -181,7 +181,7 @@ func emitActivate(m *ir.Module, d dims, op moe.Activate) Kernel {
 // 16-byte accesses.
 func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	N := int64(op.N)
-	G, R, P := actGradShape(d, N)
+	G, R, P := actGradShape(d, op)
 	RP := R * P
 	perT := int64(1)
 	if op.Offsets != nil {
@@ -318,22 +318,37 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	return k
 }
 
-// actGradShape is the shape of emitActGrad's blocks for rows of N
+// actGradShape is the shape of emitActGrad's blocks for op's rows of N
 // columns: G threads per row (a warp per 32 chunks of 8 columns, at most
 // utilThreads, whose order of the dot every G keeps), R groups of G
 // threads per block, P rows per group. Per-op (d.actGradThreads 0): one
 // row per block of utilThreads. In the persistent lowering: as many
-// groups as d.actGradThreads hold, persistActGradRows rows each; at least
-// one group, so a G above d.actGradThreads makes a block of G threads
-// (never on sm_90a, whose GEMM blocks have 256 threads or more: a phase
-// larger than the persistent kernel's block is refused by
-// planPersistent).
-func actGradShape(d dims, N int64) (G, R, P int64) {
+// groups as d.actGradThreads hold, persistActGradRows rows each where one
+// step's values for them (per row, 8 columns of gate, up and upstream
+// grad in f32, and of FC1·x's gate and up with op.FC1X) fit in the
+// phase's registers less 64 for the rest (d.phaseRegs), else
+// persistActGradRowsMin: four rows of qwen3-30b-a3b (24 values each) fit
+// the 168 registers of a block of 384 threads, not the 128 of one of 512,
+// and four of llama4-scout (40 each, with FC1·x) spill in 168 (ptxas
+// 12.9: 284 bytes). At least one group, so a G above d.actGradThreads
+// makes a block of G threads (never on sm_90a, whose GEMM blocks have 256
+// threads or more: a phase larger than the persistent kernel's block is
+// refused by planPersistent).
+func actGradShape(d dims, op moe.ActGrad) (G, R, P int64) {
+	N := int64(op.N)
 	if d.actGradThreads == 0 {
 		return utilThreads, 1, 1
 	}
 	G = min(utilThreads, 32*((N/8+31)/32))
-	return G, max(1, int64(d.actGradThreads)/G), persistActGradRows
+	R = max(1, int64(d.actGradThreads)/G)
+	per := int64(8 * 3)
+	if op.FC1X != nil {
+		per += 8 * 2
+	}
+	if persistActGradRows*per > int64(d.phaseRegs)-64 {
+		return G, R, persistActGradRowsMin
+	}
+	return G, R, persistActGradRows
 }
 
 // actGradChunk computes act_grad's chunk c (8 columns) of row r from its

@@ -427,31 +427,43 @@ func persistentSignals(t *testing.T, l schedule.Layer, chain, signals bool) (*Pr
 
 // TestPersistentActGradShape: the persistent backward's act_grad phases
 // run several rows per virtual block (actGradShape): groups of a row's
-// warps within utilThreads, persistActGradRows rows per group, the grid
-// ceil(rows / rows per block); per-op keeps one row per block of
-// utilThreads. qwen3-30b-a3b I = 768: two groups of 96 threads;
-// deepseek-v2-lite I = 1408: one of 192, its shared experts' 2816 columns
-// one of 256 (over T rows, no offsets); gpt-oss-20b I = 2880: one of 256
-// (two chunks per thread). Their shared memory holds a word per warp and
-// row; the shared experts' rows, without offsets, are bounded by T, a
-// parameter then; every persistent kernel's block holds the phases'.
+// warps within utilThreads, persistActGradRows rows per group where one
+// step's values for them fit the phase's registers, else
+// persistActGradRowsMin, the grid ceil(rows / rows per block); per-op
+// keeps one row per block of utilThreads. qwen3-30b-a3b I = 768: two
+// groups of 96 threads, four rows each in the 168 registers of wgmma-ws's
+// 384 threads, two in the 128 of the "mid" tiles' 512 (the default
+// schedule with --wgrad wgmma); deepseek-v2-lite I = 1408: one of 192,
+// its shared experts' 2816 columns one of 256 (over T rows, no offsets);
+// gpt-oss-20b I = 2880: one of 256 (two chunks per thread); llama4-scout,
+// whose rows also load FC1·x, two rows with wgmma-ws. Their shared memory
+// holds a word per warp and row; the shared experts' rows, without
+// offsets, are bounded by T, a parameter then; every persistent kernel's
+// block holds the phases'.
 func TestPersistentActGradShape(t *testing.T) {
 	type shape struct {
 		block, smem int
 		grid        Expr
 		withT       bool // the kernel takes T (rows without offsets, several per block)
 	}
+	ws := func(s *schedule.Schedule) { s.WGrad = schedule.WGradWS }
+	const four, two = persistActGradRows, persistActGradRowsMin
 	for _, c := range []struct {
 		model string
+		edit  func(*schedule.Schedule)
 		want  map[string]shape // by kernel name
 	}{
 		// smem: a word per warp and row of the block, at least 8 words
-		{"qwen3-30b-a3b", map[string]shape{"moe_act_grad": {192, 4 * 6 * 2, Expr{A: 8, D: 4, Min: 1}, false}}},
-		{"deepseek-v2-lite", map[string]shape{"moe_act_grad": {192, 4 * 6 * 2, Expr{A: 6, D: 2, Min: 1}, false},
-			"moe_shared_act_grad": {256, 4 * 8 * 2, Expr{A: 1, D: 2, Min: 1}, true}}},
-		{"gpt-oss-20b", map[string]shape{"moe_act_grad": {256, 4 * 8 * 2, Expr{A: 4, D: 2, Min: 1}, false}}},
+		{"qwen3-30b-a3b", nil, map[string]shape{"moe_act_grad": {192, 4 * 6 * two, Expr{A: 8, D: 2 * two, Min: 1}, false}}},
+		{"qwen3-30b-a3b", ws, map[string]shape{"moe_act_grad": {192, 4 * 6 * four, Expr{A: 8, D: 2 * four, Min: 1}, false}}},
+		{"deepseek-v2-lite", nil, map[string]shape{"moe_act_grad": {192, 4 * 6 * four, Expr{A: 6, D: four, Min: 1}, false},
+			"moe_shared_act_grad": {256, 4 * 8 * four, Expr{A: 1, D: four, Min: 1}, true}}},
+		{"gpt-oss-20b", nil, map[string]shape{"moe_act_grad": {256, 4 * 8 * two, Expr{A: 4, D: two, Min: 1}, false}}},
+		{"gpt-oss-20b", ws, map[string]shape{"moe_act_grad": {256, 4 * 8 * four, Expr{A: 4, D: four, Min: 1}, false}}},
+		{"llama4-scout", ws, map[string]shape{"moe_act_grad": {256, 4 * 8 * two, Expr{A: 1, D: two, Min: 1}, false}}},
 	} {
-		perOp, p := persistentPair(t, testlayer.Named(t, c.model), true)
+		l := testlayer.Named(t, c.model)
+		perOp, p := lowerDefault(t, l, true, PerOp, c.edit), lowerDefault(t, l, true, Persistent, c.edit)
 		for name, want := range c.want {
 			perOpWant := shape{utilThreads, 32, Expr{A: want.grid.A, D: 1, Min: 1}, false} // one row per block
 			for _, lw := range []struct {
@@ -465,7 +477,7 @@ func TestPersistentActGradShape(t *testing.T) {
 				k := lw.ks[i]
 				withT := slices.ContainsFunc(k.Params, func(p Param) bool { return p.Name == "T" })
 				if got := (shape{k.Block, k.SharedBytes, k.Grid[0], withT}); got != lw.want {
-					t.Errorf("%s: %s: %+v; want %+v", c.model, name, got, lw.want)
+					t.Errorf("%s (wgmma-ws %v): %s: %+v; want %+v", c.model, c.edit != nil, name, got, lw.want)
 				}
 			}
 		}
