@@ -8,7 +8,7 @@
 #     gpt-oss-20b T = 200 (M = N = 2880: partial tiles); per-op --wgrad wgmma-ws at
 #     deepseek-v2-lite T = 200;
 #  2. forward + backward at qwen3-30b-a3b T = 4096: main and n128 persistent, two rounds; n128's
-#     phases; per-op --wgrad wgmma-ws n128.
+#     phases; per-op --wgrad wgmma-ws n128; main's phases at T = 1100 and its per-op kernels' times.
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
@@ -28,7 +28,11 @@ for r in 1 2; do
 done
 bench n128-phases "$n128" 4096 $B $P --phases
 bench n128-perop-ws "$n128" 4096 $B --wgrad wgmma-ws
+# where the gap at T = 1100 (8-9% in run 58) lies: main's phases against its per-op kernels
+bench main-phases-T1100 "$mokc" 1100 $B $P --phases
+bench main-perop-kernels-T1100 "$mokc" 1100 $B --kernels
 grep -hv "^{" "$O/bench.jsonl" >>"$S"
+bench_kernels
 rm -f "$O/tmp.json"
 echo "done $(($(date +%s) - START)) s" >>"$S"
 pack_logs
