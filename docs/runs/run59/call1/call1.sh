@@ -1,32 +1,38 @@
 #!/usr/bin/env bash
-# run 59 call 1 (about 2 minutes; written in run 58, whose device time ran out): branch ws-n128
+# run 59 call 1 (about 3 minutes; written in run 58, whose device time ran out): branch ws-n128
 # (on main 7dcf3c1; wsN 128 and wsPairGroup 16 in codegen/kernels_wgrad_ws.go, were 256 and 6):
 # wgmma-ws's tiles 128 x 128, not 128 x 256, so a consumer thread holds 64 accumulators and loads
-# all 32 of its main-grad pairs in one round. Carry: .carry/bins.tgz holding main's CLI, and
-# .carry/mokc-n128.gz (`make device-old-cli REV=ws-n128`, renamed).
+# all 32 of its main-grad pairs in one round; and branch ws-n128-s6 on it (wsStages 6, was 4: the
+# ring's six stages of 32 KB, 192 KB). Carry: .carry/bins.tgz holding main's CLI, .carry/mokc-n128.gz
+# and .carry/mokc-s6.gz (`make device-old-cli REV=<branch>`, renamed).
 #  1. bits against main's (run 58 calls 1-3): the persistent backward at qwen3-30b-a3b T = 300 and 4096,
-#     gpt-oss-20b T = 200 (M = N = 2880: partial tiles); per-op --wgrad wgmma-ws at
-#     deepseek-v2-lite T = 200;
-#  2. forward + backward at qwen3-30b-a3b T = 4096: main and n128 persistent, two rounds; n128's
-#     phases; per-op --wgrad wgmma-ws n128; main's phases at T = 1100 and its per-op kernels' times.
+#     gpt-oss-20b T = 200 (M = N = 2880: partial tiles), n128's and s6's; n128's per-op --wgrad
+#     wgmma-ws at deepseek-v2-lite T = 200;
+#  2. forward + backward at qwen3-30b-a3b T = 4096: main, n128 and s6 persistent, two rounds;
+#     n128's and s6's phases; per-op --wgrad wgmma-ws n128; main's phases at T = 1100 and its per-op kernels' times.
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
 n128=$(carried n128)
+s6=$(carried s6)
 nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,power.limit --format=csv,noheader >>"$S"
 RUN_TIMEOUT=80
 P="--lowering persistent"
 run_json n128-pers "$n128" qwen3-30b-a3b bf16 300,4096 --backward $P
 run_json n128-pers "$n128" gpt-oss-20b bf16 200 --backward $P
 run_json n128-perop-ws "$n128" deepseek-v2-lite bf16 200 --backward --wgrad wgmma-ws
+run_json s6-pers "$s6" qwen3-30b-a3b bf16 300,4096 --backward $P
+run_json s6-pers "$s6" gpt-oss-20b bf16 200 --backward $P
 echo "bits done $(($(date +%s) - START)) s" >>"$S"
 BENCH_BUDGET=300
 B="--model qwen3-30b-a3b --iters 10 --backward"
 for r in 1 2; do
 	bench "main-pers-r$r" "$mokc" 4096 $B $P
 	bench "n128-pers-r$r" "$n128" 4096 $B $P
+	bench "s6-pers-r$r" "$s6" 4096 $B $P
 done
 bench n128-phases "$n128" 4096 $B $P --phases
+bench s6-phases "$s6" 4096 $B $P --phases
 bench n128-perop-ws "$n128" 4096 $B --wgrad wgmma-ws
 # where the gap at T = 1100 (8-9% in run 58) lies: main's phases against its per-op kernels
 bench main-phases-T1100 "$mokc" 1100 $B $P --phases
