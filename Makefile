@@ -27,7 +27,7 @@ vet: toolchain
 
 ## test: vet (with and without -tags cuda) and every package's tests; the tests run even when
 ## vet fails, and either failing fails the target; a missing tool fails a test, never skips it.
-## -timeout 30m: codegen's tests take 6-9 minutes on 2 cores, near go test's default of 10
+## -timeout 30m: codegen's tests take up to 17 minutes on 2 cores, past go test's default of 10
 test: toolchain
 	$(ENV) rc=0; \
 	$(GO) vet ./... || rc=1; \

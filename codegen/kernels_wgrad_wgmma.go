@@ -226,10 +226,14 @@ func (ld *wgChunks) load(smem, kt value.Value) {
 // 16*(warp%4) + lane/4 + 8*(i/2), column 8j + 2*(lane%4) + i%2 of the
 // warpgroup's 64 rows, which are rows 64c.. of the tile), per values of j
 // (2*per pairs) per group, the last group what is left, for
-// wgradStorePairs. per is even, so that each group holds its pairs as
-// column neighbours (pair 2i+1 eight columns right of pair 2i), as
-// wgradStoreBF16 takes them.
+// wgradStorePairs. per and n/8 are even, so that every group, the last
+// too, holds its pairs as column neighbours (pair 2i+1 eight columns
+// right of pair 2i, same row), as wgradStoreBF16 takes them; it panics
+// otherwise (the callers' constants).
 func (b *Builder) wgmmaPairGroups(c, lane, warp value.Value, acc []value.Value, n, per int64) [][]wgradPair {
+	if per%2 != 0 || (n/8)%2 != 0 {
+		panic(fmt.Sprintf("codegen: wgmmaPairGroups: %d column blocks in groups of %d: each group needs an even number (wgradStoreBF16 pairs neighbours)", n/8, per))
+	}
 	g, q := b.LShr(lane, ir.Int32(2)), b.And(lane, ir.Int32(3))
 	r0 := b.Add(b.MulI(c, 64), b.Add(b.MulI(b.And(warp, ir.Int32(3)), 16), g))
 	var groups [][]wgradPair

@@ -447,7 +447,7 @@ func TestPersistentActGradShape(t *testing.T) {
 		withT       bool // the kernel takes T (rows without offsets, several per block)
 	}
 	ws := func(s *schedule.Schedule) { s.WGrad = schedule.WGradWS }
-	const four, two = persistActGradRows, persistActGradRowsMin
+	const four, two = 4, 2 // persistActGradRows, persistActGradRowsMin
 	for _, c := range []struct {
 		model string
 		edit  func(*schedule.Schedule)
