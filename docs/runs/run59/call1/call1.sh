@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run 59 call 1 (about 6 minutes; written in run 58, whose device time ran out): branch ws-n128
-# (on main 7dcf3c1; wsN 128 and wsPairGroup 16 in codegen/kernels_wgrad_ws.go, were 256 and 6):
+# (on main 4ed3610; wsN 128 and wsPairGroup 16 in codegen/kernels_wgrad_ws.go, were 256 and 6):
 # wgmma-ws's tiles 128 x 128, not 128 x 256, so a consumer thread holds 64 accumulators and loads
 # all 32 of its main-grad pairs in one round; and branch ws-n128-s6 on it (wsStages 6, was 4: the
 # ring's six stages of 32 KB, 192 KB). Carry: .carry/bins.tgz holding main's CLI, .carry/mokc-n128.gz
