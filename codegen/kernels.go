@@ -460,6 +460,16 @@ func (b *Builder) whenLive(live, def value.Value, then func() []value.Value) val
 	return b.IfVals(live, []value.Value{def}, then)[0]
 }
 
+// ifLive runs then where live is nil (always) or true: a store only where
+// its row or token exists.
+func (b *Builder) ifLive(live value.Value, then func()) {
+	if live == nil {
+		then()
+		return
+	}
+	b.If(live, then)
+}
+
 // gatherForm is what a gather writes of each row: the bf16 row
 // (gatherPlain), its e4m3 form and scales (gatherQ, moe.Gather Q and S),
 // or its MXFP8 values in the register-fed order (gatherV, moe.Gather V).
@@ -622,12 +632,7 @@ func emitCombine(m *ir.Module, d dims, op moe.Combine) Kernel {
 					return n
 				})
 			}
-			store := func() { StoreBF16(b, b.rowPtr(b.Param("y"), t, c, H, 2), acc) }
-			if live[j] == nil {
-				store()
-			} else {
-				b.If(live[j], store)
-			}
+			b.ifLive(live[j], func() { StoreBF16(b, b.rowPtr(b.Param("y"), t, c, H, 2), acc) })
 		}
 		return nil
 	})

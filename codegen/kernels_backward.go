@@ -345,10 +345,18 @@ func actGradShape(d dims, op moe.ActGrad) (G, R, P int64) {
 	if op.FC1X != nil {
 		per += 8 * 2
 	}
-	if persistActGradRows*per > int64(d.phaseRegs)-64 {
+	if !fitsPhaseRegs(d, persistActGradRows*per, 64) {
 		return G, R, persistActGradRowsMin
 	}
 	return G, R, persistActGradRows
+}
+
+// fitsPhaseRegs reports whether regs registers per thread (one step's
+// values of a row-wise phase's rows or tokens, issued together) fit the
+// persistent phase's registers (d.phaseRegs) less reserve for the rest
+// of its code.
+func fitsPhaseRegs(d dims, regs, reserve int64) bool {
+	return regs <= int64(d.phaseRegs)-reserve
 }
 
 // actGradChunk computes act_grad's chunk c (8 columns) of row r from its
@@ -509,12 +517,7 @@ func emitCombineGrad(m *ir.Module, d dims, op moe.CombineGrad) Kernel {
 					acc[i] = b.FMA(dz[j], gv[i], acc[i])
 				}
 			}
-			store := func() { StoreBF16(b, b.rowPtr(b.Param("dx"), t, c, H, 2), acc) }
-			if j == 0 {
-				store()
-			} else {
-				b.If(b.ICmp(enum.IPredNE, t, ts[0]), store)
-			}
+			b.ifLive(live[j], func() { StoreBF16(b, b.rowPtr(b.Param("dx"), t, c, H, 2), acc) })
 		}
 		return nil
 	})
@@ -545,7 +548,7 @@ func combineGradTokens(d dims, op moe.CombineGrad) int64 {
 	if op.DZ != nil {
 		per += 4 // the gate's 8 bf16
 	}
-	if R*per > int64(d.phaseRegs)-40 {
+	if !fitsPhaseRegs(d, R*per, 40) {
 		return 1
 	}
 	return R
