@@ -44,7 +44,7 @@ import (
 // slower on an H100 (run 54).
 const (
 	wsWG       = 2   // consumer warpgroups: the tile has 64*wsWG rows of Main_e
-	wsN        = 256 // columns of Main_e per tile (wgmma m64n256k16)
+	wsN        = 128 // columns of Main_e per tile (wgmma m64n128k16)
 	wsRows     = 64  // expert rows per stage (four k16 steps)
 	wsStages   = 4   // ring depth
 	wsProdRegs = 56  // the producer's registers after setmaxnreg.dec
@@ -52,7 +52,7 @@ const (
 	// round of the epilogue's main-grad loads, 12 pairs in flight: the
 	// consumers' warps waited on these loads with 8 (ncu, docs/perf.md run
 	// 55); 16 spilled in the persistent backward (ptxas 12.9)
-	wsPairGroup = 6
+	wsPairGroup = 16
 )
 
 // emitWeightGradWS is the warp-specialized kernel of op (see above): a
