@@ -241,7 +241,7 @@ type perOp struct {
 	// roundOdd are the f32 scratch buffers stored as bf16 rounded to odd
 	// (planRoundOdd), by name.
 	roundOdd map[string]bool
-	// bulk are the gathers and combines bulkPhases rebuilds (persistent
+	// bulk are the gathers, combines and act_grads bulkPhases rebuilds (persistent
 	// lowering).
 	bulk []pendingBulk
 	// hSigs are the persistent forward's counters of FC1's row tiles,
@@ -371,7 +371,7 @@ func (lw *perOp) lower(op moe.Op) error {
 	return lw.lowerOp(op)
 }
 
-// pendingBulk is a gather or combine lowered row-wise under the persistent
+// pendingBulk is a gather, combine or act_grad lowered row-wise under the persistent
 // lowering, kernel i of the plan, which bulkPhases rebuilds in its
 // bulk-copy form once the GEMMs, whose block shape it takes, are lowered.
 type pendingBulk struct {
@@ -380,9 +380,9 @@ type pendingBulk struct {
 }
 
 // bulkPhases replaces each pending op's row-wise kernel by its bulk-copy
-// form (emitGatherBulk, emitCombineBulk) of the persistent GEMMs' grid,
+// form (emitGatherBulk, emitCombineBulk, emitActGradBulk) of the persistent GEMMs' grid,
 // block, registers and shared memory, keeping its token ranges; without
-// such a GEMM, or with blocks too small for the roles (checkBulkBlock),
+// such a GEMM, or with blocks that cannot run the form (bulkShapeFits),
 // the row-wise kernels stay. Where the GEMMs run blocks of several shapes
 // (gemmShapes: a variant of other warps, in a persistent kernel of its
 // own), each shape's token counts take a form of that shape
@@ -415,9 +415,9 @@ func (lw *perOp) bulkPhases() error {
 }
 
 // bulkForms are the kernels that replace row-wise kernel old of op (a
-// gather or a combine): per block shape of sh at whose token counts old
+// gather, a combine or an act_grad): per block shape of sh at whose token counts old
 // may run, its bulk-copy form, or old itself, at those counts, where the
-// shape's blocks are too small (with one shape: old as it is; with
+// shape's blocks cannot run the form (bulkShapeFits; with one shape: old as it is; with
 // several, old renamed with the suffix of the first such shape, so that
 // the base shape's form takes old's name).
 func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, error) {
@@ -428,7 +428,7 @@ func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, erro
 		if tokens[g] = old.Tokens; len(sh.first) > 1 {
 			tokens[g] = intersectAll(runRanges(old), sh.tokens[g])
 		}
-		if (len(sh.first) == 1 || len(tokens[g]) > 0) && checkBulkBlock(lw.prog.Kernels[first].Name, lw.prog.Kernels[first].Block) != nil {
+		if (len(sh.first) == 1 || len(tokens[g]) > 0) && bulkShapeFits(op, lw.prog.Kernels[first]) != nil {
 			rowWise = append(rowWise, tokens[g]...)
 			if keep < 0 {
 				keep = g
@@ -448,7 +448,7 @@ func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, erro
 	}
 	for g, first := range sh.first {
 		gk := lw.prog.Kernels[first]
-		if len(tokens[g]) == 0 && len(sh.first) > 1 || checkBulkBlock(gk.Name, gk.Block) != nil {
+		if len(tokens[g]) == 0 && len(sh.first) > 1 || bulkShapeFits(op, gk) != nil {
 			continue
 		}
 		regs, _ := lw.mod.Annotation(gk.Name, "maxnreg")
@@ -459,6 +459,8 @@ func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, erro
 			k, err = emitGatherBulk(lw.mod, sh.suffix[g], lw.d, o, gk.Grid[0], gk.Block, regs, gk.SharedBytes)
 		case moe.Combine:
 			k, err = emitCombineBulk(lw.mod, sh.suffix[g], lw.d, o, gk.Grid[0], gk.Block, regs, gk.SharedBytes)
+		case moe.ActGrad:
+			k, err = emitActGradBulk(lw.mod, sh.suffix[g], lw.d, o, gk.Grid[0], gk.Block, regs, gk.SharedBytes)
 		default:
 			err = fmt.Errorf("codegen: %s: no bulk-copy form", old.Name)
 		}
@@ -469,6 +471,20 @@ func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, erro
 		forms = append(forms, k)
 	}
 	return forms, nil
+}
+
+// bulkShapeFits says why op's bulk-copy form cannot run in the blocks of
+// GEMM kernel gk (its threads, checkBulkBlock; for an act_grad, its
+// shared memory, which must hold two stages: actGradBulkPlan), or nil.
+func bulkShapeFits(op moe.Op, gk Kernel) error {
+	if err := checkBulkBlock(gk.Name, gk.Block); err != nil {
+		return err
+	}
+	if o, ok := op.(moe.ActGrad); ok {
+		_, stageBytes, S := actGradBulkPlan(o, gk.SharedBytes)
+		return checkBulkStages(gk.Name, stageBytes, S, gk.SharedBytes)
+	}
+	return nil
 }
 
 // lowerOp emits the kernels of one op.
@@ -514,6 +530,9 @@ func (lw *perOp) lowerOp(op moe.Op) error {
 		k = emitActivate(m, d, o)
 	case moe.ActGrad:
 		k = emitActGrad(m, d, o)
+		if lw.sched.Lowering == schedule.LoweringPersistent && actGradBulkFits(lw.sched.Target, o) {
+			lw.bulk = append(lw.bulk, pendingBulk{len(lw.prog.Kernels), o})
+		}
 	case moe.CombineGrad:
 		k = emitCombineGrad(m, d, o)
 	case moe.ScatterProbs:

@@ -1,0 +1,232 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/llir/llvm/ir/enum"
+	"github.com/llir/llvm/ir/value"
+
+	"github.com/mokc/mokc/ir"
+	"github.com/mokc/mokc/moe"
+	"github.com/mokc/mokc/target"
+)
+
+// The act_grad of the persistent backward (sm_90a), moe_act_grad as a
+// phase of one block per SM that streams its rows' inputs into shared
+// memory by bulk copies (PTX ISA "Data Movement: cp.async.bulk"), where
+// the row-wise act_grad (emitActGrad) loads them into registers, a
+// virtual block at a time, with at most what its registers hold in flight
+// (run 58: 232 µs at qwen3-30b-a3b T = 4096, where its 302 MB would take
+// about 100 µs at the HBM's bandwidth).
+//
+// A stage is R consecutive rows (actGradBulkPlan: 8, one per consumer
+// warp, or 4, 2 or 1 where that leaves fewer than two stages), each its GU
+// row (2N values), its DH row (N) and with FC1X its FC1·x row (2N f32), in that
+// order, contiguous as in global memory, and a header of the rows' scales
+// s_r, which lane 0 of the producer writes (the row lanes' values by
+// shuffles) and publishes by its arrival on the full barrier. Block b
+// takes the stages b, b+grid, ... of the rows below the bound (Offsets[E],
+// or T dense rows).
+// Roles:
+//   - warp 0, the producer: lane j < R holds row j of the
+//     stage and its scale, loaded one stage ahead; per stage it waits for
+//     the stage to be free, lane 0 writes the header and arrives on the
+//     full barrier expecting the stage's bytes, then every lane whose row
+//     is below the bound copies the row's inputs into the stage;
+//   - the block's last 256 threads (warps 4..11 of the persistent GEMMs'
+//     384), the consumers: warp j < R takes row j of the stage. Its lanes run
+//     the row-wise kernel's threads of the row in turn: for each warp w of
+//     the row's G threads (G/32 warps, G as actGradShape), lane l sums
+//     chunks 32w+l, 32w+l+G, ... (8 columns each, actGradChunk: stores hs
+//     and dgu), then the warp's butterfly sum; the row's dot is +0 plus
+//     those sums in w order, plus +0 for each warp short of utilThreads/32:
+//     the row-wise kernel's order (emitActGrad), so the same bits. Every
+//     consumer thread then arrives on the stage's empty barrier.
+//   - the warps between wait at the block's last barrier.
+//
+// Not for MX (its dot's MXFP8 values) nor where a stage of one row leaves
+// fewer than two in the phase's shared memory (actGradBulkFits,
+// bulkShapeFits), which keep the row-wise act_grad.
+
+// actGradBulkRows is the most rows of a stage of emitActGradBulk: one per
+// consumer warp.
+const actGradBulkRows = bulkConsumers / 32
+
+// actGradBulkMaxStages bounds the ring of emitActGradBulk (six stages of
+// qwen3-30b-a3b's 36 KB fill the GEMM phases' shared memory).
+const actGradBulkMaxStages = 6
+
+// actGradBulkFits reports whether the persistent backward's act_grad of op
+// takes the bulk-copy form (emitActGradBulk): sm_90a, not MX, N a multiple
+// of 8 (16-byte rows of bf16 and f32).
+func actGradBulkFits(tg target.Target, op moe.ActGrad) bool {
+	return tg == target.SM90a && !op.MX && op.N%8 == 0
+}
+
+// actGradRowBytes is the bytes of one row of a stage of emitActGradBulk:
+// the row's GU (2N values), DH (N values) and, with FC1X, FC1·x (2N f32).
+func actGradRowBytes(op moe.ActGrad) (gu, dh, fc1x int64) {
+	N := int64(op.N)
+	gu, dh = 2*N*elemBytes(op.GU.DType), N*elemBytes(op.DH.DType)
+	if op.FC1X != nil {
+		fc1x = 2 * N * 4
+	}
+	return gu, dh, fc1x
+}
+
+// elemBytes is the bytes of an element of dtype d (f32 4, else bf16 2).
+func elemBytes(d moe.DType) int64 {
+	if d == moe.F32 {
+		return 4
+	}
+	return 2
+}
+
+// actGradBulkPlan is the stage shape of emitActGradBulk for op in smem
+// bytes of shared memory (the GEMM phases'): the rows per stage (the most
+// of 8, 4, 2 and 1 that leaves two stages, else 1), the bytes of a stage's
+// rows and the stages that fit, each with its header (4 bytes per row) and
+// barriers (16), after 1024 bytes of alignment.
+func actGradBulkPlan(op moe.ActGrad, smem int) (rows, stageBytes, stages int) {
+	gu, dh, fc1x := actGradRowBytes(op)
+	for rows = actGradBulkRows; ; rows /= 2 {
+		stageBytes = rows * int(gu+dh+fc1x)
+		stages = min(actGradBulkMaxStages, (smem-1024)/(stageBytes+4*rows+16))
+		if stages >= 2 || rows == 1 {
+			return rows, stageBytes, stages
+		}
+	}
+}
+
+// emitActGradBulk emits moe_act_grad<suffix> in the bulk-copy form (see
+// the top of this file) for grid, blocks of threads (at least 32 + 256,
+// whole warps) launched with launchRegs registers per thread, in at most
+// smem bytes of shared memory: the persistent GEMMs' grid, block,
+// .maxnreg and shared memory, whose phases it follows. Errors: op does not
+// fit (actGradBulkFits), blocks too small, fewer than two stages.
+func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid Expr, threads, launchRegs, smem int) (Kernel, error) {
+	if !actGradBulkFits(target.SM90a, op) {
+		return Kernel{}, fmt.Errorf("codegen: moe_%s: the bulk-copy act_grad takes no MX and N a multiple of 8 (N %d)", op.Name(), op.N)
+	}
+	if err := checkBulkBlock("moe_"+op.Name(), threads); err != nil {
+		return Kernel{}, err
+	}
+	R, stageBytes, S := actGradBulkPlan(op, smem)
+	if err := checkBulkStages("moe_"+op.Name(), stageBytes, S, smem); err != nil {
+		return Kernel{}, err
+	}
+	N := int64(op.N)
+	guBytes, dhBytes, xBytes := actGradRowBytes(op)
+	rowBytes := guBytes + dhBytes + xBytes
+	rowsPer := int64(R)
+	b, k := opKernelNamed(m, "moe_"+op.Name()+suffix, op, threads, op.Offsets == nil)
+	p := newBulkPhase(b, threads, launchRegs, int64(S), int64(stageBytes), 4*rowsPer)
+	lane, ring := p.lane, p.ring
+	var bound value.Value
+	if op.Offsets != nil {
+		bound = b.LoadAt(ir.I32, b.ByteOffsetC(b.Param("offsets"), 4*int64(d.E)), 4)
+	} else {
+		bound = b.Param("T")
+	}
+	p.sync()
+	stages := b.UDiv(b.AddI(bound, rowsPer-1), ir.Int32(rowsPer)) // of the whole grid
+	header := func(st value.Value) value.Value {
+		return b.Add(p.base, b.AddI(b.MulI(st, 4*rowsPer), int64(S*stageBytes)))
+	}
+	p.roles(func() {
+		// The producer. Lane j < rowsPer: row rowsPer·i + j and its scale
+		// (0 past the bound), one stage ahead.
+		isRow := b.ICmp(enum.IPredULT, lane, ir.Int32(rowsPer))
+		load := func(i value.Value) []value.Value {
+			r := b.Add(b.MulI(i, rowsPer), lane)
+			in := b.And(isRow, b.ICmp(enum.IPredSLT, r, bound))
+			s := b.IfVals(in, []value.Value{ir.Float32(0)}, func() []value.Value { return []value.Value{b.actGradScale(op, r)} })[0]
+			return []value.Value{r, in, s}
+		}
+		p.each(stages, 1, load(p.block), func(i value.Value, _ []value.Value) []value.Value {
+			return load(b.Add(i, p.nblocks))
+		}, func(_ value.Value, _ int64, st, ph value.Value, cur []value.Value) {
+			r, in, s := cur[0], cur[1], cur[2]
+			b.MbarWait(ring.empty(b, st), b.Xor(ph, ir.Int32(1)))
+			// Lane 0 writes the header, the row lanes' scales by shuffles,
+			// so that its own arrival (release) publishes it.
+			hs := make([]value.Value, rowsPer)
+			for j := range rowsPer {
+				hs[j] = b.ShflIdx(ir.FullMask, s, ir.Int32(j))
+			}
+			b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
+				for j := range rowsPer {
+					b.StoreAt(hs[j], p.sptr(b.AddI(header(st), 4*j)), 4)
+				}
+			})
+			p.arriveExpect(st, b.Popc(b.ballot(in)), rowBytes)
+			b.If(in, func() {
+				dst := b.Add(p.stage(st), b.MulI(lane, rowBytes))
+				copyRow := func(param string, off, bytes int64) {
+					src := b.ByteOffset(b.Param(param), b.MulI(b.Wide(r), bytes))
+					b.BulkCopyG2S(b.AddI(dst, off), src, ir.Int32(bytes), ring.full(b, st))
+				}
+				copyRow("gu", 0, guBytes)
+				copyRow("dh", guBytes, dhBytes)
+				if op.FC1X != nil {
+					copyRow("fc1x", guBytes+dhBytes, xBytes)
+				}
+			})
+		})
+	}, func(ct value.Value) {
+		j := b.UDiv(ct, ir.Int32(32)) // the consumer warp: row j of each stage
+		act := activation(op.Act)
+		G := min(utilThreads, 32*((N/8+31)/32)) // the row-wise kernel's threads per row
+		p.each(stages, 1, nil, nil, func(i value.Value, _ int64, st, ph value.Value, _ []value.Value) {
+			b.MbarWait(ring.full(b, st), ph)
+			r := b.Add(b.MulI(i, rowsPer), j)
+			live := b.ICmp(enum.IPredSLT, r, bound)
+			if R < actGradBulkRows {
+				live = b.And(b.ICmp(enum.IPredULT, j, ir.Int32(rowsPer)), live)
+			}
+			b.If(live, func() {
+				s := b.LoadAt(ir.F32, p.sptr(b.Add(header(st), b.MulI(j, 4))), 4)
+				row := b.Add(p.stage(st), b.MulI(j, rowBytes))
+				gu, dh := p.sptr(row), p.sptr(b.AddI(row, guBytes))
+				var x value.Value
+				if op.FC1X != nil {
+					x = p.sptr(b.AddI(row, guBytes+dhBytes))
+				}
+				var dot value.Value = ir.Float32(0)
+				for w := int64(0); w < utilThreads/32; w++ {
+					v := value.Value(ir.Float32(0)) // a warp short of a block of utilThreads
+					if w < G/32 {
+						part := b.Loop(b.AddI(lane, 32*w), ir.Int32(N/8), ir.Int32(G), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
+							g, u := b.gateUpRow8(op.GateUp, op.GU.DType, gu, ir.Int32(0), c, N)
+							dhv := b.loadRow8(op.DH.DType, dh, ir.Int32(0), c, N)
+							var xg, xu []value.Value
+							if x != nil {
+								xg, xu = b.gateUpRow8(op.GateUp, moe.F32, x, ir.Int32(0), c, N)
+							}
+							return []value.Value{b.actGradChunk(op, act, r, c, s, g, u, dhv, xg, xu, acc[0])}
+						})[0]
+						v = b.WarpSum(part)
+					}
+					dot = b.FAdd(dot, v)
+				}
+				b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() { b.StoreAt(dot, b.elemPtr(b.Param("dot"), r, 4), 4) })
+			})
+			p.release(st)
+		})
+	})
+	p.finish(&k, grid)
+	return k, nil
+}
+
+// actGradScale loads row r's scale s_r of op: Weights[SrcSlot[r]] for
+// dispatched rows, Scale[r] for dense rows, else 1 (moe.ActGrad).
+func (b *Builder) actGradScale(op moe.ActGrad, r value.Value) value.Value {
+	switch {
+	case op.Weights != nil:
+		slot := b.LoadAt(ir.I32, b.elemPtr(b.Param("src_slot"), r, 4), 4)
+		return b.LoadAt(ir.F32, b.elemPtr(b.Param("weights"), slot, 4), 4)
+	case op.Scale != nil:
+		return b.LoadAt(ir.F32, b.elemPtr(b.Param("scale"), r, 4), 4)
+	}
+	return ir.Float32(1)
+}
