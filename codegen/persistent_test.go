@@ -425,65 +425,125 @@ func persistentSignals(t *testing.T, l schedule.Layer, chain, signals bool) (*Pr
 	return prog, lw.gemmSpec(fc1, s)
 }
 
-// TestPersistentActGradShape: the persistent backward's act_grad phases
-// run several rows per virtual block (actGradShape): groups of a row's
-// warps within utilThreads, persistActGradRows rows per group where one
-// step's values for them fit the phase's registers, else
-// persistActGradRowsMin, the grid ceil(rows / rows per block); per-op
-// keeps one row per block of utilThreads. qwen3-30b-a3b I = 768: two
-// groups of 96 threads, four rows each in the 168 registers of wgmma-ws's
-// 384 threads, two in the 128 of the "mid" tiles' 512 (the default
-// schedule with --wgrad wgmma); deepseek-v2-lite I = 1408: one of 192,
-// its shared experts' 2816 columns one of 256 (over T rows, no offsets);
-// gpt-oss-20b I = 2880: one of 256 (two chunks per thread); llama4-scout,
-// whose rows also load FC1·x, two rows with wgmma-ws. Their shared memory
-// holds a word per warp and row; the shared experts' rows, without
-// offsets, are bounded by T, a parameter then; every persistent kernel's
-// block holds the phases'.
-func TestPersistentActGradShape(t *testing.T) {
+// TestActGradShape: the row-wise act_grad's blocks (actGradShape): per-op
+// one row per block of utilThreads; in the persistent lowering, groups of
+// a row's warps within the phase's threads, four rows per group where one
+// step's values for them fit the phase's registers less 64, else two.
+// I = 768 (qwen3-30b-a3b): groups of 96 threads, four rows in the 168
+// registers of a block of 384 threads, two in the 128 of one of 512;
+// I = 1408: one group of 192; I = 2880: one of 256 (two chunks per
+// thread); I = 8192 with FC1·x (llama4-scout: 40 values a row): two rows.
+func TestActGradShape(t *testing.T) {
+	fc1x := &moe.Buffer{Name: "fc1x"}
+	for _, c := range []struct {
+		n, threads, regs int
+		fc1x             bool
+		g, r, p          int64
+	}{
+		{768, 0, 0, false, utilThreads, 1, 1}, // per-op
+		{768, 256, 168, false, 96, 2, 4},
+		{768, 256, 128, false, 96, 2, 2},
+		{1408, 256, 168, false, 192, 1, 4},
+		{2880, 256, 168, false, 256, 1, 4},
+		{2880, 256, 128, false, 256, 1, 2},
+		{8192, 256, 168, true, 256, 1, 2},
+	} {
+		op := moe.ActGrad{N: c.n}
+		if c.fc1x {
+			op.FC1X = fc1x
+		}
+		g, r, p := actGradShape(dims{actGradThreads: c.threads, phaseRegs: c.regs}, op)
+		if g != c.g || r != c.r || p != c.p {
+			t.Errorf("N %d, %d threads, %d registers, FC1·x %v: (G, R, P) = (%d, %d, %d); want (%d, %d, %d)", c.n, c.threads, c.regs, c.fc1x, g, r, p, c.g, c.r, c.p)
+		}
+	}
+}
+
+// TestActGradBulkPlan: the bulk-copy act_grad's stages (actGradBulkPlan)
+// in the 148656 bytes of the persistent GEMMs' shared memory: eight rows
+// a stage where two stages fit, else four, two or one; no stage where one
+// row leaves fewer than two. The rows hold f32 gu and dh [I] x 3 (and
+// f32 FC1·x [2I]), as the backward's scratch buffers do where they are not
+// rounded to bf16.
+func TestActGradBulkPlan(t *testing.T) {
+	const smem = 148656
+	for _, c := range []struct {
+		n                   int
+		dt                  moe.DType
+		fc1x                bool
+		rows, bytes, stages int
+	}{
+		{768, moe.F32, false, 8, 8 * 768 * 12, 2},   // qwen3-30b-a3b
+		{768, moe.BF16, false, 8, 8 * 768 * 6, 3},   // bf16 rows
+		{1024, moe.F32, false, 4, 4 * 1024 * 12, 3}, // olmoe-1b-7b
+		{1408, moe.F32, false, 4, 4 * 1408 * 12, 2}, // deepseek-v2-lite
+		{2048, moe.F32, false, 2, 2 * 2048 * 12, 3}, // deepseek-v3
+		{2880, moe.F32, false, 2, 2 * 2880 * 12, 2}, // gpt-oss-20b
+		{20480, moe.F32, false, 1, 20480 * 12, 0},   // qwen2-57b-a14b's shared expert
+		{8192, moe.F32, true, 1, 8192 * 20, 0},      // llama4-scout's routed rows, with FC1·x
+	} {
+		op := moe.ActGrad{N: c.n, GU: &moe.Buffer{DType: c.dt}, DH: &moe.Buffer{DType: c.dt}}
+		if c.fc1x {
+			op.FC1X = &moe.Buffer{DType: moe.F32}
+		}
+		rows, bytes, stages := actGradBulkPlan(op, smem)
+		if rows != c.rows || bytes != c.bytes || stages != c.stages {
+			t.Errorf("N %d %v FC1·x %v: %d rows, %d bytes, %d stages; want %d, %d, %d", c.n, c.dt, c.fc1x, rows, bytes, stages, c.rows, c.bytes, c.stages)
+		}
+	}
+}
+
+// TestPersistentActGrad: the persistent backward's act_grad phases take
+// the bulk-copy form (emitActGradBulk) in the blocks of the GEMMs they
+// follow, one per SM, in their shared memory, where two stages of a row
+// fit (the "mid" tiles' 512-thread kernel of the default schedule gets
+// moe_act_grad_mid); where they do not, the row-wise kernel stays with
+// actGradShape's blocks (llama4-scout's routed rows, qwen2-57b-a14b's
+// shared expert's 20480 columns); per-op keeps the row-wise kernel of one
+// row per block. Every persistent kernel's block holds its phases'.
+func TestPersistentActGrad(t *testing.T) {
 	type shape struct {
 		block, smem int
-		grid        Expr
-		withT       bool // the kernel takes T (rows without offsets, several per block)
+		perSM       bool // bulk-copy: one block per SM
 	}
 	ws := func(s *schedule.Schedule) { s.WGrad = schedule.WGradWS }
-	const four, two = 4, 2 // persistActGradRows, persistActGradRowsMin
+	rowWise := func(block, smem int) shape { return shape{block, smem, false} }
+	bulk := func(block, smem int) shape { return shape{block, smem, true} }
 	for _, c := range []struct {
 		model string
 		edit  func(*schedule.Schedule)
 		want  map[string]shape // by kernel name
 	}{
-		// smem: a word per warp and row of the block, at least 8 words
-		{"qwen3-30b-a3b", nil, map[string]shape{"moe_act_grad": {192, 4 * 6 * two, Expr{A: 8, D: 2 * two, Min: 1}, false}}},
-		{"qwen3-30b-a3b", ws, map[string]shape{"moe_act_grad": {192, 4 * 6 * four, Expr{A: 8, D: 2 * four, Min: 1}, false}}},
-		{"deepseek-v2-lite", nil, map[string]shape{"moe_act_grad": {192, 4 * 6 * four, Expr{A: 6, D: four, Min: 1}, false},
-			"moe_shared_act_grad": {256, 4 * 8 * four, Expr{A: 1, D: four, Min: 1}, true}}},
-		{"gpt-oss-20b", nil, map[string]shape{"moe_act_grad": {256, 4 * 8 * two, Expr{A: 4, D: two, Min: 1}, false}}},
-		{"gpt-oss-20b", ws, map[string]shape{"moe_act_grad": {256, 4 * 8 * four, Expr{A: 4, D: four, Min: 1}, false}}},
-		{"llama4-scout", ws, map[string]shape{"moe_act_grad": {256, 4 * 8 * two, Expr{A: 1, D: two, Min: 1}, false}}},
+		{"qwen3-30b-a3b", nil, map[string]shape{"moe_act_grad": bulk(384, 148576), "moe_act_grad_mid": bulk(512, 148576)}},
+		{"qwen3-30b-a3b", ws, map[string]shape{"moe_act_grad": bulk(384, 148576)}},
+		{"deepseek-v2-lite", nil, map[string]shape{"moe_act_grad": bulk(384, 136256), "moe_shared_act_grad": bulk(384, 136240)}},
+		{"gpt-oss-20b", ws, map[string]shape{"moe_act_grad": bulk(384, 139312)}},
+		{"qwen2-57b-a14b", ws, map[string]shape{"moe_act_grad": bulk(384, 123952), "moe_shared_act_grad": rowWise(256, 4*8*4)}},
+		{"llama4-scout", ws, map[string]shape{"moe_act_grad": rowWise(256, 4*8*2), "moe_shared_act_grad": rowWise(256, 4*8*4)}},
 	} {
 		l := testlayer.Named(t, c.model)
 		perOp, p := lowerDefault(t, l, true, PerOp, c.edit), lowerDefault(t, l, true, Persistent, c.edit)
 		for name, want := range c.want {
-			perOpWant := shape{utilThreads, 32, Expr{A: want.grid.A, D: 1, Min: 1}, false} // one row per block
-			for _, lw := range []struct {
-				ks   []Kernel
-				want shape
-			}{{perOp.Kernels, perOpWant}, {p.PhaseKernels, want}} {
-				i := slices.IndexFunc(lw.ks, func(k Kernel) bool { return k.Name == name })
-				if i < 0 {
-					t.Fatalf("%s: no kernel %s", c.model, name)
-				}
-				k := lw.ks[i]
-				withT := slices.ContainsFunc(k.Params, func(p Param) bool { return p.Name == "T" })
-				if got := (shape{k.Block, k.SharedBytes, k.Grid[0], withT}); got != lw.want {
-					t.Errorf("%s (wgmma-ws %v): %s: %+v; want %+v", c.model, c.edit != nil, name, got, lw.want)
-				}
+			i := slices.IndexFunc(p.PhaseKernels, func(k Kernel) bool { return k.Name == name })
+			if i < 0 {
+				t.Fatalf("%s: no phase %s", c.model, name)
+			}
+			k := p.PhaseKernels[i]
+			if got := (shape{k.Block, k.SharedBytes, k.GridPerSM}); got != want {
+				t.Errorf("%s (wgmma-ws %v): %s: %+v; want %+v", c.model, c.edit != nil, name, got, want)
+			}
+			base := strings.TrimSuffix(name, "_mid")
+			j := slices.IndexFunc(perOp.Kernels, func(k Kernel) bool { return k.Name == base })
+			if j < 0 {
+				t.Fatalf("%s: no per-op kernel %s", c.model, base)
+			}
+			if k := perOp.Kernels[j]; k.Block != utilThreads || k.SharedBytes != 32 || k.Grid[0].D != 1 {
+				t.Errorf("%s: per-op %s: block %d, shared %d, grid %v; want one row per block of %d", c.model, base, k.Block, k.SharedBytes, k.Grid[0], utilThreads)
 			}
 		}
 		for _, k := range p.Kernels {
 			for name, w := range c.want {
-				if k.Block < w.block {
+				if !strings.HasSuffix(name, "_mid") && k.Block < w.block {
 					t.Errorf("%s: %s's blocks of %d threads are smaller than its %s phase's %d", c.model, k.Name, k.Block, name, w.block)
 				}
 			}
