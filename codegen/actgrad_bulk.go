@@ -16,8 +16,9 @@ import (
 // memory by bulk copies (PTX ISA "Data Movement: cp.async.bulk"), where
 // the row-wise act_grad (emitActGrad) loads them into registers, a
 // virtual block at a time, with at most what its registers hold in flight
-// (run 58: 232 µs at qwen3-30b-a3b T = 4096, where its 302 MB would take
-// about 100 µs at the HBM's bandwidth).
+// (qwen3-30b-a3b T = 4096 on an H100: 232 µs as virtual blocks, 166 in this
+// form, per-op's kernel 176; its 453 MB, f32 gu and dh in, bf16 hs and dgu
+// out, take about 150 µs at 3 TB/s: docs/perf.md, run 59).
 //
 // A stage is R consecutive rows (actGradBulkPlan: 8, one per consumer
 // warp, or 4, 2 or 1 where that leaves fewer than two stages), each its GU

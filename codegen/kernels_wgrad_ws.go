@@ -34,14 +34,20 @@ import (
 //     (wgradStorePairs: one rounding, no atomics), 2*wsPairGroup pairs'
 //     loads in flight per round.
 //
-// A block owns a (64*wsWG) x wsN tile of Main_e: wider than the wgmma
-// kernel's 128 x 128, so that each byte a stage brings through L2 feeds
-// more multiply-adds (run 15's ncu of mixtral-8x7b's FC1 weight gradient:
-// L2 57% busy at half the tensor peak with 128 x 128 tiles). One block per
-// SM (the ring is 4 x 48 KB), persistent: the producer fills the next
-// tile's stages while the consumers store the last one's. Opt-in: correct
-// and as fast as WGradWGMMA on the H200 (docs/perf.md, backward v5), 6%
-// slower on an H100 (run 54).
+// A block owns a (64*wsWG) x wsN tile of Main_e, 128 x 128. The weight
+// gradient is bound by the main grads' read-modify-write in f32
+// (qwen3-30b-a3b's FC1: 1.61 GB each way, docs/megakernel.md), so the
+// epilogue's loads in flight matter more than the L2 bytes a stage's B
+// columns save: tiles of 128 x 256 (until run 59) held 128 accumulators
+// per consumer thread and left registers for 12 main-grad pairs in flight,
+// 128 x 128 tiles hold 64 and load all 32 pairs in one round (64 KB per
+// SM), 0.22 ms faster forward + backward at qwen3-30b-a3b T = 4096 on an
+// H100 (docs/perf.md, run 59). One block per SM (the ring is 4 x 32 KB),
+// persistent: the producer fills the next tile's stages while the
+// consumers store the last one's. The persistent backward's weight
+// gradients on sm_90a (schedule.PersistentWGrad); per-op it is opt-in,
+// level with WGradWGMMA at T = 4096 and 1.7% slower at T = 1100 on an H100
+// (run 59).
 const (
 	wsWG       = 2   // consumer warpgroups: the tile has 64*wsWG rows of Main_e
 	wsN        = 128 // columns of Main_e per tile (wgmma m64n128k16)
@@ -49,9 +55,9 @@ const (
 	wsStages   = 4   // ring depth
 	wsProdRegs = 56  // the producer's registers after setmaxnreg.dec
 	// wsPairGroup: fragment column blocks (8 columns, 2 pairs each) per
-	// round of the epilogue's main-grad loads, 12 pairs in flight: the
-	// consumers' warps waited on these loads with 8 (ncu, docs/perf.md run
-	// 55); 16 spilled in the persistent backward (ptxas 12.9)
+	// round of the epilogue's main-grad loads: all 16 of a 128-column
+	// tile, 32 pairs in flight (the consumers' warps waited on these loads
+	// with 8 pairs, ncu in docs/perf.md run 55; no spills, ptxas 12.9)
 	wsPairGroup = 16
 )
 

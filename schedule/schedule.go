@@ -641,12 +641,12 @@ const (
 	// WGradWGMMA: wgmma.mma_async m64n128k16 over MN-major shared-memory
 	// tiles (sm_90a; PTX ISA 9.7.15).
 	WGradWGMMA
-	// WGradWS: wgmma.mma_async m64n256k16 in a warp-specialized kernel (a
+	// WGradWS: wgmma.mma_async m64n128k16 in a warp-specialized kernel (a
 	// cp.async producer warpgroup, consumer warpgroups that keep a wgmma
-	// group in flight; sm_90a). Per-op as fast as WGradWGMMA on the H200
-	// (docs/perf.md, backward v5), 6% slower on an H100 (run 54); the
-	// persistent lowering's default (PersistentWGrad), where its blocks are
-	// GEMM phases (run 55). The same bits as WGradWGMMA (each row summed
+	// group in flight; sm_90a). Per-op level with WGradWGMMA at
+	// qwen3-30b-a3b T = 4096 and 1.7% slower at T = 1100 on an H100
+	// (docs/perf.md, run 59); the persistent lowering's default
+	// (PersistentWGrad), where its blocks are GEMM phases (run 55). The same bits as WGradWGMMA (each row summed
 	// in the same k16 steps; equal digests on qwen3-30b-a3b, run 55).
 	WGradWS
 )
