@@ -47,15 +47,21 @@ import (
 //
 // Not for MX (its dot's MXFP8 values) nor where a stage of one row leaves
 // fewer than two in the phase's shared memory (actGradBulkFits,
-// bulkShapeFits), which keep the row-wise act_grad.
+// checkBulkShape), which keep the row-wise act_grad.
 
 // actGradBulkRows is the most rows of a stage of emitActGradBulk: one per
 // consumer warp.
 const actGradBulkRows = bulkConsumers / 32
 
-// actGradBulkMaxStages bounds the ring of emitActGradBulk (six stages of
-// qwen3-30b-a3b's 36 KB fill the GEMM phases' shared memory).
+// actGradBulkMaxStages bounds the ring of emitActGradBulk (stages of a
+// row of 1024 columns or fewer, bf16, fill the GEMM phases' shared memory
+// at six; qwen3-30b-a3b's f32 rows take two stages of 72 KB).
 const actGradBulkMaxStages = 6
+
+// actGradHeaderBytes is the bytes of a stage's header of rows scales
+// (4 each), rounded up to 8 so that the ring's mbarriers after the
+// headers stay 8-byte aligned (PTX ISA, "mbarrier": an 8-byte object).
+func actGradHeaderBytes(rows int) int { return (4*rows + 7) / 8 * 8 }
 
 // actGradBulkFits reports whether the persistent backward's act_grad of op
 // takes the bulk-copy form (emitActGradBulk): sm_90a, not MX, N a multiple
@@ -86,13 +92,13 @@ func elemBytes(d moe.DType) int64 {
 // actGradBulkPlan is the stage shape of emitActGradBulk for op in smem
 // bytes of shared memory (the GEMM phases'): the rows per stage (the most
 // of 8, 4, 2 and 1 that leaves two stages, else 1), the bytes of a stage's
-// rows and the stages that fit, each with its header (4 bytes per row) and
-// barriers (16), after 1024 bytes of alignment.
+// rows and the stages that fit, each with its header (actGradHeaderBytes)
+// and barriers (16), after 1024 bytes of alignment.
 func actGradBulkPlan(op moe.ActGrad, smem int) (rows, stageBytes, stages int) {
 	gu, dh, fc1x := actGradRowBytes(op)
 	for rows = actGradBulkRows; ; rows /= 2 {
 		stageBytes = rows * int(gu+dh+fc1x)
-		stages = min(actGradBulkMaxStages, (smem-1024)/(stageBytes+4*rows+16))
+		stages = min(actGradBulkMaxStages, (smem-1024)/(stageBytes+actGradHeaderBytes(rows)+16))
 		if stages >= 2 || rows == 1 {
 			return rows, stageBytes, stages
 		}
@@ -121,7 +127,8 @@ func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid E
 	rowBytes := guBytes + dhBytes + xBytes
 	rowsPer := int64(R)
 	b, k := opKernelNamed(m, "moe_"+op.Name()+suffix, op, threads, op.Offsets == nil)
-	p := newBulkPhase(b, threads, launchRegs, int64(S), int64(stageBytes), 4*rowsPer)
+	hdrBytes := int64(actGradHeaderBytes(R))
+	p := newBulkPhase(b, threads, launchRegs, int64(S), int64(stageBytes), hdrBytes)
 	lane, ring := p.lane, p.ring
 	var bound value.Value
 	if op.Offsets != nil {
@@ -132,7 +139,7 @@ func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid E
 	p.sync()
 	stages := b.UDiv(b.AddI(bound, rowsPer-1), ir.Int32(rowsPer)) // of the whole grid
 	header := func(st value.Value) value.Value {
-		return b.Add(p.base, b.AddI(b.MulI(st, 4*rowsPer), int64(S*stageBytes)))
+		return b.Add(p.base, b.AddI(b.MulI(st, hdrBytes), int64(S*stageBytes)))
 	}
 	p.roles(func() {
 		// The producer. Lane j < rowsPer: row rowsPer·i + j and its scale

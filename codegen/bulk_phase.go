@@ -10,7 +10,8 @@ import (
 )
 
 // bulkConsumers are the threads of a bulk-copy phase (combine_bulk.go,
-// gather_bulk.go) that read its stages: the block's last 256.
+// gather_bulk.go, actgrad_bulk.go) that read its stages: the block's last
+// 256.
 const bulkConsumers = 256
 
 // bulkPhase is the frame the bulk-copy phases share: a block of one per

@@ -262,8 +262,8 @@ type wgradPair struct {
 // flight together, then added and stored, each rounded once; bf16 main
 // grads go through wgradStoreBF16. The wgmma kernel's groups of 8 pairs
 // keep its registers within two blocks per SM; wgmma-ws's one group
-// of 32 (wsPairGroup: every pair of its 128-column tile) fits its
-// consumers' setmaxnreg budget.
+// of 32 pairs (wsPairGroup 16 column blocks: all of its 128-column tile)
+// fits its consumers' setmaxnreg budget.
 func (b *Builder) wgradStorePairs(op moe.WeightGrad, e, m0, n0 value.Value, groups [][]wgradPair) {
 	M, N := int64(op.M), int64(op.N)
 	main := b.mainGradBase(op, e)

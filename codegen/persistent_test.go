@@ -464,7 +464,8 @@ func TestActGradShape(t *testing.T) {
 // a stage where two stages fit, else four, two or one; no stage where one
 // row leaves fewer than two. The rows hold f32 gu and dh [I] x 3 (and
 // f32 FC1·x [2I]), as the backward's scratch buffers do where they are not
-// rounded to bf16.
+// rounded to bf16. The headers keep the mbarriers after them 8-byte
+// aligned (an odd number of one-row stages had them at 4 mod 8).
 func TestActGradBulkPlan(t *testing.T) {
 	const smem = 148656
 	for _, c := range []struct {
@@ -481,6 +482,7 @@ func TestActGradBulkPlan(t *testing.T) {
 		{2880, moe.F32, false, 2, 2 * 2880 * 12, 2}, // gpt-oss-20b
 		{20480, moe.F32, false, 1, 20480 * 12, 0},   // qwen2-57b-a14b's shared expert
 		{8192, moe.F32, true, 1, 8192 * 20, 0},      // llama4-scout's routed rows, with FC1·x
+		{4096, moe.F32, false, 1, 4096 * 12, 3},     // one row a stage, an odd number of stages
 	} {
 		op := moe.ActGrad{N: c.n, GU: &moe.Buffer{DType: c.dt}, DH: &moe.Buffer{DType: c.dt}}
 		if c.fc1x {
@@ -490,6 +492,10 @@ func TestActGradBulkPlan(t *testing.T) {
 		if rows != c.rows || bytes != c.bytes || stages != c.stages {
 			t.Errorf("N %d %v FC1·x %v: %d rows, %d bytes, %d stages; want %d, %d, %d", c.n, c.dt, c.fc1x, rows, bytes, stages, c.rows, c.bytes, c.stages)
 		}
+		// the ring's mbarriers follow the stages and their headers: 8-byte aligned
+		if bars := stages * (bytes + actGradHeaderBytes(rows)); bars%8 != 0 {
+			t.Errorf("N %d %v FC1·x %v: the mbarriers at %d, not 8-byte aligned", c.n, c.dt, c.fc1x, bars)
+		}
 	}
 }
 
@@ -498,28 +504,36 @@ func TestActGradBulkPlan(t *testing.T) {
 // follow, one per SM, in their shared memory, where two stages of a row
 // fit (the "mid" tiles' 512-thread kernel of the default schedule gets
 // moe_act_grad_mid); where they do not, the row-wise kernel stays with
-// actGradShape's blocks (llama4-scout's routed rows, qwen2-57b-a14b's
-// shared expert's 20480 columns); per-op keeps the row-wise kernel of one
-// row per block. Every persistent kernel's block holds its phases'.
+// actGradShape's blocks and grid, ceil(rows / rows per block), and takes T
+// where its rows are dense (llama4-scout's routed rows, 160 KB each with
+// FC1·x, and its shared expert's, 96 KB; qwen2-57b-a14b's shared expert's
+// 20480 columns); per-op keeps the row-wise kernel of one row per block.
+// Every persistent kernel's block holds its phases'.
 func TestPersistentActGrad(t *testing.T) {
 	type shape struct {
 		block, smem int
 		perSM       bool // bulk-copy: one block per SM
+		grid        Expr // row-wise: the grid (bulk-copy: the GEMMs')
+		withT       bool // the kernel takes T (dense rows)
 	}
 	ws := func(s *schedule.Schedule) { s.WGrad = schedule.WGradWS }
-	rowWise := func(block, smem int) shape { return shape{block, smem, false} }
-	bulk := func(block, smem int) shape { return shape{block, smem, true} }
+	const four, two = 4, 2 // persistActGradRows, persistActGradRowsMin
+	rowWise := func(block, smem int, grid Expr, withT bool) shape { return shape{block, smem, false, grid, withT} }
+	bulk := func(block, smem int, withT bool) shape { return shape{block, smem, true, Expr{}, withT} }
 	for _, c := range []struct {
 		model string
 		edit  func(*schedule.Schedule)
 		want  map[string]shape // by kernel name
 	}{
-		{"qwen3-30b-a3b", nil, map[string]shape{"moe_act_grad": bulk(384, 148576), "moe_act_grad_mid": bulk(512, 148576)}},
-		{"qwen3-30b-a3b", ws, map[string]shape{"moe_act_grad": bulk(384, 148576)}},
-		{"deepseek-v2-lite", nil, map[string]shape{"moe_act_grad": bulk(384, 136256), "moe_shared_act_grad": bulk(384, 136240)}},
-		{"gpt-oss-20b", ws, map[string]shape{"moe_act_grad": bulk(384, 139312)}},
-		{"qwen2-57b-a14b", ws, map[string]shape{"moe_act_grad": bulk(384, 123952), "moe_shared_act_grad": rowWise(256, 4*8*4)}},
-		{"llama4-scout", ws, map[string]shape{"moe_act_grad": rowWise(256, 4*8*2), "moe_shared_act_grad": rowWise(256, 4*8*4)}},
+		{"qwen3-30b-a3b", nil, map[string]shape{"moe_act_grad": bulk(384, 148576, false), "moe_act_grad_mid": bulk(512, 148576, false)}},
+		{"qwen3-30b-a3b", ws, map[string]shape{"moe_act_grad": bulk(384, 148576, false)}},
+		{"deepseek-v2-lite", nil, map[string]shape{"moe_act_grad": bulk(384, 136256, false), "moe_shared_act_grad": bulk(384, 136240, true)}},
+		{"gpt-oss-20b", ws, map[string]shape{"moe_act_grad": bulk(384, 139312, false)}},
+		// row-wise: a word per warp and row of the block in shared memory
+		{"qwen2-57b-a14b", ws, map[string]shape{"moe_act_grad": bulk(384, 123952, false),
+			"moe_shared_act_grad": rowWise(256, 4*8*four, Expr{A: 1, D: four, Min: 1}, true)}},
+		{"llama4-scout", ws, map[string]shape{"moe_act_grad": rowWise(256, 4*8*two, Expr{A: 1, D: two, Min: 1}, false),
+			"moe_shared_act_grad": rowWise(256, 4*8*four, Expr{A: 1, D: four, Min: 1}, true)}},
 	} {
 		l := testlayer.Named(t, c.model)
 		perOp, p := lowerDefault(t, l, true, PerOp, c.edit), lowerDefault(t, l, true, Persistent, c.edit)
@@ -529,7 +543,11 @@ func TestPersistentActGrad(t *testing.T) {
 				t.Fatalf("%s: no phase %s", c.model, name)
 			}
 			k := p.PhaseKernels[i]
-			if got := (shape{k.Block, k.SharedBytes, k.GridPerSM}); got != want {
+			got := shape{k.Block, k.SharedBytes, k.GridPerSM, k.Grid[0], slices.ContainsFunc(k.Params, func(p Param) bool { return p.Name == "T" })}
+			if want.perSM { // the GEMMs' grid, one block per SM
+				got.grid = Expr{}
+			}
+			if got != want {
 				t.Errorf("%s (wgmma-ws %v): %s: %+v; want %+v", c.model, c.edit != nil, name, got, want)
 			}
 			base := strings.TrimSuffix(name, "_mid")

@@ -382,7 +382,7 @@ type pendingBulk struct {
 // bulkPhases replaces each pending op's row-wise kernel by its bulk-copy
 // form (emitGatherBulk, emitCombineBulk, emitActGradBulk) of the persistent GEMMs' grid,
 // block, registers and shared memory, keeping its token ranges; without
-// such a GEMM, or with blocks that cannot run the form (bulkShapeFits),
+// such a GEMM, or with blocks that cannot run the form (checkBulkShape),
 // the row-wise kernels stay. Where the GEMMs run blocks of several shapes
 // (gemmShapes: a variant of other warps, in a persistent kernel of its
 // own), each shape's token counts take a form of that shape
@@ -417,7 +417,7 @@ func (lw *perOp) bulkPhases() error {
 // bulkForms are the kernels that replace row-wise kernel old of op (a
 // gather, a combine or an act_grad): per block shape of sh at whose token counts old
 // may run, its bulk-copy form, or old itself, at those counts, where the
-// shape's blocks cannot run the form (bulkShapeFits; with one shape: old as it is; with
+// shape's blocks cannot run the form (checkBulkShape; with one shape: old as it is; with
 // several, old renamed with the suffix of the first such shape, so that
 // the base shape's form takes old's name).
 func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, error) {
@@ -428,7 +428,7 @@ func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, erro
 		if tokens[g] = old.Tokens; len(sh.first) > 1 {
 			tokens[g] = intersectAll(runRanges(old), sh.tokens[g])
 		}
-		if (len(sh.first) == 1 || len(tokens[g]) > 0) && bulkShapeFits(op, lw.prog.Kernels[first]) != nil {
+		if (len(sh.first) == 1 || len(tokens[g]) > 0) && checkBulkShape(op, lw.prog.Kernels[first]) != nil {
 			rowWise = append(rowWise, tokens[g]...)
 			if keep < 0 {
 				keep = g
@@ -448,7 +448,7 @@ func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, erro
 	}
 	for g, first := range sh.first {
 		gk := lw.prog.Kernels[first]
-		if len(tokens[g]) == 0 && len(sh.first) > 1 || bulkShapeFits(op, gk) != nil {
+		if len(tokens[g]) == 0 && len(sh.first) > 1 || checkBulkShape(op, gk) != nil {
 			continue
 		}
 		regs, _ := lw.mod.Annotation(gk.Name, "maxnreg")
@@ -473,10 +473,10 @@ func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, erro
 	return forms, nil
 }
 
-// bulkShapeFits says why op's bulk-copy form cannot run in the blocks of
+// checkBulkShape says why op's bulk-copy form cannot run in the blocks of
 // GEMM kernel gk (its threads, checkBulkBlock; for an act_grad, its
 // shared memory, which must hold two stages: actGradBulkPlan), or nil.
-func bulkShapeFits(op moe.Op, gk Kernel) error {
+func checkBulkShape(op moe.Op, gk Kernel) error {
 	if err := checkBulkBlock(gk.Name, gk.Block); err != nil {
 		return err
 	}

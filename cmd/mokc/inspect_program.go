@@ -142,7 +142,7 @@ func inspectProgram(c *cli.Context) error {
 					phases = append(phases, pk)
 				}
 			}
-			fmt.Fprintf(w, "phases of %s, in order: each runs at the T its kernel would run at, the row-wise ones over their grid's blocks as virtual blocks of the persistent grid (a gather or combine listed with the persistent grid is its bulk-copy form, one block per SM), a grid-wide barrier between two that run%s\n", k.Name, counters)
+			fmt.Fprintf(w, "phases of %s, in order: each runs at the T its kernel would run at, the row-wise ones over their grid's blocks as virtual blocks of the persistent grid (a gather, combine or act_grad listed with the persistent grid is its bulk-copy form, one block per SM), a grid-wide barrier between two that run%s\n", k.Name, counters)
 			printKernels(w, phases)
 		}
 	}
