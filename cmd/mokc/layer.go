@@ -731,7 +731,7 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 		case schedule.WGradMMA:
 			wgrad = "; --wgrad mma not timed so"
 		}
-		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent backward ran level with per-op's kernels at qwen3-30b-a3b T = 4096 on an H100 with its default weight gradients, wgmma-ws, but 3%% slower at T = 1100 and 6%% at T = 2400 (docs/perf.md, run 59)%s: its weight gradients are slower as phases there; --lowering per-op is the faster backward below T = 4096 for now\n", wgrad)
+		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: the persistent backward ran level with per-op's kernels at qwen3-30b-a3b T = 4096 on an H100 with its default weight gradients, wgmma-ws, but 3%% slower at T = 1100 and 6%% at T = 2400 (forward + backward timed; docs/perf.md, run 59)%s: its weight gradients are slower as phases there; --lowering per-op is the faster backward below T = 4096 for now\n", wgrad)
 	}
 	if unrun := persistentUnrun(l); len(unrun) > 0 {
 		fmt.Fprintf(errWriter(c), "mokc: note: --lowering persistent: built and assembled, not yet run on a GPU: %s (the presets' forwards, bf16 and mxfp8, their bf16 backwards and qwen3-30b-a3b's mxfp8 backward ran before these: docs/megakernel.md)\n", strings.Join(unrun, "; "))
