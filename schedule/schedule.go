@@ -646,8 +646,9 @@ const (
 	// group in flight; sm_90a). Per-op level with WGradWGMMA at
 	// qwen3-30b-a3b T = 4096 and 1.7% slower at T = 1100 on an H100
 	// (docs/perf.md, run 59); the persistent lowering's default
-	// (PersistentWGrad), where its blocks are GEMM phases (run 55). The same bits as WGradWGMMA (each row summed
-	// in the same k16 steps; equal digests on qwen3-30b-a3b, run 55).
+	// (PersistentWGrad), where its blocks are GEMM phases (run 55). The
+	// same bits as WGradWGMMA (each row summed in the same k16 steps;
+	// equal digests on qwen3-30b-a3b, runs 55 and 59).
 	WGradWS
 )
 
