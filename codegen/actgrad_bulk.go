@@ -74,19 +74,11 @@ func actGradBulkFits(tg target.Target, op moe.ActGrad) bool {
 // the row's GU (2N values), DH (N values) and, with FC1X, FC1·x (2N f32).
 func actGradRowBytes(op moe.ActGrad) (gu, dh, fc1x int64) {
 	N := int64(op.N)
-	gu, dh = 2*N*elemBytes(op.GU.DType), N*elemBytes(op.DH.DType)
+	gu, dh = 2*N*op.GU.DType.Size(), N*op.DH.DType.Size()
 	if op.FC1X != nil {
-		fc1x = 2 * N * 4
+		fc1x = 2 * N * moe.F32.Size()
 	}
 	return gu, dh, fc1x
-}
-
-// elemBytes is the bytes of an element of dtype d (f32 4, else bf16 2).
-func elemBytes(d moe.DType) int64 {
-	if d == moe.F32 {
-		return 4
-	}
-	return 2
 }
 
 // actGradBulkPlan is the stage shape of emitActGradBulk for op in smem
@@ -184,7 +176,7 @@ func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid E
 	}, func(ct value.Value) {
 		j := b.UDiv(ct, ir.Int32(32)) // the consumer warp: row j of each stage
 		act := activation(op.Act)
-		G := min(utilThreads, 32*((N/8+31)/32)) // the row-wise kernel's threads per row
+		G := actGradRowThreads(N)
 		p.each(stages, 1, nil, nil, func(i value.Value, _ int64, st, ph value.Value, _ []value.Value) {
 			b.MbarWait(ring.full(b, st), ph)
 			r := b.Add(b.MulI(i, rowsPer), j)
@@ -200,23 +192,18 @@ func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid E
 				if op.FC1X != nil {
 					x = p.sptr(b.AddI(row, guBytes+dhBytes))
 				}
-				var dot value.Value = ir.Float32(0)
-				for w := int64(0); w < utilThreads/32; w++ {
-					v := value.Value(ir.Float32(0)) // a warp short of a block of utilThreads
-					if w < G/32 {
-						part := b.Loop(b.AddI(lane, 32*w), ir.Int32(N/8), ir.Int32(G), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
-							g, u := b.gateUpRow8(op.GateUp, op.GU.DType, gu, ir.Int32(0), c, N)
-							dhv := b.loadRow8(op.DH.DType, dh, ir.Int32(0), c, N)
-							var xg, xu []value.Value
-							if x != nil {
-								xg, xu = b.gateUpRow8(op.GateUp, moe.F32, x, ir.Int32(0), c, N)
-							}
-							return []value.Value{b.actGradChunk(op, act, r, c, s, g, u, dhv, xg, xu, acc[0])}
-						})[0]
-						v = b.WarpSum(part)
-					}
-					dot = b.FAdd(dot, v)
-				}
+				dot := b.actGradDot(G/32, func(w int64) value.Value {
+					part := b.Loop(b.AddI(lane, 32*w), ir.Int32(N/8), ir.Int32(G), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
+						g, u := b.gateUpRow8(op.GateUp, op.GU.DType, gu, ir.Int32(0), c, N)
+						dhv := b.loadRow8(op.DH.DType, dh, ir.Int32(0), c, N)
+						var xg, xu []value.Value
+						if x != nil {
+							xg, xu = b.gateUpRow8(op.GateUp, moe.F32, x, ir.Int32(0), c, N)
+						}
+						return []value.Value{b.actGradChunk(op, act, r, c, s, g, u, dhv, xg, xu, acc[0])}
+					})[0]
+					return b.WarpSum(part)
+				})
 				b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() { b.StoreAt(dot, b.elemPtr(b.Param("dot"), r, 4), 4) })
 			})
 			p.release(st)

@@ -297,15 +297,10 @@ func emitActGrad(m *ir.Module, d dims, op moe.ActGrad) Kernel {
 	b.SyncThreads()
 	W := G / 32
 	for j, r := range rows {
-		var dot value.Value = ir.Float32(0)
-		for w := int64(0); w < utilThreads/32; w++ {
-			v := value.Value(ir.Float32(0)) // a warp short of a block of utilThreads
-			if w < W {
-				slot := b.AddI(b.MulI(b.AddI(b.MulI(grp, W), w), P), int64(j))
-				v = b.LoadVolatileAt(ir.F32, b.elemPtr(smem, slot, 4), 4)
-			}
-			dot = b.FAdd(dot, v)
-		}
+		dot := b.actGradDot(W, func(w int64) value.Value {
+			slot := b.AddI(b.MulI(b.AddI(b.MulI(grp, W), w), P), int64(j))
+			return b.LoadVolatileAt(ir.F32, b.elemPtr(smem, slot, 4), 4)
+		})
 		store := b.ICmp(enum.IPredEQ, lt, ir.Int32(0))
 		if live[j] != nil {
 			store = b.And(store, live[j])
@@ -339,7 +334,7 @@ func actGradShape(d dims, op moe.ActGrad) (G, R, P int64) {
 	if d.actGradThreads == 0 {
 		return utilThreads, 1, 1
 	}
-	G = min(utilThreads, 32*((N/8+31)/32))
+	G = actGradRowThreads(N)
 	R = max(1, int64(d.actGradThreads)/G)
 	per := int64(8 * 3)
 	if op.FC1X != nil {
@@ -349,6 +344,29 @@ func actGradShape(d dims, op moe.ActGrad) (G, R, P int64) {
 		return G, R, persistActGradRowsMin
 	}
 	return G, R, persistActGradRows
+}
+
+// actGradRowThreads is G, the threads of a row of N columns in the
+// persistent act_grad (actGradShape): a warp per 32 chunks of 8 columns,
+// at most utilThreads.
+func actGradRowThreads(N int64) int64 {
+	return min(utilThreads, 32*((N/8+31)/32))
+}
+
+// actGradDot is a row's dot in act_grad's fixed order (emitActGrad): +0,
+// then part(w) of each of the row's W warps in order, then +0 for each
+// warp short of utilThreads/32, as a block of utilThreads threads (whose
+// idle warps add +0) sums it; emitActGradBulk keeps it for the same bits.
+func (b *Builder) actGradDot(W int64, part func(w int64) value.Value) value.Value {
+	var dot value.Value = ir.Float32(0)
+	for w := int64(0); w < utilThreads/32; w++ {
+		v := value.Value(ir.Float32(0)) // a warp short of a block of utilThreads
+		if w < W {
+			v = part(w)
+		}
+		dot = b.FAdd(dot, v)
+	}
+	return dot
 }
 
 // fitsPhaseRegs reports whether regs registers per thread (one step's
