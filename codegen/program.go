@@ -241,8 +241,8 @@ type perOp struct {
 	// roundOdd are the f32 scratch buffers stored as bf16 rounded to odd
 	// (planRoundOdd), by name.
 	roundOdd map[string]bool
-	// bulk are the gathers, combines and act_grads bulkPhases rebuilds (persistent
-	// lowering).
+	// bulk are the gathers, combines and act_grads bulkPhases rebuilds
+	// (persistent lowering).
 	bulk []pendingBulk
 	// hSigs are the persistent forward's counters of FC1's row tiles,
 	// through which FC2's items wait instead of a grid barrier, one plan
@@ -371,23 +371,24 @@ func (lw *perOp) lower(op moe.Op) error {
 	return lw.lowerOp(op)
 }
 
-// pendingBulk is a gather, combine or act_grad lowered row-wise under the persistent
-// lowering, kernel i of the plan, which bulkPhases rebuilds in its
-// bulk-copy form once the GEMMs, whose block shape it takes, are lowered.
+// pendingBulk is a gather, combine or act_grad lowered row-wise under the
+// persistent lowering, kernel i of the plan, which bulkPhases rebuilds in
+// its bulk-copy form once the GEMMs, whose block shape it takes, are
+// lowered.
 type pendingBulk struct {
 	i  int
 	op moe.Op
 }
 
 // bulkPhases replaces each pending op's row-wise kernel by its bulk-copy
-// form (emitGatherBulk, emitCombineBulk, emitActGradBulk) of the persistent GEMMs' grid,
-// block, registers and shared memory, keeping its token ranges; without
-// such a GEMM, or with blocks that cannot run the form (checkBulkShape),
-// the row-wise kernels stay. Where the GEMMs run blocks of several shapes
-// (gemmShapes: a variant of other warps, in a persistent kernel of its
-// own), each shape's token counts take a form of that shape
-// (moe_<op><suffix>), or the row-wise kernel where its blocks are too
-// small. Errors: the bulk forms', gemmShapes'.
+// form (emitGatherBulk, emitCombineBulk, emitActGradBulk) of the
+// persistent GEMMs' grid, block, registers and shared memory, keeping its
+// token ranges; without such a GEMM, or with blocks that cannot run the
+// form (checkBulkShape), the row-wise kernels stay. Where the GEMMs run
+// blocks of several shapes (gemmShapes: a variant of other warps, in a
+// persistent kernel of its own), each shape's token counts take a form of
+// that shape (moe_<op><suffix>), or the row-wise kernel where its blocks
+// cannot run it. Errors: the bulk forms', gemmShapes'.
 func (lw *perOp) bulkPhases() error {
 	if len(lw.bulk) == 0 {
 		return nil
@@ -415,11 +416,12 @@ func (lw *perOp) bulkPhases() error {
 }
 
 // bulkForms are the kernels that replace row-wise kernel old of op (a
-// gather, a combine or an act_grad): per block shape of sh at whose token counts old
-// may run, its bulk-copy form, or old itself, at those counts, where the
-// shape's blocks cannot run the form (checkBulkShape; with one shape: old as it is; with
-// several, old renamed with the suffix of the first such shape, so that
-// the base shape's form takes old's name).
+// gather, a combine or an act_grad): per block shape of sh at whose
+// token counts old may run, its bulk-copy form, or old itself, at those
+// counts, where the shape's blocks cannot run the form (checkBulkShape;
+// with one shape: old as it is; with several, old renamed with the suffix
+// of the first such shape, so that the base shape's form takes old's
+// name).
 func (lw *perOp) bulkForms(old Kernel, op moe.Op, sh gemmShapes) ([]Kernel, error) {
 	tokens := make([][]launch.TokenRange, len(sh.first)) // per shape: old's T there
 	var rowWise []launch.TokenRange                      // where old stays
