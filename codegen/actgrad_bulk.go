@@ -45,7 +45,8 @@ import (
 //     row-wise kernel's order (emitActGrad), so the same bits. With one
 //     warp a row (R = 8) it sums them itself; with several, each part's
 //     lane 0 writes its sums over the first 4 bytes of chunk 32w's DH
-//     values in the stage (read by that part alone), fences them for the
+//     values in the stage (read only by that lane, in the first step of
+//     warp w's chunks, before its butterfly sum), fences them for the
 //     async proxy that refills the stage (fence.proxy.async) and arrives
 //     on the stage's dot barrier (in the header: 8/R·R = 8 arrivals, every
 //     consumer warp's lane 0, a row below the bound or not), on which part
