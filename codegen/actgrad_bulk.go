@@ -35,14 +35,23 @@ import (
 //     full barrier expecting the stage's bytes, then every lane whose row
 //     is below the bound copies the row's inputs into the stage;
 //   - the block's last 256 threads (warps 4..11 of the persistent GEMMs'
-//     384), the consumers: warp j < R takes row j of the stage. Its lanes run
-//     the row-wise kernel's threads of the row in turn: for each warp w of
-//     the row's G threads (G/32 warps, G as actGradShape), lane l sums
-//     chunks 32w+l, 32w+l+G, ... (8 columns each, actGradChunk: stores hs
-//     and dgu), then the warp's butterfly sum; the row's dot is +0 plus
-//     those sums in w order, plus +0 for each warp short of utilThreads/32:
-//     the row-wise kernel's order (emitActGrad), so the same bits. Every
-//     consumer thread then arrives on the stage's empty barrier.
+//     384), the consumers: 8/R warps take each row of the stage (warp k:
+//     row k/(8/R), part q = k%(8/R)). They run the row-wise kernel's
+//     threads of the row in turn: for each warp w of the row's G threads
+//     (G/32 warps, G as actGradShape) with w%(8/R) = q, lane l sums chunks
+//     32w+l, 32w+l+G, ... (8 columns each, actGradChunk: stores hs and
+//     dgu), then the warp's butterfly sum; the row's dot is +0 plus those
+//     sums in w order, plus +0 for each warp short of utilThreads/32: the
+//     row-wise kernel's order (emitActGrad), so the same bits. With one
+//     warp a row (R = 8) it sums them itself; with several, each part's
+//     lane 0 writes its sums over the first 4 bytes of chunk 32w's DH
+//     values in the stage (read only by that lane, in the first step of
+//     warp w's chunks, before its butterfly sum), fences them for the
+//     async proxy that refills the stage (fence.proxy.async) and arrives
+//     on the stage's dot barrier (in the header: 8/R·R = 8 arrivals, every
+//     consumer warp's lane 0, a row below the bound or not), on which part
+//     0's lane 0 waits before it sums them. Every consumer thread then
+//     arrives on the stage's empty barrier.
 //   - the warps between wait at the block's last barrier.
 //
 // Not for MX (its dot's MXFP8 values) nor where a stage of one row leaves
@@ -58,10 +67,17 @@ const actGradBulkRows = bulkConsumers / 32
 // at six; qwen3-30b-a3b's f32 rows take two stages of 72 KB).
 const actGradBulkMaxStages = 6
 
-// actGradHeaderBytes is the bytes of a stage's header of rows scales
-// (4 each), rounded up to 8 so that the ring's mbarriers after the
-// headers stay 8-byte aligned (PTX ISA, "mbarrier": an 8-byte object).
-func actGradHeaderBytes(rows int) int { return (4*rows + 7) / 8 * 8 }
+// actGradHeaderBytes is the bytes of a stage's header: with fewer than
+// actGradBulkRows rows, the dot barrier (8 bytes), then the rows' scales (4
+// each), rounded up to 8 so that the ring's mbarriers after the headers
+// stay 8-byte aligned (PTX ISA, "mbarrier": an 8-byte object).
+func actGradHeaderBytes(rows int) int {
+	n := 4 * rows
+	if rows < actGradBulkRows {
+		n += 8
+	}
+	return (n + 7) / 8 * 8
+}
 
 // actGradBulkFits reports whether the persistent backward's act_grad of op
 // takes the bulk-copy form (emitActGradBulk): sm_90a, not MX, N a multiple
@@ -128,10 +144,26 @@ func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid E
 	} else {
 		bound = b.Param("T")
 	}
+	split := R < actGradBulkRows // several consumer warps a row
+	tid := p.tid
+	if split { // the dot barriers, one per stage: a part's arrival each
+		b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+			for s := range int64(S) {
+				b.MbarInit(b.AddI(p.base, int64(S*stageBytes)+s*hdrBytes), actGradBulkRows)
+			}
+			b.FenceMbarInit()
+		})
+	}
 	p.sync()
 	stages := b.UDiv(b.AddI(bound, rowsPer-1), ir.Int32(rowsPer)) // of the whole grid
 	header := func(st value.Value) value.Value {
 		return b.Add(p.base, b.AddI(b.MulI(st, hdrBytes), int64(S*stageBytes)))
+	}
+	scales := func(st value.Value) value.Value { // the header's scales
+		if split {
+			return b.AddI(header(st), 8)
+		}
+		return header(st)
 	}
 	p.roles(func() {
 		// The producer. Lane j < rowsPer: row rowsPer·i + j and its scale
@@ -156,7 +188,7 @@ func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid E
 			}
 			b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() {
 				for j := range rowsPer {
-					b.StoreAt(hs[j], p.sptr(b.AddI(header(st), 4*j)), 4)
+					b.StoreAt(hs[j], p.sptr(b.AddI(scales(st), 4*j)), 4)
 				}
 			})
 			p.arriveExpect(st, b.Popc(b.ballot(in)), rowBytes)
@@ -174,41 +206,91 @@ func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid E
 			})
 		})
 	}, func(ct value.Value) {
-		j := b.UDiv(ct, ir.Int32(32)) // the consumer warp: row j of each stage
+		parts := int64(actGradBulkRows / R) // consumer warps a row
+		cw := b.UDiv(ct, ir.Int32(32))
+		j, q := cw, value.Value(ir.Int32(0)) // the warp's row of each stage, and its part
+		if split {
+			j, q = b.UDiv(cw, ir.Int32(parts)), b.URem(cw, ir.Int32(parts))
+		}
 		act := activation(op.Act)
 		G := actGradRowThreads(N)
+		W := G / 32
+		lane0 := func() value.Value { return b.ICmp(enum.IPredEQ, lane, ir.Int32(0)) }
 		p.each(stages, 1, nil, nil, func(i value.Value, _ int64, st, ph value.Value, _ []value.Value) {
 			b.MbarWait(ring.full(b, st), ph)
 			r := b.Add(b.MulI(i, rowsPer), j)
 			live := b.ICmp(enum.IPredSLT, r, bound)
-			if R < actGradBulkRows {
-				live = b.And(b.ICmp(enum.IPredULT, j, ir.Int32(rowsPer)), live)
-			}
-			b.If(live, func() {
-				s := b.LoadAt(ir.F32, p.sptr(b.Add(header(st), b.MulI(j, 4))), 4)
-				row := b.Add(p.stage(st), b.MulI(j, rowBytes))
-				gu, dh := p.sptr(row), p.sptr(b.AddI(row, guBytes))
-				var x value.Value
+			scale := func() value.Value { return b.LoadAt(ir.F32, p.sptr(b.Add(scales(st), b.MulI(j, 4))), 4) }
+			rowAt := func() value.Value { return b.Add(p.stage(st), b.MulI(j, rowBytes)) } // row j's stage address
+			// ptrs are the row's GU, DH and FC1·x (or nil) in the stage
+			ptrs := func(row value.Value) (gu, dh, x value.Value) {
+				gu, dh = p.sptr(row), p.sptr(b.AddI(row, guBytes))
 				if op.FC1X != nil {
 					x = p.sptr(b.AddI(row, guBytes+dhBytes))
 				}
-				dot := b.actGradDot(G/32, func(w int64) value.Value {
-					part := b.Loop(b.AddI(lane, 32*w), ir.Int32(N/8), ir.Int32(G), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
-						g, u := b.gateUpRow8(op.GateUp, op.GU.DType, gu, ir.Int32(0), c, N)
-						dhv := b.loadRow8(op.DH.DType, dh, ir.Int32(0), c, N)
-						var xg, xu []value.Value
-						if x != nil {
-							xg, xu = b.gateUpRow8(op.GateUp, moe.F32, x, ir.Int32(0), c, N)
-						}
-						return []value.Value{b.actGradChunk(op, act, r, c, s, g, u, dhv, xg, xu, acc[0])}
-					})[0]
-					return b.WarpSum(part)
+				return gu, dh, x
+			}
+			// sum is the warp's butterfly sum of warp w's chunks of the row
+			sum := func(gu, dh, x, s value.Value, w int64) value.Value {
+				part := b.Loop(b.AddI(lane, 32*w), ir.Int32(N/8), ir.Int32(G), []value.Value{ir.Float32(0)}, func(c value.Value, acc []value.Value) []value.Value {
+					g, u := b.gateUpRow8(op.GateUp, op.GU.DType, gu, ir.Int32(0), c, N)
+					dhv := b.loadRow8(op.DH.DType, dh, ir.Int32(0), c, N)
+					var xg, xu []value.Value
+					if x != nil {
+						xg, xu = b.gateUpRow8(op.GateUp, moe.F32, x, ir.Int32(0), c, N)
+					}
+					return []value.Value{b.actGradChunk(op, act, r, c, s, g, u, dhv, xg, xu, acc[0])}
+				})[0]
+				return b.WarpSum(part)
+			}
+			storeDot := func(dot value.Value) {
+				b.If(lane0(), func() { b.StoreAt(dot, b.elemPtr(b.Param("dot"), r, 4), 4) })
+			}
+			if !split {
+				b.If(live, func() {
+					s := scale()
+					gu, dh, x := ptrs(rowAt())
+					storeDot(b.actGradDot(W, func(w int64) value.Value { return sum(gu, dh, x, s, w) }))
 				})
-				b.If(b.ICmp(enum.IPredEQ, lane, ir.Int32(0)), func() { b.StoreAt(dot, b.elemPtr(b.Param("dot"), r, 4), 4) })
+				p.release(st)
+				return
+			}
+			// warp w's sum over the first 4 bytes of chunk 32w's DH values
+			slot := func(row value.Value, w int64) value.Value {
+				return p.sptr(b.AddI(row, guBytes+32*w*8*op.DH.DType.Size()))
+			}
+			b.If(live, func() {
+				s, row := scale(), rowAt()
+				gu, dh, x := ptrs(row)
+				for w := int64(0); w < W; w++ {
+					b.If(b.ICmp(enum.IPredEQ, q, ir.Int32(w%parts)), func() {
+						v := sum(gu, dh, x, s, w)
+						b.If(lane0(), func() { b.StoreAt(v, slot(row, w), 4) })
+					})
+				}
+			})
+			dotBar := header(st)
+			b.If(lane0(), func() {
+				b.Asm("fence.proxy.async.shared::cta;", "~{memory}")
+				b.MbarArrive(dotBar)
+			})
+			b.If(b.And(live, b.ICmp(enum.IPredEQ, q, ir.Int32(0))), func() {
+				b.If(lane0(), func() {
+					b.MbarWait(dotBar, ph)
+					row := rowAt()
+					storeDot(b.actGradDot(W, func(w int64) value.Value { return b.LoadAt(ir.F32, slot(row, w), 4) }))
+				})
 			})
 			p.release(st)
 		})
 	})
+	if split { // every thread has passed roles' block barrier
+		b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
+			for s := range int64(S) {
+				b.MbarInval(b.AddI(p.base, int64(S*stageBytes)+s*hdrBytes))
+			}
+		})
+	}
 	p.finish(&k, grid)
 	return k, nil
 }
