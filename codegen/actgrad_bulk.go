@@ -62,9 +62,10 @@ import (
 // consumer warp.
 const actGradBulkRows = bulkConsumers / 32
 
-// actGradBulkMaxStages bounds the ring of emitActGradBulk (stages of a
-// row of 1024 columns or fewer, bf16, fill the GEMM phases' shared memory
-// at six; qwen3-30b-a3b's f32 rows take two stages of 72 KB).
+// actGradBulkMaxStages bounds the ring of emitActGradBulk (stages of eight
+// rows of 256 columns or fewer fill the GEMM phases' shared memory at six:
+// the backward's gu and dh are f32, moe's expertGrad, 12 bytes a column;
+// qwen3-30b-a3b's rows take two stages of 72 KB).
 const actGradBulkMaxStages = 6
 
 // actGradHeaderBytes is the bytes of a stage's header: with fewer than

@@ -747,8 +747,9 @@ func persistentSchedule(c *cli.Context, l schedule.Layer, s schedule.Schedule, b
 // shape and the default's FC1 holding both gathering forms, run 53; the
 // backward's kernel of the GEMM variant's blocks, moe_backward_mid, run
 // 54; the backward's warp-specialized weight gradients as phases, its
-// default since, and qwen3-30b-a3b's mxfp8 backward, run 55): per-expert
-// storage, a routing map, the saved FC1 output.
+// default since, and qwen3-30b-a3b's mxfp8 backward, run 55; the saved
+// FC1 output, qwen3-30b-a3b's backward in run 60): per-expert storage, a
+// routing map.
 func persistentUnrun(l schedule.Layer) []string {
 	var unrun []string
 	if l.Storage == schedule.PerExpertWeights {
@@ -756,9 +757,6 @@ func persistentUnrun(l schedule.Layer) []string {
 	}
 	if l.Routing == schedule.RoutingMap {
 		unrun = append(unrun, "a routing map")
-	}
-	if l.SaveFC1 {
-		unrun = append(unrun, "--save-fc1")
 	}
 	return unrun
 }

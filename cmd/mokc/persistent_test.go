@@ -11,7 +11,7 @@ import (
 // routing map; not the forward's kernels per block shape nor the
 // default's FC1 store-gathering form, which run 53 ran, nor the
 // backward's kernel of the "mid" tiles' blocks, run 54's, nor the mxfp8
-// backward, run 55's) and the GEMM
+// backward, run 55's, nor the saved FC1 output, run 60's) and the GEMM
 // variants it leaves out (notePersistent: the "mid" tiles of a layer with
 // shared experts, never the decode tiles); it does not claim the FC2 tile
 // for many rows per expert, which goes for another reason where it goes
@@ -39,6 +39,7 @@ func TestPersistentNotes(t *testing.T) {
 		{[]string{"--model", "qwen3-30b-a3b", "--routing", "map", "--chain", "fc1-fc2"}, "not yet run on a GPU: a routing map (the presets", "FC1's store warps"},
 		{[]string{"--model", "qwen3-30b-a3b", "--precision", "mxfp8", "--backward"}, "", "not yet run"},
 		{[]string{"--model", "qwen3-30b-a3b", "--gather", "store-warps"}, "", "not yet run"},
+		{[]string{"--model", "qwen3-30b-a3b", "--backward", "--save-fc1"}, "", "not yet run"},
 	} {
 		msg, err := runCLI(append([]string{"build", "--target", "sm_90a", "--lowering", "persistent", "-o", out}, c.args...)...)
 		if err != nil {
