@@ -8,7 +8,7 @@
 #  1. bits against main's (run 59/60): qwen3-30b-a3b T = 300, 1100, 4096, gpt-oss-20b and
 #     deepseek-v2-lite T = 200, the persistent backward;
 #  2. forward + backward at qwen3-30b-a3b, main / pf / pfs alternated: T = 4096 and 1100 twice,
-#     2400 once; pfs's phases at 4096, 1100 and 2400.
+#     2400 once; pfs's phases at 4096, 1100 and 2400; per-op (main) at 2400, its kernels timed.
 START=$(date +%s)
 . scripts/device-env.sh
 . scripts/device-lib.sh
@@ -36,7 +36,10 @@ bench pfs-T2400 "$pfs" 2400 $B
 for T in 4096 1100 2400; do
 	bench "pfs-phases-T$T" "$pfs" $T $B --phases
 done
+bench main-perop-T2400 "$mokc" 2400 --model qwen3-30b-a3b --iters 10 --backward
+bench main-perop-kernels-T2400 "$mokc" 2400 --model qwen3-30b-a3b --iters 10 --backward --kernels
 grep -hv "^{" "$O/bench.jsonl" >>"$S"
+bench_kernels
 SAN_BUDGET=480
 mokc=$pfs san racecheck pfs-q3-300 70 --model qwen3-30b-a3b --tokens 300 --backward
 rm -f "$O/tmp.json"
