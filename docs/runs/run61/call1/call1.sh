@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# run 60 call 3 (about 3 minutes): branch ws-mg-prefetch-short (one commit on ws-mg-prefetch):
+# run 61 call 1 (about 3 minutes; written in run 60 as its call 3, which five failed starts left
+# unrun): branch ws-mg-prefetch-short (one commit on ws-mg-prefetch, itself one commit on main):
 # wgmma-ws loads a tile's f32 main grads before its K loop only where the loop has at most two
 # stages of 64 expert rows (wsEarlyKTiles), after it otherwise (call 1: loading them before every K
-# loop made the weight gradients 4.5% faster at qwen3-30b-a3b T = 1100 and 1.7% slower at 4096).
-# Carry: .carry/bins.tgz (main's CLI, 2fe0565), .carry/mokc-pf.gz (ws-mg-prefetch),
+# loop made the weight gradients 4.5% faster at qwen3-30b-a3b T = 1100 and 1.7% slower at 4096:
+# run 60, call 1). Carry: .carry/bins.tgz (main's CLI), .carry/mokc-pf.gz (ws-mg-prefetch),
 # .carry/mokc-pfs.gz (ws-mg-prefetch-short).
 #  1. bits against main's (run 59/60): qwen3-30b-a3b T = 300, 1100, 4096, gpt-oss-20b and
 #     deepseek-v2-lite T = 200, the persistent backward;
