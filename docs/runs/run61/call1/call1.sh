@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # run 61 call 1 (about 3 minutes; written in run 60 as its call 3, which five failed starts left
-# unrun): branch ws-mg-prefetch-short (one commit on ws-mg-prefetch, itself one commit on main):
+# unrun): branch ws-mg-prefetch-short (on ws-mg-prefetch, itself one commit on main):
 # wgmma-ws loads a tile's f32 main grads before its K loop only where the loop has at most two
 # stages of 64 expert rows (wsEarlyKTiles), after it otherwise (call 1: loading them before every K
 # loop made the weight gradients 4.5% faster at qwen3-30b-a3b T = 1100 and 1.7% slower at 4096:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# run 61 call 2 (about 4 minutes; written in run 60): branch wgrad-bias-rows (one commit on main):
+# run 61 call 2 (about 4 minutes; written in run 60): branch wgrad-bias-rows (on main):
 # the bias gradients (emitWeightGradBias: gpt-oss's fc1_wgrad_bias and fc2_wgrad_bias) load 32 rows
 # of A before they add them in row order, two columns a thread, where each thread waited on one
 # load a row (run 60: 1237 + 667 µs of gpt-oss-20b's persistent backward at T = 4096, as virtual
