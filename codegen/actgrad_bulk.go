@@ -147,10 +147,13 @@ func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid E
 	}
 	split := R < actGradBulkRows // several consumer warps a row
 	tid := p.tid
+	dotBarAt := func(s int64) value.Value { // stage s's dot barrier: its header's first 8 bytes
+		return b.AddI(p.base, int64(S*stageBytes)+s*hdrBytes)
+	}
 	if split { // the dot barriers, one per stage: a part's arrival each
 		b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
 			for s := range int64(S) {
-				b.MbarInit(b.AddI(p.base, int64(S*stageBytes)+s*hdrBytes), actGradBulkRows)
+				b.MbarInit(dotBarAt(s), actGradBulkRows)
 			}
 			b.FenceMbarInit()
 		})
@@ -288,7 +291,7 @@ func emitActGradBulk(m *ir.Module, suffix string, d dims, op moe.ActGrad, grid E
 	if split { // every thread has passed roles' block barrier
 		b.If(b.ICmp(enum.IPredEQ, tid, ir.Int32(0)), func() {
 			for s := range int64(S) {
-				b.MbarInval(b.AddI(p.base, int64(S*stageBytes)+s*hdrBytes))
+				b.MbarInval(dotBarAt(s))
 			}
 		})
 	}
